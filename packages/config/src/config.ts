@@ -1,0 +1,84 @@
+import { z } from 'zod';
+
+/** Values used when not in production, so `npm run demo` and the tests work with no setup. */
+export const DEV_AUTH_SECRET = 'dev-only-auth-secret-change-me-0123456789';
+export const DEV_ADMIN_TOKEN = 'dev-only-admin-token';
+
+const intFrom = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
+
+const schema = z
+  .object({
+    NODE_ENV: z.enum(['development', 'test', 'production']).default('development'),
+    /** MySQL/MariaDB, default `mysql://root@127.0.0.1:3306/flashsale`. */
+    DATABASE_URL: z
+      .string()
+      .regex(/^(mysql|mariadb):\/\//, 'must be a mysql:// or mariadb:// URL')
+      .default('mysql://root@127.0.0.1:3306/flashsale'),
+    /** Redis, default `redis://127.0.0.1:6379`. */
+    REDIS_URL: z
+      .string()
+      .regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL')
+      .default('redis://127.0.0.1:6379'),
+    /** Namespace of every Redis key, default `fs`. Letters, digits, `_`, `-`, `.`, `:` only. */
+    REDIS_PREFIX: z
+      .string()
+      .regex(/^[A-Za-z0-9_.:-]{1,64}$/, 'must be 1-64 of A-Z a-z 0-9 _ . : -')
+      .default('fs'),
+    /** Gateway port, default 3000 (0 picks a free port). */
+    PORT: intFrom(0, 65535).default(3000),
+    /** HS256 key for buyer tokens; required in production, at least 32 characters. */
+    AUTH_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
+    /** Bearer token for /api/admin/*; required in production, at least 16 characters. */
+    ADMIN_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+    /** pino level, default `info`. */
+    LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    /** Purchases one buyer may send per second to one gateway process before 429, default 10. */
+    RATE_LIMIT_PER_SECOND: intFrom(1, 1_000_000).default(10),
+    /** Entries a worker takes from one sale's stream per MySQL transaction, default 500. */
+    WORKER_BATCH_SIZE: intFrom(1, 5000).default(500),
+    /** How long an idle worker waits before polling the streams again, default 5 ms. */
+    WORKER_IDLE_MS: intFrom(1, 10_000).default(5),
+    /** Entries pending this long on a consumer are taken over by another worker, default 15000 ms. */
+    WORKER_CLAIM_IDLE_MS: intFrom(100, 3_600_000).default(15_000),
+    /** Deliveries after which a failing entry goes to the dead-letter stream, default 5. */
+    WORKER_MAX_DELIVERIES: intFrom(1, 1000).default(5),
+    /** MySQL connections per process, default 10. */
+    DB_POOL_SIZE: intFrom(1, 500).default(10),
+    /** Seconds a paused sale asks buyers to wait before retrying (Retry-After), default 2. */
+    PAUSED_RETRY_AFTER_SECONDS: intFrom(1, 3600).default(2),
+  })
+  .superRefine((env, ctx) => {
+    if (env.NODE_ENV !== 'production') return;
+    if (!env.AUTH_SECRET) ctx.addIssue({ code: 'custom', path: ['AUTH_SECRET'], message: 'is required in production' });
+    if (!env.ADMIN_TOKEN) ctx.addIssue({ code: 'custom', path: ['ADMIN_TOKEN'], message: 'is required in production' });
+  });
+
+export type Config = Omit<z.infer<typeof schema>, 'AUTH_SECRET' | 'ADMIN_TOKEN'> & {
+  AUTH_SECRET: string;
+  ADMIN_TOKEN: string;
+};
+
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration: ${problems.join('; ')}`);
+  }
+}
+
+/**
+ * Parses the environment once, at start. Every bad variable is reported in one error, so an operator
+ * fixes the deployment in one go instead of one restart per variable.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  // An empty variable means "not set": shells and compose files produce them easily.
+  const present = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== ''));
+  const parsed = schema.safeParse(present);
+  if (!parsed.success) {
+    throw new ConfigError(parsed.error.issues.map((issue) => `${issue.path.join('.')} ${issue.message}`));
+  }
+  return {
+    ...parsed.data,
+    AUTH_SECRET: parsed.data.AUTH_SECRET ?? DEV_AUTH_SECRET,
+    ADMIN_TOKEN: parsed.data.ADMIN_TOKEN ?? DEV_ADMIN_TOKEN,
+  };
+}

@@ -1,0 +1,3 @@
+export { loadConfig, ConfigError, DEV_ADMIN_TOKEN, DEV_AUTH_SECRET, type Config } from './config.ts';
+export { createLogger, type Logger } from './logger.ts';
+export { onShutdownSignal } from './lifecycle.ts';

@@ -1,0 +1,42 @@
+/**
+ * Every error a client can see: a stable code, its HTTP status and a title. Codes are part of the
+ * contract (../shared/CONTRACT.md); add new ones, never rename.
+ */
+export const ERRORS = {
+  INVALID_REQUEST: { status: 400, title: 'The request is not valid' },
+  UNAUTHORIZED: { status: 401, title: 'Missing or invalid credentials' },
+  SALE_NOT_STARTED: { status: 403, title: 'The sale has not started yet' },
+  SALE_NOT_FOUND: { status: 404, title: 'No such sale' },
+  RESERVATION_NOT_FOUND: { status: 404, title: 'No such reservation' },
+  NOT_FOUND: { status: 404, title: 'No such resource' },
+  ALREADY_PURCHASED: { status: 409, title: 'This buyer already has a reservation for this sale' },
+  INSUFFICIENT_STOCK: { status: 409, title: 'Fewer units are left than requested' },
+  RECONCILE_IN_PROGRESS: { status: 409, title: 'A reconciliation of this sale is already running' },
+  SOLD_OUT: { status: 410, title: 'The sale is sold out' },
+  SALE_ENDED: { status: 410, title: 'The sale has ended' },
+  PAYLOAD_TOO_LARGE: { status: 413, title: 'The request body is larger than 1 KB' },
+  UNSUPPORTED_MEDIA_TYPE: { status: 415, title: 'The request body must be application/json' },
+  RATE_LIMITED: { status: 429, title: 'Too many requests' },
+  INTERNAL_ERROR: { status: 500, title: 'Internal error' },
+  SALE_PAUSED: { status: 503, title: 'The sale is paused, retry shortly' },
+  SERVICE_UNAVAILABLE: { status: 503, title: 'A backing service is unavailable' },
+} as const satisfies Record<string, { status: number; title: string }>;
+
+export type ErrorCode = keyof typeof ERRORS;
+
+/** An error meant for the client: the gateway renders it as application/problem+json. */
+export class AppError extends Error {
+  override readonly name = 'AppError';
+  readonly status: number;
+  constructor(
+    readonly code: ErrorCode,
+    detail?: string,
+    /** Extra members of the problem document, e.g. the existing `reservationId`. */
+    readonly extra: Record<string, unknown> = {},
+    /** Extra response headers, e.g. Retry-After. */
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(detail ?? ERRORS[code].title);
+    this.status = ERRORS[code].status;
+  }
+}

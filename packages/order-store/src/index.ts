@@ -1,0 +1,6 @@
+export { createPrisma, PrismaClient } from './prisma-client.ts';
+export { migrate, migrationNames, MIGRATIONS_DIR, type MigrationResult } from './migrator.ts';
+export { poolConfigFromUrl } from './database-url.ts';
+export { insertSale, findSale, saleOrderTotals, LIVE_ORDER_STATUSES, type NewSale, type SaleRecord } from './sale-repository.ts';
+export { findOrderByReservation, type OrderView } from './order-repository.ts';
+export { writeOrderBatch, type BatchOutcome, type RejectReason } from './order-writer.ts';

@@ -1,0 +1,82 @@
+import type { Reservation } from '@flashsale/redis-store';
+import type { PrismaClient } from './generated/prisma/client.ts';
+
+/** Why a reservation could not become an order. Each is kept in the dead-letter stream, never dropped. */
+export type RejectReason =
+  /** The sale is not in MySQL. */
+  | 'SALE_NOT_FOUND'
+  /** The buyer already has an order for this sale under another reservation (Redis lost its buyers). */
+  | 'DUPLICATE_BUYER'
+  /** The order would put more units in orders than the sale has (Redis held more stock than MySQL). */
+  | 'OVER_STOCK';
+
+export interface BatchOutcome {
+  /** New orders written by this batch. */
+  written: Reservation[];
+  /** Already orders: a redelivered entry (worker died after commit, before XACK). */
+  replayed: Reservation[];
+  rejected: { reservation: Reservation; reason: RejectReason }[];
+}
+
+/**
+ * Writes one batch of a sale's reservations as orders, in one transaction, idempotently.
+ *
+ * The sale row is locked first (FOR UPDATE): batches of one sale from several workers then run one after
+ * the other, so the replay and duplicate checks below see every committed order and sold_units is raised
+ * from a value nobody else is changing. The unique keys (reservation_id; sale_id + user_id) and the
+ * CHECK sold_units <= stock stay as the last line of defence should anything here be wrong.
+ */
+export async function writeOrderBatch(prisma: PrismaClient, saleId: number, batch: Reservation[]): Promise<BatchOutcome> {
+  const outcome: BatchOutcome = { written: [], replayed: [], rejected: [] };
+  if (batch.length === 0) return outcome;
+  return prisma.$transaction(
+    async (tx) => {
+      const [sale] = await tx.$queryRaw<{ stock: number; sold_units: number }[]>`SELECT stock, sold_units FROM sales WHERE id = ${saleId} FOR UPDATE`;
+      if (!sale) {
+        outcome.rejected = batch.map((reservation) => ({ reservation, reason: 'SALE_NOT_FOUND' as const }));
+        return outcome;
+      }
+      const existing = await tx.order.findMany({
+        where: {
+          saleId,
+          OR: [{ reservationId: { in: batch.map((r) => r.reservationId) } }, { userId: { in: batch.map((r) => r.userId) } }],
+        },
+        select: { reservationId: true, userId: true },
+      });
+      const existingReservations = new Set(existing.map((order) => order.reservationId));
+      const buyersWithOrders = new Set(existing.map((order) => order.userId));
+      const stock = Number(sale.stock);
+      let sold = Number(sale.sold_units);
+      for (const reservation of batch) {
+        if (existingReservations.has(reservation.reservationId)) {
+          outcome.replayed.push(reservation);
+        } else if (buyersWithOrders.has(reservation.userId)) {
+          outcome.rejected.push({ reservation, reason: 'DUPLICATE_BUYER' });
+        } else if (sold + reservation.quantity > stock) {
+          outcome.rejected.push({ reservation, reason: 'OVER_STOCK' });
+        } else {
+          outcome.written.push(reservation);
+          buyersWithOrders.add(reservation.userId);
+          // The same id twice in one batch (a redelivery racing its original) is written once.
+          existingReservations.add(reservation.reservationId);
+          sold += reservation.quantity;
+        }
+      }
+      if (outcome.written.length === 0) return outcome;
+      await tx.order.createMany({
+        data: outcome.written.map((r) => ({
+          reservationId: r.reservationId,
+          saleId,
+          userId: r.userId,
+          quantity: r.quantity,
+          reservedAt: new Date(r.reservedAt),
+        })),
+      });
+      const units = sold - Number(sale.sold_units);
+      const updated = await tx.$executeRaw`UPDATE sales SET sold_units = sold_units + ${units} WHERE id = ${saleId} AND sold_units + ${units} <= stock`;
+      if (updated !== 1) throw new Error(`sale ${saleId}: guarded sold_units update refused ${units} units`);
+      return outcome;
+    },
+    { maxWait: 10_000, timeout: 30_000 },
+  );
+}

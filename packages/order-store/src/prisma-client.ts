@@ -1,0 +1,10 @@
+import { PrismaMariaDb } from '@prisma/adapter-mariadb';
+import { PrismaClient } from './generated/prisma/client.ts';
+import { poolConfigFromUrl } from './database-url.ts';
+
+export { PrismaClient };
+
+/** A Prisma client over the MariaDB driver adapter: no query engine binary, one pool per process. */
+export function createPrisma(databaseUrl: string, poolSize = 10): PrismaClient {
+  return new PrismaClient({ adapter: new PrismaMariaDb(poolConfigFromUrl(databaseUrl, poolSize)) });
+}

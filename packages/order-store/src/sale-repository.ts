@@ -1,0 +1,50 @@
+import type { SaleDefinition } from '@flashsale/domain';
+import type { PrismaClient } from './generated/prisma/client.ts';
+
+export interface NewSale {
+  name: string;
+  stock: number;
+  perUserLimit: number;
+  startsAt: Date;
+  endsAt: Date;
+}
+
+/** Order statuses that hold units of stock (a cancelled or expired order has given them back). */
+export const LIVE_ORDER_STATUSES = ['created', 'paid'] as const;
+
+export interface SaleRecord extends SaleDefinition {
+  soldUnits: number;
+}
+
+type SaleRow = { id: number; name: string; stock: number; perUserLimit: number; startsAt: Date; endsAt: Date; soldUnits: number };
+
+function toRecord(row: SaleRow): SaleRecord {
+  return {
+    id: row.id,
+    name: row.name,
+    stock: row.stock,
+    perUserLimit: row.perUserLimit,
+    startsAt: row.startsAt.getTime(),
+    endsAt: row.endsAt.getTime(),
+    soldUnits: row.soldUnits,
+  };
+}
+
+export async function insertSale(prisma: PrismaClient, sale: NewSale): Promise<SaleRecord> {
+  return toRecord(await prisma.sale.create({ data: sale }));
+}
+
+export async function findSale(prisma: PrismaClient, saleId: number): Promise<SaleRecord | null> {
+  const row = await prisma.sale.findUnique({ where: { id: saleId } });
+  return row ? toRecord(row) : null;
+}
+
+/** Live orders of a sale and the units they hold, as MySQL records them. */
+export async function saleOrderTotals(prisma: PrismaClient, saleId: number): Promise<{ orders: number; units: number }> {
+  const totals = await prisma.order.aggregate({
+    where: { saleId, status: { in: [...LIVE_ORDER_STATUSES] } },
+    _count: { _all: true },
+    _sum: { quantity: true },
+  });
+  return { orders: totals._count._all, units: totals._sum.quantity ?? 0 };
+}

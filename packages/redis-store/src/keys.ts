@@ -1,0 +1,33 @@
+/**
+ * Every Redis key the system writes, in one place. All keys of one sale share the hash tag `{s<id>}`, so
+ * each script touches a single slot and runs unchanged on Redis Cluster; `prefix` (REDIS_PREFIX) keeps
+ * deployments and test runs sharing one Redis apart.
+ */
+export interface SaleKeys {
+  /** Hash: name, stock, remaining, limit, starts, ends, paused, gen. */
+  meta: string;
+  /** Hash: user id -> "<reservationId>|<quantity>". */
+  buyers: string;
+  /** Stream of reservations waiting to become orders. */
+  stream: string;
+  /** Stream of entries the workers gave up on, with their reason. */
+  deadLetter: string;
+}
+
+export function saleKeys(prefix: string, saleId: number): SaleKeys {
+  const base = `${prefix}:{s${saleId}}`;
+  return {
+    meta: `${base}:meta`,
+    buyers: `${base}:buyers`,
+    stream: `${base}:stream`,
+    deadLetter: `${base}:dead`,
+  };
+}
+
+/** Set of the ids of every published sale: the workers consume the stream of each. */
+export function salesIndexKey(prefix: string): string {
+  return `${prefix}:sales`;
+}
+
+/** The consumer group of the order writers on every sale stream. */
+export const ORDER_WRITERS_GROUP = 'order-writers';

@@ -1,0 +1,30 @@
+/**
+ * The format of a reservation on a sale's stream. The reserve script writes it (reserve-3.lua), the
+ * workers read it: fields `r` reservation id, `u` user id, `q` quantity, `t` time accepted (epoch ms,
+ * Redis clock). Short names because every accepted purchase writes them.
+ */
+export interface Reservation {
+  /** The stream entry id, needed to acknowledge it. */
+  entryId: string;
+  reservationId: string;
+  saleId: number;
+  userId: string;
+  quantity: number;
+  reservedAt: number;
+}
+
+export type DecodedEntry = { ok: true; reservation: Reservation } | { ok: false; entryId: string; fields: string[]; reason: 'MALFORMED_ENTRY' };
+
+/** Decodes one stream entry; a malformed one is reported, never thrown, so it can be dead-lettered. */
+export function decodeReservation(saleId: number, entryId: string, fields: string[]): DecodedEntry {
+  const values = new Map<string, string>();
+  for (let i = 0; i + 1 < fields.length; i += 2) values.set(fields[i]!, fields[i + 1]!);
+  const reservationId = values.get('r');
+  const userId = values.get('u');
+  const quantity = Number(values.get('q'));
+  const reservedAt = Number(values.get('t'));
+  if (!reservationId || !userId || !Number.isInteger(quantity) || quantity < 1 || !Number.isFinite(reservedAt)) {
+    return { ok: false, entryId, fields, reason: 'MALFORMED_ENTRY' };
+  }
+  return { ok: true, reservation: { entryId, reservationId, saleId, userId, quantity, reservedAt } };
+}

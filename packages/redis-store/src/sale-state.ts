@@ -1,0 +1,74 @@
+import { randomUUID } from 'node:crypto';
+import type { SaleDefinition } from '@flashsale/domain';
+import type { ScriptedRedis } from './scripts.ts';
+import { ORDER_WRITERS_GROUP, saleKeys, salesIndexKey } from './keys.ts';
+
+/** A sale as Redis holds it: its definition plus the live counters. */
+export interface SaleState extends SaleDefinition {
+  remaining: number;
+  paused: boolean;
+  /** Marker written when this Redis state was created; a different one means it was rebuilt. */
+  generation: string;
+}
+
+/**
+ * Makes a sale live in Redis. Registers it for the workers first: a registered sale without Redis state
+ * is harmless (the workers skip it), a live sale nobody consumes would strand its reservations.
+ * Returns false when the sale was already live (nothing is overwritten).
+ */
+export async function publishSale(redis: ScriptedRedis, prefix: string, sale: SaleDefinition): Promise<boolean> {
+  const keys = saleKeys(prefix, sale.id);
+  await redis.sadd(salesIndexKey(prefix), String(sale.id));
+  const created = await redis.publishSale(
+    keys.meta,
+    keys.stream,
+    sale.name,
+    sale.stock,
+    sale.perUserLimit,
+    sale.startsAt,
+    sale.endsAt,
+    ORDER_WRITERS_GROUP,
+    randomUUID(),
+  );
+  return created === 1;
+}
+
+export async function readSaleState(redis: ScriptedRedis, prefix: string, saleId: number): Promise<SaleState | null> {
+  const meta = await redis.hgetall(saleKeys(prefix, saleId).meta);
+  if (meta.stock === undefined) return null;
+  return {
+    id: saleId,
+    name: meta.name ?? '',
+    stock: Number(meta.stock),
+    remaining: Number(meta.remaining),
+    perUserLimit: Number(meta.limit),
+    startsAt: Number(meta.starts),
+    endsAt: Number(meta.ends),
+    paused: meta.paused === '1',
+    generation: meta.gen ?? '',
+  };
+}
+
+/** Pauses or resumes intake; false when the sale is not in Redis. */
+export async function setSalePaused(redis: ScriptedRedis, prefix: string, saleId: number, paused: boolean): Promise<boolean> {
+  return (await redis.setPaused(saleKeys(prefix, saleId).meta, paused ? '1' : '0')) === 1;
+}
+
+/** The reservation a buyer holds for a sale, as Redis recorded it. */
+export async function findBuyerReservation(
+  redis: ScriptedRedis,
+  prefix: string,
+  saleId: number,
+  userId: string,
+): Promise<{ reservationId: string; quantity: number } | null> {
+  const value = await redis.hget(saleKeys(prefix, saleId).buyers, userId);
+  if (!value) return null;
+  const [reservationId = '', quantity] = value.split('|');
+  return { reservationId, quantity: Number(quantity) };
+}
+
+/** Ids of every published sale. */
+export async function listSaleIds(redis: ScriptedRedis, prefix: string): Promise<number[]> {
+  const members = await redis.smembers(salesIndexKey(prefix));
+  return members.map(Number).filter((id) => Number.isInteger(id) && id > 0);
+}
