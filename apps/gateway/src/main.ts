@@ -1,0 +1,29 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createLogger, loadConfig, onShutdownSignal } from '@flashsale/config';
+import { createRedis } from '@flashsale/redis-store';
+import { createPrisma } from '@flashsale/order-store';
+import { createApp } from './app.ts';
+
+const config = loadConfig();
+const logger = createLogger('gateway', config.LOG_LEVEL);
+const redis = createRedis(config.REDIS_URL, { name: 'gateway' });
+const prisma = createPrisma(config.DATABASE_URL, config.DB_POOL_SIZE);
+
+const server = createServer(createApp({ config, redis, prisma, logger }));
+// Keep-alive longer than typical load balancers' idle timeout, so they never reuse a closing socket.
+server.keepAliveTimeout = 65_000;
+server.listen(config.PORT, () => {
+  const { port } = server.address() as AddressInfo;
+  logger.info({ port }, 'gateway listening');
+});
+
+onShutdownSignal(logger, async () => {
+  // Stop accepting, let requests in flight finish (each is one Redis call), then close the clients.
+  await new Promise<void>((resolve) => {
+    server.close(() => resolve());
+    server.closeIdleConnections();
+  });
+  await redis.quit();
+  await prisma.$disconnect();
+});

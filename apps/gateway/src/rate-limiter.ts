@@ -1,0 +1,26 @@
+/**
+ * Per-buyer request budget of one gateway process: a fixed one-second window, kept in memory so it costs
+ * no Redis call. It stops a client hammering the purchase endpoint from taking the event loop; the
+ * one-order-per-buyer rule itself is enforced by the reserve script, not here.
+ */
+export class RateLimiter {
+  private window = 0;
+  private counts = new Map<string, number>();
+
+  constructor(
+    private readonly perSecond: number,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** Counts one request; false when the buyer is over budget for the current second. */
+  take(buyer: string): boolean {
+    const window = Math.floor(this.now() / 1000);
+    if (window !== this.window) {
+      this.window = window;
+      this.counts.clear();
+    }
+    const count = (this.counts.get(buyer) ?? 0) + 1;
+    this.counts.set(buyer, count);
+    return count <= this.perSecond;
+  }
+}

@@ -1,0 +1,86 @@
+import express, { Router } from 'express';
+import { z } from 'zod';
+import { AppError } from '@flashsale/domain';
+import { publishSale, readSaleState, streamBacklog } from '@flashsale/redis-store';
+import { findSale, insertSale, saleOrderTotals } from '@flashsale/order-store';
+import type { GatewayDeps } from '../deps.ts';
+import { createAdminCheck } from '../auth.ts';
+import { parseOrThrow, requireJsonBody, saleIdParam } from '../validation.ts';
+
+const MAX_STOCK = 1_000_000_000;
+
+const newSaleBody = z
+  .strictObject({
+    name: z.string().trim().min(1).max(200),
+    stock: z.number().int().min(1).max(MAX_STOCK),
+    startsAt: z.iso.datetime({ offset: true }).transform((value) => new Date(value)),
+    endsAt: z.iso.datetime({ offset: true }).transform((value) => new Date(value)),
+    perUserLimit: z.number().int().min(1).max(MAX_STOCK).default(1),
+  })
+  .refine((sale) => sale.endsAt > sale.startsAt, { path: ['endsAt'], message: 'must be after startsAt' })
+  .refine((sale) => sale.perUserLimit <= sale.stock, { path: ['perUserLimit'], message: 'must not exceed stock' });
+
+/** /api/admin/*: creating sales and reading their ledger. Every route needs the admin token. */
+export function adminRouter({ config, redis, prisma }: GatewayDeps): Router {
+  const router = Router();
+  const checkAdmin = createAdminCheck(config.ADMIN_TOKEN);
+  router.use('/api/admin', (req, _res, next) => {
+    checkAdmin(req.headers.authorization);
+    next();
+  });
+
+  router.post(
+    '/api/admin/sales',
+    (req, _res, next) => {
+      requireJsonBody(req.headers['content-type'], req.headers['content-length'], req.headers['transfer-encoding'] !== undefined);
+      next();
+    },
+    express.json({ limit: '1kb', strict: true }),
+    async (req, res) => {
+      const input = parseOrThrow(newSaleBody, req.body ?? {});
+      // MySQL first: a sale is never live in Redis without its record, so every order a worker writes
+      // has its sale row. Should Redis fail after this, the sale exists but is not live yet; publishing
+      // again is idempotent and never overwrites a live sale's stock.
+      const sale = await insertSale(prisma, input);
+      await publishSale(redis, config.REDIS_PREFIX, sale);
+      res.status(201).json({
+        id: sale.id,
+        name: sale.name,
+        stock: sale.stock,
+        startsAt: new Date(sale.startsAt).toISOString(),
+        endsAt: new Date(sale.endsAt).toISOString(),
+        perUserLimit: sale.perUserLimit,
+      });
+    },
+  );
+
+  router.get('/api/admin/sales/:saleId/stats', async (req, res) => {
+    const saleId = saleIdParam(req.params.saleId);
+    const [record, state, backlog, totals] = await Promise.all([
+      findSale(prisma, saleId),
+      readSaleState(redis, config.REDIS_PREFIX, saleId),
+      streamBacklog(redis, config.REDIS_PREFIX, saleId),
+      saleOrderTotals(prisma, saleId),
+    ]);
+    if (!record) throw new AppError('SALE_NOT_FOUND', `no sale has the id ${saleId}`);
+    const inFlight = backlog.lag + backlog.pending;
+    const remaining = state ? state.remaining : null;
+    // With nothing in flight the ledger must balance exactly; while entries are in flight their units
+    // are in neither count, so all that can be checked is that nothing is oversold.
+    const consistent =
+      remaining !== null &&
+      (inFlight === 0 ? remaining + totals.units === record.stock : remaining + totals.units <= record.stock) &&
+      totals.units <= record.stock;
+    res.json({
+      saleId,
+      stock: record.stock,
+      remaining,
+      inFlight,
+      ordersInDb: totals.orders,
+      unitsInDb: totals.units,
+      deadLettered: backlog.deadLettered,
+      consistent,
+    });
+  });
+  return router;
+}

@@ -1,0 +1,45 @@
+import { Router } from 'express';
+import { AppError, saleStatus } from '@flashsale/domain';
+import { readSaleState } from '@flashsale/redis-store';
+import { findSale } from '@flashsale/order-store';
+import type { GatewayDeps } from '../deps.ts';
+import { saleIdParam } from '../validation.ts';
+
+/** GET /api/sales/:saleId: the sale as buyers see it, with live stock and status from Redis. */
+export function saleRouter({ redis, prisma, config }: GatewayDeps): Router {
+  const router = Router();
+  router.get('/api/sales/:saleId', async (req, res) => {
+    const saleId = saleIdParam(req.params.saleId);
+    // Status is judged on Redis's clock, the one the reserve script uses, so this page and the purchase
+    // endpoint never disagree about whether the sale has started.
+    const [state, [seconds, micros]] = await Promise.all([readSaleState(redis, config.REDIS_PREFIX, saleId), redis.time()]);
+    const now = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+    if (state) {
+      res.json({
+        id: state.id,
+        name: state.name,
+        stock: state.stock,
+        remaining: state.remaining,
+        startsAt: new Date(state.startsAt).toISOString(),
+        endsAt: new Date(state.endsAt).toISOString(),
+        perUserLimit: state.perUserLimit,
+        status: saleStatus(state, now),
+      });
+      return;
+    }
+    // Not in Redis: either no such sale, or Redis lost it and intake is stopped until it is rebuilt.
+    const record = await findSale(prisma, saleId);
+    if (!record) throw new AppError('SALE_NOT_FOUND', `no sale has the id ${saleId}`);
+    res.json({
+      id: record.id,
+      name: record.name,
+      stock: record.stock,
+      remaining: record.stock - record.soldUnits,
+      startsAt: new Date(record.startsAt).toISOString(),
+      endsAt: new Date(record.endsAt).toISOString(),
+      perUserLimit: record.perUserLimit,
+      status: saleStatus({ ...record, remaining: record.stock - record.soldUnits, paused: true }, now),
+    });
+  });
+  return router;
+}

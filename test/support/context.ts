@@ -1,0 +1,87 @@
+import { randomBytes } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createLogger, loadConfig, type Config } from '@flashsale/config';
+import { createRedis, publishSale, type ScriptedRedis } from '@flashsale/redis-store';
+import { createPrisma, insertSale, type PrismaClient, type SaleRecord } from '@flashsale/order-store';
+import { createApp } from '../../apps/gateway/src/app.ts';
+
+/** A Redis prefix no other test uses, so tests share one Redis without seeing each other's keys. */
+export function uniquePrefix(label = 't'): string {
+  return `test-${label}-${randomBytes(4).toString('hex')}`;
+}
+
+export interface TestContext {
+  config: Config;
+  redis: ScriptedRedis;
+  prisma: PrismaClient;
+  /** Deletes every key under this context's prefix and closes the clients. */
+  close(): Promise<void>;
+}
+
+export function createTestContext(overrides: NodeJS.ProcessEnv = {}): TestContext {
+  const config = loadConfig({ ...process.env, REDIS_PREFIX: uniquePrefix(), ...overrides });
+  const redis = createRedis(config.REDIS_URL);
+  const prisma = createPrisma(config.DATABASE_URL, 4);
+  return {
+    config,
+    redis,
+    prisma,
+    async close() {
+      let cursor = '0';
+      do {
+        const [next, keys] = await redis.scan(cursor, 'MATCH', `${config.REDIS_PREFIX}:*`, 'COUNT', 1000);
+        if (keys.length > 0) await redis.del(...keys);
+        cursor = next;
+      } while (cursor !== '0');
+      await redis.quit();
+      await prisma.$disconnect();
+    },
+  };
+}
+
+/** Milliseconds on Redis's clock, the one the reserve script judges sale windows by. */
+export async function redisNow(redis: ScriptedRedis): Promise<number> {
+  const [seconds, micros] = await redis.time();
+  return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+}
+
+export interface SaleOptions {
+  stock?: number;
+  perUserLimit?: number;
+  /** Start, in ms relative to Redis's clock now (default: a minute ago). */
+  startsIn?: number;
+  /** End, in ms relative to Redis's clock now (default: in an hour). */
+  endsIn?: number;
+  name?: string;
+}
+
+/** A sale in MySQL and live in Redis, published exactly as the admin endpoint does. */
+export async function createLiveSale(ctx: TestContext, options: SaleOptions = {}): Promise<SaleRecord> {
+  const now = await redisNow(ctx.redis);
+  const sale = await insertSale(ctx.prisma, {
+    name: options.name ?? 'Test sale',
+    stock: options.stock ?? 10,
+    perUserLimit: options.perUserLimit ?? 1,
+    startsAt: new Date(now + (options.startsIn ?? -60_000)),
+    endsAt: new Date(now + (options.endsIn ?? 3_600_000)),
+  });
+  await publishSale(ctx.redis, ctx.config.REDIS_PREFIX, sale);
+  return sale;
+}
+
+/** The gateway app of a context, listening on a free port. */
+export async function startGateway(ctx: TestContext): Promise<{ url: string; close(): Promise<void> }> {
+  const logger = createLogger('gateway-test', 'silent');
+  const server: Server = createServer(createApp({ config: ctx.config, redis: ctx.redis, prisma: ctx.prisma, logger }));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
