@@ -1,0 +1,21 @@
+import { ORDER_WRITERS_GROUP, saleKeys, type ScriptedRedis } from '@flashsale/redis-store';
+import type { RawEntry } from './stream-reader.ts';
+
+/**
+ * Why an entry was set aside instead of becoming an order. Operators find each in the sale's dead-letter
+ * stream with its reason and original fields; the admin stats count them.
+ */
+export type DeadLetterReason = 'MALFORMED_ENTRY' | 'SALE_NOT_FOUND' | 'DUPLICATE_BUYER' | 'OVER_STOCK' | 'MAX_DELIVERIES' | 'WRITE_FAILED';
+
+/** Moves the entry to the dead-letter stream and acknowledges it, atomically (dead-letter-2.lua). */
+export async function deadLetter(
+  redis: ScriptedRedis,
+  prefix: string,
+  saleId: number,
+  entry: RawEntry,
+  reason: DeadLetterReason,
+  deliveries: number,
+): Promise<void> {
+  const keys = saleKeys(prefix, saleId);
+  await redis.deadLetter(keys.stream, keys.deadLetter, ORDER_WRITERS_GROUP, entry.id, reason, deliveries, ...entry.fields);
+}

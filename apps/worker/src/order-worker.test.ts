@@ -1,0 +1,186 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createLogger } from '@flashsale/config';
+import { newReservationId } from '@flashsale/domain';
+import { ORDER_WRITERS_GROUP, reservePurchase, saleKeys, streamBacklog } from '@flashsale/redis-store';
+import { writeOrderBatch } from '@flashsale/order-store';
+import { createLiveSale, createTestContext, type TestContext } from '../../../test/support/context.ts';
+import { ledgerOf, ordersOf, waitForDrain } from '../../../test/support/ledger.ts';
+import { OrderWorker, type OrderWorkerOptions } from './order-worker.ts';
+
+const OPTIONS: OrderWorkerOptions = { batchSize: 100, idleMs: 5, claimIdleMs: 200, maxDeliveries: 3, salesRefreshMs: 50 };
+
+let ctx: TestContext;
+let workers: OrderWorker[];
+
+beforeEach(() => {
+  ctx = createTestContext();
+  workers = [];
+});
+afterEach(async () => {
+  await Promise.all(workers.map((w) => w.stop()));
+  await ctx.close();
+});
+
+function startWorker(options: Partial<OrderWorkerOptions> = {}): OrderWorker {
+  const worker = new OrderWorker(
+    { redis: ctx.redis, prisma: ctx.prisma, prefix: ctx.config.REDIS_PREFIX, logger: createLogger('worker-test', 'silent') },
+    { ...OPTIONS, ...options },
+  );
+  workers.push(worker);
+  worker.start();
+  return worker;
+}
+
+async function reserve(saleId: number, userId: string, quantity = 1) {
+  const reservationId = newReservationId(saleId);
+  const outcome = await reservePurchase(ctx.redis, ctx.config.REDIS_PREFIX, { saleId, userId, quantity, reservationId });
+  expect(outcome.kind).toBe('reserved');
+  return reservationId;
+}
+
+async function readEntries(saleId: number) {
+  const entries = (await ctx.redis.xrange(saleKeys(ctx.config.REDIS_PREFIX, saleId).stream, '-', '+')) as [string, string[]][];
+  return entries;
+}
+
+async function deadLetters(saleId: number) {
+  const entries = (await ctx.redis.xrange(saleKeys(ctx.config.REDIS_PREFIX, saleId).deadLetter, '-', '+')) as [string, string[]][];
+  return entries.map(([, fields]) => Object.fromEntries(fields.flatMap((_, i) => (i % 2 === 0 ? [[fields[i], fields[i + 1]]] : []))) as Record<string, string>);
+}
+
+describe('order worker', () => {
+  it('turns every reservation of the stream into one order and acknowledges it', async () => {
+    const sale = await createLiveSale(ctx, { stock: 50, perUserLimit: 2 });
+    const accepted = new Map<string, { userId: string; quantity: number }>();
+    for (let i = 0; i < 25; i++) {
+      const quantity = (i % 2) + 1;
+      accepted.set(await reserve(sale.id, `buyer-${i}`, quantity), { userId: `buyer-${i}`, quantity });
+    }
+    const worker = startWorker();
+    await waitForDrain(ctx.redis, ctx.config.REDIS_PREFIX, sale.id);
+
+    const ledger = await ledgerOf(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, sale.id, accepted);
+    expect(ledger).toEqual({ lost: [], duplicated: [], unexpected: [], unitsInDb: 37, remaining: 13, stock: 50 });
+    expect((await ctx.prisma.sale.findUniqueOrThrow({ where: { id: sale.id } })).soldUnits).toBe(37);
+    expect(worker.stats.written).toBe(25);
+    const orders = await ordersOf(ctx.prisma, sale.id);
+    expect(orders.every((o) => o.status === 'created')).toBe(true);
+  });
+
+  it('discovers a sale published after it started', async () => {
+    startWorker();
+    const sale = await createLiveSale(ctx, { stock: 5 });
+    const reservationId = await reserve(sale.id, 'late-buyer');
+    await waitForDrain(ctx.redis, ctx.config.REDIS_PREFIX, sale.id);
+    expect((await ordersOf(ctx.prisma, sale.id)).map((o) => o.reservationId)).toEqual([reservationId]);
+  });
+
+  it('replaying a batch already written creates nothing', async () => {
+    const sale = await createLiveSale(ctx, { stock: 10 });
+    const ids = [await reserve(sale.id, 'a'), await reserve(sale.id, 'b')];
+    const entries = await readEntries(sale.id);
+    const batch = entries.map(([entryId, f]) => ({ entryId, reservationId: f[1]!, saleId: sale.id, userId: f[3]!, quantity: Number(f[5]), reservedAt: Number(f[7]) }));
+
+    const first = await writeOrderBatch(ctx.prisma, sale.id, batch);
+    const second = await writeOrderBatch(ctx.prisma, sale.id, batch);
+
+    expect(first.written.map((r) => r.reservationId)).toEqual(ids);
+    expect(second).toEqual({ written: [], replayed: batch, rejected: [] });
+    expect((await ordersOf(ctx.prisma, sale.id)).length).toBe(2);
+    expect((await ctx.prisma.sale.findUniqueOrThrow({ where: { id: sale.id } })).soldUnits).toBe(2);
+  });
+
+  it('acknowledges a redelivered entry whose order exists without writing it again', async () => {
+    const sale = await createLiveSale(ctx, { stock: 10 });
+    const reservationId = await reserve(sale.id, 'a');
+    startWorker();
+    await waitForDrain(ctx.redis, ctx.config.REDIS_PREFIX, sale.id);
+    // The same reservation a second time on the stream: what a redelivery looks like to the writer.
+    const [[, fields]] = (await readEntries(sale.id)) as [[string, string[]]];
+    await ctx.redis.xadd(saleKeys(ctx.config.REDIS_PREFIX, sale.id).stream, '*', ...fields);
+    await waitForDrain(ctx.redis, ctx.config.REDIS_PREFIX, sale.id);
+
+    expect((await ordersOf(ctx.prisma, sale.id)).map((o) => o.reservationId)).toEqual([reservationId]);
+    expect(workers[0]!.stats.replayed).toBe(1);
+    expect(await deadLetters(sale.id)).toEqual([]);
+  });
+
+  it('sets aside a second reservation of a buyer who already has an order, with its reason', async () => {
+    const sale = await createLiveSale(ctx, { stock: 10 });
+    await reserve(sale.id, 'a');
+    // Redis lost its buyer record (a flush) and took a second reservation: MySQL's unique key refuses it.
+    await ctx.redis.hdel(saleKeys(ctx.config.REDIS_PREFIX, sale.id).buyers, 'a');
+    const second = await reserve(sale.id, 'a');
+    startWorker();
+    await waitForDrain(ctx.redis, ctx.config.REDIS_PREFIX, sale.id);
+
+    expect((await ordersOf(ctx.prisma, sale.id)).length).toBe(1);
+    const dead = await deadLetters(sale.id);
+    expect(dead).toHaveLength(1);
+    expect(dead[0]).toMatchObject({ reason: 'DUPLICATE_BUYER', r: second, u: 'a', q: '1', deliveries: '1' });
+    expect((await streamBacklog(ctx.redis, ctx.config.REDIS_PREFIX, sale.id)).deadLettered).toBe(1);
+  });
+
+  it('never writes more units than the sale has, even when Redis held too much stock', async () => {
+    const sale = await createLiveSale(ctx, { stock: 2 });
+    await ctx.redis.hset(saleKeys(ctx.config.REDIS_PREFIX, sale.id).meta, 'remaining', '5');
+    const ids = [];
+    for (const buyer of ['a', 'b', 'c', 'd']) ids.push(await reserve(sale.id, buyer));
+    startWorker();
+    await waitForDrain(ctx.redis, ctx.config.REDIS_PREFIX, sale.id);
+
+    expect((await ordersOf(ctx.prisma, sale.id)).map((o) => o.reservationId)).toEqual(ids.slice(0, 2));
+    expect((await ctx.prisma.sale.findUniqueOrThrow({ where: { id: sale.id } })).soldUnits).toBe(2);
+    expect((await deadLetters(sale.id)).map((d) => [d.r, d.reason])).toEqual([
+      [ids[2], 'OVER_STOCK'],
+      [ids[3], 'OVER_STOCK'],
+    ]);
+  });
+
+  it('sets aside a malformed entry instead of retrying it forever', async () => {
+    const sale = await createLiveSale(ctx, { stock: 10 });
+    await ctx.redis.xadd(saleKeys(ctx.config.REDIS_PREFIX, sale.id).stream, '*', 'r', 'x', 'q', 'not-a-number');
+    const good = await reserve(sale.id, 'a');
+    startWorker();
+    await waitForDrain(ctx.redis, ctx.config.REDIS_PREFIX, sale.id);
+
+    expect((await ordersOf(ctx.prisma, sale.id)).map((o) => o.reservationId)).toEqual([good]);
+    expect((await deadLetters(sale.id)).map((d) => d.reason)).toEqual(['MALFORMED_ENTRY']);
+  });
+
+  it('takes over entries a dead consumer left pending, and dead-letters one delivered too often', async () => {
+    const sale = await createLiveSale(ctx, { stock: 10 });
+    const keys = saleKeys(ctx.config.REDIS_PREFIX, sale.id);
+    const first = await reserve(sale.id, 'a');
+    // A consumer that read the entry and died: it stays pending on "ghost".
+    await ctx.redis.xreadgroup('GROUP', ORDER_WRITERS_GROUP, 'ghost', 'COUNT', 10, 'STREAMS', keys.stream, '>');
+    const second = await reserve(sale.id, 'b');
+    // This one has been delivered (and crashed its consumer) as many times as allowed already.
+    await ctx.redis.xreadgroup('GROUP', ORDER_WRITERS_GROUP, 'ghost', 'COUNT', 10, 'STREAMS', keys.stream, '>');
+    const [[poisonId]] = (await ctx.redis.xrange(keys.stream, '-', '+')).slice(1) as [[string, string[]]];
+    for (let i = 0; i < OPTIONS.maxDeliveries; i++) await ctx.redis.xclaim(keys.stream, ORDER_WRITERS_GROUP, 'ghost', 0, poisonId);
+
+    startWorker();
+    await waitForDrain(ctx.redis, ctx.config.REDIS_PREFIX, sale.id);
+
+    expect((await ordersOf(ctx.prisma, sale.id)).map((o) => o.reservationId)).toEqual([first]);
+    const dead = await deadLetters(sale.id);
+    expect(dead.map((d) => [d.r, d.reason, d.deliveries])).toEqual([[second, 'MAX_DELIVERIES', String(OPTIONS.maxDeliveries + 2)]]);
+  });
+
+  it('two workers on one sale write every reservation exactly once', async () => {
+    const sale = await createLiveSale(ctx, { stock: 300 });
+    startWorker({ batchSize: 7 });
+    startWorker({ batchSize: 11 });
+    const accepted = new Map<string, { userId: string; quantity: number }>();
+    await Promise.all(
+      Array.from({ length: 300 }, async (_, i) => {
+        accepted.set(await reserve(sale.id, `u${i}`), { userId: `u${i}`, quantity: 1 });
+      }),
+    );
+    await waitForDrain(ctx.redis, ctx.config.REDIS_PREFIX, sale.id);
+    const ledger = await ledgerOf(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, sale.id, accepted);
+    expect(ledger).toEqual({ lost: [], duplicated: [], unexpected: [], unitsInDb: 300, remaining: 0, stock: 300 });
+    expect(workers[0]!.stats.written + workers[1]!.stats.written).toBe(300);
+  });
+});

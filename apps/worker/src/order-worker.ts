@@ -1,0 +1,205 @@
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Logger } from '@flashsale/config';
+import { decodeReservation, listSaleIds, type Reservation, type ScriptedRedis } from '@flashsale/redis-store';
+import { writeOrderBatch, type BatchOutcome, type PrismaClient } from '@flashsale/order-store';
+import { acknowledge, claimIdleEntries, readNewEntries, type RawEntry } from './stream-reader.ts';
+import { deadLetter, type DeadLetterReason } from './dead-letter.ts';
+
+export interface OrderWorkerOptions {
+  /** Entries per sale per MySQL transaction, default 500. */
+  batchSize: number;
+  /** Pause between polls when no stream had anything, default 5 ms. */
+  idleMs: number;
+  /** Entries held this long by another consumer are taken over, default 15000 ms. */
+  claimIdleMs: number;
+  /** Deliveries after which an entry goes to the dead-letter stream, default 5. */
+  maxDeliveries: number;
+  /** How often the list of sales is read again, default 1000 ms. */
+  salesRefreshMs: number;
+}
+
+export interface OrderWorkerDeps {
+  redis: ScriptedRedis;
+  prisma: PrismaClient;
+  prefix: string;
+  logger: Logger;
+}
+
+export interface OrderWorkerStats {
+  batches: number;
+  written: number;
+  replayed: number;
+  deadLettered: number;
+}
+
+interface Delivery {
+  entry: RawEntry;
+  deliveries: number;
+}
+
+/** A written batch, where a reservation may also have been refused because it failed to write alone. */
+type WriteOutcome = Omit<BatchOutcome, 'rejected'> & { rejected: { reservation: Reservation; reason: DeadLetterReason }[] };
+
+/** Thrown to abandon a batch when stopping while MySQL is away: its entries stay pending, nothing is lost. */
+class Abandoned extends Error {}
+
+/**
+ * Turns reservations on the sale streams into MySQL orders: reads new entries of every sale, writes each
+ * sale's batch in one transaction, acknowledges only after the commit, and takes over entries that a
+ * dead worker left pending. Delivery is at least once; the order writer makes a replay a no-op.
+ */
+export class OrderWorker {
+  readonly consumer = `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
+  readonly stats: OrderWorkerStats = { batches: 0, written: 0, replayed: 0, deadLettered: 0 };
+  private running = false;
+  private loop: Promise<void> | undefined;
+
+  constructor(
+    private readonly deps: OrderWorkerDeps,
+    private readonly options: OrderWorkerOptions,
+  ) {}
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.loop = this.run();
+  }
+
+  /** Finishes the batches in hand (written and acknowledged), then resolves. */
+  async stop(): Promise<void> {
+    this.running = false;
+    await this.loop;
+  }
+
+  private async run(): Promise<void> {
+    const { redis, prefix, logger } = this.deps;
+    let sales: number[] = [];
+    let salesReadAt = 0;
+    let claimedAt = 0;
+    let failures = 0;
+    while (this.running) {
+      try {
+        const now = Date.now();
+        if (now - salesReadAt >= this.options.salesRefreshMs) {
+          sales = await listSaleIds(redis, prefix);
+          salesReadAt = now;
+        }
+        let busy = false;
+        if (now - claimedAt >= Math.max(100, this.options.claimIdleMs / 4)) {
+          claimedAt = now;
+          busy = await this.reclaim(sales);
+        }
+        const fresh = await readNewEntries(redis, prefix, this.consumer, sales, this.options.batchSize);
+        await Promise.all([...fresh].map(([saleId, entries]) => this.process(saleId, entries.map((entry) => ({ entry, deliveries: 1 })))));
+        failures = 0;
+        if (fresh.size === 0 && !busy) await sleep(this.options.idleMs);
+      } catch (error) {
+        if (error instanceof Abandoned) break;
+        failures += 1;
+        logger.error({ err: error, failures }, 'worker round failed; retrying');
+        await sleep(backoffMs(failures));
+      }
+    }
+  }
+
+  /** Takes over and processes entries idle on other consumers; true when there were any. */
+  private async reclaim(sales: number[]): Promise<boolean> {
+    let any = false;
+    for (const saleId of sales) {
+      const claimed = await claimIdleEntries(this.deps.redis, this.deps.prefix, this.consumer, saleId, this.options.claimIdleMs, this.options.batchSize);
+      if (claimed.length === 0) continue;
+      any = true;
+      this.deps.logger.warn({ saleId, entries: claimed.length }, 'took over entries left pending by another consumer');
+      await this.process(saleId, claimed);
+    }
+    return any;
+  }
+
+  private async process(saleId: number, deliveries: Delivery[]): Promise<void> {
+    const { redis, prefix, logger } = this.deps;
+    const reservations: Reservation[] = [];
+    const rawById = new Map<string, Delivery>();
+    for (const delivery of deliveries) {
+      rawById.set(delivery.entry.id, delivery);
+      if (delivery.deliveries > this.options.maxDeliveries) {
+        await this.setAside(saleId, delivery, 'MAX_DELIVERIES');
+        continue;
+      }
+      const decoded = decodeReservation(saleId, delivery.entry.id, delivery.entry.fields);
+      if (decoded.ok) reservations.push(decoded.reservation);
+      else await this.setAside(saleId, delivery, decoded.reason);
+    }
+    if (reservations.length === 0) return;
+
+    const outcome = await this.write(saleId, reservations);
+    // Acknowledge only what MySQL now holds; a crash before this line redelivers the batch, and the
+    // writer turns the replay into a no-op.
+    await acknowledge(redis, prefix, saleId, [...outcome.written, ...outcome.replayed].map((r) => r.entryId));
+    for (const { reservation, reason } of outcome.rejected) await this.setAside(saleId, rawById.get(reservation.entryId)!, reason);
+    this.stats.batches += 1;
+    this.stats.written += outcome.written.length;
+    this.stats.replayed += outcome.replayed.length;
+    if (outcome.replayed.length > 0) logger.info({ saleId, replayed: outcome.replayed.length }, 'redelivered entries were already orders');
+  }
+
+  /**
+   * Writes a batch, retrying with backoff while MySQL is away. When MySQL answers but the batch keeps
+   * failing, one entry must be at fault: the batch is written entry by entry and the one that still
+   * fails alone is set aside as WRITE_FAILED, so a single bad entry cannot stall a sale.
+   */
+  private async write(saleId: number, reservations: Reservation[]): Promise<WriteOutcome> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await writeOrderBatch(this.deps.prisma, saleId, reservations);
+      } catch (error) {
+        const mysqlUp = await this.mysqlAnswers();
+        this.deps.logger.error({ err: error, saleId, entries: reservations.length, attempt, mysqlUp }, 'order batch failed');
+        if (mysqlUp && attempt >= 3) return this.writeOneByOne(saleId, reservations);
+        if (!this.running) throw new Abandoned('stopping while the batch cannot be written');
+        await sleep(backoffMs(attempt));
+      }
+    }
+  }
+
+  private async writeOneByOne(saleId: number, reservations: Reservation[]): Promise<WriteOutcome> {
+    if (reservations.length === 1) {
+      const [reservation] = reservations as [Reservation];
+      try {
+        return await writeOrderBatch(this.deps.prisma, saleId, reservations);
+      } catch (error) {
+        if (!(await this.mysqlAnswers())) throw error;
+        return { written: [], replayed: [], rejected: [{ reservation, reason: 'WRITE_FAILED' as const }] };
+      }
+    }
+    const total: WriteOutcome = { written: [], replayed: [], rejected: [] };
+    for (const reservation of reservations) {
+      const one = await this.write(saleId, [reservation]);
+      total.written.push(...one.written);
+      total.replayed.push(...one.replayed);
+      total.rejected.push(...one.rejected);
+    }
+    return total;
+  }
+
+  private async setAside(saleId: number, delivery: Delivery, reason: DeadLetterReason): Promise<void> {
+    await deadLetter(this.deps.redis, this.deps.prefix, saleId, delivery.entry, reason, delivery.deliveries);
+    this.stats.deadLettered += 1;
+    this.deps.logger.error({ saleId, entryId: delivery.entry.id, reason, deliveries: delivery.deliveries }, 'entry moved to the dead-letter stream');
+  }
+
+  private async mysqlAnswers(): Promise<boolean> {
+    try {
+      await this.deps.prisma.$queryRaw`SELECT 1`;
+      return true;
+    } catch {
+      return false;
+    }
+  }
+}
+
+/** 100 ms doubling to 5 s: quick to recover from a blip, gentle on a database that is down. */
+function backoffMs(attempt: number): number {
+  return Math.min(100 * 2 ** (attempt - 1), 5000);
+}

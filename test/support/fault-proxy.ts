@@ -1,0 +1,45 @@
+import { createServer, connect, type Server, type Socket } from 'node:net';
+import type { AddressInfo } from 'node:net';
+
+/**
+ * A TCP proxy in front of a real server that can act at an exact point of a client's conversation:
+ * `onClientData` sees every chunk the client sends before it is forwarded, and may hold it back. Tests
+ * use it to kill a process at a precise crash point (say, when a worker sends XACK, after its MySQL
+ * commit) without any hook in the code under test.
+ */
+export interface FaultProxy {
+  port: number;
+  close(): Promise<void>;
+}
+
+export async function startFaultProxy(
+  targetPort: number,
+  onClientData: (chunk: Buffer) => 'forward' | 'drop' = () => 'forward',
+): Promise<FaultProxy> {
+  const sockets = new Set<Socket>();
+  const server: Server = createServer((client) => {
+    const upstream = connect(targetPort, '127.0.0.1');
+    sockets.add(client).add(upstream);
+    client.on('data', (chunk) => {
+      if (onClientData(chunk) === 'forward') upstream.write(chunk);
+    });
+    upstream.on('data', (chunk) => client.write(chunk));
+    const closeBoth = () => {
+      client.destroy();
+      upstream.destroy();
+      sockets.delete(client);
+      sockets.delete(upstream);
+    };
+    client.on('close', closeBoth).on('error', closeBoth);
+    upstream.on('close', closeBoth).on('error', closeBoth);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (server.address() as AddressInfo).port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const socket of sockets) socket.destroy();
+        server.close(() => resolve());
+      }),
+  };
+}

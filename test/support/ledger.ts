@@ -1,0 +1,72 @@
+import { ORDER_WRITERS_GROUP, saleKeys, streamBacklog, readSaleState, type ScriptedRedis } from '@flashsale/redis-store';
+import { LIVE_ORDER_STATUSES, type PrismaClient } from '@flashsale/order-store';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+/** Waits until the sale's stream has no undelivered and no pending entries. */
+export async function waitForDrain(redis: ScriptedRedis, prefix: string, saleId: number, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const backlog = await streamBacklog(redis, prefix, saleId);
+    if (backlog.lag === 0 && backlog.pending === 0) return;
+    if (Date.now() > deadline) throw new Error(`sale ${saleId} did not drain within ${timeoutMs} ms: ${JSON.stringify(backlog)}`);
+    await sleep(50);
+  }
+}
+
+/** Every order of a sale, by reservation id. */
+export async function ordersOf(prisma: PrismaClient, saleId: number) {
+  return prisma.order.findMany({ where: { saleId }, orderBy: { id: 'asc' } });
+}
+
+export interface Ledger {
+  /** 202s with no order. */
+  lost: string[];
+  /** Reservation ids or buyers with more than one order. */
+  duplicated: string[];
+  /** Orders with no 202 behind them. */
+  unexpected: string[];
+  unitsInDb: number;
+  remaining: number;
+  stock: number;
+}
+
+/**
+ * Compares the 202s a test received with what MySQL holds, after the drain: the invariants of
+ * ../shared/CONTRACT.md ("What must always hold").
+ */
+export async function ledgerOf(
+  redis: ScriptedRedis,
+  prisma: PrismaClient,
+  prefix: string,
+  saleId: number,
+  accepted: Map<string, { userId: string; quantity: number }>,
+): Promise<Ledger> {
+  const orders = await ordersOf(prisma, saleId);
+  const byReservation = new Map<string, number>();
+  const byBuyer = new Map<string, number>();
+  for (const order of orders) {
+    byReservation.set(order.reservationId, (byReservation.get(order.reservationId) ?? 0) + 1);
+    byBuyer.set(order.userId, (byBuyer.get(order.userId) ?? 0) + 1);
+  }
+  const state = await readSaleState(redis, prefix, saleId);
+  const sale = await prisma.sale.findUniqueOrThrow({ where: { id: saleId } });
+  const live = orders.filter((o) => (LIVE_ORDER_STATUSES as readonly string[]).includes(o.status));
+  const mismatched = orders.filter((o) => {
+    const a = accepted.get(o.reservationId);
+    return a !== undefined && (a.userId !== o.userId || a.quantity !== o.quantity);
+  });
+  return {
+    lost: [...accepted.keys()].filter((id) => !byReservation.has(id)),
+    duplicated: [...[...byReservation].filter(([, n]) => n > 1).map(([id]) => id), ...[...byBuyer].filter(([, n]) => n > 1).map(([u]) => `buyer:${u}`)],
+    unexpected: [...orders.filter((o) => !accepted.has(o.reservationId)).map((o) => o.reservationId), ...mismatched.map((o) => `mismatch:${o.reservationId}`)],
+    unitsInDb: live.reduce((sum, o) => sum + o.quantity, 0),
+    remaining: state?.remaining ?? Number.NaN,
+    stock: sale.stock,
+  };
+}
+
+/** Entries of a sale's stream still pending in the order writers' group. */
+export async function pendingCount(redis: ScriptedRedis, prefix: string, saleId: number): Promise<number> {
+  const summary = (await redis.xpending(saleKeys(prefix, saleId).stream, ORDER_WRITERS_GROUP)) as [number, ...unknown[]];
+  return Number(summary[0]);
+}

@@ -1,0 +1,90 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+/** A real app process (`apps/<name>/src/main.ts`), its JSON log lines collected for assertions. */
+export interface AppProcess {
+  child: ChildProcess;
+  logs: Record<string, unknown>[];
+  /** Resolves with the first log line that matches. */
+  waitForLog(match: (line: Record<string, unknown>) => boolean, timeoutMs?: number): Promise<Record<string, unknown>>;
+  /** Resolves with the exit code (or signal) once the process has exited. */
+  exited: Promise<number | NodeJS.Signals>;
+  kill(signal?: NodeJS.Signals): Promise<number | NodeJS.Signals>;
+}
+
+export function spawnApp(app: 'gateway' | 'worker', env: NodeJS.ProcessEnv): AppProcess {
+  const child = spawn(process.execPath, ['--import', 'tsx', `apps/${app}/src/main.ts`], {
+    cwd: ROOT,
+    env: { ...process.env, LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const logs: Record<string, unknown>[] = [];
+  const waiters: { match: (line: Record<string, unknown>) => boolean; resolve: (line: Record<string, unknown>) => void }[] = [];
+  let buffered = '';
+  let stderr = '';
+  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
+    buffered += chunk;
+    let newline: number;
+    while ((newline = buffered.indexOf('\n')) >= 0) {
+      const text = buffered.slice(0, newline);
+      buffered = buffered.slice(newline + 1);
+      let line: Record<string, unknown>;
+      try {
+        line = JSON.parse(text) as Record<string, unknown>;
+      } catch {
+        line = { msg: text };
+      }
+      logs.push(line);
+      for (const waiter of [...waiters]) {
+        if (waiter.match(line)) {
+          waiters.splice(waiters.indexOf(waiter), 1);
+          waiter.resolve(line);
+        }
+      }
+    }
+  });
+  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
+    stderr += chunk;
+  });
+  const exited = new Promise<number | NodeJS.Signals>((resolve) => child.once('exit', (code, signal) => resolve(signal ?? code ?? 0)));
+  return {
+    child,
+    logs,
+    exited,
+    waitForLog(match, timeoutMs = 20_000) {
+      const found = logs.find(match);
+      if (found) return Promise.resolve(found);
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`${app}: no matching log line within ${timeoutMs} ms; stderr: ${stderr.slice(-2000)}`)), timeoutMs);
+        void exited.then((status) => reject(new Error(`${app} exited (${status}) before the expected log line; stderr: ${stderr.slice(-2000)}`)));
+        waiters.push({
+          match,
+          resolve: (line) => {
+            clearTimeout(timer);
+            resolve(line);
+          },
+        });
+      });
+    },
+    kill(signal = 'SIGTERM') {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      return exited;
+    },
+  };
+}
+
+/** A gateway process on a free port; resolves once it listens. */
+export async function spawnGateway(env: NodeJS.ProcessEnv): Promise<AppProcess & { url: string }> {
+  const gateway = spawnApp('gateway', { PORT: '0', ...env });
+  const line = await gateway.waitForLog((l) => l.msg === 'gateway listening');
+  return Object.assign(gateway, { url: `http://127.0.0.1:${String(line.port)}` });
+}
+
+/** A worker process; resolves once it has started its loop. */
+export async function spawnWorker(env: NodeJS.ProcessEnv): Promise<AppProcess> {
+  const worker = spawnApp('worker', env);
+  await worker.waitForLog((l) => l.msg === 'worker started');
+  return worker;
+}
