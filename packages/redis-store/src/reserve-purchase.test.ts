@@ -1,0 +1,164 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { newReservationId } from '@flashsale/domain';
+import { createLiveSale, createTestContext, redisNow, type TestContext } from '../../../test/support/context.ts';
+import { snapshotSale } from '../../../test/support/sale-snapshot.ts';
+import { decodeReservation } from './reservation-stream.ts';
+import { reservePurchase, toReserveOutcome, type ReserveOutcome } from './reserve-purchase.ts';
+import { saleKeys } from './keys.ts';
+import { setSalePaused } from './sale-state.ts';
+
+let ctx: TestContext;
+beforeAll(() => {
+  ctx = createTestContext();
+});
+afterAll(async () => {
+  await ctx.close();
+});
+
+function reserve(saleId: number, userId: string, quantity = 1, reservationId = newReservationId(saleId)): Promise<ReserveOutcome> {
+  return reservePurchase(ctx.redis, ctx.config.REDIS_PREFIX, { saleId, userId, quantity, reservationId });
+}
+
+/** Runs a purchase that must be refused, and proves the refusal wrote nothing at all. */
+async function expectRefusedWithoutWrites(saleId: number, userId: string, quantity: number, expected: ReserveOutcome): Promise<void> {
+  const before = await snapshotSale(ctx, saleId);
+  expect(await reserve(saleId, userId, quantity)).toEqual(expected);
+  expect(await snapshotSale(ctx, saleId)).toEqual(before);
+}
+
+describe('reservePurchase against Redis', () => {
+  it('reserves: decrements remaining, records the buyer and enqueues one stream entry r, u, q, t', async () => {
+    const sale = await createLiveSale(ctx, { stock: 10, perUserLimit: 3 });
+    const reservationId = newReservationId(sale.id);
+    const before = await redisNow(ctx.redis);
+
+    expect(await reserve(sale.id, 'alice', 2, reservationId)).toEqual({ kind: 'reserved', remaining: 8 });
+
+    const after = await redisNow(ctx.redis);
+    const keys = saleKeys(ctx.config.REDIS_PREFIX, sale.id);
+    expect(await ctx.redis.hget(keys.meta, 'remaining')).toBe('8');
+    expect(await ctx.redis.hgetall(keys.buyers)).toEqual({ alice: `${reservationId}|2` });
+    const entries = await ctx.redis.xrange(keys.stream, '-', '+');
+    expect(entries).toHaveLength(1);
+    const [entryId, fields] = entries[0]!;
+    expect(fields).toEqual(['r', reservationId, 'u', 'alice', 'q', '2', 't', fields[7]]);
+    const reservedAt = Number(fields[7]);
+    expect(reservedAt).toBeGreaterThanOrEqual(before);
+    expect(reservedAt).toBeLessThanOrEqual(after);
+    expect(decodeReservation(sale.id, entryId, fields)).toEqual({
+      ok: true,
+      reservation: { entryId, reservationId, saleId: sale.id, userId: 'alice', quantity: 2, reservedAt },
+    });
+  });
+
+  it('sells out exactly: the last unit goes to the third buyer and the fourth is refused as sold out', async () => {
+    const sale = await createLiveSale(ctx, { stock: 3 });
+
+    expect(await reserve(sale.id, 'b1')).toEqual({ kind: 'reserved', remaining: 2 });
+    expect(await reserve(sale.id, 'b2')).toEqual({ kind: 'reserved', remaining: 1 });
+    expect(await reserve(sale.id, 'b3')).toEqual({ kind: 'reserved', remaining: 0 });
+    await expectRefusedWithoutWrites(sale.id, 'b4', 1, { kind: 'sold_out' });
+
+    const keys = saleKeys(ctx.config.REDIS_PREFIX, sale.id);
+    expect(await ctx.redis.hget(keys.meta, 'remaining')).toBe('0');
+    expect(await ctx.redis.xlen(keys.stream)).toBe(3);
+    expect(Object.keys(await ctx.redis.hgetall(keys.buyers)).sort()).toEqual(['b1', 'b2', 'b3']);
+  });
+
+  it('refuses a quantity larger than what is left as insufficient stock, naming what is left', async () => {
+    const sale = await createLiveSale(ctx, { stock: 3, perUserLimit: 2 });
+    expect(await reserve(sale.id, 'first', 2)).toEqual({ kind: 'reserved', remaining: 1 });
+
+    await expectRefusedWithoutWrites(sale.id, 'second', 2, { kind: 'insufficient_stock', remaining: 1 });
+  });
+
+  it('rejects a second purchase by the same buyer with the first reservation id and quantity', async () => {
+    const sale = await createLiveSale(ctx, { stock: 10, perUserLimit: 2 });
+    const first = newReservationId(sale.id);
+    expect(await reserve(sale.id, 'carol', 2, first)).toEqual({ kind: 'reserved', remaining: 8 });
+
+    await expectRefusedWithoutWrites(sale.id, 'carol', 1, { kind: 'already_purchased', reservationId: first, quantity: 2 });
+  });
+
+  it('refuses a quantity above the per-user limit, naming the limit', async () => {
+    const sale = await createLiveSale(ctx, { stock: 10, perUserLimit: 2 });
+
+    await expectRefusedWithoutWrites(sale.id, 'dave', 3, { kind: 'above_limit', limit: 2 });
+  });
+
+  it('refuses a purchase before the start as not started', async () => {
+    const sale = await createLiveSale(ctx, { startsIn: 60_000 });
+
+    await expectRefusedWithoutWrites(sale.id, 'erin', 1, { kind: 'sale_not_started' });
+  });
+
+  it('accepts a purchase from the start instant on: the start is inclusive', async () => {
+    const sale = await createLiveSale(ctx, { stock: 5, startsIn: 0 });
+
+    expect(await reserve(sale.id, 'frank')).toEqual({ kind: 'reserved', remaining: 4 });
+    const [[, fields]] = (await ctx.redis.xrange(saleKeys(ctx.config.REDIS_PREFIX, sale.id).stream, '-', '+')) as [[string, string[]]];
+    expect(Number(fields[7])).toBeGreaterThanOrEqual(sale.startsAt);
+  });
+
+  it('refuses a purchase at the end instant as ended: the end is exclusive', async () => {
+    const sale = await createLiveSale(ctx, { startsIn: -60_000, endsIn: 0 });
+
+    await expectRefusedWithoutWrites(sale.id, 'grace', 1, { kind: 'sale_ended' });
+  });
+
+  it('refuses a purchase for a sale Redis does not hold as not found, creating no key', async () => {
+    await expectRefusedWithoutWrites(987_654_321, 'heidi', 1, { kind: 'sale_not_found' });
+  });
+
+  it('refuses every purchase while the sale is paused and accepts again once resumed', async () => {
+    const sale = await createLiveSale(ctx, { stock: 5 });
+    expect(await setSalePaused(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, true)).toBe(true);
+
+    await expectRefusedWithoutWrites(sale.id, 'ivan', 1, { kind: 'sale_paused' });
+
+    expect(await setSalePaused(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, false)).toBe(true);
+    expect(await reserve(sale.id, 'ivan')).toEqual({ kind: 'reserved', remaining: 4 });
+  });
+
+  it('refuses an ended sale as ended even while it is paused', async () => {
+    const sale = await createLiveSale(ctx, { startsIn: -60_000, endsIn: 0 });
+    await setSalePaused(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, true);
+
+    await expectRefusedWithoutWrites(sale.id, 'judy', 1, { kind: 'sale_ended' });
+  });
+
+  it('takes exactly the stock when many buyers race for it', async () => {
+    const sale = await createLiveSale(ctx, { stock: 7 });
+
+    const outcomes = await Promise.all(Array.from({ length: 40 }, (_, i) => reserve(sale.id, `racer-${i}`)));
+
+    expect(outcomes.filter((o) => o.kind === 'reserved')).toHaveLength(7);
+    expect(outcomes.filter((o) => o.kind === 'sold_out')).toHaveLength(33);
+    const keys = saleKeys(ctx.config.REDIS_PREFIX, sale.id);
+    expect(await ctx.redis.hget(keys.meta, 'remaining')).toBe('0');
+    expect(await ctx.redis.xlen(keys.stream)).toBe(7);
+    expect(await ctx.redis.hlen(keys.buyers)).toBe(7);
+  });
+});
+
+describe('toReserveOutcome', () => {
+  it.each<[[number, string | number], ReserveOutcome]>([
+    [[1, 41], { kind: 'reserved', remaining: 41 }],
+    [[1, 0], { kind: 'reserved', remaining: 0 }],
+    [[-1, ''], { kind: 'sale_not_found' }],
+    [[-2, ''], { kind: 'sale_ended' }],
+    [[-3, ''], { kind: 'sale_paused' }],
+    [[-4, ''], { kind: 'sale_not_started' }],
+    [[-5, 3], { kind: 'above_limit', limit: 3 }],
+    [[-6, '12-0b7c1d3e-9f00-4a6b-8c1d-2e3f4a5b6c7d|2'], { kind: 'already_purchased', reservationId: '12-0b7c1d3e-9f00-4a6b-8c1d-2e3f4a5b6c7d', quantity: 2 }],
+    [[-7, ''], { kind: 'sold_out' }],
+    [[-8, 1], { kind: 'insufficient_stock', remaining: 1 }],
+  ])('maps the script reply %j to %j', (reply, outcome) => {
+    expect(toReserveOutcome(reply)).toEqual(outcome);
+  });
+
+  it('throws on a code the script does not define', () => {
+    expect(() => toReserveOutcome([-9, ''])).toThrow(new Error('reserve script returned an unknown code -9'));
+    expect(() => toReserveOutcome([0, ''])).toThrow(new Error('reserve script returned an unknown code 0'));
+  });
+});

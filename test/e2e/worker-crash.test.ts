@@ -1,0 +1,122 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { newReservationId } from '@flashsale/domain';
+import { reservePurchase } from '@flashsale/redis-store';
+import { createLiveSale, createTestContext, type TestContext } from '../support/context.ts';
+import { startFaultProxy, type FaultProxy } from '../support/fault-proxy.ts';
+import { ledgerOf, ordersOf, pendingCount, waitForDrain } from '../support/ledger.ts';
+import { spawnWorker, type AppProcess } from '../support/processes.ts';
+
+// Real worker processes, killed with SIGKILL at an exact point of their conversation with Redis or
+// MariaDB: a proxy in front of the server sees the command go out and kills the worker before it lands.
+
+let ctx: TestContext;
+let proxy: FaultProxy | undefined;
+let processes: AppProcess[];
+
+beforeEach(() => {
+  ctx = createTestContext();
+  processes = [];
+  proxy = undefined;
+});
+afterEach(async () => {
+  await Promise.all(processes.map((p) => p.kill('SIGKILL')));
+  await proxy?.close();
+  await ctx.close();
+});
+
+async function acceptedReservations(saleId: number, count: number) {
+  const accepted = new Map<string, { userId: string; quantity: number }>();
+  for (let i = 0; i < count; i++) {
+    const reservationId = newReservationId(saleId);
+    const outcome = await reservePurchase(ctx.redis, ctx.config.REDIS_PREFIX, { saleId, userId: `buyer-${i}`, quantity: 1, reservationId });
+    expect(outcome.kind).toBe('reserved');
+    accepted.set(reservationId, { userId: `buyer-${i}`, quantity: 1 });
+  }
+  return accepted;
+}
+
+function workerEnv(overrides: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
+  return {
+    REDIS_PREFIX: ctx.config.REDIS_PREFIX,
+    DATABASE_URL: ctx.config.DATABASE_URL,
+    REDIS_URL: ctx.config.REDIS_URL,
+    WORKER_CLAIM_IDLE_MS: '500',
+    ...overrides,
+  };
+}
+
+describe('a worker killed mid-batch', () => {
+  it('killed between the MySQL commit and the XACK: the redelivered batch creates no duplicate', async () => {
+    const sale = await createLiveSale(ctx, { stock: 100 });
+    const accepted = await acceptedReservations(sale.id, 40);
+    let doomed: AppProcess | undefined;
+    let killed = false;
+    const redisPort = Number(new URL(ctx.config.REDIS_URL).port || 6379);
+    proxy = await startFaultProxy(redisPort, (chunk) => {
+      if (killed || !/\r\nxack\r\n/i.test(chunk.toString('latin1'))) return 'forward';
+      killed = true;
+      doomed!.child.kill('SIGKILL');
+      return 'drop';
+    });
+    doomed = await spawnWorker(workerEnv({ REDIS_URL: `redis://127.0.0.1:${proxy.port}` }));
+    processes.push(doomed);
+
+    expect(await doomed.exited).toBe('SIGKILL');
+    // The crash point: the batch is committed in MySQL, and still pending in Redis.
+    expect((await ordersOf(ctx.prisma, sale.id)).length).toBe(40);
+    expect(await pendingCount(ctx.redis, ctx.config.REDIS_PREFIX, sale.id)).toBe(40);
+
+    const survivor = await spawnWorker(workerEnv());
+    processes.push(survivor);
+    await waitForDrain(ctx.redis, ctx.config.REDIS_PREFIX, sale.id);
+
+    const ledger = await ledgerOf(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, sale.id, accepted);
+    expect(ledger).toEqual({ lost: [], duplicated: [], unexpected: [], unitsInDb: 40, remaining: 60, stock: 100 });
+    expect((await ctx.prisma.sale.findUniqueOrThrow({ where: { id: sale.id } })).soldUnits).toBe(40);
+    await survivor.waitForLog((l) => l.msg === 'redelivered entries were already orders' && l.replayed === 40);
+  });
+
+  it('killed before the MySQL commit: its entries are left to another worker, which writes them once', async () => {
+    const sale = await createLiveSale(ctx, { stock: 100 });
+    const accepted = await acceptedReservations(sale.id, 40);
+    let doomed: AppProcess | undefined;
+    let killed = false;
+    const dbPort = Number(new URL(ctx.config.DATABASE_URL).port || 3306);
+    proxy = await startFaultProxy(dbPort, (chunk) => {
+      if (killed || !chunk.includes('COMMIT')) return 'forward';
+      killed = true;
+      doomed!.child.kill('SIGKILL');
+      return 'drop';
+    });
+    const proxiedDb = new URL(ctx.config.DATABASE_URL);
+    proxiedDb.port = String(proxy.port);
+    doomed = await spawnWorker(workerEnv({ DATABASE_URL: proxiedDb.toString() }));
+    processes.push(doomed);
+
+    expect(await doomed.exited).toBe('SIGKILL');
+    // The crash point: the transaction never committed; the entries are pending on the dead consumer.
+    expect((await ordersOf(ctx.prisma, sale.id)).length).toBe(0);
+    expect(await pendingCount(ctx.redis, ctx.config.REDIS_PREFIX, sale.id)).toBe(40);
+
+    const survivor = await spawnWorker(workerEnv());
+    processes.push(survivor);
+    await waitForDrain(ctx.redis, ctx.config.REDIS_PREFIX, sale.id);
+
+    const ledger = await ledgerOf(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, sale.id, accepted);
+    expect(ledger).toEqual({ lost: [], duplicated: [], unexpected: [], unitsInDb: 40, remaining: 60, stock: 100 });
+    await survivor.waitForLog((l) => l.msg === 'took over entries left pending by another consumer' && l.entries === 40);
+  });
+
+  it('on SIGTERM finishes and acknowledges the batch in hand, then exits 0', async () => {
+    const sale = await createLiveSale(ctx, { stock: 100 });
+    const accepted = await acceptedReservations(sale.id, 30);
+    const worker = await spawnWorker(workerEnv());
+    processes.push(worker);
+    await waitForDrain(ctx.redis, ctx.config.REDIS_PREFIX, sale.id);
+    expect(await worker.kill('SIGTERM')).toBe(0);
+    const totals = await worker.waitForLog((l) => l.msg === 'worker totals');
+    expect(totals).toMatchObject({ written: 30, replayed: 0, deadLettered: 0 });
+    const ledger = await ledgerOf(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, sale.id, accepted);
+    expect(ledger.lost).toEqual([]);
+  });
+});
