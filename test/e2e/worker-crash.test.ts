@@ -120,3 +120,27 @@ describe('a worker killed mid-batch', () => {
     expect(ledger.lost).toEqual([]);
   });
 });
+
+describe('MySQL unreachable', () => {
+  it('the worker retries with backoff, keeps the entries pending, and writes them all once MySQL is back', async () => {
+    const sale = await createLiveSale(ctx, { stock: 100 });
+    const dbPort = Number(new URL(ctx.config.DATABASE_URL).port || 3306);
+    proxy = await startFaultProxy(dbPort);
+    const proxiedDb = new URL(ctx.config.DATABASE_URL);
+    proxiedDb.port = String(proxy.port);
+    const worker = await spawnWorker(workerEnv({ DATABASE_URL: proxiedDb.toString(), WORKER_CLAIM_IDLE_MS: '60000' }));
+    processes.push(worker);
+
+    proxy.cut();
+    const accepted = await acceptedReservations(sale.id, 25);
+    await worker.waitForLog((l) => l.msg === 'order batch failed' && l.mysqlUp === false && l.attempt === 2, 45_000);
+    expect((await ordersOf(ctx.prisma, sale.id)).length).toBe(0);
+    expect(await pendingCount(ctx.redis, ctx.config.REDIS_PREFIX, sale.id)).toBe(25);
+
+    proxy.restore();
+    await waitForDrain(ctx.redis, ctx.config.REDIS_PREFIX, sale.id);
+    const ledger = await ledgerOf(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, sale.id, accepted);
+    expect(ledger).toEqual({ lost: [], duplicated: [], unexpected: [], unitsInDb: 25, remaining: 75, stock: 100 });
+    expect(worker.logs.filter((l) => l.msg === 'entry moved to the dead-letter stream')).toEqual([]);
+  }, 90_000);
+});

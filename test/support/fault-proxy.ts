@@ -9,6 +9,10 @@ import type { AddressInfo } from 'node:net';
  */
 export interface FaultProxy {
   port: number;
+  /** Drops every connection and refuses new ones, as if the server were unreachable. */
+  cut(): void;
+  /** Accepts connections again. */
+  restore(): void;
   close(): Promise<void>;
 }
 
@@ -17,7 +21,12 @@ export async function startFaultProxy(
   onClientData: (chunk: Buffer) => 'forward' | 'drop' = () => 'forward',
 ): Promise<FaultProxy> {
   const sockets = new Set<Socket>();
+  let isCut = false;
   const server: Server = createServer((client) => {
+    if (isCut) {
+      client.destroy();
+      return;
+    }
     const upstream = connect(targetPort, '127.0.0.1');
     sockets.add(client).add(upstream);
     client.on('data', (chunk) => {
@@ -36,6 +45,13 @@ export async function startFaultProxy(
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
     port: (server.address() as AddressInfo).port,
+    cut() {
+      isCut = true;
+      for (const socket of sockets) socket.destroy();
+    },
+    restore() {
+      isCut = false;
+    },
     close: () =>
       new Promise<void>((resolve) => {
         for (const socket of sockets) socket.destroy();

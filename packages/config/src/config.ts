@@ -47,11 +47,16 @@ const schema = z
     /** Seconds a paused sale asks buyers to wait before retrying (Retry-After), default 2. */
     PAUSED_RETRY_AFTER_SECONDS: intFrom(1, 3600).default(2),
   })
-  .superRefine((env, ctx) => {
-    if (env.NODE_ENV !== 'production') return;
-    if (!env.AUTH_SECRET) ctx.addIssue({ code: 'custom', path: ['AUTH_SECRET'], message: 'is required in production' });
-    if (!env.ADMIN_TOKEN) ctx.addIssue({ code: 'custom', path: ['ADMIN_TOKEN'], message: 'is required in production' });
-  });
+  .superRefine(
+    (env, ctx) => {
+      if (env.NODE_ENV !== 'production') return;
+      if (!env.AUTH_SECRET) ctx.addIssue({ code: 'custom', path: ['AUTH_SECRET'], message: 'is required in production' });
+      if (!env.ADMIN_TOKEN) ctx.addIssue({ code: 'custom', path: ['ADMIN_TOKEN'], message: 'is required in production' });
+    },
+    // Zod skips a refinement once another variable has failed; run it anyway, or a production deploy with
+    // a bad PORT would learn about the missing secrets only on its next restart.
+    { when: () => true },
+  );
 
 export type Config = Omit<z.infer<typeof schema>, 'AUTH_SECRET' | 'ADMIN_TOKEN'> & {
   AUTH_SECRET: string;

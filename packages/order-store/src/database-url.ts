@@ -26,7 +26,7 @@ export function poolConfigFromUrl(databaseUrl: string, connectionLimit = 10): Da
     connectionLimit,
     // Fail a request quickly when MySQL is away instead of queueing it for the default 10 s; the
     // worker retries with its own backoff.
-    acquireTimeout: 5000,
-    connectTimeout: 3000,
+    acquireTimeout: 2000,
+    connectTimeout: 2000,
   };
 }

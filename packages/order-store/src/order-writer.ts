@@ -77,6 +77,6 @@ export async function writeOrderBatch(prisma: PrismaClient, saleId: number, batc
       if (updated !== 1) throw new Error(`sale ${saleId}: guarded sold_units update refused ${units} units`);
       return outcome;
     },
-    { maxWait: 10_000, timeout: 30_000 },
+    { maxWait: 5_000, timeout: 30_000 },
   );
 }

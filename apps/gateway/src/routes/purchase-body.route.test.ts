@@ -1,0 +1,137 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ErrorCode } from '@flashsale/domain';
+import type { SaleRecord } from '@flashsale/order-store';
+import { createLiveSale, createTestContext, startGateway, type TestContext } from '../../../../test/support/context.ts';
+import { buyerToken } from '../../../../test/support/tokens.ts';
+import { bearer, expectProblem } from '../../../../test/support/http.ts';
+import { ordersOfSale, snapshotSale } from '../../../../test/support/sale-snapshot.ts';
+
+let ctx: TestContext;
+let gateway: Awaited<ReturnType<typeof startGateway>>;
+let sale: SaleRecord;
+beforeAll(async () => {
+  ctx = createTestContext();
+  gateway = await startGateway(ctx);
+  sale = await createLiveSale(ctx, { stock: 10, perUserLimit: 2 });
+});
+afterAll(async () => {
+  await gateway.close();
+  await ctx.close();
+});
+
+const JSON_TYPE = 'application/json';
+
+interface BadBody {
+  contentType: string;
+  body: string;
+  status: number;
+  code: ErrorCode;
+  detail: string;
+  extra?: Record<string, unknown>;
+}
+
+const cases: [string, BadBody][] = [
+  ['malformed JSON', { contentType: JSON_TYPE, body: '{"quantity":', status: 400, code: 'INVALID_REQUEST', detail: 'the body is not valid JSON' }],
+  ['a JSON string instead of an object', { contentType: JSON_TYPE, body: '"1"', status: 400, code: 'INVALID_REQUEST', detail: 'the body is not valid JSON' }],
+  [
+    'an unknown field (a buyer id in the body is refused, not used)',
+    {
+      contentType: JSON_TYPE,
+      body: '{"quantity":1,"userId":"someone-else"}',
+      status: 400,
+      code: 'INVALID_REQUEST',
+      detail: 'body: Unrecognized key: "userId"',
+      extra: { errors: ['body: Unrecognized key: "userId"'] },
+    },
+  ],
+  [
+    'an array',
+    {
+      contentType: JSON_TYPE,
+      body: '[1]',
+      status: 400,
+      code: 'INVALID_REQUEST',
+      detail: 'body: Invalid input: expected object, received array',
+      extra: { errors: ['body: Invalid input: expected object, received array'] },
+    },
+  ],
+  ...(
+    [
+      ['0', 'quantity: Too small: expected number to be >=1'],
+      ['-1', 'quantity: Too small: expected number to be >=1'],
+      ['1.5', 'quantity: Invalid input: expected int, received number'],
+      ['"1"', 'quantity: Invalid input: expected number, received string'],
+      ['null', 'quantity: Invalid input: expected number, received null'],
+    ] as const
+  ).map(([quantity, detail]): [string, BadBody] => [
+    `quantity ${quantity}`,
+    { contentType: JSON_TYPE, body: `{"quantity":${quantity}}`, status: 400, code: 'INVALID_REQUEST', detail, extra: { errors: [detail] } },
+  ]),
+  [
+    "a quantity above the sale's per-user limit",
+    {
+      contentType: JSON_TYPE,
+      body: '{"quantity":3}',
+      status: 400,
+      code: 'INVALID_REQUEST',
+      detail: 'quantity must be at most 2 for this sale',
+      extra: { perUserLimit: 2 },
+    },
+  ],
+  [
+    'a body over 1 KB',
+    {
+      contentType: JSON_TYPE,
+      body: JSON.stringify({ quantity: 1, padding: 'x'.repeat(1100) }),
+      status: 413,
+      code: 'PAYLOAD_TOO_LARGE',
+      detail: 'The request body is larger than 1 KB',
+    },
+  ],
+  ['a text/plain body', { contentType: 'text/plain', body: '{"quantity":1}', status: 415, code: 'UNSUPPORTED_MEDIA_TYPE', detail: 'send the body as application/json' }],
+  [
+    'a form body',
+    { contentType: 'application/x-www-form-urlencoded', body: 'quantity=1', status: 415, code: 'UNSUPPORTED_MEDIA_TYPE', detail: 'send the body as application/json' },
+  ],
+  [
+    'a JSON body in a charset other than UTF-8',
+    {
+      contentType: 'application/json; charset=latin1',
+      body: '{"quantity":1}',
+      status: 415,
+      code: 'UNSUPPORTED_MEDIA_TYPE',
+      detail: 'The request body must be application/json',
+    },
+  ],
+];
+
+describe('POST /api/sales/:saleId/purchase with a bad body', () => {
+  it.each(cases)('refuses %s and changes nothing in Redis or MySQL', async (_, bad) => {
+    const before = await snapshotSale(ctx, sale.id);
+
+    const res = await fetch(`${gateway.url}/api/sales/${sale.id}/purchase`, {
+      method: 'POST',
+      headers: { ...bearer(await buyerToken(`buyer-${randomUUID()}`)), 'content-type': bad.contentType },
+      body: bad.body,
+    });
+
+    await expectProblem(res, bad.status, bad.code, bad.detail, bad.extra);
+    expect(await snapshotSale(ctx, sale.id)).toEqual(before);
+    expect(before.meta.remaining).toBe('10');
+    expect(before.streamLength).toBe(0);
+    expect(before.buyers).toEqual({});
+    expect(await ordersOfSale(ctx, sale.id)).toBe(0);
+  });
+
+  it('accepts the largest quantity the sale allows', async () => {
+    const res = await fetch(`${gateway.url}/api/sales/${sale.id}/purchase`, {
+      method: 'POST',
+      headers: { ...bearer(await buyerToken(`buyer-${randomUUID()}`)), 'content-type': 'application/json; charset=utf-8' },
+      body: '{"quantity":2}',
+    });
+
+    expect(res.status).toBe(202);
+    expect(await res.json()).toMatchObject({ quantity: 2, status: 'pending' });
+  });
+});

@@ -1,0 +1,139 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, DEV_ADMIN_TOKEN, DEV_AUTH_SECRET, loadConfig } from './config.ts';
+
+const SECRET = 'a-production-secret-of-32-chars!';
+const ADMIN = 'admin-token-16ch';
+
+/** The variable each problem names (its first word), so a test states which variables were refused. */
+function refusedVariables(env: NodeJS.ProcessEnv): string[] {
+  try {
+    loadConfig(env);
+  } catch (error) {
+    expect(error).toBeInstanceOf(ConfigError);
+    return (error as ConfigError).problems.map((problem) => problem.split(' ')[0]!);
+  }
+  throw new Error('expected loadConfig to throw a ConfigError');
+}
+
+describe('loadConfig', () => {
+  it('applies every default when nothing is set', () => {
+    expect(loadConfig({})).toEqual({
+      NODE_ENV: 'development',
+      DATABASE_URL: 'mysql://root@127.0.0.1:3306/flashsale',
+      REDIS_URL: 'redis://127.0.0.1:6379',
+      REDIS_PREFIX: 'fs',
+      PORT: 3000,
+      AUTH_SECRET: DEV_AUTH_SECRET,
+      ADMIN_TOKEN: DEV_ADMIN_TOKEN,
+      LOG_LEVEL: 'info',
+      RATE_LIMIT_PER_SECOND: 10,
+      WORKER_BATCH_SIZE: 500,
+      WORKER_IDLE_MS: 5,
+      WORKER_CLAIM_IDLE_MS: 15_000,
+      WORKER_MAX_DELIVERIES: 5,
+      DB_POOL_SIZE: 10,
+      PAUSED_RETRY_AFTER_SECONDS: 2,
+    });
+  });
+
+  it('reads and converts what is set', () => {
+    const config = loadConfig({
+      NODE_ENV: 'production',
+      DATABASE_URL: 'mariadb://app:pw@db:3307/shop',
+      REDIS_URL: 'rediss://cache:6380',
+      REDIS_PREFIX: 'shop:eu-1',
+      PORT: '8080',
+      AUTH_SECRET: SECRET,
+      ADMIN_TOKEN: ADMIN,
+      RATE_LIMIT_PER_SECOND: '3',
+    });
+
+    expect(config).toMatchObject({
+      NODE_ENV: 'production',
+      DATABASE_URL: 'mariadb://app:pw@db:3307/shop',
+      REDIS_URL: 'rediss://cache:6380',
+      REDIS_PREFIX: 'shop:eu-1',
+      PORT: 8080,
+      AUTH_SECRET: SECRET,
+      ADMIN_TOKEN: ADMIN,
+      RATE_LIMIT_PER_SECOND: 3,
+    });
+  });
+
+  it('ignores variables it does not know', () => {
+    expect(loadConfig({ HOME: '/root', PATH: '/bin' }).PORT).toBe(3000);
+  });
+
+  it('lists every bad variable in one ConfigError', () => {
+    const env = {
+      DATABASE_URL: 'postgres://db/shop',
+      REDIS_URL: 'http://cache:6379',
+      REDIS_PREFIX: 'has spaces',
+      PORT: '70000',
+      AUTH_SECRET: 'short',
+      ADMIN_TOKEN: 'short',
+      LOG_LEVEL: 'loud',
+      RATE_LIMIT_PER_SECOND: '0',
+      WORKER_BATCH_SIZE: '1.5',
+      DB_POOL_SIZE: 'many',
+    };
+
+    expect(() => loadConfig(env)).toThrow(ConfigError);
+    expect(refusedVariables(env)).toEqual([
+      'DATABASE_URL',
+      'REDIS_URL',
+      'REDIS_PREFIX',
+      'PORT',
+      'AUTH_SECRET',
+      'ADMIN_TOKEN',
+      'LOG_LEVEL',
+      'RATE_LIMIT_PER_SECOND',
+      'WORKER_BATCH_SIZE',
+      'DB_POOL_SIZE',
+    ]);
+  });
+
+  it('names each problem in the one error message', () => {
+    expect(() => loadConfig({ DATABASE_URL: 'postgres://db/shop', REDIS_PREFIX: 'has spaces' })).toThrow(
+      'Invalid configuration: DATABASE_URL must be a mysql:// or mariadb:// URL; REDIS_PREFIX must be 1-64 of A-Z a-z 0-9 _ . : -',
+    );
+  });
+
+  it('requires AUTH_SECRET and ADMIN_TOKEN in production', () => {
+    expect(() => loadConfig({ NODE_ENV: 'production' })).toThrow(
+      'Invalid configuration: AUTH_SECRET is required in production; ADMIN_TOKEN is required in production',
+    );
+    expect(refusedVariables({ NODE_ENV: 'production', AUTH_SECRET: SECRET })).toEqual(['ADMIN_TOKEN']);
+    expect(refusedVariables({ NODE_ENV: 'production', ADMIN_TOKEN: ADMIN })).toEqual(['AUTH_SECRET']);
+  });
+
+  it('lists the missing production secrets together with every other bad variable', () => {
+    expect(refusedVariables({ NODE_ENV: 'production', PORT: 'abc', LOG_LEVEL: 'loud' })).toEqual(['PORT', 'LOG_LEVEL', 'AUTH_SECRET', 'ADMIN_TOKEN']);
+  });
+
+  it('reports a production secret that is too short once, as too short', () => {
+    expect(() => loadConfig({ NODE_ENV: 'production', AUTH_SECRET: 'short', ADMIN_TOKEN: ADMIN })).toThrow(
+      new ConfigError(['AUTH_SECRET must be at least 32 characters']),
+    );
+  });
+
+  it('uses the development secrets outside production', () => {
+    for (const NODE_ENV of ['development', 'test']) {
+      const config = loadConfig({ NODE_ENV });
+      expect([config.AUTH_SECRET, config.ADMIN_TOKEN]).toEqual([DEV_AUTH_SECRET, DEV_ADMIN_TOKEN]);
+    }
+  });
+
+  it('treats an empty variable as unset', () => {
+    const config = loadConfig({ PORT: '', REDIS_PREFIX: '', AUTH_SECRET: '', LOG_LEVEL: '' });
+
+    expect([config.PORT, config.REDIS_PREFIX, config.AUTH_SECRET, config.LOG_LEVEL]).toEqual([3000, 'fs', DEV_AUTH_SECRET, 'info']);
+    expect(() => loadConfig({ NODE_ENV: 'production', AUTH_SECRET: '', ADMIN_TOKEN: ADMIN })).toThrow(
+      'Invalid configuration: AUTH_SECRET is required in production',
+    );
+  });
+
+  it('accepts port 0, which picks a free port', () => {
+    expect(loadConfig({ PORT: '0' }).PORT).toBe(0);
+  });
+});

@@ -1,0 +1,107 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { newReservationId, type SaleDefinition } from '@flashsale/domain';
+import { createTestContext, type TestContext } from '../../../test/support/context.ts';
+import { ORDER_WRITERS_GROUP, saleKeys, salesIndexKey } from './keys.ts';
+import { reservePurchase } from './reserve-purchase.ts';
+import { findBuyerReservation, listSaleIds, publishSale, readSaleState, setSalePaused } from './sale-state.ts';
+
+let ctx: TestContext;
+beforeAll(() => {
+  ctx = createTestContext();
+});
+afterAll(async () => {
+  await ctx.close();
+});
+
+const definition = (id: number, overrides: Partial<SaleDefinition> = {}): SaleDefinition => ({
+  id,
+  name: `Sale ${id}`,
+  stock: 10,
+  perUserLimit: 2,
+  startsAt: Date.parse('2026-01-01T00:00:00.000Z'),
+  endsAt: Date.parse('2036-01-01T00:00:00.000Z'),
+  ...overrides,
+});
+
+describe('publishSale', () => {
+  it('makes the sale live: meta hash, index entry, and the order writers group on its stream', async () => {
+    expect(await publishSale(ctx.redis, ctx.config.REDIS_PREFIX, definition(101))).toBe(true);
+
+    const state = await readSaleState(ctx.redis, ctx.config.REDIS_PREFIX, 101);
+    expect(state).toEqual({
+      id: 101,
+      name: 'Sale 101',
+      stock: 10,
+      remaining: 10,
+      perUserLimit: 2,
+      startsAt: Date.parse('2026-01-01T00:00:00.000Z'),
+      endsAt: Date.parse('2036-01-01T00:00:00.000Z'),
+      paused: false,
+      generation: state?.generation,
+    });
+    expect(state?.generation).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
+    expect(await ctx.redis.smembers(salesIndexKey(ctx.config.REDIS_PREFIX))).toContain('101');
+    const groups = (await ctx.redis.xinfo('GROUPS', saleKeys(ctx.config.REDIS_PREFIX, 101).stream)) as unknown[][];
+    expect(groups.map((group) => group[1])).toEqual([ORDER_WRITERS_GROUP]);
+  });
+
+  it('is idempotent and never overwrites the stock of a live sale', async () => {
+    const sale = definition(102, { stock: 5 });
+    expect(await publishSale(ctx.redis, ctx.config.REDIS_PREFIX, sale)).toBe(true);
+    const reservationId = newReservationId(102);
+    expect(await reservePurchase(ctx.redis, ctx.config.REDIS_PREFIX, { saleId: 102, userId: 'kim', quantity: 1, reservationId })).toEqual({
+      kind: 'reserved',
+      remaining: 4,
+    });
+    const meta = await ctx.redis.hgetall(saleKeys(ctx.config.REDIS_PREFIX, 102).meta);
+
+    expect(await publishSale(ctx.redis, ctx.config.REDIS_PREFIX, sale)).toBe(false);
+    expect(await publishSale(ctx.redis, ctx.config.REDIS_PREFIX, { ...sale, stock: 50, name: 'Renamed' })).toBe(false);
+
+    expect(await ctx.redis.hgetall(saleKeys(ctx.config.REDIS_PREFIX, 102).meta)).toEqual(meta);
+    expect(meta.remaining).toBe('4');
+    expect(meta.stock).toBe('5');
+    expect(await ctx.redis.xlen(saleKeys(ctx.config.REDIS_PREFIX, 102).stream)).toBe(1);
+    expect(await findBuyerReservation(ctx.redis, ctx.config.REDIS_PREFIX, 102, 'kim')).toEqual({ reservationId, quantity: 1 });
+  });
+
+  it('lists every published sale once', async () => {
+    const own = createTestContext();
+    try {
+      await publishSale(own.redis, own.config.REDIS_PREFIX, definition(7));
+      await publishSale(own.redis, own.config.REDIS_PREFIX, definition(3));
+      await publishSale(own.redis, own.config.REDIS_PREFIX, definition(7));
+
+      expect((await listSaleIds(own.redis, own.config.REDIS_PREFIX)).sort((a, b) => a - b)).toEqual([3, 7]);
+    } finally {
+      await own.close();
+    }
+  });
+});
+
+describe('readSaleState, setSalePaused, findBuyerReservation', () => {
+  it('reads null for a sale Redis does not hold', async () => {
+    expect(await readSaleState(ctx.redis, ctx.config.REDIS_PREFIX, 199)).toBeNull();
+  });
+
+  it('pauses and resumes a live sale', async () => {
+    await publishSale(ctx.redis, ctx.config.REDIS_PREFIX, definition(104));
+
+    expect(await setSalePaused(ctx.redis, ctx.config.REDIS_PREFIX, 104, true)).toBe(true);
+    expect((await readSaleState(ctx.redis, ctx.config.REDIS_PREFIX, 104))?.paused).toBe(true);
+    expect(await setSalePaused(ctx.redis, ctx.config.REDIS_PREFIX, 104, false)).toBe(true);
+    expect((await readSaleState(ctx.redis, ctx.config.REDIS_PREFIX, 104))?.paused).toBe(false);
+  });
+
+  it('does not recreate a missing sale when asked to pause it', async () => {
+    expect(await setSalePaused(ctx.redis, ctx.config.REDIS_PREFIX, 198, true)).toBe(false);
+
+    expect(await ctx.redis.exists(saleKeys(ctx.config.REDIS_PREFIX, 198).meta)).toBe(0);
+  });
+
+  it('finds no reservation for a buyer who holds none', async () => {
+    await publishSale(ctx.redis, ctx.config.REDIS_PREFIX, definition(105));
+
+    expect(await findBuyerReservation(ctx.redis, ctx.config.REDIS_PREFIX, 105, 'nobody')).toBeNull();
+  });
+});
