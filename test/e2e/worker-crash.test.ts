@@ -2,9 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { newReservationId } from '@flashsale/domain';
 import { reservePurchase } from '@flashsale/redis-store';
 import { createLiveSale, createTestContext, type TestContext } from '../support/context.ts';
-import { startFaultProxy, type FaultProxy } from '../support/fault-proxy.ts';
-import { ledgerOf, ordersOf, pendingCount, waitForDrain } from '../support/ledger.ts';
-import { spawnWorker, type AppProcess } from '../support/processes.ts';
+import { startFaultProxy, type FaultProxy, ledgerOf, ordersOf, pendingCount, waitForDrain, spawnWorker, type AppProcess } from '@flashsale/harness';
 
 // Real worker processes, killed with SIGKILL at an exact point of their conversation with Redis or
 // MariaDB: a proxy in front of the server sees the command go out and kills the worker before it lands.

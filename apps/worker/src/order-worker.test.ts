@@ -4,7 +4,7 @@ import { newReservationId } from '@flashsale/domain';
 import { ORDER_WRITERS_GROUP, reservePurchase, saleKeys, streamBacklog } from '@flashsale/redis-store';
 import { writeOrderBatch } from '@flashsale/order-store';
 import { createLiveSale, createTestContext, type TestContext } from '../../../test/support/context.ts';
-import { ledgerOf, ordersOf, waitForDrain } from '../../../test/support/ledger.ts';
+import { ledgerOf, ordersOf, waitForDrain } from '@flashsale/harness';
 import { OrderWorker, type OrderWorkerOptions } from './order-worker.ts';
 
 const OPTIONS: OrderWorkerOptions = { batchSize: 100, idleMs: 5, claimIdleMs: 200, maxDeliveries: 3, salesRefreshMs: 50 };

@@ -9,6 +9,13 @@ import { parseOrThrow, requireJsonBody, saleIdParam } from '../validation.ts';
 
 const MAX_STOCK = 1_000_000_000;
 
+// A cross-field rule runs only once the fields it compares are valid: zod runs object refinements despite
+// field errors, and a bad startsAt would otherwise also be reported as a bad endsAt.
+const whenValid =
+  (...fields: string[]) =>
+  (payload: z.core.ParsePayload): boolean =>
+    !payload.issues.some((issue) => fields.includes(String(issue.path?.[0])));
+
 const newSaleBody = z
   .strictObject({
     name: z.string().trim().min(1).max(200),
@@ -17,8 +24,8 @@ const newSaleBody = z
     endsAt: z.iso.datetime({ offset: true }).transform((value) => new Date(value)),
     perUserLimit: z.number().int().min(1).max(MAX_STOCK).default(1),
   })
-  .refine((sale) => sale.endsAt > sale.startsAt, { path: ['endsAt'], message: 'must be after startsAt' })
-  .refine((sale) => sale.perUserLimit <= sale.stock, { path: ['perUserLimit'], message: 'must not exceed stock' });
+  .refine((sale) => sale.endsAt > sale.startsAt, { path: ['endsAt'], message: 'must be after startsAt', when: whenValid('startsAt', 'endsAt') })
+  .refine((sale) => sale.perUserLimit <= sale.stock, { path: ['perUserLimit'], message: 'must not exceed stock', when: whenValid('stock', 'perUserLimit') });
 
 /** /api/admin/*: creating sales and reading their ledger. Every route needs the admin token. */
 export function adminRouter({ config, redis, prisma }: GatewayDeps): Router {

@@ -1,0 +1,180 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ORDER_WRITERS_GROUP, saleKeys } from '@flashsale/redis-store';
+import { createLiveSale, createTestContext, redisNow, startGateway, type TestContext } from '../../../../test/support/context.ts';
+import { buyerToken } from '../../../../test/support/tokens.ts';
+import { bearer, expectProblem } from '../../../../test/support/http.ts';
+import { keysUnderPrefix } from '../../../../test/support/sale-snapshot.ts';
+
+let ctx: TestContext;
+let gateway: Awaited<ReturnType<typeof startGateway>>;
+beforeAll(async () => {
+  ctx = createTestContext();
+  gateway = await startGateway(ctx);
+});
+afterAll(async () => {
+  await gateway.close();
+  await ctx.close();
+});
+
+const uniqueName = () => `Admin test ${randomUUID()}`;
+const iso = (ms: number) => new Date(ms).toISOString();
+
+function createSale(body: unknown, headers: Record<string, string> = bearer(ctx.config.ADMIN_TOKEN)): Promise<Response> {
+  return fetch(`${gateway.url}/api/admin/sales`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+}
+
+function stats(saleId: number | string, headers: Record<string, string> = bearer(ctx.config.ADMIN_TOKEN)): Promise<Response> {
+  return fetch(`${gateway.url}/api/admin/sales/${saleId}/stats`, { headers });
+}
+
+async function purchase(saleId: number, buyer: string): Promise<string> {
+  const res = await fetch(`${gateway.url}/api/sales/${saleId}/purchase`, { method: 'POST', headers: bearer(await buyerToken(buyer)) });
+  expect(res.status).toBe(202);
+  return ((await res.json()) as { reservationId: string }).reservationId;
+}
+
+describe('POST /api/admin/sales', () => {
+  it('creates a sale: 201 with the sale echoed, in MySQL and live in Redis before the reply', async () => {
+    const now = await redisNow(ctx.redis);
+    const input = { name: uniqueName(), stock: 100, startsAt: iso(now - 60_000), endsAt: iso(now + 3_600_000), perUserLimit: 2 };
+
+    const res = await createSale(input);
+
+    expect(res.status).toBe(201);
+    const created = (await res.json()) as { id: number };
+    expect(created).toEqual({ id: created.id, ...input });
+    expect(Number.isInteger(created.id) && created.id > 0).toBe(true);
+    expect(await ctx.prisma.sale.findUnique({ where: { id: created.id } })).toEqual({
+      id: created.id,
+      name: input.name,
+      stock: 100,
+      perUserLimit: 2,
+      startsAt: new Date(input.startsAt),
+      endsAt: new Date(input.endsAt),
+      soldUnits: 0,
+      createdAt: expect.any(Date),
+    });
+    const live = await fetch(`${gateway.url}/api/sales/${created.id}`);
+    expect(await live.json()).toEqual({ ...input, id: created.id, remaining: 100, status: 'active' });
+    const groups = (await ctx.redis.xinfo('GROUPS', saleKeys(ctx.config.REDIS_PREFIX, created.id).stream)) as unknown[][];
+    expect(groups.map((group) => group[1])).toEqual([ORDER_WRITERS_GROUP]);
+  });
+
+  it('trims the name, reads times with an offset as UTC and limits each buyer to 1 unit by default', async () => {
+    const name = uniqueName();
+
+    const res = await createSale({ name: `  ${name}  `, stock: 5, startsAt: '2030-06-01T12:00:00+02:00', endsAt: '2030-06-01T13:30:00.250+02:00' });
+
+    expect(res.status).toBe(201);
+    const created = (await res.json()) as { id: number };
+    expect(created).toEqual({ id: created.id, name, stock: 5, startsAt: '2030-06-01T10:00:00.000Z', endsAt: '2030-06-01T11:30:00.250Z', perUserLimit: 1 });
+    expect(await (await fetch(`${gateway.url}/api/sales/${created.id}`)).json()).toMatchObject({ perUserLimit: 1, remaining: 5, status: 'scheduled' });
+  });
+
+  it.each<[string, Record<string, string>, string]>([
+    ['without a token', {}, 'an Authorization: Bearer token is required'],
+    ['with a wrong admin token', bearer('not-the-admin-token'), 'the admin token is not valid'],
+    ['with a buyer token', {}, 'the admin token is not valid'],
+  ])('refuses a sale %s with 401 UNAUTHORIZED and creates nothing', async (label, headers, detail) => {
+    const name = uniqueName();
+    const keysBefore = await keysUnderPrefix(ctx);
+    const auth = label === 'with a buyer token' ? bearer(await buyerToken('buyer')) : headers;
+
+    const res = await createSale({ name, stock: 5, startsAt: '2030-01-01T00:00:00.000Z', endsAt: '2030-01-02T00:00:00.000Z' }, auth);
+
+    await expectProblem(res, 401, 'UNAUTHORIZED', detail);
+    expect(await ctx.prisma.sale.count({ where: { name } })).toBe(0);
+    expect(await keysUnderPrefix(ctx)).toEqual(keysBefore);
+  });
+
+  const valid = { stock: 5, startsAt: '2030-01-01T00:00:00.000Z', endsAt: '2030-01-02T00:00:00.000Z' };
+  it.each<[string, Record<string, unknown>, string]>([
+    ['an unknown field', { ...valid, id: 7 }, 'body: Unrecognized key: "id"'],
+    ['stock 0', { ...valid, stock: 0 }, 'stock: Too small: expected number to be >=1'],
+    ['a fractional stock', { ...valid, stock: 2.5 }, 'stock: Invalid input: expected int, received number'],
+    ['stock as a string', { ...valid, stock: '5' }, 'stock: Invalid input: expected number, received string'],
+    ['an end before the start', { ...valid, endsAt: '2029-12-31T23:59:59.999Z' }, 'endsAt: must be after startsAt'],
+    ['an end equal to the start', { ...valid, endsAt: valid.startsAt }, 'endsAt: must be after startsAt'],
+    ['a per-user limit above the stock', { ...valid, perUserLimit: 6 }, 'perUserLimit: must not exceed stock'],
+    ['a per-user limit of 0', { ...valid, perUserLimit: 0 }, 'perUserLimit: Too small: expected number to be >=1'],
+    ['a date that is not ISO 8601', { ...valid, startsAt: 'tomorrow' }, 'startsAt: Invalid ISO datetime'],
+    ['a date without a time zone', { ...valid, startsAt: '2030-01-01T00:00:00' }, 'startsAt: Invalid ISO datetime'],
+    ['an impossible date', { ...valid, startsAt: '2030-13-01T00:00:00Z' }, 'startsAt: Invalid ISO datetime'],
+  ])('refuses a sale with %s with 400 INVALID_REQUEST and creates nothing', async (_, fields, detail) => {
+    const name = uniqueName();
+    const keysBefore = await keysUnderPrefix(ctx);
+
+    await expectProblem(await createSale({ name, ...fields }), 400, 'INVALID_REQUEST', detail, { errors: [detail] });
+    expect(await ctx.prisma.sale.count({ where: { name } })).toBe(0);
+    expect(await keysUnderPrefix(ctx)).toEqual(keysBefore);
+  });
+
+  it('refuses a sale without a name, naming every missing field', async () => {
+    const detail = 'name: Invalid input: expected string, received undefined; stock: Invalid input: expected number, received undefined';
+
+    await expectProblem(await createSale({ startsAt: valid.startsAt, endsAt: valid.endsAt }), 400, 'INVALID_REQUEST', detail, { errors: detail.split('; ') });
+  });
+
+  it('names every bad field at once, and only the bad ones', async () => {
+    const detail = 'stock: Too small: expected number to be >=1; endsAt: must be after startsAt';
+
+    await expectProblem(await createSale({ name: uniqueName(), ...valid, stock: 0, endsAt: '2029-01-01T00:00:00.000Z' }), 400, 'INVALID_REQUEST', detail, {
+      errors: detail.split('; '),
+    });
+  });
+
+  it('refuses a body that is not JSON with 415 UNSUPPORTED_MEDIA_TYPE', async () => {
+    const res = await fetch(`${gateway.url}/api/admin/sales`, {
+      method: 'POST',
+      headers: { ...bearer(ctx.config.ADMIN_TOKEN), 'content-type': 'text/plain' },
+      body: JSON.stringify({ name: uniqueName(), ...valid }),
+    });
+
+    await expectProblem(res, 415, 'UNSUPPORTED_MEDIA_TYPE', 'send the body as application/json');
+  });
+});
+
+describe('GET /api/admin/sales/:saleId/stats', () => {
+  it('counts a reservation not yet written to MySQL as in flight, and the ledger as consistent', async () => {
+    const sale = await createLiveSale(ctx, { stock: 5 });
+    await purchase(sale.id, `buyer-${randomUUID()}`);
+
+    const res = await stats(sale.id);
+
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ saleId: sale.id, stock: 5, remaining: 4, inFlight: 1, ordersInDb: 0, unitsInDb: 0, deadLettered: 0, consistent: true });
+  });
+
+  it('balances once the order is in MySQL and the entry acknowledged', async () => {
+    const sale = await createLiveSale(ctx, { stock: 5 });
+    const buyer = `buyer-${randomUUID()}`;
+    const reservationId = await purchase(sale.id, buyer);
+    // A stand-in for the worker: take the entry, write the order, acknowledge.
+    const stream = saleKeys(ctx.config.REDIS_PREFIX, sale.id).stream;
+    const [[, [[entryId]]]] = (await ctx.redis.xreadgroup('GROUP', ORDER_WRITERS_GROUP, 'test', 'COUNT', 1, 'STREAMS', stream, '>')) as [[string, [[string, string[]]]]];
+    await ctx.prisma.order.create({ data: { reservationId, saleId: sale.id, userId: buyer, quantity: 1, reservedAt: new Date() } });
+    await ctx.redis.xack(stream, ORDER_WRITERS_GROUP, entryId);
+
+    expect(await (await stats(sale.id)).json()).toEqual({ saleId: sale.id, stock: 5, remaining: 4, inFlight: 0, ordersInDb: 1, unitsInDb: 1, deadLettered: 0, consistent: true });
+  });
+
+  it('reports the ledger as inconsistent when MySQL holds units Redis still counts as remaining', async () => {
+    const sale = await createLiveSale(ctx, { stock: 5 });
+    await ctx.prisma.order.create({ data: { reservationId: `${sale.id}-${randomUUID()}`, saleId: sale.id, userId: 'ghost', quantity: 1, reservedAt: new Date() } });
+
+    expect(await (await stats(sale.id)).json()).toEqual({ saleId: sale.id, stock: 5, remaining: 5, inFlight: 0, ordersInDb: 1, unitsInDb: 1, deadLettered: 0, consistent: false });
+  });
+
+  it('answers an unknown sale with 404 SALE_NOT_FOUND', async () => {
+    await expectProblem(await stats(2_147_483_647), 404, 'SALE_NOT_FOUND', 'no sale has the id 2147483647');
+    await expectProblem(await stats('abc'), 404, 'SALE_NOT_FOUND', 'no sale has the id abc');
+  });
+
+  it('refuses a request without the admin token with 401 UNAUTHORIZED', async () => {
+    const sale = await createLiveSale(ctx);
+
+    await expectProblem(await stats(sale.id, {}), 401, 'UNAUTHORIZED', 'an Authorization: Bearer token is required');
+    await expectProblem(await stats(sale.id, bearer(`${ctx.config.ADMIN_TOKEN}x`)), 401, 'UNAUTHORIZED', 'the admin token is not valid');
+  });
+});

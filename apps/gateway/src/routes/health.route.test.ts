@@ -1,0 +1,73 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createRedis } from '@flashsale/redis-store';
+import { createLiveSale, createTestContext, startGateway, type TestContext } from '../../../../test/support/context.ts';
+import { buyerToken } from '../../../../test/support/tokens.ts';
+import { bearer, expectProblem } from '../../../../test/support/http.ts';
+
+let ctx: TestContext;
+let gateway: Awaited<ReturnType<typeof startGateway>>;
+beforeAll(async () => {
+  ctx = createTestContext();
+  gateway = await startGateway(ctx);
+});
+afterAll(async () => {
+  await gateway.close();
+  await ctx.close();
+});
+
+describe('health and metrics', () => {
+  it('answers /healthz with 200 while the process runs', async () => {
+    const res = await fetch(`${gateway.url}/healthz`);
+
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ status: 'ok' });
+  });
+
+  it('answers /readyz with 200 when Redis and MySQL answer', async () => {
+    const res = await fetch(`${gateway.url}/readyz`);
+
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ status: 'ready', checks: { redis: 'up', mysql: 'up' } });
+  });
+
+  it('answers /readyz with 503 naming Redis when Redis does not answer', async () => {
+    // Nothing listens on port 1: the gateway's Redis is down from the start.
+    const deadRedis = createRedis('redis://127.0.0.1:1', { maxRetriesPerRequest: 0 });
+    deadRedis.on('error', () => {});
+    const down = await startGateway({ ...ctx, redis: deadRedis });
+    try {
+      const res = await fetch(`${down.url}/readyz`);
+
+      expect(res.status).toBe(503);
+      expect(await res.json()).toEqual({ status: 'not_ready', checks: { redis: 'down', mysql: 'up' } });
+    } finally {
+      await down.close();
+      deadRedis.disconnect();
+    }
+  });
+
+  it('counts purchases by outcome in /metrics', async () => {
+    const sale = await createLiveSale(ctx, { stock: 1 });
+    for (const buyer of ['metrics-a', 'metrics-b']) {
+      await fetch(`${gateway.url}/api/sales/${sale.id}/purchase`, { method: 'POST', headers: bearer(await buyerToken(buyer)) });
+    }
+
+    const res = await fetch(`${gateway.url}/metrics`);
+
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe('text/plain; version=0.0.4; charset=utf-8');
+    const lines = (await res.text()).split('\n');
+    expect(lines).toContain('# TYPE flashsale_purchases_total counter');
+    expect(lines).toContain('flashsale_purchases_total{outcome="reserved"} 1');
+    expect(lines).toContain('flashsale_purchases_total{outcome="SOLD_OUT"} 1');
+    expect(lines).toContain('flashsale_purchase_duration_seconds_count 2');
+  });
+
+  it('answers an unknown route with a 404 problem', async () => {
+    await expectProblem(await fetch(`${gateway.url}/api/nope`), 404, 'NOT_FOUND', 'no route for GET /api/nope');
+  });
+
+  it('answers a known path with an unsupported method with a 404 problem', async () => {
+    await expectProblem(await fetch(`${gateway.url}/api/sales/1`, { method: 'DELETE' }), 404, 'NOT_FOUND', 'no route for DELETE /api/sales/1');
+  });
+});

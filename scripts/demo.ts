@@ -1,0 +1,124 @@
+/**
+ * `npm run demo`: the whole system end to end on this machine. Services up, migrations applied, a
+ * gateway and two workers started as real processes, a sale published through the admin API, a flash
+ * crowd of buyers fired at it, the drain awaited, the ledger checked against MySQL, a report printed,
+ * everything stopped. Exits non-zero if any invariant does not hold.
+ */
+import { randomBytes } from 'node:crypto';
+import { loadConfig } from '@flashsale/config';
+import { createRedis } from '@flashsale/redis-store';
+import { createPrisma, migrate } from '@flashsale/order-store';
+import { buyerToken, createHttpClient, ledgerOf, mapConcurrently, percentile, spawnGateway, spawnWorker, waitForDrain, type AppProcess } from '@flashsale/harness';
+import { ensureServices } from '../infra/ensure-services.ts';
+
+const STOCK = 1000;
+const BUYERS = 3000;
+const ATTEMPTS_PER_BUYER = 2;
+const CONNECTIONS = 64;
+
+const config = loadConfig();
+// A prefix of its own, so a demo never meets the keys of a previous one or of a running deployment.
+const prefix = `demo-${randomBytes(3).toString('hex')}`;
+const env = { REDIS_PREFIX: prefix, DATABASE_URL: config.DATABASE_URL, REDIS_URL: config.REDIS_URL };
+const step = (text: string) => console.log(`\n== ${text}`);
+
+step('services');
+await ensureServices();
+const migrated = await migrate(config.DATABASE_URL);
+console.log(`Redis and MariaDB answer; database ${migrated.database}: ${migrated.applied.length} migrations applied now, ${migrated.alreadyApplied.length} already`);
+
+step('processes: 1 gateway, 2 workers');
+const processes: AppProcess[] = [];
+const redis = createRedis(config.REDIS_URL);
+const prisma = createPrisma(config.DATABASE_URL, 2);
+let failed = false;
+try {
+  // Each process is recorded as soon as it exists, so the `finally` below stops it whatever fails next.
+  const track = <T extends AppProcess>(started: Promise<T>) => started.then((p) => (processes.push(p), p));
+  const [gateway, ...workers] = await Promise.all([track(spawnGateway(env)), track(spawnWorker(env)), track(spawnWorker(env))]);
+  console.log(`gateway ${gateway.url} (pid ${gateway.child.pid}), workers pid ${workers.map((w) => w.child.pid).join(', ')}`);
+
+  step(`sale: ${STOCK} units, at most 2 per buyer`);
+  const admin = createHttpClient(gateway.url, 2);
+  const adminAuth = { authorization: `Bearer ${config.ADMIN_TOKEN}` };
+  const created = await admin.send('POST', '/api/admin/sales', {
+    headers: adminAuth,
+    body: { name: 'Demo flash sale', stock: STOCK, perUserLimit: 2, startsAt: new Date(Date.now() - 1000).toISOString(), endsAt: new Date(Date.now() + 3_600_000).toISOString() },
+  });
+  if (created.status !== 201) throw new Error(`creating the sale failed: ${created.status} ${JSON.stringify(created.body)}`);
+  const saleId = created.body.id as number;
+  console.log(JSON.stringify(created.body));
+
+  step(`flash crowd: ${BUYERS} buyers x ${ATTEMPTS_PER_BUYER} attempts, ${CONNECTIONS} connections`);
+  const tokens = await Promise.all(Array.from({ length: BUYERS }, (_, i) => buyerToken(`demo-buyer-${i}`)));
+  const crowd = tokens.flatMap((token, buyer) => Array.from({ length: ATTEMPTS_PER_BUYER }, (_, attempt) => ({ buyer, token, quantity: ((buyer + attempt) % 2) + 1 })));
+  const client = createHttpClient(gateway.url, CONNECTIONS);
+  const started = performance.now();
+  const results = await mapConcurrently(crowd, CONNECTIONS, async (r) => ({
+    ...r,
+    ...(await client.send('POST', `/api/sales/${saleId}/purchase`, { headers: { authorization: `Bearer ${r.token}` }, body: { quantity: r.quantity } })),
+  }));
+  const seconds = (performance.now() - started) / 1000;
+  client.close();
+
+  const accepted = new Map<string, { userId: string; quantity: number }>();
+  const outcomes: Record<string, number> = {};
+  for (const result of results) {
+    const label = result.status === 202 ? '202 accepted' : `${result.status} ${String(result.body.code)}`;
+    outcomes[label] = (outcomes[label] ?? 0) + 1;
+    if (result.status === 202) accepted.set(result.body.reservationId as string, { userId: `demo-buyer-${result.buyer}`, quantity: result.quantity });
+  }
+
+  step('drain: waiting for the workers to write every reservation to MySQL');
+  const drainStarted = performance.now();
+  await waitForDrain(redis, prefix, saleId, 120_000);
+  const drainSeconds = (performance.now() - drainStarted) / 1000;
+  const ledger = await ledgerOf(redis, prisma, prefix, saleId, accepted);
+  const stats = await admin.send('GET', `/api/admin/sales/${saleId}/stats`, { headers: adminAuth });
+  admin.close();
+
+  const latencies = results.map((r) => r.latencyMs);
+  const acceptedUnits = [...accepted.values()].reduce((sum, a) => sum + a.quantity, 0);
+  const oversold = Math.max(0, ledger.unitsInDb - ledger.stock);
+  step('report');
+  console.table({
+    requests: { value: results.length },
+    'throughput (req/s)': { value: Math.round(results.length / seconds) },
+    ...Object.fromEntries(Object.entries(outcomes).sort().map(([k, v]) => [k, { value: v }])),
+    'units accepted (202)': { value: acceptedUnits },
+    'orders in MySQL': { value: stats.body.ordersInDb },
+    'units in MySQL': { value: ledger.unitsInDb },
+    'remaining in Redis': { value: ledger.remaining },
+    'units + remaining (= stock?)': { value: `${ledger.unitsInDb + ledger.remaining} / ${ledger.stock}` },
+    oversold: { value: oversold },
+    'duplicates (reservation or buyer)': { value: ledger.duplicated.length },
+    'lost (202 without order)': { value: ledger.lost.length },
+    'unexpected (order without 202)': { value: ledger.unexpected.length },
+    'latency p50 (ms)': { value: percentile(latencies, 50).toFixed(1) },
+    'latency p90 (ms)': { value: percentile(latencies, 90).toFixed(1) },
+    'latency p99 (ms)': { value: percentile(latencies, 99).toFixed(1) },
+    'latency max (ms)': { value: percentile(latencies, 100).toFixed(1) },
+    'drain after the burst (s)': { value: drainSeconds.toFixed(2) },
+  });
+  console.log(`stats endpoint: ${JSON.stringify(stats.body)}`);
+  const errors = Object.keys(outcomes).filter((k) => /^5/.test(k));
+  failed =
+    oversold > 0 ||
+    ledger.duplicated.length > 0 ||
+    ledger.lost.length > 0 ||
+    ledger.unexpected.length > 0 ||
+    ledger.unitsInDb + ledger.remaining !== ledger.stock ||
+    stats.body.consistent !== true ||
+    errors.length > 0;
+  console.log(failed ? '\nINVARIANT BROKEN: see the report above' : '\nAll invariants hold: nothing oversold, no duplicate, every 202 is exactly one order.');
+} finally {
+  step('stopping (SIGTERM)');
+  const codes = await Promise.all(processes.map((p) => p.kill('SIGTERM')));
+  console.log(`exit codes: ${codes.join(', ')}`);
+  // The demo's keys go with it; its sale and orders stay in MySQL for inspection.
+  const keys = await redis.keys(`${prefix}:*`);
+  if (keys.length > 0) await redis.del(...keys);
+  await redis.quit();
+  await prisma.$disconnect();
+}
+process.exit(failed ? 1 : 0);
