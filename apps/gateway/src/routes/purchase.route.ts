@@ -47,9 +47,11 @@ export function purchaseRouter({ config, redis, logger }: GatewayDeps, metrics: 
 
   router.post(
     '/api/sales/:saleId/purchase',
-    async (req, _res, next) => {
-      req.userId = await authenticate(req.headers.authorization);
-      if (!limiter.take(req.userId)) throw new AppError('RATE_LIMITED', undefined, {}, { 'Retry-After': '1' });
+    // Authentication and the rate limit come before the body is read: the cheapest refusals first.
+    async (req, res, next) => {
+      const userId = await authenticate(req.headers.authorization);
+      res.locals.userId = userId;
+      if (!limiter.take(userId)) throw new AppError('RATE_LIMITED', undefined, {}, { 'Retry-After': '1' });
       requireJsonBody(req.headers['content-type'], req.headers['content-length'], req.headers['transfer-encoding'] !== undefined);
       next();
     },
@@ -61,7 +63,7 @@ export function purchaseRouter({ config, redis, logger }: GatewayDeps, metrics: 
       const reservationId = newReservationId(saleId);
       let outcome: ReserveOutcome;
       try {
-        outcome = await reservePurchase(redis, config.REDIS_PREFIX, { saleId, userId: req.userId!, quantity, reservationId });
+        outcome = await reservePurchase(redis, config.REDIS_PREFIX, { saleId, userId: res.locals.userId as string, quantity, reservationId });
       } catch (error) {
         // The script may or may not have run; a retry by the buyer is safe either way (it is refused as
         // ALREADY_PURCHASED with the reservation id if the first one went through).
