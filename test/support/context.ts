@@ -1,10 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { createLogger, loadConfig, type Config } from '@flashsale/config';
+import { loadConfig, type Config } from '@flashsale/config';
 import { createRedis, publishSale, type ScriptedRedis } from '@flashsale/redis-store';
 import { createPrisma, insertSale, type PrismaClient, type SaleRecord } from '@flashsale/order-store';
-import { createApp } from '../../apps/gateway/src/app.ts';
 
 /** A Redis prefix no other test uses, so tests share one Redis without seeing each other's keys. */
 export function uniquePrefix(label = 't'): string {
@@ -68,20 +65,4 @@ export async function createLiveSale(ctx: TestContext, options: SaleOptions = {}
   });
   await publishSale(ctx.redis, ctx.config.REDIS_PREFIX, sale);
   return sale;
-}
-
-/** The gateway app of a context, listening on a free port. */
-export async function startGateway(ctx: TestContext): Promise<{ url: string; close(): Promise<void> }> {
-  const logger = createLogger('gateway-test', 'silent');
-  const server: Server = createServer(createApp({ config: ctx.config, redis: ctx.redis, prisma: ctx.prisma, logger }));
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
-  };
 }

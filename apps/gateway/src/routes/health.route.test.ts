@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRedis } from '@flashsale/redis-store';
-import { createLiveSale, createTestContext, startGateway, type TestContext } from '../../../../test/support/context.ts';
+import { createLiveSale, createTestContext, type TestContext } from '../../../../test/support/context.ts';
+import { startGateway } from '../../../../test/support/gateway.ts';
 import { buyerToken } from '../../../../test/support/tokens.ts';
 import { bearer, expectProblem } from '../../../../test/support/http.ts';
 

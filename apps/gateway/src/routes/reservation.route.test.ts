@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newReservationId } from '@flashsale/domain';
-import { createLiveSale, createTestContext, startGateway, type TestContext } from '../../../../test/support/context.ts';
+import { createLiveSale, createTestContext, type TestContext } from '../../../../test/support/context.ts';
+import { startGateway } from '../../../../test/support/gateway.ts';
 import { buyerToken } from '../../../../test/support/tokens.ts';
 import { bearer, expectProblem } from '../../../../test/support/http.ts';
 

@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { setSalePaused } from '@flashsale/redis-store';
 import { insertSale, type SaleRecord } from '@flashsale/order-store';
-import { createLiveSale, createTestContext, redisNow, startGateway, type TestContext } from '../../../../test/support/context.ts';
+import { createLiveSale, createTestContext, redisNow, type TestContext } from '../../../../test/support/context.ts';
+import { startGateway } from '../../../../test/support/gateway.ts';
 import { buyerToken } from '../../../../test/support/tokens.ts';
 import { bearer, expectProblem } from '../../../../test/support/http.ts';
 
