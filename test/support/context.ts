@@ -63,6 +63,6 @@ export async function createLiveSale(ctx: TestContext, options: SaleOptions = {}
     startsAt: new Date(now + (options.startsIn ?? -60_000)),
     endsAt: new Date(now + (options.endsIn ?? 3_600_000)),
   });
-  await publishSale(ctx.redis, ctx.config.REDIS_PREFIX, sale);
+  await publishSale(ctx.redis, ctx.config.REDIS_PREFIX, sale, sale.generation);
   return sale;
 }

@@ -1,3 +1,4 @@
+import type { RejectReason } from '@flashsale/order-store';
 import { ORDER_WRITERS_GROUP, saleKeys, type ScriptedRedis } from '@flashsale/redis-store';
 import type { RawEntry } from './stream-reader.ts';
 
@@ -5,7 +6,7 @@ import type { RawEntry } from './stream-reader.ts';
  * Why an entry was set aside instead of becoming an order. Operators find each in the sale's dead-letter
  * stream with its reason and original fields; the admin stats count them.
  */
-export type DeadLetterReason = 'MALFORMED_ENTRY' | 'SALE_NOT_FOUND' | 'DUPLICATE_BUYER' | 'OVER_STOCK' | 'MAX_DELIVERIES' | 'WRITE_FAILED';
+export type DeadLetterReason = RejectReason | 'MALFORMED_ENTRY' | 'MAX_DELIVERIES' | 'WRITE_FAILED';
 
 /** Moves the entry to the dead-letter stream and acknowledges it, atomically (dead-letter-2.lua). */
 export async function deadLetter(

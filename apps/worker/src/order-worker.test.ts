@@ -79,7 +79,7 @@ describe('order worker', () => {
     const sale = await createLiveSale(ctx, { stock: 10 });
     const ids = [await reserve(sale.id, 'a'), await reserve(sale.id, 'b')];
     const entries = await readEntries(sale.id);
-    const batch = entries.map(([entryId, f]) => ({ entryId, reservationId: f[1]!, saleId: sale.id, userId: f[3]!, quantity: Number(f[5]), reservedAt: Number(f[7]) }));
+    const batch = entries.map(([entryId, f]) => ({ entryId, reservationId: f[1]!, saleId: sale.id, userId: f[3]!, quantity: Number(f[5]), reservedAt: Number(f[7]), generation: f[9]! }));
 
     const first = await writeOrderBatch(ctx.prisma, sale.id, batch);
     const second = await writeOrderBatch(ctx.prisma, sale.id, batch);

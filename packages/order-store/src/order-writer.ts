@@ -8,7 +8,14 @@ export type RejectReason =
   /** The buyer already has an order for this sale under another reservation (Redis lost its buyers). */
   | 'DUPLICATE_BUYER'
   /** The order would put more units in orders than the sale has (Redis held more stock than MySQL). */
-  | 'OVER_STOCK';
+  | 'OVER_STOCK'
+  /**
+   * The entry belongs to a Redis state of the sale that has since been rebuilt. The rebuild counted
+   * only what MySQL held, so writing it now would sell its units twice: it is refused, and counted as a
+   * reservation lost with Redis's data. Only a Redis data loss can cause it: after a planned
+   * reconciliation the stream has drained before the rebuild.
+   */
+  | 'STALE_GENERATION';
 
 export interface BatchOutcome {
   /** New orders written by this batch. */
@@ -31,7 +38,10 @@ export async function writeOrderBatch(prisma: PrismaClient, saleId: number, batc
   if (batch.length === 0) return outcome;
   return prisma.$transaction(
     async (tx) => {
-      const [sale] = await tx.$queryRaw<{ stock: number; sold_units: number }[]>`SELECT stock, sold_units FROM sales WHERE id = ${saleId} FOR UPDATE`;
+      // The lock is also the fence against a rebuild: the reconciler switches redis_generation under the
+      // same lock, so a batch either commits before it (and is counted) or sees the new generation.
+      const [sale] = await tx.$queryRaw<{ stock: number; sold_units: number; redis_generation: string | null }[]>`
+        SELECT stock, sold_units, redis_generation FROM sales WHERE id = ${saleId} FOR UPDATE`;
       if (!sale) {
         outcome.rejected = batch.map((reservation) => ({ reservation, reason: 'SALE_NOT_FOUND' as const }));
         return outcome;
@@ -50,6 +60,8 @@ export async function writeOrderBatch(prisma: PrismaClient, saleId: number, batc
       for (const reservation of batch) {
         if (existingReservations.has(reservation.reservationId)) {
           outcome.replayed.push(reservation);
+        } else if (reservation.generation !== sale.redis_generation) {
+          outcome.rejected.push({ reservation, reason: 'STALE_GENERATION' });
         } else if (buyersWithOrders.has(reservation.userId)) {
           outcome.rejected.push({ reservation, reason: 'DUPLICATE_BUYER' });
         } else if (sold + reservation.quantity > stock) {

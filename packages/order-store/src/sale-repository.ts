@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { SaleDefinition } from '@flashsale/domain';
 import type { PrismaClient } from './generated/prisma/client.ts';
 
@@ -14,9 +15,24 @@ export const LIVE_ORDER_STATUSES = ['created', 'paid'] as const;
 
 export interface SaleRecord extends SaleDefinition {
   soldUnits: number;
+  /** Generation of the sale's current Redis state (set at publish and at every rebuild). */
+  generation: string;
+  lostReservations: number;
+  lostUnits: number;
 }
 
-type SaleRow = { id: number; name: string; stock: number; perUserLimit: number; startsAt: Date; endsAt: Date; soldUnits: number };
+type SaleRow = {
+  id: number;
+  name: string;
+  stock: number;
+  perUserLimit: number;
+  startsAt: Date;
+  endsAt: Date;
+  soldUnits: number;
+  redisGeneration: string | null;
+  lostReservations: number;
+  lostUnits: number;
+};
 
 function toRecord(row: SaleRow): SaleRecord {
   return {
@@ -27,11 +43,15 @@ function toRecord(row: SaleRow): SaleRecord {
     startsAt: row.startsAt.getTime(),
     endsAt: row.endsAt.getTime(),
     soldUnits: row.soldUnits,
+    generation: row.redisGeneration ?? '',
+    lostReservations: row.lostReservations,
+    lostUnits: row.lostUnits,
   };
 }
 
+/** Records a new sale with the generation its Redis state will be published under. */
 export async function insertSale(prisma: PrismaClient, sale: NewSale): Promise<SaleRecord> {
-  return toRecord(await prisma.sale.create({ data: sale }));
+  return toRecord(await prisma.sale.create({ data: { ...sale, redisGeneration: randomUUID() } }));
 }
 
 export async function findSale(prisma: PrismaClient, saleId: number): Promise<SaleRecord | null> {

@@ -137,6 +137,7 @@ describe('the migrated database against prisma/schema.prisma', () => {
 describe('migrate', () => {
   const fresh = `flashsale_migtest_${randomBytes(4).toString('hex')}`;
   const freshUrl = Object.assign(new URL(DATABASE_URL), { pathname: `/${fresh}` }).toString();
+  const MIGRATIONS = ['20261122000000_init', '20261122220000_reconciler'];
   let first: MigrationResult;
   let second: MigrationResult;
   let scratch: string | undefined;
@@ -151,12 +152,12 @@ describe('migrate', () => {
   });
 
   it('creates a missing database and applies every migration to it', () => {
-    expect(migrationNames()).toEqual(['20261122000000_init']);
-    expect(first).toEqual({ database: fresh, applied: ['20261122000000_init'], alreadyApplied: [] });
+    expect(migrationNames()).toEqual(MIGRATIONS);
+    expect(first).toEqual({ database: fresh, applied: MIGRATIONS, alreadyApplied: [] });
   });
 
   it('applies nothing on a second run', () => {
-    expect(second).toEqual({ database: fresh, applied: [], alreadyApplied: ['20261122000000_init'] });
+    expect(second).toEqual({ database: fresh, applied: [], alreadyApplied: MIGRATIONS });
   });
 
   it('records each migration once in _prisma_migrations with the sha256 of its migration.sql, as Prisma does', async () => {

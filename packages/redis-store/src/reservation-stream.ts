@@ -1,7 +1,8 @@
 /**
  * The format of a reservation on a sale's stream. The reserve script writes it (reserve-3.lua), the
  * workers read it: fields `r` reservation id, `u` user id, `q` quantity, `t` time accepted (epoch ms,
- * Redis clock). Short names because every accepted purchase writes them.
+ * Redis clock), `g` the generation of the sale's Redis state that accepted it. Short names because every
+ * accepted purchase writes them.
  */
 export interface Reservation {
   /** The stream entry id, needed to acknowledge it. */
@@ -11,6 +12,7 @@ export interface Reservation {
   userId: string;
   quantity: number;
   reservedAt: number;
+  generation: string;
 }
 
 export type DecodedEntry = { ok: true; reservation: Reservation } | { ok: false; entryId: string; fields: string[]; reason: 'MALFORMED_ENTRY' };
@@ -23,8 +25,9 @@ export function decodeReservation(saleId: number, entryId: string, fields: strin
   const userId = values.get('u');
   const quantity = Number(values.get('q'));
   const reservedAt = Number(values.get('t'));
-  if (!reservationId || !userId || !Number.isInteger(quantity) || quantity < 1 || !Number.isFinite(reservedAt)) {
+  const generation = values.get('g');
+  if (!reservationId || !userId || !generation || !Number.isInteger(quantity) || quantity < 1 || !Number.isFinite(reservedAt)) {
     return { ok: false, entryId, fields, reason: 'MALFORMED_ENTRY' };
   }
-  return { ok: true, reservation: { entryId, reservationId, saleId, userId, quantity, reservedAt } };
+  return { ok: true, reservation: { entryId, reservationId, saleId, userId, quantity, reservedAt, generation } };
 }

@@ -41,13 +41,13 @@ describe('reservePurchase against Redis', () => {
     const entries = await ctx.redis.xrange(keys.stream, '-', '+');
     expect(entries).toHaveLength(1);
     const [entryId, fields] = entries[0]!;
-    expect(fields).toEqual(['r', reservationId, 'u', 'alice', 'q', '2', 't', fields[7]]);
+    expect(fields).toEqual(['r', reservationId, 'u', 'alice', 'q', '2', 't', fields[7], 'g', sale.generation]);
     const reservedAt = Number(fields[7]);
     expect(reservedAt).toBeGreaterThanOrEqual(before);
     expect(reservedAt).toBeLessThanOrEqual(after);
     expect(decodeReservation(sale.id, entryId, fields)).toEqual({
       ok: true,
-      reservation: { entryId, reservationId, saleId: sale.id, userId: 'alice', quantity: 2, reservedAt },
+      reservation: { entryId, reservationId, saleId: sale.id, userId: 'alice', quantity: 2, reservedAt, generation: sale.generation },
     });
   });
 

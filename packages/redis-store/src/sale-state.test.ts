@@ -13,6 +13,8 @@ afterAll(async () => {
   await ctx.close();
 });
 
+const GENERATION = '0b9f3c2e-6f7a-4d8b-9c1e-2a3b4c5d6e7f';
+
 const definition = (id: number, overrides: Partial<SaleDefinition> = {}): SaleDefinition => ({
   id,
   name: `Sale ${id}`,
@@ -25,7 +27,7 @@ const definition = (id: number, overrides: Partial<SaleDefinition> = {}): SaleDe
 
 describe('publishSale', () => {
   it('makes the sale live: meta hash, index entry, and the order writers group on its stream', async () => {
-    expect(await publishSale(ctx.redis, ctx.config.REDIS_PREFIX, definition(101))).toBe(true);
+    expect(await publishSale(ctx.redis, ctx.config.REDIS_PREFIX, definition(101), GENERATION)).toBe(true);
 
     const state = await readSaleState(ctx.redis, ctx.config.REDIS_PREFIX, 101);
     expect(state).toEqual({
@@ -37,9 +39,8 @@ describe('publishSale', () => {
       startsAt: Date.parse('2026-01-01T00:00:00.000Z'),
       endsAt: Date.parse('2036-01-01T00:00:00.000Z'),
       paused: false,
-      generation: state?.generation,
+      generation: GENERATION,
     });
-    expect(state?.generation).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
     expect(await ctx.redis.smembers(salesIndexKey(ctx.config.REDIS_PREFIX))).toContain('101');
     const groups = (await ctx.redis.xinfo('GROUPS', saleKeys(ctx.config.REDIS_PREFIX, 101).stream)) as unknown[][];
     expect(groups.map((group) => group[1])).toEqual([ORDER_WRITERS_GROUP]);
@@ -47,7 +48,7 @@ describe('publishSale', () => {
 
   it('is idempotent and never overwrites the stock of a live sale', async () => {
     const sale = definition(102, { stock: 5 });
-    expect(await publishSale(ctx.redis, ctx.config.REDIS_PREFIX, sale)).toBe(true);
+    expect(await publishSale(ctx.redis, ctx.config.REDIS_PREFIX, sale, GENERATION)).toBe(true);
     const reservationId = newReservationId(102);
     expect(await reservePurchase(ctx.redis, ctx.config.REDIS_PREFIX, { saleId: 102, userId: 'kim', quantity: 1, reservationId })).toEqual({
       kind: 'reserved',
@@ -55,8 +56,8 @@ describe('publishSale', () => {
     });
     const meta = await ctx.redis.hgetall(saleKeys(ctx.config.REDIS_PREFIX, 102).meta);
 
-    expect(await publishSale(ctx.redis, ctx.config.REDIS_PREFIX, sale)).toBe(false);
-    expect(await publishSale(ctx.redis, ctx.config.REDIS_PREFIX, { ...sale, stock: 50, name: 'Renamed' })).toBe(false);
+    expect(await publishSale(ctx.redis, ctx.config.REDIS_PREFIX, sale, GENERATION)).toBe(false);
+    expect(await publishSale(ctx.redis, ctx.config.REDIS_PREFIX, { ...sale, stock: 50, name: 'Renamed' }, GENERATION)).toBe(false);
 
     expect(await ctx.redis.hgetall(saleKeys(ctx.config.REDIS_PREFIX, 102).meta)).toEqual(meta);
     expect(meta.remaining).toBe('4');
@@ -68,9 +69,9 @@ describe('publishSale', () => {
   it('lists every published sale once', async () => {
     const own = createTestContext();
     try {
-      await publishSale(own.redis, own.config.REDIS_PREFIX, definition(7));
-      await publishSale(own.redis, own.config.REDIS_PREFIX, definition(3));
-      await publishSale(own.redis, own.config.REDIS_PREFIX, definition(7));
+      await publishSale(own.redis, own.config.REDIS_PREFIX, definition(7), GENERATION);
+      await publishSale(own.redis, own.config.REDIS_PREFIX, definition(3), GENERATION);
+      await publishSale(own.redis, own.config.REDIS_PREFIX, definition(7), GENERATION);
 
       expect((await listSaleIds(own.redis, own.config.REDIS_PREFIX)).sort((a, b) => a - b)).toEqual([3, 7]);
     } finally {
@@ -85,7 +86,7 @@ describe('readSaleState, setSalePaused, findBuyerReservation', () => {
   });
 
   it('pauses and resumes a live sale', async () => {
-    await publishSale(ctx.redis, ctx.config.REDIS_PREFIX, definition(104));
+    await publishSale(ctx.redis, ctx.config.REDIS_PREFIX, definition(104), GENERATION);
 
     expect(await setSalePaused(ctx.redis, ctx.config.REDIS_PREFIX, 104, true)).toBe(true);
     expect((await readSaleState(ctx.redis, ctx.config.REDIS_PREFIX, 104))?.paused).toBe(true);
@@ -100,7 +101,7 @@ describe('readSaleState, setSalePaused, findBuyerReservation', () => {
   });
 
   it('finds no reservation for a buyer who holds none', async () => {
-    await publishSale(ctx.redis, ctx.config.REDIS_PREFIX, definition(105));
+    await publishSale(ctx.redis, ctx.config.REDIS_PREFIX, definition(105), GENERATION);
 
     expect(await findBuyerReservation(ctx.redis, ctx.config.REDIS_PREFIX, 105, 'nobody')).toBeNull();
   });

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import type { SaleDefinition } from '@flashsale/domain';
 import type { ScriptedRedis } from './scripts.ts';
 import { ORDER_WRITERS_GROUP, saleKeys, salesIndexKey } from './keys.ts';
@@ -16,7 +15,7 @@ export interface SaleState extends SaleDefinition {
  * is harmless (the workers skip it), a live sale nobody consumes would strand its reservations.
  * Returns false when the sale was already live (nothing is overwritten).
  */
-export async function publishSale(redis: ScriptedRedis, prefix: string, sale: SaleDefinition): Promise<boolean> {
+export async function publishSale(redis: ScriptedRedis, prefix: string, sale: SaleDefinition, generation: string): Promise<boolean> {
   const keys = saleKeys(prefix, sale.id);
   await redis.sadd(salesIndexKey(prefix), String(sale.id));
   const created = await redis.publishSale(
@@ -28,7 +27,7 @@ export async function publishSale(redis: ScriptedRedis, prefix: string, sale: Sa
     sale.startsAt,
     sale.endsAt,
     ORDER_WRITERS_GROUP,
-    randomUUID(),
+    generation,
   );
   return created === 1;
 }

@@ -49,7 +49,7 @@ export function adminRouter({ config, redis, prisma }: GatewayDeps): Router {
       // has its sale row. Should Redis fail after this, the sale exists but is not live yet; publishing
       // again is idempotent and never overwrites a live sale's stock.
       const sale = await insertSale(prisma, input);
-      await publishSale(redis, config.REDIS_PREFIX, sale);
+      await publishSale(redis, config.REDIS_PREFIX, sale, sale.generation);
       res.status(201).json({
         id: sale.id,
         name: sale.name,

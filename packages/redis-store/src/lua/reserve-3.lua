@@ -8,7 +8,7 @@
   replicas stay identical.
 
   Input:
-    KEYS[1] sale meta hash   (fields: starts, ends, paused, limit, remaining, ...)
+    KEYS[1] sale meta hash   (fields: starts, ends, paused, limit, remaining, gen, ...)
     KEYS[2] sale buyers hash (user id -> "<reservationId>|<quantity>")
     KEYS[3] sale stream      (reservations waiting to become orders)
 
@@ -29,7 +29,7 @@
 
   Every refusal returns before the first write.
 ]]
-local meta = redis.call('HMGET', KEYS[1], 'starts', 'ends', 'paused', 'limit', 'remaining')
+local meta = redis.call('HMGET', KEYS[1], 'starts', 'ends', 'paused', 'limit', 'remaining', 'gen')
 if not meta[1] then
   return { -1, '' }
 end
@@ -68,6 +68,7 @@ end
 
 remaining = redis.call('HINCRBY', KEYS[1], 'remaining', -quantity)
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[3] .. '|' .. ARGV[2])
--- Field names are the stream format of reservation-stream.ts: r, u, q, t.
-redis.call('XADD', KEYS[3], '*', 'r', ARGV[3], 'u', ARGV[1], 'q', ARGV[2], 't', now)
+-- Field names are the stream format of reservation-stream.ts: r, u, q, t, g. The generation lets the
+-- order writer refuse an entry of a Redis state that was rebuilt after it was read (see order-writer.ts).
+redis.call('XADD', KEYS[3], '*', 'r', ARGV[3], 'u', ARGV[1], 'q', ARGV[2], 't', now, 'g', meta[6] or '')
 return { 1, remaining }
