@@ -5,3 +5,6 @@ export { reservePurchase, toReserveOutcome, type ReserveOutcome, type PurchaseRe
 export { publishSale, readSaleState, setSalePaused, findBuyerReservation, listSaleIds, type SaleState } from './sale-state.ts';
 export { streamBacklog, type StreamBacklog } from './stream-backlog.ts';
 export { decodeReservation, type Reservation, type DecodedEntry } from './reservation-stream.ts';
+export { rebuildSaleState, type BuyerRecord } from './sale-rebuild.ts';
+export { snapshotSale, type SaleSnapshot } from './sale-snapshot.ts';
+export { saleEventsChannel, announceSaleChanged } from './sale-events.ts';
