@@ -46,6 +46,14 @@ const schema = z
     DB_POOL_SIZE: intFrom(1, 500).default(10),
     /** Seconds a paused sale asks buyers to wait before retrying (Retry-After), default 2. */
     PAUSED_RETRY_AFTER_SECONDS: intFrom(1, 3600).default(2),
+    /** Port of the reconciler's /metrics and /healthz, default 3001 (0 picks a free port). */
+    RECONCILER_PORT: intFrom(0, 65535).default(3001),
+    /** How often the reconciler checks every live sale's Redis state, default 1000 ms. */
+    RECONCILER_WATCH_MS: intFrom(50, 60_000).default(1000),
+    /** How often the audit job checks every live sale's ledger, default 5000 ms. */
+    AUDIT_EVERY_MS: intFrom(100, 3_600_000).default(5000),
+    /** How long a reconciliation waits for the stream to drain before it fails and is retried, default 120000 ms. */
+    RECONCILE_DRAIN_TIMEOUT_MS: intFrom(100, 3_600_000).default(120_000),
   })
   .superRefine(
     (env, ctx) => {

@@ -19,6 +19,7 @@ export interface SaleRecord extends SaleDefinition {
   generation: string;
   lostReservations: number;
   lostUnits: number;
+  createdAt: number;
 }
 
 type SaleRow = {
@@ -32,9 +33,10 @@ type SaleRow = {
   redisGeneration: string | null;
   lostReservations: number;
   lostUnits: number;
+  createdAt: Date;
 };
 
-function toRecord(row: SaleRow): SaleRecord {
+export function toSaleRecord(row: SaleRow): SaleRecord {
   return {
     id: row.id,
     name: row.name,
@@ -46,17 +48,18 @@ function toRecord(row: SaleRow): SaleRecord {
     generation: row.redisGeneration ?? '',
     lostReservations: row.lostReservations,
     lostUnits: row.lostUnits,
+    createdAt: row.createdAt.getTime(),
   };
 }
 
 /** Records a new sale with the generation its Redis state will be published under. */
 export async function insertSale(prisma: PrismaClient, sale: NewSale): Promise<SaleRecord> {
-  return toRecord(await prisma.sale.create({ data: { ...sale, redisGeneration: randomUUID() } }));
+  return toSaleRecord(await prisma.sale.create({ data: { ...sale, redisGeneration: randomUUID() } }));
 }
 
 export async function findSale(prisma: PrismaClient, saleId: number): Promise<SaleRecord | null> {
   const row = await prisma.sale.findUnique({ where: { id: saleId } });
-  return row ? toRecord(row) : null;
+  return row ? toSaleRecord(row) : null;
 }
 
 /** Live orders of a sale and the units they hold, as MySQL records them. */

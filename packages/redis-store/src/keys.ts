@@ -12,6 +12,8 @@ export interface SaleKeys {
   stream: string;
   /** Stream of entries the workers gave up on, with their reason. */
   deadLetter: string;
+  /** Hash: the last audit's report (drift, checkedAt, ...). Written by the audit only. */
+  audit: string;
 }
 
 export function saleKeys(prefix: string, saleId: number): SaleKeys {
@@ -21,6 +23,7 @@ export function saleKeys(prefix: string, saleId: number): SaleKeys {
     buyers: `${base}:buyers`,
     stream: `${base}:stream`,
     deadLetter: `${base}:dead`,
+    audit: `${base}:audit`,
   };
 }
 

@@ -11,6 +11,7 @@ export interface ScriptCommands {
   publishSale(meta: string, stream: string, ...args: (string | number)[]): Promise<number>;
   setPaused(meta: string, paused: '0' | '1'): Promise<number>;
   deadLetter(stream: string, deadLetter: string, ...args: (string | number)[]): Promise<string>;
+  rebuildSale(meta: string, buyers: string, stream: string, ...args: (string | number)[]): Promise<number>;
 }
 
 export type ScriptedRedis = Redis & ScriptCommands;

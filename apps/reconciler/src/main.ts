@@ -1,0 +1,47 @@
+import type { AddressInfo } from 'node:net';
+import { createLogger, loadConfig, onShutdownSignal } from '@flashsale/config';
+import { createRedis } from '@flashsale/redis-store';
+import { createPrisma } from '@flashsale/order-store';
+import { bullConnection, createReconcileJobs } from '@flashsale/jobs';
+import { Reconciler } from './reconciler.ts';
+import { createReconcilerMetrics, serveMetrics } from './metrics.ts';
+
+const config = loadConfig();
+const logger = createLogger('reconciler', config.LOG_LEVEL);
+const redis = createRedis(config.REDIS_URL, { name: 'reconciler', maxRetriesPerRequest: null });
+const prisma = createPrisma(config.DATABASE_URL, config.DB_POOL_SIZE);
+const jobs = createReconcileJobs(config.REDIS_URL, config.REDIS_PREFIX);
+const metrics = createReconcilerMetrics();
+
+const reconciler = new Reconciler(
+  {
+    redis,
+    prisma,
+    jobs,
+    bullConnection: () => bullConnection(config.REDIS_URL),
+    logger,
+    onAudit: (report) => metrics.drift.set({ sale_id: String(report.saleId) }, report.confirmed ? report.drift : 0),
+    onReconciled: (result) => {
+      metrics.reconciliations.inc();
+      metrics.lostReservations.inc(result.lost.reservations);
+    },
+  },
+  {
+    prefix: config.REDIS_PREFIX,
+    watchEveryMs: config.RECONCILER_WATCH_MS,
+    auditEveryMs: config.AUDIT_EVERY_MS,
+    drainTimeoutMs: config.RECONCILE_DRAIN_TIMEOUT_MS,
+    concurrency: 4,
+  },
+);
+await reconciler.start();
+const server = serveMetrics(metrics, config.RECONCILER_PORT);
+server.on('listening', () => logger.info({ port: (server.address() as AddressInfo).port, prefix: config.REDIS_PREFIX }, 'reconciler started'));
+
+onShutdownSignal(logger, async () => {
+  server.close();
+  await reconciler.stop();
+  await jobs.close();
+  await redis.quit();
+  await prisma.$disconnect();
+});

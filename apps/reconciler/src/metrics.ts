@@ -1,0 +1,39 @@
+import { createServer, type Server } from 'node:http';
+import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+
+/** The reconciler's Prometheus metrics, served with /healthz on RECONCILER_PORT. */
+export function createReconcilerMetrics() {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry, prefix: 'flashsale_reconciler_' });
+  return {
+    registry,
+    drift: new Gauge({
+      name: 'flashsale_audit_drift_units',
+      help: 'Units by which a sale ledger does not balance (remaining + in flight + dead-lettered + in MySQL - stock), confirmed drift only.',
+      labelNames: ['sale_id'] as const,
+      registers: [registry],
+    }),
+    reconciliations: new Counter({ name: 'flashsale_reconciliations_total', help: 'Reconciliations completed.', registers: [registry] }),
+    lostReservations: new Counter({
+      name: 'flashsale_lost_reservations_total',
+      help: 'Reservations answered 202 but lost together with Redis data (a floor), as counted by reconciliations.',
+      registers: [registry],
+    }),
+  };
+}
+
+export type ReconcilerMetrics = ReturnType<typeof createReconcilerMetrics>;
+
+export function serveMetrics(metrics: ReconcilerMetrics, port: number): Server {
+  return createServer((req, res) => {
+    if (req.url === '/metrics') {
+      void metrics.registry.metrics().then((text) => {
+        res.writeHead(200, { 'content-type': metrics.registry.contentType }).end(text);
+      });
+    } else if (req.url === '/healthz') {
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"ok"}');
+    } else {
+      res.writeHead(404).end();
+    }
+  }).listen(port);
+}

@@ -1,0 +1,65 @@
+import { parseArgs } from 'node:util';
+import { UnrecoverableError, Worker } from 'bullmq';
+import { createLogger, loadConfig } from '@flashsale/config';
+import { createRedis, announceSaleChanged } from '@flashsale/redis-store';
+import { createPrisma, findSale } from '@flashsale/order-store';
+import { RECONCILE_QUEUE, bullConnection, bullPrefix, createReconcileJobs, enqueueReconcile, type ReconcileJobData, type ReconcileResult } from '@flashsale/jobs';
+import { reconcileSale, SaleNotFound } from './reconcile-sale.ts';
+
+// `npm run reconcile -- --sale <id>`: reconciles one sale now and prints the result. It goes through the
+// same BullMQ queue as the reconciler process (so it never runs beside another reconciliation of the
+// sale) and brings its own worker, so it works whether or not a reconciler process is running.
+const { values } = parseArgs({ options: { sale: { type: 'string' } } });
+const saleId = Number(values.sale);
+if (!Number.isInteger(saleId) || saleId < 1) {
+  console.error('usage: npm run reconcile -- --sale <sale id>');
+  process.exit(2);
+}
+
+const config = loadConfig();
+const logger = createLogger('reconcile', config.LOG_LEVEL);
+const redis = createRedis(config.REDIS_URL, { name: 'reconcile-cli' });
+const prisma = createPrisma(config.DATABASE_URL, 2);
+const jobs = createReconcileJobs(config.REDIS_URL, config.REDIS_PREFIX);
+const workerConnection = bullConnection(config.REDIS_URL);
+let exitCode = 0;
+try {
+  if (!(await findSale(prisma, saleId))) throw new SaleNotFound(`sale ${saleId} is not in MySQL`);
+  const worker = new Worker<ReconcileJobData, ReconcileResult>(
+    RECONCILE_QUEUE,
+    async (job) => {
+      try {
+        return await reconcileSale(
+          {
+            redis,
+            prisma,
+            prefix: config.REDIS_PREFIX,
+            logger,
+            drainTimeoutMs: config.RECONCILE_DRAIN_TIMEOUT_MS,
+            announce: (id) => announceSaleChanged(redis, config.REDIS_PREFIX, id),
+          },
+          job.data.saleId,
+          job.data.reason,
+        );
+      } catch (error) {
+        if (error instanceof SaleNotFound) throw new UnrecoverableError(error.message);
+        throw error;
+      }
+    },
+    { connection: workerConnection, prefix: bullPrefix(config.REDIS_PREFIX), concurrency: 1 },
+  );
+  const { job, running } = await enqueueReconcile(jobs.queue, saleId, 'operator');
+  if (running) console.error(`a reconciliation of sale ${saleId} is already running; waiting for it`);
+  const result = await job.waitUntilFinished(jobs.events);
+  console.log(JSON.stringify(result));
+  await worker.close();
+} catch (error) {
+  console.error(`reconcile failed: ${(error as Error).message}`);
+  exitCode = 1;
+} finally {
+  await jobs.close();
+  workerConnection.disconnect();
+  await redis.quit();
+  await prisma.$disconnect();
+}
+process.exit(exitCode);

@@ -1,0 +1,59 @@
+import type { Logger } from '@flashsale/config';
+import type { ReconcileReason, ReconcileResult } from '@flashsale/jobs';
+import { beginRebuild, type PrismaClient } from '@flashsale/order-store';
+import { rebuildSaleState, setSalePaused, type ScriptedRedis } from '@flashsale/redis-store';
+import { waitForDrain } from './drain-detector.ts';
+
+export interface ReconcileDeps {
+  redis: ScriptedRedis;
+  prisma: PrismaClient;
+  prefix: string;
+  logger: Logger;
+  drainTimeoutMs: number;
+  /** Tells gateways that a sale's state changed, so none keeps answering from a stale verdict. */
+  announce(saleId: number): Promise<void>;
+}
+
+export class SaleNotFound extends Error {
+  override readonly name = 'SaleNotFound';
+}
+
+/**
+ * Restores a sale's Redis state from MySQL without overselling. The order is the whole point:
+ *   1. pause intake, so nothing new is accepted while MySQL catches up;
+ *   2. wait until the stream has drained, because until then MySQL does not know every sale, and
+ *      remaining = stock - units would hand out the in-flight units a second time;
+ *   3. rebuild from MySQL under the sale row lock, switching to a new generation (entries of the old
+ *      state still in a worker's hands, possible only if Redis lost the stream, are then refused);
+ *   4. resume.
+ * Safe to run again at any step: a retry pauses, drains and rebuilds anew.
+ */
+export async function reconcileSale(deps: ReconcileDeps, saleId: number, reason: ReconcileReason): Promise<ReconcileResult> {
+  const { redis, prisma, prefix, logger } = deps;
+  const started = performance.now();
+  logger.info({ saleId, reason }, 'reconcile: pausing intake');
+  await setSalePaused(redis, prefix, saleId, true);
+  await deps.announce(saleId);
+
+  const backlog = await waitForDrain(redis, prefix, saleId, { timeoutMs: deps.drainTimeoutMs });
+  logger.info({ saleId, deadLettered: backlog.deadLettered, waitedMs: Math.round(performance.now() - started) }, 'reconcile: stream drained');
+
+  const plan = await beginRebuild(prisma, saleId, { countLost: reason !== 'operator' });
+  if (!plan) throw new SaleNotFound(`sale ${saleId} is not in MySQL`);
+  await rebuildSaleState(redis, prefix, plan.sale, plan);
+  await setSalePaused(redis, prefix, saleId, false);
+  await deps.announce(saleId);
+
+  const result: ReconcileResult = {
+    saleId,
+    remaining: plan.remaining,
+    buyers: plan.buyers.length,
+    tookMs: Math.round(performance.now() - started),
+    lost: plan.lost,
+  };
+  if (plan.lost.reservations > 0 || plan.lost.units > 0) {
+    logger.error({ ...result, reason }, 'reconcile: reservations answered 202 were lost with Redis data (at least this many)');
+  }
+  logger.info({ ...result, reason, generation: plan.generation }, 'reconcile: sale rebuilt and resumed');
+  return result;
+}

@@ -1,0 +1,144 @@
+import { Queue, UnrecoverableError, Worker } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { Logger } from '@flashsale/config';
+import {
+  AUDIT_QUEUE,
+  RECONCILE_QUEUE,
+  bullPrefix,
+  enqueueReconcile,
+  type ReconcileJobData,
+  type ReconcileResult,
+  type ReconcileJobs,
+} from '@flashsale/jobs';
+import { listWatchedSales, type PrismaClient } from '@flashsale/order-store';
+import { announceSaleChanged, type ScriptedRedis } from '@flashsale/redis-store';
+import { reconcileSale, SaleNotFound } from './reconcile-sale.ts';
+import { watchOnce } from './state-watcher.ts';
+import { auditAndReport, type AuditReport } from './ledger-audit.ts';
+
+export interface ReconcilerOptions {
+  prefix: string;
+  watchEveryMs: number;
+  auditEveryMs: number;
+  drainTimeoutMs: number;
+  /** Reconciliations of different sales run side by side; one sale never has two (one job id per sale). */
+  concurrency: number;
+}
+
+export interface ReconcilerDeps {
+  redis: ScriptedRedis;
+  prisma: PrismaClient;
+  jobs: ReconcileJobs;
+  /** Connections for BullMQ's workers and the audit queue (BullMQ needs maxRetriesPerRequest: null). */
+  bullConnection: () => Redis;
+  logger: Logger;
+  onAudit(report: AuditReport & { confirmed: boolean }): void;
+  onReconciled(result: ReconcileResult): void;
+}
+
+const AUDIT_SCHEDULER = 'audit-every-live-sale';
+
+/**
+ * The reconciler process: a BullMQ worker that runs reconciliations, one that runs the scheduled audit,
+ * and the watch loop that notices lost or stale Redis state and queues reconciliations.
+ */
+export class Reconciler {
+  private readonly connections: Redis[] = [];
+  private readonly reconcileWorker: Worker<ReconcileJobData, ReconcileResult>;
+  private readonly auditWorker: Worker;
+  private readonly auditQueue: Queue;
+  private watchTimer: NodeJS.Timeout | undefined;
+  private watching: Promise<void> = Promise.resolve();
+  private ticks = 0;
+
+  constructor(
+    private readonly deps: ReconcilerDeps,
+    private readonly options: ReconcilerOptions,
+  ) {
+    const { redis, prisma, logger } = deps;
+    const prefix = bullPrefix(options.prefix);
+    const connection = () => {
+      const c = deps.bullConnection();
+      this.connections.push(c);
+      return c;
+    };
+    const reconcileDeps = {
+      redis,
+      prisma,
+      prefix: options.prefix,
+      logger,
+      drainTimeoutMs: options.drainTimeoutMs,
+      announce: (saleId: number) => announceSaleChanged(redis, options.prefix, saleId),
+    };
+    this.reconcileWorker = new Worker<ReconcileJobData, ReconcileResult>(
+      RECONCILE_QUEUE,
+      async (job) => {
+        try {
+          const result = await reconcileSale(reconcileDeps, job.data.saleId, job.data.reason);
+          deps.onReconciled(result);
+          return result;
+        } catch (error) {
+          if (error instanceof SaleNotFound) throw new UnrecoverableError(error.message);
+          throw error;
+        }
+      },
+      { connection: connection(), prefix, concurrency: options.concurrency, autorun: false },
+    );
+    this.reconcileWorker.on('failed', (job, error) => {
+      logger.error({ err: error, saleId: job?.data.saleId, attempt: job?.attemptsMade }, 'reconcile attempt failed; BullMQ retries it');
+    });
+    this.auditQueue = new Queue(AUDIT_QUEUE, { connection: connection(), prefix });
+    this.auditWorker = new Worker(
+      AUDIT_QUEUE,
+      async () => {
+        const auditDeps = { redis, prisma, prefix: options.prefix, logger, onReport: deps.onAudit };
+        for (const sale of await listWatchedSales(prisma, Date.now())) await auditAndReport(auditDeps, sale.id);
+      },
+      { connection: connection(), prefix, concurrency: 1, autorun: false },
+    );
+  }
+
+  async start(): Promise<void> {
+    await this.scheduleAudit();
+    void this.reconcileWorker.run();
+    void this.auditWorker.run();
+    this.watchTimer = setInterval(() => {
+      // One pass at a time: a slow pass (Redis or MySQL away) is not stacked on by the next.
+      this.watching = this.watching.then(() => this.watch());
+    }, this.options.watchEveryMs);
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.watchTimer);
+    await this.watching;
+    // close() waits for the jobs in hand: a reconciliation is not cut between its rebuild and resume.
+    await Promise.all([this.reconcileWorker.close(), this.auditWorker.close(), this.auditQueue.close()]);
+    for (const c of this.connections) c.disconnect();
+  }
+
+  private async watch(): Promise<void> {
+    try {
+      // The audit's schedule lives in Redis; a Redis that lost its data lost it too, so it is set again
+      // now and then (upserting an existing scheduler changes nothing).
+      if (++this.ticks % 10 === 0) await this.scheduleAudit();
+      await watchOnce({
+        redis: this.deps.redis,
+        prisma: this.deps.prisma,
+        prefix: this.options.prefix,
+        logger: this.deps.logger,
+        requestReconcile: async (saleId, reason) => {
+          await enqueueReconcile(this.deps.jobs.queue, saleId, reason);
+        },
+      });
+    } catch (error) {
+      this.deps.logger.error({ err: error }, 'watch pass failed; next pass retries');
+    }
+  }
+
+  private async scheduleAudit(): Promise<void> {
+    await this.auditQueue.upsertJobScheduler(AUDIT_SCHEDULER, { every: this.options.auditEveryMs }, {
+      name: 'audit',
+      opts: { removeOnComplete: 100, removeOnFail: 100 },
+    });
+  }
+}

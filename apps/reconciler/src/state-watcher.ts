@@ -1,0 +1,68 @@
+import type { Logger } from '@flashsale/config';
+import { listWatchedSales, recordCheckpoint, type PrismaClient, type WatchedSale } from '@flashsale/order-store';
+import { snapshotSale, type SaleSnapshot, type ScriptedRedis } from '@flashsale/redis-store';
+import type { ReconcileReason } from '@flashsale/jobs';
+
+/** A sale younger than this is left alone: its publish to Redis may simply not have landed yet. */
+const PUBLISH_GRACE_MS = 10_000;
+
+/** What the watcher concluded about one sale's Redis state. */
+export type Verdict = { kind: 'healthy' } | { kind: 'busy' } | { kind: 'reconcile'; reason: ReconcileReason; why: string };
+
+/**
+ * Judges a sale's Redis state against MySQL's record (pure). Within one generation, buyers and accepted
+ * units only grow; fewer than at the last checkpoint means Redis went back in time (a restart from an
+ * old snapshot, a failover to a lagging replica) and lost reservations.
+ */
+export function judge(sale: WatchedSale, snapshot: SaleSnapshot): Verdict {
+  if (!snapshot.present) return { kind: 'reconcile', reason: 'lost', why: 'the sale is not in Redis' };
+  if (snapshot.generation !== sale.generation) {
+    return { kind: 'reconcile', reason: 'stale', why: `Redis holds generation ${snapshot.generation || '(none)'}, MySQL ${sale.generation}` };
+  }
+  if (snapshot.paused) return { kind: 'busy' };
+  const accepted = snapshot.stock - snapshot.remaining;
+  if (sale.checkpoint && (snapshot.buyers < sale.checkpoint.reservations || accepted < sale.checkpoint.units)) {
+    return {
+      kind: 'reconcile',
+      reason: 'lost',
+      why: `Redis went back: ${snapshot.buyers} buyers and ${accepted} units accepted, the checkpoint saw ${sale.checkpoint.reservations} and ${sale.checkpoint.units}`,
+    };
+  }
+  return { kind: 'healthy' };
+}
+
+export interface StateWatcherDeps {
+  redis: ScriptedRedis;
+  prisma: PrismaClient;
+  prefix: string;
+  logger: Logger;
+  requestReconcile(saleId: number, reason: ReconcileReason): Promise<void>;
+}
+
+/**
+ * Looks at every live sale once: asks for a reconciliation where Redis lost or holds a stale state, and
+ * records a checkpoint of what a healthy state has accepted (the floor of what a later loss destroyed).
+ * Runs in the reconciler's own loop, not as a BullMQ job, because a Redis that lost its data has lost
+ * BullMQ's schedules too.
+ */
+export async function watchOnce(deps: StateWatcherDeps): Promise<Map<number, Verdict>> {
+  const now = Date.now();
+  const verdicts = new Map<number, Verdict>();
+  for (const sale of await listWatchedSales(deps.prisma, now)) {
+    if (now - sale.createdAt < PUBLISH_GRACE_MS) continue;
+    const snapshot = await snapshotSale(deps.redis, deps.prefix, sale.id);
+    const verdict = judge(sale, snapshot);
+    verdicts.set(sale.id, verdict);
+    if (verdict.kind === 'reconcile') {
+      deps.logger.warn({ saleId: sale.id, reason: verdict.reason, why: verdict.why }, 'sale state needs reconciling');
+      await deps.requestReconcile(sale.id, verdict.reason);
+    } else if (verdict.kind === 'healthy') {
+      await recordCheckpoint(deps.prisma, sale.id, sale.generation, {
+        reservations: snapshot.buyers,
+        units: snapshot.stock - snapshot.remaining,
+        at: snapshot.at,
+      });
+    }
+  }
+  return verdicts;
+}

@@ -1,0 +1,13 @@
+export {
+  RECONCILE_QUEUE,
+  AUDIT_QUEUE,
+  bullPrefix,
+  bullConnection,
+  reconcileJobId,
+  createReconcileJobs,
+  enqueueReconcile,
+  type ReconcileJobs,
+  type ReconcileJobData,
+  type ReconcileReason,
+  type ReconcileResult,
+} from './reconcile-queue.ts';

@@ -1,0 +1,98 @@
+import { Queue, QueueEvents, type Job } from 'bullmq';
+import { Redis } from 'ioredis';
+
+/**
+ * The BullMQ queues of the jobs that must run one at a time per sale, be retried and be visible:
+ * reconciliations (one job id per sale, so two can never run for the same sale) and the periodic audit.
+ */
+
+export const RECONCILE_QUEUE = 'reconcile';
+export const AUDIT_QUEUE = 'audit';
+
+/** Why a sale is being reconciled: an operator asked, or the reconciler saw its Redis state lost or stale. */
+export type ReconcileReason = 'operator' | 'lost' | 'stale';
+
+export interface ReconcileJobData {
+  saleId: number;
+  reason: ReconcileReason;
+}
+
+export interface ReconcileResult {
+  saleId: number;
+  remaining: number;
+  buyers: number;
+  tookMs: number;
+  /** Reservations and units answered 202 but lost with Redis's data, counted by this reconciliation. */
+  lost: { reservations: number; units: number };
+}
+
+/**
+ * BullMQ's keys under the deployment's REDIS_PREFIX, in one hash slot (`{bull}`) as BullMQ needs on
+ * Redis Cluster.
+ */
+export function bullPrefix(redisPrefix: string): string {
+  return `${redisPrefix}:{bull}`;
+}
+
+/** One job id per sale: BullMQ refuses a second job with the id of one that exists. */
+export function reconcileJobId(saleId: number): string {
+  return `sale-${saleId}`;
+}
+
+/** A connection as BullMQ needs it: commands wait for a reconnect rather than fail. */
+export function bullConnection(redisUrl: string): Redis {
+  return new Redis(redisUrl, { maxRetriesPerRequest: null, connectionName: 'bullmq' });
+}
+
+export interface ReconcileJobs {
+  queue: Queue<ReconcileJobData, ReconcileResult>;
+  events: QueueEvents;
+  close(): Promise<void>;
+}
+
+export function createReconcileJobs(redisUrl: string, redisPrefix: string): ReconcileJobs {
+  const queueConnection = bullConnection(redisUrl);
+  const eventsConnection = bullConnection(redisUrl);
+  const prefix = bullPrefix(redisPrefix);
+  const queue = new Queue<ReconcileJobData, ReconcileResult>(RECONCILE_QUEUE, { connection: queueConnection, prefix });
+  const events = new QueueEvents(RECONCILE_QUEUE, { connection: eventsConnection, prefix });
+  return {
+    queue,
+    events,
+    async close() {
+      await Promise.all([queue.close(), events.close()]);
+      queueConnection.disconnect();
+      eventsConnection.disconnect();
+    },
+  };
+}
+
+const UNFINISHED = new Set(['active', 'waiting', 'delayed', 'prioritized', 'waiting-children']);
+
+/**
+ * Queues a reconciliation of a sale unless one is already queued or running; then `running` is true
+ * and the job returned is that one. A finished job of the same sale is removed first so its id can be
+ * used again (it stays visible until then).
+ */
+export async function enqueueReconcile(
+  queue: Queue<ReconcileJobData, ReconcileResult>,
+  saleId: number,
+  reason: ReconcileReason,
+): Promise<{ job: Job<ReconcileJobData, ReconcileResult>; running: boolean }> {
+  const jobId = reconcileJobId(saleId);
+  const existing = await queue.getJob(jobId);
+  if (existing) {
+    if (UNFINISHED.has(await existing.getState())) return { job: existing, running: true };
+    await existing.remove().catch(() => undefined);
+  }
+  const job = await queue.add('reconcile', { saleId, reason }, {
+    jobId,
+    attempts: 20,
+    backoff: { type: 'exponential', delay: 500 },
+    removeOnComplete: { age: 24 * 3600, count: 1000 },
+    removeOnFail: { age: 7 * 24 * 3600 },
+  });
+  // Should another process have queued the same id in between, add() returns that job: waiting for it
+  // is what this caller wants too.
+  return { job, running: false };
+}

@@ -1,0 +1,44 @@
+import type { SaleDefinition } from '@flashsale/domain';
+import type { ScriptedRedis } from './scripts.ts';
+import { ORDER_WRITERS_GROUP, saleKeys, salesIndexKey } from './keys.ts';
+
+/** A buyer who holds units of a sale in MySQL, to be recorded again in Redis. */
+export interface BuyerRecord {
+  userId: string;
+  reservationId: string;
+  quantity: number;
+}
+
+const BUYERS_PER_CALL = 1000;
+
+/**
+ * Writes a sale's Redis state from MySQL's record and leaves it paused: meta with the remaining stock
+ * and the new generation, the buyers with their reservation ids (so a returning buyer is refused as
+ * ALREADY_PURCHASED with the right id), the stream and group if they were lost. The caller resumes.
+ */
+export async function rebuildSaleState(
+  redis: ScriptedRedis,
+  prefix: string,
+  sale: SaleDefinition,
+  rebuilt: { remaining: number; generation: string; buyers: BuyerRecord[] },
+): Promise<void> {
+  const keys = saleKeys(prefix, sale.id);
+  await redis.sadd(salesIndexKey(prefix), String(sale.id));
+  await redis.rebuildSale(
+    keys.meta,
+    keys.buyers,
+    keys.stream,
+    sale.name,
+    sale.stock,
+    sale.perUserLimit,
+    sale.startsAt,
+    sale.endsAt,
+    rebuilt.remaining,
+    rebuilt.generation,
+    ORDER_WRITERS_GROUP,
+  );
+  for (let i = 0; i < rebuilt.buyers.length; i += BUYERS_PER_CALL) {
+    const chunk = rebuilt.buyers.slice(i, i + BUYERS_PER_CALL);
+    await redis.hset(keys.buyers, Object.fromEntries(chunk.map((b) => [b.userId, `${b.reservationId}|${b.quantity}`])));
+  }
+}
