@@ -84,6 +84,6 @@ describe('flash crowd, end to end', () => {
     expect(ledger.unitsInDb).toBe(acceptedUnits);
 
     const stats = await createHttpClient(gateway.url, 1).send('GET', `/api/admin/sales/${saleId}/stats`, { headers: { authorization: `Bearer ${ctx.config.ADMIN_TOKEN}` } });
-    expect(stats.body).toEqual({ saleId, stock: STOCK, remaining: ledger.remaining, inFlight: 0, ordersInDb: accepted.size, unitsInDb: acceptedUnits, deadLettered: 0, consistent: true });
+    expect(stats.body).toEqual({ saleId, stock: STOCK, remaining: ledger.remaining, inFlight: 0, ordersInDb: accepted.size, unitsInDb: acceptedUnits, deadLettered: 0, consistent: true, lost: { reservations: 0, units: 0 }, audit: null });
   }, 120_000);
 });

@@ -1,6 +1,7 @@
 import type { Config, Logger } from '@flashsale/config';
 import type { ScriptedRedis } from '@flashsale/redis-store';
 import type { PrismaClient } from '@flashsale/order-store';
+import type { ReconcileJobs } from '@flashsale/jobs';
 
 /** Everything the gateway talks to, passed in so a test can build the app around its own prefix and database. */
 export interface GatewayDeps {
@@ -8,4 +9,6 @@ export interface GatewayDeps {
   redis: ScriptedRedis;
   prisma: PrismaClient;
   logger: Logger;
+  /** The reconcile queue, for the admin endpoint that asks for a reconciliation and waits for it. */
+  jobs: ReconcileJobs;
 }

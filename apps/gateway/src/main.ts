@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { createLogger, loadConfig, onShutdownSignal } from '@flashsale/config';
 import { createRedis } from '@flashsale/redis-store';
 import { createPrisma } from '@flashsale/order-store';
+import { createReconcileJobs } from '@flashsale/jobs';
 import { createApp } from './app.ts';
 
 const config = loadConfig();
@@ -10,7 +11,8 @@ const logger = createLogger('gateway', config.LOG_LEVEL);
 const redis = createRedis(config.REDIS_URL, { name: 'gateway' });
 const prisma = createPrisma(config.DATABASE_URL, config.DB_POOL_SIZE);
 
-const server = createServer(createApp({ config, redis, prisma, logger }));
+const jobs = createReconcileJobs(config.REDIS_URL, config.REDIS_PREFIX);
+const server = createServer(createApp({ config, redis, prisma, logger, jobs }));
 // Keep-alive longer than typical load balancers' idle timeout, so they never reuse a closing socket.
 server.keepAliveTimeout = 65_000;
 server.listen(config.PORT, () => {
@@ -24,6 +26,7 @@ onShutdownSignal(logger, async () => {
     server.close(() => resolve());
     server.closeIdleConnections();
   });
+  await jobs.close();
   await redis.quit();
   await prisma.$disconnect();
 });

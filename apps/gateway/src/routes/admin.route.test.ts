@@ -144,7 +144,7 @@ describe('GET /api/admin/sales/:saleId/stats', () => {
     const res = await stats(sale.id);
 
     expect(res.status).toBe(200);
-    expect(await res.json()).toEqual({ saleId: sale.id, stock: 5, remaining: 4, inFlight: 1, ordersInDb: 0, unitsInDb: 0, deadLettered: 0, consistent: true });
+    expect(await res.json()).toEqual({ saleId: sale.id, stock: 5, remaining: 4, inFlight: 1, ordersInDb: 0, unitsInDb: 0, deadLettered: 0, consistent: true, lost: { reservations: 0, units: 0 }, audit: null });
   });
 
   it('balances once the order is in MySQL and the entry acknowledged', async () => {
@@ -157,14 +157,14 @@ describe('GET /api/admin/sales/:saleId/stats', () => {
     await ctx.prisma.order.create({ data: { reservationId, saleId: sale.id, userId: buyer, quantity: 1, reservedAt: new Date() } });
     await ctx.redis.xack(stream, ORDER_WRITERS_GROUP, entryId);
 
-    expect(await (await stats(sale.id)).json()).toEqual({ saleId: sale.id, stock: 5, remaining: 4, inFlight: 0, ordersInDb: 1, unitsInDb: 1, deadLettered: 0, consistent: true });
+    expect(await (await stats(sale.id)).json()).toEqual({ saleId: sale.id, stock: 5, remaining: 4, inFlight: 0, ordersInDb: 1, unitsInDb: 1, deadLettered: 0, consistent: true, lost: { reservations: 0, units: 0 }, audit: null });
   });
 
   it('reports the ledger as inconsistent when MySQL holds units Redis still counts as remaining', async () => {
     const sale = await createLiveSale(ctx, { stock: 5 });
     await ctx.prisma.order.create({ data: { reservationId: `${sale.id}-${randomUUID()}`, saleId: sale.id, userId: 'ghost', quantity: 1, reservedAt: new Date() } });
 
-    expect(await (await stats(sale.id)).json()).toEqual({ saleId: sale.id, stock: 5, remaining: 5, inFlight: 0, ordersInDb: 1, unitsInDb: 1, deadLettered: 0, consistent: false });
+    expect(await (await stats(sale.id)).json()).toEqual({ saleId: sale.id, stock: 5, remaining: 5, inFlight: 0, ordersInDb: 1, unitsInDb: 1, deadLettered: 0, consistent: false, lost: { reservations: 0, units: 0 }, audit: null });
   });
 
   it('answers an unknown sale with 404 SALE_NOT_FOUND', async () => {

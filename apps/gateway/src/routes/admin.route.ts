@@ -1,7 +1,8 @@
 import express, { Router } from 'express';
 import { z } from 'zod';
 import { AppError } from '@flashsale/domain';
-import { publishSale, readSaleState, streamBacklog } from '@flashsale/redis-store';
+import { publishSale, readSaleState, saleKeys, streamBacklog } from '@flashsale/redis-store';
+import { enqueueReconcile } from '@flashsale/jobs';
 import { findSale, insertSale, saleOrderTotals } from '@flashsale/order-store';
 import type { GatewayDeps } from '../deps.ts';
 import { createAdminCheck } from '../auth.ts';
@@ -28,7 +29,10 @@ const newSaleBody = z
   .refine((sale) => sale.perUserLimit <= sale.stock, { path: ['perUserLimit'], message: 'must not exceed stock', when: whenValid('stock', 'perUserLimit') });
 
 /** /api/admin/*: creating sales and reading their ledger. Every route needs the admin token. */
-export function adminRouter({ config, redis, prisma }: GatewayDeps): Router {
+/** How long POST .../reconcile waits for the reconciliation before answering 503 (it goes on regardless). */
+const RECONCILE_WAIT_MS = 120_000;
+
+export function adminRouter({ config, redis, prisma, jobs }: GatewayDeps): Router {
   const router = Router();
   const checkAdmin = createAdminCheck(config.ADMIN_TOKEN);
   router.use('/api/admin', (req, _res, next) => {
@@ -63,11 +67,12 @@ export function adminRouter({ config, redis, prisma }: GatewayDeps): Router {
 
   router.get('/api/admin/sales/:saleId/stats', async (req, res) => {
     const saleId = saleIdParam(req.params.saleId);
-    const [record, state, backlog, totals] = await Promise.all([
+    const [record, state, backlog, totals, audit] = await Promise.all([
       findSale(prisma, saleId),
       readSaleState(redis, config.REDIS_PREFIX, saleId),
       streamBacklog(redis, config.REDIS_PREFIX, saleId),
       saleOrderTotals(prisma, saleId),
+      redis.hmget(saleKeys(config.REDIS_PREFIX, saleId).audit, 'drift', 'checkedAt'),
     ]);
     if (!record) throw new AppError('SALE_NOT_FOUND', `no sale has the id ${saleId}`);
     const inFlight = backlog.lag + backlog.pending;
@@ -87,7 +92,28 @@ export function adminRouter({ config, redis, prisma }: GatewayDeps): Router {
       unitsInDb: totals.units,
       deadLettered: backlog.deadLettered,
       consistent,
+      // Reservations answered 202 but lost with Redis data, as the reconciler counted them (a floor).
+      lost: { reservations: record.lostReservations, units: record.lostUnits },
+      // The reconciler's last audit of the ledger: drift 0 when remaining + in flight + dead-lettered +
+      // units in MySQL = stock; null until an audit has run.
+      audit: audit[1] === null ? null : { drift: Number(audit[0]), checkedAt: new Date(Number(audit[1])).toISOString() },
     });
+  });
+
+  // Pauses the sale, waits for its stream to drain, rebuilds its Redis state from MySQL and resumes it,
+  // through the reconciler's queue: never two at once for a sale.
+  router.post('/api/admin/sales/:saleId/reconcile', async (req, res) => {
+    const saleId = saleIdParam(req.params.saleId);
+    if (!(await findSale(prisma, saleId))) throw new AppError('SALE_NOT_FOUND', `no sale has the id ${saleId}`);
+    const { job, running } = await enqueueReconcile(jobs.queue, saleId, 'operator');
+    if (running) throw new AppError('RECONCILE_IN_PROGRESS', `a reconciliation of sale ${saleId} is already running`, { jobId: job.id });
+    let result;
+    try {
+      result = await job.waitUntilFinished(jobs.events, RECONCILE_WAIT_MS);
+    } catch (error) {
+      throw new AppError('SERVICE_UNAVAILABLE', `the reconciliation did not finish: ${(error as Error).message}; is a reconciler running?`, { jobId: job.id });
+    }
+    res.json({ saleId, remaining: result.remaining, buyers: result.buyers, tookMs: result.tookMs });
   });
   return router;
 }
