@@ -55,7 +55,16 @@ describe('POST /api/admin/sales', () => {
       endsAt: new Date(input.endsAt),
       soldUnits: 0,
       createdAt: expect.any(Date),
+      redisGeneration: expect.stringMatching(/^[0-9a-f-]{36}$/),
+      checkpointReservations: null,
+      checkpointUnits: null,
+      checkpointAt: null,
+      lostReservations: 0,
+      lostUnits: 0,
     });
+    // Published under the generation MySQL recorded for it.
+    const record = await ctx.prisma.sale.findUniqueOrThrow({ where: { id: created.id } });
+    expect(await ctx.redis.hget(saleKeys(ctx.config.REDIS_PREFIX, created.id).meta, 'gen')).toBe(record.redisGeneration);
     const live = await fetch(`${gateway.url}/api/sales/${created.id}`);
     expect(await live.json()).toEqual({ ...input, id: created.id, remaining: 100, status: 'active' });
     const groups = (await ctx.redis.xinfo('GROUPS', saleKeys(ctx.config.REDIS_PREFIX, created.id).stream)) as unknown[][];
