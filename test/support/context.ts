@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { loadConfig, type Config } from '@flashsale/config';
 import { createRedis, publishSale, type ScriptedRedis } from '@flashsale/redis-store';
-import { createPrisma, insertSale, type PrismaClient, type SaleRecord } from '@flashsale/order-store';
+import { createPrisma, insertSale, migrate, poolConfigFromUrl, type PrismaClient, type SaleRecord } from '@flashsale/order-store';
+import { createConnection } from 'mariadb';
 
 /** A Redis prefix no other test uses, so tests share one Redis without seeing each other's keys. */
 export function uniquePrefix(label = 't'): string {
@@ -33,6 +34,28 @@ export function createTestContext(overrides: NodeJS.ProcessEnv = {}): TestContex
       } while (cursor !== '0');
       await redis.quit();
       await prisma.$disconnect();
+    },
+  };
+}
+
+/**
+ * A context with a database of its own, migrated now and dropped on close. For tests of what looks at
+ * every sale in MySQL (the reconciler): in the shared test database it would see every other test's sales.
+ */
+export async function createIsolatedContext(overrides: NodeJS.ProcessEnv = {}): Promise<TestContext> {
+  const shared = new URL(process.env.DATABASE_URL ?? 'mysql://root@127.0.0.1:3306/flashsale_test');
+  const own = new URL(shared);
+  own.pathname = `/flashsale_iso_${randomBytes(4).toString('hex')}`;
+  await migrate(own.toString());
+  const ctx = createTestContext({ DATABASE_URL: own.toString(), ...overrides });
+  return {
+    ...ctx,
+    async close() {
+      await ctx.close();
+      const { database, ...server } = poolConfigFromUrl(own.toString());
+      const connection = await createConnection(server);
+      await connection.query(`DROP DATABASE IF EXISTS \`${database}\``);
+      await connection.end();
     },
   };
 }

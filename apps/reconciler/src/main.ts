@@ -29,6 +29,7 @@ const reconciler = new Reconciler(
   {
     prefix: config.REDIS_PREFIX,
     watchEveryMs: config.RECONCILER_WATCH_MS,
+    publishGraceMs: config.RECONCILER_PUBLISH_GRACE_MS,
     auditEveryMs: config.AUDIT_EVERY_MS,
     drainTimeoutMs: config.RECONCILE_DRAIN_TIMEOUT_MS,
     concurrency: 4,

@@ -19,6 +19,8 @@ import { auditAndReport, type AuditReport } from './ledger-audit.ts';
 export interface ReconcilerOptions {
   prefix: string;
   watchEveryMs: number;
+  /** Sales younger than this are not judged yet (their publish may be under way). */
+  publishGraceMs: number;
   auditEveryMs: number;
   drainTimeoutMs: number;
   /** Reconciliations of different sales run side by side; one sale never has two (one job id per sale). */
@@ -126,6 +128,7 @@ export class Reconciler {
         prisma: this.deps.prisma,
         prefix: this.options.prefix,
         logger: this.deps.logger,
+        publishGraceMs: this.options.publishGraceMs,
         requestReconcile: async (saleId, reason) => {
           await enqueueReconcile(this.deps.jobs.queue, saleId, reason);
         },

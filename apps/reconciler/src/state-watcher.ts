@@ -3,9 +3,6 @@ import { listWatchedSales, recordCheckpoint, type PrismaClient, type WatchedSale
 import { snapshotSale, type SaleSnapshot, type ScriptedRedis } from '@flashsale/redis-store';
 import type { ReconcileReason } from '@flashsale/jobs';
 
-/** A sale younger than this is left alone: its publish to Redis may simply not have landed yet. */
-const PUBLISH_GRACE_MS = 10_000;
-
 /** What the watcher concluded about one sale's Redis state. */
 export type Verdict = { kind: 'healthy' } | { kind: 'busy' } | { kind: 'reconcile'; reason: ReconcileReason; why: string };
 
@@ -36,6 +33,8 @@ export interface StateWatcherDeps {
   prisma: PrismaClient;
   prefix: string;
   logger: Logger;
+  /** A sale younger than this is left alone: its publish to Redis may simply not have landed yet. */
+  publishGraceMs: number;
   requestReconcile(saleId: number, reason: ReconcileReason): Promise<void>;
 }
 
@@ -49,7 +48,7 @@ export async function watchOnce(deps: StateWatcherDeps): Promise<Map<number, Ver
   const now = Date.now();
   const verdicts = new Map<number, Verdict>();
   for (const sale of await listWatchedSales(deps.prisma, now)) {
-    if (now - sale.createdAt < PUBLISH_GRACE_MS) continue;
+    if (now - sale.createdAt < deps.publishGraceMs) continue;
     const snapshot = await snapshotSale(deps.redis, deps.prefix, sale.id);
     const verdict = judge(sale, snapshot);
     verdicts.set(sale.id, verdict);

@@ -1,0 +1,169 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { createLogger } from '@flashsale/config';
+import { newReservationId } from '@flashsale/domain';
+import { ORDER_WRITERS_GROUP, decodeReservation, readSaleState, reservePurchase, saleKeys, snapshotSale, type Reservation } from '@flashsale/redis-store';
+import { writeOrderBatch } from '@flashsale/order-store';
+import { ordersOf, waitForDrain } from '@flashsale/harness';
+import { createLiveSale, createTestContext, type TestContext } from '../../../test/support/context.ts';
+import { reconcileDeps } from '../../../test/support/reconciler.ts';
+import { OrderWorker } from '../../worker/src/order-worker.ts';
+import { reconcileSale } from './reconcile-sale.ts';
+import { DrainTimeout } from './drain-detector.ts';
+import { auditSale } from './ledger-audit.ts';
+
+let ctx: TestContext;
+let worker: OrderWorker | undefined;
+
+beforeEach(() => {
+  ctx = createTestContext();
+  worker = undefined;
+});
+afterEach(async () => {
+  await worker?.stop();
+  await ctx.close();
+});
+
+function startWorker() {
+  worker = new OrderWorker(
+    { redis: ctx.redis, prisma: ctx.prisma, prefix: ctx.config.REDIS_PREFIX, logger: createLogger('w', 'silent') },
+    { batchSize: 50, idleMs: 5, claimIdleMs: 200, maxDeliveries: 5, salesRefreshMs: 50 },
+  );
+  worker.start();
+}
+
+async function reserve(saleId: number, userId: string, quantity = 1) {
+  const reservationId = newReservationId(saleId);
+  const outcome = await reservePurchase(ctx.redis, ctx.config.REDIS_PREFIX, { saleId, userId, quantity, reservationId });
+  expect(outcome.kind).toBe('reserved');
+  return reservationId;
+}
+
+async function streamEntries(saleId: number): Promise<Reservation[]> {
+  const raw = (await ctx.redis.xrange(saleKeys(ctx.config.REDIS_PREFIX, saleId).stream, '-', '+')) as [string, string[]][];
+  return raw.map(([id, fields]) => {
+    const decoded = decodeReservation(saleId, id, fields);
+    if (!decoded.ok) throw new Error('malformed');
+    return decoded.reservation;
+  });
+}
+
+describe('reconciling a sale', () => {
+  it('waits for the reservations in flight, then rebuilds remaining and buyers from MySQL and resumes', async () => {
+    const sale = await createLiveSale(ctx, { stock: 10, perUserLimit: 2 });
+    const ids = [await reserve(sale.id, 'a', 2), await reserve(sale.id, 'b', 1), await reserve(sale.id, 'c', 2)];
+    // Nothing written yet: rebuilding now would hand the 5 units out again. The worker starts late.
+    setTimeout(startWorker, 300);
+
+    const result = await reconcileSale(reconcileDeps(ctx), sale.id, 'operator');
+
+    expect((await ordersOf(ctx.prisma, sale.id)).map((o) => o.reservationId)).toEqual(ids);
+    expect(result).toEqual({ saleId: sale.id, remaining: 5, buyers: 3, tookMs: result.tookMs, lost: { reservations: 0, units: 0 } });
+    expect(result.tookMs).toBeGreaterThanOrEqual(250);
+    const state = await readSaleState(ctx.redis, ctx.config.REDIS_PREFIX, sale.id);
+    expect(state).toMatchObject({ remaining: 5, paused: false });
+    expect(await ctx.redis.hgetall(saleKeys(ctx.config.REDIS_PREFIX, sale.id).buyers)).toEqual({ a: `${ids[0]}|2`, b: `${ids[1]}|1`, c: `${ids[2]}|2` });
+    const record = await ctx.prisma.sale.findUniqueOrThrow({ where: { id: sale.id } });
+    expect(state?.generation).toBe(record.redisGeneration);
+    expect(state?.generation).not.toBe(sale.generation);
+    // Selling goes on from the rebuilt state, and a returning buyer gets the id of the order they hold.
+    expect(await reservePurchase(ctx.redis, ctx.config.REDIS_PREFIX, { saleId: sale.id, userId: 'a', quantity: 1, reservationId: newReservationId(sale.id) })).toEqual({
+      kind: 'already_purchased',
+      reservationId: ids[0],
+      quantity: 2,
+    });
+    await reserve(sale.id, 'd', 2);
+    await waitForDrain(ctx.redis, ctx.config.REDIS_PREFIX, sale.id);
+    expect((await ordersOf(ctx.prisma, sale.id)).length).toBe(4);
+  });
+
+  it('keeps the sale paused and fails, to be retried, when the stream does not drain in time', async () => {
+    const sale = await createLiveSale(ctx, { stock: 10 });
+    await reserve(sale.id, 'a');
+
+    await expect(reconcileSale(reconcileDeps(ctx, 300), sale.id, 'operator')).rejects.toBeInstanceOf(DrainTimeout);
+
+    expect(await readSaleState(ctx.redis, ctx.config.REDIS_PREFIX, sale.id)).toMatchObject({ paused: true, remaining: 9 });
+    expect(await reservePurchase(ctx.redis, ctx.config.REDIS_PREFIX, { saleId: sale.id, userId: 'b', quantity: 1, reservationId: newReservationId(sale.id) })).toEqual({ kind: 'sale_paused' });
+  });
+
+  it('gives back the units of dead-lettered reservations', async () => {
+    const sale = await createLiveSale(ctx, { stock: 5 });
+    await reserve(sale.id, 'a');
+    await ctx.redis.hdel(saleKeys(ctx.config.REDIS_PREFIX, sale.id).buyers, 'a');
+    await reserve(sale.id, 'a');
+    startWorker();
+    await waitForDrain(ctx.redis, ctx.config.REDIS_PREFIX, sale.id);
+    expect((await snapshotSale(ctx.redis, ctx.config.REDIS_PREFIX, sale.id)).remaining).toBe(3);
+
+    const result = await reconcileSale(reconcileDeps(ctx), sale.id, 'operator');
+
+    expect(result).toMatchObject({ remaining: 4, buyers: 1 });
+  });
+
+  it('after Redis lost the sale: rebuilds it, counts what the last checkpoint saw and MySQL lacks as lost', async () => {
+    const sale = await createLiveSale(ctx, { stock: 10 });
+    const written = await reserve(sale.id, 'a');
+    startWorker();
+    await waitForDrain(ctx.redis, ctx.config.REDIS_PREFIX, sale.id);
+    await worker!.stop();
+    worker = undefined;
+    await reserve(sale.id, 'b', 1);
+    await reserve(sale.id, 'c', 1);
+    // The reconciler's checkpoint of what Redis had accepted: 3 reservations, 3 units.
+    const snap = await snapshotSale(ctx.redis, ctx.config.REDIS_PREFIX, sale.id);
+    await ctx.prisma.sale.update({ where: { id: sale.id }, data: { checkpointReservations: snap.buyers, checkpointUnits: 3, checkpointAt: new Date(snap.at) } });
+    const keys = saleKeys(ctx.config.REDIS_PREFIX, sale.id);
+    await ctx.redis.del(keys.meta, keys.buyers, keys.stream);
+
+    const result = await reconcileSale(reconcileDeps(ctx), sale.id, 'lost');
+
+    expect(result).toEqual({ saleId: sale.id, remaining: 9, buyers: 1, tookMs: result.tookMs, lost: { reservations: 2, units: 2 } });
+    expect(await ctx.redis.hgetall(keys.buyers)).toEqual({ a: `${written}|1` });
+    expect(await ctx.prisma.sale.findUniqueOrThrow({ where: { id: sale.id } })).toMatchObject({ lostReservations: 2, lostUnits: 2, checkpointAt: null });
+    const groups = (await ctx.redis.xinfo('GROUPS', keys.stream)) as unknown[][];
+    expect(groups.map((g) => g[1])).toEqual([ORDER_WRITERS_GROUP]);
+    // Buyers whose reservations were lost may buy again.
+    await reserve(sale.id, 'b');
+  });
+
+  it('refuses a reservation of the old state that a worker still held when Redis lost it', async () => {
+    const sale = await createLiveSale(ctx, { stock: 3 });
+    await reserve(sale.id, 'a');
+    const [held] = await streamEntries(sale.id);
+    const keys = saleKeys(ctx.config.REDIS_PREFIX, sale.id);
+    await ctx.redis.del(keys.meta, keys.buyers, keys.stream);
+
+    const result = await reconcileSale(reconcileDeps(ctx), sale.id, 'lost');
+    expect(result.remaining).toBe(3);
+    // The worker comes back with the entry it read before the loss: writing it would sell a unit the
+    // rebuilt state has handed out again.
+    const outcome = await writeOrderBatch(ctx.prisma, sale.id, [held!]);
+
+    expect(outcome).toEqual({ written: [], replayed: [], rejected: [{ reservation: held, reason: 'STALE_GENERATION' }] });
+    expect(await ordersOf(ctx.prisma, sale.id)).toEqual([]);
+  });
+});
+
+describe('auditing the ledger', () => {
+  it('balances remaining + in flight + dead-lettered + in MySQL against stock, and sees drift', async () => {
+    const sale = await createLiveSale(ctx, { stock: 20, perUserLimit: 3 });
+    for (const [buyer, quantity] of [['a', 3], ['b', 1], ['c', 2]] as const) await reserve(sale.id, buyer, quantity);
+    expect(await auditSale(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, sale.id)).toMatchObject({ remaining: 14, inFlightUnits: 6, unitsInDb: 0, deadLetteredUnits: 0, drift: 0 });
+
+    startWorker();
+    await waitForDrain(ctx.redis, ctx.config.REDIS_PREFIX, sale.id);
+    await reserve(sale.id, 'd', 1);
+    await sleep(5);
+    const mixed = await auditSale(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, sale.id);
+    expect(mixed?.drift).toBe(0);
+    expect(mixed!.inFlightUnits + mixed!.unitsInDb).toBe(7);
+
+    // Redis holding two units more than it should: the audit reports it and writes nothing else.
+    await ctx.redis.hincrby(saleKeys(ctx.config.REDIS_PREFIX, sale.id).meta, 'remaining', 2);
+    await waitForDrain(ctx.redis, ctx.config.REDIS_PREFIX, sale.id);
+    const before = await ctx.redis.hgetall(saleKeys(ctx.config.REDIS_PREFIX, sale.id).meta);
+    expect(await auditSale(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, sale.id)).toMatchObject({ remaining: 15, inFlightUnits: 0, unitsInDb: 7, drift: 2 });
+    expect(await ctx.redis.hgetall(saleKeys(ctx.config.REDIS_PREFIX, sale.id).meta)).toEqual(before);
+  });
+});

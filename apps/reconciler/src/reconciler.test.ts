@@ -1,0 +1,98 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { newReservationId } from '@flashsale/domain';
+import { ORDER_WRITERS_GROUP, readSaleState, reservePurchase, saleKeys } from '@flashsale/redis-store';
+import { createIsolatedContext, createLiveSale, type TestContext } from '../../../test/support/context.ts';
+import { startGateway } from '../../../test/support/gateway.ts';
+import { startReconciler } from '../../../test/support/reconciler.ts';
+
+let ctx: TestContext;
+let stops: (() => Promise<void>)[];
+
+beforeEach(async () => {
+  ctx = await createIsolatedContext();
+  stops = [];
+});
+afterEach(async () => {
+  for (const stop of stops.reverse()) await stop();
+  await ctx.close();
+});
+
+async function until<T>(read: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 10_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await read();
+    if (done(value)) return value;
+    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms; last value ${JSON.stringify(value)}`);
+    await sleep(50);
+  }
+}
+
+describe('the reconciler process', () => {
+  it('notices a sale Redis lost and rebuilds it on its own', async () => {
+    const sale = await createLiveSale(ctx, { stock: 8 });
+    const reconciler = await startReconciler(ctx);
+    stops.push(reconciler.stop);
+    const keys = saleKeys(ctx.config.REDIS_PREFIX, sale.id);
+    await ctx.redis.del(keys.meta, keys.buyers, keys.stream);
+
+    const state = await until(() => readSaleState(ctx.redis, ctx.config.REDIS_PREFIX, sale.id), (s) => s !== null && !s.paused);
+
+    expect(state).toMatchObject({ stock: 8, remaining: 8, paused: false });
+    const record = await ctx.prisma.sale.findUniqueOrThrow({ where: { id: sale.id } });
+    expect(state?.generation).toBe(record.redisGeneration);
+    expect(reconciler.reconciled).toEqual([{ saleId: sale.id, remaining: 8, buyers: 0, tookMs: reconciler.reconciled[0]?.tookMs, lost: { reservations: 0, units: 0 } }]);
+    const groups = (await ctx.redis.xinfo('GROUPS', keys.stream)) as unknown[][];
+    expect(groups.map((g) => g[1])).toEqual([ORDER_WRITERS_GROUP]);
+  });
+
+  it('audits every live sale on its schedule and reports confirmed drift, in the stats too', async () => {
+    const sale = await createLiveSale(ctx, { stock: 8 });
+    const reconciler = await startReconciler(ctx, { auditEveryMs: 150 });
+    stops.push(reconciler.stop);
+    await until(async () => reconciler.audits.filter((a) => a.saleId === sale.id), (a) => a.length > 0);
+    expect(reconciler.audits.find((a) => a.saleId === sale.id)).toMatchObject({ drift: 0, confirmed: false, remaining: 8 });
+
+    // Redis claims a unit was taken that is neither in flight nor in MySQL.
+    await ctx.redis.hincrby(saleKeys(ctx.config.REDIS_PREFIX, sale.id).meta, 'remaining', -1);
+    const drifted = await until(async () => reconciler.audits.filter((a) => a.saleId === sale.id && a.confirmed), (a) => a.length > 0);
+    expect(drifted[0]).toMatchObject({ drift: -1, confirmed: true, remaining: 7, inFlightUnits: 0, unitsInDb: 0 });
+
+    const gateway = await startGateway(ctx);
+    stops.push(gateway.close);
+    const stats = await (await fetch(`${gateway.url}/api/admin/sales/${sale.id}/stats`, { headers: { authorization: `Bearer ${ctx.config.ADMIN_TOKEN}` } })).json();
+    expect(stats).toMatchObject({ audit: { drift: -1 } });
+  });
+});
+
+describe('POST /api/admin/sales/:saleId/reconcile', () => {
+  it('answers 200 with the rebuilt state once the reconciliation is done, 409 while one runs, 404 for no sale', async () => {
+    const sale = await createLiveSale(ctx, { stock: 6 });
+    // An entry held by a consumer that died: the drain waits until a worker reclaims it (none runs here).
+    await reservePurchase(ctx.redis, ctx.config.REDIS_PREFIX, { saleId: sale.id, userId: 'a', quantity: 1, reservationId: newReservationId(sale.id) });
+    await ctx.redis.xreadgroup('GROUP', ORDER_WRITERS_GROUP, 'ghost', 'COUNT', 10, 'STREAMS', saleKeys(ctx.config.REDIS_PREFIX, sale.id).stream, '>');
+    const reconciler = await startReconciler(ctx, { publishGraceMs: 3_600_000 });
+    stops.push(reconciler.stop);
+    const gateway = await startGateway(ctx);
+    stops.push(gateway.close);
+    const reconcile = (saleId: number) => fetch(`${gateway.url}/api/admin/sales/${saleId}/reconcile`, { method: 'POST', headers: { authorization: `Bearer ${ctx.config.ADMIN_TOKEN}` } });
+
+    const first = reconcile(sale.id);
+    await until(() => readSaleState(ctx.redis, ctx.config.REDIS_PREFIX, sale.id), (s) => s?.paused === true);
+    const second = await reconcile(sale.id);
+    expect(second.status).toBe(409);
+    expect(await second.json()).toMatchObject({ code: 'RECONCILE_IN_PROGRESS', jobId: `sale-${sale.id}` });
+
+    // The dead consumer's entry settles (here: acknowledged as if a worker had written nothing for it).
+    await ctx.redis.xack(saleKeys(ctx.config.REDIS_PREFIX, sale.id).stream, ORDER_WRITERS_GROUP, (await ctx.redis.xrange(saleKeys(ctx.config.REDIS_PREFIX, sale.id).stream, '-', '+'))[0]![0]);
+    const done = await first;
+    expect(done.status).toBe(200);
+    const body = (await done.json()) as Record<string, unknown>;
+    expect(body).toEqual({ saleId: sale.id, remaining: 6, buyers: 0, tookMs: body.tookMs });
+    expect(await readSaleState(ctx.redis, ctx.config.REDIS_PREFIX, sale.id)).toMatchObject({ paused: false, remaining: 6 });
+
+    const missing = await reconcile(2_000_000_000);
+    expect(missing.status).toBe(404);
+    expect(await missing.json()).toMatchObject({ code: 'SALE_NOT_FOUND' });
+  });
+});

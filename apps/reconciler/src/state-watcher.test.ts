@@ -1,0 +1,44 @@
+import { describe, expect, it } from 'vitest';
+import type { WatchedSale } from '@flashsale/order-store';
+import type { SaleSnapshot } from '@flashsale/redis-store';
+import { judge } from './state-watcher.ts';
+
+const sale: WatchedSale = {
+  id: 1,
+  name: 's',
+  stock: 10,
+  perUserLimit: 1,
+  startsAt: 0,
+  endsAt: 1e13,
+  soldUnits: 0,
+  generation: 'g1',
+  lostReservations: 0,
+  lostUnits: 0,
+  createdAt: 0,
+  checkpoint: { reservations: 3, units: 3, at: 1000 },
+};
+const snapshot: SaleSnapshot = { at: 2000, present: true, stock: 10, remaining: 6, generation: 'g1', paused: false, buyers: 4 };
+
+describe('judging a sale state', () => {
+  it('is healthy when the generation matches and nothing went back since the checkpoint', () => {
+    expect(judge(sale, snapshot)).toEqual({ kind: 'healthy' });
+    expect(judge({ ...sale, checkpoint: null }, snapshot)).toEqual({ kind: 'healthy' });
+  });
+
+  it('asks for a reconciliation when Redis no longer holds the sale', () => {
+    expect(judge(sale, { ...snapshot, present: false })).toEqual({ kind: 'reconcile', reason: 'lost', why: 'the sale is not in Redis' });
+  });
+
+  it('asks for a reconciliation when Redis holds another generation than MySQL', () => {
+    expect(judge(sale, { ...snapshot, generation: 'g0' })).toEqual({ kind: 'reconcile', reason: 'stale', why: 'Redis holds generation g0, MySQL g1' });
+  });
+
+  it('asks for a reconciliation when Redis has fewer buyers or accepted units than at the checkpoint', () => {
+    expect(judge(sale, { ...snapshot, buyers: 2 })).toMatchObject({ kind: 'reconcile', reason: 'lost' });
+    expect(judge(sale, { ...snapshot, remaining: 8 })).toMatchObject({ kind: 'reconcile', reason: 'lost' });
+  });
+
+  it('leaves a paused sale alone: a reconciliation holds it', () => {
+    expect(judge(sale, { ...snapshot, paused: true })).toEqual({ kind: 'busy' });
+  });
+});

@@ -1,0 +1,55 @@
+import { createLogger } from '@flashsale/config';
+import { announceSaleChanged } from '@flashsale/redis-store';
+import { bullConnection, createReconcileJobs, type ReconcileResult } from '@flashsale/jobs';
+import { Reconciler } from '../../apps/reconciler/src/reconciler.ts';
+import type { ReconcileDeps } from '../../apps/reconciler/src/reconcile-sale.ts';
+import type { AuditReport } from '../../apps/reconciler/src/ledger-audit.ts';
+import type { TestContext } from './context.ts';
+
+/** What reconcileSale needs, from a test context. */
+export function reconcileDeps(ctx: TestContext, drainTimeoutMs = 10_000): ReconcileDeps {
+  return {
+    redis: ctx.redis,
+    prisma: ctx.prisma,
+    prefix: ctx.config.REDIS_PREFIX,
+    logger: createLogger('reconcile-test', 'silent'),
+    drainTimeoutMs,
+    announce: (saleId) => announceSaleChanged(ctx.redis, ctx.config.REDIS_PREFIX, saleId),
+  };
+}
+
+/** A whole reconciler (watch loop, BullMQ workers, audit schedule) in this process, on the context's prefix. */
+export async function startReconciler(ctx: TestContext, options: { watchEveryMs?: number; auditEveryMs?: number; drainTimeoutMs?: number; publishGraceMs?: number } = {}) {
+  const jobs = createReconcileJobs(ctx.config.REDIS_URL, ctx.config.REDIS_PREFIX);
+  const audits: (AuditReport & { confirmed: boolean })[] = [];
+  const reconciled: ReconcileResult[] = [];
+  const reconciler = new Reconciler(
+    {
+      redis: ctx.redis,
+      prisma: ctx.prisma,
+      jobs,
+      bullConnection: () => bullConnection(ctx.config.REDIS_URL),
+      logger: createLogger('reconciler-test', 'silent'),
+      onAudit: (report) => audits.push(report),
+      onReconciled: (result) => reconciled.push(result),
+    },
+    {
+      prefix: ctx.config.REDIS_PREFIX,
+      watchEveryMs: options.watchEveryMs ?? 100,
+      publishGraceMs: options.publishGraceMs ?? 0,
+      auditEveryMs: options.auditEveryMs ?? 200,
+      drainTimeoutMs: options.drainTimeoutMs ?? 10_000,
+      concurrency: 2,
+    },
+  );
+  await reconciler.start();
+  return {
+    jobs,
+    audits,
+    reconciled,
+    async stop() {
+      await reconciler.stop();
+      await jobs.close();
+    },
+  };
+}
