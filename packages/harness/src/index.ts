@@ -1,6 +1,8 @@
 // Tools for driving the real system from outside: the tests, the demo and the load and chaos runners.
-export { spawnApp, spawnGateway, spawnWorker, type AppProcess } from './processes.ts';
+export { spawnApp, spawnGateway, spawnWorker, spawnReconciler, type AppProcess } from './processes.ts';
 export { createHttpClient, mapConcurrently, percentile, type HttpResult } from './http-client.ts';
-export { ledgerOf, ordersOf, pendingCount, waitForDrain, type Ledger } from './ledger.ts';
+export { ledgerOf, faultLedgerOf, ordersOf, pendingCount, waitForDrain, type Ledger, type FaultLedger } from './ledger.ts';
 export { startFaultProxy, type FaultProxy } from './fault-proxy.ts';
 export { buyerToken } from './tokens.ts';
+export { startRedisServer, freePort, type RedisServer, type RedisServerOptions } from './redis-server.ts';
+export { purchaseBurst, mergeBursts, type BurstOutcome } from './purchase-burst.ts';

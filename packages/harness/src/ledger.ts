@@ -70,3 +70,42 @@ export async function pendingCount(redis: ScriptedRedis, prefix: string, saleId:
   const summary = (await redis.xpending(saleKeys(prefix, saleId).stream, ORDER_WRITERS_GROUP)) as [number, ...unknown[]];
   return Number(summary[0]);
 }
+
+export interface FaultLedger extends Ledger {
+  /** Requests without a clear answer (killed gateway, 5xx while Redis died) that did become orders. */
+  unknownBecameOrders: number;
+  /** Requests without a clear answer that became nothing. */
+  unknownBecameNothing: number;
+  /** Units in live orders above stock (must be 0). */
+  oversold: number;
+}
+
+/**
+ * The ledger of a run where processes were killed: like ledgerOf, but an order of a buyer whose request
+ * got no clear answer is not "unexpected" (the reservation may have landed just before the crash); such
+ * requests are counted as having become an order or nothing.
+ */
+export async function faultLedgerOf(
+  redis: ScriptedRedis,
+  prisma: PrismaClient,
+  prefix: string,
+  saleId: number,
+  accepted: Map<string, { userId: string; quantity: number }>,
+  uncertainBuyers: ReadonlySet<string>,
+): Promise<FaultLedger> {
+  const base = await ledgerOf(redis, prisma, prefix, saleId, accepted);
+  const orders = await ordersOf(prisma, saleId);
+  const byId = new Map(orders.map((o) => [o.reservationId, o]));
+  const unexpected = base.unexpected.filter((id) => {
+    const order = byId.get(id);
+    return !(order && uncertainBuyers.has(order.userId));
+  });
+  const uncertainWithOrder = new Set(orders.filter((o) => uncertainBuyers.has(o.userId) && !accepted.has(o.reservationId)).map((o) => o.userId));
+  return {
+    ...base,
+    unexpected,
+    unknownBecameOrders: uncertainWithOrder.size,
+    unknownBecameNothing: uncertainBuyers.size - uncertainWithOrder.size,
+    oversold: Math.max(0, base.unitsInDb - base.stock),
+  };
+}

@@ -14,7 +14,7 @@ export interface AppProcess {
   kill(signal?: NodeJS.Signals): Promise<number | NodeJS.Signals>;
 }
 
-export function spawnApp(app: 'gateway' | 'worker', env: NodeJS.ProcessEnv): AppProcess {
+export function spawnApp(app: 'gateway' | 'worker' | 'reconciler', env: NodeJS.ProcessEnv): AppProcess {
   const child = spawn(process.execPath, ['--import', 'tsx', `apps/${app}/src/main.ts`], {
     cwd: ROOT,
     env: { ...process.env, LOG_LEVEL: 'info', ...env },
@@ -87,4 +87,11 @@ export async function spawnWorker(env: NodeJS.ProcessEnv): Promise<AppProcess> {
   const worker = spawnApp('worker', env);
   await worker.waitForLog((l) => l.msg === 'worker started');
   return worker;
+}
+
+/** A reconciler process (metrics on a free port); resolves once its loops run. */
+export async function spawnReconciler(env: NodeJS.ProcessEnv): Promise<AppProcess> {
+  const reconciler = spawnApp('reconciler', { RECONCILER_PORT: '0', ...env });
+  await reconciler.waitForLog((l) => l.msg === 'reconciler started');
+  return reconciler;
 }

@@ -1,0 +1,80 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Redis } from 'ioredis';
+
+/** A free TCP port on loopback, as the kernel hands it out. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export interface RedisServerOptions {
+  /** `always`, `everysec`, or undefined for no persistence at all (like the machine's own Redis). */
+  appendfsync?: 'always' | 'everysec';
+}
+
+/**
+ * A redis-server of a test's own, on a free port with its own data directory, that the test may kill
+ * (SIGKILL: no chance to save anything) and start again on the same port and directory.
+ */
+export interface RedisServer {
+  url: string;
+  port: number;
+  kill(signal?: NodeJS.Signals): Promise<void>;
+  start(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export async function startRedisServer(options: RedisServerOptions = {}): Promise<RedisServer> {
+  const port = await freePort();
+  const dir = mkdtempSync(join(tmpdir(), 'flashsale-redis-'));
+  const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--maxmemory-policy', 'noeviction'];
+  args.push(...(options.appendfsync ? ['--appendonly', 'yes', '--appendfsync', options.appendfsync] : ['--appendonly', 'no']));
+  let child: ChildProcess | undefined;
+  const url = `redis://127.0.0.1:${port}`;
+
+  const server: RedisServer = {
+    url,
+    port,
+    async start() {
+      // redis-server rewrites its process title, so the pid from spawn is the handle kept to kill it.
+      child = spawn('redis-server', args, { stdio: 'ignore' });
+      for (let attempt = 0; attempt < 100; attempt++) {
+        const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+        try {
+          await probe.connect();
+          // With AOF, the server answers LOADING until the file is replayed.
+          if ((await probe.ping()) === 'PONG') return;
+        } catch {
+          await sleep(50);
+        } finally {
+          probe.disconnect();
+        }
+      }
+      throw new Error(`redis-server on ${port} did not come up`);
+    },
+    async kill(signal = 'SIGKILL') {
+      const running = child;
+      if (!running || running.exitCode !== null || running.signalCode !== null) return;
+      const exited = new Promise((resolve) => running.once('exit', resolve));
+      running.kill(signal);
+      await exited;
+    },
+    async stop() {
+      await server.kill('SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+  await server.start();
+  return server;
+}

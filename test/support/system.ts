@@ -1,0 +1,110 @@
+import {
+  createHttpClient,
+  spawnGateway,
+  spawnReconciler,
+  spawnWorker,
+  startFaultProxy,
+  startRedisServer,
+  type AppProcess,
+  type FaultProxy,
+  type RedisServer,
+} from '@flashsale/harness';
+import { createIsolatedContext, type TestContext } from './context.ts';
+
+export interface SystemOptions {
+  /** Redis persistence of the system's own redis-server; none by default. */
+  appendfsync?: 'always' | 'everysec';
+  gateways?: number;
+  workers?: number;
+  reconciler?: boolean;
+  /** Route the workers' MySQL connections through a proxy the test can cut. */
+  workerDbProxy?: boolean;
+  env?: NodeJS.ProcessEnv;
+}
+
+export interface System {
+  ctx: TestContext;
+  redisServer: RedisServer;
+  dbProxy: FaultProxy | undefined;
+  gateways: (AppProcess & { url: string })[];
+  workers: AppProcess[];
+  reconciler: AppProcess | undefined;
+  env: NodeJS.ProcessEnv;
+  createSale(sale: { stock: number; perUserLimit?: number }): Promise<number>;
+  addWorker(): Promise<AppProcess>;
+  stop(): Promise<void>;
+}
+
+/**
+ * The whole system as real processes around a redis-server and a database of the test's own, so the
+ * test may kill any of them. Timings are shortened (claim idle 1 s, watch every 200 ms) to keep fault
+ * tests quick; the behaviour is the production code's.
+ */
+export async function startSystem(options: SystemOptions = {}): Promise<System> {
+  const redisServer = await startRedisServer(options.appendfsync ? { appendfsync: options.appendfsync } : {});
+  const ctx = await createIsolatedContext({ REDIS_URL: redisServer.url });
+  let dbProxy: FaultProxy | undefined;
+  const env: NodeJS.ProcessEnv = {
+    REDIS_URL: redisServer.url,
+    REDIS_PREFIX: ctx.config.REDIS_PREFIX,
+    DATABASE_URL: ctx.config.DATABASE_URL,
+    WORKER_CLAIM_IDLE_MS: '1000',
+    RECONCILER_WATCH_MS: '200',
+    RECONCILER_PUBLISH_GRACE_MS: '0',
+    AUDIT_EVERY_MS: '1000',
+    RATE_LIMIT_PER_SECOND: '1000',
+    ...options.env,
+  };
+  const workerEnv = { ...env };
+  if (options.workerDbProxy) {
+    dbProxy = await startFaultProxy(Number(new URL(ctx.config.DATABASE_URL).port || 3306));
+    const proxied = new URL(ctx.config.DATABASE_URL);
+    proxied.port = String(dbProxy.port);
+    workerEnv.DATABASE_URL = proxied.toString();
+  }
+  const processes: AppProcess[] = [];
+  const track = async <T extends AppProcess>(started: Promise<T>) => {
+    const p = await started;
+    processes.push(p);
+    return p;
+  };
+  const system: System = {
+    ctx,
+    redisServer,
+    dbProxy,
+    env,
+    gateways: [],
+    workers: [],
+    reconciler: undefined,
+    async createSale({ stock, perUserLimit = 1 }) {
+      const admin = createHttpClient(system.gateways[0]!.url, 1);
+      const res = await admin.send('POST', '/api/admin/sales', {
+        headers: { authorization: `Bearer ${ctx.config.ADMIN_TOKEN}` },
+        body: { name: 'Fault test', stock, perUserLimit, startsAt: new Date(Date.now() - 60_000).toISOString(), endsAt: new Date(Date.now() + 3_600_000).toISOString() },
+      });
+      admin.close();
+      if (res.status !== 201) throw new Error(`creating the sale failed: ${res.status} ${JSON.stringify(res.body)}`);
+      return res.body.id as number;
+    },
+    async addWorker() {
+      const worker = await track(spawnWorker(workerEnv));
+      system.workers.push(worker);
+      return worker;
+    },
+    async stop() {
+      await Promise.all(processes.map((p) => p.kill('SIGKILL')));
+      await dbProxy?.close();
+      await ctx.close().catch(() => undefined);
+      await redisServer.stop();
+    },
+  };
+  try {
+    system.gateways = await Promise.all(Array.from({ length: options.gateways ?? 1 }, () => track(spawnGateway(env))));
+    for (let i = 0; i < (options.workers ?? 1); i++) await system.addWorker();
+    if (options.reconciler ?? true) system.reconciler = await track(spawnReconciler(env));
+  } catch (error) {
+    await system.stop();
+    throw error;
+  }
+  return system;
+}
