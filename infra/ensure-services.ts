@@ -16,6 +16,7 @@ const START_MARIADB = ['start-stop-daemon', ['--start', '--oknodo', '--backgroun
 
 async function redisAnswers(url: string): Promise<boolean> {
   const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 1000 });
+  redis.on('error', () => undefined);
   try {
     await redis.connect();
     return (await redis.ping()) === 'PONG';

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { faultLedgerOf, mergeBursts, purchaseBurst, waitForDrain } from '@flashsale/harness';
 import { startSystem, type System } from '../support/system.ts';
+import { until } from '../support/until.ts';
 
 let system: System | undefined;
 afterEach(async () => {
@@ -11,15 +11,6 @@ afterEach(async () => {
 
 const buyers = (label: string, n: number) => Array.from({ length: n }, (_, i) => `${label}-${i}`);
 
-async function until<T>(read: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await read();
-    if (done(value)) return value;
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms; last value ${JSON.stringify(value)}`);
-    await sleep(50);
-  }
-}
 
 describe('Redis loses everything mid-sale (no persistence)', () => {
   it('keeps the orders written, rebuilds after the loss, counts the lost reservations, and sells exactly the stock', async () => {

@@ -8,7 +8,7 @@ import { createApp } from './app.ts';
 
 const config = loadConfig();
 const logger = createLogger('gateway', config.LOG_LEVEL);
-const redis = createRedis(config.REDIS_URL, { name: 'gateway' });
+const redis = createRedis(config.REDIS_URL, { name: 'gateway', onError: (err) => logger.warn({ err }, 'redis connection error') });
 const prisma = createPrisma(config.DATABASE_URL, config.DB_POOL_SIZE);
 
 const jobs = createReconcileJobs(config.REDIS_URL, config.REDIS_PREFIX);

@@ -48,6 +48,7 @@ try {
     },
     { connection: workerConnection, prefix: bullPrefix(config.REDIS_PREFIX), concurrency: 1 },
   );
+  worker.on('error', (error) => logger.warn({ err: error }, 'bullmq connection error'));
   const { job, running } = await enqueueReconcile(jobs.queue, saleId, 'operator');
   if (running) console.error(`a reconciliation of sale ${saleId} is already running; waiting for it`);
   const result = await job.waitUntilFinished(jobs.events);

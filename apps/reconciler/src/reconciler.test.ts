@@ -1,10 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { newReservationId } from '@flashsale/domain';
 import { ORDER_WRITERS_GROUP, readSaleState, reservePurchase, saleKeys } from '@flashsale/redis-store';
 import { createIsolatedContext, createLiveSale, type TestContext } from '../../../test/support/context.ts';
 import { startGateway } from '../../../test/support/gateway.ts';
 import { startReconciler } from '../../../test/support/reconciler.ts';
+import { until } from '../../../test/support/until.ts';
 
 let ctx: TestContext;
 let stops: (() => Promise<void>)[];
@@ -18,15 +18,6 @@ afterEach(async () => {
   await ctx.close();
 });
 
-async function until<T>(read: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await read();
-    if (done(value)) return value;
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms; last value ${JSON.stringify(value)}`);
-    await sleep(50);
-  }
-}
 
 describe('the reconciler process', () => {
   it('notices a sale Redis lost and rebuilds it on its own', async () => {

@@ -90,6 +90,10 @@ export class Reconciler {
       logger.error({ err: error, saleId: job?.data.saleId, attempt: job?.attemptsMade }, 'reconcile attempt failed; BullMQ retries it');
     });
     this.auditQueue = new Queue(AUDIT_QUEUE, { connection: connection(), prefix });
+    // BullMQ emits connection trouble as 'error' events; unheard, an EventEmitter error ends the process.
+    const onBullError = (error: Error) => logger.warn({ err: error }, 'bullmq connection error');
+    this.reconcileWorker.on('error', onBullError);
+    this.auditQueue.on('error', onBullError);
     this.auditWorker = new Worker(
       AUDIT_QUEUE,
       async () => {
@@ -98,6 +102,7 @@ export class Reconciler {
       },
       { connection: connection(), prefix, concurrency: 1, autorun: false },
     );
+    this.auditWorker.on('error', onBullError);
   }
 
   async start(): Promise<void> {

@@ -6,7 +6,7 @@ import { OrderWorker } from './order-worker.ts';
 const config = loadConfig();
 const logger = createLogger('worker', config.LOG_LEVEL);
 // No per-command retry limit: the worker's own loop retries, and an entry is never dropped for it.
-const redis = createRedis(config.REDIS_URL, { name: 'worker', maxRetriesPerRequest: null });
+const redis = createRedis(config.REDIS_URL, { name: 'worker', onError: (err) => logger.warn({ err }, 'redis connection error'), maxRetriesPerRequest: null });
 const prisma = createPrisma(config.DATABASE_URL, config.DB_POOL_SIZE);
 
 const worker = new OrderWorker(

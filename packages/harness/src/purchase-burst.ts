@@ -8,7 +8,7 @@ export interface BurstOutcome {
   refused: Record<string, number>;
   /** Buyers whose request got no answer (connection cut, gateway killed): it may or may not have landed. */
   unknown: Set<string>;
-  /** Buyers answered 5xx: the script may or may not have run (Redis died under it). */
+  /** Buyers answered 5xx other than SALE_PAUSED: the script may or may not have run (Redis died under it). */
   failed: Set<string>;
 }
 
@@ -38,7 +38,8 @@ export async function purchaseBurst(
       try {
         const res = await client().send('POST', `/api/sales/${saleId}/purchase`, { headers: { authorization: `Bearer ${token}` }, body: { quantity: q } });
         if (res.status === 202) outcome.accepted.set(res.body.reservationId as string, { userId, quantity: q });
-        else if (res.status >= 500) outcome.failed.add(userId);
+        // SALE_PAUSED is the script's own refusal (nothing written); other 5xx leave the outcome open.
+        else if (res.status >= 500 && res.body.code !== 'SALE_PAUSED') outcome.failed.add(userId);
         else outcome.refused[String(res.body.code)] = (outcome.refused[String(res.body.code)] ?? 0) + 1;
       } catch {
         outcome.unknown.add(userId);

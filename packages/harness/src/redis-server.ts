@@ -51,6 +51,7 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
       child = spawn('redis-server', args, { stdio: 'ignore' });
       for (let attempt = 0; attempt < 100; attempt++) {
         const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+        probe.on('error', () => undefined);
         try {
           await probe.connect();
           // With AOF, the server answers LOADING until the file is replayed.

@@ -41,7 +41,10 @@ export function reconcileJobId(saleId: number): string {
 
 /** A connection as BullMQ needs it: commands wait for a reconnect rather than fail. */
 export function bullConnection(redisUrl: string): Redis {
-  return new Redis(redisUrl, { maxRetriesPerRequest: null, connectionName: 'bullmq' });
+  const connection = new Redis(redisUrl, { maxRetriesPerRequest: null, connectionName: 'bullmq' });
+  // Reconnecting is automatic; the errors also reach BullMQ's own 'error' events, which are logged.
+  connection.on('error', () => undefined);
+  return connection;
 }
 
 export interface ReconcileJobs {
@@ -56,6 +59,8 @@ export function createReconcileJobs(redisUrl: string, redisPrefix: string): Reco
   const prefix = bullPrefix(redisPrefix);
   const queue = new Queue<ReconcileJobData, ReconcileResult>(RECONCILE_QUEUE, { connection: queueConnection, prefix });
   const events = new QueueEvents(RECONCILE_QUEUE, { connection: eventsConnection, prefix });
+  queue.on('error', () => undefined);
+  events.on('error', () => undefined);
   return {
     queue,
     events,

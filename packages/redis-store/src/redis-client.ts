@@ -9,6 +9,11 @@ export interface RedisClientOptions {
    * better served by a fast 503 than by a request hanging while Redis is away.
    */
   maxRetriesPerRequest?: number | null;
+  /**
+   * Called with connection errors (ioredis reconnects on its own). Without it they are dropped here:
+   * they also surface as the failures of the commands they affect.
+   */
+  onError?: (error: Error) => void;
 }
 
 /** A Redis connection with the project's scripts loaded. */
@@ -18,5 +23,6 @@ export function createRedis(url: string, options: RedisClientOptions = {}): Scri
     maxRetriesPerRequest: options.maxRetriesPerRequest === undefined ? 2 : options.maxRetriesPerRequest,
     retryStrategy: (attempt) => Math.min(50 * attempt, 1000),
   });
+  redis.on('error', options.onError ?? (() => undefined));
   return withScripts(redis);
 }

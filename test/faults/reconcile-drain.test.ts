@@ -1,0 +1,62 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { createHttpClient, faultLedgerOf, mergeBursts, purchaseBurst, waitForDrain } from '@flashsale/harness';
+import { readSaleState, rebuildSaleState, setSalePaused, streamBacklog } from '@flashsale/redis-store';
+import { beginRebuild } from '@flashsale/order-store';
+import { startSystem, type System } from '../support/system.ts';
+import { until } from '../support/until.ts';
+
+let system: System | undefined;
+afterEach(async () => {
+  await system?.stop();
+  system = undefined;
+});
+
+describe('a reconciliation requested while reservations are in flight', () => {
+  it('waits for them before rebuilding: rebuilding earlier would have oversold, and nothing was', async () => {
+    system = await startSystem({ workers: 0 });
+    const { ctx, gateways } = system;
+    const prefix = ctx.config.REDIS_PREFIX;
+    const saleId = await system.createSale({ stock: 100 });
+    const control = await system.createSale({ stock: 100 });
+
+    // Both sales sell out while no worker runs: all 100 units are in flight, none in MySQL yet.
+    const sold = await purchaseBurst(gateways[0]!.url, saleId, Array.from({ length: 150 }, (_, i) => `buyer-${i}`));
+    expect(sold.accepted.size).toBe(100);
+    expect(await streamBacklog(ctx.redis, prefix, saleId)).toMatchObject({ lag: 100, pending: 0 });
+    expect((await purchaseBurst(gateways[0]!.url, control, Array.from({ length: 100 }, (_, i) => `c-${i}`))).accepted.size).toBe(100);
+
+    // The control: rebuild it the naive way, without waiting for the drain. MySQL knows none of the 100
+    // reservations, so the rebuilt state hands all 100 units out again: 200 buyers told yes for 100 units.
+    const naive = await beginRebuild(ctx.prisma, control, { countLost: false });
+    await rebuildSaleState(ctx.redis, prefix, naive!.sale, naive!);
+    await setSalePaused(ctx.redis, prefix, control, false);
+    const oversold = await purchaseBurst(gateways[0]!.url, control, Array.from({ length: 100 }, (_, i) => `c2-${i}`));
+    expect({ remainingAfterNaiveRebuild: naive!.remaining, acceptedAgain: oversold.accepted.size }).toEqual({ remainingAfterNaiveRebuild: 100, acceptedAgain: 100 });
+
+    const admin = createHttpClient(gateways[0]!.url, 2);
+    const reconciling = admin.send('POST', `/api/admin/sales/${saleId}/reconcile`, { headers: { authorization: `Bearer ${ctx.config.ADMIN_TOKEN}` } });
+    // Paused, and still waiting: the reservations are not in MySQL, so it must not rebuild.
+    await until(() => readSaleState(ctx.redis, prefix, saleId), (s) => s?.paused === true);
+    await sleep(1500);
+    expect(await readSaleState(ctx.redis, prefix, saleId)).toMatchObject({ paused: true, remaining: 0 });
+    const whilePaused = await purchaseBurst(gateways[0]!.url, saleId, ['late-1']);
+    expect(whilePaused.refused).toEqual({ SALE_PAUSED: 1 });
+
+    await system.addWorker();
+    const done = await reconciling;
+    expect(done.status).toBe(200);
+    expect(done.body).toMatchObject({ saleId, remaining: 0, buyers: 100 });
+    expect(Number(done.body.tookMs)).toBeGreaterThanOrEqual(1500);
+    admin.close();
+
+    const after = await purchaseBurst(gateways[0]!.url, saleId, Array.from({ length: 50 }, (_, i) => `after-${i}`));
+    expect(after.accepted.size).toBe(0);
+    expect(after.refused).toEqual({ SOLD_OUT: 50 });
+    await waitForDrain(ctx.redis, prefix, saleId);
+    const all = mergeBursts(sold, after);
+    const ledger = await faultLedgerOf(ctx.redis, ctx.prisma, prefix, saleId, all.accepted, new Set());
+    expect({ lost: ledger.lost, duplicated: ledger.duplicated, unexpected: ledger.unexpected, oversold: ledger.oversold }).toEqual({ lost: [], duplicated: [], unexpected: [], oversold: 0 });
+    expect({ unitsInDb: ledger.unitsInDb, remaining: ledger.remaining }).toEqual({ unitsInDb: 100, remaining: 0 });
+  }, 120_000);
+});
