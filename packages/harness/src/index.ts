@@ -6,3 +6,4 @@ export { startFaultProxy, type FaultProxy } from './fault-proxy.ts';
 export { buyerToken } from './tokens.ts';
 export { startRedisServer, freePort, type RedisServer, type RedisServerOptions } from './redis-server.ts';
 export { purchaseBurst, mergeBursts, type BurstOutcome } from './purchase-burst.ts';
+export { startMariaDbServer, type MariaDbServer } from './mariadb-server.ts';

@@ -1,0 +1,67 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { createConnection } from 'mariadb';
+import { freePort } from './redis-server.ts';
+
+/**
+ * A mariadbd of its own, on a free port with its own data directory, for runs that kill MySQL for real
+ * (SIGKILL, then crash recovery on restart). Root with an empty password over TCP, like the machine's own.
+ */
+export interface MariaDbServer {
+  port: number;
+  /** DATABASE_URL for a database of this server (created by the migrator). */
+  url(database: string): string;
+  kill(signal?: NodeJS.Signals): Promise<void>;
+  start(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export async function startMariaDbServer(): Promise<MariaDbServer> {
+  const port = await freePort();
+  const dir = mkdtempSync(join(tmpdir(), 'flashsale-mariadb-'));
+  const datadir = join(dir, 'data');
+  const install = spawnSync(
+    'mariadb-install-db',
+    ['--no-defaults', `--datadir=${datadir}`, '--user=root', '--skip-test-db', '--auth-root-authentication-method=normal'],
+    { encoding: 'utf8' },
+  );
+  if (install.status !== 0) throw new Error(`mariadb-install-db failed: ${install.stdout}${install.stderr}`);
+  let child: ChildProcess | undefined;
+  const server: MariaDbServer = {
+    port,
+    url: (database) => `mysql://root@127.0.0.1:${port}/${database}`,
+    async start() {
+      child = spawn(
+        'mariadbd',
+        ['--no-defaults', `--datadir=${datadir}`, `--port=${port}`, `--socket=${join(dir, 'sock')}`, '--user=root', '--bind-address=127.0.0.1', '--skip-name-resolve'],
+        { stdio: 'ignore' },
+      );
+      for (let attempt = 0; attempt < 200; attempt++) {
+        try {
+          const connection = await createConnection({ host: '127.0.0.1', port, user: 'root', password: '', connectTimeout: 500 });
+          await connection.end();
+          return;
+        } catch {
+          await sleep(50);
+        }
+      }
+      throw new Error(`mariadbd on ${port} did not come up`);
+    },
+    async kill(signal = 'SIGKILL') {
+      const running = child;
+      if (!running || running.exitCode !== null || running.signalCode !== null) return;
+      const exited = new Promise((resolve) => running.once('exit', resolve));
+      running.kill(signal);
+      await exited;
+    },
+    async stop() {
+      await server.kill('SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+  await server.start();
+  return server;
+}

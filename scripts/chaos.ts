@@ -1,0 +1,164 @@
+/**
+ * `npm run chaos`: a flash crowd while components are killed (SIGKILL) and restarted on a schedule:
+ * workers, a gateway, Redis, MariaDB, the reconciler. Everything runs on servers of its own (a
+ * redis-server with appendfsync always, a mariadbd in a temporary directory), so nothing else is touched.
+ * Ends with the ledger as a table; exits 1 if an invariant broke.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { createRedis } from '@flashsale/redis-store';
+import { createPrisma, migrate } from '@flashsale/order-store';
+import {
+  buyerToken,
+  createHttpClient,
+  faultLedgerOf,
+  freePort,
+  spawnGateway,
+  spawnReconciler,
+  spawnWorker,
+  startMariaDbServer,
+  startRedisServer,
+  waitForDrain,
+  type AppProcess,
+} from '@flashsale/harness';
+
+const STOCK = 5000;
+const RATE_PER_SECOND = 150;
+const LOAD_MS = 34_000;
+
+const t0 = Date.now();
+const log = (text: string) => console.log(`[${((Date.now() - t0) / 1000).toFixed(1).padStart(5)} s] ${text}`);
+
+log('starting redis-server (appendfsync always) and mariadbd of our own');
+const [redisServer, mariadb] = await Promise.all([startRedisServer({ appendfsync: 'always' }), startMariaDbServer()]);
+const databaseUrl = mariadb.url('flashsale_chaos');
+await migrate(databaseUrl);
+const env = {
+  REDIS_URL: redisServer.url,
+  REDIS_PREFIX: 'chaos',
+  DATABASE_URL: databaseUrl,
+  WORKER_CLAIM_IDLE_MS: '2000',
+  RECONCILER_WATCH_MS: '500',
+  RECONCILER_PUBLISH_GRACE_MS: '2000',
+  RATE_LIMIT_PER_SECOND: '100',
+  LOG_LEVEL: 'info',
+};
+const redis = createRedis(redisServer.url, { maxRetriesPerRequest: null });
+const prisma = createPrisma(databaseUrl, 2);
+
+// Fixed ports, so a restarted gateway is found where the load balancer (here: the load loop) expects it.
+const gatewayPorts = [await freePort(), await freePort()];
+const processes: Record<string, AppProcess> = {};
+const starters: Record<string, () => Promise<AppProcess>> = {
+  'gateway-1': () => spawnGateway({ ...env, PORT: String(gatewayPorts[0]) }),
+  'gateway-2': () => spawnGateway({ ...env, PORT: String(gatewayPorts[1]) }),
+  'worker-1': () => spawnWorker(env),
+  'worker-2': () => spawnWorker(env),
+  reconciler: () => spawnReconciler(env),
+};
+let exitCode = 0;
+try {
+  for (const [name, start] of Object.entries(starters)) processes[name] = await start();
+  const urls = gatewayPorts.map((port) => `http://127.0.0.1:${port}`);
+  const admin = createHttpClient(urls[0]!, 1);
+  const created = await admin.send('POST', '/api/admin/sales', {
+    headers: { authorization: `Bearer ${process.env.ADMIN_TOKEN ?? 'dev-only-admin-token'}` },
+    body: { name: 'Chaos sale', stock: STOCK, perUserLimit: 2, startsAt: new Date(Date.now() - 1000).toISOString(), endsAt: new Date(Date.now() + 3_600_000).toISOString() },
+  });
+  admin.close();
+  if (created.status !== 201) throw new Error(`creating the sale failed: ${JSON.stringify(created.body)}`);
+  const saleId = created.body.id as number;
+  log(`sale ${saleId}: ${STOCK} units; ${RATE_PER_SECOND} purchases/s for ${LOAD_MS / 1000} s over 2 gateways`);
+
+  const down = new Set<string>();
+  const killAndRestart = async (name: string, afterMs: number) => {
+    down.add(name);
+    if (name === 'redis') await redisServer.kill('SIGKILL');
+    else if (name === 'mariadb') await mariadb.kill('SIGKILL');
+    else await processes[name]!.kill('SIGKILL');
+    log(`SIGKILL ${name}; back in ${afterMs / 1000} s`);
+    await sleep(afterMs);
+    if (name === 'redis') await redisServer.start();
+    else if (name === 'mariadb') await mariadb.start();
+    else processes[name] = await starters[name]!();
+    down.delete(name);
+    log(`${name} restarted`);
+  };
+  const schedule: [atMs: number, name: string, downMs: number][] = [
+    [3_000, 'worker-1', 2_000],
+    [7_000, 'gateway-1', 2_000],
+    [11_000, 'redis', 500],
+    [15_000, 'mariadb', 10_000],
+    [19_000, 'worker-2', 2_000],
+    [27_000, 'reconciler', 2_000],
+    [30_000, 'gateway-2', 1_500],
+  ];
+  const loadStart = Date.now();
+  const chaos = Promise.all(schedule.map(async ([at, name, ms]) => (await sleep(at), killAndRestart(name, ms))));
+
+  const clients = urls.map((url) => createHttpClient(url, 64));
+  const accepted = new Map<string, { userId: string; quantity: number }>();
+  const outcomes: Record<string, number> = {};
+  const uncertain = new Set<string>();
+  const inFlight: Promise<void>[] = [];
+  const total = Math.floor((LOAD_MS / 1000) * RATE_PER_SECOND);
+  for (let i = 0; i < total; i++) {
+    await sleep(Math.max(0, loadStart + (i * 1000) / RATE_PER_SECOND - Date.now()));
+    const userId = `chaos-buyer-${i}`;
+    const quantity = (i % 2) + 1;
+    const gateway = i % 2;
+    inFlight.push(
+      (async () => {
+        const token = await buyerToken(userId);
+        try {
+          const res = await clients[gateway]!.send('POST', `/api/sales/${saleId}/purchase`, { headers: { authorization: `Bearer ${token}` }, body: { quantity } });
+          const label = res.status === 202 ? '202 accepted' : `${res.status} ${String(res.body.code)}`;
+          outcomes[label] = (outcomes[label] ?? 0) + 1;
+          if (res.status === 202) accepted.set(res.body.reservationId as string, { userId, quantity });
+          else if (res.status >= 500 && res.body.code !== 'SALE_PAUSED') uncertain.add(userId);
+        } catch {
+          outcomes['no answer (connection cut)'] = (outcomes['no answer (connection cut)'] ?? 0) + 1;
+          uncertain.add(userId);
+        }
+      })(),
+    );
+  }
+  await Promise.all(inFlight);
+  await chaos;
+  for (const c of clients) c.close();
+  log('load over; waiting for the workers to drain the stream');
+  await waitForDrain(redis, 'chaos', saleId, 180_000);
+
+  const ledger = await faultLedgerOf(redis, prisma, 'chaos', saleId, accepted, uncertain);
+  const sale = await prisma.sale.findUniqueOrThrow({ where: { id: saleId } });
+  console.log('\nOutcomes of the purchase requests');
+  console.table(Object.fromEntries(Object.entries(outcomes).sort().map(([k, v]) => [k, { requests: v }])));
+  console.log('Ledger');
+  console.table({
+    'stock': { value: STOCK },
+    '202 accepted': { value: accepted.size },
+    'units accepted (202)': { value: [...accepted.values()].reduce((s, a) => s + a.quantity, 0) },
+    'units in MySQL orders': { value: ledger.unitsInDb },
+    'remaining in Redis': { value: ledger.remaining },
+    'units + remaining (= stock?)': { value: `${ledger.unitsInDb + ledger.remaining} / ${STOCK}` },
+    'lost (202 without order)': { value: ledger.lost.length },
+    'duplicated': { value: ledger.duplicated.length },
+    'unexpected (order without 202)': { value: ledger.unexpected.length },
+    'oversold units': { value: ledger.oversold },
+    'no clear answer -> order': { value: ledger.unknownBecameOrders },
+    'no clear answer -> nothing': { value: ledger.unknownBecameNothing },
+    'lost with Redis data (reconciler)': { value: sale.lostReservations },
+  });
+  const broken =
+    ledger.lost.length > 0 || ledger.duplicated.length > 0 || ledger.unexpected.length > 0 || ledger.oversold > 0 || ledger.unitsInDb + ledger.remaining !== STOCK;
+  console.log(broken ? 'INVARIANT BROKEN' : 'All invariants hold: nothing lost, doubled, unexpected or oversold, and units + remaining = stock.');
+  exitCode = broken ? 1 : 0;
+} catch (error) {
+  console.error(error);
+  exitCode = 1;
+} finally {
+  await Promise.all(Object.values(processes).map((p) => p.kill('SIGKILL')));
+  redis.disconnect();
+  await prisma.$disconnect();
+  await Promise.all([redisServer.stop(), mariadb.stop()]);
+}
+process.exit(exitCode);
