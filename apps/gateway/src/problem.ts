@@ -2,20 +2,22 @@ import type { ErrorRequestHandler, RequestHandler, Response } from 'express';
 import { AppError, ERRORS, type ErrorCode } from '@flashsale/domain';
 import type { Logger } from '@flashsale/config';
 
+/** The RFC 9457 problem document of an error: the catalogue's status and title for its code. */
+export function problemDocument(error: AppError): Record<string, unknown> {
+  return {
+    type: `https://flashsale.dev/problems/${error.code.toLowerCase().replaceAll('_', '-')}`,
+    title: ERRORS[error.code].title,
+    status: error.status,
+    code: error.code,
+    detail: error.message,
+    ...error.extra,
+  };
+}
+
 /** Writes an RFC 9457 problem document with the catalogue's status and title for `code`. */
 export function sendProblem(res: Response, error: AppError): void {
   for (const [name, value] of Object.entries(error.headers)) res.setHeader(name, value);
-  res
-    .status(error.status)
-    .type('application/problem+json')
-    .json({
-      type: `https://flashsale.dev/problems/${error.code.toLowerCase().replaceAll('_', '-')}`,
-      title: ERRORS[error.code].title,
-      status: error.status,
-      code: error.code,
-      detail: error.message,
-      ...error.extra,
-    });
+  res.status(error.status).type('application/problem+json').json(problemDocument(error));
 }
 
 export const notFound: RequestHandler = (req, res) => {
@@ -32,12 +34,18 @@ const BODY_ERRORS: Record<string, ErrorCode> = {
   'request.size.invalid': 'INVALID_REQUEST',
 };
 
+/** The client's error for a failure of body-parser (too large, not JSON, bad charset), if it is one. */
+export function bodyErrorOf(error: unknown): AppError | undefined {
+  const type = (error as { type?: unknown } | null)?.type;
+  const code = typeof type === 'string' ? BODY_ERRORS[type] : undefined;
+  return code ? new AppError(code, code === 'INVALID_REQUEST' ? 'the body is not valid JSON' : undefined) : undefined;
+}
+
 export function errorHandler(logger: Logger): ErrorRequestHandler {
   return (error: unknown, req, res, _next) => {
     if (error instanceof AppError) return sendProblem(res, error);
-    const type = (error as { type?: unknown }).type;
-    const bodyCode = typeof type === 'string' ? BODY_ERRORS[type] : undefined;
-    if (bodyCode) return sendProblem(res, new AppError(bodyCode, bodyCode === 'INVALID_REQUEST' ? 'the body is not valid JSON' : undefined));
+    const bodyError = bodyErrorOf(error);
+    if (bodyError) return sendProblem(res, bodyError);
     logger.error({ err: error, method: req.method, path: req.path }, 'request failed');
     sendProblem(res, new AppError('INTERNAL_ERROR', 'the request could not be completed'));
   };

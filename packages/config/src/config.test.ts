@@ -33,6 +33,7 @@ describe('loadConfig', () => {
       WORKER_MAX_DELIVERIES: 5,
       DB_POOL_SIZE: 10,
       PAUSED_RETRY_AFTER_SECONDS: 2,
+      GATEWAY_WORKERS: 1,
     });
   });
 

@@ -1,0 +1,73 @@
+import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
+import type { Express } from 'express';
+import type { GatewayDeps } from './deps.ts';
+import { createApp } from './app.ts';
+import { createGatewayMetrics } from './metrics.ts';
+import { createPurchaseHandler, type PurchaseHandler } from './purchase/purchase-handler.ts';
+import { SaleVerdictCache } from './purchase/sale-verdict-cache.ts';
+import { LiveSaleDirectory } from './purchase/live-sale-directory.ts';
+import { listenToSaleEvents, type SaleEventsListener } from './purchase/sale-events-listener.ts';
+
+export interface GatewayOptions {
+  /** How long a sold-out or ended verdict is trusted without news from the reconciler, default 1000 ms. */
+  verdictTtlMs?: number;
+  /** How often the live-sale directory is read from MySQL, default 2000 ms. */
+  liveSalesRefreshMs?: number;
+}
+
+export interface Gateway {
+  app: Express;
+  /** The server's request listener: the purchase front door, then the Express app. */
+  listener: RequestListener;
+  verdicts: SaleVerdictCache;
+  liveSales: LiveSaleDirectory;
+  /** Subscribes to sale events and loads the live-sale directory; call before listening. */
+  start(): Promise<void>;
+  close(): Promise<void>;
+}
+
+// The purchase path exactly as clients send it. Anything else that Express's router would still match
+// (a trailing slash, other letter case, percent-encoding) goes to Express, which runs the same handler.
+const PURCHASE_PATH = /^\/api\/sales\/([A-Za-z0-9._-]+)\/purchase(?:\?.*)?$/;
+
+/**
+ * The front door: a purchase goes straight to its handler, everything else to the Express app.
+ *
+ * Express stays the framework of the gateway (every route, the error handling, the admin API) and the
+ * purchase route stays declared in it. But Express's dispatch alone (prototype swaps of req and res,
+ * the router's layer walk, param decoding, the `next` chain) cost about as much as the whole handler in
+ * the profile, so the one route that takes the flash crowd is matched here first, by one regular
+ * expression, and handed the same handler the Express route uses.
+ */
+export function frontDoor(app: Express, handlePurchase: PurchaseHandler): RequestListener {
+  return (req: IncomingMessage, res: ServerResponse) => {
+    if (req.method === 'POST') {
+      const match = PURCHASE_PATH.exec(req.url ?? '');
+      if (match) return handlePurchase(req, res, match[1]!);
+    }
+    app(req, res);
+  };
+}
+
+/** The gateway of one process: the app, the front door, and the background parts of the purchase path. */
+export function createGateway(deps: GatewayDeps, options: GatewayOptions = {}): Gateway {
+  const metrics = createGatewayMetrics();
+  const verdicts = new SaleVerdictCache(options.verdictTtlMs ?? 1000);
+  const liveSales = new LiveSaleDirectory(deps.prisma, deps.logger, options.liveSalesRefreshMs ?? 2000);
+  const handlePurchase = createPurchaseHandler(deps, metrics, { verdicts, liveSales });
+  const app = createApp(deps, metrics, handlePurchase);
+  let events: SaleEventsListener | undefined;
+  return {
+    app,
+    listener: frontDoor(app, handlePurchase),
+    verdicts,
+    liveSales,
+    async start() {
+      [events] = await Promise.all([listenToSaleEvents(deps.config.REDIS_URL, deps.config.REDIS_PREFIX, verdicts, deps.logger), liveSales.start()]);
+    },
+    async close() {
+      liveSales.stop();
+      await events?.close();
+    },
+  };
+}

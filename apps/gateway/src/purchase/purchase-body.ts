@@ -1,0 +1,80 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import express from 'express';
+import { z } from 'zod';
+import { AppError } from '@flashsale/domain';
+import { bodyErrorOf } from '../problem.ts';
+import { parseOrThrow } from '../validation.ts';
+
+const LIMIT_BYTES = 1024;
+const MAX_QUANTITY = 1_000_000;
+
+const purchaseBody = z.strictObject({
+  // The sale's own per-user limit is checked by the reserve script; this bound only keeps the value sane.
+  quantity: z.number().int().min(1).max(MAX_QUANTITY).optional(),
+});
+
+/** body-parser, for every body the plain reader below does not take: it stays the reference behaviour. */
+const parseWithBodyParser = express.json({ limit: LIMIT_BYTES, strict: true });
+const PLAIN_JSON_TYPE = /^application\/json(?:;\s*charset="?utf-8"?)?$/i;
+const JSON_WHITESPACE = /^[\x20\x09\x0a\x0d]*/;
+
+/**
+ * Reads the purchase body and hands back the parsed JSON (`{}` when there is none).
+ *
+ * Nearly every purchase carries `{"quantity":n}` or nothing, with a Content-Length, as
+ * `application/json`. Those are read here with two event handlers and one JSON.parse, which the profile
+ * showed costs a fraction of body-parser's per-request setup (type-is, content-type and charset parsing,
+ * raw-body, iconv). Anything else (chunked, compressed, another charset or +json type, over 1 KB) goes
+ * through body-parser itself, so every answer stays exactly what it was: 413, 415, 400 alike.
+ */
+export function readPurchaseBody(req: IncomingMessage, res: ServerResponse, done: (error: AppError | undefined, body: unknown) => void): void {
+  const { headers } = req;
+  const length = headers['content-length'];
+  const plain = headers['transfer-encoding'] === undefined && headers['content-encoding'] === undefined;
+  if (plain && (length === undefined || length === '0')) {
+    done(undefined, {});
+    return;
+  }
+  if (!plain || !(Number(length) <= LIMIT_BYTES) || !PLAIN_JSON_TYPE.test(headers['content-type'] ?? '')) {
+    parseWithBodyParser(req as express.Request, res as express.Response, (error?: unknown) => {
+      if (error) done(bodyErrorOf(error) ?? new AppError('INVALID_REQUEST', 'the body is not valid JSON'), undefined);
+      else done(undefined, (req as express.Request).body ?? {});
+    });
+    return;
+  }
+  const chunks: Buffer[] = [];
+  req.on('data', (chunk: Buffer) => chunks.push(chunk));
+  req.once('error', () => undefined); // the client went away; there is no one left to answer
+  req.once('end', () => {
+    // Like body-parser: a leading BOM is dropped, an empty body is {}, and in strict mode only an object
+    // or an array may be the top-level value.
+    let text = (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)).toString('utf8');
+    if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+    if (text.length === 0) return done(undefined, {});
+    const first = text[JSON_WHITESPACE.exec(text)![0].length];
+    if (first !== '{' && first !== '[') return done(new AppError('INVALID_REQUEST', 'the body is not valid JSON'), undefined);
+    let body: unknown;
+    try {
+      body = JSON.parse(text);
+    } catch {
+      return done(new AppError('INVALID_REQUEST', 'the body is not valid JSON'), undefined);
+    }
+    done(undefined, body);
+  });
+}
+
+/**
+ * The quantity asked for (1 when absent). The two shapes buyers send are checked by hand; anything else
+ * goes through the zod schema, whose messages the API promises.
+ */
+export function quantityOf(body: unknown): number {
+  if (typeof body === 'object' && body !== null && !Array.isArray(body)) {
+    const keys = Object.keys(body);
+    if (keys.length === 0) return 1;
+    const quantity = (body as { quantity?: unknown }).quantity;
+    if (keys.length === 1 && keys[0] === 'quantity' && Number.isInteger(quantity) && (quantity as number) >= 1 && (quantity as number) <= MAX_QUANTITY) {
+      return quantity as number;
+    }
+  }
+  return parseOrThrow(purchaseBody, body).quantity ?? 1;
+}

@@ -1,0 +1,134 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { AppError, newReservationId } from '@flashsale/domain';
+import { reservePurchase, type ReserveOutcome } from '@flashsale/redis-store';
+import type { GatewayDeps } from '../deps.ts';
+import type { GatewayMetrics } from '../metrics.ts';
+import { RateLimiter } from '../rate-limiter.ts';
+import { createBuyerAuthenticator } from '../auth.ts';
+import { requireJsonBody, saleIdParam } from '../validation.ts';
+import { problemDocument } from '../problem.ts';
+import { quantityOf, readPurchaseBody } from './purchase-body.ts';
+import type { SaleVerdictCache } from './sale-verdict-cache.ts';
+import type { LiveSaleDirectory } from './live-sale-directory.ts';
+
+/** Handles POST /api/sales/:saleId/purchase on Node's own request and response objects. */
+export type PurchaseHandler = (req: IncomingMessage, res: ServerResponse, rawSaleId: string) => void;
+
+/** The refusal a client sees for each outcome of the reserve script. */
+export function refusalOf(outcome: Exclude<ReserveOutcome, { kind: 'reserved' }>, retryAfterSeconds: number): AppError {
+  switch (outcome.kind) {
+    case 'sale_not_found':
+      return new AppError('SALE_NOT_FOUND');
+    case 'sale_ended':
+      return new AppError('SALE_ENDED');
+    case 'sale_paused':
+      return new AppError('SALE_PAUSED', undefined, {}, { 'Retry-After': String(retryAfterSeconds) });
+    case 'sale_not_started':
+      return new AppError('SALE_NOT_STARTED');
+    case 'above_limit':
+      return new AppError('INVALID_REQUEST', `quantity must be at most ${outcome.limit} for this sale`, { perUserLimit: outcome.limit });
+    case 'already_purchased':
+      return new AppError('ALREADY_PURCHASED', undefined, { reservationId: outcome.reservationId });
+    case 'sold_out':
+      return new AppError('SOLD_OUT');
+    case 'insufficient_stock':
+      return new AppError('INSUFFICIENT_STOCK', `only ${outcome.remaining} left`, { remaining: outcome.remaining });
+  }
+}
+
+const JSON_TYPE = 'application/json; charset=utf-8';
+const PROBLEM_TYPE = 'application/problem+json; charset=utf-8';
+
+function writeBody(res: ServerResponse, status: number, contentType: string, body: string, headers: Record<string, string> = {}): void {
+  if (res.headersSent) return;
+  res.writeHead(status, { ...headers, 'Content-Type': contentType, 'Content-Length': Buffer.byteLength(body) });
+  res.end(body);
+}
+
+/** The same bytes as the Express error handler's problem+json, without going through res.json(). */
+export function writeProblem(res: ServerResponse, error: AppError): void {
+  writeBody(res, error.status, PROBLEM_TYPE, JSON.stringify(problemDocument(error)), error.headers);
+}
+
+export interface PurchaseHandlerParts {
+  verdicts: SaleVerdictCache;
+  liveSales: LiveSaleDirectory;
+}
+
+/**
+ * The hot path: authenticate, rate-limit, read and validate the body, then one EVALSHA, or none when the
+ * sale is known to be sold out or over. Written against Node's request and response so it runs the same
+ * behind Express's router and behind the server's front door (see server.ts); it uses nothing of
+ * Express's request or response objects, each of which the profile showed costing on every call.
+ */
+export function createPurchaseHandler({ config, redis, logger }: GatewayDeps, metrics: GatewayMetrics, { verdicts, liveSales }: PurchaseHandlerParts): PurchaseHandler {
+  const authenticate = createBuyerAuthenticator(config.AUTH_SECRET);
+  const limiter = new RateLimiter(config.RATE_LIMIT_PER_SECOND);
+  const prefix = config.REDIS_PREFIX;
+  const outcomeCounters = new Map<string, ReturnType<typeof metrics.purchases.labels>>();
+  const count = (outcome: string) => {
+    let counter = outcomeCounters.get(outcome);
+    if (!counter) outcomeCounters.set(outcome, (counter = metrics.purchases.labels(outcome)));
+    counter.inc();
+  };
+  const refuse = (res: ServerResponse, error: AppError) => {
+    count(error.code);
+    writeProblem(res, error);
+  };
+  const fail = (res: ServerResponse, error: unknown) => {
+    if (error instanceof AppError) return writeProblem(res, error);
+    logger.error({ err: error }, 'purchase failed');
+    writeProblem(res, new AppError('INTERNAL_ERROR', 'the request could not be completed'));
+  };
+
+  async function decide(res: ServerResponse, rawSaleId: string, userId: string, body: unknown, started: number): Promise<void> {
+    const saleId = saleIdParam(rawSaleId);
+    const quantity = quantityOf(body);
+    const verdict = verdicts.get(saleId);
+    if (verdict !== undefined) {
+      metrics.purchaseSeconds.observe((performance.now() - started) / 1000);
+      return refuse(res, new AppError(verdict));
+    }
+    const ticket = verdicts.ticket();
+    const reservationId = newReservationId(saleId);
+    let outcome: ReserveOutcome;
+    try {
+      outcome = await reservePurchase(redis, prefix, { saleId, userId, quantity, reservationId });
+    } catch (error) {
+      // The script may or may not have run; a retry by the buyer is safe either way (it is refused as
+      // ALREADY_PURCHASED with the reservation id if the first one went through).
+      logger.error({ err: error, saleId }, 'reserve script failed');
+      return refuse(res, new AppError('SERVICE_UNAVAILABLE', 'the sale cannot be reached right now, retry shortly', {}, { 'Retry-After': '1' }));
+    }
+    metrics.purchaseSeconds.observe((performance.now() - started) / 1000);
+    if (outcome.kind === 'reserved') {
+      if (outcome.remaining === 0) verdicts.remember(saleId, 'SOLD_OUT', ticket);
+      count('reserved');
+      return writeBody(res, 202, JSON_TYPE, JSON.stringify({ reservationId, saleId, quantity, status: 'pending' }));
+    }
+    if (outcome.kind === 'sold_out') verdicts.remember(saleId, 'SOLD_OUT', ticket);
+    else if (outcome.kind === 'sale_ended') verdicts.remember(saleId, 'SALE_ENDED', ticket);
+    else if (outcome.kind === 'sale_not_found' && liveSales.isLive(saleId)) {
+      // MySQL has this sale and it is running: Redis lost it, and the reconciler rebuilds it from MySQL.
+      return refuse(res, refusalOf({ kind: 'sale_paused' }, config.PAUSED_RETRY_AFTER_SECONDS));
+    }
+    refuse(res, refusalOf(outcome, config.PAUSED_RETRY_AFTER_SECONDS));
+  }
+
+  return (req, res, rawSaleId) => {
+    const started = performance.now();
+    let userId: string;
+    try {
+      // Authentication and the rate limit come before the body is read: the cheapest refusals first.
+      userId = authenticate(req.headers.authorization);
+      if (!limiter.take(userId)) throw new AppError('RATE_LIMITED', undefined, {}, { 'Retry-After': '1' });
+      requireJsonBody(req.headers['content-type'], req.headers['content-length'], req.headers['transfer-encoding'] !== undefined);
+    } catch (error) {
+      return fail(res, error);
+    }
+    readPurchaseBody(req, res, (error, body) => {
+      if (error) return fail(res, error);
+      decide(res, rawSaleId, userId, body, started).catch((failure: unknown) => fail(res, failure));
+    });
+  };
+}
