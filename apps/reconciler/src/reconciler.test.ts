@@ -1,3 +1,5 @@
+import { spawn } from 'node:child_process';
+import { createLogger } from '@flashsale/config';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { newReservationId } from '@flashsale/domain';
 import { ORDER_WRITERS_GROUP, readSaleState, reservePurchase, saleKeys } from '@flashsale/redis-store';
@@ -5,6 +7,7 @@ import { createIsolatedContext, createLiveSale, type TestContext } from '../../.
 import { startGateway } from '../../../test/support/gateway.ts';
 import { startReconciler } from '../../../test/support/reconciler.ts';
 import { until } from '../../../test/support/until.ts';
+import { OrderWorker } from '../../worker/src/order-worker.ts';
 
 let ctx: TestContext;
 let stops: (() => Promise<void>)[];
@@ -87,3 +90,42 @@ describe('POST /api/admin/sales/:saleId/reconcile', () => {
     expect(await missing.json()).toMatchObject({ code: 'SALE_NOT_FOUND' });
   });
 });
+
+describe('npm run reconcile -- --sale <id>', () => {
+  it('reconciles one sale as a one-shot process and prints the result', async () => {
+    const sale = await createLiveSale(ctx, { stock: 4 });
+    await reservePurchase(ctx.redis, ctx.config.REDIS_PREFIX, { saleId: sale.id, userId: 'a', quantity: 1, reservationId: newReservationId(sale.id) });
+    // The reservation is still in flight and no worker runs: the command must wait for it, so a worker
+    // is started in this process a moment later.
+    const worker = new OrderWorker(
+      { redis: ctx.redis, prisma: ctx.prisma, prefix: ctx.config.REDIS_PREFIX, logger: createLogger('w', 'silent') },
+      { batchSize: 10, idleMs: 5, claimIdleMs: 500, maxDeliveries: 5, salesRefreshMs: 50 },
+    );
+    setTimeout(() => worker.start(), 500);
+    stops.push(() => worker.stop());
+
+    const { stdout, code } = await runCli(['--sale', String(sale.id)]);
+
+    expect(code).toBe(0);
+    const result = JSON.parse(stdout.trim().split('\n').at(-1)!) as Record<string, unknown>;
+    expect(result).toEqual({ saleId: sale.id, remaining: 3, buyers: 1, tookMs: result.tookMs, lost: { reservations: 0, units: 0 } });
+    expect(await readSaleState(ctx.redis, ctx.config.REDIS_PREFIX, sale.id)).toMatchObject({ paused: false, remaining: 3 });
+  });
+
+  it('refuses a missing or unknown sale with a non-zero exit', async () => {
+    expect((await runCli([])).code).toBe(2);
+    expect((await runCli(['--sale', '2000000000'])).code).toBe(1);
+  });
+});
+
+function runCli(args: string[]): Promise<{ stdout: string; code: number | null }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'apps/reconciler/src/reconcile-cli.ts', ...args], {
+      env: { ...process.env, REDIS_PREFIX: ctx.config.REDIS_PREFIX, DATABASE_URL: ctx.config.DATABASE_URL, LOG_LEVEL: 'silent' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    child.once('exit', (code) => resolve({ stdout, code }));
+  });
+}
