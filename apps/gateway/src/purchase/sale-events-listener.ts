@@ -16,7 +16,8 @@ export interface SaleEventsListener {
 export async function listenToSaleEvents(redisUrl: string, prefix: string, cache: SaleVerdictCache, logger: Logger): Promise<SaleEventsListener> {
   const channel = saleEventsChannel(prefix);
   const subscriber = new Redis(redisUrl, {
-    connectionName: 'gateway-sale-events',
+    // Named after the prefix, so an operator (or a test) can find this deployment's subscriber.
+    connectionName: `gateway-sale-events:${prefix}`,
     // ioredis resubscribes by itself after a reconnect; 'ready' below then switches the cache back on.
     autoResubscribe: true,
     maxRetriesPerRequest: null,

@@ -1,0 +1,65 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { SaleRecord } from '@flashsale/order-store';
+import { createLiveSale, createTestContext, type TestContext } from '../../../test/support/context.ts';
+import { startGateway } from '../../../test/support/gateway.ts';
+import { buyerToken } from '../../../test/support/tokens.ts';
+import { bearer } from '../../../test/support/http.ts';
+
+let ctx: TestContext;
+let gateway: Awaited<ReturnType<typeof startGateway>>;
+let sale: SaleRecord;
+beforeAll(async () => {
+  ctx = createTestContext();
+  gateway = await startGateway(ctx);
+  sale = await createLiveSale(ctx, { stock: 100, perUserLimit: 2 });
+});
+afterAll(async () => {
+  await gateway.close();
+  await ctx.close();
+});
+
+/** The answer to a request, less what differs by nature between two reservations. */
+async function answer(path: string, init: { contentType?: string; body?: string; token?: string }) {
+  const headers: Record<string, string> = bearer(init.token ?? (await buyerToken(`buyer-${randomUUID()}`)));
+  if (init.contentType) headers['content-type'] = init.contentType;
+  const res = await fetch(`${gateway.url}${path}`, { method: 'POST', headers, body: init.body });
+  const body = (await res.json()) as Record<string, unknown>;
+  if (typeof body.reservationId === 'string') body.reservationId = body.reservationId.replace(/-[0-9a-f-]{36}$/, '-<uuid>');
+  return { status: res.status, contentType: res.headers.get('content-type'), retryAfter: res.headers.get('retry-after'), body };
+}
+
+describe('the purchase front door', () => {
+  // A trailing slash is not the front door's exact path: Express's router takes it, with the same handler.
+  const throughExpress = (saleId: number | string) => `/api/sales/${saleId}/purchase/`;
+  const throughFrontDoor = (saleId: number | string) => `/api/sales/${saleId}/purchase`;
+
+  it.each<[string, { contentType?: string; body?: string; saleId?: string }]>([
+    ['no body', {}],
+    ['a quantity', { contentType: 'application/json', body: '{"quantity":2}' }],
+    ['malformed JSON', { contentType: 'application/json', body: '{"quantity":' }],
+    ['an unknown field', { contentType: 'application/json', body: '{"quantity":1,"userId":"x"}' }],
+    ['a quantity above the limit', { contentType: 'application/json', body: '{"quantity":3}' }],
+    ['a body over 1 KB', { contentType: 'application/json', body: JSON.stringify({ padding: 'x'.repeat(1100) }) }],
+    ['a text/plain body', { contentType: 'text/plain', body: '{}' }],
+    ['a sale id that is not a number', { saleId: 'abc' }],
+  ])('answers %s exactly as the Express route does', async (_, { saleId, ...init }) => {
+    const id = saleId ?? sale.id;
+
+    const viaExpress = await answer(throughExpress(id), init);
+    const viaFrontDoor = await answer(throughFrontDoor(id), init);
+
+    expect(viaFrontDoor).toEqual(viaExpress);
+  });
+
+  it('shares one rate limiter with the Express route', async () => {
+    const token = await buyerToken(`buyer-${randomUUID()}`);
+    // The limiter counts per wall-clock second: start right after one begins, so all 11 fall in it.
+    await new Promise((resolve) => setTimeout(resolve, 1000 - (Date.now() % 1000) + 5));
+    const statuses: number[] = [];
+    // The default budget is 10 a second: the 11th request of one buyer is refused whichever way it came.
+    for (let i = 0; i < 11; i += 1) statuses.push((await answer(i % 2 === 0 ? throughExpress(sale.id) : throughFrontDoor(sale.id), { token })).status);
+
+    expect(statuses).toEqual([202, ...Array(9).fill(409), 429]);
+  });
+});

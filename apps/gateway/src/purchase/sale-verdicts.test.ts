@@ -1,0 +1,124 @@
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { announceSaleChanged, saleKeys } from '@flashsale/redis-store';
+import { insertSale } from '@flashsale/order-store';
+import { createLiveSale, createTestContext, redisNow, type TestContext } from '../../../../test/support/context.ts';
+import { startGateway } from '../../../../test/support/gateway.ts';
+import { buyerToken } from '../../../../test/support/tokens.ts';
+import { bearer, expectProblem } from '../../../../test/support/http.ts';
+
+let ctx: TestContext;
+let gateway: Awaited<ReturnType<typeof startGateway>>;
+beforeAll(async () => {
+  ctx = createTestContext();
+  // A long TTL, so only an announcement or a reconnect can drop a verdict in these tests.
+  gateway = await startGateway(ctx, { verdictTtlMs: 60_000 });
+});
+afterAll(async () => {
+  await gateway.close();
+  await ctx.close();
+});
+
+async function purchase(url: string, saleId: number): Promise<Response> {
+  return fetch(`${url}/api/sales/${saleId}/purchase`, { method: 'POST', headers: bearer(await buyerToken(`buyer-${randomUUID()}`)) });
+}
+
+/** Sells a one-unit sale out through the gateway, then puts units back in Redis behind its back. */
+async function soldOutSaleWithUnitsBackInRedis(url: string): Promise<number> {
+  const sale = await createLiveSale(ctx, { stock: 1 });
+  expect((await purchase(url, sale.id)).status).toBe(202);
+  await expectProblem(await purchase(url, sale.id), 410, 'SOLD_OUT');
+  // What a reconcile does when reservations Redis lost go back to stock.
+  await ctx.redis.hset(saleKeys(ctx.config.REDIS_PREFIX, sale.id).meta, 'remaining', '3');
+  return sale.id;
+}
+
+describe('the sold-out fast path', () => {
+  it('answers a sold-out sale without calling Redis: units put back silently are not seen', async () => {
+    const saleId = await soldOutSaleWithUnitsBackInRedis(gateway.url);
+
+    await expectProblem(await purchase(gateway.url, saleId), 410, 'SOLD_OUT');
+    expect(gateway.gateway.verdicts.get(saleId)).toBe('SOLD_OUT');
+  });
+
+  it('sells again as soon as the reconciler announces the sale changed', async () => {
+    const saleId = await soldOutSaleWithUnitsBackInRedis(gateway.url);
+
+    await announceSaleChanged(ctx.redis, ctx.config.REDIS_PREFIX, saleId);
+    await until(() => gateway.gateway.verdicts.get(saleId) === undefined);
+
+    expect((await purchase(gateway.url, saleId)).status).toBe(202);
+  });
+
+  it('drops every verdict when its subscription reconnects, since announcements may have been missed', async () => {
+    const saleId = await soldOutSaleWithUnitsBackInRedis(gateway.url);
+    const clients = (await ctx.redis.client('LIST', 'TYPE', 'pubsub')) as string;
+    const subscriber = clients.split('\n').find((line) => line.includes(` name=gateway-sale-events:${ctx.config.REDIS_PREFIX} `));
+    expect(subscriber).toBeDefined();
+
+    await ctx.redis.client('KILL', 'ID', /\bid=(\d+)/.exec(subscriber!)![1]!);
+    await until(() => gateway.gateway.verdicts.get(saleId) === undefined);
+
+    expect((await purchase(gateway.url, saleId)).status).toBe(202);
+  });
+
+  it('trusts a verdict no longer than its TTL, should an announcement be lost anyway', async () => {
+    const shortLived = await startGateway(ctx, { verdictTtlMs: 300 });
+    try {
+      const saleId = await soldOutSaleWithUnitsBackInRedis(shortLived.url);
+      await expectProblem(await purchase(shortLived.url, saleId), 410, 'SOLD_OUT');
+
+      await sleep(350);
+
+      expect((await purchase(shortLived.url, saleId)).status).toBe(202);
+    } finally {
+      await shortLived.close();
+    }
+  });
+
+  it('answers an ended sale without calling Redis', async () => {
+    const sale = await createLiveSale(ctx, { startsIn: -120_000, endsIn: -60_000 });
+    await expectProblem(await purchase(gateway.url, sale.id), 410, 'SALE_ENDED');
+    await ctx.redis.hset(saleKeys(ctx.config.REDIS_PREFIX, sale.id).meta, 'ends', String(Date.now() + 3_600_000));
+
+    await expectProblem(await purchase(gateway.url, sale.id), 410, 'SALE_ENDED');
+  });
+});
+
+describe('a live sale that Redis lost', () => {
+  it('is answered 503 SALE_PAUSED with Retry-After while the reconciler rebuilds it', async () => {
+    const sale = await createLiveSale(ctx, { stock: 5 });
+    await gateway.gateway.liveSales.refresh();
+    const keys = saleKeys(ctx.config.REDIS_PREFIX, sale.id);
+    await ctx.redis.del(keys.meta, keys.buyers, keys.stream);
+
+    const res = await purchase(gateway.url, sale.id);
+
+    expect(res.headers.get('retry-after')).toBe('2');
+    await expectProblem(res, 503, 'SALE_PAUSED', 'The sale is paused, retry shortly');
+    expect(await ctx.redis.exists(keys.meta, keys.buyers, keys.stream)).toBe(0);
+  });
+
+  it('still answers an id MySQL does not know with 404 SALE_NOT_FOUND', async () => {
+    await gateway.gateway.liveSales.refresh();
+
+    await expectProblem(await purchase(gateway.url, 2_147_483_000), 404, 'SALE_NOT_FOUND');
+  });
+
+  it('answers a sale MySQL holds as ended, and Redis lost, with 404 SALE_NOT_FOUND as before', async () => {
+    const now = await redisNow(ctx.redis);
+    const sale = await insertSale(ctx.prisma, { name: 'Over', stock: 3, perUserLimit: 1, startsAt: new Date(now - 120_000), endsAt: new Date(now - 60_000) });
+    await gateway.gateway.liveSales.refresh();
+
+    await expectProblem(await purchase(gateway.url, sale.id), 404, 'SALE_NOT_FOUND');
+  });
+});
+
+async function until(condition: () => boolean, timeoutMs = 3000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
+    await sleep(10);
+  }
+}
