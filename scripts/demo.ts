@@ -4,11 +4,11 @@
  * crowd of buyers fired at it, the drain awaited, the ledger checked against MySQL, a report printed,
  * everything stopped. Exits non-zero if any invariant does not hold.
  */
-import { randomBytes } from 'node:crypto';
+import { createConnection } from 'mariadb';
 import { loadConfig } from '@flashsale/config';
 import { createRedis } from '@flashsale/redis-store';
-import { createPrisma, migrate } from '@flashsale/order-store';
-import { buyerToken, createHttpClient, ledgerOf, mapConcurrently, percentile, spawnGateway, spawnWorker, waitForDrain, type AppProcess } from '@flashsale/harness';
+import { createPrisma, migrate, poolConfigFromUrl } from '@flashsale/order-store';
+import { buyerToken, createHttpClient, ledgerOf, mapConcurrently, percentile, spawnGateway, spawnReconciler, spawnWorker, waitForDrain, type AppProcess } from '@flashsale/harness';
 import { ensureServices } from '../infra/ensure-services.ts';
 
 const STOCK = 1000;
@@ -17,26 +17,36 @@ const ATTEMPTS_PER_BUYER = 2;
 const CONNECTIONS = 64;
 
 const config = loadConfig();
-// A prefix of its own, so a demo never meets the keys of a previous one or of a running deployment.
-const prefix = `demo-${randomBytes(3).toString('hex')}`;
-const env = { REDIS_PREFIX: prefix, DATABASE_URL: config.DATABASE_URL, REDIS_URL: config.REDIS_URL };
+// A Redis prefix and a database of its own (`<database>_demo`, made anew each run and left for
+// inspection), so a demo never meets a previous one's data or a deployment's.
+const prefix = 'demo';
+const demoDb = new URL(config.DATABASE_URL);
+demoDb.pathname = `${demoDb.pathname}_demo`;
+const databaseUrl = demoDb.toString();
+const env = { REDIS_PREFIX: prefix, DATABASE_URL: databaseUrl, REDIS_URL: config.REDIS_URL, RECONCILER_PORT: '0' };
 const step = (text: string) => console.log(`\n== ${text}`);
 
 step('services');
 await ensureServices();
-const migrated = await migrate(config.DATABASE_URL);
+const { database, ...server } = poolConfigFromUrl(databaseUrl);
+const admin0 = await createConnection(server);
+await admin0.query(`DROP DATABASE IF EXISTS \`${database}\``);
+await admin0.end();
+const migrated = await migrate(databaseUrl);
 console.log(`Redis and MariaDB answer; database ${migrated.database}: ${migrated.applied.length} migrations applied now, ${migrated.alreadyApplied.length} already`);
 
-step('processes: 1 gateway, 2 workers');
+step('processes: 1 gateway, 2 workers, 1 reconciler');
 const processes: AppProcess[] = [];
 const redis = createRedis(config.REDIS_URL);
-const prisma = createPrisma(config.DATABASE_URL, 2);
+const prisma = createPrisma(databaseUrl, 2);
+await deleteKeys();
 let failed = false;
 try {
   // Each process is recorded as soon as it exists, so the `finally` below stops it whatever fails next.
   const track = <T extends AppProcess>(started: Promise<T>) => started.then((p) => (processes.push(p), p));
   const [gateway, ...workers] = await Promise.all([track(spawnGateway(env)), track(spawnWorker(env)), track(spawnWorker(env))]);
-  console.log(`gateway ${gateway.url} (pid ${gateway.child.pid}), workers pid ${workers.map((w) => w.child.pid).join(', ')}`);
+  const reconciler = await track(spawnReconciler(env));
+  console.log(`gateway ${gateway.url} (pid ${gateway.child.pid}), workers pid ${workers.map((w) => w.child.pid).join(', ')}, reconciler pid ${reconciler.child.pid}`);
 
   step(`sale: ${STOCK} units, at most 2 per buyer`);
   const admin = createHttpClient(gateway.url, 2);
@@ -116,9 +126,13 @@ try {
   const codes = await Promise.all(processes.map((p) => p.kill('SIGTERM')));
   console.log(`exit codes: ${codes.join(', ')}`);
   // The demo's keys go with it; its sale and orders stay in MySQL for inspection.
-  const keys = await redis.keys(`${prefix}:*`);
-  if (keys.length > 0) await redis.del(...keys);
+  await deleteKeys();
   await redis.quit();
   await prisma.$disconnect();
 }
 process.exit(failed ? 1 : 0);
+
+async function deleteKeys(): Promise<void> {
+  const keys = await redis.keys(`${prefix}:*`);
+  if (keys.length > 0) await redis.del(...keys);
+}
