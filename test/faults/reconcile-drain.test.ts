@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createHttpClient, faultLedgerOf, mergeBursts, purchaseBurst, waitForDrain } from '@flashsale/harness';
-import { readSaleState, rebuildSaleState, setSalePaused, streamBacklog } from '@flashsale/redis-store';
+import { announceSaleChanged, readSaleState, rebuildSaleState, setSalePaused, streamBacklog } from '@flashsale/redis-store';
 import { beginRebuild } from '@flashsale/order-store';
 import { startSystem, type System } from '../support/system.ts';
 import { until } from '../support/until.ts';
@@ -31,6 +31,8 @@ describe('a reconciliation requested while reservations are in flight', () => {
     const naive = await beginRebuild(ctx.prisma, control, { countLost: false });
     await rebuildSaleState(ctx.redis, prefix, naive!.sale, naive!);
     await setSalePaused(ctx.redis, prefix, control, false);
+    await announceSaleChanged(ctx.redis, prefix, control);
+    await sleep(200); // the gateway hears the announcement and drops its cached "sold out"
     const oversold = await purchaseBurst(gateways[0]!.url, control, Array.from({ length: 100 }, (_, i) => `c2-${i}`));
     expect({ remainingAfterNaiveRebuild: naive!.remaining, acceptedAgain: oversold.accepted.size }).toEqual({ remainingAfterNaiveRebuild: 100, acceptedAgain: 100 });
 
