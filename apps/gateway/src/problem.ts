@@ -2,22 +2,30 @@ import type { ErrorRequestHandler, RequestHandler, Response } from 'express';
 import { AppError, ERRORS, type ErrorCode } from '@flashsale/domain';
 import type { Logger } from '@flashsale/config';
 
-/** The RFC 9457 problem document of an error: the catalogue's status and title for its code. */
-export function problemDocument(error: AppError): Record<string, unknown> {
+/** What a problem document says: a catalogue code, the detail, and any extra members. */
+export interface Problem {
+  code: ErrorCode;
+  detail?: string;
+  extra?: Record<string, unknown>;
+  headers?: Record<string, string>;
+}
+
+/** The RFC 9457 problem document of a problem: the catalogue's status and title for its code. */
+export function problemDocument({ code, detail, extra }: Problem): Record<string, unknown> {
   return {
-    type: `https://flashsale.dev/problems/${error.code.toLowerCase().replaceAll('_', '-')}`,
-    title: ERRORS[error.code].title,
-    status: error.status,
-    code: error.code,
-    detail: error.message,
-    ...error.extra,
+    type: `https://flashsale.dev/problems/${code.toLowerCase().replaceAll('_', '-')}`,
+    title: ERRORS[code].title,
+    status: ERRORS[code].status,
+    code,
+    detail: detail ?? ERRORS[code].title,
+    ...extra,
   };
 }
 
 /** Writes an RFC 9457 problem document with the catalogue's status and title for `code`. */
 export function sendProblem(res: Response, error: AppError): void {
   for (const [name, value] of Object.entries(error.headers)) res.setHeader(name, value);
-  res.status(error.status).type('application/problem+json').json(problemDocument(error));
+  res.status(error.status).type('application/problem+json').json(problemDocument({ code: error.code, detail: error.message, extra: error.extra }));
 }
 
 export const notFound: RequestHandler = (req, res) => {

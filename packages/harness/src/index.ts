@@ -7,3 +7,4 @@ export { buyerToken } from './tokens.ts';
 export { startRedisServer, freePort, type RedisServer, type RedisServerOptions } from './redis-server.ts';
 export { purchaseBurst, mergeBursts, type BurstOutcome } from './purchase-burst.ts';
 export { startMariaDbServer, type MariaDbServer } from './mariadb-server.ts';
+export { signBuyerTokens } from './signed-tokens.ts';

@@ -1,12 +1,12 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { AppError, newReservationId } from '@flashsale/domain';
+import { AppError, ERRORS, newReservationId } from '@flashsale/domain';
 import { reservePurchase, type ReserveOutcome } from '@flashsale/redis-store';
 import type { GatewayDeps } from '../deps.ts';
 import type { GatewayMetrics } from '../metrics.ts';
 import { RateLimiter } from '../rate-limiter.ts';
 import { createBuyerAuthenticator } from '../auth.ts';
 import { requireJsonBody, saleIdParam } from '../validation.ts';
-import { problemDocument } from '../problem.ts';
+import { problemDocument, type Problem } from '../problem.ts';
 import { quantityOf, readPurchaseBody } from './purchase-body.ts';
 import type { SaleVerdictCache } from './sale-verdict-cache.ts';
 import type { LiveSaleDirectory } from './live-sale-directory.ts';
@@ -14,25 +14,25 @@ import type { LiveSaleDirectory } from './live-sale-directory.ts';
 /** Handles POST /api/sales/:saleId/purchase on Node's own request and response objects. */
 export type PurchaseHandler = (req: IncomingMessage, res: ServerResponse, rawSaleId: string) => void;
 
-/** The refusal a client sees for each outcome of the reserve script. */
-export function refusalOf(outcome: Exclude<ReserveOutcome, { kind: 'reserved' }>, retryAfterSeconds: number): AppError {
+/** The refusal a client sees for each outcome of the reserve script (plain data: no Error to build). */
+export function refusalOf(outcome: Exclude<ReserveOutcome, { kind: 'reserved' }>, retryAfterSeconds: number): Problem {
   switch (outcome.kind) {
     case 'sale_not_found':
-      return new AppError('SALE_NOT_FOUND');
+      return { code: 'SALE_NOT_FOUND' };
     case 'sale_ended':
-      return new AppError('SALE_ENDED');
+      return { code: 'SALE_ENDED' };
     case 'sale_paused':
-      return new AppError('SALE_PAUSED', undefined, {}, { 'Retry-After': String(retryAfterSeconds) });
+      return { code: 'SALE_PAUSED', headers: { 'Retry-After': String(retryAfterSeconds) } };
     case 'sale_not_started':
-      return new AppError('SALE_NOT_STARTED');
+      return { code: 'SALE_NOT_STARTED' };
     case 'above_limit':
-      return new AppError('INVALID_REQUEST', `quantity must be at most ${outcome.limit} for this sale`, { perUserLimit: outcome.limit });
+      return { code: 'INVALID_REQUEST', detail: `quantity must be at most ${outcome.limit} for this sale`, extra: { perUserLimit: outcome.limit } };
     case 'already_purchased':
-      return new AppError('ALREADY_PURCHASED', undefined, { reservationId: outcome.reservationId });
+      return { code: 'ALREADY_PURCHASED', extra: { reservationId: outcome.reservationId } };
     case 'sold_out':
-      return new AppError('SOLD_OUT');
+      return { code: 'SOLD_OUT' };
     case 'insufficient_stock':
-      return new AppError('INSUFFICIENT_STOCK', `only ${outcome.remaining} left`, { remaining: outcome.remaining });
+      return { code: 'INSUFFICIENT_STOCK', detail: `only ${outcome.remaining} left`, extra: { remaining: outcome.remaining } };
   }
 }
 
@@ -46,9 +46,11 @@ function writeBody(res: ServerResponse, status: number, contentType: string, bod
 }
 
 /** The same bytes as the Express error handler's problem+json, without going through res.json(). */
-export function writeProblem(res: ServerResponse, error: AppError): void {
-  writeBody(res, error.status, PROBLEM_TYPE, JSON.stringify(problemDocument(error)), error.headers);
+export function writeProblem(res: ServerResponse, problem: Problem): void {
+  writeBody(res, ERRORS[problem.code].status, PROBLEM_TYPE, JSON.stringify(problemDocument(problem)), problem.headers);
 }
+
+const asProblem = (error: AppError): Problem => ({ code: error.code, detail: error.message, extra: error.extra, headers: error.headers });
 
 export interface PurchaseHandlerParts {
   verdicts: SaleVerdictCache;
@@ -71,14 +73,16 @@ export function createPurchaseHandler({ config, redis, logger }: GatewayDeps, me
     if (!counter) outcomeCounters.set(outcome, (counter = metrics.purchases.labels(outcome)));
     counter.inc();
   };
-  const refuse = (res: ServerResponse, error: AppError) => {
-    count(error.code);
-    writeProblem(res, error);
+  const refuse = (res: ServerResponse, problem: Problem) => {
+    count(problem.code);
+    writeProblem(res, problem);
   };
+  // The answers given without asking Redis, serialised once.
+  const verdictAnswers = { SOLD_OUT: JSON.stringify(problemDocument({ code: 'SOLD_OUT' })), SALE_ENDED: JSON.stringify(problemDocument({ code: 'SALE_ENDED' })) };
   const fail = (res: ServerResponse, error: unknown) => {
-    if (error instanceof AppError) return writeProblem(res, error);
+    if (error instanceof AppError) return writeProblem(res, asProblem(error));
     logger.error({ err: error }, 'purchase failed');
-    writeProblem(res, new AppError('INTERNAL_ERROR', 'the request could not be completed'));
+    writeProblem(res, { code: 'INTERNAL_ERROR', detail: 'the request could not be completed' });
   };
 
   async function decide(res: ServerResponse, rawSaleId: string, userId: string, body: unknown, started: number): Promise<void> {
@@ -87,7 +91,8 @@ export function createPurchaseHandler({ config, redis, logger }: GatewayDeps, me
     const verdict = verdicts.get(saleId);
     if (verdict !== undefined) {
       metrics.purchaseSeconds.observe((performance.now() - started) / 1000);
-      return refuse(res, new AppError(verdict));
+      count(verdict);
+      return writeBody(res, ERRORS[verdict].status, PROBLEM_TYPE, verdictAnswers[verdict]);
     }
     const ticket = verdicts.ticket();
     const reservationId = newReservationId(saleId);
@@ -98,7 +103,7 @@ export function createPurchaseHandler({ config, redis, logger }: GatewayDeps, me
       // The script may or may not have run; a retry by the buyer is safe either way (it is refused as
       // ALREADY_PURCHASED with the reservation id if the first one went through).
       logger.error({ err: error, saleId }, 'reserve script failed');
-      return refuse(res, new AppError('SERVICE_UNAVAILABLE', 'the sale cannot be reached right now, retry shortly', {}, { 'Retry-After': '1' }));
+      return refuse(res, { code: 'SERVICE_UNAVAILABLE', detail: 'the sale cannot be reached right now, retry shortly', headers: { 'Retry-After': '1' } });
     }
     metrics.purchaseSeconds.observe((performance.now() - started) / 1000);
     if (outcome.kind === 'reserved') {

@@ -53,11 +53,11 @@ describe('the sold-out fast path', () => {
 
   it('drops every verdict when its subscription reconnects, since announcements may have been missed', async () => {
     const saleId = await soldOutSaleWithUnitsBackInRedis(gateway.url);
-    const clients = (await ctx.redis.client('LIST', 'TYPE', 'pubsub')) as string;
+    const clients = (await ctx.redis.call('CLIENT', 'LIST', 'TYPE', 'pubsub')) as string;
     const subscriber = clients.split('\n').find((line) => line.includes(` name=gateway-sale-events:${ctx.config.REDIS_PREFIX} `));
     expect(subscriber).toBeDefined();
 
-    await ctx.redis.client('KILL', 'ID', /\bid=(\d+)/.exec(subscriber!)![1]!);
+    await ctx.redis.call('CLIENT', 'KILL', 'ID', /\bid=(\d+)/.exec(subscriber!)![1]!);
     await until(() => gateway.gateway.verdicts.get(saleId) === undefined);
 
     expect((await purchase(gateway.url, saleId)).status).toBe(202);
