@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '@flashsale/config';
 import { findSale, unitsAcceptedBy, type PrismaClient } from '@flashsale/order-store';
-import { decodeReservation, ORDER_WRITERS_GROUP, saleKeys, type ScriptedRedis } from '@flashsale/redis-store';
+import { decodeReservation, ORDER_WRITERS_GROUP, saleKeys, toRecord, type ScriptedRedis } from '@flashsale/redis-store';
 
 /** The ledger of one sale at one instant: remaining + in flight + dead-lettered + in MySQL = stock. */
 export interface AuditReport {
@@ -81,11 +81,6 @@ async function readRange(redis: ScriptedRedis, key: string, from: string, to: st
   }
 }
 
-function toRecord(flat: unknown[]): Record<string, unknown> {
-  const record: Record<string, unknown> = {};
-  for (let i = 0; i + 1 < flat.length; i += 2) record[String(flat[i])] = flat[i + 1];
-  return record;
-}
 
 export interface AuditDeps {
   redis: ScriptedRedis;

@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { killChild } from './child-process.ts';
 import { createConnection } from 'mariadb';
 import { freePort } from './redis-server.ts';
 
@@ -50,12 +51,8 @@ export async function startMariaDbServer(): Promise<MariaDbServer> {
       }
       throw new Error(`mariadbd on ${port} did not come up`);
     },
-    async kill(signal = 'SIGKILL') {
-      const running = child;
-      if (!running || running.exitCode !== null || running.signalCode !== null) return;
-      const exited = new Promise((resolve) => running.once('exit', resolve));
-      running.kill(signal);
-      await exited;
+    kill(signal = 'SIGKILL') {
+      return killChild(child, signal);
     },
     async stop() {
       await server.kill('SIGKILL');

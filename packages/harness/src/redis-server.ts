@@ -4,6 +4,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { killChild } from './child-process.ts';
 import { Redis } from 'ioredis';
 
 /** A free TCP port on loopback, as the kernel hands it out. */
@@ -64,12 +65,8 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
       }
       throw new Error(`redis-server on ${port} did not come up`);
     },
-    async kill(signal = 'SIGKILL') {
-      const running = child;
-      if (!running || running.exitCode !== null || running.signalCode !== null) return;
-      const exited = new Promise((resolve) => running.once('exit', resolve));
-      running.kill(signal);
-      await exited;
+    kill(signal = 'SIGKILL') {
+      return killChild(child, signal);
     },
     async stop() {
       await server.kill('SIGKILL');

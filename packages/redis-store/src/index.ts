@@ -3,7 +3,7 @@ export { withScripts, type ScriptedRedis, type ScriptCommands } from './scripts.
 export { createRedis, type RedisClientOptions } from './redis-client.ts';
 export { reservePurchase, toReserveOutcome, type ReserveOutcome, type PurchaseRequest } from './reserve-purchase.ts';
 export { publishSale, readSaleState, setSalePaused, findBuyerReservation, listSaleIds, type SaleState } from './sale-state.ts';
-export { streamBacklog, type StreamBacklog } from './stream-backlog.ts';
+export { streamBacklog, toRecord, type StreamBacklog } from './stream-backlog.ts';
 export { decodeReservation, type Reservation, type DecodedEntry } from './reservation-stream.ts';
 export { rebuildSaleState, type BuyerRecord } from './sale-rebuild.ts';
 export { snapshotSale, type SaleSnapshot } from './sale-snapshot.ts';

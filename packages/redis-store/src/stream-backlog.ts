@@ -35,7 +35,8 @@ export async function streamBacklog(redis: ScriptedRedis, prefix: string, saleId
   return { lag, pending: Number(group.pending), deadLettered };
 }
 
-function toRecord(flat: unknown[]): Record<string, unknown> {
+/** A flat [field, value, ...] reply (XINFO) as an object. */
+export function toRecord(flat: unknown[]): Record<string, unknown> {
   const record: Record<string, unknown> = {};
   for (let i = 0; i + 1 < flat.length; i += 2) record[String(flat[i])] = flat[i + 1];
   return record;
