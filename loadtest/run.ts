@@ -1,0 +1,77 @@
+/**
+ * `npm run loadtest -- <flash-crowd|duplicate-storm|sustained> [--smoke] [--node]`
+ *
+ * With `k6` on PATH (and no --node): `k6 run loadtest/k6/<scenario>.js` against BASE_URL, then the
+ * invariant check of the sales it made. Otherwise the Node runner plays the same shape (loadtest/k6/lib/
+ * shapes.js). Without BASE_URL the runner starts a system of its own (a gateway and two workers, under a
+ * Redis prefix of their own) and stops it afterwards. The report is printed and written to
+ * loadtest/results/<scenario>-<k6|node>.json; the exit code is non-zero when a threshold or an invariant
+ * fails.
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { loadConfig } from '@flashsale/config';
+import { createRedis } from '@flashsale/redis-store';
+import { createPrisma, migrate } from '@flashsale/order-store';
+import { spawnGateway, spawnWorker, type AppProcess } from '@flashsale/harness';
+import { ensureServices } from '../infra/ensure-services.ts';
+import { SCENARIOS, smokeOf, type ScenarioName } from './k6/lib/shapes.js';
+import { runScenario } from './runner/scenario-run.ts';
+import { checkSaleInvariants, invariantsHold } from './runner/invariants.ts';
+import { printReport } from './runner/report.ts';
+
+const args = process.argv.slice(2);
+const scenario = args.find((arg) => !arg.startsWith('--')) as ScenarioName | undefined;
+if (!scenario || !(scenario in SCENARIOS)) {
+  console.error(`usage: npm run loadtest -- <${Object.keys(SCENARIOS).join('|')}> [--smoke] [--node]`);
+  process.exit(2);
+}
+const smoke = args.includes('--smoke');
+const useK6 = !args.includes('--node') && spawnSync('k6', ['version'], { stdio: 'ignore' }).status === 0;
+const config = loadConfig();
+mkdirSync('loadtest/results', { recursive: true });
+
+await ensureServices();
+const redis = createRedis(config.REDIS_URL);
+const prisma = createPrisma(config.DATABASE_URL, 2);
+const processes: AppProcess[] = [];
+let passed = false;
+try {
+  if (useK6) {
+    if (!process.env.BASE_URL) throw new Error('k6 runs against a running system: set BASE_URL (and REDIS_PREFIX, DATABASE_URL, REDIS_URL of that system for the check)');
+    const summaryPath = `loadtest/results/${scenario}-k6.json`;
+    const k6 = spawnSync('k6', ['run', `loadtest/k6/${scenario}.js`], { stdio: 'inherit', env: { ...process.env, SUMMARY_PATH: summaryPath } });
+    const { saleIds } = JSON.parse(readFileSync(summaryPath, 'utf8')) as { saleIds: number[] };
+    const invariants = [];
+    for (const saleId of saleIds) invariants.push(await checkSaleInvariants(redis, prisma, config.REDIS_PREFIX, saleId));
+    console.table(invariants);
+    passed = k6.status === 0 && invariantsHold(invariants);
+  } else {
+    let baseUrl = process.env.BASE_URL;
+    let prefix = config.REDIS_PREFIX;
+    if (!baseUrl) {
+      await migrate(config.DATABASE_URL);
+      prefix = `loadtest-${randomBytes(3).toString('hex')}`;
+      const env = { REDIS_PREFIX: prefix, DATABASE_URL: config.DATABASE_URL, REDIS_URL: config.REDIS_URL, LOG_LEVEL: 'warn' };
+      const track = <T extends AppProcess>(started: Promise<T>) => started.then((p) => (processes.push(p), p));
+      const [gateway] = await Promise.all([track(spawnGateway({ ...env, LOG_LEVEL: 'info' })), track(spawnWorker({ ...env, LOG_LEVEL: 'info' })), track(spawnWorker({ ...env, LOG_LEVEL: 'info' }))]);
+      baseUrl = gateway.url;
+      console.log(`system of its own: gateway ${baseUrl}, 2 workers, Redis prefix ${prefix}`);
+    }
+    const shape = smoke ? smokeOf(SCENARIOS[scenario], 2) : SCENARIOS[scenario];
+    console.log(`${scenario}${smoke ? ' (smoke)' : ''}: ${shape.description}`);
+    const report = await runScenario(scenario, shape, { baseUrl, adminToken: config.ADMIN_TOKEN, authSecret: config.AUTH_SECRET, redis, prisma, prefix }, (p) =>
+      console.log(`  ${p.elapsedSeconds.toFixed(0).padStart(4)} s  sent ${p.sent}  in flight ${p.inFlight}  dropped ${p.dropped}  ${JSON.stringify(p.outcomes)}`),
+    );
+    writeFileSync(`loadtest/results/${scenario}-node.json`, `${JSON.stringify(report, null, 2)}\n`);
+    printReport(report);
+    passed = report.passed;
+  }
+} finally {
+  await Promise.all(processes.map((p) => p.kill('SIGTERM')));
+  await redis.quit();
+  await prisma.$disconnect();
+}
+console.log(passed ? 'PASSED: thresholds met, every invariant holds' : 'FAILED: see above');
+process.exit(passed ? 0 : 1);

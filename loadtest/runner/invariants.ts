@@ -1,0 +1,59 @@
+import { saleKeys, type ScriptedRedis } from '@flashsale/redis-store';
+import type { PrismaClient } from '@flashsale/order-store';
+import { ledgerOf, waitForDrain } from '@flashsale/harness';
+
+export interface SaleInvariants {
+  saleId: number;
+  /** Accepted reservations (202) with no order in MySQL. */
+  lost: number;
+  /** Reservation ids or buyers with more than one order. */
+  duplicated: number;
+  /** Orders with no accepted reservation behind them. */
+  unexpected: number;
+  /** Units sold beyond the stock: in orders, or in orders plus what Redis still offers. */
+  oversold: number;
+  /** Units in orders + remaining in Redis = stock, as the contract requires once nothing is in flight. */
+  balanced: boolean;
+  stock: number;
+  unitsInDb: number;
+  remaining: number;
+}
+
+/**
+ * The contract's invariants for one sale, once its stream has drained. The accepted reservations are the
+ * client's own list of 202s when it has one (the Node runner); otherwise (after k6) the sale's buyers hash
+ * in Redis, where the reserve script records every reservation it accepted.
+ */
+export async function checkSaleInvariants(
+  redis: ScriptedRedis,
+  prisma: PrismaClient,
+  prefix: string,
+  saleId: number,
+  accepted?: Map<string, { userId: string; quantity: number }>,
+): Promise<SaleInvariants> {
+  await waitForDrain(redis, prefix, saleId, 120_000);
+  let reservations = accepted;
+  if (!reservations) {
+    reservations = new Map();
+    for (const [userId, value] of Object.entries(await redis.hgetall(saleKeys(prefix, saleId).buyers))) {
+      const [reservationId = '', quantity] = value.split('|');
+      reservations.set(reservationId, { userId, quantity: Number(quantity) });
+    }
+  }
+  const ledger = await ledgerOf(redis, prisma, prefix, saleId, reservations);
+  return {
+    saleId,
+    lost: ledger.lost.length,
+    duplicated: ledger.duplicated.length,
+    unexpected: ledger.unexpected.length,
+    oversold: Math.max(0, ledger.unitsInDb - ledger.stock, ledger.unitsInDb + ledger.remaining - ledger.stock),
+    balanced: ledger.unitsInDb + ledger.remaining === ledger.stock,
+    stock: ledger.stock,
+    unitsInDb: ledger.unitsInDb,
+    remaining: ledger.remaining,
+  };
+}
+
+export function invariantsHold(checks: SaleInvariants[]): boolean {
+  return checks.every((c) => c.lost === 0 && c.duplicated === 0 && c.unexpected === 0 && c.oversold === 0 && c.balanced);
+}
