@@ -1,0 +1,64 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Redis } from 'ioredis';
+import { buyerToken, startRedisServer, type RedisServer } from '@flashsale/harness';
+import { createLiveSale, createTestContext, type TestContext } from '../support/context.ts';
+import { startGateway } from '../support/gateway.ts';
+
+// The purchase path's cost in Redis commands, counted by a redis-server of the test's own: nothing else
+// talks to it but this gateway, so INFO commandstats sees exactly what the purchases cost.
+
+let server: RedisServer;
+let ctx: TestContext;
+let gateway: { url: string; close(): Promise<void> };
+
+beforeAll(async () => {
+  server = await startRedisServer();
+  ctx = createTestContext({ REDIS_URL: server.url });
+  gateway = await startGateway(ctx);
+});
+afterAll(async () => {
+  await gateway.close();
+  await ctx.close();
+  await server.stop();
+});
+
+async function commandCounts(): Promise<Map<string, number>> {
+  const probe = new Redis(server.url);
+  const text = await probe.info('commandstats');
+  probe.disconnect();
+  const counts = new Map<string, number>();
+  for (const match of text.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) counts.set(match[1]!, Number(match[2]));
+  return counts;
+}
+
+function delta(before: Map<string, number>, after: Map<string, number>): Record<string, number> {
+  const changed: Record<string, number> = {};
+  for (const [name, calls] of after) {
+    const diff = calls - (before.get(name) ?? 0);
+    // The probe's own INFO and the connection handshakes (CLIENT SETINFO/HELLO) are not the purchase's.
+    if (diff > 0 && !['info', 'client|setinfo', 'hello', 'client|setname', 'select', 'ping'].includes(name)) changed[name] = diff;
+  }
+  return changed;
+}
+
+describe('what a purchase costs in Redis', () => {
+  it('is one EVALSHA per purchase, accepted or refused, and none once the gateway has seen the sale sell out', async () => {
+    const sale = await createLiveSale(ctx, { stock: 4 });
+    const send = async (buyer: string) =>
+      fetch(`${gateway.url}/api/sales/${sale.id}/purchase`, { method: 'POST', headers: { authorization: `Bearer ${await buyerToken(buyer)}` } });
+    // Warm up: the first call may have to load the script (NOSCRIPT, then EVAL).
+    expect((await send('warm-up')).status).toBe(202);
+
+    const before = await commandCounts();
+    const statuses = [];
+    for (const buyer of ['a', 'b', 'a', 'c', 'd']) statuses.push((await send(buyer)).status);
+    const after = await commandCounts();
+
+    // Accepted, accepted, duplicate, accepted (the last unit): one EVALSHA each. Then sold out, answered
+    // by the gateway from what the last script call told it: no Redis call at all. commandstats also
+    // counts the commands the script runs inside: per call HMGET, TIME and HGET (the buyer check), and for
+    // each of the three accepted HINCRBY, HSET and XADD. Nothing else reached Redis.
+    expect(statuses).toEqual([202, 202, 409, 202, 410]);
+    expect(delta(before, after)).toEqual({ evalsha: 4, hmget: 4, time: 4, hget: 4, hincrby: 3, hset: 3, xadd: 3 });
+  });
+});
