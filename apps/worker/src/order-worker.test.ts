@@ -65,6 +65,9 @@ describe('order worker', () => {
     expect(worker.stats.written).toBe(25);
     const orders = await ordersOf(ctx.prisma, sale.id);
     expect(orders.every((o) => o.status === 'created')).toBe(true);
+    // reserved_at is the time Redis accepted the reservation, to the millisecond.
+    const acceptedAt = new Map((await readEntries(sale.id)).map(([, f]) => [f[1], Number(f[7])]));
+    expect(orders.map((o) => o.reservedAt.getTime())).toEqual(orders.map((o) => acceptedAt.get(o.reservationId)));
   });
 
   it('discovers a sale published after it started', async () => {

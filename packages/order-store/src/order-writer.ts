@@ -1,5 +1,5 @@
 import type { Reservation } from '@flashsale/redis-store';
-import type { PrismaClient } from './generated/prisma/client.ts';
+import { Prisma, type PrismaClient } from './generated/prisma/client.ts';
 
 /** Why a reservation could not become an order. Each is kept in the dead-letter stream, never dropped. */
 export type RejectReason =
@@ -46,15 +46,16 @@ export async function writeOrderBatch(prisma: PrismaClient, saleId: number, batc
         outcome.rejected = batch.map((reservation) => ({ reservation, reason: 'SALE_NOT_FOUND' as const }));
         return outcome;
       }
-      const existing = await tx.order.findMany({
-        where: {
-          saleId,
-          OR: [{ reservationId: { in: batch.map((r) => r.reservationId) } }, { userId: { in: batch.map((r) => r.userId) } }],
-        },
-        select: { reservationId: true, userId: true },
-      });
-      const existingReservations = new Set(existing.map((order) => order.reservationId));
-      const buyersWithOrders = new Set(existing.map((order) => order.userId));
+      // Two lookups on unique indexes (reservation_id; sale_id + user_id) rather than one OR, which
+      // MySQL answers with a slower index merge.
+      const reservationIds = Prisma.join(batch.map((r) => r.reservationId));
+      const userIds = Prisma.join(batch.map((r) => r.userId));
+      const existing = await tx.$queryRaw<{ reservation_id: string; user_id: string }[]>`
+        SELECT reservation_id, user_id FROM orders WHERE reservation_id IN (${reservationIds})
+        UNION ALL
+        SELECT reservation_id, user_id FROM orders WHERE sale_id = ${saleId} AND user_id IN (${userIds})`;
+      const existingReservations = new Set(existing.map((order) => order.reservation_id));
+      const buyersWithOrders = new Set(existing.map((order) => order.user_id));
       const stock = Number(sale.stock);
       let sold = Number(sale.sold_units);
       for (const reservation of batch) {
@@ -75,15 +76,11 @@ export async function writeOrderBatch(prisma: PrismaClient, saleId: number, batc
         }
       }
       if (outcome.written.length === 0) return outcome;
-      await tx.order.createMany({
-        data: outcome.written.map((r) => ({
-          reservationId: r.reservationId,
-          saleId,
-          userId: r.userId,
-          quantity: r.quantity,
-          reservedAt: new Date(r.reservedAt),
-        })),
-      });
+      // One multi-row INSERT, written as SQL: Prisma's createMany builds the same statement but spends
+      // several times longer in JavaScript on a 500-row batch, which made it the drain's bottleneck.
+      await tx.$executeRaw`
+        INSERT INTO orders (reservation_id, sale_id, user_id, quantity, status, reserved_at)
+        VALUES ${Prisma.join(outcome.written.map((r) => Prisma.sql`(${r.reservationId}, ${saleId}, ${r.userId}, ${r.quantity}, 'created', ${new Date(r.reservedAt)})`))}`;
       const units = sold - Number(sale.sold_units);
       const updated = await tx.$executeRaw`UPDATE sales SET sold_units = sold_units + ${units} WHERE id = ${saleId} AND sold_units + ${units} <= stock`;
       if (updated !== 1) throw new Error(`sale ${saleId}: guarded sold_units update refused ${units} units`);
