@@ -34,8 +34,20 @@ export interface BatchOutcome {
  * CHECK sold_units <= stock stay as the last line of defence should anything here be wrong.
  */
 export async function writeOrderBatch(prisma: PrismaClient, saleId: number, batch: Reservation[]): Promise<BatchOutcome> {
+  if (batch.length === 0) return { written: [], replayed: [], rejected: [] };
+  try {
+    // Almost every batch is new reservations of new buyers: write it without looking anything up.
+    return await writeInTransaction(prisma, saleId, batch, false);
+  } catch (error) {
+    if (!isUniqueViolation(error)) throw error;
+    // A redelivered reservation or a buyer who already has an order: the unique keys refused the batch
+    // (nothing was written); look them up and write the rest.
+    return writeInTransaction(prisma, saleId, batch, true);
+  }
+}
+
+async function writeInTransaction(prisma: PrismaClient, saleId: number, batch: Reservation[], lookUpExisting: boolean): Promise<BatchOutcome> {
   const outcome: BatchOutcome = { written: [], replayed: [], rejected: [] };
-  if (batch.length === 0) return outcome;
   return prisma.$transaction(
     async (tx) => {
       // The lock is also the fence against a rebuild: the reconciler switches redis_generation under the
@@ -46,14 +58,17 @@ export async function writeOrderBatch(prisma: PrismaClient, saleId: number, batc
         outcome.rejected = batch.map((reservation) => ({ reservation, reason: 'SALE_NOT_FOUND' as const }));
         return outcome;
       }
-      // Two lookups on unique indexes (reservation_id; sale_id + user_id) rather than one OR, which
-      // MySQL answers with a slower index merge.
-      const reservationIds = Prisma.join(batch.map((r) => r.reservationId));
-      const userIds = Prisma.join(batch.map((r) => r.userId));
-      const existing = await tx.$queryRaw<{ reservation_id: string; user_id: string }[]>`
-        SELECT reservation_id, user_id FROM orders WHERE reservation_id IN (${reservationIds})
-        UNION ALL
-        SELECT reservation_id, user_id FROM orders WHERE sale_id = ${saleId} AND user_id IN (${userIds})`;
+      let existing: { reservation_id: string; user_id: string }[] = [];
+      if (lookUpExisting) {
+        // Two lookups on unique indexes (reservation_id; sale_id + user_id) rather than one OR, which
+        // MySQL answers with a slower index merge.
+        const reservationIds = Prisma.join(batch.map((r) => r.reservationId));
+        const userIds = Prisma.join(batch.map((r) => r.userId));
+        existing = await tx.$queryRaw<{ reservation_id: string; user_id: string }[]>`
+          SELECT reservation_id, user_id FROM orders WHERE reservation_id IN (${reservationIds})
+          UNION ALL
+          SELECT reservation_id, user_id FROM orders WHERE sale_id = ${saleId} AND user_id IN (${userIds})`;
+      }
       const existingReservations = new Set(existing.map((order) => order.reservation_id));
       const buyersWithOrders = new Set(existing.map((order) => order.user_id));
       const stock = Number(sale.stock);
@@ -87,5 +102,16 @@ export async function writeOrderBatch(prisma: PrismaClient, saleId: number, batc
       return outcome;
     },
     { maxWait: 5_000, timeout: 30_000 },
+  );
+}
+
+/** MySQL's duplicate-key error (1062), as Prisma reports it for a raw statement or a model call. */
+function isUniqueViolation(error: unknown): boolean {
+  const e = error as { code?: string; meta?: { code?: string; driverAdapterError?: { cause?: { kind?: string } } }; message?: string };
+  return (
+    e.code === 'P2002' ||
+    e.meta?.code === '1062' ||
+    e.meta?.driverAdapterError?.cause?.kind === 'UniqueConstraintViolation' ||
+    /\b1062\b|Duplicate entry/.test(e.message ?? '')
   );
 }
