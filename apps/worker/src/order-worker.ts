@@ -79,6 +79,8 @@ export class OrderWorker {
     let salesReadAt = 0;
     let claimedAt = 0;
     let failures = 0;
+    let prefetched: Promise<Map<number, RawEntry[]>> | undefined;
+    let abandoned = false;
     while (this.running) {
       try {
         const now = Date.now();
@@ -91,17 +93,40 @@ export class OrderWorker {
           claimedAt = now;
           busy = await this.reclaim(sales);
         }
-        const fresh = await readNewEntries(redis, prefix, this.consumer, sales, this.options.batchSize);
-        await Promise.all([...fresh].map(([saleId, entries]) => this.process(saleId, entries.map((entry) => ({ entry, deliveries: 1 })))));
+        const fresh = await (prefetched ?? this.read(sales));
+        // While this round's batches are written to MySQL, the next round's entries are read from Redis:
+        // the two overlap instead of taking turns. Only when there is work: an idle worker just polls.
+        prefetched = fresh.size > 0 ? this.read(sales) : undefined;
+        await this.processAll(fresh);
         failures = 0;
         if (fresh.size === 0 && !busy) await sleep(this.options.idleMs);
       } catch (error) {
-        if (error instanceof Abandoned) break;
+        prefetched = undefined;
+        if (error instanceof Abandoned) {
+          abandoned = true;
+          break;
+        }
         failures += 1;
         logger.error({ err: error, failures }, 'worker round failed; retrying');
         await sleep(backoffMs(failures));
       }
     }
+    // Entries a last prefetch read are this worker's now: write them before stopping rather than leave
+    // them pending until another worker's claim timeout.
+    if (prefetched && !abandoned) {
+      await prefetched.then((last) => this.processAll(last)).catch((error: unknown) => logger.error({ err: error }, 'last batch not written; it stays pending for another worker'));
+    }
+  }
+
+  private read(sales: number[]): Promise<Map<number, RawEntry[]>> {
+    const reading = readNewEntries(this.deps.redis, this.deps.prefix, this.consumer, sales, this.options.batchSize);
+    // A prefetch that fails is awaited (and its error handled) by the next round; never unhandled.
+    reading.catch(() => undefined);
+    return reading;
+  }
+
+  private async processAll(fresh: Map<number, RawEntry[]>): Promise<void> {
+    await Promise.all([...fresh].map(([saleId, entries]) => this.process(saleId, entries.map((entry) => ({ entry, deliveries: 1 })))));
   }
 
   /** Takes over and processes entries idle on other consumers; true when there were any. */
