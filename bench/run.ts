@@ -4,7 +4,7 @@
  * in one run on this machine, alternating A B A B, medians reported. Writes bench/results.json and the
  * results table of docs/BENCHMARKS.md.
  *
- * BENCH_SECONDS (5) per load run, BENCH_ROUNDS (2) alternations, BENCH_CONNECTIONS (64), BENCH_DRAIN_ROWS (20000).
+ * BENCH_SECONDS (5) per load run, BENCH_ROUNDS (3) alternations, BENCH_CONNECTIONS (64), BENCH_DRAIN_ROWS (20000).
  */
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
@@ -20,7 +20,7 @@ import { drainByWorker, drainRaw } from './drain.ts';
 import { writeResults, type BenchResults } from './report.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 64);
 const DRAIN_ROWS = Number(process.env.BENCH_DRAIN_ROWS ?? 20_000);
 const DUPLICATE_BUYERS = 20_000;
