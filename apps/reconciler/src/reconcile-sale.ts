@@ -38,7 +38,8 @@ export async function reconcileSale(deps: ReconcileDeps, saleId: number, reason:
   const backlog = await waitForDrain(redis, prefix, saleId, { timeoutMs: deps.drainTimeoutMs });
   logger.info({ saleId, deadLettered: backlog.deadLettered, waitedMs: Math.round(performance.now() - started) }, 'reconcile: stream drained');
 
-  const plan = await beginRebuild(prisma, saleId, { countLost: reason !== 'operator' });
+  // Only a loss of Redis data destroys reservations; the checkpoint then measures how many.
+  const plan = await beginRebuild(prisma, saleId, { countLost: reason === 'lost' || reason === 'stale' });
   if (!plan) throw new SaleNotFound(`sale ${saleId} is not in MySQL`);
   await rebuildSaleState(redis, prefix, plan.sale, plan);
   await setSalePaused(redis, prefix, saleId, false);

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { createLogger } from '@flashsale/config';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { newReservationId } from '@flashsale/domain';
-import { ORDER_WRITERS_GROUP, readSaleState, reservePurchase, saleKeys } from '@flashsale/redis-store';
+import { ORDER_WRITERS_GROUP, readSaleState, reservePurchase, saleKeys, setSalePaused } from '@flashsale/redis-store';
 import { createIsolatedContext, createLiveSale, type TestContext } from '../../../test/support/context.ts';
 import { startGateway } from '../../../test/support/gateway.ts';
 import { startReconciler } from '../../../test/support/reconciler.ts';
@@ -38,6 +38,19 @@ describe('the reconciler process', () => {
     expect(reconciler.reconciled).toEqual([{ saleId: sale.id, remaining: 8, buyers: 0, tookMs: reconciler.reconciled[0]?.tookMs, lost: { reservations: 0, units: 0 } }]);
     const groups = (await ctx.redis.xinfo('GROUPS', keys.stream)) as unknown[][];
     expect(groups.map((g) => g[1])).toEqual([ORDER_WRITERS_GROUP]);
+  });
+
+  it('takes up a sale left paused by a reconciliation that died, and resumes it', async () => {
+    const sale = await createLiveSale(ctx, { stock: 5 });
+    // What a reconciler killed between its pause and its resume leaves behind, with no job left to finish it.
+    await setSalePaused(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, true);
+    const reconciler = await startReconciler(ctx);
+    stops.push(reconciler.stop);
+
+    const state = await until(() => readSaleState(ctx.redis, ctx.config.REDIS_PREFIX, sale.id), (s) => s?.paused === false);
+
+    expect(state).toMatchObject({ remaining: 5, paused: false });
+    expect(reconciler.reconciled.map((r) => r.saleId)).toEqual([sale.id]);
   });
 
   it('audits every live sale on its schedule and reports confirmed drift, in the stats too', async () => {

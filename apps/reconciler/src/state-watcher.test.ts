@@ -38,7 +38,7 @@ describe('judging a sale state', () => {
     expect(judge(sale, { ...snapshot, remaining: 8 })).toMatchObject({ kind: 'reconcile', reason: 'lost' });
   });
 
-  it('leaves a paused sale alone: a reconciliation holds it', () => {
-    expect(judge(sale, { ...snapshot, paused: true })).toEqual({ kind: 'busy' });
+  it('sees a paused sale as paused, neither healthy nor checkpointed', () => {
+    expect(judge(sale, { ...snapshot, paused: true })).toEqual({ kind: 'paused' });
   });
 });

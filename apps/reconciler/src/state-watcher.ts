@@ -4,7 +4,7 @@ import { snapshotSale, type SaleSnapshot, type ScriptedRedis } from '@flashsale/
 import type { ReconcileReason } from '@flashsale/jobs';
 
 /** What the watcher concluded about one sale's Redis state. */
-export type Verdict = { kind: 'healthy' } | { kind: 'busy' } | { kind: 'reconcile'; reason: ReconcileReason; why: string };
+export type Verdict = { kind: 'healthy' } | { kind: 'paused' } | { kind: 'reconcile'; reason: ReconcileReason; why: string };
 
 /**
  * Judges a sale's Redis state against MySQL's record (pure). Within one generation, buyers and accepted
@@ -16,7 +16,7 @@ export function judge(sale: WatchedSale, snapshot: SaleSnapshot): Verdict {
   if (snapshot.generation !== sale.generation) {
     return { kind: 'reconcile', reason: 'stale', why: `Redis holds generation ${snapshot.generation || '(none)'}, MySQL ${sale.generation}` };
   }
-  if (snapshot.paused) return { kind: 'busy' };
+  if (snapshot.paused) return { kind: 'paused' };
   const accepted = snapshot.stock - snapshot.remaining;
   if (sale.checkpoint && (snapshot.buyers < sale.checkpoint.reservations || accepted < sale.checkpoint.units)) {
     return {
@@ -55,6 +55,11 @@ export async function watchOnce(deps: StateWatcherDeps): Promise<Map<number, Ver
     if (verdict.kind === 'reconcile') {
       deps.logger.warn({ saleId: sale.id, reason: verdict.reason, why: verdict.why }, 'sale state needs reconciling');
       await deps.requestReconcile(sale.id, verdict.reason);
+    } else if (verdict.kind === 'paused') {
+      // Only a reconciliation pauses a sale. Queued or running, this is a no-op (one job id per sale);
+      // if it died and gave up (BullMQ failed it after its retries or stalls), the sale would stay paused
+      // forever: this takes it up again.
+      await deps.requestReconcile(sale.id, 'interrupted');
     } else if (verdict.kind === 'healthy') {
       await recordCheckpoint(deps.prisma, sale.id, sale.generation, {
         reservations: snapshot.buyers,

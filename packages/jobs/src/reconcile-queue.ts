@@ -9,8 +9,11 @@ import { Redis } from 'ioredis';
 export const RECONCILE_QUEUE = 'reconcile';
 export const AUDIT_QUEUE = 'audit';
 
-/** Why a sale is being reconciled: an operator asked, or the reconciler saw its Redis state lost or stale. */
-export type ReconcileReason = 'operator' | 'lost' | 'stale';
+/**
+ * Why a sale is being reconciled: an operator asked; the reconciler saw its Redis state lost or stale;
+ * or it found the sale paused with no reconciliation running (one was interrupted and gave up).
+ */
+export type ReconcileReason = 'operator' | 'lost' | 'stale' | 'interrupted';
 
 export interface ReconcileJobData {
   saleId: number;
