@@ -52,6 +52,7 @@ export class Reconciler {
   private watchTimer: NodeJS.Timeout | undefined;
   private watching: Promise<void> = Promise.resolve();
   private ticks = 0;
+  private readonly pausedLastPass = new Set<number>();
 
   constructor(
     private readonly deps: ReconcilerDeps,
@@ -134,6 +135,7 @@ export class Reconciler {
         prefix: this.options.prefix,
         logger: this.deps.logger,
         publishGraceMs: this.options.publishGraceMs,
+        pausedLastPass: this.pausedLastPass,
         requestReconcile: async (saleId, reason) => {
           await enqueueReconcile(this.deps.jobs.queue, saleId, reason);
         },

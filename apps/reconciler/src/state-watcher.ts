@@ -35,6 +35,8 @@ export interface StateWatcherDeps {
   logger: Logger;
   /** A sale younger than this is left alone: its publish to Redis may simply not have landed yet. */
   publishGraceMs: number;
+  /** Sales the previous pass found paused; filled in by this pass for the next. */
+  pausedLastPass: Set<number>;
   requestReconcile(saleId: number, reason: ReconcileReason): Promise<void>;
 }
 
@@ -47,6 +49,7 @@ export interface StateWatcherDeps {
 export async function watchOnce(deps: StateWatcherDeps): Promise<Map<number, Verdict>> {
   const now = Date.now();
   const verdicts = new Map<number, Verdict>();
+  const pausedNow = new Set<number>();
   for (const sale of await listWatchedSales(deps.prisma, now)) {
     if (now - sale.createdAt < deps.publishGraceMs) continue;
     const snapshot = await snapshotSale(deps.redis, deps.prefix, sale.id);
@@ -58,8 +61,10 @@ export async function watchOnce(deps: StateWatcherDeps): Promise<Map<number, Ver
     } else if (verdict.kind === 'paused') {
       // Only a reconciliation pauses a sale. Queued or running, this is a no-op (one job id per sale);
       // if it died and gave up (BullMQ failed it after its retries or stalls), the sale would stay paused
-      // forever: this takes it up again.
-      await deps.requestReconcile(sale.id, 'interrupted');
+      // forever: this takes it up again. Only when seen paused two passes running, so a reconciliation
+      // that resumed the sale a moment ago is not started again.
+      pausedNow.add(sale.id);
+      if (deps.pausedLastPass.has(sale.id)) await deps.requestReconcile(sale.id, 'interrupted');
     } else if (verdict.kind === 'healthy') {
       await recordCheckpoint(deps.prisma, sale.id, sale.generation, {
         reservations: snapshot.buyers,
@@ -68,5 +73,7 @@ export async function watchOnce(deps: StateWatcherDeps): Promise<Map<number, Ver
       });
     }
   }
+  deps.pausedLastPass.clear();
+  for (const id of pausedNow) deps.pausedLastPass.add(id);
   return verdicts;
 }
