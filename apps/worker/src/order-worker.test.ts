@@ -187,3 +187,16 @@ describe('order worker', () => {
     expect(workers[0]!.stats.written + workers[1]!.stats.written).toBe(300);
   });
 });
+
+describe('order worker at the end of a sale', () => {
+  it('acknowledges a redelivered batch that sold the last units instead of refusing it as over stock', async () => {
+    const sale = await createLiveSale(ctx, { stock: 2 });
+    const ids = [await reserve(sale.id, 'a'), await reserve(sale.id, 'b')];
+    const entries = await readEntries(sale.id);
+    const batch = entries.map(([entryId, f]) => ({ entryId, reservationId: f[1]!, saleId: sale.id, userId: f[3]!, quantity: Number(f[5]), reservedAt: Number(f[7]), generation: f[9]! }));
+    expect((await writeOrderBatch(ctx.prisma, sale.id, batch)).written.map((r) => r.reservationId)).toEqual(ids);
+
+    // The worker died before XACK; the batch comes again with the sale now sold out.
+    expect(await writeOrderBatch(ctx.prisma, sale.id, batch)).toEqual({ written: [], replayed: batch, rejected: [] });
+  });
+});

@@ -39,12 +39,16 @@ export async function writeOrderBatch(prisma: PrismaClient, saleId: number, batc
     // Almost every batch is new reservations of new buyers: write it without looking anything up.
     return await writeInTransaction(prisma, saleId, batch, false);
   } catch (error) {
-    if (!isUniqueViolation(error)) throw error;
-    // A redelivered reservation or a buyer who already has an order: the unique keys refused the batch
-    // (nothing was written); look them up and write the rest.
+    if (!(error instanceof NeedsLookup) && !isUniqueViolation(error)) throw error;
+    // A redelivered reservation or a buyer who already has an order (the unique keys refused the batch),
+    // or an entry to refuse: nothing was written. Look up what MySQL holds, so that a redelivered
+    // entry is recognised as written (acknowledged) before anything is judged over stock or stale.
     return writeInTransaction(prisma, saleId, batch, true);
   }
 }
+
+/** Rolls back the quick pass: a refusal is only ever decided with the lookups done. */
+class NeedsLookup extends Error {}
 
 async function writeInTransaction(prisma: PrismaClient, saleId: number, batch: Reservation[], lookUpExisting: boolean): Promise<BatchOutcome> {
   const outcome: BatchOutcome = { written: [], replayed: [], rejected: [] };
@@ -90,6 +94,7 @@ async function writeInTransaction(prisma: PrismaClient, saleId: number, batch: R
           sold += reservation.quantity;
         }
       }
+      if (!lookUpExisting && outcome.rejected.length > 0) throw new NeedsLookup();
       if (outcome.written.length === 0) return outcome;
       // One multi-row INSERT with placeholders (values are bound, never spliced in): Prisma's createMany,
       // and even Prisma.sql fragments, spend several times longer in JavaScript on a 500-row batch than
