@@ -142,3 +142,31 @@ describe('MySQL unreachable', () => {
     expect(worker.logs.filter((l) => l.msg === 'entry moved to the dead-letter stream')).toEqual([]);
   }, 90_000);
 });
+
+describe('a batch held through a long MySQL outage', () => {
+  it('stays with the worker retrying it: no other worker takes it over, no delivery is counted', async () => {
+    const sale = await createLiveSale(ctx, { stock: 100 });
+    const dbPort = Number(new URL(ctx.config.DATABASE_URL).port || 3306);
+    proxy = await startFaultProxy(dbPort);
+    const proxiedDb = new URL(ctx.config.DATABASE_URL);
+    proxiedDb.port = String(proxy.port);
+    proxy.cut();
+    const holder = await spawnWorker(workerEnv({ DATABASE_URL: proxiedDb.toString(), WORKER_CLAIM_IDLE_MS: '1000', WORKER_MAX_DELIVERIES: '2' }));
+    processes.push(holder);
+    const accepted = await acceptedReservations(sale.id, 20);
+    await holder.waitForLog((l) => l.msg === 'order batch failed');
+    // A second worker that could reach MySQL would take idle entries over after 1 s.
+    const other = await spawnWorker(workerEnv({ WORKER_CLAIM_IDLE_MS: '1000', WORKER_MAX_DELIVERIES: '2' }));
+    processes.push(other);
+    await new Promise((resolve) => setTimeout(resolve, 4000));
+    const pending = (await ctx.redis.xpending(`${ctx.config.REDIS_PREFIX}:{s${sale.id}}:stream`, 'order-writers', '-', '+', 100)) as [string, string, number, number][];
+    expect(new Set(pending.map(([, consumer]) => consumer)).size).toBe(1);
+    expect(pending.every(([, , , deliveries]) => deliveries === 1)).toBe(true);
+
+    proxy.restore();
+    await waitForDrain(ctx.redis, ctx.config.REDIS_PREFIX, sale.id);
+    const ledger = await ledgerOf(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, sale.id, accepted);
+    expect(ledger).toEqual({ lost: [], duplicated: [], unexpected: [], unitsInDb: 20, remaining: 80, stock: 100 });
+    expect([...holder.logs, ...other.logs].filter((l) => l.msg === 'entry moved to the dead-letter stream' || l.msg === 'took over entries left pending by another consumer')).toEqual([]);
+  }, 60_000);
+});

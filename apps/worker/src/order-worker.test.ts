@@ -200,3 +200,18 @@ describe('order worker at the end of a sale', () => {
     expect(await writeOrderBatch(ctx.prisma, sale.id, batch)).toEqual({ written: [], replayed: batch, rejected: [] });
   });
 });
+
+describe('order worker facing an entry MySQL refuses', () => {
+  it('writes the rest of the batch and sets that one entry aside as WRITE_FAILED', async () => {
+    const sale = await createLiveSale(ctx, { stock: 10 });
+    const before = await reserve(sale.id, 'a');
+    // A buyer id longer than orders.user_id holds: MySQL refuses it, every time.
+    await ctx.redis.xadd(saleKeys(ctx.config.REDIS_PREFIX, sale.id).stream, '*', 'r', newReservationId(sale.id), 'u', 'x'.repeat(80), 'q', '1', 't', String(Date.now()), 'g', sale.generation);
+    const after = await reserve(sale.id, 'b');
+    startWorker();
+    await waitForDrain(ctx.redis, ctx.config.REDIS_PREFIX, sale.id);
+
+    expect((await ordersOf(ctx.prisma, sale.id)).map((o) => o.reservationId)).toEqual([before, after]);
+    expect((await deadLetters(sale.id)).map((d) => [d.u, d.reason])).toEqual([['x'.repeat(80), 'WRITE_FAILED']]);
+  });
+});

@@ -3,8 +3,8 @@ import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '@flashsale/config';
 import { decodeReservation, listSaleIds, type Reservation, type ScriptedRedis } from '@flashsale/redis-store';
-import { writeOrderBatch, type BatchOutcome, type PrismaClient } from '@flashsale/order-store';
-import { acknowledge, claimIdleEntries, readNewEntries, type RawEntry } from './stream-reader.ts';
+import { isPermanentWriteError, writeOrderBatch, type BatchOutcome, type PrismaClient } from '@flashsale/order-store';
+import { acknowledge, claimIdleEntries, keepHeld, readNewEntries, type RawEntry } from './stream-reader.ts';
 import { deadLetter, type DeadLetterReason } from './dead-letter.ts';
 
 export interface OrderWorkerOptions {
@@ -170,34 +170,38 @@ export class OrderWorker {
   }
 
   /**
-   * Writes a batch, retrying with backoff while MySQL is away. When MySQL answers but the batch keeps
-   * failing, one entry must be at fault: the batch is written entry by entry and the one that still
-   * fails alone is set aside as WRITE_FAILED, so a single bad entry cannot stall a sale.
+   * Writes a batch, retrying with backoff for as long as it takes while MySQL is away or busy (lost
+   * connections, lock waits, deadlocks, timeouts), keeping the entries held meanwhile. Only an error
+   * MySQL will repeat for the data itself means an entry is at fault: then the batch is written entry by
+   * entry and the one refused alone is set aside as WRITE_FAILED, so one bad entry cannot stall a sale.
    */
   private async write(saleId: number, reservations: Reservation[]): Promise<WriteOutcome> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await writeOrderBatch(this.deps.prisma, saleId, reservations);
-      } catch (error) {
-        const mysqlUp = await this.mysqlAnswers();
-        this.deps.logger.error({ err: error, saleId, entries: reservations.length, attempt, mysqlUp }, 'order batch failed');
-        if (mysqlUp && attempt >= 3) return this.writeOneByOne(saleId, reservations);
-        if (!this.running) throw new Abandoned('stopping while the batch cannot be written');
-        await sleep(backoffMs(attempt));
+    // While this batch is in hand (a write can take long: retries while MySQL is away), its entries are
+    // touched well within the claim timeout, so no other worker mistakes this one for dead.
+    const touch = () => keepHeld(this.deps.redis, this.deps.prefix, this.consumer, saleId, reservations.map((r) => r.entryId)).catch(() => undefined);
+    const keepAlive = setInterval(() => void touch(), Math.max(50, this.options.claimIdleMs / 3));
+    try {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return await writeOrderBatch(this.deps.prisma, saleId, reservations);
+        } catch (error) {
+          if (isPermanentWriteError(error)) {
+            this.deps.logger.error({ err: error, saleId, entries: reservations.length }, 'MySQL refuses an entry of the batch');
+            if (reservations.length > 1) return this.writeOneByOne(saleId, reservations);
+            return { written: [], replayed: [], rejected: [{ reservation: reservations[0]!, reason: 'WRITE_FAILED' }] };
+          }
+          const mysqlUp = await this.mysqlAnswers();
+          this.deps.logger.error({ err: error, saleId, entries: reservations.length, attempt, mysqlUp }, 'order batch failed');
+          if (!this.running) throw new Abandoned('stopping while the batch cannot be written');
+          await sleep(backoffMs(attempt));
+        }
       }
+    } finally {
+      clearInterval(keepAlive);
     }
   }
 
   private async writeOneByOne(saleId: number, reservations: Reservation[]): Promise<WriteOutcome> {
-    if (reservations.length === 1) {
-      const [reservation] = reservations as [Reservation];
-      try {
-        return await writeOrderBatch(this.deps.prisma, saleId, reservations);
-      } catch (error) {
-        if (!(await this.mysqlAnswers())) throw error;
-        return { written: [], replayed: [], rejected: [{ reservation, reason: 'WRITE_FAILED' as const }] };
-      }
-    }
     const total: WriteOutcome = { written: [], replayed: [], rejected: [] };
     for (const reservation of reservations) {
       const one = await this.write(saleId, [reservation]);

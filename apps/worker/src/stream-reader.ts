@@ -67,6 +67,15 @@ export async function claimIdleEntries(
     .map(([id, fields]) => ({ entry: { id, fields }, deliveries: deliveries.get(id) ?? 1 }));
 }
 
+/**
+ * Keeps entries this consumer is still working on (a batch being retried while MySQL is away) from
+ * looking idle, so no other worker takes them over meanwhile: XCLAIM ... JUSTID resets their idle time
+ * without counting a delivery.
+ */
+export async function keepHeld(redis: ScriptedRedis, prefix: string, consumer: string, saleId: number, ids: string[]): Promise<void> {
+  if (ids.length > 0) await redis.xclaim(saleKeys(prefix, saleId).stream, ORDER_WRITERS_GROUP, consumer, 0, ...ids, 'JUSTID');
+}
+
 export async function acknowledge(redis: ScriptedRedis, prefix: string, saleId: number, ids: string[]): Promise<void> {
   if (ids.length > 0) await redis.xack(saleKeys(prefix, saleId).stream, ORDER_WRITERS_GROUP, ...ids);
 }

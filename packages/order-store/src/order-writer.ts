@@ -133,3 +133,15 @@ function insertOrdersSql(rows: number): string {
   }
   return sql;
 }
+
+/**
+ * An error MySQL will give for this data however often it is retried: a value too long or out of
+ * range, a constraint or foreign key refusing it. Anything else (connection lost, lock wait timeout,
+ * deadlock, pool or transaction timeout) passes, and the write is retried.
+ */
+export function isPermanentWriteError(error: unknown): boolean {
+  const e = error as { code?: string; meta?: { code?: string }; message?: string };
+  if (['P2000', 'P2003', 'P2004', 'P2011', 'P2020'].includes(e.code ?? '')) return true;
+  if (['1048', '1264', '1366', '1406', '1452', '3819', '4025'].includes(String(e.meta?.code ?? ''))) return true;
+  return /Data too long|Out of range value|Incorrect \w+ value|foreign key constraint fails|CONSTRAINT `[^`]+` failed|Check constraint/i.test(e.message ?? '');
+}
