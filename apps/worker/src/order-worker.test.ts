@@ -215,3 +215,16 @@ describe('order worker facing an entry MySQL refuses', () => {
     expect((await deadLetters(sale.id)).map((d) => [d.u, d.reason])).toEqual([['x'.repeat(80), 'WRITE_FAILED']]);
   });
 });
+
+describe('buyer ids', () => {
+  it('are told apart byte for byte, as Redis tells them apart: Alice, alice and "alice " are three buyers', async () => {
+    const sale = await createLiveSale(ctx, { stock: 10 });
+    const accepted = new Map<string, { userId: string; quantity: number }>();
+    for (const buyer of ['Alice', 'alice', 'alice ', 'rené', 'rene']) accepted.set(await reserve(sale.id, buyer), { userId: buyer, quantity: 1 });
+    startWorker();
+    await waitForDrain(ctx.redis, ctx.config.REDIS_PREFIX, sale.id);
+
+    expect(await ledgerOf(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, sale.id, accepted)).toEqual({ lost: [], duplicated: [], unexpected: [], unitsInDb: 5, remaining: 5, stock: 10 });
+    expect(await deadLetters(sale.id)).toEqual([]);
+  });
+});

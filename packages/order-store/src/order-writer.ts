@@ -43,7 +43,21 @@ export async function writeOrderBatch(prisma: PrismaClient, saleId: number, batc
     // A redelivered reservation or a buyer who already has an order (the unique keys refused the batch),
     // or an entry to refuse: nothing was written. Look up what MySQL holds, so that a redelivered
     // entry is recognised as written (acknowledged) before anything is judged over stock or stale.
-    return writeInTransaction(prisma, saleId, batch, true);
+    try {
+      return await writeInTransaction(prisma, saleId, batch, true);
+    } catch (retryError) {
+      // The lookups saw no conflict, yet a unique key still refuses the batch: MySQL judges two ids equal
+      // that the writer does not. Retrying cannot help; the worker sets the offending entry aside.
+      if (isUniqueViolation(retryError)) throw new UnexplainedConflict(retryError);
+      throw retryError;
+    }
+  }
+}
+
+/** A unique key refusal the lookups cannot explain: permanent for this data (see isPermanentWriteError). */
+class UnexplainedConflict extends Error {
+  constructor(cause: unknown) {
+    super(`a unique key refuses the batch though no existing order explains it: ${(cause as Error).message}`, { cause });
   }
 }
 
@@ -140,6 +154,7 @@ function insertOrdersSql(rows: number): string {
  * deadlock, pool or transaction timeout) passes, and the write is retried.
  */
 export function isPermanentWriteError(error: unknown): boolean {
+  if (error instanceof UnexplainedConflict) return true;
   const e = error as { code?: string; meta?: { code?: string }; message?: string };
   if (['P2000', 'P2003', 'P2004', 'P2011', 'P2020'].includes(e.code ?? '')) return true;
   if (['1048', '1264', '1366', '1406', '1452', '3819', '4025'].includes(String(e.meta?.code ?? ''))) return true;
