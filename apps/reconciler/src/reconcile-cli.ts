@@ -23,9 +23,10 @@ const prisma = createPrisma(config.DATABASE_URL, 2);
 const jobs = createReconcileJobs(config.REDIS_URL, config.REDIS_PREFIX);
 const workerConnection = bullConnection(config.REDIS_URL);
 let exitCode = 0;
+let worker: Worker<ReconcileJobData, ReconcileResult> | undefined;
 try {
   if (!(await findSale(prisma, saleId))) throw new SaleNotFound(`sale ${saleId} is not in MySQL`);
-  const worker = new Worker<ReconcileJobData, ReconcileResult>(
+  worker = new Worker<ReconcileJobData, ReconcileResult>(
     RECONCILE_QUEUE,
     async (job) => {
       try {
@@ -51,13 +52,16 @@ try {
   worker.on('error', (error) => logger.warn({ err: error }, 'bullmq connection error'));
   const { job, running } = await enqueueReconcile(jobs.queue, saleId, 'operator');
   if (running) console.error(`a reconciliation of sale ${saleId} is already running; waiting for it`);
-  const result = await job.waitUntilFinished(jobs.events);
+  // A failed attempt is retried by the queue; the command waits for one drain timeout and a margin,
+  // then gives up waiting (the job goes on, in a reconciler process if one runs).
+  const result = await job.waitUntilFinished(jobs.events, config.RECONCILE_DRAIN_TIMEOUT_MS + 30_000);
   console.log(JSON.stringify(result));
-  await worker.close();
 } catch (error) {
   console.error(`reconcile failed: ${(error as Error).message}`);
   exitCode = 1;
 } finally {
+  // Closing waits for the job in hand, which may be another sale's: never cut one between pause and resume.
+  await worker?.close();
   await jobs.close();
   workerConnection.disconnect();
   await redis.quit();

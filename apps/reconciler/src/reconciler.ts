@@ -52,6 +52,7 @@ export class Reconciler {
   private watchTimer: NodeJS.Timeout | undefined;
   private watching: Promise<void> = Promise.resolve();
   private ticks = 0;
+  private watchInProgress = false;
   private readonly pausedLastPass = new Set<number>();
 
   constructor(
@@ -111,8 +112,12 @@ export class Reconciler {
     void this.reconcileWorker.run();
     void this.auditWorker.run();
     this.watchTimer = setInterval(() => {
-      // One pass at a time: a slow pass (Redis or MySQL away) is not stacked on by the next.
-      this.watching = this.watching.then(() => this.watch());
+      // One pass at a time: while a pass hangs (Redis or MySQL away) the ticks are skipped, not queued.
+      if (this.watchInProgress) return;
+      this.watchInProgress = true;
+      this.watching = this.watch().finally(() => {
+        this.watchInProgress = false;
+      });
     }, this.options.watchEveryMs);
   }
 

@@ -1,5 +1,5 @@
 import type { Logger } from '@flashsale/config';
-import { listWatchedSales, recordCheckpoint, type PrismaClient, type WatchedSale } from '@flashsale/order-store';
+import { findSale, listWatchedSales, recordCheckpoint, type PrismaClient, type WatchedSale } from '@flashsale/order-store';
 import { snapshotSale, type SaleSnapshot, type ScriptedRedis } from '@flashsale/redis-store';
 import type { ReconcileReason } from '@flashsale/jobs';
 
@@ -53,7 +53,13 @@ export async function watchOnce(deps: StateWatcherDeps): Promise<Map<number, Ver
   for (const sale of await listWatchedSales(deps.prisma, now)) {
     if (now - sale.createdAt < deps.publishGraceMs) continue;
     const snapshot = await snapshotSale(deps.redis, deps.prefix, sale.id);
-    const verdict = judge(sale, snapshot);
+    let verdict = judge(sale, snapshot);
+    if (verdict.kind === 'reconcile' && verdict.reason === 'stale') {
+      // The sales were listed before this snapshot: a reconciliation may have switched the generation
+      // in between. Judged again against MySQL now, so a rebuild just done is not started over.
+      const fresh = await findSale(deps.prisma, sale.id);
+      if (fresh && fresh.generation !== sale.generation) verdict = judge({ ...sale, generation: fresh.generation, checkpoint: null }, snapshot);
+    }
     verdicts.set(sale.id, verdict);
     if (verdict.kind === 'reconcile') {
       deps.logger.warn({ saleId: sale.id, reason: verdict.reason, why: verdict.why }, 'sale state needs reconciling');

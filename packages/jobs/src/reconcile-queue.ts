@@ -90,13 +90,19 @@ export async function enqueueReconcile(
   const jobId = reconcileJobId(saleId);
   const existing = await queue.getJob(jobId);
   if (existing) {
-    if (UNFINISHED.has(await existing.getState())) return { job: existing, running: true };
+    const state = await existing.getState();
+    // Waiting out its backoff before another attempt: someone is asking now, so it runs now.
+    if (state === 'delayed') await existing.promote().catch(() => undefined);
+    if (UNFINISHED.has(state)) return { job: existing, running: true };
     await existing.remove().catch(() => undefined);
   }
   const job = await queue.add('reconcile', { saleId, reason }, {
     jobId,
-    attempts: 20,
-    backoff: { type: 'exponential', delay: 500 },
+    // Retried for as long as it fails (typically: the stream does not drain because no worker runs), at
+    // a steady pace: an exponential backoff would leave the sale paused for hours after the workers
+    // are back. The sale stays paused meanwhile, which is what keeps it from overselling.
+    attempts: 1_000_000,
+    backoff: { type: 'fixed', delay: 2000 },
     removeOnComplete: { age: 24 * 3600, count: 1000 },
     removeOnFail: { age: 7 * 24 * 3600 },
   });

@@ -29,8 +29,6 @@ const newSaleBody = z
   .refine((sale) => sale.perUserLimit <= sale.stock, { path: ['perUserLimit'], message: 'must not exceed stock', when: whenValid('stock', 'perUserLimit') });
 
 /** /api/admin/*: creating sales and reading their ledger. Every route needs the admin token. */
-/** How long POST .../reconcile waits for the reconciliation before answering 503 (it goes on regardless). */
-const RECONCILE_WAIT_MS = 120_000;
 
 export function adminRouter({ config, redis, prisma, jobs }: GatewayDeps): Router {
   const router = Router();
@@ -109,7 +107,8 @@ export function adminRouter({ config, redis, prisma, jobs }: GatewayDeps): Route
     if (running) throw new AppError('RECONCILE_IN_PROGRESS', `a reconciliation of sale ${saleId} is already running`, { jobId: job.id });
     let result;
     try {
-      result = await job.waitUntilFinished(jobs.events, RECONCILE_WAIT_MS);
+      // One drain timeout and a margin; the reconciliation goes on regardless of this answer.
+      result = await job.waitUntilFinished(jobs.events, config.RECONCILE_DRAIN_TIMEOUT_MS + 30_000);
     } catch (error) {
       throw new AppError('SERVICE_UNAVAILABLE', `the reconciliation did not finish: ${(error as Error).message}; is a reconciler running?`, { jobId: job.id });
     }
