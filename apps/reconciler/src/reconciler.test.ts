@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { createLogger } from '@flashsale/config';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { newReservationId } from '@flashsale/domain';
-import { ORDER_WRITERS_GROUP, readSaleState, reservePurchase, saleKeys, setSalePaused } from '@flashsale/redis-store';
+import { ORDER_WRITERS_GROUP, readSaleState, reservePurchase, saleKeys, salesIndexKey, setSalePaused } from '@flashsale/redis-store';
 import { createIsolatedContext, createLiveSale, type TestContext } from '../../../test/support/context.ts';
 import { startGateway } from '../../../test/support/gateway.ts';
 import { startReconciler } from '../../../test/support/reconciler.ts';
@@ -51,6 +51,19 @@ describe('the reconciler process', () => {
 
     expect(state).toMatchObject({ remaining: 5, paused: false });
     expect(reconciler.reconciled.map((r) => r.saleId)).toEqual([sale.id]);
+  });
+
+  it('takes a sale that ended a minute ago and has drained out of the workers list, and keeps one still draining', async () => {
+    const drained = await createLiveSale(ctx, { stock: 5, startsIn: -300_000, endsIn: -61_000 });
+    const draining = await createLiveSale(ctx, { stock: 5, startsIn: -300_000, endsIn: -61_000 });
+    // An entry still in the stream of the second (accepted before the end, not yet written).
+    await ctx.redis.xadd(saleKeys(ctx.config.REDIS_PREFIX, draining.id).stream, '*', 'r', newReservationId(draining.id), 'u', 'late', 'q', '1', 't', '0', 'g', draining.generation);
+    const reconciler = await startReconciler(ctx);
+    stops.push(reconciler.stop);
+
+    const listed = await until(() => ctx.redis.smembers(salesIndexKey(ctx.config.REDIS_PREFIX)), (ids) => !ids.includes(String(drained.id)));
+
+    expect(listed).toEqual([String(draining.id)]);
   });
 
   it('audits every live sale on its schedule and reports confirmed drift, in the stats too', async () => {

@@ -1,6 +1,6 @@
 import type { Logger } from '@flashsale/config';
 import { findSale, listWatchedSales, recordCheckpoint, type PrismaClient, type WatchedSale } from '@flashsale/order-store';
-import { snapshotSale, type SaleSnapshot, type ScriptedRedis } from '@flashsale/redis-store';
+import { listSaleIds, retireSale, snapshotSale, streamBacklog, type SaleSnapshot, type ScriptedRedis } from '@flashsale/redis-store';
 import type { ReconcileReason } from '@flashsale/jobs';
 
 /** What the watcher concluded about one sale's Redis state. */
@@ -50,7 +50,8 @@ export async function watchOnce(deps: StateWatcherDeps): Promise<Map<number, Ver
   const now = Date.now();
   const verdicts = new Map<number, Verdict>();
   const pausedNow = new Set<number>();
-  for (const sale of await listWatchedSales(deps.prisma, now)) {
+  const watched = await listWatchedSales(deps.prisma, now);
+  for (const sale of watched) {
     if (now - sale.createdAt < deps.publishGraceMs) continue;
     const snapshot = await snapshotSale(deps.redis, deps.prefix, sale.id);
     let verdict = judge(sale, snapshot);
@@ -81,5 +82,28 @@ export async function watchOnce(deps: StateWatcherDeps): Promise<Map<number, Ver
   }
   deps.pausedLastPass.clear();
   for (const id of pausedNow) deps.pausedLastPass.add(id);
+  await retireFinishedSales(deps, new Map(watched.map((sale) => [sale.id, sale.endsAt])));
   return verdicts;
+}
+
+/** How long after its end a drained sale stays in the workers' list. */
+const RETIRE_AFTER_END_MS = 60_000;
+
+/**
+ * Keeps the workers' list of sales to the ones that may still have work: a sale ended a minute ago
+ * (on Redis's clock) whose stream has drained is taken out, so idle workers do not poll every sale
+ * ever published.
+ */
+async function retireFinishedSales(deps: StateWatcherDeps, endsAtOfWatched: Map<number, number>): Promise<void> {
+  const [seconds] = await deps.redis.time();
+  const now = Number(seconds) * 1000;
+  for (const saleId of await listSaleIds(deps.redis, deps.prefix)) {
+    const endsAt = endsAtOfWatched.get(saleId) ?? (await findSale(deps.prisma, saleId))?.endsAt;
+    if (endsAt === undefined || now < endsAt + RETIRE_AFTER_END_MS) continue;
+    const backlog = await streamBacklog(deps.redis, deps.prefix, saleId);
+    if (backlog.lag === 0 && backlog.pending === 0) {
+      await retireSale(deps.redis, deps.prefix, saleId);
+      deps.logger.info({ saleId }, 'sale ended and drained: no longer polled by the workers');
+    }
+  }
 }

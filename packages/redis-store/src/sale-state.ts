@@ -66,6 +66,15 @@ export async function findBuyerReservation(
   return { reservationId, quantity: Number(quantity) };
 }
 
+/**
+ * Takes a sale out of the workers' list. Only for a sale that has ended (the reserve script refuses it
+ * from then on, on Redis's clock) and whose stream has drained: nothing can arrive for a worker to do.
+ * Its keys stay, for the stats. A rebuild puts it back.
+ */
+export async function retireSale(redis: ScriptedRedis, prefix: string, saleId: number): Promise<void> {
+  await redis.srem(salesIndexKey(prefix), String(saleId));
+}
+
 /** Ids of every published sale. */
 export async function listSaleIds(redis: ScriptedRedis, prefix: string): Promise<number[]> {
   const members = await redis.smembers(salesIndexKey(prefix));
