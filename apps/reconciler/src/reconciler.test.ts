@@ -66,6 +66,36 @@ describe('the reconciler process', () => {
     expect(listed).toEqual([String(draining.id)]);
   });
 
+  it('notices Redis going back in time even when its counters have caught up since', async () => {
+    const sale = await createLiveSale(ctx, { stock: 5 });
+    await reservePurchase(ctx.redis, ctx.config.REDIS_PREFIX, { saleId: sale.id, userId: 'a', quantity: 1, reservationId: newReservationId(sale.id) });
+    const [[entryA]] = (await ctx.redis.xrange(saleKeys(ctx.config.REDIS_PREFIX, sale.id).stream, '-', '+')) as [[string, string[]]];
+    const worker = new OrderWorker(
+      { redis: ctx.redis, prisma: ctx.prisma, prefix: ctx.config.REDIS_PREFIX, logger: createLogger('w', 'silent') },
+      { batchSize: 10, idleMs: 5, claimIdleMs: 500, maxDeliveries: 5, salesRefreshMs: 50 },
+    );
+    const reconciler = await startReconciler(ctx);
+    stops.push(reconciler.stop);
+    await until(() => ctx.prisma.sale.findUniqueOrThrow({ where: { id: sale.id } }), (s) => s.checkpointStreamId === entryA);
+
+    // Redis comes back from an older state (its entry for buyer a gone) and, before the next look,
+    // accepts buyer b: buyers and accepted units are back at the checkpoint's figures.
+    await reconciler.stop();
+    stops.pop();
+    const keys = saleKeys(ctx.config.REDIS_PREFIX, sale.id);
+    await ctx.redis.xdel(keys.stream, entryA!);
+    await ctx.redis.hdel(keys.buyers, 'a');
+    await ctx.redis.hincrby(keys.meta, 'remaining', 1);
+    await reservePurchase(ctx.redis, ctx.config.REDIS_PREFIX, { saleId: sale.id, userId: 'b', quantity: 1, reservationId: newReservationId(sale.id) });
+    worker.start();
+    stops.push(() => worker.stop());
+    const again = await startReconciler(ctx);
+    stops.push(again.stop);
+
+    await until(async () => again.reconciled, (r) => r.length > 0);
+    expect(again.reconciled[0]).toMatchObject({ saleId: sale.id, remaining: 4, buyers: 1, lost: { reservations: 1, units: 1 } });
+  });
+
   it('audits every live sale on its schedule and reports confirmed drift, in the stats too', async () => {
     const sale = await createLiveSale(ctx, { stock: 8 });
     const reconciler = await startReconciler(ctx, { auditEveryMs: 150 });

@@ -15,9 +15,9 @@ const sale: WatchedSale = {
   lostReservations: 0,
   lostUnits: 0,
   createdAt: 0,
-  checkpoint: { reservations: 3, units: 3, at: 1000 },
+  checkpoint: { reservations: 3, units: 3, at: 1000, streamId: '1000-0' },
 };
-const snapshot: SaleSnapshot = { at: 2000, present: true, stock: 10, remaining: 6, generation: 'g1', paused: false, buyers: 4 };
+const snapshot: SaleSnapshot = { at: 2000, present: true, stock: 10, remaining: 6, generation: 'g1', paused: false, buyers: 4, lastEntryId: '1500-0' };
 
 describe('judging a sale state', () => {
   it('is healthy when the generation matches and nothing went back since the checkpoint', () => {
@@ -36,6 +36,10 @@ describe('judging a sale state', () => {
   it('asks for a reconciliation when Redis has fewer buyers or accepted units than at the checkpoint', () => {
     expect(judge(sale, { ...snapshot, buyers: 2 })).toMatchObject({ kind: 'reconcile', reason: 'lost' });
     expect(judge(sale, { ...snapshot, remaining: 8 })).toMatchObject({ kind: 'reconcile', reason: 'lost' });
+  });
+
+  it('asks for a reconciliation when the stream lost the entry it held at the checkpoint, even with the counters caught up', () => {
+    expect(judge(sale, snapshot, false)).toEqual({ kind: 'reconcile', reason: 'lost', why: 'Redis went back: the stream no longer holds entry 1000-0 it held at the checkpoint' });
   });
 
   it('sees a paused sale as paused, neither healthy nor checkpointed', () => {

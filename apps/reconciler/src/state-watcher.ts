@@ -1,6 +1,6 @@
 import type { Logger } from '@flashsale/config';
 import { findSale, listWatchedSales, recordCheckpoint, type PrismaClient, type WatchedSale } from '@flashsale/order-store';
-import { listSaleIds, retireSale, snapshotSale, streamBacklog, type SaleSnapshot, type ScriptedRedis } from '@flashsale/redis-store';
+import { listSaleIds, retireSale, snapshotSale, streamBacklog, streamHasEntry, type SaleSnapshot, type ScriptedRedis } from '@flashsale/redis-store';
 import type { ReconcileReason } from '@flashsale/jobs';
 
 /** What the watcher concluded about one sale's Redis state. */
@@ -11,13 +11,16 @@ export type Verdict = { kind: 'healthy' } | { kind: 'paused' } | { kind: 'reconc
  * units only grow; fewer than at the last checkpoint means Redis went back in time (a restart from an
  * old snapshot, a failover to a lagging replica) and lost reservations.
  */
-export function judge(sale: WatchedSale, snapshot: SaleSnapshot): Verdict {
+export function judge(sale: WatchedSale, snapshot: SaleSnapshot, checkpointEntryPresent = true): Verdict {
   if (!snapshot.present) return { kind: 'reconcile', reason: 'lost', why: 'the sale is not in Redis' };
   if (snapshot.generation !== sale.generation) {
     return { kind: 'reconcile', reason: 'stale', why: `Redis holds generation ${snapshot.generation || '(none)'}, MySQL ${sale.generation}` };
   }
   if (snapshot.paused) return { kind: 'paused' };
   const accepted = snapshot.stock - snapshot.remaining;
+  if (sale.checkpoint && !checkpointEntryPresent) {
+    return { kind: 'reconcile', reason: 'lost', why: `Redis went back: the stream no longer holds entry ${sale.checkpoint.streamId ?? ''} it held at the checkpoint` };
+  }
   if (sale.checkpoint && (snapshot.buyers < sale.checkpoint.reservations || accepted < sale.checkpoint.units)) {
     return {
       kind: 'reconcile',
@@ -54,7 +57,11 @@ export async function watchOnce(deps: StateWatcherDeps): Promise<Map<number, Ver
   for (const sale of watched) {
     if (now - sale.createdAt < deps.publishGraceMs) continue;
     const snapshot = await snapshotSale(deps.redis, deps.prefix, sale.id);
-    let verdict = judge(sale, snapshot);
+    // Counters can catch up with the checkpoint within one pass after Redis went back (a restart from an
+    // older AOF or a lagging replica under load); the checkpoint's last stream entry cannot come back.
+    const streamId = sale.checkpoint?.streamId;
+    const checkpointEntryPresent = !streamId || !snapshot.present || (await streamHasEntry(deps.redis, deps.prefix, sale.id, streamId));
+    let verdict = judge(sale, snapshot, checkpointEntryPresent);
     if (verdict.kind === 'reconcile' && verdict.reason === 'stale') {
       // The sales were listed before this snapshot: a reconciliation may have switched the generation
       // in between. Judged again against MySQL now, so a rebuild just done is not started over.
@@ -77,6 +84,7 @@ export async function watchOnce(deps: StateWatcherDeps): Promise<Map<number, Ver
         reservations: snapshot.buyers,
         units: snapshot.stock - snapshot.remaining,
         at: snapshot.at,
+        streamId: snapshot.lastEntryId,
       });
     }
   }

@@ -12,7 +12,7 @@ const WATCH_AFTER_END_MS = 3_600_000;
 
 /** A sale as the reconciler watches it: its record plus the last checkpoint. */
 export interface WatchedSale extends SaleRecord {
-  checkpoint: { reservations: number; units: number; at: number } | null;
+  checkpoint: { reservations: number; units: number; at: number; streamId: string | null } | null;
 }
 
 export async function listWatchedSales(prisma: PrismaClient, now: number): Promise<WatchedSale[]> {
@@ -21,7 +21,7 @@ export async function listWatchedSales(prisma: PrismaClient, now: number): Promi
     ...toSaleRecord(row),
     checkpoint:
       row.checkpointAt && row.checkpointReservations !== null && row.checkpointUnits !== null
-        ? { reservations: row.checkpointReservations, units: row.checkpointUnits, at: row.checkpointAt.getTime() }
+        ? { reservations: row.checkpointReservations, units: row.checkpointUnits, at: row.checkpointAt.getTime(), streamId: row.checkpointStreamId }
         : null,
   }));
 }
@@ -34,11 +34,16 @@ export async function recordCheckpoint(
   prisma: PrismaClient,
   saleId: number,
   generation: string,
-  checkpoint: { reservations: number; units: number; at: number },
+  checkpoint: { reservations: number; units: number; at: number; streamId: string | null },
 ): Promise<void> {
   await prisma.sale.updateMany({
     where: { id: saleId, redisGeneration: generation },
-    data: { checkpointReservations: checkpoint.reservations, checkpointUnits: checkpoint.units, checkpointAt: new Date(checkpoint.at) },
+    data: {
+      checkpointReservations: checkpoint.reservations,
+      checkpointUnits: checkpoint.units,
+      checkpointAt: new Date(checkpoint.at),
+      checkpointStreamId: checkpoint.streamId,
+    },
   });
 }
 
@@ -88,6 +93,7 @@ export async function beginRebuild(prisma: PrismaClient, saleId: number, { count
           checkpointReservations: null,
           checkpointUnits: null,
           checkpointAt: null,
+          checkpointStreamId: null,
         },
       });
       return {

@@ -6,5 +6,5 @@ export { publishSale, readSaleState, setSalePaused, findBuyerReservation, listSa
 export { streamBacklog, toRecord, type StreamBacklog } from './stream-backlog.ts';
 export { decodeReservation, type Reservation, type DecodedEntry } from './reservation-stream.ts';
 export { rebuildSaleState, type BuyerRecord } from './sale-rebuild.ts';
-export { snapshotSale, type SaleSnapshot } from './sale-snapshot.ts';
+export { snapshotSale, streamHasEntry, type SaleSnapshot } from './sale-snapshot.ts';
 export { saleEventsChannel, announceSaleChanged } from './sale-events.ts';

@@ -13,12 +13,14 @@ export interface SaleSnapshot {
   paused: boolean;
   /** Buyers recorded: reservations accepted by this state, plus the buyers a rebuild restored. */
   buyers: number;
+  /** Id of the stream's last entry, null for an empty or missing stream. */
+  lastEntryId: string | null;
 }
 
 /** Reads a sale's counters atomically (MULTI): the reconciler's checkpoints and detection use it. */
 export async function snapshotSale(redis: ScriptedRedis, prefix: string, saleId: number): Promise<SaleSnapshot> {
   const keys = saleKeys(prefix, saleId);
-  const replies = await redis.multi().time().hmget(keys.meta, 'stock', 'remaining', 'gen', 'paused').hlen(keys.buyers).exec();
+  const replies = await redis.multi().time().hmget(keys.meta, 'stock', 'remaining', 'gen', 'paused').hlen(keys.buyers).xrevrange(keys.stream, '+', '-', 'COUNT', 1).exec();
   if (!replies) throw new Error('snapshot transaction was discarded');
   for (const [error] of replies) if (error) throw error;
   const [seconds, micros] = replies[0]![1] as [string, string];
@@ -31,5 +33,11 @@ export async function snapshotSale(redis: ScriptedRedis, prefix: string, saleId:
     generation: generation ?? '',
     paused: paused === '1',
     buyers: Number(replies[2]![1]),
+    lastEntryId: ((replies[3]![1] as [string, string[]][])[0] ?? [null])[0],
   };
+}
+
+/** Whether the sale's stream still holds the entry with this id (entries are never deleted). */
+export async function streamHasEntry(redis: ScriptedRedis, prefix: string, saleId: number, entryId: string): Promise<boolean> {
+  return (await redis.xrange(saleKeys(prefix, saleId).stream, entryId, entryId)).length > 0;
 }
