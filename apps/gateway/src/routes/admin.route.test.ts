@@ -59,6 +59,7 @@ describe('POST /api/admin/sales', () => {
       checkpointReservations: null,
       checkpointUnits: null,
       checkpointAt: null,
+      checkpointStreamId: null,
       lostReservations: 0,
       lostUnits: 0,
     });
