@@ -122,22 +122,18 @@ export function createPurchaseHandler({ config, redis, logger }: GatewayDeps, me
 
   return (req, res, rawSaleId) => {
     const started = performance.now();
-    // Authentication and the rate limit come before the body is read: the cheapest refusals first (the
-    // body waits, buffered by Node, until it is read).
-    authenticate(req.headers.authorization).then(
-      (userId) => {
-        try {
-          if (!limiter.take(userId)) throw new AppError('RATE_LIMITED', undefined, {}, { 'Retry-After': '1' });
-          requireJsonBody(req.headers['content-type'], req.headers['content-length'], req.headers['transfer-encoding'] !== undefined);
-        } catch (error) {
-          return fail(res, error);
-        }
-        readPurchaseBody(req, res, (error, body) => {
-          if (error) return fail(res, error);
-          decide(res, rawSaleId, userId, body, started).catch((failure: unknown) => fail(res, failure));
-        });
-      },
-      (error: unknown) => fail(res, error),
-    );
+    let userId: string;
+    try {
+      // Authentication and the rate limit come before the body is read: the cheapest refusals first.
+      userId = authenticate(req.headers.authorization);
+      if (!limiter.take(userId)) throw new AppError('RATE_LIMITED', undefined, {}, { 'Retry-After': '1' });
+      requireJsonBody(req.headers['content-type'], req.headers['content-length'], req.headers['transfer-encoding'] !== undefined);
+    } catch (error) {
+      return fail(res, error);
+    }
+    readPurchaseBody(req, res, (error, body) => {
+      if (error) return fail(res, error);
+      decide(res, rawSaleId, userId, body, started).catch((failure: unknown) => fail(res, failure));
+    });
   };
 }
