@@ -6,12 +6,13 @@ import {
   RECONCILE_QUEUE,
   bullPrefix,
   enqueueReconcile,
+  reconcileUnfinished,
   type ReconcileJobData,
   type ReconcileResult,
   type ReconcileJobs,
 } from '@flashsale/jobs';
 import { listWatchedSales, type PrismaClient } from '@flashsale/order-store';
-import { announceSaleChanged, type ScriptedRedis } from '@flashsale/redis-store';
+import { announceSaleChanged, snapshotSale, type ScriptedRedis } from '@flashsale/redis-store';
 import { reconcileSale, SaleNotFound } from './reconcile-sale.ts';
 import { watchOnce } from './state-watcher.ts';
 import { auditAndReport, type AuditReport } from './ledger-audit.ts';
@@ -142,6 +143,12 @@ export class Reconciler {
         publishGraceMs: this.options.publishGraceMs,
         pausedLastPass: this.pausedLastPass,
         requestReconcile: async (saleId, reason) => {
+          if (reason === 'interrupted') {
+            // Paused with no reconciliation in the queue: but one may have resumed the sale and finished
+            // since the watcher looked. Only a sale still paused now, with no job, is taken up.
+            if (await reconcileUnfinished(this.deps.jobs.queue, saleId)) return;
+            if (!(await snapshotSale(this.deps.redis, this.options.prefix, saleId)).paused) return;
+          }
           await enqueueReconcile(this.deps.jobs.queue, saleId, reason);
         },
       });

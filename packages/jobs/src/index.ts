@@ -6,6 +6,7 @@ export {
   reconcileJobId,
   createReconcileJobs,
   enqueueReconcile,
+  reconcileUnfinished,
   type ReconcileJobs,
   type ReconcileJobData,
   type ReconcileReason,

@@ -77,6 +77,12 @@ export function createReconcileJobs(redisUrl: string, redisPrefix: string): Reco
 
 const UNFINISHED = new Set(['active', 'waiting', 'delayed', 'prioritized', 'waiting-children']);
 
+/** Whether a reconciliation of the sale is queued, waiting out a retry, or running. */
+export async function reconcileUnfinished(queue: Queue<ReconcileJobData, ReconcileResult>, saleId: number): Promise<boolean> {
+  const job = await queue.getJob(reconcileJobId(saleId));
+  return job !== undefined && UNFINISHED.has(await job.getState());
+}
+
 /**
  * Queues a reconciliation of a sale unless one is already queued or running; then `running` is true
  * and the job returned is that one. A finished job of the same sale is removed first so its id can be
