@@ -11,6 +11,7 @@ export function reconcileDeps(ctx: TestContext, drainTimeoutMs = 10_000): Reconc
   return {
     redis: ctx.redis,
     prisma: ctx.prisma,
+    databaseUrl: ctx.config.DATABASE_URL,
     prefix: ctx.config.REDIS_PREFIX,
     logger: createLogger('reconcile-test', 'silent'),
     drainTimeoutMs,
@@ -35,6 +36,7 @@ export async function startReconciler(ctx: TestContext, options: { watchEveryMs?
     },
     {
       prefix: ctx.config.REDIS_PREFIX,
+      databaseUrl: ctx.config.DATABASE_URL,
       watchEveryMs: options.watchEveryMs ?? 100,
       publishGraceMs: options.publishGraceMs ?? 0,
       auditEveryMs: options.auditEveryMs ?? 200,

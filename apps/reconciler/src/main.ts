@@ -28,6 +28,7 @@ const reconciler = new Reconciler(
   },
   {
     prefix: config.REDIS_PREFIX,
+    databaseUrl: config.DATABASE_URL,
     watchEveryMs: config.RECONCILER_WATCH_MS,
     publishGraceMs: config.RECONCILER_PUBLISH_GRACE_MS,
     auditEveryMs: config.AUDIT_EVERY_MS,

@@ -34,6 +34,7 @@ try {
           {
             redis,
             prisma,
+            databaseUrl: config.DATABASE_URL,
             prefix: config.REDIS_PREFIX,
             logger,
             drainTimeoutMs: config.RECONCILE_DRAIN_TIMEOUT_MS,

@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { createLogger } from '@flashsale/config';
 import { newReservationId } from '@flashsale/domain';
 import { ORDER_WRITERS_GROUP, decodeReservation, readSaleState, reservePurchase, saleKeys, snapshotSale, type Reservation } from '@flashsale/redis-store';
-import { writeOrderBatch } from '@flashsale/order-store';
+import { SaleLockBusy, writeOrderBatch } from '@flashsale/order-store';
 import { ordersOf, waitForDrain } from '@flashsale/harness';
 import { createLiveSale, createTestContext, type TestContext } from '../../../test/support/context.ts';
 import { reconcileDeps } from '../../../test/support/reconciler.ts';
@@ -85,6 +85,20 @@ describe('reconciling a sale', () => {
 
     expect(await readSaleState(ctx.redis, ctx.config.REDIS_PREFIX, sale.id)).toMatchObject({ paused: true, remaining: 9 });
     expect(await reservePurchase(ctx.redis, ctx.config.REDIS_PREFIX, { saleId: sale.id, userId: 'b', quantity: 1, reservationId: newReservationId(sale.id) })).toEqual({ kind: 'sale_paused' });
+  });
+
+  it('never runs twice at once for a sale: a second run while the first waits for the drain is refused', async () => {
+    const sale = await createLiveSale(ctx, { stock: 10 });
+    await reserve(sale.id, 'a');
+    const first = reconcileSale(reconcileDeps(ctx), sale.id, 'operator');
+    await sleep(200);
+
+    await expect(reconcileSale(reconcileDeps(ctx), sale.id, 'operator')).rejects.toBeInstanceOf(SaleLockBusy);
+
+    startWorker();
+    expect(await first).toMatchObject({ saleId: sale.id, remaining: 9, buyers: 1 });
+    // Released: the next one runs.
+    expect(await reconcileSale(reconcileDeps(ctx), sale.id, 'operator')).toMatchObject({ remaining: 9, buyers: 1 });
   });
 
   it('gives back the units of dead-lettered reservations', async () => {

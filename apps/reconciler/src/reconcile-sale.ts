@@ -1,12 +1,14 @@
 import type { Logger } from '@flashsale/config';
 import type { ReconcileReason, ReconcileResult } from '@flashsale/jobs';
-import { beginRebuild, type PrismaClient } from '@flashsale/order-store';
+import { beginRebuild, withSaleLock, type PrismaClient } from '@flashsale/order-store';
 import { rebuildSaleState, setSalePaused, type ScriptedRedis } from '@flashsale/redis-store';
 import { waitForDrain } from './drain-detector.ts';
 
 export interface ReconcileDeps {
   redis: ScriptedRedis;
   prisma: PrismaClient;
+  /** For the named lock that keeps two runs of one sale's reconciliation apart. */
+  databaseUrl: string;
   prefix: string;
   logger: Logger;
   drainTimeoutMs: number;
@@ -29,6 +31,12 @@ export class SaleNotFound extends Error {
  * Safe to run again at any step: a retry pauses, drains and rebuilds anew.
  */
 export async function reconcileSale(deps: ReconcileDeps, saleId: number, reason: ReconcileReason): Promise<ReconcileResult> {
+  // One job id per sale keeps BullMQ from queueing two, but a job whose lock lapsed is run again while
+  // the first run may go on: two rebuilds interleaved would refuse each other's reservations.
+  return withSaleLock(deps.databaseUrl, 'reconcile', saleId, () => reconcileLocked(deps, saleId, reason));
+}
+
+async function reconcileLocked(deps: ReconcileDeps, saleId: number, reason: ReconcileReason): Promise<ReconcileResult> {
   const { redis, prisma, prefix, logger } = deps;
   const started = performance.now();
   logger.info({ saleId, reason }, 'reconcile: pausing intake');

@@ -19,6 +19,7 @@ import { auditAndReport, type AuditReport } from './ledger-audit.ts';
 
 export interface ReconcilerOptions {
   prefix: string;
+  databaseUrl: string;
   watchEveryMs: number;
   /** Sales younger than this are not judged yet (their publish may be under way). */
   publishGraceMs: number;
@@ -70,6 +71,7 @@ export class Reconciler {
     const reconcileDeps = {
       redis,
       prisma,
+      databaseUrl: options.databaseUrl,
       prefix: options.prefix,
       logger,
       drainTimeoutMs: options.drainTimeoutMs,

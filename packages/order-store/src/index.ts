@@ -5,3 +5,4 @@ export { insertSale, findSale, saleOrderTotals, LIVE_ORDER_STATUSES, type NewSal
 export { findOrderByReservation, type OrderView } from './order-repository.ts';
 export { writeOrderBatch, isPermanentWriteError, type BatchOutcome, type RejectReason } from './order-writer.ts';
 export { listWatchedSales, recordCheckpoint, beginRebuild, unitsAcceptedBy, type WatchedSale, type RebuildPlan } from './sale-ledger.ts';
+export { withSaleLock, SaleLockBusy } from './sale-lock.ts';
