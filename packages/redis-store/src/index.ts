@@ -8,3 +8,4 @@ export { decodeReservation, type Reservation, type DecodedEntry } from './reserv
 export { rebuildSaleState, type BuyerRecord } from './sale-rebuild.ts';
 export { snapshotSale, streamHasEntry, type SaleSnapshot } from './sale-snapshot.ts';
 export { saleEventsChannel, announceSaleChanged } from './sale-events.ts';
+export { findDeadLetter, type DeadLetteredReservation } from './dead-letters.ts';

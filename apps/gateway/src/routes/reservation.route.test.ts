@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newReservationId } from '@flashsale/domain';
+import { ORDER_WRITERS_GROUP, saleKeys } from '@flashsale/redis-store';
 import { createLiveSale, createTestContext, type TestContext } from '../../../../test/support/context.ts';
 import { startGateway } from '../../../../test/support/gateway.ts';
 import { buyerToken } from '../../../../test/support/tokens.ts';
@@ -43,6 +44,22 @@ describe('GET /api/reservations/:reservationId', () => {
 
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual({ reservationId, saleId: sale.id, quantity: 2, status: 'pending', orderId: null });
+  });
+
+  it('shows its owner a reservation the workers set aside as rejected, with the reason, and hides it from others', async () => {
+    const sale = await createLiveSale(ctx);
+    const buyer = newBuyer();
+    const reservationId = await reserve(sale.id, buyer);
+    // What a worker does with a reservation that cannot become an order (dead-letter-2.lua).
+    const keys = saleKeys(ctx.config.REDIS_PREFIX, sale.id);
+    const [[, [[entryId, fields]]]] = (await ctx.redis.xreadgroup('GROUP', ORDER_WRITERS_GROUP, 'test', 'COUNT', 1, 'STREAMS', keys.stream, '>')) as unknown as [[string, [[string, string[]]]]];
+    await ctx.redis.deadLetter(keys.stream, keys.deadLetter, ORDER_WRITERS_GROUP, entryId, 'OVER_STOCK', 1, ...fields);
+
+    const res = await lookup(reservationId, buyer);
+
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ reservationId, saleId: sale.id, quantity: 1, status: 'rejected', orderId: null, reason: 'OVER_STOCK' });
+    await expectProblem(await lookup(reservationId, newBuyer()), 404, 'RESERVATION_NOT_FOUND', 'no such reservation for this buyer');
   });
 
   it("answers another buyer's lookup of a reservation with 404 RESERVATION_NOT_FOUND", async () => {
