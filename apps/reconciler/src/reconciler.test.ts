@@ -30,7 +30,9 @@ describe('the reconciler process', () => {
     const keys = saleKeys(ctx.config.REDIS_PREFIX, sale.id);
     await ctx.redis.del(keys.meta, keys.buyers, keys.stream);
 
-    const state = await until(() => readSaleState(ctx.redis, ctx.config.REDIS_PREFIX, sale.id), (s) => s !== null && !s.paused);
+    // The job reports after it has resumed the sale.
+    await until(async () => reconciler.reconciled.length, (n) => n > 0);
+    const state = await readSaleState(ctx.redis, ctx.config.REDIS_PREFIX, sale.id);
 
     expect(state).toMatchObject({ stock: 8, remaining: 8, paused: false });
     const record = await ctx.prisma.sale.findUniqueOrThrow({ where: { id: sale.id } });
@@ -47,9 +49,10 @@ describe('the reconciler process', () => {
     const reconciler = await startReconciler(ctx);
     stops.push(reconciler.stop);
 
-    const state = await until(() => readSaleState(ctx.redis, ctx.config.REDIS_PREFIX, sale.id), (s) => s?.paused === false);
+    // The job reports after it has resumed the sale.
+    await until(async () => reconciler.reconciled.length, (n) => n > 0);
 
-    expect(state).toMatchObject({ remaining: 5, paused: false });
+    expect(await readSaleState(ctx.redis, ctx.config.REDIS_PREFIX, sale.id)).toMatchObject({ remaining: 5, paused: false });
     expect(reconciler.reconciled.map((r) => r.saleId)).toEqual([sale.id]);
   });
 
