@@ -3,13 +3,20 @@ import type { AddressInfo } from 'node:net';
 import { createLogger } from '@flashsale/config';
 import { createReconcileJobs } from '@flashsale/jobs';
 import { createGateway, type Gateway, type GatewayOptions } from '../../apps/gateway/src/gateway.ts';
-import type { TestContext } from './context.ts';
+import { afterAll, beforeAll } from 'vitest';
+import { createTestContext, type TestContext } from './context.ts';
 
 /**
  * The gateway of a context, listening on a free port, built exactly as `main.ts` builds it (front door,
  * verdict cache with its sale events subscription, live-sale directory).
  */
-export async function startGateway(ctx: TestContext, options: GatewayOptions = {}): Promise<{ url: string; gateway: Gateway; close(): Promise<void> }> {
+export interface TestGateway {
+  url: string;
+  gateway: Gateway;
+  close(): Promise<void>;
+}
+
+export async function startGateway(ctx: TestContext, options: GatewayOptions = {}): Promise<TestGateway> {
   const logger = createLogger('gateway-test', 'silent');
   const jobs = createReconcileJobs(ctx.config.REDIS_URL, ctx.config.REDIS_PREFIX);
   const gateway = createGateway({ config: ctx.config, redis: ctx.redis, prisma: ctx.prisma, logger, jobs }, options);
@@ -26,4 +33,21 @@ export async function startGateway(ctx: TestContext, options: GatewayOptions = {
         server.closeAllConnections();
       }),
   };
+}
+
+/**
+ * One context and one gateway for a whole test file: started before its first test (then `onStarted`
+ * runs, to keep them and set up what the file shares), closed after its last.
+ */
+export function gatewayPerFile(onStarted: (ctx: TestContext, gateway: TestGateway) => void | Promise<void>, options: GatewayOptions = {}): void {
+  let started: { ctx: TestContext; gateway: TestGateway } | undefined;
+  beforeAll(async () => {
+    const ctx = createTestContext();
+    started = { ctx, gateway: await startGateway(ctx, options) };
+    await onStarted(started.ctx, started.gateway);
+  });
+  afterAll(async () => {
+    await started?.gateway.close();
+    await started?.ctx.close();
+  });
 }

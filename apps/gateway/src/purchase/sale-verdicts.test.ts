@@ -1,24 +1,20 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { announceSaleChanged, saleKeys } from '@flashsale/redis-store';
 import { insertSale } from '@flashsale/order-store';
-import { createLiveSale, createTestContext, redisNow, type TestContext } from '../../../../test/support/context.ts';
-import { startGateway } from '../../../../test/support/gateway.ts';
+import { createLiveSale, redisNow, type TestContext } from '../../../../test/support/context.ts';
+import { gatewayPerFile, startGateway, type TestGateway } from '../../../../test/support/gateway.ts';
 import { buyerToken } from '../../../../test/support/tokens.ts';
 import { bearer, expectProblem } from '../../../../test/support/http.ts';
 
 let ctx: TestContext;
-let gateway: Awaited<ReturnType<typeof startGateway>>;
-beforeAll(async () => {
-  ctx = createTestContext();
-  // A long TTL, so only an announcement or a reconnect can drop a verdict in these tests.
-  gateway = await startGateway(ctx, { verdictTtlMs: 60_000 });
-});
-afterAll(async () => {
-  await gateway.close();
-  await ctx.close();
-});
+let gateway: TestGateway;
+// A long TTL, so only an announcement or a reconnect can drop a verdict in these tests.
+gatewayPerFile((started, server) => {
+  ctx = started;
+  gateway = server;
+}, { verdictTtlMs: 60_000 });
 
 async function purchase(url: string, saleId: number): Promise<Response> {
   return fetch(`${url}/api/sales/${saleId}/purchase`, { method: 'POST', headers: bearer(await buyerToken(`buyer-${randomUUID()}`)) });

@@ -1,19 +1,15 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createRedis } from '@flashsale/redis-store';
-import { createLiveSale, createTestContext, type TestContext } from '../../../../test/support/context.ts';
-import { startGateway } from '../../../../test/support/gateway.ts';
+import { createLiveSale, type TestContext } from '../../../../test/support/context.ts';
+import { gatewayPerFile, startGateway, type TestGateway } from '../../../../test/support/gateway.ts';
 import { buyerToken } from '../../../../test/support/tokens.ts';
 import { bearer, expectProblem } from '../../../../test/support/http.ts';
 
 let ctx: TestContext;
-let gateway: Awaited<ReturnType<typeof startGateway>>;
-beforeAll(async () => {
-  ctx = createTestContext();
-  gateway = await startGateway(ctx);
-});
-afterAll(async () => {
-  await gateway.close();
-  await ctx.close();
+let gateway: TestGateway;
+gatewayPerFile((started, server) => {
+  ctx = started;
+  gateway = server;
 });
 
 describe('health and metrics', () => {

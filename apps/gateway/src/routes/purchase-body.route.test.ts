@@ -1,24 +1,20 @@
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { ErrorCode } from '@flashsale/domain';
 import type { SaleRecord } from '@flashsale/order-store';
-import { createLiveSale, createTestContext, type TestContext } from '../../../../test/support/context.ts';
-import { startGateway } from '../../../../test/support/gateway.ts';
+import { createLiveSale, type TestContext } from '../../../../test/support/context.ts';
+import { gatewayPerFile, type TestGateway } from '../../../../test/support/gateway.ts';
 import { buyerToken } from '../../../../test/support/tokens.ts';
 import { bearer, expectProblem } from '../../../../test/support/http.ts';
 import { ordersOfSale, snapshotSale } from '../../../../test/support/sale-snapshot.ts';
 
 let ctx: TestContext;
-let gateway: Awaited<ReturnType<typeof startGateway>>;
+let gateway: TestGateway;
 let sale: SaleRecord;
-beforeAll(async () => {
-  ctx = createTestContext();
-  gateway = await startGateway(ctx);
+gatewayPerFile(async (started, server) => {
+  ctx = started;
+  gateway = server;
   sale = await createLiveSale(ctx, { stock: 10, perUserLimit: 2 });
-});
-afterAll(async () => {
-  await gateway.close();
-  await ctx.close();
 });
 
 const JSON_TYPE = 'application/json';

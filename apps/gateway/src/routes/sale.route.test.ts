@@ -1,21 +1,17 @@
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { setSalePaused } from '@flashsale/redis-store';
 import { insertSale, type SaleRecord } from '@flashsale/order-store';
-import { createLiveSale, createTestContext, redisNow, type TestContext } from '../../../../test/support/context.ts';
-import { startGateway } from '../../../../test/support/gateway.ts';
+import { createLiveSale, redisNow, type TestContext } from '../../../../test/support/context.ts';
+import { gatewayPerFile, type TestGateway } from '../../../../test/support/gateway.ts';
 import { buyerToken } from '../../../../test/support/tokens.ts';
 import { bearer, expectProblem } from '../../../../test/support/http.ts';
 
 let ctx: TestContext;
-let gateway: Awaited<ReturnType<typeof startGateway>>;
-beforeAll(async () => {
-  ctx = createTestContext();
-  gateway = await startGateway(ctx);
-});
-afterAll(async () => {
-  await gateway.close();
-  await ctx.close();
+let gateway: TestGateway;
+gatewayPerFile((started, server) => {
+  ctx = started;
+  gateway = server;
 });
 
 async function getSale(saleId: number | string): Promise<Response> {
