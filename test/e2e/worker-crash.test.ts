@@ -33,6 +33,14 @@ async function acceptedReservations(saleId: number, count: number) {
   return accepted;
 }
 
+/** Puts a fault proxy in front of MariaDB (kept in `proxy` for the test to cut) and returns its DATABASE_URL. */
+async function proxiedDatabase(onClientData?: (chunk: Buffer) => 'forward' | 'drop'): Promise<string> {
+  proxy = await startFaultProxy(Number(new URL(ctx.config.DATABASE_URL).port || 3306), onClientData);
+  const proxied = new URL(ctx.config.DATABASE_URL);
+  proxied.port = String(proxy.port);
+  return proxied.toString();
+}
+
 function workerEnv(overrides: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
   return {
     REDIS_PREFIX: ctx.config.REDIS_PREFIX,
@@ -79,16 +87,13 @@ describe('a worker killed mid-batch', () => {
     const accepted = await acceptedReservations(sale.id, 40);
     let doomed: AppProcess | undefined;
     let killed = false;
-    const dbPort = Number(new URL(ctx.config.DATABASE_URL).port || 3306);
-    proxy = await startFaultProxy(dbPort, (chunk) => {
+    const proxiedDb = await proxiedDatabase((chunk) => {
       if (killed || !chunk.includes('COMMIT')) return 'forward';
       killed = true;
       doomed!.child.kill('SIGKILL');
       return 'drop';
     });
-    const proxiedDb = new URL(ctx.config.DATABASE_URL);
-    proxiedDb.port = String(proxy.port);
-    doomed = await spawnWorker(workerEnv({ DATABASE_URL: proxiedDb.toString() }));
+    doomed = await spawnWorker(workerEnv({ DATABASE_URL: proxiedDb }));
     processes.push(doomed);
 
     expect(await doomed.exited).toBe('SIGKILL');
@@ -122,14 +127,11 @@ describe('a worker killed mid-batch', () => {
 describe('MySQL unreachable', () => {
   it('the worker retries with backoff, keeps the entries pending, and writes them all once MySQL is back', async () => {
     const sale = await createLiveSale(ctx, { stock: 100 });
-    const dbPort = Number(new URL(ctx.config.DATABASE_URL).port || 3306);
-    proxy = await startFaultProxy(dbPort);
-    const proxiedDb = new URL(ctx.config.DATABASE_URL);
-    proxiedDb.port = String(proxy.port);
-    const worker = await spawnWorker(workerEnv({ DATABASE_URL: proxiedDb.toString(), WORKER_CLAIM_IDLE_MS: '60000' }));
+    const proxiedDb = await proxiedDatabase();
+    const worker = await spawnWorker(workerEnv({ DATABASE_URL: proxiedDb, WORKER_CLAIM_IDLE_MS: '60000' }));
     processes.push(worker);
 
-    proxy.cut();
+    proxy!.cut();
     const accepted = await acceptedReservations(sale.id, 25);
     await worker.waitForLog((l) => l.msg === 'order batch failed' && l.mysqlUp === false && l.attempt === 2, 45_000);
     expect((await ordersOf(ctx.prisma, sale.id)).length).toBe(0);
@@ -138,7 +140,7 @@ describe('MySQL unreachable', () => {
     expect(backlog.pending + backlog.lag).toBe(25);
     expect(backlog.pending).toBeGreaterThan(0);
 
-    proxy.restore();
+    proxy!.restore();
     await waitForDrain(ctx.redis, ctx.config.REDIS_PREFIX, sale.id);
     const ledger = await ledgerOf(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, sale.id, accepted);
     expect(ledger).toEqual({ lost: [], duplicated: [], unexpected: [], unitsInDb: 25, remaining: 75, stock: 100 });
@@ -149,12 +151,9 @@ describe('MySQL unreachable', () => {
 describe('a batch held through a long MySQL outage', () => {
   it('stays with the worker retrying it: no other worker takes it over, no delivery is counted', async () => {
     const sale = await createLiveSale(ctx, { stock: 100 });
-    const dbPort = Number(new URL(ctx.config.DATABASE_URL).port || 3306);
-    proxy = await startFaultProxy(dbPort);
-    const proxiedDb = new URL(ctx.config.DATABASE_URL);
-    proxiedDb.port = String(proxy.port);
-    proxy.cut();
-    const holder = await spawnWorker(workerEnv({ DATABASE_URL: proxiedDb.toString(), WORKER_CLAIM_IDLE_MS: '1000', WORKER_MAX_DELIVERIES: '2' }));
+    const proxiedDb = await proxiedDatabase();
+    proxy!.cut();
+    const holder = await spawnWorker(workerEnv({ DATABASE_URL: proxiedDb, WORKER_CLAIM_IDLE_MS: '1000', WORKER_MAX_DELIVERIES: '2' }));
     processes.push(holder);
     const accepted = await acceptedReservations(sale.id, 20);
     await holder.waitForLog((l) => l.msg === 'order batch failed');
@@ -166,7 +165,7 @@ describe('a batch held through a long MySQL outage', () => {
     expect(new Set(pending.map(([, consumer]) => consumer)).size).toBe(1);
     expect(pending.every(([, , , deliveries]) => deliveries === 1)).toBe(true);
 
-    proxy.restore();
+    proxy!.restore();
     await waitForDrain(ctx.redis, ctx.config.REDIS_PREFIX, sale.id);
     const ledger = await ledgerOf(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, sale.id, accepted);
     expect(ledger).toEqual({ lost: [], duplicated: [], unexpected: [], unitsInDb: 20, remaining: 80, stock: 100 });
