@@ -27,7 +27,7 @@ afterEach(async () => {
 function startWorker() {
   worker = new OrderWorker(
     { redis: ctx.redis, prisma: ctx.prisma, prefix: ctx.config.REDIS_PREFIX, logger: createLogger('w', 'silent') },
-    { batchSize: 50, idleMs: 5, claimIdleMs: 200, maxDeliveries: 5, salesRefreshMs: 50 },
+    { batchSize: 50, idleMs: 5, claimIdleMs: 200, maxDeliveries: 5, salesRefreshMs: 50, writesInFlight: 2 },
   );
   worker.start();
 }

@@ -75,7 +75,7 @@ describe('the reconciler process', () => {
     const [[entryA]] = (await ctx.redis.xrange(saleKeys(ctx.config.REDIS_PREFIX, sale.id).stream, '-', '+')) as [[string, string[]]];
     const worker = new OrderWorker(
       { redis: ctx.redis, prisma: ctx.prisma, prefix: ctx.config.REDIS_PREFIX, logger: createLogger('w', 'silent') },
-      { batchSize: 10, idleMs: 5, claimIdleMs: 500, maxDeliveries: 5, salesRefreshMs: 50 },
+      { batchSize: 10, idleMs: 5, claimIdleMs: 500, maxDeliveries: 5, salesRefreshMs: 50, writesInFlight: 2 },
     );
     const reconciler = await startReconciler(ctx);
     stops.push(reconciler.stop);
@@ -158,7 +158,7 @@ describe('npm run reconcile -- --sale <id>', () => {
     // is started in this process a moment later.
     const worker = new OrderWorker(
       { redis: ctx.redis, prisma: ctx.prisma, prefix: ctx.config.REDIS_PREFIX, logger: createLogger('w', 'silent') },
-      { batchSize: 10, idleMs: 5, claimIdleMs: 500, maxDeliveries: 5, salesRefreshMs: 50 },
+      { batchSize: 10, idleMs: 5, claimIdleMs: 500, maxDeliveries: 5, salesRefreshMs: 50, writesInFlight: 2 },
     );
     setTimeout(() => worker.start(), 500);
     stops.push(() => worker.stop());

@@ -18,6 +18,8 @@ export interface OrderWorkerOptions {
   maxDeliveries: number;
   /** How often the list of sales is read again, default 1000 ms. */
   salesRefreshMs: number;
+  /** Rounds of batches being written at once, default 2 (see run()). */
+  writesInFlight: number;
 }
 
 export interface OrderWorkerDeps {
@@ -55,6 +57,8 @@ export class OrderWorker {
   readonly stats: OrderWorkerStats = { batches: 0, written: 0, replayed: 0, deadLettered: 0 };
   private running = false;
   private loop: Promise<void> | undefined;
+  /** Entries this consumer holds (read, being written, not yet acknowledged or set aside), by sale. */
+  private readonly held = new Map<number, Set<string>>();
 
   constructor(
     private readonly deps: OrderWorkerDeps,
@@ -64,7 +68,10 @@ export class OrderWorker {
   start(): void {
     if (this.running) return;
     this.running = true;
-    this.loop = this.run();
+    // Everything in hand is touched well within the claim timeout, so that no other worker mistakes this
+    // one for dead, however long a write takes (retries while MySQL is away) or entries wait their turn.
+    const keepAlive = setInterval(() => void this.keepHeldAlive(), Math.max(50, this.options.claimIdleMs / 3));
+    this.loop = this.run().finally(() => clearInterval(keepAlive));
   }
 
   /** Finishes the batches in hand (written and acknowledged), then resolves. */
@@ -73,6 +80,36 @@ export class OrderWorker {
     await this.loop;
   }
 
+  private async keepHeldAlive(): Promise<void> {
+    for (const [saleId, ids] of this.held) {
+      await keepHeld(this.deps.redis, this.deps.prefix, this.consumer, saleId, [...ids]).catch(() => undefined);
+    }
+  }
+
+  private hold(saleId: number, ids: string[]): void {
+    let set = this.held.get(saleId);
+    if (!set) this.held.set(saleId, (set = new Set()));
+    for (const id of ids) set.add(id);
+  }
+
+  private releaseAll(round: Map<number, RawEntry[]>): void {
+    for (const [saleId, entries] of round) this.release(saleId, entries.map((entry) => entry.id));
+  }
+
+  private release(saleId: number, ids: string[]): void {
+    const set = this.held.get(saleId);
+    if (!set) return;
+    for (const id of ids) set.delete(id);
+    if (set.size === 0) this.held.delete(saleId);
+  }
+
+  /**
+   * The loop. Three things overlap instead of taking turns: reading the next round from Redis, and
+   * writing up to `writesInFlight` rounds to MySQL. Two batches of one sale still commit one after the
+   * other (the sale row's lock orders them), but the second is already at MySQL, waiting on the lock,
+   * when the first commits: MySQL stays busy while this process prepares and acknowledges batches,
+   * rather than each waiting for the other.
+   */
   private async run(): Promise<void> {
     const { redis, prefix, logger } = this.deps;
     let sales: number[] = [];
@@ -80,6 +117,7 @@ export class OrderWorker {
     let claimedAt = 0;
     let failures = 0;
     let prefetched: Promise<Map<number, RawEntry[]>> | undefined;
+    const writing: Promise<void>[] = [];
     let abandoned = false;
     while (this.running) {
       try {
@@ -94,13 +132,24 @@ export class OrderWorker {
           busy = await this.reclaim(sales);
         }
         const fresh = await (prefetched ?? this.read(sales));
-        // While this round's batches are written to MySQL, the next round's entries are read from Redis:
-        // the two overlap instead of taking turns. Only when there is work: an idle worker just polls.
-        prefetched = fresh.size > 0 ? this.read(sales) : undefined;
-        await this.processAll(fresh);
+        prefetched = undefined;
+        if (fresh.size > 0) {
+          writing.push(settledLater(this.processAll(fresh)));
+          // Only when there is work: an idle worker just polls.
+          prefetched = this.read(sales);
+          while (writing.length >= this.options.writesInFlight) await writing.shift();
+        } else {
+          while (writing.length > 0) await writing.shift();
+          if (!busy) await sleep(this.options.idleMs);
+        }
         failures = 0;
-        if (fresh.size === 0 && !busy) await sleep(this.options.idleMs);
       } catch (error) {
+        // The rounds still being written go on to their end (written and acknowledged, or held for
+        // another worker); the next round is read again.
+        await Promise.allSettled(writing.splice(0));
+        // A round read but not to be written now is let go: left pending, no longer kept alive, so a claim
+        // (by this worker or another) picks it up.
+        void prefetched?.then((unwritten) => this.releaseAll(unwritten), () => undefined);
         prefetched = undefined;
         if (error instanceof Abandoned) {
           abandoned = true;
@@ -111,6 +160,10 @@ export class OrderWorker {
         await sleep(backoffMs(failures));
       }
     }
+    const results = await Promise.allSettled(writing.splice(0));
+    for (const result of results) {
+      if (result.status === 'rejected' && !(result.reason instanceof Abandoned)) logger.error({ err: result.reason }, 'last batches not written; they stay pending for another worker');
+    }
     // Entries a last prefetch read are this worker's now: write them before stopping rather than leave
     // them pending until another worker's claim timeout.
     if (prefetched && !abandoned) {
@@ -119,10 +172,12 @@ export class OrderWorker {
   }
 
   private read(sales: number[]): Promise<Map<number, RawEntry[]>> {
-    const reading = readNewEntries(this.deps.redis, this.deps.prefix, this.consumer, sales, this.options.batchSize);
+    const reading = readNewEntries(this.deps.redis, this.deps.prefix, this.consumer, sales, this.options.batchSize).then((fresh) => {
+      for (const [saleId, entries] of fresh) this.hold(saleId, entries.map((entry) => entry.id));
+      return fresh;
+    });
     // A prefetch that fails is awaited (and its error handled) by the next round; never unhandled.
-    reading.catch(() => undefined);
-    return reading;
+    return settledLater(reading);
   }
 
   private async processAll(fresh: Map<number, RawEntry[]>): Promise<void> {
@@ -143,6 +198,17 @@ export class OrderWorker {
   }
 
   private async process(saleId: number, deliveries: Delivery[]): Promise<void> {
+    const ids = deliveries.map((delivery) => delivery.entry.id);
+    this.hold(saleId, ids);
+    try {
+      await this.processHeld(saleId, deliveries);
+    } finally {
+      // Acknowledged or set aside; or, if this failed, left pending for a claim (by this worker or another).
+      this.release(saleId, ids);
+    }
+  }
+
+  private async processHeld(saleId: number, deliveries: Delivery[]): Promise<void> {
     const { redis, prefix, logger } = this.deps;
     const reservations: Reservation[] = [];
     const rawById = new Map<string, Delivery>();
@@ -176,28 +242,20 @@ export class OrderWorker {
    * entry and the one refused alone is set aside as WRITE_FAILED, so one bad entry cannot stall a sale.
    */
   private async write(saleId: number, reservations: Reservation[]): Promise<WriteOutcome> {
-    // While this batch is in hand (a write can take long: retries while MySQL is away), its entries are
-    // touched well within the claim timeout, so no other worker mistakes this one for dead.
-    const touch = () => keepHeld(this.deps.redis, this.deps.prefix, this.consumer, saleId, reservations.map((r) => r.entryId)).catch(() => undefined);
-    const keepAlive = setInterval(() => void touch(), Math.max(50, this.options.claimIdleMs / 3));
-    try {
-      for (let attempt = 1; ; attempt++) {
-        try {
-          return await writeOrderBatch(this.deps.prisma, saleId, reservations);
-        } catch (error) {
-          if (isPermanentWriteError(error)) {
-            this.deps.logger.error({ err: error, saleId, entries: reservations.length }, 'MySQL refuses an entry of the batch');
-            if (reservations.length > 1) return this.writeOneByOne(saleId, reservations);
-            return { written: [], replayed: [], rejected: [{ reservation: reservations[0]!, reason: 'WRITE_FAILED' }] };
-          }
-          const mysqlUp = await this.mysqlAnswers();
-          this.deps.logger.error({ err: error, saleId, entries: reservations.length, attempt, mysqlUp }, 'order batch failed');
-          if (!this.running) throw new Abandoned('stopping while the batch cannot be written');
-          await sleep(backoffMs(attempt));
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await writeOrderBatch(this.deps.prisma, saleId, reservations);
+      } catch (error) {
+        if (isPermanentWriteError(error)) {
+          this.deps.logger.error({ err: error, saleId, entries: reservations.length }, 'MySQL refuses an entry of the batch');
+          if (reservations.length > 1) return this.writeOneByOne(saleId, reservations);
+          return { written: [], replayed: [], rejected: [{ reservation: reservations[0]!, reason: 'WRITE_FAILED' }] };
         }
+        const mysqlUp = await this.mysqlAnswers();
+        this.deps.logger.error({ err: error, saleId, entries: reservations.length, attempt, mysqlUp }, 'order batch failed');
+        if (!this.running) throw new Abandoned('stopping while the batch cannot be written');
+        await sleep(backoffMs(attempt));
       }
-    } finally {
-      clearInterval(keepAlive);
     }
   }
 
@@ -226,6 +284,12 @@ export class OrderWorker {
       return false;
     }
   }
+}
+
+/** The promise, marked as handled: its rejection is awaited later, never reported as unhandled meanwhile. */
+function settledLater<T>(promise: Promise<T>): Promise<T> {
+  promise.catch(() => undefined);
+  return promise;
 }
 
 /** 100 ms doubling to 5 s: quick to recover from a blip, gentle on a database that is down. */

@@ -28,6 +28,7 @@ describe('loadConfig', () => {
       LOG_LEVEL: 'info',
       RATE_LIMIT_PER_SECOND: 10,
       WORKER_BATCH_SIZE: 500,
+      WORKER_WRITES_IN_FLIGHT: 2,
       WORKER_IDLE_MS: 5,
       WORKER_CLAIM_IDLE_MS: 15_000,
       WORKER_MAX_DELIVERIES: 5,

@@ -36,6 +36,8 @@ const schema = z
     RATE_LIMIT_PER_SECOND: intFrom(1, 1_000_000).default(10),
     /** Entries a worker takes from one sale's stream per MySQL transaction, default 500. */
     WORKER_BATCH_SIZE: intFrom(1, 5000).default(500),
+    /** Rounds of batches a worker writes to MySQL at once, default 2: the next is at MySQL when one commits. */
+    WORKER_WRITES_IN_FLIGHT: intFrom(1, 16).default(2),
     /** How long an idle worker waits before polling the streams again, default 5 ms. */
     WORKER_IDLE_MS: intFrom(1, 10_000).default(5),
     /** Entries pending this long on a consumer are taken over by another worker, default 15000 ms. */

@@ -28,29 +28,31 @@ export interface BatchOutcome {
 /**
  * Writes one batch of a sale's reservations as orders, in one transaction, idempotently.
  *
- * The sale row is locked first (FOR UPDATE): batches of one sale from several workers then run one after
- * the other, so the replay and duplicate checks below see every committed order and sold_units is raised
- * from a value nobody else is changing. The unique keys (reservation_id; sale_id + user_id) and the
- * CHECK sold_units <= stock stay as the last line of defence should anything here be wrong.
+ * Every batch takes the sale row's lock first: batches of one sale from several workers then run one
+ * after the other, sold_units is raised from a value nobody else is changing, and the reconciler's
+ * rebuild (which switches redis_generation under the same lock) is fenced off. The unique keys
+ * (reservation_id; sale_id + user_id) and the CHECK sold_units <= stock stay as the last line of
+ * defence should anything here be wrong.
  */
 export async function writeOrderBatch(prisma: PrismaClient, saleId: number, batch: Reservation[]): Promise<BatchOutcome> {
   if (batch.length === 0) return { written: [], replayed: [], rejected: [] };
-  try {
-    // Almost every batch is new reservations of new buyers: write it without looking anything up.
-    return await writeInTransaction(prisma, saleId, batch, false);
-  } catch (error) {
-    if (!(error instanceof NeedsLookup) && !isUniqueViolation(error)) throw error;
-    // A redelivered reservation or a buyer who already has an order (the unique keys refused the batch),
-    // or an entry to refuse: nothing was written. Look up what MySQL holds, so that a redelivered
-    // entry is recognised as written (acknowledged) before anything is judged over stock or stale.
+  if (isPlainBatch(batch)) {
     try {
-      return await writeInTransaction(prisma, saleId, batch, true);
-    } catch (retryError) {
-      // The lookups saw no conflict, yet a unique key still refuses the batch: MySQL judges two ids equal
-      // that the writer does not. Retrying cannot help; the worker sets the offending entry aside.
-      if (isUniqueViolation(retryError)) throw new UnexplainedConflict(retryError);
-      throw retryError;
+      // Almost every batch is new reservations of new buyers: write it without looking anything up.
+      return await writeWithoutLookups(prisma, saleId, batch);
+    } catch (error) {
+      if (!(error instanceof NeedsLookup) && !isUniqueViolation(error)) throw error;
+      // A redelivered reservation or a buyer who already has an order (the unique keys refused the
+      // batch), or a guard refused it: nothing was written. Decide entry by entry below.
     }
+  }
+  try {
+    return await writeWithLookups(prisma, saleId, batch);
+  } catch (error) {
+    // The lookups saw no conflict, yet a unique key still refuses the batch: MySQL judges two ids equal
+    // that the writer does not. Retrying cannot help; the worker sets the offending entry aside.
+    if (isUniqueViolation(error)) throw new UnexplainedConflict(error);
+    throw error;
   }
 }
 
@@ -64,29 +66,61 @@ class UnexplainedConflict extends Error {
 /** Rolls back the quick pass: a refusal is only ever decided with the lookups done. */
 class NeedsLookup extends Error {}
 
-async function writeInTransaction(prisma: PrismaClient, saleId: number, batch: Reservation[], lookUpExisting: boolean): Promise<BatchOutcome> {
+/** One generation, no reservation or buyer twice: the batch can be written whole or not at all. */
+function isPlainBatch(batch: Reservation[]): boolean {
+  const generation = batch[0]!.generation;
+  const reservations = new Set<string>();
+  const buyers = new Set<string>();
+  for (const r of batch) {
+    if (r.generation !== generation || reservations.has(r.reservationId) || buyers.has(r.userId)) return false;
+    reservations.add(r.reservationId);
+    buyers.add(r.userId);
+  }
+  return true;
+}
+
+/**
+ * The quick pass, three statements in one transaction: the guarded UPDATE takes the sale row's lock and
+ * checks generation and stock in the same step; the INSERT relies on the unique keys to refuse a
+ * redelivered entry or a buyer who already has an order. Any refusal rolls everything back.
+ */
+async function writeWithoutLookups(prisma: PrismaClient, saleId: number, batch: Reservation[]): Promise<BatchOutcome> {
+  const units = batch.reduce((sum, r) => sum + r.quantity, 0);
+  return prisma.$transaction(
+    async (tx) => {
+      const updated = await tx.$executeRaw`
+        UPDATE sales SET sold_units = sold_units + ${units}
+        WHERE id = ${saleId} AND redis_generation = ${batch[0]!.generation} AND sold_units + ${units} <= stock`;
+      // The sale is missing, was rebuilt under another generation, or has fewer units left than the batch.
+      if (updated !== 1) throw new NeedsLookup();
+      await insertOrders(tx, saleId, batch);
+      return { written: batch, replayed: [], rejected: [] };
+    },
+    { maxWait: 5_000, timeout: 30_000 },
+  );
+}
+
+/**
+ * The careful pass: lock the sale row, look up which entries MySQL already holds, and judge each entry
+ * (replayed, stale, duplicate buyer, over stock, or written). A redelivered entry is recognised as
+ * written (acknowledged) before anything is judged over stock or stale.
+ */
+async function writeWithLookups(prisma: PrismaClient, saleId: number, batch: Reservation[]): Promise<BatchOutcome> {
   const outcome: BatchOutcome = { written: [], replayed: [], rejected: [] };
   return prisma.$transaction(
     async (tx) => {
-      // The lock is also the fence against a rebuild: the reconciler switches redis_generation under the
-      // same lock, so a batch either commits before it (and is counted) or sees the new generation.
       const [sale] = await tx.$queryRaw<{ stock: number; sold_units: number; redis_generation: string | null }[]>`
         SELECT stock, sold_units, redis_generation FROM sales WHERE id = ${saleId} FOR UPDATE`;
       if (!sale) {
         outcome.rejected = batch.map((reservation) => ({ reservation, reason: 'SALE_NOT_FOUND' as const }));
         return outcome;
       }
-      let existing: { reservation_id: string; user_id: string }[] = [];
-      if (lookUpExisting) {
-        // Two lookups on unique indexes (reservation_id; sale_id + user_id) rather than one OR, which
-        // MySQL answers with a slower index merge.
-        const reservationIds = Prisma.join(batch.map((r) => r.reservationId));
-        const userIds = Prisma.join(batch.map((r) => r.userId));
-        existing = await tx.$queryRaw<{ reservation_id: string; user_id: string }[]>`
-          SELECT reservation_id, user_id FROM orders WHERE reservation_id IN (${reservationIds})
-          UNION ALL
-          SELECT reservation_id, user_id FROM orders WHERE sale_id = ${saleId} AND user_id IN (${userIds})`;
-      }
+      // Two lookups on unique indexes (reservation_id; sale_id + user_id) rather than one OR, which
+      // MySQL answers with a slower index merge.
+      const existing = await tx.$queryRaw<{ reservation_id: string; user_id: string }[]>`
+        SELECT reservation_id, user_id FROM orders WHERE reservation_id IN (${Prisma.join(batch.map((r) => r.reservationId))})
+        UNION ALL
+        SELECT reservation_id, user_id FROM orders WHERE sale_id = ${saleId} AND user_id IN (${Prisma.join(batch.map((r) => r.userId))})`;
       const existingReservations = new Set(existing.map((order) => order.reservation_id));
       const buyersWithOrders = new Set(existing.map((order) => order.user_id));
       const stock = Number(sale.stock);
@@ -108,14 +142,8 @@ async function writeInTransaction(prisma: PrismaClient, saleId: number, batch: R
           sold += reservation.quantity;
         }
       }
-      if (!lookUpExisting && outcome.rejected.length > 0) throw new NeedsLookup();
       if (outcome.written.length === 0) return outcome;
-      // One multi-row INSERT with placeholders (values are bound, never spliced in): Prisma's createMany,
-      // and even Prisma.sql fragments, spend several times longer in JavaScript on a 500-row batch than
-      // the statement takes in MySQL, which made them the drain's bottleneck.
-      const values: unknown[] = [];
-      for (const r of outcome.written) values.push(r.reservationId, saleId, r.userId, r.quantity, new Date(r.reservedAt));
-      await tx.$executeRawUnsafe(insertOrdersSql(outcome.written.length), ...values);
+      await insertOrders(tx, saleId, outcome.written);
       const units = sold - Number(sale.sold_units);
       const updated = await tx.$executeRaw`UPDATE sales SET sold_units = sold_units + ${units} WHERE id = ${saleId} AND sold_units + ${units} <= stock`;
       if (updated !== 1) throw new Error(`sale ${saleId}: guarded sold_units update refused ${units} units`);
@@ -123,6 +151,28 @@ async function writeInTransaction(prisma: PrismaClient, saleId: number, batch: R
     },
     { maxWait: 5_000, timeout: 30_000 },
   );
+}
+
+/**
+ * The rows travel as ONE bound parameter, a JSON array that MySQL unpacks with JSON_TABLE: with one
+ * placeholder per value (2,500 for a batch of 500), Prisma spent longer in JavaScript on the parameters
+ * than MySQL took to store the rows. Columns are read as text and converted by the INSERT itself, so a
+ * value that does not fit fails the statement in strict mode exactly as a bound value would (JSON_TABLE's
+ * own typed columns would round or clamp it with a mere warning). reserved_at is epoch milliseconds
+ * added to the epoch as a DATETIME: plain arithmetic in UTC, as Prisma stores a DateTime, with no
+ * session time zone involved (FROM_UNIXTIME would apply one).
+ */
+const INSERT_ORDERS_FROM_JSON = `
+  INSERT INTO orders (reservation_id, sale_id, user_id, quantity, status, reserved_at)
+  SELECT j.reservation_id, ?, j.user_id, j.quantity, 'created', TIMESTAMPADD(MICROSECOND, j.reserved_at_ms * 1000, TIMESTAMP '1970-01-01 00:00:00')
+  FROM JSON_TABLE(?, '$[*]' COLUMNS (
+    reservation_id TEXT PATH '$[0]', user_id TEXT PATH '$[1]', quantity TEXT PATH '$[2]', reserved_at_ms TEXT PATH '$[3]'
+  )) AS j`;
+
+async function insertOrders(tx: Prisma.TransactionClient, saleId: number, rows: Reservation[]): Promise<void> {
+  const json = JSON.stringify(rows.map((r) => [r.reservationId, r.userId, String(r.quantity), String(r.reservedAt)]));
+  const inserted = await tx.$executeRawUnsafe(INSERT_ORDERS_FROM_JSON, saleId, json);
+  if (inserted !== rows.length) throw new Error(`sale ${saleId}: ${inserted} orders inserted of ${rows.length}`);
 }
 
 /** MySQL's duplicate-key error (1062), as Prisma reports it for a raw statement or a model call. */
@@ -134,18 +184,6 @@ function isUniqueViolation(error: unknown): boolean {
     e.meta?.driverAdapterError?.cause?.kind === 'UniqueConstraintViolation' ||
     /\b1062\b|Duplicate entry/.test(e.message ?? '')
   );
-}
-
-const insertStatements = new Map<number, string>();
-
-/** `INSERT INTO orders ... VALUES (?, ?, ?, ?, 'created', ?), ...` for `rows` rows, built once per size. */
-function insertOrdersSql(rows: number): string {
-  let sql = insertStatements.get(rows);
-  if (!sql) {
-    sql = `INSERT INTO orders (reservation_id, sale_id, user_id, quantity, status, reserved_at) VALUES ${Array(rows).fill("(?, ?, ?, ?, 'created', ?)").join(', ')}`;
-    insertStatements.set(rows, sql);
-  }
-  return sql;
 }
 
 /**

@@ -26,8 +26,16 @@ export function decodeReservation(saleId: number, entryId: string, fields: strin
   const quantity = Number(values.get('q'));
   const reservedAt = Number(values.get('t'));
   const generation = values.get('g');
-  if (!reservationId || !userId || !generation || !Number.isInteger(quantity) || quantity < 1 || !Number.isFinite(reservedAt)) {
+  if (!reservationId || !userId || !generation || !Number.isInteger(quantity) || quantity < 1 || !isStorableTime(reservedAt)) {
     return { ok: false, entryId, fields, reason: 'MALFORMED_ENTRY' };
   }
   return { ok: true, reservation: { entryId, reservationId, saleId, userId, quantity, reservedAt, generation } };
+}
+
+/** Latest instant a MySQL DATETIME holds (9999-12-31 23:59:59.999 UTC), in epoch ms. */
+const LAST_DATETIME_MS = 253_402_300_799_999;
+
+/** Epoch ms that MySQL can store as a DATETIME: anything else would fail the write on every retry. */
+function isStorableTime(epochMs: number): boolean {
+  return Number.isSafeInteger(epochMs) && epochMs >= 0 && epochMs <= LAST_DATETIME_MS;
 }
