@@ -5,10 +5,8 @@ import { publishSale, saleKeys, type ScriptedRedis } from '@flashsale/redis-stor
 import { insertSale, poolConfigFromUrl, type PrismaClient } from '@flashsale/order-store';
 import { spawnWorker, waitForDrain } from '@flashsale/harness';
 
-const BATCH = 500;
-
-async function newSale(prisma: PrismaClient, stock: number) {
-  return insertSale(prisma, { name: 'bench drain', stock, perUserLimit: 1, startsAt: new Date(Date.now() - 60_000), endsAt: new Date(Date.now() + 3_600_000) });
+async function newSale(prisma: PrismaClient, prefix: string, stock: number) {
+  return insertSale(prisma, { name: `${prefix} drain`, stock, perUserLimit: 1, startsAt: new Date(Date.now() - 60_000), endsAt: new Date(Date.now() + 3_600_000) });
 }
 
 /**
@@ -17,7 +15,7 @@ async function newSale(prisma: PrismaClient, stock: number) {
  * until the stream's group has neither lag nor pending entries, i.e. every order is committed in MySQL.
  */
 export async function drainByWorker(redis: ScriptedRedis, prisma: PrismaClient, env: NodeJS.ProcessEnv, prefix: string, count: number): Promise<number> {
-  const sale = await newSale(prisma, count);
+  const sale = await newSale(prisma, prefix, count);
   await publishSale(redis, prefix, sale, sale.generation);
   const keys = saleKeys(prefix, sale.id);
   for (let start = 0; start < count; start += 1000) {
@@ -45,16 +43,17 @@ export async function drainByWorker(redis: ScriptedRedis, prisma: PrismaClient, 
 
 /**
  * (d), the raw baseline: the same rows (same columns, same kind of ids) written with multi-row INSERTs
- * of the workers' batch size, one connection, autocommit: what MySQL itself takes to store them.
+ * of the workers' batch size (WORKER_BATCH_SIZE, the same the worker process gets), one connection,
+ * autocommit: what MySQL itself takes to store them.
  */
-export async function drainRaw(prisma: PrismaClient, databaseUrl: string, count: number): Promise<number> {
-  const sale = await newSale(prisma, count);
+export async function drainRaw(prisma: PrismaClient, databaseUrl: string, prefix: string, count: number, batchSize: number): Promise<number> {
+  const sale = await newSale(prisma, prefix, count);
   const connection = await createConnection(poolConfigFromUrl(databaseUrl));
   try {
     const now = new Date();
     const started = performance.now();
-    for (let start = 0; start < count; start += BATCH) {
-      const rows = Math.min(BATCH, count - start);
+    for (let start = 0; start < count; start += batchSize) {
+      const rows = Math.min(batchSize, count - start);
       const values: unknown[] = [];
       for (let i = 0; i < rows; i += 1) values.push(`${sale.id}-${randomUUID()}`, sale.id, `drain-${start + i}`, 1, now);
       await connection.query(`INSERT INTO orders (reservation_id, sale_id, user_id, quantity, reserved_at) VALUES ${Array(rows).fill('(?, ?, ?, ?, ?)').join(', ')}`, values);
