@@ -289,14 +289,18 @@ describe('order worker facing an entry MySQL refuses', () => {
 });
 
 describe('buyer ids', () => {
-  it('are told apart byte for byte, as Redis tells them apart: Alice, alice and "alice " are three buyers', async () => {
+  it('are told apart byte for byte, as Redis tells them apart: Alice, alice and "alice " are three buyers, and stored as given', async () => {
     const sale = await createLiveSale(ctx, { stock: 10 });
     const accepted = new Map<string, { userId: string; quantity: number }>();
-    for (const buyer of ['Alice', 'alice', 'alice ', 'rené', 'rene']) accepted.set(await reserve(sale.id, buyer), { userId: buyer, quantity: 1 });
+    // The last ones travel inside the writer's JSON parameter escaped: quotes, backslashes, control
+    // characters, a character outside the BMP.
+    const buyers = ['Alice', 'alice', 'alice ', 'rené', 'rene', 'say "hi" \\o/', 'tab\tnew\nline\u0000', '😀'];
+    for (const buyer of buyers) accepted.set(await reserve(sale.id, buyer), { userId: buyer, quantity: 1 });
     startWorker();
     await waitForDrain(ctx.redis, ctx.config.REDIS_PREFIX, sale.id);
 
-    expect(await ledgerOf(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, sale.id, accepted)).toEqual({ lost: [], duplicated: [], unexpected: [], unitsInDb: 5, remaining: 5, stock: 10 });
+    expect(await ledgerOf(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, sale.id, accepted)).toEqual({ lost: [], duplicated: [], unexpected: [], unitsInDb: 8, remaining: 2, stock: 10 });
+    expect((await ordersOf(ctx.prisma, sale.id)).map((o) => o.userId).sort()).toEqual([...buyers].sort());
     expect(await deadLetters(sale.id)).toEqual([]);
   });
 });

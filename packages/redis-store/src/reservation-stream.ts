@@ -19,13 +19,13 @@ export type DecodedEntry = { ok: true; reservation: Reservation } | { ok: false;
 
 /** Decodes one stream entry; a malformed one is reported, never thrown, so it can be dead-lettered. */
 export function decodeReservation(saleId: number, entryId: string, fields: string[]): DecodedEntry {
-  const values = new Map<string, string>();
-  for (let i = 0; i + 1 < fields.length; i += 2) values.set(fields[i]!, fields[i + 1]!);
-  const reservationId = values.get('r');
-  const userId = values.get('u');
-  const quantity = Number(values.get('q'));
-  const reservedAt = Number(values.get('t'));
-  const generation = values.get('g');
+  const field = (name: string, at: number): string | undefined => (fields[at] === name ? fields[at + 1] : fieldNamed(fields, name));
+  // The reserve script writes the fields in this order; looked up by name should an entry differ.
+  const reservationId = field('r', 0);
+  const userId = field('u', 2);
+  const quantity = Number(field('q', 4));
+  const reservedAt = Number(field('t', 6));
+  const generation = field('g', 8);
   if (!reservationId || !userId || !generation || !Number.isInteger(quantity) || quantity < 1 || !isStorableTime(reservedAt)) {
     return { ok: false, entryId, fields, reason: 'MALFORMED_ENTRY' };
   }
@@ -38,4 +38,9 @@ const LAST_DATETIME_MS = 253_402_300_799_999;
 /** Epoch ms that MySQL can store as a DATETIME: anything else would fail the write on every retry. */
 function isStorableTime(epochMs: number): boolean {
   return Number.isSafeInteger(epochMs) && epochMs >= 0 && epochMs <= LAST_DATETIME_MS;
+}
+
+function fieldNamed(fields: string[], name: string): string | undefined {
+  for (let i = 0; i + 1 < fields.length; i += 2) if (fields[i] === name) return fields[i + 1];
+  return undefined;
 }
