@@ -1,3 +1,6 @@
+import { createServer } from 'node:http';
+import { once } from 'node:events';
+import type { AddressInfo } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { newReservationId } from '@flashsale/domain';
 import { reservePurchase, streamBacklog } from '@flashsale/redis-store';
@@ -145,6 +148,11 @@ describe('MySQL unreachable', () => {
     const ledger = await ledgerOf(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, sale.id, accepted);
     expect(ledger).toEqual({ lost: [], duplicated: [], unexpected: [], unitsInDb: 25, remaining: 75, stock: 100 });
     expect(worker.logs.filter((l) => l.msg === 'entry moved to the dead-letter stream')).toEqual([]);
+    // What an operator sees on the worker's /metrics: the failed attempts, then every order written.
+    const { port } = await worker.waitForLog((l) => l.msg === 'worker started');
+    const metrics = await (await fetch(`http://127.0.0.1:${String(port)}/metrics`)).text();
+    expect(metrics).toMatch(/^flashsale_worker_orders_written_total 25$/m);
+    expect(Number(/^flashsale_worker_write_failures_total (\d+)$/m.exec(metrics)?.[1])).toBeGreaterThanOrEqual(2);
   }, 90_000);
 });
 
@@ -171,4 +179,24 @@ describe('a batch held through a long MySQL outage', () => {
     expect(ledger).toEqual({ lost: [], duplicated: [], unexpected: [], unitsInDb: 20, remaining: 80, stock: 100 });
     expect([...holder.logs, ...other.logs].filter((l) => l.msg === 'entry moved to the dead-letter stream' || l.msg === 'took over entries left pending by another consumer')).toEqual([]);
   }, 60_000);
+});
+
+describe('a worker whose metrics port is taken', () => {
+  it('says so and writes every order anyway', async () => {
+    const sale = await createLiveSale(ctx, { stock: 10 });
+    const squatter = createServer().listen(0);
+    await once(squatter, 'listening');
+    try {
+      const taken = (squatter.address() as AddressInfo).port;
+      const worker = await spawnWorker(workerEnv({ WORKER_PORT: String(taken) }));
+      processes.push(worker);
+      const accepted = await acceptedReservations(sale.id, 5);
+      await waitForDrain(ctx.redis, ctx.config.REDIS_PREFIX, sale.id);
+
+      expect(worker.logs.find((l) => l.msg === 'metrics port unavailable: this worker serves no /metrics (give it its own WORKER_PORT)')).toMatchObject({ port: taken });
+      expect(await ledgerOf(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, sale.id, accepted)).toEqual({ lost: [], duplicated: [], unexpected: [], unitsInDb: 5, remaining: 5, stock: 10 });
+    } finally {
+      squatter.close();
+    }
+  });
 });

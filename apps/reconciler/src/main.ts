@@ -1,10 +1,10 @@
 import type { AddressInfo } from 'node:net';
-import { createLogger, loadConfig, onShutdownSignal } from '@flashsale/config';
+import { createLogger, loadConfig, onShutdownSignal, serveMetrics } from '@flashsale/config';
 import { createRedis } from '@flashsale/redis-store';
 import { createPrisma } from '@flashsale/order-store';
 import { bullConnection, createReconcileJobs } from '@flashsale/jobs';
 import { Reconciler } from './reconciler.ts';
-import { createReconcilerMetrics, serveMetrics } from './metrics.ts';
+import { createReconcilerMetrics } from './metrics.ts';
 
 const config = loadConfig();
 const logger = createLogger('reconciler', config.LOG_LEVEL);
@@ -37,7 +37,7 @@ const reconciler = new Reconciler(
   },
 );
 await reconciler.start();
-const server = serveMetrics(metrics, config.RECONCILER_PORT);
+const server = serveMetrics(metrics.registry, config.RECONCILER_PORT);
 server.on('listening', () => logger.info({ port: (server.address() as AddressInfo).port, prefix: config.REDIS_PREFIX }, 'reconciler started'));
 
 onShutdownSignal(logger, async () => {

@@ -1,7 +1,6 @@
-import { createServer, type Server } from 'node:http';
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 
-/** The reconciler's Prometheus metrics, served with /healthz on RECONCILER_PORT. */
+/** The reconciler's Prometheus metrics, served with /healthz on RECONCILER_PORT (serveMetrics). */
 export function createReconcilerMetrics() {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'flashsale_reconciler_' });
@@ -23,17 +22,3 @@ export function createReconcilerMetrics() {
 }
 
 export type ReconcilerMetrics = ReturnType<typeof createReconcilerMetrics>;
-
-export function serveMetrics(metrics: ReconcilerMetrics, port: number): Server {
-  return createServer((req, res) => {
-    if (req.url === '/metrics') {
-      void metrics.registry.metrics().then((text) => {
-        res.writeHead(200, { 'content-type': metrics.registry.contentType }).end(text);
-      });
-    } else if (req.url === '/healthz') {
-      res.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"ok"}');
-    } else {
-      res.writeHead(404).end();
-    }
-  }).listen(port);
-}

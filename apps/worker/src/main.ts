@@ -1,8 +1,10 @@
-import { createLogger, loadConfig, onShutdownSignal } from '@flashsale/config';
+import type { AddressInfo } from 'node:net';
+import { createLogger, loadConfig, onShutdownSignal, serveMetrics } from '@flashsale/config';
 import { createRedis } from '@flashsale/redis-store';
 import { createPrisma } from '@flashsale/order-store';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { OrderWorker } from './order-worker.ts';
+import { createWorkerMetrics } from './metrics.ts';
 
 const config = loadConfig();
 const logger = createLogger('worker', config.LOG_LEVEL);
@@ -10,8 +12,9 @@ const logger = createLogger('worker', config.LOG_LEVEL);
 const redis = createRedis(config.REDIS_URL, { name: 'worker', onError: (err) => logger.warn({ err }, 'redis connection error'), maxRetriesPerRequest: null });
 const prisma = createPrisma(config.DATABASE_URL, config.DB_POOL_SIZE);
 
+const metrics = createWorkerMetrics();
 const worker = new OrderWorker(
-  { redis, prisma, prefix: config.REDIS_PREFIX, logger },
+  { redis, prisma, prefix: config.REDIS_PREFIX, logger, observer: metrics.observer },
   {
     batchSize: config.WORKER_BATCH_SIZE,
     idleMs: config.WORKER_IDLE_MS,
@@ -21,13 +24,25 @@ const worker = new OrderWorker(
     writesInFlight: config.WORKER_WRITES_IN_FLIGHT,
   },
 );
+metrics.watch(worker);
+const server = serveMetrics(metrics.registry, config.WORKER_PORT);
+// Writing orders matters more than being scraped: a port already taken (a second worker on the host
+// with the default) is logged, and the worker goes on without /metrics.
+const port = await new Promise<number | undefined>((resolve) => {
+  server.once('listening', () => resolve((server.address() as AddressInfo).port));
+  server.once('error', (err) => {
+    logger.error({ err, port: config.WORKER_PORT }, 'metrics port unavailable: this worker serves no /metrics (give it its own WORKER_PORT)');
+    resolve(undefined);
+  });
+});
 await warmUp();
 worker.start();
-logger.info({ consumer: worker.consumer, prefix: config.REDIS_PREFIX }, 'worker started');
+logger.info({ consumer: worker.consumer, prefix: config.REDIS_PREFIX, port }, 'worker started');
 
 onShutdownSignal(logger, async () => {
   await worker.stop();
   logger.info({ ...worker.stats }, 'worker totals');
+  if (port !== undefined) server.close();
   await redis.quit();
   await prisma.$disconnect();
 });

@@ -27,6 +27,15 @@ export interface OrderWorkerDeps {
   prisma: PrismaClient;
   prefix: string;
   logger: Logger;
+  /** Told of every batch written, entry set aside and failed write (the worker's metrics). */
+  observer?: OrderWorkerObserver;
+}
+
+export interface OrderWorkerObserver {
+  batchWritten(outcome: { written: number; replayed: number }, seconds: number): void;
+  deadLettered(reason: DeadLetterReason): void;
+  /** A write MySQL failed for a passing reason; it is retried. */
+  writeFailed(): void;
 }
 
 export interface OrderWorkerStats {
@@ -78,6 +87,13 @@ export class OrderWorker {
   async stop(): Promise<void> {
     this.running = false;
     await this.loop;
+  }
+
+  /** Entries this worker holds: read and not yet acknowledged or set aside. */
+  heldEntries(): number {
+    let count = 0;
+    for (const ids of this.held.values()) count += ids.size;
+    return count;
   }
 
   private async keepHeldAlive(): Promise<void> {
@@ -224,7 +240,9 @@ export class OrderWorker {
     }
     if (reservations.length === 0) return;
 
+    const started = performance.now();
     const outcome = await this.write(saleId, reservations);
+    this.deps.observer?.batchWritten({ written: outcome.written.length, replayed: outcome.replayed.length }, (performance.now() - started) / 1000);
     // Acknowledge only what MySQL now holds; a crash before this line redelivers the batch, and the
     // writer turns the replay into a no-op.
     await acknowledge(redis, prefix, saleId, [...outcome.written, ...outcome.replayed].map((r) => r.entryId));
@@ -251,6 +269,7 @@ export class OrderWorker {
           if (reservations.length > 1) return this.writeOneByOne(saleId, reservations);
           return { written: [], replayed: [], rejected: [{ reservation: reservations[0]!, reason: 'WRITE_FAILED' }] };
         }
+        this.deps.observer?.writeFailed();
         const mysqlUp = await this.mysqlAnswers();
         this.deps.logger.error({ err: error, saleId, entries: reservations.length, attempt, mysqlUp }, 'order batch failed');
         if (!this.running) throw new Abandoned('stopping while the batch cannot be written');
@@ -273,6 +292,7 @@ export class OrderWorker {
   private async setAside(saleId: number, delivery: Delivery, reason: DeadLetterReason): Promise<void> {
     await deadLetter(this.deps.redis, this.deps.prefix, saleId, delivery.entry, reason, delivery.deliveries);
     this.stats.deadLettered += 1;
+    this.deps.observer?.deadLettered(reason);
     this.deps.logger.error({ saleId, entryId: delivery.entry.id, reason, deliveries: delivery.deliveries }, 'entry moved to the dead-letter stream');
   }
 

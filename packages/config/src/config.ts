@@ -50,6 +50,8 @@ const schema = z
     PAUSED_RETRY_AFTER_SECONDS: intFrom(1, 3600).default(2),
     /** Gateway processes (node:cluster) sharing PORT, default 1 (no cluster); one per core uses them all. */
     GATEWAY_WORKERS: intFrom(1, 256).default(1),
+    /** Port of each worker's /metrics and /healthz, default 3002 (0 picks a free port). */
+    WORKER_PORT: intFrom(0, 65535).default(3002),
     /** Port of the reconciler's /metrics and /healthz, default 3001 (0 picks a free port). */
     RECONCILER_PORT: intFrom(0, 65535).default(3001),
     /** How often the reconciler checks every live sale's Redis state, default 1000 ms. */

@@ -84,7 +84,7 @@ export async function spawnGateway(env: NodeJS.ProcessEnv): Promise<AppProcess &
 
 /** A worker process; resolves once it has started its loop. */
 export async function spawnWorker(env: NodeJS.ProcessEnv): Promise<AppProcess> {
-  const worker = spawnApp('worker', env);
+  const worker = spawnApp('worker', { WORKER_PORT: '0', ...env });
   await worker.waitForLog((l) => l.msg === 'worker started');
   return worker;
 }
