@@ -153,6 +153,7 @@ describe('MySQL unreachable', () => {
     const metrics = await (await fetch(`http://127.0.0.1:${String(port)}/metrics`)).text();
     expect(metrics).toMatch(/^flashsale_worker_orders_written_total 25$/m);
     expect(Number(/^flashsale_worker_write_failures_total (\d+)$/m.exec(metrics)?.[1])).toBeGreaterThanOrEqual(2);
+    expect(metrics).toMatch(/^flashsale_worker_entries_held 0$/m);
   }, 90_000);
 });
 

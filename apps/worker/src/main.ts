@@ -10,7 +10,8 @@ const config = loadConfig();
 const logger = createLogger('worker', config.LOG_LEVEL);
 // No per-command retry limit: the worker's own loop retries, and an entry is never dropped for it.
 const redis = createRedis(config.REDIS_URL, { name: 'worker', onError: (err) => logger.warn({ err }, 'redis connection error'), maxRetriesPerRequest: null });
-const prisma = createPrisma(config.DATABASE_URL, config.DB_POOL_SIZE);
+// 16 prepared statements per connection: the quick pass's two, and room for the careful pass's.
+const prisma = createPrisma(config.DATABASE_URL, config.DB_POOL_SIZE, 16);
 
 const metrics = createWorkerMetrics();
 const worker = new OrderWorker(
@@ -57,5 +58,17 @@ async function warmUp(): Promise<void> {
     Promise.race([promise.then(() => undefined), sleep(2000).then(() => Promise.reject(new Error(`${what} did not answer within 2 s`)))]).catch((err: unknown) =>
       logger.warn({ err }, `${what} not reachable at start; the worker will retry`),
     );
-  await Promise.all([within(redis.ping(), 'Redis'), within(prisma.$queryRaw`SELECT 1`, 'MySQL')]);
+  await Promise.all([within(redis.ping(), 'Redis'), within(checkStrictMode(), 'MySQL')]);
+}
+
+/**
+ * The order writer relies on MySQL refusing a value that does not fit rather than truncating it with
+ * a warning: strict mode, the default of MySQL 5.7+ and MariaDB 10.2.4+. (Setting it per connection
+ * with the driver's initSql made a connection attempt during an outage crash the process.)
+ */
+async function checkStrictMode(): Promise<void> {
+  const [row] = await prisma.$queryRaw<{ mode: string }[]>`SELECT @@SESSION.sql_mode AS mode`;
+  if (!/STRICT_(TRANS|ALL)_TABLES/.test(row?.mode ?? '')) {
+    logger.error({ sqlMode: row?.mode }, 'MySQL is not in strict mode: a value too long for its column would be truncated, not refused; add STRICT_TRANS_TABLES to sql_mode');
+  }
 }

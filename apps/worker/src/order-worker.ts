@@ -66,8 +66,12 @@ export class OrderWorker {
   readonly stats: OrderWorkerStats = { batches: 0, written: 0, replayed: 0, deadLettered: 0 };
   private running = false;
   private loop: Promise<void> | undefined;
-  /** Entries this consumer holds (read, being written, not yet acknowledged or set aside), by sale. */
-  private readonly held = new Map<number, Set<string>>();
+  /**
+   * Entries this consumer holds (read, being written, not yet acknowledged or set aside), by sale, with
+   * how many of its tasks hold each: the same entry may be in hand twice (read, and reclaimed by this
+   * worker after a keep-alive failed), and stays kept alive until both are done with it.
+   */
+  private readonly held = new Map<number, Map<string, number>>();
 
   constructor(
     private readonly deps: OrderWorkerDeps,
@@ -98,25 +102,25 @@ export class OrderWorker {
 
   private async keepHeldAlive(): Promise<void> {
     for (const [saleId, ids] of this.held) {
-      await keepHeld(this.deps.redis, this.deps.prefix, this.consumer, saleId, [...ids]).catch(() => undefined);
+      await keepHeld(this.deps.redis, this.deps.prefix, this.consumer, saleId, [...ids.keys()]).catch(() => undefined);
     }
   }
 
   private hold(saleId: number, ids: string[]): void {
-    let set = this.held.get(saleId);
-    if (!set) this.held.set(saleId, (set = new Set()));
-    for (const id of ids) set.add(id);
-  }
-
-  private releaseAll(round: Map<number, RawEntry[]>): void {
-    for (const [saleId, entries] of round) this.release(saleId, entries.map((entry) => entry.id));
+    let holds = this.held.get(saleId);
+    if (!holds) this.held.set(saleId, (holds = new Map()));
+    for (const id of ids) holds.set(id, (holds.get(id) ?? 0) + 1);
   }
 
   private release(saleId: number, ids: string[]): void {
-    const set = this.held.get(saleId);
-    if (!set) return;
-    for (const id of ids) set.delete(id);
-    if (set.size === 0) this.held.delete(saleId);
+    const holds = this.held.get(saleId);
+    if (!holds) return;
+    for (const id of ids) {
+      const count = holds.get(id) ?? 0;
+      if (count <= 1) holds.delete(id);
+      else holds.set(id, count - 1);
+    }
+    if (holds.size === 0) this.held.delete(saleId);
   }
 
   /**
@@ -124,7 +128,10 @@ export class OrderWorker {
    * writing up to `writesInFlight` rounds to MySQL. Two batches of one sale still commit one after the
    * other (the sale row's lock orders them), but the second is already at MySQL, waiting on the lock,
    * when the first commits: MySQL stays busy while this process prepares and acknowledges batches,
-   * rather than each waiting for the other.
+   * rather than each waiting for the other. Which of the two commits first is not fixed; it matters only
+   * when Redis accepted more than MySQL allows (after a data loss), where the refusal (OVER_STOCK,
+   * DUPLICATE_BUYER) may fall on the earlier reservation rather than the later, as it may with several
+   * workers anyway.
    */
   private async run(): Promise<void> {
     const { redis, prefix, logger } = this.deps;
@@ -161,16 +168,19 @@ export class OrderWorker {
         failures = 0;
       } catch (error) {
         // The rounds still being written go on to their end (written and acknowledged, or held for
-        // another worker); the next round is read again.
-        await Promise.allSettled(writing.splice(0));
-        // A round read but not to be written now is let go: left pending, no longer kept alive, so a claim
-        // (by this worker or another) picks it up.
-        void prefetched?.then((unwritten) => this.releaseAll(unwritten), () => undefined);
-        prefetched = undefined;
+        // another worker).
+        for (const result of await Promise.allSettled(writing.splice(0))) {
+          if (result.status === 'rejected' && result.reason !== error && !(result.reason instanceof Abandoned)) {
+            logger.error({ err: result.reason }, 'a round in flight failed too; its entries stay pending');
+          }
+        }
         if (error instanceof Abandoned) {
           abandoned = true;
           break;
         }
+        // A round already read is kept for the next pass (a failed read yields nothing): let go, its
+        // entries would wait out the claim timeout and count one more delivery each, for a mere blip.
+        prefetched = prefetched?.catch(() => new Map<number, RawEntry[]>());
         failures += 1;
         logger.error({ err: error, failures }, 'worker round failed; retrying');
         await sleep(backoffMs(failures));
@@ -196,8 +206,14 @@ export class OrderWorker {
     return settledLater(reading);
   }
 
+  /**
+   * Writes a round (entries `read` holds), every sale's batch to its end even if another's fails, so
+   * that nothing is still under way when this settles; then fails with the first error, if any.
+   */
   private async processAll(fresh: Map<number, RawEntry[]>): Promise<void> {
-    await Promise.all([...fresh].map(([saleId, entries]) => this.process(saleId, entries.map((entry) => ({ entry, deliveries: 1 })))));
+    const results = await Promise.allSettled([...fresh].map(([saleId, entries]) => this.process(saleId, entries.map((entry) => ({ entry, deliveries: 1 })))));
+    const failed = results.find((result) => result.status === 'rejected');
+    if (failed) throw failed.reason;
   }
 
   /** Takes over and processes entries idle on other consumers; true when there were any. */
@@ -208,19 +224,19 @@ export class OrderWorker {
       if (claimed.length === 0) continue;
       any = true;
       this.deps.logger.warn({ saleId, entries: claimed.length }, 'took over entries left pending by another consumer');
+      this.hold(saleId, claimed.map((delivery) => delivery.entry.id));
       await this.process(saleId, claimed);
     }
     return any;
   }
 
+  /** Writes one sale's batch of entries this worker holds, then lets go of them. */
   private async process(saleId: number, deliveries: Delivery[]): Promise<void> {
-    const ids = deliveries.map((delivery) => delivery.entry.id);
-    this.hold(saleId, ids);
     try {
       await this.processHeld(saleId, deliveries);
     } finally {
       // Acknowledged or set aside; or, if this failed, left pending for a claim (by this worker or another).
-      this.release(saleId, ids);
+      this.release(saleId, deliveries.map((delivery) => delivery.entry.id));
     }
   }
 

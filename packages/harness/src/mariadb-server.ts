@@ -37,7 +37,7 @@ export async function startMariaDbServer(): Promise<MariaDbServer> {
     async start() {
       child = spawn(
         'mariadbd',
-        ['--no-defaults', `--datadir=${datadir}`, `--port=${port}`, `--socket=${join(dir, 'sock')}`, '--user=root', '--bind-address=127.0.0.1', '--skip-name-resolve'],
+        ['--no-defaults', `--datadir=${datadir}`, `--port=${port}`, `--socket=${join(dir, 'sock')}`, '--user=root', '--bind-address=127.0.0.1', '--skip-name-resolve', '--innodb-autoinc-lock-mode=2'],
         { stdio: 'ignore' },
       );
       for (let attempt = 0; attempt < 200; attempt++) {

@@ -12,7 +12,7 @@ export interface DatabasePoolConfig {
 }
 
 /** Connection settings of the `mariadb` driver from a `mysql://user:pass@host:port/db` URL. */
-export function poolConfigFromUrl(databaseUrl: string, connectionLimit = 10): DatabasePoolConfig {
+export function poolConfigFromUrl(databaseUrl: string, connectionLimit = 10, preparedStatementCache = 0): DatabasePoolConfig {
   const url = new URL(databaseUrl);
   const database = decodeURIComponent(url.pathname.replace(/^\//, ''));
   if (!/^[A-Za-z0-9_$]{1,64}$/.test(database)) {
@@ -29,11 +29,10 @@ export function poolConfigFromUrl(databaseUrl: string, connectionLimit = 10): Da
     // worker retries with its own backoff.
     acquireTimeout: 2000,
     connectTimeout: 2000,
-    // Prisma's adapter turns the driver's prepared statement cache off unless told otherwise, so every
-    // statement was prepared, executed and closed: three exchanges with MySQL and a parse each time. The
-    // worker's statements are the same text on every batch. 100 per connection is what Prisma's former
-    // query engine kept; with the default pool of 10 that is 1,000 per process, far below MySQL's
-    // max_prepared_stmt_count (16,382 by default).
-    prepareCacheLength: 100,
+    // Prepared statements kept per connection. 0 (what Prisma's adapter defaults to) prepares, executes
+    // and closes every statement: three exchanges and a parse each time. The order worker keeps a few,
+    // its quick pass being the same two statements on every batch; elsewhere it stays 0, because
+    // MySQL's max_prepared_stmt_count (16,382) is shared by every connection of every process.
+    prepareCacheLength: preparedStatementCache,
   };
 }

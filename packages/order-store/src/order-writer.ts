@@ -90,8 +90,9 @@ async function writeWithoutLookups(prisma: PrismaClient, saleId: number, batch: 
     async (tx) => {
       const updated = await tx.$executeRaw`
         UPDATE sales SET sold_units = sold_units + ${units}
-        WHERE id = ${saleId} AND redis_generation = ${batch[0]!.generation} AND sold_units + ${units} <= stock`;
-      // The sale is missing, was rebuilt under another generation, or has fewer units left than the batch.
+        WHERE id = ${saleId} AND redis_generation = ${batch[0]!.generation} COLLATE utf8mb4_bin AND sold_units + ${units} <= stock`;
+      // The sale is missing, was rebuilt under another generation (compared byte for byte, as the careful
+      // pass compares), or has fewer units left than the batch.
       if (updated !== 1) throw new NeedsLookup();
       await insertOrders(tx, saleId, batch);
       return { written: batch, replayed: [], rejected: [] };
@@ -159,12 +160,13 @@ async function writeWithLookups(prisma: PrismaClient, saleId: number, batch: Res
  * than MySQL took to store the rows. Columns are read as text and converted by the INSERT itself, so a
  * value that does not fit fails the statement in strict mode exactly as a bound value would (JSON_TABLE's
  * own typed columns would round or clamp it with a mere warning). reserved_at is epoch milliseconds
- * added to the epoch as a DATETIME: plain arithmetic in UTC, as Prisma stores a DateTime, with no
- * session time zone involved (FROM_UNIXTIME would apply one).
+ * added to the epoch as a DATETIME: integer arithmetic in UTC (text times 1000 would be a DOUBLE, off
+ * by microseconds after the year 4253), as Prisma stores a DateTime, with no session time zone
+ * involved (FROM_UNIXTIME would apply one).
  */
 const INSERT_ORDERS_FROM_JSON = `
   INSERT INTO orders (reservation_id, sale_id, user_id, quantity, status, reserved_at)
-  SELECT j.reservation_id, ?, j.user_id, j.quantity, 'created', TIMESTAMPADD(MICROSECOND, j.reserved_at_ms * 1000, TIMESTAMP '1970-01-01 00:00:00')
+  SELECT j.reservation_id, ?, j.user_id, j.quantity, 'created', TIMESTAMPADD(MICROSECOND, CAST(j.reserved_at_ms AS UNSIGNED) * 1000, TIMESTAMP '1970-01-01 00:00:00')
   FROM JSON_TABLE(?, '$[*]' COLUMNS (
     reservation_id TEXT PATH '$[0]', user_id TEXT PATH '$[1]', quantity TEXT PATH '$[2]', reserved_at_ms TEXT PATH '$[3]'
   )) AS j`;
@@ -195,6 +197,6 @@ export function isPermanentWriteError(error: unknown): boolean {
   if (error instanceof UnexplainedConflict) return true;
   const e = error as { code?: string; meta?: { code?: string }; message?: string };
   if (['P2000', 'P2003', 'P2004', 'P2011', 'P2020'].includes(e.code ?? '')) return true;
-  if (['1048', '1264', '1366', '1406', '1452', '3819', '4025'].includes(String(e.meta?.code ?? ''))) return true;
-  return /Data too long|Out of range value|Incorrect \w+ value|foreign key constraint fails|CONSTRAINT `[^`]+` failed|Check constraint/i.test(e.message ?? '');
+  if (['1048', '1264', '1265', '1292', '1366', '1406', '1452', '3819', '4025'].includes(String(e.meta?.code ?? ''))) return true;
+  return /Data too long|Data truncated|Out of range value|Incorrect \w+ value|foreign key constraint fails|CONSTRAINT `[^`]+` failed|Check constraint/i.test(e.message ?? '');
 }

@@ -4,7 +4,10 @@ import { poolConfigFromUrl } from './database-url.ts';
 
 export { PrismaClient };
 
-/** A Prisma client over the MariaDB driver adapter: no query engine binary, one pool per process. */
-export function createPrisma(databaseUrl: string, poolSize = 10): PrismaClient {
-  return new PrismaClient({ adapter: new PrismaMariaDb(poolConfigFromUrl(databaseUrl, poolSize)) });
+/**
+ * A Prisma client over the MariaDB driver adapter: no query engine binary, one pool per process;
+ * `preparedStatementCache` statements kept prepared per connection (see poolConfigFromUrl).
+ */
+export function createPrisma(databaseUrl: string, poolSize = 10, preparedStatementCache = 0): PrismaClient {
+  return new PrismaClient({ adapter: new PrismaMariaDb(poolConfigFromUrl(databaseUrl, poolSize, preparedStatementCache)) });
 }
