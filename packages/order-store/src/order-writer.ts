@@ -86,6 +86,7 @@ function isPlainBatch(batch: Reservation[]): boolean {
  */
 async function writeWithoutLookups(prisma: PrismaClient, saleId: number, batch: Reservation[]): Promise<BatchOutcome> {
   const units = batch.reduce((sum, r) => sum + r.quantity, 0);
+  const json = ordersJson(batch);
   return prisma.$transaction(
     async (tx) => {
       const updated = await tx.$executeRaw`
@@ -94,7 +95,7 @@ async function writeWithoutLookups(prisma: PrismaClient, saleId: number, batch: 
       // The sale is missing, was rebuilt under another generation (compared byte for byte, as the careful
       // pass compares), or has fewer units left than the batch.
       if (updated !== 1) throw new NeedsLookup();
-      await insertOrders(tx, saleId, batch);
+      await insertOrders(tx, saleId, batch, json);
       return { written: batch, replayed: [], rejected: [] };
     },
     { maxWait: 5_000, timeout: 30_000 },
@@ -171,8 +172,12 @@ const INSERT_ORDERS_FROM_JSON = `
     reservation_id TEXT PATH '$[0]', user_id TEXT PATH '$[1]', quantity TEXT PATH '$[2]', reserved_at_ms TEXT PATH '$[3]'
   )) AS j`;
 
-async function insertOrders(tx: Prisma.TransactionClient, saleId: number, rows: Reservation[]): Promise<void> {
-  const json = JSON.stringify(rows.map((r) => [r.reservationId, r.userId, String(r.quantity), String(r.reservedAt)]));
+/** The rows of `insertOrders`: made before the transaction when they can be, so that not even this runs while the sale row is locked. */
+function ordersJson(rows: Reservation[]): string {
+  return JSON.stringify(rows.map((r) => [r.reservationId, r.userId, String(r.quantity), String(r.reservedAt)]));
+}
+
+async function insertOrders(tx: Prisma.TransactionClient, saleId: number, rows: Reservation[], json = ordersJson(rows)): Promise<void> {
   const inserted = await tx.$executeRawUnsafe(INSERT_ORDERS_FROM_JSON, saleId, json);
   if (inserted !== rows.length) throw new Error(`sale ${saleId}: ${inserted} orders inserted of ${rows.length}`);
 }
