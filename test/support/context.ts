@@ -1,3 +1,4 @@
+import { afterEach, beforeEach } from 'vitest';
 import { randomBytes } from 'node:crypto';
 import { loadConfig, type Config } from '@flashsale/config';
 import { createRedis, publishSale, type ScriptedRedis } from '@flashsale/redis-store';
@@ -88,4 +89,30 @@ export async function createLiveSale(ctx: TestContext, options: SaleOptions = {}
   });
   await publishSale(ctx.redis, ctx.config.REDIS_PREFIX, sale, sale.generation);
   return sale;
+}
+
+/**
+ * Registers vitest hooks giving each test of the file its own isolated context (its own database), and
+ * a list of stops run in reverse order after the test, before the context closes.
+ */
+export function isolatedContextPerTest(): { readonly ctx: TestContext; readonly stops: (() => Promise<void>)[] } {
+  let current: TestContext | undefined;
+  let stops: (() => Promise<void>)[] = [];
+  beforeEach(async () => {
+    current = await createIsolatedContext();
+    stops = [];
+  });
+  afterEach(async () => {
+    for (const stop of stops.reverse()) await stop();
+    await current?.close();
+  });
+  return {
+    get ctx() {
+      if (!current) throw new Error('no test is running');
+      return current;
+    },
+    get stops() {
+      return stops;
+    },
+  };
 }

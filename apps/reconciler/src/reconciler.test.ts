@@ -1,148 +1,138 @@
 import { spawn } from 'node:child_process';
 import { createLogger } from '@flashsale/config';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { newReservationId } from '@flashsale/domain';
 import { ORDER_WRITERS_GROUP, readSaleState, reservePurchase, saleKeys, salesIndexKey, setSalePaused } from '@flashsale/redis-store';
-import { createIsolatedContext, createLiveSale, type TestContext } from '../../../test/support/context.ts';
+import { createLiveSale, isolatedContextPerTest } from '../../../test/support/context.ts';
 import { startGateway } from '../../../test/support/gateway.ts';
 import { startReconciler } from '../../../test/support/reconciler.ts';
 import { until } from '../../../test/support/until.ts';
 import { OrderWorker } from '../../worker/src/order-worker.ts';
 
-let ctx: TestContext;
-let stops: (() => Promise<void>)[];
-
-beforeEach(async () => {
-  ctx = await createIsolatedContext();
-  stops = [];
-});
-afterEach(async () => {
-  for (const stop of stops.reverse()) await stop();
-  await ctx.close();
-});
+const env = isolatedContextPerTest();
 
 
 describe('the reconciler process', () => {
   it('notices a sale Redis lost and rebuilds it on its own', async () => {
-    const sale = await createLiveSale(ctx, { stock: 8 });
-    const reconciler = await startReconciler(ctx);
-    stops.push(reconciler.stop);
-    const keys = saleKeys(ctx.config.REDIS_PREFIX, sale.id);
-    await ctx.redis.del(keys.meta, keys.buyers, keys.stream);
+    const sale = await createLiveSale(env.ctx, { stock: 8 });
+    const reconciler = await startReconciler(env.ctx);
+    env.stops.push(reconciler.stop);
+    const keys = saleKeys(env.ctx.config.REDIS_PREFIX, sale.id);
+    await env.ctx.redis.del(keys.meta, keys.buyers, keys.stream);
 
     // The job reports after it has resumed the sale.
     await until(async () => reconciler.reconciled.length, (n) => n > 0);
-    const state = await readSaleState(ctx.redis, ctx.config.REDIS_PREFIX, sale.id);
+    const state = await readSaleState(env.ctx.redis, env.ctx.config.REDIS_PREFIX, sale.id);
 
     expect(state).toMatchObject({ stock: 8, remaining: 8, paused: false });
-    const record = await ctx.prisma.sale.findUniqueOrThrow({ where: { id: sale.id } });
+    const record = await env.ctx.prisma.sale.findUniqueOrThrow({ where: { id: sale.id } });
     expect(state?.generation).toBe(record.redisGeneration);
     expect(reconciler.reconciled).toEqual([{ saleId: sale.id, remaining: 8, buyers: 0, tookMs: reconciler.reconciled[0]?.tookMs, lost: { reservations: 0, units: 0 } }]);
-    const groups = (await ctx.redis.xinfo('GROUPS', keys.stream)) as unknown[][];
+    const groups = (await env.ctx.redis.xinfo('GROUPS', keys.stream)) as unknown[][];
     expect(groups.map((g) => g[1])).toEqual([ORDER_WRITERS_GROUP]);
   });
 
   it('takes up a sale left paused by a reconciliation that died, and resumes it', async () => {
-    const sale = await createLiveSale(ctx, { stock: 5 });
+    const sale = await createLiveSale(env.ctx, { stock: 5 });
     // What a reconciler killed between its pause and its resume leaves behind, with no job left to finish it.
-    await setSalePaused(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, true);
-    const reconciler = await startReconciler(ctx);
-    stops.push(reconciler.stop);
+    await setSalePaused(env.ctx.redis, env.ctx.config.REDIS_PREFIX, sale.id, true);
+    const reconciler = await startReconciler(env.ctx);
+    env.stops.push(reconciler.stop);
 
     // The job reports after it has resumed the sale.
     await until(async () => reconciler.reconciled.length, (n) => n > 0);
 
-    expect(await readSaleState(ctx.redis, ctx.config.REDIS_PREFIX, sale.id)).toMatchObject({ remaining: 5, paused: false });
+    expect(await readSaleState(env.ctx.redis, env.ctx.config.REDIS_PREFIX, sale.id)).toMatchObject({ remaining: 5, paused: false });
     expect(reconciler.reconciled.map((r) => r.saleId)).toEqual([sale.id]);
   });
 
   it('takes a sale that ended a minute ago and has drained out of the workers list, and keeps one still draining', async () => {
-    const drained = await createLiveSale(ctx, { stock: 5, startsIn: -300_000, endsIn: -61_000 });
-    const draining = await createLiveSale(ctx, { stock: 5, startsIn: -300_000, endsIn: -61_000 });
+    const drained = await createLiveSale(env.ctx, { stock: 5, startsIn: -300_000, endsIn: -61_000 });
+    const draining = await createLiveSale(env.ctx, { stock: 5, startsIn: -300_000, endsIn: -61_000 });
     // An entry still in the stream of the second (accepted before the end, not yet written).
-    await ctx.redis.xadd(saleKeys(ctx.config.REDIS_PREFIX, draining.id).stream, '*', 'r', newReservationId(draining.id), 'u', 'late', 'q', '1', 't', '0', 'g', draining.generation);
-    const reconciler = await startReconciler(ctx);
-    stops.push(reconciler.stop);
+    await env.ctx.redis.xadd(saleKeys(env.ctx.config.REDIS_PREFIX, draining.id).stream, '*', 'r', newReservationId(draining.id), 'u', 'late', 'q', '1', 't', '0', 'g', draining.generation);
+    const reconciler = await startReconciler(env.ctx);
+    env.stops.push(reconciler.stop);
 
-    const listed = await until(() => ctx.redis.smembers(salesIndexKey(ctx.config.REDIS_PREFIX)), (ids) => !ids.includes(String(drained.id)));
+    const listed = await until(() => env.ctx.redis.smembers(salesIndexKey(env.ctx.config.REDIS_PREFIX)), (ids) => !ids.includes(String(drained.id)));
 
     expect(listed).toEqual([String(draining.id)]);
   });
 
   it('notices Redis going back in time even when its counters have caught up since', async () => {
-    const sale = await createLiveSale(ctx, { stock: 5 });
-    await reservePurchase(ctx.redis, ctx.config.REDIS_PREFIX, { saleId: sale.id, userId: 'a', quantity: 1, reservationId: newReservationId(sale.id) });
-    const [[entryA]] = (await ctx.redis.xrange(saleKeys(ctx.config.REDIS_PREFIX, sale.id).stream, '-', '+')) as [[string, string[]]];
+    const sale = await createLiveSale(env.ctx, { stock: 5 });
+    await reservePurchase(env.ctx.redis, env.ctx.config.REDIS_PREFIX, { saleId: sale.id, userId: 'a', quantity: 1, reservationId: newReservationId(sale.id) });
+    const [[entryA]] = (await env.ctx.redis.xrange(saleKeys(env.ctx.config.REDIS_PREFIX, sale.id).stream, '-', '+')) as [[string, string[]]];
     const worker = new OrderWorker(
-      { redis: ctx.redis, prisma: ctx.prisma, prefix: ctx.config.REDIS_PREFIX, logger: createLogger('w', 'silent') },
+      { redis: env.ctx.redis, prisma: env.ctx.prisma, prefix: env.ctx.config.REDIS_PREFIX, logger: createLogger('w', 'silent') },
       { batchSize: 10, idleMs: 5, claimIdleMs: 500, maxDeliveries: 5, salesRefreshMs: 50, writesInFlight: 2 },
     );
-    const reconciler = await startReconciler(ctx);
-    stops.push(reconciler.stop);
-    await until(() => ctx.prisma.sale.findUniqueOrThrow({ where: { id: sale.id } }), (s) => s.checkpointStreamId === entryA);
+    const reconciler = await startReconciler(env.ctx);
+    env.stops.push(reconciler.stop);
+    await until(() => env.ctx.prisma.sale.findUniqueOrThrow({ where: { id: sale.id } }), (s) => s.checkpointStreamId === entryA);
 
     // Redis comes back from an older state (its entry for buyer a gone) and, before the next look,
     // accepts buyer b: buyers and accepted units are back at the checkpoint's figures.
     await reconciler.stop();
-    stops.pop();
-    const keys = saleKeys(ctx.config.REDIS_PREFIX, sale.id);
-    await ctx.redis.xdel(keys.stream, entryA!);
-    await ctx.redis.hdel(keys.buyers, 'a');
-    await ctx.redis.hincrby(keys.meta, 'remaining', 1);
-    await reservePurchase(ctx.redis, ctx.config.REDIS_PREFIX, { saleId: sale.id, userId: 'b', quantity: 1, reservationId: newReservationId(sale.id) });
+    env.stops.pop();
+    const keys = saleKeys(env.ctx.config.REDIS_PREFIX, sale.id);
+    await env.ctx.redis.xdel(keys.stream, entryA!);
+    await env.ctx.redis.hdel(keys.buyers, 'a');
+    await env.ctx.redis.hincrby(keys.meta, 'remaining', 1);
+    await reservePurchase(env.ctx.redis, env.ctx.config.REDIS_PREFIX, { saleId: sale.id, userId: 'b', quantity: 1, reservationId: newReservationId(sale.id) });
     worker.start();
-    stops.push(() => worker.stop());
-    const again = await startReconciler(ctx);
-    stops.push(again.stop);
+    env.stops.push(() => worker.stop());
+    const again = await startReconciler(env.ctx);
+    env.stops.push(again.stop);
 
     await until(async () => again.reconciled, (r) => r.length > 0);
     expect(again.reconciled[0]).toMatchObject({ saleId: sale.id, remaining: 4, buyers: 1, lost: { reservations: 1, units: 1 } });
   });
 
   it('audits every live sale on its schedule and reports confirmed drift, in the stats too', async () => {
-    const sale = await createLiveSale(ctx, { stock: 8 });
-    const reconciler = await startReconciler(ctx, { auditEveryMs: 150 });
-    stops.push(reconciler.stop);
+    const sale = await createLiveSale(env.ctx, { stock: 8 });
+    const reconciler = await startReconciler(env.ctx, { auditEveryMs: 150 });
+    env.stops.push(reconciler.stop);
     await until(async () => reconciler.audits.filter((a) => a.saleId === sale.id), (a) => a.length > 0);
     expect(reconciler.audits.find((a) => a.saleId === sale.id)).toMatchObject({ drift: 0, confirmed: false, remaining: 8 });
 
     // Redis claims a unit was taken that is neither in flight nor in MySQL.
-    await ctx.redis.hincrby(saleKeys(ctx.config.REDIS_PREFIX, sale.id).meta, 'remaining', -1);
+    await env.ctx.redis.hincrby(saleKeys(env.ctx.config.REDIS_PREFIX, sale.id).meta, 'remaining', -1);
     const drifted = await until(async () => reconciler.audits.filter((a) => a.saleId === sale.id && a.confirmed), (a) => a.length > 0);
     expect(drifted[0]).toMatchObject({ drift: -1, confirmed: true, remaining: 7, inFlightUnits: 0, unitsInDb: 0 });
 
-    const gateway = await startGateway(ctx);
-    stops.push(gateway.close);
-    const stats = await (await fetch(`${gateway.url}/api/admin/sales/${sale.id}/stats`, { headers: { authorization: `Bearer ${ctx.config.ADMIN_TOKEN}` } })).json();
+    const gateway = await startGateway(env.ctx);
+    env.stops.push(gateway.close);
+    const stats = await (await fetch(`${gateway.url}/api/admin/sales/${sale.id}/stats`, { headers: { authorization: `Bearer ${env.ctx.config.ADMIN_TOKEN}` } })).json();
     expect(stats).toMatchObject({ audit: { drift: -1 } });
   });
 });
 
 describe('POST /api/admin/sales/:saleId/reconcile', () => {
   it('answers 200 with the rebuilt state once the reconciliation is done, 409 while one runs, 404 for no sale', async () => {
-    const sale = await createLiveSale(ctx, { stock: 6 });
+    const sale = await createLiveSale(env.ctx, { stock: 6 });
     // An entry held by a consumer that died: the drain waits until a worker reclaims it (none runs here).
-    await reservePurchase(ctx.redis, ctx.config.REDIS_PREFIX, { saleId: sale.id, userId: 'a', quantity: 1, reservationId: newReservationId(sale.id) });
-    await ctx.redis.xreadgroup('GROUP', ORDER_WRITERS_GROUP, 'ghost', 'COUNT', 10, 'STREAMS', saleKeys(ctx.config.REDIS_PREFIX, sale.id).stream, '>');
-    const reconciler = await startReconciler(ctx, { publishGraceMs: 3_600_000 });
-    stops.push(reconciler.stop);
-    const gateway = await startGateway(ctx);
-    stops.push(gateway.close);
-    const reconcile = (saleId: number) => fetch(`${gateway.url}/api/admin/sales/${saleId}/reconcile`, { method: 'POST', headers: { authorization: `Bearer ${ctx.config.ADMIN_TOKEN}` } });
+    await reservePurchase(env.ctx.redis, env.ctx.config.REDIS_PREFIX, { saleId: sale.id, userId: 'a', quantity: 1, reservationId: newReservationId(sale.id) });
+    await env.ctx.redis.xreadgroup('GROUP', ORDER_WRITERS_GROUP, 'ghost', 'COUNT', 10, 'STREAMS', saleKeys(env.ctx.config.REDIS_PREFIX, sale.id).stream, '>');
+    const reconciler = await startReconciler(env.ctx, { publishGraceMs: 3_600_000 });
+    env.stops.push(reconciler.stop);
+    const gateway = await startGateway(env.ctx);
+    env.stops.push(gateway.close);
+    const reconcile = (saleId: number) => fetch(`${gateway.url}/api/admin/sales/${saleId}/reconcile`, { method: 'POST', headers: { authorization: `Bearer ${env.ctx.config.ADMIN_TOKEN}` } });
 
     const first = reconcile(sale.id);
-    await until(() => readSaleState(ctx.redis, ctx.config.REDIS_PREFIX, sale.id), (s) => s?.paused === true);
+    await until(() => readSaleState(env.ctx.redis, env.ctx.config.REDIS_PREFIX, sale.id), (s) => s?.paused === true);
     const second = await reconcile(sale.id);
     expect(second.status).toBe(409);
     expect(await second.json()).toMatchObject({ code: 'RECONCILE_IN_PROGRESS', jobId: `sale-${sale.id}` });
 
     // The dead consumer's entry settles (here: acknowledged as if a worker had written nothing for it).
-    await ctx.redis.xack(saleKeys(ctx.config.REDIS_PREFIX, sale.id).stream, ORDER_WRITERS_GROUP, (await ctx.redis.xrange(saleKeys(ctx.config.REDIS_PREFIX, sale.id).stream, '-', '+'))[0]![0]);
+    await env.ctx.redis.xack(saleKeys(env.ctx.config.REDIS_PREFIX, sale.id).stream, ORDER_WRITERS_GROUP, (await env.ctx.redis.xrange(saleKeys(env.ctx.config.REDIS_PREFIX, sale.id).stream, '-', '+'))[0]![0]);
     const done = await first;
     expect(done.status).toBe(200);
     const body = (await done.json()) as Record<string, unknown>;
     expect(body).toEqual({ saleId: sale.id, remaining: 6, buyers: 0, tookMs: body.tookMs });
-    expect(await readSaleState(ctx.redis, ctx.config.REDIS_PREFIX, sale.id)).toMatchObject({ paused: false, remaining: 6 });
+    expect(await readSaleState(env.ctx.redis, env.ctx.config.REDIS_PREFIX, sale.id)).toMatchObject({ paused: false, remaining: 6 });
 
     const missing = await reconcile(2_000_000_000);
     expect(missing.status).toBe(404);
@@ -152,23 +142,23 @@ describe('POST /api/admin/sales/:saleId/reconcile', () => {
 
 describe('npm run reconcile -- --sale <id>', () => {
   it('reconciles one sale as a one-shot process and prints the result', async () => {
-    const sale = await createLiveSale(ctx, { stock: 4 });
-    await reservePurchase(ctx.redis, ctx.config.REDIS_PREFIX, { saleId: sale.id, userId: 'a', quantity: 1, reservationId: newReservationId(sale.id) });
+    const sale = await createLiveSale(env.ctx, { stock: 4 });
+    await reservePurchase(env.ctx.redis, env.ctx.config.REDIS_PREFIX, { saleId: sale.id, userId: 'a', quantity: 1, reservationId: newReservationId(sale.id) });
     // The reservation is still in flight and no worker runs: the command must wait for it, so a worker
     // is started in this process a moment later.
     const worker = new OrderWorker(
-      { redis: ctx.redis, prisma: ctx.prisma, prefix: ctx.config.REDIS_PREFIX, logger: createLogger('w', 'silent') },
+      { redis: env.ctx.redis, prisma: env.ctx.prisma, prefix: env.ctx.config.REDIS_PREFIX, logger: createLogger('w', 'silent') },
       { batchSize: 10, idleMs: 5, claimIdleMs: 500, maxDeliveries: 5, salesRefreshMs: 50, writesInFlight: 2 },
     );
     setTimeout(() => worker.start(), 500);
-    stops.push(() => worker.stop());
+    env.stops.push(() => worker.stop());
 
     const { stdout, code } = await runCli(['--sale', String(sale.id)]);
 
     expect(code).toBe(0);
     const result = JSON.parse(stdout.trim().split('\n').at(-1)!) as Record<string, unknown>;
     expect(result).toEqual({ saleId: sale.id, remaining: 3, buyers: 1, tookMs: result.tookMs, lost: { reservations: 0, units: 0 } });
-    expect(await readSaleState(ctx.redis, ctx.config.REDIS_PREFIX, sale.id)).toMatchObject({ paused: false, remaining: 3 });
+    expect(await readSaleState(env.ctx.redis, env.ctx.config.REDIS_PREFIX, sale.id)).toMatchObject({ paused: false, remaining: 3 });
   });
 
   it('refuses a missing or unknown sale with a non-zero exit', async () => {
@@ -180,7 +170,7 @@ describe('npm run reconcile -- --sale <id>', () => {
 function runCli(args: string[]): Promise<{ stdout: string; code: number | null }> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, ['--import', 'tsx', 'apps/reconciler/src/reconcile-cli.ts', ...args], {
-      env: { ...process.env, REDIS_PREFIX: ctx.config.REDIS_PREFIX, DATABASE_URL: ctx.config.DATABASE_URL, LOG_LEVEL: 'silent' },
+      env: { ...process.env, REDIS_PREFIX: env.ctx.config.REDIS_PREFIX, DATABASE_URL: env.ctx.config.DATABASE_URL, LOG_LEVEL: 'silent' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stdout = '';

@@ -1,6 +1,6 @@
 import type { Logger } from '@flashsale/config';
-import { findSale, listWatchedSales, recordCheckpoint, type PrismaClient, type WatchedSale } from '@flashsale/order-store';
-import { listSaleIds, retireSale, snapshotSale, streamBacklog, streamHasEntry, type SaleSnapshot, type ScriptedRedis } from '@flashsale/redis-store';
+import { findCheckpoint, findSale, listWatchedSales, recordCheckpoint, type PrismaClient, type WatchedSale } from '@flashsale/order-store';
+import { listSaleIds, retireSale, snapshotSale, streamBacklog, streamHasEntry, trimAcknowledged, type SaleSnapshot, type ScriptedRedis } from '@flashsale/redis-store';
 import type { ReconcileReason } from '@flashsale/jobs';
 
 /** What the watcher concluded about one sale's Redis state. */
@@ -54,13 +54,24 @@ export async function watchOnce(deps: StateWatcherDeps): Promise<Map<number, Ver
   const verdicts = new Map<number, Verdict>();
   const pausedNow = new Set<number>();
   const watched = await listWatchedSales(deps.prisma, now);
-  for (const sale of watched) {
-    if (now - sale.createdAt < deps.publishGraceMs) continue;
-    const snapshot = await snapshotSale(deps.redis, deps.prefix, sale.id);
+  for (const listed of watched) {
+    if (now - listed.createdAt < deps.publishGraceMs) continue;
+    let sale = listed;
+    let snapshot = await snapshotSale(deps.redis, deps.prefix, sale.id);
     // Counters can catch up with the checkpoint within one pass after Redis went back (a restart from an
     // older AOF or a lagging replica under load); the checkpoint's last stream entry cannot come back.
-    const streamId = sale.checkpoint?.streamId;
-    const checkpointEntryPresent = !streamId || !snapshot.present || (await streamHasEntry(deps.redis, deps.prefix, sale.id, streamId));
+    let checkpointEntryPresent = await holdsCheckpointEntry(deps, sale, snapshot);
+    if (!checkpointEntryPresent) {
+      // Another reconciler may have recorded a newer checkpoint and trimmed the stream up to the one
+      // listed here since the list was read: judged again on the checkpoint MySQL holds now, and a
+      // snapshot taken after it (so its counters are not older than the checkpoint's).
+      const fresh = await findCheckpoint(deps.prisma, sale.id);
+      if (fresh && fresh.streamId !== sale.checkpoint?.streamId) {
+        sale = { ...sale, checkpoint: fresh };
+        snapshot = await snapshotSale(deps.redis, deps.prefix, sale.id);
+        checkpointEntryPresent = await holdsCheckpointEntry(deps, sale, snapshot);
+      }
+    }
     let verdict = judge(sale, snapshot, checkpointEntryPresent);
     if (verdict.kind === 'reconcile' && verdict.reason === 'stale') {
       // The sales were listed before this snapshot: a reconciliation may have switched the generation
@@ -86,12 +97,23 @@ export async function watchOnce(deps: StateWatcherDeps): Promise<Map<number, Ver
         at: snapshot.at,
         streamId: snapshot.lastEntryId,
       });
+      // Retention: what the workers have acknowledged is an order (or a dead letter) now, and goes, up
+      // to the checkpoint this pass found in place. Checkpoints only move forward, so every reconciler
+      // checks an entry at or after it; a stream holds about one pass of history plus what is in flight.
+      const verified = sale.checkpoint?.streamId;
+      if (verified) await trimAcknowledged(deps.redis, deps.prefix, sale.id, verified);
     }
   }
   deps.pausedLastPass.clear();
   for (const id of pausedNow) deps.pausedLastPass.add(id);
   await retireFinishedSales(deps, new Map(watched.map((sale) => [sale.id, sale.endsAt])));
   return verdicts;
+}
+
+/** Whether the stream still holds the checkpoint's last entry (true when there is nothing to check). */
+async function holdsCheckpointEntry(deps: StateWatcherDeps, sale: WatchedSale, snapshot: SaleSnapshot): Promise<boolean> {
+  const streamId = sale.checkpoint?.streamId;
+  return !streamId || !snapshot.present || (await streamHasEntry(deps.redis, deps.prefix, sale.id, streamId));
 }
 
 /** How long after its end a drained sale stays in the workers' list. */

@@ -4,5 +4,5 @@ export { poolConfigFromUrl } from './database-url.ts';
 export { insertSale, findSale, saleOrderTotals, LIVE_ORDER_STATUSES, type NewSale, type SaleRecord } from './sale-repository.ts';
 export { findOrderByReservation, type OrderView } from './order-repository.ts';
 export { writeOrderBatch, isPermanentWriteError, type BatchOutcome, type RejectReason } from './order-writer.ts';
-export { listWatchedSales, recordCheckpoint, beginRebuild, unitsAcceptedBy, type WatchedSale, type RebuildPlan } from './sale-ledger.ts';
+export { listWatchedSales, findCheckpoint, recordCheckpoint, beginRebuild, unitsAcceptedBy, type WatchedSale, type RebuildPlan } from './sale-ledger.ts';
 export { withSaleLock, SaleLockBusy } from './sale-lock.ts';

@@ -17,18 +17,27 @@ export interface WatchedSale extends SaleRecord {
 
 export async function listWatchedSales(prisma: PrismaClient, now: number): Promise<WatchedSale[]> {
   const rows = await prisma.sale.findMany({ where: { endsAt: { gt: new Date(now - WATCH_AFTER_END_MS) } }, orderBy: { id: 'asc' } });
-  return rows.map((row) => ({
-    ...toSaleRecord(row),
-    checkpoint:
-      row.checkpointAt && row.checkpointReservations !== null && row.checkpointUnits !== null
-        ? { reservations: row.checkpointReservations, units: row.checkpointUnits, at: row.checkpointAt.getTime(), streamId: row.checkpointStreamId }
-        : null,
-  }));
+  return rows.map((row) => ({ ...toSaleRecord(row), checkpoint: checkpointOf(row) }));
+}
+
+/** The sale's last checkpoint as MySQL holds it now (the watcher's list may be a moment old). */
+export async function findCheckpoint(prisma: PrismaClient, saleId: number): Promise<WatchedSale['checkpoint']> {
+  const row = await prisma.sale.findUnique({ where: { id: saleId } });
+  return row ? checkpointOf(row) : null;
+}
+
+function checkpointOf(row: { checkpointAt: Date | null; checkpointReservations: number | null; checkpointUnits: number | null; checkpointStreamId: string | null }): WatchedSale['checkpoint'] {
+  return row.checkpointAt && row.checkpointReservations !== null && row.checkpointUnits !== null
+    ? { reservations: row.checkpointReservations, units: row.checkpointUnits, at: row.checkpointAt.getTime(), streamId: row.checkpointStreamId }
+    : null;
 }
 
 /**
  * Records what Redis had accepted at `at` (Redis clock). Only for the generation it was read from: a
- * checkpoint of a state that has since been rebuilt would count its buyers against the new one.
+ * checkpoint of a state that has since been rebuilt would count its buyers against the new one. Never
+ * backwards: with several reconcilers, one whose snapshot is older than the recorded checkpoint does not
+ * replace it (the stream is trimmed up to the checkpoint a pass has verified, so an older one's entry
+ * may be gone).
  */
 export async function recordCheckpoint(
   prisma: PrismaClient,
@@ -37,7 +46,7 @@ export async function recordCheckpoint(
   checkpoint: { reservations: number; units: number; at: number; streamId: string | null },
 ): Promise<void> {
   await prisma.sale.updateMany({
-    where: { id: saleId, redisGeneration: generation },
+    where: { id: saleId, redisGeneration: generation, OR: [{ checkpointAt: null }, { checkpointAt: { lte: new Date(checkpoint.at) } }] },
     data: {
       checkpointReservations: checkpoint.reservations,
       checkpointUnits: checkpoint.units,

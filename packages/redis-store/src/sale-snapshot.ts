@@ -37,7 +37,11 @@ export async function snapshotSale(redis: ScriptedRedis, prefix: string, saleId:
   };
 }
 
-/** Whether the sale's stream still holds the entry with this id (entries are never deleted). */
+/**
+ * Whether the sale's stream still holds the entry with this id. Only acknowledged entries older than a
+ * checkpoint the reconciler has verified are ever removed (trimAcknowledged), so a checkpoint's own
+ * entry goes only if Redis went back in time.
+ */
 export async function streamHasEntry(redis: ScriptedRedis, prefix: string, saleId: number, entryId: string): Promise<boolean> {
   return (await redis.xrange(saleKeys(prefix, saleId).stream, entryId, entryId)).length > 0;
 }

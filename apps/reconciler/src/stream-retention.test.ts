@@ -1,0 +1,117 @@
+import { describe, expect, it } from 'vitest';
+import { createLogger } from '@flashsale/config';
+import { newReservationId } from '@flashsale/domain';
+import { readSaleState, reservePurchase, saleKeys } from '@flashsale/redis-store';
+import { recordCheckpoint, type PrismaClient } from '@flashsale/order-store';
+import { ledgerOf, waitForDrain } from '@flashsale/harness';
+import { createLiveSale, isolatedContextPerTest } from '../../../test/support/context.ts';
+import { startReconciler } from '../../../test/support/reconciler.ts';
+import { until } from '../../../test/support/until.ts';
+import { OrderWorker } from '../../worker/src/order-worker.ts';
+import { watchOnce, type StateWatcherDeps } from './state-watcher.ts';
+
+const env = isolatedContextPerTest();
+
+function startWorker(): OrderWorker {
+  const worker = new OrderWorker(
+    { redis: env.ctx.redis, prisma: env.ctx.prisma, prefix: env.ctx.config.REDIS_PREFIX, logger: createLogger('w', 'silent') },
+    { batchSize: 20, idleMs: 5, claimIdleMs: 500, maxDeliveries: 5, salesRefreshMs: 50, writesInFlight: 2 },
+  );
+  worker.start();
+  env.stops.push(() => worker.stop());
+  return worker;
+}
+
+async function reserveMany(saleId: number, from: number, count: number, accepted: Map<string, { userId: string; quantity: number }>) {
+  for (let i = from; i < from + count; i++) {
+    const reservationId = newReservationId(saleId);
+    const outcome = await reservePurchase(env.ctx.redis, env.ctx.config.REDIS_PREFIX, { saleId, userId: `buyer-${i}`, quantity: 1, reservationId });
+    expect(outcome.kind).toBe('reserved');
+    accepted.set(reservationId, { userId: `buyer-${i}`, quantity: 1 });
+  }
+}
+
+function watcherDeps(prisma: PrismaClient = env.ctx.prisma): StateWatcherDeps & { requested: [number, string][] } {
+  const requested: [number, string][] = [];
+  return {
+    redis: env.ctx.redis,
+    prisma,
+    prefix: env.ctx.config.REDIS_PREFIX,
+    logger: createLogger('watch-test', 'silent'),
+    publishGraceMs: 0,
+    pausedLastPass: new Set(),
+    requested,
+    requestReconcile: async (saleId, reason) => {
+      requested.push([saleId, reason]);
+    },
+  };
+}
+
+describe('stream retention', () => {
+  it('trims what the workers acknowledged up to the last checkpoint, and never mistakes it for Redis going back', async () => {
+    const sale = await createLiveSale(env.ctx, { stock: 500 });
+    const stream = saleKeys(env.ctx.config.REDIS_PREFIX, sale.id).stream;
+    startWorker();
+    const reconciler = await startReconciler(env.ctx, { watchEveryMs: 50 });
+    env.stops.push(reconciler.stop);
+    const accepted = new Map<string, { userId: string; quantity: number }>();
+
+    for (let round = 0; round < 5; round++) {
+      await reserveMany(sale.id, round * 60, 60, accepted);
+      await waitForDrain(env.ctx.redis, env.ctx.config.REDIS_PREFIX, sale.id);
+    }
+    // A few passes after the last drain: the stream keeps only entries from the checkpoint on.
+    const trimmed = await until(() => env.ctx.redis.xlen(stream), (length) => length <= 60);
+
+    expect(trimmed).toBeLessThanOrEqual(60);
+    expect(await ledgerOf(env.ctx.redis, env.ctx.prisma, env.ctx.config.REDIS_PREFIX, sale.id, accepted)).toEqual({ lost: [], duplicated: [], unexpected: [], unitsInDb: 300, remaining: 200, stock: 500 });
+    expect(reconciler.reconciled).toEqual([]);
+    expect(await readSaleState(env.ctx.redis, env.ctx.config.REDIS_PREFIX, sale.id)).toMatchObject({ paused: false, remaining: 200 });
+  });
+
+  it('a reconciler that listed the sale before another recorded a newer checkpoint and trimmed judges it healthy', async () => {
+    const sale = await createLiveSale(env.ctx, { stock: 500 });
+    startWorker();
+    const accepted = new Map<string, { userId: string; quantity: number }>();
+    const first = watcherDeps();
+    await reserveMany(sale.id, 0, 30, accepted);
+    await waitForDrain(env.ctx.redis, env.ctx.config.REDIS_PREFIX, sale.id);
+    await watchOnce(first);
+    // What a second reconciler read at this moment: the sale with the checkpoint just recorded.
+    const staleRows = await env.ctx.prisma.sale.findMany({ where: { id: sale.id } });
+    expect(staleRows[0]!.checkpointStreamId).not.toBeNull();
+
+    // The first goes on: two more checkpoints, and the stream trimmed past the one the second holds.
+    for (const from of [30, 60]) {
+      await reserveMany(sale.id, from, 30, accepted);
+      await waitForDrain(env.ctx.redis, env.ctx.config.REDIS_PREFIX, sale.id);
+      await watchOnce(first);
+    }
+    const stream = saleKeys(env.ctx.config.REDIS_PREFIX, sale.id).stream;
+    expect(await env.ctx.redis.xrange(stream, staleRows[0]!.checkpointStreamId!, staleRows[0]!.checkpointStreamId!)).toEqual([]);
+
+    // The second's pass, with its list read before all that (the same rows MySQL returned then).
+    const second = watcherDeps(listingFrom(env.ctx.prisma, staleRows));
+    const verdicts = await watchOnce(second);
+
+    expect(verdicts.get(sale.id)).toEqual({ kind: 'healthy' });
+    expect([...first.requested, ...second.requested]).toEqual([]);
+  });
+
+  it('checkpoints only move forward: an older snapshot does not replace a newer checkpoint', async () => {
+    const sale = await createLiveSale(env.ctx, { stock: 10 });
+    await recordCheckpoint(env.ctx.prisma, sale.id, sale.generation, { reservations: 5, units: 5, at: 2_000_000, streamId: '2000000-0' });
+    await recordCheckpoint(env.ctx.prisma, sale.id, sale.generation, { reservations: 3, units: 3, at: 1_000_000, streamId: '1000000-0' });
+
+    const row = await env.ctx.prisma.sale.findUniqueOrThrow({ where: { id: sale.id } });
+    expect([row.checkpointReservations, row.checkpointStreamId]).toEqual([5, '2000000-0']);
+  });
+});
+
+/** The real client, except that listing sales returns rows read earlier: a reconciler whose list is old. */
+function listingFrom(prisma: PrismaClient, rows: Awaited<ReturnType<PrismaClient['sale']['findMany']>>): PrismaClient {
+  const sale = new Proxy(prisma.sale, {
+    get: (target, property) => (property === 'findMany' ? async () => rows : Reflect.get(target, property)),
+  });
+  return new Proxy(prisma, { get: (target, property) => (property === 'sale' ? sale : Reflect.get(target, property)) });
+}

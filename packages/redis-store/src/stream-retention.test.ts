@@ -1,0 +1,80 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { newReservationId } from '@flashsale/domain';
+import { createLiveSale, createTestContext, type TestContext } from '../../../test/support/context.ts';
+import { ORDER_WRITERS_GROUP, saleKeys } from './keys.ts';
+import { reservePurchase } from './reserve-purchase.ts';
+import { streamBacklog } from './stream-backlog.ts';
+import { trimAcknowledged } from './stream-retention.ts';
+
+let ctx: TestContext;
+beforeAll(() => {
+  ctx = createTestContext();
+});
+afterAll(async () => {
+  await ctx.close();
+});
+
+/** A sale with `count` reservations on its stream; returns the stream key and the entry ids in order. */
+async function saleWithEntries(count: number) {
+  const sale = await createLiveSale(ctx, { stock: 100 });
+  for (let i = 0; i < count; i++) {
+    const outcome = await reservePurchase(ctx.redis, ctx.config.REDIS_PREFIX, { saleId: sale.id, userId: `b${i}`, quantity: 1, reservationId: newReservationId(sale.id) });
+    expect(outcome.kind).toBe('reserved');
+  }
+  const stream = saleKeys(ctx.config.REDIS_PREFIX, sale.id).stream;
+  const ids = ((await ctx.redis.xrange(stream, '-', '+')) as [string, string[]][]).map(([id]) => id);
+  return { sale, stream, ids };
+}
+
+async function deliver(stream: string, count: number): Promise<string[]> {
+  const reply = (await ctx.redis.xreadgroup('GROUP', ORDER_WRITERS_GROUP, 'test-consumer', 'COUNT', count, 'STREAMS', stream, '>')) as [string, [string, string[]][]][];
+  return reply[0]![1].map(([id]) => id);
+}
+
+const remaining = async (stream: string) => ((await ctx.redis.xrange(stream, '-', '+')) as [string, string[]][]).map(([id]) => id);
+
+describe('trimAcknowledged', () => {
+  it('removes acknowledged entries only: pending and undelivered ones stay, and the backlog reads the same', async () => {
+    const { sale, stream, ids } = await saleWithEntries(10);
+    const delivered = await deliver(stream, 6);
+    // Acknowledged: 0, 1, 3. Pending: 2, 4, 5. Undelivered: 6..9.
+    await ctx.redis.xack(stream, ORDER_WRITERS_GROUP, delivered[0]!, delivered[1]!, delivered[3]!);
+    const backlogBefore = await streamBacklog(ctx.redis, ctx.config.REDIS_PREFIX, sale.id);
+
+    expect(await trimAcknowledged(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, null)).toBe(2);
+    // Entry 3 is acknowledged but after the oldest pending one (2): kept, as trimming only cuts a prefix.
+    expect(await remaining(stream)).toEqual(ids.slice(2));
+    expect(await streamBacklog(ctx.redis, ctx.config.REDIS_PREFIX, sale.id)).toEqual(backlogBefore);
+    expect(backlogBefore).toEqual({ lag: 4, pending: 3, deadLettered: 0 });
+  });
+
+  it('keeps the entry it is told to keep, and every later one', async () => {
+    const { sale, stream, ids } = await saleWithEntries(8);
+    const delivered = await deliver(stream, 8);
+    await ctx.redis.xack(stream, ORDER_WRITERS_GROUP, ...delivered);
+
+    expect(await trimAcknowledged(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, ids[5]!)).toBe(5);
+    expect(await remaining(stream)).toEqual(ids.slice(5));
+    // Without a bound, a fully acknowledged stream is emptied.
+    expect(await trimAcknowledged(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, null)).toBe(3);
+    expect(await remaining(stream)).toEqual([]);
+    expect(await streamBacklog(ctx.redis, ctx.config.REDIS_PREFIX, sale.id)).toEqual({ lag: 0, pending: 0, deadLettered: 0 });
+  });
+
+  it('removes nothing before anything was delivered, and nothing from a missing stream', async () => {
+    const { sale, stream, ids } = await saleWithEntries(3);
+
+    expect(await trimAcknowledged(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, null)).toBe(0);
+    expect(await remaining(stream)).toEqual(ids);
+    expect(await trimAcknowledged(ctx.redis, ctx.config.REDIS_PREFIX, 987_654_321, null)).toBe(0);
+  });
+
+  it('removes nothing when the group is gone', async () => {
+    const { sale, stream, ids } = await saleWithEntries(3);
+    await deliver(stream, 3);
+    await ctx.redis.xgroup('DESTROY', stream, ORDER_WRITERS_GROUP);
+
+    expect(await trimAcknowledged(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, null)).toBe(0);
+    expect(await remaining(stream)).toEqual(ids);
+  });
+});
