@@ -20,7 +20,7 @@ export function reconcileDeps(ctx: TestContext, drainTimeoutMs = 10_000): Reconc
 }
 
 /** A whole reconciler (watch loop, BullMQ workers, audit schedule) in this process, on the context's prefix. */
-export async function startReconciler(ctx: TestContext, options: { watchEveryMs?: number; auditEveryMs?: number; drainTimeoutMs?: number; publishGraceMs?: number } = {}) {
+export async function startReconciler(ctx: TestContext, options: { watchEveryMs?: number; auditEveryMs?: number; drainTimeoutMs?: number; publishGraceMs?: number; streamRetentionMs?: number } = {}) {
   const jobs = createReconcileJobs(ctx.config.REDIS_URL, ctx.config.REDIS_PREFIX);
   const audits: (AuditReport & { confirmed: boolean })[] = [];
   const reconciled: ReconcileResult[] = [];
@@ -39,6 +39,7 @@ export async function startReconciler(ctx: TestContext, options: { watchEveryMs?
       databaseUrl: ctx.config.DATABASE_URL,
       watchEveryMs: options.watchEveryMs ?? 100,
       publishGraceMs: options.publishGraceMs ?? 0,
+      streamRetentionMs: options.streamRetentionMs ?? 60_000,
       auditEveryMs: options.auditEveryMs ?? 200,
       drainTimeoutMs: options.drainTimeoutMs ?? 10_000,
       concurrency: 2,

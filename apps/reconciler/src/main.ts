@@ -31,6 +31,7 @@ const reconciler = new Reconciler(
     databaseUrl: config.DATABASE_URL,
     watchEveryMs: config.RECONCILER_WATCH_MS,
     publishGraceMs: config.RECONCILER_PUBLISH_GRACE_MS,
+    streamRetentionMs: config.RECONCILER_STREAM_RETENTION_MS,
     auditEveryMs: config.AUDIT_EVERY_MS,
     drainTimeoutMs: config.RECONCILE_DRAIN_TIMEOUT_MS,
     concurrency: 4,

@@ -23,6 +23,8 @@ export interface ReconcilerOptions {
   watchEveryMs: number;
   /** Sales younger than this are not judged yet (their publish may be under way). */
   publishGraceMs: number;
+  /** How long acknowledged entries stay in a sale's stream (RECONCILER_STREAM_RETENTION_MS). */
+  streamRetentionMs: number;
   auditEveryMs: number;
   drainTimeoutMs: number;
   /** Reconciliations of different sales run side by side; one sale never has two (one job id per sale). */
@@ -143,6 +145,7 @@ export class Reconciler {
         prefix: this.options.prefix,
         logger: this.deps.logger,
         publishGraceMs: this.options.publishGraceMs,
+        retentionMs: this.options.streamRetentionMs,
         pausedLastPass: this.pausedLastPass,
         requestReconcile: async (saleId, reason) => {
           if (reason === 'interrupted') {

@@ -1,6 +1,6 @@
 import type { Logger } from '@flashsale/config';
 import { findCheckpoint, findSale, listWatchedSales, recordCheckpoint, type PrismaClient, type WatchedSale } from '@flashsale/order-store';
-import { listSaleIds, retireSale, snapshotSale, streamBacklog, streamHasEntry, trimAcknowledged, type SaleSnapshot, type ScriptedRedis } from '@flashsale/redis-store';
+import { listSaleIds, retireSale, snapshotSale, streamBacklog, streamHasEntry, trimAcknowledged, type RetentionBounds, type SaleSnapshot, type ScriptedRedis } from '@flashsale/redis-store';
 import type { ReconcileReason } from '@flashsale/jobs';
 
 /** What the watcher concluded about one sale's Redis state. */
@@ -38,6 +38,8 @@ export interface StateWatcherDeps {
   logger: Logger;
   /** A sale younger than this is left alone: its publish to Redis may simply not have landed yet. */
   publishGraceMs: number;
+  /** How long acknowledged entries stay in a stream after they were added, beyond the checkpoint's. */
+  retentionMs: number;
   /** Sales the previous pass found paused; filled in by this pass for the next. */
   pausedLastPass: Set<number>;
   requestReconcile(saleId: number, reason: ReconcileReason): Promise<void>;
@@ -61,16 +63,16 @@ export async function watchOnce(deps: StateWatcherDeps): Promise<Map<number, Ver
     // Counters can catch up with the checkpoint within one pass after Redis went back (a restart from an
     // older AOF or a lagging replica under load); the checkpoint's last stream entry cannot come back.
     let checkpointEntryPresent = await holdsCheckpointEntry(deps, sale, snapshot);
-    if (!checkpointEntryPresent) {
-      // Another reconciler may have recorded a newer checkpoint and trimmed the stream up to the one
-      // listed here since the list was read: judged again on the checkpoint MySQL holds now, and a
-      // snapshot taken after it (so its counters are not older than the checkpoint's).
+    // Another reconciler may have recorded a newer checkpoint and trimmed the stream up to the one listed
+    // here since the list was read: judged again on the checkpoint MySQL holds now, with a snapshot taken
+    // after reading it (so its counters are not older than the checkpoint's). A few times, should that
+    // reconciler be quick enough to move on again in between; a checkpoint that stays put is the verdict.
+    for (let attempt = 0; !checkpointEntryPresent && attempt < 3; attempt++) {
       const fresh = await findCheckpoint(deps.prisma, sale.id);
-      if (fresh && fresh.streamId !== sale.checkpoint?.streamId) {
-        sale = { ...sale, checkpoint: fresh };
-        snapshot = await snapshotSale(deps.redis, deps.prefix, sale.id);
-        checkpointEntryPresent = await holdsCheckpointEntry(deps, sale, snapshot);
-      }
+      if (!fresh || fresh.at === sale.checkpoint?.at) break;
+      sale = { ...sale, checkpoint: fresh };
+      snapshot = await snapshotSale(deps.redis, deps.prefix, sale.id);
+      checkpointEntryPresent = await holdsCheckpointEntry(deps, sale, snapshot);
     }
     let verdict = judge(sale, snapshot, checkpointEntryPresent);
     if (verdict.kind === 'reconcile' && verdict.reason === 'stale') {
@@ -91,23 +93,35 @@ export async function watchOnce(deps: StateWatcherDeps): Promise<Map<number, Ver
       pausedNow.add(sale.id);
       if (deps.pausedLastPass.has(sale.id)) await deps.requestReconcile(sale.id, 'interrupted');
     } else if (verdict.kind === 'healthy') {
-      await recordCheckpoint(deps.prisma, sale.id, sale.generation, {
-        reservations: snapshot.buyers,
-        units: snapshot.stock - snapshot.remaining,
-        at: snapshot.at,
-        streamId: snapshot.lastEntryId,
-      });
-      // Retention: what the workers have acknowledged is an order (or a dead letter) now, and goes, up
-      // to the checkpoint this pass found in place. Checkpoints only move forward, so every reconciler
-      // checks an entry at or after it; a stream holds about one pass of history plus what is in flight.
+      const recorded = await recordCheckpoint(
+        deps.prisma,
+        sale.id,
+        sale.generation,
+        { reservations: snapshot.buyers, units: snapshot.stock - snapshot.remaining, at: snapshot.at, streamId: snapshot.lastEntryId },
+        sale.checkpoint,
+      );
+      // Retention: what the workers have acknowledged is an order (or a dead letter) now, and goes, up to
+      // the checkpoint this pass found in place and replaced: a checkpoint is only ever replaced by one
+      // recorded after its entry was seen, so every reconciler checks an entry at or after it. Not when
+      // the record was refused (another reconciler moved on, or the generation changed under this pass).
       const verified = sale.checkpoint?.streamId;
-      if (verified) await trimAcknowledged(deps.redis, deps.prefix, sale.id, verified);
+      if (recorded && verified) await retain(deps, sale.id, { keepFrom: verified, keepSinceMs: snapshot.at - deps.retentionMs });
     }
   }
   deps.pausedLastPass.clear();
   for (const id of pausedNow) deps.pausedLastPass.add(id);
   await retireFinishedSales(deps, new Map(watched.map((sale) => [sale.id, sale.endsAt])));
   return verdicts;
+}
+
+/** Trims the stream (see trimAcknowledged); a failure is logged, and the next pass trims instead. */
+async function retain(deps: StateWatcherDeps, saleId: number, bounds: RetentionBounds): Promise<void> {
+  try {
+    const removed = await trimAcknowledged(deps.redis, deps.prefix, saleId, bounds);
+    if (removed > 0) deps.logger.debug({ saleId, removed }, 'acknowledged stream entries trimmed');
+  } catch (error) {
+    deps.logger.warn({ err: error, saleId }, 'stream not trimmed this pass');
+  }
 }
 
 /** Whether the stream still holds the checkpoint's last entry (true when there is nothing to check). */

@@ -39,6 +39,7 @@ function watcherDeps(prisma: PrismaClient = env.ctx.prisma): StateWatcherDeps & 
     prefix: env.ctx.config.REDIS_PREFIX,
     logger: createLogger('watch-test', 'silent'),
     publishGraceMs: 0,
+    retentionMs: 0,
     pausedLastPass: new Set(),
     requested,
     requestReconcile: async (saleId, reason) => {
@@ -52,7 +53,7 @@ describe('stream retention', () => {
     const sale = await createLiveSale(env.ctx, { stock: 500 });
     const stream = saleKeys(env.ctx.config.REDIS_PREFIX, sale.id).stream;
     startWorker();
-    const reconciler = await startReconciler(env.ctx, { watchEveryMs: 50 });
+    const reconciler = await startReconciler(env.ctx, { watchEveryMs: 50, streamRetentionMs: 0 });
     env.stops.push(reconciler.stop);
     const accepted = new Map<string, { userId: string; quantity: number }>();
 
@@ -60,13 +61,38 @@ describe('stream retention', () => {
       await reserveMany(sale.id, round * 60, 60, accepted);
       await waitForDrain(env.ctx.redis, env.ctx.config.REDIS_PREFIX, sale.id);
     }
-    // A few passes after the last drain: the stream keeps only entries from the checkpoint on.
-    const trimmed = await until(() => env.ctx.redis.xlen(stream), (length) => length <= 60);
+    // Passes after the last drain: the checkpoint catches up with the last entry, and the stream is
+    // trimmed to it: exactly one entry, the checkpoint's own.
+    const entries = await until(
+      async () => ((await env.ctx.redis.xrange(stream, '-', '+')) as [string, string[]][]).map(([id]) => id),
+      (ids) => ids.length === 1,
+    );
+    const record = await env.ctx.prisma.sale.findUniqueOrThrow({ where: { id: sale.id } });
 
-    expect(trimmed).toBeLessThanOrEqual(60);
+    expect(entries).toEqual([record.checkpointStreamId]);
     expect(await ledgerOf(env.ctx.redis, env.ctx.prisma, env.ctx.config.REDIS_PREFIX, sale.id, accepted)).toEqual({ lost: [], duplicated: [], unexpected: [], unitsInDb: 300, remaining: 200, stock: 500 });
+    // Never taken for Redis going back: no reconciliation queued, run or recorded.
     expect(reconciler.reconciled).toEqual([]);
+    expect(await reconciler.jobs.queue.getJobCounts()).toMatchObject({ waiting: 0, active: 0, delayed: 0, completed: 0, failed: 0 });
+    expect([record.redisGeneration, record.lostReservations]).toEqual([sale.generation, 0]);
     expect(await readSaleState(env.ctx.redis, env.ctx.config.REDIS_PREFIX, sale.id)).toMatchObject({ paused: false, remaining: 200 });
+  });
+
+  it('keeps acknowledged entries for the retention time', async () => {
+    const sale = await createLiveSale(env.ctx, { stock: 500 });
+    const stream = saleKeys(env.ctx.config.REDIS_PREFIX, sale.id).stream;
+    startWorker();
+    const deps = watcherDeps();
+    const accepted = new Map<string, { userId: string; quantity: number }>();
+    for (let round = 0; round < 3; round++) {
+      await reserveMany(sale.id, round * 20, 20, accepted);
+      await waitForDrain(env.ctx.redis, env.ctx.config.REDIS_PREFIX, sale.id);
+      await watchOnce({ ...deps, retentionMs: 600_000 });
+    }
+
+    expect(await env.ctx.redis.xlen(stream)).toBe(60);
+    await watchOnce({ ...deps, retentionMs: 0 });
+    expect(await env.ctx.redis.xlen(stream)).toBe(1);
   });
 
   it('a reconciler that listed the sale before another recorded a newer checkpoint and trimmed judges it healthy', async () => {
@@ -98,13 +124,27 @@ describe('stream retention', () => {
     expect([...first.requested, ...second.requested]).toEqual([]);
   });
 
-  it('checkpoints only move forward: an older snapshot does not replace a newer checkpoint', async () => {
+  it('a checkpoint replaces only the one it was judged against, whatever the clocks say', async () => {
     const sale = await createLiveSale(env.ctx, { stock: 10 });
-    await recordCheckpoint(env.ctx.prisma, sale.id, sale.generation, { reservations: 5, units: 5, at: 2_000_000, streamId: '2000000-0' });
-    await recordCheckpoint(env.ctx.prisma, sale.id, sale.generation, { reservations: 3, units: 3, at: 1_000_000, streamId: '1000000-0' });
+    const read = async () => {
+      const row = await env.ctx.prisma.sale.findUniqueOrThrow({ where: { id: sale.id } });
+      return [row.checkpointReservations, row.checkpointStreamId];
+    };
+    const first = { reservations: 5, units: 5, at: 2_000_000, streamId: '2000000-0' };
+    expect(await recordCheckpoint(env.ctx.prisma, sale.id, sale.generation, first, null)).toBe(true);
 
-    const row = await env.ctx.prisma.sale.findUniqueOrThrow({ where: { id: sale.id } });
-    expect([row.checkpointReservations, row.checkpointStreamId]).toEqual([5, '2000000-0']);
+    // A reconciler that judged against no checkpoint, or against one since replaced, is refused: with a
+    // later clock, the same one, or an earlier one.
+    for (const at of [3_000_000, 2_000_000, 1_000_000]) {
+      expect(await recordCheckpoint(env.ctx.prisma, sale.id, sale.generation, { reservations: 1, units: 1, at, streamId: `${at}-9` }, null)).toBe(false);
+      expect(await recordCheckpoint(env.ctx.prisma, sale.id, sale.generation, { reservations: 1, units: 1, at, streamId: `${at}-9` }, { at: 1_500_000 })).toBe(false);
+    }
+    expect(await read()).toEqual([5, '2000000-0']);
+    // Judged against the one in place: recorded, even with a clock that went back.
+    expect(await recordCheckpoint(env.ctx.prisma, sale.id, sale.generation, { reservations: 6, units: 6, at: 1_900_000, streamId: '1900000-0' }, first)).toBe(true);
+    expect(await read()).toEqual([6, '1900000-0']);
+    // Never for another generation.
+    expect(await recordCheckpoint(env.ctx.prisma, sale.id, 'another-generation', { reservations: 7, units: 7, at: 4_000_000, streamId: '4000000-0' }, { at: 1_900_000 })).toBe(false);
   });
 });
 

@@ -33,20 +33,22 @@ function checkpointOf(row: { checkpointAt: Date | null; checkpointReservations: 
 }
 
 /**
- * Records what Redis had accepted at `at` (Redis clock). Only for the generation it was read from: a
- * checkpoint of a state that has since been rebuilt would count its buyers against the new one. Never
- * backwards: with several reconcilers, one whose snapshot is older than the recorded checkpoint does not
- * replace it (the stream is trimmed up to the checkpoint a pass has verified, so an older one's entry
- * may be gone).
+ * Records what Redis had accepted at `at` (Redis clock), in place of the checkpoint `verified` (the one
+ * the caller judged the state against; null when there was none). Only for the generation it was read
+ * from: a checkpoint of a state that has since been rebuilt would count its buyers against the new one.
+ * Only if MySQL still holds `verified`: with several reconcilers, one whose view is older does not
+ * replace a checkpoint another recorded since (that would erase the evidence should Redis have gone back
+ * in between), whatever the clocks say. Returns whether it was recorded.
  */
 export async function recordCheckpoint(
   prisma: PrismaClient,
   saleId: number,
   generation: string,
   checkpoint: { reservations: number; units: number; at: number; streamId: string | null },
-): Promise<void> {
-  await prisma.sale.updateMany({
-    where: { id: saleId, redisGeneration: generation, OR: [{ checkpointAt: null }, { checkpointAt: { lte: new Date(checkpoint.at) } }] },
+  verified: { at: number } | null,
+): Promise<boolean> {
+  const { count } = await prisma.sale.updateMany({
+    where: { id: saleId, redisGeneration: generation, checkpointAt: verified ? new Date(verified.at) : null },
     data: {
       checkpointReservations: checkpoint.reservations,
       checkpointUnits: checkpoint.units,
@@ -54,6 +56,7 @@ export async function recordCheckpoint(
       checkpointStreamId: checkpoint.streamId,
     },
   });
+  return count === 1;
 }
 
 export interface RebuildPlan {

@@ -9,4 +9,4 @@ export { rebuildSaleState, type BuyerRecord } from './sale-rebuild.ts';
 export { snapshotSale, streamHasEntry, type SaleSnapshot } from './sale-snapshot.ts';
 export { saleEventsChannel, announceSaleChanged } from './sale-events.ts';
 export { findDeadLetter, type DeadLetteredReservation } from './dead-letters.ts';
-export { trimAcknowledged } from './stream-retention.ts';
+export { trimAcknowledged, type RetentionBounds } from './stream-retention.ts';

@@ -31,6 +31,8 @@ async function deliver(stream: string, count: number): Promise<string[]> {
   return reply[0]![1].map(([id]) => id);
 }
 
+const NO_BOUNDS = { keepFrom: null, keepSinceMs: null };
+
 const remaining = async (stream: string) => ((await ctx.redis.xrange(stream, '-', '+')) as [string, string[]][]).map(([id]) => id);
 
 describe('trimAcknowledged', () => {
@@ -41,7 +43,7 @@ describe('trimAcknowledged', () => {
     await ctx.redis.xack(stream, ORDER_WRITERS_GROUP, delivered[0]!, delivered[1]!, delivered[3]!);
     const backlogBefore = await streamBacklog(ctx.redis, ctx.config.REDIS_PREFIX, sale.id);
 
-    expect(await trimAcknowledged(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, null)).toBe(2);
+    expect(await trimAcknowledged(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, NO_BOUNDS)).toBe(2);
     // Entry 3 is acknowledged but after the oldest pending one (2): kept, as trimming only cuts a prefix.
     expect(await remaining(stream)).toEqual(ids.slice(2));
     expect(await streamBacklog(ctx.redis, ctx.config.REDIS_PREFIX, sale.id)).toEqual(backlogBefore);
@@ -53,20 +55,53 @@ describe('trimAcknowledged', () => {
     const delivered = await deliver(stream, 8);
     await ctx.redis.xack(stream, ORDER_WRITERS_GROUP, ...delivered);
 
-    expect(await trimAcknowledged(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, ids[5]!)).toBe(5);
+    expect(await trimAcknowledged(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, { keepFrom: ids[5]!, keepSinceMs: null })).toBe(5);
     expect(await remaining(stream)).toEqual(ids.slice(5));
     // Without a bound, a fully acknowledged stream is emptied.
-    expect(await trimAcknowledged(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, null)).toBe(3);
+    expect(await trimAcknowledged(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, NO_BOUNDS)).toBe(3);
     expect(await remaining(stream)).toEqual([]);
     expect(await streamBacklog(ctx.redis, ctx.config.REDIS_PREFIX, sale.id)).toEqual({ lag: 0, pending: 0, deadLettered: 0 });
+  });
+
+  it('stops at the first undelivered entry', async () => {
+    const { sale, stream, ids } = await saleWithEntries(6);
+    const delivered = await deliver(stream, 4);
+    await ctx.redis.xack(stream, ORDER_WRITERS_GROUP, ...delivered);
+
+    expect(await trimAcknowledged(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, NO_BOUNDS)).toBe(4);
+    expect(await remaining(stream)).toEqual(ids.slice(4));
+  });
+
+  it('stops at the oldest pending entry even when the entry to keep is later', async () => {
+    const { sale, stream, ids } = await saleWithEntries(6);
+    const delivered = await deliver(stream, 6);
+    await ctx.redis.xack(stream, ORDER_WRITERS_GROUP, delivered[0]!, delivered[2]!, delivered[3]!, delivered[4]!, delivered[5]!);
+
+    expect(await trimAcknowledged(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, { keepFrom: ids[4]!, keepSinceMs: null })).toBe(1);
+    expect(await remaining(stream)).toEqual(ids.slice(1));
+  });
+
+  it('keeps every entry added since the time it is given, and tells entries of one millisecond apart by sequence', async () => {
+    const sale = await createLiveSale(ctx, { stock: 100 });
+    const stream = saleKeys(ctx.config.REDIS_PREFIX, sale.id).stream;
+    // Ids chosen by hand: three in one millisecond, then two later ones.
+    const ids = ['5000-0', '5000-1', '5000-2', '7000-0', '9000-0'];
+    for (const id of ids) await ctx.redis.xadd(stream, id, 'r', 'x');
+    const delivered = await deliver(stream, 5);
+    await ctx.redis.xack(stream, ORDER_WRITERS_GROUP, ...delivered);
+
+    expect(await trimAcknowledged(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, { keepFrom: '5000-2', keepSinceMs: null })).toBe(2);
+    expect(await remaining(stream)).toEqual(ids.slice(2));
+    expect(await trimAcknowledged(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, { keepFrom: null, keepSinceMs: 7000 })).toBe(1);
+    expect(await remaining(stream)).toEqual(ids.slice(3));
   });
 
   it('removes nothing before anything was delivered, and nothing from a missing stream', async () => {
     const { sale, stream, ids } = await saleWithEntries(3);
 
-    expect(await trimAcknowledged(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, null)).toBe(0);
+    expect(await trimAcknowledged(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, NO_BOUNDS)).toBe(0);
     expect(await remaining(stream)).toEqual(ids);
-    expect(await trimAcknowledged(ctx.redis, ctx.config.REDIS_PREFIX, 987_654_321, null)).toBe(0);
+    expect(await trimAcknowledged(ctx.redis, ctx.config.REDIS_PREFIX, 987_654_321, NO_BOUNDS)).toBe(0);
   });
 
   it('removes nothing when the group is gone', async () => {
@@ -74,7 +109,7 @@ describe('trimAcknowledged', () => {
     await deliver(stream, 3);
     await ctx.redis.xgroup('DESTROY', stream, ORDER_WRITERS_GROUP);
 
-    expect(await trimAcknowledged(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, null)).toBe(0);
+    expect(await trimAcknowledged(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, NO_BOUNDS)).toBe(0);
     expect(await remaining(stream)).toEqual(ids);
   });
 });

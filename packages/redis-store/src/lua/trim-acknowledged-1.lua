@@ -11,6 +11,7 @@
 
     ARGV[1] consumer group name
     ARGV[2] keep this entry and every later one ('' for no such bound)
+    ARGV[3] keep every entry added at or after this time, epoch ms ('' for no such bound)
 
   Output:
     the number of entries removed (0 when the stream or the group is missing)
@@ -58,5 +59,8 @@ if pending[1] > 0 and older(pending[2], limit) then
 end
 if ARGV[2] ~= '' and older(ARGV[2], limit) then
   limit = ARGV[2]
+end
+if ARGV[3] ~= '' and older(ARGV[3] .. '-0', limit) then
+  limit = ARGV[3] .. '-0'
 end
 return redis.call('XTRIM', KEYS[1], 'MINID', limit)
