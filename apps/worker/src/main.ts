@@ -75,6 +75,6 @@ async function checkServerSettings(): Promise<void> {
     logger.error({ sqlMode: row?.mode }, 'MySQL is not in strict mode: a value too long for its column would be truncated, not refused; add STRICT_TRANS_TABLES to sql_mode');
   }
   if (row && Number(row.autoinc) !== 2) {
-    logger.warn({ innodbAutoincLockMode: Number(row.autoinc) }, 'innodb_autoinc_lock_mode is not 2: order batches of different sales will insert one at a time');
+    logger.info({ innodbAutoincLockMode: Number(row.autoinc) }, 'innodb_autoinc_lock_mode is not 2: order batches of different sales insert one at a time (2 recommended)');
   }
 }
