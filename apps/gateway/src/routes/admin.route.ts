@@ -5,6 +5,7 @@ import { publishSale, readSaleState, saleKeys, streamBacklog } from '@flashsale/
 import { enqueueReconcile } from '@flashsale/jobs';
 import { findSale, insertSale, saleOrderTotals } from '@flashsale/order-store';
 import type { GatewayDeps } from '../deps.ts';
+import { saleView } from './sale-view.ts';
 import { createAdminCheck } from '../auth.ts';
 import { parseOrThrow, requireJsonBody, saleIdParam } from '../validation.ts';
 
@@ -52,14 +53,7 @@ export function adminRouter({ config, redis, prisma, jobs }: GatewayDeps): Route
       // again is idempotent and never overwrites a live sale's stock.
       const sale = await insertSale(prisma, input);
       await publishSale(redis, config.REDIS_PREFIX, sale, sale.generation);
-      res.status(201).json({
-        id: sale.id,
-        name: sale.name,
-        stock: sale.stock,
-        startsAt: new Date(sale.startsAt).toISOString(),
-        endsAt: new Date(sale.endsAt).toISOString(),
-        perUserLimit: sale.perUserLimit,
-      });
+      res.status(201).json(saleView(sale));
     },
   );
 

@@ -4,6 +4,7 @@ import { readSaleState } from '@flashsale/redis-store';
 import { findSale } from '@flashsale/order-store';
 import type { GatewayDeps } from '../deps.ts';
 import { saleIdParam } from '../validation.ts';
+import { saleView } from './sale-view.ts';
 
 /** GET /api/sales/:saleId: the sale as buyers see it, with live stock and status from Redis. */
 export function saleRouter({ redis, prisma, config }: GatewayDeps): Router {
@@ -15,31 +16,14 @@ export function saleRouter({ redis, prisma, config }: GatewayDeps): Router {
     const [state, [seconds, micros]] = await Promise.all([readSaleState(redis, config.REDIS_PREFIX, saleId), redis.time()]);
     const now = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
     if (state) {
-      res.json({
-        id: state.id,
-        name: state.name,
-        stock: state.stock,
-        remaining: state.remaining,
-        startsAt: new Date(state.startsAt).toISOString(),
-        endsAt: new Date(state.endsAt).toISOString(),
-        perUserLimit: state.perUserLimit,
-        status: saleStatus(state, now),
-      });
+      res.json(saleView(state, { remaining: state.remaining, status: saleStatus(state, now) }));
       return;
     }
     // Not in Redis: either no such sale, or Redis lost it and intake is stopped until it is rebuilt.
     const record = await findSale(prisma, saleId);
     if (!record) throw new AppError('SALE_NOT_FOUND', `no sale has the id ${saleId}`);
-    res.json({
-      id: record.id,
-      name: record.name,
-      stock: record.stock,
-      remaining: record.stock - record.soldUnits,
-      startsAt: new Date(record.startsAt).toISOString(),
-      endsAt: new Date(record.endsAt).toISOString(),
-      perUserLimit: record.perUserLimit,
-      status: saleStatus({ ...record, remaining: record.stock - record.soldUnits, paused: true }, now),
-    });
+    const remaining = record.stock - record.soldUnits;
+    res.json(saleView(record, { remaining, status: saleStatus({ ...record, remaining, paused: true }, now) }));
   });
   return router;
 }
