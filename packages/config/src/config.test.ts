@@ -27,6 +27,15 @@ describe('loadConfig', () => {
       ADMIN_TOKEN: DEV_ADMIN_TOKEN,
       LOG_LEVEL: 'info',
       RATE_LIMIT_PER_SECOND: 10,
+      RATE_LIMIT_PER_ADDRESS_PER_SECOND: 1000,
+      TRUST_PROXY: 0,
+      MAX_CONNECTIONS_PER_ADDRESS: 256,
+      HTTP_HEADERS_TIMEOUT_MS: 5000,
+      HTTP_REQUEST_TIMEOUT_MS: 10_000,
+      HTTP_KEEP_ALIVE_TIMEOUT_MS: 5000,
+      METRICS_PORT: 3003,
+      REDIS_COMMAND_TIMEOUT_MS: 1000,
+      SHUTDOWN_TIMEOUT_MS: 10_000,
       WORKER_BATCH_SIZE: 500,
       WORKER_WRITES_IN_FLIGHT: 2,
       WORKER_IDLE_MS: 5,
@@ -134,12 +143,29 @@ describe('loadConfig', () => {
   });
 
   it('treats an empty variable as unset', () => {
-    const config = loadConfig({ PORT: '', REDIS_PREFIX: '', AUTH_SECRET: '', LOG_LEVEL: '' });
+    const config = loadConfig({ PORT: '', LOG_LEVEL: '', DB_POOL_SIZE: '' });
 
-    expect([config.PORT, config.REDIS_PREFIX, config.AUTH_SECRET, config.LOG_LEVEL]).toEqual([3000, 'fs', DEV_AUTH_SECRET, 'info']);
-    expect(() => loadConfig({ NODE_ENV: 'production', AUTH_SECRET: '', ADMIN_TOKEN: ADMIN })).toThrow(
-      'Invalid configuration: AUTH_SECRET is required in production',
+    expect([config.PORT, config.LOG_LEVEL, config.DB_POOL_SIZE]).toEqual([3000, 'info', 10]);
+  });
+
+  it('refuses an empty REDIS_PREFIX, AUTH_SECRET or ADMIN_TOKEN instead of falling back to a default', () => {
+    expect(refusedVariables({ REDIS_PREFIX: '' })).toEqual(['REDIS_PREFIX']);
+    expect(() => loadConfig({ REDIS_PREFIX: '', AUTH_SECRET: '', ADMIN_TOKEN: '' })).toThrow(
+      'Invalid configuration: REDIS_PREFIX is set but empty: give it a value or unset it; AUTH_SECRET is set but empty: give it a value or unset it; ADMIN_TOKEN is set but empty: give it a value or unset it',
     );
+  });
+
+  it.each([
+    ['a space', 'admin token with spaces'],
+    ['a non-ASCII letter', 'admin-token-é-0123456'],
+    ['a colon', 'admin:token:0123456789'],
+    ['an = inside', 'admin=token=0123456789'],
+  ])('refuses an ADMIN_TOKEN with %s, which no Authorization: Bearer header can carry', (_, token) => {
+    expect(refusedVariables({ ADMIN_TOKEN: token })).toEqual(['ADMIN_TOKEN']);
+  });
+
+  it('accepts an ADMIN_TOKEN of token68 characters with trailing padding', () => {
+    expect(loadConfig({ ADMIN_TOKEN: 'aZ09-._~+/admin-token==' }).ADMIN_TOKEN).toBe('aZ09-._~+/admin-token==');
   });
 
   it('accepts port 0, which picks a free port', () => {

@@ -28,12 +28,49 @@ const schema = z
     PORT: intFrom(0, 65535).default(3000),
     /** HS256 key for buyer tokens; required in production, at least 32 characters. */
     AUTH_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
-    /** Bearer token for /api/admin/*; required in production, at least 16 characters. */
-    ADMIN_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+    /**
+     * Bearer token for /api/admin/*; required in production, at least 16 characters, and only characters a
+     * bearer token can carry (RFC 6750 token68: A-Z a-z 0-9 - . _ ~ + / then trailing =), or no admin call
+     * could ever present it.
+     */
+    ADMIN_TOKEN: z
+      .string()
+      .min(16, 'must be at least 16 characters')
+      .regex(/^[A-Za-z0-9._~+/-]+=*$/, 'must contain only A-Z a-z 0-9 - . _ ~ + / (and trailing =), the characters of a bearer token')
+      .optional(),
     /** pino level, default `info`. */
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
     /** Purchases one buyer may send per second to one gateway process before 429, default 10. */
     RATE_LIMIT_PER_SECOND: intFrom(1, 1_000_000).default(10),
+    /**
+     * Purchases (and reservation lookups) one client address may send per second to one gateway process
+     * before 429, default 1000; 0 = no limit (a load test from one machine, or a proxy that limits for us).
+     */
+    RATE_LIMIT_PER_ADDRESS_PER_SECOND: intFrom(0, 10_000_000).default(1000),
+    /**
+     * Proxies in front of the gateway whose X-Forwarded-For is trusted, default 0 (none: the socket's
+     * address is the client's). With N, the client is the Nth address from the right of X-Forwarded-For.
+     */
+    TRUST_PROXY: intFrom(0, 16).default(0),
+    /** Connections one client address may hold open on one gateway process, default 256; 0 = no cap (behind a proxy that caps). */
+    MAX_CONNECTIONS_PER_ADDRESS: intFrom(0, 1_000_000).default(256),
+    /** Open connections of one gateway process in all; default: below the process's open-file limit, with room for its own. */
+    MAX_CONNECTIONS: intFrom(1, 10_000_000).optional(),
+    /** Time a client has to send a request's headers, default 5000 ms (slow-header attacks end here). */
+    HTTP_HEADERS_TIMEOUT_MS: intFrom(100, 600_000).default(5000),
+    /** Time a client has to send a whole request, body included, default 10000 ms (slow bodies end here). */
+    HTTP_REQUEST_TIMEOUT_MS: intFrom(100, 600_000).default(10_000),
+    /** How long an idle keep-alive connection stays open, default 5000 ms (set it above a proxy's idle timeout). */
+    HTTP_KEEP_ALIVE_TIMEOUT_MS: intFrom(100, 600_000).default(5000),
+    /** Port of the gateway's /metrics (internal network only; not served on PORT), default 3003 (0 picks a free port). */
+    METRICS_PORT: intFrom(0, 65535).default(3003),
+    /**
+     * Deadline of every Redis command the system sends (blocking reads excepted, which carry their own),
+     * default 1000 ms: past it a buyer gets 503 SERVICE_UNAVAILABLE at once instead of waiting on a hung Redis.
+     */
+    REDIS_COMMAND_TIMEOUT_MS: intFrom(50, 60_000).default(1000),
+    /** How long a stopping process may take to finish what it holds before it exits anyway, default 10000 ms. */
+    SHUTDOWN_TIMEOUT_MS: intFrom(100, 600_000).default(10_000),
     /** Entries a worker takes from one sale's stream per MySQL transaction, default 500. */
     WORKER_BATCH_SIZE: intFrom(1, 5000).default(500),
     /** Rounds of batches a worker writes to MySQL at once, default 2: the next is at MySQL when one commits. */
@@ -76,6 +113,9 @@ const schema = z
     { when: () => true },
   );
 
+/** Variables whose empty value is an error rather than "unset": each would silently fall back to a default. */
+const NO_EMPTY = new Set(['REDIS_PREFIX', 'AUTH_SECRET', 'ADMIN_TOKEN']);
+
 export type Config = Omit<z.infer<typeof schema>, 'AUTH_SECRET' | 'ADMIN_TOKEN'> & {
   AUTH_SECRET: string;
   ADMIN_TOKEN: string;
@@ -93,11 +133,12 @@ export class ConfigError extends Error {
  * fixes the deployment in one go instead of one restart per variable.
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  // An empty variable means "not set": shells and compose files produce them easily.
-  const present = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== ''));
-  const parsed = schema.safeParse(present);
-  if (!parsed.success) {
-    throw new ConfigError(parsed.error.issues.map((issue) => `${issue.path.join('.')} ${issue.message}`));
+  // An empty variable means "not set": shells and compose files produce them easily. Except where an
+  // empty value falling back to a default would hide a mistake: a namespace or a secret set to nothing.
+  const emptyProblems = [...NO_EMPTY].filter((name) => env[name] === '').map((name) => `${name} is set but empty: give it a value or unset it`);
+  const parsed = schema.safeParse(Object.fromEntries(Object.entries(env).filter(([, value]) => value !== '')));
+  if (!parsed.success || emptyProblems.length > 0) {
+    throw new ConfigError([...emptyProblems, ...(parsed.error?.issues ?? []).map((issue) => `${issue.path.join('.')} ${issue.message}`)]);
   }
   return {
     ...parsed.data,

@@ -75,9 +75,13 @@ export function spawnApp(app: 'gateway' | 'worker' | 'reconciler', env: NodeJS.P
   };
 }
 
-/** A gateway process on a free port; resolves once it listens. */
+/**
+ * A gateway process on a free port (its metrics on another); resolves once it listens. Every request of
+ * a test, a demo or a load run comes from this one machine's address, so the per-address rate limit is
+ * off unless the caller sets it.
+ */
 export async function spawnGateway(env: NodeJS.ProcessEnv): Promise<AppProcess & { url: string }> {
-  const gateway = spawnApp('gateway', { PORT: '0', ...env });
+  const gateway = spawnApp('gateway', { PORT: '0', METRICS_PORT: '0', RATE_LIMIT_PER_ADDRESS_PER_SECOND: '0', ...env });
   const line = await gateway.waitForLog((l) => l.msg === 'gateway listening');
   return Object.assign(gateway, { url: `http://127.0.0.1:${String(line.port)}` });
 }
