@@ -1,7 +1,8 @@
 import express, { type Express } from 'express';
 import type { GatewayDeps } from './deps.ts';
 import { createGatewayMetrics, type GatewayMetrics } from './metrics.ts';
-import { errorHandler, notFound } from './problem.ts';
+import { errorHandler, notFound, sendProblem } from './problem.ts';
+import { requestDeadline } from './deadline.ts';
 import { purchaseRouter } from './routes/purchase.route.ts';
 import { saleRouter } from './routes/sale.route.ts';
 import { reservationRouter } from './routes/reservation.route.ts';
@@ -31,6 +32,8 @@ export function createApp(
   app.set('trust proxy', false);
   // The purchase route first: it is the hot path and should not pass through anything it does not need.
   app.use(purchaseRouter(handlePurchase));
+  // Every other request is answered within the deadline, whatever Redis or MySQL do meanwhile.
+  app.use(requestDeadline(deps.config.REQUEST_DEADLINE_MS, sendProblem));
   app.use(saleRouter(deps));
   app.use(reservationRouter(deps));
   app.use(adminRouter(deps));

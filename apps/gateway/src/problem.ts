@@ -1,6 +1,9 @@
 import type { ErrorRequestHandler, RequestHandler, Response } from 'express';
 import { AppError, ERRORS, type ErrorCode } from '@flashsale/domain';
 import type { Logger } from '@flashsale/config';
+import { isRedisUnavailable } from '@flashsale/redis-store';
+import { isMysqlUnavailable } from '@flashsale/order-store';
+import { DeadlineExceeded, serviceUnavailable } from './deadline.ts';
 
 /** What a problem document says: a catalogue code, the detail, and any extra members. */
 export interface Problem {
@@ -49,11 +52,36 @@ export function bodyErrorOf(error: unknown): AppError | undefined {
   return code ? new AppError(code, code === 'INVALID_REQUEST' ? 'the body is not valid JSON' : undefined) : undefined;
 }
 
+/**
+ * The client's error for a failure that is not the client's: Redis or MySQL away, too slow, overloaded
+ * (503 with Retry-After; the request changed nothing or is safe to retry); undefined for a bug.
+ */
+export function unavailableOf(error: unknown): AppError | undefined {
+  return error instanceof DeadlineExceeded || isRedisUnavailable(error) || isMysqlUnavailable(error) ? serviceUnavailable() : undefined;
+}
+
+/**
+ * A client error the framework raised while routing, before any handler ran: a path whose
+ * percent-escapes do not decode (Express's router throws a URIError marked 400).
+ */
+function routingErrorOf(error: unknown): AppError | undefined {
+  const status = (error as { status?: unknown } | null)?.status;
+  if (status !== 400) return undefined;
+  return new AppError('INVALID_REQUEST', error instanceof URIError ? 'the path has a malformed percent-escape' : 'the request is not valid');
+}
+
 export function errorHandler(logger: Logger): ErrorRequestHandler {
   return (error: unknown, req, res, _next) => {
+    // Answered already (the request deadline did): the handler's late outcome has no one to go to.
+    if (res.headersSent) return;
     if (error instanceof AppError) return sendProblem(res, error);
-    const bodyError = bodyErrorOf(error);
-    if (bodyError) return sendProblem(res, bodyError);
+    const clientError = bodyErrorOf(error) ?? routingErrorOf(error);
+    if (clientError) return sendProblem(res, clientError);
+    const unavailable = unavailableOf(error);
+    if (unavailable) {
+      logger.warn({ err: error, method: req.method, path: req.path }, 'backing service unavailable');
+      return sendProblem(res, unavailable);
+    }
     logger.error({ err: error, method: req.method, path: req.path }, 'request failed');
     sendProblem(res, new AppError('INTERNAL_ERROR', 'the request could not be completed'));
   };

@@ -69,6 +69,18 @@ const schema = z
      * default 1000 ms: past it a buyer gets 503 SERVICE_UNAVAILABLE at once instead of waiting on a hung Redis.
      */
     REDIS_COMMAND_TIMEOUT_MS: intFrom(50, 60_000).default(1000),
+    /**
+     * Deadline of the Redis commands of the worker and the reconciler, default 30000 ms: longer than a
+     * request's, since a rebuild script over a large sale may rightly take seconds, but never unbounded.
+     */
+    REDIS_BACKGROUND_COMMAND_TIMEOUT_MS: intFrom(1000, 600_000).default(30_000),
+    /** Longest a gateway's MySQL statement may run (MariaDB's max_statement_time, lock waits included), default 2000 ms. */
+    DB_STATEMENT_TIMEOUT_MS: intFrom(100, 600_000).default(2000),
+    /**
+     * Deadline of a read or admin request (not a purchase, whose one Redis call has its own, nor a
+     * reconcile, which waits for the drain), default 3000 ms: past it the client gets 503 SERVICE_UNAVAILABLE.
+     */
+    REQUEST_DEADLINE_MS: intFrom(100, 600_000).default(3000),
     /** How long a stopping process may take to finish what it holds before it exits anyway, default 10000 ms. */
     SHUTDOWN_TIMEOUT_MS: intFrom(100, 600_000).default(10_000),
     /** Entries a worker takes from one sale's stream per MySQL transaction, default 500. */

@@ -32,6 +32,10 @@ export interface RedisServer {
   url: string;
   port: number;
   kill(signal?: NodeJS.Signals): Promise<void>;
+  /** Freezes the server (SIGSTOP): connections stay open and nothing answers, like a hung host. */
+  freeze(): void;
+  /** Lets a frozen server run again (SIGCONT); it then serves what its clients sent meanwhile. */
+  thaw(): void;
   start(): Promise<void>;
   stop(): Promise<void>;
 }
@@ -68,7 +72,14 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
     kill(signal = 'SIGKILL') {
       return killChild(child, signal);
     },
+    freeze() {
+      child?.kill('SIGSTOP');
+    },
+    thaw() {
+      child?.kill('SIGCONT');
+    },
     async stop() {
+      server.thaw();
       await server.kill('SIGKILL');
       rmSync(dir, { recursive: true, force: true });
     },

@@ -1,4 +1,5 @@
-export { createPrisma, PrismaClient } from './prisma-client.ts';
+export { createPrisma, PrismaClient, type PrismaOptions } from './prisma-client.ts';
+export { isMysqlUnavailable } from './mysql-unavailable.ts';
 export { migrate, migrationNames, MIGRATIONS_DIR, type MigrationResult } from './migrator.ts';
 export { poolConfigFromUrl } from './database-url.ts';
 export { insertSale, findSale, saleOrderTotals, LIVE_ORDER_STATUSES, type NewSale, type SaleRecord } from './sale-repository.ts';

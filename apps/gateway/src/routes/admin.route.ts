@@ -6,6 +6,7 @@ import { enqueueReconcile } from '@flashsale/jobs';
 import { findSale, insertSale, saleOrderTotals } from '@flashsale/order-store';
 import type { GatewayDeps } from '../deps.ts';
 import { saleView } from './sale-view.ts';
+import { liftRequestDeadline, withDeadline } from '../deadline.ts';
 import { createAdminCheck } from '../auth.ts';
 import { parseOrThrow, requireJsonBody, saleIdParam } from '../validation.ts';
 
@@ -97,7 +98,9 @@ export function adminRouter({ config, redis, prisma, jobs }: GatewayDeps): Route
   router.post('/api/admin/sales/:saleId/reconcile', async (req, res) => {
     const saleId = saleIdParam(req.params.saleId);
     if (!(await findSale(prisma, saleId))) throw new AppError('SALE_NOT_FOUND', `no sale has the id ${saleId}`);
-    const { job, running } = await enqueueReconcile(jobs.queue, saleId, 'operator');
+    // BullMQ's connection waits for Redis rather than failing: the enqueue gets the request's deadline.
+    const { job, running } = await withDeadline(enqueueReconcile(jobs.queue, saleId, 'operator'), config.REDIS_COMMAND_TIMEOUT_MS, 'the reconcile queue');
+    liftRequestDeadline(res);
     if (running) throw new AppError('RECONCILE_IN_PROGRESS', `a reconciliation of sale ${saleId} is already running`, { jobId: job.id });
     let result;
     try {

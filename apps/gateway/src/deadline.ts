@@ -1,0 +1,48 @@
+import type { RequestHandler, Response } from 'express';
+import { AppError } from '@flashsale/domain';
+
+/** A backing service did not answer within the time a request may wait for it. */
+export class DeadlineExceeded extends Error {
+  override readonly name = 'DeadlineExceeded';
+}
+
+/** The answer a client gets when a backing service is away or too slow: retrying shortly is safe. */
+export function serviceUnavailable(detail = 'a backing service is unavailable, retry shortly'): AppError {
+  return new AppError('SERVICE_UNAVAILABLE', detail, {}, { 'Retry-After': '1' });
+}
+
+/**
+ * Settles with `promise`, or fails with DeadlineExceeded after `ms`. For calls that have no deadline of
+ * their own (BullMQ's connection waits for Redis on purpose); the call itself goes on and is ignored.
+ */
+export function withDeadline<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new DeadlineExceeded(`${what} did not answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, deadline]).finally(() => clearTimeout(timer));
+}
+
+const TIMER = Symbol('requestDeadline');
+type WithTimer = Response & { [TIMER]?: NodeJS.Timeout };
+
+/**
+ * Answers 503 SERVICE_UNAVAILABLE to a request still unanswered after `ms`, whatever it waits on: the
+ * backstop behind the Redis command deadline and MySQL's statement limit (a black-holed MySQL connection
+ * or a MySQL that ignores the limit). The handler's own late answer is then dropped by the error handler.
+ */
+export function requestDeadline(ms: number, answer: (res: Response, error: AppError) => void): RequestHandler {
+  return (_req, res, next) => {
+    const timer = setTimeout(() => {
+      if (!res.headersSent) answer(res, serviceUnavailable(`no answer within ${ms} ms: a backing service is slow or away, retry shortly`));
+    }, ms);
+    (res as WithTimer)[TIMER] = timer;
+    res.once('close', () => clearTimeout(timer));
+    next();
+  };
+}
+
+/** For a route that waits longer by design (a reconciliation waiting for the drain): no request deadline. */
+export function liftRequestDeadline(res: Response): void {
+  clearTimeout((res as WithTimer)[TIMER]);
+}
