@@ -1,4 +1,4 @@
-import { saleKeys, type ScriptedRedis } from '@flashsale/redis-store';
+import { parseBuyerRecord, saleKeys, type ScriptedRedis } from '@flashsale/redis-store';
 import type { PrismaClient } from '@flashsale/order-store';
 import { ledgerOf, waitForDrain } from '@flashsale/harness';
 
@@ -36,8 +36,8 @@ export async function checkSaleInvariants(
   if (!reservations) {
     reservations = new Map();
     for (const [userId, value] of Object.entries(await redis.hgetall(saleKeys(prefix, saleId).buyers))) {
-      const [reservationId = '', quantity] = value.split('|');
-      reservations.set(reservationId, { userId, quantity: Number(quantity) });
+      const { reservationId, quantity } = parseBuyerRecord(value);
+      reservations.set(reservationId, { userId, quantity });
     }
   }
   const ledger = await ledgerOf(redis, prisma, prefix, saleId, reservations);

@@ -1,5 +1,6 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import type { Express } from 'express';
+import { readBuyers } from '@flashsale/redis-store';
 import type { GatewayDeps } from './deps.ts';
 import { createApp } from './app.ts';
 import { createGatewayMetrics } from './metrics.ts';
@@ -25,6 +26,12 @@ export interface Gateway {
   start(): Promise<void>;
   close(): Promise<void>;
 }
+
+/**
+ * The most holders of one sold-out or ended sale a gateway keeps in memory (about 100 bytes each) to
+ * answer their retries without Redis; a larger sale's refusals go to the reserve script instead.
+ */
+const MAX_HOLDERS_KEPT = 100_000;
 
 // The purchase path exactly as clients send it. Anything else that Express's router would still match
 // (a trailing slash, other letter case, percent-encoding) goes to Express, which runs the same handler.
@@ -52,7 +59,8 @@ export function frontDoor(app: Express, handlePurchase: PurchaseHandler): Reques
 /** The gateway of one process: the app, the front door, and the background parts of the purchase path. */
 export function createGateway(deps: GatewayDeps, options: GatewayOptions = {}): Gateway {
   const metrics = createGatewayMetrics();
-  const verdicts = new SaleVerdictCache(options.verdictTtlMs ?? 1000);
+  const prefix = deps.config.REDIS_PREFIX;
+  const verdicts = new SaleVerdictCache(options.verdictTtlMs ?? 1000, Date.now, (saleId) => readBuyers(deps.redis, prefix, saleId, MAX_HOLDERS_KEPT));
   const liveSales = new LiveSaleDirectory(deps.prisma, deps.logger, options.liveSalesRefreshMs ?? 2000);
   const handlePurchase = createPurchaseHandler(deps, metrics, { verdicts, liveSales });
   const app = createApp(deps, metrics, handlePurchase);

@@ -127,6 +127,21 @@ describe('reservePurchase against Redis', () => {
     await expectRefusedWithoutWrites(sale.id, 'judy', 1, { kind: 'sale_ended' });
   });
 
+  it('tells a buyer who holds a reservation so, with its id, after the sale sold out, while paused and after its end', async () => {
+    const sale = await createLiveSale(ctx, { stock: 1 });
+    const reservationId = newReservationId(sale.id);
+    expect(await reserve(sale.id, 'kim', 1, reservationId)).toEqual({ kind: 'reserved', remaining: 0 });
+    const holder = { kind: 'already_purchased', reservationId, quantity: 1 };
+
+    await expectRefusedWithoutWrites(sale.id, 'kim', 1, holder);
+    await setSalePaused(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, true);
+    await expectRefusedWithoutWrites(sale.id, 'kim', 1, holder);
+    await ctx.redis.hset(saleKeys(ctx.config.REDIS_PREFIX, sale.id).meta, 'ends', String((await redisNow(ctx.redis)) - 1));
+    await expectRefusedWithoutWrites(sale.id, 'kim', 1, holder);
+    // Anyone else still gets the sale's own answer.
+    await expectRefusedWithoutWrites(sale.id, 'lea', 1, { kind: 'sale_ended' });
+  });
+
   it('takes exactly the stock when many buyers race for it', async () => {
     const sale = await createLiveSale(ctx, { stock: 7 });
 

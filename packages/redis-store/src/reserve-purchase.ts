@@ -1,5 +1,6 @@
 import type { ScriptedRedis } from './scripts.ts';
 import { saleKeys } from './keys.ts';
+import { parseBuyerRecord } from './sale-state.ts';
 
 export interface PurchaseRequest {
   saleId: number;
@@ -35,10 +36,8 @@ export function toReserveOutcome([code, value]: [number, string | number]): Rese
       return { kind: 'sale_not_started' };
     case -5:
       return { kind: 'above_limit', limit: Number(value) };
-    case -6: {
-      const [reservationId = '', quantity] = String(value).split('|');
-      return { kind: 'already_purchased', reservationId, quantity: Number(quantity) };
-    }
+    case -6:
+      return { kind: 'already_purchased', ...parseBuyerRecord(String(value)) };
     case -7:
       return { kind: 'sold_out' };
     case -8:

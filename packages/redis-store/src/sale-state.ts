@@ -53,6 +53,12 @@ export async function setSalePaused(redis: ScriptedRedis, prefix: string, saleId
   return (await redis.setPaused(saleKeys(prefix, saleId).meta, paused ? '1' : '0')) === 1;
 }
 
+/** A buyer's record in the sale's buyers hash: `<reservationId>|<quantity>` (written by reserve-3.lua and the rebuild). */
+export function parseBuyerRecord(value: string): { reservationId: string; quantity: number } {
+  const [reservationId = '', quantity] = value.split('|');
+  return { reservationId, quantity: Number(quantity) };
+}
+
 /** The reservation a buyer holds for a sale, as Redis recorded it. */
 export async function findBuyerReservation(
   redis: ScriptedRedis,
@@ -61,9 +67,26 @@ export async function findBuyerReservation(
   userId: string,
 ): Promise<{ reservationId: string; quantity: number } | null> {
   const value = await redis.hget(saleKeys(prefix, saleId).buyers, userId);
-  if (!value) return null;
-  const [reservationId = '', quantity] = value.split('|');
-  return { reservationId, quantity: Number(quantity) };
+  return value ? parseBuyerRecord(value) : null;
+}
+
+/**
+ * Every buyer of a sale and the reservation id they hold, read in pages (HSCAN: Redis serves others
+ * between them). Null when the sale has more than `max` buyers: a caller that keeps them in memory
+ * stays bounded. Not a snapshot of one instant: meant for a sale that takes no more buyers (sold out, or
+ * ended), whose hash only a rebuild changes, and a rebuild is announced.
+ */
+export async function readBuyers(redis: ScriptedRedis, prefix: string, saleId: number, max: number): Promise<Map<string, string> | null> {
+  const key = saleKeys(prefix, saleId).buyers;
+  const buyers = new Map<string, string>();
+  let cursor = '0';
+  do {
+    const [next, page] = await redis.hscan(key, cursor, 'COUNT', 1000);
+    for (let i = 0; i + 1 < page.length; i += 2) buyers.set(page[i]!, parseBuyerRecord(page[i + 1]!).reservationId);
+    if (buyers.size > max) return null;
+    cursor = next;
+  } while (cursor !== '0');
+  return buyers;
 }
 
 /**

@@ -16,15 +16,18 @@ gatewayPerFile((started, server) => {
   gateway = server;
 }, { verdictTtlMs: 60_000 });
 
-async function purchase(url: string, saleId: number): Promise<Response> {
-  return fetch(`${url}/api/sales/${saleId}/purchase`, { method: 'POST', headers: bearer(await buyerToken(`buyer-${randomUUID()}`)) });
+async function purchase(url: string, saleId: number, buyer = `buyer-${randomUUID()}`): Promise<Response> {
+  return fetch(`${url}/api/sales/${saleId}/purchase`, { method: 'POST', headers: bearer(await buyerToken(buyer)) });
 }
 
 /** Sells a one-unit sale out through the gateway, then puts units back in Redis behind its back. */
-async function soldOutSaleWithUnitsBackInRedis(url: string): Promise<number> {
+async function soldOutSaleWithUnitsBackInRedis(server: TestGateway): Promise<number> {
+  const { url } = server;
   const sale = await createLiveSale(ctx, { stock: 1 });
   expect((await purchase(url, sale.id)).status).toBe(202);
   await expectProblem(await purchase(url, sale.id), 410, 'SOLD_OUT');
+  // The verdict is kept once the sale's holders are read, in the background.
+  await until(() => server.gateway.verdicts.get(sale.id) !== undefined);
   // What a reconcile does when reservations Redis lost go back to stock.
   await ctx.redis.hset(saleKeys(ctx.config.REDIS_PREFIX, sale.id).meta, 'remaining', '3');
   return sale.id;
@@ -32,14 +35,38 @@ async function soldOutSaleWithUnitsBackInRedis(url: string): Promise<number> {
 
 describe('the sold-out fast path', () => {
   it('answers a sold-out sale without calling Redis: units put back silently are not seen', async () => {
-    const saleId = await soldOutSaleWithUnitsBackInRedis(gateway.url);
+    const saleId = await soldOutSaleWithUnitsBackInRedis(gateway);
 
     await expectProblem(await purchase(gateway.url, saleId), 410, 'SOLD_OUT');
-    expect(gateway.gateway.verdicts.get(saleId)).toBe('SOLD_OUT');
+    expect(gateway.gateway.verdicts.get(saleId)?.verdict).toBe('SOLD_OUT');
+  });
+
+  it('answers the buyer who took the last unit, retrying, with their reservation: 409 ALREADY_PURCHASED, not SOLD_OUT', async () => {
+    const sale = await createLiveSale(ctx, { stock: 1 });
+    const won = await purchase(gateway.url, sale.id, 'last-unit-buyer');
+    expect(won.status).toBe(202);
+    const { reservationId } = (await won.json()) as { reservationId: string };
+    await expectProblem(await purchase(gateway.url, sale.id), 410, 'SOLD_OUT');
+    await until(() => gateway.gateway.verdicts.get(sale.id) !== undefined);
+
+    await expectProblem(await purchase(gateway.url, sale.id, 'last-unit-buyer'), 409, 'ALREADY_PURCHASED', undefined, { reservationId });
+    await expectProblem(await purchase(gateway.url, sale.id), 410, 'SOLD_OUT');
+    expect(gateway.gateway.verdicts.get(sale.id)?.holders.get('last-unit-buyer')).toBe(reservationId);
+  });
+
+  it('answers a holder of an ended sale with their reservation too', async () => {
+    const sale = await createLiveSale(ctx, { stock: 5 });
+    const won = await purchase(gateway.url, sale.id, 'early-buyer');
+    const { reservationId } = (await won.json()) as { reservationId: string };
+    await ctx.redis.hset(saleKeys(ctx.config.REDIS_PREFIX, sale.id).meta, 'ends', String((await redisNow(ctx.redis)) - 1));
+    await expectProblem(await purchase(gateway.url, sale.id), 410, 'SALE_ENDED');
+    await until(() => gateway.gateway.verdicts.get(sale.id) !== undefined);
+
+    await expectProblem(await purchase(gateway.url, sale.id, 'early-buyer'), 409, 'ALREADY_PURCHASED', undefined, { reservationId });
   });
 
   it('sells again as soon as the reconciler announces the sale changed', async () => {
-    const saleId = await soldOutSaleWithUnitsBackInRedis(gateway.url);
+    const saleId = await soldOutSaleWithUnitsBackInRedis(gateway);
 
     await announceSaleChanged(ctx.redis, ctx.config.REDIS_PREFIX, saleId);
     await until(() => gateway.gateway.verdicts.get(saleId) === undefined);
@@ -48,7 +75,7 @@ describe('the sold-out fast path', () => {
   });
 
   it('drops every verdict when its subscription reconnects, since announcements may have been missed', async () => {
-    const saleId = await soldOutSaleWithUnitsBackInRedis(gateway.url);
+    const saleId = await soldOutSaleWithUnitsBackInRedis(gateway);
     const clients = (await ctx.redis.call('CLIENT', 'LIST', 'TYPE', 'pubsub')) as string;
     const subscriber = clients.split('\n').find((line) => line.includes(` name=gateway-sale-events:${ctx.config.REDIS_PREFIX} `));
     expect(subscriber).toBeDefined();
@@ -62,7 +89,7 @@ describe('the sold-out fast path', () => {
   it('trusts a verdict no longer than its TTL, should an announcement be lost anyway', async () => {
     const shortLived = await startGateway(ctx, { verdictTtlMs: 300 });
     try {
-      const saleId = await soldOutSaleWithUnitsBackInRedis(shortLived.url);
+      const saleId = await soldOutSaleWithUnitsBackInRedis(shortLived);
       await expectProblem(await purchase(shortLived.url, saleId), 410, 'SOLD_OUT');
 
       await sleep(350);
@@ -76,6 +103,7 @@ describe('the sold-out fast path', () => {
   it('answers an ended sale without calling Redis', async () => {
     const sale = await createLiveSale(ctx, { startsIn: -120_000, endsIn: -60_000 });
     await expectProblem(await purchase(gateway.url, sale.id), 410, 'SALE_ENDED');
+    await until(() => gateway.gateway.verdicts.get(sale.id) !== undefined);
     await ctx.redis.hset(saleKeys(ctx.config.REDIS_PREFIX, sale.id).meta, 'ends', String(Date.now() + 3_600_000));
 
     await expectProblem(await purchase(gateway.url, sale.id), 410, 'SALE_ENDED');

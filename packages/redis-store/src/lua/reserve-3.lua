@@ -27,11 +27,18 @@
     { -7, '' }                       sold out (nothing left)
     { -8, remaining }                some left, fewer than asked
 
-  Every refusal returns before the first write.
+  Every refusal returns before the first write. A buyer who already holds a reservation is told so
+  (-6, with its id) before any other refusal: the answer a retry needs (after a dropped connection, a
+  timeout) whether the sale has since sold out, ended or been paused.
 ]]
 local meta = redis.call('HMGET', KEYS[1], 'starts', 'ends', 'paused', 'limit', 'remaining', 'gen')
 if not meta[1] then
   return { -1, '' }
+end
+
+local existing = redis.call('HGET', KEYS[2], ARGV[1])
+if existing then
+  return { -6, existing }
 end
 
 local time = redis.call('TIME')
@@ -51,11 +58,6 @@ local quantity = tonumber(ARGV[2])
 local limit = tonumber(meta[4])
 if quantity > limit then
   return { -5, limit }
-end
-
-local existing = redis.call('HGET', KEYS[2], ARGV[1])
-if existing then
-  return { -6, existing }
 end
 
 local remaining = tonumber(meta[5])
