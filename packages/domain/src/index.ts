@@ -1,4 +1,4 @@
 export { ERRORS, AppError, type ErrorCode } from './error-catalogue.ts';
 export { saleStatus, type SaleStatus, type SaleClockView } from './sale-status.ts';
 export { newReservationId, saleIdOfReservation } from './reservation-id.ts';
-export { parseSaleId, MAX_SALE_ID, type SaleDefinition } from './sale.ts';
+export { parseSaleId, MAX_SALE_ID, MAX_PER_USER_LIMIT, SALE_TIME_RANGE, type SaleDefinition } from './sale.ts';

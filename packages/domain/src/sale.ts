@@ -17,3 +17,16 @@ export function parseSaleId(raw: string): number | null {
   const id = Number(raw);
   return id <= MAX_SALE_ID ? id : null;
 }
+
+/**
+ * The most units one buyer may take in one sale: the bound of both a sale's `perUserLimit` (admin) and a
+ * purchase's `quantity` (gateway), so the two can never disagree.
+ */
+export const MAX_PER_USER_LIMIT = 1_000_000;
+
+/**
+ * The earliest and latest instants a sale may start or end at. MySQL's DATETIME goes back to year 1000,
+ * but its drivers read years 0000-0099 back as 20xx, and no sale runs before 2000 or after 9999: one
+ * range, enforced when the sale is created, keeps MySQL and Redis agreeing on the window.
+ */
+export const SALE_TIME_RANGE = { min: Date.UTC(2000, 0, 1), max: Date.UTC(9999, 11, 31, 23, 59, 59, 999) } as const;

@@ -1,16 +1,15 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import express from 'express';
 import { z } from 'zod';
-import { AppError } from '@flashsale/domain';
+import { AppError, MAX_PER_USER_LIMIT } from '@flashsale/domain';
 import { bodyErrorOf } from '../problem.ts';
 import { parseOrThrow } from '../validation.ts';
 
 const LIMIT_BYTES = 1024;
-const MAX_QUANTITY = 1_000_000;
 
 const purchaseBody = z.strictObject({
   // The sale's own per-user limit is checked by the reserve script; this bound only keeps the value sane.
-  quantity: z.number().int().min(1).max(MAX_QUANTITY).optional(),
+  quantity: z.number().int().min(1).max(MAX_PER_USER_LIMIT).optional(),
 });
 
 /** body-parser, for every body the plain reader below does not take: it stays the reference behaviour. */
@@ -72,7 +71,7 @@ export function quantityOf(body: unknown): number {
     const keys = Object.keys(body);
     if (keys.length === 0) return 1;
     const quantity = (body as { quantity?: unknown }).quantity;
-    if (keys.length === 1 && keys[0] === 'quantity' && Number.isInteger(quantity) && (quantity as number) >= 1 && (quantity as number) <= MAX_QUANTITY) {
+    if (keys.length === 1 && keys[0] === 'quantity' && Number.isInteger(quantity) && (quantity as number) >= 1 && (quantity as number) <= MAX_PER_USER_LIMIT) {
       return quantity as number;
     }
   }

@@ -1,6 +1,6 @@
 import express, { Router } from 'express';
 import { z } from 'zod';
-import { AppError } from '@flashsale/domain';
+import { AppError, MAX_PER_USER_LIMIT, SALE_TIME_RANGE } from '@flashsale/domain';
 import { publishSale, readSaleState, saleKeys, streamBacklog } from '@flashsale/redis-store';
 import { enqueueReconcile } from '@flashsale/jobs';
 import { findSale, insertSale, saleOrderTotals } from '@flashsale/order-store';
@@ -19,13 +19,20 @@ const whenValid =
   (payload: z.core.ParsePayload): boolean =>
     !payload.issues.some((issue) => fields.includes(String(issue.path?.[0])));
 
+const saleTime = z.iso
+  .datetime({ offset: true })
+  .transform((value) => new Date(value))
+  .refine((date) => date.getTime() >= SALE_TIME_RANGE.min && date.getTime() <= SALE_TIME_RANGE.max, {
+    message: `must be between ${new Date(SALE_TIME_RANGE.min).toISOString()} and ${new Date(SALE_TIME_RANGE.max).toISOString()}`,
+  });
+
 const newSaleBody = z
   .strictObject({
     name: z.string().trim().min(1).max(200),
     stock: z.number().int().min(1).max(MAX_STOCK),
-    startsAt: z.iso.datetime({ offset: true }).transform((value) => new Date(value)),
-    endsAt: z.iso.datetime({ offset: true }).transform((value) => new Date(value)),
-    perUserLimit: z.number().int().min(1).max(MAX_STOCK).default(1),
+    startsAt: saleTime,
+    endsAt: saleTime,
+    perUserLimit: z.number().int().min(1).max(MAX_PER_USER_LIMIT).default(1),
   })
   .refine((sale) => sale.endsAt > sale.startsAt, { path: ['endsAt'], message: 'must be after startsAt', when: whenValid('startsAt', 'endsAt') })
   .refine((sale) => sale.perUserLimit <= sale.stock, { path: ['perUserLimit'], message: 'must not exceed stock', when: whenValid('stock', 'perUserLimit') });
