@@ -7,6 +7,8 @@ import { gatewayPerFile, type TestGateway } from '../../../test/support/gateway.
 import { buyerToken } from '../../../test/support/tokens.ts';
 import { expectProblem } from '../../../test/support/http.ts';
 import { ordersOfSale, snapshotSale } from '../../../test/support/sale-snapshot.ts';
+import { AppError } from '@flashsale/domain';
+import { createAdminCheck, createBuyerAuthenticator } from './auth.ts';
 
 let ctx: TestContext;
 let gateway: TestGateway;
@@ -86,5 +88,114 @@ describe('buyer tokens on the purchase endpoint', () => {
     expect(res.status).toBe(202);
     const { reservationId } = (await res.json()) as { reservationId: string };
     expect((await snapshotSale(ctx, sale.id)).buyers).toEqual({ [buyer]: `${reservationId}|1` });
+  });
+});
+
+/** What an authenticator threw: the status, code and detail a client would see, or 'accepted'. */
+function verdictOf(check: () => unknown): { status: number; code: string; detail: string } | 'accepted' {
+  try {
+    check();
+    return 'accepted';
+  } catch (error) {
+    if (!(error instanceof AppError)) throw error;
+    return { status: error.status, code: error.code, detail: error.message };
+  }
+}
+
+const EMOJI = '\u{1F600}';
+const LONE_SURROGATES = ['\uD800', '\uDC00', 'ann\uD83D', '\uDE00ann', '\uDE00\uD83D'];
+
+describe('createBuyerAuthenticator', () => {
+  const authenticate = createBuyerAuthenticator(DEV_AUTH_SECRET);
+
+  it('counts the buyer id in characters (code points): 64 emoji, 128 UTF-16 units, are accepted', async () => {
+    const buyer = EMOJI.repeat(64);
+    expect(buyer.length).toBe(128);
+
+    expect(authenticate(`Bearer ${await buyerToken(buyer)}`)).toBe(buyer);
+  });
+
+  it('refuses a buyer id of 65 characters, emoji or not', async () => {
+    const refusal = { status: 401, code: 'UNAUTHORIZED', detail: 'the token subject must be a buyer id of 1 to 64 characters' };
+
+    for (const buyer of [EMOJI.repeat(65), `${EMOJI.repeat(64)}a`, 'b'.repeat(65), EMOJI.repeat(33) + 'b'.repeat(32)]) {
+      const token = await buyerToken(buyer);
+      expect(verdictOf(() => authenticate(`Bearer ${token}`))).toEqual(refusal);
+    }
+  });
+
+  it.each(LONE_SURROGATES)('refuses the ill-formed buyer id %j (a lone surrogate has no UTF-8 form)', async (buyer) => {
+    const token = await buyerToken(buyer);
+
+    expect(verdictOf(() => authenticate(`Bearer ${token}`))).toEqual({ status: 401, code: 'UNAUTHORIZED', detail: 'the token subject is not well-formed Unicode' });
+  });
+
+  it('accepts a well-formed buyer id made of surrogate pairs and other scripts', async () => {
+    const buyer = `\u00e9l\u00e8ve-\u5c71\u7530-${EMOJI}-\u{10FFFF}`;
+
+    expect(authenticate(`Bearer ${await buyerToken(buyer)}`)).toBe(buyer);
+  });
+
+  it.each(['bearer', 'BEARER', 'bEaReR'])('accepts the scheme spelt %j: it is case-insensitive in HTTP', async (scheme) => {
+    expect(authenticate(`${scheme} ${await buyerToken('ann')}`)).toBe('ann');
+  });
+
+  it.each(['Bearer', 'Bearerx', 'Token'])('still refuses a token after %j with no space, or under another scheme', async (scheme) => {
+    const token = await buyerToken('ann');
+    const header = scheme === 'Token' ? `Token ${token}` : `${scheme}${token}`;
+
+    expect(verdictOf(() => authenticate(header))).toEqual({ status: 401, code: 'UNAUTHORIZED', detail: 'an Authorization: Bearer token is required' });
+  });
+});
+
+describe('createAdminCheck', () => {
+  const checkAdmin = createAdminCheck('an-admin-token-of-some-length');
+
+  it.each(['Bearer', 'bearer', 'BEARER'])('accepts the admin token after the scheme spelt %j', (scheme) => {
+    expect(verdictOf(() => checkAdmin(`${scheme} an-admin-token-of-some-length`))).toBe('accepted');
+  });
+
+  it('refuses another token, whatever the scheme is spelt', () => {
+    expect(verdictOf(() => checkAdmin('bearer an-admin-token-of-some-lengtH'))).toEqual({ status: 401, code: 'UNAUTHORIZED', detail: 'the admin token is not valid' });
+  });
+});
+
+describe('buyer ids on the purchase endpoint', () => {
+  it('refuses two buyers whose ids are lone surrogates with 401, changing nothing in Redis (in UTF-8 both would be U+FFFD, one buyer)', async () => {
+    const own = await createLiveSale(ctx, { stock: 10 });
+    const before = await snapshotSale(ctx, own.id);
+
+    const responses = [];
+    for (const buyer of ['\uD800', '\uDC00']) {
+      responses.push(await fetch(`${gateway.url}/api/sales/${own.id}/purchase`, { method: 'POST', headers: { authorization: `Bearer ${await buyerToken(buyer)}` } }));
+    }
+
+    for (const res of responses) await expectProblem(res, 401, 'UNAUTHORIZED', 'the token subject is not well-formed Unicode');
+    expect(await snapshotSale(ctx, own.id)).toEqual(before);
+    expect(before.buyers).toEqual({});
+    expect(await ordersOfSale(ctx, own.id)).toBe(0);
+  });
+
+  it('records a buyer id of 64 emoji in Redis, and MySQL holds it in orders.user_id', async () => {
+    const own = await createLiveSale(ctx, { stock: 10 });
+    const buyer = EMOJI.repeat(64);
+
+    const res = await fetch(`${gateway.url}/api/sales/${own.id}/purchase`, { method: 'POST', headers: { authorization: `Bearer ${await buyerToken(buyer)}` } });
+
+    expect(res.status).toBe(202);
+    const { reservationId } = (await res.json()) as { reservationId: string };
+    expect((await snapshotSale(ctx, own.id)).buyers).toEqual({ [buyer]: `${reservationId}|1` });
+    // What the worker will write: VARCHAR(64) in utf8mb4 counts code points, so the id fits unchanged.
+    await ctx.prisma.order.create({ data: { reservationId, saleId: own.id, userId: buyer, quantity: 1, reservedAt: new Date() } });
+    expect((await ctx.prisma.order.findUniqueOrThrow({ where: { reservationId } })).userId).toBe(buyer);
+  });
+
+  it('accepts a lowercase bearer scheme on the purchase endpoint', async () => {
+    const own = await createLiveSale(ctx, { stock: 10 });
+
+    const res = await fetch(`${gateway.url}/api/sales/${own.id}/purchase`, { method: 'POST', headers: { authorization: `bearer ${await buyerToken('lowercase-scheme')}` } });
+
+    expect(res.status).toBe(202);
+    expect(Object.keys((await snapshotSale(ctx, own.id)).buyers)).toEqual(['lowercase-scheme']);
   });
 });

@@ -1,7 +1,9 @@
 import { createHmac, createSecretKey, timingSafeEqual } from 'node:crypto';
 import { AppError } from '@flashsale/domain';
 
-const BEARER = /^Bearer ([A-Za-z0-9._~+/=-]+)$/;
+// The scheme is case-insensitive in HTTP (RFC 9110 11.1): `bearer` and `BEARER` are the same scheme.
+const BEARER = /^Bearer ([A-Za-z0-9._~+/=-]+)$/i;
+const MAX_BUYER_ID = 64;
 const BASE64URL = /^[A-Za-z0-9_-]*$/;
 
 function bearerToken(header: string | undefined): string {
@@ -25,6 +27,11 @@ function decodeJsonObject(segment: string): Record<string, unknown> | null {
 /**
  * Verifies buyer tokens: HS256 only (a token claiming `none` or any other algorithm is refused), `exp`
  * required, `sub` the buyer id of 1 to 64 characters. The buyer id comes from here, never the body.
+ *
+ * A character is a code point, as MySQL counts them for orders.user_id (VARCHAR(64), utf8mb4): a sub of
+ * 64 emoji is 128 UTF-16 units but fits the column. A sub with a lone surrogate is refused: it has no
+ * UTF-8 form, so Redis would get U+FFFD in its place, and two different ids (`\uD800`, `\uDC00`) would be
+ * one buyer there.
  *
  * Synchronous on purpose, with node:crypto's HMAC: this runs on every purchase, and the profile showed
  * jose's WebCrypto path (a promise per verification, key import checks, several object copies) as the
@@ -62,11 +69,22 @@ export function createBuyerAuthenticator(secret: string): (authorization: string
     if (nbf !== undefined && (typeof nbf !== 'number' || nbf > now)) throw notValid();
     if (typeof exp !== 'number') throw notValid();
     if (exp <= now) throw new AppError('UNAUTHORIZED', 'the token has expired');
-    if (typeof sub !== 'string' || sub.length < 1 || sub.length > 64) {
+    if (typeof sub !== 'string' || sub.length < 1 || !atMostCodePoints(sub, MAX_BUYER_ID)) {
       throw new AppError('UNAUTHORIZED', 'the token subject must be a buyer id of 1 to 64 characters');
     }
+    if (!sub.isWellFormed()) throw new AppError('UNAUTHORIZED', 'the token subject is not well-formed Unicode');
     return sub;
   };
+}
+
+/** Whether a string has at most `max` code points; a lone surrogate counts as one. */
+function atMostCodePoints(value: string, max: number): boolean {
+  // Each code point is one or two UTF-16 units: only lengths between max and 2 * max need counting.
+  if (value.length <= max) return true;
+  if (value.length > 2 * max) return false;
+  let count = 0;
+  for (const _ of value) if (++count > max) return false;
+  return true;
 }
 
 /** Checks the admin bearer token in constant time. */

@@ -1,7 +1,10 @@
 /**
- * Per-buyer request budget of one gateway process: a fixed one-second window, kept in memory so it costs
- * no Redis call. It stops a client hammering the purchase endpoint from taking the event loop; the
- * one-order-per-buyer rule itself is enforced by the reserve script, not here.
+ * Request budget per key (a buyer, or a client address) of one gateway process: a fixed one-second
+ * window, kept in memory so it costs no Redis call. It stops a client hammering an endpoint from taking
+ * the event loop; the one-order-per-buyer rule itself is enforced by the reserve script, not here.
+ *
+ * Memory stays bounded: the counts are cleared when a new second starts, so the map never holds more
+ * keys than the requests of one second (however many distinct buyers or addresses an attacker makes up).
  */
 export class RateLimiter {
   private window = 0;

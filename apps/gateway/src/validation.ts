@@ -16,13 +16,32 @@ export function saleIdParam(raw: string | string[] | undefined): number {
   return id;
 }
 
+const JSON_TYPE = /^application\/(.+\+)?json\s*(;|$)/i;
+const UTF8_JSON_TYPE = /^application\/json;\s*charset="?utf-8"?$/i;
+
 /**
- * Refuses a body that is not JSON. Without this, a `text/plain` body would be ignored by the JSON parser
- * and the request would go through as if it had no body.
+ * Refuses a body that is not JSON, or JSON in another charset than UTF-8. Without this, a `text/plain`
+ * body would be ignored by the JSON parser and the request would go through as if it had no body; and
+ * body-parser would decode UTF-16 or UTF-7 through iconv, so the same request could be spelt in bytes
+ * no filter in front of the gateway reads the way we do. JSON exchanged between systems is UTF-8 (RFC 8259).
  */
 export function requireJsonBody(contentType: string | undefined, contentLength: string | undefined, chunked: boolean): void {
   const hasBody = chunked || (contentLength !== undefined && contentLength !== '0');
-  if (hasBody && !/^application\/(.+\+)?json\s*(;|$)/i.test(contentType ?? '')) {
-    throw new AppError('UNSUPPORTED_MEDIA_TYPE', 'send the body as application/json');
+  if (!hasBody) return;
+  const type = contentType ?? '';
+  if (!JSON_TYPE.test(type)) throw new AppError('UNSUPPORTED_MEDIA_TYPE', 'send the body as application/json');
+  if (type.includes(';') && !UTF8_JSON_TYPE.test(type) && !onlyUtf8Charsets(type)) {
+    throw new AppError('UNSUPPORTED_MEDIA_TYPE', 'send the body as application/json in UTF-8');
   }
+}
+
+/** Whether every charset parameter of a media type (there may be none) names UTF-8. */
+function onlyUtf8Charsets(contentType: string): boolean {
+  for (const parameter of contentType.split(';').slice(1)) {
+    const equals = parameter.indexOf('=');
+    if (equals < 0 || parameter.slice(0, equals).trim().toLowerCase() !== 'charset') continue;
+    const value = parameter.slice(equals + 1).trim().replace(/^"(.*)"$/, '$1');
+    if (value.toLowerCase() !== 'utf-8') return false;
+  }
+  return true;
 }

@@ -8,7 +8,10 @@ import type { RawEntry } from './stream-reader.ts';
  */
 export type DeadLetterReason = RejectReason | 'MALFORMED_ENTRY' | 'MAX_DELIVERIES' | 'WRITE_FAILED';
 
-/** Moves the entry to the dead-letter stream and acknowledges it, atomically (dead-letter-2.lua). */
+/**
+ * Moves the entry to the dead-letter stream, records its reservation as rejected (for status lookups) and
+ * acknowledges it, atomically (dead-letter-3.lua).
+ */
 export async function deadLetter(
   redis: ScriptedRedis,
   prefix: string,
@@ -18,5 +21,5 @@ export async function deadLetter(
   deliveries: number,
 ): Promise<void> {
   const keys = saleKeys(prefix, saleId);
-  await redis.deadLetter(keys.stream, keys.deadLetter, ORDER_WRITERS_GROUP, entry.id, reason, deliveries, ...entry.fields);
+  await redis.deadLetter(keys.stream, keys.deadLetter, keys.rejected, ORDER_WRITERS_GROUP, entry.id, reason, deliveries, ...entry.fields);
 }

@@ -12,6 +12,12 @@ export interface SaleKeys {
   stream: string;
   /** Stream of entries the workers gave up on, with their reason. */
   deadLetter: string;
+  /**
+   * Hash: reservation id -> JSON `{"u": user id, "q": quantity, "reason": code}` of each reservation the
+   * workers set aside, written in the same script as its dead-letter entry (dead-letter-3.lua). A status
+   * lookup reads it with one HGET; scanning the dead-letter stream would cost work growing with it.
+   */
+  rejected: string;
   /** Hash: the last audit's report (drift, checkedAt, ...). Written by the audit only. */
   audit: string;
 }
@@ -23,6 +29,7 @@ export function saleKeys(prefix: string, saleId: number): SaleKeys {
     buyers: `${base}:buyers`,
     stream: `${base}:stream`,
     deadLetter: `${base}:dead`,
+    rejected: `${base}:rejected`,
     audit: `${base}:audit`,
   };
 }

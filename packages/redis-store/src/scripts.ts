@@ -10,7 +10,7 @@ export interface ScriptCommands {
   reserve(meta: string, buyers: string, stream: string, userId: string, quantity: number, reservationId: string): Promise<[number, string | number]>;
   publishSale(meta: string, stream: string, ...args: (string | number)[]): Promise<number>;
   setPaused(meta: string, paused: '0' | '1'): Promise<number>;
-  deadLetter(stream: string, deadLetter: string, ...args: (string | number)[]): Promise<string>;
+  deadLetter(stream: string, deadLetter: string, rejected: string, ...args: (string | number)[]): Promise<string>;
   rebuildSale(meta: string, buyers: string, stream: string, ...args: (string | number)[]): Promise<number>;
   trimAcknowledged(stream: string, group: string, keepFrom: string, keepSinceMs: string): Promise<number>;
 }

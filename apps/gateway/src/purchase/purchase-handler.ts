@@ -3,7 +3,7 @@ import { AppError, ERRORS, newReservationId } from '@flashsale/domain';
 import { reservePurchase, type ReserveOutcome } from '@flashsale/redis-store';
 import type { GatewayDeps } from '../deps.ts';
 import type { GatewayMetrics } from '../metrics.ts';
-import { RateLimiter } from '../rate-limiter.ts';
+import { createRequestLimits } from '../request-limits.ts';
 import { createBuyerAuthenticator } from '../auth.ts';
 import { requireJsonBody, saleIdParam } from '../validation.ts';
 import { problemDocument, type Problem } from '../problem.ts';
@@ -65,7 +65,7 @@ export interface PurchaseHandlerParts {
  */
 export function createPurchaseHandler({ config, redis, logger }: GatewayDeps, metrics: GatewayMetrics, { verdicts, liveSales }: PurchaseHandlerParts): PurchaseHandler {
   const authenticate = createBuyerAuthenticator(config.AUTH_SECRET);
-  const limiter = new RateLimiter(config.RATE_LIMIT_PER_SECOND);
+  const limits = createRequestLimits(config);
   const prefix = config.REDIS_PREFIX;
   const outcomeCounters = new Map<string, ReturnType<typeof metrics.purchases.labels>>();
   const count = (outcome: string) => {
@@ -79,10 +79,12 @@ export function createPurchaseHandler({ config, redis, logger }: GatewayDeps, me
   };
   // The answers given without asking Redis, serialised once.
   const verdictAnswers = { SOLD_OUT: JSON.stringify(problemDocument({ code: 'SOLD_OUT' })), SALE_ENDED: JSON.stringify(problemDocument({ code: 'SALE_ENDED' })) };
+  // Every answer is counted under its code, the refusals before the script (401, 429, 415, a bad body)
+  // too: an outcome missing from the counter is a flood nobody sees on the dashboard.
   const fail = (res: ServerResponse, error: unknown) => {
-    if (error instanceof AppError) return writeProblem(res, asProblem(error));
+    if (error instanceof AppError) return refuse(res, asProblem(error));
     logger.error({ err: error }, 'purchase failed');
-    writeProblem(res, { code: 'INTERNAL_ERROR', detail: 'the request could not be completed' });
+    refuse(res, { code: 'INTERNAL_ERROR', detail: 'the request could not be completed' });
   };
 
   async function decide(res: ServerResponse, rawSaleId: string, userId: string, body: unknown, started: number): Promise<void> {
@@ -124,9 +126,11 @@ export function createPurchaseHandler({ config, redis, logger }: GatewayDeps, me
     const started = performance.now();
     let userId: string;
     try {
-      // Authentication and the rate limit come before the body is read: the cheapest refusals first.
+      // The rate limits and authentication come before the body is read: the cheapest refusals first,
+      // the address's budget before the token's HMAC, which it does not need.
+      limits.checkAddress(req);
       userId = authenticate(req.headers.authorization);
-      if (!limiter.take(userId)) throw new AppError('RATE_LIMITED', undefined, {}, { 'Retry-After': '1' });
+      limits.checkBuyer(userId);
       requireJsonBody(req.headers['content-type'], req.headers['content-length'], req.headers['transfer-encoding'] !== undefined);
     } catch (error) {
       return fail(res, error);

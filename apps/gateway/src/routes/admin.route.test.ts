@@ -145,6 +145,25 @@ describe('POST /api/admin/sales', () => {
 
     await expectProblem(res, 415, 'UNSUPPORTED_MEDIA_TYPE', 'send the body as application/json');
   });
+
+  it.each([
+    ['UTF-16', 'utf-16', (json: string) => Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(json, 'utf16le')])],
+    ['UTF-7', 'utf-7', (json: string) => Buffer.from(json, 'utf8')],
+    ['latin1', 'latin1', (json: string) => Buffer.from(json, 'latin1')],
+  ])('refuses a sale sent in %s with 415 UNSUPPORTED_MEDIA_TYPE, creating nothing', async (_, charset, encode) => {
+    const name = uniqueName();
+    const keysBefore = await keysUnderPrefix(ctx);
+
+    const res = await fetch(`${gateway.url}/api/admin/sales`, {
+      method: 'POST',
+      headers: { ...bearer(ctx.config.ADMIN_TOKEN), 'content-type': `application/json; charset=${charset}` },
+      body: encode(JSON.stringify({ name, ...valid })),
+    });
+
+    await expectProblem(res, 415, 'UNSUPPORTED_MEDIA_TYPE', 'send the body as application/json in UTF-8');
+    expect(await ctx.prisma.sale.count({ where: { name } })).toBe(0);
+    expect(await keysUnderPrefix(ctx)).toEqual(keysBefore);
+  });
 });
 
 describe('GET /api/admin/sales/:saleId/stats', () => {

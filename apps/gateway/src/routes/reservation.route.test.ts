@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { newReservationId } from '@flashsale/domain';
 import { ORDER_WRITERS_GROUP, saleKeys } from '@flashsale/redis-store';
-import { createLiveSale, type TestContext } from '../../../../test/support/context.ts';
-import { gatewayPerFile, type TestGateway } from '../../../../test/support/gateway.ts';
+import { createLiveSale, createTestContext, type TestContext } from '../../../../test/support/context.ts';
+import { gatewayPerFile, startGateway, type TestGateway } from '../../../../test/support/gateway.ts';
 import { buyerToken } from '../../../../test/support/tokens.ts';
 import { bearer, expectProblem } from '../../../../test/support/http.ts';
 
@@ -26,8 +26,13 @@ async function reserve(saleId: number, buyer: string, quantity = 1): Promise<str
   return ((await res.json()) as { reservationId: string }).reservationId;
 }
 
-async function lookup(reservationId: string, buyer: string): Promise<Response> {
-  return fetch(`${gateway.url}/api/reservations/${encodeURIComponent(reservationId)}`, { headers: bearer(await buyerToken(buyer)) });
+async function lookup(reservationId: string, buyer: string, url = gateway.url): Promise<Response> {
+  return fetch(`${url}/api/reservations/${encodeURIComponent(reservationId)}`, { headers: bearer(await buyerToken(buyer)) });
+}
+
+/** Waits for the next wall-clock second: the gateway's rate limiter counts per fixed one-second window. */
+function startOfNextSecond(): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, 1000 - (Date.now() % 1000) + 5));
 }
 
 describe('GET /api/reservations/:reservationId', () => {
@@ -46,10 +51,10 @@ describe('GET /api/reservations/:reservationId', () => {
     const sale = await createLiveSale(ctx);
     const buyer = newBuyer();
     const reservationId = await reserve(sale.id, buyer);
-    // What a worker does with a reservation that cannot become an order (dead-letter-2.lua).
+    // What a worker does with a reservation that cannot become an order (dead-letter-3.lua).
     const keys = saleKeys(ctx.config.REDIS_PREFIX, sale.id);
     const [[, [[entryId, fields]]]] = (await ctx.redis.xreadgroup('GROUP', ORDER_WRITERS_GROUP, 'test', 'COUNT', 1, 'STREAMS', keys.stream, '>')) as unknown as [[string, [[string, string[]]]]];
-    await ctx.redis.deadLetter(keys.stream, keys.deadLetter, ORDER_WRITERS_GROUP, entryId, 'OVER_STOCK', 1, ...fields);
+    await ctx.redis.deadLetter(keys.stream, keys.deadLetter, keys.rejected, ORDER_WRITERS_GROUP, entryId, 'OVER_STOCK', 1, ...fields);
 
     const res = await lookup(reservationId, buyer);
 
@@ -77,7 +82,7 @@ describe('GET /api/reservations/:reservationId', () => {
     await expectProblem(await lookup(newReservationId(sale.id), buyer), 404, 'RESERVATION_NOT_FOUND', 'no such reservation for this buyer');
   });
 
-  it("shows the order's status and id once the order is in MySQL", async () => {
+  it("shows the order's status once the order is in MySQL, with the reservation id as the order's id", async () => {
     const sale = await createLiveSale(ctx, { perUserLimit: 3 });
     const buyer = newBuyer();
     const reservationId = await reserve(sale.id, buyer, 3);
@@ -87,7 +92,23 @@ describe('GET /api/reservations/:reservationId', () => {
     const res = await lookup(reservationId, buyer);
 
     expect(res.status).toBe(200);
-    expect(await res.json()).toEqual({ reservationId, saleId: sale.id, quantity: 3, status: 'created', orderId: order.id.toString() });
+    expect(await res.json()).toEqual({ reservationId, saleId: sale.id, quantity: 3, status: 'created', orderId: reservationId });
+    expect(order.id).toBeGreaterThan(0n);
+  });
+
+  it('never shows the MySQL row id, whose sequence would tell the order volume between two lookups', async () => {
+    const sale = await createLiveSale(ctx);
+    const orders = [];
+    for (const buyer of [newBuyer(), newBuyer()]) {
+      const reservationId = await reserve(sale.id, buyer);
+      const order = await ctx.prisma.order.create({ data: { reservationId, saleId: sale.id, userId: buyer, quantity: 1, reservedAt: new Date() } });
+      orders.push({ reservationId, rowId: order.id.toString(), body: (await (await lookup(reservationId, buyer)).json()) as Record<string, unknown> });
+    }
+
+    for (const { reservationId, rowId, body } of orders) {
+      expect(body.orderId).toBe(reservationId);
+      expect(Object.values(body)).not.toContain(rowId);
+    }
   });
 
   it('follows the order status after it changes', async () => {
@@ -97,7 +118,7 @@ describe('GET /api/reservations/:reservationId', () => {
     const order = await ctx.prisma.order.create({ data: { reservationId, saleId: sale.id, userId: buyer, quantity: 1, reservedAt: new Date() } });
     await ctx.prisma.order.update({ where: { id: order.id }, data: { status: 'paid' } });
 
-    expect(await (await lookup(reservationId, buyer)).json()).toEqual({ reservationId, saleId: sale.id, quantity: 1, status: 'paid', orderId: order.id.toString() });
+    expect(await (await lookup(reservationId, buyer)).json()).toEqual({ reservationId, saleId: sale.id, quantity: 1, status: 'paid', orderId: reservationId });
   });
 
   it("keeps another buyer's order hidden with 404 RESERVATION_NOT_FOUND", async () => {
@@ -114,5 +135,36 @@ describe('GET /api/reservations/:reservationId', () => {
     const reservationId = await reserve(sale.id, newBuyer());
 
     await expectProblem(await fetch(`${gateway.url}/api/reservations/${reservationId}`), 401, 'UNAUTHORIZED', 'an Authorization: Bearer token is required');
+  });
+});
+
+describe('reservation lookup rate limit', () => {
+  it("refuses a buyer's third lookup within one second with 429 RATE_LIMITED and Retry-After, while another buyer is served", async () => {
+    const limited = createTestContext({ RATE_LIMIT_PER_SECOND: '2' });
+    const limitedGateway = await startGateway(limited);
+    try {
+      const sale = await createLiveSale(limited);
+      const [buyer, other] = [newBuyer(), newBuyer()];
+      const reservations = [];
+      for (const owner of [buyer, other]) {
+        const res = await fetch(`${limitedGateway.url}/api/sales/${sale.id}/purchase`, { method: 'POST', headers: bearer(await buyerToken(owner)) });
+        reservations.push(((await res.json()) as { reservationId: string }).reservationId);
+      }
+      const [tokenOfBuyer, tokenOfOther] = [await buyerToken(buyer), await buyerToken(other)];
+      const look = (reservationId: string, token: string) => fetch(`${limitedGateway.url}/api/reservations/${reservationId}`, { headers: bearer(token) });
+      await startOfNextSecond();
+
+      const statuses = [(await look(reservations[0]!, tokenOfBuyer)).status, (await look(reservations[0]!, tokenOfBuyer)).status];
+      const third = await look(reservations[0]!, tokenOfBuyer);
+      const otherBuyer = await look(reservations[1]!, tokenOfOther);
+
+      expect(statuses).toEqual([200, 200]);
+      expect(third.headers.get('retry-after')).toBe('1');
+      await expectProblem(third, 429, 'RATE_LIMITED', 'Too many requests');
+      expect(otherBuyer.status).toBe(200);
+    } finally {
+      await limitedGateway.close();
+      await limited.close();
+    }
   });
 });

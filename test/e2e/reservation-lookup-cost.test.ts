@@ -1,0 +1,84 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Redis } from 'ioredis';
+import { newReservationId } from '@flashsale/domain';
+import { ORDER_WRITERS_GROUP, saleKeys } from '@flashsale/redis-store';
+import { buyerToken, startRedisServer, type RedisServer } from '@flashsale/harness';
+import { createLiveSale, createTestContext, type TestContext } from '../support/context.ts';
+import { startGateway } from '../support/gateway.ts';
+
+// What a reservation lookup costs in Redis, counted by a redis-server of the test's own: nothing else
+// talks to it but this gateway, so INFO commandstats sees exactly what the lookup cost.
+
+let server: RedisServer;
+let ctx: TestContext;
+let gateway: { url: string; close(): Promise<void> };
+
+beforeAll(async () => {
+  server = await startRedisServer();
+  ctx = createTestContext({ REDIS_URL: server.url });
+  gateway = await startGateway(ctx);
+});
+afterAll(async () => {
+  await gateway.close();
+  await ctx.close();
+  await server.stop();
+});
+
+async function commandCounts(): Promise<Map<string, number>> {
+  const probe = new Redis(server.url);
+  const text = await probe.info('commandstats');
+  probe.disconnect();
+  const counts = new Map<string, number>();
+  for (const match of text.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) counts.set(match[1]!, Number(match[2]));
+  return counts;
+}
+
+function delta(before: Map<string, number>, after: Map<string, number>): Record<string, number> {
+  const changed: Record<string, number> = {};
+  for (const [name, calls] of after) {
+    const diff = calls - (before.get(name) ?? 0);
+    // The probe's own INFO and the connection handshakes (CLIENT SETINFO/HELLO) are not the lookup's.
+    if (diff > 0 && !['info', 'client|setinfo', 'hello', 'client|setname', 'select', 'ping'].includes(name)) changed[name] = diff;
+  }
+  return changed;
+}
+
+type Entry = [id: string, fields: string[]];
+
+/** More dead letters than the old lookup read (10,000): it scanned the stream and missed anything past them. */
+const OTHER_DEAD_LETTERS = 12_000;
+
+describe('what a reservation lookup costs in Redis', () => {
+  it('is one HGET for a rejected reservation, however many dead letters the sale has', async () => {
+    const sale = await createLiveSale(ctx, { stock: 10 });
+    const keys = saleKeys(ctx.config.REDIS_PREFIX, sale.id);
+    const token = await buyerToken('rejected-buyer');
+    const purchase = await fetch(`${gateway.url}/api/sales/${sale.id}/purchase`, { method: 'POST', headers: { authorization: `Bearer ${token}` } });
+    expect(purchase.status).toBe(202);
+    const { reservationId } = (await purchase.json()) as { reservationId: string };
+    // Thousands of other entries, all set aside by the real dead-letter script before this buyer's.
+    const filling = ctx.redis.pipeline();
+    for (let i = 0; i < OTHER_DEAD_LETTERS; i += 1) {
+      filling.xadd(keys.stream, '*', 'r', newReservationId(sale.id), 'u', `other-${i}`, 'q', '1', 't', String(Date.now()), 'g', sale.generation);
+    }
+    await filling.exec();
+    const [[, entries]] = (await ctx.redis.xreadgroup('GROUP', ORDER_WRITERS_GROUP, 'test', 'COUNT', OTHER_DEAD_LETTERS + 1, 'STREAMS', keys.stream, '>')) as [[string, Entry[]]];
+    const [own, ...others] = entries;
+    const deadLettering = ctx.redis.pipeline(
+      [...others, own!].map(([entryId, fields]) => ['deadLetter', keys.stream, keys.deadLetter, keys.rejected, ORDER_WRITERS_GROUP, entryId, 'OVER_STOCK', 1, ...fields]),
+    );
+    for (const [error] of (await deadLettering.exec())!) expect(error).toBeNull();
+    expect(await ctx.redis.xlen(keys.deadLetter)).toBe(OTHER_DEAD_LETTERS + 1);
+
+    const before = await commandCounts();
+    const res = await fetch(`${gateway.url}/api/reservations/${reservationId}`, { headers: { authorization: `Bearer ${token}` } });
+    const after = await commandCounts();
+
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ reservationId, saleId: sale.id, quantity: 1, status: 'rejected', orderId: null, reason: 'OVER_STOCK' });
+    expect(delta(before, after)).toEqual({ hget: 1 });
+    // The dead-letter stream is what it was: operators and the audit read it, its last entry this one.
+    const [[, lastFields]] = (await ctx.redis.xrevrange(keys.deadLetter, '+', '-', 'COUNT', 1)) as [Entry];
+    expect(lastFields).toEqual(['id', own![0], 'reason', 'OVER_STOCK', 'deliveries', '1', ...own![1]]);
+  });
+});
