@@ -39,6 +39,7 @@ export async function startReconciler(ctx: TestContext, options: { watchEveryMs?
       databaseUrl: ctx.config.DATABASE_URL,
       watchEveryMs: options.watchEveryMs ?? 100,
       publishGraceMs: options.publishGraceMs ?? 0,
+      createGraceMs: 30_000,
       streamRetentionMs: options.streamRetentionMs ?? 60_000,
       auditEveryMs: options.auditEveryMs ?? 200,
       drainTimeoutMs: options.drainTimeoutMs ?? 10_000,

@@ -31,6 +31,7 @@ const reconciler = new Reconciler(
     databaseUrl: config.DATABASE_URL,
     watchEveryMs: config.RECONCILER_WATCH_MS,
     publishGraceMs: config.RECONCILER_PUBLISH_GRACE_MS,
+    createGraceMs: config.RECONCILER_CREATE_GRACE_MS,
     streamRetentionMs: config.RECONCILER_STREAM_RETENTION_MS,
     auditEveryMs: config.AUDIT_EVERY_MS,
     drainTimeoutMs: config.RECONCILE_DRAIN_TIMEOUT_MS,
@@ -41,7 +42,7 @@ await reconciler.start();
 const server = serveMetrics(metrics.registry, config.RECONCILER_PORT);
 server.on('listening', () => logger.info({ port: (server.address() as AddressInfo).port, prefix: config.REDIS_PREFIX }, 'reconciler started'));
 
-onShutdownSignal(logger, async () => {
+onShutdownSignal(logger, config.SHUTDOWN_TIMEOUT_MS, async () => {
   server.close();
   await reconciler.stop();
   await jobs.close();

@@ -23,6 +23,8 @@ export interface ReconcilerOptions {
   watchEveryMs: number;
   /** Sales younger than this are not judged yet (their publish may be under way). */
   publishGraceMs: number;
+  /** Creates unfinished this long are abandoned (RECONCILER_CREATE_GRACE_MS). */
+  createGraceMs: number;
   /** How long acknowledged entries stay in a sale's stream (RECONCILER_STREAM_RETENTION_MS). */
   streamRetentionMs: number;
   auditEveryMs: number;
@@ -145,6 +147,7 @@ export class Reconciler {
         prefix: this.options.prefix,
         logger: this.deps.logger,
         publishGraceMs: this.options.publishGraceMs,
+        createGraceMs: this.options.createGraceMs,
         retentionMs: this.options.streamRetentionMs,
         pausedLastPass: this.pausedLastPass,
         requestReconcile: async (saleId, reason) => {

@@ -1,6 +1,17 @@
 import type { Logger } from '@flashsale/config';
-import { findCheckpoint, findSale, listWatchedSales, recordCheckpoint, type PrismaClient, type WatchedSale } from '@flashsale/order-store';
-import { listSaleIds, retireSale, snapshotSale, streamBacklog, streamHasEntry, trimAcknowledged, type RetentionBounds, type SaleSnapshot, type ScriptedRedis } from '@flashsale/redis-store';
+import { abandonSale, adoptSale, findCheckpoint, findSale, listStalledCreations, listWatchedSales, recordCheckpoint, type PrismaClient, type WatchedSale } from '@flashsale/order-store';
+import {
+  listSaleIds,
+  retireSale,
+  snapshotSale,
+  streamBacklog,
+  streamHasEntry,
+  trimAcknowledged,
+  withdrawSale,
+  type RetentionBounds,
+  type SaleSnapshot,
+  type ScriptedRedis,
+} from '@flashsale/redis-store';
 import type { ReconcileReason } from '@flashsale/jobs';
 
 /** What the watcher concluded about one sale's Redis state. */
@@ -38,6 +49,8 @@ export interface StateWatcherDeps {
   logger: Logger;
   /** A sale younger than this is left alone: its publish to Redis may simply not have landed yet. */
   publishGraceMs: number;
+  /** How long a create may stay unfinished before the watcher abandons it (MySQL's clock). */
+  createGraceMs: number;
   /** How long acknowledged entries stay in a stream after they were added, beyond the checkpoint's. */
   retentionMs: number;
   /** Sales the previous pass found paused; filled in by this pass for the next. */
@@ -52,6 +65,7 @@ export interface StateWatcherDeps {
  * BullMQ's schedules too.
  */
 export async function watchOnce(deps: StateWatcherDeps): Promise<Map<number, Verdict>> {
+  await settleStalledCreations(deps);
   const now = Date.now();
   const verdicts = new Map<number, Verdict>();
   const pausedNow = new Set<number>();
@@ -112,6 +126,25 @@ export async function watchOnce(deps: StateWatcherDeps): Promise<Map<number, Ver
   for (const id of pausedNow) deps.pausedLastPass.add(id);
   await retireFinishedSales(deps, new Map(watched.map((sale) => [sale.id, sale.endsAt])));
   return verdicts;
+}
+
+/**
+ * Finishes the creates whose request died or could not take back what it did (see the gateway's
+ * sale-creation.ts): the row is abandoned and what reached Redis withdrawn, so a sale its operator was
+ * told had failed never goes live. Unless it already took reservations (it started at once and buyers
+ * came in the moment it was live): those buyers were told yes, so the sale stands, and that is logged.
+ * The publish script's deadline keeps a publish still stuck in Redis from arriving after the withdrawal.
+ */
+async function settleStalledCreations(deps: StateWatcherDeps): Promise<void> {
+  for (const sale of await listStalledCreations(deps.prisma, deps.createGraceMs)) {
+    const withdrawn = await withdrawSale(deps.redis, deps.prefix, sale.id, sale.generation);
+    if (withdrawn === 'has_buyers') {
+      await adoptSale(deps.prisma, sale.id);
+      deps.logger.error({ saleId: sale.id }, 'an unfinished create took reservations before it could be abandoned: the sale stands');
+    } else if (await abandonSale(deps.prisma, sale.id)) {
+      deps.logger.warn({ saleId: sale.id, redis: withdrawn }, 'unfinished sale create abandoned: it will never go live');
+    }
+  }
 }
 
 /** Trims the stream (see trimAcknowledged); a failure is logged, and the next pass trims instead. */

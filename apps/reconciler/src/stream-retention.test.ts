@@ -39,6 +39,7 @@ function watcherDeps(prisma: PrismaClient = env.ctx.prisma): StateWatcherDeps & 
     prefix: env.ctx.config.REDIS_PREFIX,
     logger: createLogger('watch-test', 'silent'),
     publishGraceMs: 0,
+    createGraceMs: 30_000,
     retentionMs: 0,
     pausedLastPass: new Set(),
     requested,

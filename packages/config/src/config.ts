@@ -107,6 +107,12 @@ const schema = z
     RECONCILER_WATCH_MS: intFrom(50, 60_000).default(1000),
     /** A sale younger than this is not judged by the reconciler: its publish may not have landed yet, default 10000 ms. */
     RECONCILER_PUBLISH_GRACE_MS: intFrom(0, 3_600_000).default(10_000),
+    /**
+     * How long a sale create may stay unfinished (its request died, or could not take back a failed
+     * publish) before the reconciler abandons it, on MySQL's clock, default 30000 ms. Keep it above
+     * REQUEST_DEADLINE_MS: a create still running must not be abandoned under it.
+     */
+    RECONCILER_CREATE_GRACE_MS: intFrom(1000, 3_600_000).default(30_000),
     /** How long acknowledged entries (orders already, or dead letters) stay in a sale's stream, default 60000 ms. */
     RECONCILER_STREAM_RETENTION_MS: intFrom(0, 604_800_000).default(60_000),
     /** How often the audit job checks every live sale's ledger, default 5000 ms. */

@@ -16,6 +16,7 @@ export const ERRORS = {
   SALE_ENDED: { status: 410, title: 'The sale has ended' },
   PAYLOAD_TOO_LARGE: { status: 413, title: 'The request body is larger than 1 KB' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, title: 'The request body must be application/json' },
+  IDEMPOTENCY_KEY_REUSED: { status: 422, title: 'The Idempotency-Key was used with another request' },
   RATE_LIMITED: { status: 429, title: 'Too many requests' },
   INTERNAL_ERROR: { status: 500, title: 'Internal error' },
   SALE_PAUSED: { status: 503, title: 'The sale is paused, retry shortly' },

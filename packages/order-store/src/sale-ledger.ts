@@ -16,7 +16,7 @@ export interface WatchedSale extends SaleRecord {
 }
 
 export async function listWatchedSales(prisma: PrismaClient, now: number): Promise<WatchedSale[]> {
-  const rows = await prisma.sale.findMany({ where: { endsAt: { gt: new Date(now - WATCH_AFTER_END_MS) } }, orderBy: { id: 'asc' } });
+  const rows = await prisma.sale.findMany({ where: { endsAt: { gt: new Date(now - WATCH_AFTER_END_MS) }, publishState: 'published' }, orderBy: { id: 'asc' } });
   return rows.map((row) => ({ ...toSaleRecord(row), checkpoint: checkpointOf(row) }));
 }
 

@@ -57,8 +57,9 @@ export async function insertSale(prisma: PrismaClient, sale: NewSale): Promise<S
   return toSaleRecord(await prisma.sale.create({ data: { ...sale, redisGeneration: randomUUID() } }));
 }
 
+/** A published sale (one whose create is unfinished or abandoned does not exist for anyone but its creator). */
 export async function findSale(prisma: PrismaClient, saleId: number): Promise<SaleRecord | null> {
-  const row = await prisma.sale.findUnique({ where: { id: saleId } });
+  const row = await prisma.sale.findFirst({ where: { id: saleId, publishState: 'published' } });
   return row ? toSaleRecord(row) : null;
 }
 

@@ -130,14 +130,15 @@ describe('the migrated database against prisma/schema.prisma', () => {
 
   it('holds the unique keys the contract relies on: one order per reservation and per buyer and sale', async () => {
     expect((await actualShape('orders')).uniqueKeys).toEqual([['id'], ['reservation_id'], ['sale_id', 'user_id']]);
-    expect((await actualShape('sales')).uniqueKeys).toEqual([['id']]);
+    // One create per Idempotency-Key, even from two gateways at once.
+    expect((await actualShape('sales')).uniqueKeys).toEqual([['id'], ['idempotency_key']]);
   });
 });
 
 describe('migrate', () => {
   const fresh = `flashsale_migtest_${randomBytes(4).toString('hex')}`;
   const freshUrl = Object.assign(new URL(DATABASE_URL), { pathname: `/${fresh}` }).toString();
-  const MIGRATIONS = ['20261122000000_init', '20261122220000_reconciler', '20261122233000_exact_buyer_ids', '20261123000000_checkpoint_stream_id'];
+  const MIGRATIONS = ['20261122000000_init', '20261122220000_reconciler', '20261122233000_exact_buyer_ids', '20261123000000_checkpoint_stream_id', '20261123120000_sale_publication'];
   let first: MigrationResult;
   let second: MigrationResult;
   let scratch: string | undefined;

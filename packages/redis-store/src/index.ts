@@ -2,7 +2,7 @@ export { saleKeys, salesIndexKey, ORDER_WRITERS_GROUP, type SaleKeys } from './k
 export { withScripts, type ScriptedRedis, type ScriptCommands } from './scripts.ts';
 export { createRedis, isRedisUnavailable, type RedisClientOptions } from './redis-client.ts';
 export { reservePurchase, toReserveOutcome, type ReserveOutcome, type PurchaseRequest } from './reserve-purchase.ts';
-export { publishSale, readSaleState, setSalePaused, findBuyerReservation, readBuyers, parseBuyerRecord, listSaleIds, retireSale, type SaleState } from './sale-state.ts';
+export { publishSale, withdrawSale, redisNow, readSaleState, setSalePaused, findBuyerReservation, readBuyers, parseBuyerRecord, listSaleIds, retireSale, type SaleState } from './sale-state.ts';
 export { streamBacklog, toRecord, type StreamBacklog } from './stream-backlog.ts';
 export { decodeReservation, type Reservation, type DecodedEntry } from './reservation-stream.ts';
 export { rebuildSaleState, type BuyerRecord } from './sale-rebuild.ts';

@@ -131,7 +131,7 @@ describe('reservePurchase against Redis', () => {
     const sale = await createLiveSale(ctx, { stock: 1 });
     const reservationId = newReservationId(sale.id);
     expect(await reserve(sale.id, 'kim', 1, reservationId)).toEqual({ kind: 'reserved', remaining: 0 });
-    const holder = { kind: 'already_purchased', reservationId, quantity: 1 };
+    const holder: ReserveOutcome = { kind: 'already_purchased', reservationId, quantity: 1 };
 
     await expectRefusedWithoutWrites(sale.id, 'kim', 1, holder);
     await setSalePaused(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, true);

@@ -3,7 +3,7 @@ import { newReservationId, type SaleDefinition } from '@flashsale/domain';
 import { createTestContext, type TestContext } from '../../../test/support/context.ts';
 import { ORDER_WRITERS_GROUP, saleKeys, salesIndexKey } from './keys.ts';
 import { reservePurchase } from './reserve-purchase.ts';
-import { findBuyerReservation, listSaleIds, publishSale, readSaleState, setSalePaused } from './sale-state.ts';
+import { findBuyerReservation, listSaleIds, publishSale, readSaleState, redisNow, setSalePaused, withdrawSale } from './sale-state.ts';
 
 let ctx: TestContext;
 beforeAll(() => {
@@ -27,7 +27,7 @@ const definition = (id: number, overrides: Partial<SaleDefinition> = {}): SaleDe
 
 describe('publishSale', () => {
   it('makes the sale live: meta hash, index entry, and the order writers group on its stream', async () => {
-    expect(await publishSale(ctx.redis, ctx.config.REDIS_PREFIX, definition(101), GENERATION)).toBe(true);
+    expect(await publishSale(ctx.redis, ctx.config.REDIS_PREFIX, definition(101), GENERATION)).toBe('published');
 
     const state = await readSaleState(ctx.redis, ctx.config.REDIS_PREFIX, 101);
     expect(state).toEqual({
@@ -48,7 +48,7 @@ describe('publishSale', () => {
 
   it('is idempotent and never overwrites the stock of a live sale', async () => {
     const sale = definition(102, { stock: 5 });
-    expect(await publishSale(ctx.redis, ctx.config.REDIS_PREFIX, sale, GENERATION)).toBe(true);
+    expect(await publishSale(ctx.redis, ctx.config.REDIS_PREFIX, sale, GENERATION)).toBe('published');
     const reservationId = newReservationId(102);
     expect(await reservePurchase(ctx.redis, ctx.config.REDIS_PREFIX, { saleId: 102, userId: 'kim', quantity: 1, reservationId })).toEqual({
       kind: 'reserved',
@@ -56,8 +56,8 @@ describe('publishSale', () => {
     });
     const meta = await ctx.redis.hgetall(saleKeys(ctx.config.REDIS_PREFIX, 102).meta);
 
-    expect(await publishSale(ctx.redis, ctx.config.REDIS_PREFIX, sale, GENERATION)).toBe(false);
-    expect(await publishSale(ctx.redis, ctx.config.REDIS_PREFIX, { ...sale, stock: 50, name: 'Renamed' }, GENERATION)).toBe(false);
+    expect(await publishSale(ctx.redis, ctx.config.REDIS_PREFIX, sale, GENERATION)).toBe('already_live');
+    expect(await publishSale(ctx.redis, ctx.config.REDIS_PREFIX, { ...sale, stock: 50, name: 'Renamed' }, GENERATION)).toBe('already_live');
 
     expect(await ctx.redis.hgetall(saleKeys(ctx.config.REDIS_PREFIX, 102).meta)).toEqual(meta);
     expect(meta.remaining).toBe('4');
@@ -77,6 +77,36 @@ describe('publishSale', () => {
     } finally {
       await own.close();
     }
+  });
+});
+
+describe('publishSale with a deadline, and withdrawSale (a create that failed)', () => {
+  it('publishes before its deadline, and changes nothing when Redis runs it after (a command held by a hung Redis)', async () => {
+    const now = await redisNow(ctx.redis);
+
+    expect(await publishSale(ctx.redis, ctx.config.REDIS_PREFIX, definition(201), GENERATION, { notAfter: now - 1 })).toBe('too_late');
+    expect(await ctx.redis.exists(saleKeys(ctx.config.REDIS_PREFIX, 201).meta, saleKeys(ctx.config.REDIS_PREFIX, 201).stream)).toBe(0);
+    expect(await publishSale(ctx.redis, ctx.config.REDIS_PREFIX, definition(201), GENERATION, { notAfter: now + 60_000 })).toBe('published');
+  });
+
+  it('takes back a sale that has no buyer, from Redis and the workers\' index', async () => {
+    await publishSale(ctx.redis, ctx.config.REDIS_PREFIX, definition(202), GENERATION);
+
+    expect(await withdrawSale(ctx.redis, ctx.config.REDIS_PREFIX, 202, GENERATION)).toBe('withdrawn');
+    expect(await readSaleState(ctx.redis, ctx.config.REDIS_PREFIX, 202)).toBeNull();
+    expect(await ctx.redis.exists(saleKeys(ctx.config.REDIS_PREFIX, 202).stream)).toBe(0);
+    expect(await ctx.redis.smembers(salesIndexKey(ctx.config.REDIS_PREFIX))).not.toContain('202');
+    expect(await withdrawSale(ctx.redis, ctx.config.REDIS_PREFIX, 202, GENERATION)).toBe('absent');
+  });
+
+  it('leaves a sale that took a reservation, or holds another generation, as it is', async () => {
+    await publishSale(ctx.redis, ctx.config.REDIS_PREFIX, definition(203), GENERATION);
+    await reservePurchase(ctx.redis, ctx.config.REDIS_PREFIX, { saleId: 203, userId: 'kim', quantity: 1, reservationId: newReservationId(203) });
+    const before = await readSaleState(ctx.redis, ctx.config.REDIS_PREFIX, 203);
+
+    expect(await withdrawSale(ctx.redis, ctx.config.REDIS_PREFIX, 203, GENERATION)).toBe('has_buyers');
+    expect(await withdrawSale(ctx.redis, ctx.config.REDIS_PREFIX, 203, 'another-generation')).toBe('other_generation');
+    expect(await readSaleState(ctx.redis, ctx.config.REDIS_PREFIX, 203)).toEqual(before);
   });
 });
 

@@ -13,12 +13,19 @@ export interface SaleState extends SaleDefinition {
 /**
  * Makes a sale live in Redis. Registers it for the workers first: a registered sale without Redis state
  * is harmless (the workers skip it), a live sale nobody consumes would strand its reservations.
- * Returns false when the sale was already live (nothing is overwritten).
+ * Returns 'published', 'already_live' (nothing is overwritten), or 'too_late' when Redis ran it after
+ * `notAfter` (Redis's clock; see publish-sale-2.lua) and changed nothing.
  */
-export async function publishSale(redis: ScriptedRedis, prefix: string, sale: SaleDefinition, generation: string): Promise<boolean> {
+export async function publishSale(
+  redis: ScriptedRedis,
+  prefix: string,
+  sale: SaleDefinition,
+  generation: string,
+  { notAfter }: { notAfter?: number } = {},
+): Promise<'published' | 'already_live' | 'too_late'> {
   const keys = saleKeys(prefix, sale.id);
   await redis.sadd(salesIndexKey(prefix), String(sale.id));
-  const created = await redis.publishSale(
+  const reply = await redis.publishSale(
     keys.meta,
     keys.stream,
     sale.name,
@@ -28,8 +35,32 @@ export async function publishSale(redis: ScriptedRedis, prefix: string, sale: Sa
     sale.endsAt,
     ORDER_WRITERS_GROUP,
     generation,
+    notAfter === undefined ? '' : notAfter,
   );
-  return created === 1;
+  return reply === 1 ? 'published' : reply === 0 ? 'already_live' : 'too_late';
+}
+
+/**
+ * Takes back what a failed create published (see withdraw-sale-3.lua): 'withdrawn' or 'absent' mean no
+ * Redis state of that create is left; 'has_buyers' means it took reservations and must stand;
+ * 'other_generation' means the state is not this create's.
+ */
+export async function withdrawSale(
+  redis: ScriptedRedis,
+  prefix: string,
+  saleId: number,
+  generation: string,
+): Promise<'withdrawn' | 'absent' | 'other_generation' | 'has_buyers'> {
+  const keys = saleKeys(prefix, saleId);
+  const reply = await redis.withdrawSale(keys.meta, keys.buyers, keys.stream, generation);
+  if (reply === 1 || reply === 0) await redis.srem(salesIndexKey(prefix), String(saleId));
+  return reply === 1 ? 'withdrawn' : reply === 0 ? 'absent' : reply === -1 ? 'other_generation' : 'has_buyers';
+}
+
+/** Milliseconds on Redis's clock: the one clock every process agrees on for sale windows and fences. */
+export async function redisNow(redis: ScriptedRedis): Promise<number> {
+  const [seconds, micros] = await redis.time();
+  return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
 }
 
 export async function readSaleState(redis: ScriptedRedis, prefix: string, saleId: number): Promise<SaleState | null> {

@@ -9,6 +9,7 @@ import type { Redis } from 'ioredis';
 export interface ScriptCommands {
   reserve(meta: string, buyers: string, stream: string, userId: string, quantity: number, reservationId: string): Promise<[number, string | number]>;
   publishSale(meta: string, stream: string, ...args: (string | number)[]): Promise<number>;
+  withdrawSale(meta: string, buyers: string, stream: string, generation: string): Promise<number>;
   setPaused(meta: string, paused: '0' | '1'): Promise<number>;
   deadLetter(stream: string, deadLetter: string, rejected: string, ...args: (string | number)[]): Promise<string>;
   rebuildSale(meta: string, buyers: string, stream: string, ...args: (string | number)[]): Promise<number>;

@@ -26,7 +26,7 @@ export class LiveSaleDirectory {
   }
 
   async refresh(): Promise<void> {
-    const rows = await this.prisma.sale.findMany({ where: { endsAt: { gt: new Date() } }, select: { id: true, endsAt: true } });
+    const rows = await this.prisma.sale.findMany({ where: { endsAt: { gt: new Date() }, publishState: 'published' }, select: { id: true, endsAt: true } });
     this.endsAtById = new Map(rows.map((row) => [row.id, row.endsAt.getTime()]));
   }
 

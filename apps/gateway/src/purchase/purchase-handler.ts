@@ -90,11 +90,14 @@ export function createPurchaseHandler({ config, redis, logger }: GatewayDeps, me
   async function decide(res: ServerResponse, rawSaleId: string, userId: string, body: unknown, started: number): Promise<void> {
     const saleId = saleIdParam(rawSaleId);
     const quantity = quantityOf(body);
-    const verdict = verdicts.get(saleId);
-    if (verdict !== undefined) {
+    const known = verdicts.get(saleId);
+    if (known !== undefined) {
       metrics.purchaseSeconds.observe((performance.now() - started) / 1000);
-      count(verdict);
-      return writeBody(res, ERRORS[verdict].status, PROBLEM_TYPE, verdictAnswers[verdict]);
+      const held = known.holders.get(userId);
+      // A holder's retry gets what the script would answer: their reservation, not the sale's verdict.
+      if (held !== undefined) return refuse(res, refusalOf({ kind: 'already_purchased', reservationId: held, quantity }, config.PAUSED_RETRY_AFTER_SECONDS));
+      count(known.verdict);
+      return writeBody(res, ERRORS[known.verdict].status, PROBLEM_TYPE, verdictAnswers[known.verdict]);
     }
     const ticket = verdicts.ticket();
     const reservationId = newReservationId(saleId);
@@ -109,12 +112,12 @@ export function createPurchaseHandler({ config, redis, logger }: GatewayDeps, me
     }
     metrics.purchaseSeconds.observe((performance.now() - started) / 1000);
     if (outcome.kind === 'reserved') {
-      if (outcome.remaining === 0) verdicts.remember(saleId, 'SOLD_OUT', ticket);
+      if (outcome.remaining === 0) verdicts.learn(saleId, 'SOLD_OUT', ticket);
       count('reserved');
       return writeBody(res, 202, JSON_TYPE, JSON.stringify({ reservationId, saleId, quantity, status: 'pending' }));
     }
-    if (outcome.kind === 'sold_out') verdicts.remember(saleId, 'SOLD_OUT', ticket);
-    else if (outcome.kind === 'sale_ended') verdicts.remember(saleId, 'SALE_ENDED', ticket);
+    if (outcome.kind === 'sold_out') verdicts.learn(saleId, 'SOLD_OUT', ticket);
+    else if (outcome.kind === 'sale_ended') verdicts.learn(saleId, 'SALE_ENDED', ticket);
     else if (outcome.kind === 'sale_not_found' && liveSales.isLive(saleId)) {
       // MySQL has this sale and it is running: Redis lost it, and the reconciler rebuilds it from MySQL.
       return refuse(res, refusalOf({ kind: 'sale_paused' }, config.PAUSED_RETRY_AFTER_SECONDS));

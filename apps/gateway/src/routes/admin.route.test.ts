@@ -58,6 +58,9 @@ describe('POST /api/admin/sales', () => {
       checkpointStreamId: null,
       lostReservations: 0,
       lostUnits: 0,
+      publishState: 'published',
+      idempotencyKey: null,
+      requestHash: null,
     });
     // Published under the generation MySQL recorded for it.
     const record = await ctx.prisma.sale.findUniqueOrThrow({ where: { id: created.id } });

@@ -1,11 +1,12 @@
 import express, { Router } from 'express';
 import { z } from 'zod';
 import { AppError, MAX_PER_USER_LIMIT, SALE_TIME_RANGE } from '@flashsale/domain';
-import { publishSale, readSaleState, saleKeys, streamBacklog } from '@flashsale/redis-store';
+import { readSaleState, saleKeys, streamBacklog } from '@flashsale/redis-store';
 import { enqueueReconcile } from '@flashsale/jobs';
-import { findSale, insertSale, saleOrderTotals } from '@flashsale/order-store';
+import { findSale, saleOrderTotals } from '@flashsale/order-store';
 import type { GatewayDeps } from '../deps.ts';
 import { saleView } from './sale-view.ts';
+import { createSale, creationKeyOf } from './sale-creation.ts';
 import { liftRequestDeadline, withDeadline } from '../deadline.ts';
 import { createAdminCheck } from '../auth.ts';
 import { parseOrThrow, requireJsonBody, saleIdParam } from '../validation.ts';
@@ -39,7 +40,8 @@ const newSaleBody = z
 
 /** /api/admin/*: creating sales and reading their ledger. Every route needs the admin token. */
 
-export function adminRouter({ config, redis, prisma, jobs }: GatewayDeps): Router {
+export function adminRouter(deps: GatewayDeps): Router {
+  const { config, redis, prisma, jobs } = deps;
   const router = Router();
   const checkAdmin = createAdminCheck(config.ADMIN_TOKEN);
   router.use('/api/admin', (req, _res, next) => {
@@ -56,11 +58,7 @@ export function adminRouter({ config, redis, prisma, jobs }: GatewayDeps): Route
     express.json({ limit: '1kb', strict: true }),
     async (req, res) => {
       const input = parseOrThrow(newSaleBody, req.body ?? {});
-      // MySQL first: a sale is never live in Redis without its record, so every order a worker writes
-      // has its sale row. Should Redis fail after this, the sale exists but is not live yet; publishing
-      // again is idempotent and never overwrites a live sale's stock.
-      const sale = await insertSale(prisma, input);
-      await publishSale(redis, config.REDIS_PREFIX, sale, sale.generation);
+      const sale = await createSale(deps, input, creationKeyOf(req.headers['idempotency-key'], input), () => !res.headersSent);
       res.status(201).json(saleView(sale));
     },
   );

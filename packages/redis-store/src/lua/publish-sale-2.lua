@@ -14,11 +14,23 @@
     ARGV[5] ends at (epoch ms)
     ARGV[6] consumer group name
     ARGV[7] generation (a marker of this Redis state, so the reconciler can tell a rebuilt one)
+    ARGV[8] not after (epoch ms on Redis's clock), or '' for no limit
 
   Output:
     1  published now
     0  was already live; nothing changed
+    -1 too late (TIME is past ARGV[8]); nothing changed
+
+  The deadline fences off a publish that a hung Redis runs long after its sender gave up on it (the
+  command sat in the socket): that create was answered as failed, and abandoned, and must not go live.
 ]]
+if ARGV[8] ~= '' then
+  local time = redis.call('TIME')
+  if tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000) > tonumber(ARGV[8]) then
+    return -1
+  end
+end
+
 if redis.call('EXISTS', KEYS[1]) == 1 then
   return 0
 end

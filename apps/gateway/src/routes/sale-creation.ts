@@ -1,0 +1,74 @@
+import { createHash } from 'node:crypto';
+import { AppError } from '@flashsale/domain';
+import { publishSale, redisNow, withdrawSale } from '@flashsale/redis-store';
+import { abandonSale, beginSaleCreation, markPublished, type CreationKey, type NewSale, type SaleRecord } from '@flashsale/order-store';
+import type { GatewayDeps } from '../deps.ts';
+import { serviceUnavailable } from '../deadline.ts';
+
+// An Idempotency-Key (draft-ietf-httpapi-idempotency-key-header) is an opaque string; here, 1 to 255
+// visible ASCII characters, which every client library can send and MySQL can index.
+const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
+
+/** The key and the hash of the request it came with, or undefined without the header. */
+export function creationKeyOf(header: string | string[] | undefined, input: NewSale): CreationKey | undefined {
+  if (header === undefined) return undefined;
+  if (typeof header !== 'string' || !IDEMPOTENCY_KEY.test(header)) {
+    throw new AppError('INVALID_REQUEST', 'Idempotency-Key must be 1 to 255 visible ASCII characters');
+  }
+  // The parsed request, in a fixed order: the same sale sent with other spacing or key order is the same.
+  const canonical = JSON.stringify([input.name, input.stock, input.perUserLimit, input.startsAt.toISOString(), input.endsAt.toISOString()]);
+  return { idempotencyKey: header, requestHash: createHash('sha256').update(canonical).digest('hex') };
+}
+
+/**
+ * Creates a sale across the two stores, so that a 201 means it is in MySQL and live in Redis, and any
+ * failure leaves no sale that will ever go live:
+ * 1. MySQL first, as `publishing` (every order a worker writes has its sale row; nothing watches or
+ *    sells a publishing sale).
+ * 2. Redis, with a deadline on Redis's own clock: a publish stuck in a hung Redis cannot go live after
+ *    this request has given up on it.
+ * 3. MySQL again: `published`. Only now does the reconciler watch it.
+ * On a failure the request takes back what it did (Redis, then the row: `abandoned`, its key released).
+ * If even that fails, the row stays `publishing` and the reconciler finishes the job after its grace
+ * period (see the reconciler's stalled creations). With the same Idempotency-Key, a retry answers the
+ * first create's result instead of making a second sale.
+ */
+export async function createSale(
+  { config, redis, prisma, logger }: GatewayDeps,
+  input: NewSale,
+  key: CreationKey | undefined,
+  /** False once the request has been answered (its deadline passed): the create must not go on. */
+  stillWanted: () => boolean,
+): Promise<SaleRecord> {
+  const start = await beginSaleCreation(prisma, input, key);
+  if (start.kind === 'existing') {
+    if (start.requestHash !== key?.requestHash) {
+      throw new AppError('IDEMPOTENCY_KEY_REUSED', 'this Idempotency-Key was used with another request body');
+    }
+    if (start.publishState === 'published') return start.sale;
+    throw serviceUnavailable('the first request with this Idempotency-Key has not finished yet; retry shortly');
+  }
+  const { sale } = start;
+  const giveUpIfAnswered = () => {
+    if (!stillWanted()) throw serviceUnavailable('the request was answered before the sale could be published; nothing was created');
+  };
+  try {
+    giveUpIfAnswered();
+    const notAfter = (await redisNow(redis)) + config.REDIS_COMMAND_TIMEOUT_MS;
+    const published = await publishSale(redis, config.REDIS_PREFIX, sale, sale.generation, { notAfter });
+    if (published === 'too_late') throw serviceUnavailable('Redis answered too late to publish the sale; nothing was created');
+    giveUpIfAnswered();
+    if (!(await markPublished(prisma, sale.id))) throw serviceUnavailable('the sale could not be published in time; nothing was created');
+    return sale;
+  } catch (error) {
+    await takeBack(sale).catch((failure: unknown) => {
+      logger.warn({ err: failure, saleId: sale.id }, 'a failed create could not be taken back now; the reconciler will abandon it');
+    });
+    throw error;
+  }
+
+  async function takeBack(created: SaleRecord): Promise<void> {
+    const withdrawn = await withdrawSale(redis, config.REDIS_PREFIX, created.id, created.generation);
+    if (withdrawn === 'withdrawn' || withdrawn === 'absent') await abandonSale(prisma, created.id);
+  }
+}

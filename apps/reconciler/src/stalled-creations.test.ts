@@ -1,0 +1,71 @@
+import { describe, expect, it } from 'vitest';
+import { createLogger } from '@flashsale/config';
+import { newReservationId } from '@flashsale/domain';
+import { publishSale, readSaleState, reservePurchase, salesIndexKey } from '@flashsale/redis-store';
+import { beginSaleCreation, findSale } from '@flashsale/order-store';
+import { isolatedContextPerTest, redisNow } from '../../../test/support/context.ts';
+import { watchOnce, type StateWatcherDeps } from './state-watcher.ts';
+
+const env = isolatedContextPerTest();
+
+function watcherDeps(createGraceMs: number): StateWatcherDeps {
+  return {
+    redis: env.ctx.redis,
+    prisma: env.ctx.prisma,
+    prefix: env.ctx.config.REDIS_PREFIX,
+    logger: createLogger('watch-test', 'silent'),
+    publishGraceMs: 0,
+    createGraceMs,
+    retentionMs: 0,
+    pausedLastPass: new Set(),
+    requestReconcile: async () => undefined,
+  };
+}
+
+/** A create whose request died after publishing to Redis, before marking the row published. */
+async function stalledCreate(key: string) {
+  const now = await redisNow(env.ctx.redis);
+  const body = { name: 'Stalled', stock: 5, perUserLimit: 1, startsAt: new Date(now - 60_000), endsAt: new Date(now + 3_600_000) };
+  const start = await beginSaleCreation(env.ctx.prisma, body, { idempotencyKey: key, requestHash: 'h'.repeat(64) });
+  if (start.kind !== 'started') throw new Error('expected a new create');
+  await publishSale(env.ctx.redis, env.ctx.config.REDIS_PREFIX, start.sale, start.sale.generation);
+  return { sale: start.sale, body };
+}
+
+describe('creates left unfinished (the request died, or could not take back a failed publish)', () => {
+  it('are left alone within the grace period: the request may still be finishing them', async () => {
+    const { sale } = await stalledCreate('young');
+
+    await watchOnce(watcherDeps(60_000));
+
+    expect((await env.ctx.prisma.sale.findUniqueOrThrow({ where: { id: sale.id } })).publishState).toBe('publishing');
+    expect(await readSaleState(env.ctx.redis, env.ctx.config.REDIS_PREFIX, sale.id)).not.toBeNull();
+  });
+
+  it('are abandoned after it, their Redis state withdrawn and their key released, so they never go live', async () => {
+    const { sale, body } = await stalledCreate('stalled');
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+
+    await watchOnce(watcherDeps(1000));
+
+    expect(await env.ctx.prisma.sale.findUniqueOrThrow({ where: { id: sale.id } })).toMatchObject({ publishState: 'abandoned', idempotencyKey: null });
+    expect(await findSale(env.ctx.prisma, sale.id)).toBeNull();
+    expect(await readSaleState(env.ctx.redis, env.ctx.config.REDIS_PREFIX, sale.id)).toBeNull();
+    expect(await env.ctx.redis.smembers(salesIndexKey(env.ctx.config.REDIS_PREFIX))).not.toContain(String(sale.id));
+    // The operator's retry with the same key now makes the sale, once.
+    const retry = await beginSaleCreation(env.ctx.prisma, body, { idempotencyKey: 'stalled', requestHash: 'h'.repeat(64) });
+    expect(retry.kind).toBe('started');
+  });
+
+  it('stand when they already took a reservation: those buyers were told yes', async () => {
+    const { sale } = await stalledCreate('bought');
+    const reservationId = newReservationId(sale.id);
+    await reservePurchase(env.ctx.redis, env.ctx.config.REDIS_PREFIX, { saleId: sale.id, userId: 'early', quantity: 1, reservationId });
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+
+    await watchOnce(watcherDeps(1000));
+
+    expect((await env.ctx.prisma.sale.findUniqueOrThrow({ where: { id: sale.id } })).publishState).toBe('published');
+    expect(await readSaleState(env.ctx.redis, env.ctx.config.REDIS_PREFIX, sale.id)).toMatchObject({ remaining: 4 });
+  });
+});
