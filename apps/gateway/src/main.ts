@@ -1,12 +1,11 @@
 import cluster from 'node:cluster';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { createLogger, loadConfig, onShutdownSignal } from '@flashsale/config';
 import { createRedis } from '@flashsale/redis-store';
 import { createPrisma } from '@flashsale/order-store';
 import { createReconcileJobs } from '@flashsale/jobs';
 import { createGateway } from './gateway.ts';
 import { runGatewayCluster } from './gateway-cluster.ts';
+import { createHttpServer, listen } from './http-server.ts';
 
 const config = loadConfig();
 const logger = createLogger('gateway', config.LOG_LEVEL);
@@ -19,13 +18,12 @@ if (config.GATEWAY_WORKERS > 1 && cluster.isPrimary) {
   const jobs = createReconcileJobs(config.REDIS_URL, config.REDIS_PREFIX);
   const gateway = createGateway({ config, redis, prisma, logger, jobs });
   await gateway.start();
-  const server = createServer(gateway.listener);
-  // Keep-alive longer than typical load balancers' idle timeout, so they never reuse a closing socket.
-  server.keepAliveTimeout = 65_000;
-  server.listen(config.PORT, () => {
-    const { port } = server.address() as AddressInfo;
-    logger.info({ port, worker: cluster.worker?.id }, 'gateway listening');
+  const server = createHttpServer(gateway.listener, config, logger);
+  const port = await listen(server, config.PORT).catch((err: unknown) => {
+    logger.fatal({ err, port: config.PORT }, 'gateway cannot listen');
+    process.exit(1);
   });
+  logger.info({ port, worker: cluster.worker?.id }, 'gateway listening');
 
   onShutdownSignal(logger, async () => {
     // Stop accepting, let requests in flight finish (each is one Redis call), then close the clients.

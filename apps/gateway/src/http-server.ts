@@ -1,0 +1,148 @@
+import { createServer, type RequestListener, type Server } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import { ConfigError, type Config, type Logger } from '@flashsale/config';
+import { connectionCeiling, ownOpenFileLimit } from './connection-ceiling.ts';
+
+export type HttpServerConfig = Pick<
+  Config,
+  'MAX_CONNECTIONS_PER_ADDRESS' | 'MAX_CONNECTIONS' | 'HTTP_HEADERS_TIMEOUT_MS' | 'HTTP_REQUEST_TIMEOUT_MS' | 'HTTP_KEEP_ALIVE_TIMEOUT_MS' | 'TRUST_PROXY'
+>;
+
+/** How often refusals are summed up in the log at most: a flood must not become a flood of log lines. */
+const REFUSAL_LOG_EVERY_MS = 10_000;
+
+/**
+ * The gateway's HTTP server, guarded against clients that hold connections instead of using them:
+ *
+ * - one client address holds at most MAX_CONNECTIONS_PER_ADDRESS connections (0: no cap); one more is
+ *   closed at once, so a single machine cannot take every descriptor while other buyers still get in;
+ * - the process holds at most MAX_CONNECTIONS (default: below its open-file limit), past which Node
+ *   closes new connections at once, instead of accept() failing with EMFILE;
+ * - a request's headers must arrive within HTTP_HEADERS_TIMEOUT_MS (a connection that sends nothing at
+ *   all included) and the whole request within HTTP_REQUEST_TIMEOUT_MS: Node answers 408 and closes;
+ * - an idle keep-alive connection is closed after HTTP_KEEP_ALIVE_TIMEOUT_MS.
+ *
+ * The bookkeeping runs once per connection (a Map entry per client address with connections open,
+ * removed with its last one), never per request. Errors of listen() are the caller's (see `listen`).
+ */
+export function createHttpServer(listener: RequestListener, config: HttpServerConfig, logger: Logger): Server {
+  if (config.HTTP_HEADERS_TIMEOUT_MS > config.HTTP_REQUEST_TIMEOUT_MS) {
+    // Node refuses the pair too, but naming the variables tells the operator what to change.
+    throw new ConfigError([`HTTP_HEADERS_TIMEOUT_MS (${config.HTTP_HEADERS_TIMEOUT_MS}) must not exceed HTTP_REQUEST_TIMEOUT_MS (${config.HTTP_REQUEST_TIMEOUT_MS})`]);
+  }
+  const server = createServer(
+    {
+      headersTimeout: config.HTTP_HEADERS_TIMEOUT_MS,
+      requestTimeout: config.HTTP_REQUEST_TIMEOUT_MS,
+      keepAliveTimeout: config.HTTP_KEEP_ALIVE_TIMEOUT_MS,
+      // Node enforces the two timeouts above only when it sweeps its connections, every 30 s by default:
+      // a connection that never sends a byte, or sends its headers a byte a second, would be held up to
+      // 30 s past them. One sweep a second (faster for timeouts under 4 s) walks the open connections
+      // in C++, which costs little even with tens of thousands of them.
+      connectionsCheckingInterval: Math.min(1000, Math.ceil(config.HTTP_HEADERS_TIMEOUT_MS / 4)),
+    },
+    listener,
+  );
+
+  const refused = refusalLog(logger);
+  const { limit: openFileLimit, read: openFileLimitRead } = ownOpenFileLimit();
+  const derived = connectionCeiling(openFileLimit);
+  server.maxConnections = config.MAX_CONNECTIONS ?? derived;
+  server.on('drop', (dropped?: { remoteAddress?: string }) => refused('overMaxConnections', dropped?.remoteAddress));
+  if (config.MAX_CONNECTIONS_PER_ADDRESS > 0) {
+    capPerAddress(server, config.MAX_CONNECTIONS_PER_ADDRESS, (address) => refused('overMaxConnectionsPerAddress', address));
+  }
+  // Once listening, an error on the server is accept() failing (EMFILE that libuv could not absorb, should
+  // descriptors run out anyway): that connection is lost, the server goes on, so it is logged rather than
+  // left to crash the process.
+  server.on('error', (err) => {
+    if (server.listening) refused('acceptFailed', undefined, err);
+  });
+
+  logger.info(
+    {
+      maxConnections: server.maxConnections,
+      maxConnectionsFrom: config.MAX_CONNECTIONS === undefined ? 'open-file limit' : 'MAX_CONNECTIONS',
+      openFileLimit: openFileLimitRead ? openFileLimit : `unknown, assumed ${openFileLimit}`,
+      maxConnectionsPerAddress: config.MAX_CONNECTIONS_PER_ADDRESS,
+      headersTimeoutMs: config.HTTP_HEADERS_TIMEOUT_MS,
+      requestTimeoutMs: config.HTTP_REQUEST_TIMEOUT_MS,
+      keepAliveTimeoutMs: config.HTTP_KEEP_ALIVE_TIMEOUT_MS,
+    },
+    'connection limits',
+  );
+  if (config.MAX_CONNECTIONS !== undefined && config.MAX_CONNECTIONS > derived) {
+    logger.warn(
+      { maxConnections: config.MAX_CONNECTIONS, openFileLimit },
+      'MAX_CONNECTIONS leaves the process too few descriptors of its open-file limit: raise the limit (ulimit -n) or lower MAX_CONNECTIONS',
+    );
+  }
+  if (config.TRUST_PROXY > 0 && config.MAX_CONNECTIONS_PER_ADDRESS > 0) {
+    logger.warn(
+      { maxConnectionsPerAddress: config.MAX_CONNECTIONS_PER_ADDRESS },
+      "behind a proxy (TRUST_PROXY) every connection comes from the proxy's address and MAX_CONNECTIONS_PER_ADDRESS caps them all: set it to 0 if the proxy caps clients itself",
+    );
+  }
+  return server;
+}
+
+/** Listens on `port` (0: a free one); resolves with the port, rejects with the listen error (EADDRINUSE...). */
+export function listen(server: Server, port: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, () => {
+      server.off('error', reject);
+      resolve((server.address() as AddressInfo).port);
+    });
+  });
+}
+
+function capPerAddress(server: Server, cap: number, onRefused: (address: string) => void): void {
+  const open = new Map<string, number>();
+  server.on('connection', (socket: Socket) => {
+    const address = socket.remoteAddress;
+    // Reset before Node handed it over: already closed, nothing to count.
+    if (address === undefined) return;
+    const count = (open.get(address) ?? 0) + 1;
+    if (count > cap) {
+      socket.destroy();
+      onRefused(address);
+      return;
+    }
+    open.set(address, count);
+    socket.once('close', () => {
+      const left = open.get(address)! - 1;
+      if (left === 0) open.delete(address);
+      else open.set(address, left);
+    });
+  });
+}
+
+type Refusal = 'overMaxConnectionsPerAddress' | 'overMaxConnections' | 'acceptFailed';
+
+/**
+ * Connections refused or lost: the first one logged at once, then counts at most every 10 s while they
+ * go on. An operator learns a limit is hit (and, for the per-address cap, by whom) without a flood of
+ * connections writing a line each.
+ */
+function refusalLog(logger: Logger): (reason: Refusal, address?: string, err?: Error) => void {
+  let counts: Partial<Record<Refusal, number>> = {};
+  let lastAddress: string | undefined;
+  let lastError: Error | undefined;
+  let window: NodeJS.Timeout | undefined;
+  const flush = () => {
+    window = undefined;
+    if (Object.keys(counts).length === 0) return;
+    logger.warn({ refused: counts, lastAddress, err: lastError }, 'connections refused');
+    counts = {};
+    lastAddress = undefined;
+    lastError = undefined;
+    window = setTimeout(flush, REFUSAL_LOG_EVERY_MS).unref();
+  };
+  return (reason, address, err) => {
+    counts[reason] = (counts[reason] ?? 0) + 1;
+    if (address !== undefined) lastAddress = address;
+    if (err !== undefined) lastError = err;
+    if (window === undefined) flush();
+  };
+}

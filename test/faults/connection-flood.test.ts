@@ -1,0 +1,117 @@
+import { execFileSync } from 'node:child_process';
+import { get } from 'node:http';
+import { connect, type Socket } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { spawnGateway, type AppProcess } from '@flashsale/harness';
+import { createTestContext, type TestContext } from '../support/context.ts';
+
+// A real gateway process flooded with connections that never send a byte, from one address (127.0.0.1),
+// while a buyer comes from another (127.0.0.2: on Linux all of 127.0.0.0/8 is loopback).
+//
+// The gateway runs with an open-file limit of 400, lowered with prlimit(1) once it has started: 1024 is
+// the default of many hosts, and the test's flood then needs hundreds of sockets, not 20,000. Without the
+// guards the flood takes every descriptor: accept() fails with EMFILE, libuv accepts and closes every new
+// connection to keep the listen queue moving, so each buyer is hung up on (and the process can open no
+// connection to Redis or MySQL either) until the flood times out, a minute later with Node's defaults.
+
+const OPEN_FILES = 400;
+const FLOOD = 600;
+
+let ctx: TestContext;
+let gateway: (AppProcess & { url: string }) | undefined;
+const flood: Socket[] = [];
+beforeAll(() => {
+  ctx = createTestContext();
+});
+afterEach(async () => {
+  for (const socket of flood.splice(0)) socket.destroy();
+  await gateway?.kill('SIGKILL');
+  gateway = undefined;
+});
+afterAll(async () => {
+  await ctx.close();
+});
+
+async function spawnLimited(env: NodeJS.ProcessEnv): Promise<AppProcess & { url: string }> {
+  gateway = await spawnGateway({
+    REDIS_PREFIX: ctx.config.REDIS_PREFIX,
+    DATABASE_URL: ctx.config.DATABASE_URL,
+    REDIS_URL: ctx.config.REDIS_URL,
+    // Long enough that no timeout rescues the gateway during the test: only the connection limits do.
+    HTTP_HEADERS_TIMEOUT_MS: '60000',
+    HTTP_REQUEST_TIMEOUT_MS: '60000',
+    ...env,
+  });
+  execFileSync('prlimit', ['--pid', String(gateway.child.pid), `--nofile=${OPEN_FILES}:${OPEN_FILES}`]);
+  return gateway;
+}
+
+/** Opens `count` idle connections from 127.0.0.1; resolves once each has connected (or failed to). */
+async function floodWith(port: number, count: number): Promise<{ open: () => number }> {
+  let open = 0;
+  const opening = Array.from({ length: count }, () => {
+    const socket = connect({ host: '127.0.0.1', port, localAddress: '127.0.0.1' });
+    flood.push(socket);
+    socket.on('error', () => {});
+    return new Promise<void>((resolve) => {
+      socket.once('connect', () => {
+        open += 1;
+        socket.once('close', () => (open -= 1));
+        resolve();
+      });
+      socket.once('close', () => resolve());
+    });
+  });
+  await Promise.all(opening);
+  return { open: () => open };
+}
+
+async function untilOpen(flooding: { open: () => number }, count: number): Promise<void> {
+  for (let i = 0; i < 200 && flooding.open() !== count; i += 1) await sleep(25);
+  await sleep(300);
+  expect(flooding.open()).toBe(count);
+}
+
+function healthzFrom(url: string, localAddress: string): Promise<{ status: number; ms: number }> {
+  const started = Date.now();
+  return new Promise((resolve, reject) => {
+    const req = get(`${url}/healthz`, { localAddress, agent: false, timeout: 5000 }, (res) => {
+      res.resume();
+      res.on('end', () => resolve({ status: res.statusCode!, ms: Date.now() - started }));
+    });
+    req.on('timeout', () => req.destroy(new Error('no answer within 5 s')));
+    req.on('error', reject);
+  });
+}
+
+describe('a flood of idle connections against a gateway process', () => {
+  it('from one address: it holds MAX_CONNECTIONS_PER_ADDRESS of them, and a buyer from another address is answered at once', async () => {
+    const { url } = await spawnLimited({ MAX_CONNECTIONS_PER_ADDRESS: '50' });
+    const flooding = await floodWith(Number(new URL(url).port), FLOOD);
+
+    await untilOpen(flooding, 50);
+    const buyer = await healthzFrom(url, '127.0.0.2');
+
+    expect(buyer.status).toBe(200);
+    expect(buyer.ms).toBeLessThan(1000);
+    expect(flooding.open()).toBe(50);
+    expect(gateway!.child.exitCode).toBeNull();
+    expect(gateway!.logs.find((l) => l.msg === 'connections refused')).toMatchObject({ level: 40, refused: { overMaxConnectionsPerAddress: 1 }, lastAddress: '::ffff:127.0.0.1' });
+  }, 60_000);
+
+  it('from everywhere (no per-address cap): it holds MAX_CONNECTIONS, refuses the rest, and serves again once the flood goes', async () => {
+    const { url } = await spawnLimited({ MAX_CONNECTIONS_PER_ADDRESS: '0', MAX_CONNECTIONS: '200' });
+    const flooding = await floodWith(Number(new URL(url).port), FLOOD);
+
+    await untilOpen(flooding, 200);
+    await expect(healthzFrom(url, '127.0.0.2')).rejects.toThrow();
+    for (const socket of flood.splice(0)) socket.destroy();
+    await sleep(200);
+    const buyer = await healthzFrom(url, '127.0.0.2');
+
+    expect(buyer.status).toBe(200);
+    expect(gateway!.child.exitCode).toBeNull();
+    expect(gateway!.logs.find((l) => l.msg === 'connection limits')).toMatchObject({ maxConnections: 200, maxConnectionsFrom: 'MAX_CONNECTIONS', maxConnectionsPerAddress: 0 });
+  }, 60_000);
+});
