@@ -25,8 +25,10 @@ if (config.GATEWAY_WORKERS > 1 && cluster.isPrimary) {
   });
   logger.info({ port, worker: cluster.worker?.id }, 'gateway listening');
 
-  onShutdownSignal(logger, async () => {
+  onShutdownSignal(logger, config.SHUTDOWN_TIMEOUT_MS, async () => {
     // Stop accepting, let requests in flight finish (each is one Redis call), then close the clients.
+    // A request that does not finish (a client sending its body slowly) is cut by HTTP_REQUEST_TIMEOUT_MS,
+    // and the whole stop by SHUTDOWN_TIMEOUT_MS.
     await new Promise<void>((resolve) => {
       server.close(() => resolve());
       server.closeIdleConnections();

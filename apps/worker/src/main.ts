@@ -40,7 +40,7 @@ await warmUp();
 worker.start();
 logger.info({ consumer: worker.consumer, prefix: config.REDIS_PREFIX, port }, 'worker started');
 
-onShutdownSignal(logger, async () => {
+onShutdownSignal(logger, config.SHUTDOWN_TIMEOUT_MS, async () => {
   await worker.stop();
   logger.info({ ...worker.stats }, 'worker totals');
   if (port !== undefined) server.close();
