@@ -1,21 +1,28 @@
-import { connect, type Socket } from 'node:net';
+import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import { connect, type AddressInfo, type Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { buyerToken, spawnGateway, type AppProcess } from '@flashsale/harness';
+import { buyerToken, spawnApp, spawnGateway, type AppProcess } from '@flashsale/harness';
 import { createTestContext, type TestContext } from '../support/context.ts';
 
-// Real gateway processes: how they stop.
+// Real gateway processes, alone and under the GATEWAY_WORKERS supervisor: how they are restarted, how
+// they stop.
 
 let ctx: TestContext;
 let env: NodeJS.ProcessEnv;
 const processes: AppProcess[] = [];
 const sockets: Socket[] = [];
+/** Gateway processes a test froze with SIGSTOP: nothing but SIGKILL ends them. */
+const frozen: number[] = [];
 beforeAll(() => {
   ctx = createTestContext();
   env = { REDIS_PREFIX: ctx.config.REDIS_PREFIX, DATABASE_URL: ctx.config.DATABASE_URL, REDIS_URL: ctx.config.REDIS_URL };
 });
 afterEach(async () => {
   for (const socket of sockets.splice(0)) socket.destroy();
+  for (const pid of frozen.splice(0)) if (isRunning(pid)) process.kill(pid, 'SIGKILL');
   await Promise.all(processes.splice(0).map((p) => p.kill('SIGKILL')));
 });
 afterAll(async () => {
@@ -35,6 +42,22 @@ async function holdRequestOpen(url: string): Promise<void> {
   const drip = setInterval(() => (socket.destroyed ? clearInterval(drip) : socket.write(' ')), 200);
   // Let the gateway take the request in before the test signals it.
   await sleep(300);
+}
+
+/** Running: not gone, and not a zombie waiting for a parent that will never reap it. */
+function isRunning(pid: number): boolean {
+  try {
+    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return false;
+  }
+}
+
+async function listeningLines(gateway: AppProcess, count: number): Promise<Record<string, unknown>[]> {
+  for (let i = 0; i < 400 && gateway.logs.filter((l) => l.msg === 'gateway listening').length < count; i += 1) await sleep(50);
+  const lines = gateway.logs.filter((l) => l.msg === 'gateway listening');
+  expect(lines).toHaveLength(count);
+  return lines;
 }
 
 async function stopWatch(gateway: AppProcess, signal: NodeJS.Signals): Promise<{ status: number | NodeJS.Signals; ms: number }> {
@@ -68,4 +91,69 @@ describe('a gateway process stopping', () => {
     expect(stopped.ms).toBeLessThan(2500);
     expect(gateway.logs.find((l) => l.level === 50)).toMatchObject({ timeoutMs: 1000, msg: 'still stopping at the shutdown deadline (SHUTDOWN_TIMEOUT_MS), exiting now' });
   });
+});
+
+describe('the GATEWAY_WORKERS supervisor', () => {
+  it('gives up and exits 1 when its gateway processes keep dying before they listen, waiting longer before each new one', async () => {
+    // A genuine start failure: PORT is held by another program. The processes of a cluster listen
+    // through the supervisor, whose bind fails, and each of them dies with EADDRINUSE; the supervisor
+    // binds nothing itself, so it lives on to retry.
+    const squatter = createServer().listen(0);
+    await once(squatter, 'listening');
+    try {
+      const taken = (squatter.address() as AddressInfo).port;
+      const supervisor = spawnApp('gateway', { ...env, PORT: String(taken), METRICS_PORT: '0', GATEWAY_WORKERS: '2' });
+      processes.push(supervisor);
+
+      const status = await Promise.race([supervisor.exited, sleep(30_000).then(() => 'still running after 30 s')]);
+
+      expect(status).toBe(1);
+      const deaths = supervisor.logs.filter((l) => l.msg === 'gateway process died, starting another');
+      expect(deaths.map((l) => l.restartInMs)).toEqual([100, 200, 400, 800]);
+      expect(deaths.map((l) => [l.code, l.listened])).toEqual(Array(4).fill([1, false]));
+      expect(supervisor.logs.find((l) => l.msg === 'gateway processes keep dying before they listen, giving up')).toMatchObject({ level: 60, code: 1, startFailures: 5 });
+      const cannotListen = supervisor.logs.filter((l) => l.msg === 'gateway cannot listen');
+      expect(cannotListen.length).toBeGreaterThanOrEqual(5);
+      expect(cannotListen.every((l) => (l.err as { code?: string }).code === 'EADDRINUSE' && l.port === taken)).toBe(true);
+    } finally {
+      squatter.close();
+    }
+  }, 60_000);
+
+  it('replaces a gateway process that was killed, and goes on serving', async () => {
+    const supervisor = await spawnGateway({ ...env, GATEWAY_WORKERS: '2' });
+    processes.push(supervisor);
+    const [victim] = await listeningLines(supervisor, 2);
+
+    process.kill(victim!.pid as number, 'SIGKILL');
+    const replaced = await listeningLines(supervisor, 3);
+
+    expect(supervisor.logs.find((l) => l.msg === 'gateway process died, starting another')).toMatchObject({ level: 50, signal: 'SIGKILL', listened: true, restartInMs: 100 });
+    expect(replaced[2]!.pid).not.toBe(victim!.pid);
+    expect((await fetch(`${supervisor.url}/healthz`)).status).toBe(200);
+  }, 60_000);
+
+  it('on SIGTERM, SIGKILLs a gateway process still running at SHUTDOWN_TIMEOUT_MS and exits 1', async () => {
+    const supervisor = await spawnGateway({ ...env, GATEWAY_WORKERS: '2', SHUTDOWN_TIMEOUT_MS: '1000' });
+    processes.push(supervisor);
+    const [hung, healthy] = (await listeningLines(supervisor, 2)).map((l) => l.pid as number);
+    // Stopped, it can handle no signal: as hung as a process gets.
+    frozen.push(hung!);
+    process.kill(hung!, 'SIGSTOP');
+
+    const stopped = await stopWatch(supervisor, 'SIGTERM');
+
+    expect(stopped.status).toBe(1);
+    expect(stopped.ms).toBeGreaterThanOrEqual(950);
+    expect(stopped.ms).toBeLessThan(2500);
+    expect(supervisor.logs.find((l) => l.msg === 'gateway processes still running at the shutdown deadline (SHUTDOWN_TIMEOUT_MS), killing them')).toMatchObject({
+      level: 50,
+      timeoutMs: 1000,
+      pids: [hung],
+    });
+    // The other one finished its own stop in time.
+    expect(supervisor.logs.filter((l) => l.pid === healthy).map((l) => l.msg).slice(-2)).toEqual(['stopping', 'stopped']);
+    for (let i = 0; i < 40 && isRunning(hung!); i += 1) await sleep(50);
+    expect(isRunning(hung!)).toBe(false);
+  }, 60_000);
 });

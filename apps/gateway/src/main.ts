@@ -11,7 +11,7 @@ const config = loadConfig();
 const logger = createLogger('gateway', config.LOG_LEVEL);
 
 if (config.GATEWAY_WORKERS > 1 && cluster.isPrimary) {
-  runGatewayCluster(config.GATEWAY_WORKERS, logger);
+  runGatewayCluster({ count: config.GATEWAY_WORKERS, shutdownTimeoutMs: config.SHUTDOWN_TIMEOUT_MS }, logger);
 } else {
   const redis = createRedis(config.REDIS_URL, { name: 'gateway', commandTimeoutMs: config.REDIS_COMMAND_TIMEOUT_MS, onError: (err) => logger.warn({ err }, 'redis connection error') });
   const prisma = createPrisma(config.DATABASE_URL, config.DB_POOL_SIZE, 0, { statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS });
@@ -20,6 +20,8 @@ if (config.GATEWAY_WORKERS > 1 && cluster.isPrimary) {
   await gateway.start();
   const server = createHttpServer(gateway.listener, config, logger);
   const port = await listen(server, config.PORT).catch((err: unknown) => {
+    // In a cluster this kills one gateway process before it listened: the supervisor retries a few
+    // times, then gives up (gateway-cluster.ts).
     logger.fatal({ err, port: config.PORT }, 'gateway cannot listen');
     process.exit(1);
   });
