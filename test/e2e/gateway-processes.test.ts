@@ -1,14 +1,15 @@
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
-import { createServer } from 'node:http';
+import { createServer, request } from 'node:http';
 import { connect, type AddressInfo, type Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { buyerToken, spawnApp, spawnGateway, type AppProcess } from '@flashsale/harness';
-import { createTestContext, type TestContext } from '../support/context.ts';
+import { createLiveSale, createTestContext, type TestContext } from '../support/context.ts';
+import { expectProblem } from '../support/http.ts';
 
-// Real gateway processes, alone and under the GATEWAY_WORKERS supervisor: how they are restarted, how
-// they stop.
+// Real gateway processes, alone and under the GATEWAY_WORKERS supervisor: where their metrics are
+// served, how they are restarted, how they stop.
 
 let ctx: TestContext;
 let env: NodeJS.ProcessEnv;
@@ -53,6 +54,23 @@ function isRunning(pid: number): boolean {
   }
 }
 
+/** A purchase over a connection of its own, so that the cluster's round-robin spreads them. */
+function purchase(url: string, saleId: number, token: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = request(`${url}/api/sales/${saleId}/purchase`, { method: 'POST', agent: false, headers: { authorization: `Bearer ${token}` } }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode!));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+async function scrape(metricsPort: unknown): Promise<{ status: number; lines: string[] }> {
+  const res = await fetch(`http://127.0.0.1:${String(metricsPort)}/metrics`);
+  return { status: res.status, lines: (await res.text()).split('\n') };
+}
+
 async function listeningLines(gateway: AppProcess, count: number): Promise<Record<string, unknown>[]> {
   for (let i = 0; i < 400 && gateway.logs.filter((l) => l.msg === 'gateway listening').length < count; i += 1) await sleep(50);
   const lines = gateway.logs.filter((l) => l.msg === 'gateway listening');
@@ -91,6 +109,65 @@ describe('a gateway process stopping', () => {
     expect(stopped.ms).toBeLessThan(2500);
     expect(gateway.logs.find((l) => l.level === 50)).toMatchObject({ timeoutMs: 1000, msg: 'still stopping at the shutdown deadline (SHUTDOWN_TIMEOUT_MS), exiting now' });
   });
+});
+
+describe('the metrics of a gateway', () => {
+  it('are served on METRICS_PORT, named in the listening line; /metrics on PORT is a 404 like any unknown route', async () => {
+    const gateway = await spawnGateway(env);
+    processes.push(gateway);
+    const { port, metricsPort } = gateway.logs.find((l) => l.msg === 'gateway listening')!;
+    const sale = await createLiveSale(ctx, { stock: 5 });
+    expect(await purchase(gateway.url, sale.id, await buyerToken('metrics-port-buyer'))).toBe(202);
+
+    const scraped = await scrape(metricsPort);
+
+    expect(metricsPort).toEqual(expect.any(Number));
+    expect(metricsPort).not.toBe(port);
+    expect(scraped.status).toBe(200);
+    expect(scraped.lines).toContain('flashsale_purchases_total{outcome="reserved"} 1');
+    await expectProblem(await fetch(`${gateway.url}/metrics`), 404, 'NOT_FOUND', 'no route for GET /metrics');
+    expect(await (await fetch(`http://127.0.0.1:${String(metricsPort)}/healthz`)).json()).toEqual({ status: 'ok' });
+  });
+
+  it('a METRICS_PORT already taken: says so, and serves buyers anyway', async () => {
+    const squatter = createServer().listen(0);
+    await once(squatter, 'listening');
+    try {
+      const taken = (squatter.address() as AddressInfo).port;
+      const gateway = await spawnGateway({ ...env, METRICS_PORT: String(taken) });
+      processes.push(gateway);
+
+      expect(gateway.logs.find((l) => l.msg === 'metrics port unavailable: this gateway serves no /metrics (give it its own METRICS_PORT)')).toMatchObject({ level: 50, port: taken });
+      expect(gateway.logs.find((l) => l.msg === 'gateway listening')).not.toHaveProperty('metricsPort');
+      expect((await fetch(`${gateway.url}/healthz`)).status).toBe(200);
+    } finally {
+      squatter.close();
+    }
+  });
+
+  it('with GATEWAY_WORKERS=2: one METRICS_PORT, bound by the supervisor, serving the sum of both processes', async () => {
+    const supervisor = await spawnGateway({ ...env, GATEWAY_WORKERS: '2' });
+    processes.push(supervisor);
+    const listening = await listeningLines(supervisor, 2);
+    const sale = await createLiveSale(ctx, { stock: 10 });
+    // Four connections, one purchase each: the round-robin gives each process two.
+    for (let i = 0; i < 4; i += 1) expect(await purchase(supervisor.url, sale.id, await buyerToken(`cluster-buyer-${i}`))).toBe(202);
+
+    const scraped = await scrape(listening[0]!.metricsPort);
+
+    expect(new Set(listening.map((l) => l.pid)).size).toBe(2);
+    expect(listening.map((l) => l.metricsPort)).toEqual([listening[0]!.metricsPort, listening[0]!.metricsPort]);
+    expect(scraped.status).toBe(200);
+    expect(scraped.lines).toContain('flashsale_purchases_total{outcome="reserved"} 4');
+    expect(scraped.lines).toContain('flashsale_purchase_duration_seconds_count 4');
+    expect((await fetch(`${supervisor.url}/metrics`)).status).toBe(404);
+
+    // Each process counted its own two: once one is gone (and replaced), the sum is the other's.
+    process.kill(listening[0]!.pid as number, 'SIGKILL');
+    await listeningLines(supervisor, 3);
+    expect((await scrape(listening[0]!.metricsPort)).lines).toContain('flashsale_purchases_total{outcome="reserved"} 2');
+    expect(await supervisor.kill('SIGTERM')).toBe(0);
+  }, 60_000);
 });
 
 describe('the GATEWAY_WORKERS supervisor', () => {

@@ -37,7 +37,7 @@ export function createApp(
   app.use(saleRouter(deps));
   app.use(reservationRouter(deps));
   app.use(adminRouter(deps));
-  app.use(healthRouter(deps, metrics));
+  app.use(healthRouter(deps));
   app.use(notFound);
   app.use(errorHandler(deps.logger));
   return app;

@@ -3,7 +3,7 @@ import type { Express } from 'express';
 import { readBuyers } from '@flashsale/redis-store';
 import type { GatewayDeps } from './deps.ts';
 import { createApp } from './app.ts';
-import { createGatewayMetrics } from './metrics.ts';
+import { createGatewayMetrics, type GatewayMetrics } from './metrics.ts';
 import { createPurchaseHandler, type PurchaseHandler } from './purchase/purchase-handler.ts';
 import { SaleVerdictCache } from './purchase/sale-verdict-cache.ts';
 import { LiveSaleDirectory } from './purchase/live-sale-directory.ts';
@@ -22,6 +22,8 @@ export interface Gateway {
   listener: RequestListener;
   verdicts: SaleVerdictCache;
   liveSales: LiveSaleDirectory;
+  /** Its Prometheus metrics, served apart from the app, on METRICS_PORT (see metrics-port.ts). */
+  metrics: GatewayMetrics;
   /** Subscribes to sale events and loads the live-sale directory; call before listening. */
   start(): Promise<void>;
   close(): Promise<void>;
@@ -70,6 +72,7 @@ export function createGateway(deps: GatewayDeps, options: GatewayOptions = {}): 
     listener: frontDoor(app, handlePurchase),
     verdicts,
     liveSales,
+    metrics,
     async start() {
       [events] = await Promise.all([listenToSaleEvents(deps.config.REDIS_URL, deps.config.REDIS_PREFIX, verdicts, deps.logger), liveSales.start()]);
     },

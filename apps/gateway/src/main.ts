@@ -1,4 +1,5 @@
 import cluster from 'node:cluster';
+import type { Server } from 'node:http';
 import { createLogger, loadConfig, onShutdownSignal } from '@flashsale/config';
 import { createRedis } from '@flashsale/redis-store';
 import { createPrisma } from '@flashsale/order-store';
@@ -6,17 +7,31 @@ import { createReconcileJobs } from '@flashsale/jobs';
 import { createGateway } from './gateway.ts';
 import { runGatewayCluster } from './gateway-cluster.ts';
 import { createHttpServer, listen } from './http-server.ts';
+import { answerSupervisorScrapes, clusterMetricsSource, serveMetricsPort, SUPERVISOR_METRICS_PORT, supervisorMetricsPort } from './metrics-port.ts';
 
 const config = loadConfig();
 const logger = createLogger('gateway', config.LOG_LEVEL);
 
 if (config.GATEWAY_WORKERS > 1 && cluster.isPrimary) {
-  runGatewayCluster({ count: config.GATEWAY_WORKERS, shutdownTimeoutMs: config.SHUTDOWN_TIMEOUT_MS }, logger);
+  // One metrics port for all the gateway processes, bound before they start so each can log it.
+  const metrics = await serveMetricsPort(clusterMetricsSource(), config.METRICS_PORT, logger);
+  runGatewayCluster(
+    { count: config.GATEWAY_WORKERS, shutdownTimeoutMs: config.SHUTDOWN_TIMEOUT_MS, env: { [SUPERVISOR_METRICS_PORT]: String(metrics.port ?? 'none') } },
+    logger,
+  );
 } else {
   const redis = createRedis(config.REDIS_URL, { name: 'gateway', commandTimeoutMs: config.REDIS_COMMAND_TIMEOUT_MS, onError: (err) => logger.warn({ err }, 'redis connection error') });
   const prisma = createPrisma(config.DATABASE_URL, config.DB_POOL_SIZE, 0, { statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS });
   const jobs = createReconcileJobs(config.REDIS_URL, config.REDIS_PREFIX);
   const gateway = createGateway({ config, redis, prisma, logger, jobs });
+  let metricsServer: Server | undefined;
+  let metricsPort: number | undefined;
+  if (cluster.isWorker) {
+    answerSupervisorScrapes(gateway.metrics.registry);
+    metricsPort = supervisorMetricsPort();
+  } else {
+    ({ server: metricsServer, port: metricsPort } = await serveMetricsPort(gateway.metrics.registry, config.METRICS_PORT, logger));
+  }
   await gateway.start();
   const server = createHttpServer(gateway.listener, config, logger);
   const port = await listen(server, config.PORT).catch((err: unknown) => {
@@ -25,12 +40,13 @@ if (config.GATEWAY_WORKERS > 1 && cluster.isPrimary) {
     logger.fatal({ err, port: config.PORT }, 'gateway cannot listen');
     process.exit(1);
   });
-  logger.info({ port, worker: cluster.worker?.id }, 'gateway listening');
+  logger.info({ port, metricsPort, worker: cluster.worker?.id }, 'gateway listening');
 
   onShutdownSignal(logger, config.SHUTDOWN_TIMEOUT_MS, async () => {
     // Stop accepting, let requests in flight finish (each is one Redis call), then close the clients.
     // A request that does not finish (a client sending its body slowly) is cut by HTTP_REQUEST_TIMEOUT_MS,
     // and the whole stop by SHUTDOWN_TIMEOUT_MS.
+    metricsServer?.close();
     await new Promise<void>((resolve) => {
       server.close(() => resolve());
       server.closeIdleConnections();

@@ -1,11 +1,20 @@
 import { createServer, type Server } from 'node:http';
-import type { Registry } from 'prom-client';
 
 /**
- * The small HTTP server of a background process (worker, reconciler): `/metrics` in Prometheus text
- * format and `/healthz`, on `port` (0 picks a free one; read it from the `listening` event).
+ * What `/metrics` answers: a prom-client Registry, or anything that renders one, such as the sum of a
+ * node:cluster's processes gathered by an AggregatorRegistry.
  */
-export function serveMetrics(registry: Registry, port: number): Server {
+export interface MetricsSource {
+  readonly contentType: string;
+  metrics(): Promise<string>;
+}
+
+/**
+ * The small internal HTTP server of a process (worker, reconciler, the gateway's METRICS_PORT):
+ * `/metrics` in Prometheus text format and `/healthz`, on `port` (0 picks a free one; read it from the
+ * `listening` event).
+ */
+export function serveMetrics(registry: MetricsSource, port: number): Server {
   return createServer((req, res) => {
     if (req.url === '/metrics') {
       registry.metrics().then(

@@ -1,4 +1,7 @@
+import { once } from 'node:events';
+import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
+import { serveMetrics } from '@flashsale/config';
 import { createRedis } from '@flashsale/redis-store';
 import { createLiveSale, type TestContext } from '../../../../test/support/context.ts';
 import { gatewayPerFile, startGateway, type TestGateway } from '../../../../test/support/gateway.ts';
@@ -43,21 +46,32 @@ describe('health and metrics', () => {
     }
   });
 
-  it('counts purchases by outcome in /metrics', async () => {
-    const sale = await createLiveSale(ctx, { stock: 1 });
-    for (const buyer of ['metrics-a', 'metrics-b']) {
-      await fetch(`${gateway.url}/api/sales/${sale.id}/purchase`, { method: 'POST', headers: bearer(await buyerToken(buyer)) });
+  it('counts purchases by outcome in the metrics served on the metrics port', async () => {
+    // As main.ts serves them: the gateway's registry on METRICS_PORT, a server of its own.
+    const metricsServer = serveMetrics(gateway.gateway.metrics.registry, 0);
+    await once(metricsServer, 'listening');
+    try {
+      const sale = await createLiveSale(ctx, { stock: 1 });
+      for (const buyer of ['metrics-a', 'metrics-b']) {
+        await fetch(`${gateway.url}/api/sales/${sale.id}/purchase`, { method: 'POST', headers: bearer(await buyerToken(buyer)) });
+      }
+
+      const res = await fetch(`http://127.0.0.1:${(metricsServer.address() as AddressInfo).port}/metrics`);
+
+      expect(res.status).toBe(200);
+      expect(res.headers.get('content-type')).toBe('text/plain; version=0.0.4; charset=utf-8');
+      const lines = (await res.text()).split('\n');
+      expect(lines).toContain('# TYPE flashsale_purchases_total counter');
+      expect(lines).toContain('flashsale_purchases_total{outcome="reserved"} 1');
+      expect(lines).toContain('flashsale_purchases_total{outcome="SOLD_OUT"} 1');
+      expect(lines).toContain('flashsale_purchase_duration_seconds_count 2');
+    } finally {
+      metricsServer.close();
     }
+  });
 
-    const res = await fetch(`${gateway.url}/metrics`);
-
-    expect(res.status).toBe(200);
-    expect(res.headers.get('content-type')).toBe('text/plain; version=0.0.4; charset=utf-8');
-    const lines = (await res.text()).split('\n');
-    expect(lines).toContain('# TYPE flashsale_purchases_total counter');
-    expect(lines).toContain('flashsale_purchases_total{outcome="reserved"} 1');
-    expect(lines).toContain('flashsale_purchases_total{outcome="SOLD_OUT"} 1');
-    expect(lines).toContain('flashsale_purchase_duration_seconds_count 2');
+  it('answers /metrics on the buyers\' port with a 404 problem, like any unknown route', async () => {
+    await expectProblem(await fetch(`${gateway.url}/metrics`), 404, 'NOT_FOUND', 'no route for GET /metrics');
   });
 
   it('answers an unknown route with a 404 problem', async () => {

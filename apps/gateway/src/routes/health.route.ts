@@ -1,6 +1,5 @@
 import { Router } from 'express';
 import type { GatewayDeps } from '../deps.ts';
-import type { GatewayMetrics } from '../metrics.ts';
 
 const READY_TIMEOUT_MS = 1000;
 
@@ -11,8 +10,11 @@ function withTimeout<T>(promise: Promise<T>): Promise<T> {
   ]);
 }
 
-/** /healthz (the process runs), /readyz (Redis and MySQL answer), /metrics (Prometheus). */
-export function healthRouter({ redis, prisma }: GatewayDeps, metrics: GatewayMetrics): Router {
+/**
+ * /healthz (the process runs), /readyz (Redis and MySQL answer). Not /metrics: it tells whoever asks the
+ * traffic, the outcomes and the process's insides, so it is served on the internal METRICS_PORT only.
+ */
+export function healthRouter({ redis, prisma }: GatewayDeps): Router {
   const router = Router();
   router.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
@@ -22,9 +24,6 @@ export function healthRouter({ redis, prisma }: GatewayDeps, metrics: GatewayMet
     const checks = { redis: redisCheck.status === 'fulfilled' ? 'up' : 'down', mysql: mysqlCheck.status === 'fulfilled' ? 'up' : 'down' };
     const ready = checks.redis === 'up' && checks.mysql === 'up';
     res.status(ready ? 200 : 503).json({ status: ready ? 'ready' : 'not_ready', checks });
-  });
-  router.get('/metrics', async (_req, res) => {
-    res.type(metrics.registry.contentType).send(await metrics.registry.metrics());
   });
   return router;
 }
