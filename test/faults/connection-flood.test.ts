@@ -1,4 +1,5 @@
 import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { get } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -33,7 +34,7 @@ afterAll(async () => {
   await ctx.close();
 });
 
-async function spawnLimited(env: NodeJS.ProcessEnv): Promise<AppProcess & { url: string }> {
+async function spawnFlooded(env: NodeJS.ProcessEnv): Promise<AppProcess & { url: string }> {
   gateway = await spawnGateway({
     REDIS_PREFIX: ctx.config.REDIS_PREFIX,
     DATABASE_URL: ctx.config.DATABASE_URL,
@@ -43,8 +44,25 @@ async function spawnLimited(env: NodeJS.ProcessEnv): Promise<AppProcess & { url:
     HTTP_REQUEST_TIMEOUT_MS: '60000',
     ...env,
   });
-  execFileSync('prlimit', ['--pid', String(gateway.child.pid), `--nofile=${OPEN_FILES}:${OPEN_FILES}`]);
   return gateway;
+}
+
+async function spawnLimited(env: NodeJS.ProcessEnv): Promise<AppProcess & { url: string }> {
+  const spawned = await spawnFlooded(env);
+  execFileSync('prlimit', ['--pid', String(spawned.child.pid), `--nofile=${OPEN_FILES}:${OPEN_FILES}`]);
+  return spawned;
+}
+
+/** CPU time (user + system) a process spends over the next `ms`, in milliseconds. */
+async function cpuMsOver(pid: number, ms: number): Promise<number> {
+  // utime and stime, fields 14 and 15 of /proc/<pid>/stat, in clock ticks of 10 ms.
+  const ticks = () => {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return Number(fields[11]) + Number(fields[12]);
+  };
+  const before = ticks();
+  await sleep(ms);
+  return (ticks() - before) * 10;
 }
 
 /** Opens `count` idle connections from 127.0.0.1; resolves once each has connected (or failed to). */
@@ -113,5 +131,19 @@ describe('a flood of idle connections against a gateway process', () => {
     expect(buyer.status).toBe(200);
     expect(gateway!.child.exitCode).toBeNull();
     expect(gateway!.logs.find((l) => l.msg === 'connection limits')).toMatchObject({ maxConnections: 200, maxConnectionsFrom: 'MAX_CONNECTIONS', maxConnectionsPerAddress: 0 });
+  }, 60_000);
+
+  it('under GATEWAY_WORKERS=2: each process holds MAX_CONNECTIONS, the rest are closed, and nothing spins', async () => {
+    // node:cluster hands each connection to a process; one that says "full" has it handed on, back and
+    // forth while every process is full, unless the process takes it and closes it.
+    const supervisor = await spawnFlooded({ GATEWAY_WORKERS: '2', MAX_CONNECTIONS: '20', MAX_CONNECTIONS_PER_ADDRESS: '0' });
+    for (let i = 0; i < 200 && supervisor.logs.filter((l) => l.msg === 'gateway listening').length < 2; i += 1) await sleep(50);
+    const flooding = await floodWith(Number(new URL(supervisor.url).port), 100);
+
+    await untilOpen(flooding, 40);
+    const supervisorCpuMs = await cpuMsOver(supervisor.child.pid!, 1000);
+
+    expect(supervisorCpuMs).toBeLessThan(200);
+    expect(flooding.open()).toBe(40);
   }, 60_000);
 });

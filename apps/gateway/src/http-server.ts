@@ -16,14 +16,19 @@ const REFUSAL_LOG_EVERY_MS = 10_000;
  *
  * - one client address holds at most MAX_CONNECTIONS_PER_ADDRESS connections (0: no cap); one more is
  *   closed at once, so a single machine cannot take every descriptor while other buyers still get in;
- * - the process holds at most MAX_CONNECTIONS (default: below its open-file limit), past which Node
- *   closes new connections at once, instead of accept() failing with EMFILE;
+ * - the process holds at most MAX_CONNECTIONS (default: below its open-file limit), past which a new
+ *   connection is closed at once, instead of accept() failing with EMFILE;
  * - a request's headers must arrive within HTTP_HEADERS_TIMEOUT_MS (a connection that sends nothing at
  *   all included) and the whole request within HTTP_REQUEST_TIMEOUT_MS: Node answers 408 and closes;
- * - an idle keep-alive connection is closed after HTTP_KEEP_ALIVE_TIMEOUT_MS.
+ * - an idle keep-alive connection is closed after HTTP_KEEP_ALIVE_TIMEOUT_MS (clients are told so in
+ *   Keep-Alive: timeout=; Node closes 1 s later still, its keepAliveTimeoutBuffer, so a client reusing
+ *   the connection at the last moment does not meet a closed socket).
  *
- * The bookkeeping runs once per connection (a Map entry per client address with connections open,
- * removed with its last one), never per request. Errors of listen() are the caller's (see `listen`).
+ * Under GATEWAY_WORKERS each process applies these limits to the connections the supervisor hands it, so
+ * an address may hold MAX_CONNECTIONS_PER_ADDRESS, and the gateway MAX_CONNECTIONS, per process.
+ *
+ * The bookkeeping runs once per connection (a count, and a Map entry per client address with connections
+ * open, removed with its last one), never per request. Errors of listen() are the caller's (`listen`).
  */
 export function createHttpServer(listener: RequestListener, config: HttpServerConfig, logger: Logger): Server {
   if (config.HTTP_HEADERS_TIMEOUT_MS > config.HTTP_REQUEST_TIMEOUT_MS) {
@@ -47,11 +52,8 @@ export function createHttpServer(listener: RequestListener, config: HttpServerCo
   const refused = refusalLog(logger);
   const { limit: openFileLimit, read: openFileLimitRead } = ownOpenFileLimit();
   const derived = connectionCeiling(openFileLimit);
-  server.maxConnections = config.MAX_CONNECTIONS ?? derived;
-  server.on('drop', (dropped?: { remoteAddress?: string }) => refused('overMaxConnections', dropped?.remoteAddress));
-  if (config.MAX_CONNECTIONS_PER_ADDRESS > 0) {
-    capPerAddress(server, config.MAX_CONNECTIONS_PER_ADDRESS, (address) => refused('overMaxConnectionsPerAddress', address));
-  }
+  const maxConnections = config.MAX_CONNECTIONS ?? derived;
+  capConnections(server, maxConnections, config.MAX_CONNECTIONS_PER_ADDRESS, refused);
   // Once listening, an error on the server is accept() failing (EMFILE that libuv could not absorb, should
   // descriptors run out anyway): that connection is lost, the server goes on, so it is logged rather than
   // left to crash the process.
@@ -61,7 +63,7 @@ export function createHttpServer(listener: RequestListener, config: HttpServerCo
 
   logger.info(
     {
-      maxConnections: server.maxConnections,
+      maxConnections,
       maxConnectionsFrom: config.MAX_CONNECTIONS === undefined ? 'open-file limit' : 'MAX_CONNECTIONS',
       openFileLimit: openFileLimitRead ? openFileLimit : `unknown, assumed ${openFileLimit}`,
       maxConnectionsPerAddress: config.MAX_CONNECTIONS_PER_ADDRESS,
@@ -97,23 +99,40 @@ export function listen(server: Server, port: number): Promise<number> {
   });
 }
 
-function capPerAddress(server: Server, cap: number, onRefused: (address: string) => void): void {
-  const open = new Map<string, number>();
+/**
+ * Closes a new connection at once past `max` in all or `perAddress` (0: no cap) from its address.
+ *
+ * Not Node's server.maxConnections: under node:cluster a process at that limit answers the supervisor
+ * "not accepted", and the supervisor hands the connection on, to the same process again when all are
+ * full, back and forth without end (measured: a core each for the supervisor and the process, with the
+ * connections held open in the supervisor). Taking the connection and closing it ends it everywhere.
+ */
+function capConnections(server: Server, max: number, perAddress: number, refused: (reason: Refusal, address?: string) => void): void {
+  let open = 0;
+  const openByAddress = new Map<string, number>();
   server.on('connection', (socket: Socket) => {
     const address = socket.remoteAddress;
     // Reset before Node handed it over: already closed, nothing to count.
     if (address === undefined) return;
-    const count = (open.get(address) ?? 0) + 1;
-    if (count > cap) {
+    if (open >= max) {
       socket.destroy();
-      onRefused(address);
+      refused('overMaxConnections', address);
       return;
     }
-    open.set(address, count);
+    open += 1;
+    socket.once('close', () => (open -= 1));
+    if (perAddress === 0) return;
+    const ofAddress = (openByAddress.get(address) ?? 0) + 1;
+    if (ofAddress > perAddress) {
+      socket.destroy();
+      refused('overMaxConnectionsPerAddress', address);
+      return;
+    }
+    openByAddress.set(address, ofAddress);
     socket.once('close', () => {
-      const left = open.get(address)! - 1;
-      if (left === 0) open.delete(address);
-      else open.set(address, left);
+      const left = openByAddress.get(address)! - 1;
+      if (left === 0) openByAddress.delete(address);
+      else openByAddress.set(address, left);
     });
   });
 }
