@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Redis } from 'ioredis';
 import { buyerToken, startRedisServer, type RedisServer } from '@flashsale/harness';
 import { createLiveSale, createTestContext, type TestContext } from '../support/context.ts';
+import { commandCounts, commandsBetween } from '../support/command-stats.ts';
 import { startGateway, type TestGateway } from '../support/gateway.ts';
 import { until } from '../support/until.ts';
 
@@ -23,25 +23,6 @@ afterAll(async () => {
   await server.stop();
 });
 
-async function commandCounts(): Promise<Map<string, number>> {
-  const probe = new Redis(server.url);
-  const text = await probe.info('commandstats');
-  probe.disconnect();
-  const counts = new Map<string, number>();
-  for (const match of text.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) counts.set(match[1]!, Number(match[2]));
-  return counts;
-}
-
-function delta(before: Map<string, number>, after: Map<string, number>): Record<string, number> {
-  const changed: Record<string, number> = {};
-  for (const [name, calls] of after) {
-    const diff = calls - (before.get(name) ?? 0);
-    // The probe's own INFO and the connection handshakes (CLIENT SETINFO/HELLO) are not the purchase's.
-    if (diff > 0 && !['info', 'client|setinfo', 'hello', 'client|setname', 'select', 'ping'].includes(name)) changed[name] = diff;
-  }
-  return changed;
-}
-
 describe('what a purchase costs in Redis', () => {
   it('is one EVALSHA per purchase, accepted or refused, and none once the gateway has seen the sale sell out', async () => {
     const sale = await createLiveSale(ctx, { stock: 4 });
@@ -50,13 +31,13 @@ describe('what a purchase costs in Redis', () => {
     // Warm up: the first call may have to load the script (NOSCRIPT, then EVAL).
     expect((await send('warm-up')).status).toBe(202);
 
-    const before = await commandCounts();
+    const before = await commandCounts(server.url);
     const statuses = [];
     for (const buyer of ['a', 'b', 'a', 'c']) statuses.push((await send(buyer)).status);
     // The last unit went: the gateway reads the sale's holders once, in the background, then keeps the verdict.
     await until(async () => gateway.gateway.verdicts.get(sale.id), (known) => known !== undefined, 5000);
     for (const buyer of ['d', 'e', 'c']) statuses.push((await send(buyer)).status);
-    const after = await commandCounts();
+    const after = await commandCounts(server.url);
 
     // Accepted, accepted, duplicate, accepted (the last unit): one EVALSHA each. commandstats also counts
     // the commands the script runs inside: per call HMGET and HGET (the buyer check), TIME for all but the
@@ -64,6 +45,6 @@ describe('what a purchase costs in Redis', () => {
     // XADD. Then one HSCAN of the sale's holders, and from there every refusal, sold out or a holder's
     // retry (409 with their reservation), is answered by the gateway: no Redis call at all.
     expect(statuses).toEqual([202, 202, 409, 202, 410, 410, 409]);
-    expect(delta(before, after)).toEqual({ evalsha: 4, hmget: 4, time: 3, hget: 4, hincrby: 3, hset: 3, xadd: 3, hscan: 1 });
+    expect(commandsBetween(before, after)).toEqual({ evalsha: 4, hmget: 4, time: 3, hget: 4, hincrby: 3, hset: 3, xadd: 3, hscan: 1 });
   });
 });

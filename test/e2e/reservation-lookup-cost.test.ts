@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Redis } from 'ioredis';
 import { newReservationId } from '@flashsale/domain';
 import { ORDER_WRITERS_GROUP, saleKeys } from '@flashsale/redis-store';
 import { buyerToken, startRedisServer, type RedisServer } from '@flashsale/harness';
 import { createLiveSale, createTestContext, type TestContext } from '../support/context.ts';
+import { commandCounts, commandsBetween } from '../support/command-stats.ts';
 import { startGateway } from '../support/gateway.ts';
 
 // What a reservation lookup costs in Redis, counted by a redis-server of the test's own: nothing else
@@ -23,25 +23,6 @@ afterAll(async () => {
   await ctx.close();
   await server.stop();
 });
-
-async function commandCounts(): Promise<Map<string, number>> {
-  const probe = new Redis(server.url);
-  const text = await probe.info('commandstats');
-  probe.disconnect();
-  const counts = new Map<string, number>();
-  for (const match of text.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) counts.set(match[1]!, Number(match[2]));
-  return counts;
-}
-
-function delta(before: Map<string, number>, after: Map<string, number>): Record<string, number> {
-  const changed: Record<string, number> = {};
-  for (const [name, calls] of after) {
-    const diff = calls - (before.get(name) ?? 0);
-    // The probe's own INFO and the connection handshakes (CLIENT SETINFO/HELLO) are not the lookup's.
-    if (diff > 0 && !['info', 'client|setinfo', 'hello', 'client|setname', 'select', 'ping'].includes(name)) changed[name] = diff;
-  }
-  return changed;
-}
 
 type Entry = [id: string, fields: string[]];
 
@@ -70,13 +51,13 @@ describe('what a reservation lookup costs in Redis', () => {
     for (const [error] of (await deadLettering.exec())!) expect(error).toBeNull();
     expect(await ctx.redis.xlen(keys.deadLetter)).toBe(OTHER_DEAD_LETTERS + 1);
 
-    const before = await commandCounts();
+    const before = await commandCounts(server.url);
     const res = await fetch(`${gateway.url}/api/reservations/${reservationId}`, { headers: { authorization: `Bearer ${token}` } });
-    const after = await commandCounts();
+    const after = await commandCounts(server.url);
 
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual({ reservationId, saleId: sale.id, quantity: 1, status: 'rejected', orderId: null, reason: 'OVER_STOCK' });
-    expect(delta(before, after)).toEqual({ hget: 1 });
+    expect(commandsBetween(before, after)).toEqual({ hget: 1 });
     // The dead-letter stream is what it was: operators and the audit read it, its last entry this one.
     const [[, lastFields]] = (await ctx.redis.xrevrange(keys.deadLetter, '+', '-', 'COUNT', 1)) as [Entry];
     expect(lastFields).toEqual(['id', own![0], 'reason', 'OVER_STOCK', 'deliveries', '1', ...own![1]]);
