@@ -1,7 +1,7 @@
 import { afterEach, beforeEach } from 'vitest';
 import { randomBytes } from 'node:crypto';
 import { loadConfig, type Config } from '@flashsale/config';
-import { createRedis, publishSale, type ScriptedRedis } from '@flashsale/redis-store';
+import { createRedis, publishSale, redisNow, type ScriptedRedis } from '@flashsale/redis-store';
 import { createPrisma, insertSale, migrate, poolConfigFromUrl, type PrismaClient, type SaleRecord } from '@flashsale/order-store';
 import { createConnection } from 'mariadb';
 
@@ -62,10 +62,7 @@ export async function createIsolatedContext(overrides: NodeJS.ProcessEnv = {}): 
 }
 
 /** Milliseconds on Redis's clock, the one the reserve script judges sale windows by. */
-export async function redisNow(redis: ScriptedRedis): Promise<number> {
-  const [seconds, micros] = await redis.time();
-  return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
-}
+export { redisNow };
 
 export interface SaleOptions {
   stock?: number;
