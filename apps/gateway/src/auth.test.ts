@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { SignJWT } from 'jose';
+import { SignJWT, jwtVerify } from 'jose';
 import { DEV_AUTH_SECRET } from '@flashsale/config';
 import type { SaleRecord } from '@flashsale/order-store';
 import { createLiveSale, type TestContext } from '../../../test/support/context.ts';
@@ -145,6 +145,42 @@ describe('createBuyerAuthenticator', () => {
     const header = scheme === 'Token' ? `Token ${token}` : `${scheme}${token}`;
 
     expect(verdictOf(() => authenticate(header))).toEqual({ status: 401, code: 'UNAUTHORIZED', detail: 'an Authorization: Bearer token is required' });
+  });
+});
+
+describe('clock tolerance (AUTH_CLOCK_TOLERANCE_SECONDS)', () => {
+  const now = () => Math.floor(Date.now() / 1000);
+  const signed = (claims: { exp: number; nbf?: number; iat?: number }) =>
+    new SignJWT(claims).setProtectedHeader({ alg: 'HS256', typ: 'JWT' }).setSubject('ann').sign(devKey);
+  /** jose's verdict with the same tolerance: the rules this verifier promises to keep. */
+  const joseVerdict = async (token: string, tolerance: number) =>
+    jwtVerify(token, devKey, { algorithms: ['HS256'], clockTolerance: tolerance }).then(
+      () => 'accepted',
+      () => 'refused',
+    );
+  const ownVerdict = (token: string, tolerance: number) => {
+    const verdict = verdictOf(() => createBuyerAuthenticator(DEV_AUTH_SECRET, tolerance)(`Bearer ${token}`));
+    return verdict === 'accepted' ? verdict : 'refused';
+  };
+
+  it.each([
+    ['expired 3 s ago', { exp: -3 }, 5, 'accepted'],
+    ['expired 3 s ago, no tolerance', { exp: -3 }, 0, 'refused'],
+    ['expired 30 s ago', { exp: -30 }, 5, 'refused'],
+    ['not valid before 3 s from now', { exp: 600, nbf: 3 }, 5, 'accepted'],
+    ['not valid before 3 s from now, no tolerance', { exp: 600, nbf: 3 }, 0, 'refused'],
+    ['not valid before 60 s from now', { exp: 600, nbf: 60 }, 5, 'refused'],
+    ['issued 60 s in the future', { exp: 600, iat: 60 }, 5, 'accepted'],
+  ])('a token %s (tolerance 5 s unless said) is judged as jose judges it', async (_, offsets, tolerance, expected) => {
+    const claims = {
+      exp: now() + offsets.exp,
+      ...(offsets.nbf === undefined ? {} : { nbf: now() + offsets.nbf }),
+      ...('iat' in offsets ? { iat: now() + offsets.iat } : {}),
+    };
+    const token = await signed(claims);
+
+    expect(ownVerdict(token, tolerance)).toBe(expected);
+    expect(await joseVerdict(token, tolerance)).toBe(expected);
   });
 });
 

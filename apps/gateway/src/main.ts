@@ -21,7 +21,7 @@ if (config.GATEWAY_WORKERS > 1 && cluster.isPrimary) {
   );
 } else {
   const redis = createRedis(config.REDIS_URL, { name: 'gateway', commandTimeoutMs: config.REDIS_COMMAND_TIMEOUT_MS, onError: (err) => logger.warn({ err }, 'redis connection error') });
-  const prisma = createPrisma(config.DATABASE_URL, config.DB_POOL_SIZE, 0, { statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS });
+  const prisma = createPrisma(config.DATABASE_URL, config.GATEWAY_DB_POOL_SIZE, 0, { statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS });
   const jobs = createReconcileJobs(config.REDIS_URL, config.REDIS_PREFIX);
   const gateway = createGateway({ config, redis, prisma, logger, jobs });
   let metricsServer: Server | undefined;

@@ -9,7 +9,7 @@ import { createReconcilerMetrics } from './metrics.ts';
 const config = loadConfig();
 const logger = createLogger('reconciler', config.LOG_LEVEL);
 const redis = createRedis(config.REDIS_URL, { name: 'reconciler', commandTimeoutMs: config.REDIS_BACKGROUND_COMMAND_TIMEOUT_MS, onError: (err) => logger.warn({ err }, 'redis connection error'), maxRetriesPerRequest: null });
-const prisma = createPrisma(config.DATABASE_URL, config.DB_POOL_SIZE);
+const prisma = createPrisma(config.DATABASE_URL, config.RECONCILER_DB_POOL_SIZE);
 const jobs = createReconcileJobs(config.REDIS_URL, config.REDIS_PREFIX);
 const metrics = createReconcilerMetrics();
 

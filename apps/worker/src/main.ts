@@ -11,7 +11,7 @@ const logger = createLogger('worker', config.LOG_LEVEL);
 // No per-command retry limit: the worker's own loop retries, and an entry is never dropped for it.
 const redis = createRedis(config.REDIS_URL, { name: 'worker', commandTimeoutMs: config.REDIS_BACKGROUND_COMMAND_TIMEOUT_MS, onError: (err) => logger.warn({ err }, 'redis connection error'), maxRetriesPerRequest: null });
 // 16 prepared statements per connection: the quick pass's two, and room for the careful pass's.
-const prisma = createPrisma(config.DATABASE_URL, config.DB_POOL_SIZE, 16);
+const prisma = createPrisma(config.DATABASE_URL, config.WORKER_DB_POOL_SIZE, 16);
 
 const metrics = createWorkerMetrics();
 const worker = new OrderWorker(

@@ -44,7 +44,10 @@ describe('loadConfig', () => {
       WORKER_IDLE_MS: 5,
       WORKER_CLAIM_IDLE_MS: 15_000,
       WORKER_MAX_DELIVERIES: 5,
-      DB_POOL_SIZE: 10,
+      GATEWAY_DB_POOL_SIZE: 4,
+      WORKER_DB_POOL_SIZE: 10,
+      RECONCILER_DB_POOL_SIZE: 4,
+      AUTH_CLOCK_TOLERANCE_SECONDS: 5,
       PAUSED_RETRY_AFTER_SECONDS: 2,
       GATEWAY_WORKERS: 1,
       WORKER_PORT: 3002,
@@ -97,7 +100,7 @@ describe('loadConfig', () => {
       LOG_LEVEL: 'loud',
       RATE_LIMIT_PER_SECOND: '0',
       WORKER_BATCH_SIZE: '1.5',
-      DB_POOL_SIZE: 'many',
+      WORKER_DB_POOL_SIZE: 'many',
     };
 
     expect(() => loadConfig(env)).toThrow(ConfigError);
@@ -111,7 +114,7 @@ describe('loadConfig', () => {
       'LOG_LEVEL',
       'RATE_LIMIT_PER_SECOND',
       'WORKER_BATCH_SIZE',
-      'DB_POOL_SIZE',
+      'WORKER_DB_POOL_SIZE',
     ]);
   });
 
@@ -147,9 +150,15 @@ describe('loadConfig', () => {
   });
 
   it('treats an empty variable as unset', () => {
-    const config = loadConfig({ PORT: '', LOG_LEVEL: '', DB_POOL_SIZE: '' });
+    const config = loadConfig({ PORT: '', LOG_LEVEL: '', WORKER_DB_POOL_SIZE: '' });
 
-    expect([config.PORT, config.LOG_LEVEL, config.DB_POOL_SIZE]).toEqual([3000, 'info', 10]);
+    expect([config.PORT, config.LOG_LEVEL, config.WORKER_DB_POOL_SIZE]).toEqual([3000, 'info', 10]);
+  });
+
+  it('refuses DB_POOL_SIZE, which pools sized per role replaced, instead of ignoring it', () => {
+    expect(() => loadConfig({ DB_POOL_SIZE: '20' })).toThrow(
+      'Invalid configuration: DB_POOL_SIZE was replaced by GATEWAY_DB_POOL_SIZE, WORKER_DB_POOL_SIZE and RECONCILER_DB_POOL_SIZE (pools are sized per role)',
+    );
   });
 
   it('refuses an empty REDIS_PREFIX, AUTH_SECRET or ADMIN_TOKEN instead of falling back to a default', () => {

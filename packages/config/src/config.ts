@@ -26,6 +26,11 @@ const schema = z
       .default('fs'),
     /** Gateway port, default 3000 (0 picks a free port). */
     PORT: intFrom(0, 65535).default(3000),
+    /**
+     * Seconds a buyer token's `exp`, `nbf` and `iat` may be off, default 5: a gateway whose clock runs a
+     * little ahead of the token issuer's does not refuse tokens just issued or about to expire.
+     */
+    AUTH_CLOCK_TOLERANCE_SECONDS: intFrom(0, 300).default(5),
     /** HS256 key for buyer tokens; required in production, at least 32 characters. */
     AUTH_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
     /**
@@ -93,8 +98,16 @@ const schema = z
     WORKER_CLAIM_IDLE_MS: intFrom(100, 3_600_000).default(15_000),
     /** Deliveries after which a failing entry goes to the dead-letter stream, default 5. */
     WORKER_MAX_DELIVERIES: intFrom(1, 1000).default(5),
-    /** MySQL connections per process, default 10. */
-    DB_POOL_SIZE: intFrom(1, 500).default(10),
+    /**
+     * Most MySQL connections one gateway process opens, default 4: it only reads (sale, stats, a
+     * reservation's order) and creates sales; purchases never touch MySQL. Opened when needed, released
+     * when idle. Budget: see DB_*_POOL_SIZE in the README (processes x pool <= max_connections).
+     */
+    GATEWAY_DB_POOL_SIZE: intFrom(1, 500).default(4),
+    /** Most MySQL connections one worker process opens, default 10: its order batches run side by side. */
+    WORKER_DB_POOL_SIZE: intFrom(1, 500).default(10),
+    /** Most MySQL connections the reconciler (and the reconcile command) opens, default 4. */
+    RECONCILER_DB_POOL_SIZE: intFrom(1, 500).default(4),
     /** Seconds a paused sale asks buyers to wait before retrying (Retry-After), default 2. */
     PAUSED_RETRY_AFTER_SECONDS: intFrom(1, 3600).default(2),
     /** Gateway processes (node:cluster) sharing PORT, default 1 (no cluster); one per core uses them all. */
@@ -131,6 +144,11 @@ const schema = z
     { when: () => true },
   );
 
+/** Variables the system no longer reads, and what replaced them: set, they would be silently ignored. */
+const RETIRED: Record<string, string> = {
+  DB_POOL_SIZE: 'was replaced by GATEWAY_DB_POOL_SIZE, WORKER_DB_POOL_SIZE and RECONCILER_DB_POOL_SIZE (pools are sized per role)',
+};
+
 /** Variables whose empty value is an error rather than "unset": each would silently fall back to a default. */
 const NO_EMPTY = new Set(['REDIS_PREFIX', 'AUTH_SECRET', 'ADMIN_TOKEN']);
 
@@ -153,7 +171,12 @@ export class ConfigError extends Error {
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   // An empty variable means "not set": shells and compose files produce them easily. Except where an
   // empty value falling back to a default would hide a mistake: a namespace or a secret set to nothing.
-  const emptyProblems = [...NO_EMPTY].filter((name) => env[name] === '').map((name) => `${name} is set but empty: give it a value or unset it`);
+  const emptyProblems = [
+    ...[...NO_EMPTY].filter((name) => env[name] === '').map((name) => `${name} is set but empty: give it a value or unset it`),
+    ...Object.entries(RETIRED)
+      .filter(([name]) => env[name] !== undefined && env[name] !== '')
+      .map(([name, why]) => `${name} ${why}`),
+  ];
   const parsed = schema.safeParse(Object.fromEntries(Object.entries(env).filter(([, value]) => value !== '')));
   if (!parsed.success || emptyProblems.length > 0) {
     throw new ConfigError([...emptyProblems, ...(parsed.error?.issues ?? []).map((issue) => `${issue.path.join('.')} ${issue.message}`)]);

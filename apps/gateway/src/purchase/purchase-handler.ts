@@ -64,7 +64,7 @@ export interface PurchaseHandlerParts {
  * Express's request or response objects, each of which the profile showed costing on every call.
  */
 export function createPurchaseHandler({ config, redis, logger }: GatewayDeps, metrics: GatewayMetrics, { verdicts, liveSales }: PurchaseHandlerParts): PurchaseHandler {
-  const authenticate = createBuyerAuthenticator(config.AUTH_SECRET);
+  const authenticate = createBuyerAuthenticator(config.AUTH_SECRET, config.AUTH_CLOCK_TOLERANCE_SECONDS);
   const limits = createRequestLimits(config);
   const prefix = config.REDIS_PREFIX;
   const outcomeCounters = new Map<string, ReturnType<typeof metrics.purchases.labels>>();

@@ -23,7 +23,7 @@ import { createRequestLimits } from '../request-limits.ts';
  */
 export function reservationRouter({ config, redis, prisma }: GatewayDeps): Router {
   const router = Router();
-  const authenticate = createBuyerAuthenticator(config.AUTH_SECRET);
+  const authenticate = createBuyerAuthenticator(config.AUTH_SECRET, config.AUTH_CLOCK_TOLERANCE_SECONDS);
   const limits = createRequestLimits(config);
   router.get('/api/reservations/:reservationId', async (req, res) => {
     limits.checkAddress(req);
