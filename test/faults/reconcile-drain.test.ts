@@ -30,7 +30,7 @@ describe('a reconciliation requested while reservations are in flight', () => {
 
     // The control: rebuild it the naive way, without waiting for the drain. MySQL knows none of the 100
     // reservations, so the rebuilt state hands all 100 units out again: 200 buyers told yes for 100 units.
-    const naive = await beginRebuild(ctx.prisma, control, { countLost: false });
+    const naive = await beginRebuild(ctx.prisma, control, async () => ({ lost: false }));
     await rebuildSaleState(ctx.redis, prefix, naive!.sale, naive!);
     await setSalePaused(ctx.redis, prefix, control, false);
     await announceSaleChanged(ctx.redis, prefix, control);

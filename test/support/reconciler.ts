@@ -24,6 +24,7 @@ export async function startReconciler(ctx: TestContext, options: { watchEveryMs?
   const jobs = createReconcileJobs(ctx.config.REDIS_URL, ctx.config.REDIS_PREFIX);
   const audits: (AuditReport & { confirmed: boolean })[] = [];
   const reconciled: ReconcileResult[] = [];
+  const saleErrors: { saleId: number; error: unknown }[] = [];
   const reconciler = new Reconciler(
     {
       redis: ctx.redis,
@@ -33,6 +34,7 @@ export async function startReconciler(ctx: TestContext, options: { watchEveryMs?
       logger: createLogger('reconciler-test', 'silent'),
       onAudit: (report) => audits.push(report),
       onReconciled: (result) => reconciled.push(result),
+      onSaleError: (saleId, error) => saleErrors.push({ saleId, error }),
     },
     {
       prefix: ctx.config.REDIS_PREFIX,
@@ -51,6 +53,7 @@ export async function startReconciler(ctx: TestContext, options: { watchEveryMs?
     jobs,
     audits,
     reconciled,
+    saleErrors,
     async stop() {
       await reconciler.stop();
       await jobs.close();

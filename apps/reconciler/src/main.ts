@@ -25,6 +25,7 @@ const reconciler = new Reconciler(
       metrics.reconciliations.inc();
       metrics.lostReservations.inc(result.lost.reservations);
     },
+    onSaleError: () => metrics.saleErrors.inc(),
   },
   {
     prefix: config.REDIS_PREFIX,

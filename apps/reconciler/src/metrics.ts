@@ -18,6 +18,11 @@ export function createReconcilerMetrics() {
       help: 'Reservations answered 202 but lost together with Redis data (a floor), as counted by reconciliations.',
       registers: [registry],
     }),
+    saleErrors: new Counter({
+      name: 'flashsale_reconciler_sale_errors_total',
+      help: 'Times one sale could not be watched, audited, retired or settled on its own (the log names the sale); the other sales went on.',
+      registers: [registry],
+    }),
   };
 }
 

@@ -58,7 +58,7 @@ describe('reconciling a sale', () => {
     const result = await reconcileSale(reconcileDeps(ctx), sale.id, 'operator');
 
     expect((await ordersOf(ctx.prisma, sale.id)).map((o) => o.reservationId)).toEqual(ids);
-    expect(result).toEqual({ saleId: sale.id, remaining: 5, buyers: 3, tookMs: result.tookMs, lost: { reservations: 0, units: 0 } });
+    expect(result).toEqual({ saleId: sale.id, remaining: 5, buyers: 3, tookMs: result.tookMs, lost: { reservations: 0, units: 0 }, judgement: 'intact' });
     expect(result.tookMs).toBeGreaterThanOrEqual(250);
     const state = await readSaleState(ctx.redis, ctx.config.REDIS_PREFIX, sale.id);
     expect(state).toMatchObject({ remaining: 5, paused: false });
@@ -115,7 +115,8 @@ describe('reconciling a sale', () => {
     expect(result).toMatchObject({ remaining: 4, buyers: 1 });
   });
 
-  it('after Redis lost the sale: rebuilds it, counts what the last checkpoint saw and MySQL lacks as lost', async () => {
+  /** A sale with one order written and two reservations only in Redis, and a checkpoint that saw all three. */
+  async function saleWithCheckpointOfThree() {
     const sale = await createLiveSale(ctx, { stock: 10 });
     const written = await reserve(sale.id, 'a');
     startWorker();
@@ -126,19 +127,54 @@ describe('reconciling a sale', () => {
     await reserve(sale.id, 'c', 1);
     // The reconciler's checkpoint of what Redis had accepted: 3 reservations, 3 units.
     const snap = await snapshotSale(ctx.redis, ctx.config.REDIS_PREFIX, sale.id);
-    await ctx.prisma.sale.update({ where: { id: sale.id }, data: { checkpointReservations: snap.buyers, checkpointUnits: 3, checkpointAt: new Date(snap.at) } });
-    const keys = saleKeys(ctx.config.REDIS_PREFIX, sale.id);
+    await ctx.prisma.sale.update({
+      where: { id: sale.id },
+      data: { checkpointReservations: snap.buyers, checkpointUnits: 3, checkpointAt: new Date(snap.at), checkpointStreamId: snap.lastEntryId },
+    });
+    return { sale, written, keys: saleKeys(ctx.config.REDIS_PREFIX, sale.id) };
+  }
+
+  // Whoever asks: the watcher that saw the loss, or an operator (the runbook's command, the admin API)
+  // who got there first. Either way the loss is judged against the checkpoint before it is replaced.
+  it.each(['lost', 'operator'] as const)('after Redis lost the sale, asked with reason %s: rebuilds it, counts what the last checkpoint saw and MySQL lacks as lost', async (reason) => {
+    const { sale, written, keys } = await saleWithCheckpointOfThree();
     await ctx.redis.del(keys.meta, keys.buyers, keys.stream);
 
-    const result = await reconcileSale(reconcileDeps(ctx), sale.id, 'lost');
+    const result = await reconcileSale(reconcileDeps(ctx), sale.id, reason);
 
-    expect(result).toEqual({ saleId: sale.id, remaining: 9, buyers: 1, tookMs: result.tookMs, lost: { reservations: 2, units: 2 } });
+    expect(result).toEqual({ saleId: sale.id, remaining: 9, buyers: 1, tookMs: result.tookMs, lost: { reservations: 2, units: 2 }, judgement: 'lost' });
     expect(await ctx.redis.hgetall(keys.buyers)).toEqual({ a: `${written}|1` });
     expect(await ctx.prisma.sale.findUniqueOrThrow({ where: { id: sale.id } })).toMatchObject({ lostReservations: 2, lostUnits: 2, checkpointAt: null });
     const groups = (await ctx.redis.xinfo('GROUPS', keys.stream)) as unknown[][];
     expect(groups.map((g) => g[1])).toEqual([ORDER_WRITERS_GROUP]);
     // Buyers whose reservations were lost may buy again.
     await reserve(sale.id, 'b');
+  });
+
+  it('an operator reconciling a Redis that went back in time (fewer buyers than the checkpoint, the sale still there) counts the loss', async () => {
+    const { sale, keys } = await saleWithCheckpointOfThree();
+    // Back to a state before b and c: their buyer records and stream entries gone, their units back.
+    await ctx.redis.hdel(keys.buyers, 'b', 'c');
+    await ctx.redis.hincrby(keys.meta, 'remaining', 2);
+    const entries = (await ctx.redis.xrange(keys.stream, '-', '+')) as [string, string[]][];
+    await ctx.redis.xdel(keys.stream, ...entries.slice(1).map(([id]) => id));
+
+    const result = await reconcileSale(reconcileDeps(ctx), sale.id, 'operator');
+
+    expect(result).toMatchObject({ remaining: 9, buyers: 1, lost: { reservations: 2, units: 2 }, judgement: 'lost' });
+    expect(await ctx.prisma.sale.findUniqueOrThrow({ where: { id: sale.id } })).toMatchObject({ lostReservations: 2, lostUnits: 2 });
+  });
+
+  it('an operator reconciling an intact sale counts nothing lost, though its checkpoint saw reservations MySQL lacks', async () => {
+    const { sale, keys } = await saleWithCheckpointOfThree();
+    // b and c are still in the stream: the drain waits for the worker, which writes them.
+    setTimeout(startWorker, 200);
+
+    const result = await reconcileSale(reconcileDeps(ctx), sale.id, 'operator');
+
+    expect(result).toMatchObject({ remaining: 7, buyers: 3, lost: { reservations: 0, units: 0 }, judgement: 'intact' });
+    expect(await ctx.prisma.sale.findUniqueOrThrow({ where: { id: sale.id } })).toMatchObject({ lostReservations: 0, lostUnits: 0, checkpointAt: null });
+    expect(Object.keys(await ctx.redis.hgetall(keys.buyers)).sort()).toEqual(['a', 'b', 'c']);
   });
 
   it('refuses a reservation of the old state that a worker still held when Redis lost it', async () => {

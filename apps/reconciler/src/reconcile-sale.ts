@@ -3,6 +3,7 @@ import type { ReconcileReason, ReconcileResult } from '@flashsale/jobs';
 import { beginRebuild, withSaleLock, type PrismaClient } from '@flashsale/order-store';
 import { rebuildSaleState, setSalePaused, type ScriptedRedis } from '@flashsale/redis-store';
 import { waitForDrain } from './drain-detector.ts';
+import { observeLoss } from './sale-judgement.ts';
 
 export interface ReconcileDeps {
   redis: ScriptedRedis;
@@ -25,8 +26,9 @@ export class SaleNotFound extends Error {
  *   1. pause intake, so nothing new is accepted while MySQL catches up;
  *   2. wait until the stream has drained, because until then MySQL does not know every sale, and
  *      remaining = stock - units would hand out the in-flight units a second time;
- *   3. rebuild from MySQL under the sale row lock, switching to a new generation (entries of the old
- *      state still in a worker's hands, possible only if Redis lost the stream, are then refused);
+ *   3. judge the state against the last checkpoint and count what it lost, then rebuild from MySQL under
+ *      the sale row lock, switching to a new generation (entries of the old state still in a worker's
+ *      hands, possible only if Redis lost the stream, are then refused);
  *   4. resume.
  * Safe to run again at any step: a retry pauses, drains and rebuilds anew.
  */
@@ -46,9 +48,12 @@ async function reconcileLocked(deps: ReconcileDeps, saleId: number, reason: Reco
   const backlog = await waitForDrain(redis, prefix, saleId, { timeoutMs: deps.drainTimeoutMs });
   logger.info({ saleId, deadLettered: backlog.deadLettered, waitedMs: Math.round(performance.now() - started) }, 'reconcile: stream drained');
 
-  // Only a loss of Redis data destroys reservations; the checkpoint then measures how many.
-  const plan = await beginRebuild(prisma, saleId, { countLost: reason === 'lost' || reason === 'stale' });
+  // Whatever the reason given (an operator's request can beat the watcher to a loss), the state about to
+  // be replaced is judged against the checkpoint first, with the sale row locked, and what it lost is
+  // counted in the transaction that replaces the checkpoint.
+  const plan = await beginRebuild(prisma, saleId, (recorded) => observeLoss(redis, prefix, saleId, recorded));
   if (!plan) throw new SaleNotFound(`sale ${saleId} is not in MySQL`);
+  if (plan.judgement.lost) logger.warn({ saleId, reason, why: plan.judgement.why }, 'reconcile: the state replaced had lost reservations');
   await rebuildSaleState(redis, prefix, plan.sale, plan);
   await setSalePaused(redis, prefix, saleId, false);
   await deps.announce(saleId);
@@ -59,6 +64,7 @@ async function reconcileLocked(deps: ReconcileDeps, saleId: number, reason: Reco
     buyers: plan.buyers.length,
     tookMs: Math.round(performance.now() - started),
     lost: plan.lost,
+    judgement: plan.judgement.lost ? 'lost' : 'intact',
   };
   if (plan.lost.reservations > 0 || plan.lost.units > 0) {
     logger.error({ ...result, reason }, 'reconcile: reservations answered 202 were lost with Redis data (at least this many)');

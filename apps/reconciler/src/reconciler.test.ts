@@ -27,7 +27,7 @@ describe('the reconciler process', () => {
     expect(state).toMatchObject({ stock: 8, remaining: 8, paused: false });
     const record = await env.ctx.prisma.sale.findUniqueOrThrow({ where: { id: sale.id } });
     expect(state?.generation).toBe(record.redisGeneration);
-    expect(reconciler.reconciled).toEqual([{ saleId: sale.id, remaining: 8, buyers: 0, tookMs: reconciler.reconciled[0]?.tookMs, lost: { reservations: 0, units: 0 } }]);
+    expect(reconciler.reconciled).toEqual([{ saleId: sale.id, remaining: 8, buyers: 0, tookMs: reconciler.reconciled[0]?.tookMs, lost: { reservations: 0, units: 0 }, judgement: 'lost' }]);
     const groups = (await env.ctx.redis.xinfo('GROUPS', keys.stream)) as unknown[][];
     expect(groups.map((g) => g[1])).toEqual([ORDER_WRITERS_GROUP]);
   });
@@ -157,7 +157,7 @@ describe('npm run reconcile -- --sale <id>', () => {
 
     expect(code).toBe(0);
     const result = JSON.parse(stdout.trim().split('\n').at(-1)!) as Record<string, unknown>;
-    expect(result).toEqual({ saleId: sale.id, remaining: 3, buyers: 1, tookMs: result.tookMs, lost: { reservations: 0, units: 0 } });
+    expect(result).toEqual({ saleId: sale.id, remaining: 3, buyers: 1, tookMs: result.tookMs, lost: { reservations: 0, units: 0 }, judgement: 'intact' });
     expect(await readSaleState(env.ctx.redis, env.ctx.config.REDIS_PREFIX, sale.id)).toMatchObject({ paused: false, remaining: 3 });
   });
 

@@ -11,8 +11,8 @@ import {
   type ReconcileResult,
   type ReconcileJobs,
 } from '@flashsale/jobs';
-import { listWatchedSales, type PrismaClient } from '@flashsale/order-store';
-import { announceSaleChanged, snapshotSale, type ScriptedRedis } from '@flashsale/redis-store';
+import { isMysqlUnavailable, listWatchedSales, type PrismaClient } from '@flashsale/order-store';
+import { announceSaleChanged, isRedisUnavailable, snapshotSale, type ScriptedRedis } from '@flashsale/redis-store';
 import { reconcileSale, SaleNotFound } from './reconcile-sale.ts';
 import { watchOnce } from './state-watcher.ts';
 import { auditAndReport, type AuditReport } from './ledger-audit.ts';
@@ -42,6 +42,8 @@ export interface ReconcilerDeps {
   logger: Logger;
   onAudit(report: AuditReport & { confirmed: boolean }): void;
   onReconciled(result: ReconcileResult): void;
+  /** A sale whose watch or audit failed on its own (the others went on). */
+  onSaleError(saleId: number, error: unknown): void;
 }
 
 const AUDIT_SCHEDULER = 'audit-every-live-sale';
@@ -107,7 +109,14 @@ export class Reconciler {
       AUDIT_QUEUE,
       async () => {
         const auditDeps = { redis, prisma, prefix: options.prefix, logger, onReport: deps.onAudit };
-        for (const sale of await listWatchedSales(prisma, Date.now())) await auditAndReport(auditDeps, sale.id);
+        for (const sale of await listWatchedSales(prisma)) {
+          // One sale whose keys cannot be read (the wrong type) must not keep the others from their audit.
+          await auditAndReport(auditDeps, sale.id).catch((error: unknown) => {
+            if (isRedisUnavailable(error) || isMysqlUnavailable(error)) throw error;
+            deps.onSaleError(sale.id, error);
+            logger.error({ err: error, saleId: sale.id }, 'sale not audited: its state could not be read');
+          });
+        }
       },
       { connection: connection(), prefix, concurrency: 1, autorun: false },
     );
@@ -150,6 +159,7 @@ export class Reconciler {
         createGraceMs: this.options.createGraceMs,
         retentionMs: this.options.streamRetentionMs,
         pausedLastPass: this.pausedLastPass,
+        onSaleError: this.deps.onSaleError,
         requestReconcile: async (saleId, reason) => {
           if (reason === 'interrupted') {
             // Paused with no reconciliation in the queue: but one may have resumed the sale and finished

@@ -1,11 +1,22 @@
 import type { Logger } from '@flashsale/config';
-import { abandonSale, adoptSale, findCheckpoint, findSale, listStalledCreations, listWatchedSales, recordCheckpoint, type PrismaClient, type WatchedSale } from '@flashsale/order-store';
 import {
+  abandonSale,
+  adoptSale,
+  findCheckpoint,
+  findSale,
+  isMysqlUnavailable,
+  listStalledCreations,
+  listWatchedSales,
+  recordCheckpoint,
+  type PrismaClient,
+  type WatchedSale,
+} from '@flashsale/order-store';
+import {
+  isRedisUnavailable,
   listSaleIds,
   retireSale,
   snapshotSale,
   streamBacklog,
-  streamHasEntry,
   trimAcknowledged,
   withdrawSale,
   type RetentionBounds,
@@ -13,33 +24,16 @@ import {
   type ScriptedRedis,
 } from '@flashsale/redis-store';
 import type { ReconcileReason } from '@flashsale/jobs';
+import { holdsCheckpointEntry, judgeLoss } from './sale-judgement.ts';
 
 /** What the watcher concluded about one sale's Redis state. */
 export type Verdict = { kind: 'healthy' } | { kind: 'paused' } | { kind: 'reconcile'; reason: ReconcileReason; why: string };
 
-/**
- * Judges a sale's Redis state against MySQL's record (pure). Within one generation, buyers and accepted
- * units only grow; fewer than at the last checkpoint means Redis went back in time (a restart from an
- * old snapshot, a failover to a lagging replica) and lost reservations.
- */
+/** The watcher's verdict (pure): a loss first (see judgeLoss), then a pause, else healthy. */
 export function judge(sale: WatchedSale, snapshot: SaleSnapshot, checkpointEntryPresent = true): Verdict {
-  if (!snapshot.present) return { kind: 'reconcile', reason: 'lost', why: 'the sale is not in Redis' };
-  if (snapshot.generation !== sale.generation) {
-    return { kind: 'reconcile', reason: 'stale', why: `Redis holds generation ${snapshot.generation || '(none)'}, MySQL ${sale.generation}` };
-  }
-  if (snapshot.paused) return { kind: 'paused' };
-  const accepted = snapshot.stock - snapshot.remaining;
-  if (sale.checkpoint && !checkpointEntryPresent) {
-    return { kind: 'reconcile', reason: 'lost', why: `Redis went back: the stream no longer holds entry ${sale.checkpoint.streamId ?? ''} it held at the checkpoint` };
-  }
-  if (sale.checkpoint && (snapshot.buyers < sale.checkpoint.reservations || accepted < sale.checkpoint.units)) {
-    return {
-      kind: 'reconcile',
-      reason: 'lost',
-      why: `Redis went back: ${snapshot.buyers} buyers and ${accepted} units accepted, the checkpoint saw ${sale.checkpoint.reservations} and ${sale.checkpoint.units}`,
-    };
-  }
-  return { kind: 'healthy' };
+  const loss = judgeLoss(sale, snapshot, checkpointEntryPresent);
+  if (loss.lost) return { kind: 'reconcile', reason: loss.reason, why: loss.why };
+  return snapshot.paused ? { kind: 'paused' } : { kind: 'healthy' };
 }
 
 export interface StateWatcherDeps {
@@ -47,7 +41,7 @@ export interface StateWatcherDeps {
   prisma: PrismaClient;
   prefix: string;
   logger: Logger;
-  /** A sale younger than this is left alone: its publish to Redis may simply not have landed yet. */
+  /** A sale published less than this ago (MySQL's clock) is left alone: its publish may not have landed yet. */
   publishGraceMs: number;
   /** How long a create may stay unfinished before the watcher abandons it (MySQL's clock). */
   createGraceMs: number;
@@ -55,6 +49,8 @@ export interface StateWatcherDeps {
   retentionMs: number;
   /** Sales the previous pass found paused; filled in by this pass for the next. */
   pausedLastPass: Set<number>;
+  /** Told of a sale whose watch failed this pass (counted in the reconciler's metrics). */
+  onSaleError?(saleId: number, error: unknown): void;
   requestReconcile(saleId: number, reason: ReconcileReason): Promise<void>;
 }
 
@@ -66,66 +62,72 @@ export interface StateWatcherDeps {
  */
 export async function watchOnce(deps: StateWatcherDeps): Promise<Map<number, Verdict>> {
   await settleStalledCreations(deps);
-  const now = Date.now();
   const verdicts = new Map<number, Verdict>();
   const pausedNow = new Set<number>();
-  const watched = await listWatchedSales(deps.prisma, now);
-  for (const listed of watched) {
-    if (now - listed.createdAt < deps.publishGraceMs) continue;
-    let sale = listed;
-    let snapshot = await snapshotSale(deps.redis, deps.prefix, sale.id);
-    // Counters can catch up with the checkpoint within one pass after Redis went back (a restart from an
-    // older AOF or a lagging replica under load); the checkpoint's last stream entry cannot come back.
-    let checkpointEntryPresent = await holdsCheckpointEntry(deps, sale, snapshot);
-    // Another reconciler may have recorded a newer checkpoint and trimmed the stream up to the one listed
-    // here since the list was read: judged again on the checkpoint MySQL holds now, with a snapshot taken
-    // after reading it (so its counters are not older than the checkpoint's). A few times, should that
-    // reconciler be quick enough to move on again in between; a checkpoint that stays put is the verdict.
-    for (let attempt = 0; !checkpointEntryPresent && attempt < 3; attempt++) {
-      const fresh = await findCheckpoint(deps.prisma, sale.id);
-      if (!fresh || fresh.at === sale.checkpoint?.at) break;
-      sale = { ...sale, checkpoint: fresh };
-      snapshot = await snapshotSale(deps.redis, deps.prefix, sale.id);
-      checkpointEntryPresent = await holdsCheckpointEntry(deps, sale, snapshot);
-    }
-    let verdict = judge(sale, snapshot, checkpointEntryPresent);
-    if (verdict.kind === 'reconcile' && verdict.reason === 'stale') {
-      // The sales were listed before this snapshot: a reconciliation may have switched the generation
-      // in between. Judged again against MySQL now, so a rebuild just done is not started over.
-      const fresh = await findSale(deps.prisma, sale.id);
-      if (fresh && fresh.generation !== sale.generation) verdict = judge({ ...sale, generation: fresh.generation, checkpoint: null }, snapshot);
-    }
-    verdicts.set(sale.id, verdict);
-    if (verdict.kind === 'reconcile') {
-      deps.logger.warn({ saleId: sale.id, reason: verdict.reason, why: verdict.why }, 'sale state needs reconciling');
-      await deps.requestReconcile(sale.id, verdict.reason);
-    } else if (verdict.kind === 'paused') {
-      // Only a reconciliation pauses a sale. Queued or running, this is a no-op (one job id per sale);
-      // if it died and gave up (BullMQ failed it after its retries or stalls), the sale would stay paused
-      // forever: this takes it up again. Only when seen paused two passes running, so a reconciliation
-      // that resumed the sale a moment ago is not started again.
-      pausedNow.add(sale.id);
-      if (deps.pausedLastPass.has(sale.id)) await deps.requestReconcile(sale.id, 'interrupted');
-    } else if (verdict.kind === 'healthy') {
-      const recorded = await recordCheckpoint(
-        deps.prisma,
-        sale.id,
-        sale.generation,
-        { reservations: snapshot.buyers, units: snapshot.stock - snapshot.remaining, at: snapshot.at, streamId: snapshot.lastEntryId },
-        sale.checkpoint,
-      );
-      // Retention: what the workers have acknowledged is an order (or a dead letter) now, and goes, up to
-      // the checkpoint this pass found in place and replaced: a checkpoint is only ever replaced by one
-      // recorded after its entry was seen, so every reconciler checks an entry at or after it. Not when
-      // the record was refused (another reconciler moved on, or the generation changed under this pass).
-      const verified = sale.checkpoint?.streamId;
-      if (recorded && verified) await retain(deps, sale.id, { keepFrom: verified, keepSinceMs: snapshot.at - deps.retentionMs });
-    }
+  const watched = await listWatchedSales(deps.prisma, { publishGraceMs: deps.publishGraceMs });
+  for (const sale of watched) {
+    if (!sale.settled) continue;
+    await forOneSale(deps, sale.id, 'not watched this pass', async () => {
+      const verdict = await watchSale(deps, sale);
+      verdicts.set(sale.id, verdict);
+      if (verdict.kind === 'paused') pausedNow.add(sale.id);
+    });
   }
   deps.pausedLastPass.clear();
   for (const id of pausedNow) deps.pausedLastPass.add(id);
   await retireFinishedSales(deps, new Map(watched.map((sale) => [sale.id, sale.endsAt])));
   return verdicts;
+}
+
+async function watchSale(deps: StateWatcherDeps, listed: WatchedSale): Promise<Verdict> {
+  let sale = listed;
+  let snapshot = await snapshotSale(deps.redis, deps.prefix, sale.id);
+  // Counters can catch up with the checkpoint within one pass after Redis went back (a restart from an
+  // older AOF or a lagging replica under load); the checkpoint's last stream entry cannot come back.
+  let checkpointEntryPresent = await holdsCheckpointEntry(deps.redis, deps.prefix, sale.id, sale.checkpoint, snapshot);
+  // Another reconciler may have recorded a newer checkpoint and trimmed the stream up to the one listed
+  // here since the list was read: judged again on the checkpoint MySQL holds now, with a snapshot taken
+  // after reading it (so its counters are not older than the checkpoint's). A few times, should that
+  // reconciler be quick enough to move on again in between; a checkpoint that stays put is the verdict.
+  for (let attempt = 0; !checkpointEntryPresent && attempt < 3; attempt++) {
+    const fresh = await findCheckpoint(deps.prisma, sale.id);
+    if (!fresh || fresh.at === sale.checkpoint?.at) break;
+    sale = { ...sale, checkpoint: fresh };
+    snapshot = await snapshotSale(deps.redis, deps.prefix, sale.id);
+    checkpointEntryPresent = await holdsCheckpointEntry(deps.redis, deps.prefix, sale.id, sale.checkpoint, snapshot);
+  }
+  let verdict = judge(sale, snapshot, checkpointEntryPresent);
+  if (verdict.kind === 'reconcile' && verdict.reason === 'stale') {
+    // The sales were listed before this snapshot: a reconciliation may have switched the generation
+    // in between. Judged again against MySQL now, so a rebuild just done is not started over.
+    const fresh = await findSale(deps.prisma, sale.id);
+    if (fresh && fresh.generation !== sale.generation) verdict = judge({ ...sale, generation: fresh.generation, checkpoint: null }, snapshot);
+  }
+  if (verdict.kind === 'reconcile') {
+    deps.logger.warn({ saleId: sale.id, reason: verdict.reason, why: verdict.why }, 'sale state needs reconciling');
+    await deps.requestReconcile(sale.id, verdict.reason);
+  } else if (verdict.kind === 'paused') {
+    // Only a reconciliation pauses a sale. Queued or running, this is a no-op (one job id per sale);
+    // if it died and gave up (BullMQ failed it after its retries or stalls), the sale would stay paused
+    // forever: this takes it up again. Only when seen paused two passes running, so a reconciliation
+    // that resumed the sale a moment ago is not started again.
+    if (deps.pausedLastPass.has(sale.id)) await deps.requestReconcile(sale.id, 'interrupted');
+  } else {
+    const recorded = await recordCheckpoint(
+      deps.prisma,
+      sale.id,
+      sale.generation,
+      { reservations: snapshot.buyers, units: snapshot.stock - snapshot.remaining, at: snapshot.at, streamId: snapshot.lastEntryId },
+      sale.checkpoint,
+    );
+    // Retention: what the workers have acknowledged is an order (or a dead letter) now, and goes, up to
+    // the checkpoint this pass found in place and replaced: a checkpoint is only ever replaced by one
+    // recorded after its entry was seen, so every reconciler checks an entry at or after it. Not when
+    // the record was refused (another reconciler moved on, or the generation changed under this pass).
+    const verified = sale.checkpoint?.streamId;
+    if (recorded && verified) await retain(deps, sale.id, { keepFrom: verified, keepSinceMs: snapshot.at - deps.retentionMs });
+  }
+  return verdict;
 }
 
 /**
@@ -137,13 +139,15 @@ export async function watchOnce(deps: StateWatcherDeps): Promise<Map<number, Ver
  */
 async function settleStalledCreations(deps: StateWatcherDeps): Promise<void> {
   for (const sale of await listStalledCreations(deps.prisma, deps.createGraceMs)) {
-    const withdrawn = await withdrawSale(deps.redis, deps.prefix, sale.id, sale.generation);
-    if (withdrawn === 'has_buyers') {
-      await adoptSale(deps.prisma, sale.id);
-      deps.logger.error({ saleId: sale.id }, 'an unfinished create took reservations before it could be abandoned: the sale stands');
-    } else if (await abandonSale(deps.prisma, sale.id)) {
-      deps.logger.warn({ saleId: sale.id, redis: withdrawn }, 'unfinished sale create abandoned: it will never go live');
-    }
+    await forOneSale(deps, sale.id, 'create not settled this pass', async () => {
+      const withdrawn = await withdrawSale(deps.redis, deps.prefix, sale.id, sale.generation);
+      if (withdrawn === 'has_buyers') {
+        await adoptSale(deps.prisma, sale.id);
+        deps.logger.error({ saleId: sale.id }, 'an unfinished create took reservations before it could be abandoned: the sale stands');
+      } else if (await abandonSale(deps.prisma, sale.id)) {
+        deps.logger.warn({ saleId: sale.id, redis: withdrawn }, 'unfinished sale create abandoned: it will never go live');
+      }
+    });
   }
 }
 
@@ -155,12 +159,6 @@ async function retain(deps: StateWatcherDeps, saleId: number, bounds: RetentionB
   } catch (error) {
     deps.logger.warn({ err: error, saleId }, 'stream not trimmed this pass');
   }
-}
-
-/** Whether the stream still holds the checkpoint's last entry (true when there is nothing to check). */
-async function holdsCheckpointEntry(deps: StateWatcherDeps, sale: WatchedSale, snapshot: SaleSnapshot): Promise<boolean> {
-  const streamId = sale.checkpoint?.streamId;
-  return !streamId || !snapshot.present || (await streamHasEntry(deps.redis, deps.prefix, sale.id, streamId));
 }
 
 /** How long after its end a drained sale stays in the workers' list. */
@@ -177,10 +175,27 @@ async function retireFinishedSales(deps: StateWatcherDeps, endsAtOfWatched: Map<
   for (const saleId of await listSaleIds(deps.redis, deps.prefix)) {
     const endsAt = endsAtOfWatched.get(saleId) ?? (await findSale(deps.prisma, saleId))?.endsAt;
     if (endsAt === undefined || now < endsAt + RETIRE_AFTER_END_MS) continue;
-    const backlog = await streamBacklog(deps.redis, deps.prefix, saleId);
-    if (backlog.lag === 0 && backlog.pending === 0) {
-      await retireSale(deps.redis, deps.prefix, saleId);
-      deps.logger.info({ saleId }, 'sale ended and drained: no longer polled by the workers');
-    }
+    await forOneSale(deps, saleId, 'not retired this pass', async () => {
+      const backlog = await streamBacklog(deps.redis, deps.prefix, saleId);
+      if (backlog.lag === 0 && backlog.pending === 0) {
+        await retireSale(deps.redis, deps.prefix, saleId);
+        deps.logger.info({ saleId }, 'sale ended and drained: no longer polled by the workers');
+      }
+    });
+  }
+}
+
+/**
+ * Runs one sale's part of a pass: its failure (a key of the wrong type, a row that fails) is logged
+ * and counted, and the pass goes on with the other sales. Redis or MySQL being away is not one sale's:
+ * it fails the pass (logged once), and the next pass tries again.
+ */
+async function forOneSale(deps: StateWatcherDeps, saleId: number, what: string, work: () => Promise<void>): Promise<void> {
+  try {
+    await work();
+  } catch (error) {
+    if (isRedisUnavailable(error) || isMysqlUnavailable(error)) throw error;
+    deps.onSaleError?.(saleId, error);
+    deps.logger.error({ err: error, saleId }, `sale ${what}: its state could not be read or changed`);
   }
 }

@@ -27,6 +27,8 @@ export interface ReconcileResult {
   tookMs: number;
   /** Reservations and units answered 202 but lost with Redis's data, counted by this reconciliation. */
   lost: { reservations: number; units: number };
+  /** What the reconciliation found the state it replaced to be: intact, or one that had lost reservations. */
+  judgement: 'intact' | 'lost';
 }
 
 /**

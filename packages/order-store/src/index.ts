@@ -6,5 +6,16 @@ export { insertSale, findSale, saleOrderTotals, LIVE_ORDER_STATUSES, type NewSal
 export { beginSaleCreation, markPublished, adoptSale, abandonSale, listStalledCreations, type CreationKey, type CreationStart, type PublishState } from './sale-publication.ts';
 export { findOrderByReservation, type OrderView } from './order-repository.ts';
 export { writeOrderBatch, isPermanentWriteError, type BatchOutcome, type RejectReason } from './order-writer.ts';
-export { listWatchedSales, findCheckpoint, recordCheckpoint, beginRebuild, unitsAcceptedBy, type WatchedSale, type RebuildPlan } from './sale-ledger.ts';
+export {
+  listWatchedSales,
+  findCheckpoint,
+  recordCheckpoint,
+  beginRebuild,
+  unitsAcceptedBy,
+  type Checkpoint,
+  type WatchedSale,
+  type RebuildPlan,
+  type LossJudgement,
+  type JudgeLoss,
+} from './sale-ledger.ts';
 export { withSaleLock, SaleLockBusy } from './sale-lock.ts';

@@ -10,23 +10,45 @@ import { LIVE_ORDER_STATUSES, toSaleRecord, type SaleRecord } from './sale-repos
 /** How long after its end a sale is still watched: its stream may hold entries written before the end. */
 const WATCH_AFTER_END_MS = 3_600_000;
 
-/** A sale as the reconciler watches it: its record plus the last checkpoint. */
-export interface WatchedSale extends SaleRecord {
-  checkpoint: { reservations: number; units: number; at: number; streamId: string | null } | null;
+/** A checkpoint: what Redis had accepted at `at` (Redis's clock), and the stream's last entry then. */
+export interface Checkpoint {
+  reservations: number;
+  units: number;
+  at: number;
+  streamId: string | null;
 }
 
-export async function listWatchedSales(prisma: PrismaClient, now: number): Promise<WatchedSale[]> {
-  const rows = await prisma.sale.findMany({ where: { endsAt: { gt: new Date(now - WATCH_AFTER_END_MS) }, publishState: 'published' }, orderBy: { id: 'asc' } });
-  return rows.map((row) => ({ ...toSaleRecord(row), checkpoint: checkpointOf(row) }));
+/** A sale as the reconciler watches it: its record plus the last checkpoint. */
+export interface WatchedSale extends SaleRecord {
+  checkpoint: Checkpoint | null;
+  /** Published at least the publish grace ago, on MySQL's clock: its publish to Redis has had time to land. */
+  settled: boolean;
+}
+
+/**
+ * The sales to watch: published, and not ended more than an hour ago. Both times are judged on MySQL's
+ * clock (NOW(3) in the statement), never the reconciler's: a reconciler whose clock runs hours ahead
+ * would otherwise stop watching a sale still selling, and one behind would judge a sale before its
+ * publish could land.
+ */
+export async function listWatchedSales(prisma: PrismaClient, { publishGraceMs = 0 }: { publishGraceMs?: number } = {}): Promise<WatchedSale[]> {
+  const listed = await prisma.$queryRaw<{ id: number; settled: number | bigint }[]>`
+    SELECT id, created_at <= NOW(3) - INTERVAL ${publishGraceMs * 1000} MICROSECOND AS settled
+    FROM sales
+    WHERE publish_state = 'published' AND ends_at > NOW(3) - INTERVAL ${WATCH_AFTER_END_MS * 1000} MICROSECOND`;
+  if (listed.length === 0) return [];
+  const settled = new Map(listed.map((row) => [Number(row.id), Number(row.settled) === 1]));
+  const rows = await prisma.sale.findMany({ where: { id: { in: [...settled.keys()] } }, orderBy: { id: 'asc' } });
+  return rows.map((row) => ({ ...toSaleRecord(row), checkpoint: checkpointOf(row), settled: settled.get(row.id) ?? false }));
 }
 
 /** The sale's last checkpoint as MySQL holds it now (the watcher's list may be a moment old). */
-export async function findCheckpoint(prisma: PrismaClient, saleId: number): Promise<WatchedSale['checkpoint']> {
+export async function findCheckpoint(prisma: PrismaClient, saleId: number): Promise<Checkpoint | null> {
   const row = await prisma.sale.findUnique({ where: { id: saleId } });
   return row ? checkpointOf(row) : null;
 }
 
-function checkpointOf(row: { checkpointAt: Date | null; checkpointReservations: number | null; checkpointUnits: number | null; checkpointStreamId: string | null }): WatchedSale['checkpoint'] {
+function checkpointOf(row: { checkpointAt: Date | null; checkpointReservations: number | null; checkpointUnits: number | null; checkpointStreamId: string | null }): Checkpoint | null {
   return row.checkpointAt && row.checkpointReservations !== null && row.checkpointUnits !== null
     ? { reservations: row.checkpointReservations, units: row.checkpointUnits, at: row.checkpointAt.getTime(), streamId: row.checkpointStreamId }
     : null;
@@ -44,7 +66,7 @@ export async function recordCheckpoint(
   prisma: PrismaClient,
   saleId: number,
   generation: string,
-  checkpoint: { reservations: number; units: number; at: number; streamId: string | null },
+  checkpoint: Checkpoint,
   verified: { at: number } | null,
 ): Promise<boolean> {
   const { count } = await prisma.sale.updateMany({
@@ -64,34 +86,51 @@ export interface RebuildPlan {
   generation: string;
   remaining: number;
   buyers: { userId: string; reservationId: string; quantity: number }[];
+  /** What the rebuild concluded about the state it replaces, before it replaced the checkpoint. */
+  judgement: LossJudgement;
   /** Reservations and units answered 202 but lost with Redis's data (at least), counted by this rebuild. */
   lost: { reservations: number; units: number };
 }
+
+/** Whether the Redis state about to be replaced lost reservations MySQL's record says it had accepted. */
+export type LossJudgement = { lost: false } | { lost: true; why: string };
+
+/**
+ * Judges the sale's Redis state against what MySQL recorded of it (its generation and last checkpoint),
+ * called with the sale row locked, so no checkpoint can be recorded between the judgement and the
+ * rebuild that replaces it.
+ */
+export type JudgeLoss = (recorded: { generation: string; checkpoint: Checkpoint | null }) => Promise<LossJudgement>;
 
 /**
  * Starts a rebuild: under the sale row lock (the same lock every order batch takes), switches the sale
  * to a new generation and reads what MySQL holds. From the commit on, any entry of the old Redis state
  * still in a worker's hands is refused (STALE_GENERATION), so remaining = stock - units is exact.
  *
- * When Redis lost its data, the reservations it had accepted at the last checkpoint that are not orders
- * now are counted as lost (a floor: what was accepted after the checkpoint and lost is not known).
+ * Whoever asked for it (the watcher, an operator, a retry), the state being replaced is judged first,
+ * against the checkpoint, and what it lost is counted in the same transaction that clears the
+ * checkpoint: a rebuild can never erase the evidence of a loss. Lost are the reservations Redis had
+ * accepted at the checkpoint that are not orders now (a floor: what was accepted after the checkpoint
+ * and lost is not known).
  */
-export async function beginRebuild(prisma: PrismaClient, saleId: number, { countLost }: { countLost: boolean }): Promise<RebuildPlan | null> {
+export async function beginRebuild(prisma: PrismaClient, saleId: number, judgeLoss: JudgeLoss): Promise<RebuildPlan | null> {
   return prisma.$transaction(
     async (tx) => {
       const [locked] = await tx.$queryRaw<{ id: number }[]>`SELECT id FROM sales WHERE id = ${saleId} FOR UPDATE`;
       if (!locked) return null;
       const row = await tx.sale.findUniqueOrThrow({ where: { id: saleId } });
+      const checkpoint = checkpointOf(row);
+      const judgement = await judgeLoss({ generation: row.redisGeneration ?? '', checkpoint });
       const orders = await tx.order.findMany({
         where: { saleId, status: { in: [...LIVE_ORDER_STATUSES] } },
         select: { userId: true, reservationId: true, quantity: true, reservedAt: true },
       });
       const units = orders.reduce((sum, order) => sum + order.quantity, 0);
       const lost = { reservations: 0, units: 0 };
-      if (countLost && row.checkpointAt && row.checkpointReservations !== null && row.checkpointUnits !== null) {
-        const survivors = orders.filter((order) => order.reservedAt <= row.checkpointAt!);
-        lost.reservations = Math.max(0, row.checkpointReservations - survivors.length);
-        lost.units = Math.max(0, row.checkpointUnits - survivors.reduce((sum, order) => sum + order.quantity, 0));
+      if (judgement.lost && checkpoint) {
+        const survivors = orders.filter((order) => order.reservedAt.getTime() <= checkpoint.at);
+        lost.reservations = Math.max(0, checkpoint.reservations - survivors.length);
+        lost.units = Math.max(0, checkpoint.units - survivors.reduce((sum, order) => sum + order.quantity, 0));
       }
       const generation = randomUUID();
       const updated = await tx.sale.update({
@@ -113,6 +152,7 @@ export async function beginRebuild(prisma: PrismaClient, saleId: number, { count
         generation,
         remaining: row.stock - units,
         buyers: orders.map(({ userId, reservationId, quantity }) => ({ userId, reservationId, quantity })),
+        judgement,
         lost,
       };
     },
