@@ -20,6 +20,10 @@ export interface SystemOptions {
   /** Route the workers' MySQL connections through a proxy the test can cut. */
   workerDbProxy?: boolean;
   env?: NodeJS.ProcessEnv;
+  /** Added to the gateways' environment only (a skewed clock, say). */
+  gatewayEnv?: NodeJS.ProcessEnv;
+  /** Added to the reconciler's environment only. */
+  reconcilerEnv?: NodeJS.ProcessEnv;
 }
 
 export interface System {
@@ -30,7 +34,7 @@ export interface System {
   workers: AppProcess[];
   reconciler: AppProcess | undefined;
   env: NodeJS.ProcessEnv;
-  createSale(sale: { stock: number; perUserLimit?: number }): Promise<number>;
+  createSale(sale: { stock: number; perUserLimit?: number; endsInMs?: number }): Promise<number>;
   addWorker(): Promise<AppProcess>;
   stop(): Promise<void>;
 }
@@ -76,11 +80,11 @@ export async function startSystem(options: SystemOptions = {}): Promise<System> 
     gateways: [],
     workers: [],
     reconciler: undefined,
-    async createSale({ stock, perUserLimit = 1 }) {
+    async createSale({ stock, perUserLimit = 1, endsInMs = 3_600_000 }) {
       const admin = createHttpClient(system.gateways[0]!.url, 1);
       const res = await admin.send('POST', '/api/admin/sales', {
         headers: { authorization: `Bearer ${ctx.config.ADMIN_TOKEN}` },
-        body: { name: 'Fault test', stock, perUserLimit, startsAt: new Date(Date.now() - 60_000).toISOString(), endsAt: new Date(Date.now() + 3_600_000).toISOString() },
+        body: { name: 'Fault test', stock, perUserLimit, startsAt: new Date(Date.now() - 60_000).toISOString(), endsAt: new Date(Date.now() + endsInMs).toISOString() },
       });
       admin.close();
       if (res.status !== 201) throw new Error(`creating the sale failed: ${res.status} ${JSON.stringify(res.body)}`);
@@ -99,9 +103,9 @@ export async function startSystem(options: SystemOptions = {}): Promise<System> 
     },
   };
   try {
-    system.gateways = await Promise.all(Array.from({ length: options.gateways ?? 1 }, () => track(spawnGateway(env))));
+    system.gateways = await Promise.all(Array.from({ length: options.gateways ?? 1 }, () => track(spawnGateway({ ...env, ...options.gatewayEnv }))));
     for (let i = 0; i < (options.workers ?? 1); i++) await system.addWorker();
-    if (options.reconciler ?? true) system.reconciler = await track(spawnReconciler(env));
+    if (options.reconciler ?? true) system.reconciler = await track(spawnReconciler({ ...env, ...options.reconcilerEnv }));
   } catch (error) {
     await system.stop();
     throw error;

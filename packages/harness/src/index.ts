@@ -8,3 +8,4 @@ export { startRedisServer, freePort, type RedisServer, type RedisServerOptions }
 export { purchaseBurst, mergeBursts, type BurstOutcome } from './purchase-burst.ts';
 export { startMariaDbServer, type MariaDbServer } from './mariadb-server.ts';
 export { signBuyerTokens } from './signed-tokens.ts';
+export { skewedClockEnv } from './skewed-clock.ts';

@@ -20,10 +20,15 @@ export async function purchaseBurst(
   baseUrl: string | (() => string),
   saleId: number,
   buyers: string[],
-  { connections = 32, quantity = () => 1, onAnswer }: { connections?: number; quantity?: (i: number) => number; onAnswer?: (done: number) => void } = {},
+  {
+    connections = 32,
+    quantity = () => 1,
+    onAnswer,
+    tokenExpiresIn = '10m',
+  }: { connections?: number; quantity?: (i: number) => number; onAnswer?: (done: number) => void; tokenExpiresIn?: string } = {},
 ): Promise<BurstOutcome> {
   const outcome: BurstOutcome = { accepted: new Map(), refused: {}, unknown: new Set(), failed: new Set() };
-  const tokens = await Promise.all(buyers.map((b) => buyerToken(b)));
+  const tokens = await Promise.all(buyers.map((b) => buyerToken(b, { expiresIn: tokenExpiresIn })));
   const clients = new Map<string, ReturnType<typeof createHttpClient>>();
   const client = () => {
     const url = typeof baseUrl === 'string' ? baseUrl : baseUrl();

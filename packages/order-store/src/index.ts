@@ -2,7 +2,7 @@ export { createPrisma, PrismaClient, type PrismaOptions } from './prisma-client.
 export { isMysqlUnavailable } from './mysql-unavailable.ts';
 export { migrate, migrationNames, MIGRATIONS_DIR, type MigrationResult } from './migrator.ts';
 export { poolConfigFromUrl } from './database-url.ts';
-export { insertSale, findSale, saleOrderTotals, LIVE_ORDER_STATUSES, type NewSale, type SaleRecord } from './sale-repository.ts';
+export { insertSale, findSale, listLiveSales, saleOrderTotals, LIVE_ORDER_STATUSES, type NewSale, type SaleRecord } from './sale-repository.ts';
 export { beginSaleCreation, markPublished, adoptSale, abandonSale, listStalledCreations, type CreationKey, type CreationStart, type PublishState } from './sale-publication.ts';
 export { findOrderByReservation, type OrderView } from './order-repository.ts';
 export { writeOrderBatch, isPermanentWriteError, type BatchOutcome, type RejectReason } from './order-writer.ts';

@@ -63,6 +63,18 @@ export async function findSale(prisma: PrismaClient, saleId: number): Promise<Sa
   return row ? toSaleRecord(row) : null;
 }
 
+/**
+ * Published sales not yet ended, each with the milliseconds left until its end, both judged on MySQL's
+ * clock (NOW(3)): a caller turns `msLeft` into a deadline on its own monotonic clock, so a process whose
+ * wall clock is off never takes an ended sale for live or a live one for ended.
+ */
+export async function listLiveSales(prisma: PrismaClient): Promise<{ id: number; msLeft: number }[]> {
+  const rows = await prisma.$queryRaw<{ id: number; msLeft: number | bigint }[]>`
+    SELECT id, TIMESTAMPDIFF(MICROSECOND, NOW(3), ends_at) DIV 1000 AS msLeft
+    FROM sales WHERE publish_state = 'published' AND ends_at > NOW(3)`;
+  return rows.map((row) => ({ id: Number(row.id), msLeft: Number(row.msLeft) }));
+}
+
 /** Live orders of a sale and the units they hold, as MySQL records them. */
 export async function saleOrderTotals(prisma: PrismaClient, saleId: number): Promise<{ orders: number; units: number }> {
   const totals = await prisma.order.aggregate({

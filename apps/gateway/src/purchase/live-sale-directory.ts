@@ -1,5 +1,5 @@
 import type { Logger } from '@flashsale/config';
-import type { PrismaClient } from '@flashsale/order-store';
+import { listLiveSales, type PrismaClient } from '@flashsale/order-store';
 
 /**
  * The sales MySQL knows as not yet ended, kept in memory and refreshed in the background, never read
@@ -9,7 +9,8 @@ import type { PrismaClient } from '@flashsale/order-store';
  * for up to one period; it is in Redis anyway unless Redis lost it within that time.
  */
 export class LiveSaleDirectory {
-  private endsAtById = new Map<number, number>();
+  /** Each live sale's end, on this process's monotonic clock (performance.now()), from MySQL's time left. */
+  private endById = new Map<number, number>();
   private timer: NodeJS.Timeout | undefined;
 
   constructor(
@@ -20,14 +21,18 @@ export class LiveSaleDirectory {
   ) {}
 
   /** Whether MySQL holds this sale and it has not ended, as of the last refresh. */
-  isLive(saleId: number, now = Date.now()): boolean {
-    const endsAt = this.endsAtById.get(saleId);
-    return endsAt !== undefined && now < endsAt;
+  isLive(saleId: number): boolean {
+    const end = this.endById.get(saleId);
+    return end !== undefined && performance.now() < end;
   }
 
   async refresh(): Promise<void> {
-    const rows = await this.prisma.sale.findMany({ where: { endsAt: { gt: new Date() }, publishState: 'published' }, select: { id: true, endsAt: true } });
-    this.endsAtById = new Map(rows.map((row) => [row.id, row.endsAt.getTime()]));
+    // MySQL says how long each sale has left; this process only measures that interval, never compares
+    // its own wall clock with the sale's end (a gateway whose clock runs ahead would answer 404 for a
+    // live sale being rebuilt, one behind 503 for a sale long ended).
+    const asked = performance.now();
+    const rows = await listLiveSales(this.prisma);
+    this.endById = new Map(rows.map((row) => [row.id, asked + row.msLeft]));
   }
 
   /** Loads once (a failure is logged, not fatal: MySQL may come later), then refreshes every period. */
