@@ -131,7 +131,7 @@ describe('POST /api/admin/sales/:saleId/reconcile', () => {
     const done = await first;
     expect(done.status).toBe(200);
     const body = (await done.json()) as Record<string, unknown>;
-    expect(body).toEqual({ saleId: sale.id, remaining: 6, buyers: 0, tookMs: body.tookMs });
+    expect(body).toEqual({ saleId: sale.id, remaining: 6, buyers: 0, tookMs: body.tookMs, lost: { reservations: 0, units: 0 }, judgement: 'intact' });
     expect(await readSaleState(env.ctx.redis, env.ctx.config.REDIS_PREFIX, sale.id)).toMatchObject({ paused: false, remaining: 6 });
 
     const missing = await reconcile(2_000_000_000);

@@ -114,7 +114,9 @@ export function adminRouter(deps: GatewayDeps): Router {
     } catch (error) {
       throw new AppError('SERVICE_UNAVAILABLE', `the reconciliation did not finish: ${(error as Error).message}; is a reconciler running?`, { jobId: job.id });
     }
-    res.json({ saleId, remaining: result.remaining, buyers: result.buyers, tookMs: result.tookMs });
+    // What was lost is told to whoever asked: the rebuild judged the replaced state against the last
+    // checkpoint whatever the reason it was asked for.
+    res.json({ saleId, remaining: result.remaining, buyers: result.buyers, tookMs: result.tookMs, lost: result.lost, judgement: result.judgement });
   });
   return router;
 }
