@@ -32,6 +32,26 @@ describe('the reconciler process', () => {
     expect(groups.map((g) => g[1])).toEqual([ORDER_WRITERS_GROUP]);
   });
 
+  it.each(['meta', 'stream'] as const)('goes on watching and auditing the other sales when one sale\'s %s key has the wrong type, and counts that sale\'s failures', async (poisoned) => {
+    const bad = await createLiveSale(env.ctx, { stock: 5 });
+    const good = await createLiveSale(env.ctx, { stock: 5 });
+    const badKeys = saleKeys(env.ctx.config.REDIS_PREFIX, bad.id);
+    // An operator's or a bug's write: the key now holds a string (every command of another type fails WRONGTYPE).
+    await env.ctx.redis.del(badKeys[poisoned]);
+    await env.ctx.redis.set(badKeys[poisoned], 'oops');
+    await reservePurchase(env.ctx.redis, env.ctx.config.REDIS_PREFIX, { saleId: good.id, userId: 'a', quantity: 1, reservationId: newReservationId(good.id) });
+    const reconciler = await startReconciler(env.ctx);
+    env.stops.push(reconciler.stop);
+
+    // The healthy sale gets its checkpoint and its audit; the poisoned one is reported on its own.
+    await until(() => env.ctx.prisma.sale.findUniqueOrThrow({ where: { id: good.id } }), (s) => s.checkpointReservations === 1);
+    await until(async () => reconciler.audits.filter((a) => a.saleId === good.id).length, (n) => n > 0);
+    await until(async () => reconciler.saleErrors.length, (n) => n >= 2);
+
+    expect(new Set(reconciler.saleErrors.map((e) => e.saleId))).toEqual(new Set([bad.id]));
+    expect(String(reconciler.saleErrors[0]!.error)).toContain('WRONGTYPE');
+  });
+
   it('takes up a sale left paused by a reconciliation that died, and resumes it', async () => {
     const sale = await createLiveSale(env.ctx, { stock: 5 });
     // What a reconciler killed between its pause and its resume leaves behind, with no job left to finish it.
