@@ -12,7 +12,8 @@ export class RateLimiter {
 
   constructor(
     private readonly perSecond: number,
-    private readonly now: () => number = Date.now,
+    /** A monotonic clock in ms: windows are this process's own intervals, never compared with another's. */
+    private readonly now: () => number = () => performance.now(),
   ) {}
 
   /** Counts one request; false when the buyer is over budget for the current second. */

@@ -45,7 +45,8 @@ export class SaleVerdictCache {
   constructor(
     /** How long a verdict is trusted without news, in ms. */
     private readonly ttlMs: number,
-    private readonly now: () => number = Date.now,
+    /** A monotonic clock in ms (the TTL is this process's own interval; a wall clock may be stepped). */
+    private readonly now: () => number = () => performance.now(),
     private readonly loadHolders?: HoldersLoader,
   ) {}
 
