@@ -112,6 +112,10 @@ async function watchSale(deps: StateWatcherDeps, listed: WatchedSale): Promise<V
     // forever: this takes it up again. Only when seen paused two passes running, so a reconciliation
     // that resumed the sale a moment ago is not started again.
     if (deps.pausedLastPass.has(sale.id)) await deps.requestReconcile(sale.id, 'interrupted');
+  } else if (unchangedSince(sale.checkpoint, snapshot)) {
+    // Nothing accepted since the checkpoint: it stands as it is (an idle sale costs no MySQL write per
+    // pass). What the workers acknowledged since may still go, below the checkpoint this pass verified.
+    await retain(deps, sale.id, { keepFrom: sale.checkpoint!.streamId, keepSinceMs: snapshot.at - deps.retentionMs });
   } else {
     const recorded = await recordCheckpoint(
       deps.prisma,
@@ -128,6 +132,16 @@ async function watchSale(deps: StateWatcherDeps, listed: WatchedSale): Promise<V
     if (recorded && verified) await retain(deps, sale.id, { keepFrom: verified, keepSinceMs: snapshot.at - deps.retentionMs });
   }
   return verdict;
+}
+
+/** Whether the state has accepted nothing since the checkpoint (same buyers, units and last stream entry). */
+function unchangedSince(checkpoint: WatchedSale['checkpoint'], snapshot: SaleSnapshot): boolean {
+  return (
+    checkpoint !== null &&
+    checkpoint.reservations === snapshot.buyers &&
+    checkpoint.units === snapshot.stock - snapshot.remaining &&
+    checkpoint.streamId === snapshot.lastEntryId
+  );
 }
 
 /**
