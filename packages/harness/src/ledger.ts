@@ -30,26 +30,29 @@ export interface Ledger {
   stock: number;
 }
 
+/** An order as the ledger compares it with the 202s. */
+export interface LedgerOrder {
+  reservationId: string;
+  userId: string;
+  quantity: number;
+  status: string;
+}
+
 /**
- * Compares the 202s a test received with what MySQL holds, after the drain: the invariants of
- * ../shared/CONTRACT.md ("What must always hold").
+ * The ledger of a sale (pure): every 202 must have become exactly one order of the same buyer and
+ * quantity, no order may exist without a 202, and no buyer may hold two orders.
  */
-export async function ledgerOf(
-  redis: ScriptedRedis,
-  prisma: PrismaClient,
-  prefix: string,
-  saleId: number,
-  accepted: Map<string, { userId: string; quantity: number }>,
-): Promise<Ledger> {
-  const orders = await ordersOf(prisma, saleId);
+export function compareLedger(
+  accepted: ReadonlyMap<string, { userId: string; quantity: number }>,
+  orders: readonly LedgerOrder[],
+  { remaining, stock }: { remaining: number; stock: number },
+): Ledger {
   const byReservation = new Map<string, number>();
   const byBuyer = new Map<string, number>();
   for (const order of orders) {
     byReservation.set(order.reservationId, (byReservation.get(order.reservationId) ?? 0) + 1);
     byBuyer.set(order.userId, (byBuyer.get(order.userId) ?? 0) + 1);
   }
-  const state = await readSaleState(redis, prefix, saleId);
-  const sale = await prisma.sale.findUniqueOrThrow({ where: { id: saleId } });
   const live = orders.filter((o) => (LIVE_ORDER_STATUSES as readonly string[]).includes(o.status));
   const mismatched = orders.filter((o) => {
     const a = accepted.get(o.reservationId);
@@ -60,9 +63,26 @@ export async function ledgerOf(
     duplicated: [...[...byReservation].filter(([, n]) => n > 1).map(([id]) => id), ...[...byBuyer].filter(([, n]) => n > 1).map(([u]) => `buyer:${u}`)],
     unexpected: [...orders.filter((o) => !accepted.has(o.reservationId)).map((o) => o.reservationId), ...mismatched.map((o) => `mismatch:${o.reservationId}`)],
     unitsInDb: live.reduce((sum, o) => sum + o.quantity, 0),
-    remaining: state?.remaining ?? Number.NaN,
-    stock: sale.stock,
+    remaining,
+    stock,
   };
+}
+
+/**
+ * Compares the 202s a test received with what MySQL holds, after the drain: the invariants every run
+ * must keep (nothing lost, nothing doubled, nothing unexpected, never more units than stock).
+ */
+export async function ledgerOf(
+  redis: ScriptedRedis,
+  prisma: PrismaClient,
+  prefix: string,
+  saleId: number,
+  accepted: Map<string, { userId: string; quantity: number }>,
+): Promise<Ledger> {
+  const orders = await ordersOf(prisma, saleId);
+  const state = await readSaleState(redis, prefix, saleId);
+  const sale = await prisma.sale.findUniqueOrThrow({ where: { id: saleId } });
+  return compareLedger(accepted, orders, { remaining: state?.remaining ?? Number.NaN, stock: sale.stock });
 }
 
 /** Entries of a sale's stream still pending in the order writers' group. */
@@ -81,20 +101,17 @@ export interface FaultLedger extends Ledger {
 }
 
 /**
- * The ledger of a run where processes were killed: like ledgerOf, but an order of a buyer whose request
- * got no clear answer is not "unexpected" (the reservation may have landed just before the crash); such
- * requests are counted as having become an order or nothing.
+ * The ledger of a run where processes were killed (pure): like compareLedger, but an order of a buyer
+ * whose request got no clear answer is not "unexpected" (the reservation may have landed just before
+ * the crash); such requests are counted as having become an order or nothing.
  */
-export async function faultLedgerOf(
-  redis: ScriptedRedis,
-  prisma: PrismaClient,
-  prefix: string,
-  saleId: number,
-  accepted: Map<string, { userId: string; quantity: number }>,
+export function compareFaultLedger(
+  accepted: ReadonlyMap<string, { userId: string; quantity: number }>,
+  orders: readonly LedgerOrder[],
   uncertainBuyers: ReadonlySet<string>,
-): Promise<FaultLedger> {
-  const base = await ledgerOf(redis, prisma, prefix, saleId, accepted);
-  const orders = await ordersOf(prisma, saleId);
+  sale: { remaining: number; stock: number },
+): FaultLedger {
+  const base = compareLedger(accepted, orders, sale);
   const byId = new Map(orders.map((o) => [o.reservationId, o]));
   const unexpected = base.unexpected.filter((id) => {
     const order = byId.get(id);
@@ -108,4 +125,19 @@ export async function faultLedgerOf(
     unknownBecameNothing: uncertainBuyers.size - uncertainWithOrder.size,
     oversold: Math.max(0, base.unitsInDb - base.stock),
   };
+}
+
+/** compareFaultLedger over what Redis and MySQL hold for the sale now. */
+export async function faultLedgerOf(
+  redis: ScriptedRedis,
+  prisma: PrismaClient,
+  prefix: string,
+  saleId: number,
+  accepted: Map<string, { userId: string; quantity: number }>,
+  uncertainBuyers: ReadonlySet<string>,
+): Promise<FaultLedger> {
+  const orders = await ordersOf(prisma, saleId);
+  const state = await readSaleState(redis, prefix, saleId);
+  const sale = await prisma.sale.findUniqueOrThrow({ where: { id: saleId } });
+  return compareFaultLedger(accepted, orders, uncertainBuyers, { remaining: state?.remaining ?? Number.NaN, stock: sale.stock });
 }
