@@ -1,5 +1,5 @@
 // Generates the Prisma client without the native schema engine, which cannot be downloaded here.
-// `prisma generate` only needs the engine path to exist (see ../shared/FACTS.md), so any existing file
+// `prisma generate` only needs the engine path to exist (it never runs the engine), so any existing file
 // will do; the runtime client uses the MariaDB driver adapter and needs no engine at all.
 import { spawnSync } from 'node:child_process';
 
