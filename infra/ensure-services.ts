@@ -6,7 +6,7 @@ import { poolConfigFromUrl } from '@flashsale/order-store';
 /**
  * Makes sure Redis and MariaDB answer at REDIS_URL and DATABASE_URL, starting the machine's local
  * servers when they are the local defaults and not running (the commands are the ones these machines
- * boot them with: redis-server on 6379, mariadbd as the mysql user). Used by `npm test`, `npm run demo` and CI.
+ * boot them with: a redis-server on 6379 without persistence, and mariadbd). Used by `npm test`, `npm run demo` and CI.
  */
 
 const LOCAL = new Set(['127.0.0.1', 'localhost', '::1']);
