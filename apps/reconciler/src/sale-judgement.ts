@@ -1,0 +1,58 @@
+import type { Checkpoint, LossJudgement } from '@flashsale/order-store';
+import { snapshotSale, streamHasEntry, type SaleSnapshot, type ScriptedRedis } from '@flashsale/redis-store';
+import type { ReconcileReason } from '@flashsale/jobs';
+
+/** What MySQL recorded of a sale's Redis state: the generation it must hold and the last checkpoint. */
+export interface RecordedState {
+  generation: string;
+  checkpoint: Checkpoint | null;
+}
+
+/** A loss, and whether it is of a state that vanished or went back ('lost') or of another generation ('stale'). */
+export type Loss = { lost: false } | { lost: true; reason: Extract<ReconcileReason, 'lost' | 'stale'>; why: string };
+
+/**
+ * Judges a sale's Redis state against MySQL's record (pure). Within one generation, buyers and accepted
+ * units only grow, and the checkpoint's stream entry is only trimmed after a newer checkpoint was
+ * verified; fewer buyers or units than at the checkpoint, or its entry gone, means Redis went back in
+ * time (a restart from an old snapshot, a failover to a lagging replica) and lost reservations.
+ * Whether the sale is paused plays no part: a reconciliation pauses it, and must judge it all the same.
+ */
+export function judgeLoss(recorded: RecordedState, snapshot: SaleSnapshot, checkpointEntryPresent = true): Loss {
+  if (!snapshot.present) return { lost: true, reason: 'lost', why: 'the sale is not in Redis' };
+  if (snapshot.generation !== recorded.generation) {
+    return { lost: true, reason: 'stale', why: `Redis holds generation ${snapshot.generation || '(none)'}, MySQL ${recorded.generation}` };
+  }
+  const { checkpoint } = recorded;
+  if (!checkpoint) return { lost: false };
+  if (!checkpointEntryPresent) {
+    return { lost: true, reason: 'lost', why: `Redis went back: the stream no longer holds entry ${checkpoint.streamId ?? ''} it held at the checkpoint` };
+  }
+  const accepted = snapshot.stock - snapshot.remaining;
+  if (snapshot.buyers < checkpoint.reservations || accepted < checkpoint.units) {
+    return {
+      lost: true,
+      reason: 'lost',
+      why: `Redis went back: ${snapshot.buyers} buyers and ${accepted} units accepted, the checkpoint saw ${checkpoint.reservations} and ${checkpoint.units}`,
+    };
+  }
+  return { lost: false };
+}
+
+/** Whether the stream still holds the checkpoint's last entry (true when there is nothing to check). */
+export async function holdsCheckpointEntry(redis: ScriptedRedis, prefix: string, saleId: number, checkpoint: Checkpoint | null, snapshot: SaleSnapshot): Promise<boolean> {
+  const streamId = checkpoint?.streamId;
+  return !streamId || !snapshot.present || (await streamHasEntry(redis, prefix, saleId, streamId));
+}
+
+/**
+ * Reads the sale's Redis state now and judges it against `recorded`: what a rebuild calls with the sale
+ * row locked, before it replaces the checkpoint. Stale counts as a loss here too: the state about to be
+ * replaced is not the one the checkpoint describes, so the checkpoint's reservations are measured
+ * against MySQL's orders.
+ */
+export async function observeLoss(redis: ScriptedRedis, prefix: string, saleId: number, recorded: RecordedState): Promise<LossJudgement> {
+  const snapshot = await snapshotSale(redis, prefix, saleId);
+  const loss = judgeLoss(recorded, snapshot, await holdsCheckpointEntry(redis, prefix, saleId, recorded.checkpoint, snapshot));
+  return loss.lost ? { lost: true, why: loss.why } : { lost: false };
+}
