@@ -2,7 +2,7 @@ import cluster from 'node:cluster';
 import type { Server } from 'node:http';
 import { createLogger, loadConfig, onShutdownSignal } from '@flashsale/config';
 import { createRedis } from '@flashsale/redis-store';
-import { createPrisma } from '@flashsale/order-store';
+import { checkConnectionBudget, createPrisma } from '@flashsale/order-store';
 import { createReconcileJobs } from '@flashsale/jobs';
 import { createGateway } from './gateway.ts';
 import { runGatewayCluster } from './gateway-cluster.ts';
@@ -11,6 +11,8 @@ import { answerSupervisorScrapes, clusterMetricsSource, serveMetricsPort, SUPERV
 
 const config = loadConfig();
 const logger = createLogger('gateway', config.LOG_LEVEL);
+// In the background, never holding up the start. The supervisor judges for all GATEWAY_WORKERS processes.
+if (cluster.isPrimary) void checkConnectionBudget(config, 'gateway', logger, { processes: config.GATEWAY_WORKERS });
 
 if (config.GATEWAY_WORKERS > 1 && cluster.isPrimary) {
   // One metrics port for all the gateway processes, bound before they start so each can log it.
@@ -21,7 +23,7 @@ if (config.GATEWAY_WORKERS > 1 && cluster.isPrimary) {
   );
 } else {
   const redis = createRedis(config.REDIS_URL, { name: 'gateway', commandTimeoutMs: config.REDIS_COMMAND_TIMEOUT_MS, onError: (err) => logger.warn({ err }, 'redis connection error') });
-  const prisma = createPrisma(config.DATABASE_URL, config.GATEWAY_DB_POOL_SIZE, 0, { statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS });
+  const prisma = createPrisma(config.DATABASE_URL, config.GATEWAY_DB_POOL_SIZE, 0, { statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS, idleTimeoutMs: config.DB_POOL_IDLE_TIMEOUT_MS });
   const jobs = createReconcileJobs(config.REDIS_URL, config.REDIS_PREFIX);
   const gateway = createGateway({ config, redis, prisma, logger, jobs });
   let metricsServer: Server | undefined;

@@ -1,7 +1,7 @@
 import type { AddressInfo } from 'node:net';
 import { createLogger, loadConfig, onShutdownSignal, serveMetrics } from '@flashsale/config';
 import { createRedis } from '@flashsale/redis-store';
-import { createPrisma } from '@flashsale/order-store';
+import { checkConnectionBudget, createPrisma } from '@flashsale/order-store';
 import { bullConnection, createReconcileJobs } from '@flashsale/jobs';
 import { Reconciler } from './reconciler.ts';
 import { createReconcilerMetrics } from './metrics.ts';
@@ -9,7 +9,9 @@ import { createReconcilerMetrics } from './metrics.ts';
 const config = loadConfig();
 const logger = createLogger('reconciler', config.LOG_LEVEL);
 const redis = createRedis(config.REDIS_URL, { name: 'reconciler', commandTimeoutMs: config.REDIS_BACKGROUND_COMMAND_TIMEOUT_MS, onError: (err) => logger.warn({ err }, 'redis connection error'), maxRetriesPerRequest: null });
-const prisma = createPrisma(config.DATABASE_URL, config.RECONCILER_DB_POOL_SIZE);
+const prisma = createPrisma(config.DATABASE_URL, config.RECONCILER_DB_POOL_SIZE, 0, { idleTimeoutMs: config.DB_POOL_IDLE_TIMEOUT_MS });
+// In the background, never holding up the start: a MySQL that is down now is checked when it answers.
+void checkConnectionBudget(config, 'reconciler', logger);
 const jobs = createReconcileJobs(config.REDIS_URL, config.REDIS_PREFIX);
 const metrics = createReconcilerMetrics();
 

@@ -1,7 +1,7 @@
 import type { AddressInfo } from 'node:net';
 import { createLogger, loadConfig, onShutdownSignal, serveMetrics } from '@flashsale/config';
 import { createRedis } from '@flashsale/redis-store';
-import { createPrisma } from '@flashsale/order-store';
+import { checkConnectionBudget, createPrisma } from '@flashsale/order-store';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { OrderWorker } from './order-worker.ts';
 import { createWorkerMetrics } from './metrics.ts';
@@ -11,7 +11,9 @@ const logger = createLogger('worker', config.LOG_LEVEL);
 // No per-command retry limit: the worker's own loop retries, and an entry is never dropped for it.
 const redis = createRedis(config.REDIS_URL, { name: 'worker', commandTimeoutMs: config.REDIS_BACKGROUND_COMMAND_TIMEOUT_MS, onError: (err) => logger.warn({ err }, 'redis connection error'), maxRetriesPerRequest: null });
 // 16 prepared statements per connection: the quick pass's two, and room for the careful pass's.
-const prisma = createPrisma(config.DATABASE_URL, config.WORKER_DB_POOL_SIZE, 16);
+const prisma = createPrisma(config.DATABASE_URL, config.WORKER_DB_POOL_SIZE, 16, { idleTimeoutMs: config.DB_POOL_IDLE_TIMEOUT_MS });
+// In the background, never holding up the start: a MySQL that is down now is checked when it answers.
+void checkConnectionBudget(config, 'worker', logger);
 
 const metrics = createWorkerMetrics();
 const worker = new OrderWorker(

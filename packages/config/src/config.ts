@@ -108,6 +108,13 @@ const schema = z
     WORKER_DB_POOL_SIZE: intFrom(1, 500).default(10),
     /** Most MySQL connections the reconciler (and the reconcile command) opens, default 4. */
     RECONCILER_DB_POOL_SIZE: intFrom(1, 500).default(4),
+    /**
+     * How long a pooled MySQL connection may sit unused before it is closed (one per process is kept),
+     * default 3000 ms. The driver hands out the connection idle longest first, so a query every P ms
+     * keeps about this / P connections open: under 4000 (twice the gateway's 2 s live-sale refresh) an
+     * idle gateway comes down to one.
+     */
+    DB_POOL_IDLE_TIMEOUT_MS: intFrom(1000, 3_600_000).default(3000),
     /** Seconds a paused sale asks buyers to wait before retrying (Retry-After), default 2. */
     PAUSED_RETRY_AFTER_SECONDS: intFrom(1, 3600).default(2),
     /** Gateway processes (node:cluster) sharing PORT, default 1 (no cluster); one per core uses them all. */

@@ -20,7 +20,12 @@ export interface MariaDbServer {
   stop(): Promise<void>;
 }
 
-export async function startMariaDbServer(): Promise<MariaDbServer> {
+export interface MariaDbServerOptions {
+  /** Extra mariadbd arguments, e.g. `--max-connections=32` for a server with few connections to give. */
+  args?: string[];
+}
+
+export async function startMariaDbServer(options: MariaDbServerOptions = {}): Promise<MariaDbServer> {
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'flashsale-mariadb-'));
   const datadir = join(dir, 'data');
@@ -37,7 +42,7 @@ export async function startMariaDbServer(): Promise<MariaDbServer> {
     async start() {
       child = spawn(
         'mariadbd',
-        ['--no-defaults', `--datadir=${datadir}`, `--port=${port}`, `--socket=${join(dir, 'sock')}`, '--user=root', '--bind-address=127.0.0.1', '--skip-name-resolve', '--innodb-autoinc-lock-mode=2'],
+        ['--no-defaults', `--datadir=${datadir}`, `--port=${port}`, `--socket=${join(dir, 'sock')}`, '--user=root', '--bind-address=127.0.0.1', '--skip-name-resolve', '--innodb-autoinc-lock-mode=2', ...(options.args ?? [])],
         { stdio: 'ignore' },
       );
       for (let attempt = 0; attempt < 200; attempt++) {

@@ -19,3 +19,4 @@ export {
   type JudgeLoss,
 } from './sale-ledger.ts';
 export { withSaleLock, SaleLockBusy } from './sale-lock.ts';
+export { checkConnectionBudget, connectionBudgetOf, judgeConnectionBudget, readServerConnections, type BudgetVerdict, type ConnectionBudget, type ProcessRole, type ServerConnections } from './connection-budget.ts';
