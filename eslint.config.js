@@ -20,11 +20,17 @@ export default tseslint.config(
       '@typescript-eslint/require-await': 'off',
       // Methods of object literals (`{ async stop() {...} }`) are passed around on purpose; none uses `this`.
       '@typescript-eslint/unbound-method': 'off',
+      // Flags `let failed = false; try { ...; failed = true } finally { ... }`, the shape every runner here
+      // has on purpose (the value is read in the finally or after a catch).
+      'no-useless-assignment': 'off',
+      // A `let` read by a callback before its one assignment (a fault hook that kills the process spawned next).
+      'prefer-const': ['error', { ignoreReadBeforeAssign: true }],
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none' }],
     },
   },
   {
     files: ['**/*.js', '**/*.mjs'],
     ...tseslint.configs.disableTypeChecked,
+    languageOptions: { ...tseslint.configs.disableTypeChecked.languageOptions, globals: { process: 'readonly', console: 'readonly' } },
   },
 );

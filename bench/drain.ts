@@ -21,7 +21,8 @@ export async function drainByWorker(redis: ScriptedRedis, prisma: PrismaClient, 
   for (let start = 0; start < count; start += 1000) {
     const pipeline = redis.pipeline();
     for (let i = start; i < Math.min(count, start + 1000); i += 1) {
-      (pipeline as unknown as ScriptedRedis).reserve(keys.meta, keys.buyers, keys.stream, `drain-${i}`, 1, newReservationId(sale.id));
+      // Queued on the pipeline, not sent: exec() below sends them all.
+      void (pipeline as unknown as ScriptedRedis).reserve(keys.meta, keys.buyers, keys.stream, `drain-${i}`, 1, newReservationId(sale.id));
     }
     await pipeline.exec();
   }

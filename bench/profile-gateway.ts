@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { loadConfig } from '@flashsale/config';
-import { createRedis, publishSale, saleKeys, type ScriptedRedis } from '@flashsale/redis-store';
+import { createRedis, publishSale, saleKeys } from '@flashsale/redis-store';
 import { createPrisma, insertSale } from '@flashsale/order-store';
 import { newReservationId } from '@flashsale/domain';
 import { signBuyerTokens } from '@flashsale/harness';
@@ -32,7 +32,7 @@ const sale = await insertSale(prisma, { name: 'profile', stock: path === 'sold_o
 await publishSale(redis, prefix, sale, sale.generation);
 const keys = saleKeys(prefix, sale.id);
 const prebuy = path === 'sold_out' ? ['someone'] : path === 'duplicate' ? ids.slice(0, 20_000) : [];
-for (const buyer of prebuy) await (redis as ScriptedRedis).reserve(keys.meta, keys.buyers, keys.stream, buyer, 1, newReservationId(sale.id));
+for (const buyer of prebuy) await redis.reserve(keys.meta, keys.buyers, keys.stream, buyer, 1, newReservationId(sale.id));
 
 const gateway = await startGatewayProcess({ REDIS_PREFIX: prefix, DATABASE_URL: config.DATABASE_URL, REDIS_URL: config.REDIS_URL }, 1, `--cpu-prof --cpu-prof-dir=${dir}`);
 const buyers = (path === 'duplicate' ? ids.slice(0, 20_000) : ids).map((id, i) => ({ id, token: tokens[i]! }));

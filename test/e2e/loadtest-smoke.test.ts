@@ -61,7 +61,7 @@ describe('load scenarios, smoke runs through the Node runner', () => {
     expect(report.saleIds).toHaveLength(shape.sales);
     expect(report.outcomes.accepted).toBeGreaterThan(0);
     expect(report.outcomes.accepted + report.outcomes.duplicate).toBe(report.requests);
-    expect(report.invariants).toEqual(report.saleIds.map((saleId) => expect.objectContaining({ saleId, ...noBreach, stock: shape.stock })));
+    expect(report.invariants).toEqual(report.saleIds.map((saleId): unknown => expect.objectContaining({ saleId, ...noBreach, stock: shape.stock })));
     expect(report.invariants.reduce((sum, sale) => sum + sale.unitsInDb, 0)).toBe(report.outcomes.accepted);
   });
 });

@@ -96,7 +96,7 @@ describe('the reconciler process', () => {
     await reconciler.stop();
     env.stops.pop();
     const keys = saleKeys(env.ctx.config.REDIS_PREFIX, sale.id);
-    await env.ctx.redis.xdel(keys.stream, entryA!);
+    await env.ctx.redis.xdel(keys.stream, entryA);
     await env.ctx.redis.hdel(keys.buyers, 'a');
     await env.ctx.redis.hincrby(keys.meta, 'remaining', 1);
     await reservePurchase(env.ctx.redis, env.ctx.config.REDIS_PREFIX, { saleId: sale.id, userId: 'b', quantity: 1, reservationId: newReservationId(sale.id) });

@@ -152,7 +152,7 @@ describe('stream retention', () => {
 /** The real client, except that listing sales returns rows read earlier: a reconciler whose list is old. */
 function listingFrom(prisma: PrismaClient, rows: Awaited<ReturnType<PrismaClient['sale']['findMany']>>): PrismaClient {
   const sale = new Proxy(prisma.sale, {
-    get: (target, property) => (property === 'findMany' ? async () => rows : Reflect.get(target, property)),
+    get: (target, property): unknown => (property === 'findMany' ? async () => rows : Reflect.get(target, property)),
   });
-  return new Proxy(prisma, { get: (target, property) => (property === 'sale' ? sale : Reflect.get(target, property)) });
+  return new Proxy(prisma, { get: (target, property): unknown => (property === 'sale' ? sale : Reflect.get(target, property)) });
 }

@@ -37,7 +37,7 @@ async function signalled(env: { TIMEOUT_MS: string; STOP_TAKES_MS: string }, sig
       // may be delivered in either order (the kernel hands pending signals over by number).
       if (line.msg === 'ready') {
         signalledAt = Date.now();
-        child.kill(signals[0]!);
+        child.kill(signals[0]);
       } else if (line.msg === 'stopping') {
         for (const signal of signals.slice(1)) child.kill(signal);
       }

@@ -35,7 +35,7 @@ export function readPurchaseBody(req: IncomingMessage, res: ServerResponse, done
     return;
   }
   if (!plain || !(Number(length) <= LIMIT_BYTES) || !PLAIN_JSON_TYPE.test(headers['content-type'] ?? '')) {
-    parseWithBodyParser(req as express.Request, res as express.Response, (error?: unknown) => {
+    parseWithBodyParser(req, res, (error?: unknown) => {
       if (error) done(bodyErrorOf(error) ?? new AppError('INVALID_REQUEST', 'the body is not valid JSON'), undefined);
       else done(undefined, (req as express.Request).body ?? {});
     });
