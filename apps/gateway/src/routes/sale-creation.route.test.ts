@@ -92,7 +92,7 @@ describe('POST /api/admin/sales while Redis is unreachable', () => {
     // The request could not take its row back through Redis: it stays unfinished for the reconciler,
     // which abandons it; nothing watches or sells it meanwhile.
     expect(row?.publishState).toBe('publishing');
-    expect(await (await fetch(`${gateway.url}/api/sales/${row!.id}`)).status).toBe(404);
+    expect((await fetch(`${gateway.url}/api/sales/${row!.id}`)).status).toBe(404);
     expect(await readSaleState(ctx.redis, ctx.config.REDIS_PREFIX, row!.id)).toBeNull();
 
     // While the first attempt is unfinished, its key answers "retry shortly", never a second sale.
