@@ -17,6 +17,6 @@ export interface DeadLetteredReservation {
 export async function findDeadLetter(redis: ScriptedRedis, prefix: string, saleId: number, reservationId: string): Promise<DeadLetteredReservation | null> {
   const record = await redis.hget(saleKeys(prefix, saleId).rejected, reservationId);
   if (record === null) return null;
-  const { u, q, reason } = JSON.parse(record) as { u?: unknown; q?: unknown; reason?: unknown };
-  return { reservationId, userId: String(u ?? ''), quantity: Number(q), reason: String(reason ?? '') };
+  const { u, q, reason } = JSON.parse(record) as { u?: string; q?: string | number; reason?: string };
+  return { reservationId, userId: u ?? '', quantity: Number(q), reason: reason ?? '' };
 }
