@@ -24,7 +24,13 @@ export interface Gateway {
   liveSales: LiveSaleDirectory;
   /** Its Prometheus metrics, served apart from the app, on METRICS_PORT (see metrics-port.ts). */
   metrics: GatewayMetrics;
-  /** Subscribes to sale events and loads the live-sale directory; call before listening. */
+  /**
+   * Starts the background parts: the sale events subscription, made whenever Redis answers, and the
+   * live-sale directory, read from MySQL now and then. Waits for neither store: the gateway may listen
+   * before (main.ts does, so a gateway started while Redis or MySQL is away serves /healthz and answers
+   * 503 meanwhile); until the subscription is in place the verdict cache caches nothing. The promise
+   * resolves once the first subscription is in place and the directory was read once (tests await it).
+   */
   start(): Promise<void>;
   close(): Promise<void>;
 }
@@ -74,7 +80,8 @@ export function createGateway(deps: GatewayDeps, options: GatewayOptions = {}): 
     liveSales,
     metrics,
     async start() {
-      [events] = await Promise.all([listenToSaleEvents(deps.config.REDIS_URL, deps.config.REDIS_PREFIX, verdicts, deps.logger), liveSales.start()]);
+      events = listenToSaleEvents(deps.config.REDIS_URL, deps.config.REDIS_PREFIX, verdicts, deps.logger);
+      await Promise.all([events.subscribed, liveSales.start()]);
     },
     async close() {
       liveSales.stop();

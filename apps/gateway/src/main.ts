@@ -34,7 +34,9 @@ if (config.GATEWAY_WORKERS > 1 && cluster.isPrimary) {
   } else {
     ({ server: metricsServer, port: metricsPort } = await serveMetricsPort(gateway.metrics.registry, config.METRICS_PORT, logger));
   }
-  await gateway.start();
+  // Not awaited: a gateway started while Redis or MySQL is away listens at once, answers /healthz, /readyz
+  // 503 and purchases 503 with Retry-After, and takes up its work when they answer, without a restart.
+  void gateway.start();
   const server = createHttpServer(gateway.listener, config, logger);
   const port = await listen(server, config.PORT).catch((err: unknown) => {
     // In a cluster this kills one gateway process before it listened: the supervisor retries a few
@@ -54,8 +56,15 @@ if (config.GATEWAY_WORKERS > 1 && cluster.isPrimary) {
       server.closeIdleConnections();
     });
     await gateway.close();
-    await jobs.close();
-    await redis.quit();
+    if (redis.status === 'ready') {
+      await jobs.close();
+      await redis.quit();
+    } else {
+      // Redis is away: QUIT would wait in ioredis's offline queue behind the commands already waiting
+      // for it, and BullMQ's close for its connections to have connected once; neither may come before
+      // the deadline, and nothing is left to finish with Redis (the requests in flight are answered).
+      redis.disconnect();
+    }
     await prisma.$disconnect();
   });
 }

@@ -1,5 +1,5 @@
 import type { AddressInfo } from 'node:net';
-import { createLogger, loadConfig, onShutdownSignal, serveMetrics } from '@flashsale/config';
+import { createLogger, loadConfig, onShutdownSignal, readinessProbe, serveMetrics } from '@flashsale/config';
 import { createRedis } from '@flashsale/redis-store';
 import { checkConnectionBudget, createPrisma } from '@flashsale/order-store';
 import { bullConnection, createReconcileJobs } from '@flashsale/jobs';
@@ -41,14 +41,34 @@ const reconciler = new Reconciler(
     concurrency: 4,
   },
 );
-await reconciler.start();
-const server = serveMetrics(metrics.registry, config.RECONCILER_PORT);
-server.on('listening', () => logger.info({ port: (server.address() as AddressInfo).port, prefix: config.REDIS_PREFIX }, 'reconciler started'));
+// Served first, before anything waits for Redis or MySQL: /healthz answers while either is away, /readyz
+// says so. Reconciling matters more than being scraped: a port already taken is logged, and the
+// reconciler goes on without it.
+const server = serveMetrics(metrics.registry, config.RECONCILER_PORT, readinessProbe({ redis: () => redis.ping(), mysql: () => prisma.$queryRaw`SELECT 1` }));
+const port = await new Promise<number | undefined>((resolve) => {
+  server.once('listening', () => resolve((server.address() as AddressInfo).port));
+  server.once('error', (err) => {
+    logger.error({ err, port: config.RECONCILER_PORT }, 'metrics port unavailable: this reconciler serves no /metrics (give it its own RECONCILER_PORT)');
+    resolve(undefined);
+  });
+});
 
 onShutdownSignal(logger, config.SHUTDOWN_TIMEOUT_MS, async () => {
-  server.close();
-  await reconciler.stop();
-  await jobs.close();
-  await redis.quit();
+  if (port !== undefined) server.close();
+  const stopped = reconciler.stop();
+  if (redis.status === 'ready') {
+    await stopped;
+    await jobs.close();
+    await redis.quit();
+  } else {
+    // Redis is away: the watch pass in hand waits on commands queued for its return (each up to
+    // REDIS_BACKGROUND_COMMAND_TIMEOUT_MS, BullMQ's with no deadline at all), and no reconciliation can
+    // go on without it. A reconciliation cut here is BullMQ's stalled job, taken up again by the next
+    // reconciler, the sale paused meanwhile: the same as a crash.
+    logger.warn('Redis is away: stopping without waiting for the passes in hand');
+    redis.disconnect();
+  }
   await prisma.$disconnect();
 });
+await reconciler.start();
+logger.info({ port, prefix: config.REDIS_PREFIX }, 'reconciler started');

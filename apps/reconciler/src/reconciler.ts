@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Queue, UnrecoverableError, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from '@flashsale/config';
@@ -123,8 +124,12 @@ export class Reconciler {
     this.auditWorker.on('error', onBullError);
   }
 
+  /**
+   * Starts the loops and returns: none of them waits here for Redis or MySQL, so a reconciler started
+   * while either is away serves its health port at once, and takes up its work when they answer.
+   */
   async start(): Promise<void> {
-    await this.scheduleAudit();
+    void this.scheduleAuditUntilSet();
     void this.reconcileWorker.run();
     void this.auditWorker.run();
     this.watchTimer = setInterval(() => {
@@ -172,6 +177,24 @@ export class Reconciler {
       });
     } catch (error) {
       this.deps.logger.error({ err: error }, 'watch pass failed; next pass retries');
+    }
+  }
+
+  /**
+   * The audit's schedule lives in Redis, which may be away at start: BullMQ's command then waits for it
+   * to come back. One that fails is retried every second until the schedule is set or the reconciler
+   * stops.
+   */
+  private async scheduleAuditUntilSet(): Promise<void> {
+    for (;;) {
+      try {
+        await this.scheduleAudit();
+        return;
+      } catch (error) {
+        if (this.auditQueue.closing) return;
+        this.deps.logger.warn({ err: error }, 'audit not scheduled yet; retrying in 1 s');
+        await sleep(1000);
+      }
     }
   }
 

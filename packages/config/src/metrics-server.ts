@@ -9,12 +9,61 @@ export interface MetricsSource {
   metrics(): Promise<string>;
 }
 
+/** What `/readyz` asks, by name (`redis`, `mysql`): each check resolves once its store has answered. */
+export type ReadinessChecks = Record<string, () => Promise<unknown>>;
+
+/** The body of `/readyz`, answered with 200 when `ready`, 503 otherwise. */
+export interface Readiness {
+  status: 'ready' | 'not_ready';
+  checks: Record<string, 'up' | 'down'>;
+}
+
+/** How long `/readyz` waits for a store before calling it down. */
+const READY_TIMEOUT_MS = 1000;
+
+/**
+ * Asks every check, each given `timeoutMs` to answer. Cheap however often it is polled: a check still
+ * running is not started again but awaited by the next probes too, so a store that is away costs one
+ * command waiting for it (ioredis queues commands until it reconnects), not one more per probe.
+ */
+export function readinessProbe(checks: ReadinessChecks, timeoutMs = READY_TIMEOUT_MS): () => Promise<Readiness> {
+  const running = new Map<string, Promise<boolean>>();
+  const answered = (name: string, check: () => Promise<unknown>): Promise<boolean> => {
+    let answer = running.get(name);
+    if (answer === undefined) {
+      answer = Promise.resolve()
+        .then(check)
+        .then(
+          () => true,
+          () => false,
+        )
+        .finally(() => running.delete(name));
+      running.set(name, answer);
+    }
+    return answer;
+  };
+  return async () => {
+    const results = await Promise.all(
+      Object.entries(checks).map(async ([name, check]) => {
+        let timer: NodeJS.Timeout | undefined;
+        const late = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), timeoutMs)));
+        const up = await Promise.race([answered(name, check), late]);
+        clearTimeout(timer);
+        return [name, up ? 'up' : 'down'] as const;
+      }),
+    );
+    return { status: results.every(([, state]) => state === 'up') ? 'ready' : 'not_ready', checks: Object.fromEntries(results) };
+  };
+}
+
 /**
  * The small internal HTTP server of a process (worker, reconciler, the gateway's METRICS_PORT):
- * `/metrics` in Prometheus text format and `/healthz`, on `port` (0 picks a free one; read it from the
- * `listening` event).
+ * `/metrics` in Prometheus text format, `/healthz` (200 while the process runs) and, when `readiness` is
+ * given, `/readyz` (200 when every store answers, 503 otherwise); on `port` (0 picks a free one; read
+ * it from the `listening` event). It answers whatever the stores do, so a process listens on it at
+ * once, before Redis or MySQL have answered.
  */
-export function serveMetrics(registry: MetricsSource, port: number): Server {
+export function serveMetrics(registry: MetricsSource, port: number, readiness?: () => Promise<Readiness>): Server {
   return createServer((req, res) => {
     if (req.url === '/metrics') {
       registry.metrics().then(
@@ -23,6 +72,8 @@ export function serveMetrics(registry: MetricsSource, port: number): Server {
       );
     } else if (req.url === '/healthz') {
       res.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"ok"}');
+    } else if (req.url === '/readyz' && readiness) {
+      void readiness().then((report) => res.writeHead(report.status === 'ready' ? 200 : 503, { 'content-type': 'application/json' }).end(JSON.stringify(report)));
     } else {
       res.writeHead(404).end();
     }

@@ -4,16 +4,20 @@ import { saleEventsChannel } from '@flashsale/redis-store';
 import type { SaleVerdictCache } from './sale-verdict-cache.ts';
 
 export interface SaleEventsListener {
+  /** Resolves once the first subscription is in place; pending for as long as Redis has not answered. */
+  subscribed: Promise<void>;
   close(): Promise<void>;
 }
 
 /**
  * Keeps the verdict cache honest: subscribes to the sale events channel on a connection of its own (a
  * subscribed connection can run nothing else) and drops a sale's verdict when the reconciler announces
- * it. Between a disconnect and the next successful SUBSCRIBE announcements may be lost, so the cache is
- * switched off and emptied for that time. Resolves once the first subscription is in place.
+ * it. The cache is off until a subscription is in place (it starts so), and between a disconnect and the
+ * next successful SUBSCRIBE, when announcements may be lost: so a gateway started while Redis is away
+ * serves at once, and caches nothing until it hears the announcements. Returns at once; the subscription
+ * is made whenever Redis answers.
  */
-export async function listenToSaleEvents(redisUrl: string, prefix: string, cache: SaleVerdictCache, logger: Logger): Promise<SaleEventsListener> {
+export function listenToSaleEvents(redisUrl: string, prefix: string, cache: SaleVerdictCache, logger: Logger): SaleEventsListener {
   const channel = saleEventsChannel(prefix);
   const subscriber = new Redis(redisUrl, {
     // Named after the prefix, so an operator (or a test) can find this deployment's subscriber.
@@ -30,19 +34,26 @@ export async function listenToSaleEvents(redisUrl: string, prefix: string, cache
     if (Number.isInteger(saleId)) cache.forget(saleId);
     else cache.forgetAll();
   });
-  const subscribe = async () => {
-    await subscriber.subscribe(channel);
-    // Messages sent while the connection was down are gone: forget everything, then trust again.
-    cache.setListening(true);
-  };
+  let closed = false;
+  let firstSubscription: () => void;
+  const subscribed = new Promise<void>((resolve) => (firstSubscription = resolve));
+  // SUBSCRIBE is sent only once connected, never queued for a Redis that is away.
   subscriber.on('ready', () => {
-    subscribe().catch((error: unknown) => logger.warn({ err: error }, 'sale events subscription failed'));
-  });
-  await new Promise<void>((resolve, reject) => {
-    subscriber.once('ready', () => void subscriber.subscribe(channel).then(() => resolve(), reject));
+    subscriber.subscribe(channel).then(
+      () => {
+        if (closed) return;
+        // Messages sent while the connection was down are gone: forget everything, then trust again.
+        cache.setListening(true);
+        logger.info({ channel }, 'sale events subscribed: verdict cache on');
+        firstSubscription();
+      },
+      (error: unknown) => logger.warn({ err: error }, 'sale events subscription failed'),
+    );
   });
   return {
+    subscribed,
     async close() {
+      closed = true;
       cache.setListening(false);
       subscriber.disconnect();
     },
