@@ -14,6 +14,8 @@ import { until } from '../support/until.ts';
 
 const MAX_CONNECTIONS = 32;
 const GATEWAY_PROCESSES = 8;
+/** Under the 2 s of the gateway's live-sale refresh, so an idle gateway process comes down to one connection. */
+const IDLE_TIMEOUT_MS = 1000;
 
 let mariadb: MariaDbServer;
 let admin: Connection;
@@ -49,7 +51,7 @@ async function connectionsOf(user: 'gateway' | 'worker'): Promise<number> {
 describe(`${GATEWAY_PROCESSES} gateway processes and a worker on a MariaDB with max_connections ${MAX_CONNECTIONS}`, () => {
   it('warns at start that full pools cannot fit, yet every 202 becomes an order, and idle gateways come down to one connection each', async () => {
     const env = { REDIS_URL: ctx.config.REDIS_URL, REDIS_PREFIX: ctx.config.REDIS_PREFIX };
-    const gateway = await spawnGateway({ ...env, DATABASE_URL: urls.gateway, GATEWAY_WORKERS: String(GATEWAY_PROCESSES) });
+    const gateway = await spawnGateway({ ...env, DATABASE_URL: urls.gateway, GATEWAY_WORKERS: String(GATEWAY_PROCESSES), DB_POOL_IDLE_TIMEOUT_MS: String(IDLE_TIMEOUT_MS) });
     processes.push(gateway);
     for (let i = 0; i < 400 && gateway.logs.filter((l) => l.msg === 'gateway listening').length < GATEWAY_PROCESSES; i += 1) await sleep(50);
     expect(gateway.logs.filter((l) => l.msg === 'gateway listening')).toHaveLength(GATEWAY_PROCESSES);
@@ -94,15 +96,15 @@ describe(`${GATEWAY_PROCESSES} gateway processes and a worker on a MariaDB with 
     expect(stats.map((s) => [s.status, s.body.ordersInDb])).toEqual(Array.from({ length: GATEWAY_PROCESSES }, () => [200, 500]));
     const gatewayPeak = await connectionsOf('gateway');
     // ...and shrink once idle: each process keeps the one connection its live-sale refresh uses every
-    // 2 s, the rest are closed after DB_POOL_IDLE_TIMEOUT_MS (3 s). The driver opens a spare while a
-    // query runs, so a sample may catch one: the floor is what the gateways hold.
-    await until(() => connectionsOf('gateway'), (n) => n === GATEWAY_PROCESSES, 15_000);
+    // 2 s and closes the rest after DB_POOL_IDLE_TIMEOUT_MS. The driver opens a spare while that one is
+    // busy (closed again a second later), so a sample may catch a few: none ever goes below one.
+    await until(() => connectionsOf('gateway'), (n) => n === GATEWAY_PROCESSES, 20_000);
     const samples: number[] = [];
     for (let i = 0; i < 40; i += 1) {
       samples.push(await connectionsOf('gateway'));
       await sleep(100);
     }
-    expect(Math.min(...samples)).toBe(GATEWAY_PROCESSES);
+    expect(Math.min(...samples)).toBeGreaterThanOrEqual(GATEWAY_PROCESSES);
     expect(Math.max(...samples)).toBeLessThanOrEqual(2 * GATEWAY_PROCESSES);
     console.log(
       `connection budget: 500 202s became 500 orders ${drainMs} ms after the burst began (the worker held ${workerHeld} connections); ` +

@@ -82,7 +82,8 @@ export async function readServerConnections(databaseUrl: string): Promise<Server
 /**
  * Reads the server's limit once MySQL answers (retrying in the background while it does not: a MySQL
  * down at start must not stop a process from starting) and logs the verdict: at error level, with every
- * number, when the role's pools cannot fit. Never rejects; call it without awaiting.
+ * number, when the role's pools cannot fit; at debug level when they do, the check finishing at any
+ * moment of the start (or of a quick stop). Never rejects; call it without awaiting.
  */
 export async function checkConnectionBudget(config: Config, role: ProcessRole, logger: Logger, options: { processes?: number; retryMs?: number } = {}): Promise<BudgetVerdict> {
   const budget = connectionBudgetOf(config, role, options.processes);
@@ -92,7 +93,7 @@ export async function checkConnectionBudget(config: Config, role: ProcessRole, l
       const server = await readServerConnections(config.DATABASE_URL);
       const verdict = judgeConnectionBudget(budget, server);
       const numbers = { ...budget, demand: verdict.demand, maxConnections: server.maxConnections, connectionsInUse: server.inUse };
-      if (verdict.fits) logger.info(numbers, 'MySQL connection budget: the pools fit under max_connections');
+      if (verdict.fits) logger.debug(numbers, 'MySQL connection budget: the pools fit under max_connections');
       else {
         logger.error(
           { ...numbers, problems: verdict.problems },
