@@ -24,7 +24,7 @@ export function spawnApp(app: 'gateway' | 'worker' | 'reconciler', env: NodeJS.P
   const waiters: { match: (line: Record<string, unknown>) => boolean; resolve: (line: Record<string, unknown>) => void }[] = [];
   let buffered = '';
   let stderr = '';
-  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
     buffered += chunk;
     let newline: number;
     while ((newline = buffered.indexOf('\n')) >= 0) {
@@ -45,7 +45,7 @@ export function spawnApp(app: 'gateway' | 'worker' | 'reconciler', env: NodeJS.P
       }
     }
   });
-  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
     stderr += chunk;
   });
   const exited = new Promise<number | NodeJS.Signals>((resolve) => child.once('exit', (code, signal) => resolve(signal ?? code ?? 0)));
