@@ -3,7 +3,8 @@ import type { OrderWorker, OrderWorkerObserver } from './order-worker.ts';
 
 /**
  * The worker's Prometheus metrics (served on WORKER_PORT): what it wrote, replayed and set aside, how
- * long batches take, how often MySQL failed a write that is being retried, and how many entries it holds.
+ * long batches take, how often MySQL failed a write that is being retried, how many entries it holds,
+ * and the sales it skips because their own keys refuse it.
  * The stream's own backlog (lag, pending) is Redis's to tell: the reconciler's audit and the admin stats
  * read it there, for every worker at once.
  */
@@ -27,6 +28,14 @@ export function createWorkerMetrics() {
     help: 'Batch writes MySQL failed for a passing reason (connection, lock wait, deadlock, timeout); each is retried.',
     registers: [registry],
   });
+  // By sale: the sales index holds the published sales only, and an operator needs to know which to
+  // repair. stage and kind are a few fixed words (see sale-isolation.ts).
+  const saleErrors = new Counter({
+    name: 'flashsale_worker_sale_errors_total',
+    help: 'Steps that failed for one sale\'s own keys (e.g. a key of the wrong type), by sale, stage (read, claim, batch) and kind; that sale is retried with backoff, the others go on.',
+    labelNames: ['sale_id', 'stage', 'kind'] as const,
+    registers: [registry],
+  });
   const batchSeconds = new Histogram({
     name: 'flashsale_worker_batch_duration_seconds',
     help: 'Time to write one batch to MySQL, retries included.',
@@ -41,12 +50,21 @@ export function createWorkerMetrics() {
     },
     deadLettered: (reason) => deadLettered.inc({ reason }),
     writeFailed: () => writeFailures.inc(),
+    saleFailed: (saleId, stage, kind) => saleErrors.inc({ sale_id: String(saleId), stage, kind }),
   };
   return {
     registry,
     observer,
-    /** Reports the entries `worker` holds at each scrape. */
+    /** Reports the entries `worker` holds and the sales it skips, at each scrape. */
     watch(worker: OrderWorker): void {
+      new Gauge({
+        name: 'flashsale_worker_sales_backed_off',
+        help: 'Sales this worker skips for now because their own keys refused its last try; each is retried with backoff.',
+        registers: [registry],
+        collect() {
+          this.set(worker.salesBackedOff());
+        },
+      });
       new Gauge({
         name: 'flashsale_worker_entries_held',
         help: 'Stream entries this worker holds: read and not yet acknowledged or set aside.',

@@ -6,6 +6,8 @@ import { decodeReservation, listSaleIds, type Reservation, type ScriptedRedis } 
 import { isPermanentWriteError, writeOrderBatch, type BatchOutcome, type PrismaClient } from '@flashsale/order-store';
 import { acknowledge, claimIdleEntries, keepHeld, readNewEntries, type RawEntry } from './stream-reader.ts';
 import { deadLetter, type DeadLetterReason } from './dead-letter.ts';
+import { SaleBackoff, type SaleFaultKind, type SaleStage } from './sale-isolation.ts';
+import { SaleLanes } from './sale-lanes.ts';
 
 export interface OrderWorkerOptions {
   /** Entries per sale per MySQL transaction, default 500. */
@@ -18,7 +20,7 @@ export interface OrderWorkerOptions {
   maxDeliveries: number;
   /** How often the list of sales is read again, default 1000 ms. */
   salesRefreshMs: number;
-  /** Rounds of batches being written at once, default 2 (see run()). */
+  /** Batches of one sale being written at once, default 2 (see run()). */
   writesInFlight: number;
 }
 
@@ -36,6 +38,8 @@ export interface OrderWorkerObserver {
   deadLettered(reason: DeadLetterReason): void;
   /** A write MySQL failed for a passing reason; it is retried. */
   writeFailed(): void;
+  /** A step failed for one sale's own keys: that sale is skipped for a while, the others go on. */
+  saleFailed(saleId: number, stage: SaleStage, kind: SaleFaultKind): void;
 }
 
 export interface OrderWorkerStats {
@@ -72,11 +76,18 @@ export class OrderWorker {
    * worker after a keep-alive failed), and stays kept alive until both are done with it.
    */
   private readonly held = new Map<number, Map<string, number>>();
+  private readonly lanes: SaleLanes;
+  private readonly backoff: SaleBackoff;
+  /** The first error of a batch that failed for a reason not its sale's own, for the loop to back off on. */
+  private batchFailure: { error: unknown } | undefined;
 
   constructor(
     private readonly deps: OrderWorkerDeps,
     private readonly options: OrderWorkerOptions,
-  ) {}
+  ) {
+    this.lanes = new SaleLanes(options.writesInFlight);
+    this.backoff = new SaleBackoff(deps.logger, (saleId, stage, kind) => deps.observer?.saleFailed(saleId, stage, kind));
+  }
 
   start(): void {
     if (this.running) return;
@@ -98,6 +109,11 @@ export class OrderWorker {
     let count = 0;
     for (const ids of this.held.values()) count += ids.size;
     return count;
+  }
+
+  /** Sales skipped for now because their own keys refuse the worker (see SaleBackoff). */
+  salesBackedOff(): number {
+    return this.backoff.count();
   }
 
   private async keepHeldAlive(): Promise<void> {
@@ -124,14 +140,20 @@ export class OrderWorker {
   }
 
   /**
-   * The loop. Three things overlap instead of taking turns: reading the next round from Redis, and
-   * writing up to `writesInFlight` rounds to MySQL. Two batches of one sale still commit one after the
-   * other (the sale row's lock orders them), but the second is already at MySQL, waiting on the lock,
-   * when the first commits: MySQL stays busy while this process prepares and acknowledges batches,
-   * rather than each waiting for the other. Which of the two commits first is not fixed; it matters only
-   * when Redis accepted more than MySQL allows (after a data loss), where the refusal (OVER_STOCK,
-   * DUPLICATE_BUYER) may fall on the earlier reservation rather than the later, as it may with several
-   * workers anyway.
+   * The loop. Each sale has a lane of its own (SaleLanes): up to `writesInFlight` of its batches being
+   * written at once, and while its lane is full it is not read; the loop reads the other sales
+   * meanwhile. So reading the next batch from Redis overlaps writing the last ones to MySQL, and a sale
+   * whose writes are slow or retried for a long time (its row locked by someone, say) holds up no other
+   * sale. Two batches of one sale still commit one
+   * after the other (the sale row's lock orders them), but the second is already at MySQL, waiting on
+   * the lock, when the first commits: MySQL stays busy while this process prepares and acknowledges
+   * batches, rather than each waiting for the other. Which of the two commits first is not fixed; it
+   * matters only when Redis accepted more than MySQL allows (after a data loss), where the refusal
+   * (OVER_STOCK, DUPLICATE_BUYER) may fall on the earlier reservation rather than the later, as it may
+   * with several workers anyway.
+   *
+   * A sale whose own keys refuse a step (SaleBackoff) is skipped for a while; a failure that is not one
+   * sale's (Redis or MySQL away) fails the round and the loop retries with backoff, entries kept pending.
    */
   private async run(): Promise<void> {
     const { redis, prefix, logger } = this.deps;
@@ -139,95 +161,104 @@ export class OrderWorker {
     let salesReadAt = 0;
     let claimedAt = 0;
     let failures = 0;
-    let prefetched: Promise<Map<number, RawEntry[]>> | undefined;
-    const writing: Promise<void>[] = [];
-    let abandoned = false;
     while (this.running) {
       try {
+        if (this.batchFailure) {
+          const { error } = this.batchFailure;
+          this.batchFailure = undefined;
+          throw error;
+        }
         const now = Date.now();
         if (now - salesReadAt >= this.options.salesRefreshMs) {
           sales = await listSaleIds(redis, prefix);
+          this.backoff.keepOnly(sales);
           salesReadAt = now;
         }
         let busy = false;
         if (now - claimedAt >= Math.max(100, this.options.claimIdleMs / 4)) {
           claimedAt = now;
-          busy = await this.reclaim(sales);
+          busy = await this.reclaim(this.servable(sales));
         }
-        const fresh = await (prefetched ?? this.read(sales));
-        prefetched = undefined;
-        if (fresh.size > 0) {
-          writing.push(settledLater(this.processAll(fresh)));
-          // Only when there is work: an idle worker just polls.
-          prefetched = this.read(sales);
-          while (writing.length >= this.options.writesInFlight) await writing.shift();
-        } else {
-          while (writing.length > 0) await writing.shift();
-          if (!busy) await sleep(this.options.idleMs);
-        }
+        const ready = this.servable(sales);
+        if (ready.length > 0 && (await this.readAndDispatch(ready))) busy = true;
+        // Nothing new, or every sale with work has its lane full: poll again after a pause, or as soon
+        // as a batch ends.
+        if (!busy) await Promise.race([sleep(this.options.idleMs), this.lanes.nextEnd()]);
         failures = 0;
       } catch (error) {
-        // The rounds still being written go on to their end (written and acknowledged, or held for
-        // another worker).
-        for (const result of await Promise.allSettled(writing.splice(0))) {
-          if (result.status === 'rejected' && result.reason !== error && !(result.reason instanceof Abandoned)) {
-            logger.error({ err: result.reason }, 'a round in flight failed too; its entries stay pending');
-          }
-        }
-        if (error instanceof Abandoned) {
-          abandoned = true;
-          break;
-        }
-        // A round already read is kept for the next pass (a failed read yields nothing): let go, its
-        // entries would wait out the claim timeout and count one more delivery each, for a mere blip.
-        prefetched = prefetched?.catch(() => new Map<number, RawEntry[]>());
         failures += 1;
         logger.error({ err: error, failures }, 'worker round failed; retrying');
         await sleep(backoffMs(failures));
       }
     }
-    const results = await Promise.allSettled(writing.splice(0));
-    for (const result of results) {
-      if (result.status === 'rejected' && !(result.reason instanceof Abandoned)) logger.error({ err: result.reason }, 'last batches not written; they stay pending for another worker');
-    }
-    // Entries a last prefetch read are this worker's now: write them before stopping rather than leave
-    // them pending until another worker's claim timeout.
-    if (prefetched && !abandoned) {
-      await prefetched.then((last) => this.processAll(last)).catch((error: unknown) => logger.error({ err: error }, 'last batch not written; it stays pending for another worker'));
-    }
+    // Batches in hand go on to their end: written and acknowledged, or (MySQL away) abandoned, their
+    // entries pending for another worker.
+    await this.lanes.drain();
+    if (this.batchFailure) logger.error({ err: this.batchFailure.error }, 'last batches not written; they stay pending for another worker');
   }
 
-  private read(sales: number[]): Promise<Map<number, RawEntry[]>> {
-    const reading = readNewEntries(this.deps.redis, this.deps.prefix, this.consumer, sales, this.options.batchSize).then((fresh) => {
-      for (const [saleId, entries] of fresh) this.hold(saleId, entries.map((entry) => entry.id));
-      return fresh;
-    });
-    // A prefetch that fails is awaited (and its error handled) by the next round; never unhandled.
-    return settledLater(reading);
+  /** The sales to read or claim now: not skipped for a fault of their own, and with room in their lane. */
+  private servable(sales: number[]): number[] {
+    const now = Date.now();
+    return sales.filter((saleId) => this.lanes.hasRoom(saleId) && this.backoff.allows(saleId, now));
   }
 
   /**
-   * Writes a round (entries `read` holds), every sale's batch to its end even if another's fails, so
-   * that nothing is still under way when this settles; then fails with the first error, if any.
+   * Reads new entries of `sales` and starts a batch for each sale that had any; true when there were
+   * any. Entries read are this worker's (pending on it) even when another sale's read failed, so they
+   * are written before a failure that is not one sale's own fails the round.
    */
-  private async processAll(fresh: Map<number, RawEntry[]>): Promise<void> {
-    const results = await Promise.allSettled([...fresh].map(([saleId, entries]) => this.process(saleId, entries.map((entry) => ({ entry, deliveries: 1 })))));
-    const failed = results.find((result) => result.status === 'rejected');
-    if (failed) throw failed.reason;
+  private async readAndDispatch(sales: number[]): Promise<boolean> {
+    const round = await readNewEntries(this.deps.redis, this.deps.prefix, this.consumer, sales, this.options.batchSize);
+    for (const [saleId, entries] of round.entries) {
+      this.hold(saleId, entries.map((entry) => entry.id));
+      this.dispatch(saleId, entries.map((entry) => ({ entry, deliveries: 1 })));
+    }
+    let roundFailure: { error: unknown } | undefined;
+    for (const saleId of sales) {
+      const failure = round.failures.get(saleId);
+      if (failure === undefined) this.backoff.succeeded(saleId, 'read');
+      else if (!this.backoff.failed(saleId, 'read', failure)) roundFailure ??= { error: failure };
+    }
+    if (roundFailure) throw roundFailure.error;
+    return round.entries.size > 0;
   }
 
-  /** Takes over and processes entries idle on other consumers; true when there were any. */
+  /** Takes over entries idle on other consumers and starts their batches; true when there were any. */
   private async reclaim(sales: number[]): Promise<boolean> {
     let any = false;
     for (const saleId of sales) {
-      const claimed = await claimIdleEntries(this.deps.redis, this.deps.prefix, this.consumer, saleId, this.options.claimIdleMs, this.options.batchSize);
+      let claimed: Delivery[];
+      try {
+        claimed = await claimIdleEntries(this.deps.redis, this.deps.prefix, this.consumer, saleId, this.options.claimIdleMs, this.options.batchSize);
+      } catch (error) {
+        if (this.backoff.failed(saleId, 'claim', error)) continue;
+        throw error;
+      }
+      this.backoff.succeeded(saleId, 'claim');
       if (claimed.length === 0) continue;
       any = true;
       this.deps.logger.warn({ saleId, entries: claimed.length }, 'took over entries left pending by another consumer');
       this.hold(saleId, claimed.map((delivery) => delivery.entry.id));
-      await this.process(saleId, claimed);
+      this.dispatch(saleId, claimed);
     }
     return any;
+  }
+
+  /**
+   * Starts writing a batch of entries this worker holds, in the sale's lane. Its failure is the sale's
+   * (skipped for a while) or, if not, the round's: the loop backs off. Either way its entries stay
+   * pending, to be claimed again.
+   */
+  private dispatch(saleId: number, deliveries: Delivery[]): void {
+    const batch = this.process(saleId, deliveries).then(
+      () => this.backoff.succeeded(saleId, 'batch'),
+      (error: unknown) => {
+        if (error instanceof Abandoned || this.backoff.failed(saleId, 'batch', error)) return;
+        this.batchFailure ??= { error };
+      },
+    );
+    this.lanes.run(saleId, batch);
   }
 
   /** Writes one sale's batch of entries this worker holds, then lets go of them. */
@@ -244,29 +275,33 @@ export class OrderWorker {
     const { redis, prefix, logger } = this.deps;
     const reservations: Reservation[] = [];
     const rawById = new Map<string, Delivery>();
+    const setAside: { delivery: Delivery; reason: DeadLetterReason }[] = [];
     for (const delivery of deliveries) {
       rawById.set(delivery.entry.id, delivery);
       if (delivery.deliveries > this.options.maxDeliveries) {
-        await this.setAside(saleId, delivery, 'MAX_DELIVERIES');
+        setAside.push({ delivery, reason: 'MAX_DELIVERIES' });
         continue;
       }
       const decoded = decodeReservation(saleId, delivery.entry.id, delivery.entry.fields);
       if (decoded.ok) reservations.push(decoded.reservation);
-      else await this.setAside(saleId, delivery, decoded.reason);
+      else setAside.push({ delivery, reason: decoded.reason });
     }
-    if (reservations.length === 0) return;
-
-    const started = performance.now();
-    const outcome = await this.write(saleId, reservations);
-    this.deps.observer?.batchWritten({ written: outcome.written.length, replayed: outcome.replayed.length }, (performance.now() - started) / 1000);
-    // Acknowledge only what MySQL now holds; a crash before this line redelivers the batch, and the
-    // writer turns the replay into a no-op.
-    await acknowledge(redis, prefix, saleId, [...outcome.written, ...outcome.replayed].map((r) => r.entryId));
-    for (const { reservation, reason } of outcome.rejected) await this.setAside(saleId, rawById.get(reservation.entryId)!, reason);
-    this.stats.batches += 1;
-    this.stats.written += outcome.written.length;
-    this.stats.replayed += outcome.replayed.length;
-    if (outcome.replayed.length > 0) logger.info({ saleId, replayed: outcome.replayed.length }, 'redelivered entries were already orders');
+    if (reservations.length > 0) {
+      const started = performance.now();
+      const outcome = await this.write(saleId, reservations);
+      this.deps.observer?.batchWritten({ written: outcome.written.length, replayed: outcome.replayed.length }, (performance.now() - started) / 1000);
+      // Acknowledge only what MySQL now holds; a crash before this line redelivers the batch, and the
+      // writer turns the replay into a no-op.
+      await acknowledge(redis, prefix, saleId, [...outcome.written, ...outcome.replayed].map((r) => r.entryId));
+      for (const { reservation, reason } of outcome.rejected) setAside.push({ delivery: rawById.get(reservation.entryId)!, reason });
+      this.stats.batches += 1;
+      this.stats.written += outcome.written.length;
+      this.stats.replayed += outcome.replayed.length;
+      if (outcome.replayed.length > 0) logger.info({ saleId, replayed: outcome.replayed.length }, 'redelivered entries were already orders');
+    }
+    // Set aside last: if the sale's dead letters cannot be written (a key of the wrong type), only these
+    // entries stay pending, not the valid ones of the same batch.
+    for (const { delivery, reason } of setAside) await this.setAside(saleId, delivery, reason);
   }
 
   /**
@@ -320,12 +355,6 @@ export class OrderWorker {
       return false;
     }
   }
-}
-
-/** The promise, marked as handled: its rejection is awaited later, never reported as unhandled meanwhile. */
-function settledLater<T>(promise: Promise<T>): Promise<T> {
-  promise.catch(() => undefined);
-  return promise;
 }
 
 /** 100 ms doubling to 5 s: quick to recover from a blip, gentle on a database that is down. */

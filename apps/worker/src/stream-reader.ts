@@ -8,10 +8,19 @@ export interface RawEntry {
 
 type StreamReply = [key: string, entries: [id: string, fields: string[]][]][] | null;
 
+/** What one poll of many sales gave: the new entries of each, and the error of each sale whose read failed. */
+export interface ReadRound {
+  entries: Map<number, RawEntry[]>;
+  failures: Map<number, unknown>;
+}
+
 /**
  * Reads new entries of many sales in one round trip (a pipeline of non-blocking XREADGROUP calls, one per
- * sale, so it also works when the sales live on different Redis Cluster slots). A sale whose stream or
- * group is missing (not published yet, or Redis lost it) yields nothing rather than failing the round.
+ * sale, so it also works when the sales live on different Redis Cluster slots). Each sale has its own
+ * reply: a sale whose read fails (its stream key holds a string, say) is known by that reply, at no extra
+ * cost, and the others' entries are read all the same; one XREADGROUP over all the streams would fail
+ * whole and hide which. A sale whose stream or group is missing (not published yet, or Redis lost it)
+ * yields nothing rather than a failure.
  */
 export async function readNewEntries(
   redis: ScriptedRedis,
@@ -19,22 +28,23 @@ export async function readNewEntries(
   consumer: string,
   saleIds: number[],
   count: number,
-): Promise<Map<number, RawEntry[]>> {
+): Promise<ReadRound> {
   const pipeline = redis.pipeline();
   for (const saleId of saleIds) {
     pipeline.xreadgroup('GROUP', ORDER_WRITERS_GROUP, consumer, 'COUNT', count, 'STREAMS', saleKeys(prefix, saleId).stream, '>');
   }
   const replies = (await pipeline.exec()) ?? [];
-  const result = new Map<number, RawEntry[]>();
+  const round: ReadRound = { entries: new Map(), failures: new Map() };
   replies.forEach(([error, reply], index) => {
+    const saleId = saleIds[index]!;
     if (error) {
-      if (/NOGROUP/.test(error.message)) return;
-      throw error;
+      if (!/NOGROUP/.test(error.message)) round.failures.set(saleId, error);
+      return;
     }
     const entries = (reply as StreamReply)?.[0]?.[1] ?? [];
-    if (entries.length > 0) result.set(saleIds[index]!, entries.map(([id, fields]) => ({ id, fields })));
+    if (entries.length > 0) round.entries.set(saleId, entries.map(([id, fields]) => ({ id, fields })));
   });
-  return result;
+  return round;
 }
 
 /**
