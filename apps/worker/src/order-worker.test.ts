@@ -2,9 +2,11 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createLogger } from '@flashsale/config';
 import { newReservationId } from '@flashsale/domain';
 import { decodeReservation, ORDER_WRITERS_GROUP, reservePurchase, saleKeys, streamBacklog, type Reservation } from '@flashsale/redis-store';
-import { writeOrderBatch } from '@flashsale/order-store';
+import { poolConfigFromUrl, writeOrderBatch } from '@flashsale/order-store';
+import { createConnection } from 'mariadb';
 import { createLiveSale, createTestContext, type TestContext } from '../../../test/support/context.ts';
-import { ledgerOf, ordersOf, waitForDrain } from '@flashsale/harness';
+import { until } from '../../../test/support/until.ts';
+import { ledgerOf, ordersOf, pendingCount, waitForDrain } from '@flashsale/harness';
 import { OrderWorker, type OrderWorkerOptions } from './order-worker.ts';
 
 const OPTIONS: OrderWorkerOptions = { batchSize: 100, idleMs: 5, claimIdleMs: 200, maxDeliveries: 3, salesRefreshMs: 50, writesInFlight: 2 };
@@ -162,6 +164,26 @@ describe('order worker', () => {
     expect((await deadLetters(sale.id)).map((d) => d.reason)).toEqual(['MALFORMED_ENTRY', 'MALFORMED_ENTRY']);
   });
 
+  it("refuses an entry over the sale's per-user limit, whoever wrote it: no order, no units taken, a dead letter OVER_USER_LIMIT, the rest of its batch written", async () => {
+    const sale = await createLiveSale(ctx, { stock: 10, perUserLimit: 2 });
+    const before = await reserve(sale.id, 'a', 2);
+    // Written straight into the stream, past the reserve script that would have refused it.
+    const intruder = newReservationId(sale.id);
+    await ctx.redis.xadd(saleKeys(ctx.config.REDIS_PREFIX, sale.id).stream, '*', 'r', intruder, 'u', 'intruder', 'q', '5', 't', String(Date.now()), 'g', sale.generation);
+    const after = await reserve(sale.id, 'b', 1);
+    const worker = startWorker();
+    await waitForDrain(ctx.redis, ctx.config.REDIS_PREFIX, sale.id);
+
+    expect((await ordersOf(ctx.prisma, sale.id)).map((o) => [o.reservationId, o.quantity])).toEqual([
+      [before, 2],
+      [after, 1],
+    ]);
+    expect((await ctx.prisma.sale.findUniqueOrThrow({ where: { id: sale.id } })).soldUnits).toBe(3);
+    expect((await deadLetters(sale.id)).map((d) => [d.r, d.u, d.q, d.reason])).toEqual([[intruder, 'intruder', '5', 'OVER_USER_LIMIT']]);
+    // All three came in one batch.
+    expect(worker.stats).toEqual({ batches: 1, written: 2, replayed: 0, deadLettered: 1 });
+  });
+
   it('takes over entries a dead consumer left pending, and dead-letters one delivered too often', async () => {
     const sale = await createLiveSale(ctx, { stock: 10 });
     const keys = saleKeys(ctx.config.REDIS_PREFIX, sale.id);
@@ -262,6 +284,27 @@ describe('order writer, batches it cannot write whole', () => {
     expect((await ctx.prisma.sale.findUniqueOrThrow({ where: { id: sale.id } })).soldUnits).toBe(1);
   });
 
+  it('a quantity over the per-user limit, or not a whole number of at least 1: refused with its reason, the others written', async () => {
+    const sale = await createLiveSale(ctx, { stock: 10, perUserLimit: 2 });
+    for (const buyer of ['a', 'b', 'c', 'd']) await reserve(sale.id, buyer);
+    const [a, b, c, d] = await batchOf(sale.id);
+    const over = { ...b!, quantity: 3 };
+    const none = { ...c!, quantity: 0 };
+    const fraction = { ...d!, quantity: 1.5 };
+
+    expect(await writeOrderBatch(ctx.prisma, sale.id, [a!, over, none, fraction])).toEqual({
+      written: [a],
+      replayed: [],
+      rejected: [
+        { reservation: over, reason: 'OVER_USER_LIMIT' },
+        { reservation: none, reason: 'INVALID_QUANTITY' },
+        { reservation: fraction, reason: 'INVALID_QUANTITY' },
+      ],
+    });
+    expect((await ordersOf(ctx.prisma, sale.id)).map((o) => o.reservationId)).toEqual([a!.reservationId]);
+    expect((await ctx.prisma.sale.findUniqueOrThrow({ where: { id: sale.id } })).soldUnits).toBe(1);
+  });
+
   it('stores the instant Redis accepted each reservation to the millisecond, at the edges of the range too', async () => {
     const sale = await createLiveSale(ctx, { stock: 10 });
     await reserve(sale.id, 'a');
@@ -289,6 +332,34 @@ describe('order worker facing an entry MySQL refuses', () => {
 
     expect((await ordersOf(ctx.prisma, sale.id)).map((o) => o.reservationId)).toEqual([before, after]);
     expect((await deadLetters(sale.id)).map((d) => [d.u, d.reason])).toEqual([['x'.repeat(80), 'WRITE_FAILED']]);
+  });
+});
+
+describe('order worker facing a sale it cannot write for now', () => {
+  it('goes on writing the other sales while that sale row stays locked, and writes that sale once the lock is gone', async () => {
+    const locked = await createLiveSale(ctx, { stock: 10 });
+    const other = await createLiveSale(ctx, { stock: 10 });
+    // Someone holds the sale's row (an operator's open transaction, say): its batch waits on the lock.
+    const holder = await createConnection(poolConfigFromUrl(ctx.config.DATABASE_URL));
+    await holder.beginTransaction();
+    await holder.query('SELECT id FROM sales WHERE id = ? FOR UPDATE', [locked.id]);
+    const waiting = await reserve(locked.id, 'a');
+    startWorker();
+    await until(() => pendingCount(ctx.redis, ctx.config.REDIS_PREFIX, locked.id), (n) => n === 1);
+
+    // Each wave must be written while the lock is held: a loop waiting for the locked batch would not.
+    const written: string[] = [];
+    for (let wave = 0; wave < 5; wave++) {
+      written.push(await reserve(other.id, `buyer-${wave}`));
+      await waitForDrain(ctx.redis, ctx.config.REDIS_PREFIX, other.id, 5_000);
+    }
+    expect((await ordersOf(ctx.prisma, other.id)).map((o) => o.reservationId)).toEqual(written);
+    expect(await ordersOf(ctx.prisma, locked.id)).toEqual([]);
+
+    await holder.rollback();
+    await holder.end();
+    await waitForDrain(ctx.redis, ctx.config.REDIS_PREFIX, locked.id);
+    expect((await ordersOf(ctx.prisma, locked.id)).map((o) => o.reservationId)).toEqual([waiting]);
   });
 });
 

@@ -10,6 +10,14 @@ export type RejectReason =
   /** The order would put more units in orders than the sale has (Redis held more stock than MySQL). */
   | 'OVER_STOCK'
   /**
+   * More units than the sale's per-user limit (sales.per_user_limit). The reserve script never accepts
+   * that, so the entry came from somewhere else (a bug, or written into the stream by hand): refused
+   * here too, as over stock is, rather than trusted because it is on the stream.
+   */
+  | 'OVER_USER_LIMIT'
+  /** A quantity that is not a whole number of at least 1, which no purchase can have made. */
+  | 'INVALID_QUANTITY'
+  /**
    * The entry belongs to a Redis state of the sale that has since been rebuilt. The rebuild counted
    * only what MySQL held, so writing it now would sell its units twice: it is refused, and counted as a
    * reservation lost with Redis's data. Only a Redis data loss can cause it: after a planned
@@ -66,34 +74,44 @@ class UnexplainedConflict extends Error {
 /** Rolls back the quick pass: a refusal is only ever decided with the lookups done. */
 class NeedsLookup extends Error {}
 
-/** One generation, no reservation or buyer twice: the batch can be written whole or not at all. */
+/**
+ * One generation, no reservation or buyer twice, whole quantities: the batch can be written whole or not
+ * at all (the per-user limit is the quick pass's UPDATE's to check).
+ */
 function isPlainBatch(batch: Reservation[]): boolean {
   const generation = batch[0]!.generation;
   const reservations = new Set<string>();
   const buyers = new Set<string>();
   for (const r of batch) {
-    if (r.generation !== generation || reservations.has(r.reservationId) || buyers.has(r.userId)) return false;
+    if (r.generation !== generation || !isWholeQuantity(r.quantity) || reservations.has(r.reservationId) || buyers.has(r.userId)) return false;
     reservations.add(r.reservationId);
     buyers.add(r.userId);
   }
   return true;
 }
 
+/** At least 1 and whole: what the reserve script accepts, and the orders table's CHECK requires. */
+function isWholeQuantity(quantity: number): boolean {
+  return Number.isSafeInteger(quantity) && quantity >= 1;
+}
+
 /**
- * The quick pass, three statements in one transaction: the guarded UPDATE takes the sale row's lock and
- * checks generation and stock in the same step; the INSERT relies on the unique keys to refuse a
- * redelivered entry or a buyer who already has an order. Any refusal rolls everything back.
+ * The quick pass, two statements in one transaction: the guarded UPDATE takes the sale row's lock and
+ * checks generation, stock and the per-user limit in the same step; the INSERT relies on the unique keys
+ * to refuse a redelivered entry or a buyer who already has an order. Any refusal rolls everything back.
  */
 async function writeWithoutLookups(prisma: PrismaClient, saleId: number, batch: Reservation[]): Promise<BatchOutcome> {
   const units = batch.reduce((sum, r) => sum + r.quantity, 0);
+  const largest = batch.reduce((max, r) => Math.max(max, r.quantity), 0);
   const json = ordersJson(batch);
   return prisma.$transaction(
     async (tx) => {
       const updated = await tx.$executeRaw`
         UPDATE sales SET sold_units = sold_units + ${units}
-        WHERE id = ${saleId} AND redis_generation = ${batch[0]!.generation} COLLATE utf8mb4_bin AND sold_units + ${units} <= stock`;
+        WHERE id = ${saleId} AND redis_generation = ${batch[0]!.generation} COLLATE utf8mb4_bin AND sold_units + ${units} <= stock
+          AND per_user_limit >= ${largest}`;
       // The sale is missing, was rebuilt under another generation (compared byte for byte, as the careful
-      // pass compares), or has fewer units left than the batch.
+      // pass compares), has fewer units left than the batch, or an entry is over its per-user limit.
       if (updated !== 1) throw new NeedsLookup();
       await insertOrders(tx, saleId, batch, json);
       return { written: batch, replayed: [], rejected: [] };
@@ -104,15 +122,16 @@ async function writeWithoutLookups(prisma: PrismaClient, saleId: number, batch: 
 
 /**
  * The careful pass: lock the sale row, look up which entries MySQL already holds, and judge each entry
- * (replayed, stale, duplicate buyer, over stock, or written). A redelivered entry is recognised as
- * written (acknowledged) before anything is judged over stock or stale.
+ * (replayed, a quantity no purchase can have, stale, duplicate buyer, over stock, or written). A
+ * redelivered entry is recognised as written (acknowledged) before anything else is judged; then the
+ * entry's own quantity, wrong whatever the state of the sale.
  */
 async function writeWithLookups(prisma: PrismaClient, saleId: number, batch: Reservation[]): Promise<BatchOutcome> {
   const outcome: BatchOutcome = { written: [], replayed: [], rejected: [] };
   return prisma.$transaction(
     async (tx) => {
-      const [sale] = await tx.$queryRaw<{ stock: number; sold_units: number; redis_generation: string | null }[]>`
-        SELECT stock, sold_units, redis_generation FROM sales WHERE id = ${saleId} FOR UPDATE`;
+      const [sale] = await tx.$queryRaw<{ stock: number; sold_units: number; per_user_limit: number; redis_generation: string | null }[]>`
+        SELECT stock, sold_units, per_user_limit, redis_generation FROM sales WHERE id = ${saleId} FOR UPDATE`;
       if (!sale) {
         outcome.rejected = batch.map((reservation) => ({ reservation, reason: 'SALE_NOT_FOUND' as const }));
         return outcome;
@@ -126,10 +145,15 @@ async function writeWithLookups(prisma: PrismaClient, saleId: number, batch: Res
       const existingReservations = new Set(existing.map((order) => order.reservation_id));
       const buyersWithOrders = new Set(existing.map((order) => order.user_id));
       const stock = Number(sale.stock);
+      const limit = Number(sale.per_user_limit);
       let sold = Number(sale.sold_units);
       for (const reservation of batch) {
         if (existingReservations.has(reservation.reservationId)) {
           outcome.replayed.push(reservation);
+        } else if (!isWholeQuantity(reservation.quantity)) {
+          outcome.rejected.push({ reservation, reason: 'INVALID_QUANTITY' });
+        } else if (reservation.quantity > limit) {
+          outcome.rejected.push({ reservation, reason: 'OVER_USER_LIMIT' });
         } else if (reservation.generation !== sale.redis_generation) {
           outcome.rejected.push({ reservation, reason: 'STALE_GENERATION' });
         } else if (buyersWithOrders.has(reservation.userId)) {
