@@ -3,6 +3,10 @@ import { defineConfig } from 'vitest/config';
 // Tests run against the real Redis and MariaDB (`npm test` makes sure they answer first). Each test file
 // works under its own Redis prefix and its own sales; the database is a separate one, migrated once.
 export default defineConfig({
+  // The workspace packages' TypeScript sources (their `@flashsale/source` export), not their build, so
+  // tests never need `npm run build`. For every Vite environment: the tests' and the global setup's; Vitest
+  // also passes the condition to its worker processes (`--conditions`).
+  plugins: [{ name: 'flashsale-sources', configEnvironment: () => ({ resolve: { conditions: ['@flashsale/source'] } }) }],
   test: {
     include: ['apps/*/src/**/*.test.ts', 'packages/*/src/**/*.test.ts', 'test/**/*.test.ts'],
     globalSetup: ['test/global-setup.ts'],

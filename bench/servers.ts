@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { spawnGateway, type AppProcess } from '@flashsale/harness';
+import { SOURCE_NODE_ARGS, spawnGateway, type AppProcess } from '@flashsale/harness';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 
@@ -13,7 +13,7 @@ export interface BenchServer {
 
 /** The bare node:http + EVALSHA baseline, as a process of its own like the gateway. */
 export async function startBaseline(env: NodeJS.ProcessEnv): Promise<BenchServer> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'bench/baseline-server.ts'], { cwd: ROOT, env: { ...process.env, ...env, PORT: '0' }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [...SOURCE_NODE_ARGS, 'bench/baseline-server.ts'], { cwd: ROOT, env: { ...process.env, ...env, PORT: '0' }, stdio: ['ignore', 'pipe', 'inherit'] });
   const exited = new Promise((resolve) => child.once('exit', resolve));
   const port = await new Promise<number>((resolve, reject) => {
     let out = '';

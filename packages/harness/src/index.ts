@@ -1,5 +1,5 @@
 // Tools for driving the real system from outside: the tests, the demo and the load and chaos runners.
-export { spawnApp, spawnGateway, spawnWorker, spawnReconciler, type AppProcess } from './processes.ts';
+export { spawnApp, spawnGateway, spawnWorker, spawnReconciler, SOURCE_NODE_ARGS, type AppProcess, type AppSource } from './processes.ts';
 export { createHttpClient, mapConcurrently, percentile, type HttpResult } from './http-client.ts';
 export { ledgerOf, faultLedgerOf, compareLedger, compareFaultLedger, ordersOf, pendingCount, waitForDrain, type Ledger, type FaultLedger, type LedgerOrder } from './ledger.ts';
 export { startFaultProxy, type FaultProxy } from './fault-proxy.ts';

@@ -3,7 +3,20 @@ import { fileURLToPath } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 
-/** A real app process (`apps/<name>/src/main.ts`), its JSON log lines collected for assertions. */
+/**
+ * Node's arguments to run a TypeScript entry from source: tsx, and the `@flashsale/source` export
+ * condition, so the workspace packages it imports are their sources too, not a build that may be
+ * missing or stale.
+ */
+export const SOURCE_NODE_ARGS = ['--conditions=@flashsale/source', '--import', 'tsx'];
+
+/**
+ * Where an app process runs from: its TypeScript sources (tests, demo), or the JavaScript of
+ * `npm run build`, started exactly as the image starts it (`node scripts/start.mjs <role>`).
+ */
+export type AppSource = 'source' | 'build';
+
+/** A real app process (`apps/<name>/src/main.ts`, or its build), its JSON log lines collected for assertions. */
 export interface AppProcess {
   child: ChildProcess;
   logs: Record<string, unknown>[];
@@ -14,8 +27,9 @@ export interface AppProcess {
   kill(signal?: NodeJS.Signals): Promise<number | NodeJS.Signals>;
 }
 
-export function spawnApp(app: 'gateway' | 'worker' | 'reconciler', env: NodeJS.ProcessEnv): AppProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', `apps/${app}/src/main.ts`], {
+export function spawnApp(app: 'gateway' | 'worker' | 'reconciler', env: NodeJS.ProcessEnv, from: AppSource = 'source'): AppProcess {
+  const args = from === 'build' ? ['scripts/start.mjs', app] : [...SOURCE_NODE_ARGS, `apps/${app}/src/main.ts`];
+  const child = spawn(process.execPath, args, {
     cwd: ROOT,
     env: { ...process.env, LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -80,22 +94,22 @@ export function spawnApp(app: 'gateway' | 'worker' | 'reconciler', env: NodeJS.P
  * a test, a demo or a load run comes from this one machine's address, so the per-address rate limit is
  * off unless the caller sets it.
  */
-export async function spawnGateway(env: NodeJS.ProcessEnv): Promise<AppProcess & { url: string }> {
-  const gateway = spawnApp('gateway', { PORT: '0', METRICS_PORT: '0', RATE_LIMIT_PER_ADDRESS_PER_SECOND: '0', ...env });
+export async function spawnGateway(env: NodeJS.ProcessEnv, from: AppSource = 'source'): Promise<AppProcess & { url: string }> {
+  const gateway = spawnApp('gateway', { PORT: '0', METRICS_PORT: '0', RATE_LIMIT_PER_ADDRESS_PER_SECOND: '0', ...env }, from);
   const line = await gateway.waitForLog((l) => l.msg === 'gateway listening');
   return Object.assign(gateway, { url: `http://127.0.0.1:${String(line.port)}` });
 }
 
 /** A worker process; resolves once it has started its loop. */
-export async function spawnWorker(env: NodeJS.ProcessEnv): Promise<AppProcess> {
-  const worker = spawnApp('worker', { WORKER_PORT: '0', ...env });
+export async function spawnWorker(env: NodeJS.ProcessEnv, from: AppSource = 'source'): Promise<AppProcess> {
+  const worker = spawnApp('worker', { WORKER_PORT: '0', ...env }, from);
   await worker.waitForLog((l) => l.msg === 'worker started');
   return worker;
 }
 
 /** A reconciler process (metrics on a free port); resolves once its loops run. */
-export async function spawnReconciler(env: NodeJS.ProcessEnv): Promise<AppProcess> {
-  const reconciler = spawnApp('reconciler', { RECONCILER_PORT: '0', ...env });
+export async function spawnReconciler(env: NodeJS.ProcessEnv, from: AppSource = 'source'): Promise<AppProcess> {
+  const reconciler = spawnApp('reconciler', { RECONCILER_PORT: '0', ...env }, from);
   await reconciler.waitForLog((l) => l.msg === 'reconciler started');
   return reconciler;
 }
