@@ -124,7 +124,7 @@ export class OrderWorker {
 
   private hold(saleId: number, ids: string[]): void {
     let holds = this.held.get(saleId);
-    if (!holds) this.held.set(saleId, (holds = new Map()));
+    if (!holds) this.held.set(saleId, (holds = new Map<string, number>()));
     for (const id of ids) holds.set(id, (holds.get(id) ?? 0) + 1);
   }
 
