@@ -336,6 +336,21 @@ describe('order worker facing an entry MySQL refuses', () => {
 });
 
 describe('order worker facing a sale it cannot write for now', () => {
+  it('sets aside the entries of a sale MySQL does not have (SALE_NOT_FOUND) and writes the other sales', async () => {
+    const orphan = await createLiveSale(ctx, { stock: 10 });
+    const other = await createLiveSale(ctx, { stock: 10 });
+    // Live in Redis, gone from MySQL (removed by hand): no entry of it can ever become an order.
+    await ctx.prisma.sale.delete({ where: { id: orphan.id } });
+    const refused = [await reserve(orphan.id, 'a'), await reserve(orphan.id, 'b')];
+    const written = [await reserve(other.id, 'a'), await reserve(other.id, 'b')];
+    startWorker();
+    await waitForDrain(ctx.redis, ctx.config.REDIS_PREFIX, orphan.id);
+    await waitForDrain(ctx.redis, ctx.config.REDIS_PREFIX, other.id);
+
+    expect((await deadLetters(orphan.id)).map((d) => [d.r, d.reason])).toEqual(refused.map((r) => [r, 'SALE_NOT_FOUND']));
+    expect((await ordersOf(ctx.prisma, other.id)).map((o) => o.reservationId)).toEqual(written);
+  });
+
   it('goes on writing the other sales while that sale row stays locked, and writes that sale once the lock is gone', async () => {
     const locked = await createLiveSale(ctx, { stock: 10 });
     const other = await createLiveSale(ctx, { stock: 10 });
