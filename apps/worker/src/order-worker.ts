@@ -29,7 +29,7 @@ export interface OrderWorkerDeps {
   prisma: PrismaClient;
   prefix: string;
   logger: Logger;
-  /** Told of every batch written, entry set aside and failed write (the worker's metrics). */
+  /** Told of every batch written, entry set aside, failed write and failing sale (the worker's metrics). */
   observer?: OrderWorkerObserver;
 }
 
