@@ -142,6 +142,18 @@ describe('reservePurchase against Redis', () => {
     await expectRefusedWithoutWrites(sale.id, 'lea', 1, { kind: 'sale_ended' });
   });
 
+  it('fails with no effect at all when the stream key holds another type: no stock taken, no buyer recorded', async () => {
+    const sale = await createLiveSale(ctx, { stock: 5 });
+    const keys = saleKeys(ctx.config.REDIS_PREFIX, sale.id);
+    await ctx.redis.del(keys.stream);
+    await ctx.redis.set(keys.stream, 'not a stream');
+
+    await expect(reserve(sale.id, 'ann')).rejects.toThrow(/WRONGTYPE/);
+
+    expect(await ctx.redis.hget(keys.meta, 'remaining')).toBe('5');
+    expect(await ctx.redis.hgetall(keys.buyers)).toEqual({});
+  });
+
   it('takes exactly the stock when many buyers race for it', async () => {
     const sale = await createLiveSale(ctx, { stock: 7 });
 

@@ -68,9 +68,12 @@ if remaining < quantity then
   return { -8, remaining }
 end
 
-remaining = redis.call('HINCRBY', KEYS[1], 'remaining', -quantity)
-redis.call('HSET', KEYS[2], ARGV[1], ARGV[3] .. '|' .. ARGV[2])
+-- The entry first: of the three writes it is the only one that can fail (the stream key holding another
+-- type, out of memory at the first write), and a script that fails leaves its earlier writes in place.
+-- Failing here, nothing is written; the two after it cannot fail (both keys were just read as hashes).
 -- Field names are the stream format of reservation-stream.ts: r, u, q, t, g. The generation lets the
 -- order writer refuse an entry of a Redis state that was rebuilt after it was read (see order-writer.ts).
 redis.call('XADD', KEYS[3], '*', 'r', ARGV[3], 'u', ARGV[1], 'q', ARGV[2], 't', now, 'g', meta[6] or '')
+remaining = redis.call('HINCRBY', KEYS[1], 'remaining', -quantity)
+redis.call('HSET', KEYS[2], ARGV[1], ARGV[3] .. '|' .. ARGV[2])
 return { 1, remaining }
