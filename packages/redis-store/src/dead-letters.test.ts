@@ -52,6 +52,21 @@ describe('the dead-letter script (dead-letter-3.lua)', () => {
     expect(await ctx.redis.exists(keys.rejected)).toBe(0);
   });
 
+  it.each(['deadLetter', 'rejected'] as const)('fails with nothing written when the %s key holds another type: the entry stays pending', async (poisoned) => {
+    const sale = await createLiveSale(ctx);
+    const keys = saleKeys(ctx.config.REDIS_PREFIX, sale.id);
+    expect((await reservePurchase(ctx.redis, ctx.config.REDIS_PREFIX, { saleId: sale.id, userId: 'ann', quantity: 1, reservationId: newReservationId(sale.id) })).kind).toBe('reserved');
+    const [[entryId, fields]] = (await deliverAll(sale.id)) as [Entry];
+    await ctx.redis.set(keys[poisoned], 'oops');
+
+    await expect(ctx.redis.deadLetter(keys.stream, keys.deadLetter, keys.rejected, ORDER_WRITERS_GROUP, entryId, 'OVER_STOCK', 1, ...fields)).rejects.toThrow(/WRONGTYPE/);
+
+    expect(((await ctx.redis.xpending(keys.stream, ORDER_WRITERS_GROUP)) as [number])[0]).toBe(1);
+    expect(await ctx.redis.get(keys[poisoned])).toBe('oops');
+    const other = poisoned === 'deadLetter' ? keys.rejected : keys.deadLetter;
+    expect(await ctx.redis.exists(other)).toBe(0);
+  });
+
   it('keeps every key of a sale in its hash tag, so the script runs on Redis Cluster', () => {
     const keys = saleKeys('fs', 42);
 

@@ -17,7 +17,19 @@
 
   Output:
     the dead-letter entry id
+    a WRONGTYPE error, with nothing written, when a key holds another type than it should
+
+  A script that fails leaves its earlier writes in place, so the types are checked before the first
+  write: otherwise a rejected hash of another type would leave the entry dead-lettered and acknowledged
+  but its rejection unrecorded. Dead letters are rare; the three TYPE calls cost nothing that matters.
 ]]
+local expected = { 'stream', 'stream', 'hash' }
+for i = 1, 3 do
+  local kind = redis.call('TYPE', KEYS[i])['ok']
+  if kind ~= 'none' and kind ~= expected[i] then
+    return redis.error_reply('WRONGTYPE ' .. KEYS[i] .. ' holds a ' .. kind .. ', not a ' .. expected[i])
+  end
+end
 local fields = { 'id', ARGV[2], 'reason', ARGV[3], 'deliveries', ARGV[4] }
 local entry = {}
 for i = 5, #ARGV do
