@@ -1,10 +1,10 @@
 /**
  * `npm run loadtest -- <flash-crowd|duplicate-storm|sustained> [--smoke] [--node]`
  *
- * With `k6` on PATH (and no --node): `k6 run loadtest/k6/<scenario>.js` against BASE_URL, then the
- * invariant check of the sales it made. Otherwise the Node runner plays the same shape (loadtest/k6/lib/
- * shapes.js). Without BASE_URL the runner starts a system of its own (a gateway and two workers, under a
- * Redis prefix of their own) and stops it afterwards. The report is printed and written to
+ * With `k6` on PATH (and no --node): `k6 run loadtest/k6/<scenario>.js`, then the invariant check of the
+ * sales it made. Otherwise the Node runner plays the same shape (loadtest/k6/lib/shapes.js); it says
+ * which it used. Against BASE_URL when set; otherwise a system of its own (a gateway and two workers,
+ * under a Redis prefix of their own), stopped afterwards. The report is printed and written to
  * loadtest/results/<scenario>-<k6|node>.json; the exit code is non-zero when a threshold or an invariant
  * fails.
  */
@@ -14,7 +14,7 @@ import { randomBytes } from 'node:crypto';
 import { loadConfig } from '@flashsale/config';
 import { createRedis } from '@flashsale/redis-store';
 import { createPrisma, migrate } from '@flashsale/order-store';
-import { spawnGateway, spawnWorker, type AppProcess } from '@flashsale/harness';
+import { spawnGateway, spawnWorker, waitForDrain, type AppProcess } from '@flashsale/harness';
 import { ensureServices } from '../infra/ensure-services.ts';
 import { SCENARIOS, smokeOf, type ScenarioName } from './k6/lib/shapes.js';
 import { runScenario } from './runner/scenario-run.ts';
@@ -28,7 +28,9 @@ if (!scenario || !(scenario in SCENARIOS)) {
   process.exit(2);
 }
 const smoke = args.includes('--smoke');
-const useK6 = !args.includes('--node') && spawnSync('k6', ['version'], { stdio: 'ignore' }).status === 0;
+const k6Version = spawnSync('k6', ['version'], { encoding: 'utf8' });
+const useK6 = !args.includes('--node') && k6Version.status === 0;
+console.log(useK6 ? `runner: ${k6Version.stdout.trim()}` : `runner: the Node runner (${args.includes('--node') ? '--node given' : 'no k6 on PATH'})`);
 const config = loadConfig();
 mkdirSync('loadtest/results', { recursive: true });
 
@@ -38,27 +40,33 @@ const prisma = createPrisma(config.DATABASE_URL, 2);
 const processes: AppProcess[] = [];
 let passed = false;
 try {
+  let baseUrl = process.env.BASE_URL;
+  let prefix = config.REDIS_PREFIX;
+  if (!baseUrl) {
+    await migrate(config.DATABASE_URL);
+    prefix = `loadtest-${randomBytes(3).toString('hex')}`;
+    const env = { REDIS_PREFIX: prefix, DATABASE_URL: config.DATABASE_URL, REDIS_URL: config.REDIS_URL, LOG_LEVEL: 'warn' };
+    const track = <T extends AppProcess>(started: Promise<T>) => started.then((p) => (processes.push(p), p));
+    const [gateway] = await Promise.all([track(spawnGateway({ ...env, LOG_LEVEL: 'info' })), track(spawnWorker({ ...env, LOG_LEVEL: 'info' })), track(spawnWorker({ ...env, LOG_LEVEL: 'info' }))]);
+    baseUrl = gateway.url;
+    console.log(`system of its own: gateway ${baseUrl}, 2 workers, Redis prefix ${prefix}`);
+  }
   if (useK6) {
-    if (!process.env.BASE_URL) throw new Error('k6 runs against a running system: set BASE_URL (and REDIS_PREFIX, DATABASE_URL, REDIS_URL of that system for the check)');
     const summaryPath = `loadtest/results/${scenario}-k6.json`;
-    const k6 = spawnSync('k6', ['run', `loadtest/k6/${scenario}.js`], { stdio: 'inherit', env: { ...process.env, SUMMARY_PATH: summaryPath } });
-    const { saleIds } = JSON.parse(readFileSync(summaryPath, 'utf8')) as { saleIds: number[] };
+    const k6 = spawnSync('k6', ['run', `loadtest/k6/${scenario}.js`], {
+      stdio: 'inherit',
+      env: { ...process.env, BASE_URL: baseUrl, ADMIN_TOKEN: config.ADMIN_TOKEN, AUTH_SECRET: config.AUTH_SECRET, SUMMARY_PATH: summaryPath, ...(smoke ? { SMOKE_SECONDS: '2' } : {}) },
+    });
+    // k6 wrote the Node runner's report, less the invariants it cannot read: they are added here, after
+    // the streams have drained.
+    const report = JSON.parse(readFileSync(summaryPath, 'utf8')) as { saleIds: number[]; invariants: unknown[]; passed: boolean };
+    for (const saleId of report.saleIds) await waitForDrain(redis, prefix, saleId, 60_000);
     const invariants = [];
-    for (const saleId of saleIds) invariants.push(await checkSaleInvariants(redis, prisma, config.REDIS_PREFIX, saleId));
+    for (const saleId of report.saleIds) invariants.push(await checkSaleInvariants(redis, prisma, prefix, saleId));
     console.table(invariants);
     passed = k6.status === 0 && invariantsHold(invariants);
+    writeFileSync(summaryPath, `${JSON.stringify({ ...report, invariants, passed }, null, 2)}\n`);
   } else {
-    let baseUrl = process.env.BASE_URL;
-    let prefix = config.REDIS_PREFIX;
-    if (!baseUrl) {
-      await migrate(config.DATABASE_URL);
-      prefix = `loadtest-${randomBytes(3).toString('hex')}`;
-      const env = { REDIS_PREFIX: prefix, DATABASE_URL: config.DATABASE_URL, REDIS_URL: config.REDIS_URL, LOG_LEVEL: 'warn' };
-      const track = <T extends AppProcess>(started: Promise<T>) => started.then((p) => (processes.push(p), p));
-      const [gateway] = await Promise.all([track(spawnGateway({ ...env, LOG_LEVEL: 'info' })), track(spawnWorker({ ...env, LOG_LEVEL: 'info' })), track(spawnWorker({ ...env, LOG_LEVEL: 'info' }))]);
-      baseUrl = gateway.url;
-      console.log(`system of its own: gateway ${baseUrl}, 2 workers, Redis prefix ${prefix}`);
-    }
     const shape = smoke ? smokeOf(SCENARIOS[scenario], 2) : SCENARIOS[scenario];
     console.log(`${scenario}${smoke ? ' (smoke)' : ''}: ${shape.description}`);
     const report = await runScenario(scenario, shape, { baseUrl, adminToken: config.ADMIN_TOKEN, authSecret: config.AUTH_SECRET, redis, prisma, prefix }, (p) =>

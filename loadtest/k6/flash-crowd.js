@@ -1,13 +1,13 @@
 // @ts-check
 /**
- * k6 run loadtest/k6/flash-crowd.js   (k6 >= 0.45; BASE_URL, ADMIN_TOKEN, AUTH_SECRET from the environment)
+ * k6 run loadtest/k6/flash-crowd.js   (k6 >= 0.45; BASE_URL, ADMIN_TOKEN, AUTH_SECRET from the environment;
+ * SMOKE_SECONDS=2 plays the short version)
  * The shape is in lib/shapes.js; after the run, `npm run loadtest:check -- loadtest/results/flash-crowd-k6.json`
  * checks the invariants in MySQL and Redis (`npm run loadtest -- flash-crowd` does both).
  */
-import { SCENARIOS } from './lib/shapes.js';
-import { k6Options, purchase, setupSales, summaryWriter } from './lib/k6-common.js';
+import { k6Options, purchase, setupSales, shapeFor, summaryWriter } from './lib/k6-common.js';
 
-const shape = SCENARIOS['flash-crowd'];
+const shape = shapeFor('flash-crowd');
 
 export const options = k6Options(shape);
 

@@ -9,7 +9,7 @@ import crypto from 'k6/crypto';
 import encoding from 'k6/encoding';
 import exec from 'k6/execution';
 import { Counter } from 'k6/metrics';
-import { OUTCOMES, outcomeOf } from './shapes.js';
+import { OUTCOMES, SCENARIOS, durationOf, outcomeOf, smokeOf } from './shapes.js';
 
 /** @typedef {import('./shapes.js').Shape} Shape */
 
@@ -20,6 +20,19 @@ const AUTH_SECRET = __ENV.AUTH_SECRET || 'dev-only-auth-secret-change-me-0123456
 const RUN = __ENV.RUN_ID || String(Date.now());
 
 const counters = Object.fromEntries(OUTCOMES.map((outcome) => [outcome, new Counter(`purchases_${outcome}`)]));
+/** The statuses the purchase endpoint answers with, each counted (the Node runner's report has them too). */
+const STATUSES = [202, 400, 401, 403, 404, 409, 410, 429, 500, 503];
+const statusCounters = Object.fromEntries(STATUSES.concat([0]).map((status) => [status, new Counter(`purchase_status_${status}`)]));
+
+/**
+ * The scenario's shape; with SMOKE_SECONDS set, the short version `npm test` plays (as the Node runner's
+ * smoke does).
+ * @param {import('./shapes.js').ScenarioName} name
+ * @returns {Shape}
+ */
+export function shapeFor(name) {
+  return __ENV.SMOKE_SECONDS ? smokeOf(SCENARIOS[name], Number(__ENV.SMOKE_SECONDS)) : SCENARIOS[name];
+}
 
 /** @param {Shape} shape */
 export function k6Options(shape) {
@@ -40,6 +53,7 @@ export function k6Options(shape) {
       'http_req_duration{name:purchase}': [`p(99)<${shape.p99Ms}`],
     },
     setupTimeout: '60s',
+    summaryTrendStats: ['avg', 'min', 'med', 'max', 'p(90)', 'p(95)', 'p(99)'],
   };
 }
 
@@ -67,7 +81,7 @@ export function setupSales(shape) {
         stock: shape.stock,
         perUserLimit: shape.perUserLimit,
         startsAt: new Date(Date.now() - 1000).toISOString(),
-        endsAt: new Date(Date.now() + 3_600_000).toISOString(),
+        endsAt: new Date(Date.now() + 3600000).toISOString(),
       }),
       { headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' } },
     );
@@ -99,26 +113,56 @@ export function purchase(shape, data) {
   let code;
   try {
     code = res.status >= 400 ? String(res.json('code')) : undefined;
-  } catch {
+  } catch (_notJson) {
     code = undefined;
   }
   counters[outcomeOf(res.status, code)].add(1);
+  (statusCounters[res.status] || statusCounters[0]).add(1);
 }
 
 /**
- * @param {string} scenario
+ * handleSummary: a few lines on stdout, and the report the Node runner writes (loadtest/runner,
+ * ScenarioReport), so `npm run loadtest:check` and whoever reads loadtest/results/ take either. The
+ * invariants are left empty here: k6 cannot read MySQL; the check fills them in.
+ * @param {import('./shapes.js').ScenarioName} scenario
  * @returns {(data: any) => Record<string, string>}
  */
 export function summaryWriter(scenario) {
   return (data) => {
     const path = __ENV.SUMMARY_PATH || `loadtest/results/${scenario}-k6.json`;
-    const count = (/** @type {string} */ name) => (data.metrics[name] ? data.metrics[name].values.count : 0);
-    const lines = [`${scenario}: ${count('http_reqs')} requests`, ...OUTCOMES.map((o) => `  ${o}: ${count(`purchases_${o}`)}`)];
-    const duration = data.metrics['http_req_duration{name:purchase}'] || data.metrics.http_req_duration;
-    if (duration) lines.push(`  latency p90 ${duration.values['p(90)']} ms, p95 ${duration.values['p(95)']} ms, max ${duration.values.max} ms`);
-    return {
-      stdout: `${lines.join('\n')}\n`,
-      [path]: JSON.stringify({ scenario, saleIds: data.setup_data ? data.setup_data.saleIds : [], metrics: data.metrics }, null, 2),
+    const metric = (/** @type {string} */ name) => data.metrics[name];
+    const count = (/** @type {string} */ name) => (metric(name) ? metric(name).values.count : 0);
+    /** @type {Record<string, number>} */
+    const outcomes = {};
+    for (const outcome of OUTCOMES) outcomes[outcome] = count(`purchases_${outcome}`);
+    /** @type {Record<string, number>} */
+    const statuses = {};
+    for (const status of STATUSES.concat([0])) if (count(`purchase_status_${status}`) > 0) statuses[String(status)] = count(`purchase_status_${status}`);
+    const requests = OUTCOMES.reduce((sum, outcome) => sum + outcomes[outcome], 0);
+    const duration = metric('http_req_duration{name:purchase}') || metric('http_req_duration');
+    const latency = (/** @type {string} */ stat) => (duration ? Math.round(duration.values[stat] * 10) / 10 : 0);
+    const seconds = data.state ? data.state.testRunDurationMs / 1000 : durationOf(shapeFor(scenario));
+    const thresholdsMet = Object.keys(data.metrics).every((name) => {
+      const thresholds = data.metrics[name].thresholds;
+      return !thresholds || Object.keys(thresholds).every((rule) => thresholds[rule].ok);
+    });
+    const report = {
+      scenario,
+      runner: 'k6',
+      shape: shapeFor(scenario),
+      saleIds: data.setup_data ? data.setup_data.saleIds : [],
+      seconds,
+      requests,
+      throughput: Math.round(requests / seconds),
+      dropped: count('dropped_iterations'),
+      latencyMs: { p50: latency('med'), p90: latency('p(90)'), p99: latency('p(99)'), max: latency('max') },
+      outcomes,
+      statuses,
+      invariants: [],
+      passed: thresholdsMet,
     };
+    const lines = [`${scenario} (k6): ${requests} purchases, ${report.throughput}/s`].concat(OUTCOMES.map((o) => `  ${o}: ${outcomes[o]}`));
+    lines.push(`  latency p50 ${report.latencyMs.p50} ms, p90 ${report.latencyMs.p90} ms, p99 ${report.latencyMs.p99} ms, max ${report.latencyMs.max} ms`);
+    return { stdout: `${lines.join('\n')}\n`, [path]: JSON.stringify(report, null, 2) };
   };
 }

@@ -31,7 +31,7 @@ export const SCENARIOS = {
     sales: 1,
     stock: 500,
     perUserLimit: 1,
-    buyers: 20_000,
+    buyers: 20000,
     pickBuyer: 'unique',
     startRate: 0,
     stages: [
@@ -59,7 +59,7 @@ export const SCENARIOS = {
     sales: 10,
     stock: 5000,
     perUserLimit: 1,
-    buyers: 200_000,
+    buyers: 200000,
     pickBuyer: 'random',
     startRate: 300,
     stages: [{ seconds: 300, rate: 300 }],
@@ -79,14 +79,14 @@ export function smokeOf(shape, seconds) {
   const total = shape.stages.reduce((sum, stage) => sum + stage.seconds, 0);
   const factor = seconds / total;
   const rate = (/** @type {number} */ r) => Math.max(1, Math.round(r / 4));
-  return {
-    ...shape,
+  // Object.assign, not a spread: k6 0.45's compiler refuses object spread.
+  return Object.assign({}, shape, {
     stock: Math.max(5, Math.round(shape.stock / 10)),
     buyers: shape.pickBuyer === 'round-robin' ? Math.max(5, Math.round(shape.buyers / 5)) : Math.max(100, Math.round(shape.buyers / 10)),
     sales: Math.min(shape.sales, 3),
     startRate: shape.startRate === 0 ? 0 : rate(shape.startRate),
     stages: shape.stages.map((stage) => ({ seconds: Math.max(0.2, stage.seconds * factor), rate: stage.rate === 0 ? 0 : rate(stage.rate) })),
-  };
+  });
 }
 
 /**
