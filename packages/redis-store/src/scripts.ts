@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import type { Redis } from 'ioredis';
 
 /**
@@ -18,15 +18,52 @@ export interface ScriptCommands {
 
 export type ScriptedRedis = Redis & ScriptCommands;
 
-const SCRIPT_DIR = new URL('./lua/', import.meta.url);
-const SCRIPT_FILE = /^([a-z-]+)-(\d+)\.lua$/;
+/** A script ready to register: its command name, how many of its arguments are keys, its whole text. */
+export interface LoadedScript {
+  name: string;
+  numberOfKeys: number;
+  lua: string;
+}
 
-const scripts = readdirSync(SCRIPT_DIR).flatMap((file) => {
-  const match = SCRIPT_FILE.exec(file);
-  if (!match) return [];
-  const name = match[1]!.replace(/-([a-z])/g, (_, letter: string) => letter.toUpperCase());
-  return [{ name, numberOfKeys: Number(match[2]), lua: readFileSync(new URL(file, SCRIPT_DIR), 'utf8') }];
-});
+const SCRIPT_FILE = /^([a-z-]+)-(\d+)\.lua$/;
+const INCLUDE = /^--@include "([^"]+)"[ \t]*$/;
+
+/**
+ * Reads every script of `dir` with its includes in place. The pieces several scripts share (a record's
+ * format, creating a consumer group) live in `.lua` files of their own, under `includes/`, and a script
+ * names each on a line `--@include "<path>"`, the path relative to the file that names it. The line is
+ * replaced by the file (its own includes resolved first); a file already inlined in this script is not
+ * inlined again, so its locals are declared once. A missing file, a cycle or a malformed `--@` line
+ * fails the load: at start, not at the first call.
+ */
+export function loadScripts(dir: URL): LoadedScript[] {
+  return readdirSync(dir).flatMap((file) => {
+    const match = SCRIPT_FILE.exec(file);
+    if (!match) return [];
+    const name = match[1]!.replace(/-([a-z])/g, (_, letter: string) => letter.toUpperCase());
+    const path = new URL(file, dir);
+    return [{ name, numberOfKeys: Number(match[2]), lua: withIncludes(path, new Set([path.href]), [path.href]) }];
+  });
+}
+
+function withIncludes(file: URL, inlined: Set<string>, chain: string[]): string {
+  const lines = readFileSync(file, 'utf8').split('\n');
+  return lines
+    .map((line, index) => {
+      if (!line.startsWith('--@')) return line;
+      const path = INCLUDE.exec(line)?.[1];
+      if (path === undefined) throw new Error(`${file.pathname}:${index + 1}: not an include directive: ${line}`);
+      const included = new URL(path, file);
+      if (chain.includes(included.href)) throw new Error(`include cycle: ${[...chain, included.href].map((href) => new URL(href).pathname).join(' -> ')}`);
+      if (inlined.has(included.href)) return '';
+      if (!existsSync(included)) throw new Error(`${file.pathname}:${index + 1}: no such include: ${included.pathname}`);
+      inlined.add(included.href);
+      return withIncludes(included, inlined, [...chain, included.href]).trimEnd();
+    })
+    .join('\n');
+}
+
+const scripts = loadScripts(new URL('./lua/', import.meta.url));
 
 /** Registers every script on this connection (idempotent). */
 export function withScripts(redis: Redis): ScriptedRedis {

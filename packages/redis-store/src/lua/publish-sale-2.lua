@@ -24,6 +24,8 @@
   The deadline fences off a publish that a hung Redis runs long after its sender gave up on it (the
   command sat in the socket): that create was answered as failed, and abandoned, and must not go live.
 ]]
+--@include "includes/ensure-group.lua"
+
 if ARGV[8] ~= '' then
   local time = redis.call('TIME')
   if tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000) > tonumber(ARGV[8]) then
@@ -45,9 +47,8 @@ redis.call('HSET', KEYS[1],
   'paused', '0',
   'gen', ARGV[7])
 
--- From id 0, not '$': if a stream somehow survived without its meta, none of its entries is skipped.
-local ok, err = pcall(redis.call, 'XGROUP', 'CREATE', KEYS[2], ARGV[6], '0', 'MKSTREAM')
-if not ok and not string.find(tostring(err), 'BUSYGROUP') then
-  return redis.error_reply(tostring(err))
+local failed = ensure_group(KEYS[2], ARGV[6])
+if failed then
+  return failed
 end
 return 1

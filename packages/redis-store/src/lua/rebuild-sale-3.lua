@@ -20,6 +20,8 @@
   Output:
     1
 ]]
+--@include "includes/ensure-group.lua"
+
 redis.call('DEL', KEYS[1], KEYS[2])
 redis.call('HSET', KEYS[1],
   'name', ARGV[1],
@@ -32,8 +34,8 @@ redis.call('HSET', KEYS[1],
   'paused', '1')
 
 -- A lost stream (and its group) is recreated empty; a surviving one keeps its group and history.
-local ok, err = pcall(redis.call, 'XGROUP', 'CREATE', KEYS[3], ARGV[8], '0', 'MKSTREAM')
-if not ok and not string.find(tostring(err), 'BUSYGROUP') then
-  return redis.error_reply(tostring(err))
+local failed = ensure_group(KEYS[3], ARGV[8])
+if failed then
+  return failed
 end
 return 1

@@ -1,0 +1,73 @@
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { loadScripts } from './scripts.ts';
+
+let dir: string;
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), 'lua-'));
+  mkdirSync(join(dir, 'includes'));
+});
+afterEach(() => {
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const write = (path: string, text: string) => writeFileSync(join(dir, path), text);
+const load = () => loadScripts(pathToFileURL(`${dir}/`));
+
+describe('loadScripts', () => {
+  it('names each command after its file and takes the number of keys from it', () => {
+    write('do-something-2.lua', 'return 1\n');
+    write('notes.txt', 'not a script');
+
+    expect(load()).toEqual([{ name: 'doSomething', numberOfKeys: 2, lua: 'return 1\n' }]);
+  });
+
+  it('puts an included file where its directive stands, resolving its own includes relative to it', () => {
+    write('includes/inner.lua', 'local function inner() return 2 end\n');
+    write('includes/outer.lua', '--@include "inner.lua"\nlocal function outer() return inner() end\n');
+    write('run-0.lua', '-- header\n--@include "includes/outer.lua"\nreturn outer()\n');
+
+    expect(load()[0]!.lua).toBe('-- header\nlocal function inner() return 2 end\nlocal function outer() return inner() end\nreturn outer()\n');
+  });
+
+  it('inlines a file included twice only once, so its locals are declared once', () => {
+    write('includes/shared.lua', 'local function shared() return 1 end\n');
+    write('includes/other.lua', '--@include "shared.lua"\nlocal function other() return shared() end\n');
+    write('run-0.lua', '--@include "includes/shared.lua"\n--@include "includes/other.lua"\nreturn other()\n');
+
+    expect(load()[0]!.lua).toBe('local function shared() return 1 end\n\nlocal function other() return shared() end\nreturn other()\n');
+  });
+
+  it('fails the load on an include that does not exist, naming the line', () => {
+    write('run-0.lua', 'local x = 1\n--@include "includes/missing.lua"\n');
+
+    expect(load).toThrow(/run-0\.lua:2: no such include: .*includes\/missing\.lua/);
+  });
+
+  it('fails the load on an include cycle', () => {
+    write('includes/a.lua', '--@include "b.lua"\n');
+    write('includes/b.lua', '--@include "a.lua"\n');
+    write('run-0.lua', '--@include "includes/a.lua"\n');
+
+    expect(load).toThrow(/include cycle: .*run-0\.lua -> .*a\.lua -> .*b\.lua -> .*a\.lua/);
+  });
+
+  it('fails the load on a directive it does not know, rather than leaving it as a comment', () => {
+    write('run-0.lua', '--@include includes/a.lua\n');
+
+    expect(load).toThrow(/run-0\.lua:1: not an include directive/);
+  });
+
+  it("leaves no directive in the project's own scripts, and shares the consumer group's creation", () => {
+    const scripts = loadScripts(new URL('./lua/', import.meta.url));
+
+    expect(scripts.map((script) => script.name).sort()).toEqual(['deadLetter', 'publishSale', 'rebuildSale', 'reserve', 'setPaused', 'trimAcknowledged', 'withdrawSale']);
+    for (const { lua } of scripts) expect(lua).not.toMatch(/^--@/m);
+    const creatingGroups = scripts.filter(({ lua }) => lua.includes("'XGROUP', 'CREATE'"));
+    expect(creatingGroups.map((script) => script.name).sort()).toEqual(['publishSale', 'rebuildSale']);
+    for (const { lua } of creatingGroups) expect(lua).toContain('local function ensure_group(stream, group)');
+  });
+});
