@@ -1,10 +1,5 @@
 import type { RequestHandler, Response } from 'express';
-import { AppError } from '@flashsale/domain';
-
-/** A backing service did not answer within the time a request may wait for it. */
-export class DeadlineExceeded extends Error {
-  override readonly name = 'DeadlineExceeded';
-}
+import { AppError, DeadlineExceeded } from '@flashsale/domain';
 
 /** The answer a client gets when a backing service is away or too slow: retrying shortly is safe. */
 export function serviceUnavailable(detail = 'a backing service is unavailable, retry shortly'): AppError {

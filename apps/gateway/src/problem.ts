@@ -1,9 +1,9 @@
 import type { ErrorRequestHandler, RequestHandler, Response } from 'express';
-import { AppError, ERRORS, type ErrorCode } from '@flashsale/domain';
+import { AppError, DeadlineExceeded, ERRORS, type ErrorCode } from '@flashsale/domain';
 import type { Logger } from '@flashsale/config';
 import { isRedisUnavailable } from '@flashsale/redis-store';
 import { isMysqlUnavailable } from '@flashsale/order-store';
-import { DeadlineExceeded, serviceUnavailable } from './deadline.ts';
+import { serviceUnavailable } from './deadline.ts';
 
 /** What a problem document says: a catalogue code, the detail, and any extra members. */
 export interface Problem {

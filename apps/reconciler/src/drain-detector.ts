@@ -1,9 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import { DrainTimeout } from '@flashsale/domain';
 import { streamBacklog, type ScriptedRedis, type StreamBacklog } from '@flashsale/redis-store';
-
-export class DrainTimeout extends Error {
-  override readonly name = 'DrainTimeout';
-}
 
 /**
  * Waits until nothing of the sale's stream is on its way to MySQL: no entry undelivered (lag 0) and none

@@ -1,10 +1,11 @@
 import { parseArgs } from 'node:util';
 import { UnrecoverableError, Worker } from 'bullmq';
 import { createLogger, loadConfig } from '@flashsale/config';
+import { SaleNotFound } from '@flashsale/domain';
 import { createRedis, announceSaleChanged } from '@flashsale/redis-store';
 import { createPrisma, findSale } from '@flashsale/order-store';
 import { RECONCILE_QUEUE, bullConnection, bullPrefix, createReconcileJobs, enqueueReconcile, type ReconcileJobData, type ReconcileResult } from '@flashsale/jobs';
-import { reconcileSale, SaleNotFound } from './reconcile-sale.ts';
+import { reconcileSale } from './reconcile-sale.ts';
 
 // `npm run reconcile -- --sale <id>`: reconciles one sale now and prints the result. It goes through the
 // same BullMQ queue as the reconciler process (so it never runs beside another reconciliation of the

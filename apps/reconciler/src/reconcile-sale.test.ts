@@ -1,15 +1,14 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createLogger } from '@flashsale/config';
-import { newReservationId } from '@flashsale/domain';
+import { DrainTimeout, newReservationId, SaleLockBusy } from '@flashsale/domain';
 import { ORDER_WRITERS_GROUP, decodeReservation, readSaleState, reservePurchase, saleKeys, snapshotSale, type Reservation } from '@flashsale/redis-store';
-import { SaleLockBusy, writeOrderBatch } from '@flashsale/order-store';
+import { writeOrderBatch } from '@flashsale/order-store';
 import { ordersOf, waitForDrain } from '@flashsale/harness';
 import { createLiveSale, createTestContext, type TestContext } from '../../../test/support/context.ts';
 import { reconcileDeps } from '../../../test/support/reconciler.ts';
 import { OrderWorker } from '../../worker/src/order-worker.ts';
 import { reconcileSale } from './reconcile-sale.ts';
-import { DrainTimeout } from './drain-detector.ts';
 import { auditSale } from './ledger-audit.ts';
 
 let ctx: TestContext;

@@ -1,4 +1,5 @@
 import type { Logger } from '@flashsale/config';
+import { SaleNotFound } from '@flashsale/domain';
 import type { ReconcileReason, ReconcileResult } from '@flashsale/jobs';
 import { beginRebuild, withSaleLock, type PrismaClient } from '@flashsale/order-store';
 import { rebuildSaleState, setSalePaused, type ScriptedRedis } from '@flashsale/redis-store';
@@ -15,10 +16,6 @@ export interface ReconcileDeps {
   drainTimeoutMs: number;
   /** Tells gateways that a sale's state changed, so none keeps answering from a stale verdict. */
   announce(saleId: number): Promise<void>;
-}
-
-export class SaleNotFound extends Error {
-  override readonly name = 'SaleNotFound';
 }
 
 /**

@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Queue, UnrecoverableError, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from '@flashsale/config';
+import { SaleNotFound } from '@flashsale/domain';
 import {
   AUDIT_QUEUE,
   RECONCILE_QUEUE,
@@ -14,7 +15,7 @@ import {
 } from '@flashsale/jobs';
 import { isMysqlUnavailable, listWatchedSales, type PrismaClient } from '@flashsale/order-store';
 import { announceSaleChanged, isRedisUnavailable, snapshotSale, type ScriptedRedis } from '@flashsale/redis-store';
-import { reconcileSale, SaleNotFound } from './reconcile-sale.ts';
+import { reconcileSale } from './reconcile-sale.ts';
 import { watchOnce } from './state-watcher.ts';
 import { auditAndReport, type AuditReport } from './ledger-audit.ts';
 

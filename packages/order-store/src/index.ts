@@ -18,5 +18,5 @@ export {
   type LossJudgement,
   type JudgeLoss,
 } from './sale-ledger.ts';
-export { withSaleLock, SaleLockBusy } from './sale-lock.ts';
+export { withSaleLock } from './sale-lock.ts';
 export { checkConnectionBudget, connectionBudgetOf, judgeConnectionBudget, readServerConnections, type BudgetVerdict, type ConnectionBudget, type ProcessRole, type ServerConnections } from './connection-budget.ts';

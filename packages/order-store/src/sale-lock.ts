@@ -1,9 +1,6 @@
 import { createConnection } from 'mariadb';
+import { SaleLockBusy } from '@flashsale/domain';
 import { poolConfigFromUrl } from './database-url.ts';
-
-export class SaleLockBusy extends Error {
-  override readonly name = 'SaleLockBusy';
-}
 
 /**
  * Runs `work` holding a MySQL named lock for the sale (GET_LOCK on a connection of its own), or fails at

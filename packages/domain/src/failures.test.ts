@@ -1,0 +1,28 @@
+import { describe, expect, it } from 'vitest';
+import { DeadlineExceeded, DrainTimeout, Failure, FAILURES, SaleLockBusy, SaleNotFound } from './failures.ts';
+
+describe('failures', () => {
+  it.each([
+    [SaleLockBusy, 'SALE_LOCK_BUSY'],
+    [DrainTimeout, 'DRAIN_TIMEOUT'],
+    [SaleNotFound, 'SALE_NOT_FOUND'],
+    [DeadlineExceeded, 'DEADLINE_EXCEEDED'],
+  ] as const)('%o carries its stable code, its class name and the catalogue message unless given a detail', (Kind, code) => {
+    const plain = new Kind();
+    const detailed = new Kind('sale 7: something precise');
+
+    expect(plain).toBeInstanceOf(Failure);
+    expect(plain).toBeInstanceOf(Error);
+    expect(plain.code).toBe(code);
+    expect(plain.name).toBe(Kind.name);
+    expect(plain.message).toBe(FAILURES[code]);
+    expect(detailed.message).toBe('sale 7: something precise');
+    expect(detailed.code).toBe(code);
+  });
+
+  it('has a class for every code of the catalogue', () => {
+    const codes = [SaleLockBusy, DrainTimeout, SaleNotFound, DeadlineExceeded].map((Kind) => new Kind().code);
+
+    expect(codes.sort()).toEqual(Object.keys(FAILURES).sort());
+  });
+});
