@@ -23,7 +23,7 @@ const worker = new OrderWorker(
     idleMs: config.WORKER_IDLE_MS,
     claimIdleMs: config.WORKER_CLAIM_IDLE_MS,
     maxDeliveries: config.WORKER_MAX_DELIVERIES,
-    salesRefreshMs: 1000,
+    salesRefreshMs: config.WORKER_SALES_REFRESH_MS,
     writesInFlight: config.WORKER_WRITES_IN_FLIGHT,
   },
 );

@@ -67,6 +67,11 @@ const schema = z
     HTTP_REQUEST_TIMEOUT_MS: intFrom(100, 600_000).default(10_000),
     /** How long an idle keep-alive connection stays open, default 5000 ms (set it above a proxy's idle timeout). */
     HTTP_KEEP_ALIVE_TIMEOUT_MS: intFrom(100, 600_000).default(5000),
+    /**
+     * Largest request body the gateway reads, in bytes, default 1024: a purchase carries `{"quantity":n}`
+     * and a sale create a few hundred bytes, so anything larger is refused with 413 before it is parsed.
+     */
+    HTTP_MAX_BODY_BYTES: intFrom(64, 1_048_576).default(1024),
     /** Port of the gateway's /metrics (internal network only; not served on PORT), default 3003 (0 picks a free port). */
     METRICS_PORT: intFrom(0, 65535).default(3003),
     /**
@@ -86,6 +91,18 @@ const schema = z
      * reconcile, which waits for the drain), default 3000 ms: past it the client gets 503 SERVICE_UNAVAILABLE.
      */
     REQUEST_DEADLINE_MS: intFrom(100, 600_000).default(3000),
+    /**
+     * How long a gateway trusts a sale's sold-out or ended verdict without news from the reconciler,
+     * default 1000 ms: a safety net should a sale event be lost; 0 turns the verdict cache off (every
+     * purchase then asks Redis).
+     */
+    SALE_VERDICT_TTL_MS: intFrom(0, 60_000).default(1000),
+    /**
+     * How often a gateway reads from MySQL which sales are live (to answer 503 SALE_PAUSED, not 404, for
+     * a live sale Redis lost), default 2000 ms. Keep DB_POOL_IDLE_TIMEOUT_MS under twice this value, or
+     * the refresh keeps a second connection of an idle gateway open.
+     */
+    LIVE_SALES_REFRESH_MS: intFrom(100, 600_000).default(2000),
     /** How long a stopping process may take to finish what it holds before it exits anyway, default 10000 ms. */
     SHUTDOWN_TIMEOUT_MS: intFrom(100, 600_000).default(10_000),
     /** Entries a worker takes from one sale's stream per MySQL transaction, default 500. */
@@ -98,6 +115,8 @@ const schema = z
     WORKER_CLAIM_IDLE_MS: intFrom(100, 3_600_000).default(15_000),
     /** Deliveries after which a failing entry goes to the dead-letter stream, default 5. */
     WORKER_MAX_DELIVERIES: intFrom(1, 1000).default(5),
+    /** How often a worker reads the list of published sales again (a new sale is polled from then on), default 1000 ms. */
+    WORKER_SALES_REFRESH_MS: intFrom(10, 600_000).default(1000),
     /**
      * Most MySQL connections one gateway process opens, default 4: it only reads (sale, stats, a
      * reservation's order) and creates sales; purchases never touch MySQL. Opened when needed, released
@@ -111,7 +130,7 @@ const schema = z
     /**
      * How long a pooled MySQL connection may sit unused before it is closed (one per process is kept),
      * default 3000 ms. The driver hands out the connection idle longest first, so a query every P ms
-     * keeps about this / P connections open: under 4000 (twice the gateway's 2 s live-sale refresh) an
+     * keeps about this / P connections open: under twice LIVE_SALES_REFRESH_MS (4000 by default) an
      * idle gateway comes down to one.
      */
     DB_POOL_IDLE_TIMEOUT_MS: intFrom(1000, 3_600_000).default(3000),
@@ -139,6 +158,22 @@ const schema = z
     AUDIT_EVERY_MS: intFrom(100, 3_600_000).default(5000),
     /** How long a reconciliation waits for the stream to drain before it fails and is retried, default 120000 ms. */
     RECONCILE_DRAIN_TIMEOUT_MS: intFrom(100, 3_600_000).default(120_000),
+    /**
+     * Reconciliations of different sales one reconciler runs side by side, default 4 (one sale never has
+     * two). Each holds a MySQL connection of its own for its sale lock, besides RECONCILER_DB_POOL_SIZE.
+     */
+    RECONCILER_CONCURRENCY: intFrom(1, 64).default(4),
+    /**
+     * How long after its end a sale is still watched and audited, on MySQL's clock, default 3600000 ms
+     * (an hour): its stream may hold entries written before the end, and a loss found then is still counted.
+     */
+    RECONCILER_WATCH_AFTER_END_MS: intFrom(0, 2_592_000_000).default(3_600_000),
+    /**
+     * How long after its end (on Redis's clock) a drained sale stays in the workers' list of sales to
+     * poll, default 60000 ms; then the reconciler takes it out, so idle workers do not poll every sale
+     * ever published.
+     */
+    RECONCILER_RETIRE_AFTER_END_MS: intFrom(0, 2_592_000_000).default(60_000),
   })
   .superRefine(
     (env, ctx) => {
