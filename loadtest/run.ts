@@ -15,7 +15,7 @@ import { loadConfig } from '@flashsale/config';
 import { createRedis } from '@flashsale/redis-store';
 import { createPrisma, migrate } from '@flashsale/order-store';
 import { spawnGateway, spawnWorker, waitForDrain, type AppProcess } from '@flashsale/harness';
-import { ensureServices } from '../infra/ensure-services.ts';
+import { ensureServicesOrExit } from '../infra/ensure-services.ts';
 import { SCENARIOS, smokeOf, type ScenarioName } from './k6/lib/shapes.js';
 import { runScenario } from './runner/scenario-run.ts';
 import { checkSaleInvariants, invariantsHold } from './runner/invariants.ts';
@@ -34,7 +34,7 @@ console.log(useK6 ? `runner: ${k6Version.stdout.trim()}` : `runner: the Node run
 const config = loadConfig();
 mkdirSync('loadtest/results', { recursive: true });
 
-await ensureServices();
+await ensureServicesOrExit();
 const redis = createRedis(config.REDIS_URL);
 const prisma = createPrisma(config.DATABASE_URL, 2);
 const processes: AppProcess[] = [];

@@ -9,7 +9,7 @@ import { loadConfig } from '@flashsale/config';
 import { createRedis } from '@flashsale/redis-store';
 import { createPrisma, migrate, poolConfigFromUrl } from '@flashsale/order-store';
 import { buyerToken, createHttpClient, ledgerOf, mapConcurrently, percentile, spawnGateway, spawnReconciler, spawnWorker, waitForDrain, type AppProcess } from '@flashsale/harness';
-import { ensureServices } from '../infra/ensure-services.ts';
+import { ensureServicesOrExit } from '../infra/ensure-services.ts';
 
 const STOCK = 1000;
 const BUYERS = 3000;
@@ -27,7 +27,7 @@ const env = { REDIS_PREFIX: prefix, DATABASE_URL: databaseUrl, REDIS_URL: config
 const step = (text: string) => console.log(`\n== ${text}`);
 
 step('services');
-await ensureServices();
+await ensureServicesOrExit();
 const { database, ...server } = poolConfigFromUrl(databaseUrl);
 const admin0 = await createConnection(server);
 await admin0.query(`DROP DATABASE IF EXISTS \`${database}\``);
