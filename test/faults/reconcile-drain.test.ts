@@ -1,10 +1,9 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createHttpClient, faultLedgerOf, mergeBursts, purchaseBurst, waitForDrain } from '@flashsale/harness';
 import { announceSaleChanged, readSaleState, rebuildSaleState, setSalePaused, streamBacklog } from '@flashsale/redis-store';
 import { beginRebuild } from '@flashsale/order-store';
 import { startSystem, type System } from '../support/system.ts';
-import { until } from '../support/until.ts';
 
 let system: System | undefined;
 afterEach(async () => {
@@ -34,14 +33,23 @@ describe('a reconciliation requested while reservations are in flight', () => {
     await rebuildSaleState(ctx.redis, prefix, naive!.sale, naive!);
     await setSalePaused(ctx.redis, prefix, control, false);
     await announceSaleChanged(ctx.redis, prefix, control);
-    await sleep(200); // the gateway hears the announcement and drops its cached "sold out"
-    const oversold = await purchaseBurst(gateways[0]!.url, control, Array.from({ length: 100 }, (_, i) => `c2-${i}`));
+    // Until the gateway hears the announcement it answers from its cached "sold out" (410, nothing
+    // written); the first buyer is asked again until the gateway sells, then the other 99 come.
+    const firstAgain = await vi.waitFor(
+      async () => {
+        const burst = await purchaseBurst(gateways[0]!.url, control, ['c2-0']);
+        expect(burst.accepted.size).toBe(1);
+        return burst;
+      },
+      { timeout: 5000, interval: 20 },
+    );
+    const oversold = mergeBursts(firstAgain, await purchaseBurst(gateways[0]!.url, control, Array.from({ length: 99 }, (_, i) => `c2-${i + 1}`)));
     expect({ remainingAfterNaiveRebuild: naive!.remaining, acceptedAgain: oversold.accepted.size }).toEqual({ remainingAfterNaiveRebuild: 100, acceptedAgain: 100 });
 
     const admin = createHttpClient(gateways[0]!.url, 2);
     const reconciling = admin.send('POST', `/api/admin/sales/${saleId}/reconcile`, { headers: { authorization: `Bearer ${ctx.config.ADMIN_TOKEN}` } });
     // Paused, and still waiting: the reservations are not in MySQL, so it must not rebuild.
-    await until(() => readSaleState(ctx.redis, prefix, saleId), (s) => s?.paused === true);
+    await expect.poll(async () => (await readSaleState(ctx.redis, prefix, saleId))?.paused, { timeout: 20_000 }).toBe(true);
     await sleep(1500);
     expect(await readSaleState(ctx.redis, prefix, saleId)).toMatchObject({ paused: true, remaining: 0 });
     const whilePaused = await purchaseBurst(gateways[0]!.url, saleId, ['late-1']);

@@ -16,10 +16,15 @@ export interface TestGateway {
   close(): Promise<void>;
 }
 
-export async function startGateway(ctx: TestContext, options: GatewayOptions = {}): Promise<TestGateway> {
+export interface TestGatewayOptions extends GatewayOptions {
+  /** The gateway's monotonic clock (rate-limit windows, verdict TTL), default the real one; see clock.ts. */
+  now?: () => number;
+}
+
+export async function startGateway(ctx: TestContext, { now, ...options }: TestGatewayOptions = {}): Promise<TestGateway> {
   const logger = createLogger('gateway-test', 'silent');
   const jobs = createReconcileJobs(ctx.config.REDIS_URL, ctx.config.REDIS_PREFIX);
-  const gateway = createGateway({ config: ctx.config, redis: ctx.redis, prisma: ctx.prisma, logger, jobs }, options);
+  const gateway = createGateway({ config: ctx.config, redis: ctx.redis, prisma: ctx.prisma, logger, jobs, now }, options);
   await gateway.start();
   const server: Server = createServer(gateway.listener);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -39,7 +44,7 @@ export async function startGateway(ctx: TestContext, options: GatewayOptions = {
  * One context and one gateway for a whole test file: started before its first test (then `onStarted`
  * runs, to keep them and set up what the file shares), closed after its last.
  */
-export function gatewayPerFile(onStarted: (ctx: TestContext, gateway: TestGateway) => void | Promise<void>, options: GatewayOptions = {}): void {
+export function gatewayPerFile(onStarted: (ctx: TestContext, gateway: TestGateway) => void | Promise<void>, options: TestGatewayOptions = {}): void {
   let started: { ctx: TestContext; gateway: TestGateway } | undefined;
   beforeAll(async () => {
     const ctx = createTestContext();

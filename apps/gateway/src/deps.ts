@@ -11,4 +11,9 @@ export interface GatewayDeps {
   logger: Logger;
   /** The reconcile queue, for the admin endpoint that asks for a reconciliation and waits for it. */
   jobs: ReconcileJobs;
+  /**
+   * A monotonic clock in ms for the rate-limit windows and the verdict cache's TTL, default
+   * `performance.now()`; a test passes one it moves by hand instead of waiting for the next second.
+   */
+  now?: () => number;
 }

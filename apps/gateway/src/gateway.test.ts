@@ -5,15 +5,20 @@ import { createLiveSale, type TestContext } from '../../../test/support/context.
 import { gatewayPerFile, type TestGateway } from '../../../test/support/gateway.ts';
 import { buyerToken } from '../../../test/support/tokens.ts';
 import { bearer } from '../../../test/support/http.ts';
+import { manualClock } from '../../../test/support/clock.ts';
 
 let ctx: TestContext;
 let gateway: TestGateway;
 let sale: SaleRecord;
-gatewayPerFile(async (started, server) => {
-  ctx = started;
-  gateway = server;
-  sale = await createLiveSale(ctx, { stock: 100, perUserLimit: 2 });
-});
+const clock = manualClock();
+gatewayPerFile(
+  async (started, server) => {
+    ctx = started;
+    gateway = server;
+    sale = await createLiveSale(ctx, { stock: 100, perUserLimit: 2 });
+  },
+  { now: clock.now },
+);
 
 /** The answer to a request, less what differs by nature between two reservations. */
 async function answer(path: string, init: { contentType?: string; body?: string; token?: string }) {
@@ -50,8 +55,8 @@ describe('the purchase front door', () => {
 
   it('shares one rate limiter with the Express route', async () => {
     const token = await buyerToken(`buyer-${randomUUID()}`);
-    // The limiter counts per wall-clock second: start right after one begins, so all 11 fall in it.
-    await new Promise((resolve) => setTimeout(resolve, 1000 - (Date.now() % 1000) + 5));
+    // The gateway's clock stands still: all 11 requests fall in one second of the limiter.
+    clock.nextSecond();
     const statuses: number[] = [];
     // The default budget is 10 a second: the 11th request of one buyer is refused whichever way it came.
     for (let i = 0; i < 11; i += 1) statuses.push((await answer(i % 2 === 0 ? throughExpress(sale.id) : throughFrontDoor(sale.id), { token })).status);

@@ -68,7 +68,7 @@ export function frontDoor(app: Express, handlePurchase: PurchaseHandler): Reques
 export function createGateway(deps: GatewayDeps, options: GatewayOptions = {}): Gateway {
   const metrics = createGatewayMetrics();
   const prefix = deps.config.REDIS_PREFIX;
-  const verdicts = new SaleVerdictCache(options.verdictTtlMs ?? 1000, () => performance.now(), (saleId) => readBuyers(deps.redis, prefix, saleId, MAX_HOLDERS_KEPT));
+  const verdicts = new SaleVerdictCache(options.verdictTtlMs ?? 1000, deps.now ?? (() => performance.now()), (saleId) => readBuyers(deps.redis, prefix, saleId, MAX_HOLDERS_KEPT));
   const liveSales = new LiveSaleDirectory(deps.prisma, deps.logger, options.liveSalesRefreshMs ?? 2000);
   const handlePurchase = createPurchaseHandler(deps, metrics, { verdicts, liveSales });
   const app = createApp(deps, metrics, handlePurchase);

@@ -22,9 +22,12 @@ const rateLimited = () => new AppError('RATE_LIMITED', undefined, {}, { 'Retry-A
  *
  * Each endpoint makes its own, so a buyer polling a reservation does not use up the budget to buy.
  */
-export function createRequestLimits(config: Pick<Config, 'RATE_LIMIT_PER_SECOND' | 'RATE_LIMIT_PER_ADDRESS_PER_SECOND' | 'TRUST_PROXY'>): RequestLimits {
-  const buyers = new RateLimiter(config.RATE_LIMIT_PER_SECOND);
-  const addresses = config.RATE_LIMIT_PER_ADDRESS_PER_SECOND > 0 ? new RateLimiter(config.RATE_LIMIT_PER_ADDRESS_PER_SECOND) : null;
+export function createRequestLimits(
+  config: Pick<Config, 'RATE_LIMIT_PER_SECOND' | 'RATE_LIMIT_PER_ADDRESS_PER_SECOND' | 'TRUST_PROXY'>,
+  now?: () => number,
+): RequestLimits {
+  const buyers = new RateLimiter(config.RATE_LIMIT_PER_SECOND, now);
+  const addresses = config.RATE_LIMIT_PER_ADDRESS_PER_SECOND > 0 ? new RateLimiter(config.RATE_LIMIT_PER_ADDRESS_PER_SECOND, now) : null;
   const trustedProxies = config.TRUST_PROXY;
   return {
     checkAddress(req) {

@@ -63,9 +63,9 @@ export interface PurchaseHandlerParts {
  * behind Express's router and behind the server's front door (see server.ts); it uses nothing of
  * Express's request or response objects, each of which the profile showed costing on every call.
  */
-export function createPurchaseHandler({ config, redis, logger }: GatewayDeps, metrics: GatewayMetrics, { verdicts, liveSales }: PurchaseHandlerParts): PurchaseHandler {
+export function createPurchaseHandler({ config, redis, logger, now }: GatewayDeps, metrics: GatewayMetrics, { verdicts, liveSales }: PurchaseHandlerParts): PurchaseHandler {
   const authenticate = createBuyerAuthenticator(config.AUTH_SECRET, config.AUTH_CLOCK_TOLERANCE_SECONDS);
-  const limits = createRequestLimits(config);
+  const limits = createRequestLimits(config, now);
   const prefix = config.REDIS_PREFIX;
   const outcomeCounters = new Map<string, ReturnType<typeof metrics.purchases.labels>>();
   const count = (outcome: string) => {

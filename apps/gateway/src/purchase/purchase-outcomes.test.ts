@@ -7,10 +7,13 @@ import { createReconcileJobs, type ReconcileJobs } from '@flashsale/jobs';
 import { createLiveSale, createTestContext, type TestContext } from '../../../../test/support/context.ts';
 import { buyerToken } from '../../../../test/support/tokens.ts';
 import { bearer } from '../../../../test/support/http.ts';
+import { manualClock } from '../../../../test/support/clock.ts';
 import { createApp } from '../app.ts';
 import { createGatewayMetrics, type GatewayMetrics } from '../metrics.ts';
 
-// The app built around a metrics object of the test's own, so the counter read is exactly this app's.
+// The app built around a metrics object of the test's own, so the counter read is exactly this app's,
+// and a clock of its own, so the rate limiter's second ends only when the test says.
+const clock = manualClock();
 let ctx: TestContext;
 let jobs: ReconcileJobs;
 let metrics: GatewayMetrics;
@@ -20,7 +23,7 @@ beforeAll(async () => {
   ctx = createTestContext({ RATE_LIMIT_PER_SECOND: '1' });
   jobs = createReconcileJobs(ctx.config.REDIS_URL, ctx.config.REDIS_PREFIX);
   metrics = createGatewayMetrics();
-  const app = createApp({ config: ctx.config, redis: ctx.redis, prisma: ctx.prisma, logger: createLogger('gateway-test', 'silent'), jobs }, metrics);
+  const app = createApp({ config: ctx.config, redis: ctx.redis, prisma: ctx.prisma, logger: createLogger('gateway-test', 'silent'), jobs, now: clock.now }, metrics);
   server = createServer(app);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -31,11 +34,6 @@ afterAll(async () => {
   await jobs.close();
   await ctx.close();
 });
-
-/** Waits for the next wall-clock second: the gateway's rate limiter counts per fixed one-second window. */
-function startOfNextSecond(): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, 1000 - (Date.now() % 1000) + 5));
-}
 
 async function outcomes(): Promise<Record<string, number>> {
   const counted: Record<string, number> = {};
@@ -62,7 +60,7 @@ describe('flashsale_purchases_total', () => {
       await send({ contentType: 'application/json', body: JSON.stringify({ padding: 'x'.repeat(1100) }) }),
       await send({ saleId: 'abc' }),
     ];
-    await startOfNextSecond();
+    clock.nextSecond();
     statuses.push(await send({ token: repeater }), await send({ token: repeater }));
 
     expect(statuses).toEqual([401, 401, 415, 415, 400, 413, 404, 202, 429]);

@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { announceSaleChanged, saleKeys } from '@flashsale/redis-store';
 import { insertSale } from '@flashsale/order-store';
@@ -7,6 +6,7 @@ import { createLiveSale, redisNow, type TestContext } from '../../../../test/sup
 import { gatewayPerFile, startGateway, type TestGateway } from '../../../../test/support/gateway.ts';
 import { buyerToken } from '../../../../test/support/tokens.ts';
 import { bearer, expectProblem } from '../../../../test/support/http.ts';
+import { manualClock } from '../../../../test/support/clock.ts';
 
 let ctx: TestContext;
 let gateway: TestGateway;
@@ -15,6 +15,9 @@ gatewayPerFile((started, server) => {
   ctx = started;
   gateway = server;
 }, { verdictTtlMs: 60_000 });
+
+/** How long the gateway may take to act on what it was told in the background (holders read, a sale event). */
+const BACKGROUND = { timeout: 3000, interval: 10 };
 
 async function purchase(url: string, saleId: number, buyer = `buyer-${randomUUID()}`): Promise<Response> {
   return fetch(`${url}/api/sales/${saleId}/purchase`, { method: 'POST', headers: bearer(await buyerToken(buyer)) });
@@ -27,7 +30,7 @@ async function soldOutSaleWithUnitsBackInRedis(server: TestGateway): Promise<num
   expect((await purchase(url, sale.id)).status).toBe(202);
   await expectProblem(await purchase(url, sale.id), 410, 'SOLD_OUT');
   // The verdict is kept once the sale's holders are read, in the background.
-  await until(() => server.gateway.verdicts.get(sale.id) !== undefined);
+  await expect.poll(() => server.gateway.verdicts.get(sale.id), BACKGROUND).toBeDefined();
   // What a reconcile does when reservations Redis lost go back to stock.
   await ctx.redis.hset(saleKeys(ctx.config.REDIS_PREFIX, sale.id).meta, 'remaining', '3');
   return sale.id;
@@ -47,7 +50,7 @@ describe('the sold-out fast path', () => {
     expect(won.status).toBe(202);
     const { reservationId } = (await won.json()) as { reservationId: string };
     await expectProblem(await purchase(gateway.url, sale.id), 410, 'SOLD_OUT');
-    await until(() => gateway.gateway.verdicts.get(sale.id) !== undefined);
+    await expect.poll(() => gateway.gateway.verdicts.get(sale.id), BACKGROUND).toBeDefined();
 
     await expectProblem(await purchase(gateway.url, sale.id, 'last-unit-buyer'), 409, 'ALREADY_PURCHASED', undefined, { reservationId });
     await expectProblem(await purchase(gateway.url, sale.id), 410, 'SOLD_OUT');
@@ -60,7 +63,7 @@ describe('the sold-out fast path', () => {
     const { reservationId } = (await won.json()) as { reservationId: string };
     await ctx.redis.hset(saleKeys(ctx.config.REDIS_PREFIX, sale.id).meta, 'ends', String((await redisNow(ctx.redis)) - 1));
     await expectProblem(await purchase(gateway.url, sale.id), 410, 'SALE_ENDED');
-    await until(() => gateway.gateway.verdicts.get(sale.id) !== undefined);
+    await expect.poll(() => gateway.gateway.verdicts.get(sale.id), BACKGROUND).toBeDefined();
 
     await expectProblem(await purchase(gateway.url, sale.id, 'early-buyer'), 409, 'ALREADY_PURCHASED', undefined, { reservationId });
   });
@@ -69,30 +72,33 @@ describe('the sold-out fast path', () => {
     const saleId = await soldOutSaleWithUnitsBackInRedis(gateway);
 
     await announceSaleChanged(ctx.redis, ctx.config.REDIS_PREFIX, saleId);
-    await until(() => gateway.gateway.verdicts.get(saleId) === undefined);
+    await expect.poll(() => gateway.gateway.verdicts.get(saleId), BACKGROUND).toBeUndefined();
 
     expect((await purchase(gateway.url, saleId)).status).toBe(202);
   });
 
-  it('drops every verdict when its subscription reconnects, since announcements may have been missed', async () => {
+  it('drops every verdict when its subscription reconnects, since announcements may have been missed, and caches again once resubscribed', async () => {
     const saleId = await soldOutSaleWithUnitsBackInRedis(gateway);
     const clients = (await ctx.redis.call('CLIENT', 'LIST', 'TYPE', 'pubsub')) as string;
     const subscriber = clients.split('\n').find((line) => line.includes(` name=gateway-sale-events:${ctx.config.REDIS_PREFIX} `));
     expect(subscriber).toBeDefined();
 
     await ctx.redis.call('CLIENT', 'KILL', 'ID', /\bid=(\d+)/.exec(subscriber!)![1]!);
-    await until(() => gateway.gateway.verdicts.get(saleId) === undefined);
+    await expect.poll(() => gateway.gateway.verdicts.get(saleId), BACKGROUND).toBeUndefined();
 
     expect((await purchase(gateway.url, saleId)).status).toBe(202);
+    await expect.poll(() => gateway.gateway.verdicts.isListening, BACKGROUND).toBe(true);
   });
 
   it('trusts a verdict no longer than its TTL, should an announcement be lost anyway', async () => {
-    const shortLived = await startGateway(ctx, { verdictTtlMs: 300 });
+    const clock = manualClock();
+    const shortLived = await startGateway(ctx, { verdictTtlMs: 300, now: clock.now });
     try {
       const saleId = await soldOutSaleWithUnitsBackInRedis(shortLived);
+      clock.advance(299);
       await expectProblem(await purchase(shortLived.url, saleId), 410, 'SOLD_OUT');
 
-      await sleep(350);
+      clock.advance(1);
 
       expect((await purchase(shortLived.url, saleId)).status).toBe(202);
     } finally {
@@ -103,7 +109,7 @@ describe('the sold-out fast path', () => {
   it('answers an ended sale without calling Redis', async () => {
     const sale = await createLiveSale(ctx, { startsIn: -120_000, endsIn: -60_000 });
     await expectProblem(await purchase(gateway.url, sale.id), 410, 'SALE_ENDED');
-    await until(() => gateway.gateway.verdicts.get(sale.id) !== undefined);
+    await expect.poll(() => gateway.gateway.verdicts.get(sale.id), BACKGROUND).toBeDefined();
     await ctx.redis.hset(saleKeys(ctx.config.REDIS_PREFIX, sale.id).meta, 'ends', String(Date.now() + 3_600_000));
 
     await expectProblem(await purchase(gateway.url, sale.id), 410, 'SALE_ENDED');
@@ -138,11 +144,3 @@ describe('a live sale that Redis lost', () => {
     await expectProblem(await purchase(gateway.url, sale.id), 404, 'SALE_NOT_FOUND');
   });
 });
-
-async function until(condition: () => boolean, timeoutMs = 3000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await sleep(10);
-  }
-}

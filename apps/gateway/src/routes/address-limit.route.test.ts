@@ -6,13 +6,9 @@ import { startGateway, type TestGateway } from '../../../../test/support/gateway
 import { buyerToken } from '../../../../test/support/tokens.ts';
 import { expectProblem } from '../../../../test/support/http.ts';
 import { ordersOfSale, snapshotSale } from '../../../../test/support/sale-snapshot.ts';
+import { manualClock, type ManualClock } from '../../../../test/support/clock.ts';
 
 const newBuyer = () => `buyer-${randomUUID()}`;
-
-/** Waits for the next wall-clock second: the gateway's rate limiter counts per fixed one-second window. */
-function startOfNextSecond(): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, 1000 - (Date.now() % 1000) + 5));
-}
 
 /**
  * One request from a chosen local address (127.0.0.1 by default; the whole of 127.0.0.0/8 is loopback),
@@ -35,19 +31,23 @@ function send(url: string, method: 'GET' | 'POST', path: string, headers: Record
   });
 }
 
-/** A gateway of its own whose per-address budget is 3 a second (per buyer: the default 10). */
-async function withLimitedGateway(env: NodeJS.ProcessEnv, test: (ctx: TestContext, gateway: TestGateway) => Promise<void>): Promise<void> {
+/**
+ * A gateway of its own whose per-address budget is 3 a second (per buyer: the default 10), on a clock
+ * that stands still until the test moves it: every request between two moves falls in one second.
+ */
+async function withLimitedGateway(env: NodeJS.ProcessEnv, test: (ctx: TestContext, gateway: TestGateway, clock: ManualClock) => Promise<void>): Promise<void> {
   const ctx = createTestContext({ RATE_LIMIT_PER_ADDRESS_PER_SECOND: '3', ...env });
-  const gateway = await startGateway(ctx);
+  const clock = manualClock();
+  const gateway = await startGateway(ctx, { now: clock.now });
   try {
-    await test(ctx, gateway);
+    await test(ctx, gateway, clock);
   } finally {
     await gateway.close();
     await ctx.close();
   }
 }
 
-/** Tokens of new buyers, signed before a test's second starts so the requests fit in it. */
+/** Tokens of new buyers. */
 function newBuyerTokens(count: number): Promise<string[]> {
   return Promise.all(Array.from({ length: count }, () => buyerToken(newBuyer())));
 }
@@ -58,10 +58,10 @@ function purchase(gateway: TestGateway, saleId: number, token: string, headers: 
 
 describe('per-address rate limit on purchases', () => {
   it('refuses the fourth purchase of one address within a second with 429 and Retry-After, changing nothing, while another address is served', async () => {
-    await withLimitedGateway({}, async (ctx, gateway) => {
+    await withLimitedGateway({}, async (ctx, gateway, clock) => {
       const sale = await createLiveSale(ctx, { stock: 10 });
       const tokens = await newBuyerTokens(5);
-      await startOfNextSecond();
+      clock.nextSecond();
       const first = [await purchase(gateway, sale.id, tokens[0]!), await purchase(gateway, sale.id, tokens[1]!), await purchase(gateway, sale.id, tokens[2]!)];
       const before = await snapshotSale(ctx, sale.id);
 
@@ -79,10 +79,10 @@ describe('per-address rate limit on purchases', () => {
   });
 
   it('counts refused requests too: a flood of bad tokens from one address uses up its budget', async () => {
-    await withLimitedGateway({}, async (ctx, gateway) => {
+    await withLimitedGateway({}, async (ctx, gateway, clock) => {
       const sale = await createLiveSale(ctx);
       const [token] = await newBuyerTokens(1);
-      await startOfNextSecond();
+      clock.nextSecond();
       const statuses = [];
       for (let i = 0; i < 3; i += 1) statuses.push((await purchase(gateway, sale.id, 'not-a-jwt')).status);
 
@@ -95,10 +95,10 @@ describe('per-address rate limit on purchases', () => {
   });
 
   it('is not dodged with a forged X-Forwarded-For when no proxy is trusted (TRUST_PROXY=0)', async () => {
-    await withLimitedGateway({ TRUST_PROXY: '0' }, async (ctx, gateway) => {
+    await withLimitedGateway({ TRUST_PROXY: '0' }, async (ctx, gateway, clock) => {
       const sale = await createLiveSale(ctx, { stock: 10 });
       const tokens = await newBuyerTokens(4);
-      await startOfNextSecond();
+      clock.nextSecond();
       const statuses = [];
       for (const [i, token] of tokens.entries()) statuses.push((await purchase(gateway, sale.id, token, { 'x-forwarded-for': `203.0.113.${i + 1}` })).status);
 
@@ -108,10 +108,10 @@ describe('per-address rate limit on purchases', () => {
   });
 
   it('behind one trusted proxy (TRUST_PROXY=1), counts the address the proxy appended: its clients have budgets of their own, and forged entries to the left do not dodge it', async () => {
-    await withLimitedGateway({ TRUST_PROXY: '1' }, async (ctx, gateway) => {
+    await withLimitedGateway({ TRUST_PROXY: '1' }, async (ctx, gateway, clock) => {
       const sale = await createLiveSale(ctx, { stock: 10 });
       const tokens = await newBuyerTokens(5);
-      await startOfNextSecond();
+      clock.nextSecond();
       const statuses = [];
       for (const [i, token] of tokens.slice(0, 4).entries()) statuses.push((await purchase(gateway, sale.id, token, { 'x-forwarded-for': `198.51.100.${i + 1}, 203.0.113.7` })).status);
       const otherClient = await purchase(gateway, sale.id, tokens[4]!, { 'x-forwarded-for': '203.0.113.8' });
@@ -122,10 +122,10 @@ describe('per-address rate limit on purchases', () => {
   });
 
   it('is off with RATE_LIMIT_PER_ADDRESS_PER_SECOND=0', async () => {
-    await withLimitedGateway({ RATE_LIMIT_PER_ADDRESS_PER_SECOND: '0' }, async (ctx, gateway) => {
+    await withLimitedGateway({ RATE_LIMIT_PER_ADDRESS_PER_SECOND: '0' }, async (ctx, gateway, clock) => {
       const sale = await createLiveSale(ctx, { stock: 10 });
       const tokens = await newBuyerTokens(6);
-      await startOfNextSecond();
+      clock.nextSecond();
       const statuses = [];
       for (const token of tokens) statuses.push((await purchase(gateway, sale.id, token)).status);
 
@@ -136,7 +136,7 @@ describe('per-address rate limit on purchases', () => {
 
 describe('per-address rate limit on reservation lookups', () => {
   it('refuses the fourth lookup of one address within a second with 429 and Retry-After, while another address is served', async () => {
-    await withLimitedGateway({}, async (ctx, gateway) => {
+    await withLimitedGateway({}, async (ctx, gateway, clock) => {
       const sale = await createLiveSale(ctx);
       const buyer = newBuyer();
       const token = await buyerToken(buyer);
@@ -145,7 +145,7 @@ describe('per-address rate limit on reservation lookups', () => {
       // Each lookup by another buyer, so only the address's budget can be what runs out.
       const others = await newBuyerTokens(3);
       const lookup = (as: string, localAddress?: string) => send(gateway.url, 'GET', `/api/reservations/${reservationId}`, { authorization: `Bearer ${as}` }, localAddress);
-      await startOfNextSecond();
+      clock.nextSecond();
 
       const first = [await lookup(others[0]!), await lookup(others[1]!), await lookup(others[2]!)];
       const fourth = await lookup(token);
@@ -160,10 +160,10 @@ describe('per-address rate limit on reservation lookups', () => {
   });
 
   it('has a budget of its own: lookups do not use up the budget to buy', async () => {
-    await withLimitedGateway({}, async (ctx, gateway) => {
+    await withLimitedGateway({}, async (ctx, gateway, clock) => {
       const sale = await createLiveSale(ctx);
       const tokens = await newBuyerTokens(4);
-      await startOfNextSecond();
+      clock.nextSecond();
       for (const token of tokens.slice(0, 3)) await send(gateway.url, 'GET', `/api/reservations/${sale.id}-${randomUUID()}`, { authorization: `Bearer ${token}` });
 
       expect((await purchase(gateway, sale.id, tokens[3]!)).status).toBe(202);

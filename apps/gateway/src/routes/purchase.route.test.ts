@@ -6,6 +6,7 @@ import { gatewayPerFile, startGateway, type TestGateway } from '../../../../test
 import { buyerToken } from '../../../../test/support/tokens.ts';
 import { bearer, expectProblem } from '../../../../test/support/http.ts';
 import { ordersOfSale, snapshotSale } from '../../../../test/support/sale-snapshot.ts';
+import { manualClock } from '../../../../test/support/clock.ts';
 
 let ctx: TestContext;
 let gateway: TestGateway;
@@ -28,11 +29,6 @@ async function expectNoChange(saleId: number, request: () => Promise<void>): Pro
   await request();
   expect(await snapshotSale(ctx, saleId)).toEqual(before);
   expect(await ordersOfSale(ctx, saleId)).toBe(0);
-}
-
-/** Waits for the next wall-clock second: the gateway's rate limiter counts per fixed one-second window. */
-function startOfNextSecond(): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, 1000 - (Date.now() % 1000) + 5));
 }
 
 describe('POST /api/sales/:saleId/purchase', () => {
@@ -184,13 +180,13 @@ describe('POST /api/sales/:saleId/purchase', () => {
 describe('purchase rate limit', () => {
   it('refuses a buyer\'s third request within one second with 429 RATE_LIMITED and Retry-After, changing nothing', async () => {
     const limited = createTestContext({ RATE_LIMIT_PER_SECOND: '2' });
-    const limitedGateway = await startGateway(limited);
+    // The limiter counts per second of the gateway's clock, which stands still until the test moves it.
+    const clock = manualClock();
+    const limitedGateway = await startGateway(limited, { now: clock.now });
     try {
       const sale = await createLiveSale(limited, { stock: 10 });
       const buyer = newBuyer();
       const other = newBuyer();
-      // The three requests go out right after a second starts, so all fall in one window of the limiter.
-      await startOfNextSecond();
       expect((await purchase(limitedGateway.url, sale.id, buyer)).status).toBe(202);
       expect((await purchase(limitedGateway.url, sale.id, buyer)).status).toBe(409);
       const before = await snapshotSale(limited, sale.id);
@@ -206,7 +202,7 @@ describe('purchase rate limit', () => {
       expect(after.streamLength).toBe(before.streamLength + 1);
       expect(Number(after.meta.remaining)).toBe(Number(before.meta.remaining) - 1);
 
-      await startOfNextSecond();
+      clock.nextSecond();
       await expectProblem(await purchase(limitedGateway.url, sale.id, buyer), 409, 'ALREADY_PURCHASED', 'This buyer already has a reservation for this sale', {
         reservationId: before.buyers[buyer]!.split('|')[0],
       });
@@ -218,12 +214,11 @@ describe('purchase rate limit', () => {
 
   it('counts requests per buyer: a burst of one buyer is cut at the budget within its second', async () => {
     const limited = createTestContext({ RATE_LIMIT_PER_SECOND: '2' });
-    const limitedGateway = await startGateway(limited);
+    const limitedGateway = await startGateway(limited, { now: manualClock().now });
     try {
       const sale = await createLiveSale(limited, { stock: 10 });
       const buyer = newBuyer();
       const token = await buyerToken(buyer);
-      await startOfNextSecond();
 
       const responses = await Promise.all(
         Array.from({ length: 5 }, () => fetch(`${limitedGateway.url}/api/sales/${sale.id}/purchase`, { method: 'POST', headers: bearer(token) })),

@@ -6,6 +6,7 @@ import { createLiveSale, createTestContext, type TestContext } from '../../../..
 import { gatewayPerFile, startGateway, type TestGateway } from '../../../../test/support/gateway.ts';
 import { buyerToken } from '../../../../test/support/tokens.ts';
 import { bearer, expectProblem } from '../../../../test/support/http.ts';
+import { manualClock } from '../../../../test/support/clock.ts';
 
 let ctx: TestContext;
 let gateway: TestGateway;
@@ -28,11 +29,6 @@ async function reserve(saleId: number, buyer: string, quantity = 1): Promise<str
 
 async function lookup(reservationId: string, buyer: string, url = gateway.url): Promise<Response> {
   return fetch(`${url}/api/reservations/${encodeURIComponent(reservationId)}`, { headers: bearer(await buyerToken(buyer)) });
-}
-
-/** Waits for the next wall-clock second: the gateway's rate limiter counts per fixed one-second window. */
-function startOfNextSecond(): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, 1000 - (Date.now() % 1000) + 5));
 }
 
 describe('GET /api/reservations/:reservationId', () => {
@@ -141,7 +137,8 @@ describe('GET /api/reservations/:reservationId', () => {
 describe('reservation lookup rate limit', () => {
   it("refuses a buyer's third lookup within one second with 429 RATE_LIMITED and Retry-After, while another buyer is served", async () => {
     const limited = createTestContext({ RATE_LIMIT_PER_SECOND: '2' });
-    const limitedGateway = await startGateway(limited);
+    const clock = manualClock();
+    const limitedGateway = await startGateway(limited, { now: clock.now });
     try {
       const sale = await createLiveSale(limited);
       const [buyer, other] = [newBuyer(), newBuyer()];
@@ -152,7 +149,8 @@ describe('reservation lookup rate limit', () => {
       }
       const [tokenOfBuyer, tokenOfOther] = [await buyerToken(buyer), await buyerToken(other)];
       const look = (reservationId: string, token: string) => fetch(`${limitedGateway.url}/api/reservations/${reservationId}`, { headers: bearer(token) });
-      await startOfNextSecond();
+      // A fresh second of the gateway's clock, which then stands still: the lookups below share it.
+      clock.nextSecond();
 
       const statuses = [(await look(reservations[0]!, tokenOfBuyer)).status, (await look(reservations[0]!, tokenOfBuyer)).status];
       const third = await look(reservations[0]!, tokenOfBuyer);

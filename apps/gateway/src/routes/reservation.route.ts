@@ -21,10 +21,10 @@ import { createRequestLimits } from '../request-limits.ts';
  * unique, already the buyer's, stable across a Redis loss and a rebuild, and an order is found from it
  * with the unique index. Null while there is no order yet.
  */
-export function reservationRouter({ config, redis, prisma }: GatewayDeps): Router {
+export function reservationRouter({ config, redis, prisma, now }: GatewayDeps): Router {
   const router = Router();
   const authenticate = createBuyerAuthenticator(config.AUTH_SECRET, config.AUTH_CLOCK_TOLERANCE_SECONDS);
-  const limits = createRequestLimits(config);
+  const limits = createRequestLimits(config, now);
   router.get('/api/reservations/:reservationId', async (req, res) => {
     limits.checkAddress(req);
     const userId = authenticate(req.headers.authorization);
