@@ -8,7 +8,7 @@ import { ordersOf, waitForDrain } from '@flashsale/harness';
 import { createLiveSale, createTestContext, type TestContext } from '../../../test/support/context.ts';
 import { reconcileDeps } from '../../../test/support/reconciler.ts';
 import { OrderWorker } from '../../worker/src/order-worker.ts';
-import { reconcileSale } from './reconcile-sale.ts';
+import { reconcileSale, type ReconcileDeps } from './reconcile-sale.ts';
 import { auditSale } from './ledger-audit.ts';
 
 let ctx: TestContext;
@@ -31,6 +31,20 @@ function startWorker() {
   worker.start();
 }
 
+/**
+ * The deps of a reconciliation whose first announcement (the sale just paused, the drain not yet waited
+ * for) starts the worker: the reservations in flight can reach MySQL only while it waits.
+ */
+function startingWorkerOncePaused(deps: ReconcileDeps): ReconcileDeps {
+  return {
+    ...deps,
+    async announce(saleId) {
+      await deps.announce(saleId);
+      if (!worker) startWorker();
+    },
+  };
+}
+
 async function reserve(saleId: number, userId: string, quantity = 1) {
   const reservationId = newReservationId(saleId);
   const outcome = await reservePurchase(ctx.redis, ctx.config.REDIS_PREFIX, { saleId, userId, quantity, reservationId });
@@ -51,14 +65,12 @@ describe('reconciling a sale', () => {
   it('waits for the reservations in flight, then rebuilds remaining and buyers from MySQL and resumes', async () => {
     const sale = await createLiveSale(ctx, { stock: 10, perUserLimit: 2 });
     const ids = [await reserve(sale.id, 'a', 2), await reserve(sale.id, 'b', 1), await reserve(sale.id, 'c', 2)];
-    // Nothing written yet: rebuilding now would hand the 5 units out again. The worker starts late.
-    setTimeout(startWorker, 300);
-
-    const result = await reconcileSale(reconcileDeps(ctx), sale.id, 'operator');
+    // Nothing written yet: rebuilding now would hand the 5 units out again. The worker starts only once
+    // the sale is paused.
+    const result = await reconcileSale(startingWorkerOncePaused(reconcileDeps(ctx)), sale.id, 'operator');
 
     expect((await ordersOf(ctx.prisma, sale.id)).map((o) => o.reservationId)).toEqual(ids);
     expect(result).toEqual({ saleId: sale.id, remaining: 5, buyers: 3, tookMs: result.tookMs, lost: { reservations: 0, units: 0 }, judgement: 'intact' });
-    expect(result.tookMs).toBeGreaterThanOrEqual(250);
     const state = await readSaleState(ctx.redis, ctx.config.REDIS_PREFIX, sale.id);
     expect(state).toMatchObject({ remaining: 5, paused: false });
     expect(await ctx.redis.hgetall(saleKeys(ctx.config.REDIS_PREFIX, sale.id).buyers)).toEqual({ a: `${ids[0]}|2`, b: `${ids[1]}|1`, c: `${ids[2]}|2` });
@@ -90,7 +102,8 @@ describe('reconciling a sale', () => {
     const sale = await createLiveSale(ctx, { stock: 10 });
     await reserve(sale.id, 'a');
     const first = reconcileSale(reconcileDeps(ctx), sale.id, 'operator');
-    await sleep(200);
+    // Paused: the first run holds the sale's lock, and waits for the drain no worker makes.
+    await expect.poll(async () => (await readSaleState(ctx.redis, ctx.config.REDIS_PREFIX, sale.id))?.paused).toBe(true);
 
     await expect(reconcileSale(reconcileDeps(ctx), sale.id, 'operator')).rejects.toBeInstanceOf(SaleLockBusy);
 
@@ -167,9 +180,7 @@ describe('reconciling a sale', () => {
   it('an operator reconciling an intact sale counts nothing lost, though its checkpoint saw reservations MySQL lacks', async () => {
     const { sale, keys } = await saleWithCheckpointOfThree();
     // b and c are still in the stream: the drain waits for the worker, which writes them.
-    setTimeout(startWorker, 200);
-
-    const result = await reconcileSale(reconcileDeps(ctx), sale.id, 'operator');
+    const result = await reconcileSale(startingWorkerOncePaused(reconcileDeps(ctx)), sale.id, 'operator');
 
     expect(result).toMatchObject({ remaining: 7, buyers: 3, lost: { reservations: 0, units: 0 }, judgement: 'intact' });
     expect(await ctx.prisma.sale.findUniqueOrThrow({ where: { id: sale.id } })).toMatchObject({ lostReservations: 0, lostUnits: 0, checkpointAt: null });

@@ -166,15 +166,17 @@ describe('npm run reconcile -- --sale <id>', () => {
     const sale = await createLiveSale(env.ctx, { stock: 4 });
     await reservePurchase(env.ctx.redis, env.ctx.config.REDIS_PREFIX, { saleId: sale.id, userId: 'a', quantity: 1, reservationId: newReservationId(sale.id) });
     // The reservation is still in flight and no worker runs: the command must wait for it, so a worker
-    // is started in this process a moment later.
+    // is started in this process once the command has paused the sale.
     const worker = new OrderWorker(
       { redis: env.ctx.redis, prisma: env.ctx.prisma, prefix: env.ctx.config.REDIS_PREFIX, logger: createLogger('w', 'silent') },
       { batchSize: 10, idleMs: 5, claimIdleMs: 500, maxDeliveries: 5, salesRefreshMs: 50, writesInFlight: 2 },
     );
-    setTimeout(() => worker.start(), 500);
     env.stops.push(() => worker.stop());
 
-    const { stdout, code } = await runCli(['--sale', String(sale.id)]);
+    const running = runCli(['--sale', String(sale.id)]);
+    await expect.poll(async () => (await readSaleState(env.ctx.redis, env.ctx.config.REDIS_PREFIX, sale.id))?.paused, { timeout: 20_000 }).toBe(true);
+    worker.start();
+    const { stdout, code } = await running;
 
     expect(code).toBe(0);
     const result = JSON.parse(stdout.trim().split('\n').at(-1)!) as Record<string, unknown>;

@@ -32,6 +32,11 @@ async function stalledCreate(key: string) {
   return { sale: start.sale, body };
 }
 
+/** Makes a create older by `ms`, as if its request had begun that much earlier: the watcher ages creates by MySQL's clock. */
+async function backdate(saleId: number, ms: number): Promise<void> {
+  await env.ctx.prisma.$executeRaw`UPDATE sales SET created_at = created_at - INTERVAL ${ms * 1000} MICROSECOND WHERE id = ${saleId}`;
+}
+
 describe('creates left unfinished (the request died, or could not take back a failed publish)', () => {
   it('are left alone within the grace period: the request may still be finishing them', async () => {
     const { sale } = await stalledCreate('young');
@@ -44,7 +49,7 @@ describe('creates left unfinished (the request died, or could not take back a fa
 
   it('are abandoned after it, their Redis state withdrawn and their key released, so they never go live', async () => {
     const { sale, body } = await stalledCreate('stalled');
-    await new Promise((resolve) => setTimeout(resolve, 1100));
+    await backdate(sale.id, 1100);
 
     await watchOnce(watcherDeps(1000));
 
@@ -61,7 +66,7 @@ describe('creates left unfinished (the request died, or could not take back a fa
     const { sale } = await stalledCreate('bought');
     const reservationId = newReservationId(sale.id);
     await reservePurchase(env.ctx.redis, env.ctx.config.REDIS_PREFIX, { saleId: sale.id, userId: 'early', quantity: 1, reservationId });
-    await new Promise((resolve) => setTimeout(resolve, 1100));
+    await backdate(sale.id, 1100);
 
     await watchOnce(watcherDeps(1000));
 
