@@ -108,7 +108,7 @@ try {
     const gateway = i % 2;
     inFlight.push(
       (async () => {
-        const token = await buyerToken(userId);
+        const token = buyerToken(userId);
         try {
           const res = await clients[gateway]!.send('POST', `/api/sales/${saleId}/purchase`, { headers: { authorization: `Bearer ${token}` }, body: { quantity } });
           const label = res.status === 202 ? '202 accepted' : `${res.status} ${String(res.body.code)}`;

@@ -8,7 +8,7 @@ import { createConnection } from 'mariadb';
 import { loadConfig } from '@flashsale/config';
 import { createRedis } from '@flashsale/redis-store';
 import { createPrisma, migrate, poolConfigFromUrl } from '@flashsale/order-store';
-import { buyerToken, createHttpClient, ledgerOf, mapConcurrently, percentile, spawnGateway, spawnReconciler, spawnWorker, waitForDrain, type AppProcess } from '@flashsale/harness';
+import { signBuyerTokens, createHttpClient, ledgerOf, mapConcurrently, percentile, spawnGateway, spawnReconciler, spawnWorker, waitForDrain, type AppProcess } from '@flashsale/harness';
 import { ensureServicesOrExit } from '../infra/ensure-services.ts';
 
 const STOCK = 1000;
@@ -60,7 +60,7 @@ try {
   console.log(JSON.stringify(created.body));
 
   step(`flash crowd: ${BUYERS} buyers x ${ATTEMPTS_PER_BUYER} attempts, ${CONNECTIONS} connections`);
-  const tokens = await Promise.all(Array.from({ length: BUYERS }, (_, i) => buyerToken(`demo-buyer-${i}`)));
+  const tokens = signBuyerTokens(Array.from({ length: BUYERS }, (_, i) => `demo-buyer-${i}`));
   const crowd = tokens.flatMap((token, buyer) => Array.from({ length: ATTEMPTS_PER_BUYER }, (_, attempt) => ({ buyer, token, quantity: ((buyer + attempt) % 2) + 1 })));
   const client = createHttpClient(gateway.url, CONNECTIONS);
   const started = performance.now();

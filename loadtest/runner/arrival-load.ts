@@ -1,4 +1,4 @@
-import { Pool } from 'undici';
+import { createHttpClient } from '@flashsale/harness';
 import { rateAt, durationOf, outcomeOf, OUTCOMES, type Outcome, type Shape } from '../k6/lib/shapes.js';
 
 export interface Purchase {
@@ -29,32 +29,25 @@ const TICK_MS = 10;
 /**
  * Plays a shape as k6's arrival-rate executors do: purchases start at the shape's rate whatever the
  * latency of the answers (an open model, as a real crowd is), over `maxInFlight` keep-alive connections
- * (undici), and an arrival that finds every connection busy is dropped and counted, like k6's dropped
- * iterations. `next(i)` says who buys what for the i-th arrival.
+ * (the harness's HTTP client), and an arrival that finds every connection busy is dropped and counted,
+ * like k6's dropped iterations. `next(i)` says who buys what for the i-th arrival.
  */
 export async function playArrivals(baseUrl: string, shape: Shape, next: (i: number) => Purchase, onProgress?: (progress: LoadProgress) => void): Promise<LoadOutcome> {
-  const pool = new Pool(baseUrl, { connections: shape.maxInFlight, pipelining: 1, keepAliveTimeout: 30_000 });
+  const client = createHttpClient(baseUrl, shape.maxInFlight);
   const outcomes = Object.fromEntries(OUTCOMES.map((o) => [o, 0])) as Record<Outcome, number>;
   const state: LoadOutcome = { elapsedSeconds: 0, sent: 0, inFlight: 0, dropped: 0, outcomes, latencies: [], accepted: new Map(), statuses: {} };
   const pending = new Set<Promise<void>>();
 
   const fire = (purchase: Purchase) => {
-    const started = performance.now();
     state.sent += 1;
     state.inFlight += 1;
-    const request = pool
-      .request({
-        method: 'POST',
-        path: `/api/sales/${purchase.saleId}/purchase`,
-        headers: { authorization: `Bearer ${purchase.token}`, 'content-type': 'application/json' },
-        body: '{"quantity":1}',
-      })
-      .then(async ({ statusCode, body }) => {
-        const answer = (await body.json()) as { code?: string; reservationId?: string };
-        state.latencies.push(performance.now() - started);
-        state.statuses[statusCode] = (state.statuses[statusCode] ?? 0) + 1;
-        outcomes[outcomeOf(statusCode, answer.code)] += 1;
-        if (statusCode === 202) state.accepted.set(answer.reservationId!, { userId: purchase.userId, quantity: 1 });
+    const request = client
+      .send('POST', `/api/sales/${purchase.saleId}/purchase`, { headers: { authorization: `Bearer ${purchase.token}` }, body: { quantity: 1 } })
+      .then(({ status, body, latencyMs }) => {
+        state.latencies.push(latencyMs);
+        state.statuses[status] = (state.statuses[status] ?? 0) + 1;
+        outcomes[outcomeOf(status, body.code as string | undefined)] += 1;
+        if (status === 202) state.accepted.set(body.reservationId as string, { userId: purchase.userId, quantity: 1 });
       })
       .catch(() => {
         state.statuses.transport = (state.statuses.transport ?? 0) + 1;
@@ -91,6 +84,6 @@ export async function playArrivals(baseUrl: string, shape: Shape, next: (i: numb
   }
   await Promise.all(pending);
   state.elapsedSeconds = (performance.now() - started) / 1000;
-  await pool.close();
+  client.close();
   return state;
 }

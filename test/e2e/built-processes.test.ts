@@ -84,7 +84,7 @@ describe('the built processes', () => {
     const buyers = Array.from({ length: 40 }, (_, i) => `built-${i}`);
     const answers = new Map<string, HttpResult>();
     await mapConcurrently(buyers, 8, async (userId) => {
-      const token = await buyerToken(userId, { secret: SECRETS.AUTH_SECRET });
+      const token = buyerToken(userId, { secret: SECRETS.AUTH_SECRET });
       answers.set(userId, await http.send('POST', `/api/sales/${saleId}/purchase`, { headers: { authorization: `Bearer ${token}` }, body: { quantity: 1 } }));
     });
     const accepted = new Map<string, { userId: string; quantity: number }>();
@@ -95,7 +95,7 @@ describe('the built processes', () => {
     const ledger = await ledgerOf(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, saleId, accepted);
     expect(ledger).toEqual({ lost: [], duplicated: [], unexpected: [], unitsInDb: 30, remaining: 0, stock: 30 });
     const [reservationId, { userId }] = [...accepted][0]!;
-    const lookup = await http.send('GET', `/api/reservations/${reservationId}`, { headers: { authorization: `Bearer ${await buyerToken(userId, { secret: SECRETS.AUTH_SECRET })}` } });
+    const lookup = await http.send('GET', `/api/reservations/${reservationId}`, { headers: { authorization: `Bearer ${buyerToken(userId, { secret: SECRETS.AUTH_SECRET })}` } });
     expect(lookup.body).toMatchObject({ reservationId, saleId, status: 'created', orderId: reservationId });
     http.close();
 

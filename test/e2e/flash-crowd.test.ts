@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestContext, type TestContext } from '../support/context.ts';
-import { createHttpClient, type HttpResult, ledgerOf, waitForDrain, spawnGateway, spawnWorker, type AppProcess, buyerToken } from '@flashsale/harness';
+import { createHttpClient, type HttpResult, ledgerOf, waitForDrain, spawnGateway, spawnWorker, type AppProcess, signBuyerTokens } from '@flashsale/harness';
 
 // The whole pipeline with real processes: one gateway, two workers, the real Redis and MariaDB.
 // 1,000 buyers each send 4 purchase requests at once (quantity 1 or 2, per-user limit 2) for 500 units.
@@ -34,7 +34,7 @@ describe('flash crowd, end to end', () => {
     const saleId = created.body.id as number;
     admin.close();
 
-    const tokens = await Promise.all(Array.from({ length: BUYERS }, (_, i) => buyerToken(`buyer-${i}`)));
+    const tokens = signBuyerTokens(Array.from({ length: BUYERS }, (_, i) => `buyer-${i}`));
     const requests = tokens.flatMap((token, buyer) =>
       Array.from({ length: ATTEMPTS }, (_, attempt) => ({ buyer, token, quantity: ((buyer + attempt) % 2) + 1 })),
     );

@@ -38,7 +38,7 @@ async function holdRequestOpen(url: string): Promise<void> {
   socket.on('error', () => {});
   await new Promise((resolve) => socket.once('connect', resolve));
   socket.write(
-    `POST /api/sales/1/purchase HTTP/1.1\r\nHost: gateway\r\nAuthorization: Bearer ${await buyerToken('slow-buyer')}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{`,
+    `POST /api/sales/1/purchase HTTP/1.1\r\nHost: gateway\r\nAuthorization: Bearer ${buyerToken('slow-buyer')}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{`,
   );
   const drip = setInterval(() => (socket.destroyed ? clearInterval(drip) : socket.write(' ')), 200);
   // Let the gateway take the request in before the test signals it.
@@ -117,7 +117,7 @@ describe('the metrics of a gateway', () => {
     processes.push(gateway);
     const { port, metricsPort } = gateway.logs.find((l) => l.msg === 'gateway listening')!;
     const sale = await createLiveSale(ctx, { stock: 5 });
-    expect(await purchase(gateway.url, sale.id, await buyerToken('metrics-port-buyer'))).toBe(202);
+    expect(await purchase(gateway.url, sale.id, buyerToken('metrics-port-buyer'))).toBe(202);
 
     const scraped = await scrape(metricsPort);
 
@@ -151,7 +151,7 @@ describe('the metrics of a gateway', () => {
     const listening = await listeningLines(supervisor, 2);
     const sale = await createLiveSale(ctx, { stock: 10 });
     // Four connections, one purchase each: the round-robin gives each process two.
-    for (let i = 0; i < 4; i += 1) expect(await purchase(supervisor.url, sale.id, await buyerToken(`cluster-buyer-${i}`))).toBe(202);
+    for (let i = 0; i < 4; i += 1) expect(await purchase(supervisor.url, sale.id, buyerToken(`cluster-buyer-${i}`))).toBe(202);
 
     const scraped = await scrape(listening[0]!.metricsPort);
 

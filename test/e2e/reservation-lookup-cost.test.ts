@@ -33,7 +33,7 @@ describe('what a reservation lookup costs in Redis', () => {
   it('is one HGET for a rejected reservation, however many dead letters the sale has', async () => {
     const sale = await createLiveSale(ctx, { stock: 10 });
     const keys = saleKeys(ctx.config.REDIS_PREFIX, sale.id);
-    const token = await buyerToken('rejected-buyer');
+    const token = buyerToken('rejected-buyer');
     const purchase = await fetch(`${gateway.url}/api/sales/${sale.id}/purchase`, { method: 'POST', headers: { authorization: `Bearer ${token}` } });
     expect(purchase.status).toBe(202);
     const { reservationId } = (await purchase.json()) as { reservationId: string };

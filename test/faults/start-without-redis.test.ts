@@ -104,7 +104,7 @@ describe('gateway, worker and reconciler started while Redis is down', () => {
     for (const base of Object.values(healthPorts)) {
       expect(await readyz(base)).toEqual({ status: 503, body: { status: 'not_ready', checks: { redis: 'down', mysql: 'up' } } });
     }
-    const token = await buyerToken('early-buyer');
+    const token = buyerToken('early-buyer');
     const early = await fetch(`${gateway.url}/api/sales/1/purchase`, { method: 'POST', headers: bearer(token) });
     expect(early.headers.get('retry-after')).toBe('1');
     await expectProblem(early, 503, 'SERVICE_UNAVAILABLE', 'the sale cannot be reached right now, retry shortly');
@@ -139,7 +139,7 @@ describe('gateway, worker and reconciler started while Redis is down', () => {
     const saleId = ((await created.json()) as { id: number }).id;
     const accepted = new Map<string, { userId: string; quantity: number }>();
     const purchase = async (userId: string) => {
-      const res = await fetch(`${gateway.url}/api/sales/${saleId}/purchase`, { method: 'POST', headers: bearer(await buyerToken(userId)) });
+      const res = await fetch(`${gateway.url}/api/sales/${saleId}/purchase`, { method: 'POST', headers: bearer(buyerToken(userId)) });
       if (res.status === 202) accepted.set(((await res.clone().json()) as { reservationId: string }).reservationId, { userId, quantity: 1 });
       return res;
     };
@@ -182,7 +182,7 @@ describe('gateway, worker and reconciler started while Redis is down', () => {
     ({ server: redisServer, ctx } = await redisDown());
     const started = await startAll(ctx);
     // Commands waiting for Redis in each process: a purchase, a readiness probe, the loops' own.
-    await fetch(`${started.gateway.url}/api/sales/1/purchase`, { method: 'POST', headers: bearer(await buyerToken('waiting-buyer')) });
+    await fetch(`${started.gateway.url}/api/sales/1/purchase`, { method: 'POST', headers: bearer(buyerToken('waiting-buyer')) });
     for (const base of Object.values(started.healthPorts)) expect((await readyz(base)).status).toBe(503);
 
     const stops = await Promise.all(

@@ -32,7 +32,7 @@ async function saleWithAnOrder() {
   const { ctx, gateways } = system;
   const saleId = await system.createSale({ stock: 10 });
   const client = createHttpClient(gateways[0]!.url, 16);
-  const token = await buyerToken('buyer-1');
+  const token = buyerToken('buyer-1');
   const bought = await client.send('POST', `/api/sales/${saleId}/purchase`, { headers: { authorization: `Bearer ${token}` } });
   expect(bought.status).toBe(202);
   const reservationId = bought.body.reservationId as string;

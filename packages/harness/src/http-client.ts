@@ -1,4 +1,4 @@
-import { Agent, request } from 'node:http';
+import { Pool, type Dispatcher } from 'undici';
 
 export interface HttpResult {
   status: number;
@@ -7,48 +7,36 @@ export interface HttpResult {
   latencyMs: number;
 }
 
+export interface HttpClient {
+  /** Sends a request (`body` as JSON) and reads the whole answer; rejects when no answer came (connection refused or cut). */
+  send(method: Dispatcher.HttpMethod, path: string, init?: { headers?: Record<string, string>; body?: unknown }): Promise<HttpResult>;
+  /** Closes the connections at once, cutting requests still in flight. */
+  close(): void;
+}
+
 /**
- * A keep-alive HTTP client with a bounded number of sockets, like a load balancer in front of the
- * gateway: any number of requests may be fired at once, at most `connections` are on the wire.
+ * The HTTP client of the tests, the harness and the load runner: keep-alive connections to one origin
+ * (undici's pool), at most `connections` of them, like a load balancer in front of the gateway: any
+ * number of requests may be sent at once, the rest wait for a free connection.
  */
-export function createHttpClient(baseUrl: string, connections = 64) {
-  const agent = new Agent({ keepAlive: true, maxSockets: connections });
-  const base = new URL(baseUrl);
+export function createHttpClient(baseUrl: string, connections = 64): HttpClient {
+  const pool = new Pool(baseUrl, { connections });
   return {
-    send(method: string, path: string, { headers = {}, body }: { headers?: Record<string, string>; body?: unknown } = {}): Promise<HttpResult> {
+    async send(method, path, { headers = {}, body } = {}) {
       const payload = body === undefined ? undefined : JSON.stringify(body);
       const started = performance.now();
-      return new Promise((resolve, reject) => {
-        const req = request(
-          {
-            agent,
-            host: base.hostname,
-            port: base.port,
-            method,
-            path,
-            headers: { ...(payload ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) } : {}), ...headers },
-          },
-          (res) => {
-            let text = '';
-            res.setEncoding('utf8').on('data', (chunk: string) => (text += chunk));
-            res.on('end', () => {
-              let parsed: Record<string, unknown> = {};
-              try {
-                parsed = text ? (JSON.parse(text) as Record<string, unknown>) : {};
-              } catch {
-                parsed = { raw: text };
-              }
-              resolve({ status: res.statusCode ?? 0, headers: res.headers, body: parsed, latencyMs: performance.now() - started });
-            });
-            res.on('error', reject);
-          },
-        );
-        req.on('error', reject);
-        req.end(payload);
-      });
+      const res = await pool.request({ method, path, headers: { ...(payload ? { 'content-type': 'application/json' } : {}), ...headers }, body: payload });
+      const text = await res.body.text();
+      let parsed: Record<string, unknown> = {};
+      try {
+        parsed = text ? (JSON.parse(text) as Record<string, unknown>) : {};
+      } catch {
+        parsed = { raw: text };
+      }
+      return { status: res.statusCode, headers: res.headers, body: parsed, latencyMs: performance.now() - started };
     },
     close() {
-      agent.destroy();
+      void pool.destroy();
     },
   };
 }

@@ -3,9 +3,8 @@ export { spawnApp, spawnGateway, spawnWorker, spawnReconciler, SOURCE_NODE_ARGS,
 export { createHttpClient, mapConcurrently, percentile, type HttpResult } from './http-client.ts';
 export { ledgerOf, faultLedgerOf, compareLedger, compareFaultLedger, ordersOf, pendingCount, waitForDrain, type Ledger, type FaultLedger, type LedgerOrder } from './ledger.ts';
 export { startFaultProxy, type FaultProxy } from './fault-proxy.ts';
-export { buyerToken } from './tokens.ts';
+export { buyerToken, signBuyerTokens } from './tokens.ts';
 export { startRedisServer, freePort, type RedisServer, type RedisServerOptions } from './redis-server.ts';
 export { purchaseBurst, mergeBursts, type BurstOutcome } from './purchase-burst.ts';
 export { startMariaDbServer, type MariaDbServer } from './mariadb-server.ts';
-export { signBuyerTokens } from './signed-tokens.ts';
 export { skewedClockEnv } from './skewed-clock.ts';

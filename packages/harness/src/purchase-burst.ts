@@ -1,5 +1,5 @@
-import { buyerToken } from './tokens.ts';
-import { createHttpClient, mapConcurrently } from './http-client.ts';
+import { signBuyerTokens } from './tokens.ts';
+import { createHttpClient, mapConcurrently, type HttpClient } from './http-client.ts';
 
 export interface BurstOutcome {
   /** Reservation id -> buyer and quantity, for every 202. */
@@ -24,12 +24,12 @@ export async function purchaseBurst(
     connections = 32,
     quantity = () => 1,
     onAnswer,
-    tokenExpiresIn = '10m',
-  }: { connections?: number; quantity?: (i: number) => number; onAnswer?: (done: number) => void; tokenExpiresIn?: string } = {},
+    tokenTtlSeconds,
+  }: { connections?: number; quantity?: (i: number) => number; onAnswer?: (done: number) => void; tokenTtlSeconds?: number } = {},
 ): Promise<BurstOutcome> {
   const outcome: BurstOutcome = { accepted: new Map(), refused: {}, unknown: new Set(), failed: new Set() };
-  const tokens = await Promise.all(buyers.map((b) => buyerToken(b, { expiresIn: tokenExpiresIn })));
-  const clients = new Map<string, ReturnType<typeof createHttpClient>>();
+  const tokens = signBuyerTokens(buyers, { ttlSeconds: tokenTtlSeconds });
+  const clients = new Map<string, HttpClient>();
   const client = () => {
     const url = typeof baseUrl === 'string' ? baseUrl : baseUrl();
     if (!clients.has(url)) clients.set(url, createHttpClient(url, connections));
