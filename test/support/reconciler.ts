@@ -48,7 +48,7 @@ export async function startReconciler(ctx: TestContext, options: { watchEveryMs?
       concurrency: 2,
     },
   );
-  await reconciler.start();
+  reconciler.start();
   return {
     jobs,
     audits,

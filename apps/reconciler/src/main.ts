@@ -38,7 +38,7 @@ const reconciler = new Reconciler(
     streamRetentionMs: config.RECONCILER_STREAM_RETENTION_MS,
     auditEveryMs: config.AUDIT_EVERY_MS,
     drainTimeoutMs: config.RECONCILE_DRAIN_TIMEOUT_MS,
-    concurrency: 4,
+    concurrency: config.RECONCILER_CONCURRENCY,
   },
 );
 // Served first, before anything waits for Redis or MySQL: /healthz answers while either is away, /readyz
@@ -70,5 +70,5 @@ onShutdownSignal(logger, config.SHUTDOWN_TIMEOUT_MS, async () => {
   }
   await prisma.$disconnect();
 });
-await reconciler.start();
+reconciler.start();
 logger.info({ port, prefix: config.REDIS_PREFIX }, 'reconciler started');

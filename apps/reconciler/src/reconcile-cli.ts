@@ -1,11 +1,11 @@
 import { parseArgs } from 'node:util';
-import { UnrecoverableError, Worker } from 'bullmq';
+import type { Worker } from 'bullmq';
 import { createLogger, loadConfig } from '@flashsale/config';
 import { SaleNotFound } from '@flashsale/domain';
 import { createRedis, announceSaleChanged } from '@flashsale/redis-store';
 import { createPrisma, findSale } from '@flashsale/order-store';
-import { RECONCILE_QUEUE, bullConnection, bullPrefix, createReconcileJobs, enqueueReconcile, type ReconcileJobData, type ReconcileResult } from '@flashsale/jobs';
-import { reconcileSale } from './reconcile-sale.ts';
+import { bullConnection, createReconcileJobs, enqueueReconcile, type ReconcileJobData, type ReconcileResult } from '@flashsale/jobs';
+import { createReconcileWorker } from './reconcile-worker.ts';
 
 // `npm run reconcile -- --sale <id>`: reconciles one sale now and prints the result. It goes through the
 // same BullMQ queue as the reconciler process (so it never runs beside another reconciliation of the
@@ -27,31 +27,18 @@ let exitCode = 0;
 let worker: Worker<ReconcileJobData, ReconcileResult> | undefined;
 try {
   if (!(await findSale(prisma, saleId))) throw new SaleNotFound(`sale ${saleId} is not in MySQL`);
-  worker = new Worker<ReconcileJobData, ReconcileResult>(
-    RECONCILE_QUEUE,
-    async (job) => {
-      try {
-        return await reconcileSale(
-          {
-            redis,
-            prisma,
-            databaseUrl: config.DATABASE_URL,
-            prefix: config.REDIS_PREFIX,
-            logger,
-            drainTimeoutMs: config.RECONCILE_DRAIN_TIMEOUT_MS,
-            announce: (id) => announceSaleChanged(redis, config.REDIS_PREFIX, id),
-          },
-          job.data.saleId,
-          job.data.reason,
-        );
-      } catch (error) {
-        if (error instanceof SaleNotFound) throw new UnrecoverableError(error.message);
-        throw error;
-      }
+  worker = createReconcileWorker(
+    {
+      redis,
+      prisma,
+      databaseUrl: config.DATABASE_URL,
+      prefix: config.REDIS_PREFIX,
+      logger,
+      drainTimeoutMs: config.RECONCILE_DRAIN_TIMEOUT_MS,
+      announce: (id) => announceSaleChanged(redis, config.REDIS_PREFIX, id),
     },
-    { connection: workerConnection, prefix: bullPrefix(config.REDIS_PREFIX), concurrency: 1 },
+    { connection: workerConnection, concurrency: 1 },
   );
-  worker.on('error', (error) => logger.warn({ err: error }, 'bullmq connection error'));
   const { job, running } = await enqueueReconcile(jobs.queue, saleId, 'operator');
   if (running) console.error(`a reconciliation of sale ${saleId} is already running; waiting for it`);
   // A failed attempt is retried by the queue; the command waits for one drain timeout and a margin,

@@ -1,11 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Queue, UnrecoverableError, Worker } from 'bullmq';
+import { Queue, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from '@flashsale/config';
-import { SaleNotFound } from '@flashsale/domain';
 import {
   AUDIT_QUEUE,
-  RECONCILE_QUEUE,
   bullPrefix,
   enqueueReconcile,
   reconcileUnfinished,
@@ -15,7 +13,7 @@ import {
 } from '@flashsale/jobs';
 import { isMysqlUnavailable, listWatchedSales, type PrismaClient } from '@flashsale/order-store';
 import { announceSaleChanged, isRedisUnavailable, snapshotSale, type ScriptedRedis } from '@flashsale/redis-store';
-import { reconcileSale } from './reconcile-sale.ts';
+import { createReconcileWorker } from './reconcile-worker.ts';
 import { watchOnce } from './state-watcher.ts';
 import { auditAndReport, type AuditReport } from './ledger-audit.ts';
 
@@ -85,27 +83,18 @@ export class Reconciler {
       drainTimeoutMs: options.drainTimeoutMs,
       announce: (saleId: number) => announceSaleChanged(redis, options.prefix, saleId),
     };
-    this.reconcileWorker = new Worker<ReconcileJobData, ReconcileResult>(
-      RECONCILE_QUEUE,
-      async (job) => {
-        try {
-          const result = await reconcileSale(reconcileDeps, job.data.saleId, job.data.reason);
-          deps.onReconciled(result);
-          return result;
-        } catch (error) {
-          if (error instanceof SaleNotFound) throw new UnrecoverableError(error.message);
-          throw error;
-        }
-      },
-      { connection: connection(), prefix, concurrency: options.concurrency, autorun: false },
-    );
+    this.reconcileWorker = createReconcileWorker(reconcileDeps, {
+      connection: connection(),
+      concurrency: options.concurrency,
+      autorun: false,
+      onReconciled: deps.onReconciled,
+    });
     this.reconcileWorker.on('failed', (job, error) => {
       logger.error({ err: error, saleId: job?.data.saleId, attempt: job?.attemptsMade }, 'reconcile attempt failed; BullMQ retries it');
     });
     this.auditQueue = new Queue(AUDIT_QUEUE, { connection: connection(), prefix });
     // BullMQ emits connection trouble as 'error' events; unheard, an EventEmitter error ends the process.
     const onBullError = (error: Error) => logger.warn({ err: error }, 'bullmq connection error');
-    this.reconcileWorker.on('error', onBullError);
     this.auditQueue.on('error', onBullError);
     this.auditWorker = new Worker(
       AUDIT_QUEUE,
@@ -129,7 +118,7 @@ export class Reconciler {
    * Starts the loops and returns: none of them waits here for Redis or MySQL, so a reconciler started
    * while either is away serves its health port at once, and takes up its work when they answer.
    */
-  async start(): Promise<void> {
+  start(): void {
     void this.scheduleAuditUntilSet();
     void this.reconcileWorker.run();
     void this.auditWorker.run();

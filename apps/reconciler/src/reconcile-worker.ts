@@ -1,0 +1,40 @@
+import { UnrecoverableError, Worker } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { SaleNotFound } from '@flashsale/domain';
+import { RECONCILE_QUEUE, bullPrefix, type ReconcileJobData, type ReconcileResult } from '@flashsale/jobs';
+import { reconcileSale, type ReconcileDeps } from './reconcile-sale.ts';
+
+export interface ReconcileWorkerOptions {
+  /** BullMQ's connection (maxRetriesPerRequest: null), for this worker alone. */
+  connection: Redis;
+  /** Reconciliations of different sales run side by side; one sale never has two (one job id per sale). */
+  concurrency: number;
+  /** False to start it later with run() (the reconciler does, without waiting for Redis); default true. */
+  autorun?: boolean;
+  onReconciled?(result: ReconcileResult): void;
+}
+
+/**
+ * The worker of the reconcile queue, the reconciler process's and the reconcile command's alike: each job
+ * reconciles its sale. A sale MySQL does not hold fails the job for good (retrying cannot bring it back);
+ * any other failure is retried by the queue, the sale kept paused meanwhile.
+ */
+export function createReconcileWorker(deps: ReconcileDeps, { connection, concurrency, autorun = true, onReconciled }: ReconcileWorkerOptions): Worker<ReconcileJobData, ReconcileResult> {
+  const worker = new Worker<ReconcileJobData, ReconcileResult>(
+    RECONCILE_QUEUE,
+    async (job) => {
+      try {
+        const result = await reconcileSale(deps, job.data.saleId, job.data.reason);
+        onReconciled?.(result);
+        return result;
+      } catch (error) {
+        if (error instanceof SaleNotFound) throw new UnrecoverableError(error.message);
+        throw error;
+      }
+    },
+    { connection, prefix: bullPrefix(deps.prefix), concurrency, autorun },
+  );
+  // BullMQ emits connection trouble as 'error' events; unheard, an EventEmitter error ends the process.
+  worker.on('error', (error) => deps.logger.warn({ err: error }, 'bullmq connection error'));
+  return worker;
+}
