@@ -1,4 +1,5 @@
-import type { ErrorRequestHandler, RequestHandler, Response } from 'express';
+import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { ErrorRequestHandler, RequestHandler } from 'express';
 import { AppError, DeadlineExceeded, ERRORS, type ErrorCode } from '@flashsale/domain';
 import type { Logger } from '@flashsale/config';
 import { isRedisUnavailable } from '@flashsale/redis-store';
@@ -25,10 +26,53 @@ export function problemDocument({ code, detail, extra }: Problem): Record<string
   };
 }
 
-/** Writes an RFC 9457 problem document with the catalogue's status and title for `code`. */
-export function sendProblem(res: Response, error: AppError): void {
-  for (const [name, value] of Object.entries(error.headers)) res.setHeader(name, value);
-  res.status(error.status).type('application/problem+json').json(problemDocument({ code: error.code, detail: error.message, extra: error.extra }));
+const JSON_TYPE = 'application/json; charset=utf-8';
+const PROBLEM_TYPE = 'application/problem+json; charset=utf-8';
+
+/** An answer rendered to its bytes: status, headers (media type and length included) and body. */
+export interface RenderedAnswer {
+  status: number;
+  headers: OutgoingHttpHeaders;
+  body: string;
+}
+
+function rendered(status: number, contentType: string, body: string, headers: Record<string, string> = {}): RenderedAnswer {
+  return { status, headers: { ...headers, 'Content-Type': contentType, 'Content-Length': Buffer.byteLength(body) }, body };
+}
+
+/** A JSON answer, rendered (the purchase's 202). */
+export function renderJson(status: number, value: unknown): RenderedAnswer {
+  return rendered(status, JSON_TYPE, JSON.stringify(value));
+}
+
+/** What a client error says, as a problem. */
+function problemOf(error: AppError): Problem {
+  return { code: error.code, detail: error.message, extra: error.extra, headers: error.headers };
+}
+
+/**
+ * The RFC 9457 problem document of `problem`, rendered with the catalogue's status. Rendered once, it can
+ * be written any number of times: the purchase path answers a known sold-out sale this way.
+ */
+export function renderProblem(problem: Problem | AppError): RenderedAnswer {
+  const { code, detail, extra, headers } = problem instanceof AppError ? problemOf(problem) : problem;
+  return rendered(ERRORS[code].status, PROBLEM_TYPE, JSON.stringify(problemDocument({ code, detail, extra })), headers);
+}
+
+/**
+ * Writes a rendered answer with one writeHead and one end, on Node's response (Express's is one): no
+ * res.json(), whose per-call work the purchase path cannot afford. Nothing once an answer went out
+ * (the request deadline answered first).
+ */
+export function sendRendered(res: ServerResponse, answer: RenderedAnswer): void {
+  if (res.headersSent) return;
+  res.writeHead(answer.status, answer.headers);
+  res.end(answer.body);
+}
+
+/** Writes the RFC 9457 problem document of a problem or a client error: every problem+json answer of the gateway. */
+export function sendProblem(res: ServerResponse, problem: Problem | AppError): void {
+  sendRendered(res, renderProblem(problem));
 }
 
 export const notFound: RequestHandler = (req, res) => {

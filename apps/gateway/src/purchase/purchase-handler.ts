@@ -1,12 +1,12 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { AppError, ERRORS, newReservationId } from '@flashsale/domain';
+import { AppError, newReservationId } from '@flashsale/domain';
 import { reservePurchase, type ReserveOutcome } from '@flashsale/redis-store';
 import type { GatewayDeps } from '../deps.ts';
 import type { GatewayMetrics } from '../metrics.ts';
 import { createRequestLimits } from '../request-limits.ts';
 import { createBuyerAuthenticator } from '../auth.ts';
 import { requireJsonBody, saleIdParam } from '../validation.ts';
-import { problemDocument, type Problem } from '../problem.ts';
+import { renderJson, renderProblem, sendProblem, sendRendered, type Problem } from '../problem.ts';
 import { quantityOf, readPurchaseBody } from './purchase-body.ts';
 import type { SaleVerdictCache } from './sale-verdict-cache.ts';
 import type { LiveSaleDirectory } from './live-sale-directory.ts';
@@ -36,22 +36,6 @@ export function refusalOf(outcome: Exclude<ReserveOutcome, { kind: 'reserved' }>
   }
 }
 
-const JSON_TYPE = 'application/json; charset=utf-8';
-const PROBLEM_TYPE = 'application/problem+json; charset=utf-8';
-
-function writeBody(res: ServerResponse, status: number, contentType: string, body: string, headers: Record<string, string> = {}): void {
-  if (res.headersSent) return;
-  res.writeHead(status, { ...headers, 'Content-Type': contentType, 'Content-Length': Buffer.byteLength(body) });
-  res.end(body);
-}
-
-/** The same bytes as the Express error handler's problem+json, without going through res.json(). */
-export function writeProblem(res: ServerResponse, problem: Problem): void {
-  writeBody(res, ERRORS[problem.code].status, PROBLEM_TYPE, JSON.stringify(problemDocument(problem)), problem.headers);
-}
-
-const asProblem = (error: AppError): Problem => ({ code: error.code, detail: error.message, extra: error.extra, headers: error.headers });
-
 export interface PurchaseHandlerParts {
   verdicts: SaleVerdictCache;
   liveSales: LiveSaleDirectory;
@@ -60,7 +44,7 @@ export interface PurchaseHandlerParts {
 /**
  * The hot path: authenticate, rate-limit, read and validate the body, then one EVALSHA, or none when the
  * sale is known to be sold out or over. Written against Node's request and response so it runs the same
- * behind Express's router and behind the server's front door (see server.ts); it uses nothing of
+ * behind Express's router and behind the server's front door (see gateway.ts); it uses nothing of
  * Express's request or response objects, each of which the profile showed costing on every call.
  */
 export function createPurchaseHandler({ config, redis, logger, now }: GatewayDeps, metrics: GatewayMetrics, { verdicts, liveSales }: PurchaseHandlerParts): PurchaseHandler {
@@ -73,16 +57,16 @@ export function createPurchaseHandler({ config, redis, logger, now }: GatewayDep
     if (!counter) outcomeCounters.set(outcome, (counter = metrics.purchases.labels(outcome)));
     counter.inc();
   };
-  const refuse = (res: ServerResponse, problem: Problem) => {
+  const refuse = (res: ServerResponse, problem: Problem | AppError) => {
     count(problem.code);
-    writeProblem(res, problem);
+    sendProblem(res, problem);
   };
-  // The answers given without asking Redis, serialised once.
-  const verdictAnswers = { SOLD_OUT: JSON.stringify(problemDocument({ code: 'SOLD_OUT' })), SALE_ENDED: JSON.stringify(problemDocument({ code: 'SALE_ENDED' })) };
+  // The answers given without asking Redis, rendered once.
+  const verdictAnswers = { SOLD_OUT: renderProblem({ code: 'SOLD_OUT' }), SALE_ENDED: renderProblem({ code: 'SALE_ENDED' }) };
   // Every answer is counted under its code, the refusals before the script (401, 429, 415, a bad body)
   // too: an outcome missing from the counter is a flood nobody sees on the dashboard.
   const fail = (res: ServerResponse, error: unknown) => {
-    if (error instanceof AppError) return refuse(res, asProblem(error));
+    if (error instanceof AppError) return refuse(res, error);
     logger.error({ err: error }, 'purchase failed');
     refuse(res, { code: 'INTERNAL_ERROR', detail: 'the request could not be completed' });
   };
@@ -97,7 +81,7 @@ export function createPurchaseHandler({ config, redis, logger, now }: GatewayDep
       // A holder's retry gets what the script would answer: their reservation, not the sale's verdict.
       if (held !== undefined) return refuse(res, refusalOf({ kind: 'already_purchased', reservationId: held, quantity }, config.PAUSED_RETRY_AFTER_SECONDS));
       count(known.verdict);
-      return writeBody(res, ERRORS[known.verdict].status, PROBLEM_TYPE, verdictAnswers[known.verdict]);
+      return sendRendered(res, verdictAnswers[known.verdict]);
     }
     const ticket = verdicts.ticket();
     const reservationId = newReservationId(saleId);
@@ -114,7 +98,7 @@ export function createPurchaseHandler({ config, redis, logger, now }: GatewayDep
     if (outcome.kind === 'reserved') {
       if (outcome.remaining === 0) verdicts.learn(saleId, 'SOLD_OUT', ticket);
       count('reserved');
-      return writeBody(res, 202, JSON_TYPE, JSON.stringify({ reservationId, saleId, quantity, status: 'pending' }));
+      return sendRendered(res, renderJson(202, { reservationId, saleId, quantity, status: 'pending' }));
     }
     if (outcome.kind === 'sold_out') verdicts.learn(saleId, 'SOLD_OUT', ticket);
     else if (outcome.kind === 'sale_ended') verdicts.learn(saleId, 'SALE_ENDED', ticket);
