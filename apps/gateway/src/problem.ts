@@ -91,9 +91,15 @@ const BODY_ERRORS: Record<string, ErrorCode> = {
 
 /** The client's error for a failure of body-parser (too large, not JSON, bad charset), if it is one. */
 export function bodyErrorOf(error: unknown): AppError | undefined {
-  const type = (error as { type?: unknown } | null)?.type;
+  const { type, limit } = (error ?? {}) as { type?: unknown; limit?: unknown };
   const code = typeof type === 'string' ? BODY_ERRORS[type] : undefined;
+  if (code === 'PAYLOAD_TOO_LARGE' && typeof limit === 'number') return new AppError(code, `The request body is larger than ${bytesText(limit)}`);
   return code ? new AppError(code, code === 'INVALID_REQUEST' ? 'the body is not valid JSON' : undefined) : undefined;
+}
+
+/** A body limit as a person reads it: `1 KB` for 1024 (HTTP_MAX_BODY_BYTES's default), else in bytes. */
+function bytesText(bytes: number): string {
+  return bytes % 1024 === 0 ? `${bytes / 1024} KB` : `${bytes} bytes`;
 }
 
 /**

@@ -14,7 +14,7 @@ export const ERRORS = {
   RECONCILE_IN_PROGRESS: { status: 409, title: 'A reconciliation of this sale is already running' },
   SOLD_OUT: { status: 410, title: 'The sale is sold out' },
   SALE_ENDED: { status: 410, title: 'The sale has ended' },
-  PAYLOAD_TOO_LARGE: { status: 413, title: 'The request body is larger than 1 KB' },
+  PAYLOAD_TOO_LARGE: { status: 413, title: 'The request body is too large' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, title: 'The request body must be application/json' },
   IDEMPOTENCY_KEY_REUSED: { status: 422, title: 'The Idempotency-Key was used with another request' },
   RATE_LIMITED: { status: 429, title: 'Too many requests' },

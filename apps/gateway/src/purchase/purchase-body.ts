@@ -5,30 +5,37 @@ import { AppError, MAX_PER_USER_LIMIT } from '@flashsale/domain';
 import { bodyErrorOf } from '../problem.ts';
 import { parseOrThrow } from '../validation.ts';
 
-const LIMIT_BYTES = 1024;
-
 const purchaseBody = z.strictObject({
   // The sale's own per-user limit is checked by the reserve script; this bound only keeps the value sane.
   quantity: z.number().int().min(1).max(MAX_PER_USER_LIMIT).optional(),
 });
 
-/** body-parser, for every body the plain reader below does not take: it stays the reference behaviour. */
-const parseWithBodyParser = express.json({ limit: LIMIT_BYTES, strict: true });
 const PLAIN_JSON_TYPE = /^application\/json(?:;\s*charset="?utf-8"?)?$/i;
 // JSON's four whitespace characters (RFC 8259), control characters among them by definition.
 // eslint-disable-next-line no-control-regex
 const JSON_WHITESPACE = /^[\x20\x09\x0a\x0d]*/;
 
+type BodyDone = (error: AppError | undefined, body: unknown) => void;
+
+/** Reads a purchase's body and hands back the parsed JSON (`{}` when there is none), or the client's error. */
+export type PurchaseBodyReader = (req: IncomingMessage, res: ServerResponse, done: BodyDone) => void;
+
 /**
- * Reads the purchase body and hands back the parsed JSON (`{}` when there is none).
+ * The purchase body reader for bodies of at most `limitBytes` (HTTP_MAX_BODY_BYTES).
  *
  * Nearly every purchase carries `{"quantity":n}` or nothing, with a Content-Length, as
  * `application/json`. Those are read here with two event handlers and one JSON.parse, which the profile
  * showed costs a fraction of body-parser's per-request setup (type-is, content-type and charset parsing,
- * raw-body, iconv). Anything else (chunked, compressed, another charset or +json type, over 1 KB) goes
- * through body-parser itself, so every answer stays exactly what it was: 413, 415, 400 alike.
+ * raw-body, iconv). Anything else (chunked, compressed, another charset or +json type, over the limit)
+ * goes through body-parser itself, so every answer stays exactly what it was: 413, 415, 400 alike.
  */
-export function readPurchaseBody(req: IncomingMessage, res: ServerResponse, done: (error: AppError | undefined, body: unknown) => void): void {
+export function createPurchaseBodyReader(limitBytes: number): PurchaseBodyReader {
+  // body-parser, for every body the plain reader does not take: it stays the reference behaviour.
+  const parseWithBodyParser = express.json({ limit: limitBytes, strict: true });
+  return (req, res, done) => readPurchaseBody(req, res, done, limitBytes, parseWithBodyParser);
+}
+
+function readPurchaseBody(req: IncomingMessage, res: ServerResponse, done: BodyDone, limitBytes: number, parseWithBodyParser: ReturnType<typeof express.json>): void {
   const { headers } = req;
   const length = headers['content-length'];
   const plain = headers['transfer-encoding'] === undefined && headers['content-encoding'] === undefined;
@@ -36,7 +43,7 @@ export function readPurchaseBody(req: IncomingMessage, res: ServerResponse, done
     done(undefined, {});
     return;
   }
-  if (!plain || !(Number(length) <= LIMIT_BYTES) || !PLAIN_JSON_TYPE.test(headers['content-type'] ?? '')) {
+  if (!plain || !(Number(length) <= limitBytes) || !PLAIN_JSON_TYPE.test(headers['content-type'] ?? '')) {
     parseWithBodyParser(req, res, (error?: unknown) => {
       if (error) done(bodyErrorOf(error) ?? new AppError('INVALID_REQUEST', 'the body is not valid JSON'), undefined);
       else done(undefined, (req as express.Request).body ?? {});

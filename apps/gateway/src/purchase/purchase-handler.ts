@@ -7,7 +7,7 @@ import { createRequestLimits } from '../request-limits.ts';
 import { createBuyerAuthenticator } from '../auth.ts';
 import { requireJsonBody, saleIdParam } from '../validation.ts';
 import { renderJson, renderProblem, sendProblem, sendRendered, type Problem } from '../problem.ts';
-import { quantityOf, readPurchaseBody } from './purchase-body.ts';
+import { createPurchaseBodyReader, quantityOf } from './purchase-body.ts';
 import type { SaleVerdictCache } from './sale-verdict-cache.ts';
 import type { LiveSaleDirectory } from './live-sale-directory.ts';
 
@@ -50,6 +50,7 @@ export interface PurchaseHandlerParts {
 export function createPurchaseHandler({ config, redis, logger, now }: GatewayDeps, metrics: GatewayMetrics, { verdicts, liveSales }: PurchaseHandlerParts): PurchaseHandler {
   const authenticate = createBuyerAuthenticator(config.AUTH_SECRET, config.AUTH_CLOCK_TOLERANCE_SECONDS);
   const limits = createRequestLimits(config, now);
+  const readPurchaseBody = createPurchaseBodyReader(config.HTTP_MAX_BODY_BYTES);
   const prefix = config.REDIS_PREFIX;
   const outcomeCounters = new Map<string, ReturnType<typeof metrics.purchases.labels>>();
   const count = (outcome: string) => {

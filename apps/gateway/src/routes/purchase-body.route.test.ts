@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import type { ErrorCode } from '@flashsale/domain';
 import type { SaleRecord } from '@flashsale/order-store';
-import { createLiveSale, type TestContext } from '../../../../test/support/context.ts';
-import { gatewayPerFile, type TestGateway } from '../../../../test/support/gateway.ts';
+import { createLiveSale, createTestContext, type TestContext } from '../../../../test/support/context.ts';
+import { gatewayPerFile, startGateway, type TestGateway } from '../../../../test/support/gateway.ts';
 import { buyerToken } from '../../../../test/support/tokens.ts';
 import { bearer, expectProblem } from '../../../../test/support/http.ts';
 import { ordersOfSale, snapshotSale } from '../../../../test/support/sale-snapshot.ts';
@@ -149,5 +149,28 @@ describe('POST /api/sales/:saleId/purchase with a bad body', () => {
 
     expect(res.status).toBe(202);
     expect(await res.json()).toMatchObject({ quantity: 2, status: 'pending' });
+  });
+});
+
+describe('the body limit, HTTP_MAX_BODY_BYTES', () => {
+  it('takes a body up to the limit and refuses a larger one with 413, naming the limit', async () => {
+    const roomy = createTestContext({ HTTP_MAX_BODY_BYTES: '2048' });
+    const roomyGateway = await startGateway(roomy);
+    try {
+      const roomySale = await createLiveSale(roomy, { stock: 10 });
+      // JSON whitespace pads the body past the default limit of 1 KB, to 1.5 KB, then to 3 KB.
+      const purchase = async (bytes: number) =>
+        fetch(`${roomyGateway.url}/api/sales/${roomySale.id}/purchase`, {
+          method: 'POST',
+          headers: { ...bearer(await buyerToken(`buyer-${randomUUID()}`)), 'content-type': JSON_TYPE },
+          body: '{"quantity":1}'.padEnd(bytes, ' '),
+        });
+
+      expect((await purchase(1536)).status).toBe(202);
+      await expectProblem(await purchase(3072), 413, 'PAYLOAD_TOO_LARGE', 'The request body is larger than 2 KB');
+    } finally {
+      await roomyGateway.close();
+      await roomy.close();
+    }
   });
 });
