@@ -224,8 +224,10 @@ function isUniqueViolation(error: unknown): boolean {
  */
 export function isPermanentWriteError(error: unknown): boolean {
   if (error instanceof UnexplainedConflict) return true;
-  const e = error as { code?: string; meta?: { code?: string }; message?: string };
+  const e = error as { code?: string; meta?: { code?: string; driverAdapterError?: { cause?: { originalCode?: string } } }; message?: string };
   if (['P2000', 'P2003', 'P2004', 'P2011', 'P2020'].includes(e.code ?? '')) return true;
-  if (['1048', '1264', '1265', '1292', '1366', '1406', '1452', '3819', '4025'].includes(String(e.meta?.code ?? ''))) return true;
-  return /Data too long|Data truncated|Out of range value|Incorrect \w+ value|foreign key constraint fails|CONSTRAINT `[^`]+` failed|Check constraint/i.test(e.message ?? '');
+  // The server's error number: where Prisma's MariaDB adapter (this client) reports it, or its query engine.
+  const serverCode = String(e.meta?.driverAdapterError?.cause?.originalCode ?? e.meta?.code ?? '');
+  if (['1048', '1264', '1265', '1292', '1366', '1406', '1452', '3819', '4025'].includes(serverCode)) return true;
+  return /Data too long|Data truncated|Out of range value|Incorrect \w+ value|cannot be null|foreign key constraint fails|CONSTRAINT `[^`]+` failed|Check constraint/i.test(e.message ?? '');
 }

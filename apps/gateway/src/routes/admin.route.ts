@@ -1,6 +1,6 @@
 import express, { Router } from 'express';
 import { z } from 'zod';
-import { AppError, MAX_PER_USER_LIMIT, SALE_TIME_RANGE } from '@flashsale/domain';
+import { AppError, MAX_PER_USER_LIMIT, SALE_TIME_RANGE, ledgerConsistent } from '@flashsale/domain';
 import { readSaleState, saleKeys, streamBacklog } from '@flashsale/redis-store';
 import { enqueueReconcile } from '@flashsale/jobs';
 import { findSale, saleOrderTotals } from '@flashsale/order-store';
@@ -75,12 +75,7 @@ export function adminRouter(deps: GatewayDeps): Router {
     if (!record) throw new AppError('SALE_NOT_FOUND', `no sale has the id ${saleId}`);
     const inFlight = backlog.lag + backlog.pending;
     const remaining = state ? state.remaining : null;
-    // With nothing in flight the ledger must balance exactly; while entries are in flight their units
-    // are in neither count, so all that can be checked is that nothing is oversold.
-    const consistent =
-      remaining !== null &&
-      (inFlight === 0 ? remaining + totals.units === record.stock : remaining + totals.units <= record.stock) &&
-      totals.units <= record.stock;
+    const consistent = ledgerConsistent({ stock: record.stock, remaining, inFlight, unitsInDb: totals.units });
     res.json({
       saleId,
       stock: record.stock,

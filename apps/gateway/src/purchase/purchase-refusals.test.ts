@@ -1,0 +1,48 @@
+import { describe, expect, it } from 'vitest';
+import { problemDocument, type Problem } from '../problem.ts';
+import { refusalOf } from './purchase-handler.ts';
+
+type Refusal = Parameters<typeof refusalOf>[0];
+
+/** Seconds a paused sale asks the buyer to wait (PAUSED_RETRY_AFTER_SECONDS), passed through as given. */
+const RETRY_AFTER = 7;
+
+// One row per refusal of the reserve script, keyed by kind so a new refusal without a row fails to compile.
+const REFUSALS: { [K in Refusal['kind']]: [Extract<Refusal, { kind: K }>, number, Problem] } = {
+  sale_not_found: [{ kind: 'sale_not_found' }, 404, { code: 'SALE_NOT_FOUND' }],
+  sale_ended: [{ kind: 'sale_ended' }, 410, { code: 'SALE_ENDED' }],
+  sale_paused: [{ kind: 'sale_paused' }, 503, { code: 'SALE_PAUSED', headers: { 'Retry-After': '7' } }],
+  sale_not_started: [{ kind: 'sale_not_started' }, 403, { code: 'SALE_NOT_STARTED' }],
+  above_limit: [{ kind: 'above_limit', limit: 3 }, 400, { code: 'INVALID_REQUEST', detail: 'quantity must be at most 3 for this sale', extra: { perUserLimit: 3 } }],
+  already_purchased: [{ kind: 'already_purchased', reservationId: '12-r', quantity: 2 }, 409, { code: 'ALREADY_PURCHASED', extra: { reservationId: '12-r' } }],
+  sold_out: [{ kind: 'sold_out' }, 410, { code: 'SOLD_OUT' }],
+  insufficient_stock: [{ kind: 'insufficient_stock', remaining: 2 }, 409, { code: 'INSUFFICIENT_STOCK', detail: 'only 2 left', extra: { remaining: 2 } }],
+};
+
+describe('refusalOf', () => {
+  it.each(Object.entries(REFUSALS))('answers %s with its status, code, detail and members, and nothing else', (_, [outcome, status, problem]) => {
+    const refusal = refusalOf(outcome, RETRY_AFTER);
+
+    expect(refusal).toEqual(problem);
+    expect(problemDocument(refusal).status).toBe(status);
+  });
+
+  it('tells a buyer who already holds a reservation its id, never the quantity they hold', () => {
+    const document = problemDocument(refusalOf({ kind: 'already_purchased', reservationId: '12-r', quantity: 2 }, RETRY_AFTER));
+
+    expect(document).toEqual({
+      type: 'https://flashsale.dev/problems/already-purchased',
+      title: 'This buyer already has a reservation for this sale',
+      status: 409,
+      code: 'ALREADY_PURCHASED',
+      detail: 'This buyer already has a reservation for this sale',
+      reservationId: '12-r',
+    });
+  });
+
+  it('asks only a paused sale\'s buyers to retry, after the seconds configured', () => {
+    const retrying = Object.values(REFUSALS).filter(([outcome]) => refusalOf(outcome, 30).headers !== undefined);
+
+    expect(retrying.map(([outcome]) => [outcome.kind, refusalOf(outcome, 30).headers])).toEqual([['sale_paused', { 'Retry-After': '30' }]]);
+  });
+});
