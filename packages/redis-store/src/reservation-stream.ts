@@ -23,8 +23,8 @@ export function decodeReservation(saleId: number, entryId: string, fields: strin
   // The reserve script writes the fields in this order; looked up by name should an entry differ.
   const reservationId = field('r', 0);
   const userId = field('u', 2);
-  const quantity = Number(field('q', 4));
-  const reservedAt = Number(field('t', 6));
+  const quantity = digitsValue(field('q', 4));
+  const reservedAt = digitsValue(field('t', 6));
   const generation = field('g', 8);
   if (!reservationId || !userId || !generation || !Number.isInteger(quantity) || quantity < 1 || !isStorableTime(reservedAt)) {
     return { ok: false, entryId, fields, reason: 'MALFORMED_ENTRY' };
@@ -38,6 +38,11 @@ const LAST_DATETIME_MS = 253_402_300_799_999;
 /** Epoch ms that MySQL can store as a DATETIME: anything else would fail the write on every retry. */
 function isStorableTime(epochMs: number): boolean {
   return Number.isSafeInteger(epochMs) && epochMs >= 0 && epochMs <= LAST_DATETIME_MS;
+}
+
+/** A number written in digits, as the reserve script writes them; NaN else (Number() reads '' as 0, ' 2' or '0x2' as 2). */
+function digitsValue(value: string | undefined): number {
+  return value !== undefined && /^\d+$/.test(value) ? Number(value) : NaN;
 }
 
 function fieldNamed(fields: string[], name: string): string | undefined {
