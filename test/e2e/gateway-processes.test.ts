@@ -72,7 +72,7 @@ async function scrape(metricsPort: unknown): Promise<{ status: number; lines: st
 }
 
 async function listeningLines(gateway: AppProcess, count: number): Promise<Record<string, unknown>[]> {
-  for (let i = 0; i < 400 && gateway.logs.filter((l) => l.msg === 'gateway listening').length < count; i += 1) await sleep(50);
+  await expect.poll(() => gateway.logs.filter((l) => l.msg === 'gateway listening').length, { timeout: 20_000 }).toBeGreaterThanOrEqual(count);
   const lines = gateway.logs.filter((l) => l.msg === 'gateway listening');
   expect(lines).toHaveLength(count);
   return lines;
@@ -230,7 +230,6 @@ describe('the GATEWAY_WORKERS supervisor', () => {
     });
     // The other one finished its own stop in time.
     expect(supervisor.logs.filter((l) => l.pid === healthy).map((l) => l.msg).slice(-2)).toEqual(['stopping', 'stopped']);
-    for (let i = 0; i < 40 && isRunning(hung!); i += 1) await sleep(50);
-    expect(isRunning(hung!)).toBe(false);
+    await expect.poll(() => isRunning(hung!), { timeout: 2000 }).toBe(false);
   }, 60_000);
 });

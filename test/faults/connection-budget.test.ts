@@ -53,7 +53,7 @@ describe(`${GATEWAY_PROCESSES} gateway processes and a worker on a MariaDB with 
     const env = { REDIS_URL: ctx.config.REDIS_URL, REDIS_PREFIX: ctx.config.REDIS_PREFIX };
     const gateway = await spawnGateway({ ...env, DATABASE_URL: urls.gateway, GATEWAY_WORKERS: String(GATEWAY_PROCESSES), DB_POOL_IDLE_TIMEOUT_MS: String(IDLE_TIMEOUT_MS) });
     processes.push(gateway);
-    for (let i = 0; i < 400 && gateway.logs.filter((l) => l.msg === 'gateway listening').length < GATEWAY_PROCESSES; i += 1) await sleep(50);
+    await expect.poll(() => gateway.logs.filter((l) => l.msg === 'gateway listening').length, { timeout: 20_000 }).toBeGreaterThanOrEqual(GATEWAY_PROCESSES);
     expect(gateway.logs.filter((l) => l.msg === 'gateway listening')).toHaveLength(GATEWAY_PROCESSES);
 
     // The supervisor, the one process that knows how many gateway processes there are, judges for all.

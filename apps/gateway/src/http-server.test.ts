@@ -104,9 +104,8 @@ async function connectionsOf(server: Server): Promise<number> {
   return new Promise((resolve, reject) => server.getConnections((err, count) => (err ? reject(err) : resolve(count))));
 }
 
-async function untilConnections(server: Server, count: number): Promise<void> {
-  for (let i = 0; i < 200 && (await connectionsOf(server)) !== count; i += 1) await sleep(10);
-  expect(await connectionsOf(server)).toBe(count);
+function untilConnections(server: Server, count: number): Promise<void> {
+  return expect.poll(() => connectionsOf(server), { timeout: 2000, interval: 10 }).toBe(count);
 }
 
 const REQUEST_TIMEOUT_408 = 'HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n\r\n';

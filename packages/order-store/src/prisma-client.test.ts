@@ -28,16 +28,6 @@ async function connectionsOpen(): Promise<number> {
   return Number(row!.n);
 }
 
-async function until(read: () => Promise<number>, expected: number, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  let last = await read();
-  while (last !== expected && Date.now() < deadline) {
-    await sleep(50);
-    last = await read();
-  }
-  expect(last).toBe(expected);
-}
-
 describe('createPrisma pool', () => {
   it('opens connections as queries need them and closes the idle ones down to one', async () => {
     const prisma = createPrisma(own.toString(), 6, 0, { idleTimeoutMs: 1000 });
@@ -45,12 +35,12 @@ describe('createPrisma pool', () => {
       expect(await connectionsOpen()).toBe(0);
       await prisma.$queryRaw`SELECT 1`;
       // One connection and the spare the driver keeps ready, not the pool's six.
-      await until(connectionsOpen, 2);
+      await expect.poll(connectionsOpen, { timeout: 10_000 }).toBe(2);
       await Promise.all(Array.from({ length: 8 }, () => prisma.$queryRaw`SELECT SLEEP(0.3)`));
       expect(await connectionsOpen()).toBe(6);
       // Unused for the idle timeout (1 s, checked every 0.5 s): closed, all but one.
       const idleSince = Date.now();
-      await until(connectionsOpen, 1);
+      await expect.poll(connectionsOpen, { timeout: 10_000 }).toBe(1);
       expect(Date.now() - idleSince).toBeGreaterThanOrEqual(900);
       await sleep(1500);
       expect(await connectionsOpen()).toBe(1);
@@ -58,6 +48,6 @@ describe('createPrisma pool', () => {
     } finally {
       await prisma.$disconnect();
     }
-    await until(connectionsOpen, 0);
+    await expect.poll(connectionsOpen, { timeout: 10_000 }).toBe(0);
   });
 });
