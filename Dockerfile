@@ -41,7 +41,8 @@ RUN npm run build \
  && find /out -name '*.d.ts' -delete -o -name '.tsbuildinfo' -delete \
  && mkdir -p /out/prisma /out/scripts \
  && cp -R prisma/migrations /out/prisma/ \
- && cp scripts/start.mjs /out/scripts/
+ && cp scripts/start.mjs /out/scripts/ \
+ && mkdir -p /out/docs && cp docs/openapi.yaml /out/docs/
 
 # What the processes import at run time and nothing else: no devDependencies (TypeScript, tsx, turbo,
 # the Prisma CLI), no optional ones (the Node 24 binary the repository brings for older machines; the

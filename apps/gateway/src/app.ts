@@ -8,6 +8,7 @@ import { saleRouter } from './routes/sale.route.ts';
 import { reservationRouter } from './routes/reservation.route.ts';
 import { adminRouter } from './routes/admin.route.ts';
 import { healthRouter } from './routes/health.route.ts';
+import { openApiRouter } from './routes/openapi.route.ts';
 import { createPurchaseHandler, type PurchaseHandler } from './purchase/purchase-handler.ts';
 import { SaleVerdictCache } from './purchase/sale-verdict-cache.ts';
 import { LiveSaleDirectory } from './purchase/live-sale-directory.ts';
@@ -38,6 +39,7 @@ export function createApp(
   app.use(reservationRouter(deps));
   app.use(adminRouter(deps));
   app.use(healthRouter(deps));
+  app.use(openApiRouter());
   app.use(notFound);
   app.use(errorHandler(deps.logger));
   return app;
