@@ -10,7 +10,7 @@ import { gatewayPerFile, startGateway, type TestGateway } from '../../../../test
 import { startReconciler } from '../../../../test/support/reconciler.ts';
 import { manualClock } from '../../../../test/support/clock.ts';
 import { until } from '../../../../test/support/until.ts';
-import { buyerToken } from '../../../../test/support/tokens.ts';
+import { buyerToken } from '@flashsale/harness';
 import { bearer } from '../../../../test/support/http.ts';
 import { OPENAPI_DOCUMENT } from './openapi.route.ts';
 
@@ -225,23 +225,23 @@ describe('GET /api/sales/{saleId}', () => {
 
 describe('POST /api/sales/{saleId}/purchase', () => {
   const OPERATION = 'POST /api/sales/{saleId}/purchase';
-  const asBuyer = async () => bearer(await buyerToken(newBuyer()));
+  const asBuyer = () => bearer(buyerToken(newBuyer()));
 
   it('202 without a body and with one, 409 ALREADY_PURCHASED, 409 INSUFFICIENT_STOCK, 410 SOLD_OUT', async () => {
     const sale = await createLiveSale(ctx, { stock: 3, perUserLimit: 2 });
-    const first = await asBuyer();
+    const first = asBuyer();
 
     expect(await expectDescribed(OPERATION, 202, await purchase(gateway.url, sale.id, first))).toMatchObject({ quantity: 1 });
     expect(await expectDescribed(OPERATION, 409, await purchase(gateway.url, sale.id, first))).toMatchObject({ code: 'ALREADY_PURCHASED' });
-    await expectDescribed(OPERATION, 202, await purchase(gateway.url, sale.id, await asBuyer(), { quantity: 1 }));
-    expect(await expectDescribed(OPERATION, 409, await purchase(gateway.url, sale.id, await asBuyer(), { quantity: 2 }))).toMatchObject({ code: 'INSUFFICIENT_STOCK' });
-    await expectDescribed(OPERATION, 202, await purchase(gateway.url, sale.id, await asBuyer()));
-    expect(await expectDescribed(OPERATION, 410, await purchase(gateway.url, sale.id, await asBuyer()))).toMatchObject({ code: 'SOLD_OUT' });
+    await expectDescribed(OPERATION, 202, await purchase(gateway.url, sale.id, asBuyer(), { quantity: 1 }));
+    expect(await expectDescribed(OPERATION, 409, await purchase(gateway.url, sale.id, asBuyer(), { quantity: 2 }))).toMatchObject({ code: 'INSUFFICIENT_STOCK' });
+    await expectDescribed(OPERATION, 202, await purchase(gateway.url, sale.id, asBuyer()));
+    expect(await expectDescribed(OPERATION, 410, await purchase(gateway.url, sale.id, asBuyer()))).toMatchObject({ code: 'SOLD_OUT' });
   });
 
   it('400 for a bad quantity, one above the sale\'s limit, a malformed path; 401 without a token; 413; 415', async () => {
     const sale = await createLiveSale(ctx, { perUserLimit: 2 });
-    const buyer = await asBuyer();
+    const buyer = asBuyer();
     const send = (body: string, contentType = 'application/json') =>
       fetch(`${gateway.url}/api/sales/${sale.id}/purchase`, { method: 'POST', headers: { ...buyer, 'content-type': contentType }, body });
 
@@ -257,16 +257,16 @@ describe('POST /api/sales/{saleId}/purchase', () => {
     const scheduled = await createLiveSale(ctx, { startsIn: 60_000 });
     const ended = await createLiveSale(ctx, { startsIn: -120_000, endsIn: -60_000 });
 
-    await expectDescribed(OPERATION, 403, await purchase(gateway.url, scheduled.id, await asBuyer()));
-    expect(await expectDescribed(OPERATION, 410, await purchase(gateway.url, ended.id, await asBuyer()))).toMatchObject({ code: 'SALE_ENDED' });
-    await expectDescribed(OPERATION, 404, await purchase(gateway.url, 2_000_000_000, await asBuyer()));
+    await expectDescribed(OPERATION, 403, await purchase(gateway.url, scheduled.id, asBuyer()));
+    expect(await expectDescribed(OPERATION, 410, await purchase(gateway.url, ended.id, asBuyer()))).toMatchObject({ code: 'SALE_ENDED' });
+    await expectDescribed(OPERATION, 404, await purchase(gateway.url, 2_000_000_000, asBuyer()));
   });
 
   it('503 SALE_PAUSED with Retry-After while the sale is paused', async () => {
     const sale = await createLiveSale(ctx);
     await setSalePaused(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, true);
 
-    expect(await expectDescribed(OPERATION, 503, await purchase(gateway.url, sale.id, await asBuyer()))).toMatchObject({ code: 'SALE_PAUSED' });
+    expect(await expectDescribed(OPERATION, 503, await purchase(gateway.url, sale.id, asBuyer()))).toMatchObject({ code: 'SALE_PAUSED' });
   });
 });
 
@@ -277,7 +277,7 @@ describe('GET /api/reservations/{reservationId}', () => {
   /** A buyer's token and the id of the reservation the gateway answered them. */
   async function reserve(saleId: number): Promise<{ buyer: string; token: Record<string, string>; reservationId: string }> {
     const buyer = newBuyer();
-    const token = bearer(await buyerToken(buyer));
+    const token = bearer(buyerToken(buyer));
     const res = await purchase(gateway.url, saleId, token);
     expect(res.status).toBe(202);
     return { buyer, token, reservationId: ((await res.json()) as { reservationId: string }).reservationId };
@@ -300,7 +300,7 @@ describe('GET /api/reservations/{reservationId}', () => {
   it('404 for another buyer\'s reservation and an unknown id, 401 without a token, 400 for a malformed path', async () => {
     const sale = await createLiveSale(ctx);
     const { reservationId } = await reserve(sale.id);
-    const other = bearer(await buyerToken(newBuyer()));
+    const other = bearer(buyerToken(newBuyer()));
 
     await expectDescribed(OPERATION, 404, await lookUp(reservationId, other));
     await expectDescribed(OPERATION, 404, await lookUp('no-such-reservation', other));
@@ -333,7 +333,7 @@ describe('429 RATE_LIMITED with Retry-After, past a buyer\'s budget', () => {
 
   it('on purchases and on reservation lookups, each with its own budget', async () => {
     const sale = await createLiveSale(limited);
-    const token = bearer(await buyerToken(newBuyer()));
+    const token = bearer(buyerToken(newBuyer()));
     const accepted = await expectDescribed('POST /api/sales/{saleId}/purchase', 202, await purchase(limitedGateway.url, sale.id, token));
     await expectDescribed('POST /api/sales/{saleId}/purchase', 429, await purchase(limitedGateway.url, sale.id, token));
 
@@ -376,7 +376,7 @@ describe('POST /api/admin/sales/{saleId}/reconcile', () => {
     try {
       const sale = await createLiveSale(own, { stock: 6 });
       const { stream } = saleKeys(own.config.REDIS_PREFIX, sale.id);
-      expect((await purchase(ownGateway.url, sale.id, bearer(await buyerToken(newBuyer())))).status).toBe(202);
+      expect((await purchase(ownGateway.url, sale.id, bearer(buyerToken(newBuyer())))).status).toBe(202);
       // A consumer that died holding the entry: the reconciliation waits for the drain until it settles.
       await own.redis.xreadgroup('GROUP', ORDER_WRITERS_GROUP, 'ghost', 'COUNT', 10, 'STREAMS', stream, '>');
       const reconcile = () => fetch(`${ownGateway.url}/api/admin/sales/${sale.id}/reconcile`, { method: 'POST', headers: bearer(own.config.ADMIN_TOKEN) });
@@ -421,7 +421,7 @@ describe('with Redis away', () => {
 
   it('answers 503 on every route that needs Redis, and /readyz 503', async () => {
     const sale = await createLiveSale(own);
-    const token = bearer(await buyerToken(newBuyer()));
+    const token = bearer(buyerToken(newBuyer()));
     const adminToken = bearer(own.config.ADMIN_TOKEN);
     const now = Date.now();
     const newSale = JSON.stringify({ name: `OpenAPI ${randomUUID()}`, stock: 5, startsAt: iso(now), endsAt: iso(now + 3_600_000) });
