@@ -1,4 +1,4 @@
-import { parseBuyerRecord, saleKeys, type ScriptedRedis } from '@flashsale/redis-store';
+import { readAllBuyers, type ScriptedRedis } from '@flashsale/redis-store';
 import type { PrismaClient } from '@flashsale/order-store';
 import { ledgerOf, waitForDrain } from '@flashsale/harness';
 
@@ -35,10 +35,7 @@ export async function checkSaleInvariants(
   let reservations = accepted;
   if (!reservations) {
     reservations = new Map();
-    for (const [userId, value] of Object.entries(await redis.hgetall(saleKeys(prefix, saleId).buyers))) {
-      const { reservationId, quantity } = parseBuyerRecord(value);
-      reservations.set(reservationId, { userId, quantity });
-    }
+    for (const { userId, reservationId, quantity } of await readAllBuyers(redis, prefix, saleId)) reservations.set(reservationId, { userId, quantity });
   }
   const ledger = await ledgerOf(redis, prisma, prefix, saleId, reservations);
   return {

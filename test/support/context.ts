@@ -1,4 +1,4 @@
-import { afterEach, beforeEach } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach } from 'vitest';
 import { randomBytes } from 'node:crypto';
 import { loadConfig, type Config } from '@flashsale/config';
 import { createRedis, publishSale, redisNow, type ScriptedRedis } from '@flashsale/redis-store';
@@ -35,6 +35,23 @@ export function createTestContext(overrides: NodeJS.ProcessEnv = {}): TestContex
       } while (cursor !== '0');
       await redis.quit();
       await prisma.$disconnect();
+    },
+  };
+}
+
+/** Registers vitest hooks giving the file's tests one context, made before the first and closed after the last. */
+export function contextPerFile(overrides: NodeJS.ProcessEnv = {}): { readonly ctx: TestContext } {
+  let current: TestContext | undefined;
+  beforeAll(() => {
+    current = createTestContext(overrides);
+  });
+  afterAll(async () => {
+    await current?.close();
+  });
+  return {
+    get ctx() {
+      if (!current) throw new Error('no test is running');
+      return current;
     },
   };
 }

@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createLogger } from '@flashsale/config';
 import { DrainTimeout, newReservationId, SaleLockBusy } from '@flashsale/domain';
-import { ORDER_WRITERS_GROUP, decodeReservation, readSaleState, reservePurchase, saleKeys, snapshotSale, type Reservation } from '@flashsale/redis-store';
+import { ORDER_WRITERS_GROUP, decodeReservation, readSaleState, reservePurchase, saleKeys, snapshotSale, type ReservationEntry } from '@flashsale/redis-store';
 import { writeOrderBatch } from '@flashsale/order-store';
 import { ordersOf, waitForDrain } from '@flashsale/harness';
 import { createLiveSale, createTestContext, type TestContext } from '../../../test/support/context.ts';
@@ -52,7 +52,7 @@ async function reserve(saleId: number, userId: string, quantity = 1) {
   return reservationId;
 }
 
-async function streamEntries(saleId: number): Promise<Reservation[]> {
+async function streamEntries(saleId: number): Promise<ReservationEntry[]> {
   const raw = (await ctx.redis.xrange(saleKeys(ctx.config.REDIS_PREFIX, saleId).stream, '-', '+')) as [string, string[]][];
   return raw.map(([id, fields]) => {
     const decoded = decodeReservation(saleId, id, fields);

@@ -14,6 +14,7 @@ import {
 import {
   isRedisUnavailable,
   listSaleIds,
+  redisNow,
   retireSale,
   snapshotSale,
   streamBacklog,
@@ -184,8 +185,7 @@ const RETIRE_AFTER_END_MS = 60_000;
  * ever published.
  */
 async function retireFinishedSales(deps: StateWatcherDeps, endsAtOfWatched: Map<number, number>): Promise<void> {
-  const [seconds] = await deps.redis.time();
-  const now = Number(seconds) * 1000;
+  const now = await redisNow(deps.redis);
   for (const saleId of await listSaleIds(deps.redis, deps.prefix)) {
     const endsAt = endsAtOfWatched.get(saleId) ?? (await findSale(deps.prisma, saleId))?.endsAt;
     if (endsAt === undefined || now < endsAt + RETIRE_AFTER_END_MS) continue;

@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createLogger } from '@flashsale/config';
 import { newReservationId } from '@flashsale/domain';
-import { decodeReservation, ORDER_WRITERS_GROUP, reservePurchase, saleKeys, streamBacklog, type Reservation } from '@flashsale/redis-store';
+import { decodeReservation, ORDER_WRITERS_GROUP, reservePurchase, saleKeys, streamBacklog, type ReservationEntry } from '@flashsale/redis-store';
 import { poolConfigFromUrl, writeOrderBatch } from '@flashsale/order-store';
 import { createConnection } from 'mariadb';
 import { createLiveSale, createTestContext, type TestContext } from '../../../test/support/context.ts';
@@ -46,7 +46,7 @@ async function readEntries(saleId: number) {
 }
 
 /** The sale's stream as the writer gets it from the worker. */
-async function batchOf(saleId: number): Promise<Reservation[]> {
+async function batchOf(saleId: number): Promise<ReservationEntry[]> {
   return (await readEntries(saleId)).map(([entryId, fields]) => {
     const decoded = decodeReservation(saleId, entryId, fields);
     if (!decoded.ok) throw new Error(`entry ${entryId} is malformed`);

@@ -2,10 +2,20 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '@flashsale/config';
-import { decodeReservation, listSaleIds, type Reservation, type ScriptedRedis } from '@flashsale/redis-store';
+import type { DeadLetterReason } from '@flashsale/domain';
+import {
+  acknowledge,
+  claimIdleEntries,
+  deadLetter,
+  decodeReservation,
+  keepHeld,
+  listSaleIds,
+  readNewEntries,
+  type ReservationEntry,
+  type ScriptedRedis,
+  type StreamEntry,
+} from '@flashsale/redis-store';
 import { isPermanentWriteError, writeOrderBatch, type BatchOutcome, type PrismaClient } from '@flashsale/order-store';
-import { acknowledge, claimIdleEntries, keepHeld, readNewEntries, type RawEntry } from './stream-reader.ts';
-import { deadLetter, type DeadLetterReason } from './dead-letter.ts';
 import { SaleBackoff, type SaleFaultKind, type SaleStage } from './sale-isolation.ts';
 import { SaleLanes } from './sale-lanes.ts';
 
@@ -50,12 +60,12 @@ export interface OrderWorkerStats {
 }
 
 interface Delivery {
-  entry: RawEntry;
+  entry: StreamEntry;
   deliveries: number;
 }
 
 /** A written batch, where a reservation may also have been refused because it failed to write alone. */
-type WriteOutcome = Omit<BatchOutcome, 'rejected'> & { rejected: { reservation: Reservation; reason: DeadLetterReason }[] };
+type WriteOutcome = Omit<BatchOutcome<ReservationEntry>, 'rejected'> & { rejected: { reservation: ReservationEntry; reason: DeadLetterReason }[] };
 
 /** Thrown to abandon a batch when stopping while MySQL is away: its entries stay pending, nothing is lost. */
 class Abandoned extends Error {}
@@ -273,7 +283,7 @@ export class OrderWorker {
 
   private async processHeld(saleId: number, deliveries: Delivery[]): Promise<void> {
     const { redis, prefix, logger } = this.deps;
-    const reservations: Reservation[] = [];
+    const reservations: ReservationEntry[] = [];
     const rawById = new Map<string, Delivery>();
     const setAside: { delivery: Delivery; reason: DeadLetterReason }[] = [];
     for (const delivery of deliveries) {
@@ -310,7 +320,7 @@ export class OrderWorker {
    * MySQL will repeat for the data itself means an entry is at fault: then the batch is written entry by
    * entry and the one refused alone is set aside as WRITE_FAILED, so one bad entry cannot stall a sale.
    */
-  private async write(saleId: number, reservations: Reservation[]): Promise<WriteOutcome> {
+  private async write(saleId: number, reservations: ReservationEntry[]): Promise<WriteOutcome> {
     for (let attempt = 1; ; attempt++) {
       try {
         return await writeOrderBatch(this.deps.prisma, saleId, reservations);
@@ -329,7 +339,7 @@ export class OrderWorker {
     }
   }
 
-  private async writeOneByOne(saleId: number, reservations: Reservation[]): Promise<WriteOutcome> {
+  private async writeOneByOne(saleId: number, reservations: ReservationEntry[]): Promise<WriteOutcome> {
     const total: WriteOutcome = { written: [], replayed: [], rejected: [] };
     for (const reservation of reservations) {
       const one = await this.write(saleId, [reservation]);

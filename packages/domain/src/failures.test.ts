@@ -3,18 +3,20 @@ import { DeadlineExceeded, DrainTimeout, Failure, FAILURES, SaleLockBusy, SaleNo
 
 describe('failures', () => {
   it.each([
-    [SaleLockBusy, 'SALE_LOCK_BUSY'],
-    [DrainTimeout, 'DRAIN_TIMEOUT'],
-    [SaleNotFound, 'SALE_NOT_FOUND'],
-    [DeadlineExceeded, 'DEADLINE_EXCEEDED'],
-  ] as const)('%o carries its stable code, its class name and the catalogue message unless given a detail', (Kind, code) => {
+    [SaleLockBusy, 'SALE_LOCK_BUSY', 'SaleLockBusy'],
+    [DrainTimeout, 'DRAIN_TIMEOUT', 'DrainTimeout'],
+    [SaleNotFound, 'SALE_NOT_FOUND', 'SaleNotFound'],
+    [DeadlineExceeded, 'DEADLINE_EXCEEDED', 'DeadlineExceeded'],
+  ] as const)('%s carries its stable code, its name and the catalogue message unless given a detail', (Kind, code, name) => {
     const plain = new Kind();
     const detailed = new Kind('sale 7: something precise');
 
     expect(plain).toBeInstanceOf(Failure);
     expect(plain).toBeInstanceOf(Error);
     expect(plain.code).toBe(code);
-    expect(plain.name).toBe(Kind.name);
+    expect(Kind.name).toBe(name);
+    expect(plain.name).toBe(name);
+    expect(String(plain)).toBe(`${name}: ${FAILURES[code]}`);
     expect(plain.message).toBe(FAILURES[code]);
     expect(detailed.message).toBe('sale 7: something precise');
     expect(detailed.code).toBe(code);

@@ -27,30 +27,20 @@ export class Failure extends Error {
   }
 }
 
-export class SaleLockBusy extends Failure {
-  override readonly name = 'SaleLockBusy';
-  constructor(detail?: string) {
-    super('SALE_LOCK_BUSY', detail);
-  }
+/** The subclass of one code, named after it (SALE_LOCK_BUSY: SaleLockBusy) for stack traces and logs. */
+function failureOf(code: FailureCode) {
+  const name = code.toLowerCase().replace(/(?:^|_)([a-z])/g, (_, letter: string) => letter.toUpperCase());
+  const Kind = class extends Failure {
+    constructor(detail?: string) {
+      super(code, detail);
+      this.name = name;
+    }
+  };
+  Object.defineProperty(Kind, 'name', { value: name });
+  return Kind;
 }
 
-export class DrainTimeout extends Failure {
-  override readonly name = 'DrainTimeout';
-  constructor(detail?: string) {
-    super('DRAIN_TIMEOUT', detail);
-  }
-}
-
-export class SaleNotFound extends Failure {
-  override readonly name = 'SaleNotFound';
-  constructor(detail?: string) {
-    super('SALE_NOT_FOUND', detail);
-  }
-}
-
-export class DeadlineExceeded extends Failure {
-  override readonly name = 'DeadlineExceeded';
-  constructor(detail?: string) {
-    super('DEADLINE_EXCEEDED', detail);
-  }
-}
+export const SaleLockBusy = failureOf('SALE_LOCK_BUSY');
+export const DrainTimeout = failureOf('DRAIN_TIMEOUT');
+export const SaleNotFound = failureOf('SALE_NOT_FOUND');
+export const DeadlineExceeded = failureOf('DEADLINE_EXCEEDED');

@@ -5,7 +5,7 @@ export { poolConfigFromUrl } from './database-url.ts';
 export { insertSale, findSale, listLiveSales, saleOrderTotals, LIVE_ORDER_STATUSES, type NewSale, type SaleRecord } from './sale-repository.ts';
 export { beginSaleCreation, markPublished, adoptSale, abandonSale, listStalledCreations, type CreationKey, type CreationStart, type PublishState } from './sale-publication.ts';
 export { findOrderByReservation, type OrderView } from './order-repository.ts';
-export { writeOrderBatch, isPermanentWriteError, type BatchOutcome, type RejectReason } from './order-writer.ts';
+export { writeOrderBatch, isPermanentWriteError, type BatchOutcome } from './order-writer.ts';
 export {
   listWatchedSales,
   findCheckpoint,

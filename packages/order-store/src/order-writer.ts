@@ -1,36 +1,16 @@
-import type { Reservation } from '@flashsale/redis-store';
+import type { RejectReason, Reservation } from '@flashsale/domain';
 import { Prisma, type PrismaClient } from './generated/prisma/client.ts';
 
-/** Why a reservation could not become an order. Each is kept in the dead-letter stream, never dropped. */
-export type RejectReason =
-  /** The sale is not in MySQL. */
-  | 'SALE_NOT_FOUND'
-  /** The buyer already has an order for this sale under another reservation (Redis lost its buyers). */
-  | 'DUPLICATE_BUYER'
-  /** The order would put more units in orders than the sale has (Redis held more stock than MySQL). */
-  | 'OVER_STOCK'
-  /**
-   * More units than the sale's per-user limit (sales.per_user_limit). The reserve script never accepts
-   * that, so the entry came from somewhere else (a bug, or written into the stream by hand): refused
-   * here too, as over stock is, rather than trusted because it is on the stream.
-   */
-  | 'OVER_USER_LIMIT'
-  /** A quantity that is not a whole number of at least 1, which no purchase can have made. */
-  | 'INVALID_QUANTITY'
-  /**
-   * The entry belongs to a Redis state of the sale that has since been rebuilt. The rebuild counted
-   * only what MySQL held, so writing it now would sell its units twice: it is refused, and counted as a
-   * reservation lost with Redis's data. Only a Redis data loss can cause it: after a planned
-   * reconciliation the stream has drained before the rebuild.
-   */
-  | 'STALE_GENERATION';
-
-export interface BatchOutcome {
+/**
+ * What became of a batch, entry by entry: the reservations given back are the very objects passed in, so
+ * a caller that passes more than a Reservation (the worker: its stream entry id) gets that back too.
+ */
+export interface BatchOutcome<R extends Reservation = Reservation> {
   /** New orders written by this batch. */
-  written: Reservation[];
+  written: R[];
   /** Already orders: a redelivered entry (worker died after commit, before XACK). */
-  replayed: Reservation[];
-  rejected: { reservation: Reservation; reason: RejectReason }[];
+  replayed: R[];
+  rejected: { reservation: R; reason: RejectReason }[];
 }
 
 /**
@@ -42,7 +22,7 @@ export interface BatchOutcome {
  * (reservation_id; sale_id + user_id) and the CHECK sold_units <= stock stay as the last line of
  * defence should anything here be wrong.
  */
-export async function writeOrderBatch(prisma: PrismaClient, saleId: number, batch: Reservation[]): Promise<BatchOutcome> {
+export async function writeOrderBatch<R extends Reservation>(prisma: PrismaClient, saleId: number, batch: R[]): Promise<BatchOutcome<R>> {
   if (batch.length === 0) return { written: [], replayed: [], rejected: [] };
   if (isPlainBatch(batch)) {
     try {
@@ -100,7 +80,7 @@ function isWholeQuantity(quantity: number): boolean {
  * checks generation, stock and the per-user limit in the same step; the INSERT relies on the unique keys
  * to refuse a redelivered entry or a buyer who already has an order. Any refusal rolls everything back.
  */
-async function writeWithoutLookups(prisma: PrismaClient, saleId: number, batch: Reservation[]): Promise<BatchOutcome> {
+async function writeWithoutLookups<R extends Reservation>(prisma: PrismaClient, saleId: number, batch: R[]): Promise<BatchOutcome<R>> {
   const units = batch.reduce((sum, r) => sum + r.quantity, 0);
   const largest = batch.reduce((max, r) => Math.max(max, r.quantity), 0);
   const json = ordersJson(batch);
@@ -126,8 +106,8 @@ async function writeWithoutLookups(prisma: PrismaClient, saleId: number, batch: 
  * redelivered entry is recognised as written (acknowledged) before anything else is judged; then the
  * entry's own quantity, wrong whatever the state of the sale.
  */
-async function writeWithLookups(prisma: PrismaClient, saleId: number, batch: Reservation[]): Promise<BatchOutcome> {
-  const outcome: BatchOutcome = { written: [], replayed: [], rejected: [] };
+async function writeWithLookups<R extends Reservation>(prisma: PrismaClient, saleId: number, batch: R[]): Promise<BatchOutcome<R>> {
+  const outcome: BatchOutcome<R> = { written: [], replayed: [], rejected: [] };
   return prisma.$transaction(
     async (tx) => {
       const [sale] = await tx.$queryRaw<{ stock: number; sold_units: number; per_user_limit: number; redis_generation: string | null }[]>`

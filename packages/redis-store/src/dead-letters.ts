@@ -1,5 +1,14 @@
+import type { DeadLetterReason } from '@flashsale/domain';
 import type { ScriptedRedis } from './scripts.ts';
-import { saleKeys } from './keys.ts';
+import { ORDER_WRITERS_GROUP, saleKeys } from './keys.ts';
+import { decodeReservation, type ReservationEntry, type StreamEntry } from './reservation-stream.ts';
+
+/**
+ * The entries the workers set aside, per sale: the dead-letter stream (`deadLetter` in keys.ts), each
+ * entry `id` (the original entry id), `reason`, `deliveries`, then the original fields; and the rejected
+ * hash (`rejected`), reservation id -> JSON `{"u": user id, "q": quantity, "reason": code}`. Both are
+ * written by dead-letter-3.lua only, and read here only.
+ */
 
 /** A reservation the workers set aside instead of writing it as an order. */
 export interface DeadLetteredReservation {
@@ -7,6 +16,22 @@ export interface DeadLetteredReservation {
   userId: string;
   quantity: number;
   reason: string;
+}
+
+/**
+ * Moves the entry to the dead-letter stream, records its reservation as rejected (for status lookups) and
+ * acknowledges it, atomically (dead-letter-3.lua).
+ */
+export async function deadLetter(
+  redis: ScriptedRedis,
+  prefix: string,
+  saleId: number,
+  entry: StreamEntry,
+  reason: DeadLetterReason,
+  deliveries: number,
+): Promise<void> {
+  const keys = saleKeys(prefix, saleId);
+  await redis.deadLetter(keys.stream, keys.deadLetter, keys.rejected, ORDER_WRITERS_GROUP, entry.id, reason, deliveries, ...entry.fields);
 }
 
 /**
@@ -19,4 +44,18 @@ export async function findDeadLetter(redis: ScriptedRedis, prefix: string, saleI
   if (record === null) return null;
   const { u, q, reason } = JSON.parse(record) as { u?: string; q?: string | number; reason?: string };
   return { reservationId, userId: u ?? '', quantity: Number(q), reason: reason ?? '' };
+}
+
+/** Where a dead-letter entry's copy of the original fields starts: after id, reason and deliveries. */
+const ORIGINAL_FIELDS_AT = 6;
+
+/**
+ * The reservations in an `XRANGE <dead-letter stream> - +` reply (the audit reads it in its MULTI), with
+ * the id of their original entry. Entries that were not reservations (malformed) are left out.
+ */
+export function deadLetteredReservationsOf(saleId: number, reply: unknown): ReservationEntry[] {
+  return (reply as [id: string, fields: string[]][]).flatMap(([, fields]) => {
+    const decoded = decodeReservation(saleId, fields[1] ?? '', fields.slice(ORIGINAL_FIELDS_AT));
+    return decoded.ok ? [decoded.reservation] : [];
+  });
 }

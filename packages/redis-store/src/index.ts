@@ -2,11 +2,26 @@ export { saleKeys, salesIndexKey, ORDER_WRITERS_GROUP, type SaleKeys } from './k
 export { withScripts, type ScriptedRedis, type ScriptCommands } from './scripts.ts';
 export { createRedis, isRedisUnavailable, type RedisClientOptions } from './redis-client.ts';
 export { reservePurchase, toReserveOutcome, type ReserveOutcome, type PurchaseRequest } from './reserve-purchase.ts';
-export { publishSale, withdrawSale, redisNow, readSaleState, setSalePaused, findBuyerReservation, readBuyers, parseBuyerRecord, listSaleIds, retireSale, type SaleState } from './sale-state.ts';
-export { streamBacklog, toRecord, type StreamBacklog } from './stream-backlog.ts';
-export { decodeReservation, type Reservation, type DecodedEntry } from './reservation-stream.ts';
-export { rebuildSaleState, type BuyerRecord } from './sale-rebuild.ts';
-export { snapshotSale, streamHasEntry, type SaleSnapshot } from './sale-snapshot.ts';
+export { publishSale, withdrawSale, setSalePaused, listSaleIds, retireSale } from './sale-state.ts';
+export { readSaleState, redisNow, type SaleState } from './sale-meta.ts';
+export { findBuyerReservation, readBuyers, readAllBuyers, type BuyerRecord, type BuyerReservation } from './buyer-record.ts';
+export {
+  decodeReservation,
+  readNewEntries,
+  claimIdleEntries,
+  keepHeld,
+  acknowledge,
+  streamHasEntry,
+  type StreamEntry,
+  type ReservationEntry,
+  type DecodedEntry,
+  type ReadRound,
+} from './reservation-stream.ts';
+export { streamBacklog, type StreamBacklog } from './stream-backlog.ts';
+export { deadLetter, findDeadLetter, type DeadLetteredReservation } from './dead-letters.ts';
+export { readRedisLedger, type RedisLedger } from './redis-ledger.ts';
+export { writeAuditRecord, readAuditRecord, type AuditRecord } from './audit-report.ts';
+export { rebuildSaleState } from './sale-rebuild.ts';
+export { snapshotSale, type SaleSnapshot } from './sale-snapshot.ts';
 export { saleEventsChannel, announceSaleChanged } from './sale-events.ts';
-export { findDeadLetter, type DeadLetteredReservation } from './dead-letters.ts';
 export { trimAcknowledged, type RetentionBounds } from './stream-retention.ts';

@@ -1,21 +1,29 @@
+import type { DeadLetterReason, Reservation } from '@flashsale/domain';
+import type { ScriptedRedis } from './scripts.ts';
+import { ORDER_WRITERS_GROUP, saleKeys } from './keys.ts';
+
 /**
- * The format of a reservation on a sale's stream. The reserve script writes it (reserve-3.lua), the
- * workers read it: fields `r` reservation id, `u` user id, `q` quantity, `t` time accepted (epoch ms,
- * Redis clock), `g` the generation of the sale's Redis state that accepted it. Short names because every
+ * A sale's stream of reservations (`stream` in keys.ts, read by the group ORDER_WRITERS_GROUP): the one
+ * TypeScript module that reads it. The reserve script writes each entry (lua/includes/reservation-entry.lua):
+ * fields `r` reservation id, `u` user id, `q` quantity, `t` time accepted (epoch ms, Redis clock), `g`
+ * the generation of the sale's Redis state that accepted it, in that order. Short names because every
  * accepted purchase writes them.
  */
-export interface Reservation {
-  /** The stream entry id, needed to acknowledge it. */
-  entryId: string;
-  reservationId: string;
-  saleId: number;
-  userId: string;
-  quantity: number;
-  reservedAt: number;
-  generation: string;
+
+/** One entry as Redis gives it: its id and its fields as a flat [field, value, ...] list. */
+export interface StreamEntry {
+  id: string;
+  fields: string[];
 }
 
-export type DecodedEntry = { ok: true; reservation: Reservation } | { ok: false; entryId: string; fields: string[]; reason: 'MALFORMED_ENTRY' };
+/** A reservation read from the stream, with the id of its entry, which acknowledges it. */
+export interface ReservationEntry extends Reservation {
+  entryId: string;
+}
+
+export type DecodedEntry =
+  | { ok: true; reservation: ReservationEntry }
+  | { ok: false; entryId: string; fields: string[]; reason: Extract<DeadLetterReason, 'MALFORMED_ENTRY'> };
 
 /** Decodes one stream entry; a malformed one is reported, never thrown, so it can be dead-lettered. */
 export function decodeReservation(saleId: number, entryId: string, fields: string[]): DecodedEntry {
@@ -48,4 +56,137 @@ function digitsValue(value: string | undefined): number {
 function fieldNamed(fields: string[], name: string): string | undefined {
   for (let i = 0; i + 1 < fields.length; i += 2) if (fields[i] === name) return fields[i + 1];
   return undefined;
+}
+
+type EntryReply = [id: string, fields: string[]];
+type StreamReply = [key: string, entries: EntryReply[]][] | null;
+/** One row of XPENDING's extended form. */
+type PendingReply = [id: string, consumer: string, idleMs: number, deliveries: number];
+
+/** What one poll of many sales gave: the new entries of each, and the error of each sale whose read failed. */
+export interface ReadRound {
+  entries: Map<number, StreamEntry[]>;
+  failures: Map<number, unknown>;
+}
+
+/**
+ * Reads new entries of many sales in one round trip (a pipeline of non-blocking XREADGROUP calls, one per
+ * sale, so it also works when the sales live on different Redis Cluster slots). Each sale has its own
+ * reply: a sale whose read fails (its stream key holds a string, say) is known by that reply, at no extra
+ * cost, and the others' entries are read all the same; one XREADGROUP over all the streams would fail
+ * whole and hide which. A sale whose stream or group is missing (not published yet, or Redis lost it)
+ * yields nothing rather than a failure.
+ */
+export async function readNewEntries(redis: ScriptedRedis, prefix: string, consumer: string, saleIds: number[], count: number): Promise<ReadRound> {
+  const pipeline = redis.pipeline();
+  for (const saleId of saleIds) {
+    pipeline.xreadgroup('GROUP', ORDER_WRITERS_GROUP, consumer, 'COUNT', count, 'STREAMS', saleKeys(prefix, saleId).stream, '>');
+  }
+  const replies = (await pipeline.exec()) ?? [];
+  const round: ReadRound = { entries: new Map(), failures: new Map() };
+  replies.forEach(([error, reply], index) => {
+    const saleId = saleIds[index]!;
+    if (error) {
+      if (!/NOGROUP/.test(error.message)) round.failures.set(saleId, error);
+      return;
+    }
+    const entries = (reply as StreamReply)?.[0]?.[1] ?? [];
+    if (entries.length > 0) round.entries.set(saleId, entries.map(([id, fields]) => ({ id, fields })));
+  });
+  return round;
+}
+
+/**
+ * Takes over entries another consumer has held for at least `minIdleMs` (it died, or is stuck), with
+ * their delivery counts so that an entry that keeps failing can be set aside.
+ */
+export async function claimIdleEntries(
+  redis: ScriptedRedis,
+  prefix: string,
+  consumer: string,
+  saleId: number,
+  minIdleMs: number,
+  count: number,
+): Promise<{ entry: StreamEntry; deliveries: number }[]> {
+  const { stream } = saleKeys(prefix, saleId);
+  let claimed: [string, string[] | null][];
+  try {
+    const reply = (await redis.xautoclaim(stream, ORDER_WRITERS_GROUP, consumer, minIdleMs, '0-0', 'COUNT', count)) as [string, [string, string[] | null][]];
+    claimed = reply[1];
+  } catch (error) {
+    if (/NOGROUP|no such key/i.test((error as Error).message)) return [];
+    throw error;
+  }
+  if (claimed.length === 0) return [];
+  // XAUTOCLAIM has just counted one more delivery of each; read the counts back from the pending list.
+  const pending = (await redis.xpending(stream, ORDER_WRITERS_GROUP, claimed[0]![0], claimed[claimed.length - 1]![0], claimed.length, consumer)) as PendingReply[];
+  const deliveries = new Map(pending.map(([id, , , times]) => [id, Number(times)]));
+  return claimed
+    .filter((item): item is [string, string[]] => item[1] !== null)
+    .map(([id, fields]) => ({ entry: { id, fields }, deliveries: deliveries.get(id) ?? 1 }));
+}
+
+/**
+ * Keeps entries this consumer is still working on (a batch being retried while MySQL is away) from
+ * looking idle, so no other worker takes them over meanwhile: XCLAIM ... JUSTID resets their idle time
+ * without counting a delivery.
+ */
+export async function keepHeld(redis: ScriptedRedis, prefix: string, consumer: string, saleId: number, ids: string[]): Promise<void> {
+  if (ids.length > 0) await redis.xclaim(saleKeys(prefix, saleId).stream, ORDER_WRITERS_GROUP, consumer, 0, ...ids, 'JUSTID');
+}
+
+/** Acknowledges entries the order writers are done with: written as orders (or found written already). */
+export async function acknowledge(redis: ScriptedRedis, prefix: string, saleId: number, ids: string[]): Promise<void> {
+  if (ids.length > 0) await redis.xack(saleKeys(prefix, saleId).stream, ORDER_WRITERS_GROUP, ...ids);
+}
+
+/** The id of the stream's last entry, from an `XREVRANGE <stream> + - COUNT 1` reply; null for an empty or missing stream. */
+export function lastEntryIdOf(reply: unknown): string | null {
+  return (reply as EntryReply[])[0]?.[0] ?? null;
+}
+
+/**
+ * The reservations of the stream that are not acknowledged yet, up to the entry `lastId`: the entries
+ * after `lastDeliveredId` (the group's position: nobody read them yet) and those pending on a consumer.
+ * Malformed entries are left out: they never took stock.
+ */
+export async function readUnacknowledged(
+  redis: ScriptedRedis,
+  prefix: string,
+  saleId: number,
+  { lastDeliveredId, lastId }: { lastDeliveredId: string; lastId: string },
+): Promise<ReservationEntry[]> {
+  const { stream } = saleKeys(prefix, saleId);
+  const entries = await readRange(redis, stream, `(${lastDeliveredId}`, lastId);
+  const pending = (await redis.xpending(stream, ORDER_WRITERS_GROUP, '-', lastId, 100_000)) as PendingReply[];
+  if (pending.length > 0) {
+    const pipeline = redis.pipeline();
+    for (const [id] of pending) pipeline.xrange(stream, id, id);
+    for (const [, reply] of (await pipeline.exec()) ?? []) entries.push(...((reply as EntryReply[] | null) ?? []));
+  }
+  return entries.flatMap(([id, fields]) => {
+    const decoded = decodeReservation(saleId, id, fields);
+    return decoded.ok ? [decoded.reservation] : [];
+  });
+}
+
+async function readRange(redis: ScriptedRedis, key: string, from: string, to: string): Promise<EntryReply[]> {
+  if (to === '0-0') return [];
+  const entries: EntryReply[] = [];
+  let start = from;
+  for (;;) {
+    const chunk = (await redis.xrange(key, start, to, 'COUNT', 1000)) as EntryReply[];
+    entries.push(...chunk);
+    if (chunk.length < 1000) return entries;
+    start = `(${chunk[chunk.length - 1]![0]}`;
+  }
+}
+
+/**
+ * Whether the sale's stream still holds the entry with this id. Only acknowledged entries older than a
+ * checkpoint the reconciler has verified are ever removed (trimAcknowledged), so a checkpoint's own
+ * entry goes only if Redis went back in time.
+ */
+export async function streamHasEntry(redis: ScriptedRedis, prefix: string, saleId: number, entryId: string): Promise<boolean> {
+  return (await redis.xrange(saleKeys(prefix, saleId).stream, entryId, entryId)).length > 0;
 }

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { newReservationId } from '@flashsale/domain';
+import { readFileSync } from 'node:fs';
+import { newReservationId, ReserveCode } from '@flashsale/domain';
 import { createLiveSale, createTestContext, redisNow, type TestContext } from '../../../test/support/context.ts';
 import { snapshotSale } from '../../../test/support/sale-snapshot.ts';
 import { decodeReservation } from './reservation-stream.ts';
@@ -182,6 +183,13 @@ describe('toReserveOutcome', () => {
     [[-8, 1], { kind: 'insufficient_stock', remaining: 1 }],
   ])('maps the script reply %j to %j', (reply, outcome) => {
     expect(toReserveOutcome(reply)).toEqual(outcome);
+  });
+
+  it('has a ReserveCode for each code the script names in its header, and no other', () => {
+    const header = readFileSync(new URL('./lua/reserve-3.lua', import.meta.url), 'utf8').split(']]')[0]!;
+    const codes = [...header.matchAll(/^ +\{ (-?\d+), /gm)].map((match) => Number(match[1]));
+
+    expect(codes).toEqual(Object.values(ReserveCode).filter((code) => typeof code === 'number'));
   });
 
   it('throws on a code the script does not define', () => {

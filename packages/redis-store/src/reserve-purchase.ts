@@ -1,6 +1,7 @@
+import { ReserveCode } from '@flashsale/domain';
 import type { ScriptedRedis } from './scripts.ts';
 import { saleKeys } from './keys.ts';
-import { parseBuyerRecord } from './sale-state.ts';
+import { parseBuyerRecord } from './buyer-record.ts';
 
 export interface PurchaseRequest {
   saleId: number;
@@ -9,7 +10,7 @@ export interface PurchaseRequest {
   reservationId: string;
 }
 
-/** What the reserve script decided; one variant per return code of reserve-3.lua. */
+/** What the reserve script decided; one variant per return code of reserve-3.lua (ReserveCode). */
 export type ReserveOutcome =
   | { kind: 'reserved'; remaining: number }
   | { kind: 'sale_not_found' }
@@ -23,24 +24,25 @@ export type ReserveOutcome =
 
 /** Maps the script's reply to an outcome (pure; tested without Redis). */
 export function toReserveOutcome([code, value]: [number, string | number]): ReserveOutcome {
-  switch (code) {
-    case 1:
+  // A number the script does not define falls through to the default.
+  switch (code as ReserveCode) {
+    case ReserveCode.Reserved:
       return { kind: 'reserved', remaining: Number(value) };
-    case -1:
+    case ReserveCode.SaleNotFound:
       return { kind: 'sale_not_found' };
-    case -2:
+    case ReserveCode.SaleEnded:
       return { kind: 'sale_ended' };
-    case -3:
+    case ReserveCode.SalePaused:
       return { kind: 'sale_paused' };
-    case -4:
+    case ReserveCode.SaleNotStarted:
       return { kind: 'sale_not_started' };
-    case -5:
+    case ReserveCode.AboveLimit:
       return { kind: 'above_limit', limit: Number(value) };
-    case -6:
+    case ReserveCode.AlreadyPurchased:
       return { kind: 'already_purchased', ...parseBuyerRecord(String(value)) };
-    case -7:
+    case ReserveCode.SoldOut:
       return { kind: 'sold_out' };
-    case -8:
+    case ReserveCode.InsufficientStock:
       return { kind: 'insufficient_stock', remaining: Number(value) };
     default:
       throw new Error(`reserve script returned an unknown code ${code}`);

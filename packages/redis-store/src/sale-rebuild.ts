@@ -1,15 +1,7 @@
 import type { SaleDefinition } from '@flashsale/domain';
 import type { ScriptedRedis } from './scripts.ts';
 import { ORDER_WRITERS_GROUP, saleKeys, salesIndexKey } from './keys.ts';
-
-/** A buyer who holds units of a sale in MySQL, to be recorded again in Redis. */
-export interface BuyerRecord {
-  userId: string;
-  reservationId: string;
-  quantity: number;
-}
-
-const BUYERS_PER_CALL = 1000;
+import { writeBuyers, type BuyerRecord } from './buyer-record.ts';
 
 /**
  * Writes a sale's Redis state from MySQL's record and leaves it paused: meta with the remaining stock
@@ -37,8 +29,5 @@ export async function rebuildSaleState(
     rebuilt.generation,
     ORDER_WRITERS_GROUP,
   );
-  for (let i = 0; i < rebuilt.buyers.length; i += BUYERS_PER_CALL) {
-    const chunk = rebuilt.buyers.slice(i, i + BUYERS_PER_CALL);
-    await redis.hset(keys.buyers, Object.fromEntries(chunk.map((b) => [b.userId, `${b.reservationId}|${b.quantity}`])));
-  }
+  await writeBuyers(redis, prefix, sale.id, rebuilt.buyers);
 }

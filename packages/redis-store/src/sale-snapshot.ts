@@ -1,5 +1,7 @@
 import type { ScriptedRedis } from './scripts.ts';
 import { saleKeys } from './keys.ts';
+import { redisTimeMs, SALE_COUNTER_FIELDS, saleCountersOf } from './sale-meta.ts';
+import { lastEntryIdOf } from './reservation-stream.ts';
 
 /** What Redis holds for a sale at one instant (one MULTI), on Redis's clock. */
 export interface SaleSnapshot {
@@ -20,28 +22,24 @@ export interface SaleSnapshot {
 /** Reads a sale's counters atomically (MULTI): the reconciler's checkpoints and detection use it. */
 export async function snapshotSale(redis: ScriptedRedis, prefix: string, saleId: number): Promise<SaleSnapshot> {
   const keys = saleKeys(prefix, saleId);
-  const replies = await redis.multi().time().hmget(keys.meta, 'stock', 'remaining', 'gen', 'paused').hlen(keys.buyers).xrevrange(keys.stream, '+', '-', 'COUNT', 1).exec();
+  const replies = await redis
+    .multi()
+    .time()
+    .hmget(keys.meta, ...SALE_COUNTER_FIELDS)
+    .hlen(keys.buyers)
+    .xrevrange(keys.stream, '+', '-', 'COUNT', 1)
+    .exec();
   if (!replies) throw new Error('snapshot transaction was discarded');
   for (const [error] of replies) if (error) throw error;
-  const [seconds, micros] = replies[0]![1] as [string, string];
-  const [stock, remaining, generation, paused] = replies[1]![1] as (string | null)[];
+  const counters = saleCountersOf(replies[1]![1]);
   return {
-    at: Number(seconds) * 1000 + Math.floor(Number(micros) / 1000),
-    present: stock !== null && stock !== undefined,
-    stock: Number(stock ?? 0),
-    remaining: Number(remaining ?? 0),
-    generation: generation ?? '',
-    paused: paused === '1',
+    at: redisTimeMs(replies[0]![1]),
+    present: counters !== null,
+    stock: counters?.stock ?? 0,
+    remaining: counters?.remaining ?? 0,
+    generation: counters?.generation ?? '',
+    paused: counters?.paused ?? false,
     buyers: Number(replies[2]![1]),
-    lastEntryId: ((replies[3]![1] as [string, string[]][])[0] ?? [null])[0],
+    lastEntryId: lastEntryIdOf(replies[3]![1]),
   };
-}
-
-/**
- * Whether the sale's stream still holds the entry with this id. Only acknowledged entries older than a
- * checkpoint the reconciler has verified are ever removed (trimAcknowledged), so a checkpoint's own
- * entry goes only if Redis went back in time.
- */
-export async function streamHasEntry(redis: ScriptedRedis, prefix: string, saleId: number, entryId: string): Promise<boolean> {
-  return (await redis.xrange(saleKeys(prefix, saleId).stream, entryId, entryId)).length > 0;
 }

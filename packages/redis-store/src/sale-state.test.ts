@@ -3,7 +3,9 @@ import { newReservationId, type SaleDefinition } from '@flashsale/domain';
 import { createTestContext, type TestContext } from '../../../test/support/context.ts';
 import { ORDER_WRITERS_GROUP, saleKeys, salesIndexKey } from './keys.ts';
 import { reservePurchase } from './reserve-purchase.ts';
-import { findBuyerReservation, listSaleIds, publishSale, readSaleState, redisNow, setSalePaused, withdrawSale } from './sale-state.ts';
+import { listSaleIds, publishSale, setSalePaused, withdrawSale } from './sale-state.ts';
+import { readSaleState, redisNow } from './sale-meta.ts';
+import { findBuyerReservation } from './buyer-record.ts';
 
 let ctx: TestContext;
 beforeAll(() => {

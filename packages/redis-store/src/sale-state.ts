@@ -2,13 +2,11 @@ import type { SaleDefinition } from '@flashsale/domain';
 import type { ScriptedRedis } from './scripts.ts';
 import { ORDER_WRITERS_GROUP, saleKeys, salesIndexKey } from './keys.ts';
 
-/** A sale as Redis holds it: its definition plus the live counters. */
-export interface SaleState extends SaleDefinition {
-  remaining: number;
-  paused: boolean;
-  /** Marker written when this Redis state was created; a different one means it was rebuilt. */
-  generation: string;
-}
+/**
+ * A sale's life in Redis: published (meta hash, stream and group, an entry in the sales index the workers
+ * poll), paused and resumed, withdrawn when its create failed, retired from the index once over. The
+ * records themselves are sale-meta.ts's, buyer-record.ts's and reservation-stream.ts's.
+ */
 
 /**
  * Makes a sale live in Redis. Registers it for the workers first: a registered sale without Redis state
@@ -57,67 +55,9 @@ export async function withdrawSale(
   return reply === 1 ? 'withdrawn' : reply === 0 ? 'absent' : reply === -1 ? 'other_generation' : 'has_buyers';
 }
 
-/** Milliseconds on Redis's clock: the one clock every process agrees on for sale windows and fences. */
-export async function redisNow(redis: ScriptedRedis): Promise<number> {
-  const [seconds, micros] = await redis.time();
-  return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
-}
-
-export async function readSaleState(redis: ScriptedRedis, prefix: string, saleId: number): Promise<SaleState | null> {
-  const meta = await redis.hgetall(saleKeys(prefix, saleId).meta);
-  if (meta.stock === undefined) return null;
-  return {
-    id: saleId,
-    name: meta.name ?? '',
-    stock: Number(meta.stock),
-    remaining: Number(meta.remaining),
-    perUserLimit: Number(meta.limit),
-    startsAt: Number(meta.starts),
-    endsAt: Number(meta.ends),
-    paused: meta.paused === '1',
-    generation: meta.gen ?? '',
-  };
-}
-
 /** Pauses or resumes intake; false when the sale is not in Redis. */
 export async function setSalePaused(redis: ScriptedRedis, prefix: string, saleId: number, paused: boolean): Promise<boolean> {
   return (await redis.setPaused(saleKeys(prefix, saleId).meta, paused ? '1' : '0')) === 1;
-}
-
-/** A buyer's record in the sale's buyers hash: `<reservationId>|<quantity>` (written by reserve-3.lua and the rebuild). */
-export function parseBuyerRecord(value: string): { reservationId: string; quantity: number } {
-  const [reservationId = '', quantity] = value.split('|');
-  return { reservationId, quantity: Number(quantity) };
-}
-
-/** The reservation a buyer holds for a sale, as Redis recorded it. */
-export async function findBuyerReservation(
-  redis: ScriptedRedis,
-  prefix: string,
-  saleId: number,
-  userId: string,
-): Promise<{ reservationId: string; quantity: number } | null> {
-  const value = await redis.hget(saleKeys(prefix, saleId).buyers, userId);
-  return value ? parseBuyerRecord(value) : null;
-}
-
-/**
- * Every buyer of a sale and the reservation id they hold, read in pages (HSCAN: Redis serves others
- * between them). Null when the sale has more than `max` buyers: a caller that keeps them in memory
- * stays bounded. Not a snapshot of one instant: meant for a sale that takes no more buyers (sold out, or
- * ended), whose hash only a rebuild changes, and a rebuild is announced.
- */
-export async function readBuyers(redis: ScriptedRedis, prefix: string, saleId: number, max: number): Promise<Map<string, string> | null> {
-  const key = saleKeys(prefix, saleId).buyers;
-  const buyers = new Map<string, string>();
-  let cursor = '0';
-  do {
-    const [next, page] = await redis.hscan(key, cursor, 'COUNT', 1000);
-    for (let i = 0; i + 1 < page.length; i += 2) buyers.set(page[i]!, parseBuyerRecord(page[i + 1]!).reservationId);
-    if (buyers.size > max) return null;
-    cursor = next;
-  } while (cursor !== '0');
-  return buyers;
 }
 
 /**

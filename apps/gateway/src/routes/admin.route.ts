@@ -1,7 +1,7 @@
 import express, { Router } from 'express';
 import { z } from 'zod';
 import { AppError, MAX_PER_USER_LIMIT, SALE_TIME_RANGE, ledgerConsistent } from '@flashsale/domain';
-import { readSaleState, saleKeys, streamBacklog } from '@flashsale/redis-store';
+import { readAuditRecord, readSaleState, streamBacklog } from '@flashsale/redis-store';
 import { enqueueReconcile } from '@flashsale/jobs';
 import { findSale, saleOrderTotals } from '@flashsale/order-store';
 import type { GatewayDeps } from '../deps.ts';
@@ -70,7 +70,7 @@ export function adminRouter(deps: GatewayDeps): Router {
       readSaleState(redis, config.REDIS_PREFIX, saleId),
       streamBacklog(redis, config.REDIS_PREFIX, saleId),
       saleOrderTotals(prisma, saleId),
-      redis.hmget(saleKeys(config.REDIS_PREFIX, saleId).audit, 'drift', 'checkedAt'),
+      readAuditRecord(redis, config.REDIS_PREFIX, saleId),
     ]);
     if (!record) throw new AppError('SALE_NOT_FOUND', `no sale has the id ${saleId}`);
     const inFlight = backlog.lag + backlog.pending;
@@ -89,7 +89,7 @@ export function adminRouter(deps: GatewayDeps): Router {
       lost: { reservations: record.lostReservations, units: record.lostUnits },
       // The reconciler's last audit of the ledger: drift 0 when remaining + in flight + dead-lettered +
       // units in MySQL = stock; null until an audit has run.
-      audit: audit[1] === null ? null : { drift: Number(audit[0]), checkedAt: new Date(Number(audit[1])).toISOString() },
+      audit: audit && { drift: audit.drift, checkedAt: new Date(audit.checkedAt).toISOString() },
     });
   });
 

@@ -5,9 +5,9 @@
   of reading the dead-letter stream (which operators and the audit still read, unchanged).
 
   Input:
-    KEYS[1] sale stream
-    KEYS[2] sale dead-letter stream
-    KEYS[3] sale rejected hash (reservation id -> {"u","q","reason"} as JSON)
+    KEYS[1] sale stream            (record: reservation entry, includes/reservation-entry.lua)
+    KEYS[2] sale dead-letter stream (record: id, reason, deliveries, then the entry's fields; dead-letters.ts)
+    KEYS[3] sale rejected hash      (record: reservation id -> {"u","q","reason"} as JSON; dead-letters.ts)
 
     ARGV[1] consumer group name
     ARGV[2] entry id
@@ -23,6 +23,8 @@
   write: otherwise a rejected hash of another type would leave the entry dead-lettered and acknowledged
   but its rejection unrecorded. Dead letters are rare; the three TYPE calls cost nothing that matters.
 ]]
+--@include "includes/reservation-entry.lua"
+
 local expected = { 'stream', 'stream', 'hash' }
 for i = 1, 3 do
   local kind = redis.call('TYPE', KEYS[i])['ok']
@@ -31,15 +33,14 @@ for i = 1, 3 do
   end
 end
 local fields = { 'id', ARGV[2], 'reason', ARGV[3], 'deliveries', ARGV[4] }
-local entry = {}
 for i = 5, #ARGV do
   fields[#fields + 1] = ARGV[i]
-  if (i - 5) % 2 == 0 and ARGV[i + 1] ~= nil and entry[ARGV[i]] == nil then entry[ARGV[i]] = ARGV[i + 1] end
 end
 local id = redis.call('XADD', KEYS[2], '*', unpack(fields))
 redis.call('XACK', KEYS[1], ARGV[1], ARGV[2])
 -- An entry without a reservation id (a malformed one) has nothing a buyer could look up.
-if entry['r'] ~= nil and entry['r'] ~= '' then
-  redis.call('HSET', KEYS[3], entry['r'], cjson.encode({ u = entry['u'] or '', q = entry['q'] or '', reason = ARGV[3] }))
+local reservation = reservation_of(ARGV, 5)
+if reservation.id ~= nil and reservation.id ~= '' then
+  redis.call('HSET', KEYS[3], reservation.id, cjson.encode({ u = reservation.user_id or '', q = reservation.quantity or '', reason = ARGV[3] }))
 end
 return id

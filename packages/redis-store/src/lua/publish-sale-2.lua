@@ -4,8 +4,8 @@
   every reservation taken since, and only the reconciler (after draining the stream) may rebuild it.
 
   Input:
-    KEYS[1] sale meta hash
-    KEYS[2] sale stream
+    KEYS[1] sale meta hash (record: sale meta, includes/sale-meta.lua)
+    KEYS[2] sale stream    (its consumer group, includes/ensure-group.lua)
 
     ARGV[1] name
     ARGV[2] stock (total units)
@@ -24,31 +24,16 @@
   The deadline fences off a publish that a hung Redis runs long after its sender gave up on it (the
   command sat in the socket): that create was answered as failed, and abandoned, and must not go live.
 ]]
+--@include "includes/sale-meta.lua"
 --@include "includes/ensure-group.lua"
 
-if ARGV[8] ~= '' then
-  local time = redis.call('TIME')
-  if tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000) > tonumber(ARGV[8]) then
-    return -1
-  end
+if ARGV[8] ~= '' and redis_now_ms() > tonumber(ARGV[8]) then
+  return -1
 end
 
 if redis.call('EXISTS', KEYS[1]) == 1 then
   return 0
 end
 
-redis.call('HSET', KEYS[1],
-  'name', ARGV[1],
-  'stock', ARGV[2],
-  'remaining', ARGV[2],
-  'limit', ARGV[3],
-  'starts', ARGV[4],
-  'ends', ARGV[5],
-  'paused', '0',
-  'gen', ARGV[7])
-
-local failed = ensure_group(KEYS[2], ARGV[6])
-if failed then
-  return failed
-end
-return 1
+write_sale_meta(KEYS[1], ARGV, { remaining = ARGV[2], paused = false, generation = ARGV[7] })
+return ensure_group(KEYS[2], ARGV[6]) or 1

@@ -4,9 +4,9 @@
   does not know; it then refills the buyers in chunks and resumes the sale.
 
   Input:
-    KEYS[1] sale meta hash
-    KEYS[2] sale buyers hash (emptied here; refilled by the caller)
-    KEYS[3] sale stream
+    KEYS[1] sale meta hash   (record: sale meta, includes/sale-meta.lua)
+    KEYS[2] sale buyers hash (emptied here; refilled by the caller, buyer-record.ts)
+    KEYS[3] sale stream      (its consumer group, includes/ensure-group.lua)
 
     ARGV[1] name
     ARGV[2] stock
@@ -20,22 +20,10 @@
   Output:
     1
 ]]
+--@include "includes/sale-meta.lua"
 --@include "includes/ensure-group.lua"
 
 redis.call('DEL', KEYS[1], KEYS[2])
-redis.call('HSET', KEYS[1],
-  'name', ARGV[1],
-  'stock', ARGV[2],
-  'limit', ARGV[3],
-  'starts', ARGV[4],
-  'ends', ARGV[5],
-  'remaining', ARGV[6],
-  'gen', ARGV[7],
-  'paused', '1')
-
+write_sale_meta(KEYS[1], ARGV, { remaining = ARGV[6], paused = true, generation = ARGV[7] })
 -- A lost stream (and its group) is recreated empty; a surviving one keeps its group and history.
-local failed = ensure_group(KEYS[3], ARGV[8])
-if failed then
-  return failed
-end
-return 1
+return ensure_group(KEYS[3], ARGV[8]) or 1

@@ -3,7 +3,7 @@
   what lets the reconciler wait for the stream to drain knowing nothing new is coming in.
 
   Input:
-    KEYS[1] sale meta hash
+    KEYS[1] sale meta hash (record: sale meta, includes/sale-meta.lua)
 
     ARGV[1] '1' to pause, '0' to resume
 
@@ -11,8 +11,10 @@
     1  done
     0  the sale is not in Redis (nothing written: the meta hash is not recreated with one field)
 ]]
+--@include "includes/sale-meta.lua"
+
 if redis.call('EXISTS', KEYS[1]) == 0 then
   return 0
 end
-redis.call('HSET', KEYS[1], 'paused', ARGV[1])
+set_sale_paused(KEYS[1], ARGV[1] == '1')
 return 1

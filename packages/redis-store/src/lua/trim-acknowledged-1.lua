@@ -7,7 +7,7 @@
   (no ~): a pass removes about one watch interval of entries.
 
   Input:
-    KEYS[1] sale stream
+    KEYS[1] sale stream (only the order writers' group and entry ids are read, no entry's fields)
 
     ARGV[1] consumer group name
     ARGV[2] keep this entry and every later one ('' for no such bound)

@@ -3,9 +3,9 @@
   taken a reservation: then buyers were told yes, and the sale must stand.
 
   Input:
-    KEYS[1] sale meta hash
-    KEYS[2] sale buyers hash
-    KEYS[3] sale stream
+    KEYS[1] sale meta hash   (record: sale meta, includes/sale-meta.lua)
+    KEYS[2] sale buyers hash (only counted)
+    KEYS[3] sale stream      (deleted whole)
 
     ARGV[1] generation the failed create published (another generation is not this create's state)
 
@@ -15,7 +15,9 @@
     -1 the state is another generation's; nothing changed
     -2 the sale has buyers; nothing changed
 ]]
-local gen = redis.call('HGET', KEYS[1], 'gen')
+--@include "includes/sale-meta.lua"
+
+local gen = sale_generation(KEYS[1])
 if not gen then
   return 0
 end

@@ -5,7 +5,8 @@
 
   Returns:
     nil                   the group exists now
-    an error reply        any other refusal (the stream key holds another type...): the caller returns it
+    an error reply        any other refusal (the stream key holds another type...), for the script to
+                          return: `return ensure_group(stream, group) or <its own reply>`
 ]]
 local function ensure_group(stream, group)
   local ok, err = pcall(redis.call, 'XGROUP', 'CREATE', stream, group, '0', 'MKSTREAM')

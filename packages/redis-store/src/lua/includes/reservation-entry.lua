@@ -1,0 +1,20 @@
+--[[
+  A reservation on a sale's stream (TypeScript: reservation-stream.ts): fields r reservation id, u user
+  id, q quantity, t time accepted (epoch ms, Redis's clock), g generation of the sale's Redis state that
+  accepted it. Written in this order: the reader looks them up by position first.
+]]
+local function add_reservation(stream, reservation_id, user_id, quantity, reserved_at, generation)
+  return redis.call('XADD', stream, '*', 'r', reservation_id, 'u', user_id, 'q', quantity, 't', reserved_at, 'g', generation)
+end
+
+-- The reservation id, user id and quantity of an entry whose fields are list[from], list[from + 1], ...
+-- (field, value pairs; the first of a name counts). A malformed entry may lack any of them (nil).
+local function reservation_of(list, from)
+  local fields = {}
+  for i = from, #list - 1, 2 do
+    if fields[list[i]] == nil then
+      fields[list[i]] = list[i + 1]
+    end
+  end
+  return { id = fields['r'], user_id = fields['u'], quantity = fields['q'] }
+end

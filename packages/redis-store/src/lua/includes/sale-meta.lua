@@ -1,0 +1,56 @@
+--[[
+  The sale meta hash (TypeScript: sale-meta.ts): name, stock, remaining, limit (per user), starts and
+  ends (epoch ms on Redis's clock), paused ('1' or '0'), gen (the generation of this Redis state).
+  Every script writes and reads its fields through these functions.
+]]
+
+-- Now on Redis's clock, epoch ms: the clock every gateway agrees on (and TypeScript's redisNow).
+local function redis_now_ms()
+  local time = redis.call('TIME')
+  return tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+end
+
+-- Writes the whole record: the sale's definition as publish-sale-2.lua and rebuild-sale-3.lua both take
+-- it, ARGV[1..5] (name, stock, per-user limit, starts, ends), and its state { remaining, paused (boolean),
+-- generation }.
+local function write_sale_meta(key, definition, state)
+  redis.call('HSET', key,
+    'name', definition[1],
+    'stock', definition[2],
+    'limit', definition[3],
+    'starts', definition[4],
+    'ends', definition[5],
+    'remaining', state.remaining,
+    'paused', state.paused and '1' or '0',
+    'gen', state.generation)
+end
+
+-- What a purchase is judged by, in one HMGET; nil when the sale is not in Redis.
+local function read_sale_terms(key)
+  local meta = redis.call('HMGET', key, 'starts', 'ends', 'paused', 'limit', 'remaining', 'gen')
+  if not meta[1] then
+    return nil
+  end
+  return {
+    starts = tonumber(meta[1]),
+    ends = tonumber(meta[2]),
+    paused = meta[3] == '1',
+    limit = tonumber(meta[4]),
+    remaining = tonumber(meta[5]),
+    generation = meta[6] or '',
+  }
+end
+
+-- Takes `quantity` units; returns what remains.
+local function take_sale_stock(key, quantity)
+  return redis.call('HINCRBY', key, 'remaining', -quantity)
+end
+
+local function set_sale_paused(key, paused)
+  redis.call('HSET', key, 'paused', paused and '1' or '0')
+end
+
+-- The generation of the sale's Redis state, or false when the sale is not in Redis.
+local function sale_generation(key)
+  return redis.call('HGET', key, 'gen')
+end

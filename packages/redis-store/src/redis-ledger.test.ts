@@ -1,0 +1,51 @@
+import { describe, expect, it } from 'vitest';
+import { newReservationId } from '@flashsale/domain';
+import { contextPerFile, createLiveSale } from '../../../test/support/context.ts';
+import { saleKeys } from './keys.ts';
+import { reservePurchase } from './reserve-purchase.ts';
+import { readNewEntries } from './reservation-stream.ts';
+import { deadLetter } from './dead-letters.ts';
+import { setSalePaused } from './sale-state.ts';
+import { readRedisLedger } from './redis-ledger.ts';
+
+const env = contextPerFile();
+
+const prefix = () => env.ctx.config.REDIS_PREFIX;
+
+describe('readRedisLedger', () => {
+  it('counts the units undelivered, pending and dead-lettered by reservation, of the current generation only', async () => {
+    const sale = await createLiveSale(env.ctx, { stock: 20, perUserLimit: 3 });
+    const ids: string[] = [];
+    for (const [userId, quantity] of [['a', 3], ['b', 2], ['c', 1]] as const) {
+      const reservationId = newReservationId(sale.id);
+      await reservePurchase(env.ctx.redis, prefix(), { saleId: sale.id, userId, quantity, reservationId });
+      ids.push(reservationId);
+    }
+    // a and b delivered (pending); a set aside; c undelivered; one entry of an older Redis state.
+    const [a] = (await readNewEntries(env.ctx.redis, prefix(), 'consumer-1', [sale.id], 2)).entries.get(sale.id)!;
+    await deadLetter(env.ctx.redis, prefix(), sale.id, a!, 'OVER_STOCK', 1);
+    await env.ctx.redis.xadd(saleKeys(prefix(), sale.id).stream, '*', 'r', newReservationId(sale.id), 'u', 'old', 'q', '1', 't', '1', 'g', 'an-old-generation');
+
+    const ledger = await readRedisLedger(env.ctx.redis, prefix(), sale.id);
+
+    expect(ledger).toEqual({
+      at: expect.any(Number),
+      stock: 20,
+      remaining: 14,
+      generation: sale.generation,
+      inFlight: new Map([
+        [ids[2], 1],
+        [ids[1], 2],
+      ]),
+      deadLettered: new Map([[ids[0], 3]]),
+    });
+  });
+
+  it('is null for a paused sale and for one Redis does not hold', async () => {
+    const sale = await createLiveSale(env.ctx);
+    await setSalePaused(env.ctx.redis, prefix(), sale.id, true);
+
+    expect(await readRedisLedger(env.ctx.redis, prefix(), sale.id)).toBeNull();
+    expect(await readRedisLedger(env.ctx.redis, prefix(), 987_654_319)).toBeNull();
+  });
+});

@@ -1,0 +1,62 @@
+import type { SaleDefinition } from '@flashsale/domain';
+import type { ScriptedRedis } from './scripts.ts';
+import { saleKeys } from './keys.ts';
+
+/**
+ * A sale's meta hash (`meta` in keys.ts): fields `name`, `stock`, `remaining`, `limit` (per user),
+ * `starts` and `ends` (epoch ms on Redis's clock), `paused` ('1' or '0') and `gen` (the generation of
+ * this Redis state). The Lua scripts write and read it through lua/includes/sale-meta.lua, TypeScript
+ * reads it here; Redis's clock, which its times are on, is read here too.
+ */
+
+/** A sale as Redis holds it: its definition plus the live counters. */
+export interface SaleState extends SaleDefinition {
+  remaining: number;
+  paused: boolean;
+  /** Marker written when this Redis state was created; a different one means it was rebuilt. */
+  generation: string;
+}
+
+export async function readSaleState(redis: ScriptedRedis, prefix: string, saleId: number): Promise<SaleState | null> {
+  const meta = await redis.hgetall(saleKeys(prefix, saleId).meta);
+  if (meta.stock === undefined) return null;
+  return {
+    id: saleId,
+    name: meta.name ?? '',
+    stock: Number(meta.stock),
+    remaining: Number(meta.remaining),
+    perUserLimit: Number(meta.limit),
+    startsAt: Number(meta.starts),
+    endsAt: Number(meta.ends),
+    paused: meta.paused === '1',
+    generation: meta.gen ?? '',
+  };
+}
+
+/** The counters the reconciler reads in one MULTI with other keys: HMGET these fields, parse with saleCountersOf. */
+export const SALE_COUNTER_FIELDS = ['stock', 'remaining', 'gen', 'paused'] as const;
+
+export interface SaleCounters {
+  stock: number;
+  remaining: number;
+  generation: string;
+  paused: boolean;
+}
+
+/** The reply of `HMGET <meta> ...SALE_COUNTER_FIELDS`; null when the sale is not in Redis. */
+export function saleCountersOf(reply: unknown): SaleCounters | null {
+  const [stock, remaining, generation, paused] = reply as (string | null)[];
+  if (stock === null || stock === undefined) return null;
+  return { stock: Number(stock), remaining: Number(remaining ?? 0), generation: generation ?? '', paused: paused === '1' };
+}
+
+/** Milliseconds on Redis's clock: the one clock every process agrees on for sale windows and fences. */
+export async function redisNow(redis: ScriptedRedis): Promise<number> {
+  return redisTimeMs(await redis.time());
+}
+
+/** A TIME reply ([seconds, microseconds]) in epoch ms, as the scripts compute it (redis_now_ms). */
+export function redisTimeMs(reply: unknown): number {
+  const [seconds, micros] = reply as [string | number, string | number];
+  return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+}
