@@ -148,11 +148,11 @@ describe('gateway, worker and reconciler started while Redis is down', () => {
     const soldOutAt = Date.now();
     expect(lastUnit.status).toBe(202);
 
-    // The verdict cache is on, which it is only while subscribed: the sale sold out, the gateway keeps
-    // the verdict (its holders read in the background, well within 100 ms), and a pause made in Redis
-    // without an announcement is not seen; the reserve script would answer 503 SALE_PAUSED.
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    // The verdict cache is on, which it is only while subscribed: the sale sold out, and once the gateway
+    // has read its holders (in the background) it keeps the verdict. A pause made in Redis without an
+    // announcement is then not seen: until then the reserve script answers 503 SALE_PAUSED, changing nothing.
     await setSalePaused(ctx.redis, prefix, saleId, true);
+    await expect.poll(async () => (await purchase('buyer-d')).status, { interval: 10, timeout: 500 }).toBe(410);
     await expectProblem(await purchase('buyer-d'), 410, 'SOLD_OUT');
     // Announced, as the reconciler announces every change: the verdict is dropped and Redis answers.
     // Asked well before the verdict's 1 s TTL could have dropped it instead.
