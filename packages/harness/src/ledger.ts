@@ -1,4 +1,4 @@
-import { ORDER_WRITERS_GROUP, saleKeys, streamBacklog, readSaleState, type ScriptedRedis } from '@flashsale/redis-store';
+import { streamBacklog, readSaleState, type ScriptedRedis } from '@flashsale/redis-store';
 import { LIVE_ORDER_STATUSES, type PrismaClient } from '@flashsale/order-store';
 import { setTimeout as sleep } from 'node:timers/promises';
 
@@ -87,8 +87,7 @@ export async function ledgerOf(
 
 /** Entries of a sale's stream still pending in the order writers' group. */
 export async function pendingCount(redis: ScriptedRedis, prefix: string, saleId: number): Promise<number> {
-  const summary = (await redis.xpending(saleKeys(prefix, saleId).stream, ORDER_WRITERS_GROUP)) as [number, ...unknown[]];
-  return Number(summary[0]);
+  return (await streamBacklog(redis, prefix, saleId)).pending;
 }
 
 export interface FaultLedger extends Ledger {
