@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import type { SaleRecord } from '@flashsale/order-store';
 import { createLiveSale, type TestContext } from '../../../test/support/context.ts';
 import { gatewayPerFile, type TestGateway } from '../../../test/support/gateway.ts';
-import { buyerToken } from '../../../test/support/tokens.ts';
+import { buyerToken } from '@flashsale/harness';
 import { bearer } from '../../../test/support/http.ts';
 import { manualClock } from '../../../test/support/clock.ts';
 
@@ -22,7 +22,7 @@ gatewayPerFile(
 
 /** The answer to a request, less what differs by nature between two reservations. */
 async function answer(path: string, init: { contentType?: string; body?: string; token?: string }) {
-  const headers: Record<string, string> = bearer(init.token ?? (await buyerToken(`buyer-${randomUUID()}`)));
+  const headers: Record<string, string> = bearer(init.token ?? (buyerToken(`buyer-${randomUUID()}`)));
   if (init.contentType) headers['content-type'] = init.contentType;
   const res = await fetch(`${gateway.url}${path}`, { method: 'POST', headers, body: init.body });
   const body = (await res.json()) as Record<string, unknown>;
@@ -54,7 +54,7 @@ describe('the purchase front door', () => {
   });
 
   it('shares one rate limiter with the Express route', async () => {
-    const token = await buyerToken(`buyer-${randomUUID()}`);
+    const token = buyerToken(`buyer-${randomUUID()}`);
     // The gateway's clock stands still: all 11 requests fall in one second of the limiter.
     clock.nextSecond();
     const statuses: number[] = [];

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '@flashsale/config';
 import { createReconcileJobs, type ReconcileJobs } from '@flashsale/jobs';
 import { createLiveSale, createTestContext, type TestContext } from '../../../../test/support/context.ts';
-import { buyerToken } from '../../../../test/support/tokens.ts';
+import { buyerToken } from '@flashsale/harness';
 import { bearer } from '../../../../test/support/http.ts';
 import { manualClock } from '../../../../test/support/clock.ts';
 import { createApp } from '../app.ts';
@@ -45,11 +45,11 @@ describe('flashsale_purchases_total', () => {
   it('counts every answer of the purchase endpoint under its code, the refusals before the reserve script included', async () => {
     const sale = await createLiveSale(ctx, { stock: 10 });
     const send = async (init: { token?: string | null; contentType?: string; body?: string | Uint8Array; saleId?: string }) => {
-      const headers: Record<string, string> = init.token === null ? {} : bearer(init.token ?? (await buyerToken(`buyer-${randomUUID()}`)));
+      const headers: Record<string, string> = init.token === null ? {} : bearer(init.token ?? (buyerToken(`buyer-${randomUUID()}`)));
       if (init.contentType) headers['content-type'] = init.contentType;
       return (await fetch(`${url}/api/sales/${init.saleId ?? sale.id}/purchase`, { method: 'POST', headers, body: init.body })).status;
     };
-    const repeater = await buyerToken('repeater');
+    const repeater = buyerToken('repeater');
 
     const statuses = [
       await send({ token: null }),

@@ -4,7 +4,7 @@ import { announceSaleChanged, saleKeys } from '@flashsale/redis-store';
 import { insertSale } from '@flashsale/order-store';
 import { createLiveSale, redisNow, type TestContext } from '../../../../test/support/context.ts';
 import { gatewayPerFile, startGateway, type TestGateway } from '../../../../test/support/gateway.ts';
-import { buyerToken } from '../../../../test/support/tokens.ts';
+import { buyerToken } from '@flashsale/harness';
 import { bearer, expectProblem } from '../../../../test/support/http.ts';
 import { manualClock } from '../../../../test/support/clock.ts';
 
@@ -20,7 +20,7 @@ gatewayPerFile((started, server) => {
 const BACKGROUND = { timeout: 3000, interval: 10 };
 
 async function purchase(url: string, saleId: number, buyer = `buyer-${randomUUID()}`): Promise<Response> {
-  return fetch(`${url}/api/sales/${saleId}/purchase`, { method: 'POST', headers: bearer(await buyerToken(buyer)) });
+  return fetch(`${url}/api/sales/${saleId}/purchase`, { method: 'POST', headers: bearer(buyerToken(buyer)) });
 }
 
 /** Sells a one-unit sale out through the gateway, then puts units back in Redis behind its back. */

@@ -3,7 +3,7 @@ import { request } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { createLiveSale, createTestContext, type TestContext } from '../../../../test/support/context.ts';
 import { startGateway, type TestGateway } from '../../../../test/support/gateway.ts';
-import { buyerToken } from '../../../../test/support/tokens.ts';
+import { buyerToken, signBuyerTokens } from '@flashsale/harness';
 import { expectProblem } from '../../../../test/support/http.ts';
 import { ordersOfSale, snapshotSale } from '../../../../test/support/sale-snapshot.ts';
 import { manualClock, type ManualClock } from '../../../../test/support/clock.ts';
@@ -48,8 +48,8 @@ async function withLimitedGateway(env: NodeJS.ProcessEnv, test: (ctx: TestContex
 }
 
 /** Tokens of new buyers. */
-function newBuyerTokens(count: number): Promise<string[]> {
-  return Promise.all(Array.from({ length: count }, () => buyerToken(newBuyer())));
+function newBuyerTokens(count: number): string[] {
+  return signBuyerTokens(Array.from({ length: count }, () => newBuyer()));
 }
 
 function purchase(gateway: TestGateway, saleId: number, token: string, headers: Record<string, string> = {}, localAddress?: string): Promise<Response> {
@@ -60,7 +60,7 @@ describe('per-address rate limit on purchases', () => {
   it('refuses the fourth purchase of one address within a second with 429 and Retry-After, changing nothing, while another address is served', async () => {
     await withLimitedGateway({}, async (ctx, gateway, clock) => {
       const sale = await createLiveSale(ctx, { stock: 10 });
-      const tokens = await newBuyerTokens(5);
+      const tokens = newBuyerTokens(5);
       clock.nextSecond();
       const first = [await purchase(gateway, sale.id, tokens[0]!), await purchase(gateway, sale.id, tokens[1]!), await purchase(gateway, sale.id, tokens[2]!)];
       const before = await snapshotSale(ctx, sale.id);
@@ -81,7 +81,7 @@ describe('per-address rate limit on purchases', () => {
   it('counts refused requests too: a flood of bad tokens from one address uses up its budget', async () => {
     await withLimitedGateway({}, async (ctx, gateway, clock) => {
       const sale = await createLiveSale(ctx);
-      const [token] = await newBuyerTokens(1);
+      const [token] = newBuyerTokens(1);
       clock.nextSecond();
       const statuses = [];
       for (let i = 0; i < 3; i += 1) statuses.push((await purchase(gateway, sale.id, 'not-a-jwt')).status);
@@ -97,7 +97,7 @@ describe('per-address rate limit on purchases', () => {
   it('is not dodged with a forged X-Forwarded-For when no proxy is trusted (TRUST_PROXY=0)', async () => {
     await withLimitedGateway({ TRUST_PROXY: '0' }, async (ctx, gateway, clock) => {
       const sale = await createLiveSale(ctx, { stock: 10 });
-      const tokens = await newBuyerTokens(4);
+      const tokens = newBuyerTokens(4);
       clock.nextSecond();
       const statuses = [];
       for (const [i, token] of tokens.entries()) statuses.push((await purchase(gateway, sale.id, token, { 'x-forwarded-for': `203.0.113.${i + 1}` })).status);
@@ -110,7 +110,7 @@ describe('per-address rate limit on purchases', () => {
   it('behind one trusted proxy (TRUST_PROXY=1), counts the address the proxy appended: its clients have budgets of their own, and forged entries to the left do not dodge it', async () => {
     await withLimitedGateway({ TRUST_PROXY: '1' }, async (ctx, gateway, clock) => {
       const sale = await createLiveSale(ctx, { stock: 10 });
-      const tokens = await newBuyerTokens(5);
+      const tokens = newBuyerTokens(5);
       clock.nextSecond();
       const statuses = [];
       for (const [i, token] of tokens.slice(0, 4).entries()) statuses.push((await purchase(gateway, sale.id, token, { 'x-forwarded-for': `198.51.100.${i + 1}, 203.0.113.7` })).status);
@@ -124,7 +124,7 @@ describe('per-address rate limit on purchases', () => {
   it('is off with RATE_LIMIT_PER_ADDRESS_PER_SECOND=0', async () => {
     await withLimitedGateway({ RATE_LIMIT_PER_ADDRESS_PER_SECOND: '0' }, async (ctx, gateway, clock) => {
       const sale = await createLiveSale(ctx, { stock: 10 });
-      const tokens = await newBuyerTokens(6);
+      const tokens = newBuyerTokens(6);
       clock.nextSecond();
       const statuses = [];
       for (const token of tokens) statuses.push((await purchase(gateway, sale.id, token)).status);
@@ -139,11 +139,11 @@ describe('per-address rate limit on reservation lookups', () => {
     await withLimitedGateway({}, async (ctx, gateway, clock) => {
       const sale = await createLiveSale(ctx);
       const buyer = newBuyer();
-      const token = await buyerToken(buyer);
+      const token = buyerToken(buyer);
       const reserved = await send(gateway.url, 'POST', `/api/sales/${sale.id}/purchase`, { authorization: `Bearer ${token}` });
       const { reservationId } = (await reserved.json()) as { reservationId: string };
       // Each lookup by another buyer, so only the address's budget can be what runs out.
-      const others = await newBuyerTokens(3);
+      const others = newBuyerTokens(3);
       const lookup = (as: string, localAddress?: string) => send(gateway.url, 'GET', `/api/reservations/${reservationId}`, { authorization: `Bearer ${as}` }, localAddress);
       clock.nextSecond();
 
@@ -162,7 +162,7 @@ describe('per-address rate limit on reservation lookups', () => {
   it('has a budget of its own: lookups do not use up the budget to buy', async () => {
     await withLimitedGateway({}, async (ctx, gateway, clock) => {
       const sale = await createLiveSale(ctx);
-      const tokens = await newBuyerTokens(4);
+      const tokens = newBuyerTokens(4);
       clock.nextSecond();
       for (const token of tokens.slice(0, 3)) await send(gateway.url, 'GET', `/api/reservations/${sale.id}-${randomUUID()}`, { authorization: `Bearer ${token}` });
 

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { ORDER_WRITERS_GROUP, saleKeys } from '@flashsale/redis-store';
 import { createLiveSale, redisNow, type TestContext } from '../../../../test/support/context.ts';
 import { gatewayPerFile, type TestGateway } from '../../../../test/support/gateway.ts';
-import { buyerToken } from '../../../../test/support/tokens.ts';
+import { buyerToken } from '@flashsale/harness';
 import { bearer, expectProblem } from '../../../../test/support/http.ts';
 import { keysUnderPrefix } from '../../../../test/support/sale-snapshot.ts';
 
@@ -26,7 +26,7 @@ function stats(saleId: number | string, headers: Record<string, string> = bearer
 }
 
 async function purchase(saleId: number, buyer: string): Promise<string> {
-  const res = await fetch(`${gateway.url}/api/sales/${saleId}/purchase`, { method: 'POST', headers: bearer(await buyerToken(buyer)) });
+  const res = await fetch(`${gateway.url}/api/sales/${saleId}/purchase`, { method: 'POST', headers: bearer(buyerToken(buyer)) });
   expect(res.status).toBe(202);
   return ((await res.json()) as { reservationId: string }).reservationId;
 }
@@ -89,7 +89,7 @@ describe('POST /api/admin/sales', () => {
   ])('refuses a sale %s with 401 UNAUTHORIZED and creates nothing', async (label, headers, detail) => {
     const name = uniqueName();
     const keysBefore = await keysUnderPrefix(ctx);
-    const auth = label === 'with a buyer token' ? bearer(await buyerToken('buyer')) : headers;
+    const auth = label === 'with a buyer token' ? bearer(buyerToken('buyer')) : headers;
 
     const res = await createSale({ name, stock: 5, startsAt: '2030-01-01T00:00:00.000Z', endsAt: '2030-01-02T00:00:00.000Z' }, auth);
 

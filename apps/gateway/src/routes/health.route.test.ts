@@ -5,7 +5,7 @@ import { serveMetrics } from '@flashsale/config';
 import { createRedis } from '@flashsale/redis-store';
 import { createLiveSale, type TestContext } from '../../../../test/support/context.ts';
 import { gatewayPerFile, startGateway, type TestGateway } from '../../../../test/support/gateway.ts';
-import { buyerToken } from '../../../../test/support/tokens.ts';
+import { buyerToken } from '@flashsale/harness';
 import { bearer, expectProblem } from '../../../../test/support/http.ts';
 
 let ctx: TestContext;
@@ -53,7 +53,7 @@ describe('health and metrics', () => {
     try {
       const sale = await createLiveSale(ctx, { stock: 1 });
       for (const buyer of ['metrics-a', 'metrics-b']) {
-        await fetch(`${gateway.url}/api/sales/${sale.id}/purchase`, { method: 'POST', headers: bearer(await buyerToken(buyer)) });
+        await fetch(`${gateway.url}/api/sales/${sale.id}/purchase`, { method: 'POST', headers: bearer(buyerToken(buyer)) });
       }
 
       const res = await fetch(`http://127.0.0.1:${(metricsServer.address() as AddressInfo).port}/metrics`);

@@ -1,7 +1,7 @@
 import { describe, it } from 'vitest';
 import type { TestContext } from '../../../../test/support/context.ts';
 import { gatewayPerFile, type TestGateway } from '../../../../test/support/gateway.ts';
-import { buyerToken } from '../../../../test/support/tokens.ts';
+import { buyerToken } from '@flashsale/harness';
 import { bearer, expectProblem } from '../../../../test/support/http.ts';
 
 let ctx: TestContext;
@@ -22,7 +22,7 @@ describe('a path with a malformed percent-escape', () => {
     ['GET', '/api/admin/sales/%ZZ/stats', 'admin'],
     ['POST', '/api/admin/sales/%ZZ/reconcile', 'admin'],
   ])('%s %s answers 400 INVALID_REQUEST', async (method, path, who) => {
-    const token = who === 'admin' ? ctx.config.ADMIN_TOKEN : await buyerToken('buyer-escapes');
+    const token = who === 'admin' ? ctx.config.ADMIN_TOKEN : buyerToken('buyer-escapes');
     const res = await fetch(`${gateway.url}${path}`, { method, headers: bearer(token) });
 
     await expectProblem(res, 400, 'INVALID_REQUEST', 'the path has a malformed percent-escape');

@@ -4,7 +4,7 @@ import type { ErrorCode } from '@flashsale/domain';
 import type { SaleRecord } from '@flashsale/order-store';
 import { createLiveSale, createTestContext, type TestContext } from '../../../../test/support/context.ts';
 import { gatewayPerFile, startGateway, type TestGateway } from '../../../../test/support/gateway.ts';
-import { buyerToken } from '../../../../test/support/tokens.ts';
+import { buyerToken } from '@flashsale/harness';
 import { bearer, expectProblem } from '../../../../test/support/http.ts';
 import { ordersOfSale, snapshotSale } from '../../../../test/support/sale-snapshot.ts';
 
@@ -114,7 +114,7 @@ describe('POST /api/sales/:saleId/purchase with a bad body', () => {
 
     const res = await fetch(`${gateway.url}/api/sales/${sale.id}/purchase`, {
       method: 'POST',
-      headers: { ...bearer(await buyerToken(`buyer-${randomUUID()}`)), 'content-type': bad.contentType },
+      headers: { ...bearer(buyerToken(`buyer-${randomUUID()}`)), 'content-type': bad.contentType },
       body: bad.body,
     });
 
@@ -131,7 +131,7 @@ describe('POST /api/sales/:saleId/purchase with a bad body', () => {
     async (contentType) => {
       const res = await fetch(`${gateway.url}/api/sales/${sale.id}/purchase`, {
         method: 'POST',
-        headers: { ...bearer(await buyerToken(`buyer-${randomUUID()}`)), 'content-type': contentType },
+        headers: { ...bearer(buyerToken(`buyer-${randomUUID()}`)), 'content-type': contentType },
         body: '{"quantity":1}',
       });
 
@@ -143,7 +143,7 @@ describe('POST /api/sales/:saleId/purchase with a bad body', () => {
   it('accepts the largest quantity the sale allows', async () => {
     const res = await fetch(`${gateway.url}/api/sales/${sale.id}/purchase`, {
       method: 'POST',
-      headers: { ...bearer(await buyerToken(`buyer-${randomUUID()}`)), 'content-type': 'application/json; charset=utf-8' },
+      headers: { ...bearer(buyerToken(`buyer-${randomUUID()}`)), 'content-type': 'application/json; charset=utf-8' },
       body: '{"quantity":2}',
     });
 
@@ -162,7 +162,7 @@ describe('the body limit, HTTP_MAX_BODY_BYTES', () => {
       const purchase = async (bytes: number) =>
         fetch(`${roomyGateway.url}/api/sales/${roomySale.id}/purchase`, {
           method: 'POST',
-          headers: { ...bearer(await buyerToken(`buyer-${randomUUID()}`)), 'content-type': JSON_TYPE },
+          headers: { ...bearer(buyerToken(`buyer-${randomUUID()}`)), 'content-type': JSON_TYPE },
           body: '{"quantity":1}'.padEnd(bytes, ' '),
         });
 

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { setSalePaused } from '@flashsale/redis-store';
 import { createLiveSale, createTestContext, type TestContext } from '../../../../test/support/context.ts';
 import { gatewayPerFile, startGateway, type TestGateway } from '../../../../test/support/gateway.ts';
-import { buyerToken } from '../../../../test/support/tokens.ts';
+import { buyerToken } from '@flashsale/harness';
 import { bearer, expectProblem } from '../../../../test/support/http.ts';
 import { ordersOfSale, snapshotSale } from '../../../../test/support/sale-snapshot.ts';
 import { manualClock } from '../../../../test/support/clock.ts';
@@ -18,7 +18,7 @@ gatewayPerFile((started, server) => {
 const newBuyer = () => `buyer-${randomUUID()}`;
 
 async function purchase(url: string, saleId: number | string, userId: string, body?: unknown): Promise<Response> {
-  const headers: Record<string, string> = bearer(await buyerToken(userId));
+  const headers: Record<string, string> = bearer(buyerToken(userId));
   if (body !== undefined) headers['content-type'] = 'application/json';
   return fetch(`${url}/api/sales/${saleId}/purchase`, { method: 'POST', headers, body: body === undefined ? undefined : JSON.stringify(body) });
 }
@@ -64,7 +64,7 @@ describe('POST /api/sales/:saleId/purchase', () => {
 
     const empty = await fetch(`${gateway.url}/api/sales/${sale.id}/purchase`, {
       method: 'POST',
-      headers: { ...bearer(await buyerToken(newBuyer())), 'content-type': 'application/json' },
+      headers: { ...bearer(buyerToken(newBuyer())), 'content-type': 'application/json' },
       body: '',
     });
     const emptyObject = await purchase(gateway.url, sale.id, newBuyer(), {});
@@ -218,7 +218,7 @@ describe('purchase rate limit', () => {
     try {
       const sale = await createLiveSale(limited, { stock: 10 });
       const buyer = newBuyer();
-      const token = await buyerToken(buyer);
+      const token = buyerToken(buyer);
 
       const responses = await Promise.all(
         Array.from({ length: 5 }, () => fetch(`${limitedGateway.url}/api/sales/${sale.id}/purchase`, { method: 'POST', headers: bearer(token) })),

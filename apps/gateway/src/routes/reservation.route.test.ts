@@ -4,7 +4,7 @@ import { newReservationId } from '@flashsale/domain';
 import { ORDER_WRITERS_GROUP, saleKeys } from '@flashsale/redis-store';
 import { createLiveSale, createTestContext, type TestContext } from '../../../../test/support/context.ts';
 import { gatewayPerFile, startGateway, type TestGateway } from '../../../../test/support/gateway.ts';
-import { buyerToken } from '../../../../test/support/tokens.ts';
+import { buyerToken } from '@flashsale/harness';
 import { bearer, expectProblem } from '../../../../test/support/http.ts';
 import { manualClock } from '../../../../test/support/clock.ts';
 
@@ -20,7 +20,7 @@ const newBuyer = () => `buyer-${randomUUID()}`;
 async function reserve(saleId: number, buyer: string, quantity = 1): Promise<string> {
   const res = await fetch(`${gateway.url}/api/sales/${saleId}/purchase`, {
     method: 'POST',
-    headers: { ...bearer(await buyerToken(buyer)), 'content-type': 'application/json' },
+    headers: { ...bearer(buyerToken(buyer)), 'content-type': 'application/json' },
     body: JSON.stringify({ quantity }),
   });
   expect(res.status).toBe(202);
@@ -28,7 +28,7 @@ async function reserve(saleId: number, buyer: string, quantity = 1): Promise<str
 }
 
 async function lookup(reservationId: string, buyer: string, url = gateway.url): Promise<Response> {
-  return fetch(`${url}/api/reservations/${encodeURIComponent(reservationId)}`, { headers: bearer(await buyerToken(buyer)) });
+  return fetch(`${url}/api/reservations/${encodeURIComponent(reservationId)}`, { headers: bearer(buyerToken(buyer)) });
 }
 
 describe('GET /api/reservations/:reservationId', () => {
@@ -144,10 +144,10 @@ describe('reservation lookup rate limit', () => {
       const [buyer, other] = [newBuyer(), newBuyer()];
       const reservations = [];
       for (const owner of [buyer, other]) {
-        const res = await fetch(`${limitedGateway.url}/api/sales/${sale.id}/purchase`, { method: 'POST', headers: bearer(await buyerToken(owner)) });
+        const res = await fetch(`${limitedGateway.url}/api/sales/${sale.id}/purchase`, { method: 'POST', headers: bearer(buyerToken(owner)) });
         reservations.push(((await res.json()) as { reservationId: string }).reservationId);
       }
-      const [tokenOfBuyer, tokenOfOther] = [await buyerToken(buyer), await buyerToken(other)];
+      const [tokenOfBuyer, tokenOfOther] = [buyerToken(buyer), buyerToken(other)];
       const look = (reservationId: string, token: string) => fetch(`${limitedGateway.url}/api/reservations/${reservationId}`, { headers: bearer(token) });
       // A fresh second of the gateway's clock, which then stands still: the lookups below share it.
       clock.nextSecond();

@@ -4,7 +4,7 @@ import { setSalePaused } from '@flashsale/redis-store';
 import { insertSale, type SaleRecord } from '@flashsale/order-store';
 import { createLiveSale, redisNow, type TestContext } from '../../../../test/support/context.ts';
 import { gatewayPerFile, type TestGateway } from '../../../../test/support/gateway.ts';
-import { buyerToken } from '../../../../test/support/tokens.ts';
+import { buyerToken } from '@flashsale/harness';
 import { bearer, expectProblem } from '../../../../test/support/http.ts';
 
 let ctx: TestContext;
@@ -46,7 +46,7 @@ describe('GET /api/sales/:saleId', () => {
     const sale = await createLiveSale(ctx, { stock: 4, perUserLimit: 2 });
     const res = await fetch(`${gateway.url}/api/sales/${sale.id}/purchase`, {
       method: 'POST',
-      headers: { ...bearer(await buyerToken(`buyer-${randomUUID()}`)), 'content-type': 'application/json' },
+      headers: { ...bearer(buyerToken(`buyer-${randomUUID()}`)), 'content-type': 'application/json' },
       body: '{"quantity":2}',
     });
     expect(res.status).toBe(202);
@@ -56,7 +56,7 @@ describe('GET /api/sales/:saleId', () => {
 
   it('shows a sale with nothing left as sold_out', async () => {
     const sale = await createLiveSale(ctx, { stock: 1 });
-    const res = await fetch(`${gateway.url}/api/sales/${sale.id}/purchase`, { method: 'POST', headers: bearer(await buyerToken(`buyer-${randomUUID()}`)) });
+    const res = await fetch(`${gateway.url}/api/sales/${sale.id}/purchase`, { method: 'POST', headers: bearer(buyerToken(`buyer-${randomUUID()}`)) });
     expect(res.status).toBe(202);
 
     expect(await (await getSale(sale.id)).json()).toEqual(saleView(sale, 0, 'sold_out'));
