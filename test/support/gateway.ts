@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createLogger } from '@flashsale/config';
 import { createReconcileJobs } from '@flashsale/jobs';
-import { createGateway, type Gateway, type GatewayOptions } from '../../apps/gateway/src/gateway.ts';
+import { createGateway, type Gateway } from '../../apps/gateway/src/gateway.ts';
 import { afterAll, beforeAll } from 'vitest';
 import { createTestContext, type TestContext } from './context.ts';
 
@@ -16,15 +16,16 @@ export interface TestGateway {
   close(): Promise<void>;
 }
 
-export interface TestGatewayOptions extends GatewayOptions {
+export interface TestGatewayOptions {
   /** The gateway's monotonic clock (rate-limit windows, verdict TTL), default the real one; see clock.ts. */
   now?: () => number;
 }
 
-export async function startGateway(ctx: TestContext, { now, ...options }: TestGatewayOptions = {}): Promise<TestGateway> {
+/** The gateway of `ctx`, configured by `ctx.config` (a test changes a setting with a context of its own). */
+export async function startGateway(ctx: TestContext, { now }: TestGatewayOptions = {}): Promise<TestGateway> {
   const logger = createLogger('gateway-test', 'silent');
   const jobs = createReconcileJobs(ctx.config.REDIS_URL, ctx.config.REDIS_PREFIX);
-  const gateway = createGateway({ config: ctx.config, redis: ctx.redis, prisma: ctx.prisma, logger, jobs, now }, options);
+  const gateway = createGateway({ config: ctx.config, redis: ctx.redis, prisma: ctx.prisma, logger, jobs, now });
   await gateway.start();
   const server: Server = createServer(gateway.listener);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -42,12 +43,16 @@ export async function startGateway(ctx: TestContext, { now, ...options }: TestGa
 
 /**
  * One context and one gateway for a whole test file: started before its first test (then `onStarted`
- * runs, to keep them and set up what the file shares), closed after its last.
+ * runs, to keep them and set up what the file shares), closed after its last. `env` is the context's
+ * configuration beyond the defaults.
  */
-export function gatewayPerFile(onStarted: (ctx: TestContext, gateway: TestGateway) => void | Promise<void>, options: TestGatewayOptions = {}): void {
+export function gatewayPerFile(
+  onStarted: (ctx: TestContext, gateway: TestGateway) => void | Promise<void>,
+  { env, ...options }: TestGatewayOptions & { env?: NodeJS.ProcessEnv } = {},
+): void {
   let started: { ctx: TestContext; gateway: TestGateway } | undefined;
   beforeAll(async () => {
-    const ctx = createTestContext();
+    const ctx = createTestContext(env);
     started = { ctx, gateway: await startGateway(ctx, options) };
     await onStarted(started.ctx, started.gateway);
   });

@@ -1,6 +1,5 @@
 import express, { type Express } from 'express';
 import type { GatewayDeps } from './deps.ts';
-import { createGatewayMetrics, type GatewayMetrics } from './metrics.ts';
 import { errorHandler, notFound, sendProblem } from './problem.ts';
 import { requestDeadline } from './deadline.ts';
 import { purchaseRouter } from './routes/purchase.route.ts';
@@ -9,24 +8,14 @@ import { reservationRouter } from './routes/reservation.route.ts';
 import { adminRouter } from './routes/admin.route.ts';
 import { healthRouter } from './routes/health.route.ts';
 import { openApiRouter } from './routes/openapi.route.ts';
-import { createPurchaseHandler, type PurchaseHandler } from './purchase/purchase-handler.ts';
-import { SaleVerdictCache } from './purchase/sale-verdict-cache.ts';
-import { LiveSaleDirectory } from './purchase/live-sale-directory.ts';
+import type { PurchaseHandler } from './purchase/purchase-handler.ts';
 
 /**
- * Builds the gateway without listening; `main.ts` boots it (through `createGateway`, which also starts
- * the background parts the purchase handler uses), tests use it directly. Without a handler given, the
- * purchase route gets one whose verdict cache never caches (nothing tells it when a verdict goes stale)
- * and whose live-sale directory is empty.
+ * The gateway's Express app, every route of it, around the purchase handler `createGateway` built (the
+ * one construction of the gateway, for `main.ts` and the tests alike; it also puts the front door
+ * before this app).
  */
-export function createApp(
-  deps: GatewayDeps,
-  metrics: GatewayMetrics = createGatewayMetrics(),
-  handlePurchase: PurchaseHandler = createPurchaseHandler(deps, metrics, {
-    verdicts: new SaleVerdictCache(0),
-    liveSales: new LiveSaleDirectory(deps.prisma, deps.logger),
-  }),
-): Express {
+export function createApp(deps: GatewayDeps, handlePurchase: PurchaseHandler): Express {
   const app = express();
   app.disable('x-powered-by');
   app.disable('etag');

@@ -9,15 +9,7 @@ import { SaleVerdictCache } from './purchase/sale-verdict-cache.ts';
 import { LiveSaleDirectory } from './purchase/live-sale-directory.ts';
 import { listenToSaleEvents, type SaleEventsListener } from './purchase/sale-events-listener.ts';
 
-export interface GatewayOptions {
-  /** How long a sold-out or ended verdict is trusted without news from the reconciler, default 1000 ms. */
-  verdictTtlMs?: number;
-  /** How often the live-sale directory is read from MySQL, default 2000 ms. */
-  liveSalesRefreshMs?: number;
-}
-
 export interface Gateway {
-  app: Express;
   /** The server's request listener: the purchase front door, then the Express app. */
   listener: RequestListener;
   verdicts: SaleVerdictCache;
@@ -54,7 +46,7 @@ const PURCHASE_PATH = /^\/api\/sales\/([A-Za-z0-9._-]+)\/purchase(?:\?.*)?$/;
  * the profile, so the one route that takes the flash crowd is matched here first, by one regular
  * expression, and handed the same handler the Express route uses.
  */
-export function frontDoor(app: Express, handlePurchase: PurchaseHandler): RequestListener {
+function frontDoor(app: Express, handlePurchase: PurchaseHandler): RequestListener {
   return (req: IncomingMessage, res: ServerResponse) => {
     if (req.method === 'POST') {
       const match = PURCHASE_PATH.exec(req.url ?? '');
@@ -64,17 +56,22 @@ export function frontDoor(app: Express, handlePurchase: PurchaseHandler): Reques
   };
 }
 
-/** The gateway of one process: the app, the front door, and the background parts of the purchase path. */
-export function createGateway(deps: GatewayDeps, options: GatewayOptions = {}): Gateway {
+/**
+ * The gateway of one process: the app, the front door, and the background parts of the purchase path.
+ * The one construction of it, for `main.ts` and the tests alike; until `start()` the verdict cache caches
+ * nothing and the live-sale directory is empty (a test of the app alone may leave them so).
+ */
+export function createGateway(deps: GatewayDeps): Gateway {
+  const { config } = deps;
   const metrics = createGatewayMetrics();
-  const prefix = deps.config.REDIS_PREFIX;
-  const verdicts = new SaleVerdictCache(options.verdictTtlMs ?? 1000, deps.now ?? (() => performance.now()), (saleId) => readBuyers(deps.redis, prefix, saleId, MAX_HOLDERS_KEPT));
-  const liveSales = new LiveSaleDirectory(deps.prisma, deps.logger, options.liveSalesRefreshMs ?? 2000);
+  const verdicts = new SaleVerdictCache(config.SALE_VERDICT_TTL_MS, deps.now ?? (() => performance.now()), (saleId) =>
+    readBuyers(deps.redis, config.REDIS_PREFIX, saleId, MAX_HOLDERS_KEPT),
+  );
+  const liveSales = new LiveSaleDirectory(deps.prisma, deps.logger, config.LIVE_SALES_REFRESH_MS);
   const handlePurchase = createPurchaseHandler(deps, metrics, { verdicts, liveSales });
-  const app = createApp(deps, metrics, handlePurchase);
+  const app = createApp(deps, handlePurchase);
   let events: SaleEventsListener | undefined;
   return {
-    app,
     listener: frontDoor(app, handlePurchase),
     verdicts,
     liveSales,

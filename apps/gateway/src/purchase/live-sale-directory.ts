@@ -16,8 +16,8 @@ export class LiveSaleDirectory {
   constructor(
     private readonly prisma: PrismaClient,
     private readonly logger: Logger,
-    /** Refresh period in ms. */
-    private readonly refreshMs = 2000,
+    /** Refresh period in ms (LIVE_SALES_REFRESH_MS). */
+    private readonly refreshMs: number,
   ) {}
 
   /** Whether MySQL holds this sale and it has not ended, as of the last refresh. */

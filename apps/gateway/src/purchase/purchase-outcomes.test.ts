@@ -1,43 +1,27 @@
 import { randomUUID } from 'node:crypto';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLogger } from '@flashsale/config';
-import { createReconcileJobs, type ReconcileJobs } from '@flashsale/jobs';
-import { createLiveSale, createTestContext, type TestContext } from '../../../../test/support/context.ts';
+import { describe, expect, it } from 'vitest';
+import { createLiveSale, type TestContext } from '../../../../test/support/context.ts';
 import { buyerToken } from '@flashsale/harness';
 import { bearer } from '../../../../test/support/http.ts';
 import { manualClock } from '../../../../test/support/clock.ts';
-import { createApp } from '../app.ts';
-import { createGatewayMetrics, type GatewayMetrics } from '../metrics.ts';
+import { gatewayPerFile, type TestGateway } from '../../../../test/support/gateway.ts';
 
-// The app built around a metrics object of the test's own, so the counter read is exactly this app's,
-// and a clock of its own, so the rate limiter's second ends only when the test says.
+// A gateway of the file's own, so the counter read is exactly its metrics', with a clock of its own, so
+// the rate limiter's second ends only when the test says.
 const clock = manualClock();
 let ctx: TestContext;
-let jobs: ReconcileJobs;
-let metrics: GatewayMetrics;
-let server: Server;
-let url: string;
-beforeAll(async () => {
-  ctx = createTestContext({ RATE_LIMIT_PER_SECOND: '1' });
-  jobs = createReconcileJobs(ctx.config.REDIS_URL, ctx.config.REDIS_PREFIX);
-  metrics = createGatewayMetrics();
-  const app = createApp({ config: ctx.config, redis: ctx.redis, prisma: ctx.prisma, logger: createLogger('gateway-test', 'silent'), jobs, now: clock.now }, metrics);
-  server = createServer(app);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-});
-afterAll(async () => {
-  server.closeAllConnections();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  await jobs.close();
-  await ctx.close();
-});
+let gateway: TestGateway;
+gatewayPerFile(
+  (started, server) => {
+    ctx = started;
+    gateway = server;
+  },
+  { env: { RATE_LIMIT_PER_SECOND: '1' }, now: clock.now },
+);
 
 async function outcomes(): Promise<Record<string, number>> {
   const counted: Record<string, number> = {};
-  for (const { labels, value } of (await metrics.purchases.get()).values) counted[String(labels.outcome)] = value;
+  for (const { labels, value } of (await gateway.gateway.metrics.purchases.get()).values) counted[String(labels.outcome)] = value;
   return counted;
 }
 
@@ -47,7 +31,7 @@ describe('flashsale_purchases_total', () => {
     const send = async (init: { token?: string | null; contentType?: string; body?: string | Uint8Array; saleId?: string }) => {
       const headers: Record<string, string> = init.token === null ? {} : bearer(init.token ?? (buyerToken(`buyer-${randomUUID()}`)));
       if (init.contentType) headers['content-type'] = init.contentType;
-      return (await fetch(`${url}/api/sales/${init.saleId ?? sale.id}/purchase`, { method: 'POST', headers, body: init.body })).status;
+      return (await fetch(`${gateway.url}/api/sales/${init.saleId ?? sale.id}/purchase`, { method: 'POST', headers, body: init.body })).status;
     };
     const repeater = buyerToken('repeater');
 

@@ -14,7 +14,7 @@ let gateway: TestGateway;
 gatewayPerFile((started, server) => {
   ctx = started;
   gateway = server;
-}, { verdictTtlMs: 60_000 });
+}, { env: { SALE_VERDICT_TTL_MS: '60000' } });
 
 /** How long the gateway may take to act on what it was told in the background (holders read, a sale event). */
 const BACKGROUND = { timeout: 3000, interval: 10 };
@@ -92,7 +92,7 @@ describe('the sold-out fast path', () => {
 
   it('trusts a verdict no longer than its TTL, should an announcement be lost anyway', async () => {
     const clock = manualClock();
-    const shortLived = await startGateway(ctx, { verdictTtlMs: 300, now: clock.now });
+    const shortLived = await startGateway({ ...ctx, config: { ...ctx.config, SALE_VERDICT_TTL_MS: 300 } }, { now: clock.now });
     try {
       const saleId = await soldOutSaleWithUnitsBackInRedis(shortLived);
       clock.advance(299);

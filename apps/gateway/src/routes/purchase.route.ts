@@ -1,8 +1,6 @@
 import { Router } from 'express';
 import type { PurchaseHandler } from '../purchase/purchase-handler.ts';
 
-export { refusalOf } from '../purchase/purchase-handler.ts';
-
 /**
  * POST /api/sales/:saleId/purchase: authenticate, validate, one EVALSHA, answer. No MySQL here: the
  * reservation reaches MySQL through the stream the script wrote it to. The handler works on Node's own

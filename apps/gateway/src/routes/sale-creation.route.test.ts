@@ -6,7 +6,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { once } from 'node:events';
 import { createLogger } from '@flashsale/config';
-import { createApp } from '../app.ts';
+import { createGateway } from '../gateway.ts';
 import { gatewayPerFile, type TestGateway } from '../../../../test/support/gateway.ts';
 import { bearer, expectProblem } from '../../../../test/support/http.ts';
 
@@ -69,9 +69,9 @@ describe('POST /api/admin/sales while Redis is unreachable', () => {
   it('answers 503 and leaves an unfinished create that nothing watches or sells; its key answers "retry shortly", never a second sale', async () => {
     // The same database and prefix, but a Redis nobody listens on.
     const down = createTestContext({ REDIS_PREFIX: ctx.config.REDIS_PREFIX, REDIS_URL: 'redis://127.0.0.1:1' });
-    // The app alone: the create path needs neither the sale events subscription nor the reconcile queue.
-    const app = createApp({ config: down.config, redis: down.redis, prisma: down.prisma, logger: createLogger('test', 'silent'), jobs: undefined as never });
-    const server = createServer(app).listen(0, '127.0.0.1');
+    // The gateway not started: the create path needs neither the sale events subscription nor the reconcile queue.
+    const { listener } = createGateway({ config: down.config, redis: down.redis, prisma: down.prisma, logger: createLogger('test', 'silent'), jobs: undefined as never });
+    const server = createServer(listener).listen(0, '127.0.0.1');
     await once(server, 'listening');
     const broken = { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => new Promise((resolve) => server.close(resolve)) };
     const name = `Created during an outage ${randomUUID()}`;
