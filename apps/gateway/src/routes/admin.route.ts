@@ -55,7 +55,7 @@ export function adminRouter(deps: GatewayDeps): Router {
       requireJsonBody(req.headers['content-type'], req.headers['content-length'], req.headers['transfer-encoding'] !== undefined);
       next();
     },
-    express.json({ limit: '1kb', strict: true }),
+    express.json({ limit: config.HTTP_MAX_BODY_BYTES, strict: true }),
     async (req, res) => {
       const input = parseOrThrow(newSaleBody, req.body ?? {});
       const sale = await createSale(deps, input, creationKeyOf(req.headers['idempotency-key'], input), () => !res.headersSent);
