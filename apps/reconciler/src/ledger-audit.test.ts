@@ -1,0 +1,162 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLogger } from '@flashsale/config';
+import { newReservationId } from '@flashsale/domain';
+import { acknowledge, deadLetter, decodeReservation, readAuditRecord, readNewEntries, reservePurchase, saleKeys, type StreamEntry } from '@flashsale/redis-store';
+import { writeOrderBatch, type SaleRecord } from '@flashsale/order-store';
+import { createLiveSale, createTestContext, type TestContext } from '../../../test/support/context.ts';
+import { auditAndReport, auditSale, type AuditReport } from './ledger-audit.ts';
+
+// The audit against the real Redis and MariaDB, each place a unit can be in put there by hand: no worker
+// runs, so nothing moves between the steps and each count is exact.
+
+let ctx: TestContext;
+beforeAll(() => {
+  ctx = createTestContext();
+});
+afterAll(async () => {
+  await ctx.close();
+});
+
+const prefix = () => ctx.config.REDIS_PREFIX;
+const keysOf = (sale: SaleRecord) => saleKeys(prefix(), sale.id);
+
+async function reserve(sale: SaleRecord, buyer: string, quantity = 1): Promise<void> {
+  const outcome = await reservePurchase(ctx.redis, prefix(), { saleId: sale.id, userId: buyer, quantity, reservationId: newReservationId(sale.id) });
+  expect(outcome.kind).toBe('reserved');
+}
+
+/** Delivers the sale's new entries to a consumer, as a worker's read does; they stay pending until acknowledged. */
+async function deliver(sale: SaleRecord): Promise<StreamEntry[]> {
+  const round = await readNewEntries(ctx.redis, prefix(), 'audit-test', [sale.id], 100);
+  return round.entries.get(sale.id) ?? [];
+}
+
+/** Writes delivered entries as orders, as a worker does before it acknowledges them. */
+async function writeOrders(sale: SaleRecord, entries: StreamEntry[]): Promise<void> {
+  const batch = entries.map((entry) => {
+    const decoded = decodeReservation(sale.id, entry.id, entry.fields);
+    if (!decoded.ok) throw new Error(`entry ${entry.id} is malformed`);
+    return decoded.reservation;
+  });
+  expect((await writeOrderBatch(ctx.prisma, sale.id, batch)).written).toHaveLength(batch.length);
+}
+
+const ack = (sale: SaleRecord, entries: StreamEntry[]) => acknowledge(ctx.redis, prefix(), sale.id, entries.map((e) => e.id));
+
+/** What an audit counts, less the instant it was read at. */
+async function counts(sale: SaleRecord): Promise<Omit<AuditReport, 'at'> | null> {
+  const report = await auditSale(ctx.redis, ctx.prisma, prefix(), sale.id);
+  if (!report) return null;
+  const { at, ...rest } = report;
+  expect(at).toBeGreaterThan(0);
+  return rest;
+}
+
+describe('auditSale', () => {
+  // A sale of 10 with reservations of 1, 2 and 3 units: 6 taken, 4 remaining, wherever the 6 are.
+  it.each<[string, (sale: SaleRecord) => Promise<void>, { inFlightUnits: number; deadLetteredUnits: number; unitsInDb: number }]>([
+    ['not yet delivered to a worker', async () => undefined, { inFlightUnits: 6, deadLetteredUnits: 0, unitsInDb: 0 }],
+    ['delivered, not yet written', async (sale) => void (await deliver(sale)), { inFlightUnits: 6, deadLetteredUnits: 0, unitsInDb: 0 }],
+    // The worker died between commit and XACK: in MySQL and still in flight, counted once.
+    ['written, not yet acknowledged', async (sale) => writeOrders(sale, await deliver(sale)), { inFlightUnits: 6, deadLetteredUnits: 0, unitsInDb: 0 }],
+    [
+      'written and acknowledged',
+      async (sale) => {
+        const entries = await deliver(sale);
+        await writeOrders(sale, entries);
+        await ack(sale, entries);
+      },
+      { inFlightUnits: 0, deadLetteredUnits: 0, unitsInDb: 6 },
+    ],
+    [
+      'one written, one set aside as a dead letter, one delivered and pending',
+      async (sale) => {
+        const [ann, , cy] = await deliver(sale);
+        await writeOrders(sale, [ann!]);
+        await ack(sale, [ann!]);
+        await deadLetter(ctx.redis, prefix(), sale.id, cy!, 'DUPLICATE_BUYER', 1);
+      },
+      { inFlightUnits: 2, deadLetteredUnits: 3, unitsInDb: 1 },
+    ],
+  ])('balances a sale whose reservations are %s: remaining + in flight + dead-lettered + in MySQL = stock', async (_, arrange, where) => {
+    const sale = await createLiveSale(ctx, { stock: 10, perUserLimit: 3 });
+    await reserve(sale, 'ann', 1);
+    await reserve(sale, 'bob', 2);
+    await reserve(sale, 'cy', 3);
+    await arrange(sale);
+    const remaining = 10 - where.inFlightUnits - where.deadLetteredUnits - where.unitsInDb;
+
+    expect(await counts(sale)).toEqual({ saleId: sale.id, stock: 10, remaining, ...where, drift: 0 });
+  });
+
+  it('leaves out entries of an earlier generation: they were never taken from this state\'s stock', async () => {
+    const sale = await createLiveSale(ctx, { stock: 10 });
+    await reserve(sale, 'ann');
+    await ctx.redis.xadd(keysOf(sale).stream, '*', 'r', newReservationId(sale.id), 'u', 'old', 'q', '4', 't', '1', 'g', 'an-earlier-generation');
+
+    expect(await counts(sale)).toEqual({ saleId: sale.id, stock: 10, remaining: 9, inFlightUnits: 1, deadLetteredUnits: 0, unitsInDb: 0, drift: 0 });
+  });
+
+  it.each<[string, number]>([
+    ['Redis holding 2 units more than it should: drift +2', 2],
+    ['a unit gone from Redis that no reservation took: drift -1', -1],
+  ])('sees %s, and writes nothing of the sale', async (_, change) => {
+    const sale = await createLiveSale(ctx, { stock: 10 });
+    await reserve(sale, 'ann');
+    await ctx.redis.hincrby(keysOf(sale).meta, 'remaining', change);
+    const before = await Promise.all([ctx.redis.hgetall(keysOf(sale).meta), ctx.redis.hgetall(keysOf(sale).buyers), ctx.redis.xlen(keysOf(sale).stream)]);
+
+    expect(await counts(sale)).toEqual({ saleId: sale.id, stock: 10, remaining: 9 + change, inFlightUnits: 1, deadLetteredUnits: 0, unitsInDb: 0, drift: change });
+    expect(await Promise.all([ctx.redis.hgetall(keysOf(sale).meta), ctx.redis.hgetall(keysOf(sale).buyers), ctx.redis.xlen(keysOf(sale).stream)])).toEqual(before);
+  });
+
+  it.each<[string, (sale: SaleRecord) => Promise<unknown>]>([
+    ['Redis holds no state for', (sale) => ctx.redis.del(keysOf(sale).meta, keysOf(sale).buyers, keysOf(sale).stream)],
+    ['Redis lost the stream of', (sale) => ctx.redis.del(keysOf(sale).stream)],
+    ['is paused (a reconciliation runs) for', (sale) => ctx.redis.hset(keysOf(sale).meta, 'paused', '1')],
+  ])('has nothing to say of a sale %s it', async (_, arrange) => {
+    const sale = await createLiveSale(ctx, { stock: 10 });
+    await reserve(sale, 'ann');
+    await arrange(sale);
+
+    expect(await auditSale(ctx.redis, ctx.prisma, prefix(), sale.id)).toBeNull();
+  });
+});
+
+describe('auditAndReport', () => {
+  const reported: (AuditReport & { confirmed: boolean })[] = [];
+  const deps = () => ({ redis: ctx.redis, prisma: ctx.prisma, prefix: prefix(), logger: createLogger('audit-test', 'silent'), onReport: (report: AuditReport & { confirmed: boolean }) => reported.push(report) });
+
+  it('records a balanced ledger as drift 0, unconfirmed', async () => {
+    const sale = await createLiveSale(ctx, { stock: 10 });
+    await reserve(sale, 'ann', 1);
+    reported.length = 0;
+
+    const report = await auditAndReport(deps(), sale.id, 0);
+
+    expect(reported).toEqual([{ ...report, confirmed: false }]);
+    expect(await readAuditRecord(ctx.redis, prefix(), sale.id)).toMatchObject({ drift: 0, checkedAt: report!.at });
+  });
+
+  it('records a drift seen twice in a row as confirmed, with its size', async () => {
+    const sale = await createLiveSale(ctx, { stock: 10 });
+    await ctx.redis.hincrby(keysOf(sale).meta, 'remaining', 3);
+    reported.length = 0;
+
+    const report = await auditAndReport(deps(), sale.id, 0);
+
+    expect(report).toMatchObject({ remaining: 13, drift: 3 });
+    expect(reported).toEqual([{ ...report, confirmed: true }]);
+    expect(await readAuditRecord(ctx.redis, prefix(), sale.id)).toMatchObject({ drift: 3, checkedAt: report!.at });
+  });
+
+  it('audits nothing of a sale MySQL does not hold, and records nothing', async () => {
+    const sale = await createLiveSale(ctx, { stock: 10 });
+    await ctx.prisma.sale.delete({ where: { id: sale.id } });
+    reported.length = 0;
+
+    expect(await auditAndReport(deps(), sale.id, 0)).toBeNull();
+    expect(reported).toEqual([]);
+    expect(await readAuditRecord(ctx.redis, prefix(), sale.id)).toBeNull();
+  });
+});
