@@ -1,8 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createLogger } from '@flashsale/config';
 import { newReservationId } from '@flashsale/domain';
-import { decodeReservation, ORDER_WRITERS_GROUP, reservePurchase, saleKeys, streamBacklog, type ReservationEntry } from '@flashsale/redis-store';
-import { poolConfigFromUrl, writeOrderBatch } from '@flashsale/order-store';
+import { ORDER_WRITERS_GROUP, reservePurchase, saleKeys, streamBacklog } from '@flashsale/redis-store';
+import { poolConfigFromUrl } from '@flashsale/order-store';
 import { createConnection } from 'mariadb';
 import { createLiveSale, createTestContext, type TestContext } from '../../../test/support/context.ts';
 import { until } from '../../../test/support/until.ts';
@@ -45,15 +45,6 @@ async function readEntries(saleId: number) {
   return entries;
 }
 
-/** The sale's stream as the writer gets it from the worker. */
-async function batchOf(saleId: number): Promise<ReservationEntry[]> {
-  return (await readEntries(saleId)).map(([entryId, fields]) => {
-    const decoded = decodeReservation(saleId, entryId, fields);
-    if (!decoded.ok) throw new Error(`entry ${entryId} is malformed`);
-    return decoded.reservation;
-  });
-}
-
 async function deadLetters(saleId: number) {
   const entries = (await ctx.redis.xrange(saleKeys(ctx.config.REDIS_PREFIX, saleId).deadLetter, '-', '+')) as [string, string[]][];
   return entries.map(([, fields]) => Object.fromEntries(fields.flatMap((_, i) => (i % 2 === 0 ? [[fields[i], fields[i + 1]]] : []))) as Record<string, string>);
@@ -87,20 +78,6 @@ describe('order worker', () => {
     const reservationId = await reserve(sale.id, 'late-buyer');
     await waitForDrain(ctx.redis, ctx.config.REDIS_PREFIX, sale.id);
     expect((await ordersOf(ctx.prisma, sale.id)).map((o) => o.reservationId)).toEqual([reservationId]);
-  });
-
-  it('replaying a batch already written creates nothing', async () => {
-    const sale = await createLiveSale(ctx, { stock: 10 });
-    const ids = [await reserve(sale.id, 'a'), await reserve(sale.id, 'b')];
-    const batch = await batchOf(sale.id);
-
-    const first = await writeOrderBatch(ctx.prisma, sale.id, batch);
-    const second = await writeOrderBatch(ctx.prisma, sale.id, batch);
-
-    expect(first.written.map((r) => r.reservationId)).toEqual(ids);
-    expect(second).toEqual({ written: [], replayed: batch, rejected: [] });
-    expect((await ordersOf(ctx.prisma, sale.id)).length).toBe(2);
-    expect((await ctx.prisma.sale.findUniqueOrThrow({ where: { id: sale.id } })).soldUnits).toBe(2);
   });
 
   it('acknowledges a redelivered entry whose order exists without writing it again', async () => {
@@ -218,105 +195,6 @@ describe('order worker', () => {
     const ledger = await ledgerOf(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, sale.id, accepted);
     expect(ledger).toEqual({ lost: [], duplicated: [], unexpected: [], unitsInDb: 300, remaining: 0, stock: 300 });
     expect(workers[0]!.stats.written + workers[1]!.stats.written).toBe(300);
-  });
-});
-
-describe('order worker at the end of a sale', () => {
-  it('acknowledges a redelivered batch that sold the last units instead of refusing it as over stock', async () => {
-    const sale = await createLiveSale(ctx, { stock: 2 });
-    const ids = [await reserve(sale.id, 'a'), await reserve(sale.id, 'b')];
-    const batch = await batchOf(sale.id);
-    expect((await writeOrderBatch(ctx.prisma, sale.id, batch)).written.map((r) => r.reservationId)).toEqual(ids);
-
-    // The worker died before XACK; the batch comes again with the sale now sold out.
-    expect(await writeOrderBatch(ctx.prisma, sale.id, batch)).toEqual({ written: [], replayed: batch, rejected: [] });
-  });
-});
-
-describe('order writer, batches it cannot write whole', () => {
-  // The writer's quick pass writes a batch in one guarded UPDATE and one INSERT; each batch below must
-  // fall back to judging entry by entry, and come out exactly as if written one at a time.
-
-  it('the same buyer twice in one batch (Redis lost its buyers in between): the first written, the second refused', async () => {
-    const sale = await createLiveSale(ctx, { stock: 10 });
-    const first = await reserve(sale.id, 'a');
-    await ctx.redis.hdel(saleKeys(ctx.config.REDIS_PREFIX, sale.id).buyers, 'a');
-    await reserve(sale.id, 'a');
-    const batch = await batchOf(sale.id);
-
-    const outcome = await writeOrderBatch(ctx.prisma, sale.id, batch);
-    expect(outcome).toEqual({ written: [batch[0]], replayed: [], rejected: [{ reservation: batch[1], reason: 'DUPLICATE_BUYER' }] });
-    expect((await ordersOf(ctx.prisma, sale.id)).map((o) => o.reservationId)).toEqual([first]);
-    expect((await ctx.prisma.sale.findUniqueOrThrow({ where: { id: sale.id } })).soldUnits).toBe(1);
-  });
-
-  it('the same reservation twice in one batch (a redelivery racing its original): written once', async () => {
-    const sale = await createLiveSale(ctx, { stock: 10 });
-    const id = await reserve(sale.id, 'a');
-    const [entry] = await batchOf(sale.id);
-    const again = { ...entry!, entryId: '9999999999999-0' };
-    const outcome = await writeOrderBatch(ctx.prisma, sale.id, [entry!, again]);
-
-    expect(outcome).toEqual({ written: [entry], replayed: [again], rejected: [] });
-    expect((await ordersOf(ctx.prisma, sale.id)).map((o) => o.reservationId)).toEqual([id]);
-    expect((await ctx.prisma.sale.findUniqueOrThrow({ where: { id: sale.id } })).soldUnits).toBe(1);
-  });
-
-  it('new reservations after one already written: the written one acknowledged as replayed, the rest written', async () => {
-    const sale = await createLiveSale(ctx, { stock: 10 });
-    const ids = [await reserve(sale.id, 'a'), await reserve(sale.id, 'b'), await reserve(sale.id, 'c')];
-    const batch = await batchOf(sale.id);
-    await writeOrderBatch(ctx.prisma, sale.id, batch.slice(0, 1));
-
-    expect(await writeOrderBatch(ctx.prisma, sale.id, batch)).toEqual({ written: batch.slice(1), replayed: batch.slice(0, 1), rejected: [] });
-    expect((await ordersOf(ctx.prisma, sale.id)).map((o) => o.reservationId)).toEqual(ids);
-    expect((await ctx.prisma.sale.findUniqueOrThrow({ where: { id: sale.id } })).soldUnits).toBe(3);
-  });
-
-  it('an entry of an earlier generation beside current ones: the stale one refused, the others written', async () => {
-    const sale = await createLiveSale(ctx, { stock: 10 });
-    await reserve(sale.id, 'a');
-    await reserve(sale.id, 'b');
-    const [a, b] = await batchOf(sale.id);
-    const stale = { ...a!, generation: 'an-earlier-generation' };
-
-    expect(await writeOrderBatch(ctx.prisma, sale.id, [stale, b!])).toEqual({ written: [b], replayed: [], rejected: [{ reservation: stale, reason: 'STALE_GENERATION' }] });
-    expect((await ctx.prisma.sale.findUniqueOrThrow({ where: { id: sale.id } })).soldUnits).toBe(1);
-  });
-
-  it('a quantity over the per-user limit, or not a whole number of at least 1: refused with its reason, the others written', async () => {
-    const sale = await createLiveSale(ctx, { stock: 10, perUserLimit: 2 });
-    for (const buyer of ['a', 'b', 'c', 'd']) await reserve(sale.id, buyer);
-    const [a, b, c, d] = await batchOf(sale.id);
-    const over = { ...b!, quantity: 3 };
-    const none = { ...c!, quantity: 0 };
-    const fraction = { ...d!, quantity: 1.5 };
-
-    expect(await writeOrderBatch(ctx.prisma, sale.id, [a!, over, none, fraction])).toEqual({
-      written: [a],
-      replayed: [],
-      rejected: [
-        { reservation: over, reason: 'OVER_USER_LIMIT' },
-        { reservation: none, reason: 'INVALID_QUANTITY' },
-        { reservation: fraction, reason: 'INVALID_QUANTITY' },
-      ],
-    });
-    expect((await ordersOf(ctx.prisma, sale.id)).map((o) => o.reservationId)).toEqual([a!.reservationId]);
-    expect((await ctx.prisma.sale.findUniqueOrThrow({ where: { id: sale.id } })).soldUnits).toBe(1);
-  });
-
-  it('stores the instant Redis accepted each reservation to the millisecond, at the edges of the range too', async () => {
-    const sale = await createLiveSale(ctx, { stock: 10 });
-    await reserve(sale.id, 'a');
-    await reserve(sale.id, 'b');
-    await reserve(sale.id, 'c');
-    const [a, b, c] = await batchOf(sale.id);
-    // The last two are where arithmetic in floating point would be off by microseconds, truncated to a
-    // millisecond less.
-    const instants = [Date.UTC(1970, 0, 1, 0, 0, 0, 1), Date.UTC(5000, 5, 1, 0, 0, 0, 1), Date.UTC(9999, 11, 31, 23, 59, 59, 999)];
-    await writeOrderBatch(ctx.prisma, sale.id, [{ ...a!, reservedAt: instants[0]! }, { ...b!, reservedAt: instants[1]! }, { ...c!, reservedAt: instants[2]! }]);
-
-    expect((await ordersOf(ctx.prisma, sale.id)).map((o) => o.reservedAt.getTime())).toEqual(instants);
   });
 });
 
