@@ -36,6 +36,8 @@ const reconciler = new Reconciler(
     publishGraceMs: config.RECONCILER_PUBLISH_GRACE_MS,
     createGraceMs: config.RECONCILER_CREATE_GRACE_MS,
     streamRetentionMs: config.RECONCILER_STREAM_RETENTION_MS,
+    watchAfterEndMs: config.RECONCILER_WATCH_AFTER_END_MS,
+    retireAfterEndMs: config.RECONCILER_RETIRE_AFTER_END_MS,
     auditEveryMs: config.AUDIT_EVERY_MS,
     drainTimeoutMs: config.RECONCILE_DRAIN_TIMEOUT_MS,
     concurrency: config.RECONCILER_CONCURRENCY,

@@ -27,6 +27,10 @@ export interface ReconcilerOptions {
   createGraceMs: number;
   /** How long acknowledged entries stay in a sale's stream (RECONCILER_STREAM_RETENTION_MS). */
   streamRetentionMs: number;
+  /** How long after its end a sale is still watched and audited (RECONCILER_WATCH_AFTER_END_MS). */
+  watchAfterEndMs: number;
+  /** How long after its end a drained sale stays in the workers' list (RECONCILER_RETIRE_AFTER_END_MS). */
+  retireAfterEndMs: number;
   auditEveryMs: number;
   drainTimeoutMs: number;
   /** Reconciliations of different sales run side by side; one sale never has two (one job id per sale). */
@@ -100,7 +104,7 @@ export class Reconciler {
       AUDIT_QUEUE,
       async () => {
         const auditDeps = { redis, prisma, prefix: options.prefix, logger, onReport: deps.onAudit };
-        for (const sale of await listWatchedSales(prisma)) {
+        for (const sale of await listWatchedSales(prisma, { watchAfterEndMs: options.watchAfterEndMs })) {
           // One sale whose keys cannot be read (the wrong type) must not keep the others from their audit.
           await auditAndReport(auditDeps, sale.id).catch((error: unknown) => {
             if (isRedisUnavailable(error) || isMysqlUnavailable(error)) throw error;
@@ -153,6 +157,8 @@ export class Reconciler {
         publishGraceMs: this.options.publishGraceMs,
         createGraceMs: this.options.createGraceMs,
         retentionMs: this.options.streamRetentionMs,
+        watchAfterEndMs: this.options.watchAfterEndMs,
+        retireAfterEndMs: this.options.retireAfterEndMs,
         pausedLastPass: this.pausedLastPass,
         onSaleError: this.deps.onSaleError,
         requestReconcile: async (saleId, reason) => {

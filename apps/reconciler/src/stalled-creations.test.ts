@@ -17,6 +17,8 @@ function watcherDeps(createGraceMs: number): StateWatcherDeps {
     publishGraceMs: 0,
     createGraceMs,
     retentionMs: 0,
+    watchAfterEndMs: env.ctx.config.RECONCILER_WATCH_AFTER_END_MS,
+    retireAfterEndMs: env.ctx.config.RECONCILER_RETIRE_AFTER_END_MS,
     pausedLastPass: new Set(),
     requestReconcile: async () => undefined,
   };

@@ -48,6 +48,10 @@ export interface StateWatcherDeps {
   createGraceMs: number;
   /** How long acknowledged entries stay in a stream after they were added, beyond the checkpoint's. */
   retentionMs: number;
+  /** How long after its end a sale is still watched (RECONCILER_WATCH_AFTER_END_MS, MySQL's clock). */
+  watchAfterEndMs: number;
+  /** How long after its end a drained sale stays in the workers' list (RECONCILER_RETIRE_AFTER_END_MS, Redis's clock). */
+  retireAfterEndMs: number;
   /** Sales the previous pass found paused; filled in by this pass for the next. */
   pausedLastPass: Set<number>;
   /** Told of a sale whose watch failed this pass (counted in the reconciler's metrics). */
@@ -65,7 +69,7 @@ export async function watchOnce(deps: StateWatcherDeps): Promise<Map<number, Ver
   await settleStalledCreations(deps);
   const verdicts = new Map<number, Verdict>();
   const pausedNow = new Set<number>();
-  const watched = await listWatchedSales(deps.prisma, { publishGraceMs: deps.publishGraceMs });
+  const watched = await listWatchedSales(deps.prisma, { watchAfterEndMs: deps.watchAfterEndMs, publishGraceMs: deps.publishGraceMs });
   for (const sale of watched) {
     if (!sale.settled) continue;
     await forOneSale(deps, sale.id, 'not watched this pass', async () => {
@@ -176,19 +180,16 @@ async function retain(deps: StateWatcherDeps, saleId: number, bounds: RetentionB
   }
 }
 
-/** How long after its end a drained sale stays in the workers' list. */
-const RETIRE_AFTER_END_MS = 60_000;
-
 /**
- * Keeps the workers' list of sales to the ones that may still have work: a sale ended a minute ago
- * (on Redis's clock) whose stream has drained is taken out, so idle workers do not poll every sale
+ * Keeps the workers' list of sales to the ones that may still have work: a sale ended `retireAfterEndMs`
+ * ago (on Redis's clock) whose stream has drained is taken out, so idle workers do not poll every sale
  * ever published.
  */
 async function retireFinishedSales(deps: StateWatcherDeps, endsAtOfWatched: Map<number, number>): Promise<void> {
   const now = await redisNow(deps.redis);
   for (const saleId of await listSaleIds(deps.redis, deps.prefix)) {
     const endsAt = endsAtOfWatched.get(saleId) ?? (await findSale(deps.prisma, saleId))?.endsAt;
-    if (endsAt === undefined || now < endsAt + RETIRE_AFTER_END_MS) continue;
+    if (endsAt === undefined || now < endsAt + deps.retireAfterEndMs) continue;
     await forOneSale(deps, saleId, 'not retired this pass', async () => {
       const backlog = await streamBacklog(deps.redis, deps.prefix, saleId);
       if (backlog.lag === 0 && backlog.pending === 0) {

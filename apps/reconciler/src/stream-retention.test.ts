@@ -41,6 +41,8 @@ function watcherDeps(prisma: PrismaClient = env.ctx.prisma): StateWatcherDeps & 
     publishGraceMs: 0,
     createGraceMs: 30_000,
     retentionMs: 0,
+    watchAfterEndMs: env.ctx.config.RECONCILER_WATCH_AFTER_END_MS,
+    retireAfterEndMs: env.ctx.config.RECONCILER_RETIRE_AFTER_END_MS,
     pausedLastPass: new Set(),
     requested,
     requestReconcile: async (saleId, reason) => {

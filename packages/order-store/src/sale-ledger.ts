@@ -7,9 +7,6 @@ import { LIVE_ORDER_STATUSES, toSaleRecord, type SaleRecord } from './sale-repos
  * the rebuild transaction that switches a sale to a new Redis generation.
  */
 
-/** How long after its end a sale is still watched: its stream may hold entries written before the end. */
-const WATCH_AFTER_END_MS = 3_600_000;
-
 /** A checkpoint: what Redis had accepted at `at` (Redis's clock), and the stream's last entry then. */
 export interface Checkpoint {
   reservations: number;
@@ -26,16 +23,20 @@ export interface WatchedSale extends SaleRecord {
 }
 
 /**
- * The sales to watch: published, and not ended more than an hour ago. Both times are judged on MySQL's
- * clock (NOW(3) in the statement), never the reconciler's: a reconciler whose clock runs hours ahead
- * would otherwise stop watching a sale still selling, and one behind would judge a sale before its
- * publish could land.
+ * The sales to watch: published, and not ended more than `watchAfterEndMs` ago
+ * (RECONCILER_WATCH_AFTER_END_MS: a sale's stream may hold entries written before its end). Both times
+ * are judged on MySQL's clock (NOW(3) in the statement), never the reconciler's: a reconciler whose clock
+ * runs hours ahead would otherwise stop watching a sale still selling, and one behind would judge a sale
+ * before its publish could land.
  */
-export async function listWatchedSales(prisma: PrismaClient, { publishGraceMs = 0 }: { publishGraceMs?: number } = {}): Promise<WatchedSale[]> {
+export async function listWatchedSales(
+  prisma: PrismaClient,
+  { watchAfterEndMs, publishGraceMs = 0 }: { watchAfterEndMs: number; publishGraceMs?: number },
+): Promise<WatchedSale[]> {
   const listed = await prisma.$queryRaw<{ id: number; settled: number | bigint }[]>`
     SELECT id, created_at <= NOW(3) - INTERVAL ${publishGraceMs * 1000} MICROSECOND AS settled
     FROM sales
-    WHERE publish_state = 'published' AND ends_at > NOW(3) - INTERVAL ${WATCH_AFTER_END_MS * 1000} MICROSECOND`;
+    WHERE publish_state = 'published' AND ends_at > NOW(3) - INTERVAL ${watchAfterEndMs * 1000} MICROSECOND`;
   if (listed.length === 0) return [];
   const settled = new Map(listed.map((row) => [Number(row.id), Number(row.settled) === 1]));
   const rows = await prisma.sale.findMany({ where: { id: { in: [...settled.keys()] } }, orderBy: { id: 'asc' } });
