@@ -2,8 +2,7 @@ import type { Logger } from '@flashsale/config';
 import { SaleNotFound } from '@flashsale/domain';
 import type { ReconcileReason, ReconcileResult } from '@flashsale/jobs';
 import { beginRebuild, withSaleLock, type PrismaClient } from '@flashsale/order-store';
-import { rebuildSaleState, setSalePaused, type ScriptedRedis } from '@flashsale/redis-store';
-import { waitForDrain } from './drain-detector.ts';
+import { rebuildSaleState, setSalePaused, waitForDrain, type ScriptedRedis } from '@flashsale/redis-store';
 import { observeLoss } from './sale-judgement.ts';
 
 export interface ReconcileDeps {
@@ -42,7 +41,7 @@ async function reconcileLocked(deps: ReconcileDeps, saleId: number, reason: Reco
   await setSalePaused(redis, prefix, saleId, true);
   await deps.announce(saleId);
 
-  const backlog = await waitForDrain(redis, prefix, saleId, { timeoutMs: deps.drainTimeoutMs });
+  const backlog = await waitForDrain(redis, prefix, saleId, deps.drainTimeoutMs);
   logger.info({ saleId, deadLettered: backlog.deadLettered, waitedMs: Math.round(performance.now() - started) }, 'reconcile: stream drained');
 
   // Whatever the reason given (an operator's request can beat the watcher to a loss), the state about to

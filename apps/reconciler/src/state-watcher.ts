@@ -12,6 +12,7 @@ import {
   type WatchedSale,
 } from '@flashsale/order-store';
 import {
+  isDrained,
   isRedisUnavailable,
   listSaleIds,
   redisNow,
@@ -192,7 +193,7 @@ async function retireFinishedSales(deps: StateWatcherDeps, endsAtOfWatched: Map<
     if (endsAt === undefined || now < endsAt + deps.retireAfterEndMs) continue;
     await forOneSale(deps, saleId, 'not retired this pass', async () => {
       const backlog = await streamBacklog(deps.redis, deps.prefix, saleId);
-      if (backlog.lag === 0 && backlog.pending === 0) {
+      if (isDrained(backlog)) {
         await retireSale(deps.redis, deps.prefix, saleId);
         deps.logger.info({ saleId }, 'sale ended and drained: no longer polled by the workers');
       }

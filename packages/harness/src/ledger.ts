@@ -1,17 +1,5 @@
 import { streamBacklog, readSaleState, type ScriptedRedis } from '@flashsale/redis-store';
 import { LIVE_ORDER_STATUSES, type PrismaClient } from '@flashsale/order-store';
-import { setTimeout as sleep } from 'node:timers/promises';
-
-/** Waits until the sale's stream has no undelivered and no pending entries, looking every `pollMs`. */
-export async function waitForDrain(redis: ScriptedRedis, prefix: string, saleId: number, timeoutMs = 30_000, pollMs = 50): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const backlog = await streamBacklog(redis, prefix, saleId);
-    if (backlog.lag === 0 && backlog.pending === 0) return;
-    if (Date.now() > deadline) throw new Error(`sale ${saleId} did not drain within ${timeoutMs} ms: ${JSON.stringify(backlog)}`);
-    await sleep(pollMs);
-  }
-}
 
 /** Every order of a sale, by reservation id. */
 export async function ordersOf(prisma: PrismaClient, saleId: number) {
