@@ -1,22 +1,24 @@
 import cluster from 'node:cluster';
 import type { Server } from 'node:http';
-import { createLogger, loadConfig, onShutdownSignal } from '@flashsale/config';
+import { createLogger, loadConfig, onShutdownSignal, serveMetricsPort } from '@flashsale/config';
 import { createRedis } from '@flashsale/redis-store';
 import { checkConnectionBudget, createPrisma } from '@flashsale/order-store';
 import { createReconcileJobs } from '@flashsale/jobs';
 import { createGateway } from './gateway.ts';
 import { runGatewayCluster } from './gateway-cluster.ts';
 import { createHttpServer, listen } from './http-server.ts';
-import { answerSupervisorScrapes, clusterMetricsSource, serveMetricsPort, SUPERVISOR_METRICS_PORT, supervisorMetricsPort } from './metrics-port.ts';
+import { answerSupervisorScrapes, clusterMetricsSource, SUPERVISOR_METRICS_PORT, supervisorMetricsPort } from './metrics-port.ts';
 
 const config = loadConfig();
 const logger = createLogger('gateway', config.LOG_LEVEL);
+// `/metrics` (and `/healthz`) on METRICS_PORT, apart from the buyers' port.
+const metricsPortOwner = { logger, role: 'gateway', variable: 'METRICS_PORT' };
 // In the background, never holding up the start. The supervisor judges for all GATEWAY_WORKERS processes.
 if (cluster.isPrimary) void checkConnectionBudget(config, 'gateway', logger, { processes: config.GATEWAY_WORKERS });
 
 if (config.GATEWAY_WORKERS > 1 && cluster.isPrimary) {
   // One metrics port for all the gateway processes, bound before they start so each can log it.
-  const metrics = await serveMetricsPort(clusterMetricsSource(), config.METRICS_PORT, logger);
+  const metrics = await serveMetricsPort(clusterMetricsSource(), config.METRICS_PORT, metricsPortOwner);
   runGatewayCluster(
     { count: config.GATEWAY_WORKERS, shutdownTimeoutMs: config.SHUTDOWN_TIMEOUT_MS, env: { [SUPERVISOR_METRICS_PORT]: String(metrics.port ?? 'none') } },
     logger,
@@ -32,7 +34,7 @@ if (config.GATEWAY_WORKERS > 1 && cluster.isPrimary) {
     answerSupervisorScrapes(gateway.metrics.registry);
     metricsPort = supervisorMetricsPort();
   } else {
-    ({ server: metricsServer, port: metricsPort } = await serveMetricsPort(gateway.metrics.registry, config.METRICS_PORT, logger));
+    ({ server: metricsServer, port: metricsPort } = await serveMetricsPort(gateway.metrics.registry, config.METRICS_PORT, metricsPortOwner));
   }
   // Not awaited: a gateway started while Redis or MySQL is away listens at once, answers /healthz, /readyz
   // 503 and purchases 503 with Retry-After, and takes up its work when they answer, without a restart.

@@ -1,30 +1,11 @@
-import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { AggregatorRegistry, type Registry } from 'prom-client';
-import { serveMetrics, type Logger, type MetricsSource } from '@flashsale/config';
+import type { MetricsSource } from '@flashsale/config';
 
 /**
  * How the supervisor of GATEWAY_WORKERS tells its gateway processes where their metrics are served: the
  * port it bound, or `none`. Set by the supervisor on fork, not by operators.
  */
 export const SUPERVISOR_METRICS_PORT = 'FLASHSALE_SUPERVISOR_METRICS_PORT';
-
-/**
- * `/metrics` (and `/healthz`) on METRICS_PORT, apart from the buyers' port. Resolves with the port, or
- * with none when it cannot be bound (a second gateway on the host with the default): that is logged,
- * and the gateway serves buyers anyway, which matters more than being scraped.
- */
-export async function serveMetricsPort(source: MetricsSource, port: number, logger: Logger): Promise<{ server: Server; port: number | undefined }> {
-  const server = serveMetrics(source, port);
-  const bound = await new Promise<number | undefined>((resolve) => {
-    server.once('listening', () => resolve((server.address() as AddressInfo).port));
-    server.once('error', (err) => {
-      logger.error({ err, port }, 'metrics port unavailable: this gateway serves no /metrics (give it its own METRICS_PORT)');
-      resolve(undefined);
-    });
-  });
-  return { server, port: bound };
-}
 
 /**
  * The supervisor's `/metrics`: at each scrape it asks every gateway process for its metrics over the

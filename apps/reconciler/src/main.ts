@@ -1,5 +1,4 @@
-import type { AddressInfo } from 'node:net';
-import { createLogger, loadConfig, onShutdownSignal, readinessProbe, serveMetrics } from '@flashsale/config';
+import { createLogger, loadConfig, onShutdownSignal, readinessProbe, serveMetricsPort } from '@flashsale/config';
 import { createRedis } from '@flashsale/redis-store';
 import { checkConnectionBudget, createPrisma } from '@flashsale/order-store';
 import { bullConnection, createReconcileJobs } from '@flashsale/jobs';
@@ -46,13 +45,11 @@ const reconciler = new Reconciler(
 // Served first, before anything waits for Redis or MySQL: /healthz answers while either is away, /readyz
 // says so. Reconciling matters more than being scraped: a port already taken is logged, and the
 // reconciler goes on without it.
-const server = serveMetrics(metrics.registry, config.RECONCILER_PORT, readinessProbe({ redis: () => redis.ping(), mysql: () => prisma.$queryRaw`SELECT 1` }));
-const port = await new Promise<number | undefined>((resolve) => {
-  server.once('listening', () => resolve((server.address() as AddressInfo).port));
-  server.once('error', (err) => {
-    logger.error({ err, port: config.RECONCILER_PORT }, 'metrics port unavailable: this reconciler serves no /metrics (give it its own RECONCILER_PORT)');
-    resolve(undefined);
-  });
+const { server, port } = await serveMetricsPort(metrics.registry, config.RECONCILER_PORT, {
+  logger,
+  role: 'reconciler',
+  variable: 'RECONCILER_PORT',
+  readiness: readinessProbe({ redis: () => redis.ping(), mysql: () => prisma.$queryRaw`SELECT 1` }),
 });
 
 onShutdownSignal(logger, config.SHUTDOWN_TIMEOUT_MS, async () => {

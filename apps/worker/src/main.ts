@@ -1,5 +1,4 @@
-import type { AddressInfo } from 'node:net';
-import { createLogger, loadConfig, onShutdownSignal, readinessProbe, serveMetrics } from '@flashsale/config';
+import { createLogger, loadConfig, onShutdownSignal, readinessProbe, serveMetricsPort } from '@flashsale/config';
 import { createRedis } from '@flashsale/redis-store';
 import { checkConnectionBudget, createPrisma } from '@flashsale/order-store';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -29,15 +28,12 @@ const worker = new OrderWorker(
 );
 metrics.watch(worker);
 // Served before anything waits for Redis or MySQL: /healthz answers while either is away, /readyz says so.
-const server = serveMetrics(metrics.registry, config.WORKER_PORT, readinessProbe({ redis: () => redis.ping(), mysql: () => prisma.$queryRaw`SELECT 1` }));
-// Writing orders matters more than being scraped: a port already taken (a second worker on the host
-// with the default) is logged, and the worker goes on without /metrics.
-const port = await new Promise<number | undefined>((resolve) => {
-  server.once('listening', () => resolve((server.address() as AddressInfo).port));
-  server.once('error', (err) => {
-    logger.error({ err, port: config.WORKER_PORT }, 'metrics port unavailable: this worker serves no /metrics (give it its own WORKER_PORT)');
-    resolve(undefined);
-  });
+// A port already taken (a second worker on the host with the default) is logged, and the worker goes on.
+const { server, port } = await serveMetricsPort(metrics.registry, config.WORKER_PORT, {
+  logger,
+  role: 'worker',
+  variable: 'WORKER_PORT',
+  readiness: readinessProbe({ redis: () => redis.ping(), mysql: () => prisma.$queryRaw`SELECT 1` }),
 });
 
 // Before the warm-up, which waits up to 2 s for a store that is away: a signal then is handled too.

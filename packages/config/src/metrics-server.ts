@@ -1,4 +1,6 @@
 import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Logger } from './logger.ts';
 
 /**
  * What `/metrics` answers: a prom-client Registry, or anything that renders one, such as the sum of a
@@ -78,4 +80,36 @@ export function serveMetrics(registry: MetricsSource, port: number, readiness?: 
       res.writeHead(404).end();
     }
   }).listen(port);
+}
+
+/** The process serving a metrics port, as the line logged when the port cannot be bound names it. */
+export interface MetricsPortOwner {
+  logger: Logger;
+  /** `gateway`, `worker`, `reconciler`. */
+  role: string;
+  /** The variable that sets the port, for the operator to change: `WORKER_PORT`. */
+  variable: string;
+  /** What `/readyz` asks (see serveMetrics); none: no `/readyz` on this port. */
+  readiness?: () => Promise<Readiness>;
+}
+
+/**
+ * serveMetrics, resolved once it listens, with the port bound; or, when the port cannot be bound (a
+ * second process of the role on the host with the default), with none, and that logged: the process goes
+ * on without /metrics, as serving buyers, writing orders or reconciling matters more than being scraped.
+ */
+export async function serveMetricsPort(
+  source: MetricsSource,
+  port: number,
+  { logger, role, variable, readiness }: MetricsPortOwner,
+): Promise<{ server: Server; port: number | undefined }> {
+  const server = serveMetrics(source, port, readiness);
+  const bound = await new Promise<number | undefined>((resolve) => {
+    server.once('listening', () => resolve((server.address() as AddressInfo).port));
+    server.once('error', (err) => {
+      logger.error({ err, port }, `metrics port unavailable: this ${role} serves no /metrics (give it its own ${variable})`);
+      resolve(undefined);
+    });
+  });
+  return { server, port: bound };
 }
