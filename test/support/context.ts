@@ -6,7 +6,7 @@ import { createPrisma, insertSale, migrate, poolConfigFromUrl, type PrismaClient
 import { createConnection } from 'mariadb';
 
 /** A Redis prefix no other test uses, so tests share one Redis without seeing each other's keys. */
-export function uniquePrefix(label = 't'): string {
+function uniquePrefix(label = 't'): string {
   return `test-${label}-${randomBytes(4).toString('hex')}`;
 }
 

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 
 /** The soft limit assumed where /proc/self/limits cannot be read (not Linux): the usual Linux default. */
-export const ASSUMED_OPEN_FILE_LIMIT = 1024;
+const ASSUMED_OPEN_FILE_LIMIT = 1024;
 /** What "unlimited" stands for: Linux's default ceiling of any process's open files (fs.nr_open). */
 const UNLIMITED_OPEN_FILES = 1_048_576;
 /** Descriptors kept for the process itself: Redis and MySQL connections, log and module files, epoll, stdio. */

@@ -106,7 +106,7 @@ function bytesText(bytes: number): string {
  * The client's error for a failure that is not the client's: Redis or MySQL away, too slow, overloaded
  * (503 with Retry-After; the request changed nothing or is safe to retry); undefined for a bug.
  */
-export function unavailableOf(error: unknown): AppError | undefined {
+function unavailableOf(error: unknown): AppError | undefined {
   return error instanceof DeadlineExceeded || isRedisUnavailable(error) || isMysqlUnavailable(error) ? serviceUnavailable() : undefined;
 }
 

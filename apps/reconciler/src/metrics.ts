@@ -25,5 +25,3 @@ export function createReconcilerMetrics() {
     }),
   };
 }
-
-export type ReconcilerMetrics = ReturnType<typeof createReconcilerMetrics>;
