@@ -45,12 +45,8 @@ const reconciler = new Reconciler(
 // Served first, before anything waits for Redis or MySQL: /healthz answers while either is away, /readyz
 // says so. Reconciling matters more than being scraped: a port already taken is logged, and the
 // reconciler goes on without it.
-const { server, port } = await serveMetricsPort(metrics.registry, config.RECONCILER_PORT, {
-  logger,
-  role: 'reconciler',
-  variable: 'RECONCILER_PORT',
-  readiness: readinessProbe({ redis: () => redis.ping(), mysql: () => prisma.$queryRaw`SELECT 1` }),
-});
+const readiness = readinessProbe({ redis: () => redis.ping(), mysql: () => prisma.$queryRaw`SELECT 1` });
+const { server, port } = await serveMetricsPort(metrics.registry, config.RECONCILER_PORT, { logger, role: 'reconciler', variable: 'RECONCILER_PORT', readiness });
 
 onShutdownSignal(logger, config.SHUTDOWN_TIMEOUT_MS, async () => {
   if (port !== undefined) server.close();

@@ -29,12 +29,8 @@ const worker = new OrderWorker(
 metrics.watch(worker);
 // Served before anything waits for Redis or MySQL: /healthz answers while either is away, /readyz says so.
 // A port already taken (a second worker on the host with the default) is logged, and the worker goes on.
-const { server, port } = await serveMetricsPort(metrics.registry, config.WORKER_PORT, {
-  logger,
-  role: 'worker',
-  variable: 'WORKER_PORT',
-  readiness: readinessProbe({ redis: () => redis.ping(), mysql: () => prisma.$queryRaw`SELECT 1` }),
-});
+const readiness = readinessProbe({ redis: () => redis.ping(), mysql: () => prisma.$queryRaw`SELECT 1` });
+const { server, port } = await serveMetricsPort(metrics.registry, config.WORKER_PORT, { logger, role: 'worker', variable: 'WORKER_PORT', readiness });
 
 // Before the warm-up, which waits up to 2 s for a store that is away: a signal then is handled too.
 onShutdownSignal(logger, config.SHUTDOWN_TIMEOUT_MS, async () => {
