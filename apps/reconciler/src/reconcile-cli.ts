@@ -20,7 +20,7 @@ if (!Number.isInteger(saleId) || saleId < 1) {
 const config = loadConfig();
 const logger = createLogger('reconcile', config.LOG_LEVEL);
 const redis = createRedis(config.REDIS_URL, { name: 'reconcile-cli', commandTimeoutMs: config.REDIS_BACKGROUND_COMMAND_TIMEOUT_MS });
-const prisma = createPrisma(config.DATABASE_URL, config.RECONCILER_DB_POOL_SIZE);
+const prisma = createPrisma(config.DATABASE_URL, config.RECONCILER_DB_POOL_SIZE, 0, { idleTimeoutMs: config.DB_POOL_IDLE_TIMEOUT_MS });
 const jobs = createReconcileJobs(config.REDIS_URL, config.REDIS_PREFIX);
 const workerConnection = bullConnection(config.REDIS_URL);
 let exitCode = 0;

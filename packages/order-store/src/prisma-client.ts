@@ -12,7 +12,11 @@ export interface PrismaOptions {
    * (the gateway's answer deadline) is what bounds a request there.
    */
   statementTimeoutMs?: number;
-  /** How long a connection may sit unused in the pool before it is closed, in ms; DB_POOL_IDLE_TIMEOUT_MS, default 3000. */
+  /**
+   * How long a connection may sit unused in the pool before it is closed, in ms: DB_POOL_IDLE_TIMEOUT_MS,
+   * which every process passes. Unset (a script's or a test's short-lived pool), the driver keeps an
+   * opened connection for its own default, 30 minutes, until the pool is closed.
+   */
   idleTimeoutMs?: number;
 }
 
@@ -33,6 +37,6 @@ export function createPrisma(databaseUrl: string, poolSize = 10, preparedStateme
   // `/*M!100108 ... */` runs on MariaDB 10.1.8 and later only, so one setting serves both servers.
   const initSql = options.statementTimeoutMs === undefined ? undefined : `/*M!100108 SET SESSION max_statement_time=${options.statementTimeoutMs / 1000} */`;
   // The driver reads idleTimeout in seconds, fractions included.
-  const lifetime = { minimumIdle: 1, idleTimeout: (options.idleTimeoutMs ?? 3000) / 1000 };
+  const lifetime = { minimumIdle: 1, ...(options.idleTimeoutMs === undefined ? {} : { idleTimeout: options.idleTimeoutMs / 1000 }) };
   return new PrismaClient({ adapter: new PrismaMariaDb({ ...pool, ...lifetime, ...(initSql ? { initSql } : {}) }) });
 }
