@@ -27,12 +27,6 @@ export interface Gateway {
   close(): Promise<void>;
 }
 
-/**
- * The most holders of one sold-out or ended sale a gateway keeps in memory (about 100 bytes each) to
- * answer their retries without Redis; a larger sale's refusals go to the reserve script instead.
- */
-const MAX_HOLDERS_KEPT = 100_000;
-
 // The purchase path exactly as clients send it. Anything else that Express's router would still match
 // (a trailing slash, other letter case, percent-encoding) goes to Express, which runs the same handler.
 const PURCHASE_PATH = /^\/api\/sales\/([A-Za-z0-9._-]+)\/purchase(?:\?.*)?$/;
@@ -65,7 +59,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
   const { config } = deps;
   const metrics = createGatewayMetrics();
   const verdicts = new SaleVerdictCache(config.SALE_VERDICT_TTL_MS, deps.now ?? (() => performance.now()), (saleId) =>
-    readBuyers(deps.redis, config.REDIS_PREFIX, saleId, MAX_HOLDERS_KEPT),
+    readBuyers(deps.redis, config.REDIS_PREFIX, saleId, config.SALE_VERDICT_MAX_HOLDERS),
   );
   const liveSales = new LiveSaleDirectory(deps.prisma, deps.logger, config.LIVE_SALES_REFRESH_MS);
   const handlePurchase = createPurchaseHandler(deps, metrics, { verdicts, liveSales });

@@ -98,6 +98,12 @@ const schema = z
      */
     SALE_VERDICT_TTL_MS: intFrom(0, 60_000).default(1000),
     /**
+     * The most holders of one sold-out or ended sale a gateway keeps in memory (about 100 bytes each) to
+     * answer their retries without Redis, default 100000; a sale with more is answered by the reserve
+     * script (one Redis call, still correct).
+     */
+    SALE_VERDICT_MAX_HOLDERS: intFrom(0, 10_000_000).default(100_000),
+    /**
      * How often a gateway reads from MySQL which sales are live (to answer 503 SALE_PAUSED, not 404, for
      * a live sale Redis lost), default 2000 ms. Keep DB_POOL_IDLE_TIMEOUT_MS under twice this value, or
      * the refresh keeps a second connection of an idle gateway open.
