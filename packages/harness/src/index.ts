@@ -10,3 +10,4 @@ export { startRedisServer, freePort, type RedisServer, type RedisServerOptions }
 export { purchaseBurst, mergeBursts, type BurstOutcome } from './purchase-burst.ts';
 export { startMariaDbServer, type MariaDbServer } from './mariadb-server.ts';
 export { skewedClockEnv } from './skewed-clock.ts';
+export { startRedisCluster, type RedisCluster, type ClusterNode } from './redis-cluster.ts';

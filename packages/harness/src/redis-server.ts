@@ -22,6 +22,8 @@ export function freePort(): Promise<number> {
 export interface RedisServerOptions {
   /** `always`, `everysec`, or undefined for no persistence at all (like the machine's own Redis). */
   appendfsync?: 'always' | 'everysec';
+  /** More redis-server arguments (a cluster node's, say). */
+  args?: string[];
 }
 
 /**
@@ -45,6 +47,7 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
   const dir = mkdtempSync(join(tmpdir(), 'flashsale-redis-'));
   const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--maxmemory-policy', 'noeviction'];
   args.push(...(options.appendfsync ? ['--appendonly', 'yes', '--appendfsync', options.appendfsync] : ['--appendonly', 'no']));
+  args.push(...(options.args ?? []).map((arg) => arg.replaceAll('{dir}', dir)));
   let child: ChildProcess | undefined;
   const url = `redis://127.0.0.1:${port}`;
 
@@ -61,6 +64,7 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
           await probe.connect();
           // With AOF, the server answers LOADING until the file is replayed.
           if ((await probe.ping()) === 'PONG') return;
+          await sleep(50);
         } catch {
           await sleep(50);
         } finally {
