@@ -169,20 +169,27 @@ export async function beginRebuild(prisma: PrismaClient, saleId: number, judgeLo
  */
 export async function unitsAcceptedBy(prisma: PrismaClient, saleId: number, at: number, inFlight: ReadonlySet<string>): Promise<number> {
   const statuses = [...LIVE_ORDER_STATUSES];
-  const total = await prisma.order.aggregate({
-    where: { saleId, status: { in: statuses }, reservedAt: { lte: new Date(at) } },
-    _sum: { quantity: true },
-  });
-  let counted = 0;
   const ids = [...inFlight];
-  for (let i = 0; i < ids.length; i += IN_FLIGHT_PAGE) {
-    const page = await prisma.order.aggregate({
-      where: { saleId, status: { in: statuses }, reservedAt: { lte: new Date(at) }, reservationId: { in: ids.slice(i, i + IN_FLIGHT_PAGE) } },
-      _sum: { quantity: true },
-    });
-    counted += page._sum.quantity ?? 0;
-  }
-  return (total._sum.quantity ?? 0) - counted;
+  // Every sum from one snapshot (REPEATABLE READ: the first read fixes it): an order a worker commits
+  // between two of them would be missing from the total yet taken off as in flight, a unit counted nowhere.
+  return prisma.$transaction(
+    async (tx) => {
+      const total = await tx.order.aggregate({
+        where: { saleId, status: { in: statuses }, reservedAt: { lte: new Date(at) } },
+        _sum: { quantity: true },
+      });
+      let counted = 0;
+      for (let i = 0; i < ids.length; i += IN_FLIGHT_PAGE) {
+        const page = await tx.order.aggregate({
+          where: { saleId, status: { in: statuses }, reservedAt: { lte: new Date(at) }, reservationId: { in: ids.slice(i, i + IN_FLIGHT_PAGE) } },
+          _sum: { quantity: true },
+        });
+        counted += page._sum.quantity ?? 0;
+      }
+      return (total._sum.quantity ?? 0) - counted;
+    },
+    { isolationLevel: 'RepeatableRead' },
+  );
 }
 
 /** Reservation ids per lookup of the ones in flight that are already orders (one statement each). */
