@@ -47,7 +47,10 @@ export function listenToSaleEvents(redisUrl: string, prefix: string, cache: Sale
         logger.info({ channel }, 'sale events subscribed: verdict cache on');
         firstSubscription();
       },
-      (error: unknown) => logger.warn({ err: error }, 'sale events subscription failed'),
+      (error: unknown) => {
+        // Closed while the SUBSCRIBE was on its way (a stop right after the start): nothing failed.
+        if (!closed) logger.warn({ err: error }, 'sale events subscription failed');
+      },
     );
   });
   return {
