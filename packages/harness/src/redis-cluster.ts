@@ -59,19 +59,18 @@ export async function startRedisCluster({ masters = 3, replicasPerMaster = 0 } =
     }
   };
   const byPort = (port: number) => nodes.find((n) => n.port === port)!;
-  /** The masters' ports from CLUSTER SLOTS on a node: [start, end, [host, port, id], ...replicas]. */
-  const masterPorts = async (node: ClusterNode) =>
-    new Set(((await ask(node, (r) => r.cluster('SLOTS'))) as [number, number, [string, number]][]).map((range) => range[2][1]));
+  /** The masters' ports from CLUSTER SLOTS on a node: [start, end, [host, port, id, info], ...replicas]. */
+  const masterPorts = async (node: ClusterNode) => new Set((await ask(node, (r) => r.cluster('SLOTS'))).map((range) => Number(range[2]?.[1])));
 
   const cluster: RedisCluster = {
     nodes,
     seeds: nodes.map((n) => `${n.host}:${n.port}`).join(','),
     async masterOf(key) {
       const slot = await ask(nodes[0]!, (r) => r.cluster('KEYSLOT', key));
-      const ranges = (await ask(nodes[0]!, (r) => r.cluster('SLOTS'))) as [number, number, [string, number]][];
-      const range = ranges.find(([start, end]) => slot >= start && slot <= end);
-      if (!range) throw new Error(`no master serves slot ${slot}`);
-      return byPort(range[2][1]);
+      const ranges = await ask(nodes[0]!, (r) => r.cluster('SLOTS'));
+      const master = ranges.find(([start, end]) => slot >= start && slot <= end)?.[2];
+      if (!master) throw new Error(`no master serves slot ${slot}`);
+      return byPort(master[1]);
     },
     async masters() {
       return [...(await masterPorts(nodes[0]!))].map(byPort);
