@@ -34,6 +34,14 @@ export async function readSaleState(redis: ScriptedRedis, prefix: string, saleId
 }
 
 /** The counters the reconciler reads in one MULTI with other keys: HMGET these fields, parse with saleCountersOf. */
+/**
+ * A sale's terms in the order publish-sale-2.lua and rebuild-sale-3.lua take them (ARGV name, stock,
+ * limit, starts, ends): the one place that order is written on this side.
+ */
+export function saleTermsArgs(sale: SaleDefinition): [name: string, stock: number, limit: number, starts: number, ends: number] {
+  return [sale.name, sale.stock, sale.perUserLimit, sale.startsAt, sale.endsAt];
+}
+
 export const SALE_COUNTER_FIELDS = ['stock', 'remaining', 'gen', 'paused'] as const;
 
 export interface SaleCounters {

@@ -2,6 +2,7 @@ import type { SaleDefinition } from '@flashsale/domain';
 import type { ScriptedRedis } from './scripts.ts';
 import { ORDER_WRITERS_GROUP, saleKeys, salesIndexKey } from './keys.ts';
 import { writeBuyers, type BuyerRecord } from './buyer-record.ts';
+import { saleTermsArgs } from './sale-meta.ts';
 
 /**
  * Writes a sale's Redis state from MySQL's record and leaves it paused: meta with the remaining stock
@@ -20,11 +21,7 @@ export async function rebuildSaleState(
     keys.meta,
     keys.buyers,
     keys.stream,
-    sale.name,
-    sale.stock,
-    sale.perUserLimit,
-    sale.startsAt,
-    sale.endsAt,
+    ...saleTermsArgs(sale),
     rebuilt.remaining,
     rebuilt.generation,
     ORDER_WRITERS_GROUP,

@@ -1,6 +1,7 @@
 import type { SaleDefinition } from '@flashsale/domain';
 import type { ScriptedRedis } from './scripts.ts';
 import { ORDER_WRITERS_GROUP, saleKeys, salesIndexKey } from './keys.ts';
+import { saleTermsArgs } from './sale-meta.ts';
 
 /**
  * A sale's life in Redis: published (meta hash, stream and group, an entry in the sales index the workers
@@ -26,11 +27,7 @@ export async function publishSale(
   const reply = await redis.publishSale(
     keys.meta,
     keys.stream,
-    sale.name,
-    sale.stock,
-    sale.perUserLimit,
-    sale.startsAt,
-    sale.endsAt,
+    ...saleTermsArgs(sale),
     ORDER_WRITERS_GROUP,
     generation,
     notAfter === undefined ? '' : notAfter,
