@@ -1,57 +1,57 @@
-import autocannon from 'autocannon';
+import { spawnSync } from 'node:child_process';
+import { autocannonLoad } from './autocannon-load.ts';
+import { wrkLoad, wrkVersion } from './wrk-load.ts';
 
+/** One closed-loop load run against one server. */
 export interface LoadResult {
+  /** Answers received within the run. */
   requests: number;
   rps: number;
+  /** Latency percentiles in ms. */
   p50: number;
   p99: number;
-  max: number;
-  /** Responses by status code. */
-  statuses: Record<string, number>;
+  /** Answers with a 2xx status, and the rest (refusals: 4xx, 5xx). */
+  ok: number;
+  refused: number;
+  /** Requests without an answer: connection errors and timeouts. */
   errors: number;
+  /** Answers by status, where the load generator counts them (autocannon; wrk counts only 2xx and the rest). */
+  statuses?: Record<string, number>;
+}
+
+export interface PurchaseLoadOptions {
+  url: string;
+  saleId: number;
+  /** The buyers (id and token), each request the next one, round robin. */
+  buyers: { id: string; token: string }[];
+  /** Cycle through the first `cycle` buyers only (the duplicate path), default all of them. */
+  cycle?: number;
+  connections: number;
+  seconds: number;
+}
+
+/** A load generator: its name as the table prints it, and the run. */
+export interface LoadGenerator {
+  name: string;
+  run(options: PurchaseLoadOptions): Promise<LoadResult>;
 }
 
 /**
- * A closed-loop load of `connections` keep-alive connections for `seconds`, each request a purchase by
- * the next buyer of `buyers` (token and id), so the accept path never meets the same buyer twice. Both
- * servers under comparison get exactly this load; autocannon runs in this process.
+ * wrk when it is installed (a C load generator, one thread: it takes a fraction of a core, so the two
+ * cores go to the servers under test), autocannon otherwise (a Node process that takes about a core of
+ * its own and caps every contender near the same figure). BENCH_LOADGEN=wrk|autocannon chooses.
  */
-export async function purchaseLoad(options: {
-  url: string;
-  saleId: number;
-  buyers: { id: string; token: string }[];
-  connections: number;
-  seconds: number;
-}): Promise<LoadResult> {
-  let next = 0;
-  const { buyers } = options;
-  const result = await autocannon({
-    url: options.url,
-    connections: options.connections,
-    duration: options.seconds,
-    requests: [
-      {
-        method: 'POST',
-        path: `/api/sales/${options.saleId}/purchase`,
-        setupRequest: (request) => {
-          const buyer = buyers[next++ % buyers.length]!;
-          request.headers = { authorization: `Bearer ${buyer.token}`, 'x-buyer': buyer.id };
-          return request;
-        },
-      },
-    ],
-  });
-  const statuses: Record<string, number> = {};
-  for (const [code, count] of Object.entries(result.statusCodeStats ?? {})) statuses[code] = (count as { count: number }).count;
-  return {
-    requests: result.requests.total,
-    rps: result.requests.total / options.seconds,
-    p50: result.latency.p50,
-    p99: result.latency.p99,
-    max: result.latency.max,
-    statuses,
-    errors: result.errors + result.timeouts,
-  };
+export function chooseLoadGenerator(wanted = process.env.BENCH_LOADGEN): LoadGenerator {
+  if (wanted !== undefined && wanted !== 'wrk' && wanted !== 'autocannon') throw new Error(`BENCH_LOADGEN must be wrk or autocannon, not ${wanted}`);
+  const wrk = wanted === 'autocannon' ? undefined : wrkVersion();
+  if (wanted === 'wrk' && wrk === undefined) throw new Error('BENCH_LOADGEN=wrk, but wrk is not on PATH');
+  if (wrk !== undefined) return { name: `wrk ${wrk} -t1`, run: wrkLoad };
+  return { name: `autocannon ${autocannonVersion()}`, run: autocannonLoad };
+}
+
+function autocannonVersion(): string {
+  const out = spawnSync(process.execPath, ['-p', 'require("autocannon/package.json").version'], { encoding: 'utf8' });
+  return out.stdout.trim() || 'unknown version';
 }
 
 export function median(values: number[]): number {

@@ -1,19 +1,21 @@
 /**
- * `npm run bench:profile [-- accept|sold_out|duplicate]`: the gateway under the benchmark's load with
- * `node --cpu-prof`, then the functions and packages that took the most CPU (self time). The .cpuprofile
- * stays in the printed directory for Chrome DevTools.
+ * `npm run bench:profile [-- accept|duplicate|sold_out [gateway|authenticated|bare]]`: the gateway (or a
+ * baseline) under the benchmark's load (wrk when installed, as `npm run bench`) with `node --cpu-prof`,
+ * then where its CPU went while the load ran (start-up and idle time left out): CPU per request, and self
+ * time by area and by function. The .cpuprofile stays in the printed directory for Chrome DevTools.
+ * BENCH_SECONDS (5), BENCH_CONNECTIONS (64), BENCH_LOADGEN as for the bench.
  */
 import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { loadConfig } from '@flashsale/config';
-import { createRedis, publishSale, saleKeys } from '@flashsale/redis-store';
+import { createRedis, publishSale, saleKeys, type ScriptedRedis } from '@flashsale/redis-store';
 import { createPrisma, insertSale } from '@flashsale/order-store';
 import { newReservationId } from '@flashsale/domain';
 import { signBuyerTokens } from '@flashsale/harness';
-import { purchaseLoad } from './load.ts';
-import { startGatewayProcess } from './servers.ts';
+import { chooseLoadGenerator } from './load.ts';
+import { startBaseline, startGatewayProcess } from './servers.ts';
 
 interface ProfileNode {
   id: number;
@@ -21,41 +23,75 @@ interface ProfileNode {
 }
 
 const path = process.argv[2] ?? 'accept';
+if (!['accept', 'duplicate', 'sold_out'].includes(path)) throw new Error(`path must be accept, duplicate or sold_out, not ${path}`);
+const target = process.argv[3] ?? 'gateway';
+if (!['gateway', 'authenticated', 'bare'].includes(target)) throw new Error(`the server must be gateway, authenticated or bare, not ${target}`);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 64);
+const DUPLICATE_BUYERS = 20_000;
+const load = chooseLoadGenerator();
 const config = loadConfig();
 const prefix = `profile-${randomBytes(3).toString('hex')}`;
 const dir = mkdtempSync(join(tmpdir(), 'gateway-profile-'));
 const redis = createRedis(config.REDIS_URL);
 const prisma = createPrisma(config.DATABASE_URL, 2);
-const ids = Array.from({ length: 100_000 }, (_, i) => `profile-buyer-${i}`);
-const tokens = signBuyerTokens(ids, { secret: config.AUTH_SECRET });
-const sale = await insertSale(prisma, { name: 'profile', stock: path === 'sold_out' ? 1 : 10_000_000, perUserLimit: 1, startsAt: new Date(Date.now() - 1000), endsAt: new Date(Date.now() + 3_600_000) });
+const ids = Array.from({ length: Math.max(60_000, SECONDS * 80_000) }, (_, i) => `b${i}`);
+const tokens = signBuyerTokens(ids, { secret: config.AUTH_SECRET, ttlSeconds: 3600 });
+const buyers = ids.map((id, i) => ({ id, token: tokens[i]! }));
+const sale = await insertSale(prisma, { name: `${prefix} profile`, stock: path === 'sold_out' ? 1 : 100_000_000, perUserLimit: 1, startsAt: new Date(Date.now() - 1000), endsAt: new Date(Date.now() + 3_600_000) });
 await publishSale(redis, prefix, sale, sale.generation);
 const keys = saleKeys(prefix, sale.id);
-const prebuy = path === 'sold_out' ? ['someone'] : path === 'duplicate' ? ids.slice(0, 20_000) : [];
-for (const buyer of prebuy) await redis.reserve(keys.meta, keys.buyers, keys.stream, buyer, 1, newReservationId(sale.id));
+const prebuy = path === 'sold_out' ? ['someone'] : path === 'duplicate' ? ids.slice(0, DUPLICATE_BUYERS) : [];
+for (let start = 0; start < prebuy.length; start += 1000) {
+  const pipeline = redis.pipeline() as unknown as ScriptedRedis & { exec(): Promise<unknown> };
+  for (const buyer of prebuy.slice(start, start + 1000)) void pipeline.reserve(keys.meta, keys.buyers, keys.stream, buyer, 1, newReservationId(sale.id));
+  await pipeline.exec();
+}
 
-const gateway = await startGatewayProcess({ REDIS_PREFIX: prefix, DATABASE_URL: config.DATABASE_URL, REDIS_URL: config.REDIS_URL }, 1, `--cpu-prof --cpu-prof-dir=${dir}`);
-const buyers = (path === 'duplicate' ? ids.slice(0, 20_000) : ids).map((id, i) => ({ id, token: tokens[i]! }));
-const result = await purchaseLoad({ url: gateway.url, saleId: sale.id, buyers, connections: 64, seconds: 5 });
-console.log(`${path}: ${Math.round(result.rps)} req/s, p50 ${result.p50} ms, p99 ${result.p99} ms, ${JSON.stringify(result.statuses)}`);
-await gateway.stop();
+const env = { REDIS_PREFIX: prefix, BENCH_PREFIX: prefix, DATABASE_URL: config.DATABASE_URL, REDIS_URL: config.REDIS_URL, AUTH_SECRET: config.AUTH_SECRET };
+const profiling = ['--cpu-prof', `--cpu-prof-dir=${dir}`];
+const server =
+  target === 'gateway' ? await startGatewayProcess(env, 1, profiling.join(' ')) : await startBaseline(env, target === 'authenticated' ? 'hs256' : 'none', profiling);
+// The profile's clock is the monotonic one that process.hrtime reads, in microseconds.
+const loadStarted = Number(process.hrtime.bigint() / 1000n);
+const result = await load.run({ url: server.url, saleId: sale.id, buyers, cycle: path === 'duplicate' ? DUPLICATE_BUYERS : undefined, connections: CONNECTIONS, seconds: SECONDS });
+const loadEnded = Number(process.hrtime.bigint() / 1000n);
+console.log(`${target}, ${path}, under ${load.name}: ${Math.round(result.rps)} req/s, p50 ${result.p50.toFixed(1)} ms, p99 ${result.p99.toFixed(1)} ms, ${result.ok} 2xx, ${result.refused} refused, ${result.errors} errors`);
+await server.stop();
 await redis.del(keys.meta, keys.buyers, keys.stream);
 await redis.quit();
+await prisma.sale.delete({ where: { id: sale.id } });
 await prisma.$disconnect();
 
 const file = readdirSync(dir).find((name) => name.endsWith('.cpuprofile'));
 if (!file) throw new Error(`no profile written in ${dir}`);
-const profile = JSON.parse(readFileSync(join(dir, file), 'utf8')) as { nodes: ProfileNode[]; samples: number[] };
+const profile = JSON.parse(readFileSync(join(dir, file), 'utf8')) as { nodes: ProfileNode[]; samples: number[]; timeDeltas: number[]; startTime: number };
 const byNode = new Map(profile.nodes.map((node) => [node.id, node]));
 const byFunction = new Map<string, number>();
 const byArea = new Map<string, number>();
-for (const sample of profile.samples) {
+let busyUs = 0;
+let busySamples = 0;
+let at = profile.startTime;
+for (const [i, sample] of profile.samples.entries()) {
+  const delta = profile.timeDeltas[i]!;
+  at += delta;
+  if (at < loadStarted || at > loadEnded) continue;
   const { functionName, url, lineNumber } = byNode.get(sample)!.callFrame;
+  if (functionName === '(idle)') continue;
+  busyUs += delta;
+  busySamples += 1;
   const area = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url)?.[1] ?? (url.startsWith('node:') ? 'node core' : url.includes('/work/') || url.includes('file:') ? 'project code' : functionName || '(native)');
   const key = `${functionName || '(anonymous)'} ${url.split('/').slice(-2).join('/')}:${lineNumber + 1}`;
   byFunction.set(key, (byFunction.get(key) ?? 0) + 1);
   byArea.set(area, (byArea.get(area) ?? 0) + 1);
 }
 const top = (map: Map<string, number>, n: number) =>
-  [...map].sort((a, b) => b[1] - a[1]).slice(0, n).map(([name, count]) => `${((100 * count) / profile.samples.length).toFixed(1).padStart(5)}%  ${name}`);
-console.log(`\nprofile: ${join(dir, file)}\n\nself time by area:\n${top(byArea, 12).join('\n')}\n\nself time by function:\n${top(byFunction, 25).join('\n')}`);
+  [...map].sort((a, b) => b[1] - a[1]).slice(0, n).map(([name, count]) => `${((100 * count) / busySamples).toFixed(1).padStart(5)}%  ${name}`);
+console.log(`\nprofile: ${join(dir, file)}
+busy ${(busyUs / 1e6).toFixed(2)} s of the ${((loadEnded - loadStarted) / 1e6).toFixed(2)} s of load (the main thread, sampled): ${(busyUs / result.requests).toFixed(1)} us per request
+
+self time by area, % of the busy samples:
+${top(byArea, 12).join('\n')}
+
+self time by function, % of the busy samples:
+${top(byFunction, 40).join('\n')}`);

@@ -1,12 +1,15 @@
 /**
- * `npm run bench`: the gateway's purchase endpoint against a bare node:http + EVALSHA baseline, the
- * workers' drain against raw multi-row INSERTs, Redis fsync policies, and GATEWAY_WORKERS scaling; all
- * in one run on this machine, alternating A B A B, medians reported. Writes bench/results.json and the
- * results table of docs/BENCHMARKS.md.
+ * `npm run bench`: the gateway's purchase endpoint against two node:http + EVALSHA baselines (bare, and
+ * with an HS256 token check), the workers' drain against raw multi-row INSERTs, Redis fsync policies,
+ * and GATEWAY_WORKERS scaling; all in one run on this machine, contenders alternated (A B C A B C),
+ * medians reported. The load comes from wrk when it is installed, from autocannon otherwise (printed).
+ * Appends the run to bench/results.json and writes the results section of docs/BENCHMARKS.md.
  *
- * BENCH_SECONDS (5) per load run, BENCH_ROUNDS (3) alternations, BENCH_CONNECTIONS (64), BENCH_DRAIN_ROWS (20000),
- * BENCH_DRAIN_ROUNDS (5) alternations of the drain.
+ * BENCH_SECONDS (5) per load run, BENCH_ROUNDS (3) alternations, BENCH_CONNECTIONS (64),
+ * BENCH_LOADGEN (wrk if on PATH, else autocannon), BENCH_PARTS (purchase,scaling,fsync,drain),
+ * BENCH_DRAIN_ROWS (20000), BENCH_DRAIN_ROUNDS (5) alternations of the drain.
  */
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import { loadConfig } from '@flashsale/config';
@@ -15,10 +18,10 @@ import { createPrisma, insertSale, migrate } from '@flashsale/order-store';
 import { newReservationId } from '@flashsale/domain';
 import { signBuyerTokens, startRedisServer } from '@flashsale/harness';
 import { ensureServices } from '../infra/ensure-services.ts';
-import { median, purchaseLoad, type LoadResult } from './load.ts';
-import { peakRssMiB, startBaseline, startGatewayProcess, type BenchServer } from './servers.ts';
+import { chooseLoadGenerator, median, type LoadResult } from './load.ts';
+import { cpuSeconds, peakRssMiB, startBaseline, startGatewayProcess, type BenchServer } from './servers.ts';
 import { drainByWorker, drainRaw } from './drain.ts';
-import { writeResults, type BenchResults } from './report.ts';
+import { writeResults, type BenchResults, type PathName, type Summary } from './report.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -26,11 +29,16 @@ const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 64);
 const DRAIN_ROWS = Number(process.env.BENCH_DRAIN_ROWS ?? 20_000);
 // A drain run takes about a second: more of them steady its median at little cost.
 const DRAIN_ROUNDS = Number(process.env.BENCH_DRAIN_ROUNDS ?? 5);
+const PARTS = new Set((process.env.BENCH_PARTS ?? 'purchase,scaling,fsync,drain').split(','));
 const DUPLICATE_BUYERS = 20_000;
 
+/** A load run, and the CPU the server under load spent per request answered (its own and its children's). */
+type Run = LoadResult & { cpuUsPerRequest: number };
+
 const config = loadConfig();
+const load = chooseLoadGenerator();
 const prefix = `bench-${randomBytes(3).toString('hex')}`;
-const env = { REDIS_PREFIX: prefix, BENCH_PREFIX: prefix, DATABASE_URL: config.DATABASE_URL, REDIS_URL: config.REDIS_URL };
+const env = { REDIS_PREFIX: prefix, BENCH_PREFIX: prefix, DATABASE_URL: config.DATABASE_URL, REDIS_URL: config.REDIS_URL, AUTH_SECRET: config.AUTH_SECRET };
 const log = (text: string) => console.log(`[bench] ${text}`);
 
 await ensureServices();
@@ -38,16 +46,15 @@ await migrate(config.DATABASE_URL);
 const redis = createRedis(config.REDIS_URL);
 const prisma = createPrisma(config.DATABASE_URL, 4);
 
-// Enough buyers that no accept run meets one twice (each run gets a sale of its own).
-const pool = Math.max(60_000, Math.ceil(SECONDS * 25_000));
-const ids = Array.from({ length: pool }, (_, i) => `bench-buyer-${i}`);
-const tokens = signBuyerTokens(ids, { secret: config.AUTH_SECRET });
+// More buyers than the fastest contender answers in one run, so that no accept run meets one twice
+// (each run gets a sale of its own); measure() checks it.
+const pool = Math.max(60_000, Math.ceil(SECONDS * 80_000));
+const ids = Array.from({ length: pool }, (_, i) => `b${i}`);
+const tokens = signBuyerTokens(ids, { secret: config.AUTH_SECRET, ttlSeconds: 24 * 3600 });
 const buyers = ids.map((id, i) => ({ id, token: tokens[i]! }));
 
-type Path = 'accept' | 'sold_out' | 'duplicate';
-
-/** A fresh sale set up for one path; returns its id and the buyers the load should cycle through. */
-async function saleFor(path: Path, client: ScriptedRedis = redis): Promise<{ saleId: number; cycle: typeof buyers }> {
+/** A fresh sale set up for one path: ample stock (accept), one unit already taken (sold out), or the first DUPLICATE_BUYERS buyers already holding one (duplicate). */
+async function saleFor(path: PathName, client: ScriptedRedis = redis): Promise<number> {
   const sale = await insertSale(prisma, {
     name: `${prefix} ${path}`,
     stock: path === 'sold_out' ? 1 : 100_000_000,
@@ -63,74 +70,133 @@ async function saleFor(path: Path, client: ScriptedRedis = redis): Promise<{ sal
     for (const buyer of prebuy.slice(start, start + 1000)) void pipeline.reserve(keys.meta, keys.buyers, keys.stream, buyer, 1, newReservationId(sale.id));
     await pipeline.exec();
   }
-  return { saleId: sale.id, cycle: path === 'duplicate' ? buyers.slice(0, DUPLICATE_BUYERS) : buyers };
+  return sale.id;
 }
 
-async function measure(server: BenchServer, path: Path, client: ScriptedRedis = redis): Promise<LoadResult> {
-  const { saleId, cycle } = await saleFor(path, client);
-  const result = await purchaseLoad({ url: server.url, saleId, buyers: cycle, connections: CONNECTIONS, seconds: SECONDS });
+/**
+ * One load run of one path against one server, on a sale of its own, checked from Redis: on the accept
+ * path every answer is a 2xx and every answered buyer holds a reservation (a buyer met twice would be
+ * refused), on the other paths every answer is a refusal and nobody was added.
+ */
+async function measure(server: BenchServer, path: PathName, client: ScriptedRedis = redis): Promise<Run> {
+  const saleId = await saleFor(path, client);
   const keys = saleKeys(prefix, saleId);
+  const holdersBefore = await client.hlen(keys.buyers);
+  const cpuBefore = cpuSeconds(server.pid);
+  const result = await load.run({ url: server.url, saleId, buyers, cycle: path === 'duplicate' ? DUPLICATE_BUYERS : undefined, connections: CONNECTIONS, seconds: SECONDS });
+  const cpuUsPerRequest = ((cpuSeconds(server.pid) - cpuBefore) * 1e6) / result.requests;
+  const added = (await client.hlen(keys.buyers)) - holdersBefore;
   await client.del(keys.meta, keys.buyers, keys.stream);
-  return result;
+  // wrk stops counting with requests still in flight: the server may have answered up to one per connection more.
+  const expected = path === 'accept' ? result.refused === 0 && added >= result.ok && added <= result.ok + CONNECTIONS : result.ok === 0 && added === 0;
+  if (!expected || result.errors > 0 || result.requests === 0) {
+    throw new Error(`${path} against ${server.url}: ${result.ok} 2xx, ${result.refused} refused, ${result.errors} errors, ${added} buyers added; not what this path must answer`);
+  }
+  return { ...result, cpuUsPerRequest };
 }
 
 async function warmUp(server: BenchServer): Promise<void> {
-  const { saleId } = await saleFor('accept');
-  await purchaseLoad({ url: server.url, saleId, buyers, connections: CONNECTIONS, seconds: 1 });
+  const saleId = await saleFor('accept');
+  await load.run({ url: server.url, saleId, buyers, connections: CONNECTIONS, seconds: 1 });
   const keys = saleKeys(prefix, saleId);
   await redis.del(keys.meta, keys.buyers, keys.stream);
 }
 
-/** Runs each contender once per round, in turn (A B A B), and keeps every run. */
-async function alternate<K extends string>(contenders: Record<K, () => Promise<LoadResult>>): Promise<Record<K, LoadResult[]>> {
-  const runs = Object.fromEntries(Object.keys(contenders).map((k) => [k, [] as LoadResult[]])) as Record<K, LoadResult[]>;
+/** Runs each contender once per round, in turn (A B C A B C), and keeps every run. */
+async function alternate<K extends string>(contenders: Record<K, () => Promise<Run>>): Promise<Record<K, Run[]>> {
+  const runs = Object.fromEntries(Object.keys(contenders).map((k) => [k, [] as Run[]])) as Record<K, Run[]>;
   for (let round = 0; round < ROUNDS; round += 1) {
-    for (const [name, run] of Object.entries(contenders) as [K, () => Promise<LoadResult>][]) {
+    for (const [name, run] of Object.entries(contenders) as [K, () => Promise<Run>][]) {
       const result = await run();
       runs[name].push(result);
-      log(`${name}: ${Math.round(result.rps)} req/s, p50 ${result.p50} ms, p99 ${result.p99} ms, statuses ${JSON.stringify(result.statuses)}`);
+      const answers = result.statuses ? JSON.stringify(result.statuses) : `${result.ok} 2xx, ${result.refused} refused`;
+      log(`${name}: ${Math.round(result.rps)} req/s, p50 ${result.p50.toFixed(1)} ms, p99 ${result.p99.toFixed(1)} ms, ${Math.round(result.cpuUsPerRequest)} us CPU/request, ${answers}`);
     }
   }
   return runs;
 }
 
-const summary = (runs: LoadResult[]) => ({
+const summary = (runs: Run[]): Summary => ({
   rps: Math.round(median(runs.map((r) => r.rps))),
-  p50: median(runs.map((r) => r.p50)),
-  p99: median(runs.map((r) => r.p99)),
-  runs: runs.map((r) => ({ rps: Math.round(r.rps), p50: r.p50, p99: r.p99, statuses: r.statuses, errors: r.errors })),
+  p50: Number(median(runs.map((r) => r.p50)).toFixed(2)),
+  p99: Number(median(runs.map((r) => r.p99)).toFixed(2)),
+  cpuUsPerRequest: Number(median(runs.map((r) => r.cpuUsPerRequest)).toFixed(1)),
+  runs: runs.map((r) => ({
+    rps: Math.round(r.rps),
+    p50: r.p50,
+    p99: r.p99,
+    cpuUsPerRequest: Number(r.cpuUsPerRequest.toFixed(1)),
+    ok: r.ok,
+    refused: r.refused,
+    errors: r.errors,
+    ...(r.statuses ? { statuses: r.statuses } : {}),
+  })),
 });
+
+const results: BenchResults = {
+  date: new Date().toISOString(),
+  machine: `${os.cpus()[0]?.model ?? 'unknown CPU'}, ${os.availableParallelism()} cores, ${Math.round(os.totalmem() / 2 ** 30)} GiB, ${os.type()} ${os.release()}`,
+  node: process.version,
+  command: 'npm run bench',
+  commit: gitCommit(),
+  loadGenerator: load.name,
+  settings: { seconds: SECONDS, rounds: ROUNDS, connections: CONNECTIONS, drainRows: DRAIN_ROWS, drainRounds: DRAIN_ROUNDS },
+};
+function gitCommit(): string {
+  try {
+    const head = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim();
+    const changed = execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], { encoding: 'utf8' }).trim() !== '';
+    return changed ? `${head}+changes` : head;
+  } catch {
+    return 'unknown';
+  }
+}
 
 const stops: (() => Promise<unknown>)[] = [];
 try {
-  log(`prefix ${prefix}, ${SECONDS} s per run, ${ROUNDS} rounds, ${CONNECTIONS} connections`);
-  const baseline = await startBaseline(env);
-  stops.push(baseline.stop);
+  log(`load generator: ${load.name}; prefix ${prefix}, ${SECONDS} s per run, ${ROUNDS} rounds, ${CONNECTIONS} connections; parts ${[...PARTS].join(', ')}`);
   const gateway = await startGatewayProcess(env, 1);
   stops.push(gateway.stop);
-  await warmUp(baseline);
   await warmUp(gateway);
 
-  const paths: Record<Path, { baseline: LoadResult[]; gateway: LoadResult[] }> = {} as never;
-  for (const path of ['accept', 'sold_out', 'duplicate'] as const) {
-    log(`path ${path}: baseline (a) vs gateway (b)`);
-    paths[path] = await alternate({ baseline: () => measure(baseline, path), gateway: () => measure(gateway, path) });
+  if (PARTS.has('purchase')) {
+    const bare = await startBaseline(env, 'none');
+    const authenticated = await startBaseline(env, 'hs256');
+    stops.push(bare.stop, authenticated.stop);
+    await warmUp(bare);
+    await warmUp(authenticated);
+    const paths = {} as NonNullable<BenchResults['paths']>;
+    for (const path of ['accept', 'duplicate', 'sold_out'] as const) {
+      log(`path ${path}: bare baseline, authenticated baseline, gateway`);
+      const runs = await alternate({ bare: () => measure(bare, path), authenticated: () => measure(authenticated, path), gateway: () => measure(gateway, path) });
+      // Each round runs the three back to back: a round's ratio is the fairest on a box whose speed drifts.
+      const ratios = (of: Run[], to: Run[]) => Number(median(of.map((run, i) => run.rps / to[i]!.rps)).toFixed(3));
+      paths[path] = {
+        bare: summary(runs.bare),
+        authenticated: summary(runs.authenticated),
+        gateway: summary(runs.gateway),
+        ratios: { gatewayToAuthenticated: ratios(runs.gateway, runs.authenticated), gatewayToBare: ratios(runs.gateway, runs.bare), authenticatedToBare: ratios(runs.authenticated, runs.bare) },
+      };
+    }
+    results.paths = paths;
+    results.peakRssMiB = { gateway: Math.round(peakRssMiB(gateway.pid)), bare: Math.round(peakRssMiB(bare.pid)), authenticated: Math.round(peakRssMiB(authenticated.pid)) };
+    await Promise.all([bare.stop(), authenticated.stop()]);
   }
-  const gatewayPeakRss = peakRssMiB(gateway.pid);
-  const baselinePeakRss = peakRssMiB(baseline.pid);
 
-  log('GATEWAY_WORKERS scaling, accept path');
-  const cores = os.availableParallelism();
-  const clustered = await startGatewayProcess(env, cores);
-  stops.push(clustered.stop);
-  await warmUp(clustered);
-  const scaling = await alternate({ '1': () => measure(gateway, 'accept'), [String(cores)]: () => measure(clustered, 'accept') });
-  await clustered.stop();
-  await Promise.all([gateway.stop(), baseline.stop()]);
+  if (PARTS.has('scaling')) {
+    log('GATEWAY_WORKERS scaling, accept path');
+    const cores = os.availableParallelism();
+    const clustered = await startGatewayProcess(env, cores);
+    stops.push(clustered.stop);
+    await warmUp(clustered);
+    const scaling = await alternate({ '1': () => measure(gateway, 'accept'), [String(cores)]: () => measure(clustered, 'accept') });
+    await clustered.stop();
+    results.scaling = Object.fromEntries(Object.entries(scaling).map(([workers, runs]) => [workers, summary(runs)]));
+  }
+  await gateway.stop();
 
-  log('Redis appendfsync always vs everysec, accept path, gateway');
-  const fsync: Record<string, LoadResult[]> = {};
-  {
+  if (PARTS.has('fsync')) {
+    log('Redis appendfsync always vs everysec, accept path, gateway');
     const servers = { always: await startRedisServer({ appendfsync: 'always' }), everysec: await startRedisServer({ appendfsync: 'everysec' }) };
     stops.push(() => servers.always.stop(), () => servers.everysec.stop());
     const clients = { always: createRedis(servers.always.url), everysec: createRedis(servers.everysec.url) };
@@ -140,32 +206,24 @@ try {
     };
     await warmUp(gateways.always);
     await warmUp(gateways.everysec);
-    Object.assign(fsync, await alternate({ always: () => measure(gateways.always, 'accept', clients.always), everysec: () => measure(gateways.everysec, 'accept', clients.everysec) }));
+    const fsync = await alternate({ always: () => measure(gateways.always, 'accept', clients.always), everysec: () => measure(gateways.everysec, 'accept', clients.everysec) });
     await Promise.all([gateways.always.stop(), gateways.everysec.stop(), clients.always.quit(), clients.everysec.quit()]);
     await Promise.all([servers.always.stop(), servers.everysec.stop()]);
+    results.fsync = { always: summary(fsync.always), everysec: summary(fsync.everysec) };
   }
 
-  log(`drain of ${DRAIN_ROWS} reservations: one worker vs raw multi-row INSERTs`);
-  const drain = { worker: [] as number[], raw: [] as number[] };
-  for (let round = 0; round < DRAIN_ROUNDS; round += 1) {
-    drain.worker.push(await drainByWorker(redis, prisma, env, prefix, DRAIN_ROWS));
-    log(`worker: ${drain.worker.at(-1)!.toFixed(2)} s`);
-    drain.raw.push(await drainRaw(prisma, config.DATABASE_URL, prefix, DRAIN_ROWS, config.WORKER_BATCH_SIZE));
-    log(`raw: ${drain.raw.at(-1)!.toFixed(2)} s`);
+  if (PARTS.has('drain')) {
+    log(`drain of ${DRAIN_ROWS} reservations: one worker vs raw multi-row INSERTs`);
+    const drain = { worker: [] as number[], raw: [] as number[] };
+    for (let round = 0; round < DRAIN_ROUNDS; round += 1) {
+      drain.worker.push(await drainByWorker(redis, prisma, env, prefix, DRAIN_ROWS));
+      log(`worker: ${drain.worker.at(-1)!.toFixed(2)} s`);
+      drain.raw.push(await drainRaw(prisma, config.DATABASE_URL, prefix, DRAIN_ROWS, config.WORKER_BATCH_SIZE));
+      log(`raw: ${drain.raw.at(-1)!.toFixed(2)} s`);
+    }
+    results.drain = { workerSeconds: median(drain.worker), rawSeconds: median(drain.raw), workerRuns: drain.worker, rawRuns: drain.raw };
   }
 
-  const results: BenchResults = {
-    date: new Date().toISOString(),
-    machine: `${os.cpus()[0]?.model ?? 'unknown CPU'}, ${cores} cores, ${Math.round(os.totalmem() / 2 ** 30)} GiB, ${os.type()} ${os.release()}`,
-    node: process.version,
-    command: 'npm run bench',
-    settings: { seconds: SECONDS, rounds: ROUNDS, connections: CONNECTIONS, drainRows: DRAIN_ROWS, drainRounds: DRAIN_ROUNDS },
-    paths: Object.fromEntries(Object.entries(paths).map(([path, runs]) => [path, { baseline: summary(runs.baseline), gateway: summary(runs.gateway) }])) as BenchResults['paths'],
-    scaling: Object.fromEntries(Object.entries(scaling).map(([workers, runs]) => [workers, summary(runs)])),
-    fsync: { always: summary(fsync.always!), everysec: summary(fsync.everysec!) },
-    drain: { workerSeconds: median(drain.worker), rawSeconds: median(drain.raw), workerRuns: drain.worker, rawRuns: drain.raw },
-    peakRssMiB: { gateway: Math.round(gatewayPeakRss), baseline: Math.round(baselinePeakRss) },
-  };
   writeResults(results);
 } finally {
   for (const stop of stops.reverse()) await stop().catch(() => undefined);
@@ -176,7 +234,7 @@ try {
     cursor = next;
   } while (cursor !== '0');
   await redis.quit();
-  // The drain runs leave 120,000 orders behind; a database that grows with every run makes the next
+  // The drain runs leave 100,000 orders behind; a database that grows with every run makes the next
   // run's raw baseline and workers slower (bigger indexes), so each run removes its own rows.
   const pattern = `${prefix} %`;
   await prisma.$executeRaw`DELETE orders FROM orders JOIN sales ON sales.id = orders.sale_id WHERE sales.name LIKE ${pattern}`;

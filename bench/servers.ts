@@ -11,9 +11,12 @@ export interface BenchServer {
   stop(): Promise<unknown>;
 }
 
-/** The bare node:http + EVALSHA baseline, as a process of its own like the gateway. */
-export async function startBaseline(env: NodeJS.ProcessEnv): Promise<BenchServer> {
-  const child = spawn(process.execPath, [...SOURCE_NODE_ARGS, 'bench/baseline-server.ts'], { cwd: ROOT, env: { ...process.env, ...env, PORT: '0' }, stdio: ['ignore', 'pipe', 'inherit'] });
+/**
+ * A node:http + EVALSHA baseline (bench/baseline-server.ts), as a process of its own like the gateway:
+ * bare (`none`: the buyer from a header) or authenticated (`hs256`: the buyer from a checked token).
+ */
+export async function startBaseline(env: NodeJS.ProcessEnv, auth: 'none' | 'hs256', nodeArgs: string[] = []): Promise<BenchServer> {
+  const child = spawn(process.execPath, [...nodeArgs, ...SOURCE_NODE_ARGS, 'bench/baseline-server.ts'], { cwd: ROOT, env: { ...process.env, ...env, BASELINE_AUTH: auth, PORT: '0' }, stdio: ['ignore', 'pipe', 'inherit'] });
   const exited = new Promise((resolve) => child.once('exit', resolve));
   const port = await new Promise<number>((resolve, reject) => {
     let out = '';
@@ -38,20 +41,41 @@ export async function startGatewayProcess(env: NodeJS.ProcessEnv, workers = 1, e
   return { url: gateway.url, pid: gateway.child.pid!, process: gateway, stop: () => gateway.kill('SIGTERM') };
 }
 
+/** A process and its children (the processes of a cluster). */
+function processTree(pid: number): number[] {
+  try {
+    return [pid, ...readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number)];
+  } catch {
+    return [pid];
+  }
+}
+
+function procFile(pid: number, name: string): string {
+  try {
+    return readFileSync(`/proc/${pid}/${name}`, 'utf8');
+  } catch {
+    return '';
+  }
+}
+
 /** Peak resident memory (VmHWM) of a process and of its children (cluster workers), in MiB. */
 export function peakRssMiB(pid: number): number {
-  const own = (p: number) => {
-    try {
-      return Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${p}/status`, 'utf8'))?.[1] ?? 0) / 1024;
-    } catch {
-      return 0;
-    }
-  };
-  let children: number[] = [];
-  try {
-    children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
-  } catch {
-    children = [];
-  }
-  return own(pid) + children.reduce((sum, child) => sum + own(child), 0);
+  return processTree(pid).reduce((sum, p) => sum + Number(/VmHWM:\s+(\d+) kB/.exec(procFile(p, 'status'))?.[1] ?? 0) / 1024, 0);
+}
+
+/** USER_HZ, the unit of /proc/<pid>/stat times: 100 on every Linux architecture Node runs on. */
+const TICKS_PER_SECOND = 100;
+
+/**
+ * CPU seconds (user + system, every thread) a process and its children have used so far. Differences
+ * of it over a load run, per request answered, say what a server costs whatever else the shared box
+ * runs meanwhile, which the throughput does not.
+ */
+export function cpuSeconds(pid: number): number {
+  return processTree(pid).reduce((sum, p) => {
+    // Fields 14 and 15 (utime, stime), counted after the command name, which may itself hold spaces.
+    const stat = procFile(p, 'stat');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return sum + (Number(fields[11] ?? 0) + Number(fields[12] ?? 0)) / TICKS_PER_SECOND;
+  }, 0);
 }
