@@ -8,6 +8,7 @@ import { createBuyerAuthenticator } from '../auth.ts';
 import { requireJsonBody, saleIdParam } from '../validation.ts';
 import { renderJson, renderProblem, sendProblem, sendRendered, type Problem } from '../problem.ts';
 import { createPurchaseBodyReader, quantityOf } from './purchase-body.ts';
+import { createDuplicateAnswer } from './duplicate-answer.ts';
 import type { SaleVerdictCache } from './sale-verdict-cache.ts';
 import type { LiveSaleDirectory } from './live-sale-directory.ts';
 
@@ -62,6 +63,11 @@ export function createPurchaseHandler({ config, redis, logger, now }: GatewayDep
     count(problem.code);
     sendProblem(res, problem);
   };
+  const duplicateAnswer = createDuplicateAnswer();
+  const answerDuplicate = (res: ServerResponse, reservationId: string) => {
+    count('ALREADY_PURCHASED');
+    sendRendered(res, duplicateAnswer(reservationId));
+  };
   // The answers given without asking Redis, rendered once.
   const verdictAnswers = { SOLD_OUT: renderProblem({ code: 'SOLD_OUT' }), SALE_ENDED: renderProblem({ code: 'SALE_ENDED' }) };
   // Every answer is counted under its code, the refusals before the script (401, 429, 415, a bad body)
@@ -80,7 +86,7 @@ export function createPurchaseHandler({ config, redis, logger, now }: GatewayDep
       metrics.purchaseSeconds.observe((performance.now() - started) / 1000);
       const held = known.holders.get(userId);
       // A holder's retry gets what the script would answer: their reservation, not the sale's verdict.
-      if (held !== undefined) return refuse(res, refusalOf({ kind: 'already_purchased', reservationId: held, quantity }, config.PAUSED_RETRY_AFTER_SECONDS));
+      if (held !== undefined) return answerDuplicate(res, held);
       count(known.verdict);
       return sendRendered(res, verdictAnswers[known.verdict]);
     }
@@ -101,6 +107,7 @@ export function createPurchaseHandler({ config, redis, logger, now }: GatewayDep
       count('reserved');
       return sendRendered(res, renderJson(202, { reservationId, saleId, quantity, status: 'pending' }));
     }
+    if (outcome.kind === 'already_purchased') return answerDuplicate(res, outcome.reservationId);
     if (outcome.kind === 'sold_out') verdicts.learn(saleId, 'SOLD_OUT', ticket);
     else if (outcome.kind === 'sale_ended') verdicts.learn(saleId, 'SALE_ENDED', ticket);
     else if (outcome.kind === 'sale_not_found' && liveSales.isLive(saleId)) {
