@@ -137,7 +137,7 @@ const results: BenchResults = {
   date: new Date().toISOString(),
   machine: `${os.cpus()[0]?.model ?? 'unknown CPU'}, ${os.availableParallelism()} cores, ${Math.round(os.totalmem() / 2 ** 30)} GiB, ${os.type()} ${os.release()}`,
   node: process.version,
-  command: 'npm run bench',
+  command: [...Object.entries(process.env).filter(([name]) => name.startsWith('BENCH_')).map(([name, value]) => `${name}=${value}`), 'npm run bench'].join(' '),
   commit: gitCommit(),
   loadGenerator: load.name,
   settings: { seconds: SECONDS, rounds: ROUNDS, connections: CONNECTIONS, drainRows: DRAIN_ROWS, drainRounds: DRAIN_ROUNDS },
