@@ -32,8 +32,11 @@ const DRAIN_ROUNDS = Number(process.env.BENCH_DRAIN_ROUNDS ?? 5);
 const PARTS = new Set((process.env.BENCH_PARTS ?? 'purchase,scaling,fsync,drain').split(','));
 const DUPLICATE_BUYERS = 20_000;
 
-/** A load run, and the CPU the server under load spent per request answered (its own and its children's). */
-type Run = LoadResult & { cpuUsPerRequest: number };
+/**
+ * A load run, the CPU the server under load spent per request answered (its own and its children's), and
+ * the box's one-minute load average when it started (other tenants of a shared machine show there).
+ */
+type Run = LoadResult & { cpuUsPerRequest: number; loadAverage: number };
 
 const config = loadConfig();
 const load = chooseLoadGenerator();
@@ -82,6 +85,7 @@ async function measure(server: BenchServer, path: PathName, client: ScriptedRedi
   const saleId = await saleFor(path, client);
   const keys = saleKeys(prefix, saleId);
   const holdersBefore = await client.hlen(keys.buyers);
+  const loadAverage = Number(os.loadavg()[0]!.toFixed(2));
   const cpuBefore = cpuSeconds(server.pid);
   const result = await load.run({ url: server.url, saleId, buyers, cycle: path === 'duplicate' ? DUPLICATE_BUYERS : undefined, connections: CONNECTIONS, seconds: SECONDS });
   const cpuUsPerRequest = ((cpuSeconds(server.pid) - cpuBefore) * 1e6) / result.requests;
@@ -92,7 +96,7 @@ async function measure(server: BenchServer, path: PathName, client: ScriptedRedi
   if (!expected || result.errors > 0 || result.requests === 0) {
     throw new Error(`${path} against ${server.url}: ${result.ok} 2xx, ${result.refused} refused, ${result.errors} errors, ${added} buyers added; not what this path must answer`);
   }
-  return { ...result, cpuUsPerRequest };
+  return { ...result, cpuUsPerRequest, loadAverage };
 }
 
 async function warmUp(server: BenchServer): Promise<void> {
@@ -110,7 +114,7 @@ async function alternate<K extends string>(contenders: Record<K, () => Promise<R
       const result = await run();
       runs[name].push(result);
       const answers = result.statuses ? JSON.stringify(result.statuses) : `${result.ok} 2xx, ${result.refused} refused`;
-      log(`${name}: ${Math.round(result.rps)} req/s, p50 ${result.p50.toFixed(1)} ms, p99 ${result.p99.toFixed(1)} ms, ${Math.round(result.cpuUsPerRequest)} us CPU/request, ${answers}`);
+      log(`${name}: ${Math.round(result.rps)} req/s, p50 ${result.p50.toFixed(1)} ms, p99 ${result.p99.toFixed(1)} ms, ${Math.round(result.cpuUsPerRequest)} us CPU/request, load average ${result.loadAverage}, ${answers}`);
     }
   }
   return runs;
@@ -126,6 +130,7 @@ const summary = (runs: Run[]): Summary => ({
     p50: r.p50,
     p99: r.p99,
     cpuUsPerRequest: Number(r.cpuUsPerRequest.toFixed(1)),
+    loadAverage: r.loadAverage,
     ok: r.ok,
     refused: r.refused,
     errors: r.errors,
