@@ -58,7 +58,13 @@ const result = await load.run({ url: server.url, saleId: sale.id, buyers, cycle:
 const loadEnded = Number(process.hrtime.bigint() / 1000n);
 console.log(`${target}, ${path}, under ${load.name}: ${Math.round(result.rps)} req/s, p50 ${result.p50.toFixed(1)} ms, p99 ${result.p99.toFixed(1)} ms, ${result.ok} 2xx, ${result.refused} refused, ${result.errors} errors`);
 await server.stop();
-await redis.del(keys.meta, keys.buyers, keys.stream);
+// Every key of the prefix: the sale's, the published-sales index, the gateway's BullMQ queue.
+let cursor = '0';
+do {
+  const [next, found] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+  if (found.length > 0) await redis.del(...found);
+  cursor = next;
+} while (cursor !== '0');
 await redis.quit();
 await prisma.sale.delete({ where: { id: sale.id } });
 await prisma.$disconnect();
