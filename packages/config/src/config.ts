@@ -124,6 +124,18 @@ const schema = z
     /** How often a worker reads the list of published sales again (a new sale is polled from then on), default 1000 ms. */
     WORKER_SALES_REFRESH_MS: intFrom(10, 600_000).default(1000),
     /**
+     * Every live sale's stream is read at least this often even when no gateway signalled work on it
+     * (the signal is a hint: one lost to a crash or a dropped subscription is made up here), default 250 ms,
+     * unless WORKER_SWEEP_PER_SECOND stretches it.
+     */
+    WORKER_SWEEP_MS: intFrom(10, 600_000).default(250),
+    /**
+     * The most sales a worker sweeps (reads without a signal) per second, default 2000: with more live
+     * sales than this x WORKER_SWEEP_MS / 1000, each is swept every (sales / this) seconds, so an idle
+     * worker's cost does not grow with the number of sales.
+     */
+    WORKER_SWEEP_PER_SECOND: intFrom(1, 1_000_000).default(2000),
+    /**
      * Most MySQL connections one gateway process opens, default 4: it only reads (sale, stats, a
      * reservation's order) and creates sales; purchases never touch MySQL. Opened when needed, released
      * when idle. Budget: see DB_*_POOL_SIZE in the README (processes x pool <= max_connections).
@@ -160,6 +172,25 @@ const schema = z
     RECONCILER_CREATE_GRACE_MS: intFrom(1000, 3_600_000).default(30_000),
     /** How long acknowledged entries (orders already, or dead letters) stay in a sale's stream, default 60000 ms. */
     RECONCILER_STREAM_RETENTION_MS: intFrom(0, 604_800_000).default(60_000),
+    /**
+     * The most entries a sale's stream keeps for RECONCILER_STREAM_RETENTION_MS, default 10000: beyond
+     * it, acknowledged entries go at the next watch whatever their age, so a stream's length is bounded
+     * at any accept rate (what is in flight, plus what was accepted since the checkpoint, plus this).
+     */
+    RECONCILER_STREAM_RETENTION_ENTRIES: intFrom(0, 100_000_000).default(10_000),
+    /**
+     * The most sales the reconciler watches per second, default 500: each live sale is looked at every
+     * RECONCILER_WATCH_MS, or every (sales / this) seconds when there are more; a sale that changed at
+     * its last look comes first.
+     */
+    RECONCILER_WATCH_PER_SECOND: intFrom(1, 1_000_000).default(500),
+    /** The most sales one audit run checks per second of AUDIT_EVERY_MS, default 100 (see RECONCILER_AUDIT_IDLE_MS). */
+    RECONCILER_AUDIT_PER_SECOND: intFrom(1, 1_000_000).default(100),
+    /**
+     * A sale whose Redis state has not changed since its last clean audit is audited again only after this
+     * long, default 60000 ms: an idle sale costs nothing between; a sale that changed is audited at the next run.
+     */
+    RECONCILER_AUDIT_IDLE_MS: intFrom(100, 86_400_000).default(60_000),
     /** How often the audit job checks every live sale's ledger, default 5000 ms. */
     AUDIT_EVERY_MS: intFrom(100, 3_600_000).default(5000),
     /** How long a reconciliation waits for the stream to drain before it fails and is retried, default 120000 ms. */
