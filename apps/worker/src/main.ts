@@ -1,5 +1,5 @@
 import { createLogger, loadConfig, onShutdownSignal, readinessProbe, serveMetricsPort } from '@flashsale/config';
-import { createRedis } from '@flashsale/redis-store';
+import { createRedis, listenForWork } from '@flashsale/redis-store';
 import { checkConnectionBudget, createPrisma } from '@flashsale/order-store';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { OrderWorker } from './order-worker.ts';
@@ -24,7 +24,16 @@ const worker = new OrderWorker(
     maxDeliveries: config.WORKER_MAX_DELIVERIES,
     salesRefreshMs: config.WORKER_SALES_REFRESH_MS,
     writesInFlight: config.WORKER_WRITES_IN_FLIGHT,
+    sweepMs: config.WORKER_SWEEP_MS,
+    sweepPerSecond: config.WORKER_SWEEP_PER_SECOND,
   },
+);
+// The gateways' "work waiting" signal, on a connection of its own (a subscribed connection runs nothing
+// else). Not awaited: with Redis away the worker starts all the same, and the sweep reads every sale.
+const subscriber = redis.duplicate({ connectionName: 'worker-signals' });
+subscriber.on('error', () => undefined);
+void listenForWork(subscriber, config.REDIS_PREFIX, { onSale: (saleId) => worker.signal(saleId), onResubscribed: () => worker.sweepAll() }).catch((err: unknown) =>
+  logger.warn({ err }, 'not subscribed to work signals yet; ioredis subscribes when Redis answers'),
 );
 metrics.watch(worker);
 // Served before anything waits for Redis or MySQL: /healthz answers while either is away, /readyz says so.
@@ -34,6 +43,7 @@ const { server, port } = await serveMetricsPort(metrics.registry, config.WORKER_
 
 // Before the warm-up, which waits up to 2 s for a store that is away: a signal then is handled too.
 onShutdownSignal(logger, config.SHUTDOWN_TIMEOUT_MS, async () => {
+  subscriber.disconnect();
   const stopped = worker.stop();
   if (redis.status === 'ready') {
     await stopped;

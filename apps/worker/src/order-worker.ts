@@ -5,7 +5,7 @@ import type { Logger } from '@flashsale/config';
 import type { DeadLetterReason } from '@flashsale/domain';
 import {
   acknowledge,
-  claimIdleEntries,
+  claimIdleEntriesOf,
   deadLetter,
   decodeReservation,
   keepHeld,
@@ -18,6 +18,7 @@ import {
 import { isPermanentWriteError, writeOrderBatch, type BatchOutcome, type PrismaClient } from '@flashsale/order-store';
 import { SaleBackoff, type SaleFaultKind, type SaleStage } from './sale-isolation.ts';
 import { SaleLanes } from './sale-lanes.ts';
+import { SaleSchedule } from './sale-schedule.ts';
 
 export interface OrderWorkerOptions {
   /** Entries per sale per MySQL transaction, default 500. */
@@ -32,7 +33,16 @@ export interface OrderWorkerOptions {
   salesRefreshMs: number;
   /** Batches of one sale being written at once, default 2 (see run()). */
   writesInFlight: number;
+  /** Every listed sale is read at least this often without a signal, default 250 ms (WORKER_SWEEP_MS; see SaleSchedule). */
+  sweepMs?: number;
+  /** The most sales swept per second, default 2000 (WORKER_SWEEP_PER_SECOND). */
+  sweepPerSecond?: number;
 }
+
+/** How long a sale stays hot (read every round) after a signal or a read that gave entries. */
+const HOT_MS = 2000;
+/** Most sales one round sweeps: bounds one pipeline. */
+const SWEEP_BURST = 1000;
 
 export interface OrderWorkerDeps {
   redis: ScriptedRedis;
@@ -88,6 +98,7 @@ export class OrderWorker {
   private readonly held = new Map<number, Map<string, number>>();
   private readonly lanes: SaleLanes;
   private readonly backoff: SaleBackoff;
+  private readonly schedule: SaleSchedule;
   /** The first error of a batch that failed for a reason not its sale's own, for the loop to back off on. */
   private batchFailure: { error: unknown } | undefined;
 
@@ -96,6 +107,13 @@ export class OrderWorker {
     private readonly options: OrderWorkerOptions,
   ) {
     this.lanes = new SaleLanes(options.writesInFlight);
+    this.schedule = new SaleSchedule({
+      sweepMs: options.sweepMs ?? 250,
+      sweepPerSecond: options.sweepPerSecond ?? 2000,
+      hotMs: HOT_MS,
+      claimEveryMs: Math.max(100, options.claimIdleMs / 4),
+      burst: SWEEP_BURST,
+    });
     this.backoff = new SaleBackoff(deps.logger, (saleId, stage, kind) => deps.observer?.saleFailed(saleId, stage, kind));
   }
 
@@ -112,6 +130,16 @@ export class OrderWorker {
   async stop(): Promise<void> {
     this.running = false;
     await this.loop;
+  }
+
+  /** A gateway signalled new reservations on the sale (listenForWork): it is read from the next round on. */
+  signal(saleId: number): void {
+    this.schedule.signal(saleId, performance.now());
+  }
+
+  /** Signals may have been missed (the subscription was down): every sale is read once, now. */
+  sweepAll(): void {
+    this.schedule.sweepAll();
   }
 
   /** Entries this worker holds: read and not yet acknowledged or set aside. */
@@ -168,8 +196,7 @@ export class OrderWorker {
   private async run(): Promise<void> {
     const { redis, prefix, logger } = this.deps;
     let sales: number[] = [];
-    let salesReadAt = 0;
-    let claimedAt = 0;
+    let salesReadAt = -Infinity;
     let failures = 0;
     while (this.running) {
       try {
@@ -178,22 +205,27 @@ export class OrderWorker {
           this.batchFailure = undefined;
           throw error;
         }
-        const now = Date.now();
-        if (now - salesReadAt >= this.options.salesRefreshMs) {
+        let now = performance.now();
+        // A signal for a sale not on the list means one was published since: read the list again, but
+        // not more than every 100 ms, whoever signals.
+        if (now - salesReadAt >= this.options.salesRefreshMs || (this.schedule.wantsSales() && now - salesReadAt >= 100)) {
           sales = await listSaleIds(redis, prefix);
           this.backoff.keepOnly(sales);
-          salesReadAt = now;
+          this.schedule.setSales(sales);
+          salesReadAt = now = performance.now();
         }
+        const round = this.schedule.round(now);
         let busy = false;
-        if (now - claimedAt >= Math.max(100, this.options.claimIdleMs / 4)) {
-          claimedAt = now;
-          busy = await this.reclaim(this.servable(sales));
+        const claim = this.servable(round.claim);
+        if (claim.length > 0) busy = await this.reclaim(claim);
+        const read = this.servable(round.read);
+        if (read.length > 0 && (await this.readAndDispatch(read))) busy = true;
+        // Nothing new, or every sale with work has its lane full: wait for a signal, a batch's end, or
+        // the next round (WORKER_IDLE_MS while a sale is hot, the next sweep else).
+        if (!busy) {
+          const waitMs = this.schedule.idleWaitMs(performance.now(), this.options.idleMs, Math.max(this.options.idleMs, salesReadAt + this.options.salesRefreshMs - performance.now()));
+          await Promise.race([sleep(waitMs), this.lanes.nextEnd(), this.schedule.woken()]);
         }
-        const ready = this.servable(sales);
-        if (ready.length > 0 && (await this.readAndDispatch(ready))) busy = true;
-        // Nothing new, or every sale with work has its lane full: poll again after a pause, or as soon
-        // as a batch ends.
-        if (!busy) await Promise.race([sleep(this.options.idleMs), this.lanes.nextEnd()]);
         failures = 0;
       } catch (error) {
         failures += 1;
@@ -220,7 +252,9 @@ export class OrderWorker {
    */
   private async readAndDispatch(sales: number[]): Promise<boolean> {
     const round = await readNewEntries(this.deps.redis, this.deps.prefix, this.consumer, sales, this.options.batchSize);
+    const now = performance.now();
     for (const [saleId, entries] of round.entries) {
+      this.schedule.worked(saleId, now);
       this.hold(saleId, entries.map((entry) => entry.id));
       this.dispatch(saleId, entries.map((entry) => ({ entry, deliveries: 1 })));
     }
@@ -236,23 +270,20 @@ export class OrderWorker {
 
   /** Takes over entries idle on other consumers and starts their batches; true when there were any. */
   private async reclaim(sales: number[]): Promise<boolean> {
-    let any = false;
+    const round = await claimIdleEntriesOf(this.deps.redis, this.deps.prefix, this.consumer, sales, this.options.claimIdleMs, this.options.batchSize);
+    let roundFailure: { error: unknown } | undefined;
     for (const saleId of sales) {
-      let claimed: Delivery[];
-      try {
-        claimed = await claimIdleEntries(this.deps.redis, this.deps.prefix, this.consumer, saleId, this.options.claimIdleMs, this.options.batchSize);
-      } catch (error) {
-        if (this.backoff.failed(saleId, 'claim', error)) continue;
-        throw error;
-      }
-      this.backoff.succeeded(saleId, 'claim');
-      if (claimed.length === 0) continue;
-      any = true;
+      const failure = round.failures.get(saleId);
+      if (failure === undefined) this.backoff.succeeded(saleId, 'claim');
+      else if (!this.backoff.failed(saleId, 'claim', failure)) roundFailure ??= { error: failure };
+    }
+    for (const [saleId, claimed] of round.claimed) {
       this.deps.logger.warn({ saleId, entries: claimed.length }, 'took over entries left pending by another consumer');
       this.hold(saleId, claimed.map((delivery) => delivery.entry.id));
       this.dispatch(saleId, claimed);
     }
-    return any;
+    if (roundFailure) throw roundFailure.error;
+    return round.claimed.size > 0;
   }
 
   /**

@@ -9,6 +9,8 @@ export {
   decodeReservation,
   readNewEntries,
   claimIdleEntries,
+  claimIdleEntriesOf,
+  type ClaimRound,
   keepHeld,
   acknowledge,
   streamHasEntry,
@@ -25,4 +27,5 @@ export { writeAuditRecord, readAuditRecord, type AuditRecord } from './audit-rep
 export { rebuildSaleState } from './sale-rebuild.ts';
 export { snapshotSale, type SaleSnapshot } from './sale-snapshot.ts';
 export { saleEventsChannel, announceSaleChanged } from './sale-events.ts';
+export { workSignalChannel, WorkSignaller, listenForWork } from './work-signal.ts';
 export { trimAcknowledged, type RetentionBounds } from './stream-retention.ts';

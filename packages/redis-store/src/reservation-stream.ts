@@ -108,22 +108,54 @@ export async function claimIdleEntries(
   minIdleMs: number,
   count: number,
 ): Promise<{ entry: StreamEntry; deliveries: number }[]> {
-  const { stream } = saleKeys(prefix, saleId);
-  let claimed: [string, string[] | null][];
-  try {
-    const reply = (await redis.xautoclaim(stream, ORDER_WRITERS_GROUP, consumer, minIdleMs, '0-0', 'COUNT', count)) as [string, [string, string[] | null][]];
-    claimed = reply[1];
-  } catch (error) {
-    if (/NOGROUP|no such key/i.test((error as Error).message)) return [];
-    throw error;
-  }
-  if (claimed.length === 0) return [];
+  const round = await claimIdleEntriesOf(redis, prefix, consumer, [saleId], minIdleMs, count);
+  const failure = round.failures.get(saleId);
+  if (failure !== undefined) throw failure;
+  return round.claimed.get(saleId) ?? [];
+}
+
+/** What one claim over many sales took: the entries of each (with their delivery counts), and each sale's failure. */
+export interface ClaimRound {
+  claimed: Map<number, { entry: StreamEntry; deliveries: number }[]>;
+  failures: Map<number, unknown>;
+}
+
+/**
+ * claimIdleEntries for many sales in two round trips (pipelines of one command per sale, so it works
+ * across Redis Cluster slots the way readNewEntries does): XAUTOCLAIM on each, then XPENDING for the
+ * delivery counts of the sales that had something to take. A sale whose claim fails is reported on its own.
+ */
+export async function claimIdleEntriesOf(redis: ScriptedRedis, prefix: string, consumer: string, saleIds: number[], minIdleMs: number, count: number): Promise<ClaimRound> {
+  const round: ClaimRound = { claimed: new Map(), failures: new Map() };
+  const claims = redis.pipeline();
+  for (const saleId of saleIds) claims.xautoclaim(saleKeys(prefix, saleId).stream, ORDER_WRITERS_GROUP, consumer, minIdleMs, '0-0', 'COUNT', count);
+  const taken = new Map<number, [string, string[] | null][]>();
+  ((await claims.exec()) ?? []).forEach(([error, reply], index) => {
+    const saleId = saleIds[index]!;
+    if (error) {
+      if (!/NOGROUP|no such key/i.test(error.message)) round.failures.set(saleId, error);
+      return;
+    }
+    const items = (reply as [string, [string, string[] | null][]])[1];
+    if (items.length > 0) taken.set(saleId, items);
+  });
+  if (taken.size === 0) return round;
   // XAUTOCLAIM has just counted one more delivery of each; read the counts back from the pending list.
-  const pending = (await redis.xpending(stream, ORDER_WRITERS_GROUP, claimed[0]![0], claimed[claimed.length - 1]![0], claimed.length, consumer)) as PendingReply[];
-  const deliveries = new Map(pending.map(([id, , , times]) => [id, Number(times)]));
-  return claimed
-    .filter((item): item is [string, string[]] => item[1] !== null)
-    .map(([id, fields]) => ({ entry: { id, fields }, deliveries: deliveries.get(id) ?? 1 }));
+  const counts = redis.pipeline();
+  for (const [saleId, items] of taken) counts.xpending(saleKeys(prefix, saleId).stream, ORDER_WRITERS_GROUP, items[0]![0], items[items.length - 1]![0], items.length, consumer);
+  const replies = (await counts.exec()) ?? [];
+  [...taken].forEach(([saleId, items], index) => {
+    const [error, reply] = replies[index] ?? [new Error('no reply to XPENDING')];
+    // Without the counts an entry that keeps failing would never be set aside: the entries stay pending
+    // on this consumer and are claimed again after minIdleMs.
+    if (error) return void round.failures.set(saleId, error);
+    const deliveries = new Map((reply as PendingReply[]).map(([id, , , times]) => [id, Number(times)]));
+    round.claimed.set(
+      saleId,
+      items.filter((item): item is [string, string[]] => item[1] !== null).map(([id, fields]) => ({ entry: { id, fields }, deliveries: deliveries.get(id) ?? 1 })),
+    );
+  });
+  return round;
 }
 
 /**
@@ -158,11 +190,17 @@ export async function readUnacknowledged(
 ): Promise<ReservationEntry[]> {
   const { stream } = saleKeys(prefix, saleId);
   const entries = await readRange(redis, stream, `(${lastDeliveredId}`, lastId);
-  const pending = (await redis.xpending(stream, ORDER_WRITERS_GROUP, '-', lastId, 100_000)) as PendingReply[];
-  if (pending.length > 0) {
-    const pipeline = redis.pipeline();
-    for (const [id] of pending) pipeline.xrange(stream, id, id);
-    for (const [, reply] of (await pipeline.exec()) ?? []) entries.push(...((reply as EntryReply[] | null) ?? []));
+  if (lastId !== '0-0') {
+    for (let from = '-'; ; ) {
+      const pending = (await redis.xpending(stream, ORDER_WRITERS_GROUP, from, lastId, PAGE)) as PendingReply[];
+      if (pending.length > 0) {
+        const pipeline = redis.pipeline();
+        for (const [id] of pending) pipeline.xrange(stream, id, id);
+        for (const [, reply] of (await pipeline.exec()) ?? []) entries.push(...((reply as EntryReply[] | null) ?? []));
+      }
+      if (pending.length < PAGE) break;
+      from = `(${pending[pending.length - 1]![0]}`;
+    }
   }
   return entries.flatMap(([id, fields]) => {
     const decoded = decodeReservation(saleId, id, fields);
@@ -170,14 +208,17 @@ export async function readUnacknowledged(
   });
 }
 
+/** Entries or pending ids per read of readUnacknowledged: each reply stays small, however much is in flight. */
+const PAGE = 1000;
+
 async function readRange(redis: ScriptedRedis, key: string, from: string, to: string): Promise<EntryReply[]> {
   if (to === '0-0') return [];
   const entries: EntryReply[] = [];
   let start = from;
   for (;;) {
-    const chunk = (await redis.xrange(key, start, to, 'COUNT', 1000)) as EntryReply[];
+    const chunk = (await redis.xrange(key, start, to, 'COUNT', PAGE)) as EntryReply[];
     entries.push(...chunk);
-    if (chunk.length < 1000) return entries;
+    if (chunk.length < PAGE) return entries;
     start = `(${chunk[chunk.length - 1]![0]}`;
   }
 }

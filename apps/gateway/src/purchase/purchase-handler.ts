@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { AppError, newReservationId } from '@flashsale/domain';
-import { reservePurchase, type ReserveOutcome } from '@flashsale/redis-store';
+import { reservePurchase, WorkSignaller, type ReserveOutcome } from '@flashsale/redis-store';
 import type { GatewayDeps } from '../deps.ts';
 import type { GatewayMetrics } from '../metrics.ts';
 import { createRequestLimits } from '../request-limits.ts';
@@ -53,6 +53,9 @@ export function createPurchaseHandler({ config, redis, logger, now }: GatewayDep
   const limits = createRequestLimits(config, now);
   const readPurchaseBody = createPurchaseBodyReader(config.HTTP_MAX_BODY_BYTES);
   const prefix = config.REDIS_PREFIX;
+  // Tells the workers a sale has work (a debounced PUBLISH, off the answer's path): they read it at once
+  // rather than polling every live sale.
+  const workSignal = new WorkSignaller(redis, prefix);
   const outcomeCounters = new Map<string, ReturnType<typeof metrics.purchases.labels>>();
   const count = (outcome: string) => {
     let counter = outcomeCounters.get(outcome);
@@ -103,6 +106,7 @@ export function createPurchaseHandler({ config, redis, logger, now }: GatewayDep
     }
     metrics.purchaseSeconds.observe((performance.now() - started) / 1000);
     if (outcome.kind === 'reserved') {
+      workSignal.reserved(saleId);
       if (outcome.remaining === 0) verdicts.learn(saleId, 'SOLD_OUT', ticket);
       count('reserved');
       return sendRendered(res, renderJson(202, { reservationId, saleId, quantity, status: 'pending' }));

@@ -1,0 +1,152 @@
+/**
+ * Which sales a worker reads in a round, so that what an idle worker costs does not grow with the number
+ * of live sales:
+ *
+ * - **Hot** sales are read every round (every WORKER_IDLE_MS when nothing came, at once when a batch
+ *   ends): a sale a gateway signalled (WorkSignaller) or whose last read gave entries, for `hotMs` after.
+ *   A sale under load stays hot for as long as it takes purchases.
+ * - Every listed sale is also **swept** (read without a signal) in turn, round robin: each at least every
+ *   `sweepMs`, but never more than `sweepPerSecond` sales a second, so with N live sales each is swept
+ *   every max(sweepMs, N / sweepPerSecond). The signal is a hint; the sweep is what makes a lost one cost a
+ *   delay and never an entry. After a start or a lost subscription, one whole sweep goes at once
+ *   (in rounds of `burst` sales), since signals may have been missed.
+ * - Entries left pending by a dead worker are claimed on a sale when it is read and its last claim is
+ *   `claimEveryMs` old.
+ *
+ * An idle worker therefore costs about min(N x 1000 / sweepMs, sweepPerSecond) reads a second, and
+ * (at most) as many claims every claimEveryMs: bounded whatever N. Memory: a few numbers per listed sale.
+ * Times are monotonic milliseconds (performance.now()), the worker's own intervals.
+ */
+export interface SaleScheduleOptions {
+  sweepMs: number;
+  sweepPerSecond: number;
+  hotMs: number;
+  claimEveryMs: number;
+  /** Most sales one round sweeps, which bounds one pipeline. */
+  burst: number;
+}
+
+export interface Round {
+  /** Sales to read now (hot ones, then swept ones; no duplicates). */
+  read: number[];
+  /** Of those, the sales whose idle pending entries to claim now. */
+  claim: number[];
+}
+
+export class SaleSchedule {
+  private sales: number[] = [];
+  private listed = new Set<number>();
+  private readonly hotUntil = new Map<number, number>();
+  private readonly claimedAt = new Map<number, number>();
+  private cursor = 0;
+  /** Sweeps earned and not yet made (fractional), capped at one whole sweep. */
+  private credit = 0;
+  private creditAt: number | undefined;
+  /** Sales still to sweep at once (after a start or a lost subscription). */
+  private catchUp = 0;
+  private unknownSignalled = false;
+  private wake: { promise: Promise<void>; resolve: () => void } | undefined;
+
+  constructor(private readonly options: SaleScheduleOptions) {}
+
+  /** The list of live sales, read again now and then. Sales no longer listed are forgotten. */
+  setSales(sales: number[]): void {
+    const first = this.listed.size === 0 && this.sales.length === 0;
+    this.sales = sales;
+    this.listed = new Set(sales);
+    for (const map of [this.hotUntil, this.claimedAt]) for (const saleId of map.keys()) if (!this.listed.has(saleId)) map.delete(saleId);
+    if (this.cursor >= sales.length) this.cursor = 0;
+    this.catchUp = Math.min(this.catchUp, sales.length);
+    this.unknownSignalled = false;
+    if (first) this.sweepAll();
+  }
+
+  /** True when a signal named a sale not on the list (published since it was read): read the list again. */
+  wantsSales(): boolean {
+    return this.unknownSignalled;
+  }
+
+  /** A gateway signalled work on the sale: read it from the next round on, and wake an idle loop. */
+  signal(saleId: number, now: number): void {
+    if (!this.listed.has(saleId)) {
+      this.unknownSignalled = true;
+    } else {
+      this.hotUntil.set(saleId, now + this.options.hotMs);
+    }
+    this.wake?.resolve();
+    this.wake = undefined;
+  }
+
+  /** A read of the sale gave entries: it stays hot. */
+  worked(saleId: number, now: number): void {
+    if (this.listed.has(saleId)) this.hotUntil.set(saleId, now + this.options.hotMs);
+  }
+
+  /** Sweeps every sale once, at once (signals may have been missed). */
+  sweepAll(): void {
+    this.catchUp = this.sales.length;
+    this.wake?.resolve();
+    this.wake = undefined;
+  }
+
+  /** The sales to read (and claim) in this round. */
+  round(now: number): Round {
+    const read: number[] = [];
+    for (const [saleId, until] of this.hotUntil) {
+      if (until <= now) this.hotUntil.delete(saleId);
+      else read.push(saleId);
+    }
+    const sweep = this.sweepCount(now);
+    const taken = new Set(read);
+    for (let i = 0; i < sweep && this.sales.length > 0; i++) {
+      const saleId = this.sales[this.cursor]!;
+      this.cursor = (this.cursor + 1) % this.sales.length;
+      if (!taken.has(saleId)) {
+        taken.add(saleId);
+        read.push(saleId);
+      }
+    }
+    const claim = read.filter((saleId) => now - (this.claimedAt.get(saleId) ?? -Infinity) >= this.options.claimEveryMs);
+    for (const saleId of claim) this.claimedAt.set(saleId, now);
+    return { read, claim };
+  }
+
+  /**
+   * How long an idle loop may wait before the next round: `idleMs` while a sale is hot, else until the
+   * next sweep is due (at most `maxMs`). A signal ends the wait early (see woken()).
+   */
+  idleWaitMs(now: number, idleMs: number, maxMs: number): number {
+    if (this.hotUntil.size > 0 || this.catchUp > 0) return idleMs;
+    const speed = this.speed();
+    if (speed === 0) return maxMs;
+    const untilNext = ((1 - this.credit) / speed) * 1000;
+    return Math.max(idleMs, Math.min(maxMs, untilNext));
+  }
+
+  /** Resolves at the next signal (or sweepAll); race it with the idle wait. */
+  woken(): Promise<void> {
+    if (!this.wake) {
+      let resolve!: () => void;
+      const promise = new Promise<void>((r) => (resolve = r));
+      this.wake = { promise, resolve };
+    }
+    return this.wake.promise;
+  }
+
+  /** Sales swept per second: every sale each sweepMs, within the rate. */
+  private speed(): number {
+    return Math.min(this.options.sweepPerSecond, (this.sales.length * 1000) / this.options.sweepMs);
+  }
+
+  private sweepCount(now: number): number {
+    const elapsed = this.creditAt === undefined ? 0 : Math.max(0, now - this.creditAt);
+    this.creditAt = now;
+    this.credit = Math.min(this.sales.length, this.credit + (this.speed() * elapsed) / 1000);
+    const limit = Math.min(this.options.burst, this.sales.length);
+    const earned = Math.min(Math.floor(this.credit), limit);
+    this.credit -= earned;
+    const extra = Math.min(this.catchUp, limit - earned);
+    this.catchUp -= extra;
+    return earned + extra;
+  }
+}
