@@ -117,7 +117,7 @@ export async function claimIdleEntries(
 /** What one claim over many sales took: the entries of each (with their delivery counts), and each sale's failure. */
 export interface ClaimRound {
   claimed: Map<number, { entry: StreamEntry; deliveries: number }[]>;
-  failures: Map<number, unknown>;
+  failures: Map<number, Error>;
 }
 
 /**
@@ -145,7 +145,7 @@ export async function claimIdleEntriesOf(redis: ScriptedRedis, prefix: string, c
   for (const [saleId, items] of taken) counts.xpending(saleKeys(prefix, saleId).stream, ORDER_WRITERS_GROUP, items[0]![0], items[items.length - 1]![0], items.length, consumer);
   const replies = (await counts.exec()) ?? [];
   [...taken].forEach(([saleId, items], index) => {
-    const [error, reply] = replies[index] ?? [new Error('no reply to XPENDING')];
+    const [error, reply] = replies[index] ?? [new Error('no reply to XPENDING'), null];
     // Without the counts an entry that keeps failing would never be set aside: the entries stay pending
     // on this consumer and are claimed again after minIdleMs.
     if (error) return void round.failures.set(saleId, error);
@@ -179,8 +179,8 @@ export function lastEntryIdOf(reply: unknown): string | null {
 
 /**
  * The reservations of the stream that are not acknowledged yet, up to the entry `lastId`: the entries
- * after `lastDeliveredId` (the group's position: nobody read them yet) and those pending on a consumer.
- * Malformed entries are left out: they never took stock.
+ * after `lastDeliveredId` (the group's position: nobody read them yet) and those pending on a consumer,
+ * both listed in pages. Malformed entries are left out: they never took stock.
  */
 export async function readUnacknowledged(
   redis: ScriptedRedis,
