@@ -89,6 +89,29 @@ describe('auditSale', () => {
     expect(await counts(sale)).toEqual({ saleId: sale.id, stock: 10, remaining, ...where, drift: 0 });
   });
 
+  it('counts once a reservation that is an order and was set aside as well, by reading the dead letters themselves', async () => {
+    const sale = await createLiveSale(ctx, { stock: 10, perUserLimit: 3 });
+    await reserve(sale, 'ann', 1);
+    await reserve(sale, 'bob', 2);
+    // Bob's batch committed, its worker died before XACK, and his entry was then set aside for its deliveries.
+    const [ann, bob] = await deliver(sale);
+    await writeOrders(sale, [ann!, bob!]);
+    await ack(sale, [ann!]);
+    await deadLetter(ctx.redis, prefix(), sale.id, bob!, 'MAX_DELIVERIES', 6);
+
+    expect(await counts(sale)).toEqual({ saleId: sale.id, stock: 10, remaining: 7, inFlightUnits: 0, deadLetteredUnits: 2, unitsInDb: 1, drift: 0 });
+  });
+
+  it('balances dead letters the count does not know of (set aside before it was kept), by reading them', async () => {
+    const sale = await createLiveSale(ctx, { stock: 10, perUserLimit: 3 });
+    await reserve(sale, 'ann', 3);
+    const [ann] = await deliver(sale);
+    await deadLetter(ctx.redis, prefix(), sale.id, ann!, 'DUPLICATE_BUYER', 1);
+    await ctx.redis.hdel(keysOf(sale).rejected, `units:${sale.generation}`);
+
+    expect(await counts(sale)).toEqual({ saleId: sale.id, stock: 10, remaining: 7, inFlightUnits: 0, deadLetteredUnits: 3, unitsInDb: 0, drift: 0 });
+  });
+
   it('leaves out entries of an earlier generation: they were never taken from this state\'s stock', async () => {
     const sale = await createLiveSale(ctx, { stock: 10 });
     await reserve(sale, 'ann');

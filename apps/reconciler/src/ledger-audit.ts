@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '@flashsale/config';
 import { findSale, unitsAcceptedBy, type PrismaClient } from '@flashsale/order-store';
-import { readRedisLedger, writeAuditRecord, type ScriptedRedis } from '@flashsale/redis-store';
+import { readDeadLettered, readRedisLedger, writeAuditRecord, type ScriptedRedis } from '@flashsale/redis-store';
 
 /** The ledger of one sale at one instant: remaining + in flight + dead-lettered + in MySQL = stock. */
 export interface AuditReport {
@@ -19,18 +19,35 @@ export interface AuditReport {
 
 /**
  * Reads one sale's ledger: Redis's side at one instant (readRedisLedger: remaining, the reservations in
- * flight and dead-lettered, of the current generation), then the units MySQL holds of the reservations
- * accepted by then. A reservation acknowledged meanwhile is counted once (in flight, not again in
- * MySQL). Never writes the sale's state.
+ * flight and the units dead-lettered, of the current generation), then the units MySQL holds of the
+ * reservations accepted by then. A reservation acknowledged meanwhile is counted once (in flight, not
+ * again in MySQL). What this costs Redis follows what is in flight, not the stream's length nor the
+ * number of dead letters, as long as the ledger balances. When it does not, it is counted again from the
+ * dead letters themselves (read in pages): a reservation set aside that is an order as well (a worker
+ * committed it and died before XACK, and its entry was then set aside for its deliveries) counts once,
+ * as set aside, not again in MySQL; the kept count cannot tell which those are. Never writes the sale's
+ * state.
  */
 export async function auditSale(redis: ScriptedRedis, prisma: PrismaClient, prefix: string, saleId: number): Promise<AuditReport | null> {
   const ledger = await readRedisLedger(redis, prefix, saleId);
   if (!ledger) return null;
-  const { at, stock, remaining, inFlight, deadLettered } = ledger;
-  const unitsInDb = await unitsAcceptedBy(prisma, saleId, at, new Set([...inFlight.keys(), ...deadLettered.keys()]));
+  const { at, stock, remaining, inFlight } = ledger;
   const sum = (m: Map<string, number>) => [...m.values()].reduce((a, b) => a + b, 0);
-  const report = { saleId, at, stock, remaining, inFlightUnits: sum(inFlight), deadLetteredUnits: sum(deadLettered), unitsInDb };
-  return { ...report, drift: report.remaining + report.inFlightUnits + report.deadLetteredUnits + report.unitsInDb - report.stock };
+  const inFlightUnits = sum(inFlight);
+  const reportOf = (deadLetteredUnits: number, unitsInDb: number): AuditReport => ({
+    saleId,
+    at,
+    stock,
+    remaining,
+    inFlightUnits,
+    deadLetteredUnits,
+    unitsInDb,
+    drift: remaining + inFlightUnits + deadLetteredUnits + unitsInDb - stock,
+  });
+  const counted = reportOf(ledger.deadLetteredUnits, await unitsAcceptedBy(prisma, saleId, at, new Set(inFlight.keys())));
+  if (counted.drift === 0) return counted;
+  const deadLettered = await readDeadLettered(redis, prefix, saleId, { generation: ledger.generation, upTo: ledger.lastDeadLetterId });
+  return reportOf(sum(deadLettered), await unitsAcceptedBy(prisma, saleId, at, new Set([...inFlight.keys(), ...deadLettered.keys()])));
 }
 
 export interface AuditDeps {

@@ -1,7 +1,8 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { createLogger } from '@flashsale/config';
 import { newReservationId } from '@flashsale/domain';
-import { readSaleState, reservePurchase, saleKeys } from '@flashsale/redis-store';
+import { ORDER_WRITERS_GROUP, readSaleState, reservePurchase, saleKeys, toReserveOutcome, trimAcknowledged } from '@flashsale/redis-store';
 import { recordCheckpoint, type PrismaClient } from '@flashsale/order-store';
 import { ledgerOf, waitForDrain } from '@flashsale/harness';
 import { createLiveSale, isolatedContextPerTest } from '../../../test/support/context.ts';
@@ -12,10 +13,10 @@ import { watchOnce, type StateWatcherDeps } from './state-watcher.ts';
 
 const env = isolatedContextPerTest();
 
-function startWorker(): OrderWorker {
+function startWorker(batchSize = 20): OrderWorker {
   const worker = new OrderWorker(
     { redis: env.ctx.redis, prisma: env.ctx.prisma, prefix: env.ctx.config.REDIS_PREFIX, logger: createLogger('w', 'silent') },
-    { batchSize: 20, idleMs: 5, claimIdleMs: 500, maxDeliveries: 5, salesRefreshMs: 50, writesInFlight: 2 },
+    { batchSize, idleMs: 5, claimIdleMs: 500, maxDeliveries: 5, salesRefreshMs: 50, writesInFlight: 2 },
   );
   worker.start();
   env.stops.push(() => worker.stop());
@@ -98,6 +99,65 @@ describe('stream retention', () => {
     expect(await env.ctx.redis.xlen(stream)).toBe(1);
   });
 
+  it('retention keeps the stream bounded under a steady accept rate', { timeout: 60_000 }, async () => {
+    // 2,000 reservations a second for 5 s, a worker writing them, and a pass every 250 ms as the watcher
+    // makes it: keep from the checkpoint the pass before recorded (the stream's last entry then), keep
+    // everything younger than ten minutes, but no more than 1,000 entries for their age.
+    const [perTick, tickMs, ticks, passEvery, maxEntries] = [100, 50, 100, 5, 1_000];
+    const prefix = env.ctx.config.REDIS_PREFIX;
+    const sale = await createLiveSale(env.ctx, { stock: perTick * ticks });
+    const keys = saleKeys(prefix, sale.id);
+    startWorker(100);
+    const accepted = new Map<string, { userId: string; quantity: number }>();
+    const passes: { length: number; bound: number; inFlight: number }[] = [];
+    let checkpoint: string | null = null;
+
+    const pass = async () => {
+      // What may stay, read before the trim: entries are only added by this test's own loop, which waits
+      // for the pass, and the worker only moves the first pending and undelivered entries later.
+      const before = await env.ctx.redis
+        .multi()
+        .time()
+        .xpending(keys.stream, ORDER_WRITERS_GROUP)
+        .xinfo('GROUPS', keys.stream)
+        .xrevrange(keys.stream, '+', '-', 'COUNT', 1)
+        .exec();
+      const [now, pending, groups, last] = before!.map(([, reply]) => reply) as [[string, string], [number, string | null], unknown[][], [string, string[]][]];
+      const group = Object.fromEntries(pairs(groups[0]!));
+      // The oldest of: the first undelivered entry, the first pending one, the checkpoint's.
+      const keptFrom = [nextId(String(group['last-delivered-id'])), pending[1], checkpoint]
+        .filter((id): id is string => id !== null)
+        .reduce((a, b) => (compareIds(a, b) <= 0 ? a : b));
+
+      await trimAcknowledged(env.ctx.redis, prefix, sale.id, { keepFrom: checkpoint, keepSinceMs: Number(now[0]) * 1000 - 600_000, maxEntries });
+
+      const after = await env.ctx.redis.multi().xlen(keys.stream).xrange(keys.stream, keptFrom, '+').exec();
+      const [length, held] = after!.map(([, reply]) => reply) as [number, unknown[]];
+      passes.push({ length, bound: Math.max(maxEntries, held.length), inFlight: Number(group.lag) + Number(group.pending) });
+      checkpoint = last[0]?.[0] ?? null;
+    };
+
+    const started = performance.now();
+    for (let tick = 0; tick < ticks; tick++) {
+      await sleep(Math.max(0, started + tick * tickMs - performance.now()));
+      const batch = Array.from({ length: perTick }, (_, k) => ({ userId: `buyer-${tick * perTick + k}`, reservationId: newReservationId(sale.id) }));
+      const replies = await env.ctx.redis.pipeline(batch.map(({ userId, reservationId }) => ['reserve', keys.meta, keys.buyers, keys.stream, userId, '1', reservationId])).exec();
+      replies!.forEach(([error, reply], k) => {
+        expect(error).toBeNull();
+        expect(toReserveOutcome(reply as [number, string | number]).kind).toBe('reserved');
+        accepted.set(batch[k]!.reservationId, { userId: batch[k]!.userId, quantity: 1 });
+      });
+      if (tick % passEvery === passEvery - 1) await pass();
+    }
+
+    // Ten minutes of age would keep all 10,000: the count bound held the stream to about what was in
+    // flight plus the entries since the checkpoint, at every pass.
+    expect(passes.filter(({ length, bound }) => length > bound)).toEqual([]);
+    expect(Math.max(...passes.map(({ length }) => length))).toBeLessThan(accepted.size / 2);
+    await waitForDrain(env.ctx.redis, prefix, sale.id);
+    expect(await ledgerOf(env.ctx.redis, env.ctx.prisma, prefix, sale.id, accepted)).toEqual({ lost: [], duplicated: [], unexpected: [], unitsInDb: 10_000, remaining: 0, stock: 10_000 });
+  });
+
   it('a reconciler that listed the sale before another recorded a newer checkpoint and trimmed judges it healthy', async () => {
     const sale = await createLiveSale(env.ctx, { stock: 500 });
     startWorker();
@@ -150,6 +210,25 @@ describe('stream retention', () => {
     expect(await recordCheckpoint(env.ctx.prisma, sale.id, 'another-generation', { reservations: 7, units: 7, at: 4_000_000, streamId: '4000000-0' }, { at: 1_900_000 })).toBe(false);
   });
 });
+
+function pairs(flat: unknown[]): [string, unknown][] {
+  const result: [string, unknown][] = [];
+  for (let i = 0; i + 1 < flat.length; i += 2) result.push([String(flat[i]), flat[i + 1]]);
+  return result;
+}
+
+/** Stream ids in order: by time, then by sequence. */
+function compareIds(a: string, b: string): number {
+  const [am, as] = a.split('-').map(BigInt) as [bigint, bigint];
+  const [bm, bs] = b.split('-').map(BigInt) as [bigint, bigint];
+  return am === bm ? Number(as - bs) : Number(am - bm);
+}
+
+/** The smallest id after `id`. */
+function nextId(id: string): string {
+  const [ms, seq] = id.split('-') as [string, string];
+  return `${ms}-${BigInt(seq) + 1n}`;
+}
 
 /** The real client, except that listing sales returns rows read earlier: a reconciler whose list is old. */
 function listingFrom(prisma: PrismaClient, rows: Awaited<ReturnType<PrismaClient['sale']['findMany']>>): PrismaClient {

@@ -3,7 +3,7 @@ import { newReservationId } from '@flashsale/domain';
 import { createLiveSale, createTestContext, type TestContext } from '../../../test/support/context.ts';
 import { ORDER_WRITERS_GROUP, saleKeys } from './keys.ts';
 import { reservePurchase } from './reserve-purchase.ts';
-import { findDeadLetter } from './dead-letters.ts';
+import { deadLetteredUnitsField, findDeadLetter, readDeadLettered } from './dead-letters.ts';
 
 let ctx: TestContext;
 beforeAll(() => {
@@ -40,6 +40,26 @@ describe('the dead-letter script (dead-letter-3.lua)', () => {
     expect(await findDeadLetter(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, reservationId)).toEqual({ reservationId, userId, quantity: 3, reason: 'OVER_STOCK' });
   });
 
+  it("adds a reservation's units to its generation's count the first time it is set aside, and nothing for an entry that took no stock", async () => {
+    const sale = await createLiveSale(ctx, { perUserLimit: 3 });
+    const keys = saleKeys(ctx.config.REDIS_PREFIX, sale.id);
+    expect((await reservePurchase(ctx.redis, ctx.config.REDIS_PREFIX, { saleId: sale.id, userId: 'ann', quantity: 3, reservationId: newReservationId(sale.id) })).kind).toBe('reserved');
+    expect((await reservePurchase(ctx.redis, ctx.config.REDIS_PREFIX, { saleId: sale.id, userId: 'bob', quantity: 2, reservationId: newReservationId(sale.id) })).kind).toBe('reserved');
+    // Entries a reserve script never writes: of an older generation, with a quantity of 0, without a time.
+    await ctx.redis.xadd(keys.stream, '*', 'r', newReservationId(sale.id), 'u', 'old', 'q', '4', 't', '1', 'g', 'an-older-generation');
+    await ctx.redis.xadd(keys.stream, '*', 'r', newReservationId(sale.id), 'u', 'cy', 'q', '0', 't', '1', 'g', sale.generation);
+    await ctx.redis.xadd(keys.stream, '*', 'r', newReservationId(sale.id), 'u', 'dee', 'q', '1', 'g', sale.generation);
+    const [ann, bob, ...others] = await deliverAll(sale.id);
+    const setAside = ([entryId, fields]: Entry) => ctx.redis.deadLetter(keys.stream, keys.deadLetter, keys.rejected, ORDER_WRITERS_GROUP, entryId, 'OVER_STOCK', 1, ...fields);
+
+    // Ann's entry twice (two workers held it): her 3 units count once.
+    for (const entry of [ann!, bob!, ann!, ...others]) await setAside(entry);
+
+    expect(await ctx.redis.xlen(keys.deadLetter)).toBe(6);
+    expect(await ctx.redis.hget(keys.rejected, deadLetteredUnitsField(sale.generation))).toBe('5');
+    expect(await ctx.redis.hget(keys.rejected, deadLetteredUnitsField('an-older-generation'))).toBe('4');
+  });
+
   it('records nothing to look up for a malformed entry without a reservation id, but still dead-letters it', async () => {
     const sale = await createLiveSale(ctx);
     const keys = saleKeys(ctx.config.REDIS_PREFIX, sale.id);
@@ -72,6 +92,35 @@ describe('the dead-letter script (dead-letter-3.lua)', () => {
 
     expect(Object.values(keys).map((key) => /\{([^}]*)\}/.exec(key)?.[1])).toEqual(Object.values(keys).map(() => 's42'));
     expect(keys.rejected).toBe('fs:{s42}:rejected');
+  });
+});
+
+describe('readDeadLettered', () => {
+  it('reads every dead letter of the generation up to the entry it is given, page after page, each reservation once', async () => {
+    const sale = await createLiveSale(ctx);
+    const keys = saleKeys(ctx.config.REDIS_PREFIX, sale.id);
+    // Dead-letter entries as the script writes them, more than one page of them, written here directly.
+    const entry = (reservationId: string, quantity: number, generation = sale.generation) =>
+      ['id', '1-0', 'reason', 'OVER_STOCK', 'deliveries', '1', 'r', reservationId, 'u', reservationId, 'q', String(quantity), 't', '1', 'g', generation];
+    const expected = new Map<string, number>();
+    const writing = ctx.redis.pipeline();
+    for (let i = 0; i < 2_500; i++) {
+      const reservationId = newReservationId(sale.id);
+      expected.set(reservationId, 1 + (i % 3));
+      writing.xadd(keys.deadLetter, '*', ...entry(reservationId, 1 + (i % 3)));
+    }
+    const [first] = [...expected.keys()];
+    writing.xadd(keys.deadLetter, '*', ...entry(first!, 1));
+    writing.xadd(keys.deadLetter, '*', ...entry(newReservationId(sale.id), 4, 'an-older-generation'));
+    writing.xadd(keys.deadLetter, '*', 'id', '1-0', 'reason', 'MALFORMED_ENTRY', 'deliveries', '1', 'u', 'nobody');
+    await writing.exec();
+    const [[upTo]] = (await ctx.redis.xrevrange(keys.deadLetter, '+', '-', 'COUNT', 1)) as [Entry];
+    await ctx.redis.xadd(keys.deadLetter, '*', ...entry(newReservationId(sale.id), 2));
+
+    const read = await readDeadLettered(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, { generation: sale.generation, upTo });
+
+    expect(read).toEqual(new Map([...expected, [first!, 1]]));
+    expect(await readDeadLettered(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, { generation: sale.generation, upTo: null })).toEqual(new Map());
   });
 });
 

@@ -1,13 +1,14 @@
 import type { DeadLetterReason } from '@flashsale/domain';
 import type { ScriptedRedis } from './scripts.ts';
 import { ORDER_WRITERS_GROUP, saleKeys } from './keys.ts';
-import { decodeReservation, type ReservationEntry, type StreamEntry } from './reservation-stream.ts';
+import { decodeReservation, type StreamEntry } from './reservation-stream.ts';
 
 /**
  * The entries the workers set aside, per sale: the dead-letter stream (`deadLetter` in keys.ts), each
  * entry `id` (the original entry id), `reason`, `deliveries`, then the original fields; and the rejected
- * hash (`rejected`), reservation id -> JSON `{"u": user id, "q": quantity, "reason": code}`. Both are
- * written by dead-letter-3.lua only, and read here only.
+ * hash (`rejected`), reservation id -> JSON `{"u": user id, "q": quantity, "reason": code}`, and
+ * `units:<generation>` -> the units of that generation's reservations set aside, each reservation once.
+ * Both are written by dead-letter-3.lua only, and read here only.
  */
 
 /** A reservation the workers set aside instead of writing it as an order. */
@@ -46,16 +47,39 @@ export async function findDeadLetter(redis: ScriptedRedis, prefix: string, saleI
   return { reservationId, userId: u ?? '', quantity: Number(q), reason: reason ?? '' };
 }
 
+/** The rejected hash's field counting the units of a generation's reservations set aside (dead-letter-3.lua). */
+export function deadLetteredUnitsField(generation: string): string {
+  return `units:${generation}`;
+}
+
+/** Dead-letter entries per read of readDeadLettered. */
+const PAGE = 1000;
+
 /** Where a dead-letter entry's copy of the original fields starts: after id, reason and deliveries. */
 const ORIGINAL_FIELDS_AT = 6;
 
 /**
- * The reservations in an `XRANGE <dead-letter stream> - +` reply (the audit reads it in its MULTI), with
- * the id of their original entry. Entries that were not reservations (malformed) are left out.
+ * The units of each reservation of `generation` set aside, by reservation id (one set aside twice counts
+ * once), from the dead-letter stream itself up to its entry `upTo` (the last one at the instant the caller
+ * read the rest of its figures). Entries that were not reservations (malformed) are left out. Reads the
+ * whole stream, in pages: the audit's way of counting exactly when the kept count does not balance.
  */
-export function deadLetteredReservationsOf(saleId: number, reply: unknown): ReservationEntry[] {
-  return (reply as [id: string, fields: string[]][]).flatMap(([, fields]) => {
-    const decoded = decodeReservation(saleId, fields[1] ?? '', fields.slice(ORIGINAL_FIELDS_AT));
-    return decoded.ok ? [decoded.reservation] : [];
-  });
+export async function readDeadLettered(
+  redis: ScriptedRedis,
+  prefix: string,
+  saleId: number,
+  { generation, upTo }: { generation: string; upTo: string | null },
+): Promise<Map<string, number>> {
+  const byReservation = new Map<string, number>();
+  if (upTo === null) return byReservation;
+  const key = saleKeys(prefix, saleId).deadLetter;
+  for (let from = '-'; ; ) {
+    const page = (await redis.xrange(key, from, upTo, 'COUNT', PAGE)) as [id: string, fields: string[]][];
+    for (const [, fields] of page) {
+      const decoded = decodeReservation(saleId, fields[1] ?? '', fields.slice(ORIGINAL_FIELDS_AT));
+      if (decoded.ok && decoded.reservation.generation === generation) byReservation.set(decoded.reservation.reservationId, decoded.reservation.quantity);
+    }
+    if (page.length < PAGE) return byReservation;
+    from = `(${page[page.length - 1]![0]}`;
+  }
 }

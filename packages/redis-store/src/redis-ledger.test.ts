@@ -4,7 +4,7 @@ import { contextPerFile, createLiveSale } from '../../../test/support/context.ts
 import { saleKeys } from './keys.ts';
 import { reservePurchase } from './reserve-purchase.ts';
 import { readNewEntries } from './reservation-stream.ts';
-import { deadLetter } from './dead-letters.ts';
+import { deadLetter, readDeadLettered } from './dead-letters.ts';
 import { setSalePaused } from './sale-state.ts';
 import { readRedisLedger } from './redis-ledger.ts';
 
@@ -37,8 +37,21 @@ describe('readRedisLedger', () => {
         [ids[2], 1],
         [ids[1], 2],
       ]),
-      deadLettered: new Map([[ids[0], 3]]),
+      deadLetteredUnits: 3,
+      lastDeadLetterId: expect.any(String),
     });
+    expect(await readDeadLettered(env.ctx.redis, prefix(), sale.id, { generation: sale.generation, upTo: ledger!.lastDeadLetterId })).toEqual(new Map([[ids[0], 3]]));
+  });
+
+  it('reads the dead-lettered units of the generation from the kept count, not from the dead letters', async () => {
+    const sale = await createLiveSale(env.ctx, { stock: 20, perUserLimit: 3 });
+    const keys = saleKeys(prefix(), sale.id);
+    await reservePurchase(env.ctx.redis, prefix(), { saleId: sale.id, userId: 'a', quantity: 2, reservationId: newReservationId(sale.id) });
+    const [a] = (await readNewEntries(env.ctx.redis, prefix(), 'consumer-1', [sale.id], 1)).entries.get(sale.id)!;
+    await deadLetter(env.ctx.redis, prefix(), sale.id, a!, 'OVER_STOCK', 1);
+    await env.ctx.redis.hincrby(keys.rejected, `units:${sale.generation}`, 5);
+
+    expect(await readRedisLedger(env.ctx.redis, prefix(), sale.id)).toMatchObject({ deadLetteredUnits: 7, inFlight: new Map() });
   });
 
   it('is null for a paused sale and for one Redis does not hold', async () => {

@@ -13,7 +13,7 @@ export interface ScriptCommands {
   setPaused(meta: string, paused: '0' | '1'): Promise<number>;
   deadLetter(stream: string, deadLetter: string, rejected: string, ...args: (string | number)[]): Promise<string>;
   rebuildSale(meta: string, buyers: string, stream: string, ...args: (string | number)[]): Promise<number>;
-  trimAcknowledged(stream: string, group: string, keepFrom: string, keepSinceMs: string): Promise<number>;
+  trimAcknowledged(stream: string, group: string, keepFrom: string, keepSinceMs: string, maxEntries: string): Promise<number>;
 }
 
 export type ScriptedRedis = Redis & ScriptCommands;

@@ -96,6 +96,31 @@ describe('trimAcknowledged', () => {
     expect(await remaining(stream)).toEqual(ids.slice(3));
   });
 
+  it('keeps entries for their age while the stream holds at most maxEntries, and beyond removes every acknowledged one, down to the first in flight', async () => {
+    const { sale, stream, ids } = await saleWithEntries(10);
+    const delivered = await deliver(stream, 8);
+    // Acknowledged: 0..5. Pending: 6, 7. Undelivered: 8, 9. All of them young enough to keep.
+    await ctx.redis.xack(stream, ORDER_WRITERS_GROUP, ...delivered.slice(0, 6));
+    const young = { keepFrom: null, keepSinceMs: 0 };
+
+    expect(await trimAcknowledged(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, { ...young, maxEntries: 10 })).toBe(0);
+    expect(await trimAcknowledged(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, young)).toBe(0);
+    expect(await remaining(stream)).toEqual(ids);
+    expect(await trimAcknowledged(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, { ...young, maxEntries: 9 })).toBe(6);
+    expect(await remaining(stream)).toEqual(ids.slice(6));
+    // Pending and undelivered entries stay, however far beyond the bound.
+    expect(await trimAcknowledged(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, { ...young, maxEntries: 0 })).toBe(0);
+    expect(await remaining(stream)).toEqual(ids.slice(6));
+  });
+
+  it('keeps the entry it is told to keep, and every later one, beyond maxEntries', async () => {
+    const { sale, stream, ids } = await saleWithEntries(8);
+    await ctx.redis.xack(stream, ORDER_WRITERS_GROUP, ...(await deliver(stream, 8)));
+
+    expect(await trimAcknowledged(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, { keepFrom: ids[3]!, keepSinceMs: 0, maxEntries: 1 })).toBe(3);
+    expect(await remaining(stream)).toEqual(ids.slice(3));
+  });
+
   it('removes nothing before anything was delivered, and nothing from a missing stream', async () => {
     const { sale, stream, ids } = await saleWithEntries(3);
 

@@ -2,12 +2,14 @@
   Moves one stream entry to the sale's dead-letter stream with the reason, and acknowledges it, in one
   step: the entry is never both lost from the stream and missing from the dead letters. In the same step
   the reservation's rejection is recorded under its id, so a status lookup finds it with one HGET instead
-  of reading the dead-letter stream (which operators and the audit still read, unchanged).
+  of reading the dead-letter stream, and the first time a reservation is set aside its units are added to
+  its generation's count, so the audit reads one field instead of the whole dead-letter stream.
 
   Input:
     KEYS[1] sale stream            (record: reservation entry, includes/reservation-entry.lua)
     KEYS[2] sale dead-letter stream (record: id, reason, deliveries, then the entry's fields; dead-letters.ts)
-    KEYS[3] sale rejected hash      (record: reservation id -> {"u","q","reason"} as JSON; dead-letters.ts)
+    KEYS[3] sale rejected hash      (records: reservation id -> {"u","q","reason"} as JSON, and
+                                     'units:<generation>' -> units of that generation set aside; dead-letters.ts)
 
     ARGV[1] consumer group name
     ARGV[2] entry id
@@ -25,6 +27,27 @@
 ]]
 --@include "includes/reservation-entry.lua"
 
+-- The units a reservation took from its generation's stock, by the rules of decodeReservation
+-- (reservation-stream.ts); nil for an entry that took none (malformed: the audit counts no such entry).
+-- A quantity beyond what a double holds exactly is left out too (the reserve script never writes one):
+-- should this ever disagree with decodeReservation, the audit finds its ledger off balance and counts
+-- the dead letters themselves.
+local LAST_DATETIME_MS = 253402300799999
+local function units_taken(reservation)
+  local q, t = reservation.quantity, reservation.reserved_at
+  if (reservation.user_id or '') == '' or (reservation.generation or '') == '' then
+    return nil
+  end
+  if not (t and string.match(t, '^%d+$') and tonumber(t) <= LAST_DATETIME_MS) then
+    return nil
+  end
+  if not (q and string.match(q, '^%d+$') and tonumber(q) >= 1 and tonumber(q) <= 9007199254740991) then
+    return nil
+  end
+  -- As digits without leading zeros: HINCRBY refuses '007'.
+  return string.format('%d', tonumber(q))
+end
+
 local expected = { 'stream', 'stream', 'hash' }
 for i = 1, 3 do
   local kind = redis.call('TYPE', KEYS[i])['ok']
@@ -38,9 +61,16 @@ for i = 5, #ARGV do
 end
 local id = redis.call('XADD', KEYS[2], '*', unpack(fields))
 redis.call('XACK', KEYS[1], ARGV[1], ARGV[2])
--- An entry without a reservation id (a malformed one) has nothing a buyer could look up.
+-- An entry without a reservation id (a malformed one) has nothing a buyer could look up; nor has one
+-- whose id is a count's field name (written by hand: the gateway makes ids '<sale id>-<uuid>').
 local reservation = reservation_of(ARGV, 5)
-if reservation.id ~= nil and reservation.id ~= '' then
+if reservation.id ~= nil and reservation.id ~= '' and string.sub(reservation.id, 1, 6) ~= 'units:' then
+  -- A reservation set aside twice (two workers held its entry) counts once, as the audit counts it.
+  local first = redis.call('HEXISTS', KEYS[3], reservation.id) == 0
   redis.call('HSET', KEYS[3], reservation.id, cjson.encode({ u = reservation.user_id or '', q = reservation.quantity or '', reason = ARGV[3] }))
+  local units = first and units_taken(reservation)
+  if units then
+    redis.call('HINCRBY', KEYS[3], 'units:' .. reservation.generation, units)
+  end
 end
 return id

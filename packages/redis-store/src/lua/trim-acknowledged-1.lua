@@ -6,12 +6,20 @@
   on a consumer, entries not yet delivered, and `keep from` itself are always kept. Exact trimming
   (no ~): a pass removes about one watch interval of entries.
 
+  The age bound gives way to the count bound: a stream holding more than `max entries` keeps no entry
+  for its age, so at a high accept rate it does not hold every entry of the whole retention time. After
+  a pass the stream holds at most max(`max entries`, the entries from the oldest of `keep from`, the
+  oldest pending entry and the first undelivered one, to its end): in flight + entries since the kept
+  checkpoint entry + 1, and more only by the acknowledged entries that came after an entry still
+  pending (a stream is only ever trimmed of a prefix).
+
   Input:
     KEYS[1] sale stream (only the order writers' group and entry ids are read, no entry's fields)
 
     ARGV[1] consumer group name
     ARGV[2] keep this entry and every later one ('' for no such bound)
     ARGV[3] keep every entry added at or after this time, epoch ms ('' for no such bound)
+    ARGV[4] keep entries for their age only while the stream holds at most this many ('' for no such bound)
 
   Output:
     the number of entries removed (0 when the stream or the group is missing)
@@ -60,7 +68,8 @@ end
 if ARGV[2] ~= '' and older(ARGV[2], limit) then
   limit = ARGV[2]
 end
-if ARGV[3] ~= '' and older(ARGV[3] .. '-0', limit) then
+local aged = ARGV[4] == '' or redis.call('XLEN', KEYS[1]) <= tonumber(ARGV[4])
+if aged and ARGV[3] ~= '' and older(ARGV[3] .. '-0', limit) then
   limit = ARGV[3] .. '-0'
 end
 return redis.call('XTRIM', KEYS[1], 'MINID', limit)

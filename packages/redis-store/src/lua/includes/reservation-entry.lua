@@ -7,8 +7,8 @@ local function add_reservation(stream, reservation_id, user_id, quantity, reserv
   return redis.call('XADD', stream, '*', 'r', reservation_id, 'u', user_id, 'q', quantity, 't', reserved_at, 'g', generation)
 end
 
--- The reservation id, user id and quantity of an entry whose fields are list[from], list[from + 1], ...
--- (field, value pairs; the first of a name counts). A malformed entry may lack any of them (nil).
+-- The fields of an entry whose fields are list[from], list[from + 1], ... (field, value pairs; the first
+-- of a name counts), as strings. A malformed entry may lack any of them (nil).
 local function reservation_of(list, from)
   local fields = {}
   for i = from, #list - 1, 2 do
@@ -16,5 +16,5 @@ local function reservation_of(list, from)
       fields[list[i]] = list[i + 1]
     end
   end
-  return { id = fields['r'], user_id = fields['u'], quantity = fields['q'] }
+  return { id = fields['r'], user_id = fields['u'], quantity = fields['q'], reserved_at = fields['t'], generation = fields['g'] }
 end
