@@ -44,7 +44,11 @@ describe('what a purchase costs in Redis', () => {
     // duplicate (answered before the clock is read), and for each of the three accepted HINCRBY, HSET and
     // XADD. Then one HSCAN of the sale's holders, and from there every refusal, sold out or a holder's
     // retry (409 with their reservation), is answered by the gateway: no Redis call at all.
+    // Besides, an accepted purchase may PUBLISH the workers' work signal: at most once per sale per 50 ms
+    // (WorkSignaller), so at most once per accepted purchase here, and never for a refusal.
     expect(statuses).toEqual([202, 202, 409, 202, 410, 410, 409]);
-    expect(commandsBetween(before, after)).toEqual({ evalsha: 4, hmget: 4, time: 3, hget: 4, hincrby: 3, hset: 3, xadd: 3, hscan: 1 });
+    const { publish = 0, ...commands } = commandsBetween(before, after);
+    expect(commands).toEqual({ evalsha: 4, hmget: 4, time: 3, hget: 4, hincrby: 3, hset: 3, xadd: 3, hscan: 1 });
+    expect(publish).toBeLessThanOrEqual(3);
   });
 });

@@ -20,7 +20,7 @@ export function reconcileDeps(ctx: TestContext, drainTimeoutMs = 10_000): Reconc
 }
 
 /** A whole reconciler (watch loop, BullMQ workers, audit schedule) in this process, on the context's prefix. */
-export async function startReconciler(ctx: TestContext, options: { watchEveryMs?: number; auditEveryMs?: number; drainTimeoutMs?: number; publishGraceMs?: number; streamRetentionMs?: number } = {}) {
+export async function startReconciler(ctx: TestContext, options: { watchEveryMs?: number; auditEveryMs?: number; drainTimeoutMs?: number; publishGraceMs?: number; streamRetentionMs?: number; auditIdleMs?: number } = {}) {
   const jobs = createReconcileJobs(ctx.config.REDIS_URL, ctx.config.REDIS_PREFIX);
   const audits: (AuditReport & { confirmed: boolean })[] = [];
   const reconciled: ReconcileResult[] = [];
@@ -48,6 +48,9 @@ export async function startReconciler(ctx: TestContext, options: { watchEveryMs?
       auditEveryMs: options.auditEveryMs ?? 200,
       drainTimeoutMs: options.drainTimeoutMs ?? 10_000,
       concurrency: 2,
+      watchPerSecond: ctx.config.RECONCILER_WATCH_PER_SECOND,
+      auditPerSecond: ctx.config.RECONCILER_AUDIT_PER_SECOND,
+      auditIdleMs: options.auditIdleMs ?? ctx.config.RECONCILER_AUDIT_IDLE_MS,
     },
   );
   reconciler.start();

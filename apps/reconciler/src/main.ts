@@ -40,6 +40,9 @@ const reconciler = new Reconciler(
     auditEveryMs: config.AUDIT_EVERY_MS,
     drainTimeoutMs: config.RECONCILE_DRAIN_TIMEOUT_MS,
     concurrency: config.RECONCILER_CONCURRENCY,
+    watchPerSecond: config.RECONCILER_WATCH_PER_SECOND,
+    auditPerSecond: config.RECONCILER_AUDIT_PER_SECOND,
+    auditIdleMs: config.RECONCILER_AUDIT_IDLE_MS,
   },
 );
 // Served first, before anything waits for Redis or MySQL: /healthz answers while either is away, /readyz

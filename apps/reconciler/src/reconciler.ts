@@ -12,9 +12,10 @@ import {
   type ReconcileJobs,
 } from '@flashsale/jobs';
 import { isMysqlUnavailable, listWatchedSales, type PrismaClient } from '@flashsale/order-store';
-import { announceSaleChanged, isRedisUnavailable, snapshotSale, type ScriptedRedis } from '@flashsale/redis-store';
+import { announceSaleChanged, isRedisUnavailable, snapshotSale, type SaleSnapshot, type ScriptedRedis } from '@flashsale/redis-store';
 import { createReconcileWorker } from './reconcile-worker.ts';
-import { watchOnce } from './state-watcher.ts';
+import { listSalesToWatch, retireFinishedSales, watchOneSale, type StateWatcherDeps } from './state-watcher.ts';
+import { WatchRota } from './watch-rota.ts';
 import { auditAndReport, type AuditReport } from './ledger-audit.ts';
 
 export interface ReconcilerOptions {
@@ -35,6 +36,12 @@ export interface ReconcilerOptions {
   drainTimeoutMs: number;
   /** Reconciliations of different sales run side by side; one sale never has two (one job id per sale). */
   concurrency: number;
+  /** The most sales watched per second (RECONCILER_WATCH_PER_SECOND; see WatchRota). */
+  watchPerSecond: number;
+  /** The most sales one audit run checks per second of auditEveryMs (RECONCILER_AUDIT_PER_SECOND). */
+  auditPerSecond: number;
+  /** A sale unchanged since its last clean audit is audited again after this long (RECONCILER_AUDIT_IDLE_MS). */
+  auditIdleMs: number;
 }
 
 export interface ReconcilerDeps {
@@ -63,9 +70,16 @@ export class Reconciler {
   private readonly auditQueue: Queue;
   private watchTimer: NodeJS.Timeout | undefined;
   private watching: Promise<void> = Promise.resolve();
-  private ticks = 0;
   private watchInProgress = false;
   private readonly pausedLastPass = new Set<number>();
+  private readonly rota: WatchRota;
+  private readonly watcherDeps: StateWatcherDeps;
+  /** When the list of sales was last read, and the audit's schedule last set (monotonic ms). */
+  private listedAt = -Infinity;
+  private scheduledAt = -Infinity;
+  /** What each sale's last look saw (its fingerprint), and what its last audit by this process saw. */
+  private readonly observed = new Map<number, string>();
+  private readonly audited = new Map<number, { fingerprint: string | undefined; at: number; clean: boolean }>();
 
   constructor(
     private readonly deps: ReconcilerDeps,
@@ -77,6 +91,21 @@ export class Reconciler {
       const c = deps.bullConnection();
       this.connections.push(c);
       return c;
+    };
+    this.rota = new WatchRota({ everyMs: options.watchEveryMs, perSecond: options.watchPerSecond });
+    this.watcherDeps = {
+      redis,
+      prisma,
+      prefix: options.prefix,
+      logger,
+      publishGraceMs: options.publishGraceMs,
+      createGraceMs: options.createGraceMs,
+      retentionMs: options.streamRetentionMs,
+      watchAfterEndMs: options.watchAfterEndMs,
+      retireAfterEndMs: options.retireAfterEndMs,
+      pausedLastPass: this.pausedLastPass,
+      onSaleError: deps.onSaleError,
+      requestReconcile: (saleId, reason) => this.requestReconcile(saleId, reason),
     };
     const reconcileDeps = {
       redis,
@@ -104,13 +133,16 @@ export class Reconciler {
       AUDIT_QUEUE,
       async () => {
         const auditDeps = { redis, prisma, prefix: options.prefix, logger, onReport: deps.onAudit };
-        for (const sale of await listWatchedSales(prisma, { watchAfterEndMs: options.watchAfterEndMs })) {
+        for (const saleId of await this.salesToAudit()) {
+          const fingerprint = this.observed.get(saleId);
           // One sale whose keys cannot be read (the wrong type) must not keep the others from their audit.
-          await auditAndReport(auditDeps, sale.id).catch((error: unknown) => {
+          const report = await auditAndReport(auditDeps, saleId).catch((error: unknown) => {
             if (isRedisUnavailable(error) || isMysqlUnavailable(error)) throw error;
-            deps.onSaleError(sale.id, error);
-            logger.error({ err: error, saleId: sale.id }, 'sale not audited: its state could not be read');
+            deps.onSaleError(saleId, error);
+            logger.error({ err: error, saleId }, 'sale not audited: its state could not be read');
+            return null;
           });
+          this.audited.set(saleId, { fingerprint, at: performance.now(), clean: report !== null && report.drift === 0 && report.inFlightUnits === 0 });
         }
       },
       { connection: connection(), prefix, concurrency: 1, autorun: false },
@@ -126,14 +158,15 @@ export class Reconciler {
     void this.scheduleAuditUntilSet();
     void this.reconcileWorker.run();
     void this.auditWorker.run();
+    // Ticks of at most 100 ms: the rota spreads the looks over them at the rate (WatchRota).
     this.watchTimer = setInterval(() => {
-      // One pass at a time: while a pass hangs (Redis or MySQL away) the ticks are skipped, not queued.
+      // One tick at a time: while one hangs (Redis or MySQL away) the others are skipped, not queued.
       if (this.watchInProgress) return;
       this.watchInProgress = true;
       this.watching = this.watch().finally(() => {
         this.watchInProgress = false;
       });
-    }, this.options.watchEveryMs);
+    }, Math.min(100, this.options.watchEveryMs));
   }
 
   async stop(): Promise<void> {
@@ -144,36 +177,73 @@ export class Reconciler {
     for (const c of this.connections) c.disconnect();
   }
 
+  /**
+   * One tick of the watch: once a round (WatchRota.roundMs), the list of sales is read again (and
+   * unfinished creates settled, drained sales retired); then the sales due are looked at, within the rate.
+   */
   private async watch(): Promise<void> {
     try {
+      const now = performance.now();
       // The audit's schedule lives in Redis; a Redis that lost its data lost it too, so it is set again
       // now and then (upserting an existing scheduler changes nothing).
-      if (++this.ticks % 10 === 0) await this.scheduleAudit();
-      await watchOnce({
-        redis: this.deps.redis,
-        prisma: this.deps.prisma,
-        prefix: this.options.prefix,
-        logger: this.deps.logger,
-        publishGraceMs: this.options.publishGraceMs,
-        createGraceMs: this.options.createGraceMs,
-        retentionMs: this.options.streamRetentionMs,
-        watchAfterEndMs: this.options.watchAfterEndMs,
-        retireAfterEndMs: this.options.retireAfterEndMs,
-        pausedLastPass: this.pausedLastPass,
-        onSaleError: this.deps.onSaleError,
-        requestReconcile: async (saleId, reason) => {
-          if (reason === 'interrupted') {
-            // Paused with no reconciliation in the queue: but one may have resumed the sale and finished
-            // since the watcher looked. Only a sale still paused now, with no job, is taken up.
-            if (await reconcileUnfinished(this.deps.jobs.queue, saleId)) return;
-            if (!(await snapshotSale(this.deps.redis, this.options.prefix, saleId)).paused) return;
-          }
-          await enqueueReconcile(this.deps.jobs.queue, saleId, reason);
-        },
-      });
+      if (now - this.scheduledAt >= 10_000) {
+        this.scheduledAt = now;
+        if (this.listedAt !== -Infinity) await this.scheduleAudit();
+      }
+      if (now - this.listedAt >= this.rota.roundMs()) {
+        const watched = await listSalesToWatch(this.watcherDeps);
+        this.rota.setSales(watched.filter((sale) => sale.settled), now);
+        for (const map of [this.observed, this.audited]) for (const saleId of map.keys()) if (!watched.some((sale) => sale.id === saleId)) map.delete(saleId);
+        await retireFinishedSales(this.watcherDeps, watched);
+        this.listedAt = now;
+      }
+      for (const sale of this.rota.due(performance.now())) {
+        const visit = await watchOneSale(this.watcherDeps, sale);
+        if (visit) {
+          this.observed.set(sale.id, fingerprintOf(visit.snapshot));
+          this.rota.visited(visit.sale, performance.now(), visit.changed);
+        } else {
+          // Its own failure (logged and counted): looked at again in a whole round, not at every tick.
+          this.rota.visited(sale, performance.now(), false);
+        }
+      }
     } catch (error) {
       this.deps.logger.error({ err: error }, 'watch pass failed; next pass retries');
     }
+  }
+
+  private async requestReconcile(saleId: number, reason: ReconcileJobData['reason']): Promise<void> {
+    if (reason === 'interrupted') {
+      // Paused with no reconciliation in the queue: but one may have resumed the sale and finished
+      // since the watcher looked. Only a sale still paused now, with no job, is taken up.
+      if (await reconcileUnfinished(this.deps.jobs.queue, saleId)) return;
+      if (!(await snapshotSale(this.deps.redis, this.options.prefix, saleId)).paused) return;
+    }
+    await enqueueReconcile(this.deps.jobs.queue, saleId, reason);
+  }
+
+  /**
+   * The sales one audit run checks: at most auditPerSecond x auditEveryMs / 1000 of them, those never
+   * audited (by this process) or changed since their last audit first, then the longest unaudited. A sale
+   * whose last look shows the same state as at its last audit, which balanced with nothing in flight, is
+   * left alone until that audit is auditIdleMs old: an idle sale costs nothing between. Its state is the
+   * watcher's last look (same process); until the watcher has listed the sales, MySQL's list.
+   */
+  private async salesToAudit(): Promise<number[]> {
+    const sales = this.rota.size > 0 ? this.rota.saleIds() : (await listWatchedSales(this.deps.prisma, { watchAfterEndMs: this.options.watchAfterEndMs })).map((sale) => sale.id);
+    const now = performance.now();
+    const due = sales.filter((saleId) => {
+      const last = this.audited.get(saleId);
+      const seen = this.observed.get(saleId);
+      return !(last && last.clean && seen !== undefined && last.fingerprint === seen && now - last.at < this.options.auditIdleMs);
+    });
+    const rank = (saleId: number) => {
+      const last = this.audited.get(saleId);
+      if (!last || last.fingerprint !== this.observed.get(saleId)) return -Infinity;
+      return last.at;
+    };
+    due.sort((a, b) => rank(a) - rank(b));
+    return due.slice(0, Math.max(1, Math.ceil((this.options.auditPerSecond * this.options.auditEveryMs) / 1000)));
   }
 
   /**
@@ -200,4 +270,9 @@ export class Reconciler {
       opts: { removeOnComplete: 100, removeOnFail: 100 },
     });
   }
+}
+
+/** What a look saw of a sale's state, as a string to compare: equal means nothing happened in between. */
+function fingerprintOf(snapshot: SaleSnapshot): string {
+  return [snapshot.present, snapshot.generation, snapshot.paused, snapshot.remaining, snapshot.buyers, snapshot.lastEntryId].join('|');
 }

@@ -67,25 +67,56 @@ export interface StateWatcherDeps {
  * BullMQ's schedules too.
  */
 export async function watchOnce(deps: StateWatcherDeps): Promise<Map<number, Verdict>> {
-  await settleStalledCreations(deps);
+  const watched = await listSalesToWatch(deps);
   const verdicts = new Map<number, Verdict>();
-  const pausedNow = new Set<number>();
-  const watched = await listWatchedSales(deps.prisma, { watchAfterEndMs: deps.watchAfterEndMs, publishGraceMs: deps.publishGraceMs });
   for (const sale of watched) {
     if (!sale.settled) continue;
-    await forOneSale(deps, sale.id, 'not watched this pass', async () => {
-      const verdict = await watchSale(deps, sale);
-      verdicts.set(sale.id, verdict);
-      if (verdict.kind === 'paused') pausedNow.add(sale.id);
-    });
+    const visit = await watchOneSale(deps, sale);
+    if (visit) verdicts.set(sale.id, visit.verdict);
   }
-  deps.pausedLastPass.clear();
-  for (const id of pausedNow) deps.pausedLastPass.add(id);
-  await retireFinishedSales(deps, new Map(watched.map((sale) => [sale.id, sale.endsAt])));
+  await retireFinishedSales(deps, watched);
   return verdicts;
 }
 
-async function watchSale(deps: StateWatcherDeps, listed: WatchedSale): Promise<Verdict> {
+/**
+ * The start of a round of looks: finishes the creates left unfinished, then lists the sales to watch
+ * (settled ones are looked at; see WatchedSale.settled). Sales no longer listed are forgotten by
+ * pausedLastPass.
+ */
+export async function listSalesToWatch(deps: StateWatcherDeps): Promise<WatchedSale[]> {
+  await settleStalledCreations(deps);
+  const watched = await listWatchedSales(deps.prisma, { watchAfterEndMs: deps.watchAfterEndMs, publishGraceMs: deps.publishGraceMs });
+  const listed = new Set(watched.map((sale) => sale.id));
+  for (const id of deps.pausedLastPass) if (!listed.has(id)) deps.pausedLastPass.delete(id);
+  return watched;
+}
+
+/** One look at one sale: its verdict, its record as it stands after the look, and what Redis showed. */
+export interface SaleVisit {
+  verdict: Verdict;
+  /** The sale with the checkpoint MySQL holds after this look (recorded by it, or read again). */
+  sale: WatchedSale;
+  snapshot: SaleSnapshot;
+  /** Whether Redis accepted anything since the checkpoint (or the state needs attention): look again soon. */
+  changed: boolean;
+}
+
+/**
+ * Looks at one listed sale: what a pass does for each. Its own failure is logged and counted
+ * (forOneSale) and yields undefined; Redis or MySQL being away throws. A sale seen paused at two looks
+ * running is taken up again (see watchSale).
+ */
+export async function watchOneSale(deps: StateWatcherDeps, sale: WatchedSale): Promise<SaleVisit | undefined> {
+  let visit: SaleVisit | undefined;
+  await forOneSale(deps, sale.id, 'not watched this pass', async () => {
+    visit = await watchSale(deps, sale);
+  });
+  if (visit?.verdict.kind === 'paused') deps.pausedLastPass.add(sale.id);
+  else if (visit) deps.pausedLastPass.delete(sale.id);
+  return visit;
+}
+
+async function watchSale(deps: StateWatcherDeps, listed: WatchedSale): Promise<SaleVisit> {
   let sale = listed;
   let snapshot = await snapshotSale(deps.redis, deps.prefix, sale.id);
   // Counters can catch up with the checkpoint within one pass after Redis went back (a restart from an
@@ -107,37 +138,42 @@ async function watchSale(deps: StateWatcherDeps, listed: WatchedSale): Promise<V
     // The sales were listed before this snapshot: a reconciliation may have switched the generation
     // in between. Judged again against MySQL now, so a rebuild just done is not started over.
     const fresh = await findSale(deps.prisma, sale.id);
-    if (fresh && fresh.generation !== sale.generation) verdict = judge({ ...sale, generation: fresh.generation, checkpoint: null }, snapshot);
+    if (fresh && fresh.generation !== sale.generation) {
+      verdict = judge({ ...sale, generation: fresh.generation, checkpoint: null }, snapshot);
+      // The record the next look starts from: the new generation, and whatever checkpoint it has now.
+      sale = { ...sale, generation: fresh.generation, checkpoint: await findCheckpoint(deps.prisma, sale.id) };
+    }
   }
+  const visit = (changed: boolean): SaleVisit => ({ verdict, sale, snapshot, changed });
   if (verdict.kind === 'reconcile') {
     deps.logger.warn({ saleId: sale.id, reason: verdict.reason, why: verdict.why }, 'sale state needs reconciling');
     await deps.requestReconcile(sale.id, verdict.reason);
+    return visit(true);
   } else if (verdict.kind === 'paused') {
     // Only a reconciliation pauses a sale. Queued or running, this is a no-op (one job id per sale);
     // if it died and gave up (BullMQ failed it after its retries or stalls), the sale would stay paused
     // forever: this takes it up again. Only when seen paused two passes running, so a reconciliation
     // that resumed the sale a moment ago is not started again.
     if (deps.pausedLastPass.has(sale.id)) await deps.requestReconcile(sale.id, 'interrupted');
+    return visit(true);
   } else if (unchangedSince(sale.checkpoint, snapshot)) {
     // Nothing accepted since the checkpoint: it stands as it is (an idle sale costs no MySQL write per
     // pass). What the workers acknowledged since may still go, below the checkpoint this pass verified.
     await retain(deps, sale.id, { keepFrom: sale.checkpoint!.streamId, keepSinceMs: snapshot.at - deps.retentionMs });
+    return visit(false);
   } else {
-    const recorded = await recordCheckpoint(
-      deps.prisma,
-      sale.id,
-      sale.generation,
-      { reservations: snapshot.buyers, units: snapshot.stock - snapshot.remaining, at: snapshot.at, streamId: snapshot.lastEntryId },
-      sale.checkpoint,
-    );
+    const checkpoint = { reservations: snapshot.buyers, units: snapshot.stock - snapshot.remaining, at: snapshot.at, streamId: snapshot.lastEntryId };
+    const recorded = await recordCheckpoint(deps.prisma, sale.id, sale.generation, checkpoint, sale.checkpoint);
     // Retention: what the workers have acknowledged is an order (or a dead letter) now, and goes, up to
     // the checkpoint this pass found in place and replaced: a checkpoint is only ever replaced by one
     // recorded after its entry was seen, so every reconciler checks an entry at or after it. Not when
     // the record was refused (another reconciler moved on, or the generation changed under this pass).
     const verified = sale.checkpoint?.streamId;
     if (recorded && verified) await retain(deps, sale.id, { keepFrom: verified, keepSinceMs: snapshot.at - deps.retentionMs });
+    // The next look compares with the checkpoint MySQL holds: this one, or (refused) the one that won.
+    sale = { ...sale, checkpoint: recorded ? checkpoint : await findCheckpoint(deps.prisma, sale.id) };
+    return visit(true);
   }
-  return verdict;
 }
 
 /** Whether the state has accepted nothing since the checkpoint (same buyers, units and last stream entry). */
@@ -186,7 +222,8 @@ async function retain(deps: StateWatcherDeps, saleId: number, bounds: RetentionB
  * ago (on Redis's clock) whose stream has drained is taken out, so idle workers do not poll every sale
  * ever published.
  */
-async function retireFinishedSales(deps: StateWatcherDeps, endsAtOfWatched: Map<number, number>): Promise<void> {
+export async function retireFinishedSales(deps: StateWatcherDeps, watched: WatchedSale[]): Promise<void> {
+  const endsAtOfWatched = new Map(watched.map((sale) => [sale.id, sale.endsAt]));
   const now = await redisNow(deps.redis);
   for (const saleId of await listSaleIds(deps.redis, deps.prefix)) {
     const endsAt = endsAtOfWatched.get(saleId) ?? (await findSale(deps.prisma, saleId))?.endsAt;

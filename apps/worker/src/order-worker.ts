@@ -211,15 +211,17 @@ export class OrderWorker {
         if (now - salesReadAt >= this.options.salesRefreshMs || (this.schedule.wantsSales() && now - salesReadAt >= 100)) {
           sales = await listSaleIds(redis, prefix);
           this.backoff.keepOnly(sales);
-          this.schedule.setSales(sales);
+          this.schedule.setSales(sales, performance.now());
           salesReadAt = now = performance.now();
         }
         const round = this.schedule.round(now);
         let busy = false;
-        const claim = this.servable(round.claim);
-        if (claim.length > 0) busy = await this.reclaim(claim);
+        // New entries first, then what dead consumers left: a sale whose read fails is backed off
+        // before its claim, so each of its steps' failures shows (metrics, logs) in the step that failed.
         const read = this.servable(round.read);
         if (read.length > 0 && (await this.readAndDispatch(read))) busy = true;
+        const claim = this.servable(round.claim);
+        if (claim.length > 0 && (await this.reclaim(claim))) busy = true;
         // Nothing new, or every sale with work has its lane full: wait for a signal, a batch's end, or
         // the next round (WORKER_IDLE_MS while a sale is hot, the next sweep else).
         if (!busy) {

@@ -30,7 +30,7 @@ function longestGap(reads: Map<number, number[]>, sales: number[], from: number,
 describe('the sales a worker reads in a round', () => {
   it('sweeps every one of a few sales each sweepMs, and no more often', () => {
     const schedule = new SaleSchedule(OPTIONS);
-    schedule.setSales(ids(10));
+    schedule.setSales(ids(10), 0);
     simulate(schedule, 0, 100); // the first whole sweep, at once
     const { reads, total } = simulate(schedule, 100, 10_100);
     expect(total).toBeGreaterThanOrEqual(10 * 39);
@@ -40,7 +40,7 @@ describe('the sales a worker reads in a round', () => {
 
   it('with 10,000 sales reads no more than sweepPerSecond a second, each sale within sales / rate seconds', () => {
     const schedule = new SaleSchedule(OPTIONS);
-    schedule.setSales(ids(10_000));
+    schedule.setSales(ids(10_000), 0);
     const start = simulate(schedule, 0, 100);
     // After a start, one whole sweep goes at once, in rounds of `burst`, besides the sweep's own pace.
     expect(start.total).toBeGreaterThanOrEqual(10_000);
@@ -58,7 +58,7 @@ describe('the sales a worker reads in a round', () => {
 
   it('reads a signalled sale every round for hotMs, then only when swept', () => {
     const schedule = new SaleSchedule({ ...OPTIONS, sweepMs: 60_000, sweepPerSecond: 1 });
-    schedule.setSales(ids(100));
+    schedule.setSales(ids(100), 0);
     simulate(schedule, 0, 1000);
     schedule.signal(42, 1000);
     const hot = simulate(schedule, 1000, 3000);
@@ -71,7 +71,7 @@ describe('the sales a worker reads in a round', () => {
 
   it('claims a sale read every round once per claimEveryMs', () => {
     const schedule = new SaleSchedule({ ...OPTIONS, sweepMs: 60_000, sweepPerSecond: 1 });
-    schedule.setSales([7]);
+    schedule.setSales([7], 0);
     schedule.round(0);
     schedule.signal(7, 1);
     const { reads, claims } = simulate(schedule, 1, 1950);
@@ -81,7 +81,7 @@ describe('the sales a worker reads in a round', () => {
 
   it('waits for the next sweep while nothing is hot, and a signal ends the wait', async () => {
     const schedule = new SaleSchedule({ ...OPTIONS, sweepMs: 1000 });
-    schedule.setSales(ids(4));
+    schedule.setSales(ids(4), 0);
     schedule.round(0);
     expect(schedule.round(1).read).toEqual([]);
     // 4 sales a second: the next sweep is a quarter of a second away.
@@ -95,21 +95,20 @@ describe('the sales a worker reads in a round', () => {
 
   it('asks for the list again when a sale it does not know is signalled, and forgets sales taken off the list', () => {
     const schedule = new SaleSchedule({ ...OPTIONS, sweepMs: 60_000, sweepPerSecond: 1 });
-    schedule.setSales([1, 2]);
+    schedule.setSales([1, 2], 0);
     schedule.round(0);
     schedule.signal(3, 1);
     expect(schedule.wantsSales()).toBe(true);
     schedule.signal(2, 1);
-    schedule.setSales([1, 3]);
+    schedule.setSales([1, 3], 2);
     expect(schedule.wantsSales()).toBe(false);
-    expect(schedule.round(2).read).toEqual([]);
-    schedule.signal(3, 3);
-    expect(schedule.round(4).read).toEqual([3]);
+    // Sale 3, signalled before it was listed, is hot from the list read on; 2 is forgotten.
+    expect(schedule.round(3).read).toEqual([3]);
   });
 
   it('sweeps every sale at once after sweepAll (a lost subscription), then goes back to its pace', () => {
     const schedule = new SaleSchedule({ ...OPTIONS, sweepMs: 60_000, sweepPerSecond: 10 });
-    schedule.setSales(ids(2500));
+    schedule.setSales(ids(2500), 0);
     simulate(schedule, 0, 100);
     expect(simulate(schedule, 100, 1100).total).toBeLessThanOrEqual(11);
     schedule.sweepAll();

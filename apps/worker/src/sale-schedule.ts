@@ -44,32 +44,35 @@ export class SaleSchedule {
   private creditAt: number | undefined;
   /** Sales still to sweep at once (after a start or a lost subscription). */
   private catchUp = 0;
-  private unknownSignalled = false;
+  /** Sales signalled before they were on the list (published since it was read): hot once listed. */
+  private readonly signalledUnlisted = new Set<number>();
   private wake: { promise: Promise<void>; resolve: () => void } | undefined;
 
   constructor(private readonly options: SaleScheduleOptions) {}
 
   /** The list of live sales, read again now and then. Sales no longer listed are forgotten. */
-  setSales(sales: number[]): void {
+  setSales(sales: number[], now: number): void {
     const first = this.listed.size === 0 && this.sales.length === 0;
     this.sales = sales;
     this.listed = new Set(sales);
     for (const map of [this.hotUntil, this.claimedAt]) for (const saleId of map.keys()) if (!this.listed.has(saleId)) map.delete(saleId);
     if (this.cursor >= sales.length) this.cursor = 0;
     this.catchUp = Math.min(this.catchUp, sales.length);
-    this.unknownSignalled = false;
+    for (const saleId of this.signalledUnlisted) if (this.listed.has(saleId)) this.hotUntil.set(saleId, now + this.options.hotMs);
+    this.signalledUnlisted.clear();
     if (first) this.sweepAll();
   }
 
   /** True when a signal named a sale not on the list (published since it was read): read the list again. */
   wantsSales(): boolean {
-    return this.unknownSignalled;
+    return this.signalledUnlisted.size > 0;
   }
 
   /** A gateway signalled work on the sale: read it from the next round on, and wake an idle loop. */
   signal(saleId: number, now: number): void {
     if (!this.listed.has(saleId)) {
-      this.unknownSignalled = true;
+      // Bounded: ids signalled by mistake are dropped at the next list read.
+      if (this.signalledUnlisted.size < 10_000) this.signalledUnlisted.add(saleId);
     } else {
       this.hotUntil.set(saleId, now + this.options.hotMs);
     }
