@@ -43,6 +43,7 @@ export async function startReconciler(ctx: TestContext, options: { watchEveryMs?
       publishGraceMs: options.publishGraceMs ?? 0,
       createGraceMs: 30_000,
       streamRetentionMs: options.streamRetentionMs ?? 60_000,
+      streamRetentionEntries: ctx.config.RECONCILER_STREAM_RETENTION_ENTRIES,
       watchAfterEndMs: ctx.config.RECONCILER_WATCH_AFTER_END_MS,
       retireAfterEndMs: ctx.config.RECONCILER_RETIRE_AFTER_END_MS,
       auditEveryMs: options.auditEveryMs ?? 200,

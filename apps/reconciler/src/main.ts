@@ -35,6 +35,7 @@ const reconciler = new Reconciler(
     publishGraceMs: config.RECONCILER_PUBLISH_GRACE_MS,
     createGraceMs: config.RECONCILER_CREATE_GRACE_MS,
     streamRetentionMs: config.RECONCILER_STREAM_RETENTION_MS,
+    streamRetentionEntries: config.RECONCILER_STREAM_RETENTION_ENTRIES,
     watchAfterEndMs: config.RECONCILER_WATCH_AFTER_END_MS,
     retireAfterEndMs: config.RECONCILER_RETIRE_AFTER_END_MS,
     auditEveryMs: config.AUDIT_EVERY_MS,

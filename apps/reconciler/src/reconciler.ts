@@ -28,6 +28,8 @@ export interface ReconcilerOptions {
   createGraceMs: number;
   /** How long acknowledged entries stay in a sale's stream (RECONCILER_STREAM_RETENTION_MS). */
   streamRetentionMs: number;
+  /** The most entries a stream keeps for that long (RECONCILER_STREAM_RETENTION_ENTRIES). */
+  streamRetentionEntries: number;
   /** How long after its end a sale is still watched and audited (RECONCILER_WATCH_AFTER_END_MS). */
   watchAfterEndMs: number;
   /** How long after its end a drained sale stays in the workers' list (RECONCILER_RETIRE_AFTER_END_MS). */
@@ -101,6 +103,7 @@ export class Reconciler {
       publishGraceMs: options.publishGraceMs,
       createGraceMs: options.createGraceMs,
       retentionMs: options.streamRetentionMs,
+      retentionEntries: options.streamRetentionEntries,
       watchAfterEndMs: options.watchAfterEndMs,
       retireAfterEndMs: options.retireAfterEndMs,
       pausedLastPass: this.pausedLastPass,

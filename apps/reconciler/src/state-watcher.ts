@@ -49,6 +49,8 @@ export interface StateWatcherDeps {
   createGraceMs: number;
   /** How long acknowledged entries stay in a stream after they were added, beyond the checkpoint's. */
   retentionMs: number;
+  /** Past this many entries, acknowledged ones go whatever their age (RECONCILER_STREAM_RETENTION_ENTRIES); none when absent. */
+  retentionEntries?: number;
   /** How long after its end a sale is still watched (RECONCILER_WATCH_AFTER_END_MS, MySQL's clock). */
   watchAfterEndMs: number;
   /** How long after its end a drained sale stays in the workers' list (RECONCILER_RETIRE_AFTER_END_MS, Redis's clock). */
@@ -158,8 +160,9 @@ async function watchSale(deps: StateWatcherDeps, listed: WatchedSale): Promise<S
     return visit(true);
   } else if (unchangedSince(sale.checkpoint, snapshot)) {
     // Nothing accepted since the checkpoint: it stands as it is (an idle sale costs no MySQL write per
-    // pass). What the workers acknowledged since may still go, below the checkpoint this pass verified.
-    await retain(deps, sale.id, { keepFrom: sale.checkpoint!.streamId, keepSinceMs: snapshot.at - deps.retentionMs });
+    // pass). What the workers acknowledged since may still go, below the checkpoint this pass verified;
+    // a stream down to the checkpoint's own entry has nothing to give (an idle look is one MULTI).
+    if (snapshot.streamLength > 1) await retain(deps, sale.id, { keepFrom: sale.checkpoint!.streamId, keepSinceMs: snapshot.at - deps.retentionMs, maxEntries: deps.retentionEntries ?? null });
     return visit(false);
   } else {
     const checkpoint = { reservations: snapshot.buyers, units: snapshot.stock - snapshot.remaining, at: snapshot.at, streamId: snapshot.lastEntryId };
@@ -169,7 +172,7 @@ async function watchSale(deps: StateWatcherDeps, listed: WatchedSale): Promise<S
     // recorded after its entry was seen, so every reconciler checks an entry at or after it. Not when
     // the record was refused (another reconciler moved on, or the generation changed under this pass).
     const verified = sale.checkpoint?.streamId;
-    if (recorded && verified) await retain(deps, sale.id, { keepFrom: verified, keepSinceMs: snapshot.at - deps.retentionMs });
+    if (recorded && verified) await retain(deps, sale.id, { keepFrom: verified, keepSinceMs: snapshot.at - deps.retentionMs, maxEntries: deps.retentionEntries ?? null });
     // The next look compares with the checkpoint MySQL holds: this one, or (refused) the one that won.
     sale = { ...sale, checkpoint: recorded ? checkpoint : await findCheckpoint(deps.prisma, sale.id) };
     return visit(true);

@@ -17,6 +17,8 @@ export interface SaleSnapshot {
   buyers: number;
   /** Id of the stream's last entry, null for an empty or missing stream. */
   lastEntryId: string | null;
+  /** Entries the stream holds (XLEN): at most one means there is nothing to trim. */
+  streamLength: number;
 }
 
 /** Reads a sale's counters atomically (MULTI): the reconciler's checkpoints and detection use it. */
@@ -28,6 +30,7 @@ export async function snapshotSale(redis: ScriptedRedis, prefix: string, saleId:
     .hmget(keys.meta, ...SALE_COUNTER_FIELDS)
     .hlen(keys.buyers)
     .xrevrange(keys.stream, '+', '-', 'COUNT', 1)
+    .xlen(keys.stream)
     .exec();
   if (!replies) throw new Error('snapshot transaction was discarded');
   for (const [error] of replies) if (error) throw error;
@@ -41,5 +44,6 @@ export async function snapshotSale(redis: ScriptedRedis, prefix: string, saleId:
     paused: counters?.paused ?? false,
     buyers: Number(replies[2]![1]),
     lastEntryId: lastEntryIdOf(replies[3]![1]),
+    streamLength: Number(replies[4]![1]),
   };
 }
