@@ -1,7 +1,8 @@
 import { afterAll, afterEach, beforeAll, beforeEach } from 'vitest';
 import { randomBytes } from 'node:crypto';
 import { loadConfig, type Config } from '@flashsale/config';
-import { createRedis, publishSale, redisNow, type ScriptedRedis } from '@flashsale/redis-store';
+import { createRedis, isClusterClient, publishSale, redisNow, redisTargetOf, type ScriptedRedis } from '@flashsale/redis-store';
+import type { Redis } from 'ioredis';
 import { createPrisma, insertSale, migrate, poolConfigFromUrl, type PrismaClient, type SaleRecord } from '@flashsale/order-store';
 import { createConnection } from 'mariadb';
 
@@ -20,19 +21,24 @@ export interface TestContext {
 
 export function createTestContext(overrides: NodeJS.ProcessEnv = {}): TestContext {
   const config = loadConfig({ ...process.env, REDIS_PREFIX: uniquePrefix(), ...overrides });
-  const redis = createRedis(config.REDIS_URL);
+  const redis = createRedis(redisTargetOf(config));
   const prisma = createPrisma(config.DATABASE_URL, 4);
   return {
     config,
     redis,
     prisma,
     async close() {
-      let cursor = '0';
-      do {
-        const [next, keys] = await redis.scan(cursor, 'MATCH', `${config.REDIS_PREFIX}:*`, 'COUNT', 1000);
-        if (keys.length > 0) await redis.del(...keys);
-        cursor = next;
-      } while (cursor !== '0');
+      // On a cluster, each master holds its own keys: each is scanned, and keys deleted one by one.
+      const nodes: Redis[] = isClusterClient(redis) ? (redis as unknown as { nodes(role: 'master'): Redis[] }).nodes('master') : [redis];
+      for (const node of nodes) {
+        let cursor = '0';
+        do {
+          const [next, keys] = await node.scan(cursor, 'MATCH', `${config.REDIS_PREFIX}:*`, 'COUNT', 1000);
+          if (keys.length > 0 && !isClusterClient(redis)) await node.del(...keys);
+          else await Promise.all(keys.map((key) => node.del(key)));
+          cursor = next;
+        } while (cursor !== '0');
+      }
       await redis.quit();
       await prisma.$disconnect();
     },

@@ -4,9 +4,11 @@ import {
   spawnReconciler,
   spawnWorker,
   startFaultProxy,
+  startRedisCluster,
   startRedisServer,
   type AppProcess,
   type FaultProxy,
+  type RedisCluster,
   type RedisServer,
 } from '@flashsale/harness';
 import { createIsolatedContext, type TestContext } from './context.ts';
@@ -24,6 +26,8 @@ export interface SystemOptions {
   gatewayEnv?: NodeJS.ProcessEnv;
   /** Added to the reconciler's environment only. */
   reconcilerEnv?: NodeJS.ProcessEnv;
+  /** Reconcilers to start (default 1, none when `reconciler` is false). */
+  reconcilers?: number;
 }
 
 export interface System {
@@ -33,6 +37,8 @@ export interface System {
   gateways: (AppProcess & { url: string })[];
   workers: AppProcess[];
   reconciler: AppProcess | undefined;
+  /** Every reconciler started (the first is `reconciler`). */
+  reconcilers: AppProcess[];
   env: NodeJS.ProcessEnv;
   createSale(sale: { stock: number; perUserLimit?: number; endsInMs?: number }): Promise<number>;
   addWorker(): Promise<AppProcess>;
@@ -46,10 +52,27 @@ export interface System {
  */
 export async function startSystem(options: SystemOptions = {}): Promise<System> {
   const redisServer = await startRedisServer(options.appendfsync ? { appendfsync: options.appendfsync } : {});
-  const ctx = await createIsolatedContext({ REDIS_URL: redisServer.url });
+  return assemble({ REDIS_URL: redisServer.url }, () => redisServer.stop(), options, { redisServer });
+}
+
+/** A system whose processes know only REDIS_CLUSTER_NODES: every Redis command goes to a real cluster. */
+export interface ClusterSystem extends Omit<System, 'redisServer'> {
+  cluster: RedisCluster;
+}
+
+/** startSystem on a real Redis Cluster of the test's own (3 masters, replicas on request). */
+export async function startClusterSystem(options: Omit<SystemOptions, 'appendfsync'> & { masters?: number; replicasPerMaster?: number } = {}): Promise<ClusterSystem> {
+  const cluster = await startRedisCluster({ masters: options.masters ?? 3, replicasPerMaster: options.replicasPerMaster ?? 0 });
+  // REDIS_URL points nowhere: a process that used it rather than the cluster would fail, not pass.
+  const system = await assemble({ REDIS_CLUSTER_NODES: cluster.seeds, REDIS_URL: 'redis://127.0.0.1:1' }, () => cluster.stop(), options, {});
+  return Object.assign(system, { cluster });
+}
+
+async function assemble(redisEnv: NodeJS.ProcessEnv, stopRedis: () => Promise<void>, options: SystemOptions, extra: { redisServer?: RedisServer }): Promise<System> {
+  const ctx = await createIsolatedContext(redisEnv);
   let dbProxy: FaultProxy | undefined;
   const env: NodeJS.ProcessEnv = {
-    REDIS_URL: redisServer.url,
+    ...redisEnv,
     REDIS_PREFIX: ctx.config.REDIS_PREFIX,
     DATABASE_URL: ctx.config.DATABASE_URL,
     WORKER_CLAIM_IDLE_MS: '1000',
@@ -74,12 +97,13 @@ export async function startSystem(options: SystemOptions = {}): Promise<System> 
   };
   const system: System = {
     ctx,
-    redisServer,
+    redisServer: extra.redisServer as RedisServer,
     dbProxy,
     env,
     gateways: [],
     workers: [],
     reconciler: undefined,
+    reconcilers: [],
     async createSale({ stock, perUserLimit = 1, endsInMs = 3_600_000 }) {
       const admin = createHttpClient(system.gateways[0]!.url, 1);
       const res = await admin.send('POST', '/api/admin/sales', {
@@ -99,13 +123,16 @@ export async function startSystem(options: SystemOptions = {}): Promise<System> 
       await Promise.all(processes.map((p) => p.kill('SIGKILL')));
       await dbProxy?.close();
       await ctx.close().catch(() => undefined);
-      await redisServer.stop();
+      await stopRedis();
     },
   };
   try {
     system.gateways = await Promise.all(Array.from({ length: options.gateways ?? 1 }, () => track(spawnGateway({ ...env, ...options.gatewayEnv }))));
     for (let i = 0; i < (options.workers ?? 1); i++) await system.addWorker();
-    if (options.reconciler ?? true) system.reconciler = await track(spawnReconciler({ ...env, ...options.reconcilerEnv }));
+    if (options.reconciler ?? true) {
+      for (let i = 0; i < (options.reconcilers ?? 1); i++) system.reconcilers.push(await track(spawnReconciler({ ...env, ...options.reconcilerEnv })));
+      system.reconciler = system.reconcilers[0];
+    }
   } catch (error) {
     await system.stop();
     throw error;

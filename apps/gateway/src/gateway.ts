@@ -1,6 +1,6 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import type { Express } from 'express';
-import { readBuyers } from '@flashsale/redis-store';
+import { readBuyers, redisTargetOf } from '@flashsale/redis-store';
 import type { GatewayDeps } from './deps.ts';
 import { createApp } from './app.ts';
 import { createGatewayMetrics, type GatewayMetrics } from './metrics.ts';
@@ -71,7 +71,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
     liveSales,
     metrics,
     async start() {
-      events = listenToSaleEvents(deps.config.REDIS_URL, deps.config.REDIS_PREFIX, verdicts, deps.logger);
+      events = listenToSaleEvents(redisTargetOf(deps.config), deps.config.REDIS_PREFIX, verdicts, deps.logger);
       await Promise.all([events.subscribed, liveSales.start()]);
     },
     async close() {

@@ -1,7 +1,7 @@
 import cluster from 'node:cluster';
 import type { Server } from 'node:http';
 import { createLogger, loadConfig, onShutdownSignal, serveMetricsPort } from '@flashsale/config';
-import { createRedis } from '@flashsale/redis-store';
+import { createRedis, redisTargetOf } from '@flashsale/redis-store';
 import { checkConnectionBudget, createPrisma } from '@flashsale/order-store';
 import { createReconcileJobs } from '@flashsale/jobs';
 import { createGateway } from './gateway.ts';
@@ -24,9 +24,9 @@ if (config.GATEWAY_WORKERS > 1 && cluster.isPrimary) {
     logger,
   );
 } else {
-  const redis = createRedis(config.REDIS_URL, { name: 'gateway', commandTimeoutMs: config.REDIS_COMMAND_TIMEOUT_MS, onError: (err) => logger.warn({ err }, 'redis connection error') });
+  const redis = createRedis(redisTargetOf(config), { name: 'gateway', commandTimeoutMs: config.REDIS_COMMAND_TIMEOUT_MS, onError: (err) => logger.warn({ err }, 'redis connection error') });
   const prisma = createPrisma(config.DATABASE_URL, config.GATEWAY_DB_POOL_SIZE, 0, { statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS, idleTimeoutMs: config.DB_POOL_IDLE_TIMEOUT_MS });
-  const jobs = createReconcileJobs(config.REDIS_URL, config.REDIS_PREFIX);
+  const jobs = createReconcileJobs(redisTargetOf(config), config.REDIS_PREFIX);
   const gateway = createGateway({ config, redis, prisma, logger, jobs });
   let metricsServer: Server | undefined;
   let metricsPort: number | undefined;

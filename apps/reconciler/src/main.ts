@@ -1,5 +1,5 @@
 import { createLogger, loadConfig, onShutdownSignal, readinessProbe, serveMetricsPort } from '@flashsale/config';
-import { createRedis } from '@flashsale/redis-store';
+import { createRedis, redisTargetOf } from '@flashsale/redis-store';
 import { checkConnectionBudget, createPrisma } from '@flashsale/order-store';
 import { bullConnection, createReconcileJobs } from '@flashsale/jobs';
 import { Reconciler } from './reconciler.ts';
@@ -7,11 +7,11 @@ import { createReconcilerMetrics } from './metrics.ts';
 
 const config = loadConfig();
 const logger = createLogger('reconciler', config.LOG_LEVEL);
-const redis = createRedis(config.REDIS_URL, { name: 'reconciler', commandTimeoutMs: config.REDIS_BACKGROUND_COMMAND_TIMEOUT_MS, onError: (err) => logger.warn({ err }, 'redis connection error'), maxRetriesPerRequest: null });
+const redis = createRedis(redisTargetOf(config), { name: 'reconciler', commandTimeoutMs: config.REDIS_BACKGROUND_COMMAND_TIMEOUT_MS, onError: (err) => logger.warn({ err }, 'redis connection error'), maxRetriesPerRequest: null });
 const prisma = createPrisma(config.DATABASE_URL, config.RECONCILER_DB_POOL_SIZE, 0, { idleTimeoutMs: config.DB_POOL_IDLE_TIMEOUT_MS });
 // In the background, never holding up the start: a MySQL that is down now is checked when it answers.
 void checkConnectionBudget(config, 'reconciler', logger);
-const jobs = createReconcileJobs(config.REDIS_URL, config.REDIS_PREFIX);
+const jobs = createReconcileJobs(redisTargetOf(config), config.REDIS_PREFIX);
 const metrics = createReconcilerMetrics();
 
 const reconciler = new Reconciler(
@@ -19,7 +19,7 @@ const reconciler = new Reconciler(
     redis,
     prisma,
     jobs,
-    bullConnection: () => bullConnection(config.REDIS_URL),
+    bullConnection: () => bullConnection(redisTargetOf(config)),
     logger,
     onAudit: (report) => metrics.drift.set({ sale_id: String(report.saleId) }, report.confirmed ? report.drift : 0),
     onReconciled: (result) => {

@@ -2,7 +2,7 @@ import { parseArgs } from 'node:util';
 import type { Worker } from 'bullmq';
 import { createLogger, loadConfig } from '@flashsale/config';
 import { SaleNotFound } from '@flashsale/domain';
-import { createRedis, announceSaleChanged } from '@flashsale/redis-store';
+import { createRedis, announceSaleChanged, redisTargetOf } from '@flashsale/redis-store';
 import { createPrisma, findSale } from '@flashsale/order-store';
 import { bullConnection, createReconcileJobs, enqueueReconcile, type ReconcileJobData, type ReconcileResult } from '@flashsale/jobs';
 import { createReconcileWorker } from './reconcile-worker.ts';
@@ -19,10 +19,10 @@ if (!Number.isInteger(saleId) || saleId < 1) {
 
 const config = loadConfig();
 const logger = createLogger('reconcile', config.LOG_LEVEL);
-const redis = createRedis(config.REDIS_URL, { name: 'reconcile-cli', commandTimeoutMs: config.REDIS_BACKGROUND_COMMAND_TIMEOUT_MS });
+const redis = createRedis(redisTargetOf(config), { name: 'reconcile-cli', commandTimeoutMs: config.REDIS_BACKGROUND_COMMAND_TIMEOUT_MS });
 const prisma = createPrisma(config.DATABASE_URL, config.RECONCILER_DB_POOL_SIZE, 0, { idleTimeoutMs: config.DB_POOL_IDLE_TIMEOUT_MS });
-const jobs = createReconcileJobs(config.REDIS_URL, config.REDIS_PREFIX);
-const workerConnection = bullConnection(config.REDIS_URL);
+const jobs = createReconcileJobs(redisTargetOf(config), config.REDIS_PREFIX);
+const workerConnection = bullConnection(redisTargetOf(config));
 let exitCode = 0;
 let worker: Worker<ReconcileJobData, ReconcileResult> | undefined;
 try {

@@ -13,6 +13,7 @@ import {
 } from '@flashsale/order-store';
 import {
   isDrained,
+  keepListed,
   isRedisUnavailable,
   listSaleIds,
   redisNow,
@@ -228,6 +229,9 @@ async function retain(deps: StateWatcherDeps, saleId: number, bounds: RetentionB
 export async function retireFinishedSales(deps: StateWatcherDeps, watched: WatchedSale[]): Promise<void> {
   const endsAtOfWatched = new Map(watched.map((sale) => [sale.id, sale.endsAt]));
   const now = await redisNow(deps.redis);
+  // The list itself may have been lost on its own (on a cluster, with the one master that holds it):
+  // every watched sale not yet due to retire is put back (see keepListed).
+  await keepListed(deps.redis, deps.prefix, watched.filter((sale) => now < sale.endsAt + deps.retireAfterEndMs).map((sale) => sale.id));
   for (const saleId of await listSaleIds(deps.redis, deps.prefix)) {
     const endsAt = endsAtOfWatched.get(saleId) ?? (await findSale(deps.prisma, saleId))?.endsAt;
     if (endsAt === undefined || now < endsAt + deps.retireAfterEndMs) continue;

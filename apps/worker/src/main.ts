@@ -1,5 +1,5 @@
 import { createLogger, loadConfig, onShutdownSignal, readinessProbe, serveMetricsPort } from '@flashsale/config';
-import { createRedis, listenForWork } from '@flashsale/redis-store';
+import { connectRedis, createRedis, listenForWork, redisTargetOf } from '@flashsale/redis-store';
 import { checkConnectionBudget, createPrisma } from '@flashsale/order-store';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { OrderWorker } from './order-worker.ts';
@@ -8,7 +8,7 @@ import { createWorkerMetrics } from './metrics.ts';
 const config = loadConfig();
 const logger = createLogger('worker', config.LOG_LEVEL);
 // No per-command retry limit: the worker's own loop retries, and an entry is never dropped for it.
-const redis = createRedis(config.REDIS_URL, { name: 'worker', commandTimeoutMs: config.REDIS_BACKGROUND_COMMAND_TIMEOUT_MS, onError: (err) => logger.warn({ err }, 'redis connection error'), maxRetriesPerRequest: null });
+const redis = createRedis(redisTargetOf(config), { name: 'worker', commandTimeoutMs: config.REDIS_BACKGROUND_COMMAND_TIMEOUT_MS, onError: (err) => logger.warn({ err }, 'redis connection error'), maxRetriesPerRequest: null });
 // 16 prepared statements per connection: the quick pass's two, and room for the careful pass's.
 const prisma = createPrisma(config.DATABASE_URL, config.WORKER_DB_POOL_SIZE, 16, { idleTimeoutMs: config.DB_POOL_IDLE_TIMEOUT_MS });
 // In the background, never holding up the start: a MySQL that is down now is checked when it answers.
@@ -30,7 +30,7 @@ const worker = new OrderWorker(
 );
 // The gateways' "work waiting" signal, on a connection of its own (a subscribed connection runs nothing
 // else). Not awaited: with Redis away the worker starts all the same, and the sweep reads every sale.
-const subscriber = redis.duplicate({ connectionName: 'worker-signals' });
+const subscriber = connectRedis(redisTargetOf(config), { connectionName: 'worker-signals', maxRetriesPerRequest: null });
 subscriber.on('error', () => undefined);
 void listenForWork(subscriber, config.REDIS_PREFIX, { onSale: (saleId) => worker.signal(saleId), onResubscribed: () => worker.sweepAll() }).catch((err: unknown) =>
   logger.warn({ err }, 'not subscribed to work signals yet; ioredis subscribes when Redis answers'),

@@ -19,6 +19,21 @@ const schema = z
       .string()
       .regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL')
       .default('redis://127.0.0.1:6379'),
+    /**
+     * Seed nodes of a Redis Cluster, `host:port,host:port,...`; when set, every process talks to the
+     * cluster and REDIS_URL is ignored. Unset by default (one Redis at REDIS_URL).
+     */
+    REDIS_CLUSTER_NODES: z
+      .string()
+      .regex(/^[^\s,:]+:\d{1,5}(,[^\s,:]+:\d{1,5})*$/, 'must be host:port[,host:port...]')
+      .transform((list) =>
+        list.split(',').map((node) => {
+          const at = node.lastIndexOf(':');
+          return { host: node.slice(0, at), port: Number(node.slice(at + 1)) };
+        }),
+      )
+      .refine((nodes) => nodes.every(({ port }) => port >= 1 && port <= 65535), 'every port must be 1-65535')
+      .optional(),
     /** Namespace of every Redis key, default `fs`. Letters, digits, `_`, `-`, `.`, `:` only. */
     REDIS_PREFIX: z
       .string()

@@ -1,5 +1,6 @@
 import { Queue, QueueEvents, type Job } from 'bullmq';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
+import { connectRedis, type RedisTargetLike } from '@flashsale/redis-store';
 
 /**
  * The BullMQ queues of the jobs that must run one at a time per sale, be retried and be visible:
@@ -44,9 +45,12 @@ export function reconcileJobId(saleId: number): string {
   return `sale-${saleId}`;
 }
 
-/** A connection as BullMQ needs it: commands wait for a reconnect rather than fail. */
-export function bullConnection(redisUrl: string): Redis {
-  const connection = new Redis(redisUrl, { maxRetriesPerRequest: null, connectionName: 'bullmq' });
+/**
+ * A connection as BullMQ needs it: commands wait for a reconnect rather than fail. On a cluster, every key
+ * of BullMQ's is under bullPrefix's `{bull}` tag, so each queue's scripts run on one slot.
+ */
+export function bullConnection(target: RedisTargetLike): Redis {
+  const connection = connectRedis(target, { maxRetriesPerRequest: null, connectionName: 'bullmq' });
   // Reconnecting is automatic; the errors also reach BullMQ's own 'error' events, which are logged.
   connection.on('error', () => undefined);
   return connection;
@@ -58,9 +62,9 @@ export interface ReconcileJobs {
   close(): Promise<void>;
 }
 
-export function createReconcileJobs(redisUrl: string, redisPrefix: string): ReconcileJobs {
-  const queueConnection = bullConnection(redisUrl);
-  const eventsConnection = bullConnection(redisUrl);
+export function createReconcileJobs(target: RedisTargetLike, redisPrefix: string): ReconcileJobs {
+  const queueConnection = bullConnection(target);
+  const eventsConnection = bullConnection(target);
   const prefix = bullPrefix(redisPrefix);
   const queue = new Queue<ReconcileJobData, ReconcileResult>(RECONCILE_QUEUE, { connection: queueConnection, prefix });
   const events = new QueueEvents(RECONCILE_QUEUE, { connection: eventsConnection, prefix });

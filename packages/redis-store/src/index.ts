@@ -2,7 +2,7 @@ export { saleKeys, salesIndexKey, ORDER_WRITERS_GROUP, type SaleKeys } from './k
 export { withScripts, type ScriptedRedis, type ScriptCommands } from './scripts.ts';
 export { createRedis, isRedisUnavailable, type RedisClientOptions } from './redis-client.ts';
 export { reservePurchase, toReserveOutcome, type ReserveOutcome, type PurchaseRequest } from './reserve-purchase.ts';
-export { publishSale, withdrawSale, setSalePaused, listSaleIds, retireSale } from './sale-state.ts';
+export { publishSale, withdrawSale, setSalePaused, listSaleIds, retireSale, keepListed } from './sale-state.ts';
 export { readSaleState, redisNow, type SaleState } from './sale-meta.ts';
 export { findBuyerReservation, readBuyers, readAllBuyers, type BuyerRecord, type BuyerReservation } from './buyer-record.ts';
 export {
@@ -28,4 +28,6 @@ export { rebuildSaleState } from './sale-rebuild.ts';
 export { snapshotSale, type SaleSnapshot } from './sale-snapshot.ts';
 export { saleEventsChannel, announceSaleChanged } from './sale-events.ts';
 export { workSignalChannel, WorkSignaller, listenForWork } from './work-signal.ts';
+export { connectRedis, redisTargetOf, isClusterClient, type RedisTarget, type RedisTargetLike } from './redis-target.ts';
+export { pipelineBySlotGroup, type PipelineReply } from './slot-groups.ts';
 export { trimAcknowledged, type RetentionBounds } from './stream-retention.ts';

@@ -1,5 +1,5 @@
-import { Redis } from 'ioredis';
 import { withScripts, type ScriptedRedis } from './scripts.ts';
+import { connectRedis, type RedisTargetLike } from './redis-target.ts';
 
 export interface RedisClientOptions {
   /** Connection name shown by CLIENT LIST, e.g. `gateway`. */
@@ -24,9 +24,9 @@ export interface RedisClientOptions {
   onError?: (error: Error) => void;
 }
 
-/** A Redis connection with the project's scripts loaded. */
-export function createRedis(url: string, options: RedisClientOptions = {}): ScriptedRedis {
-  const redis = new Redis(url, {
+/** A Redis connection (one server, or a cluster: see connectRedis) with the project's scripts loaded. */
+export function createRedis(target: RedisTargetLike, options: RedisClientOptions = {}): ScriptedRedis {
+  const redis = connectRedis(target, {
     connectionName: options.name,
     maxRetriesPerRequest: options.maxRetriesPerRequest === undefined ? 2 : options.maxRetriesPerRequest,
     commandTimeout: options.commandTimeoutMs,
@@ -41,7 +41,7 @@ export function createRedis(url: string, options: RedisClientOptions = {}): Scri
 // ioredis signals a command that could not be served (as opposed to one Redis refused for its content)
 // with plain Errors and these messages, or with replies whose first word says the server is not able to
 // serve right now.
-const CLIENT_SIDE = /^(Command timed out|Connection is closed\.|Stream isn't writeable|Reached the max retries per request limit|connect ETIMEDOUT|connect ECONNREFUSED|read ECONNRESET|write EPIPE)/;
+const CLIENT_SIDE = /^(Command timed out|Connection is closed\.|Cluster isn't ready|Failed to refresh slots cache|None of startup nodes is available|Stream isn't writeable|Reached the max retries per request limit|connect ETIMEDOUT|connect ECONNREFUSED|read ECONNRESET|write EPIPE)/;
 const SERVER_BUSY = /^(LOADING|BUSY|MASTERDOWN|CLUSTERDOWN|TRYAGAIN|READONLY|OOM|NOREPLICAS|MISCONF) /;
 
 /**
@@ -51,6 +51,6 @@ const SERVER_BUSY = /^(LOADING|BUSY|MASTERDOWN|CLUSTERDOWN|TRYAGAIN|READONLY|OOM
  */
 export function isRedisUnavailable(error: unknown): boolean {
   if (!(error instanceof Error)) return false;
-  if (error.name === 'MaxRetriesPerRequestError') return true;
+  if (error.name === 'MaxRetriesPerRequestError' || error.name === 'ClusterAllFailedError') return true;
   return CLIENT_SIDE.test(error.message) || SERVER_BUSY.test(error.message);
 }

@@ -1,6 +1,7 @@
 import type { DeadLetterReason, Reservation } from '@flashsale/domain';
 import type { ScriptedRedis } from './scripts.ts';
 import { ORDER_WRITERS_GROUP, saleKeys } from './keys.ts';
+import { pipelineBySlotGroup } from './slot-groups.ts';
 
 /**
  * A sale's stream of reservations (`stream` in keys.ts, read by the group ORDER_WRITERS_GROUP): the one
@@ -78,11 +79,8 @@ export interface ReadRound {
  * yields nothing rather than a failure.
  */
 export async function readNewEntries(redis: ScriptedRedis, prefix: string, consumer: string, saleIds: number[], count: number): Promise<ReadRound> {
-  const pipeline = redis.pipeline();
-  for (const saleId of saleIds) {
-    pipeline.xreadgroup('GROUP', ORDER_WRITERS_GROUP, consumer, 'COUNT', count, 'STREAMS', saleKeys(prefix, saleId).stream, '>');
-  }
-  const replies = (await pipeline.exec()) ?? [];
+  const streams = saleIds.map((saleId) => saleKeys(prefix, saleId).stream);
+  const replies = await pipelineBySlotGroup(redis, streams, (pipeline, stream) => pipeline.xreadgroup('GROUP', ORDER_WRITERS_GROUP, consumer, 'COUNT', count, 'STREAMS', stream, '>'));
   const round: ReadRound = { entries: new Map(), failures: new Map() };
   replies.forEach(([error, reply], index) => {
     const saleId = saleIds[index]!;
@@ -127,10 +125,10 @@ export interface ClaimRound {
  */
 export async function claimIdleEntriesOf(redis: ScriptedRedis, prefix: string, consumer: string, saleIds: number[], minIdleMs: number, count: number): Promise<ClaimRound> {
   const round: ClaimRound = { claimed: new Map(), failures: new Map() };
-  const claims = redis.pipeline();
-  for (const saleId of saleIds) claims.xautoclaim(saleKeys(prefix, saleId).stream, ORDER_WRITERS_GROUP, consumer, minIdleMs, '0-0', 'COUNT', count);
+  const streams = saleIds.map((saleId) => saleKeys(prefix, saleId).stream);
+  const claims = await pipelineBySlotGroup(redis, streams, (pipeline, stream) => pipeline.xautoclaim(stream, ORDER_WRITERS_GROUP, consumer, minIdleMs, '0-0', 'COUNT', count));
   const taken = new Map<number, [string, string[] | null][]>();
-  ((await claims.exec()) ?? []).forEach(([error, reply], index) => {
+  claims.forEach(([error, reply], index) => {
     const saleId = saleIds[index]!;
     if (error) {
       if (!/NOGROUP|no such key/i.test(error.message)) round.failures.set(saleId, error);
@@ -141,10 +139,16 @@ export async function claimIdleEntriesOf(redis: ScriptedRedis, prefix: string, c
   });
   if (taken.size === 0) return round;
   // XAUTOCLAIM has just counted one more delivery of each; read the counts back from the pending list.
-  const counts = redis.pipeline();
-  for (const [saleId, items] of taken) counts.xpending(saleKeys(prefix, saleId).stream, ORDER_WRITERS_GROUP, items[0]![0], items[items.length - 1]![0], items.length, consumer);
-  const replies = (await counts.exec()) ?? [];
-  [...taken].forEach(([saleId, items], index) => {
+  const claimed = [...taken];
+  const replies = await pipelineBySlotGroup(
+    redis,
+    claimed.map(([saleId]) => saleKeys(prefix, saleId).stream),
+    (pipeline, stream, index) => {
+      const items = claimed[index]![1];
+      pipeline.xpending(stream, ORDER_WRITERS_GROUP, items[0]![0], items[items.length - 1]![0], items.length, consumer);
+    },
+  );
+  claimed.forEach(([saleId, items], index) => {
     const [error, reply] = replies[index] ?? [new Error('no reply to XPENDING'), null];
     // Without the counts an entry that keeps failing would never be set aside: the entries stay pending
     // on this consumer and are claimed again after minIdleMs.

@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+// On a cluster, PUBLISH reaches the subscribers of every node (see redis-target.ts).
 
 /**
  * Pub/sub channel on which a sale's state changes are announced (a reconciliation paused, rebuilt or

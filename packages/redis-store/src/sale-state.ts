@@ -66,6 +66,16 @@ export async function retireSale(redis: ScriptedRedis, prefix: string, saleId: n
   await redis.srem(salesIndexKey(prefix), String(saleId));
 }
 
+/**
+ * Puts sales back on the workers' list (idempotent). On a Redis Cluster the list is one key on one
+ * master: that master losing its data (a flush, a failover to a replica that had not caught up) would
+ * leave the sales of the other masters, intact, unread by every worker. The reconciler re-lists the
+ * sales it watches that are not ready to retire, once a round.
+ */
+export async function keepListed(redis: ScriptedRedis, prefix: string, saleIds: readonly number[]): Promise<void> {
+  if (saleIds.length > 0) await redis.sadd(salesIndexKey(prefix), ...saleIds.map(String));
+}
+
 /** Ids of every published sale. */
 export async function listSaleIds(redis: ScriptedRedis, prefix: string): Promise<number[]> {
   const members = await redis.smembers(salesIndexKey(prefix));

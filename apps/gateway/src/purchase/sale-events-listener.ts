@@ -1,6 +1,5 @@
-import { Redis } from 'ioredis';
 import type { Logger } from '@flashsale/config';
-import { saleEventsChannel } from '@flashsale/redis-store';
+import { connectRedis, saleEventsChannel, type RedisTargetLike } from '@flashsale/redis-store';
 import type { SaleVerdictCache } from './sale-verdict-cache.ts';
 
 export interface SaleEventsListener {
@@ -17,9 +16,9 @@ export interface SaleEventsListener {
  * serves at once, and caches nothing until it hears the announcements. Returns at once; the subscription
  * is made whenever Redis answers.
  */
-export function listenToSaleEvents(redisUrl: string, prefix: string, cache: SaleVerdictCache, logger: Logger): SaleEventsListener {
+export function listenToSaleEvents(target: RedisTargetLike, prefix: string, cache: SaleVerdictCache, logger: Logger): SaleEventsListener {
   const channel = saleEventsChannel(prefix);
-  const subscriber = new Redis(redisUrl, {
+  const subscriber = connectRedis(target, {
     // Named after the prefix, so an operator (or a test) can find this deployment's subscriber.
     connectionName: `gateway-sale-events:${prefix}`,
     // ioredis resubscribes by itself after a reconnect; 'ready' below then switches the cache back on.
