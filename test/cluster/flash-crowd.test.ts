@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHttpClient, ledgerOf, purchaseBurst, waitForDrain, type BurstOutcome } from '@flashsale/harness';
 import { until } from '../support/until.ts';
-import { saleKeys } from '@flashsale/redis-store';
+import { salesOnEveryMaster, type SaleStats } from '../support/cluster-sales.ts';
 import { startClusterSystem, type ClusterSystem } from '../support/system.ts';
 
 // The whole system on a real 3-master Redis Cluster, the processes told only REDIS_CLUSTER_NODES (their
@@ -15,30 +15,11 @@ afterAll(async () => {
   await system?.stop();
 });
 
-interface SaleStats {
-  consistent: boolean;
-  lost: { reservations: number; units: number };
-  audit: { drift: number; checkedAt: string } | null;
-}
-
-/** Creates sales until every master serves at least `perMaster` of them; returns them with their master's port. */
-async function salesOnEveryMaster(perMaster: number, stock: number): Promise<{ id: number; master: number }[]> {
-  const masters = (await system.cluster.masters()).map((m) => m.port);
-  const sales: { id: number; master: number }[] = [];
-  const count = (port: number) => sales.filter((s) => s.master === port).length;
-  while (masters.some((port) => count(port) < perMaster)) {
-    const id = await system.createSale({ stock, perUserLimit: 1 });
-    sales.push({ id, master: (await system.cluster.masterOf(saleKeys(system.ctx.config.REDIS_PREFIX, id).meta)).port });
-    if (sales.length > 60) throw new Error('sales do not spread over the masters');
-  }
-  return sales;
-}
-
 describe('a flash crowd on a Redis Cluster', () => {
   it('sells every sale exactly its stock, on every master at once, and every 202 becomes one order', async () => {
     const { ctx, gateways } = system;
     const prefix = ctx.config.REDIS_PREFIX;
-    const sales = await salesOnEveryMaster(2, 60);
+    const sales = await salesOnEveryMaster(system, 2, 60);
     const bursts = new Map<number, BurstOutcome>();
     await Promise.all(
       sales.map(async (sale, i) => {
