@@ -8,7 +8,7 @@ export default defineConfig({
   // also passes the condition to its worker processes (`--conditions`).
   plugins: [{ name: 'flashsale-sources', configEnvironment: () => ({ resolve: { conditions: ['@flashsale/source'] } }) }],
   test: {
-    include: ['apps/*/src/**/*.test.ts', 'packages/*/src/**/*.test.ts', 'test/**/*.test.ts'],
+    include: ['apps/*/src/**/*.test.ts', 'packages/*/src/**/*.test.ts', 'test/**/*.test.ts', 'loadtest/**/*.test.ts'],
     globalSetup: ['test/global-setup.ts'],
     env: {
       NODE_ENV: 'test',
