@@ -6,7 +6,7 @@ import { reservePurchase } from './reserve-purchase.ts';
 import { readNewEntries } from './reservation-stream.ts';
 import { deadLetter, readDeadLettered } from './dead-letters.ts';
 import { setSalePaused } from './sale-state.ts';
-import { readRedisLedger } from './redis-ledger.ts';
+import { AUDIT_MAX_IN_FLIGHT, readRedisLedger } from './redis-ledger.ts';
 
 const env = contextPerFile();
 
@@ -60,5 +60,19 @@ describe('readRedisLedger', () => {
 
     expect(await readRedisLedger(env.ctx.redis, prefix(), sale.id)).toBeNull();
     expect(await readRedisLedger(env.ctx.redis, prefix(), 987_654_319)).toBeNull();
+  });
+
+  it('reads no backlog of more than AUDIT_MAX_IN_FLIGHT entries in flight (null: audited once the workers caught up)', async () => {
+    const sale = await createLiveSale(env.ctx, { stock: AUDIT_MAX_IN_FLIGHT + 10 });
+    const reserveAll = async (from: number, count: number) => {
+      const pipeline = env.ctx.redis.pipeline();
+      const keys = saleKeys(prefix(), sale.id);
+      for (let i = from; i < from + count; i++) pipeline.reserve(keys.meta, keys.buyers, keys.stream, `buyer-${i}`, 1, newReservationId(sale.id));
+      await pipeline.exec();
+    };
+    await reserveAll(0, AUDIT_MAX_IN_FLIGHT);
+    expect((await readRedisLedger(env.ctx.redis, prefix(), sale.id))?.inFlight.size).toBe(AUDIT_MAX_IN_FLIGHT);
+    await reserveAll(AUDIT_MAX_IN_FLIGHT, 1);
+    expect(await readRedisLedger(env.ctx.redis, prefix(), sale.id)).toBeNull();
   });
 });
