@@ -7,6 +7,7 @@ import { readNewEntries } from './reservation-stream.ts';
 import { deadLetter, readDeadLettered } from './dead-letters.ts';
 import { setSalePaused } from './sale-state.ts';
 import { AUDIT_MAX_IN_FLIGHT, readRedisLedger } from './redis-ledger.ts';
+import type { ScriptCommands } from './scripts.ts';
 
 const env = contextPerFile();
 
@@ -67,7 +68,7 @@ describe('readRedisLedger', () => {
     const reserveAll = async (from: number, count: number) => {
       const pipeline = env.ctx.redis.pipeline();
       const keys = saleKeys(prefix(), sale.id);
-      for (let i = from; i < from + count; i++) pipeline.reserve(keys.meta, keys.buyers, keys.stream, `buyer-${i}`, 1, newReservationId(sale.id));
+      for (let i = from; i < from + count; i++) void (pipeline as unknown as ScriptCommands).reserve(keys.meta, keys.buyers, keys.stream, `buyer-${i}`, 1, newReservationId(sale.id));
       await pipeline.exec();
     };
     await reserveAll(0, AUDIT_MAX_IN_FLIGHT);
