@@ -183,7 +183,11 @@ try {
     }
     await sleep(250);
   }
-  const statsAnswer = await admin.send('GET', `/api/admin/sales/${saleId}/stats`, { headers: { authorization: `Bearer ${config.ADMIN_TOKEN}` } });
+  // The stats count the sale's orders in MySQL: with millions of them, on a box still busy with the
+  // audit, that can pass the gateway's request deadline (503): asked again for up to two minutes.
+  const askStats = () => admin.send('GET', `/api/admin/sales/${saleId}/stats`, { headers: { authorization: `Bearer ${config.ADMIN_TOKEN}` } });
+  let statsAnswer = await askStats();
+  for (const statsDeadline = Date.now() + 120_000; statsAnswer.status === 503 && Date.now() < statsDeadline; statsAnswer = await askStats()) await sleep(2000);
   admin.close();
   if (statsAnswer.status !== 200) throw new Error(`the stats endpoint answered ${statsAnswer.status}: ${JSON.stringify(statsAnswer.body)}`);
   const buyersInRedis = await redis.hlen(saleKeys(prefix, saleId).buyers);
