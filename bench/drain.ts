@@ -1,20 +1,19 @@
 import { randomUUID } from 'node:crypto';
 import { createConnection } from 'mariadb';
 import { newReservationId } from '@flashsale/domain';
-import { publishSale, saleKeys, type ScriptedRedis } from '@flashsale/redis-store';
+import { publishSale, saleKeys, workSignalChannel, type ScriptedRedis } from '@flashsale/redis-store';
 import { insertSale, poolConfigFromUrl, type PrismaClient } from '@flashsale/order-store';
-import { spawnWorker, waitForDrain } from '@flashsale/harness';
+import { spawnWorker, waitForDrain, type AppProcess } from '@flashsale/harness';
 
 async function newSale(prisma: PrismaClient, prefix: string, stock: number) {
   return insertSale(prisma, { name: `${prefix} drain`, stock, perUserLimit: 1, startsAt: new Date(Date.now() - 60_000), endsAt: new Date(Date.now() + 3_600_000) });
 }
 
 /**
- * (d), the workers: `count` reservations accepted by the reserve script (the real one, pipelined) wait
- * in a sale's stream; then one worker process starts and the clock runs from its "worker started" line
- * until the stream's group has neither lag nor pending entries, i.e. every order is committed in MySQL.
+ * A new sale (MySQL row, published in Redis) whose stream holds `count` reservations accepted by the
+ * reserve script (the real one, pipelined), buyers `drain-<i>`, waiting for a worker.
  */
-export async function drainByWorker(redis: ScriptedRedis, prisma: PrismaClient, env: NodeJS.ProcessEnv, prefix: string, count: number): Promise<number> {
+async function saleWithBacklog(redis: ScriptedRedis, prisma: PrismaClient, prefix: string, count: number) {
   const sale = await newSale(prisma, prefix, count);
   await publishSale(redis, prefix, sale, sale.generation);
   const keys = saleKeys(prefix, sale.id);
@@ -27,6 +26,16 @@ export async function drainByWorker(redis: ScriptedRedis, prisma: PrismaClient, 
     await pipeline.exec();
   }
   if ((await redis.xlen(keys.stream)) !== count) throw new Error('the stream does not hold every reservation');
+  return sale;
+}
+
+/**
+ * (d), the workers: `count` reservations accepted by the reserve script (the real one, pipelined) wait
+ * in a sale's stream; then one worker process starts and the clock runs from its "worker started" line
+ * until the stream's group has neither lag nor pending entries, i.e. every order is committed in MySQL.
+ */
+export async function drainByWorker(redis: ScriptedRedis, prisma: PrismaClient, env: NodeJS.ProcessEnv, prefix: string, count: number): Promise<number> {
+  const sale = await saleWithBacklog(redis, prisma, prefix, count);
   const worker = await spawnWorker({ ...env, REDIS_PREFIX: prefix });
   const started = performance.now();
   try {
@@ -62,5 +71,99 @@ export async function drainRaw(prisma: PrismaClient, databaseUrl: string, prefix
     return (performance.now() - started) / 1000;
   } finally {
     await connection.end();
+  }
+}
+
+/**
+ * Worker processes (apps/worker) started once for the drains with several workers, each stopped
+ * (SIGSTOP) whenever it is not being measured: a stopped worker reads nothing, so it takes no entry of
+ * the next backlog while that is written, nor of a run that measures fewer workers than the pool holds.
+ */
+export interface WorkerPool {
+  workers: AppProcess[];
+  /** When the last worker was stopped (performance.now()). */
+  stoppedAt: number;
+  stop(): Promise<void>;
+}
+
+/** Starts `size` worker processes on `prefix`, waits until each is subscribed to the work signal, stops them all. */
+export async function startWorkerPool(redis: ScriptedRedis, env: NodeJS.ProcessEnv, prefix: string, size: number): Promise<WorkerPool> {
+  const started = await Promise.allSettled(Array.from({ length: size }, () => spawnWorker({ ...env, REDIS_PREFIX: prefix })));
+  const workers = started.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
+  const pool: WorkerPool = {
+    workers,
+    stoppedAt: performance.now(),
+    async stop() {
+      // A stopped process handles SIGTERM only once it runs again.
+      for (const worker of workers) worker.child.kill('SIGCONT');
+      await Promise.all(workers.map((worker) => worker.kill('SIGTERM')));
+    },
+  };
+  try {
+    const failed = started.find((s) => s.status === 'rejected');
+    if (failed) throw failed.reason;
+    await waitForSubscribers(redis, workSignalChannel(prefix), size);
+  } catch (error) {
+    await pool.stop();
+    throw error;
+  }
+  for (const worker of workers) worker.child.kill('SIGSTOP');
+  pool.stoppedAt = performance.now();
+  return pool;
+}
+
+/**
+ * The drain with `workers` of the pool's processes: `count` reservations spread evenly over `sales` sales
+ * wait in their streams (written as in drainByWorker, the whole pool stopped). The clock starts, the
+ * first `workers` processes of the pool run again (SIGCONT) and the sales are signalled on the work
+ * channel, as a gateway does on its first purchase of a sale: a worker that learns of a sale it does not
+ * list yet reads the list again at once (if its last read is 100 ms old: the pool has been stopped at
+ * least that long) and reads the sale from then on. The clock stops when every sale's group has neither
+ * lag nor pending entries; those workers are stopped again and the orders counted in MySQL, sale by sale.
+ * The workers are started once and warm (the first call is the warm-up), unlike drainByWorker's. Returns
+ * the seconds from the signal to the drain.
+ */
+export async function drainByWorkers(
+  redis: ScriptedRedis,
+  prisma: PrismaClient,
+  prefix: string,
+  pool: WorkerPool,
+  { count, sales, workers }: { count: number; sales: number; workers: number },
+): Promise<number> {
+  const perSale = Math.floor(count / sales);
+  if (perSale * sales !== count) throw new Error(`${count} reservations do not split evenly over ${sales} sales`);
+  if (workers > pool.workers.length) throw new Error(`the pool holds ${pool.workers.length} workers, not ${workers}`);
+  const ids: number[] = [];
+  for (let i = 0; i < sales; i += 1) ids.push((await saleWithBacklog(redis, prisma, prefix, perSale)).id);
+  const stoppedFor = performance.now() - pool.stoppedAt;
+  if (stoppedFor < 150) await new Promise((resolve) => setTimeout(resolve, 150 - stoppedFor));
+  const running = pool.workers.slice(0, workers);
+  const clock = performance.now();
+  for (const worker of running) worker.child.kill('SIGCONT');
+  try {
+    for (const id of ids) await redis.publish(workSignalChannel(prefix), String(id));
+    // One sale after the other: each is looked at after the ones before it drained, so the clock stops
+    // within 5 ms of the last sale's drain whatever their order.
+    for (const id of ids) await waitForDrain(redis, prefix, id, 600_000, 5);
+  } finally {
+    for (const worker of running) worker.child.kill('SIGSTOP');
+    pool.stoppedAt = performance.now();
+  }
+  const seconds = (pool.stoppedAt - clock) / 1000;
+  for (const id of ids) {
+    const written = await prisma.order.count({ where: { saleId: id } });
+    if (written !== perSale) throw new Error(`${workers} workers wrote ${written} orders of ${perSale} for sale ${id}`);
+  }
+  return seconds;
+}
+
+/** Waits until `count` connections are subscribed to `channel` (a worker subscribes around its start line). */
+async function waitForSubscribers(redis: ScriptedRedis, channel: string, count: number): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const [, subscribers] = (await redis.pubsub('NUMSUB', channel)) as [string, number];
+    if (Number(subscribers) >= count) return;
+    if (Date.now() > deadline) throw new Error(`${Number(subscribers)} of ${count} workers subscribed to ${channel}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
   }
 }

@@ -37,12 +37,43 @@ export interface BenchResults {
   fsync?: { always: Summary; everysec: Summary };
   drain?: { workerSeconds: number; rawSeconds: number; workerRuns: number[]; rawRuns: number[] };
   peakRssMiB?: { gateway: number; bare: number; authenticated: number };
+  /** The reserve script alone on one Redis node (BENCH_PARTS script). */
+  script?: { loadAverage: number } & Record<'accept' | 'duplicate' | 'sold_out', ReserveSummary>;
+  /** The same pipelined load over many sales, on a 3-master cluster and on one node (BENCH_PARTS cluster). */
+  cluster?: {
+    loadAverage: number;
+    sales: number;
+    single: ReserveSummary;
+    cluster: ReserveSummary & { salesPerMaster: number[] };
+    /** Median of the rounds' cluster / single calls per second. */
+    ratio: number;
+  };
+  /** The drain with 1, 2 and 4 worker processes (BENCH_PARTS workers). */
+  drainWorkers?: {
+    loadAverage: number;
+    rows: number;
+    sales: number;
+    byWorkers: Record<string, { ordersPerSecond: number; seconds: number; runs: { seconds: number; ordersPerSecond: number; loadAverage: number }[] }>;
+    /** Medians of the rounds' ratios of orders per second. */
+    ratios: { twoToOne: number; fourToTwo: number };
+  };
+}
+
+/** Medians of reserve-script runs (bench/reserve-load.ts), and every run. */
+export interface ReserveSummary {
+  callsPerSecond: number;
+  clientCpuUs: number;
+  redisScriptUs: number;
+  redisCpuUs: number;
+  runs: unknown[];
 }
 
 const RESULTS = fileURLToPath(new URL('./results.json', import.meta.url));
 const DOC = fileURLToPath(new URL('../docs/BENCHMARKS.md', import.meta.url));
 const START = '<!-- bench-results:start -->';
 const END = '<!-- bench-results:end -->';
+const SCALE_START = '<!-- bench-scale:start -->';
+const SCALE_END = '<!-- bench-scale:end -->';
 
 /** The goals the table is read against (issue 12): against the authenticated baseline. */
 const GOALS: Record<PathName, { goal: number; floor: number }> = {
@@ -108,19 +139,81 @@ export function resultsMarkdown(r: BenchResults): string {
   return lines.join('\n');
 }
 
+/** The scale sections (the reserve script alone, one node against a cluster, the drain by 1, 2, 4 workers), as they go between the scale markers. */
+export function scaleMarkdown(r: BenchResults): string {
+  const lines = [
+    `${r.date.slice(0, 10)}, \`${r.command}\` on ${r.commit}, ${r.settings.rounds} rounds alternating the contenders; medians. Machine: ${r.machine}; Node ${r.node}.`,
+  ];
+  const us = (value: number) => value.toFixed(1);
+  const costs = (s: ReserveSummary) => `${us(s.clientCpuUs)} | ${us(s.redisScriptUs)} | ${us(s.redisCpuUs)}`;
+  const pipelining = `\`reserve\` (EVALSHA of reserve-3.lua) from one ioredis client in pipelines of ${r.settings.scriptBatch} calls, ${r.settings.scriptInFlight} under way, ${r.settings.scriptSeconds} s per run`;
+  if (r.script) {
+    const { accept, duplicate, sold_out: soldOut } = r.script;
+    lines.push(
+      '',
+      `**The reserve script's ceiling on one Redis node**, no HTTP: ${pipelining}, on a redis-server of the bench's own (no persistence); load average ${r.script.loadAverage} at the start.`,
+      '',
+      '| path | calls/s | client CPU µs/call | Redis time in the script µs/call | Redis CPU µs/call |',
+      '|---|---|---|---|---|',
+      `| accept | **${accept.callsPerSecond}** | ${costs(accept)} |`,
+      `| refused: duplicate buyer | **${duplicate.callsPerSecond}** | ${costs(duplicate)} |`,
+      `| refused: sold out | **${soldOut.callsPerSecond}** | ${costs(soldOut)} |`,
+    );
+  }
+  if (r.cluster) {
+    const { single, cluster } = r.cluster;
+    lines.push(
+      '',
+      `**${r.cluster.sales} sales spread over 3 masters against 1 node**: accepted calls, call i to sale i mod ${r.cluster.sales}, ${pipelining}; a 3-master Redis Cluster (sales per master ${cluster.salesPerMaster.join(' / ')}) against one redis-server, both the bench's own, same client; load average ${r.cluster.loadAverage} at the start.`,
+      '',
+      '| Redis | calls/s | client CPU µs/call | Redis time in the script µs/call (all nodes) | Redis CPU µs/call (all nodes) |',
+      '|---|---|---|---|---|',
+      `| 1 node | ${single.callsPerSecond} | ${costs(single)} |`,
+      `| 3-master cluster | ${cluster.callsPerSecond} | ${costs(cluster)} |`,
+      `| cluster / 1 node | **${ratio(r.cluster.ratio)}** | | | |`,
+      '',
+      'The three masters, the client and everything else on the box share its cores: here a cluster adds no capacity, and the ratio shows what the cluster client (a pipeline per master, slot routing) and three servers cost on the same cores, not what spreading sales over machines of their own gains.',
+    );
+  }
+  if (r.drainWorkers) {
+    const d = r.drainWorkers;
+    lines.push(
+      '',
+      `**The drain with more workers**: ${d.rows} reservations waiting in ${d.sales === 1 ? "one sale's stream" : `the streams of ${d.sales} sales`}, written to MySQL by 1, 2 and 4 worker processes (started once, warm; the ones not measured stopped), from the work signal to every group drained; load average ${d.loadAverage} at the start.`,
+      '',
+      '| worker processes | orders/s | seconds |',
+      '|---|---|---|',
+      ...Object.entries(d.byWorkers).map(([workers, w]) => `| ${workers} | ${w.ordersPerSecond} | ${w.seconds.toFixed(2)} |`),
+      '',
+      `2 workers / 1: **${ratio(d.ratios.twoToOne)}**; 4 workers / 2: **${ratio(d.ratios.fourToTwo)}** (medians of the rounds' ratios).`,
+    );
+  }
+  return lines.join('\n');
+}
+
+function replaceBetween(doc: string, start: string, end: string, content: string): string {
+  const from = doc.indexOf(start);
+  const to = doc.indexOf(end);
+  if (from < 0 || to < from) throw new Error(`docs/BENCHMARKS.md lacks the ${start} ... ${end} markers`);
+  return `${doc.slice(0, from + start.length)}\n${content}\n${doc.slice(to)}`;
+}
+
 /**
  * Appends the run to bench/results.json (every run, oldest first) and prints its tables; a run of every
- * part also replaces the results section of docs/BENCHMARKS.md.
+ * purchase part (purchase, scaling, fsync, drain) also replaces the results section of docs/BENCHMARKS.md,
+ * a run of every scale part (script, cluster, workers) its scale section.
  */
 export function writeResults(results: BenchResults): void {
   const history = JSON.parse(readFileSync(RESULTS, 'utf8')) as { runs: unknown[] };
   history.runs.push(results);
   writeFileSync(RESULTS, `${JSON.stringify(history, null, 2)}\n`);
-  console.log(`\n${resultsMarkdown(results)}`);
-  if (!results.paths || !results.scaling || !results.fsync || !results.drain) return;
-  const doc = readFileSync(DOC, 'utf8');
-  const start = doc.indexOf(START);
-  const end = doc.indexOf(END);
-  if (start < 0 || end < start) throw new Error(`docs/BENCHMARKS.md lacks the ${START} ... ${END} markers`);
-  writeFileSync(DOC, `${doc.slice(0, start + START.length)}\n${resultsMarkdown(results)}\n${doc.slice(end)}`);
+  const purchase = results.paths || results.scaling || results.fsync || results.drain || results.peakRssMiB;
+  const scale = results.script || results.cluster || results.drainWorkers;
+  if (purchase || !scale) console.log(`\n${resultsMarkdown(results)}`);
+  if (scale) console.log(`\n${scaleMarkdown(results)}`);
+  const before = readFileSync(DOC, 'utf8');
+  let doc = before;
+  if (results.paths && results.scaling && results.fsync && results.drain) doc = replaceBetween(doc, START, END, resultsMarkdown(results));
+  if (results.script && results.cluster && results.drainWorkers) doc = replaceBetween(doc, SCALE_START, SCALE_END, scaleMarkdown(results));
+  if (doc !== before) writeFileSync(DOC, doc);
 }

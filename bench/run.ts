@@ -1,13 +1,18 @@
 /**
  * `npm run bench`: the gateway's purchase endpoint against two node:http + EVALSHA baselines (bare, and
  * with an HS256 token check), the workers' drain against raw multi-row INSERTs, Redis fsync policies,
- * and GATEWAY_WORKERS scaling; all in one run on this machine, contenders alternated (A B C A B C),
- * medians reported. The load comes from wrk when it is installed, from autocannon otherwise (printed).
- * Appends the run to bench/results.json and writes the results section of docs/BENCHMARKS.md.
+ * and GATEWAY_WORKERS scaling; then the scale parts: the reserve script alone on one Redis node
+ * (pipelined calls, no HTTP), the same load over many sales on a 3-master cluster against one node, and
+ * the drain by 1, 2 and 4 worker processes. All in one run on this machine, contenders alternated
+ * (A B C A B C), medians reported. The HTTP load comes from wrk when it is installed, from autocannon
+ * otherwise (printed). Appends the run to bench/results.json and writes the results and scale sections of
+ * docs/BENCHMARKS.md.
  *
  * BENCH_SECONDS (5) per load run, BENCH_ROUNDS (3) alternations, BENCH_CONNECTIONS (64),
- * BENCH_LOADGEN (wrk if on PATH, else autocannon), BENCH_PARTS (purchase,scaling,fsync,drain),
- * BENCH_DRAIN_ROWS (20000), BENCH_DRAIN_ROUNDS (5) alternations of the drain.
+ * BENCH_LOADGEN (wrk if on PATH, else autocannon), BENCH_PARTS (purchase,scaling,fsync,drain,script,
+ * cluster,workers), BENCH_DRAIN_ROWS (20000), BENCH_DRAIN_ROUNDS (5) alternations of the drain,
+ * BENCH_SCRIPT_SECONDS (2) per reserve-script run, BENCH_CLUSTER_SALES (30) sales over the cluster,
+ * BENCH_DRAIN_SALES (1) sales the workers part's backlog is spread over.
  */
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -16,12 +21,13 @@ import { loadConfig } from '@flashsale/config';
 import { createRedis, publishSale, saleKeys, type ScriptedRedis } from '@flashsale/redis-store';
 import { createPrisma, insertSale, migrate } from '@flashsale/order-store';
 import { newReservationId } from '@flashsale/domain';
-import { signBuyerTokens, startRedisServer } from '@flashsale/harness';
+import { signBuyerTokens, startRedisCluster, startRedisServer } from '@flashsale/harness';
 import { ensureServices } from '../infra/ensure-services.ts';
 import { chooseLoadGenerator, median, type LoadResult } from './load.ts';
 import { cpuSeconds, peakRssMiB, startBaseline, startGatewayProcess, type BenchServer } from './servers.ts';
-import { drainByWorker, drainRaw } from './drain.ts';
-import { writeResults, type BenchResults, type PathName, type Summary } from './report.ts';
+import { drainByWorker, drainByWorkers, drainRaw, startWorkerPool } from './drain.ts';
+import { evenlySpreadSales, reservePathRun, spreadRun, type ReserveRun } from './reserve-load.ts';
+import { writeResults, type BenchResults, type PathName, type ReserveSummary, type Summary } from './report.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -29,8 +35,16 @@ const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 64);
 const DRAIN_ROWS = Number(process.env.BENCH_DRAIN_ROWS ?? 20_000);
 // A drain run takes about a second: more of them steady its median at little cost.
 const DRAIN_ROUNDS = Number(process.env.BENCH_DRAIN_ROUNDS ?? 5);
-const PARTS = new Set((process.env.BENCH_PARTS ?? 'purchase,scaling,fsync,drain').split(','));
+const PARTS = new Set((process.env.BENCH_PARTS ?? 'purchase,scaling,fsync,drain,script,cluster,workers').split(','));
 const DUPLICATE_BUYERS = 20_000;
+const SCRIPT_SECONDS = Number(process.env.BENCH_SCRIPT_SECONDS ?? 2);
+// 100 calls a pipeline, two pipelines under way: the client builds and parses one while Redis runs the
+// other. In a few trials on the (busy) 2-core box, deeper pipelines (500, 1000) or more of them (4, 8)
+// gave no more calls per second.
+const SCRIPT_BATCH = 100;
+const SCRIPT_IN_FLIGHT = 2;
+const CLUSTER_SALES = Number(process.env.BENCH_CLUSTER_SALES ?? 30);
+const DRAIN_SALES = Number(process.env.BENCH_DRAIN_SALES ?? 1);
 
 /**
  * A load run, the CPU the server under load spent per request answered (its own and its children's), and
@@ -145,8 +159,52 @@ const results: BenchResults = {
   command: [...Object.entries(process.env).filter(([name]) => name.startsWith('BENCH_')).map(([name, value]) => `${name}=${value}`), 'npm run bench'].join(' '),
   commit: gitCommit(),
   loadGenerator: load.name,
-  settings: { seconds: SECONDS, rounds: ROUNDS, connections: CONNECTIONS, drainRows: DRAIN_ROWS, drainRounds: DRAIN_ROUNDS },
+  settings: {
+    seconds: SECONDS,
+    rounds: ROUNDS,
+    connections: CONNECTIONS,
+    drainRows: DRAIN_ROWS,
+    drainRounds: DRAIN_ROUNDS,
+    scriptSeconds: SCRIPT_SECONDS,
+    scriptBatch: SCRIPT_BATCH,
+    scriptInFlight: SCRIPT_IN_FLIGHT,
+    clusterSales: CLUSTER_SALES,
+    drainSales: DRAIN_SALES,
+  },
 };
+
+/** Runs each contender once per round, in turn, and keeps every result: alternate() for what is not an HTTP load run. */
+async function inRounds<K extends string, R>(contenders: Record<K, () => Promise<R>>, describe: (result: R) => string): Promise<Record<K, R[]>> {
+  const runs = Object.fromEntries(Object.keys(contenders).map((k) => [k, [] as R[]])) as Record<K, R[]>;
+  for (let round = 0; round < ROUNDS; round += 1) {
+    for (const [name, run] of Object.entries(contenders) as [K, () => Promise<R>][]) {
+      const result = await run();
+      runs[name].push(result);
+      log(`${name}: ${describe(result)}`);
+    }
+  }
+  return runs;
+}
+
+const loadAverageNow = () => Number(os.loadavg()[0]!.toFixed(2));
+const describeReserve = (r: ReserveRun) =>
+  `${Math.round(r.callsPerSecond)} calls/s, client ${r.clientCpuUs.toFixed(1)} us CPU/call, Redis ${r.redisScriptUs.toFixed(1)} us in the script and ${r.redisCpuUs.toFixed(1)} us CPU/call, load average ${r.loadAverage}`;
+const reserveSummary = (runs: ReserveRun[]): ReserveSummary => ({
+  callsPerSecond: Math.round(median(runs.map((r) => r.callsPerSecond))),
+  clientCpuUs: Number(median(runs.map((r) => r.clientCpuUs)).toFixed(2)),
+  redisScriptUs: Number(median(runs.map((r) => r.redisScriptUs)).toFixed(2)),
+  redisCpuUs: Number(median(runs.map((r) => r.redisCpuUs)).toFixed(2)),
+  runs: runs.map((r) => ({
+    ...r,
+    callsPerSecond: Math.round(r.callsPerSecond),
+    clientCpuUs: Number(r.clientCpuUs.toFixed(2)),
+    redisScriptUs: Number(r.redisScriptUs.toFixed(2)),
+    redisCpuUs: Number(r.redisCpuUs.toFixed(2)),
+  })),
+});
+/** Median of the rounds' ratios of `of` to `to` (the contenders of a round run back to back). */
+const roundRatio = (of: number[], to: number[]) => Number(median(of.map((value, i) => value / to[i]!)).toFixed(3));
+
 function gitCommit(): string {
   try {
     const head = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim();
@@ -227,6 +285,77 @@ try {
       log(`raw: ${drain.raw.at(-1)!.toFixed(2)} s`);
     }
     results.drain = { workerSeconds: median(drain.worker), rawSeconds: median(drain.raw), workerRuns: drain.worker, rawRuns: drain.raw };
+  }
+
+  const reserveOptions = { seconds: SCRIPT_SECONDS, batch: SCRIPT_BATCH, inFlight: SCRIPT_IN_FLIGHT };
+  if (PARTS.has('script')) {
+    log(`the reserve script on one Redis node, no HTTP: pipelines of ${SCRIPT_BATCH} reserve calls, ${SCRIPT_IN_FLIGHT} under way, ${SCRIPT_SECONDS} s per run`);
+    const loadAverage = loadAverageNow();
+    // A redis-server of the bench's own: INFO then counts this load alone, which the shared one would not.
+    const server = await startRedisServer();
+    stops.push(() => server.stop());
+    const client = createRedis(server.url);
+    const run = (path: PathName, seconds = SCRIPT_SECONDS) => reservePathRun(client, [server.url], prefix, path, { ...reserveOptions, seconds, duplicateBuyers: DUPLICATE_BUYERS });
+    await run('accept', 1);
+    const runs = await inRounds({ accept: () => run('accept'), duplicate: () => run('duplicate'), sold_out: () => run('sold_out') }, describeReserve);
+    await client.quit();
+    await server.stop();
+    results.script = { loadAverage, accept: reserveSummary(runs.accept), duplicate: reserveSummary(runs.duplicate), sold_out: reserveSummary(runs.sold_out) };
+  }
+
+  if (PARTS.has('cluster')) {
+    log(`${CLUSTER_SALES} sales, accepted reserve calls: a 3-master Redis Cluster against one redis-server`);
+    const loadAverage = loadAverageNow();
+    const single = await startRedisServer();
+    stops.push(() => single.stop());
+    const cluster = await startRedisCluster({ masters: 3 });
+    stops.push(() => cluster.stop());
+    const clients = { single: createRedis(single.url), cluster: createRedis({ clusterNodes: cluster.nodes.map(({ host, port }) => ({ host, port })) }) };
+    const nodes = { single: [single.url], cluster: (await cluster.masters()).map((node) => node.url) };
+    // The same sales on both: on the cluster, as many on each master.
+    const sales = await evenlySpreadSales(cluster, prefix, CLUSTER_SALES);
+    const run = (on: 'single' | 'cluster', seconds = SCRIPT_SECONDS) => spreadRun(clients[on], nodes[on], prefix, sales.ids, { ...reserveOptions, seconds });
+    await run('single', 1);
+    await run('cluster', 1);
+    const runs = await inRounds({ '1 node': () => run('single'), '3 masters': () => run('cluster') }, describeReserve);
+    await Promise.all([clients.single.quit(), clients.cluster.quit()]);
+    await Promise.all([single.stop(), cluster.stop()]);
+    results.cluster = {
+      loadAverage,
+      sales: CLUSTER_SALES,
+      single: reserveSummary(runs['1 node']),
+      cluster: { ...reserveSummary(runs['3 masters']), salesPerMaster: sales.perMaster },
+      ratio: roundRatio(
+        runs['3 masters'].map((r) => r.callsPerSecond),
+        runs['1 node'].map((r) => r.callsPerSecond),
+      ),
+    };
+  }
+
+  if (PARTS.has('workers')) {
+    log(`drain of ${DRAIN_ROWS} reservations in ${DRAIN_SALES} sale(s) by 1, 2 and 4 worker processes`);
+    const loadAverage = loadAverageNow();
+    const pool = await startWorkerPool(redis, env, prefix, 4);
+    stops.push(pool.stop);
+    const run = async (workers: number) => {
+      const runLoadAverage = loadAverageNow();
+      const seconds = await drainByWorkers(redis, prisma, prefix, pool, { count: DRAIN_ROWS, sales: DRAIN_SALES, workers });
+      return { seconds: Number(seconds.toFixed(3)), ordersPerSecond: Math.round(DRAIN_ROWS / seconds), loadAverage: runLoadAverage };
+    };
+    // The warm-up: every worker of the pool writes its first batches (JIT, Prisma's first queries).
+    await run(4);
+    const runs = await inRounds({ '1': () => run(1), '2': () => run(2), '4': () => run(4) }, (r) => `${r.ordersPerSecond} orders/s (${r.seconds.toFixed(2)} s), load average ${r.loadAverage}`);
+    await pool.stop();
+    const rate = (workers: '1' | '2' | '4') => runs[workers].map((r) => r.ordersPerSecond);
+    results.drainWorkers = {
+      loadAverage,
+      rows: DRAIN_ROWS,
+      sales: DRAIN_SALES,
+      byWorkers: Object.fromEntries(
+        (['1', '2', '4'] as const).map((workers) => [workers, { ordersPerSecond: Math.round(median(rate(workers))), seconds: median(runs[workers].map((r) => r.seconds)), runs: runs[workers] }]),
+      ),
+      ratios: { twoToOne: roundRatio(rate('2'), rate('1')), fourToTwo: roundRatio(rate('4'), rate('2')) },
+    };
   }
 
   writeResults(results);
