@@ -1,3 +1,4 @@
+import type { ReconcilerCost } from './reconciler-cost.ts';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
@@ -37,6 +38,8 @@ export interface BenchResults {
   fsync?: { always: Summary; everysec: Summary };
   drain?: { workerSeconds: number; rawSeconds: number; workerRuns: number[]; rawRuns: number[] };
   peakRssMiB?: { gateway: number; bare: number; authenticated: number };
+  /** The reconciler's CPU while one sale takes a fixed rate (BENCH_PARTS reconciler; bench/reconciler-cost.ts). */
+  reconciler?: { loadAverage: number } & ReconcilerCost;
   /** The reserve script alone on one Redis node (BENCH_PARTS script). */
   script?: { loadAverage: number } & Record<'accept' | 'duplicate' | 'sold_out', ReserveSummary>;
   /** The same pipelined load over many sales, on a 3-master cluster and on one node (BENCH_PARTS cluster). */

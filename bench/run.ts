@@ -3,17 +3,20 @@
  * with an HS256 token check), the workers' drain against raw multi-row INSERTs, Redis fsync policies,
  * and GATEWAY_WORKERS scaling; then the scale parts: the reserve script alone on one Redis node
  * (pipelined calls, no HTTP), the same load over many sales on a 3-master cluster against one node, and
- * the drain by 1, 2 and 4 worker processes. All in one run on this machine, contenders alternated
+ * the drain by 1, 2 and 4 worker processes; and the reconciler's CPU while a sale takes a fixed rate (the
+ * soak, paced). All in one run on this machine, contenders alternated
  * (A B C A B C), medians reported. The HTTP load comes from wrk when it is installed, from autocannon
  * otherwise (printed). Appends the run to bench/results.json and writes the results and scale sections of
  * docs/BENCHMARKS.md.
  *
  * BENCH_SECONDS (5) per load run, BENCH_ROUNDS (3) alternations, BENCH_CONNECTIONS (64),
  * BENCH_LOADGEN (wrk if on PATH, else autocannon), BENCH_PARTS (purchase,scaling,fsync,drain,script,
- * cluster,workers), BENCH_DRAIN_ROWS (20000), BENCH_DRAIN_ROUNDS (5) alternations of the drain,
+ * cluster,workers,reconciler), BENCH_DRAIN_ROWS (20000), BENCH_DRAIN_ROUNDS (5) alternations of the drain,
  * BENCH_SCRIPT_SECONDS (2) per reserve-script run, BENCH_CLUSTER_SALES (30) sales over the cluster,
- * BENCH_DRAIN_SALES (1) sales the workers part's backlog is spread over.
+ * BENCH_DRAIN_SALES (1) sales the workers part's backlog is spread over, BENCH_RECONCILER_RATE (2000)
+ * and BENCH_RECONCILER_SECONDS (40) of the reconciler part.
  */
+import { describeReconcilerCost, measureReconcilerCost } from './reconciler-cost.ts';
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
@@ -35,7 +38,10 @@ const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 64);
 const DRAIN_ROWS = Number(process.env.BENCH_DRAIN_ROWS ?? 20_000);
 // A drain run takes about a second: more of them steady its median at little cost.
 const DRAIN_ROUNDS = Number(process.env.BENCH_DRAIN_ROUNDS ?? 5);
-const PARTS = new Set((process.env.BENCH_PARTS ?? 'purchase,scaling,fsync,drain,script,cluster,workers').split(','));
+const PARTS = new Set((process.env.BENCH_PARTS ?? 'purchase,scaling,fsync,drain,script,cluster,workers,reconciler').split(','));
+/** The reconciler part: purchases a second (paced) and seconds of load. */
+const RECONCILER_RATE = Number(process.env.BENCH_RECONCILER_RATE ?? 2000);
+const RECONCILER_SECONDS = Number(process.env.BENCH_RECONCILER_SECONDS ?? 40);
 const DUPLICATE_BUYERS = 20_000;
 const SCRIPT_SECONDS = Number(process.env.BENCH_SCRIPT_SECONDS ?? 2);
 // 100 calls a pipeline, two pipelines under way: the client builds and parses one while Redis runs the
@@ -356,6 +362,14 @@ try {
       ),
       ratios: { twoToOne: roundRatio(rate('2'), rate('1')), fourToTwo: roundRatio(rate('4'), rate('2')) },
     };
+  }
+
+  if (PARTS.has('reconciler')) {
+    log(`the reconciler's CPU per second of sale: the soak at ${RECONCILER_RATE} purchases/s for ${RECONCILER_SECONDS} s (bench/reconciler-cost.ts)`);
+    const loadAverage = loadAverageNow();
+    const cost = measureReconcilerCost(RECONCILER_RATE, RECONCILER_SECONDS);
+    log(describeReconcilerCost(cost));
+    results.reconciler = { loadAverage, ...cost };
   }
 
   writeResults(results);
