@@ -92,10 +92,19 @@ process.once('SIGINT', () => {
 
 let passed = false;
 try {
-  // REQUEST_DEADLINE_MS: the stats at the end count the sale's orders in MySQL, millions of them after a
-  // long run, which takes longer than a read's default 3 s on a busy box (two 10-minute runs lost their
-  // report on it). It bounds only reads and admin calls; a purchase's one Redis call has its own timeout.
-  const env = { REDIS_PREFIX: prefix, DATABASE_URL: databaseUrl.toString(), REDIS_URL: config.REDIS_URL, AUTH_SECRET: config.AUTH_SECRET, ADMIN_TOKEN: config.ADMIN_TOKEN, REQUEST_DEADLINE_MS: '120000' };
+  // REQUEST_DEADLINE_MS and DB_STATEMENT_TIMEOUT_MS: the stats at the end count the sale's orders in
+  // MySQL, millions of them after a long run, which takes longer than a read's defaults (3 s, and 2 s a
+  // statement) on a busy box: two 10-minute runs lost their report on it. Both bound only the gateway's
+  // reads and admin calls; a purchase's one Redis call has its own timeout.
+  const env = {
+    REDIS_PREFIX: prefix,
+    DATABASE_URL: databaseUrl.toString(),
+    REDIS_URL: config.REDIS_URL,
+    AUTH_SECRET: config.AUTH_SECRET,
+    ADMIN_TOKEN: config.ADMIN_TOKEN,
+    REQUEST_DEADLINE_MS: '120000',
+    DB_STATEMENT_TIMEOUT_MS: '120000',
+  };
   const track = async (name: string, started: Promise<AppProcess>) => {
     const app = await started;
     apps.push({ name, process: app });
