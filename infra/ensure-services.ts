@@ -1,6 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { createConnection } from 'mariadb';
 import { Redis } from 'ioredis';
+import { ConfigError, loadConfig } from '@flashsale/config';
 import { poolConfigFromUrl } from '@flashsale/order-store';
 
 /**
@@ -9,6 +10,11 @@ import { poolConfigFromUrl } from '@flashsale/order-store';
  * persistence, on the configured port; mariadbd, which listens where its own configuration says, so only
  * when 3306 is configured); anything else gets one line saying what to do. Used by `npm test`, `npm run
  * demo` and CI.
+ *
+ * With REDIS_CLUSTER_NODES set (not empty), the processes use that Redis Cluster and REDIS_URL is ignored:
+ * so here. Nothing is started then; the seed nodes are asked, and the check fails with one line saying what
+ * is wrong when none answers, when they are not cluster nodes, when the cluster does not serve every slot,
+ * or when a master it announces does not answer from this machine (what every client will be sent to).
  */
 
 const LOCAL = new Set(['127.0.0.1', 'localhost', '::1']);
@@ -61,18 +67,122 @@ async function ensure(name: string, url: URL, answers: () => Promise<boolean>, s
   throw new ServiceUnreachable(`${name} did not answer at ${where} within 20 s of starting it: ${todo}`);
 }
 
-export async function ensureServices(env: NodeJS.ProcessEnv = process.env): Promise<void> {
-  const redisUrl = new URL(env.REDIS_URL || 'redis://127.0.0.1:6379');
+type ClusterNode = { host: string; port: number };
+const at = ({ host, port }: ClusterNode) => `${host}:${port}`;
+const messageOf = (error: unknown) => (error instanceof Error ? error.message : String(error)) || 'no answer';
+
+/** One command on one node of a cluster, on a connection of its own: no retries, 1 s to connect, 2 s to answer. */
+async function askNode<T>(node: ClusterNode, command: (redis: Redis) => Promise<T>): Promise<T> {
+  const redis = new Redis({ host: node.host, port: node.port, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 1000, commandTimeout: 2000 });
+  // A refused or failed connect rejects with "Connection is closed."; the socket's own error says more.
+  let socketError: Error | undefined;
+  redis.on('error', (error: Error) => (socketError = error));
+  try {
+    await redis.connect();
+    return await command(redis);
+  } catch (error) {
+    throw socketError && messageOf(error) === 'Connection is closed.' ? socketError : error;
+  } finally {
+    redis.disconnect();
+  }
+}
+
+/** REDIS_CLUSTER_NODES parsed as every process parses it (the configuration's own rule). */
+function clusterNodesOf(value: string): ClusterNode[] {
+  try {
+    return loadConfig({ REDIS_CLUSTER_NODES: value }).REDIS_CLUSTER_NODES ?? [];
+  } catch (error) {
+    if (error instanceof ConfigError) throw new ServiceUnreachable(`REDIS_CLUSTER_NODES=${value} is not valid: ${error.problems.join('; ')}`);
+    throw error;
+  }
+}
+
+/**
+ * Checks the Redis Cluster REDIS_CLUSTER_NODES names, as its clients will find it: the first seed that
+ * answers must be a cluster node whose cluster serves all 16384 slots, and every master the cluster
+ * announces (CLUSTER SLOTS: the addresses a client is sent to) must answer PING from here. Returns what
+ * answered, in words.
+ */
+async function ensureCluster(seeds: ClusterNode[]): Promise<string> {
+  const fix =
+    'start it (e.g. docker compose -f infra/docker-compose.yml --profile cluster up -d, which creates it) or correct REDIS_CLUSTER_NODES (unset or empty: one Redis at REDIS_URL)';
+  const silent: string[] = [];
+  for (const seed of seeds) {
+    let info: string;
+    try {
+      info = String(await askNode(seed, (r) => r.cluster('INFO')));
+    } catch (error) {
+      if (/cluster support disabled/i.test(messageOf(error))) {
+        throw new ServiceUnreachable(
+          `REDIS_CLUSTER_NODES names ${at(seed)}, a Redis that is not a cluster node (cluster support disabled): name the nodes of a Redis Cluster, or unset REDIS_CLUSTER_NODES to use one Redis at REDIS_URL`,
+        );
+      }
+      silent.push(`${at(seed)} does not answer: ${messageOf(error)}`);
+      continue;
+    }
+    const field = (name: string) => new RegExp(`${name}:(\\S+)`).exec(info)?.[1] ?? '?';
+    if (field('cluster_state') !== 'ok') {
+      const why =
+        field('cluster_slots_assigned') === '0'
+          ? `no slot is assigned: the cluster was never created (redis-cli --cluster create ${seeds.map(at).join(' ')} --cluster-yes, or the compose file's cluster profile)`
+          : 'a master is down (or cut off) and no replica has taken its slots over';
+      throw new ServiceUnreachable(
+        `Redis Cluster at ${at(seed)} does not serve: cluster_state:${field('cluster_state')}, ${field('cluster_slots_ok')} of 16384 slots served, ${field('cluster_known_nodes')} nodes known; ${why}`,
+      );
+    }
+    const masters = new Map<string, string[]>();
+    for (const [start, end, master] of await askNode(seed, (r) => r.cluster('SLOTS'))) {
+      if (!master) continue;
+      // No endpoint ('?' or empty: a node asked to announce a hostname it was not given): ioredis has
+      // nowhere to send the slots' commands.
+      if (!master[0] || master[0] === '?') {
+        throw new ServiceUnreachable(
+          `Redis Cluster: the master of slots ${start}-${end} (node ${master[2]}) announces no address clients can use (${JSON.stringify(master[0])}): with cluster-preferred-endpoint-type hostname, every node needs its cluster-announce-hostname`,
+        );
+      }
+      const address = at({ host: master[0], port: master[1] });
+      masters.set(address, [...(masters.get(address) ?? []), start === end ? `${start}` : `${start}-${end}`]);
+    }
+    for (const [address, slots] of masters) {
+      const colon = address.lastIndexOf(':');
+      const master = { host: address.slice(0, colon), port: Number(address.slice(colon + 1)) };
+      try {
+        await askNode(master, (r) => r.ping());
+      } catch (error) {
+        throw new ServiceUnreachable(
+          `Redis Cluster: master ${address} (slots ${slots.join(', ')}), as the cluster announces it, does not answer from here (${messageOf(error)}): every client is sent to that address, so it must be reachable from the processes (nodes in containers announce their service name: cluster-announce-hostname with cluster-preferred-endpoint-type hostname)`,
+        );
+      }
+    }
+    const unanswered = silent.map((line) => `; seed ${line}`).join('');
+    return `Redis Cluster of ${masters.size} masters (${[...masters.keys()].join(', ')}${unanswered})`;
+  }
+  throw new ServiceUnreachable(`Redis Cluster: no seed node in REDIS_CLUSTER_NODES answers (${silent.join('; ')}): ${fix}`);
+}
+
+/**
+ * Makes sure the services answer (see above) and returns what answered, in words. Throws a
+ * ServiceUnreachable, whose message says what to do, when one does not.
+ */
+export async function ensureServices(env: NodeJS.ProcessEnv = process.env): Promise<string> {
   const databaseUrl = new URL(env.DATABASE_URL || 'mysql://root@127.0.0.1:3306/flashsale');
   const mariadbPort = Number(databaseUrl.port || 3306);
-  await ensure('Redis', redisUrl, () => redisAnswers(redisUrl.href), startRedis(Number(redisUrl.port || 6379)), 'REDIS_URL');
+  let redis: string;
+  if (env.REDIS_CLUSTER_NODES) {
+    redis = await ensureCluster(clusterNodesOf(env.REDIS_CLUSTER_NODES));
+  } else {
+    const redisUrl = new URL(env.REDIS_URL || 'redis://127.0.0.1:6379');
+    await ensure('Redis', redisUrl, () => redisAnswers(redisUrl.href), startRedis(Number(redisUrl.port || 6379)), 'REDIS_URL');
+    redis = `Redis at ${redisUrl.hostname}:${redisUrl.port || 6379}`;
+  }
   await ensure('MariaDB', databaseUrl, () => mariadbAnswers(databaseUrl.href), mariadbPort === 3306 ? START_MARIADB : null, 'DATABASE_URL');
+  return `${redis} and MariaDB at ${databaseUrl.hostname}:${mariadbPort} answer`;
 }
 
 /** ensureServices for a command: a service that cannot be reached ends it with one line, not a stack trace. */
-export async function ensureServicesOrExit(env: NodeJS.ProcessEnv = process.env): Promise<void> {
+export async function ensureServicesOrExit(env: NodeJS.ProcessEnv = process.env): Promise<string> {
   try {
-    await ensureServices(env);
+    return await ensureServices(env);
   } catch (error) {
     if (!(error instanceof ServiceUnreachable)) throw error;
     console.error(error.message);
@@ -81,6 +191,5 @@ export async function ensureServicesOrExit(env: NodeJS.ProcessEnv = process.env)
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  await ensureServicesOrExit();
-  console.log('Redis and MariaDB answer');
+  console.log(await ensureServicesOrExit());
 }

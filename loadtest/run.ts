@@ -4,17 +4,18 @@
  * With `k6` on PATH (and no --node): `k6 run loadtest/k6/<scenario>.js`, then the invariant check of the
  * sales it made. Otherwise the Node runner plays the same shape (loadtest/k6/lib/shapes.js); it says
  * which it used. Against BASE_URL when set; otherwise a system of its own (a gateway and two workers,
- * under a Redis prefix of their own), stopped afterwards. The report is printed and written to
- * loadtest/results/<scenario>-<k6|node>.json; the exit code is non-zero when a threshold or an invariant
- * fails.
+ * under a Redis prefix of their own, whose keys are deleted afterwards), stopped afterwards. Redis is
+ * REDIS_URL, or the Redis Cluster of REDIS_CLUSTER_NODES when that is set (the processes are told the
+ * same). The report is printed and written to loadtest/results/<scenario>-<k6|node>.json; the exit code
+ * is non-zero when a threshold or an invariant fails.
  */
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { loadConfig } from '@flashsale/config';
-import { createRedis } from '@flashsale/redis-store';
+import { createRedis, redisTargetOf } from '@flashsale/redis-store';
 import { createPrisma, migrate } from '@flashsale/order-store';
-import { spawnGateway, spawnWorker, waitForDrain, type AppProcess } from '@flashsale/harness';
+import { deleteKeysWithPrefix, redisEnvOf, spawnGateway, spawnWorker, waitForDrain, type AppProcess } from '@flashsale/harness';
 import { ensureServicesOrExit } from '../infra/ensure-services.ts';
 import { SCENARIOS, smokeOf, type ScenarioName } from './k6/lib/shapes.js';
 import { runScenario } from './runner/scenario-run.ts';
@@ -34,18 +35,21 @@ console.log(useK6 ? `runner: ${k6Version.stdout.trim()}` : `runner: the Node run
 const config = loadConfig();
 mkdirSync('loadtest/results', { recursive: true });
 
-await ensureServicesOrExit();
-const redis = createRedis(config.REDIS_URL);
+console.log(await ensureServicesOrExit());
+const redisTarget = redisTargetOf(config);
+const redis = createRedis(redisTarget);
 const prisma = createPrisma(config.DATABASE_URL, 2);
 const processes: AppProcess[] = [];
 let passed = false;
+/** The Redis prefix of the system this run started, if it started one: its keys go with it. */
+let ownPrefix: string | undefined;
 try {
   let baseUrl = process.env.BASE_URL;
   let prefix = config.REDIS_PREFIX;
   if (!baseUrl) {
     await migrate(config.DATABASE_URL);
-    prefix = `loadtest-${randomBytes(3).toString('hex')}`;
-    const env = { REDIS_PREFIX: prefix, DATABASE_URL: config.DATABASE_URL, REDIS_URL: config.REDIS_URL, LOG_LEVEL: 'warn' };
+    prefix = ownPrefix = `loadtest-${randomBytes(3).toString('hex')}`;
+    const env = { REDIS_PREFIX: prefix, DATABASE_URL: config.DATABASE_URL, ...redisEnvOf(redisTarget), LOG_LEVEL: 'warn' };
     const track = <T extends AppProcess>(started: Promise<T>) => started.then((p) => (processes.push(p), p));
     const [gateway] = await Promise.all([track(spawnGateway({ ...env, LOG_LEVEL: 'info' })), track(spawnWorker({ ...env, LOG_LEVEL: 'info' })), track(spawnWorker({ ...env, LOG_LEVEL: 'info' }))]);
     baseUrl = gateway.url;
@@ -78,6 +82,8 @@ try {
   }
 } finally {
   await Promise.all(processes.map((p) => p.kill('SIGTERM')));
+  // Its sales and orders stay in MySQL; what it left in Redis (one Redis, or each master) goes.
+  if (ownPrefix) await deleteKeysWithPrefix(redis, ownPrefix);
   await redis.quit();
   await prisma.$disconnect();
 }

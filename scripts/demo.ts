@@ -1,14 +1,28 @@
 /**
  * `npm run demo`: the whole system end to end on this machine. Services up, migrations applied, a
- * gateway and two workers started as real processes, a sale published through the admin API, a flash
- * crowd of buyers fired at it, the drain awaited, the ledger checked against MySQL, a report printed,
- * everything stopped. Exits non-zero if any invariant does not hold.
+ * gateway, two workers and a reconciler started as real processes, a sale published through the admin
+ * API, a flash crowd of buyers fired at it, the drain awaited, the ledger checked against MySQL, a report
+ * printed, everything stopped. Exits non-zero if any invariant does not hold. On one Redis (REDIS_URL),
+ * or on a Redis Cluster with REDIS_CLUSTER_NODES set.
  */
 import { createConnection } from 'mariadb';
 import { loadConfig } from '@flashsale/config';
-import { createRedis } from '@flashsale/redis-store';
+import { createRedis, redisTargetOf } from '@flashsale/redis-store';
 import { createPrisma, migrate, poolConfigFromUrl } from '@flashsale/order-store';
-import { signBuyerTokens, createHttpClient, ledgerOf, mapConcurrently, percentile, spawnGateway, spawnReconciler, spawnWorker, waitForDrain, type AppProcess } from '@flashsale/harness';
+import {
+  signBuyerTokens,
+  createHttpClient,
+  deleteKeysWithPrefix,
+  ledgerOf,
+  mapConcurrently,
+  percentile,
+  redisEnvOf,
+  spawnGateway,
+  spawnReconciler,
+  spawnWorker,
+  waitForDrain,
+  type AppProcess,
+} from '@flashsale/harness';
 import { ensureServicesOrExit } from '../infra/ensure-services.ts';
 
 const STOCK = 1000;
@@ -17,27 +31,29 @@ const ATTEMPTS_PER_BUYER = 2;
 const CONNECTIONS = 64;
 
 const config = loadConfig();
+// One Redis (REDIS_URL), or a Redis Cluster when REDIS_CLUSTER_NODES is set: the processes are told the same.
+const redisTarget = redisTargetOf(config);
 // A Redis prefix and a database of its own (`<database>_demo`, made anew each run and left for
 // inspection), so a demo never meets a previous one's data or a deployment's.
 const prefix = 'demo';
 const demoDb = new URL(config.DATABASE_URL);
 demoDb.pathname = `${demoDb.pathname}_demo`;
 const databaseUrl = demoDb.toString();
-const env = { REDIS_PREFIX: prefix, DATABASE_URL: databaseUrl, REDIS_URL: config.REDIS_URL, RECONCILER_PORT: '0' };
+const env = { REDIS_PREFIX: prefix, DATABASE_URL: databaseUrl, ...redisEnvOf(redisTarget), RECONCILER_PORT: '0' };
 const step = (text: string) => console.log(`\n== ${text}`);
 
 step('services');
-await ensureServicesOrExit();
+const services = await ensureServicesOrExit();
 const { database, ...server } = poolConfigFromUrl(databaseUrl);
 const admin0 = await createConnection(server);
 await admin0.query(`DROP DATABASE IF EXISTS \`${database}\``);
 await admin0.end();
 const migrated = await migrate(databaseUrl);
-console.log(`Redis and MariaDB answer; database ${migrated.database}: ${migrated.applied.length} migrations applied now, ${migrated.alreadyApplied.length} already`);
+console.log(`${services}; database ${migrated.database}: ${migrated.applied.length} migrations applied now, ${migrated.alreadyApplied.length} already`);
 
 step('processes: 1 gateway, 2 workers, 1 reconciler');
 const processes: AppProcess[] = [];
-const redis = createRedis(config.REDIS_URL);
+const redis = createRedis(redisTarget);
 const prisma = createPrisma(databaseUrl, 2);
 await deleteKeys();
 let failed = false;
@@ -132,7 +148,7 @@ try {
 }
 process.exit(failed ? 1 : 0);
 
+/** Every key under the demo's prefix, on the one Redis or on each master of the cluster. */
 async function deleteKeys(): Promise<void> {
-  const keys = await redis.keys(`${prefix}:*`);
-  if (keys.length > 0) await redis.del(...keys);
+  await deleteKeysWithPrefix(redis, prefix);
 }

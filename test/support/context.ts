@@ -1,8 +1,8 @@
 import { afterAll, afterEach, beforeAll, beforeEach } from 'vitest';
 import { randomBytes } from 'node:crypto';
 import { loadConfig, type Config } from '@flashsale/config';
-import { createRedis, isClusterClient, publishSale, redisNow, redisTargetOf, type ScriptedRedis } from '@flashsale/redis-store';
-import type { Redis } from 'ioredis';
+import { createRedis, publishSale, redisNow, redisTargetOf, type ScriptedRedis } from '@flashsale/redis-store';
+import { deleteKeysWithPrefix } from '@flashsale/harness';
 import { createPrisma, insertSale, migrate, poolConfigFromUrl, type PrismaClient, type SaleRecord } from '@flashsale/order-store';
 import { createConnection } from 'mariadb';
 
@@ -28,17 +28,8 @@ export function createTestContext(overrides: NodeJS.ProcessEnv = {}): TestContex
     redis,
     prisma,
     async close() {
-      // On a cluster, each master holds its own keys: each is scanned, and keys deleted one by one.
-      const nodes: Redis[] = isClusterClient(redis) ? (redis as unknown as { nodes(role: 'master'): Redis[] }).nodes('master') : [redis];
-      for (const node of nodes) {
-        let cursor = '0';
-        do {
-          const [next, keys] = await node.scan(cursor, 'MATCH', `${config.REDIS_PREFIX}:*`, 'COUNT', 1000);
-          if (keys.length > 0 && !isClusterClient(redis)) await node.del(...keys);
-          else await Promise.all(keys.map((key) => node.del(key)));
-          cursor = next;
-        } while (cursor !== '0');
-      }
+      // One server or each master of a cluster.
+      await deleteKeysWithPrefix(redis, config.REDIS_PREFIX);
       await redis.quit();
       await prisma.$disconnect();
     },

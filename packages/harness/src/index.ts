@@ -1,5 +1,6 @@
 // Tools for driving the real system from outside: the tests, the demo and the load and chaos runners.
-export { spawnApp, spawnGateway, spawnWorker, spawnReconciler, SOURCE_NODE_ARGS, type AppProcess, type AppSource } from './processes.ts';
+export { spawnApp, spawnGateway, spawnWorker, spawnReconciler, redisEnvOf, SOURCE_NODE_ARGS, type AppProcess, type AppSource } from './processes.ts';
+export { deleteKeysWithPrefix } from './redis-keys.ts';
 export { createHttpClient, mapConcurrently, percentile, type HttpResult } from './http-client.ts';
 export { ledgerOf, faultLedgerOf, compareLedger, compareFaultLedger, ordersOf, pendingCount, type Ledger, type FaultLedger, type LedgerOrder } from './ledger.ts';
 // The reconciler's own drain wait, for the tests and runners that count orders once a sale has drained.

@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import type { RedisTarget } from '@flashsale/redis-store';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 
@@ -25,6 +26,17 @@ export interface AppProcess {
   /** Resolves with the exit code (or signal) once the process has exited. */
   exited: Promise<number | NodeJS.Signals>;
   kill(signal?: NodeJS.Signals): Promise<number | NodeJS.Signals>;
+}
+
+/**
+ * The environment that points a spawned process at `target` (from redisTargetOf(config)): REDIS_URL, or
+ * REDIS_CLUSTER_NODES for a cluster. The other variable is emptied for one server (an empty variable
+ * counts as unset) so a REDIS_CLUSTER_NODES the spawner inherited cannot take the process elsewhere; a
+ * cluster needs nothing else, REDIS_URL is then ignored.
+ */
+export function redisEnvOf(target: RedisTarget): NodeJS.ProcessEnv {
+  if ('url' in target) return { REDIS_URL: target.url, REDIS_CLUSTER_NODES: '' };
+  return { REDIS_CLUSTER_NODES: target.clusterNodes.map(({ host, port }) => `${host}:${port}`).join(',') };
 }
 
 export function spawnApp(app: 'gateway' | 'worker' | 'reconciler', env: NodeJS.ProcessEnv, from: AppSource = 'source'): AppProcess {
