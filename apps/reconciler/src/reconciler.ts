@@ -196,7 +196,8 @@ export class Reconciler {
       if (now - this.listedAt >= this.rota.roundMs()) {
         const watched = await listSalesToWatch(this.watcherDeps);
         this.rota.setSales(watched.filter((sale) => sale.settled), now);
-        for (const map of [this.observed, this.audited]) for (const saleId of map.keys()) if (!watched.some((sale) => sale.id === saleId)) map.delete(saleId);
+        const listed = new Set(watched.map((sale) => sale.id));
+        for (const map of [this.observed, this.audited]) for (const saleId of map.keys()) if (!listed.has(saleId)) map.delete(saleId);
         await retireFinishedSales(this.watcherDeps, watched);
         this.listedAt = now;
       }

@@ -35,7 +35,7 @@ export interface OrderWorkerOptions {
   writesInFlight: number;
   /** Every listed sale is read at least this often without a signal, default 250 ms (WORKER_SWEEP_MS; see SaleSchedule). */
   sweepMs?: number;
-  /** The most sales swept per second, default 2000 (WORKER_SWEEP_PER_SECOND). */
+  /** The most sales swept per second, default 1000 (WORKER_SWEEP_PER_SECOND). */
   sweepPerSecond?: number;
 }
 
@@ -109,7 +109,7 @@ export class OrderWorker {
     this.lanes = new SaleLanes(options.writesInFlight);
     this.schedule = new SaleSchedule({
       sweepMs: options.sweepMs ?? 250,
-      sweepPerSecond: options.sweepPerSecond ?? 2000,
+      sweepPerSecond: options.sweepPerSecond ?? 1000,
       hotMs: HOT_MS,
       claimEveryMs: Math.max(100, options.claimIdleMs / 4),
       burst: SWEEP_BURST,

@@ -145,11 +145,11 @@ const schema = z
      */
     WORKER_SWEEP_MS: intFrom(10, 600_000).default(250),
     /**
-     * The most sales a worker sweeps (reads without a signal) per second, default 2000: with more live
+     * The most sales a worker sweeps (reads without a signal) per second, default 1000: with more live
      * sales than this x WORKER_SWEEP_MS / 1000, each is swept every (sales / this) seconds, so an idle
      * worker's cost does not grow with the number of sales.
      */
-    WORKER_SWEEP_PER_SECOND: intFrom(1, 1_000_000).default(2000),
+    WORKER_SWEEP_PER_SECOND: intFrom(1, 1_000_000).default(1000),
     /**
      * Most MySQL connections one gateway process opens, default 4: it only reads (sale, stats, a
      * reservation's order) and creates sales; purchases never touch MySQL. Opened when needed, released
@@ -194,18 +194,19 @@ const schema = z
      */
     RECONCILER_STREAM_RETENTION_ENTRIES: intFrom(0, 100_000_000).default(10_000),
     /**
-     * The most sales the reconciler watches per second, default 500: each live sale is looked at every
+     * The most sales the reconciler watches per second, default 200: each live sale is looked at every
      * RECONCILER_WATCH_MS, or every (sales / this) seconds when there are more; a sale that changed at
      * its last look comes first.
      */
-    RECONCILER_WATCH_PER_SECOND: intFrom(1, 1_000_000).default(500),
-    /** The most sales one audit run checks per second of AUDIT_EVERY_MS, default 100 (see RECONCILER_AUDIT_IDLE_MS). */
-    RECONCILER_AUDIT_PER_SECOND: intFrom(1, 1_000_000).default(100),
+    RECONCILER_WATCH_PER_SECOND: intFrom(1, 1_000_000).default(200),
+    /** The most sales one audit run checks per second of AUDIT_EVERY_MS, default 50 (see RECONCILER_AUDIT_IDLE_MS). */
+    RECONCILER_AUDIT_PER_SECOND: intFrom(1, 1_000_000).default(50),
     /**
      * A sale whose Redis state has not changed since its last clean audit is audited again only after this
-     * long, default 60000 ms: an idle sale costs nothing between; a sale that changed is audited at the next run.
+     * long, default 600000 ms (10 minutes): an idle sale costs nothing between; a sale that changed is
+     * audited at the next run.
      */
-    RECONCILER_AUDIT_IDLE_MS: intFrom(100, 86_400_000).default(60_000),
+    RECONCILER_AUDIT_IDLE_MS: intFrom(100, 86_400_000).default(600_000),
     /** How often the audit job checks every live sale's ledger, default 5000 ms. */
     AUDIT_EVERY_MS: intFrom(100, 3_600_000).default(5000),
     /** How long a reconciliation waits for the stream to drain before it fails and is retried, default 120000 ms. */
