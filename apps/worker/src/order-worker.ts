@@ -112,6 +112,10 @@ export class OrderWorker {
       sweepPerSecond: options.sweepPerSecond ?? 1000,
       hotMs: HOT_MS,
       claimEveryMs: Math.max(100, options.claimIdleMs / 4),
+      // A worker that dies holding a sale's last batch leaves it idle for the claim timeout: the other
+      // workers keep claiming on that sale at the quick pace that long after it was last active.
+      activeForClaimsMs: 2 * options.claimIdleMs + HOT_MS,
+      coldClaimEveryMs: Math.max(100, options.claimIdleMs),
       burst: SWEEP_BURST,
     });
     this.backoff = new SaleBackoff(deps.logger, (saleId, stage, kind) => deps.observer?.saleFailed(saleId, stage, kind));

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { SaleSchedule, type SaleScheduleOptions } from './sale-schedule.ts';
 
-const OPTIONS: SaleScheduleOptions = { sweepMs: 250, sweepPerSecond: 2000, hotMs: 2000, claimEveryMs: 1000, burst: 1000 };
+const OPTIONS: SaleScheduleOptions = { sweepMs: 250, sweepPerSecond: 2000, hotMs: 2000, claimEveryMs: 1000, activeForClaimsMs: 5000, coldClaimEveryMs: 15_000, burst: 1000 };
 const ids = (n: number) => Array.from({ length: n }, (_, i) => i + 1);
 
 /** Runs rounds every `stepMs` from `from` to `to` (ms), counting each sale's reads and claims. */
@@ -49,11 +49,11 @@ describe('the sales a worker reads in a round', () => {
     expect(total).toBeLessThanOrEqual(2000 * 20 + 10);
     expect(total).toBeGreaterThanOrEqual(2000 * 20 - 10);
     expect(longestGap(reads, ids(10_000), 100, 20_100)).toBeLessThanOrEqual(5_010);
-    // A sale is claimed when it is read and its last claim is claimEveryMs old: at every read here (each
-    // sale comes round every 5 s), but for the first second's, claimed less than a second before by the
-    // first whole sweep.
-    expect(claims).toBeLessThanOrEqual(total);
-    expect(claims).toBeGreaterThanOrEqual(total - 2000 - 10);
+    // A sale not active lately is claimed when it is swept and its last claim is coldClaimEveryMs (15 s)
+    // old: every sale in the first whole sweep at start, then each once more in these 20 s.
+    expect(start.claims).toBe(10_000);
+    expect(claims).toBeGreaterThanOrEqual(10_000 - 10);
+    expect(claims).toBeLessThanOrEqual(10_000);
   });
 
   it('reads a signalled sale every round for hotMs, then only when swept', () => {

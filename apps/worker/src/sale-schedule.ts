@@ -21,7 +21,14 @@ export interface SaleScheduleOptions {
   sweepMs: number;
   sweepPerSecond: number;
   hotMs: number;
+  /**
+   * A sale active lately (signalled, or a read gave entries, within `activeForClaimsMs`) has its pending
+   * entries claimed this often: a worker that died while the sale was selling.
+   */
   claimEveryMs: number;
+  activeForClaimsMs: number;
+  /** Any other sale's, when swept, this often (entries idle for less than the claim timeout cannot be taken anyway). */
+  coldClaimEveryMs: number;
   /** Most sales one round sweeps, which bounds one pipeline. */
   burst: number;
 }
@@ -38,6 +45,7 @@ export class SaleSchedule {
   private listed = new Set<number>();
   private readonly hotUntil = new Map<number, number>();
   private readonly claimedAt = new Map<number, number>();
+  private readonly activeAt = new Map<number, number>();
   private cursor = 0;
   /** Sweeps earned and not yet made (fractional), capped at one whole sweep. */
   private credit = 0;
@@ -55,10 +63,10 @@ export class SaleSchedule {
     const first = this.listed.size === 0 && this.sales.length === 0;
     this.sales = sales;
     this.listed = new Set(sales);
-    for (const map of [this.hotUntil, this.claimedAt]) for (const saleId of map.keys()) if (!this.listed.has(saleId)) map.delete(saleId);
+    for (const map of [this.hotUntil, this.claimedAt, this.activeAt]) for (const saleId of map.keys()) if (!this.listed.has(saleId)) map.delete(saleId);
     if (this.cursor >= sales.length) this.cursor = 0;
     this.catchUp = Math.min(this.catchUp, sales.length);
-    for (const saleId of this.signalledUnlisted) if (this.listed.has(saleId)) this.hotUntil.set(saleId, now + this.options.hotMs);
+    for (const saleId of this.signalledUnlisted) if (this.listed.has(saleId)) this.worked(saleId, now);
     this.signalledUnlisted.clear();
     if (first) this.sweepAll();
   }
@@ -75,6 +83,7 @@ export class SaleSchedule {
       if (this.signalledUnlisted.size < 10_000) this.signalledUnlisted.add(saleId);
     } else {
       this.hotUntil.set(saleId, now + this.options.hotMs);
+      this.activeAt.set(saleId, now);
     }
     this.wake?.resolve();
     this.wake = undefined;
@@ -82,7 +91,9 @@ export class SaleSchedule {
 
   /** A read of the sale gave entries: it stays hot. */
   worked(saleId: number, now: number): void {
-    if (this.listed.has(saleId)) this.hotUntil.set(saleId, now + this.options.hotMs);
+    if (!this.listed.has(saleId)) return;
+    this.hotUntil.set(saleId, now + this.options.hotMs);
+    this.activeAt.set(saleId, now);
   }
 
   /** Sweeps every sale once, at once (signals may have been missed). */
@@ -109,7 +120,11 @@ export class SaleSchedule {
         read.push(saleId);
       }
     }
-    const claim = read.filter((saleId) => now - (this.claimedAt.get(saleId) ?? -Infinity) >= this.options.claimEveryMs);
+    const claim = read.filter((saleId) => {
+      const active = now - (this.activeAt.get(saleId) ?? -Infinity) < this.options.activeForClaimsMs;
+      const every = active ? this.options.claimEveryMs : this.options.coldClaimEveryMs;
+      return now - (this.claimedAt.get(saleId) ?? -Infinity) >= every;
+    });
     for (const saleId of claim) this.claimedAt.set(saleId, now);
     return { read, claim };
   }
