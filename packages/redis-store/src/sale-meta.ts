@@ -1,6 +1,7 @@
 import type { SaleDefinition } from '@flashsale/domain';
 import type { ScriptedRedis } from './scripts.ts';
 import { saleKeys } from './keys.ts';
+import { isClusterClient } from './redis-target.ts';
 
 /**
  * A sale's meta hash (`meta` in keys.ts): fields `name`, `stock`, `remaining`, `limit` (per user),
@@ -58,8 +59,15 @@ export function saleCountersOf(reply: unknown): SaleCounters | null {
   return { stock: Number(stock), remaining: Number(remaining ?? 0), generation: generation ?? '', paused: paused === '1' };
 }
 
-/** Milliseconds on Redis's clock: the one clock every process agrees on for sale windows and fences. */
-export async function redisNow(redis: ScriptedRedis): Promise<number> {
+/**
+ * Milliseconds on Redis's clock: the one clock every process agrees on for sale windows and fences.
+ * On a Redis Cluster each master has its own clock, and a sale's window is judged by its scripts on its
+ * master's: given one of the sale's keys, the time is read there (TIME inside a script, which the client
+ * routes by the key), so a fence or a status is judged on the clock the sale's scripts read. On one
+ * server, or without a key, plain TIME.
+ */
+export async function redisNow(redis: ScriptedRedis, saleKey?: string): Promise<number> {
+  if (saleKey !== undefined && isClusterClient(redis)) return redisTimeMs(await redis.eval("return redis.call('TIME')", 1, saleKey));
   return redisTimeMs(await redis.time());
 }
 

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { AppError } from '@flashsale/domain';
-import { publishSale, redisNow, withdrawSale } from '@flashsale/redis-store';
+import { publishSale, redisNow, saleKeys, withdrawSale } from '@flashsale/redis-store';
 import { abandonSale, beginSaleCreation, markPublished, type CreationKey, type NewSale, type SaleRecord } from '@flashsale/order-store';
 import type { GatewayDeps } from '../deps.ts';
 import { serviceUnavailable } from '../deadline.ts';
@@ -54,7 +54,8 @@ export async function createSale(
   };
   try {
     giveUpIfAnswered();
-    const notAfter = (await redisNow(redis)) + config.REDIS_COMMAND_TIMEOUT_MS;
+    // On the clock of the master the publish script will run on (the sale's), which judges the fence.
+    const notAfter = (await redisNow(redis, saleKeys(config.REDIS_PREFIX, sale.id).meta)) + config.REDIS_COMMAND_TIMEOUT_MS;
     const published = await publishSale(redis, config.REDIS_PREFIX, sale, sale.generation, { notAfter });
     if (published === 'too_late') throw serviceUnavailable('Redis answered too late to publish the sale; nothing was created');
     giveUpIfAnswered();

@@ -1,6 +1,6 @@
 import { Router } from 'express';
 import { AppError, saleStatus } from '@flashsale/domain';
-import { readSaleState, redisNow } from '@flashsale/redis-store';
+import { readSaleState, redisNow, saleKeys } from '@flashsale/redis-store';
 import { findSale } from '@flashsale/order-store';
 import type { GatewayDeps } from '../deps.ts';
 import { saleIdParam } from '../validation.ts';
@@ -13,7 +13,7 @@ export function saleRouter({ redis, prisma, config }: GatewayDeps): Router {
     const saleId = saleIdParam(req.params.saleId);
     // Status is judged on Redis's clock, the one the reserve script uses, so this page and the purchase
     // endpoint never disagree about whether the sale has started.
-    const [state, now] = await Promise.all([readSaleState(redis, config.REDIS_PREFIX, saleId), redisNow(redis)]);
+    const [state, now] = await Promise.all([readSaleState(redis, config.REDIS_PREFIX, saleId), redisNow(redis, saleKeys(config.REDIS_PREFIX, saleId).meta)]);
     if (state) {
       res.json(saleView(state, { remaining: state.remaining, status: saleStatus(state, now) }));
       return;
