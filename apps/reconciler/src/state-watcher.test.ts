@@ -2,22 +2,9 @@ import { describe, expect, it } from 'vitest';
 import type { WatchedSale } from '@flashsale/order-store';
 import type { SaleSnapshot } from '@flashsale/redis-store';
 import { judge } from './state-watcher.ts';
+import { watchedSale } from '../../../test/support/watched-sale.ts';
 
-const sale: WatchedSale = {
-  id: 1,
-  name: 's',
-  stock: 10,
-  perUserLimit: 1,
-  startsAt: 0,
-  endsAt: 1e13,
-  soldUnits: 0,
-  generation: 'g1',
-  lostReservations: 0,
-  lostUnits: 0,
-  createdAt: 0,
-  checkpoint: { reservations: 3, units: 3, at: 1000, streamId: '1000-0' },
-  settled: true,
-};
+const sale: WatchedSale = watchedSale({ checkpoint: { reservations: 3, units: 3, at: 1000, streamId: '1000-0' } });
 const snapshot: SaleSnapshot = { at: 2000, present: true, stock: 10, remaining: 6, generation: 'g1', paused: false, buyers: 4, lastEntryId: '1500-0', streamLength: 3 };
 
 describe('judging a sale state', () => {

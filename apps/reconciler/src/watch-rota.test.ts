@@ -1,22 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import type { WatchedSale } from '@flashsale/order-store';
 import { WatchRota } from './watch-rota.ts';
+import { watchedSale } from '../../../test/support/watched-sale.ts';
 
-const sale = (id: number): WatchedSale => ({
-  id,
-  name: 's',
-  stock: 10,
-  perUserLimit: 1,
-  startsAt: 0,
-  endsAt: 1e13,
-  soldUnits: 0,
-  generation: 'g1',
-  lostReservations: 0,
-  lostUnits: 0,
-  createdAt: 0,
-  checkpoint: null,
-  settled: true,
-});
+const sale = (id: number): WatchedSale => watchedSale({ id });
 const sales = (n: number) => Array.from({ length: n }, (_, i) => sale(i + 1));
 
 /** Ticks every `tickMs` from `from` to `to`, each sale looked at when due; `changed` says which changed. */
