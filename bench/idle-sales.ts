@@ -11,7 +11,7 @@
  * Options: --sales (1,100,1000,10000), --seconds (30), --settle (seconds; the reconciler's publish grace
  * + 2), --concurrency (32 creates in flight), --purchases (20), --pause-ms (300), --out.
  */
-import { execFileSync } from 'node:child_process';
+import { gitRevision } from '@flashsale/harness';
 import os from 'node:os';
 import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
@@ -52,25 +52,14 @@ const concurrency = positive('concurrency', values.concurrency);
 const purchases = positive('purchases', values.purchases);
 const pauseMs = positive('pause-ms', values['pause-ms'], 0);
 
-function git(args: string[]): string {
-  try {
-    return execFileSync('git', args, { encoding: 'utf8' });
-  } catch {
-    return '';
-  }
-}
-const changes = git(['status', '--porcelain', '--untracked-files=no'])
-  .split('\n')
-  .filter(Boolean)
-  .map((line) => line.slice(3));
-const head = git(['rev-parse', '--short', 'HEAD']).trim() || 'unknown';
+const { commit, changes } = gitRevision();
 
 const run: IdleRun = {
   date: new Date().toISOString(),
   machine: `${os.cpus()[0]?.model ?? 'unknown CPU'}, ${os.availableParallelism()} cores, ${Math.round(os.totalmem() / 2 ** 30)} GiB, ${os.type()} ${os.release()}`,
   node: process.version,
   command: `npm run bench:idle -- ${process.argv.slice(2).join(' ')}`.trim(),
-  commit: changes.length > 0 ? `${head}+changes` : head,
+  commit,
   changes,
   loadAverage: Number(os.loadavg()[0]!.toFixed(2)),
   settings: { seconds, settleSeconds, concurrency, purchases, pauseMs },

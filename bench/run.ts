@@ -17,14 +17,13 @@
  * and BENCH_RECONCILER_SECONDS (40) of the reconciler part.
  */
 import { describeReconcilerCost, measureReconcilerCost } from './reconciler-cost.ts';
-import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import { loadConfig } from '@flashsale/config';
 import { createRedis, publishSale, saleKeys, type ScriptedRedis } from '@flashsale/redis-store';
 import { createPrisma, insertSale, migrate } from '@flashsale/order-store';
 import { newReservationId } from '@flashsale/domain';
-import { signBuyerTokens, startRedisCluster, startRedisServer } from '@flashsale/harness';
+import { gitRevision, signBuyerTokens, startRedisCluster, startRedisServer } from '@flashsale/harness';
 import { ensureServices } from '../infra/ensure-services.ts';
 import { chooseLoadGenerator, median, type LoadResult } from './load.ts';
 import { cpuSeconds, peakRssMiB, startBaseline, startGatewayProcess, type BenchServer } from './servers.ts';
@@ -163,7 +162,7 @@ const results: BenchResults = {
   machine: `${os.cpus()[0]?.model ?? 'unknown CPU'}, ${os.availableParallelism()} cores, ${Math.round(os.totalmem() / 2 ** 30)} GiB, ${os.type()} ${os.release()}`,
   node: process.version,
   command: [...Object.entries(process.env).filter(([name]) => name.startsWith('BENCH_')).map(([name, value]) => `${name}=${value}`), 'npm run bench'].join(' '),
-  commit: gitCommit(),
+  commit: gitRevision().commit,
   loadGenerator: load.name,
   settings: {
     seconds: SECONDS,
@@ -211,15 +210,6 @@ const reserveSummary = (runs: ReserveRun[]): ReserveSummary => ({
 /** Median of the rounds' ratios of `of` to `to` (the contenders of a round run back to back). */
 const roundRatio = (of: number[], to: number[]) => Number(median(of.map((value, i) => value / to[i]!)).toFixed(3));
 
-function gitCommit(): string {
-  try {
-    const head = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim();
-    const changed = execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], { encoding: 'utf8' }).trim() !== '';
-    return changed ? `${head}+changes` : head;
-  } catch {
-    return 'unknown';
-  }
-}
 
 const stops: (() => Promise<unknown>)[] = [];
 try {

@@ -11,7 +11,7 @@
  * writes loadtest/results/soak-<timestamp>.html (the report), .svg (the main charts in one figure) and
  * .json (the raw samples). Exits non-zero when the ledger check fails. Options: loadtest/soak/options.ts.
  */
-import { execFileSync, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -21,7 +21,7 @@ import { createConnection, type Connection } from 'mariadb';
 import { loadConfig } from '@flashsale/config';
 import { createRedis, readAuditRecord, redisNow, saleKeys } from '@flashsale/redis-store';
 import { migrate, poolConfigFromUrl } from '@flashsale/order-store';
-import { createHttpClient, spawnGateway, spawnReconciler, spawnWorker, waitForDrain, type AppProcess } from '@flashsale/harness';
+import { createHttpClient, gitRevision, spawnGateway, spawnReconciler, spawnWorker, waitForDrain, type AppProcess } from '@flashsale/harness';
 import { ensureServicesOrExit } from '../../infra/ensure-services.ts';
 import { parseSoakArgs, stockFor, type SoakOptions } from './options.ts';
 import { preparePacedLoad, prepareWrkLoad, type PreparedLoad, type RunningLoad } from './load.ts';
@@ -220,7 +220,7 @@ try {
     redisPrefix: prefix,
     database,
     processes: '1 gateway (GATEWAY_WORKERS 1), 2 workers, 1 reconciler; default configuration, RATE_LIMIT_PER_ADDRESS_PER_SECOND=0',
-    commit: gitCommit(),
+    commit: gitRevision().commit,
     machine: `${os.cpus()[0]?.model ?? 'unknown CPU'}, ${os.availableParallelism()} cores, ${Math.round(os.totalmem() / 2 ** 30)} GiB, ${os.type()} ${os.release()}`,
     node: process.version,
     loadAverageAtStart,
@@ -272,12 +272,3 @@ function printProgress(samples: Sample[]): void {
   );
 }
 
-function gitCommit(): string {
-  try {
-    const head = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim();
-    const changed = execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], { encoding: 'utf8' }).trim() !== '';
-    return changed ? `${head}+changes` : head;
-  } catch {
-    return 'unknown';
-  }
-}

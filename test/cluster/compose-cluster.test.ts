@@ -9,7 +9,8 @@ import { parse } from 'yaml';
 import { Redis } from 'ioredis';
 import { loadConfig } from '@flashsale/config';
 import { createRedis } from '@flashsale/redis-store';
-import { freePort, SOURCE_NODE_ARGS } from '@flashsale/harness';
+import { freePort } from '@flashsale/harness';
+import { runProcess, runScript } from '../support/run-process.ts';
 
 // The compose file's `cluster` profile, as far as it can be run without a Docker engine: its structure
 // (read with the yaml package; `docker-compose config` is not part of the suite), and its node
@@ -56,18 +57,6 @@ describe('the compose file: the Redis Cluster profile', () => {
   });
 });
 
-/** A script's exit code and output. */
-function run(command: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-    child.once('error', reject);
-    child.once('exit', (code) => resolve({ code, stdout, stderr }));
-  });
-}
 
 const work = mkdtempSync(join(tmpdir(), 'flashsale-compose-cluster-'));
 const running: ChildProcess[] = [];
@@ -126,8 +115,8 @@ describe('the compose file: its cluster nodes and the one-shot job, run', () => 
     const [first, second] = [block(), block()];
     const port = await freePort();
     const addresses = [1, 2, 3, 4, 5, 6].map((n) => `${first}.${n}`);
-    const init = (nodes: string[]) => run('sh', ['infra/redis-cluster-init.sh'], { REDIS_CLUSTER_CREATE_NODES: nodes.join(' '), REDIS_CLUSTER_REPLICAS: '1', REDIS_PORT: String(port) });
-    const services = (nodes: string[]) => run(process.execPath, [...SOURCE_NODE_ARGS, 'infra/ensure-services.ts'], { REDIS_CLUSTER_NODES: nodes.slice(0, 3).map((a) => `${a}:${port}`).join(',') });
+    const init = (nodes: string[]) => runProcess('sh', ['infra/redis-cluster-init.sh'], { REDIS_CLUSTER_CREATE_NODES: nodes.join(' '), REDIS_CLUSTER_REPLICAS: '1', REDIS_PORT: String(port) });
+    const services = (nodes: string[]) => runScript('infra/ensure-services.ts', { REDIS_CLUSTER_NODES: nodes.slice(0, 3).map((a) => `${a}:${port}`).join(',') });
 
     let nodes = await startNodes(addresses, port);
     const created = await init(addresses);

@@ -1,7 +1,7 @@
-import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
-import { SOURCE_NODE_ARGS, startRedisCluster, startRedisServer, type RedisCluster } from '@flashsale/harness';
+import { runScript } from '../support/run-process.ts';
+import { startRedisCluster, startRedisServer, type RedisCluster } from '@flashsale/harness';
 
 // What a user runs, on a real 3-master Redis Cluster: `npm run services` and `npm run demo` as child
 // processes, told REDIS_CLUSTER_NODES, with REDIS_URL pointing at a closed port (a script or a process
@@ -15,18 +15,6 @@ afterAll(async () => {
   await cluster?.stop();
 });
 
-/** A script of the repository run from its TypeScript sources, as npm runs it; its exit code and output. */
-function runScript(script: string, env: NodeJS.ProcessEnv): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...SOURCE_NODE_ARGS, script], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-    child.once('error', reject);
-    child.once('exit', (code) => resolve({ code, stdout, stderr }));
-  });
-}
 
 const onCluster = () => ({ REDIS_CLUSTER_NODES: cluster.seeds, REDIS_URL: 'redis://127.0.0.1:1' });
 

@@ -12,3 +12,4 @@ export { purchaseBurst, mergeBursts, type BurstOutcome } from './purchase-burst.
 export { startMariaDbServer, type MariaDbServer } from './mariadb-server.ts';
 export { skewedClockEnv } from './skewed-clock.ts';
 export { startRedisCluster, type RedisCluster, type ClusterNode } from './redis-cluster.ts';
+export { gitRevision } from './git-revision.ts';
