@@ -13,6 +13,7 @@ export function watchedSale(overrides: Partial<WatchedSale> = {}): WatchedSale {
     generation: 'g1',
     lostReservations: 0,
     lostUnits: 0,
+    paymentWindowSeconds: 900,
     createdAt: 0,
     checkpoint: null,
     settled: true,

@@ -5,6 +5,7 @@ import { requestDeadline } from './deadline.ts';
 import { purchaseRouter } from './routes/purchase.route.ts';
 import { saleRouter } from './routes/sale.route.ts';
 import { reservationRouter } from './routes/reservation.route.ts';
+import { paymentsRouter } from './routes/payments.route.ts';
 import { adminRouter } from './routes/admin.route.ts';
 import { healthRouter } from './routes/health.route.ts';
 import { openApiRouter } from './routes/openapi.route.ts';
@@ -26,6 +27,7 @@ export function createApp(deps: GatewayDeps, handlePurchase: PurchaseHandler): E
   app.use(requestDeadline(deps.config.REQUEST_DEADLINE_MS, sendProblem));
   app.use(saleRouter(deps));
   app.use(reservationRouter(deps));
+  app.use(paymentsRouter(deps));
   app.use(adminRouter(deps));
   app.use(healthRouter(deps));
   app.use(openApiRouter());

@@ -222,7 +222,7 @@ describe('buyer ids on the purchase endpoint', () => {
     const { reservationId } = (await res.json()) as { reservationId: string };
     expect((await snapshotSale(ctx, own.id)).buyers).toEqual({ [buyer]: `${reservationId}|1` });
     // What the worker will write: VARCHAR(64) in utf8mb4 counts code points, so the id fits unchanged.
-    await ctx.prisma.order.create({ data: { reservationId, saleId: own.id, userId: buyer, quantity: 1, reservedAt: new Date() } });
+    await ctx.prisma.order.create({ data: { reservationId, saleId: own.id, userId: buyer, quantity: 1, reservedAt: new Date(), payBy: new Date(Date.now() + 900_000) } });
     expect((await ctx.prisma.order.findUniqueOrThrow({ where: { reservationId } })).userId).toBe(buyer);
   });
 

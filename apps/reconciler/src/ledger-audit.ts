@@ -3,13 +3,19 @@ import type { Logger } from '@flashsale/config';
 import { findSale, unitsAcceptedBy, type PrismaClient } from '@flashsale/order-store';
 import { readDeadLettered, readRedisLedger, writeAuditRecord, type ScriptedRedis } from '@flashsale/redis-store';
 
-/** The ledger of one sale at one instant: remaining + in flight + dead-lettered + in MySQL = stock. */
+/**
+ * The ledger of one sale at one instant: remaining - returned + in flight + dead-lettered + in MySQL =
+ * stock, where returned is what closed orders gave back to this Redis state and "in MySQL" counts the
+ * live orders and the orders closed in this state (whether or not their units are back yet).
+ */
 export interface AuditReport {
   saleId: number;
   /** Redis time the Redis side was read at, epoch ms. */
   at: number;
   stock: number;
   remaining: number;
+  /** Units closed orders gave back to this Redis state (also counted in remaining). */
+  returnedUnits: number;
   inFlightUnits: number;
   deadLetteredUnits: number;
   unitsInDb: number;
@@ -31,7 +37,7 @@ export interface AuditReport {
 export async function auditSale(redis: ScriptedRedis, prisma: PrismaClient, prefix: string, saleId: number): Promise<AuditReport | null> {
   const ledger = await readRedisLedger(redis, prefix, saleId);
   if (!ledger) return null;
-  const { at, stock, remaining, inFlight } = ledger;
+  const { at, stock, remaining, inFlight, generation, returnedUnits } = ledger;
   const sum = (m: Map<string, number>) => [...m.values()].reduce((a, b) => a + b, 0);
   const inFlightUnits = sum(inFlight);
   const reportOf = (deadLetteredUnits: number, unitsInDb: number): AuditReport => ({
@@ -39,15 +45,16 @@ export async function auditSale(redis: ScriptedRedis, prisma: PrismaClient, pref
     at,
     stock,
     remaining,
+    returnedUnits,
     inFlightUnits,
     deadLetteredUnits,
     unitsInDb,
-    drift: remaining + inFlightUnits + deadLetteredUnits + unitsInDb - stock,
+    drift: remaining - returnedUnits + inFlightUnits + deadLetteredUnits + unitsInDb - stock,
   });
-  const counted = reportOf(ledger.deadLetteredUnits, await unitsAcceptedBy(prisma, saleId, at, new Set(inFlight.keys())));
+  const counted = reportOf(ledger.deadLetteredUnits, await unitsAcceptedBy(prisma, saleId, at, new Set(inFlight.keys()), generation));
   if (counted.drift === 0) return counted;
   const deadLettered = await readDeadLettered(redis, prefix, saleId, { generation: ledger.generation, upTo: ledger.lastDeadLetterId });
-  return reportOf(sum(deadLettered), await unitsAcceptedBy(prisma, saleId, at, new Set([...inFlight.keys(), ...deadLettered.keys()])));
+  return reportOf(sum(deadLettered), await unitsAcceptedBy(prisma, saleId, at, new Set([...inFlight.keys(), ...deadLettered.keys()]), generation));
 }
 
 export interface AuditDeps {

@@ -1,5 +1,5 @@
 import type { Checkpoint, LossJudgement } from '@flashsale/order-store';
-import { snapshotSale, streamHasEntry, type SaleSnapshot, type ScriptedRedis } from '@flashsale/redis-store';
+import { acceptedUnits, snapshotSale, streamHasEntry, type SaleSnapshot, type ScriptedRedis } from '@flashsale/redis-store';
 import type { ReconcileReason } from '@flashsale/jobs';
 
 /** What MySQL recorded of a sale's Redis state: the generation it must hold and the last checkpoint. */
@@ -14,7 +14,8 @@ export type Loss = { lost: false } | { lost: true; reason: Extract<ReconcileReas
 /**
  * Judges a sale's Redis state against MySQL's record (pure). Within one generation, buyers and accepted
  * units only grow, and the checkpoint's stream entry is only trimmed after a newer checkpoint was
- * verified; fewer buyers or units than at the checkpoint, or its entry gone, means Redis went back in
+ * verified (units and reservations given back by closed orders are counted as accepted still: see
+ * SaleSnapshot); fewer buyers or units than at the checkpoint, or its entry gone, means Redis went back in
  * time (a restart from an old snapshot, a failover to a lagging replica) and lost reservations.
  * Whether the sale is paused plays no part: a reconciliation pauses it, and must judge it all the same.
  */
@@ -28,7 +29,7 @@ export function judgeLoss(recorded: RecordedState, snapshot: SaleSnapshot, check
   if (!checkpointEntryPresent) {
     return { lost: true, reason: 'lost', why: `Redis went back: the stream no longer holds entry ${checkpoint.streamId ?? ''} it held at the checkpoint` };
   }
-  const accepted = snapshot.stock - snapshot.remaining;
+  const accepted = acceptedUnits(snapshot);
   if (snapshot.buyers < checkpoint.reservations || accepted < checkpoint.units) {
     return {
       lost: true,

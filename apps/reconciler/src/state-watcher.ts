@@ -12,6 +12,7 @@ import {
   type WatchedSale,
 } from '@flashsale/order-store';
 import {
+  acceptedUnits,
   isDrained,
   keepListed,
   isRedisUnavailable,
@@ -166,7 +167,7 @@ async function watchSale(deps: StateWatcherDeps, listed: WatchedSale): Promise<S
     if (snapshot.streamLength > 1) await retain(deps, sale.id, { keepFrom: sale.checkpoint!.streamId, keepSinceMs: snapshot.at - deps.retentionMs, maxEntries: deps.retentionEntries ?? null });
     return visit(false);
   } else {
-    const checkpoint = { reservations: snapshot.buyers, units: snapshot.stock - snapshot.remaining, at: snapshot.at, streamId: snapshot.lastEntryId };
+    const checkpoint = { reservations: snapshot.buyers, units: acceptedUnits(snapshot), at: snapshot.at, streamId: snapshot.lastEntryId };
     const recorded = await recordCheckpoint(deps.prisma, sale.id, sale.generation, checkpoint, sale.checkpoint);
     // Retention: what the workers have acknowledged is an order (or a dead letter) now, and goes, up to
     // the checkpoint this pass found in place and replaced: a checkpoint is only ever replaced by one
@@ -185,7 +186,7 @@ function unchangedSince(checkpoint: WatchedSale['checkpoint'], snapshot: SaleSna
   return (
     checkpoint !== null &&
     checkpoint.reservations === snapshot.buyers &&
-    checkpoint.units === snapshot.stock - snapshot.remaining &&
+    checkpoint.units === acceptedUnits(snapshot) &&
     checkpoint.streamId === snapshot.lastEntryId
   );
 }

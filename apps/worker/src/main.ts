@@ -4,6 +4,8 @@ import { checkConnectionBudget, createPrisma } from '@flashsale/order-store';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { OrderWorker } from './order-worker.ts';
 import { createWorkerMetrics } from './metrics.ts';
+import { OrderExpiry } from './order-expiry.ts';
+import { createExpiryMetrics } from './expiry-metrics.ts';
 
 const config = loadConfig();
 const logger = createLogger('worker', config.LOG_LEVEL);
@@ -36,6 +38,11 @@ void listenForWork(subscriber, config.REDIS_PREFIX, { onSale: (saleId) => worker
   logger.warn({ err }, 'not subscribed to work signals yet; ioredis subscribes when Redis answers'),
 );
 metrics.watch(worker);
+const expiry = new OrderExpiry(
+  { redis, prisma, prefix: config.REDIS_PREFIX, logger },
+  { everyMs: config.EXPIRY_SWEEP_MS, batchSize: config.EXPIRY_BATCH_SIZE },
+  createExpiryMetrics(metrics.registry),
+);
 // Served before anything waits for Redis or MySQL: /healthz answers while either is away, /readyz says so.
 // A port already taken (a second worker on the host with the default) is logged, and the worker goes on.
 const readiness = readinessProbe({ redis: () => redis.ping(), mysql: () => prisma.$queryRaw`SELECT 1` });
@@ -44,7 +51,7 @@ const { server, port } = await serveMetricsPort(metrics.registry, config.WORKER_
 // Before the warm-up, which waits up to 2 s for a store that is away: a signal then is handled too.
 onShutdownSignal(logger, config.SHUTDOWN_TIMEOUT_MS, async () => {
   subscriber.disconnect();
-  const stopped = worker.stop();
+  const stopped = Promise.all([worker.stop(), expiry.stop()]);
   if (redis.status === 'ready') {
     await stopped;
     await redis.quit();
@@ -56,12 +63,13 @@ onShutdownSignal(logger, config.SHUTDOWN_TIMEOUT_MS, async () => {
     logger.warn({ heldEntries: worker.heldEntries() }, 'Redis is away: stopping without waiting for the round in hand');
     redis.disconnect();
   }
-  logger.info({ ...worker.stats }, 'worker totals');
+  logger.info({ ...worker.stats, ...expiry.totals }, 'worker totals');
   if (port !== undefined) server.close();
   await prisma.$disconnect();
 });
 await warmUp();
 worker.start();
+expiry.start();
 logger.info({ consumer: worker.consumer, prefix: config.REDIS_PREFIX, port }, 'worker started');
 
 /**

@@ -3,6 +3,7 @@ import { z } from 'zod';
 /** Values used when not in production, so `npm run demo` and the tests work with no setup. */
 export const DEV_AUTH_SECRET = 'dev-only-auth-secret-change-me-0123456789';
 export const DEV_ADMIN_TOKEN = 'dev-only-admin-token';
+export const DEV_PAYMENT_WEBHOOK_SECRET = 'dev-only-payment-webhook-secret-0123456789';
 
 const intFrom = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
 
@@ -58,6 +59,17 @@ const schema = z
       .min(16, 'must be at least 16 characters')
       .regex(/^[A-Za-z0-9._~+/-]+=*$/, 'must contain only A-Z a-z 0-9 - . _ ~ + / (and trailing =), the characters of a bearer token')
       .optional(),
+    /** HMAC-SHA256 key of the payment provider's events (Payment-Signature); required in production, at least 32 characters. */
+    PAYMENT_WEBHOOK_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
+    /** Seconds a winner has to pay when the sale does not set its own paymentWindowSeconds, default 900 (10..86400). */
+    PAYMENT_WINDOW_SECONDS: intFrom(10, 86_400).default(900),
+    /**
+     * How often each worker looks for unpaid orders past their payBy and for units owed back to Redis,
+     * default 1000 ms: an order expires at most about this long after its payBy while MySQL answers.
+     */
+    EXPIRY_SWEEP_MS: intFrom(50, 600_000).default(1000),
+    /** Orders one expiry pass closes per sale and transaction (and returns per Redis call), default 500. */
+    EXPIRY_BATCH_SIZE: intFrom(1, 10_000).default(500),
     /** pino level, default `info`. */
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
     /** Purchases one buyer may send per second to one gateway process before 429, default 10. */
@@ -233,6 +245,7 @@ const schema = z
       if (env.NODE_ENV !== 'production') return;
       if (!env.AUTH_SECRET) ctx.addIssue({ code: 'custom', path: ['AUTH_SECRET'], message: 'is required in production' });
       if (!env.ADMIN_TOKEN) ctx.addIssue({ code: 'custom', path: ['ADMIN_TOKEN'], message: 'is required in production' });
+      if (!env.PAYMENT_WEBHOOK_SECRET) ctx.addIssue({ code: 'custom', path: ['PAYMENT_WEBHOOK_SECRET'], message: 'is required in production' });
     },
     // Zod skips a refinement once another variable has failed; run it anyway, or a production deploy with
     // a bad PORT would learn about the missing secrets only on its next restart.
@@ -245,11 +258,12 @@ const RETIRED: Record<string, string> = {
 };
 
 /** Variables whose empty value is an error rather than "unset": each would silently fall back to a default. */
-const NO_EMPTY = new Set(['REDIS_PREFIX', 'AUTH_SECRET', 'ADMIN_TOKEN']);
+const NO_EMPTY = new Set(['REDIS_PREFIX', 'AUTH_SECRET', 'ADMIN_TOKEN', 'PAYMENT_WEBHOOK_SECRET']);
 
-export type Config = Omit<z.infer<typeof schema>, 'AUTH_SECRET' | 'ADMIN_TOKEN'> & {
+export type Config = Omit<z.infer<typeof schema>, 'AUTH_SECRET' | 'ADMIN_TOKEN' | 'PAYMENT_WEBHOOK_SECRET'> & {
   AUTH_SECRET: string;
   ADMIN_TOKEN: string;
+  PAYMENT_WEBHOOK_SECRET: string;
 };
 
 export class ConfigError extends Error {
@@ -280,5 +294,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     ...parsed.data,
     AUTH_SECRET: parsed.data.AUTH_SECRET ?? DEV_AUTH_SECRET,
     ADMIN_TOKEN: parsed.data.ADMIN_TOKEN ?? DEV_ADMIN_TOKEN,
+    PAYMENT_WEBHOOK_SECRET: parsed.data.PAYMENT_WEBHOOK_SECRET ?? DEV_PAYMENT_WEBHOOK_SECRET,
   };
 }

@@ -1,4 +1,4 @@
-export { loadConfig, ConfigError, DEV_ADMIN_TOKEN, DEV_AUTH_SECRET, type Config } from './config.ts';
+export { loadConfig, ConfigError, DEV_ADMIN_TOKEN, DEV_AUTH_SECRET, DEV_PAYMENT_WEBHOOK_SECRET, type Config } from './config.ts';
 export { createLogger, type Logger } from './logger.ts';
 export { onShutdownSignal } from './lifecycle.ts';
 export { serveMetrics, serveMetricsPort, readinessProbe, type MetricsSource, type Readiness, type ReadinessChecks } from './metrics-server.ts';

@@ -12,6 +12,8 @@ export const ERRORS = {
   ALREADY_PURCHASED: { status: 409, title: 'This buyer already has a reservation for this sale' },
   INSUFFICIENT_STOCK: { status: 409, title: 'Fewer units are left than requested' },
   RECONCILE_IN_PROGRESS: { status: 409, title: 'A reconciliation of this sale is already running' },
+  ORDER_NOT_READY: { status: 409, title: 'The reservation is not an order yet, retry shortly' },
+  ORDER_NOT_CANCELLABLE: { status: 409, title: 'The order can no longer be cancelled' },
   SOLD_OUT: { status: 410, title: 'The sale is sold out' },
   SALE_ENDED: { status: 410, title: 'The sale has ended' },
   PAYLOAD_TOO_LARGE: { status: 413, title: 'The request body is too large' },

@@ -6,17 +6,20 @@ export interface LedgerCounts {
   remaining: number | null;
   /** Stream entries on their way to MySQL: not yet delivered to a worker, or delivered and not acknowledged. */
   inFlight: number;
-  /** Units in the sale's orders in MySQL. */
+  /** Units in the sale's live orders in MySQL (created or paid). */
   unitsInDb: number;
+  /** Units of cancelled or expired orders MySQL owes back to Redis and has not given back yet. */
+  unitsAwaitingReturn?: number;
 }
 
 /**
  * Whether a sale's counts agree (`stats.consistent`). With nothing in flight the ledger must balance
- * exactly: remaining + units in MySQL = stock. While entries are in flight their units are in neither
- * count, so all that can be checked is that nothing is oversold. A sale Redis holds no state for
+ * exactly: remaining + units in live orders + units on their way back = stock. While entries are in
+ * flight their units are in neither count, so all that can be checked is that nothing is oversold. A sale Redis holds no state for
  * cannot be checked, and is not consistent.
  */
-export function ledgerConsistent({ stock, remaining, inFlight, unitsInDb }: LedgerCounts): boolean {
+export function ledgerConsistent({ stock, remaining, inFlight, unitsInDb, unitsAwaitingReturn = 0 }: LedgerCounts): boolean {
   if (remaining === null || unitsInDb > stock) return false;
-  return inFlight === 0 ? remaining + unitsInDb === stock : remaining + unitsInDb <= stock;
+  const counted = remaining + unitsInDb + unitsAwaitingReturn;
+  return inFlight === 0 ? counted === stock : counted <= stock;
 }

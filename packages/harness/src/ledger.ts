@@ -28,7 +28,8 @@ export interface LedgerOrder {
 
 /**
  * The ledger of a sale (pure): every 202 must have become exactly one order of the same buyer and
- * quantity, no order may exist without a 202, and no buyer may hold two orders.
+ * quantity, no order may exist without a 202, and no buyer may hold two live orders (one whose order
+ * was cancelled or expired may have bought again).
  */
 export function compareLedger(
   accepted: ReadonlyMap<string, { userId: string; quantity: number }>,
@@ -37,11 +38,9 @@ export function compareLedger(
 ): Ledger {
   const byReservation = new Map<string, number>();
   const byBuyer = new Map<string, number>();
-  for (const order of orders) {
-    byReservation.set(order.reservationId, (byReservation.get(order.reservationId) ?? 0) + 1);
-    byBuyer.set(order.userId, (byBuyer.get(order.userId) ?? 0) + 1);
-  }
   const live = orders.filter((o) => (LIVE_ORDER_STATUSES as readonly string[]).includes(o.status));
+  for (const order of orders) byReservation.set(order.reservationId, (byReservation.get(order.reservationId) ?? 0) + 1);
+  for (const order of live) byBuyer.set(order.userId, (byBuyer.get(order.userId) ?? 0) + 1);
   const mismatched = orders.filter((o) => {
     const a = accepted.get(o.reservationId);
     return a !== undefined && (a.userId !== o.userId || a.quantity !== o.quantity);

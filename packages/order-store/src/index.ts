@@ -2,7 +2,7 @@ export { createPrisma, PrismaClient, type PrismaOptions } from './prisma-client.
 export { isMysqlUnavailable } from './mysql-unavailable.ts';
 export { migrate, migrationNames, MIGRATIONS_DIR, type MigrationResult } from './migrator.ts';
 export { poolConfigFromUrl } from './database-url.ts';
-export { insertSale, findSale, listLiveSales, saleOrderTotals, LIVE_ORDER_STATUSES, type NewSale, type SaleRecord } from './sale-repository.ts';
+export { insertSale, findSale, listLiveSales, saleOrderLedger, LIVE_ORDER_STATUSES, ORDER_STATUSES, type NewSale, type SaleRecord, type SaleOrderLedger } from './sale-repository.ts';
 export { beginSaleCreation, markPublished, adoptSale, abandonSale, listStalledCreations, type CreationKey, type CreationStart, type PublishState } from './sale-publication.ts';
 export { findOrderByReservation, type OrderView } from './order-repository.ts';
 export { writeOrderBatch, isPermanentWriteError, type BatchOutcome } from './order-writer.ts';
@@ -20,3 +20,16 @@ export {
 } from './sale-ledger.ts';
 export { withSaleLock } from './sale-lock.ts';
 export { checkConnectionBudget, connectionBudgetOf, judgeConnectionBudget, readServerConnections, type BudgetVerdict, type ConnectionBudget, type ProcessRole, type ServerConnections } from './connection-budget.ts';
+export {
+  recordPayment,
+  recordOrderlessPayment,
+  cancelOrder,
+  expireDueOrders,
+  pendingReturns,
+  markReturned,
+  type OwedReturn,
+  type PaymentOutcome,
+  type PaymentEventInput,
+  type CancelOutcome,
+  type ClosedReason,
+} from './order-lifecycle.ts';

@@ -239,8 +239,9 @@ describe('isPermanentWriteError', () => {
 });
 
 describe('isPermanentWriteError, on what MariaDB answers', () => {
+  // One row, its pay_by (which no case is about) a valid time.
   const insert = (values: string, ...params: unknown[]) =>
-    ctx.prisma.$executeRawUnsafe(`INSERT INTO orders (reservation_id, sale_id, user_id, quantity, status, reserved_at) VALUES ${values}`, ...params);
+    ctx.prisma.$executeRawUnsafe(`INSERT INTO orders (reservation_id, sale_id, user_id, quantity, status, reserved_at, pay_by) VALUES ${values.replace(/\)$/, ', NOW(3))')}`, ...params);
   const refusalOf = async (statement: () => Promise<unknown>) => {
     const error = (await statement().then(
       () => expect.unreachable('MariaDB took the statement'),

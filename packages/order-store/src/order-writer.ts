@@ -19,7 +19,7 @@ export interface BatchOutcome<R extends Reservation = Reservation> {
  * Every batch takes the sale row's lock first: batches of one sale from several workers then run one
  * after the other, sold_units is raised from a value nobody else is changing, and the reconciler's
  * rebuild (which switches redis_generation under the same lock) is fenced off. The unique keys
- * (reservation_id; sale_id + user_id) and the CHECK sold_units <= stock stay as the last line of
+ * (reservation_id; sale_id + live_user_id) and the CHECK sold_units <= stock stay as the last line of
  * defence should anything here be wrong.
  */
 export async function writeOrderBatch<R extends Reservation>(prisma: PrismaClient, saleId: number, batch: R[]): Promise<BatchOutcome<R>> {
@@ -78,7 +78,7 @@ function isWholeQuantity(quantity: number): boolean {
 /**
  * The quick pass, two statements in one transaction: the guarded UPDATE takes the sale row's lock and
  * checks generation, stock and the per-user limit in the same step; the INSERT relies on the unique keys
- * to refuse a redelivered entry or a buyer who already has an order. Any refusal rolls everything back.
+ * to refuse a redelivered entry or a buyer who already has a live order. Any refusal rolls everything back.
  */
 async function writeWithoutLookups<R extends Reservation>(prisma: PrismaClient, saleId: number, batch: R[]): Promise<BatchOutcome<R>> {
   const units = batch.reduce((sum, r) => sum + r.quantity, 0);
@@ -116,14 +116,15 @@ async function writeWithLookups<R extends Reservation>(prisma: PrismaClient, sal
         outcome.rejected = batch.map((reservation) => ({ reservation, reason: 'SALE_NOT_FOUND' as const }));
         return outcome;
       }
-      // Two lookups on unique indexes (reservation_id; sale_id + user_id) rather than one OR, which
-      // MySQL answers with a slower index merge.
-      const existing = await tx.$queryRaw<{ reservation_id: string; user_id: string }[]>`
-        SELECT reservation_id, user_id FROM orders WHERE reservation_id IN (${Prisma.join(batch.map((r) => r.reservationId))})
+      // Two lookups on unique indexes (reservation_id; sale_id + live_user_id) rather than one OR, which
+      // MySQL answers with a slower index merge. A buyer whose order was cancelled or expired has no live
+      // one (live_user_id is NULL then) and may buy again.
+      const existing = await tx.$queryRaw<{ reservation_id: string; live_user_id: string | null }[]>`
+        SELECT reservation_id, live_user_id FROM orders WHERE reservation_id IN (${Prisma.join(batch.map((r) => r.reservationId))})
         UNION ALL
-        SELECT reservation_id, user_id FROM orders WHERE sale_id = ${saleId} AND user_id IN (${Prisma.join(batch.map((r) => r.userId))})`;
+        SELECT reservation_id, live_user_id FROM orders WHERE sale_id = ${saleId} AND live_user_id IN (${Prisma.join(batch.map((r) => r.userId))})`;
       const existingReservations = new Set(existing.map((order) => order.reservation_id));
-      const buyersWithOrders = new Set(existing.map((order) => order.user_id));
+      const buyersWithOrders = new Set(existing.flatMap((order) => (order.live_user_id === null ? [] : [order.live_user_id])));
       const stock = Number(sale.stock);
       const limit = Number(sale.per_user_limit);
       let sold = Number(sale.sold_units);
@@ -167,14 +168,21 @@ async function writeWithLookups<R extends Reservation>(prisma: PrismaClient, sal
  * own typed columns would round or clamp it with a mere warning). reserved_at is epoch milliseconds
  * added to the epoch as a DATETIME: integer arithmetic in UTC (text times 1000 would be a DOUBLE, off
  * by microseconds after the year 4253), as Prisma stores a DateTime, with no session time zone
- * involved (FROM_UNIXTIME would apply one).
+ * involved (FROM_UNIXTIME would apply one). pay_by is reserved_at plus the sale's payment window, from
+ * the sale row this batch holds locked: the reserve script's clock, not the worker's.
  */
+/** DATETIME(3)'s last millisecond, 9999-12-31 23:59:59.999: a payBy past it is a payBy at it. */
+const MAX_DATETIME_MS = 253_402_300_799_999;
+
 const INSERT_ORDERS_FROM_JSON = `
-  INSERT INTO orders (reservation_id, sale_id, user_id, quantity, status, reserved_at)
-  SELECT j.reservation_id, ?, j.user_id, j.quantity, 'created', TIMESTAMPADD(MICROSECOND, CAST(j.reserved_at_ms AS UNSIGNED) * 1000, TIMESTAMP '1970-01-01 00:00:00')
+  INSERT INTO orders (reservation_id, sale_id, user_id, quantity, status, reserved_at, pay_by)
+  SELECT j.reservation_id, s.id, j.user_id, j.quantity, 'created',
+    TIMESTAMPADD(MICROSECOND, CAST(j.reserved_at_ms AS UNSIGNED) * 1000, TIMESTAMP '1970-01-01 00:00:00'),
+    TIMESTAMPADD(MICROSECOND, LEAST(CAST(j.reserved_at_ms AS UNSIGNED) + s.payment_window_seconds * 1000, ${MAX_DATETIME_MS}) * 1000, TIMESTAMP '1970-01-01 00:00:00')
   FROM JSON_TABLE(?, '$[*]' COLUMNS (
     reservation_id TEXT PATH '$[0]', user_id TEXT PATH '$[1]', quantity TEXT PATH '$[2]', reserved_at_ms TEXT PATH '$[3]'
-  )) AS j`;
+  )) AS j
+  JOIN sales s ON s.id = ?`;
 
 /** The rows of `insertOrders`: made before the transaction when they can be, so that not even this runs while the sale row is locked. */
 function ordersJson(rows: Reservation[]): string {
@@ -182,12 +190,12 @@ function ordersJson(rows: Reservation[]): string {
 }
 
 async function insertOrders(tx: Prisma.TransactionClient, saleId: number, rows: Reservation[], json = ordersJson(rows)): Promise<void> {
-  const inserted = await tx.$executeRawUnsafe(INSERT_ORDERS_FROM_JSON, saleId, json);
+  const inserted = await tx.$executeRawUnsafe(INSERT_ORDERS_FROM_JSON, json, saleId);
   if (inserted !== rows.length) throw new Error(`sale ${saleId}: ${inserted} orders inserted of ${rows.length}`);
 }
 
 /** MySQL's duplicate-key error (1062), as Prisma reports it for a raw statement or a model call. */
-function isUniqueViolation(error: unknown): boolean {
+export function isUniqueViolation(error: unknown): boolean {
   const e = error as { code?: string; meta?: { code?: string; driverAdapterError?: { cause?: { kind?: string } } }; message?: string };
   return (
     e.code === 'P2002' ||

@@ -129,10 +129,22 @@ export async function beginRebuild(prisma: PrismaClient, saleId: number, judgeLo
       const units = orders.reduce((sum, order) => sum + order.quantity, 0);
       const lost = { reservations: 0, units: 0 };
       if (judgement.lost && checkpoint) {
-        const survivors = orders.filter((order) => order.reservedAt.getTime() <= checkpoint.at);
-        lost.reservations = Math.max(0, checkpoint.reservations - survivors.length);
-        lost.units = Math.max(0, checkpoint.units - survivors.reduce((sum, order) => sum + order.quantity, 0));
+        // What the checkpoint counted and is still an order: the live orders, and those that closed in
+        // the state it describes (their reservations and units stay counted as accepted there, see
+        // SaleSnapshot); an order closed before that state began was never in it.
+        const [survivors] = await tx.$queryRaw<{ reservations: bigint; units: unknown }[]>`
+          SELECT COUNT(*) AS reservations, COALESCE(SUM(quantity), 0) AS units FROM orders
+          WHERE sale_id = ${saleId} AND reserved_at <= TIMESTAMPADD(MICROSECOND, ${checkpoint.at} * 1000, TIMESTAMP '1970-01-01 00:00:00')
+            AND (status IN ('created', 'paid')
+              OR closed_at >= (SELECT COALESCE(generation_at, TIMESTAMP '1970-01-01 00:00:00') FROM sales WHERE id = ${saleId}))`;
+        lost.reservations = Math.max(0, checkpoint.reservations - Number(survivors!.reservations));
+        lost.units = Math.max(0, checkpoint.units - Number(survivors!.units));
       }
+      // Units owed back to the state being replaced are counted as remaining by this rebuild (their
+      // orders are not live): the returns are settled here, and the return script refuses them anyway
+      // once Redis holds the new generation.
+      await tx.$executeRaw`
+        UPDATE stock_returns SET state = 'rebuilt', settled_at = NOW(3) WHERE sale_id = ${saleId} AND state = 'pending'`;
       const generation = randomUUID();
       const updated = await tx.sale.update({
         where: { id: saleId },
@@ -148,6 +160,8 @@ export async function beginRebuild(prisma: PrismaClient, saleId: number, judgeLo
           checkpointStreamId: null,
         },
       });
+      // MySQL's clock, as closed_at is: the loss count above compares the two.
+      await tx.$executeRaw`UPDATE sales SET generation_at = NOW(3) WHERE id = ${saleId}`;
       return {
         sale: toSaleRecord(updated),
         generation,
@@ -163,11 +177,14 @@ export async function beginRebuild(prisma: PrismaClient, saleId: number, judgeLo
 
 /**
  * Units in live orders accepted by Redis up to `at` (Redis clock), leaving out the reservations the
- * caller already counts as in flight: the audit's MySQL side. Summed by MySQL (the (sale_id, reserved_at)
+ * caller already counts as in flight: the audit's MySQL side. With `closedIn` (a Redis generation), plus
+ * the units of the orders that closed (cancelled, expired) while that generation was the sale's: owed
+ * back to it or given back already (stock_returns of that generation); the audit takes what it gave back
+ * (the state's returned units) off the other side. Summed by MySQL (the (sale_id, reserved_at)
  * index), and the in-flight ones looked up by id: the cost follows what is in flight, never the number of
  * orders the sale has taken (a million rows read into memory on every audit was the reconciler's growth).
  */
-export async function unitsAcceptedBy(prisma: PrismaClient, saleId: number, at: number, inFlight: ReadonlySet<string>): Promise<number> {
+export async function unitsAcceptedBy(prisma: PrismaClient, saleId: number, at: number, inFlight: ReadonlySet<string>, closedIn?: string): Promise<number> {
   const statuses = [...LIVE_ORDER_STATUSES];
   const ids = [...inFlight];
   // Every sum from one snapshot (REPEATABLE READ: the first read fixes it): an order a worker commits
@@ -186,7 +203,15 @@ export async function unitsAcceptedBy(prisma: PrismaClient, saleId: number, at: 
         });
         counted += page._sum.quantity ?? 0;
       }
-      return (total._sum.quantity ?? 0) - counted;
+      let closed = 0;
+      if (closedIn !== undefined) {
+        const [row] = await tx.$queryRaw<{ units: unknown }[]>`
+          SELECT COALESCE(SUM(r.quantity), 0) AS units FROM stock_returns r JOIN orders o ON o.reservation_id = r.reservation_id
+          WHERE r.sale_id = ${saleId} AND r.generation = ${closedIn}
+            AND o.reserved_at <= TIMESTAMPADD(MICROSECOND, ${at} * 1000, TIMESTAMP '1970-01-01 00:00:00')`;
+        closed = Number(row!.units);
+      }
+      return (total._sum.quantity ?? 0) - counted + closed;
     },
     { isolationLevel: 'RepeatableRead' },
   );

@@ -8,6 +8,8 @@ export interface NewSale {
   perUserLimit: number;
   startsAt: Date;
   endsAt: Date;
+  /** Seconds a winner has to pay (10..86400); MySQL's column default (900) when not given. */
+  paymentWindowSeconds?: number;
 }
 
 /** Order statuses that hold units of stock (a cancelled or expired order has given them back). */
@@ -19,6 +21,7 @@ export interface SaleRecord extends SaleDefinition {
   generation: string;
   lostReservations: number;
   lostUnits: number;
+  paymentWindowSeconds: number;
   createdAt: number;
 }
 
@@ -33,6 +36,7 @@ type SaleRow = {
   redisGeneration: string | null;
   lostReservations: number;
   lostUnits: number;
+  paymentWindowSeconds: number;
   createdAt: Date;
 };
 
@@ -48,6 +52,7 @@ export function toSaleRecord(row: SaleRow): SaleRecord {
     generation: row.redisGeneration ?? '',
     lostReservations: row.lostReservations,
     lostUnits: row.lostUnits,
+    paymentWindowSeconds: row.paymentWindowSeconds,
     createdAt: row.createdAt.getTime(),
   };
 }
@@ -75,12 +80,36 @@ export async function listLiveSales(prisma: PrismaClient): Promise<{ id: number;
   return rows.map((row) => ({ id: Number(row.id), msLeft: Number(row.msLeft) }));
 }
 
-/** Live orders of a sale and the units they hold, as MySQL records them. */
-export async function saleOrderTotals(prisma: PrismaClient, saleId: number): Promise<{ orders: number; units: number }> {
-  const totals = await prisma.order.aggregate({
-    where: { saleId, status: { in: [...LIVE_ORDER_STATUSES] } },
-    _count: { _all: true },
-    _sum: { quantity: true },
-  });
-  return { orders: totals._count._all, units: totals._sum.quantity ?? 0 };
+/** A sale's orders as MySQL records them: by status, what closed orders gave back, and payments owed back. */
+export interface SaleOrderLedger {
+  /** Orders and units in live orders (created or paid). */
+  live: { orders: number; units: number };
+  byStatus: Record<(typeof ORDER_STATUSES)[number], { orders: number; units: number }>;
+  /** Units of cancelled and expired orders back in Redis (or counted back by a rebuild). */
+  unitsReturned: number;
+  /** Units of cancelled and expired orders not back in Redis yet. */
+  unitsAwaitingReturn: number;
+  /** Payments recorded for orders that had expired or were cancelled (or paid twice): owed back. */
+  refundsDue: { count: number; amountCents: number };
+}
+
+export const ORDER_STATUSES = ['created', 'paid', 'cancelled', 'expired'] as const;
+
+/** Reads a sale's order ledger: three grouped reads on the sale's indexes. */
+export async function saleOrderLedger(prisma: PrismaClient, saleId: number): Promise<SaleOrderLedger> {
+  const [statuses, returns, refunds] = await Promise.all([
+    prisma.order.groupBy({ by: ['status'], where: { saleId }, _count: { _all: true }, _sum: { quantity: true } }),
+    prisma.stockReturn.groupBy({ by: ['state'], where: { saleId }, _sum: { quantity: true } }),
+    prisma.paymentEvent.aggregate({ where: { saleId, outcome: 'refund_due' }, _count: { _all: true }, _sum: { amountCents: true } }),
+  ]);
+  const byStatus = Object.fromEntries(ORDER_STATUSES.map((status) => [status, { orders: 0, units: 0 }])) as SaleOrderLedger['byStatus'];
+  for (const row of statuses) byStatus[row.status] = { orders: row._count._all, units: row._sum.quantity ?? 0 };
+  const returned = (state: string) => returns.filter((row) => row.state === state).reduce((sum, row) => sum + (row._sum.quantity ?? 0), 0);
+  return {
+    live: { orders: byStatus.created.orders + byStatus.paid.orders, units: byStatus.created.units + byStatus.paid.units },
+    byStatus,
+    unitsReturned: returned('returned') + returned('rebuilt'),
+    unitsAwaitingReturn: returned('pending'),
+    refundsDue: { count: refunds._count._all, amountCents: Number(refunds._sum.amountCents ?? 0) },
+  };
 }

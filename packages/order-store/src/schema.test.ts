@@ -81,7 +81,7 @@ async function actualShape(table: string): Promise<TableShape> {
 
 describe('the migrated database against prisma/schema.prisma', () => {
   it('reads the models the contract names from the schema', () => {
-    expect(models.map((model) => model.dbName ?? model.name).sort()).toEqual(['orders', 'sales']);
+    expect(models.map((model) => model.dbName ?? model.name).sort()).toEqual(['orders', 'payment_events', 'sales', 'stock_returns']);
   });
 
   it('has exactly the tables the schema declares, besides the migrations table', async () => {
@@ -124,12 +124,15 @@ describe('the migrated database against prisma/schema.prisma', () => {
       [database],
     );
 
-    expect(declared).toEqual([{ table: 'orders', columns: 'sale_id', referencedTable: 'sales', referencedColumns: 'id' }]);
+    expect(declared).toEqual([
+      { table: 'orders', columns: 'sale_id', referencedTable: 'sales', referencedColumns: 'id' },
+      { table: 'stock_returns', columns: 'sale_id', referencedTable: 'sales', referencedColumns: 'id' },
+    ]);
     expect(actual.map((row) => ({ ...row }))).toEqual(declared);
   });
 
-  it('holds the unique keys the contract relies on: one order per reservation and per buyer and sale', async () => {
-    expect((await actualShape('orders')).uniqueKeys).toEqual([['id'], ['reservation_id'], ['sale_id', 'user_id']]);
+  it('holds the unique keys the contract relies on: one order per reservation, one live order per buyer and sale', async () => {
+    expect((await actualShape('orders')).uniqueKeys).toEqual([['id'], ['reservation_id'], ['sale_id', 'live_user_id']]);
     // One create per Idempotency-Key, even from two gateways at once.
     expect((await actualShape('sales')).uniqueKeys).toEqual([['id'], ['idempotency_key']]);
   });
@@ -138,7 +141,7 @@ describe('the migrated database against prisma/schema.prisma', () => {
 describe('migrate', () => {
   const fresh = `flashsale_migtest_${randomBytes(4).toString('hex')}`;
   const freshUrl = Object.assign(new URL(DATABASE_URL), { pathname: `/${fresh}` }).toString();
-  const MIGRATIONS = ['20261122000000_init', '20261122220000_reconciler', '20261122233000_exact_buyer_ids', '20261123000000_checkpoint_stream_id', '20261123120000_sale_publication'];
+  const MIGRATIONS = ['20261122000000_init', '20261122220000_reconciler', '20261122233000_exact_buyer_ids', '20261123000000_checkpoint_stream_id', '20261123120000_sale_publication', '20261123200000_order_lifecycle'];
   let first: MigrationResult;
   let second: MigrationResult;
   let scratch: string | undefined;

@@ -30,7 +30,7 @@ async function newSale(): Promise<SaleRecord> {
 /** Writes an order as a worker does, on a connection of its own; returns its reservation id. */
 async function writeOrder(sale: SaleRecord, quantity: number, reservedAt: number, status = 'created'): Promise<string> {
   const reservationId = `${sale.id}-${randomUUID()}`;
-  await worker.query('INSERT INTO orders (reservation_id, sale_id, user_id, quantity, status, reserved_at) VALUES (?, ?, ?, ?, ?, ?)', [
+  await worker.query('INSERT INTO orders (reservation_id, sale_id, user_id, quantity, status, reserved_at, pay_by) VALUES (?, ?, ?, ?, ?, ?, NOW(3))', [
     reservationId,
     sale.id,
     `buyer-${randomUUID()}`,
@@ -68,7 +68,7 @@ describe('unitsAcceptedBy', () => {
             const result = await query(args);
             if (!committed) {
               committed = true;
-              await worker.query("INSERT INTO orders (reservation_id, sale_id, user_id, quantity, status, reserved_at) VALUES (?, ?, 'late', 2, 'created', ?)", [
+              await worker.query("INSERT INTO orders (reservation_id, sale_id, user_id, quantity, status, reserved_at, pay_by) VALUES (?, ?, 'late', 2, 'created', ?, NOW(3))", [
                 writtenMeanwhile,
                 sale.id,
                 new Date(AT - 10).toISOString().replace('T', ' ').replace('Z', ''),

@@ -25,9 +25,10 @@ export { deadLetter, findDeadLetter, readDeadLettered, type DeadLetteredReservat
 export { readRedisLedger, type RedisLedger } from './redis-ledger.ts';
 export { writeAuditRecord, readAuditRecord, type AuditRecord } from './audit-report.ts';
 export { rebuildSaleState } from './sale-rebuild.ts';
-export { snapshotSale, type SaleSnapshot } from './sale-snapshot.ts';
+export { snapshotSale, acceptedUnits, type SaleSnapshot } from './sale-snapshot.ts';
 export { saleEventsChannel, announceSaleChanged } from './sale-events.ts';
 export { workSignalChannel, WorkSignaller, listenForWork } from './work-signal.ts';
 export { connectRedis, redisTargetOf, isClusterClient, type RedisTarget, type RedisTargetLike } from './redis-target.ts';
 export { pipelineBySlotGroup, type PipelineReply } from './slot-groups.ts';
 export { trimAcknowledged, type RetentionBounds } from './stream-retention.ts';
+export { returnUnits, wasReturned, type UnitsToReturn, type ReturnOutcome, type ReturnResult } from './stock-return.ts';

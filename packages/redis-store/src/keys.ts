@@ -22,6 +22,11 @@ export interface SaleKeys {
   rejected: string;
   /** Hash: the last audit's report (drift, checkedAt, ...). Written by the audit only. */
   audit: string;
+  /**
+   * Hash: reservation id -> '1' for each closed order (cancelled, expired) whose units return-units-3.lua
+   * gave back in this generation: a second return of the same order gives nothing. Emptied by a rebuild.
+   */
+  returned: string;
 }
 
 export function saleKeys(prefix: string, saleId: number): SaleKeys {
@@ -33,6 +38,7 @@ export function saleKeys(prefix: string, saleId: number): SaleKeys {
     deadLetter: `${base}:dead`,
     rejected: `${base}:rejected`,
     audit: `${base}:audit`,
+    returned: `${base}:returned`,
   };
 }
 

@@ -13,6 +13,8 @@ export interface RedisLedger {
   stock: number;
   remaining: number;
   generation: string;
+  /** Units closed orders gave back to this generation (return-units-3.lua), read with remaining. */
+  returnedUnits: number;
   /** Units of each reservation of this generation not acknowledged yet (undelivered or pending), by reservation id. */
   inFlight: Map<string, number>;
   /** Units of this generation's reservations set aside in the dead-letter stream, as dead-letter-3.lua counts them. */
@@ -77,6 +79,7 @@ export async function readRedisLedger(redis: ScriptedRedis, prefix: string, sale
       stock: counters.stock,
       remaining: counters.remaining,
       generation,
+      returnedUnits: counters.returnedUnits,
       inFlight: unitsByReservation(inFlight, generation),
       deadLetteredUnits: Number(deadLetteredUnits ?? 0),
       lastDeadLetterId: lastEntryIdOf(lastDeadLetter),

@@ -36,27 +36,38 @@ export async function readSaleState(redis: ScriptedRedis, prefix: string, saleId
 
 /** The counters the reconciler reads in one MULTI with other keys: HMGET these fields, parse with saleCountersOf. */
 /**
- * A sale's terms in the order publish-sale-2.lua and rebuild-sale-3.lua take them (ARGV name, stock,
+ * A sale's terms in the order publish-sale-2.lua and rebuild-sale-4.lua take them (ARGV name, stock,
  * limit, starts, ends): the one place that order is written on this side.
  */
 export function saleTermsArgs(sale: SaleDefinition): [name: string, stock: number, limit: number, starts: number, ends: number] {
   return [sale.name, sale.stock, sale.perUserLimit, sale.startsAt, sale.endsAt];
 }
 
-export const SALE_COUNTER_FIELDS = ['stock', 'remaining', 'gen', 'paused'] as const;
+export const SALE_COUNTER_FIELDS = ['stock', 'remaining', 'gen', 'paused', 'ret_units', 'ret_res'] as const;
 
 export interface SaleCounters {
   stock: number;
   remaining: number;
   generation: string;
   paused: boolean;
+  /** Units given back by closed orders in this generation (return-units-3.lua). */
+  returnedUnits: number;
+  /** Buyer records those returns removed in this generation. */
+  returnedReservations: number;
 }
 
 /** The reply of `HMGET <meta> ...SALE_COUNTER_FIELDS`; null when the sale is not in Redis. */
 export function saleCountersOf(reply: unknown): SaleCounters | null {
-  const [stock, remaining, generation, paused] = reply as (string | null)[];
+  const [stock, remaining, generation, paused, returnedUnits, returnedReservations] = reply as (string | null)[];
   if (stock === null || stock === undefined) return null;
-  return { stock: Number(stock), remaining: Number(remaining ?? 0), generation: generation ?? '', paused: paused === '1' };
+  return {
+    stock: Number(stock),
+    remaining: Number(remaining ?? 0),
+    generation: generation ?? '',
+    paused: paused === '1',
+    returnedUnits: Number(returnedUnits ?? 0),
+    returnedReservations: Number(returnedReservations ?? 0),
+  };
 }
 
 /**

@@ -21,6 +21,7 @@ export async function rebuildSaleState(
     keys.meta,
     keys.buyers,
     keys.stream,
+    keys.returned,
     ...saleTermsArgs(sale),
     rebuilt.remaining,
     rebuilt.generation,

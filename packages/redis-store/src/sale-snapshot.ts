@@ -13,8 +13,17 @@ export interface SaleSnapshot {
   remaining: number;
   generation: string;
   paused: boolean;
-  /** Buyers recorded: reservations accepted by this state, plus the buyers a rebuild restored. */
+  /**
+   * Reservations this state holds or held: the buyers recorded (those accepted by this state, plus
+   * those a rebuild restored) and the buyer records a return of a closed order removed since. Only grows
+   * within a generation.
+   */
   buyers: number;
+  /**
+   * Units closed orders gave back to this state. Units accepted by it, stock - remaining + this, only
+   * grow within a generation (acceptedUnits).
+   */
+  returnedUnits: number;
   /** Id of the stream's last entry, null for an empty or missing stream. */
   lastEntryId: string | null;
   /** Entries the stream holds (XLEN): at most one means there is nothing to trim. */
@@ -42,8 +51,14 @@ export async function snapshotSale(redis: ScriptedRedis, prefix: string, saleId:
     remaining: counters?.remaining ?? 0,
     generation: counters?.generation ?? '',
     paused: counters?.paused ?? false,
-    buyers: Number(replies[2]![1]),
+    buyers: Number(replies[2]![1]) + (counters?.returnedReservations ?? 0),
+    returnedUnits: counters?.returnedUnits ?? 0,
     lastEntryId: lastEntryIdOf(replies[3]![1]),
     streamLength: Number(replies[4]![1]),
   };
+}
+
+/** Units a sale's Redis state has accepted: what it took and still holds, and what closed orders gave back. */
+export function acceptedUnits(snapshot: Pick<SaleSnapshot, 'stock' | 'remaining' | 'returnedUnits'>): number {
+  return snapshot.stock - snapshot.remaining + snapshot.returnedUnits;
 }

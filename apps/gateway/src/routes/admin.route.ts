@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { AppError, MAX_PER_USER_LIMIT, SALE_TIME_RANGE, ledgerConsistent } from '@flashsale/domain';
 import { readAuditRecord, readSaleState, streamBacklog } from '@flashsale/redis-store';
 import { enqueueReconcile } from '@flashsale/jobs';
-import { findSale, saleOrderTotals } from '@flashsale/order-store';
+import { findSale, saleOrderLedger } from '@flashsale/order-store';
 import type { GatewayDeps } from '../deps.ts';
 import { saleView } from './sale-view.ts';
 import { createSale, creationKeyOf } from './sale-creation.ts';
@@ -34,6 +34,7 @@ const newSaleBody = z
     startsAt: saleTime,
     endsAt: saleTime,
     perUserLimit: z.number().int().min(1).max(MAX_PER_USER_LIMIT).default(1),
+    paymentWindowSeconds: z.number().int().min(10).max(86_400).optional(),
   })
   .refine((sale) => sale.endsAt > sale.startsAt, { path: ['endsAt'], message: 'must be after startsAt', when: whenValid('startsAt', 'endsAt') })
   .refine((sale) => sale.perUserLimit <= sale.stock, { path: ['perUserLimit'], message: 'must not exceed stock', when: whenValid('stock', 'perUserLimit') });
@@ -57,32 +58,38 @@ export function adminRouter(deps: GatewayDeps): Router {
     },
     express.json({ limit: config.HTTP_MAX_BODY_BYTES, strict: true }),
     async (req, res) => {
-      const input = parseOrThrow(newSaleBody, req.body ?? {});
+      const parsed = parseOrThrow(newSaleBody, req.body ?? {});
+      const input = { ...parsed, paymentWindowSeconds: parsed.paymentWindowSeconds ?? config.PAYMENT_WINDOW_SECONDS };
       const sale = await createSale(deps, input, creationKeyOf(req.headers['idempotency-key'], input), () => !res.headersSent);
-      res.status(201).json(saleView(sale));
+      res.status(201).json({ ...saleView(sale), paymentWindowSeconds: sale.paymentWindowSeconds });
     },
   );
 
   router.get('/api/admin/sales/:saleId/stats', async (req, res) => {
     const saleId = saleIdParam(req.params.saleId);
-    const [record, state, backlog, totals, audit] = await Promise.all([
+    const [record, state, backlog, orders, audit] = await Promise.all([
       findSale(prisma, saleId),
       readSaleState(redis, config.REDIS_PREFIX, saleId),
       streamBacklog(redis, config.REDIS_PREFIX, saleId),
-      saleOrderTotals(prisma, saleId),
+      saleOrderLedger(prisma, saleId),
       readAuditRecord(redis, config.REDIS_PREFIX, saleId),
     ]);
     if (!record) throw new AppError('SALE_NOT_FOUND', `no sale has the id ${saleId}`);
     const inFlight = backlog.lag + backlog.pending;
     const remaining = state ? state.remaining : null;
-    const consistent = ledgerConsistent({ stock: record.stock, remaining, inFlight, unitsInDb: totals.units });
+    const consistent = ledgerConsistent({ stock: record.stock, remaining, inFlight, unitsInDb: orders.live.units, unitsAwaitingReturn: orders.unitsAwaitingReturn });
     res.json({
       saleId,
       stock: record.stock,
       remaining,
       inFlight,
-      ordersInDb: totals.orders,
-      unitsInDb: totals.units,
+      // Live orders (created or paid) and their units: what holds stock.
+      ordersInDb: orders.live.orders,
+      unitsInDb: orders.live.units,
+      ordersByStatus: orders.byStatus,
+      unitsReturned: orders.unitsReturned,
+      unitsAwaitingReturn: orders.unitsAwaitingReturn,
+      refundsDue: orders.refundsDue,
       deadLettered: backlog.deadLettered,
       consistent,
       // Reservations answered 202 but lost with Redis data, as the reconciler counted them (a floor).

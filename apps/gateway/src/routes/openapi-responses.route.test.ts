@@ -290,7 +290,7 @@ describe('GET /api/reservations/{reservationId}', () => {
 
     expect(await expectDescribed(OPERATION, 200, await lookUp(ordered.reservationId, ordered.token))).toMatchObject({ status: 'pending', orderId: null });
     // What the order writer does, and what it does when it sets a reservation aside instead.
-    await ctx.prisma.order.create({ data: { reservationId: ordered.reservationId, saleId: sale.id, userId: ordered.buyer, quantity: 1, reservedAt: new Date() } });
+    await ctx.prisma.order.create({ data: { reservationId: ordered.reservationId, saleId: sale.id, userId: ordered.buyer, quantity: 1, reservedAt: new Date(), payBy: new Date(Date.now() + 900_000) } });
     await ctx.redis.hset(saleKeys(ctx.config.REDIS_PREFIX, sale.id).rejected, rejected.reservationId, JSON.stringify({ u: rejected.buyer, q: 1, reason: 'OVER_STOCK' }));
 
     expect(await expectDescribed(OPERATION, 200, await lookUp(ordered.reservationId, ordered.token))).toMatchObject({ status: 'created', orderId: ordered.reservationId });

@@ -83,7 +83,7 @@ describe('GET /api/reservations/:reservationId', () => {
     const buyer = newBuyer();
     const reservationId = await reserve(sale.id, buyer, 3);
     // A stand-in for the worker: the order it would write for this reservation.
-    const order = await ctx.prisma.order.create({ data: { reservationId, saleId: sale.id, userId: buyer, quantity: 3, reservedAt: new Date() } });
+    const order = await ctx.prisma.order.create({ data: { reservationId, saleId: sale.id, userId: buyer, quantity: 3, reservedAt: new Date(), payBy: new Date(Date.now() + 900_000) } });
 
     const res = await lookup(reservationId, buyer);
 
@@ -97,7 +97,7 @@ describe('GET /api/reservations/:reservationId', () => {
     const orders = [];
     for (const buyer of [newBuyer(), newBuyer()]) {
       const reservationId = await reserve(sale.id, buyer);
-      const order = await ctx.prisma.order.create({ data: { reservationId, saleId: sale.id, userId: buyer, quantity: 1, reservedAt: new Date() } });
+      const order = await ctx.prisma.order.create({ data: { reservationId, saleId: sale.id, userId: buyer, quantity: 1, reservedAt: new Date(), payBy: new Date(Date.now() + 900_000) } });
       orders.push({ reservationId, rowId: order.id.toString(), body: (await (await lookup(reservationId, buyer)).json()) as Record<string, unknown> });
     }
 
@@ -111,7 +111,7 @@ describe('GET /api/reservations/:reservationId', () => {
     const sale = await createLiveSale(ctx);
     const buyer = newBuyer();
     const reservationId = await reserve(sale.id, buyer);
-    const order = await ctx.prisma.order.create({ data: { reservationId, saleId: sale.id, userId: buyer, quantity: 1, reservedAt: new Date() } });
+    const order = await ctx.prisma.order.create({ data: { reservationId, saleId: sale.id, userId: buyer, quantity: 1, reservedAt: new Date(), payBy: new Date(Date.now() + 900_000) } });
     await ctx.prisma.order.update({ where: { id: order.id }, data: { status: 'paid' } });
 
     expect(await (await lookup(reservationId, buyer)).json()).toEqual({ reservationId, saleId: sale.id, quantity: 1, status: 'paid', orderId: reservationId });
@@ -121,7 +121,7 @@ describe('GET /api/reservations/:reservationId', () => {
     const sale = await createLiveSale(ctx);
     const buyer = newBuyer();
     const reservationId = await reserve(sale.id, buyer);
-    await ctx.prisma.order.create({ data: { reservationId, saleId: sale.id, userId: buyer, quantity: 1, reservedAt: new Date() } });
+    await ctx.prisma.order.create({ data: { reservationId, saleId: sale.id, userId: buyer, quantity: 1, reservedAt: new Date(), payBy: new Date(Date.now() + 900_000) } });
 
     await expectProblem(await lookup(reservationId, newBuyer()), 404, 'RESERVATION_NOT_FOUND', 'no such reservation for this buyer');
   });

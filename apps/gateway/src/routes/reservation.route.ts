@@ -1,7 +1,8 @@
 import { Router } from 'express';
 import { AppError, saleIdOfReservation } from '@flashsale/domain';
 import { findBuyerReservation, findDeadLetter } from '@flashsale/redis-store';
-import { findOrderByReservation } from '@flashsale/order-store';
+import { cancelOrder, findOrderByReservation } from '@flashsale/order-store';
+import { settleReturns } from '@flashsale/lifecycle';
 import type { GatewayDeps } from '../deps.ts';
 import { createBuyerAuthenticator } from '../auth.ts';
 import { createRequestLimits } from '../request-limits.ts';
@@ -21,7 +22,7 @@ import { createRequestLimits } from '../request-limits.ts';
  * unique, already the buyer's, stable across a Redis loss and a rebuild, and an order is found from it
  * with the unique index. Null while there is no order yet.
  */
-export function reservationRouter({ config, redis, prisma, now }: GatewayDeps): Router {
+export function reservationRouter({ config, redis, prisma, logger, now }: GatewayDeps): Router {
   const router = Router();
   const authenticate = createBuyerAuthenticator(config.AUTH_SECRET, config.AUTH_CLOCK_TOLERANCE_SECONDS);
   const limits = createRequestLimits(config, now);
@@ -37,18 +38,63 @@ export function reservationRouter({ config, redis, prisma, now }: GatewayDeps): 
     const order = await findOrderByReservation(prisma, reservationId);
     if (order) {
       if (order.userId !== userId) throw notFound;
-      res.json({ reservationId, saleId, quantity: order.quantity, status: order.status, orderId: reservationId });
+      res.json({ reservationId, saleId, quantity: order.quantity, status: order.status, orderId: reservationId, payBy: order.payBy.toISOString() });
       return;
     }
+    const before = await reservationBeforeOrder(saleId, reservationId, userId);
+    if (!before) throw notFound;
+    // payBy is known once the order is written: the worker computes it from the sale's window.
+    res.json({ ...before, orderId: null, payBy: null });
+  });
+
+  /**
+   * POST /api/reservations/:reservationId/cancel: the owner gives the order up while it awaits payment.
+   * MySQL closes it (and records the units it owes Redis) in one transaction; the units are then given
+   * back to Redis before the answer, so the buyer may buy again at once. Should that fail (Redis away),
+   * the answer is the same: the order is cancelled, and the workers' expiry pass gives the units back.
+   * Idempotent: a cancelled order answers cancelled again, and its units come back once.
+   */
+  router.post('/api/reservations/:reservationId/cancel', async (req, res) => {
+    limits.checkAddress(req);
+    const userId = authenticate(req.headers.authorization);
+    limits.checkBuyer(userId);
+    const reservationId = req.params.reservationId;
+    const saleId = saleIdOfReservation(reservationId);
+    const notFound = new AppError('RESERVATION_NOT_FOUND', 'no such reservation for this buyer');
+    if (saleId === null) throw notFound;
+
+    const outcome = await cancelOrder(prisma, reservationId, userId);
+    if (!outcome) {
+      const before = await reservationBeforeOrder(saleId, reservationId, userId);
+      if (!before) throw notFound;
+      if (before.status === 'rejected') throw new AppError('ORDER_NOT_CANCELLABLE', 'the reservation was rejected: there is no order to cancel', { status: 'rejected' });
+      throw new AppError('ORDER_NOT_READY', 'the reservation is not an order yet; retry shortly', {}, { 'Retry-After': String(config.PAUSED_RETRY_AFTER_SECONDS) });
+    }
+    if (outcome.kind === 'not-cancellable') {
+      throw new AppError('ORDER_NOT_CANCELLABLE', `the order is ${outcome.status}`, { status: outcome.status });
+    }
+    if (outcome.owed) {
+      try {
+        await settleReturns({ redis, prisma, prefix: config.REDIS_PREFIX, logger }, [outcome.owed]);
+      } catch (err) {
+        logger.warn({ err, reservationId }, 'cancel: units not given back yet; the expiry pass will');
+      }
+    }
+    logger.info({ reservationId, saleId, userId, repeated: outcome.owed === null }, 'order cancelled');
+    res.json({ reservationId, status: 'cancelled' });
+  });
+
+  /**
+   * A reservation of this buyer that is not an order: `rejected` (set aside by the workers) or
+   * `pending` (on its way); null when the buyer holds no such reservation (someone else's, or unknown).
+   */
+  async function reservationBeforeOrder(saleId: number, reservationId: string, userId: string) {
     const rejected = await findDeadLetter(redis, config.REDIS_PREFIX, saleId, reservationId);
     if (rejected) {
-      if (rejected.userId !== userId) throw notFound;
-      res.json({ reservationId, saleId, quantity: rejected.quantity, status: 'rejected', orderId: null, reason: rejected.reason });
-      return;
+      return rejected.userId === userId ? { reservationId, saleId, quantity: rejected.quantity, status: 'rejected' as const, reason: rejected.reason } : null;
     }
     const held = await findBuyerReservation(redis, config.REDIS_PREFIX, saleId, userId);
-    if (!held || held.reservationId !== reservationId) throw notFound;
-    res.json({ reservationId, saleId, quantity: held.quantity, status: 'pending', orderId: null });
-  });
+    return held && held.reservationId === reservationId ? { reservationId, saleId, quantity: held.quantity, status: 'pending' as const } : null;
+  }
   return router;
 }

@@ -1,6 +1,10 @@
 --[[
   The sale meta hash (TypeScript: sale-meta.ts): name, stock, remaining, limit (per user), starts and
-  ends (epoch ms on Redis's clock), paused ('1' or '0'), gen (the generation of this Redis state).
+  ends (epoch ms on Redis's clock), paused ('1' or '0'), gen (the generation of this Redis state), and
+  what return-units-3.lua gave back in this generation: ret_units (units) and ret_res (reservations whose
+  buyer record it removed). Both only grow within a generation (a rebuild writes a new record without
+  them), so stock - remaining + ret_units and the buyers + ret_res stay what this state has accepted,
+  which only grows: the reconciler's checkpoints rely on it.
   Every script writes and reads its fields through these functions.
 ]]
 
@@ -10,7 +14,7 @@ local function redis_now_ms()
   return tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 end
 
--- Writes the whole record: the sale's definition as publish-sale-2.lua and rebuild-sale-3.lua both take
+-- Writes the whole record: the sale's definition as publish-sale-2.lua and rebuild-sale-4.lua both take
 -- it, ARGV[1..5] (name, stock, per-user limit, starts, ends), and its state { remaining, paused (boolean),
 -- generation }.
 local function write_sale_meta(key, definition, state)
@@ -44,6 +48,16 @@ end
 -- Takes `quantity` units; returns what remains.
 local function take_sale_stock(key, quantity)
   return redis.call('HINCRBY', key, 'remaining', -quantity)
+end
+
+-- Gives `quantity` units back (an order that was cancelled or expired) and counts them; returns what
+-- remains. `buyer_removed` says whether the buyer's record went with them.
+local function return_sale_stock(key, quantity, buyer_removed)
+  redis.call('HINCRBY', key, 'ret_units', quantity)
+  if buyer_removed then
+    redis.call('HINCRBY', key, 'ret_res', 1)
+  end
+  return redis.call('HINCRBY', key, 'remaining', quantity)
 end
 
 local function set_sale_paused(key, paused)

@@ -7,13 +7,15 @@
     KEYS[1] sale meta hash   (record: sale meta, includes/sale-meta.lua)
     KEYS[2] sale buyers hash (emptied here; refilled by the caller, buyer-record.ts)
     KEYS[3] sale stream      (its consumer group, includes/ensure-group.lua)
+    KEYS[4] sale returned hash (emptied here: return-units-3.lua's record of the old generation)
 
     ARGV[1] name
     ARGV[2] stock
     ARGV[3] per-user limit
     ARGV[4] starts at (epoch ms)
     ARGV[5] ends at (epoch ms)
-    ARGV[6] remaining (stock - units in live orders)
+    ARGV[6] remaining (stock - units in live orders: the units of every order closed before the rebuild
+            are counted back here, whether or not their return reached the old state)
     ARGV[7] generation (new; also recorded in MySQL under the sale row lock)
     ARGV[8] consumer group name
 
@@ -23,7 +25,7 @@
 --@include "includes/sale-meta.lua"
 --@include "includes/ensure-group.lua"
 
-redis.call('DEL', KEYS[1], KEYS[2])
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[4])
 write_sale_meta(KEYS[1], ARGV, { remaining = ARGV[6], paused = true, generation = ARGV[7] })
 -- A lost stream (and its group) is recreated empty; a surviving one keeps its group and history.
 return ensure_group(KEYS[3], ARGV[8]) or 1

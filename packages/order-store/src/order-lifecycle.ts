@@ -1,0 +1,205 @@
+import { Prisma, type PrismaClient } from './generated/prisma/client.ts';
+import { isUniqueViolation } from './order-writer.ts';
+
+/**
+ * An order's life after it is written: paid, cancelled by its buyer, or expired unpaid. MySQL has the
+ * last word on the status; every change is one conditional transaction on the order's row, so a payment
+ * and an expiry (or a cancel) of the same order are ordered by its row lock and exactly one wins.
+ *
+ * Closing an order (cancelled, expired) also lowers the sale's sold_units and writes, in the same
+ * transaction, the stock_returns row of what the order owes Redis: its units, and the sale's Redis
+ * generation at the close. The Redis half (return-units-3.lua) runs after the commit and may run many
+ * times; `markReturned` records that it ran. An order closes at most once (only a `created` order is
+ * closed), and stock_returns is keyed by the reservation: an order cannot owe its units twice.
+ *
+ * Lock order, everywhere: the sale row first, then the order rows (as the order writer: the sale row,
+ * then its inserts). A payment takes the order row only: it changes no stock.
+ */
+
+/** A closed order's debt to Redis: a stock_returns row. */
+export interface OwedReturn {
+  reservationId: string;
+  saleId: number;
+  userId: string;
+  quantity: number;
+  /** The sale's Redis generation when the order closed: the only state the return may apply to. */
+  generation: string;
+}
+
+export type ClosedReason = 'expired' | 'cancelled';
+
+/** What a payment event came to. */
+export type PaymentOutcome = 'paid' | 'refund_due';
+
+export interface PaymentEventInput {
+  eventId: string;
+  reservationId: string;
+  saleId: number;
+  amountCents: number;
+}
+
+const TX = { maxWait: 5_000, timeout: 30_000 } as const;
+
+/**
+ * Records a payment provider's event for the order of `reservationId`: the order becomes `paid` if it
+ * is still `created` (a payment that lands after payBy but before the expiry got to the order still pays
+ * it: the expiry, not the clock, closes the window); a payment for an order that is paid already (by
+ * another event), expired or cancelled is recorded as a refund due. An event id is processed once: its
+ * outcome is stored with it and a replay, even a concurrent one, answers the same. Null when there is no
+ * order for the reservation (yet): nothing is recorded, the caller tells pending from unknown.
+ */
+export async function recordPayment(prisma: PrismaClient, event: PaymentEventInput): Promise<PaymentOutcome | null> {
+  const replayed = await storedOutcome(prisma, event.eventId);
+  if (replayed) return replayed;
+  try {
+    return await prisma.$transaction(async (tx) => {
+      const [order] = await tx.$queryRaw<{ id: bigint; status: string }[]>`
+        SELECT id, status FROM orders WHERE reservation_id = ${event.reservationId} FOR UPDATE`;
+      if (!order) return null;
+      // Deliveries of one event for one order queue on the order's row; the one that waited reads what
+      // the first stored (a locking read sees the latest commit, not the transaction's snapshot).
+      const [stored] = await tx.$queryRaw<{ outcome: PaymentOutcome }[]>`SELECT outcome FROM payment_events WHERE event_id = ${event.eventId} FOR UPDATE`;
+      if (stored) return stored.outcome;
+      let outcome: PaymentOutcome = 'refund_due';
+      if (order.status === 'created') {
+        await tx.$executeRaw`
+          UPDATE orders SET status = 'paid', paid_at = NOW(3), payment_event_id = ${event.eventId} WHERE id = ${order.id} AND status = 'created'`;
+        outcome = 'paid';
+      }
+      await insertPaymentEvent(tx, event, outcome);
+      return outcome;
+      // READ COMMITTED: the lookup of an event id not stored yet takes no gap lock, which under REPEATABLE
+      // READ two payments of different orders would each hold while inserting into it: a deadlock.
+    }, { ...TX, isolationLevel: 'ReadCommitted' });
+  } catch (error) {
+    // The same event id for another reservation, delivered at the same instant: the first one's stands.
+    const stored = isUniqueViolation(error) ? await storedOutcome(prisma, event.eventId) : null;
+    if (stored) return stored;
+    throw error;
+  }
+}
+
+/**
+ * Records a payment for a reservation that never became an order (the workers set it aside): the money
+ * is owed back. Idempotent per event id like recordPayment; answers the stored outcome.
+ */
+export async function recordOrderlessPayment(prisma: PrismaClient, event: PaymentEventInput): Promise<PaymentOutcome> {
+  try {
+    await prisma.$transaction((tx) => insertPaymentEvent(tx, event, 'refund_due'), TX);
+    return 'refund_due';
+  } catch (error) {
+    const stored = isUniqueViolation(error) ? await storedOutcome(prisma, event.eventId) : null;
+    if (stored) return stored;
+    throw error;
+  }
+}
+
+async function storedOutcome(prisma: PrismaClient, eventId: string): Promise<PaymentOutcome | null> {
+  const [row] = await prisma.$queryRaw<{ outcome: PaymentOutcome }[]>`SELECT outcome FROM payment_events WHERE event_id = ${eventId}`;
+  return row?.outcome ?? null;
+}
+
+async function insertPaymentEvent(tx: Prisma.TransactionClient, event: PaymentEventInput, outcome: PaymentOutcome): Promise<void> {
+  await tx.$executeRaw`
+    INSERT INTO payment_events (event_id, reservation_id, sale_id, amount_cents, outcome)
+    VALUES (${event.eventId}, ${event.reservationId}, ${event.saleId}, ${event.amountCents}, ${outcome})`;
+}
+
+/** What a cancel came to: `cancelled` (now or before, with what the order owes if now), or the status that forbids it. */
+export type CancelOutcome = { kind: 'cancelled'; owed: OwedReturn | null } | { kind: 'not-cancellable'; status: string };
+
+/**
+ * Cancels the buyer's order of `reservationId` if it is still awaiting payment; a cancelled order stays
+ * cancelled (the answer repeats, nothing changes); a paid or expired one is refused. Null when the
+ * buyer has no order for that reservation (none yet, or someone else's).
+ */
+export async function cancelOrder(prisma: PrismaClient, reservationId: string, userId: string): Promise<CancelOutcome | null> {
+  const [found] = await prisma.$queryRaw<{ id: bigint; sale_id: number; user_id: string }[]>`
+    SELECT id, sale_id, user_id FROM orders WHERE reservation_id = ${reservationId}`;
+  if (!found || found.user_id !== userId) return null;
+  return prisma.$transaction(async (tx) => {
+    const generation = await lockSale(tx, found.sale_id);
+    const [order] = await tx.$queryRaw<{ status: string }[]>`SELECT status FROM orders WHERE id = ${found.id} FOR UPDATE`;
+    if (order!.status === 'cancelled') return { kind: 'cancelled', owed: null } as const;
+    if (order!.status !== 'created') return { kind: 'not-cancellable', status: order!.status } as const;
+    const [owed] = await closeOrders(tx, found.sale_id, generation, [found.id], 'cancelled');
+    return { kind: 'cancelled', owed: owed ?? null } as const;
+  }, TX);
+}
+
+/**
+ * Expires up to `limit` orders still `created` past their payBy (on MySQL's clock), the ones due first,
+ * one transaction per sale. Safe with any number of callers at once: each sale's orders are re-read
+ * under its row lock, so an order paid or expired by someone else meanwhile is left alone. Returns what
+ * the closed orders owe Redis.
+ */
+export async function expireDueOrders(prisma: PrismaClient, limit: number): Promise<OwedReturn[]> {
+  const due = await prisma.$queryRaw<{ id: bigint; sale_id: number }[]>`
+    SELECT id, sale_id FROM orders WHERE status = 'created' AND pay_by <= NOW(3) ORDER BY pay_by LIMIT ${limit}`;
+  const bySale = new Map<number, bigint[]>();
+  for (const row of due) bySale.set(row.sale_id, [...(bySale.get(row.sale_id) ?? []), row.id]);
+  const owed: OwedReturn[] = [];
+  for (const [saleId, ids] of bySale) {
+    owed.push(
+      ...(await prisma.$transaction(async (tx) => {
+        const generation = await lockSale(tx, saleId);
+        const still = await tx.$queryRaw<{ id: bigint }[]>`
+          SELECT id FROM orders WHERE id IN (${Prisma.join(ids)}) AND status = 'created' AND pay_by <= NOW(3) FOR UPDATE`;
+        return closeOrders(tx, saleId, generation, still.map((row) => row.id), 'expired');
+      }, TX)),
+    );
+  }
+  return owed;
+}
+
+/** Locks the sale row (before any of its orders) and reads the generation of its Redis state. */
+async function lockSale(tx: Prisma.TransactionClient, saleId: number): Promise<string> {
+  const [sale] = await tx.$queryRaw<{ redis_generation: string | null }[]>`SELECT redis_generation FROM sales WHERE id = ${saleId} FOR UPDATE`;
+  return sale?.redis_generation ?? '';
+}
+
+/**
+ * Closes orders locked by the caller (all `created`, of one sale whose row the caller holds): their
+ * status, the sale's sold_units, and their stock_returns rows, in the caller's transaction.
+ */
+async function closeOrders(tx: Prisma.TransactionClient, saleId: number, generation: string, ids: bigint[], reason: ClosedReason): Promise<OwedReturn[]> {
+  if (ids.length === 0) return [];
+  const orders = await tx.$queryRaw<{ reservation_id: string; user_id: string; quantity: number }[]>`
+    SELECT reservation_id, user_id, quantity FROM orders WHERE id IN (${Prisma.join(ids)})`;
+  const units = orders.reduce((sum, order) => sum + Number(order.quantity), 0);
+  const closed = await tx.$executeRaw`
+    UPDATE orders SET status = ${reason}, closed_at = NOW(3) WHERE id IN (${Prisma.join(ids)}) AND status = 'created'`;
+  if (closed !== ids.length) throw new Error(`sale ${saleId}: ${closed} of ${ids.length} locked orders closed`);
+  await tx.$executeRaw`UPDATE sales SET sold_units = sold_units - ${units} WHERE id = ${saleId}`;
+  const owed = orders.map((order) => ({ reservationId: order.reservation_id, saleId, userId: order.user_id, quantity: Number(order.quantity), generation }));
+  await tx.$executeRawUnsafe(
+    `INSERT INTO stock_returns (reservation_id, sale_id, user_id, quantity, generation, reason)
+     SELECT j.reservation_id, ?, j.user_id, j.quantity, ?, ?
+     FROM JSON_TABLE(?, '$[*]' COLUMNS (reservation_id TEXT PATH '$[0]', user_id TEXT PATH '$[1]', quantity TEXT PATH '$[2]')) AS j`,
+    saleId,
+    generation,
+    reason,
+    JSON.stringify(owed.map((o) => [o.reservationId, o.userId, String(o.quantity)])),
+  );
+  return owed;
+}
+
+/** Returns still owed to Redis, the oldest first, leaving out the sales in `skipSales`. */
+export async function pendingReturns(prisma: PrismaClient, limit: number, skipSales: number[] = []): Promise<OwedReturn[]> {
+  const rows = await prisma.stockReturn.findMany({
+    where: { state: 'pending', ...(skipSales.length > 0 && { saleId: { notIn: skipSales } }) },
+    orderBy: { createdAt: 'asc' },
+    take: limit,
+  });
+  return rows.map((row) => ({ reservationId: row.reservationId, saleId: row.saleId, userId: row.userId, quantity: row.quantity, generation: row.generation }));
+}
+
+/**
+ * Records that Redis has the units of these returns back. Only a pending row changes: one a rebuild
+ * settled meanwhile stays `rebuilt` (the rebuild overwrote whatever the return did to the old state).
+ */
+export async function markReturned(prisma: PrismaClient, reservationIds: string[]): Promise<void> {
+  if (reservationIds.length === 0) return;
+  await prisma.$executeRaw`
+    UPDATE stock_returns SET state = 'returned', settled_at = NOW(3) WHERE reservation_id IN (${Prisma.join(reservationIds)}) AND state = 'pending'`;
+}
