@@ -86,6 +86,8 @@ export interface SaleOptions {
   /** End, in ms relative to Redis's clock now (default: in an hour). */
   endsIn?: number;
   name?: string;
+  /** Seconds a winner has to pay (MySQL's default, 900, when not given). */
+  paymentWindowSeconds?: number;
 }
 
 /** A sale in MySQL and live in Redis, published exactly as the admin endpoint does. */
@@ -97,6 +99,7 @@ export async function createLiveSale(ctx: TestContext, options: SaleOptions = {}
     perUserLimit: options.perUserLimit ?? 1,
     startsAt: new Date(now + (options.startsIn ?? -60_000)),
     endsAt: new Date(now + (options.endsIn ?? 3_600_000)),
+    ...(options.paymentWindowSeconds !== undefined && { paymentWindowSeconds: options.paymentWindowSeconds }),
   });
   await publishSale(ctx.redis, ctx.config.REDIS_PREFIX, sale, sale.generation);
   return sale;
