@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, DEV_ADMIN_TOKEN, DEV_AUTH_SECRET, loadConfig } from './config.ts';
+import { ConfigError, DEV_ADMIN_TOKEN, DEV_AUTH_SECRET, DEV_PAYMENT_WEBHOOK_SECRET, loadConfig } from './config.ts';
 
 const SECRET = 'a-production-secret-of-32-chars!';
 const ADMIN = 'admin-token-16ch';
@@ -25,6 +25,10 @@ describe('loadConfig', () => {
       PORT: 3000,
       AUTH_SECRET: DEV_AUTH_SECRET,
       ADMIN_TOKEN: DEV_ADMIN_TOKEN,
+      PAYMENT_WEBHOOK_SECRET: DEV_PAYMENT_WEBHOOK_SECRET,
+      PAYMENT_WINDOW_SECONDS: 900,
+      EXPIRY_SWEEP_MS: 1000,
+      EXPIRY_BATCH_SIZE: 500,
       LOG_LEVEL: 'info',
       RATE_LIMIT_PER_SECOND: 10,
       RATE_LIMIT_PER_ADDRESS_PER_SECOND: 1000,
@@ -85,6 +89,8 @@ describe('loadConfig', () => {
       PORT: '8080',
       AUTH_SECRET: SECRET,
       ADMIN_TOKEN: ADMIN,
+      PAYMENT_WEBHOOK_SECRET: SECRET,
+      PAYMENT_WINDOW_SECONDS: '60',
       RATE_LIMIT_PER_SECOND: '3',
     });
 
@@ -96,6 +102,8 @@ describe('loadConfig', () => {
       PORT: 8080,
       AUTH_SECRET: SECRET,
       ADMIN_TOKEN: ADMIN,
+      PAYMENT_WEBHOOK_SECRET: SECRET,
+      PAYMENT_WINDOW_SECONDS: 60,
       RATE_LIMIT_PER_SECOND: 3,
     });
   });
@@ -139,20 +147,22 @@ describe('loadConfig', () => {
     );
   });
 
-  it('requires AUTH_SECRET and ADMIN_TOKEN in production', () => {
+  it('requires AUTH_SECRET, ADMIN_TOKEN and PAYMENT_WEBHOOK_SECRET in production', () => {
     expect(() => loadConfig({ NODE_ENV: 'production' })).toThrow(
-      'Invalid configuration: AUTH_SECRET is required in production; ADMIN_TOKEN is required in production',
+      'Invalid configuration: AUTH_SECRET is required in production; ADMIN_TOKEN is required in production; PAYMENT_WEBHOOK_SECRET is required in production',
     );
-    expect(refusedVariables({ NODE_ENV: 'production', AUTH_SECRET: SECRET })).toEqual(['ADMIN_TOKEN']);
-    expect(refusedVariables({ NODE_ENV: 'production', ADMIN_TOKEN: ADMIN })).toEqual(['AUTH_SECRET']);
+    expect(refusedVariables({ NODE_ENV: 'production', AUTH_SECRET: SECRET, PAYMENT_WEBHOOK_SECRET: SECRET })).toEqual(['ADMIN_TOKEN']);
+    expect(refusedVariables({ NODE_ENV: 'production', ADMIN_TOKEN: ADMIN, PAYMENT_WEBHOOK_SECRET: SECRET })).toEqual(['AUTH_SECRET']);
+    expect(refusedVariables({ NODE_ENV: 'production', ADMIN_TOKEN: ADMIN, AUTH_SECRET: SECRET })).toEqual(['PAYMENT_WEBHOOK_SECRET']);
+    expect(refusedVariables({ NODE_ENV: 'production', ADMIN_TOKEN: ADMIN, AUTH_SECRET: SECRET, PAYMENT_WEBHOOK_SECRET: 'short' })).toEqual(['PAYMENT_WEBHOOK_SECRET']);
   });
 
   it('lists the missing production secrets together with every other bad variable', () => {
-    expect(refusedVariables({ NODE_ENV: 'production', PORT: 'abc', LOG_LEVEL: 'loud' })).toEqual(['PORT', 'LOG_LEVEL', 'AUTH_SECRET', 'ADMIN_TOKEN']);
+    expect(refusedVariables({ NODE_ENV: 'production', PORT: 'abc', LOG_LEVEL: 'loud' })).toEqual(['PORT', 'LOG_LEVEL', 'AUTH_SECRET', 'ADMIN_TOKEN', 'PAYMENT_WEBHOOK_SECRET']);
   });
 
   it('reports a production secret that is too short once, as too short', () => {
-    expect(() => loadConfig({ NODE_ENV: 'production', AUTH_SECRET: 'short', ADMIN_TOKEN: ADMIN })).toThrow(
+    expect(() => loadConfig({ NODE_ENV: 'production', AUTH_SECRET: 'short', ADMIN_TOKEN: ADMIN, PAYMENT_WEBHOOK_SECRET: SECRET })).toThrow(
       new ConfigError(['AUTH_SECRET must be at least 32 characters']),
     );
   });

@@ -155,7 +155,7 @@ describe('per-address rate limit on reservation lookups', () => {
       expect(fourth.headers.get('retry-after')).toBe('1');
       await expectProblem(fourth, 429, 'RATE_LIMITED', 'Too many requests');
       expect(fromElsewhere.status).toBe(200);
-      expect(await fromElsewhere.json()).toEqual({ reservationId, saleId: sale.id, quantity: 1, status: 'pending', orderId: null });
+      expect(await fromElsewhere.json()).toEqual({ reservationId, saleId: sale.id, quantity: 1, status: 'pending', orderId: null, payBy: null });
     });
   });
 

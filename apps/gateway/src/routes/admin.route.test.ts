@@ -32,6 +32,14 @@ async function purchase(saleId: number, buyer: string): Promise<string> {
 }
 
 describe('POST /api/admin/sales', () => {
+  it('takes the payment window a sale sets for itself', async () => {
+    const res = await createSale({ name: uniqueName(), stock: 3, startsAt: '2030-01-01T00:00:00.000Z', endsAt: '2030-01-02T00:00:00.000Z', paymentWindowSeconds: 45 });
+    const created = (await res.json()) as { id: number; paymentWindowSeconds: number };
+
+    expect({ status: res.status, window: created.paymentWindowSeconds }).toEqual({ status: 201, window: 45 });
+    expect((await ctx.prisma.sale.findUniqueOrThrow({ where: { id: created.id } })).paymentWindowSeconds).toBe(45);
+  });
+
   it('creates a sale: 201 with the sale echoed, in MySQL and live in Redis before the reply', async () => {
     const now = await redisNow(ctx.redis);
     const input = { name: uniqueName(), stock: 100, startsAt: iso(now - 60_000), endsAt: iso(now + 3_600_000), perUserLimit: 2 };
@@ -40,7 +48,8 @@ describe('POST /api/admin/sales', () => {
 
     expect(res.status).toBe(201);
     const created = (await res.json()) as { id: number };
-    expect(created).toEqual({ id: created.id, ...input });
+    // The sale's payment window: PAYMENT_WINDOW_SECONDS when the request does not set one.
+    expect(created).toEqual({ id: created.id, ...input, paymentWindowSeconds: ctx.config.PAYMENT_WINDOW_SECONDS });
     expect(Number.isInteger(created.id) && created.id > 0).toBe(true);
     expect(await ctx.prisma.sale.findUnique({ where: { id: created.id } })).toEqual({
       id: created.id,
@@ -58,6 +67,8 @@ describe('POST /api/admin/sales', () => {
       checkpointStreamId: null,
       lostReservations: 0,
       lostUnits: 0,
+      paymentWindowSeconds: ctx.config.PAYMENT_WINDOW_SECONDS,
+      generationAt: null,
       publishState: 'published',
       idempotencyKey: null,
       requestHash: null,
@@ -78,7 +89,7 @@ describe('POST /api/admin/sales', () => {
 
     expect(res.status).toBe(201);
     const created = (await res.json()) as { id: number };
-    expect(created).toEqual({ id: created.id, name, stock: 5, startsAt: '2030-06-01T10:00:00.000Z', endsAt: '2030-06-01T11:30:00.250Z', perUserLimit: 1 });
+    expect(created).toEqual({ id: created.id, name, stock: 5, startsAt: '2030-06-01T10:00:00.000Z', endsAt: '2030-06-01T11:30:00.250Z', perUserLimit: 1, paymentWindowSeconds: 900 });
     expect(await (await fetch(`${gateway.url}/api/sales/${created.id}`)).json()).toMatchObject({ perUserLimit: 1, remaining: 5, status: 'scheduled' });
   });
 
@@ -116,6 +127,9 @@ describe('POST /api/admin/sales', () => {
     ['a start before 2000', { ...valid, startsAt: '1999-12-31T23:59:59.999Z' }, 'startsAt: must be between 2000-01-01T00:00:00.000Z and 9999-12-31T23:59:59.999Z'],
     // The gateway refuses a quantity above 1,000,000: a sale may not promise more per buyer.
     ['a per-user limit above 1,000,000', { ...valid, stock: 2_000_000, perUserLimit: 1_000_001 }, 'perUserLimit: Too big: expected number to be <=1000000'],
+    ['a payment window under 10 s', { ...valid, paymentWindowSeconds: 9 }, 'paymentWindowSeconds: Too small: expected number to be >=10'],
+    ['a payment window over a day', { ...valid, paymentWindowSeconds: 86_401 }, 'paymentWindowSeconds: Too big: expected number to be <=86400'],
+    ['a fractional payment window', { ...valid, paymentWindowSeconds: 30.5 }, 'paymentWindowSeconds: Invalid input: expected int, received number'],
   ])('refuses a sale with %s with 400 INVALID_REQUEST and creates nothing', async (_, fields, detail) => {
     const name = uniqueName();
     const keysBefore = await keysUnderPrefix(ctx);
@@ -177,7 +191,7 @@ describe('GET /api/admin/sales/:saleId/stats', () => {
     const res = await stats(sale.id);
 
     expect(res.status).toBe(200);
-    expect(await res.json()).toEqual({ saleId: sale.id, stock: 5, remaining: 4, inFlight: 1, ordersInDb: 0, unitsInDb: 0, deadLettered: 0, consistent: true, lost: { reservations: 0, units: 0 }, audit: null });
+    expect(await res.json()).toEqual({ saleId: sale.id, stock: 5, remaining: 4, inFlight: 1, ordersInDb: 0, unitsInDb: 0, ordersByStatus: { created: { orders: 0, units: 0 }, paid: { orders: 0, units: 0 }, cancelled: { orders: 0, units: 0 }, expired: { orders: 0, units: 0 } }, unitsReturned: 0, unitsAwaitingReturn: 0, refundsDue: { count: 0, amountCents: 0 }, deadLettered: 0, consistent: true, lost: { reservations: 0, units: 0 }, audit: null });
   });
 
   it('balances once the order is in MySQL and the entry acknowledged', async () => {
@@ -190,14 +204,14 @@ describe('GET /api/admin/sales/:saleId/stats', () => {
     await ctx.prisma.order.create({ data: { reservationId, saleId: sale.id, userId: buyer, quantity: 1, reservedAt: new Date(), payBy: new Date(Date.now() + 900_000) } });
     await ctx.redis.xack(stream, ORDER_WRITERS_GROUP, entryId);
 
-    expect(await (await stats(sale.id)).json()).toEqual({ saleId: sale.id, stock: 5, remaining: 4, inFlight: 0, ordersInDb: 1, unitsInDb: 1, deadLettered: 0, consistent: true, lost: { reservations: 0, units: 0 }, audit: null });
+    expect(await (await stats(sale.id)).json()).toEqual({ saleId: sale.id, stock: 5, remaining: 4, inFlight: 0, ordersInDb: 1, unitsInDb: 1, ordersByStatus: { created: { orders: 1, units: 1 }, paid: { orders: 0, units: 0 }, cancelled: { orders: 0, units: 0 }, expired: { orders: 0, units: 0 } }, unitsReturned: 0, unitsAwaitingReturn: 0, refundsDue: { count: 0, amountCents: 0 }, deadLettered: 0, consistent: true, lost: { reservations: 0, units: 0 }, audit: null });
   });
 
   it('reports the ledger as inconsistent when MySQL holds units Redis still counts as remaining', async () => {
     const sale = await createLiveSale(ctx, { stock: 5 });
     await ctx.prisma.order.create({ data: { reservationId: `${sale.id}-${randomUUID()}`, saleId: sale.id, userId: 'ghost', quantity: 1, reservedAt: new Date(), payBy: new Date(Date.now() + 900_000) } });
 
-    expect(await (await stats(sale.id)).json()).toEqual({ saleId: sale.id, stock: 5, remaining: 5, inFlight: 0, ordersInDb: 1, unitsInDb: 1, deadLettered: 0, consistent: false, lost: { reservations: 0, units: 0 }, audit: null });
+    expect(await (await stats(sale.id)).json()).toEqual({ saleId: sale.id, stock: 5, remaining: 5, inFlight: 0, ordersInDb: 1, unitsInDb: 1, ordersByStatus: { created: { orders: 1, units: 1 }, paid: { orders: 0, units: 0 }, cancelled: { orders: 0, units: 0 }, expired: { orders: 0, units: 0 } }, unitsReturned: 0, unitsAwaitingReturn: 0, refundsDue: { count: 0, amountCents: 0 }, deadLettered: 0, consistent: false, lost: { reservations: 0, units: 0 }, audit: null });
   });
 
   it('answers an unknown sale with 404 SALE_NOT_FOUND', async () => {

@@ -40,7 +40,7 @@ describe('GET /api/reservations/:reservationId', () => {
     const res = await lookup(reservationId, buyer);
 
     expect(res.status).toBe(200);
-    expect(await res.json()).toEqual({ reservationId, saleId: sale.id, quantity: 2, status: 'pending', orderId: null });
+    expect(await res.json()).toEqual({ reservationId, saleId: sale.id, quantity: 2, status: 'pending', orderId: null, payBy: null });
   });
 
   it('shows its owner a reservation the workers set aside as rejected, with the reason, and hides it from others', async () => {
@@ -55,7 +55,7 @@ describe('GET /api/reservations/:reservationId', () => {
     const res = await lookup(reservationId, buyer);
 
     expect(res.status).toBe(200);
-    expect(await res.json()).toEqual({ reservationId, saleId: sale.id, quantity: 1, status: 'rejected', orderId: null, reason: 'OVER_STOCK' });
+    expect(await res.json()).toEqual({ reservationId, saleId: sale.id, quantity: 1, status: 'rejected', orderId: null, payBy: null, reason: 'OVER_STOCK' });
     await expectProblem(await lookup(reservationId, newBuyer()), 404, 'RESERVATION_NOT_FOUND', 'no such reservation for this buyer');
   });
 
@@ -88,7 +88,7 @@ describe('GET /api/reservations/:reservationId', () => {
     const res = await lookup(reservationId, buyer);
 
     expect(res.status).toBe(200);
-    expect(await res.json()).toEqual({ reservationId, saleId: sale.id, quantity: 3, status: 'created', orderId: reservationId });
+    expect(await res.json()).toEqual({ reservationId, saleId: sale.id, quantity: 3, status: 'created', orderId: reservationId, payBy: order.payBy.toISOString() });
     expect(order.id).toBeGreaterThan(0n);
   });
 
@@ -114,7 +114,7 @@ describe('GET /api/reservations/:reservationId', () => {
     const order = await ctx.prisma.order.create({ data: { reservationId, saleId: sale.id, userId: buyer, quantity: 1, reservedAt: new Date(), payBy: new Date(Date.now() + 900_000) } });
     await ctx.prisma.order.update({ where: { id: order.id }, data: { status: 'paid' } });
 
-    expect(await (await lookup(reservationId, buyer)).json()).toEqual({ reservationId, saleId: sale.id, quantity: 1, status: 'paid', orderId: reservationId });
+    expect(await (await lookup(reservationId, buyer)).json()).toEqual({ reservationId, saleId: sale.id, quantity: 1, status: 'paid', orderId: reservationId, payBy: order.payBy.toISOString() });
   });
 
   it("keeps another buyer's order hidden with 404 RESERVATION_NOT_FOUND", async () => {
