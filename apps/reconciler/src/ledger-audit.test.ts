@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '@flashsale/config';
 import { newReservationId } from '@flashsale/domain';
-import { acknowledge, deadLetter, decodeReservation, readAuditRecord, readNewEntries, reservePurchase, saleKeys, type StreamEntry } from '@flashsale/redis-store';
-import { writeOrderBatch, type SaleRecord } from '@flashsale/order-store';
+import { acknowledge, deadLetter, decodeReservation, readAuditRecord, readNewEntries, reservePurchase, returnUnits, saleKeys, type StreamEntry } from '@flashsale/redis-store';
+import { cancelOrder, writeOrderBatch, type SaleRecord } from '@flashsale/order-store';
 import { createLiveSale, createTestContext, type TestContext } from '../../../test/support/context.ts';
 import { auditAndReport, auditSale, type AuditReport } from './ledger-audit.ts';
 
@@ -44,11 +44,12 @@ async function writeOrders(sale: SaleRecord, entries: StreamEntry[]): Promise<vo
 const ack = (sale: SaleRecord, entries: StreamEntry[]) => acknowledge(ctx.redis, prefix(), sale.id, entries.map((e) => e.id));
 
 /** What an audit counts, less the instant it was read at. */
-async function counts(sale: SaleRecord): Promise<Omit<AuditReport, 'at'> | null> {
+async function counts(sale: SaleRecord, returned = 0): Promise<Omit<AuditReport, 'at' | 'returnedUnits'> | null> {
   const report = await auditSale(ctx.redis, ctx.prisma, prefix(), sale.id);
   if (!report) return null;
-  const { at, ...rest } = report;
+  const { at, returnedUnits, ...rest } = report;
   expect(at).toBeGreaterThan(0);
+  expect(returnedUnits).toBe(returned);
   return rest;
 }
 
@@ -110,6 +111,25 @@ describe('auditSale', () => {
     await ctx.redis.hdel(keysOf(sale).rejected, `units:${sale.generation}`);
 
     expect(await counts(sale)).toEqual({ saleId: sale.id, stock: 10, remaining: 7, inFlightUnits: 0, deadLetteredUnits: 3, unitsInDb: 0, drift: 0 });
+  });
+
+  it('balances orders cancelled since: their units back in remaining, or still owed back to it', async () => {
+    const sale = await createLiveSale(ctx, { stock: 10, perUserLimit: 3 });
+    await reserve(sale, 'ann', 1);
+    await reserve(sale, 'bob', 2);
+    await reserve(sale, 'cid', 3);
+    const entries = await deliver(sale);
+    await writeOrders(sale, entries);
+    await ack(sale, entries);
+    const reservationOf = (entry: StreamEntry) => (decodeReservation(sale.id, entry.id, entry.fields) as { reservation: { reservationId: string } }).reservation.reservationId;
+    // Ann's cancel reached Redis; Bob's is committed in MySQL, its return not applied yet.
+    const annCancel = await cancelOrder(ctx.prisma, reservationOf(entries[0]!), 'ann');
+    await cancelOrder(ctx.prisma, reservationOf(entries[1]!), 'bob');
+    if (annCancel?.kind !== 'cancelled' || !annCancel.owed) throw new Error('ann was not cancelled');
+    await returnUnits(ctx.redis, prefix(), sale.id, annCancel.owed.generation, [annCancel.owed]);
+
+    // remaining 4 + 1 of Ann's = 5; MySQL: Cid's 3 live, Ann's 1 and Bob's 2 closed in this state.
+    expect(await counts(sale, 1)).toEqual({ saleId: sale.id, stock: 10, remaining: 5, inFlightUnits: 0, deadLetteredUnits: 0, unitsInDb: 6, drift: 0 });
   });
 
   it('leaves out entries of an earlier generation: they were never taken from this state\'s stock', async () => {
