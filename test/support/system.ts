@@ -40,8 +40,9 @@ export interface System {
   /** Every reconciler started (the first is `reconciler`). */
   reconcilers: AppProcess[];
   env: NodeJS.ProcessEnv;
-  createSale(sale: { stock: number; perUserLimit?: number; endsInMs?: number }): Promise<number>;
-  addWorker(): Promise<AppProcess>;
+  createSale(sale: { stock: number; perUserLimit?: number; endsInMs?: number; paymentWindowSeconds?: number }): Promise<number>;
+  /** Starts one more worker, with `env` added to the workers' environment (its Redis through a proxy, say). */
+  addWorker(env?: NodeJS.ProcessEnv): Promise<AppProcess>;
   stop(): Promise<void>;
 }
 
@@ -104,18 +105,25 @@ async function assemble(redisEnv: NodeJS.ProcessEnv, stopRedis: () => Promise<vo
     workers: [],
     reconciler: undefined,
     reconcilers: [],
-    async createSale({ stock, perUserLimit = 1, endsInMs = 3_600_000 }) {
+    async createSale({ stock, perUserLimit = 1, endsInMs = 3_600_000, paymentWindowSeconds }) {
       const admin = createHttpClient(system.gateways[0]!.url, 1);
       const res = await admin.send('POST', '/api/admin/sales', {
         headers: { authorization: `Bearer ${ctx.config.ADMIN_TOKEN}` },
-        body: { name: 'Fault test', stock, perUserLimit, startsAt: new Date(Date.now() - 60_000).toISOString(), endsAt: new Date(Date.now() + endsInMs).toISOString() },
+        body: {
+          name: 'Fault test',
+          stock,
+          perUserLimit,
+          startsAt: new Date(Date.now() - 60_000).toISOString(),
+          endsAt: new Date(Date.now() + endsInMs).toISOString(),
+          ...(paymentWindowSeconds !== undefined && { paymentWindowSeconds }),
+        },
       });
       admin.close();
       if (res.status !== 201) throw new Error(`creating the sale failed: ${res.status} ${JSON.stringify(res.body)}`);
       return res.body.id as number;
     },
-    async addWorker() {
-      const worker = await track(spawnWorker(workerEnv));
+    async addWorker(extra = {}) {
+      const worker = await track(spawnWorker({ ...workerEnv, ...extra }));
       system.workers.push(worker);
       return worker;
     },

@@ -1,6 +1,6 @@
 import type { Logger } from '@flashsale/config';
 import { markReturned, type OwedReturn, type PrismaClient } from '@flashsale/order-store';
-import { returnUnits, type ScriptedRedis } from '@flashsale/redis-store';
+import { announceSaleChanged, returnUnits, type ScriptedRedis } from '@flashsale/redis-store';
 
 /**
  * Gives closed orders' units back to Redis and records it in MySQL: the second half of a cancel or an
@@ -57,6 +57,7 @@ export async function settleReturns(deps: ReturnDeps, owed: OwedReturn[], tally 
       continue;
     }
     const settled: string[] = [];
+    let unitsBack = 0;
     outcome.results.forEach((result, i) => {
       const o = group[i]!;
       if (result === 'refused') {
@@ -68,10 +69,13 @@ export async function settleReturns(deps: ReturnDeps, owed: OwedReturn[], tally 
       if (result === 'returned') {
         tally.orders++;
         tally.units += o.quantity;
+        unitsBack += o.quantity;
       } else {
         tally.repeated++;
       }
     });
+    // Gateways that knew the sale as sold out (and who held its units) forget it: the units sell again.
+    if (unitsBack > 0) await announceSaleChanged(deps.redis, deps.prefix, saleId);
     await markReturned(deps.prisma, settled);
   }
   return tally;

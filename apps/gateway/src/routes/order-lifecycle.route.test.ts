@@ -1,13 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { newReservationId } from '@flashsale/domain';
+import { newReservationId, signPaymentEvent } from '@flashsale/domain';
 import { buyerToken } from '@flashsale/harness';
 import { readSaleState } from '@flashsale/redis-store';
 import { createLiveSale, type TestContext } from '../../../../test/support/context.ts';
 import { gatewayPerFile, type TestGateway } from '../../../../test/support/gateway.ts';
 import { bearer, expectProblem } from '../../../../test/support/http.ts';
 import { writeOrdersOf } from '../../../../test/support/orders.ts';
-import { signPaymentEvent } from '../payments/payment-signature.ts';
+
 
 let ctx: TestContext;
 let gateway: TestGateway;

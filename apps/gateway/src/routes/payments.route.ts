@@ -1,10 +1,10 @@
 import express, { Router } from 'express';
 import { z } from 'zod';
-import { AppError, saleIdOfReservation } from '@flashsale/domain';
+import { AppError, checkPaymentSignature, saleIdOfReservation } from '@flashsale/domain';
 import { findDeadLetter, streamBacklog } from '@flashsale/redis-store';
 import { recordOrderlessPayment, recordPayment, type PaymentEventInput, type PaymentOutcome } from '@flashsale/order-store';
 import type { GatewayDeps } from '../deps.ts';
-import { checkPaymentSignature } from '../payments/payment-signature.ts';
+
 import { parseOrThrow, requireJsonBody } from '../validation.ts';
 
 /** Seconds a provider is asked to wait before it delivers an event for a reservation still pending. */
