@@ -24,11 +24,14 @@ import {
   type AppProcess,
 } from '@flashsale/harness';
 import { ensureServicesOrExit } from '../infra/ensure-services.ts';
+import { runLifecycle } from './demo-lifecycle.ts';
 
 const STOCK = 1000;
 const BUYERS = 3000;
 const ATTEMPTS_PER_BUYER = 2;
 const CONNECTIONS = 64;
+/** Long enough for the demo's winners to pay, short enough to watch the rest expire. */
+const PAYMENT_WINDOW_SECONDS = 15;
 
 const config = loadConfig();
 // One Redis (REDIS_URL), or a Redis Cluster when REDIS_CLUSTER_NODES is set: the processes are told the same.
@@ -69,7 +72,14 @@ try {
   const adminAuth = { authorization: `Bearer ${config.ADMIN_TOKEN}` };
   const created = await admin.send('POST', '/api/admin/sales', {
     headers: adminAuth,
-    body: { name: 'Demo flash sale', stock: STOCK, perUserLimit: 2, startsAt: new Date(Date.now() - 1000).toISOString(), endsAt: new Date(Date.now() + 3_600_000).toISOString() },
+    body: {
+      name: 'Demo flash sale',
+      stock: STOCK,
+      perUserLimit: 2,
+      startsAt: new Date(Date.now() - 1000).toISOString(),
+      endsAt: new Date(Date.now() + 3_600_000).toISOString(),
+      paymentWindowSeconds: PAYMENT_WINDOW_SECONDS,
+    },
   });
   if (created.status !== 201) throw new Error(`creating the sale failed: ${created.status} ${JSON.stringify(created.body)}`);
   const saleId = created.body.id as number;
@@ -137,6 +147,18 @@ try {
     stats.body.consistent !== true ||
     errors.length > 0;
   console.log(failed ? '\nINVARIANT BROKEN: see the report above' : '\nAll invariants hold: nothing oversold, no duplicate, every 202 is exactly one order.');
+  const lifecycle = await runLifecycle({
+    gatewayUrl: gateway.url,
+    redis,
+    prefix,
+    saleId,
+    stock: STOCK,
+    adminToken: config.ADMIN_TOKEN,
+    webhookSecret: config.PAYMENT_WEBHOOK_SECRET,
+    orders: accepted,
+    step,
+  });
+  failed ||= lifecycle.failed;
 } finally {
   step('stopping (SIGTERM)');
   const codes = await Promise.all(processes.map((p) => p.kill('SIGTERM')));

@@ -1,0 +1,118 @@
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { createHttpClient, mapConcurrently, paymentEventRequest, signBuyerTokens, waitForDrain, type HttpResult } from '@flashsale/harness';
+import type { ScriptedRedis } from '@flashsale/redis-store';
+
+/**
+ * The demo's second act: what happens to the orders after the flash crowd. Most winners pay, some
+ * cancel, the rest let the payment window run out; the cancelled and expired units go back on sale and a
+ * second crowd buys them; a few payments arrive after their order expired and are recorded as refunds
+ * due. The sale ends with exactly its stock paid for.
+ */
+export interface LifecycleInput {
+  gatewayUrl: string;
+  redis: ScriptedRedis;
+  prefix: string;
+  saleId: number;
+  stock: number;
+  adminToken: string;
+  webhookSecret: string;
+  /** The orders of the first crowd: reservation id -> buyer. */
+  orders: Map<string, { userId: string; quantity: number }>;
+  step(text: string): void;
+}
+
+/** Pays `PAY_SHARE` of the orders, cancels `CANCEL_SHARE`, lets the rest expire. */
+const PAY_SHARE = 0.6;
+const CANCEL_SHARE = 0.1;
+/** Payments that arrive after their order expired: recorded as refunds due, never lost. */
+const LATE_PAYMENTS = 5;
+
+export async function runLifecycle(input: LifecycleInput): Promise<{ failed: boolean }> {
+  const http = createHttpClient(input.gatewayUrl, 16);
+  const admin = { authorization: `Bearer ${input.adminToken}` };
+  const pay = (reservationId: string) =>
+    http.send('POST', '/api/payments/events', paymentEventRequest(input.webhookSecret, { id: `evt_${randomUUID()}`, reservationId, amountCents: 4999 }));
+  const stats = async () => (await http.send('GET', `/api/admin/sales/${input.saleId}/stats`, { headers: admin })).body as unknown as Stats;
+
+  const orders = [...input.orders];
+  const paying = orders.slice(0, Math.floor(orders.length * PAY_SHARE));
+  const cancelling = orders.slice(paying.length, paying.length + Math.floor(orders.length * CANCEL_SHARE));
+  const expiring = orders.slice(paying.length + cancelling.length);
+
+  input.step(`payments: ${paying.length} winners pay (signed provider events), ${cancelling.length} cancel, ${expiring.length} let the window run out`);
+  const cancelTokens = signBuyerTokens(cancelling.map(([, { userId }]) => userId));
+  const paid = await mapConcurrently(paying, 16, ([reservationId]) => pay(reservationId));
+  const cancelled = await mapConcurrently(
+    cancelling.map(([reservationId], i) => ({ reservationId, token: cancelTokens[i]! })),
+    16,
+    ({ reservationId, token }) => http.send('POST', `/api/reservations/${reservationId}/cancel`, { headers: { authorization: `Bearer ${token}` } }),
+  );
+  console.log(`payments: ${tally(paid)}; cancels: ${tally(cancelled)}; remaining now ${(await stats()).remaining} (the cancelled units are back on sale)`);
+
+  input.step('expiry: waiting for the unpaid orders to pass their payBy (the workers expire them and give their units back)');
+  const started = performance.now();
+  let now = await stats();
+  while (now.ordersByStatus.created.orders > 0 || now.unitsAwaitingReturn > 0) {
+    if (performance.now() - started > 60_000) throw new Error(`orders still awaiting payment after a minute: ${JSON.stringify(now.ordersByStatus)}`);
+    await sleep(500);
+    now = await stats();
+  }
+  console.log(`expired: ${now.ordersByStatus.expired.orders} orders after ${((performance.now() - started) / 1000).toFixed(1)} s; remaining ${now.remaining}`);
+  const late = await mapConcurrently(expiring.slice(0, LATE_PAYMENTS), 4, ([reservationId]) => pay(reservationId));
+  console.log(`late payments for expired orders: ${late.map((r) => r.body.status).join(', ')}`);
+
+  const returned = now.remaining;
+  input.step(`re-sale: ${(returned ?? 0) + 100} new buyers for the ${returned} units that came back; every winner pays`);
+  const resaleTokens = signBuyerTokens(Array.from({ length: (returned ?? 0) + 100 }, (_, i) => `resale-buyer-${i}`));
+  const crowd = await mapConcurrently(resaleTokens, 32, (token) => http.send('POST', `/api/sales/${input.saleId}/purchase`, { headers: { authorization: `Bearer ${token}` } }));
+  console.log(`re-sale: ${tally(crowd)}`);
+  await waitForDrain(input.redis, input.prefix, input.saleId, 60_000);
+  const resold = crowd.filter((r) => r.status === 202).map((r) => r.body.reservationId as string);
+  const resalePaid = await mapConcurrently(resold, 16, (reservationId) => pay(reservationId));
+  console.log(`re-sale payments: ${tally(resalePaid)}`);
+
+  const final = await stats();
+  const paidUnits = final.ordersByStatus.paid.units;
+  input.step('the final ledger, by status');
+  console.table(Object.fromEntries(Object.entries(final.ordersByStatus).map(([status, { orders, units }]) => [status, { orders, units }])));
+  console.table({
+    'units paid for': { value: paidUnits },
+    'units returned (cancelled + expired)': { value: final.unitsReturned },
+    'units awaiting return': { value: final.unitsAwaitingReturn },
+    'refunds due': { value: `${final.refundsDue.count} (${(final.refundsDue.amountCents / 100).toFixed(2)})` },
+    'remaining in Redis': { value: final.remaining },
+    'paid + remaining (= stock?)': { value: `${paidUnits + (final.remaining ?? 0)} / ${input.stock}` },
+    consistent: { value: final.consistent },
+  });
+  http.close();
+  const failed =
+    paidUnits !== input.stock ||
+    final.remaining !== 0 ||
+    final.unitsInDb !== input.stock ||
+    final.unitsAwaitingReturn !== 0 ||
+    final.refundsDue.count !== LATE_PAYMENTS ||
+    !final.consistent;
+  console.log(failed ? '\nLIFECYCLE INVARIANT BROKEN: see the ledger above' : `\nThe sale sold exactly its stock: ${paidUnits} units paid for, ${final.unitsReturned} of them sold a second time after a cancel or an expiry.`);
+  return { failed };
+}
+
+interface Stats {
+  remaining: number | null;
+  unitsInDb: number;
+  consistent: boolean;
+  ordersByStatus: Record<'created' | 'paid' | 'cancelled' | 'expired', { orders: number; units: number }>;
+  unitsReturned: number;
+  unitsAwaitingReturn: number;
+  refundsDue: { count: number; amountCents: number };
+}
+
+/** `202 x 10, 409 ALREADY_PURCHASED x 2`: the answers by status and code. */
+function tally(results: HttpResult[]): string {
+  const counts = new Map<string, number>();
+  for (const r of results) {
+    const label = r.status < 300 ? `${r.status}${r.body.status ? ` ${String(r.body.status)}` : ''}` : `${r.status} ${String(r.body.code)}`;
+    counts.set(label, (counts.get(label) ?? 0) + 1);
+  }
+  return [...counts].map(([label, n]) => `${label} x ${n}`).join(', ');
+}
