@@ -13,7 +13,7 @@ async function newSale(prisma: PrismaClient, prefix: string, stock: number) {
  * A new sale (MySQL row, published in Redis) whose stream holds `count` reservations accepted by the
  * reserve script (the real one, pipelined), buyers `drain-<i>`, waiting for a worker.
  */
-async function saleWithBacklog(redis: ScriptedRedis, prisma: PrismaClient, prefix: string, count: number) {
+export async function saleWithBacklog(redis: ScriptedRedis, prisma: PrismaClient, prefix: string, count: number) {
   const sale = await newSale(prisma, prefix, count);
   await publishSale(redis, prefix, sale, sale.generation);
   const keys = saleKeys(prefix, sale.id);
@@ -65,8 +65,8 @@ export async function drainRaw(prisma: PrismaClient, databaseUrl: string, prefix
     for (let start = 0; start < count; start += batchSize) {
       const rows = Math.min(batchSize, count - start);
       const values: unknown[] = [];
-      for (let i = 0; i < rows; i += 1) values.push(`${sale.id}-${randomUUID()}`, sale.id, `drain-${start + i}`, 1, now);
-      await connection.query(`INSERT INTO orders (reservation_id, sale_id, user_id, quantity, reserved_at) VALUES ${Array(rows).fill('(?, ?, ?, ?, ?)').join(', ')}`, values);
+      for (let i = 0; i < rows; i += 1) values.push(`${sale.id}-${randomUUID()}`, sale.id, `drain-${start + i}`, 1, now, now);
+      await connection.query(`INSERT INTO orders (reservation_id, sale_id, user_id, quantity, reserved_at, pay_by) VALUES ${Array(rows).fill('(?, ?, ?, ?, ?, ?)').join(', ')}`, values);
     }
     return (performance.now() - started) / 1000;
   } finally {

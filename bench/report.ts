@@ -37,6 +37,8 @@ export interface BenchResults {
   scaling?: Record<string, Summary>;
   fsync?: { always: Summary; everysec: Summary };
   drain?: { workerSeconds: number; rawSeconds: number; workerRuns: number[]; rawRuns: number[] };
+  /** Unpaid orders expired and returned to Redis per second against the same worker's drain (BENCH_PARTS expiry). */
+  expiry?: { rows: number; drainOrdersPerSecond: number; expiryOrdersPerSecond: number; runs: { drainSeconds: number; expirySeconds: number }[] };
   peakRssMiB?: { gateway: number; bare: number; authenticated: number };
   /** The reconciler's CPU while one sale takes a fixed rate (BENCH_PARTS reconciler; bench/reconciler-cost.ts). */
   reconciler?: { loadAverage: number } & ReconcilerCost;
@@ -137,6 +139,12 @@ export function resultsMarkdown(r: BenchResults): string {
     lines.push(
       '',
       `Drain of ${r.settings.drainRows} reservations (medians of ${r.settings.drainRounds} alternated runs): one worker ${r.drain.workerSeconds.toFixed(2)} s, raw multi-row INSERTs ${r.drain.rawSeconds.toFixed(2)} s, raw / worker **${ratio(r.drain.rawSeconds / r.drain.workerSeconds)}** (goal 0.7).`,
+    );
+  }
+  if (r.expiry) {
+    lines.push(
+      '',
+      `Expiry of ${r.expiry.rows} unpaid orders of one sale, made due at once, by one worker (medians of ${r.expiry.runs.length} runs): ${r.expiry.expiryOrdersPerSecond} orders expired and their units returned to Redis per second, against the same worker's drain of those orders at ${r.expiry.drainOrdersPerSecond} orders/s: expiry / drain **${ratio(r.expiry.expiryOrdersPerSecond / r.expiry.drainOrdersPerSecond)}**.`,
     );
   }
   return lines.join('\n');

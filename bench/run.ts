@@ -11,7 +11,7 @@
  *
  * BENCH_SECONDS (5) per load run, BENCH_ROUNDS (3) alternations, BENCH_CONNECTIONS (64),
  * BENCH_LOADGEN (wrk if on PATH, else autocannon), BENCH_PARTS (purchase,scaling,fsync,drain,script,
- * cluster,workers,reconciler), BENCH_DRAIN_ROWS (20000), BENCH_DRAIN_ROUNDS (5) alternations of the drain,
+ * cluster,workers,reconciler,expiry), BENCH_DRAIN_ROWS (20000), BENCH_DRAIN_ROUNDS (5) alternations of the drain,
  * BENCH_SCRIPT_SECONDS (2) per reserve-script run, BENCH_CLUSTER_SALES (30) sales over the cluster,
  * BENCH_DRAIN_SALES (1) sales the workers part's backlog is spread over, BENCH_RECONCILER_RATE (2000)
  * and BENCH_RECONCILER_SECONDS (40) of the reconciler part.
@@ -28,6 +28,7 @@ import { ensureServices } from '../infra/ensure-services.ts';
 import { chooseLoadGenerator, median, type LoadResult } from './load.ts';
 import { cpuSeconds, peakRssMiB, startBaseline, startGatewayProcess, type BenchServer } from './servers.ts';
 import { drainByWorker, drainByWorkers, drainRaw, startWorkerPool } from './drain.ts';
+import { expiryByWorker } from './expiry.ts';
 import { evenlySpreadSales, reservePathRun, spreadRun, type ReserveRun } from './reserve-load.ts';
 import { writeResults, type BenchResults, type PathName, type ReserveSummary, type Summary } from './report.ts';
 
@@ -37,7 +38,7 @@ const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 64);
 const DRAIN_ROWS = Number(process.env.BENCH_DRAIN_ROWS ?? 20_000);
 // A drain run takes about a second: more of them steady its median at little cost.
 const DRAIN_ROUNDS = Number(process.env.BENCH_DRAIN_ROUNDS ?? 5);
-const PARTS = new Set((process.env.BENCH_PARTS ?? 'purchase,scaling,fsync,drain,script,cluster,workers,reconciler').split(','));
+const PARTS = new Set((process.env.BENCH_PARTS ?? 'purchase,scaling,fsync,drain,expiry,script,cluster,workers,reconciler').split(','));
 /** The reconciler part: purchases a second (paced) and seconds of load. */
 const RECONCILER_RATE = Number(process.env.BENCH_RECONCILER_RATE ?? 2000);
 const RECONCILER_SECONDS = Number(process.env.BENCH_RECONCILER_SECONDS ?? 40);
@@ -283,6 +284,19 @@ try {
     results.drain = { workerSeconds: median(drain.worker), rawSeconds: median(drain.raw), workerRuns: drain.worker, rawRuns: drain.raw };
   }
 
+  if (PARTS.has('expiry')) {
+    log(`expiry of ${DRAIN_ROWS} unpaid orders against their drain, one worker, ${DRAIN_ROUNDS} rounds`);
+    const runs: { drainSeconds: number; expirySeconds: number }[] = [];
+    for (let round = 0; round < DRAIN_ROUNDS; round += 1) {
+      const run = await expiryByWorker(redis, prisma, env, prefix, DRAIN_ROWS);
+      runs.push({ drainSeconds: Number(run.drainSeconds.toFixed(3)), expirySeconds: Number(run.expirySeconds.toFixed(3)) });
+      log(`drain ${Math.round(DRAIN_ROWS / run.drainSeconds)} orders/s, expiry ${Math.round(DRAIN_ROWS / run.expirySeconds)} orders expired and returned/s`);
+    }
+    const drainRate = median(runs.map((r) => DRAIN_ROWS / r.drainSeconds));
+    const expiryRate = median(runs.map((r) => DRAIN_ROWS / r.expirySeconds));
+    results.expiry = { rows: DRAIN_ROWS, drainOrdersPerSecond: Math.round(drainRate), expiryOrdersPerSecond: Math.round(expiryRate), runs };
+  }
+
   const reserveOptions = { seconds: SCRIPT_SECONDS, batch: SCRIPT_BATCH, inFlight: SCRIPT_IN_FLIGHT };
   if (PARTS.has('script')) {
     log(`the reserve script on one Redis node, no HTTP: pipelines of ${SCRIPT_BATCH} reserve calls, ${SCRIPT_IN_FLIGHT} under way, ${SCRIPT_SECONDS} s per run`);
@@ -376,6 +390,7 @@ try {
   // run's raw baseline and workers slower (bigger indexes), so each run removes its own rows.
   const pattern = `${prefix} %`;
   await prisma.$executeRaw`DELETE orders FROM orders JOIN sales ON sales.id = orders.sale_id WHERE sales.name LIKE ${pattern}`;
+  await prisma.$executeRaw`DELETE stock_returns FROM stock_returns JOIN sales ON sales.id = stock_returns.sale_id WHERE sales.name LIKE ${pattern}`;
   await prisma.$executeRaw`DELETE FROM sales WHERE name LIKE ${pattern}`;
   await prisma.$disconnect();
 }

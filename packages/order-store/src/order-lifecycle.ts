@@ -119,10 +119,11 @@ export async function cancelOrder(prisma: PrismaClient, reservationId: string, u
   if (!found || found.user_id !== userId) return null;
   return prisma.$transaction(async (tx) => {
     const generation = await lockSale(tx, found.sale_id);
-    const [order] = await tx.$queryRaw<{ status: string }[]>`SELECT status FROM orders WHERE id = ${found.id} FOR UPDATE`;
+    const [order] = await tx.$queryRaw<(ClosingOrder & { status: string })[]>`
+      SELECT id, reservation_id, user_id, quantity, status FROM orders WHERE id = ${found.id} FOR UPDATE`;
     if (order!.status === 'cancelled') return { kind: 'cancelled', owed: null } as const;
     if (order!.status !== 'created') return { kind: 'not-cancellable', status: order!.status } as const;
-    const [owed] = await closeOrders(tx, found.sale_id, generation, [found.id], 'cancelled');
+    const [owed] = await closeOrders(tx, found.sale_id, generation, [order!], 'cancelled');
     return { kind: 'cancelled', owed: owed ?? null } as const;
   }, TX);
 }
@@ -143,9 +144,9 @@ export async function expireDueOrders(prisma: PrismaClient, limit: number): Prom
     owed.push(
       ...(await prisma.$transaction(async (tx) => {
         const generation = await lockSale(tx, saleId);
-        const still = await tx.$queryRaw<{ id: bigint }[]>`
-          SELECT id FROM orders WHERE id IN (${Prisma.join(ids)}) AND status = 'created' AND pay_by <= NOW(3) FOR UPDATE`;
-        return closeOrders(tx, saleId, generation, still.map((row) => row.id), 'expired');
+        const still = await tx.$queryRaw<ClosingOrder[]>`
+          SELECT id, reservation_id, user_id, quantity FROM orders WHERE id IN (${Prisma.join(ids)}) AND status = 'created' AND pay_by <= NOW(3) FOR UPDATE`;
+        return closeOrders(tx, saleId, generation, still, 'expired');
       }, TX)),
     );
   }
@@ -158,14 +159,21 @@ async function lockSale(tx: Prisma.TransactionClient, saleId: number): Promise<s
   return sale?.redis_generation ?? '';
 }
 
+/** An order row as the closing transaction locked it. */
+interface ClosingOrder {
+  id: bigint;
+  reservation_id: string;
+  user_id: string;
+  quantity: number;
+}
+
 /**
  * Closes orders locked by the caller (all `created`, of one sale whose row the caller holds): their
  * status, the sale's sold_units, and their stock_returns rows, in the caller's transaction.
  */
-async function closeOrders(tx: Prisma.TransactionClient, saleId: number, generation: string, ids: bigint[], reason: ClosedReason): Promise<OwedReturn[]> {
-  if (ids.length === 0) return [];
-  const orders = await tx.$queryRaw<{ reservation_id: string; user_id: string; quantity: number }[]>`
-    SELECT reservation_id, user_id, quantity FROM orders WHERE id IN (${Prisma.join(ids)})`;
+async function closeOrders(tx: Prisma.TransactionClient, saleId: number, generation: string, orders: ClosingOrder[], reason: ClosedReason): Promise<OwedReturn[]> {
+  if (orders.length === 0) return [];
+  const ids = orders.map((order) => order.id);
   const units = orders.reduce((sum, order) => sum + Number(order.quantity), 0);
   const closed = await tx.$executeRaw`
     UPDATE orders SET status = ${reason}, closed_at = NOW(3) WHERE id IN (${Prisma.join(ids)}) AND status = 'created'`;

@@ -1,0 +1,39 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { readSaleState, type ScriptedRedis } from '@flashsale/redis-store';
+import type { PrismaClient } from '@flashsale/order-store';
+import { spawnWorker, waitForDrain } from '@flashsale/harness';
+import { saleWithBacklog } from './drain.ts';
+
+/**
+ * The expiry against the drain, by one worker process: `count` reservations wait in a sale's stream; the
+ * worker writes them as orders (the drain, timed from its start to the stream drained), then every order
+ * is made due at once (payBy moved to the past) and the clock runs until the last one is expired in
+ * MySQL and its unit back in Redis's remaining (the expiry: close in MySQL, return to Redis, mark
+ * returned). Both are orders per second of the same worker on the same sale, so their ratio says whether
+ * expiring a sale's unpaid orders keeps up with writing them.
+ */
+export async function expiryByWorker(redis: ScriptedRedis, prisma: PrismaClient, env: NodeJS.ProcessEnv, prefix: string, count: number) {
+  const sale = await saleWithBacklog(redis, prisma, prefix, count);
+  // A sweep every 50 ms: the measure is of the passes, not of the wait for the next one.
+  const worker = await spawnWorker({ ...env, REDIS_PREFIX: prefix, EXPIRY_SWEEP_MS: '50' });
+  try {
+    const drainStarted = performance.now();
+    await waitForDrain(redis, prefix, sale.id, 600_000, 5);
+    const drainSeconds = (performance.now() - drainStarted) / 1000;
+    const expiryStarted = performance.now();
+    await prisma.$executeRaw`UPDATE orders SET pay_by = NOW(3) - INTERVAL 1 SECOND WHERE sale_id = ${sale.id}`;
+    for (;;) {
+      const remaining = (await readSaleState(redis, prefix, sale.id))?.remaining ?? 0;
+      if (remaining === count) break;
+      if (performance.now() - expiryStarted > 600_000) throw new Error(`the expiry left ${count - remaining} units unreturned after 10 minutes`);
+      await sleep(5);
+    }
+    const expirySeconds = (performance.now() - expiryStarted) / 1000;
+    const pending = await prisma.stockReturn.count({ where: { saleId: sale.id, state: 'pending' } });
+    const expired = await prisma.order.count({ where: { saleId: sale.id, status: 'expired' } });
+    if (expired !== count) throw new Error(`the worker expired ${expired} orders of ${count}`);
+    return { drainSeconds, expirySeconds, pendingAtEnd: pending };
+  } finally {
+    await worker.kill('SIGTERM');
+  }
+}
