@@ -27,7 +27,7 @@ import { createTestContext, type TestContext } from '../support/context.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const run = promisify(execFile);
-const SECRETS = { AUTH_SECRET: randomBytes(24).toString('hex'), ADMIN_TOKEN: randomBytes(12).toString('hex') };
+const SECRETS = { AUTH_SECRET: randomBytes(24).toString('hex'), ADMIN_TOKEN: randomBytes(12).toString('hex'), PAYMENT_WEBHOOK_SECRET: randomBytes(24).toString('hex') };
 
 let databaseUrl: string;
 let ctx: TestContext | undefined;

@@ -84,6 +84,11 @@ describe('flash crowd, end to end', () => {
     expect(ledger.unitsInDb).toBe(acceptedUnits);
 
     const stats = await createHttpClient(gateway.url, 1).send('GET', `/api/admin/sales/${saleId}/stats`, { headers: { authorization: `Bearer ${ctx.config.ADMIN_TOKEN}` } });
-    expect(stats.body).toEqual({ saleId, stock: STOCK, remaining: ledger.remaining, inFlight: 0, ordersInDb: accepted.size, unitsInDb: acceptedUnits, deadLettered: 0, consistent: true, lost: { reservations: 0, units: 0 }, audit: null });
+    expect(stats.body).toEqual({ saleId, stock: STOCK, remaining: ledger.remaining, inFlight: 0, ordersInDb: accepted.size, unitsInDb: acceptedUnits,
+      ordersByStatus: { created: { orders: accepted.size, units: acceptedUnits }, paid: { orders: 0, units: 0 }, cancelled: { orders: 0, units: 0 }, expired: { orders: 0, units: 0 } },
+      unitsReturned: 0,
+      unitsAwaitingReturn: 0,
+      refundsDue: { count: 0, amountCents: 0 },
+      deadLettered: 0, consistent: true, lost: { reservations: 0, units: 0 }, audit: null });
   }, 120_000);
 });

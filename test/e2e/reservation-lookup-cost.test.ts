@@ -56,7 +56,7 @@ describe('what a reservation lookup costs in Redis', () => {
     const after = await commandCounts(server.url);
 
     expect(res.status).toBe(200);
-    expect(await res.json()).toEqual({ reservationId, saleId: sale.id, quantity: 1, status: 'rejected', orderId: null, reason: 'OVER_STOCK' });
+    expect(await res.json()).toEqual({ reservationId, saleId: sale.id, quantity: 1, status: 'rejected', orderId: null, payBy: null, reason: 'OVER_STOCK' });
     expect(commandsBetween(before, after)).toEqual({ hget: 1 });
     // The dead-letter stream is what it was: operators and the audit read it, its last entry this one.
     const [[, lastFields]] = (await ctx.redis.xrevrange(keys.deadLetter, '+', '-', 'COUNT', 1)) as [Entry];

@@ -396,9 +396,8 @@ describe('POST /api/reservations/{reservationId}/cancel', () => {
     expect(await expectDescribed(OPERATION, 409, await cancel(gateway.url, pending.reservationId, pending.token))).toMatchObject({ code: 'ORDER_NOT_READY' });
   });
 
-  // Fails while the route sends the order's status as the problem's `status` member, which overwrites
-  // the RFC 9457 `status` (409) with `"paid"`; the document names that member `orderStatus`.
-  it.fails('409 ORDER_NOT_CANCELLABLE for a paid order and a rejected reservation, with orderStatus', async () => {
+  // The order's status goes in `orderStatus`: the problem's own `status` is the HTTP status (RFC 9457).
+  it('409 ORDER_NOT_CANCELLABLE for a paid order and a rejected reservation, with orderStatus', async () => {
     const sale = await createLiveSale(ctx);
     const paid = await orderOf(sale.id);
     const rejected = await reserve(sale.id);

@@ -93,7 +93,7 @@ describe('POST /api/reservations/:id/cancel', () => {
   it('refuses a paid order (409 ORDER_NOT_CANCELLABLE) and a pending one (409 ORDER_NOT_READY, Retry-After)', async () => {
     const { sale, reservationId, buyer } = await orderOf();
     expect((await deliver(paymentOf(reservationId))).status).toBe(200);
-    await expectProblem(await cancel(reservationId, buyer), 409, 'ORDER_NOT_CANCELLABLE', 'the order is paid', { status: 'paid' });
+    await expectProblem(await cancel(reservationId, buyer), 409, 'ORDER_NOT_CANCELLABLE', 'the order is paid', { orderStatus: 'paid' });
 
     const pendingBuyer = newBuyer();
     const pending = await reserve(sale.id, pendingBuyer);

@@ -54,10 +54,12 @@ export function reservationRouter({ config, redis, prisma, logger, now }: Gatewa
    * the answer is the same: the order is cancelled, and the workers' expiry pass gives the units back.
    * Idempotent: a cancelled order answers cancelled again, and its units come back once.
    */
+  // Budgets of its own: a buyer polling their reservation does not spend their cancel.
+  const cancelLimits = createRequestLimits(config, now);
   router.post('/api/reservations/:reservationId/cancel', async (req, res) => {
-    limits.checkAddress(req);
+    cancelLimits.checkAddress(req);
     const userId = authenticate(req.headers.authorization);
-    limits.checkBuyer(userId);
+    cancelLimits.checkBuyer(userId);
     const reservationId = req.params.reservationId;
     const saleId = saleIdOfReservation(reservationId);
     const notFound = new AppError('RESERVATION_NOT_FOUND', 'no such reservation for this buyer');
@@ -67,11 +69,12 @@ export function reservationRouter({ config, redis, prisma, logger, now }: Gatewa
     if (!outcome) {
       const before = await reservationBeforeOrder(saleId, reservationId, userId);
       if (!before) throw notFound;
-      if (before.status === 'rejected') throw new AppError('ORDER_NOT_CANCELLABLE', 'the reservation was rejected: there is no order to cancel', { status: 'rejected' });
+      if (before.status === 'rejected') throw new AppError('ORDER_NOT_CANCELLABLE', 'the reservation was rejected: there is no order to cancel', { orderStatus: 'rejected' });
       throw new AppError('ORDER_NOT_READY', 'the reservation is not an order yet; retry shortly', {}, { 'Retry-After': String(config.PAUSED_RETRY_AFTER_SECONDS) });
     }
     if (outcome.kind === 'not-cancellable') {
-      throw new AppError('ORDER_NOT_CANCELLABLE', `the order is ${outcome.status}`, { status: outcome.status });
+      // `orderStatus`, not `status`: a problem document's `status` is the HTTP status (RFC 9457).
+      throw new AppError('ORDER_NOT_CANCELLABLE', `the order is ${outcome.status}`, { orderStatus: outcome.status });
     }
     if (outcome.owed) {
       try {
