@@ -111,7 +111,8 @@ interface Stats {
 function tally(results: HttpResult[]): string {
   const counts = new Map<string, number>();
   for (const r of results) {
-    const label = r.status < 300 ? `${r.status}${r.body.status ? ` ${String(r.body.status)}` : ''}` : `${r.status} ${String(r.body.code)}`;
+    const word = (value: unknown) => (typeof value === 'string' ? ` ${value}` : '');
+    const label = `${r.status}${r.status < 300 ? word(r.body.status) : word(r.body.code)}`;
     counts.set(label, (counts.get(label) ?? 0) + 1);
   }
   return [...counts].map(([label, n]) => `${label} x ${n}`).join(', ');
