@@ -7,12 +7,12 @@ import { createWorkerMetrics } from './metrics.ts';
 
 const config = loadConfig();
 const logger = createLogger('worker', config.LOG_LEVEL);
-// No per-command retry limit: the worker's own loop retries, and an entry is never dropped for it.
 const metrics = createWorkerMetrics();
 const onRedisError = (err: Error) => {
   metrics.storeErrors.redis.inc();
   logger.warn({ err }, 'redis connection error');
 };
+// No per-command retry limit: the worker's own loop retries, and an entry is never dropped for it.
 const redis = createRedis(redisTargetOf(config), { name: 'worker', commandTimeoutMs: config.REDIS_BACKGROUND_COMMAND_TIMEOUT_MS, onError: onRedisError, maxRetriesPerRequest: null });
 // 16 prepared statements per connection: the quick pass's two, and room for the careful pass's.
 const prisma = createPrisma(config.DATABASE_URL, config.WORKER_DB_POOL_SIZE, 16, { idleTimeoutMs: config.DB_POOL_IDLE_TIMEOUT_MS });
