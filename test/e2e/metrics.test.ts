@@ -138,9 +138,9 @@ describe('the store error counters', () => {
     });
     expect(created.status).toBe(503);
 
-    // The statement fails once the pool gives up connecting (the driver's 10 s acquire timeout), after
-    // the request deadline answered: it is counted all the same. The reconciler's watch lists the sales
-    // from MySQL first: each pass that fails is counted.
+    // The statement fails once the pool gives up connecting, which can be after the request deadline
+    // answered: it is counted all the same, once. The reconciler's watch lists the sales from MySQL
+    // first: each pass that fails is counted.
     const failing = (t: string, name: string) => (sampleOf(t, name) ?? 0) > 0;
     const [gatewayText] = await Promise.all([
       until(() => scrape(gateway), (t) => failing(t, 'flashsale_redis_errors_total') && failing(t, 'flashsale_mysql_errors_total')),
