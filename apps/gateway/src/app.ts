@@ -10,13 +10,14 @@ import { adminRouter } from './routes/admin.route.ts';
 import { healthRouter } from './routes/health.route.ts';
 import { openApiRouter } from './routes/openapi.route.ts';
 import type { PurchaseHandler } from './purchase/purchase-handler.ts';
+import type { GatewayMetrics } from './metrics.ts';
 
 /**
  * The gateway's Express app, every route of it, around the purchase handler `createGateway` built (the
  * one construction of the gateway, for `main.ts` and the tests alike; it also puts the front door
  * before this app).
  */
-export function createApp(deps: GatewayDeps, handlePurchase: PurchaseHandler): Express {
+export function createApp(deps: GatewayDeps, handlePurchase: PurchaseHandler, metrics: GatewayMetrics): Express {
   const app = express();
   app.disable('x-powered-by');
   app.disable('etag');
@@ -32,6 +33,6 @@ export function createApp(deps: GatewayDeps, handlePurchase: PurchaseHandler): E
   app.use(healthRouter(deps));
   app.use(openApiRouter());
   app.use(notFound);
-  app.use(errorHandler(deps.logger));
+  app.use(errorHandler(deps.logger, (error) => metrics.storeErrors.count(error)));
   return app;
 }

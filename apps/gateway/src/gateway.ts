@@ -53,17 +53,17 @@ function frontDoor(app: Express, handlePurchase: PurchaseHandler): RequestListen
 /**
  * The gateway of one process: the app, the front door, and the background parts of the purchase path.
  * The one construction of it, for `main.ts` and the tests alike; until `start()` the verdict cache caches
- * nothing and the live-sale directory is empty (a test of the app alone may leave them so).
+ * nothing and the live-sale directory is empty (a test of the app alone may leave them so). `metrics`
+ * is main.ts's, made before the Redis client so its connection errors are counted from the first.
  */
-export function createGateway(deps: GatewayDeps): Gateway {
+export function createGateway(deps: GatewayDeps, metrics: GatewayMetrics = createGatewayMetrics()): Gateway {
   const { config } = deps;
-  const metrics = createGatewayMetrics();
   const verdicts = new SaleVerdictCache(config.SALE_VERDICT_TTL_MS, deps.now ?? (() => performance.now()), (saleId) =>
     readBuyers(deps.redis, config.REDIS_PREFIX, saleId, config.SALE_VERDICT_MAX_HOLDERS),
   );
   const liveSales = new LiveSaleDirectory(deps.prisma, deps.logger, config.LIVE_SALES_REFRESH_MS);
   const handlePurchase = createPurchaseHandler(deps, metrics, { verdicts, liveSales });
-  const app = createApp(deps, handlePurchase);
+  const app = createApp(deps, handlePurchase, metrics);
   let events: SaleEventsListener | undefined;
   return {
     listener: frontDoor(app, handlePurchase),

@@ -5,6 +5,7 @@ import { createRedis, redisTargetOf } from '@flashsale/redis-store';
 import { checkConnectionBudget, createPrisma } from '@flashsale/order-store';
 import { createReconcileJobs } from '@flashsale/jobs';
 import { createGateway } from './gateway.ts';
+import { createGatewayMetrics } from './metrics.ts';
 import { runGatewayCluster } from './gateway-cluster.ts';
 import { createHttpServer, listen } from './http-server.ts';
 import { answerSupervisorScrapes, clusterMetricsSource, SUPERVISOR_METRICS_PORT, supervisorMetricsPort } from './metrics-port.ts';
@@ -24,10 +25,15 @@ if (config.GATEWAY_WORKERS > 1 && cluster.isPrimary) {
     logger,
   );
 } else {
-  const redis = createRedis(redisTargetOf(config), { name: 'gateway', commandTimeoutMs: config.REDIS_COMMAND_TIMEOUT_MS, onError: (err) => logger.warn({ err }, 'redis connection error') });
+  const metrics = createGatewayMetrics();
+  const onRedisError = (err: Error) => {
+    metrics.storeErrors.redis.inc();
+    logger.warn({ err }, 'redis connection error');
+  };
+  const redis = createRedis(redisTargetOf(config), { name: 'gateway', commandTimeoutMs: config.REDIS_COMMAND_TIMEOUT_MS, onError: onRedisError });
   const prisma = createPrisma(config.DATABASE_URL, config.GATEWAY_DB_POOL_SIZE, 0, { statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS, idleTimeoutMs: config.DB_POOL_IDLE_TIMEOUT_MS });
   const jobs = createReconcileJobs(redisTargetOf(config), config.REDIS_PREFIX);
-  const gateway = createGateway({ config, redis, prisma, logger, jobs });
+  const gateway = createGateway({ config, redis, prisma, logger, jobs }, metrics);
   let metricsServer: Server | undefined;
   let metricsPort: number | undefined;
   if (cluster.isWorker) {

@@ -1,11 +1,19 @@
 import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { createStoreErrorMetrics } from '@flashsale/config';
+import { isRedisUnavailable } from '@flashsale/redis-store';
+import { isMysqlUnavailable } from '@flashsale/order-store';
 
-/** The gateway's Prometheus metrics, on a registry of its own so several apps can live in one process. */
+/**
+ * The gateway's Prometheus metrics (served on METRICS_PORT), on a registry of its own so several apps can
+ * live in one process. The one place that names them; docs/operations.md#metrics says what each answers.
+ */
 export function createGatewayMetrics() {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'flashsale_gateway_' });
   return {
     registry,
+    // By outcome only, not by sale: every answer is counted, including those for sale ids that do not
+    // exist, and a sale label there would let any client add series.
     purchases: new Counter({
       name: 'flashsale_purchases_total',
       help: 'Purchase requests by outcome (reserved, or the error code).',
@@ -18,6 +26,13 @@ export function createGatewayMetrics() {
       buckets: [0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
       registers: [registry],
     }),
+    reserveScriptSeconds: new Histogram({
+      name: 'flashsale_reserve_script_duration_seconds',
+      help: 'Time of the reserve script call alone (one EVALSHA round trip to Redis), answered or failed.',
+      buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
+      registers: [registry],
+    }),
+    storeErrors: createStoreErrorMetrics(registry, { isRedisUnavailable, isMysqlUnavailable }),
   };
 }
 

@@ -120,15 +120,25 @@ function routingErrorOf(error: unknown): AppError | undefined {
   return new AppError('INVALID_REQUEST', error instanceof URIError ? 'the path has a malformed percent-escape' : 'the request is not valid');
 }
 
-export function errorHandler(logger: Logger): ErrorRequestHandler {
+/**
+ * The app's last handler. `onUnavailable` hears of every failure answered 503 because a store failed
+ * (the gateway's Redis and MySQL error counters).
+ */
+export function errorHandler(logger: Logger, onUnavailable: (error: unknown) => void = () => undefined): ErrorRequestHandler {
   return (error: unknown, req, res, _next) => {
-    // Answered already (the request deadline did): the handler's late outcome has no one to go to.
-    if (res.headersSent) return;
+    // Answered already (the request deadline did): the handler's late outcome has no one to go to. A
+    // store's failure is still counted: a MySQL that is away fails a statement only after the pool's
+    // acquire timeout, long after the deadline answered 503.
+    if (res.headersSent) {
+      if (unavailableOf(error)) onUnavailable(error);
+      return;
+    }
     if (error instanceof AppError) return sendProblem(res, error);
     const clientError = bodyErrorOf(error) ?? routingErrorOf(error);
     if (clientError) return sendProblem(res, clientError);
     const unavailable = unavailableOf(error);
     if (unavailable) {
+      onUnavailable(error);
       logger.warn({ err: error, method: req.method, path: req.path }, 'backing service unavailable');
       return sendProblem(res, unavailable);
     }

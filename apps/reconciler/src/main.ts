@@ -7,12 +7,16 @@ import { createReconcilerMetrics } from './metrics.ts';
 
 const config = loadConfig();
 const logger = createLogger('reconciler', config.LOG_LEVEL);
-const redis = createRedis(redisTargetOf(config), { name: 'reconciler', commandTimeoutMs: config.REDIS_BACKGROUND_COMMAND_TIMEOUT_MS, onError: (err) => logger.warn({ err }, 'redis connection error'), maxRetriesPerRequest: null });
+const metrics = createReconcilerMetrics();
+const onRedisError = (err: Error) => {
+  metrics.storeErrors.redis.inc();
+  logger.warn({ err }, 'redis connection error');
+};
+const redis = createRedis(redisTargetOf(config), { name: 'reconciler', commandTimeoutMs: config.REDIS_BACKGROUND_COMMAND_TIMEOUT_MS, onError: onRedisError, maxRetriesPerRequest: null });
 const prisma = createPrisma(config.DATABASE_URL, config.RECONCILER_DB_POOL_SIZE, 0, { idleTimeoutMs: config.DB_POOL_IDLE_TIMEOUT_MS });
 // In the background, never holding up the start: a MySQL that is down now is checked when it answers.
 void checkConnectionBudget(config, 'reconciler', logger);
 const jobs = createReconcileJobs(redisTargetOf(config), config.REDIS_PREFIX);
-const metrics = createReconcilerMetrics();
 
 const reconciler = new Reconciler(
   {
@@ -21,12 +25,12 @@ const reconciler = new Reconciler(
     jobs,
     bullConnection: () => bullConnection(redisTargetOf(config)),
     logger,
-    onAudit: (report) => metrics.drift.set({ sale_id: String(report.saleId) }, report.confirmed ? report.drift : 0),
-    onReconciled: (result) => {
-      metrics.reconciliations.inc();
-      metrics.lostReservations.inc(result.lost.reservations);
-    },
+    onAudit: (report) => metrics.saleAudited(report.saleId, report.confirmed ? report.drift : 0),
+    onReconciled: (result, reason) => metrics.reconciled(result, reason),
     onSaleError: () => metrics.saleErrors.inc(),
+    onSaleSeen: (saleId, snapshot) => metrics.saleSeen(saleId, snapshot),
+    onSaleGone: (saleId) => metrics.saleGone(saleId),
+    onFailure: (error) => metrics.storeErrors.count(error),
   },
   {
     prefix: config.REDIS_PREFIX,

@@ -1,27 +1,97 @@
-import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { createStoreErrorMetrics } from '@flashsale/config';
+import { isRedisUnavailable, type SaleSnapshot } from '@flashsale/redis-store';
+import { isMysqlUnavailable } from '@flashsale/order-store';
+import type { ReconcileReason, ReconcileResult } from '@flashsale/jobs';
 
-/** The reconciler's Prometheus metrics, served with /healthz on RECONCILER_PORT (serveMetrics). */
+/**
+ * The reconciler's Prometheus metrics, served with /healthz on RECONCILER_PORT (serveMetricsPort). The one
+ * place that names them; docs/operations.md#metrics says what each answers.
+ *
+ * The per-sale gauges (labelled `sale_id`) come from the reconciler because it already looks at every
+ * live sale at a bounded rate (the watch) and audits them: exporting them costs one more command in the
+ * look's MULTI, not a command per sale per scrape. Only live sales have series: a sale's are removed once
+ * it retires (ended RECONCILER_RETIRE_AFTER_END_MS ago and drained, the rule that takes it off the
+ * workers' list) or is no longer watched, so the number of series follows the live sales, not every
+ * sale ever run.
+ */
 export function createReconcilerMetrics() {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'flashsale_reconciler_' });
+  const perSale = (name: string, help: string) => new Gauge({ name, help, labelNames: ['sale_id'] as const, registers: [registry] });
+  const drift = perSale(
+    'flashsale_audit_drift_units',
+    'Units by which a live sale\'s ledger does not balance (remaining + in flight + dead-lettered + in MySQL - stock), confirmed drift only; 0 when it balances.',
+  );
+  const paused = perSale('flashsale_sale_paused', '1 while a live sale refuses buyers with SALE_PAUSED (paused by an operator or a reconciliation, or its Redis state lost), else 0.');
+  const remaining = perSale('flashsale_sale_remaining_units', 'Units a live sale has left to sell, as Redis holds them.');
+  const stock = perSale('flashsale_sale_stock_units', 'Units a live sale sells in all.');
+  const lag = perSale('flashsale_stream_lag_entries', 'Reservations in a live sale\'s stream not yet delivered to any worker (XINFO GROUPS lag).');
+  const pending = perSale('flashsale_stream_pending_entries', 'Reservations delivered to a worker and not yet acknowledged (written to MySQL or set aside).');
+  const gauges = [drift, paused, remaining, stock, lag, pending];
+  const live = new Set<number>();
+
+  const reconciliations = new Counter({
+    name: 'flashsale_reconciliations_total',
+    help: 'Reconciliations completed, by why they ran (operator, lost, stale, interrupted).',
+    labelNames: ['reason'] as const,
+    registers: [registry],
+  });
+  const reconcileSeconds = new Histogram({
+    name: 'flashsale_reconciliation_duration_seconds',
+    help: 'Time of a completed reconciliation: pause, drain, rebuild from MySQL, resume.',
+    buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120],
+    registers: [registry],
+  });
+  const lostReservations = new Counter({
+    name: 'flashsale_lost_reservations_total',
+    help: 'Reservations answered 202 but lost together with Redis data (a floor), as counted by reconciliations.',
+    registers: [registry],
+  });
   return {
     registry,
-    drift: new Gauge({
-      name: 'flashsale_audit_drift_units',
-      help: 'Units by which a sale ledger does not balance (remaining + in flight + dead-lettered + in MySQL - stock), confirmed drift only.',
-      labelNames: ['sale_id'] as const,
-      registers: [registry],
-    }),
-    reconciliations: new Counter({ name: 'flashsale_reconciliations_total', help: 'Reconciliations completed.', registers: [registry] }),
-    lostReservations: new Counter({
-      name: 'flashsale_lost_reservations_total',
-      help: 'Reservations answered 202 but lost together with Redis data (a floor), as counted by reconciliations.',
-      registers: [registry],
-    }),
+    reconciliations,
+    reconcileSeconds,
+    lostReservations,
     saleErrors: new Counter({
       name: 'flashsale_reconciler_sale_errors_total',
       help: 'Times one sale could not be watched, audited, retired or settled on its own (the log names the sale); the other sales went on.',
       registers: [registry],
     }),
+    storeErrors: createStoreErrorMetrics(registry, { isRedisUnavailable, isMysqlUnavailable }),
+    reconciled(result: ReconcileResult, reason: ReconcileReason): void {
+      reconciliations.inc({ reason });
+      reconcileSeconds.observe(result.tookMs / 1000);
+      lostReservations.inc(result.lost.reservations);
+    },
+    /** A look at a live sale: its gauges as Redis showed them. */
+    saleSeen(saleId: number, snapshot: SaleSnapshot): void {
+      const labels = { sale_id: String(saleId) };
+      if (!live.has(saleId)) {
+        live.add(saleId);
+        // Drift is the audit's to report; 0 until it has, so the series exists for every live sale.
+        drift.set(labels, 0);
+      }
+      // A state Redis lost refuses buyers as paused until it is rebuilt (see the gateway's purchase handler).
+      paused.set(labels, snapshot.paused || !snapshot.present ? 1 : 0);
+      if (snapshot.present) {
+        remaining.set(labels, snapshot.remaining);
+        stock.set(labels, snapshot.stock);
+      }
+      if (snapshot.backlog?.lag != null) lag.set(labels, snapshot.backlog.lag);
+      else lag.remove(labels);
+      pending.set(labels, snapshot.backlog?.pending ?? 0);
+    },
+    /** An audit's verdict, for a sale that has series (an audit of a retired sale adds none). */
+    saleAudited(saleId: number, confirmedDrift: number): void {
+      if (live.has(saleId)) drift.set({ sale_id: String(saleId) }, confirmedDrift);
+    },
+    /** The sale retired or is no longer watched: its series go. */
+    saleGone(saleId: number): void {
+      if (!live.delete(saleId)) return;
+      for (const gauge of gauges) gauge.remove({ sale_id: String(saleId) });
+    },
   };
 }
+
+export type ReconcilerMetrics = ReturnType<typeof createReconcilerMetrics>;

@@ -11,7 +11,7 @@ export interface ReconcileWorkerOptions {
   concurrency: number;
   /** False to start it later with run() (the reconciler does, without waiting for Redis); default true. */
   autorun?: boolean;
-  onReconciled?(result: ReconcileResult): void;
+  onReconciled?(result: ReconcileResult, reason: ReconcileJobData['reason']): void;
 }
 
 /**
@@ -25,7 +25,7 @@ export function createReconcileWorker(deps: ReconcileDeps, { connection, concurr
     async (job) => {
       try {
         const result = await reconcileSale(deps, job.data.saleId, job.data.reason);
-        onReconciled?.(result);
+        onReconciled?.(result, job.data.reason);
         return result;
       } catch (error) {
         if (error instanceof SaleNotFound) throw new UnrecoverableError(error.message);

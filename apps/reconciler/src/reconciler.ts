@@ -14,7 +14,7 @@ import {
 import { isMysqlUnavailable, listWatchedSales, type PrismaClient } from '@flashsale/order-store';
 import { announceSaleChanged, isRedisUnavailable, snapshotSale, type SaleSnapshot, type ScriptedRedis } from '@flashsale/redis-store';
 import { createReconcileWorker } from './reconcile-worker.ts';
-import { listSalesToWatch, retireFinishedSales, watchOneSale, type StateWatcherDeps } from './state-watcher.ts';
+import { listSalesToWatch, retireFinishedSales, watchOneSale, type SaleVisit, type StateWatcherDeps } from './state-watcher.ts';
 import { WatchRota } from './watch-rota.ts';
 import { auditAndReport, type AuditReport } from './ledger-audit.ts';
 
@@ -54,9 +54,15 @@ export interface ReconcilerDeps {
   bullConnection: () => Redis;
   logger: Logger;
   onAudit(report: AuditReport & { confirmed: boolean }): void;
-  onReconciled(result: ReconcileResult): void;
+  onReconciled(result: ReconcileResult, reason: ReconcileJobData['reason']): void;
   /** A sale whose watch or audit failed on its own (the others went on). */
   onSaleError(saleId: number, error: unknown): void;
+  /** A look at a live sale: what Redis showed (the per-sale gauges). */
+  onSaleSeen?(saleId: number, snapshot: SaleSnapshot): void;
+  /** A sale retired (see isRetired) or no longer watched: nothing more is told of it until seen live again. */
+  onSaleGone?(saleId: number): void;
+  /** A watch pass, an audit run or a reconcile attempt failed as a whole (Redis or MySQL away, mostly). */
+  onFailure?(error: unknown): void;
 }
 
 const AUDIT_SCHEDULER = 'audit-every-live-sale';
@@ -126,6 +132,7 @@ export class Reconciler {
       onReconciled: deps.onReconciled,
     });
     this.reconcileWorker.on('failed', (job, error) => {
+      deps.onFailure?.(error);
       logger.error({ err: error, saleId: job?.data.saleId, attempt: job?.attemptsMade }, 'reconcile attempt failed; BullMQ retries it');
     });
     this.auditQueue = new Queue(AUDIT_QUEUE, { connection: connection(), prefix });
@@ -151,6 +158,10 @@ export class Reconciler {
       { connection: connection(), prefix, concurrency: 1, autorun: false },
     );
     this.auditWorker.on('error', onBullError);
+    this.auditWorker.on('failed', (_job, error) => {
+      deps.onFailure?.(error);
+      logger.error({ err: error }, 'audit run failed; the next run audits again');
+    });
   }
 
   /**
@@ -197,6 +208,7 @@ export class Reconciler {
         const watched = await listSalesToWatch(this.watcherDeps);
         this.rota.setSales(watched.filter((sale) => sale.settled), now);
         const listed = new Set(watched.map((sale) => sale.id));
+        for (const saleId of this.observed.keys()) if (!listed.has(saleId)) this.deps.onSaleGone?.(saleId);
         for (const map of [this.observed, this.audited]) for (const saleId of map.keys()) if (!listed.has(saleId)) map.delete(saleId);
         await retireFinishedSales(this.watcherDeps, watched);
         this.listedAt = now;
@@ -205,6 +217,8 @@ export class Reconciler {
         const visit = await watchOneSale(this.watcherDeps, sale);
         if (visit) {
           this.observed.set(sale.id, fingerprintOf(visit.snapshot));
+          if (this.isRetired(visit)) this.deps.onSaleGone?.(sale.id);
+          else this.deps.onSaleSeen?.(sale.id, visit.snapshot);
           this.rota.visited(visit.sale, performance.now(), visit.changed);
         } else {
           // Its own failure (logged and counted): looked at again in a whole round, not at every tick.
@@ -212,8 +226,19 @@ export class Reconciler {
         }
       }
     } catch (error) {
+      this.deps.onFailure?.(error);
       this.deps.logger.error({ err: error }, 'watch pass failed; next pass retries');
     }
+  }
+
+  /**
+   * Whether a look found the sale retired: ended retireAfterEndMs ago on Redis's clock and drained, the
+   * rule retireFinishedSales takes it off the workers' list by. It is still watched (and audited) until
+   * RECONCILER_WATCH_AFTER_END_MS, but no longer live for the metrics.
+   */
+  private isRetired({ sale, snapshot }: SaleVisit): boolean {
+    const drained = snapshot.backlog === null || (snapshot.backlog.lag === 0 && snapshot.backlog.pending === 0);
+    return drained && snapshot.at >= sale.endsAt + this.options.retireAfterEndMs;
   }
 
   private async requestReconcile(saleId: number, reason: ReconcileJobData['reason']): Promise<void> {

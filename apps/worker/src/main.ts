@@ -9,14 +9,18 @@ import { createExpiryMetrics } from './expiry-metrics.ts';
 
 const config = loadConfig();
 const logger = createLogger('worker', config.LOG_LEVEL);
+const metrics = createWorkerMetrics();
+const onRedisError = (err: Error) => {
+  metrics.storeErrors.redis.inc();
+  logger.warn({ err }, 'redis connection error');
+};
 // No per-command retry limit: the worker's own loop retries, and an entry is never dropped for it.
-const redis = createRedis(redisTargetOf(config), { name: 'worker', commandTimeoutMs: config.REDIS_BACKGROUND_COMMAND_TIMEOUT_MS, onError: (err) => logger.warn({ err }, 'redis connection error'), maxRetriesPerRequest: null });
+const redis = createRedis(redisTargetOf(config), { name: 'worker', commandTimeoutMs: config.REDIS_BACKGROUND_COMMAND_TIMEOUT_MS, onError: onRedisError, maxRetriesPerRequest: null });
 // 16 prepared statements per connection: the quick pass's two, and room for the careful pass's.
 const prisma = createPrisma(config.DATABASE_URL, config.WORKER_DB_POOL_SIZE, 16, { idleTimeoutMs: config.DB_POOL_IDLE_TIMEOUT_MS });
 // In the background, never holding up the start: a MySQL that is down now is checked when it answers.
 void checkConnectionBudget(config, 'worker', logger);
 
-const metrics = createWorkerMetrics();
 const worker = new OrderWorker(
   { redis, prisma, prefix: config.REDIS_PREFIX, logger, observer: metrics.observer },
   {

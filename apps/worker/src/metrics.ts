@@ -1,12 +1,17 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { createStoreErrorMetrics } from '@flashsale/config';
+import { DEAD_LETTER_REASONS } from '@flashsale/domain';
+import { isRedisUnavailable } from '@flashsale/redis-store';
+import { isMysqlUnavailable } from '@flashsale/order-store';
 import type { OrderWorker, OrderWorkerObserver } from './order-worker.ts';
 
 /**
  * The worker's Prometheus metrics (served on WORKER_PORT): what it wrote, replayed and set aside, how
  * long batches take, how often MySQL failed a write that is being retried, how many entries it holds,
  * and the sales it skips because their own keys refuse it.
- * The stream's own backlog (lag, pending) is Redis's to tell: the reconciler's audit and the admin stats
- * read it there, for every worker at once.
+ * The stream's own backlog (lag, pending) is Redis's to tell: the reconciler reads it there at its
+ * looks, for every worker at once, and exports it per live sale (apps/reconciler/src/metrics.ts).
+ * The one place that names the worker's metrics; docs/operations.md#metrics says what each answers.
  */
 export function createWorkerMetrics() {
   const registry = new Registry();
@@ -23,6 +28,7 @@ export function createWorkerMetrics() {
     labelNames: ['reason'] as const,
     registers: [registry],
   });
+  for (const reason of DEAD_LETTER_REASONS) deadLettered.inc({ reason }, 0);
   const writeFailures = new Counter({
     name: 'flashsale_worker_write_failures_total',
     help: 'Batch writes MySQL failed for a passing reason (connection, lock wait, deadlock, timeout); each is retried.',
@@ -42,6 +48,7 @@ export function createWorkerMetrics() {
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
     registers: [registry],
   });
+  const storeErrors = createStoreErrorMetrics(registry, { isRedisUnavailable, isMysqlUnavailable });
   const observer: OrderWorkerObserver = {
     batchWritten: (outcome, seconds) => {
       written.inc(outcome.written);
@@ -49,12 +56,18 @@ export function createWorkerMetrics() {
       batchSeconds.observe(seconds);
     },
     deadLettered: (reason) => deadLettered.inc({ reason }),
-    writeFailed: () => writeFailures.inc(),
+    // Every failed batch write that is retried is MySQL's (a refusal of the data is not retried).
+    writeFailed: () => {
+      writeFailures.inc();
+      storeErrors.mysql.inc();
+    },
+    roundFailed: (error) => storeErrors.count(error),
     saleFailed: (saleId, stage, kind) => saleErrors.inc({ sale_id: String(saleId), stage, kind }),
   };
   return {
     registry,
     observer,
+    storeErrors,
     /** Reports the entries `worker` holds and the sales it skips, at each scrape. */
     watch(worker: OrderWorker): void {
       new Gauge({

@@ -60,6 +60,8 @@ export interface OrderWorkerObserver {
   writeFailed(): void;
   /** A step failed for one sale's own keys: that sale is skipped for a while, the others go on. */
   saleFailed(saleId: number, stage: SaleStage, kind: SaleFaultKind): void;
+  /** A whole round failed (Redis or MySQL away, most often); it is retried with backoff. */
+  roundFailed(error: unknown): void;
 }
 
 export interface OrderWorkerStats {
@@ -235,6 +237,7 @@ export class OrderWorker {
         failures = 0;
       } catch (error) {
         failures += 1;
+        this.deps.observer?.roundFailed(error);
         logger.error({ err: error, failures }, 'worker round failed; retrying');
         await sleep(backoffMs(failures));
       }

@@ -2,3 +2,4 @@ export { loadConfig, ConfigError, DEV_ADMIN_TOKEN, DEV_AUTH_SECRET, DEV_PAYMENT_
 export { createLogger, type Logger } from './logger.ts';
 export { onShutdownSignal } from './lifecycle.ts';
 export { serveMetrics, serveMetricsPort, readinessProbe, type MetricsSource, type Readiness, type ReadinessChecks } from './metrics-server.ts';
+export { createStoreErrorMetrics, type StoreErrorMetrics, type StoreErrorClassifiers } from './store-error-metrics.ts';

@@ -38,3 +38,22 @@ export type DeadLetterReason =
   | 'MAX_DELIVERIES'
   /** MySQL refuses the entry for its data, written alone (a value too long, say). */
   | 'WRITE_FAILED';
+
+// A record, not an array: the compiler fails here when a reason is added to the type and not listed.
+const EVERY_DEAD_LETTER_REASON: Record<DeadLetterReason, true> = {
+  SALE_NOT_FOUND: true,
+  DUPLICATE_BUYER: true,
+  OVER_STOCK: true,
+  OVER_USER_LIMIT: true,
+  INVALID_QUANTITY: true,
+  STALE_GENERATION: true,
+  MALFORMED_ENTRY: true,
+  MAX_DELIVERIES: true,
+  WRITE_FAILED: true,
+};
+
+/**
+ * Every dead-letter reason, for the worker's metrics to export each at 0 from the start: Prometheus's
+ * `increase()` sees no increase in a series whose first sample is already 1.
+ */
+export const DEAD_LETTER_REASONS = Object.keys(EVERY_DEAD_LETTER_REASON) as DeadLetterReason[];

@@ -5,6 +5,7 @@ export { ledgerConsistent, type LedgerCounts } from './ledger-consistency.ts';
 export { newReservationId, saleIdOfReservation } from './reservation-id.ts';
 export type { Reservation } from './reservation.ts';
 export type { RejectReason, DeadLetterReason } from './dead-letter-reason.ts';
+export { DEAD_LETTER_REASONS } from './dead-letter-reason.ts';
 export { ReserveCode } from './reserve-code.ts';
 export { parseSaleId, MAX_SALE_ID, MAX_PER_USER_LIMIT, SALE_TIME_RANGE, type SaleDefinition } from './sale.ts';
 export { signPaymentEvent, checkPaymentSignature, SIGNATURE_TOLERANCE_SECONDS, type SignatureProblem } from './payment-signature.ts';

@@ -2,6 +2,7 @@ import type { ScriptedRedis } from './scripts.ts';
 import { saleKeys } from './keys.ts';
 import { redisTimeMs, SALE_COUNTER_FIELDS, saleCountersOf } from './sale-meta.ts';
 import { lastEntryIdOf } from './reservation-stream.ts';
+import { orderWritersGroupOf } from './stream-backlog.ts';
 
 /** What Redis holds for a sale at one instant (one MULTI), on Redis's clock. */
 export interface SaleSnapshot {
@@ -28,7 +29,15 @@ export interface SaleSnapshot {
   lastEntryId: string | null;
   /** Entries the stream holds (XLEN): at most one means there is nothing to trim. */
   streamLength: number;
+  /**
+   * The order writers' group as XINFO GROUPS tells it (lag null when Redis cannot count it, never
+   * counted here by reading the stream); null when the stream or its group is missing.
+   */
+  backlog: { lag: number | null; pending: number } | null;
 }
+
+/** Where XINFO GROUPS sits in the snapshot's MULTI: the one command allowed to fail (no stream yet). */
+const GROUPS_REPLY = 5;
 
 /** Reads a sale's counters atomically (MULTI): the reconciler's checkpoints and detection use it. */
 export async function snapshotSale(redis: ScriptedRedis, prefix: string, saleId: number): Promise<SaleSnapshot> {
@@ -40,10 +49,15 @@ export async function snapshotSale(redis: ScriptedRedis, prefix: string, saleId:
     .hlen(keys.buyers)
     .xrevrange(keys.stream, '+', '-', 'COUNT', 1)
     .xlen(keys.stream)
+    // O(1) in Redis 7 (entries added minus entries read): the look that exports the backlog per sale
+    // costs the same whatever the stream holds.
+    .xinfo('GROUPS', keys.stream)
     .exec();
   if (!replies) throw new Error('snapshot transaction was discarded');
-  for (const [error] of replies) if (error) throw error;
+  for (const [index, [error]] of replies.entries()) if (error && index !== GROUPS_REPLY) throw error;
   const counters = saleCountersOf(replies[1]![1]);
+  const [groupsError, groups] = replies[GROUPS_REPLY]!;
+  const group = groupsError ? undefined : orderWritersGroupOf(groups);
   return {
     at: redisTimeMs(replies[0]![1]),
     present: counters !== null,
@@ -55,6 +69,7 @@ export async function snapshotSale(redis: ScriptedRedis, prefix: string, saleId:
     returnedUnits: counters?.returnedUnits ?? 0,
     lastEntryId: lastEntryIdOf(replies[3]![1]),
     streamLength: Number(replies[4]![1]),
+    backlog: group ? { lag: group.lag, pending: group.pending } : null,
   };
 }
 

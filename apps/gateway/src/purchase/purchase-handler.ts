@@ -96,9 +96,14 @@ export function createPurchaseHandler({ config, redis, logger, now }: GatewayDep
     const ticket = verdicts.ticket();
     const reservationId = newReservationId(saleId);
     let outcome: ReserveOutcome;
+    const called = performance.now();
     try {
       outcome = await reservePurchase(redis, prefix, { saleId, userId, quantity, reservationId });
+      metrics.reserveScriptSeconds.observe((performance.now() - called) / 1000);
     } catch (error) {
+      // A failed call is timed too: a Redis that times out shows in the latency, not only in the errors.
+      metrics.reserveScriptSeconds.observe((performance.now() - called) / 1000);
+      metrics.storeErrors.count(error);
       // The script may or may not have run; a retry by the buyer is safe either way (it is refused as
       // ALREADY_PURCHASED with the reservation id if the first one went through).
       logger.error({ err: error, saleId }, 'reserve script failed');

@@ -1,0 +1,50 @@
+import { Counter, type Registry } from 'prom-client';
+
+/**
+ * The Redis and MySQL error counters every process exports under the same names, so one alert rule and
+ * one dashboard panel cover the gateway, the workers and the reconciler alike (Prometheus's `job` label
+ * tells them apart).
+ */
+export interface StoreErrorMetrics {
+  redis: Counter;
+  mysql: Counter;
+  /**
+   * Counts `error` under the store it names, as `isRedisUnavailable` / `isMysqlUnavailable` judge it;
+   * anything else (a bug, bad data) is not a store's error and is not counted here. Returns the store.
+   */
+  count(error: unknown): 'redis' | 'mysql' | undefined;
+}
+
+/** How a process tells a store's failure from any other: the store packages' own classifiers. */
+export interface StoreErrorClassifiers {
+  isRedisUnavailable(error: unknown): boolean;
+  isMysqlUnavailable(error: unknown): boolean;
+}
+
+export function createStoreErrorMetrics(registry: Registry, classify: StoreErrorClassifiers): StoreErrorMetrics {
+  const redis = new Counter({
+    name: 'flashsale_redis_errors_total',
+    help: 'Redis failures this process met: its connection lost or refused, or a command that timed out or that Redis could not serve (loading, busy, out of memory, failing over).',
+    registers: [registry],
+  });
+  const mysql = new Counter({
+    name: 'flashsale_mysql_errors_total',
+    help: 'MySQL failures this process met: a statement that could not be run or finished (connection lost or refused, timeout, lock wait, deadlock); each was answered 503 or retried.',
+    registers: [registry],
+  });
+  return {
+    redis,
+    mysql,
+    count(error) {
+      if (classify.isRedisUnavailable(error)) {
+        redis.inc();
+        return 'redis';
+      }
+      if (classify.isMysqlUnavailable(error)) {
+        mysql.inc();
+        return 'mysql';
+      }
+      return undefined;
+    },
+  };
+}
