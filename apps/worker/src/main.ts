@@ -5,7 +5,6 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { OrderWorker } from './order-worker.ts';
 import { createWorkerMetrics } from './metrics.ts';
 import { OrderExpiry } from './order-expiry.ts';
-import { createExpiryMetrics } from './expiry-metrics.ts';
 
 const config = loadConfig();
 const logger = createLogger('worker', config.LOG_LEVEL);
@@ -45,7 +44,7 @@ metrics.watch(worker);
 const expiry = new OrderExpiry(
   { redis, prisma, prefix: config.REDIS_PREFIX, logger },
   { everyMs: config.EXPIRY_SWEEP_MS, batchSize: config.EXPIRY_BATCH_SIZE },
-  createExpiryMetrics(metrics.registry),
+  metrics.expiryObserver,
 );
 // Served before anything waits for Redis or MySQL: /healthz answers while either is away, /readyz says so.
 // A port already taken (a second worker on the host with the default) is logged, and the worker goes on.

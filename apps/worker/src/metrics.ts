@@ -4,6 +4,7 @@ import { DEAD_LETTER_REASONS } from '@flashsale/domain';
 import { isRedisUnavailable } from '@flashsale/redis-store';
 import { isMysqlUnavailable } from '@flashsale/order-store';
 import type { OrderWorker, OrderWorkerObserver } from './order-worker.ts';
+import type { OrderExpiryObserver } from './order-expiry.ts';
 
 /**
  * The worker's Prometheus metrics (served on WORKER_PORT): what it wrote, replayed and set aside, how
@@ -64,9 +65,40 @@ export function createWorkerMetrics() {
     roundFailed: (error) => storeErrors.count(error),
     saleFailed: (saleId, stage, kind) => saleErrors.inc({ sale_id: String(saleId), stage, kind }),
   };
+  const expired = new Counter({ name: 'flashsale_worker_orders_expired_total', help: 'Unpaid orders this worker expired past their payBy.', registers: [registry] });
+  const unitsReturned = new Counter({
+    name: 'flashsale_worker_units_returned_total',
+    help: 'Units of cancelled or expired orders this worker gave back to Redis (each unit once).',
+    registers: [registry],
+  });
+  const returnsWaiting = new Counter({
+    name: 'flashsale_worker_returns_waiting_total',
+    help: "Returns left for a rebuild because the sale's Redis state was lost or is another generation (counted per pass).",
+    registers: [registry],
+  });
+  const expiryFailures = new Counter({ name: 'flashsale_worker_expiry_failures_total', help: 'Expiry passes that failed (MySQL or Redis away); the next pass retries.', registers: [registry] });
+  const expirySeconds = new Histogram({
+    name: 'flashsale_worker_expiry_pass_duration_seconds',
+    help: 'Time of one expiry pass (expire the orders due, give their units back, settle returns owed).',
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [registry],
+  });
+  const expiryObserver: OrderExpiryObserver = {
+    passed: (result, seconds) => {
+      expired.inc(result.expired);
+      unitsReturned.inc(result.units);
+      returnsWaiting.inc(result.waiting);
+      expirySeconds.observe(seconds);
+    },
+    failed: (error) => {
+      expiryFailures.inc();
+      storeErrors.count(error);
+    },
+  };
   return {
     registry,
     observer,
+    expiryObserver,
     storeErrors,
     /** Reports the entries `worker` holds and the sales it skips, at each scrape. */
     watch(worker: OrderWorker): void {
