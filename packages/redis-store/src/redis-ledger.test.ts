@@ -34,6 +34,7 @@ describe('readRedisLedger', () => {
       stock: 20,
       remaining: 14,
       generation: sale.generation,
+      returnedUnits: 0,
       inFlight: new Map([
         [ids[2], 1],
         [ids[1], 2],
