@@ -6,6 +6,8 @@ import { purchaseRouter } from './routes/purchase.route.ts';
 import { saleRouter } from './routes/sale.route.ts';
 import { reservationRouter } from './routes/reservation.route.ts';
 import { adminRouter } from './routes/admin.route.ts';
+import { saleControlsRouter } from './routes/sale-controls.route.ts';
+import { adminAuthentication } from './dashboard/admin-auth.ts';
 import { healthRouter } from './routes/health.route.ts';
 import { openApiRouter } from './routes/openapi.route.ts';
 import type { PurchaseHandler } from './purchase/purchase-handler.ts';
@@ -26,7 +28,10 @@ export function createApp(deps: GatewayDeps, handlePurchase: PurchaseHandler): E
   app.use(requestDeadline(deps.config.REQUEST_DEADLINE_MS, sendProblem));
   app.use(saleRouter(deps));
   app.use(reservationRouter(deps));
+  // Every /api/admin route, whichever router holds it, behind one authentication (token or dashboard session).
+  app.use('/api/admin', adminAuthentication(deps));
   app.use(adminRouter(deps));
+  app.use(saleControlsRouter(deps));
   app.use(healthRouter(deps));
   app.use(openApiRouter());
   app.use(notFound);

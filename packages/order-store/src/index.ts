@@ -20,3 +20,5 @@ export {
 } from './sale-ledger.ts';
 export { withSaleLock } from './sale-lock.ts';
 export { checkConnectionBudget, connectionBudgetOf, judgeConnectionBudget, readServerConnections, type BudgetVerdict, type ConnectionBudget, type ProcessRole, type ServerConnections } from './connection-budget.ts';
+export { controlSaleInMysql, controlStateOf, type MysqlControlOutcome } from './sale-controls.ts';
+export { listSalesPage, type SalePage } from './sale-listing.ts';

@@ -20,6 +20,11 @@ export interface SaleRecord extends SaleDefinition {
   lostReservations: number;
   lostUnits: number;
   createdAt: number;
+  /** Held paused by an operator since (MySQL's clock), or null. */
+  operatorPausedAt: number | null;
+  operatorPaused: boolean;
+  /** Raised by every operator control (see SaleControlState). */
+  controlsVersion: number;
 }
 
 type SaleRow = {
@@ -34,6 +39,8 @@ type SaleRow = {
   lostReservations: number;
   lostUnits: number;
   createdAt: Date;
+  operatorPausedAt: Date | null;
+  controlsVersion: number;
 };
 
 export function toSaleRecord(row: SaleRow): SaleRecord {
@@ -49,6 +56,9 @@ export function toSaleRecord(row: SaleRow): SaleRecord {
     lostReservations: row.lostReservations,
     lostUnits: row.lostUnits,
     createdAt: row.createdAt.getTime(),
+    operatorPausedAt: row.operatorPausedAt?.getTime() ?? null,
+    operatorPaused: row.operatorPausedAt !== null,
+    controlsVersion: row.controlsVersion,
   };
 }
 

@@ -12,7 +12,10 @@ export interface SaleSnapshot {
   stock: number;
   remaining: number;
   generation: string;
+  /** The reconciler's pause. */
   paused: boolean;
+  /** Version of the operator's controls the state holds (0 for none, or a state that is gone). */
+  controlsVersion: number;
   /** Buyers recorded: reservations accepted by this state, plus the buyers a rebuild restored. */
   buyers: number;
   /** Id of the stream's last entry, null for an empty or missing stream. */
@@ -42,6 +45,7 @@ export async function snapshotSale(redis: ScriptedRedis, prefix: string, saleId:
     remaining: counters?.remaining ?? 0,
     generation: counters?.generation ?? '',
     paused: counters?.paused ?? false,
+    controlsVersion: counters?.controlsVersion ?? 0,
     buyers: Number(replies[2]![1]),
     lastEntryId: lastEntryIdOf(replies[3]![1]),
     streamLength: Number(replies[4]![1]),
