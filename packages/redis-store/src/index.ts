@@ -22,7 +22,7 @@ export {
 } from './reservation-stream.ts';
 export { streamBacklog, type StreamBacklog } from './stream-backlog.ts';
 export { isDrained, waitForDrain } from './stream-drain.ts';
-export { deadLetter, findDeadLetter, readDeadLettered, type DeadLetteredReservation } from './dead-letters.ts';
+export { deadLetter, findDeadLetter, readDeadLettered, recentDeadLettersByReason, type DeadLetteredReservation } from './dead-letters.ts';
 export { readRedisLedger, type RedisLedger } from './redis-ledger.ts';
 export { writeAuditRecord, readAuditRecord, type AuditRecord } from './audit-report.ts';
 export { rebuildSaleState } from './sale-rebuild.ts';

@@ -27,13 +27,17 @@ const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
  * already keeps the cookie off cross-site requests in current browsers; these are the checks that do not
  * depend on it: the browser's own word on where the request comes from (Sec-Fetch-Site, Origin), and the
  * session's CSRF token, which only a page of this origin could read (GET /admin/session, same-origin JSON).
+ * A request that says nothing of its origin (no Origin, no Sec-Fetch-Site: a script, curl) still needs the
+ * token.
  */
-export function checkSameOriginChange(req: Request, session: AdminSession): void {
+export function checkSameOriginChange(req: Request, session: AdminSession | null): void {
   if (SAFE_METHODS.has(req.method)) return;
   const site = req.headers['sec-fetch-site'];
   if (site !== undefined && site !== 'same-origin') throw new AppError('CSRF_REJECTED', `a change sent from another site (Sec-Fetch-Site: ${site})`);
   const origin = req.headers.origin;
   if (origin !== undefined && originHost(origin) !== req.headers.host) throw new AppError('CSRF_REJECTED', `a change sent from another origin (${origin})`);
+  // Signing in has no session yet: the origin checks alone guard it.
+  if (session === null) return;
   const given = Buffer.from(String(req.headers[CSRF_HEADER] ?? ''));
   const expected = Buffer.from(session.csrfToken);
   if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw new AppError('CSRF_REJECTED', `the ${CSRF_HEADER} header is missing or not this session's`);

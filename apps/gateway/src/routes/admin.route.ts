@@ -1,11 +1,11 @@
 import express, { Router } from 'express';
 import { z } from 'zod';
-import { AppError, MAX_PER_USER_LIMIT, MAX_STOCK, SALE_TIME_RANGE, ledgerConsistent } from '@flashsale/domain';
-import { readAuditRecord, readSaleState, streamBacklog } from '@flashsale/redis-store';
+import { AppError, MAX_PER_USER_LIMIT, MAX_STOCK, SALE_TIME_RANGE } from '@flashsale/domain';
 import { enqueueReconcile } from '@flashsale/jobs';
-import { findSale, saleOrderTotals } from '@flashsale/order-store';
+import { findSale } from '@flashsale/order-store';
 import type { GatewayDeps } from '../deps.ts';
 import { saleView } from './sale-view.ts';
+import { readSaleStats } from './sale-stats.ts';
 import { createSale, creationKeyOf } from './sale-creation.ts';
 import { liftRequestDeadline, withDeadline } from '../deadline.ts';
 import { parseOrThrow, requireJsonBody, saleIdParam } from '../validation.ts';
@@ -38,7 +38,7 @@ const newSaleBody = z
 /** /api/admin/*: creating sales and reading their ledger. app.ts puts the admin authentication in front. */
 
 export function adminRouter(deps: GatewayDeps): Router {
-  const { config, redis, prisma, jobs } = deps;
+  const { config, prisma, jobs } = deps;
   const router = Router();
 
   router.post(
@@ -56,33 +56,7 @@ export function adminRouter(deps: GatewayDeps): Router {
   );
 
   router.get('/api/admin/sales/:saleId/stats', async (req, res) => {
-    const saleId = saleIdParam(req.params.saleId);
-    const [record, state, backlog, totals, audit] = await Promise.all([
-      findSale(prisma, saleId),
-      readSaleState(redis, config.REDIS_PREFIX, saleId),
-      streamBacklog(redis, config.REDIS_PREFIX, saleId),
-      saleOrderTotals(prisma, saleId),
-      readAuditRecord(redis, config.REDIS_PREFIX, saleId),
-    ]);
-    if (!record) throw new AppError('SALE_NOT_FOUND', `no sale has the id ${saleId}`);
-    const inFlight = backlog.lag + backlog.pending;
-    const remaining = state ? state.remaining : null;
-    const consistent = ledgerConsistent({ stock: record.stock, remaining, inFlight, unitsInDb: totals.units });
-    res.json({
-      saleId,
-      stock: record.stock,
-      remaining,
-      inFlight,
-      ordersInDb: totals.orders,
-      unitsInDb: totals.units,
-      deadLettered: backlog.deadLettered,
-      consistent,
-      // Reservations answered 202 but lost with Redis data, as the reconciler counted them (a floor).
-      lost: { reservations: record.lostReservations, units: record.lostUnits },
-      // The reconciler's last audit of the ledger: drift 0 when remaining + in flight + dead-lettered +
-      // units in MySQL = stock; null until an audit has run.
-      audit: audit && { drift: audit.drift, checkedAt: new Date(audit.checkedAt).toISOString() },
-    });
+    res.json(await readSaleStats(deps, saleIdParam(req.params.saleId)));
   });
 
   // Pauses the sale, waits for its stream to drain, rebuilds its Redis state from MySQL and resumes it,
