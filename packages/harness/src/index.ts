@@ -13,3 +13,4 @@ export { startMariaDbServer, type MariaDbServer } from './mariadb-server.ts';
 export { skewedClockEnv } from './skewed-clock.ts';
 export { startRedisCluster, type RedisCluster, type ClusterNode } from './redis-cluster.ts';
 export { gitRevision } from './git-revision.ts';
+export { launchChromium, signInToDashboard } from './chromium.ts';

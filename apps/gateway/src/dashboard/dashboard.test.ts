@@ -2,11 +2,10 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { buyerToken, purchaseBurst } from '@flashsale/harness';
+import { buyerToken, launchChromium, purchaseBurst, signInToDashboard } from '@flashsale/harness';
 import { readSaleState } from '@flashsale/redis-store';
 import { createLiveSale, type TestContext } from '../../../../test/support/context.ts';
 import { gatewayPerFile, type TestGateway } from '../../../../test/support/gateway.ts';
-import { launchChromium } from '../../../../test/support/browser.ts';
 import { bearer } from '../../../../test/support/http.ts';
 
 // The dashboard in a real headless Chromium against a real gateway, Redis and MariaDB. One browser for
@@ -38,11 +37,7 @@ async function withPage(run: (page: Page, context: BrowserContext) => Promise<vo
   }
 }
 
-async function signIn(page: Page, token = ctx.config.ADMIN_TOKEN): Promise<void> {
-  await page.goto(`${gateway.url}/admin/`);
-  await page.fill('#token', token);
-  await page.click('#sign-in-form button[type=submit]');
-}
+const signIn = (page: Page, token = ctx.config.ADMIN_TOKEN) => signInToDashboard(page, gateway.url, token);
 
 const purchase = (saleId: number, buyer: string) => fetch(`${gateway.url}/api/sales/${saleId}/purchase`, { method: 'POST', headers: bearer(buyerToken(buyer)) });
 
@@ -110,10 +105,6 @@ describe('the dashboard', () => {
       for (let wave = 0; wave < 4; wave++) {
         const burst = await purchaseBurst(gateway.url, sale.id, Array.from({ length: 60 }, (_, i) => `dash-${sale.id}-${wave}-${i}`));
         expect(burst.accepted.size).toBe(60);
-        if (wave === 2 && process.env.DASHBOARD_SCREENSHOT) {
-          await page.waitForTimeout(400);
-          await page.screenshot({ path: process.env.DASHBOARD_SCREENSHOT, fullPage: true });
-        }
         await page.waitForTimeout(400);
       }
       await watching;
