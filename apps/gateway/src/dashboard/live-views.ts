@@ -1,16 +1,13 @@
-import { Queue } from 'bullmq';
 import { AppError, parseSaleId } from '@flashsale/domain';
 import { findSale } from '@flashsale/order-store';
 import { recentDeadLettersByReason, readSaleState, redisNow, redisTargetOf, saleKeys, streamBacklog } from '@flashsale/redis-store';
-import { AUDIT_QUEUE, bullConnection, bullPrefix, reconcileJobId } from '@flashsale/jobs';
+import { openQueueCounts, reconcileJobId } from '@flashsale/jobs';
 import type { GatewayDeps } from '../deps.ts';
 import type { GatewayMetrics } from '../metrics.ts';
 import { adminSaleView } from '../controls/admin-sale-view.ts';
 import { listAdminSales } from '../controls/sale-list.ts';
 import { readSaleStats } from '../routes/sale-stats.ts';
 import { TrafficSampler } from './traffic-sampler.ts';
-
-const QUEUE_STATES = ['waiting', 'active', 'delayed', 'completed', 'failed'] as const;
 
 /**
  * What the dashboard's topics hold, read from the stores each time (LiveFeed calls it once per interval
@@ -27,25 +24,11 @@ export function createLiveViews(deps: GatewayDeps, metrics: GatewayMetrics) {
   const prefix = config.REDIS_PREFIX;
   const traffic = new TrafficSampler(metrics);
   const accepted = new Map<number, { at: number; units: number }>();
-  let auditQueue: { queue: Queue; connection: ReturnType<typeof bullConnection> } | undefined;
-
-  async function queueCounts(queue: Pick<Queue, 'getJobCounts'>): Promise<Record<string, number>> {
-    return queue.getJobCounts(...QUEUE_STATES);
-  }
+  const queues = openQueueCounts(redisTargetOf(config), prefix);
 
   async function overview() {
-    if (!auditQueue) {
-      const connection = bullConnection(redisTargetOf(config));
-      auditQueue = { connection, queue: new Queue(AUDIT_QUEUE, { connection, prefix: bullPrefix(prefix) }) };
-      auditQueue.queue.on('error', () => undefined);
-    }
-    const [page, reconcile, audit, purchases] = await Promise.all([
-      listAdminSales({ redis, prisma, prefix }, { limit: 20 }),
-      queueCounts(jobs.queue),
-      queueCounts(auditQueue.queue),
-      traffic.sample(),
-    ]);
-    return { at: new Date().toISOString(), sales: page.sales, queues: { reconcile, audit }, purchases };
+    const [page, counts, purchases] = await Promise.all([listAdminSales({ redis, prisma, prefix }, { limit: 20 }), queues.read(), traffic.sample()]);
+    return { at: new Date().toISOString(), sales: page.sales, queues: counts, purchases };
   }
 
   async function sale(saleId: number) {
@@ -83,9 +66,7 @@ export function createLiveViews(deps: GatewayDeps, metrics: GatewayMetrics) {
       return sale(saleId);
     },
     async close(): Promise<void> {
-      await auditQueue?.queue.close();
-      auditQueue?.connection.disconnect();
-      auditQueue = undefined;
+      await queues.close();
     },
   };
 }
