@@ -43,9 +43,18 @@ function showDashboard(session) {
 }
 
 async function checkSession(message) {
-  const res = await fetch('/admin/session', { credentials: 'same-origin' });
+  let res;
+  try {
+    res = await fetch('/admin/session', { credentials: 'same-origin' });
+  } catch {
+    // The gateway cannot be reached: not a sign-out. Asked again shortly.
+    $('connection').textContent = 'gateway unreachable, retrying…';
+    setTimeout(() => void checkSession(message), 2000);
+    return;
+  }
   if (res.ok) showDashboard(await res.json());
-  else showSignIn(message);
+  else if (res.status === 401) showSignIn(message);
+  else setTimeout(() => void checkSession(message), 2000);
 }
 
 // One stream per page: the overview and the sale shown. EventSource reconnects a dropped connection by

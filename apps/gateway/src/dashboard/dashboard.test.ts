@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { buyerToken, launchChromium, purchaseBurst, signInToDashboard } from '@flashsale/harness';
+import { buyerToken, launchChromium, purchaseBurst, signInToDashboard, startFaultProxy } from '@flashsale/harness';
 import { readSaleState } from '@flashsale/redis-store';
 import { createLiveSale, type TestContext } from '../../../../test/support/context.ts';
 import { gatewayPerFile, type TestGateway } from '../../../../test/support/gateway.ts';
@@ -210,5 +210,31 @@ describe('the dashboard', () => {
       expect(await page.textContent('#sign-in-error')).toBe('Your session has ended: sign in again.');
       expect(await readSaleState(ctx.redis, ctx.config.REDIS_PREFIX, sale.id)).toMatchObject({ operatorPaused: false });
     });
+  });
+
+  it('reconnects a dropped live stream by itself, and shows what changed meanwhile', async () => {
+    const sale = await createLiveSale(ctx, { stock: 10, name: 'Dropped stream' });
+    // The browser reaches the gateway through a proxy that can cut every connection.
+    const proxy = await startFaultProxy(Number(new URL(gateway.url).port));
+    const viaProxy = `http://127.0.0.1:${proxy.port}`;
+    try {
+      await withPage(async (page) => {
+        await signInToDashboard(page, viaProxy, ctx.config.ADMIN_TOKEN);
+        await page.waitForSelector('#dashboard:not([hidden])');
+        await page.goto(`${viaProxy}/admin/#sale=${sale.id}`);
+        await expect.poll(() => page.textContent('#remaining-text')).toBe('10 of 10 left');
+
+        proxy.cut();
+        await expect.poll(() => page.textContent('#connection')).not.toMatch(/^live/);
+        expect((await purchase(sale.id, `dash-${sale.id}-meanwhile`)).status).toBe(202);
+        proxy.restore();
+
+        await expect.poll(() => page.textContent('#remaining-text'), { timeout: 15_000 }).toBe('9 of 10 left');
+        expect(await page.textContent('#connection')).toMatch(/^live/);
+        expect(await page.isHidden('#sign-in')).toBe(true);
+      });
+    } finally {
+      await proxy.close();
+    }
   });
 });
