@@ -21,6 +21,21 @@ const controls = (ctx: TestContext) => ({ redis: ctx.redis, prisma: ctx.prisma, 
 const buy = (ctx: TestContext, saleId: number) =>
   reservePurchase(ctx.redis, ctx.config.REDIS_PREFIX, { saleId, userId: `buyer-${randomUUID()}`, quantity: 1, reservationId: newReservationId(saleId) });
 
+function watcherDeps(own: TestContext) {
+  return {
+    redis: own.redis,
+    prisma: own.prisma,
+    prefix: own.config.REDIS_PREFIX,
+    logger,
+    publishGraceMs: 0,
+    createGraceMs: 60_000,
+    retentionMs: 60_000,
+    watchAfterEndMs: own.config.RECONCILER_WATCH_AFTER_END_MS,
+    retireAfterEndMs: own.config.RECONCILER_RETIRE_AFTER_END_MS,
+    pausedLastPass: new Set<number>(),
+  };
+}
+
 describe('the operator\'s controls and the reconciler', () => {
   it('an operator\'s resume during a reconciliation does not cut its drain short', async () => {
     const { ctx } = env;
@@ -79,7 +94,7 @@ describe('the operator\'s controls and the reconciler', () => {
     });
   });
 
-  it('the watch brings Redis level with a control MySQL committed and Redis never received (the process died between)', async () => {
+  it('the watch brings Redis level with a control MySQL committed and Redis never received (the process died between), and takes an operator\'s pause for no stuck reconciliation', async () => {
     // The watcher looks at every sale of its database: this one sees only its own.
     const own = await createIsolatedContext();
     try {
@@ -89,22 +104,16 @@ describe('the operator\'s controls and the reconciler', () => {
       await controlSaleInMysql(own.prisma, sale.id, now, (state) => planControl(state, { action: 'add_stock', units: 2 }, now));
       expect(await buy(own, sale.id)).toMatchObject({ kind: 'reserved', remaining: 4 });
 
-      await watchOnce({
-        redis: own.redis,
-        prisma: own.prisma,
-        prefix: own.config.REDIS_PREFIX,
-        logger,
-        publishGraceMs: 0,
-        createGraceMs: 60_000,
-        retentionMs: 60_000,
-        watchAfterEndMs: own.config.RECONCILER_WATCH_AFTER_END_MS,
-        retireAfterEndMs: own.config.RECONCILER_RETIRE_AFTER_END_MS,
-        pausedLastPass: new Set(),
-        requestReconcile: async () => undefined,
-      });
+      const requested: number[] = [];
+      const watch = { ...watcherDeps(own), requestReconcile: async (saleId: number) => void requested.push(saleId) };
+
+      await watchOnce(watch);
 
       expect(await readSaleState(own.redis, own.config.REDIS_PREFIX, sale.id)).toMatchObject({ stock: 7, remaining: 6, operatorPaused: true, controlsVersion: 2 });
       expect(await buy(own, sale.id)).toEqual({ kind: 'sale_paused' });
+      // Paused by an operator at two looks running is not a reconciliation that died: nothing is queued.
+      await watchOnce(watch);
+      expect(requested).toEqual([]);
     } finally {
       await own.close();
     }
