@@ -43,7 +43,8 @@ RUN npm run build \
  && mkdir -p /out/prisma /out/scripts \
  && cp -R prisma/migrations /out/prisma/ \
  && cp scripts/start.mjs /out/scripts/ \
- && mkdir -p /out/docs && cp docs/openapi.yaml /out/docs/
+ && mkdir -p /out/docs && cp docs/openapi.yaml /out/docs/ \
+ && cp -R apps/gateway/public /out/apps/gateway/
 
 # What the processes import at run time and nothing else: no devDependencies (TypeScript, tsx, turbo,
 # the Prisma CLI), no optional ones (the Node 24 binary the repository brings for older machines; the

@@ -42,4 +42,12 @@ export default tseslint.config(
     ...tseslint.configs.disableTypeChecked,
     languageOptions: { ...tseslint.configs.disableTypeChecked.languageOptions, globals: { process: 'readonly', console: 'readonly' } },
   },
+  {
+    // The dashboard's page script: a classic browser script (no modules, no build step).
+    files: ['apps/gateway/public/**/*.js'],
+    languageOptions: {
+      sourceType: 'script',
+      globals: { document: 'readonly', window: 'readonly', location: 'readonly', fetch: 'readonly', EventSource: 'readonly', setTimeout: 'readonly', confirm: 'readonly' },
+    },
+  },
 );

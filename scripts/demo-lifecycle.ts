@@ -19,6 +19,8 @@ export interface LifecycleInput {
   webhookSecret: string;
   /** The orders of the first crowd: reservation id -> buyer. */
   orders: Map<string, { userId: string; quantity: number }>;
+  /** The sale's payment window: the expiry is waited for at most this and a minute. */
+  paymentWindowSeconds: number;
   step(text: string): void;
 }
 
@@ -54,7 +56,7 @@ export async function runLifecycle(input: LifecycleInput): Promise<{ failed: boo
   const started = performance.now();
   let now = await stats();
   while (now.ordersByStatus.created.orders > 0 || now.unitsAwaitingReturn > 0) {
-    if (performance.now() - started > 60_000) throw new Error(`orders still awaiting payment after a minute: ${JSON.stringify(now.ordersByStatus)}`);
+    if (performance.now() - started > (input.paymentWindowSeconds + 60) * 1000) throw new Error(`orders still awaiting payment past their window and a minute: ${JSON.stringify(now.ordersByStatus)}`);
     await sleep(500);
     now = await stats();
   }

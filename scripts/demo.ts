@@ -4,7 +4,14 @@
  * API, a flash crowd of buyers fired at it, the drain awaited, the ledger checked against MySQL, a report
  * printed, everything stopped. Exits non-zero if any invariant does not hold. On one Redis (REDIS_URL),
  * or on a Redis Cluster with REDIS_CLUSTER_NODES set.
+ *
+ * The operator's dashboard is printed while the sale runs. Options, for a person to watch it:
+ *   --keep            after the report, keep everything running until Ctrl-C (SIGINT) or SIGTERM
+ *   --pace <n>        send the flash crowd at n purchases a second instead of all at once
+ *   --screenshot <f>  save a screenshot of the dashboard mid-sale to f (Debian's chromium; paces at 150/s)
  */
+import { parseArgs } from 'node:util';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { createConnection } from 'mariadb';
 import { loadConfig } from '@flashsale/config';
 import { createRedis, redisTargetOf } from '@flashsale/redis-store';
@@ -16,7 +23,9 @@ import {
   ledgerOf,
   mapConcurrently,
   percentile,
+  launchChromium,
   redisEnvOf,
+  signInToDashboard,
   spawnGateway,
   spawnReconciler,
   spawnWorker,
@@ -32,6 +41,16 @@ const ATTEMPTS_PER_BUYER = 2;
 const CONNECTIONS = 64;
 /** Long enough for the demo's winners to pay, short enough to watch the rest expire. */
 const PAYMENT_WINDOW_SECONDS = 15;
+
+const { values: options } = parseArgs({ options: { keep: { type: 'boolean', default: false }, pace: { type: 'string' }, screenshot: { type: 'string' } } });
+const screenshotPath = options.screenshot;
+const pace = options.pace !== undefined ? Number(options.pace) : screenshotPath !== undefined ? 150 : undefined;
+// A paced crowd takes a while: every winner still has the window's 15 s after the last purchase.
+const paymentWindowSeconds = PAYMENT_WINDOW_SECONDS + (pace === undefined ? 0 : Math.ceil((BUYERS * ATTEMPTS_PER_BUYER) / pace));
+if (pace !== undefined && !(Number.isInteger(pace) && pace > 0)) {
+  console.error(`--pace must be a whole number of purchases a second, not ${options.pace}`);
+  process.exit(2);
+}
 
 const config = loadConfig();
 // One Redis (REDIS_URL), or a Redis Cluster when REDIS_CLUSTER_NODES is set: the processes are told the same.
@@ -78,24 +97,35 @@ try {
       perUserLimit: 2,
       startsAt: new Date(Date.now() - 1000).toISOString(),
       endsAt: new Date(Date.now() + 3_600_000).toISOString(),
-      paymentWindowSeconds: PAYMENT_WINDOW_SECONDS,
+      // A paced crowd takes a while: every winner still has the window's 15 s after the last purchase.
+      paymentWindowSeconds: paymentWindowSeconds,
     },
   });
   if (created.status !== 201) throw new Error(`creating the sale failed: ${created.status} ${JSON.stringify(created.body)}`);
   const saleId = created.body.id as number;
   console.log(JSON.stringify(created.body));
+  console.log(`dashboard: ${gateway.url}/admin/#sale=${saleId} (sign in with the admin token${config.ADMIN_TOKEN === 'dev-only-admin-token' ? ': dev-only-admin-token' : ''})`);
 
   step(`flash crowd: ${BUYERS} buyers x ${ATTEMPTS_PER_BUYER} attempts, ${CONNECTIONS} connections`);
   const tokens = signBuyerTokens(Array.from({ length: BUYERS }, (_, i) => `demo-buyer-${i}`));
   const crowd = tokens.flatMap((token, buyer) => Array.from({ length: ATTEMPTS_PER_BUYER }, (_, attempt) => ({ buyer, token, quantity: ((buyer + attempt) % 2) + 1 })));
   const client = createHttpClient(gateway.url, CONNECTIONS);
+  // Settled into a line of the report either way: a failed screenshot must not take the demo down with its processes up.
+  const shooting =
+    screenshotPath === undefined ? undefined : screenshotMidSale(gateway.url, saleId, screenshotPath).catch((error: unknown) => `not taken: ${(error as Error).message}`);
   const started = performance.now();
-  const results = await mapConcurrently(crowd, CONNECTIONS, async (r) => ({
-    ...r,
-    ...(await client.send('POST', `/api/sales/${saleId}/purchase`, { headers: { authorization: `Bearer ${r.token}` }, body: { quantity: r.quantity } })),
-  }));
+  const results = await mapConcurrently(
+    crowd.map((r, index) => ({ ...r, index })),
+    CONNECTIONS,
+    async (r) => {
+      // Paced: each purchase waits for its slot, so a person (or the screenshot) sees the sale sell.
+      if (pace !== undefined) await sleep(Math.max(0, started + (r.index * 1000) / pace - performance.now()));
+      return { ...r, ...(await client.send('POST', `/api/sales/${saleId}/purchase`, { headers: { authorization: `Bearer ${r.token}` }, body: { quantity: r.quantity } })) };
+    },
+  );
   const seconds = (performance.now() - started) / 1000;
   client.close();
+  if (shooting) console.log(`screenshot of the dashboard mid-sale: ${await shooting}`);
 
   const accepted = new Map<string, { userId: string; quantity: number }>();
   const outcomes: Record<string, number> = {};
@@ -156,9 +186,17 @@ try {
     adminToken: config.ADMIN_TOKEN,
     webhookSecret: config.PAYMENT_WEBHOOK_SECRET,
     orders: accepted,
+    paymentWindowSeconds,
     step,
   });
   failed ||= lifecycle.failed;
+  if (options.keep) {
+    console.log(`\nkept running (--keep): dashboard at ${gateway.url}/admin/#sale=${saleId}; Ctrl-C stops everything`);
+    await new Promise<void>((resolve) => {
+      process.once('SIGINT', resolve);
+      process.once('SIGTERM', resolve);
+    });
+  }
 } finally {
   step('stopping (SIGTERM)');
   const codes = await Promise.all(processes.map((p) => p.kill('SIGTERM')));
@@ -173,4 +211,29 @@ process.exit(failed ? 1 : 0);
 /** Every key under the demo's prefix, on the one Redis or on each master of the cluster. */
 async function deleteKeys(): Promise<void> {
   await deleteKeysWithPrefix(redis, prefix);
+}
+
+/**
+ * Signs in to the dashboard in headless Chromium, shows the sale, and saves a screenshot once about half
+ * the stock is gone: the sale mid-way, its figures live.
+ */
+async function screenshotMidSale(baseUrl: string, saleId: number, path: string): Promise<string> {
+  const browser = await launchChromium();
+  try {
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    await signInToDashboard(page, baseUrl, config.ADMIN_TOKEN);
+    await page.waitForSelector('#dashboard:not([hidden])');
+    await page.goto(`${baseUrl}/admin/#sale=${saleId}`);
+    // Read from here: the page's Content-Security-Policy refuses script evaluated from a string.
+    const deadline = performance.now() + 60_000;
+    while (Number((await page.getAttribute('#remaining-text', 'data-remaining')) ?? STOCK) > STOCK / 2) {
+      if (performance.now() > deadline) throw new Error('the sale did not reach half its stock within 60 s');
+      await sleep(100);
+    }
+    await sleep(1500);
+    await page.screenshot({ path, fullPage: true });
+    return path;
+  } finally {
+    await browser.close();
+  }
 }

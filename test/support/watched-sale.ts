@@ -17,6 +17,9 @@ export function watchedSale(overrides: Partial<WatchedSale> = {}): WatchedSale {
     createdAt: 0,
     checkpoint: null,
     settled: true,
+    operatorPausedAt: null,
+    operatorPaused: false,
+    controlsVersion: 0,
     ...overrides,
   };
 }

@@ -7,17 +7,21 @@ import { saleRouter } from './routes/sale.route.ts';
 import { reservationRouter } from './routes/reservation.route.ts';
 import { paymentsRouter } from './routes/payments.route.ts';
 import { adminRouter } from './routes/admin.route.ts';
+import { saleControlsRouter } from './routes/sale-controls.route.ts';
+import { adminAuthentication } from './dashboard/admin-auth.ts';
+import { dashboardRouter } from './dashboard/dashboard.route.ts';
+import type { LiveFeed } from './dashboard/live-feed.ts';
 import { healthRouter } from './routes/health.route.ts';
 import { openApiRouter } from './routes/openapi.route.ts';
 import type { PurchaseHandler } from './purchase/purchase-handler.ts';
 import type { GatewayMetrics } from './metrics.ts';
 
 /**
- * The gateway's Express app, every route of it, around the purchase handler `createGateway` built (the
- * one construction of the gateway, for `main.ts` and the tests alike; it also puts the front door
- * before this app).
+ * The gateway's Express app, every route of it, around the purchase handler and the dashboard's live
+ * feed `createGateway` built (the one construction of the gateway, for `main.ts` and the tests alike; it
+ * also puts the front door before this app).
  */
-export function createApp(deps: GatewayDeps, handlePurchase: PurchaseHandler, metrics: GatewayMetrics): Express {
+export function createApp(deps: GatewayDeps, handlePurchase: PurchaseHandler, metrics: GatewayMetrics, liveFeed: LiveFeed): Express {
   const app = express();
   app.disable('x-powered-by');
   app.disable('etag');
@@ -29,7 +33,11 @@ export function createApp(deps: GatewayDeps, handlePurchase: PurchaseHandler, me
   app.use(saleRouter(deps));
   app.use(reservationRouter(deps));
   app.use(paymentsRouter(deps));
+  // Every /api/admin route, whichever router holds it, behind one authentication (token or dashboard session).
+  app.use('/api/admin', adminAuthentication(deps));
   app.use(adminRouter(deps));
+  app.use(saleControlsRouter(deps));
+  app.use(dashboardRouter(deps, liveFeed));
   app.use(healthRouter(deps));
   app.use(openApiRouter());
   app.use(notFound);

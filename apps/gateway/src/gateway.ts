@@ -8,6 +8,8 @@ import { createPurchaseHandler, type PurchaseHandler } from './purchase/purchase
 import { SaleVerdictCache } from './purchase/sale-verdict-cache.ts';
 import { LiveSaleDirectory } from './purchase/live-sale-directory.ts';
 import { listenToSaleEvents, type SaleEventsListener } from './purchase/sale-events-listener.ts';
+import { LiveFeed } from './dashboard/live-feed.ts';
+import { createLiveViews } from './dashboard/live-views.ts';
 
 export interface Gateway {
   /** The server's request listener: the purchase front door, then the Express app. */
@@ -16,6 +18,8 @@ export interface Gateway {
   liveSales: LiveSaleDirectory;
   /** Its Prometheus metrics, served apart from the app, on METRICS_PORT (see metrics-port.ts). */
   metrics: GatewayMetrics;
+  /** The dashboard's live views (GET /admin/live), read once per interval for every page watching. */
+  liveFeed: LiveFeed;
   /**
    * Starts the background parts: the sale events subscription, made whenever Redis answers, and the
    * live-sale directory, read from MySQL now and then. Waits for neither store: the gateway may listen
@@ -63,20 +67,24 @@ export function createGateway(deps: GatewayDeps, metrics: GatewayMetrics = creat
   );
   const liveSales = new LiveSaleDirectory(deps.prisma, deps.logger, config.LIVE_SALES_REFRESH_MS);
   const handlePurchase = createPurchaseHandler(deps, metrics, { verdicts, liveSales });
-  const app = createApp(deps, handlePurchase, metrics);
+  const views = createLiveViews(deps, metrics);
+  const liveFeed = new LiveFeed((topic) => views.read(topic), config.DASHBOARD_INTERVAL_MS, deps.logger);
+  const app = createApp(deps, handlePurchase, metrics, liveFeed);
   let events: SaleEventsListener | undefined;
   return {
     listener: frontDoor(app, handlePurchase),
     verdicts,
     liveSales,
     metrics,
+    liveFeed,
     async start() {
       events = listenToSaleEvents(redisTargetOf(deps.config), deps.config.REDIS_PREFIX, verdicts, deps.logger);
       await Promise.all([events.subscribed, liveSales.start()]);
     },
     async close() {
       liveSales.stop();
-      await events?.close();
+      liveFeed.close();
+      await Promise.all([events?.close(), views.close()]);
     },
   };
 }

@@ -1,8 +1,8 @@
 import type { Logger } from '@flashsale/config';
 import { SaleNotFound } from '@flashsale/domain';
 import type { ReconcileReason, ReconcileResult } from '@flashsale/jobs';
-import { beginRebuild, withSaleLock, type PrismaClient } from '@flashsale/order-store';
-import { rebuildSaleState, setSalePaused, waitForDrain, type ScriptedRedis } from '@flashsale/redis-store';
+import { beginRebuild, controlStateOf, findSale, withSaleLock, type PrismaClient } from '@flashsale/order-store';
+import { applySaleControls, rebuildSaleState, setSalePaused, waitForDrain, type ScriptedRedis } from '@flashsale/redis-store';
 import { observeLoss } from './sale-judgement.ts';
 
 export interface ReconcileDeps {
@@ -51,6 +51,12 @@ async function reconcileLocked(deps: ReconcileDeps, saleId: number, reason: Reco
   if (!plan) throw new SaleNotFound(`sale ${saleId} is not in MySQL`);
   if (plan.judgement.lost) logger.warn({ saleId, reason, why: plan.judgement.why }, 'reconcile: the state replaced had lost reservations');
   await rebuildSaleState(redis, prefix, plan.sale, plan);
+  // An operator's control committed after the rebuild read MySQL may have reached Redis before the
+  // rebuild replaced the state, and been overwritten with the older controls: MySQL's are written again
+  // while the sale is still paused, so it never resumes on controls older than MySQL's. A control
+  // committed after this read reaches Redis after the rebuild, and applies over it.
+  const current = await findSale(prisma, saleId);
+  if (current) await applySaleControls(redis, prefix, saleId, controlStateOf(current));
   await setSalePaused(redis, prefix, saleId, false);
   await deps.announce(saleId);
 

@@ -5,7 +5,20 @@ import { judge } from './state-watcher.ts';
 import { watchedSale } from '../../../test/support/watched-sale.ts';
 
 const sale: WatchedSale = watchedSale({ checkpoint: { reservations: 3, units: 3, at: 1000, streamId: '1000-0' } });
-const snapshot: SaleSnapshot = { at: 2000, present: true, stock: 10, remaining: 6, generation: 'g1', paused: false, buyers: 4, returnedUnits: 0, lastEntryId: '1500-0', streamLength: 3, backlog: { lag: 0, pending: 0 } };
+const snapshot: SaleSnapshot = {
+  at: 2000,
+  present: true,
+  stock: 10,
+  remaining: 6,
+  generation: 'g1',
+  paused: false,
+  buyers: 4,
+  returnedUnits: 0,
+  lastEntryId: '1500-0',
+  streamLength: 3,
+  backlog: { lag: 0, pending: 0 },
+  controlsVersion: 0,
+};
 
 describe('judging a sale state', () => {
   it('is healthy when the generation matches and nothing went back since the checkpoint', () => {

@@ -2,6 +2,7 @@ import type { Logger } from '@flashsale/config';
 import {
   abandonSale,
   adoptSale,
+  controlStateOf,
   findCheckpoint,
   findSale,
   isMysqlUnavailable,
@@ -13,6 +14,7 @@ import {
 } from '@flashsale/order-store';
 import {
   acceptedUnits,
+  applySaleControls,
   isDrained,
   keepListed,
   isRedisUnavailable,
@@ -149,6 +151,12 @@ async function watchSale(deps: StateWatcherDeps, listed: WatchedSale): Promise<S
     }
   }
   const visit = (changed: boolean): SaleVisit => ({ verdict, sale, snapshot, changed });
+  if (verdict.kind !== 'reconcile' && snapshot.controlsVersion < sale.controlsVersion) {
+    // An operator's control committed in MySQL never reached Redis (its process died between the two
+    // writes): written now from MySQL's record. Versioned, so a control applied since is not undone.
+    const applied = await applySaleControls(deps.redis, deps.prefix, sale.id, controlStateOf(sale));
+    deps.logger.warn({ saleId: sale.id, version: sale.controlsVersion, was: snapshot.controlsVersion, applied }, "operator's controls brought into Redis from MySQL");
+  }
   if (verdict.kind === 'reconcile') {
     deps.logger.warn({ saleId: sale.id, reason: verdict.reason, why: verdict.why }, 'sale state needs reconciling');
     await deps.requestReconcile(sale.id, verdict.reason);

@@ -239,6 +239,15 @@ const schema = z
      * ever published.
      */
     RECONCILER_RETIRE_AFTER_END_MS: intFrom(0, 2_592_000_000).default(60_000),
+    /** How long a dashboard sign-in lasts (GET /admin/), default 28800 s (8 hours); then the operator signs in again. */
+    ADMIN_SESSION_TTL_SECONDS: intFrom(60, 604_800).default(28_800),
+    /**
+     * Whether the dashboard's session cookie is marked Secure (sent over HTTPS only): `1` or `0`, default
+     * `1` in production (behind a TLS-terminating proxy) and `0` otherwise (plain http on a laptop or CI).
+     */
+    ADMIN_COOKIE_SECURE: z.enum(['0', '1']).optional(),
+    /** How often the dashboard's live view of a sale is read and pushed (once for all its viewers), default 1000 ms. */
+    DASHBOARD_INTERVAL_MS: intFrom(100, 60_000).default(1000),
   })
   .superRefine(
     (env, ctx) => {

@@ -5,6 +5,7 @@
 export const ERRORS = {
   INVALID_REQUEST: { status: 400, title: 'The request is not valid' },
   UNAUTHORIZED: { status: 401, title: 'Missing or invalid credentials' },
+  CSRF_REJECTED: { status: 403, title: 'The request did not come from the dashboard' },
   SALE_NOT_STARTED: { status: 403, title: 'The sale has not started yet' },
   SALE_NOT_FOUND: { status: 404, title: 'No such sale' },
   RESERVATION_NOT_FOUND: { status: 404, title: 'No such reservation' },
@@ -14,6 +15,8 @@ export const ERRORS = {
   RECONCILE_IN_PROGRESS: { status: 409, title: 'A reconciliation of this sale is already running' },
   ORDER_NOT_READY: { status: 409, title: 'The reservation is not an order yet, retry shortly' },
   ORDER_NOT_CANCELLABLE: { status: 409, title: 'The order can no longer be cancelled' },
+  SALE_ALREADY_ENDED: { status: 409, title: 'The sale has ended: it can no longer be paused, closed or given stock' },
+  SALE_NOT_PAUSED: { status: 409, title: 'The sale is not paused by an operator' },
   SOLD_OUT: { status: 410, title: 'The sale is sold out' },
   SALE_ENDED: { status: 410, title: 'The sale has ended' },
   PAYLOAD_TOO_LARGE: { status: 413, title: 'The request body is too large' },

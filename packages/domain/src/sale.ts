@@ -18,6 +18,9 @@ export function parseSaleId(raw: string): number | null {
   return id <= MAX_SALE_ID ? id : null;
 }
 
+/** The most units a sale may hold in all (MySQL INT, with room): bounds a create and every stock added later. */
+export const MAX_STOCK = 1_000_000_000;
+
 /**
  * The most units one buyer may take in one sale: the bound of both a sale's `perUserLimit` (admin) and a
  * purchase's `quantity` (gateway), so the two can never disagree.

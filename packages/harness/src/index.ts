@@ -14,3 +14,4 @@ export { skewedClockEnv } from './skewed-clock.ts';
 export { startRedisCluster, type RedisCluster, type ClusterNode } from './redis-cluster.ts';
 export { gitRevision } from './git-revision.ts';
 export { paymentEventRequest, type PaymentSucceeded } from './payment-events.ts';
+export { launchChromium, signInToDashboard } from './chromium.ts';

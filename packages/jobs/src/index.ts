@@ -12,3 +12,4 @@ export {
   type ReconcileReason,
   type ReconcileResult,
 } from './reconcile-queue.ts';
+export { openQueueCounts, type QueueCounts } from './queue-counts.ts';

@@ -33,3 +33,5 @@ export {
   type CancelOutcome,
   type ClosedReason,
 } from './order-lifecycle.ts';
+export { controlSaleInMysql, controlStateOf, type MysqlControlOutcome } from './sale-controls.ts';
+export { listSalesPage, type SalePage } from './sale-listing.ts';

@@ -23,6 +23,11 @@ export interface SaleRecord extends SaleDefinition {
   lostUnits: number;
   paymentWindowSeconds: number;
   createdAt: number;
+  /** Held paused by an operator since (MySQL's clock), or null. */
+  operatorPausedAt: number | null;
+  operatorPaused: boolean;
+  /** Raised by every operator control (see SaleControlState). */
+  controlsVersion: number;
 }
 
 type SaleRow = {
@@ -38,6 +43,8 @@ type SaleRow = {
   lostUnits: number;
   paymentWindowSeconds: number;
   createdAt: Date;
+  operatorPausedAt: Date | null;
+  controlsVersion: number;
 };
 
 export function toSaleRecord(row: SaleRow): SaleRecord {
@@ -54,6 +61,9 @@ export function toSaleRecord(row: SaleRow): SaleRecord {
     lostUnits: row.lostUnits,
     paymentWindowSeconds: row.paymentWindowSeconds,
     createdAt: row.createdAt.getTime(),
+    operatorPausedAt: row.operatorPausedAt?.getTime() ?? null,
+    operatorPaused: row.operatorPausedAt !== null,
+    controlsVersion: row.controlsVersion,
   };
 }
 

@@ -141,7 +141,15 @@ describe('the migrated database against prisma/schema.prisma', () => {
 describe('migrate', () => {
   const fresh = `flashsale_migtest_${randomBytes(4).toString('hex')}`;
   const freshUrl = Object.assign(new URL(DATABASE_URL), { pathname: `/${fresh}` }).toString();
-  const MIGRATIONS = ['20261122000000_init', '20261122220000_reconciler', '20261122233000_exact_buyer_ids', '20261123000000_checkpoint_stream_id', '20261123120000_sale_publication', '20261123200000_order_lifecycle'];
+  const MIGRATIONS = [
+    '20261122000000_init',
+    '20261122220000_reconciler',
+    '20261122233000_exact_buyer_ids',
+    '20261123000000_checkpoint_stream_id',
+    '20261123120000_sale_publication',
+    '20261123200000_order_lifecycle',
+    '20261123210000_sale_controls',
+  ];
   let first: MigrationResult;
   let second: MigrationResult;
   let scratch: string | undefined;

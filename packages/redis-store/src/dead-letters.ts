@@ -83,3 +83,15 @@ export async function readDeadLettered(
     from = `(${page[page.length - 1]![0]}`;
   }
 }
+
+/**
+ * How many of a sale's last `count` dead letters each reason holds (the dashboard's view): one
+ * XREVRANGE, whatever the stream's length, so a view read every second costs a bounded read.
+ */
+export async function recentDeadLettersByReason(redis: ScriptedRedis, prefix: string, saleId: number, count = 1000): Promise<{ read: number; byReason: Record<string, number> }> {
+  const entries = (await redis.xrevrange(saleKeys(prefix, saleId).deadLetter, '+', '-', 'COUNT', count)) as [id: string, fields: string[]][];
+  const byReason: Record<string, number> = {};
+  // Fields: id <entry id> reason <reason> deliveries <n> ... (see dead-letter-3.lua).
+  for (const [, fields] of entries) byReason[fields[3] ?? ''] = (byReason[fields[3] ?? ''] ?? 0) + 1;
+  return { read: entries.length, byReason };
+}

@@ -1,4 +1,5 @@
 export { saleKeys, salesIndexKey, ORDER_WRITERS_GROUP, type SaleKeys } from './keys.ts';
+export { createAdminSession, readAdminSession, deleteAdminSession, type AdminSession } from './admin-session.ts';
 export { withScripts, type ScriptedRedis, type ScriptCommands } from './scripts.ts';
 export { createRedis, isRedisUnavailable, type RedisClientOptions } from './redis-client.ts';
 export { reservePurchase, toReserveOutcome, type ReserveOutcome, type PurchaseRequest } from './reserve-purchase.ts';
@@ -21,10 +22,11 @@ export {
 } from './reservation-stream.ts';
 export { streamBacklog, type StreamBacklog } from './stream-backlog.ts';
 export { isDrained, waitForDrain } from './stream-drain.ts';
-export { deadLetter, findDeadLetter, readDeadLettered, type DeadLetteredReservation } from './dead-letters.ts';
+export { deadLetter, findDeadLetter, readDeadLettered, recentDeadLettersByReason, type DeadLetteredReservation } from './dead-letters.ts';
 export { readRedisLedger, type RedisLedger } from './redis-ledger.ts';
 export { writeAuditRecord, readAuditRecord, type AuditRecord } from './audit-report.ts';
 export { rebuildSaleState } from './sale-rebuild.ts';
+export { applySaleControls, type ControlsApplied } from './sale-controls.ts';
 export { snapshotSale, acceptedUnits, type SaleSnapshot } from './sale-snapshot.ts';
 export { saleEventsChannel, announceSaleChanged } from './sale-events.ts';
 export { workSignalChannel, WorkSignaller, listenForWork } from './work-signal.ts';

@@ -47,5 +47,13 @@ export function salesIndexKey(prefix: string): string {
   return `${prefix}:sales`;
 }
 
+/**
+ * String: one operator's dashboard session (admin-session.ts), named by the SHA-256 of the session id the
+ * cookie holds (whoever reads Redis cannot sign in with what is stored), expiring with the session.
+ */
+export function adminSessionKey(prefix: string, sessionIdHash: string): string {
+  return `${prefix}:admin-session:${sessionIdHash}`;
+}
+
 /** The consumer group of the order writers on every sale stream. */
 export const ORDER_WRITERS_GROUP = 'order-writers';

@@ -13,11 +13,11 @@ describe('the sale meta', () => {
 
     const reply = await env.ctx.redis.hmget(saleKeys(env.ctx.config.REDIS_PREFIX, sale.id).meta, ...SALE_COUNTER_FIELDS);
 
-    expect(saleCountersOf(reply)).toEqual({ stock: 7, remaining: 7, generation: sale.generation, paused: true, returnedUnits: 0, returnedReservations: 0 });
+    expect(saleCountersOf(reply)).toEqual({ stock: 7, remaining: 7, generation: sale.generation, paused: true, returnedUnits: 0, returnedReservations: 0, controlsVersion: 0 });
   });
 
   it('has no counters for a sale Redis does not hold', () => {
-    expect(saleCountersOf([null, null, null, null])).toBeNull();
+    expect(saleCountersOf([null, null, null, null, null])).toBeNull();
   });
 
   it("reads Redis's TIME as epoch milliseconds, the microseconds truncated", async () => {

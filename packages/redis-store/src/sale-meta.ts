@@ -5,17 +5,23 @@ import { isClusterClient } from './redis-target.ts';
 
 /**
  * A sale's meta hash (`meta` in keys.ts): fields `name`, `stock`, `remaining`, `limit` (per user),
- * `starts` and `ends` (epoch ms on Redis's clock), `paused` ('1' or '0') and `gen` (the generation of
- * this Redis state). The Lua scripts write and read it through lua/includes/sale-meta.lua, TypeScript
+ * `starts` and `ends` (epoch ms on Redis's clock), `paused` ('1' or '0': the reconciler's pause), `gen`
+ * (the generation of this Redis state), `op_paused` ('1' or '0': the operator's pause) and `ctl` (the
+ * version of the operator's controls applied, see apply-controls-1.lua). The Lua scripts write and read it through lua/includes/sale-meta.lua, TypeScript
  * reads it here; Redis's clock, which its times are on, is read here too.
  */
 
 /** A sale as Redis holds it: its definition plus the live counters. */
 export interface SaleState extends SaleDefinition {
   remaining: number;
+  /** The reconciler's pause (intake stopped while a reconciliation drains and rebuilds). */
   paused: boolean;
   /** Marker written when this Redis state was created; a different one means it was rebuilt. */
   generation: string;
+  /** The operator's pause, apart from the reconciler's: either refuses purchases. */
+  operatorPaused: boolean;
+  /** Version of the operator's controls this state holds (MySQL's sales.controls_version when in step). */
+  controlsVersion: number;
 }
 
 export async function readSaleState(redis: ScriptedRedis, prefix: string, saleId: number): Promise<SaleState | null> {
@@ -31,6 +37,8 @@ export async function readSaleState(redis: ScriptedRedis, prefix: string, saleId
     endsAt: Number(meta.ends),
     paused: meta.paused === '1',
     generation: meta.gen ?? '',
+    operatorPaused: meta.op_paused === '1',
+    controlsVersion: Number(meta.ctl ?? 0),
   };
 }
 
@@ -43,22 +51,25 @@ export function saleTermsArgs(sale: SaleDefinition): [name: string, stock: numbe
   return [sale.name, sale.stock, sale.perUserLimit, sale.startsAt, sale.endsAt];
 }
 
-export const SALE_COUNTER_FIELDS = ['stock', 'remaining', 'gen', 'paused', 'ret_units', 'ret_res'] as const;
+export const SALE_COUNTER_FIELDS = ['stock', 'remaining', 'gen', 'paused', 'ret_units', 'ret_res', 'ctl'] as const;
 
 export interface SaleCounters {
   stock: number;
   remaining: number;
   generation: string;
+  /** The reconciler's pause only: the operator's is not the reconciler's business. */
   paused: boolean;
   /** Units given back by closed orders in this generation (return-units-3.lua). */
   returnedUnits: number;
   /** Buyer records those returns removed in this generation. */
   returnedReservations: number;
+  /** Version of the operator's controls applied (`ctl`): behind MySQL's, the state missed one. */
+  controlsVersion: number;
 }
 
 /** The reply of `HMGET <meta> ...SALE_COUNTER_FIELDS`; null when the sale is not in Redis. */
 export function saleCountersOf(reply: unknown): SaleCounters | null {
-  const [stock, remaining, generation, paused, returnedUnits, returnedReservations] = reply as (string | null)[];
+  const [stock, remaining, generation, paused, returnedUnits, returnedReservations, controlsVersion] = reply as (string | null)[];
   if (stock === null || stock === undefined) return null;
   return {
     stock: Number(stock),
@@ -67,6 +78,7 @@ export function saleCountersOf(reply: unknown): SaleCounters | null {
     paused: paused === '1',
     returnedUnits: Number(returnedUnits ?? 0),
     returnedReservations: Number(returnedReservations ?? 0),
+    controlsVersion: Number(controlsVersion ?? 0),
   };
 }
 

@@ -13,7 +13,10 @@ export interface SaleSnapshot {
   stock: number;
   remaining: number;
   generation: string;
+  /** The reconciler's pause. */
   paused: boolean;
+  /** Version of the operator's controls the state holds (0 for none, or a state that is gone). */
+  controlsVersion: number;
   /**
    * Reservations this state holds or held: the buyers recorded (those accepted by this state, plus
    * those a rebuild restored) and the buyer records a return of a closed order removed since. Only grows
@@ -65,6 +68,7 @@ export async function snapshotSale(redis: ScriptedRedis, prefix: string, saleId:
     remaining: counters?.remaining ?? 0,
     generation: counters?.generation ?? '',
     paused: counters?.paused ?? false,
+    controlsVersion: counters?.controlsVersion ?? 0,
     buyers: Number(replies[2]![1]) + (counters?.returnedReservations ?? 0),
     returnedUnits: counters?.returnedUnits ?? 0,
     lastEntryId: lastEntryIdOf(replies[3]![1]),

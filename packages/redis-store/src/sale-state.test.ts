@@ -42,6 +42,8 @@ describe('publishSale', () => {
       endsAt: Date.parse('2036-01-01T00:00:00.000Z'),
       paused: false,
       generation: GENERATION,
+      operatorPaused: false,
+      controlsVersion: 0,
     });
     expect(await ctx.redis.smembers(salesIndexKey(ctx.config.REDIS_PREFIX))).toContain('101');
     const groups = (await ctx.redis.xinfo('GROUPS', saleKeys(ctx.config.REDIS_PREFIX, 101).stream)) as unknown[][];

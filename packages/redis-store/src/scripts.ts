@@ -11,6 +11,7 @@ export interface ScriptCommands {
   publishSale(meta: string, stream: string, ...args: (string | number)[]): Promise<number>;
   withdrawSale(meta: string, buyers: string, stream: string, generation: string): Promise<number>;
   setPaused(meta: string, paused: '0' | '1'): Promise<number>;
+  applyControls(meta: string, version: number, stock: number, endsAt: number, operatorPaused: '0' | '1'): Promise<number>;
   deadLetter(stream: string, deadLetter: string, rejected: string, ...args: (string | number)[]): Promise<string>;
   rebuildSale(meta: string, buyers: string, stream: string, returned: string, ...args: (string | number)[]): Promise<number>;
   returnUnits(meta: string, buyers: string, returned: string, generation: string, ...orders: (string | number)[]): Promise<(number | string)[]>;

@@ -72,6 +72,8 @@ describe('POST /api/admin/sales', () => {
       publishState: 'published',
       idempotencyKey: null,
       requestHash: null,
+      operatorPausedAt: null,
+      controlsVersion: 0,
     });
     // Published under the generation MySQL recorded for it.
     const record = await ctx.prisma.sale.findUniqueOrThrow({ where: { id: created.id } });

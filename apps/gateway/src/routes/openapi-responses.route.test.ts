@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
-import { ORDER_WRITERS_GROUP, createRedis, readSaleState, saleKeys, setSalePaused } from '@flashsale/redis-store';
+import { ORDER_WRITERS_GROUP, createAdminSession, createRedis, readSaleState, saleKeys, setSalePaused } from '@flashsale/redis-store';
 import { createIsolatedContext, createLiveSale, createTestContext, redisNow, type TestContext } from '../../../../test/support/context.ts';
 import { gatewayPerFile, startGateway, type TestGateway } from '../../../../test/support/gateway.ts';
 import { startReconciler } from '../../../../test/support/reconciler.ts';
@@ -565,6 +565,42 @@ describe('POST /api/admin/sales/{saleId}/reconcile', () => {
   });
 });
 
+describe('the operator\'s controls and the sales list', () => {
+  const post = (saleId: number | string, action: string, headers: Record<string, string> = admin(), body?: string) =>
+    fetch(`${gateway.url}/api/admin/sales/${saleId}/${action}`, { method: 'POST', headers: body === undefined ? headers : { ...asJson, ...headers }, body });
+
+  it('GET /api/admin/sales: 200 a page, 400 for a bad limit, 401 without the admin token', async () => {
+    const OPERATION = 'GET /api/admin/sales';
+    await createLiveSale(ctx);
+
+    expect(await expectDescribed(OPERATION, 200, await fetch(`${gateway.url}/api/admin/sales?limit=1`, { headers: admin() }))).toMatchObject({ nextCursor: expect.any(String) });
+    await expectDescribed(OPERATION, 400, await fetch(`${gateway.url}/api/admin/sales?limit=101`, { headers: admin() }));
+    await expectDescribed(OPERATION, 401, await fetch(`${gateway.url}/api/admin/sales`));
+  });
+
+  it.each([
+    ['pause', 'close'],
+    ['resume', 'resume'],
+    ['close', 'close'],
+    ['stock', 'close'],
+  ])('POST /api/admin/sales/{saleId}/%s: 200, 400, 401, 403 (a session without its CSRF token), 404, 409', async (action, conflictAfter) => {
+    const OPERATION = `POST /api/admin/sales/{saleId}/${action}`;
+    const body = action === 'stock' ? '{"add":2}' : undefined;
+    const sale = await createLiveSale(ctx);
+    if (action === 'resume') await post(sale.id, 'pause');
+    const { id } = await createAdminSession(ctx.redis, ctx.config.REDIS_PREFIX, ctx.config.ADMIN_TOKEN, 60_000);
+
+    await expectDescribed(OPERATION, 200, await post(sale.id, action, admin(), body));
+    await expectDescribed(OPERATION, 400, await post(action === 'stock' ? sale.id : '%ZZ', action, admin(), action === 'stock' ? '{"add":0}' : undefined));
+    await expectDescribed(OPERATION, 401, await post(sale.id, action, {}, body));
+    await expectDescribed(OPERATION, 403, await post(sale.id, action, { cookie: `flashsale_admin=${id}` }, body));
+    await expectDescribed(OPERATION, 404, await post(2_000_000_000, action, admin(), body));
+    if (conflictAfter !== action || action === 'close') await post(sale.id, conflictAfter);
+    await expectDescribed(OPERATION, 409, await post(sale.id, action, admin(), body));
+    if (action === 'stock') await expectDescribed(OPERATION, 415, await post(sale.id, action, { ...admin(), 'content-type': 'text/plain' }, 'add=1'));
+  });
+});
+
 describe('GET /healthz, GET /readyz, GET /api/openapi.json', () => {
   it('200 each while Redis and MySQL answer', async () => {
     await expectDescribed('GET /healthz', 200, await fetch(`${gateway.url}/healthz`));
@@ -606,6 +642,11 @@ describe('with Redis away', () => {
     await expectDescribed('POST /api/payments/events', 503, await deliver(paymentOf(newReservationId(sale.id)), { url: away.url, secret: own.config.PAYMENT_WEBHOOK_SECRET }));
     await expectDescribed('GET /api/admin/sales/{saleId}/stats', 503, await fetch(`${away.url}/api/admin/sales/${sale.id}/stats`, { headers: adminToken }));
     await expectDescribed('POST /api/admin/sales', 503, await fetch(`${away.url}/api/admin/sales`, { method: 'POST', headers: { ...adminToken, ...asJson }, body: newSale }));
+    await expectDescribed('GET /api/admin/sales', 503, await fetch(`${away.url}/api/admin/sales`, { headers: adminToken }));
+    for (const action of ['pause', 'resume', 'close']) {
+      await expectDescribed(`POST /api/admin/sales/{saleId}/${action}`, 503, await fetch(`${away.url}/api/admin/sales/${sale.id}/${action}`, { method: 'POST', headers: adminToken }));
+    }
+    await expectDescribed('POST /api/admin/sales/{saleId}/stock', 503, await fetch(`${away.url}/api/admin/sales/${sale.id}/stock`, { method: 'POST', headers: { ...adminToken, ...asJson }, body: '{"add":1}' }));
   });
 });
 
@@ -615,6 +656,11 @@ describe('docs/openapi.yaml', () => {
     'POST /api/admin/sales 500',
     'POST /api/sales/{saleId}/purchase 500',
     'POST /api/admin/sales/{saleId}/reconcile 500',
+    'GET /api/admin/sales 500',
+    'POST /api/admin/sales/{saleId}/pause 500',
+    'POST /api/admin/sales/{saleId}/resume 500',
+    'POST /api/admin/sales/{saleId}/close 500',
+    'POST /api/admin/sales/{saleId}/stock 500',
     // The reconciliation did not finish within the drain timeout + 30 s.
     'POST /api/admin/sales/{saleId}/reconcile 503',
   ];

@@ -15,7 +15,8 @@ export function saleRouter({ redis, prisma, config }: GatewayDeps): Router {
     // endpoint never disagree about whether the sale has started.
     const [state, now] = await Promise.all([readSaleState(redis, config.REDIS_PREFIX, saleId), redisNow(redis, saleKeys(config.REDIS_PREFIX, saleId).meta)]);
     if (state) {
-      res.json(saleView(state, { remaining: state.remaining, status: saleStatus(state, now) }));
+      // Paused for buyers whoever paused it: the reconciler or an operator (the reserve script refuses either).
+      res.json(saleView(state, { remaining: state.remaining, status: saleStatus({ ...state, paused: state.paused || state.operatorPaused }, now) }));
       return;
     }
     // Not in Redis: either no such sale, or Redis lost it and intake is stopped until it is rebuilt.

@@ -18,6 +18,9 @@
             are counted back here, whether or not their return reached the old state)
     ARGV[7] generation (new; also recorded in MySQL under the sale row lock)
     ARGV[8] consumer group name
+    ARGV[9] operator paused: '1' or '0' (MySQL's operator_paused_at; kept apart from this script's own pause)
+    ARGV[10] controls version (MySQL's controls_version: an operator's control older than the rebuild
+             does not apply over it; see apply-controls-1.lua)
 
   Output:
     1
@@ -26,6 +29,12 @@
 --@include "includes/ensure-group.lua"
 
 redis.call('DEL', KEYS[1], KEYS[2], KEYS[4])
-write_sale_meta(KEYS[1], ARGV, { remaining = ARGV[6], paused = true, generation = ARGV[7] })
+write_sale_meta(KEYS[1], ARGV, {
+  remaining = ARGV[6],
+  paused = true,
+  generation = ARGV[7],
+  operator_paused = ARGV[9] == '1',
+  controls_version = ARGV[10],
+})
 -- A lost stream (and its group) is recreated empty; a surviving one keeps its group and history.
 return ensure_group(KEYS[3], ARGV[8]) or 1

@@ -26,19 +26,23 @@ local function write_sale_meta(key, definition, state)
     'ends', definition[5],
     'remaining', state.remaining,
     'paused', state.paused and '1' or '0',
-    'gen', state.generation)
+    'gen', state.generation,
+    'op_paused', state.operator_paused and '1' or '0',
+    'ctl', state.controls_version or 0)
 end
 
 -- What a purchase is judged by, in one HMGET; nil when the sale is not in Redis.
 local function read_sale_terms(key)
-  local meta = redis.call('HMGET', key, 'starts', 'ends', 'paused', 'limit', 'remaining', 'gen')
+  local meta = redis.call('HMGET', key, 'starts', 'ends', 'paused', 'limit', 'remaining', 'gen', 'op_paused')
   if not meta[1] then
     return nil
   end
   return {
     starts = tonumber(meta[1]),
     ends = tonumber(meta[2]),
-    paused = meta[3] == '1',
+    -- Either pause refuses: the reconciler's (paused) and the operator's (op_paused) are kept apart so
+    -- that neither lifts the other.
+    paused = meta[3] == '1' or meta[7] == '1',
     limit = tonumber(meta[4]),
     remaining = tonumber(meta[5]),
     generation = meta[6] or '',
@@ -67,4 +71,28 @@ end
 -- The generation of the sale's Redis state, or false when the sale is not in Redis.
 local function sale_generation(key)
   return redis.call('HGET', key, 'gen')
+end
+
+-- The operator's controls (apply-controls-1.lua): the fields they own, written only over an older
+-- version (`ctl`). Stock changes move remaining by as much, so what this state has accepted (stock -
+-- remaining) stays what it was: the reconciler's checkpoints and the audit rely on it. Returns 1 applied,
+-- 0 this version or a newer one was applied already, -2 refused (the stock would shrink).
+local function apply_sale_controls(key, controls)
+  local current = redis.call('HMGET', key, 'ctl', 'stock')
+  if (tonumber(current[1]) or 0) >= controls.version then
+    return 0
+  end
+  local added = controls.stock - tonumber(current[2])
+  if added < 0 then
+    return -2
+  end
+  if added > 0 then
+    redis.call('HINCRBY', key, 'remaining', added)
+  end
+  redis.call('HSET', key,
+    'stock', controls.stock,
+    'ends', controls.ends,
+    'op_paused', controls.operator_paused and '1' or '0',
+    'ctl', controls.version)
+  return 1
 end

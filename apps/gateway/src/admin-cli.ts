@@ -1,0 +1,69 @@
+import { parseArgs } from 'node:util';
+import { AppError, MAX_STOCK, parseSaleId, type SaleControl } from '@flashsale/domain';
+import { createLogger, loadConfig } from '@flashsale/config';
+import { createPrisma } from '@flashsale/order-store';
+import { createRedis, redisTargetOf } from '@flashsale/redis-store';
+import { runSaleControl } from './controls/sale-controls.ts';
+import { listAdminSales } from './controls/sale-list.ts';
+
+/**
+ * npm run admin -- <pause|resume|close|list> [--sale <id>] [--add <units>] [--limit <n>] [--cursor <c>]
+ *                  stock --sale <id> --add <units>
+ *
+ * The operator's controls from a shell. It calls the module the admin API calls (runSaleControl), with
+ * the configuration of the environment (DATABASE_URL, REDIS_URL, REDIS_PREFIX), not the gateway over
+ * HTTP: it works while no gateway answers (pausing a sale during a gateway incident is when it is
+ * needed), needs no admin token on the command line, and cannot differ from the API in what a control
+ * does. Prints the sale (or the page) as JSON; exit 1 with the error's code when the control is refused
+ * or fails, 2 for a command line that is not valid.
+ */
+const USAGE = 'usage: npm run admin -- pause|resume|close --sale <id> | stock --sale <id> --add <units> | list [--limit <n>] [--cursor <c>]';
+
+function usage(problem: string): never {
+  process.stderr.write(`${problem}\n${USAGE}\n`);
+  process.exit(2);
+}
+
+function wholeNumber(raw: string | undefined, name: string, max: number): number {
+  if (raw === undefined) usage(`--${name} is required`);
+  const value = /^[1-9][0-9]*$/.test(raw) ? Number(raw) : NaN;
+  if (!(value <= max)) usage(`--${name} must be a whole number from 1 to ${max}, not ${raw}`);
+  return value;
+}
+
+const { positionals, values } = parseArgs({
+  allowPositionals: true,
+  options: { sale: { type: 'string' }, add: { type: 'string' }, limit: { type: 'string' }, cursor: { type: 'string' } },
+});
+const [command, ...extra] = positionals;
+if (extra.length > 0) usage(`unexpected arguments: ${extra.join(' ')}`);
+
+const CONTROLS: Record<string, () => SaleControl> = {
+  pause: () => ({ action: 'pause' }),
+  resume: () => ({ action: 'resume' }),
+  close: () => ({ action: 'close' }),
+  stock: () => ({ action: 'add_stock', units: wholeNumber(values.add, 'add', MAX_STOCK) }),
+};
+if (command !== 'list' && !(command !== undefined && command in CONTROLS)) usage(command === undefined ? 'no command given' : `unknown command: ${command}`);
+
+const config = loadConfig();
+const logger = createLogger('admin-cli', config.LOG_LEVEL, { stream: 2 });
+const redis = createRedis(redisTargetOf(config));
+const prisma = createPrisma(config.DATABASE_URL, 2);
+const deps = { redis, prisma, prefix: config.REDIS_PREFIX, logger };
+let exitCode = 0;
+try {
+  const result =
+    command === 'list'
+      ? await listAdminSales(deps, { limit: values.limit === undefined ? 20 : wholeNumber(values.limit, 'limit', 100), cursor: values.cursor === undefined ? undefined : wholeNumber(values.cursor, 'cursor', Number.MAX_SAFE_INTEGER) })
+      : await runSaleControl(deps, parseSaleId(values.sale ?? '') ?? usage(`--sale must be a sale id, not ${values.sale ?? 'missing'}`), CONTROLS[command]!(), 'cli');
+  process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+} catch (error) {
+  exitCode = 1;
+  if (error instanceof AppError) process.stderr.write(`${error.code}: ${error.message}\n`);
+  else process.stderr.write(`failed: ${(error as Error).message}\n`);
+} finally {
+  redis.disconnect();
+  await prisma.$disconnect();
+}
+process.exit(exitCode);

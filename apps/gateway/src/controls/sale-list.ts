@@ -1,0 +1,22 @@
+import { listSalesPage, type PrismaClient } from '@flashsale/order-store';
+import { readSaleState, redisNow, type ScriptedRedis } from '@flashsale/redis-store';
+import { adminSaleView, type AdminSaleView } from './admin-sale-view.ts';
+
+/** One page of the operator's sales list, newest first; `nextCursor` names the next page (null: last). */
+export interface AdminSalePage {
+  sales: AdminSaleView[];
+  nextCursor: string | null;
+}
+
+/**
+ * The sales list of GET /api/admin/sales, the dashboard and `npm run admin -- list`: MySQL's page, each
+ * sale's live state read from Redis (one HGETALL each, sent together), judged on Redis's clock.
+ */
+export async function listAdminSales(
+  deps: { redis: ScriptedRedis; prisma: PrismaClient; prefix: string },
+  { limit, cursor }: { limit: number; cursor?: number },
+): Promise<AdminSalePage> {
+  const [page, now] = await Promise.all([listSalesPage(deps.prisma, { limit, before: cursor }), redisNow(deps.redis)]);
+  const states = await Promise.all(page.sales.map((sale) => readSaleState(deps.redis, deps.prefix, sale.id)));
+  return { sales: page.sales.map((sale, i) => adminSaleView(sale, states[i]!, now)), nextCursor: page.next === null ? null : String(page.next) };
+}

@@ -1,0 +1,80 @@
+import { timingSafeEqual } from 'node:crypto';
+import type { IncomingHttpHeaders } from 'node:http';
+import type { Request, RequestHandler } from 'express';
+import { AppError } from '@flashsale/domain';
+import { readAdminSession, type AdminSession } from '@flashsale/redis-store';
+import type { GatewayDeps } from '../deps.ts';
+import { createAdminCheck } from '../auth.ts';
+
+/** The dashboard's session cookie: HttpOnly, SameSite=Strict, Path=/ (dashboard-session.ts sets it). */
+export const SESSION_COOKIE = 'flashsale_admin';
+/** The header the dashboard sends its session's CSRF token in, on every change. */
+export const CSRF_HEADER = 'x-csrf-token';
+
+/** The session id the request's cookie names, if any. */
+export function sessionIdOf(headers: IncomingHttpHeaders): string | undefined {
+  for (const pair of (headers.cookie ?? '').split(';')) {
+    const equals = pair.indexOf('=');
+    if (equals > 0 && pair.slice(0, equals).trim() === SESSION_COOKIE) return pair.slice(equals + 1).trim() || undefined;
+  }
+  return undefined;
+}
+
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/**
+ * Refuses a cookie-authenticated change that another site could have made the browser send. SameSite=Strict
+ * already keeps the cookie off cross-site requests in current browsers; these are the checks that do not
+ * depend on it: the browser's own word on where the request comes from (Sec-Fetch-Site, Origin), and the
+ * session's CSRF token, which only a page of this origin could read (GET /admin/session, same-origin JSON).
+ * A request that says nothing of its origin (no Origin, no Sec-Fetch-Site: a script, curl) still needs the
+ * token.
+ */
+export function checkSameOriginChange(req: Request, session: AdminSession | null): void {
+  if (SAFE_METHODS.has(req.method)) return;
+  const site = req.headers['sec-fetch-site'];
+  if (site !== undefined && site !== 'same-origin') throw new AppError('CSRF_REJECTED', `a change sent from another site (Sec-Fetch-Site: ${site})`);
+  const origin = req.headers.origin;
+  if (origin !== undefined && originHost(origin) !== req.headers.host) throw new AppError('CSRF_REJECTED', `a change sent from another origin (${origin})`);
+  // Signing in has no session yet: the origin checks alone guard it.
+  if (session === null) return;
+  const given = Buffer.from(String(req.headers[CSRF_HEADER] ?? ''));
+  const expected = Buffer.from(session.csrfToken);
+  if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw new AppError('CSRF_REJECTED', `the ${CSRF_HEADER} header is missing or not this session's`);
+}
+
+function originHost(origin: string): string | undefined {
+  try {
+    return new URL(origin).host;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The open session of a request's cookie, or null. */
+export async function sessionOf(deps: GatewayDeps, req: Request): Promise<{ id: string; session: AdminSession } | null> {
+  const id = sessionIdOf(req.headers);
+  if (id === undefined) return null;
+  const session = await readAdminSession(deps.redis, deps.config.REDIS_PREFIX, id, deps.config.ADMIN_TOKEN);
+  return session && { id, session };
+}
+
+/**
+ * Authentication of /api/admin/*: the admin token as a bearer token (scripts, the CLI, curl), or the
+ * dashboard's session cookie, with the CSRF checks on every change. A request with an Authorization header
+ * is judged by it alone: browsers never add one by themselves, so it needs no CSRF check.
+ */
+export function adminAuthentication(deps: GatewayDeps): RequestHandler {
+  const checkAdmin = createAdminCheck(deps.config.ADMIN_TOKEN);
+  return async (req, res, next) => {
+    if (req.headers.authorization !== undefined || sessionIdOf(req.headers) === undefined) {
+      checkAdmin(req.headers.authorization);
+      return next();
+    }
+    const open = await sessionOf(deps, req);
+    if (!open) throw new AppError('UNAUTHORIZED', 'the dashboard session has expired or was closed: sign in again');
+    checkSameOriginChange(req, open.session);
+    res.locals.adminSession = open.session;
+    next();
+  };
+}

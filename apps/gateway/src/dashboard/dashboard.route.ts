@@ -1,0 +1,117 @@
+import { readFileSync } from 'node:fs';
+import express, { Router, type Response } from 'express';
+import { z } from 'zod';
+import { AppError, parseSaleId } from '@flashsale/domain';
+import { createAdminSession, deleteAdminSession } from '@flashsale/redis-store';
+import type { GatewayDeps } from '../deps.ts';
+import { createAdminCheck } from '../auth.ts';
+import { liftRequestDeadline } from '../deadline.ts';
+import { parseOrThrow, requireJsonBody } from '../validation.ts';
+import { SESSION_COOKIE, checkSameOriginChange, sessionOf } from './admin-auth.ts';
+import type { LiveFeed } from './live-feed.ts';
+
+/** The page and its two assets: plain files, no build step, read once at start. */
+const PUBLIC = new URL('../../public/admin/', import.meta.url);
+const ASSETS: Record<string, { type: string; body: Buffer }> = Object.fromEntries(
+  [
+    ['index.html', 'text/html; charset=utf-8'],
+    ['dashboard.js', 'text/javascript; charset=utf-8'],
+    ['dashboard.css', 'text/css; charset=utf-8'],
+  ].map(([file, type]) => [file!, { type: type!, body: readFileSync(new URL(file!, PUBLIC)) }]),
+);
+
+// The page runs only its own script and talks only to its own origin; it is never framed. With
+// textContent everywhere (never innerHTML), a sale's name is text whatever it holds; this policy is the
+// second line should one slip through.
+const PAGE_HEADERS = {
+  'Content-Security-Policy': "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+  'X-Content-Type-Options': 'nosniff',
+  'Referrer-Policy': 'no-referrer',
+  'X-Frame-Options': 'DENY',
+  'Cache-Control': 'no-store',
+};
+
+const signIn = z.strictObject({ token: z.string().min(1).max(4096) });
+
+/**
+ * The operator's dashboard at /admin/ (the page, its session, its live stream). The controls it sends go
+ * to /api/admin/*, with the session cookie and its CSRF token (admin-auth.ts).
+ */
+export function dashboardRouter(deps: GatewayDeps, feed: LiveFeed): Router {
+  const { config, redis } = deps;
+  // Strict: /admin and /admin/ are two paths here (the first redirects to the second).
+  const router = Router({ strict: true });
+  const checkAdmin = createAdminCheck(config.ADMIN_TOKEN);
+  const ttlMs = config.ADMIN_SESSION_TTL_SECONDS * 1000;
+  const secure = (config.ADMIN_COOKIE_SECURE ?? (config.NODE_ENV === 'production' ? '1' : '0')) === '1';
+  const cookie = (value: string, maxAgeSeconds: number) =>
+    `${SESSION_COOKIE}=${value}; Path=/; HttpOnly; SameSite=Strict; Max-Age=${maxAgeSeconds}${secure ? '; Secure' : ''}`;
+  const send = (res: Response, file: string) => {
+    const asset = ASSETS[file]!;
+    res.set({ ...PAGE_HEADERS, 'Content-Type': asset.type }).send(asset.body);
+  };
+
+  router.get('/admin', (_req, res) => res.redirect(301, '/admin/'));
+  // Served to anyone: without a session it shows the sign-in form and holds no data.
+  router.get('/admin/', (_req, res) => send(res, 'index.html'));
+  router.get('/admin/dashboard.js', (_req, res) => send(res, 'dashboard.js'));
+  router.get('/admin/dashboard.css', (_req, res) => send(res, 'dashboard.css'));
+
+  // Signs in with the admin token, once: the token goes in the body of this one request, never in a URL
+  // or in the page's storage; the browser keeps only the HttpOnly cookie naming a session held in Redis.
+  router.post(
+    '/admin/session',
+    (req, _res, next) => {
+      requireJsonBody(req.headers['content-type'], req.headers['content-length'], req.headers['transfer-encoding'] !== undefined);
+      // A sign-in from another site would log the victim's browser into the attacker's session.
+      checkSameOriginChange(req, null);
+      next();
+    },
+    express.json({ limit: config.HTTP_MAX_BODY_BYTES, strict: true }),
+    async (req, res) => {
+      const { token } = parseOrThrow(signIn, req.body ?? {});
+      checkAdmin(`Bearer ${token}`);
+      const { id, session } = await createAdminSession(redis, config.REDIS_PREFIX, config.ADMIN_TOKEN, ttlMs);
+      deps.logger.info({ audit: 'dashboard_sign_in', address: req.socket.remoteAddress }, 'dashboard: signed in');
+      res.set({ 'Set-Cookie': cookie(id, config.ADMIN_SESSION_TTL_SECONDS), 'Cache-Control': 'no-store' }).json({ csrfToken: session.csrfToken, expiresAt: new Date(session.expiresAt).toISOString() });
+    },
+  );
+
+  router.get('/admin/session', async (req, res) => {
+    const open = await sessionOf(deps, req);
+    if (!open) throw new AppError('UNAUTHORIZED', 'not signed in');
+    res.set('Cache-Control', 'no-store').json({ csrfToken: open.session.csrfToken, expiresAt: new Date(open.session.expiresAt).toISOString() });
+  });
+
+  router.delete('/admin/session', async (req, res) => {
+    const open = await sessionOf(deps, req);
+    if (open) {
+      checkSameOriginChange(req, open.session);
+      await deleteAdminSession(redis, config.REDIS_PREFIX, open.id);
+      deps.logger.info({ audit: 'dashboard_sign_out' }, 'dashboard: signed out');
+    }
+    res.set('Set-Cookie', cookie('', 0)).status(204).end();
+  });
+
+  // One stream per page: the overview, and the sale the page shows (?sale=<id>). It ends when the
+  // session does, so the page's reconnect meets the sign-in; EventSource reconnects a dropped one by
+  // itself after `retry`.
+  router.get('/admin/live', async (req, res) => {
+    const open = await sessionOf(deps, req);
+    if (!open) throw new AppError('UNAUTHORIZED', 'not signed in');
+    const rawSale = typeof req.query.sale === 'string' ? req.query.sale : undefined;
+    const saleId = rawSale === undefined ? null : parseSaleId(rawSale);
+    if (rawSale !== undefined && saleId === null) throw new AppError('SALE_NOT_FOUND', `no sale has the id ${rawSale}`);
+    liftRequestDeadline(res);
+    res.writeHead(200, { 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-store', 'X-Accel-Buffering': 'no' });
+    res.write('retry: 2000\n\n');
+    const listener = (topic: string, data: string) => res.write(`event: ${topic === 'overview' ? 'overview' : 'sale'}\ndata: ${data}\n\n`);
+    const stops = [feed.subscribe('overview', listener), ...(saleId === null ? [] : [feed.subscribe(`sale:${saleId}`, listener)])];
+    const expiry = setTimeout(() => res.end(), Math.max(0, open.session.expiresAt - Date.now()));
+    res.once('close', () => {
+      clearTimeout(expiry);
+      for (const stop of stops) stop();
+    });
+  });
+  return router;
+}

@@ -1,0 +1,57 @@
+import express, { Router, type RequestHandler } from 'express';
+import { z } from 'zod';
+import { MAX_STOCK, MAX_SALE_ID, type SaleControl } from '@flashsale/domain';
+import type { GatewayDeps } from '../deps.ts';
+import { runSaleControl, type ControlActor } from '../controls/sale-controls.ts';
+import { listAdminSales } from '../controls/sale-list.ts';
+import { parseOrThrow, requireJsonBody, saleIdParam } from '../validation.ts';
+
+const stockBody = z.strictObject({ add: z.number().int().min(1).max(MAX_STOCK) });
+
+// The cursor is the id the next page starts below; a page holds at most 100 sales.
+const listQuery = z.strictObject({
+  limit: z.coerce.number().int().min(1).max(100).default(20),
+  cursor: z
+    .string()
+    .regex(/^[1-9][0-9]{0,9}$/, 'must be the nextCursor of a previous page')
+    .transform(Number)
+    .refine((id) => id <= MAX_SALE_ID + 1, 'must be the nextCursor of a previous page')
+    .optional(),
+});
+
+/**
+ * The operator's controls and the sales list, under `/api/admin` (the admin router's authentication runs
+ * first: the bearer token, or the dashboard's session with its CSRF checks). Every control goes through
+ * runSaleControl, the path the CLI takes too, and answers the sale.
+ */
+export function saleControlsRouter(deps: GatewayDeps): Router {
+  const { config, redis, prisma, logger } = deps;
+  const router = Router();
+  const controls = { redis, prisma, prefix: config.REDIS_PREFIX, logger };
+  // The dashboard's requests carry its session; everything else is the admin API's bearer token.
+  const actorOf = (res: express.Response): ControlActor => (res.locals.adminSession ? 'dashboard' : 'api');
+
+  const control =
+    (toControl: (body: unknown) => SaleControl): RequestHandler =>
+    async (req, res) => {
+      const saleId = saleIdParam(req.params.saleId);
+      res.json(await runSaleControl(controls, saleId, toControl(req.body), actorOf(res)));
+    };
+
+  router.get('/api/admin/sales', async (req, res) => {
+    res.json(await listAdminSales(controls, parseOrThrow(listQuery, req.query)));
+  });
+  router.post('/api/admin/sales/:saleId/pause', control(() => ({ action: 'pause' })));
+  router.post('/api/admin/sales/:saleId/resume', control(() => ({ action: 'resume' })));
+  router.post('/api/admin/sales/:saleId/close', control(() => ({ action: 'close' })));
+  router.post(
+    '/api/admin/sales/:saleId/stock',
+    (req, _res, next) => {
+      requireJsonBody(req.headers['content-type'], req.headers['content-length'], req.headers['transfer-encoding'] !== undefined);
+      next();
+    },
+    express.json({ limit: config.HTTP_MAX_BODY_BYTES, strict: true }),
+    control((body) => ({ action: 'add_stock', units: parseOrThrow(stockBody, body ?? {}).add })),
+  );
+  return router;
+}

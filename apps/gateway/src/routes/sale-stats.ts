@@ -1,0 +1,42 @@
+import { AppError, ledgerConsistent } from '@flashsale/domain';
+import { readAuditRecord, readSaleState, streamBacklog } from '@flashsale/redis-store';
+import { findSale, saleOrderLedger } from '@flashsale/order-store';
+import type { GatewayDeps } from '../deps.ts';
+
+/**
+ * The ledger of a sale: GET /api/admin/sales/:saleId/stats answers it, and the dashboard's live view
+ * pushes it as it is (it reads the members generically, so a member added here shows there).
+ */
+export async function readSaleStats({ redis, prisma, config }: Pick<GatewayDeps, 'redis' | 'prisma' | 'config'>, saleId: number) {
+  const [record, state, backlog, orders, audit] = await Promise.all([
+    findSale(prisma, saleId),
+    readSaleState(redis, config.REDIS_PREFIX, saleId),
+    streamBacklog(redis, config.REDIS_PREFIX, saleId),
+    saleOrderLedger(prisma, saleId),
+    readAuditRecord(redis, config.REDIS_PREFIX, saleId),
+  ]);
+  if (!record) throw new AppError('SALE_NOT_FOUND', `no sale has the id ${saleId}`);
+  const inFlight = backlog.lag + backlog.pending;
+  const remaining = state ? state.remaining : null;
+  const consistent = ledgerConsistent({ stock: record.stock, remaining, inFlight, unitsInDb: orders.live.units, unitsAwaitingReturn: orders.unitsAwaitingReturn });
+  return {
+    saleId,
+    stock: record.stock,
+    remaining,
+    inFlight,
+    // Live orders (created or paid) and their units: what holds stock.
+    ordersInDb: orders.live.orders,
+    unitsInDb: orders.live.units,
+    ordersByStatus: orders.byStatus,
+    unitsReturned: orders.unitsReturned,
+    unitsAwaitingReturn: orders.unitsAwaitingReturn,
+    refundsDue: orders.refundsDue,
+    deadLettered: backlog.deadLettered,
+    consistent,
+    // Reservations answered 202 but lost with Redis data, as the reconciler counted them (a floor).
+    lost: { reservations: record.lostReservations, units: record.lostUnits },
+    // The reconciler's last audit of the ledger: drift 0 when remaining + in flight + dead-lettered +
+    // units in MySQL = stock; null until an audit has run.
+    audit: audit && { drift: audit.drift, checkedAt: new Date(audit.checkedAt).toISOString() },
+  };
+}
