@@ -73,7 +73,7 @@ export function createReconcilerMetrics() {
         drift.set(labels, 0);
       }
       // A state Redis lost refuses buyers as paused until it is rebuilt (see the gateway's purchase handler).
-      paused.set(labels, snapshot.paused || !snapshot.present ? 1 : 0);
+      paused.set(labels, snapshot.paused || snapshot.operatorPaused || !snapshot.present ? 1 : 0);
       if (snapshot.present) {
         remaining.set(labels, snapshot.remaining);
         stock.set(labels, snapshot.stock);

@@ -18,6 +18,7 @@ const snapshot: SaleSnapshot = {
   streamLength: 3,
   backlog: { lag: 0, pending: 0 },
   controlsVersion: 0,
+  operatorPaused: false,
 };
 
 describe('judging a sale state', () => {

@@ -51,7 +51,7 @@ export function saleTermsArgs(sale: SaleDefinition): [name: string, stock: numbe
   return [sale.name, sale.stock, sale.perUserLimit, sale.startsAt, sale.endsAt];
 }
 
-export const SALE_COUNTER_FIELDS = ['stock', 'remaining', 'gen', 'paused', 'ret_units', 'ret_res', 'ctl'] as const;
+export const SALE_COUNTER_FIELDS = ['stock', 'remaining', 'gen', 'paused', 'ret_units', 'ret_res', 'ctl', 'op_paused'] as const;
 
 export interface SaleCounters {
   stock: number;
@@ -65,11 +65,13 @@ export interface SaleCounters {
   returnedReservations: number;
   /** Version of the operator's controls applied (`ctl`): behind MySQL's, the state missed one. */
   controlsVersion: number;
+  /** The operator's pause (`op_paused`), apart from the reconciler's own (`paused`). */
+  operatorPaused: boolean;
 }
 
 /** The reply of `HMGET <meta> ...SALE_COUNTER_FIELDS`; null when the sale is not in Redis. */
 export function saleCountersOf(reply: unknown): SaleCounters | null {
-  const [stock, remaining, generation, paused, returnedUnits, returnedReservations, controlsVersion] = reply as (string | null)[];
+  const [stock, remaining, generation, paused, returnedUnits, returnedReservations, controlsVersion, operatorPaused] = reply as (string | null)[];
   if (stock === null || stock === undefined) return null;
   return {
     stock: Number(stock),
@@ -79,6 +81,7 @@ export function saleCountersOf(reply: unknown): SaleCounters | null {
     returnedUnits: Number(returnedUnits ?? 0),
     returnedReservations: Number(returnedReservations ?? 0),
     controlsVersion: Number(controlsVersion ?? 0),
+    operatorPaused: operatorPaused === '1',
   };
 }
 

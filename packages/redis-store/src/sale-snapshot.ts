@@ -17,6 +17,8 @@ export interface SaleSnapshot {
   paused: boolean;
   /** Version of the operator's controls the state holds (0 for none, or a state that is gone). */
   controlsVersion: number;
+  /** The operator's pause; `paused` is the reconciler's own (a reconciliation under way, or one that died). */
+  operatorPaused: boolean;
   /**
    * Reservations this state holds or held: the buyers recorded (those accepted by this state, plus
    * those a rebuild restored) and the buyer records a return of a closed order removed since. Only grows
@@ -69,6 +71,7 @@ export async function snapshotSale(redis: ScriptedRedis, prefix: string, saleId:
     generation: counters?.generation ?? '',
     paused: counters?.paused ?? false,
     controlsVersion: counters?.controlsVersion ?? 0,
+    operatorPaused: counters?.operatorPaused ?? false,
     buyers: Number(replies[2]![1]) + (counters?.returnedReservations ?? 0),
     returnedUnits: counters?.returnedUnits ?? 0,
     lastEntryId: lastEntryIdOf(replies[3]![1]),
