@@ -97,6 +97,21 @@ describe('the metrics of a running system', () => {
     expect(sampleOf(resumed, 'flashsale_reconciliation_duration_seconds_count')).toBe(1);
     expect(sampleOf(resumed, 'flashsale_lost_reservations_total')).toBe(0);
 
+    // An operator's pause shows as paused too, and is no reason for a reconciliation.
+    const control = (action: string) =>
+      fetch(`${system.gateways[0]!.url}/api/admin/sales/${other}/${action}`, { method: 'POST', headers: { authorization: `Bearer ${system.ctx.config.ADMIN_TOKEN}` } });
+    expect((await control('pause')).status).toBe(200);
+    await until(
+      () => scrape(reconciler),
+      (t) => sampleOf(t, `flashsale_sale_paused{sale_id="${other}"}`) === 1,
+    );
+    expect((await control('resume')).status).toBe(200);
+    const afterResume = await until(
+      () => scrape(reconciler),
+      (t) => sampleOf(t, `flashsale_sale_paused{sale_id="${other}"}`) === 0,
+    );
+    expect(sampleOf(afterResume, 'flashsale_reconciliations_total{reason="interrupted"}')).toBe(1);
+
     // Ended (RECONCILER_RETIRE_AFTER_END_MS 0) and drained: every series of the sale goes; the other
     // sale, still live, keeps its own.
     const retired = await until(
