@@ -1,11 +1,11 @@
-import { Router } from 'express';
+import { Router, type Request } from 'express';
 import { AppError, saleIdOfReservation } from '@flashsale/domain';
 import { findBuyerReservation, findDeadLetter } from '@flashsale/redis-store';
 import { cancelOrder, findOrderByReservation } from '@flashsale/order-store';
 import { settleReturns } from '@flashsale/lifecycle';
 import type { GatewayDeps } from '../deps.ts';
 import { createBuyerAuthenticator } from '../auth.ts';
-import { createRequestLimits } from '../request-limits.ts';
+import { createRequestLimits, type RequestLimits } from '../request-limits.ts';
 
 /**
  * GET /api/reservations/:reservationId: `pending` until the worker has written the order, then the
@@ -25,24 +25,28 @@ import { createRequestLimits } from '../request-limits.ts';
 export function reservationRouter({ config, redis, prisma, logger, now }: GatewayDeps): Router {
   const router = Router();
   const authenticate = createBuyerAuthenticator(config.AUTH_SECRET, config.AUTH_CLOCK_TOLERANCE_SECONDS);
-  const limits = createRequestLimits(config, now);
-  router.get('/api/reservations/:reservationId', async (req, res) => {
+  const notFound = () => new AppError('RESERVATION_NOT_FOUND', 'no such reservation for this buyer');
+  /** The calling buyer and the reservation the path names, within `limits`' budgets; 404 for an id that names no sale. */
+  const buyerAndReservation = (req: Request<{ reservationId: string }>, limits: RequestLimits) => {
     limits.checkAddress(req);
     const userId = authenticate(req.headers.authorization);
     limits.checkBuyer(userId);
     const reservationId = req.params.reservationId;
     const saleId = saleIdOfReservation(reservationId);
-    const notFound = new AppError('RESERVATION_NOT_FOUND', 'no such reservation for this buyer');
-    if (saleId === null) throw notFound;
-
+    if (saleId === null) throw notFound();
+    return { userId, reservationId, saleId };
+  };
+  const limits = createRequestLimits(config, now);
+  router.get('/api/reservations/:reservationId', async (req, res) => {
+    const { userId, reservationId, saleId } = buyerAndReservation(req, limits);
     const order = await findOrderByReservation(prisma, reservationId);
     if (order) {
-      if (order.userId !== userId) throw notFound;
+      if (order.userId !== userId) throw notFound();
       res.json({ reservationId, saleId, quantity: order.quantity, status: order.status, orderId: reservationId, payBy: order.payBy.toISOString() });
       return;
     }
     const before = await reservationBeforeOrder(saleId, reservationId, userId);
-    if (!before) throw notFound;
+    if (!before) throw notFound();
     // payBy is known once the order is written: the worker computes it from the sale's window.
     res.json({ ...before, orderId: null, payBy: null });
   });
@@ -57,18 +61,11 @@ export function reservationRouter({ config, redis, prisma, logger, now }: Gatewa
   // Budgets of its own: a buyer polling their reservation does not spend their cancel.
   const cancelLimits = createRequestLimits(config, now);
   router.post('/api/reservations/:reservationId/cancel', async (req, res) => {
-    cancelLimits.checkAddress(req);
-    const userId = authenticate(req.headers.authorization);
-    cancelLimits.checkBuyer(userId);
-    const reservationId = req.params.reservationId;
-    const saleId = saleIdOfReservation(reservationId);
-    const notFound = new AppError('RESERVATION_NOT_FOUND', 'no such reservation for this buyer');
-    if (saleId === null) throw notFound;
-
+    const { userId, reservationId, saleId } = buyerAndReservation(req, cancelLimits);
     const outcome = await cancelOrder(prisma, reservationId, userId);
     if (!outcome) {
       const before = await reservationBeforeOrder(saleId, reservationId, userId);
-      if (!before) throw notFound;
+      if (!before) throw notFound();
       if (before.status === 'rejected') throw new AppError('ORDER_NOT_CANCELLABLE', 'the reservation was rejected: there is no order to cancel', { orderStatus: 'rejected' });
       throw new AppError('ORDER_NOT_READY', 'the reservation is not an order yet; retry shortly', {}, { 'Retry-After': String(config.PAUSED_RETRY_AFTER_SECONDS) });
     }
