@@ -1,3 +1,4 @@
+import type { Request, RequestHandler } from 'express';
 import type { z } from 'zod';
 import { AppError, parseSaleId } from '@flashsale/domain';
 
@@ -34,6 +35,17 @@ export function requireJsonBody(contentType: string | undefined, contentLength: 
     throw new AppError('UNSUPPORTED_MEDIA_TYPE', 'send the body as application/json in UTF-8');
   }
 }
+
+/** requireJsonBody on a request's own headers. */
+export function requireJsonBodyOf(req: Request): void {
+  requireJsonBody(req.headers['content-type'], req.headers['content-length'], req.headers['transfer-encoding'] !== undefined);
+}
+
+/** requireJsonBody as the middleware before a route's body parser. */
+export const jsonBodyOnly: RequestHandler = (req, _res, next) => {
+  requireJsonBodyOf(req);
+  next();
+};
 
 /** Whether every charset parameter of a media type (there may be none) names UTF-8. */
 function onlyUtf8Charsets(contentType: string): boolean {

@@ -45,7 +45,9 @@ export async function settleReturns(deps: ReturnDeps, owed: OwedReturn[], tally 
   const groups = new Map<string, OwedReturn[]>();
   for (const o of owed) {
     const key = `${o.saleId}|${o.generation}`;
-    groups.set(key, [...(groups.get(key) ?? []), o]);
+    const group = groups.get(key);
+    if (group) group.push(o);
+    else groups.set(key, [o]);
   }
   for (const group of groups.values()) {
     const { saleId, generation } = group[0]!;

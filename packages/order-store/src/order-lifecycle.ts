@@ -138,7 +138,11 @@ export async function expireDueOrders(prisma: PrismaClient, limit: number): Prom
   const due = await prisma.$queryRaw<{ id: bigint; sale_id: number }[]>`
     SELECT id, sale_id FROM orders WHERE status = 'created' AND pay_by <= NOW(3) ORDER BY pay_by LIMIT ${limit}`;
   const bySale = new Map<number, bigint[]>();
-  for (const row of due) bySale.set(row.sale_id, [...(bySale.get(row.sale_id) ?? []), row.id]);
+  for (const row of due) {
+    const ids = bySale.get(row.sale_id);
+    if (ids) ids.push(row.id);
+    else bySale.set(row.sale_id, [row.id]);
+  }
   const owed: OwedReturn[] = [];
   for (const [saleId, ids] of bySale) {
     owed.push(

@@ -6,7 +6,7 @@ import { createAdminSession, deleteAdminSession } from '@flashsale/redis-store';
 import type { GatewayDeps } from '../deps.ts';
 import { createAdminCheck } from '../auth.ts';
 import { liftRequestDeadline } from '../deadline.ts';
-import { parseOrThrow, requireJsonBody } from '../validation.ts';
+import { parseOrThrow, requireJsonBodyOf } from '../validation.ts';
 import { SESSION_COOKIE, checkSameOriginChange, sessionOf } from './admin-auth.ts';
 import type { LiveFeed } from './live-feed.ts';
 
@@ -62,7 +62,7 @@ export function dashboardRouter(deps: GatewayDeps, feed: LiveFeed): Router {
   router.post(
     '/admin/session',
     (req, _res, next) => {
-      requireJsonBody(req.headers['content-type'], req.headers['content-length'], req.headers['transfer-encoding'] !== undefined);
+      requireJsonBodyOf(req);
       // A sign-in from another site would log the victim's browser into the attacker's session.
       checkSameOriginChange(req, null);
       next();

@@ -8,7 +8,7 @@ import { saleView } from './sale-view.ts';
 import { readSaleStats } from './sale-stats.ts';
 import { createSale, creationKeyOf } from './sale-creation.ts';
 import { liftRequestDeadline, withDeadline } from '../deadline.ts';
-import { parseOrThrow, requireJsonBody, saleIdParam } from '../validation.ts';
+import { parseOrThrow, jsonBodyOnly, saleIdParam } from '../validation.ts';
 
 // A cross-field rule runs only once the fields it compares are valid: zod runs object refinements despite
 // field errors, and a bad startsAt would otherwise also be reported as a bad endsAt.
@@ -44,10 +44,7 @@ export function adminRouter(deps: GatewayDeps): Router {
 
   router.post(
     '/api/admin/sales',
-    (req, _res, next) => {
-      requireJsonBody(req.headers['content-type'], req.headers['content-length'], req.headers['transfer-encoding'] !== undefined);
-      next();
-    },
+    jsonBodyOnly,
     express.json({ limit: config.HTTP_MAX_BODY_BYTES, strict: true }),
     async (req, res) => {
       const parsed = parseOrThrow(newSaleBody, req.body ?? {});

@@ -4,8 +4,7 @@ import { AppError, checkPaymentSignature, saleIdOfReservation } from '@flashsale
 import { findDeadLetter, streamBacklog } from '@flashsale/redis-store';
 import { recordOrderlessPayment, recordPayment, type PaymentEventInput, type PaymentOutcome } from '@flashsale/order-store';
 import type { GatewayDeps } from '../deps.ts';
-
-import { parseOrThrow, requireJsonBody } from '../validation.ts';
+import { parseOrThrow, jsonBodyOnly } from '../validation.ts';
 
 /** Seconds a provider is asked to wait before it delivers an event for a reservation still pending. */
 const NOT_READY_RETRY_AFTER_SECONDS = '2';
@@ -34,10 +33,7 @@ export function paymentsRouter({ config, redis, prisma, logger }: GatewayDeps): 
   const router = Router();
   router.post(
     '/api/payments/events',
-    (req, _res, next) => {
-      requireJsonBody(req.headers['content-type'], req.headers['content-length'], req.headers['transfer-encoding'] !== undefined);
-      next();
-    },
+    jsonBodyOnly,
     // The raw bytes: the signature is over them, not over a re-serialisation of the parsed JSON.
     express.raw({ type: () => true, limit: config.HTTP_MAX_BODY_BYTES }),
     async (req, res) => {

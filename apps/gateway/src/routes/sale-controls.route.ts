@@ -4,7 +4,7 @@ import { MAX_STOCK, MAX_SALE_ID, type SaleControl } from '@flashsale/domain';
 import type { GatewayDeps } from '../deps.ts';
 import { runSaleControl, type ControlActor } from '../controls/sale-controls.ts';
 import { listAdminSales } from '../controls/sale-list.ts';
-import { parseOrThrow, requireJsonBody, saleIdParam } from '../validation.ts';
+import { parseOrThrow, jsonBodyOnly, saleIdParam } from '../validation.ts';
 
 const stockBody = z.strictObject({ add: z.number().int().min(1).max(MAX_STOCK) });
 
@@ -46,10 +46,7 @@ export function saleControlsRouter(deps: GatewayDeps): Router {
   router.post('/api/admin/sales/:saleId/close', control(() => ({ action: 'close' })));
   router.post(
     '/api/admin/sales/:saleId/stock',
-    (req, _res, next) => {
-      requireJsonBody(req.headers['content-type'], req.headers['content-length'], req.headers['transfer-encoding'] !== undefined);
-      next();
-    },
+    jsonBodyOnly,
     express.json({ limit: config.HTTP_MAX_BODY_BYTES, strict: true }),
     control((body) => ({ action: 'add_stock', units: parseOrThrow(stockBody, body ?? {}).add })),
   );
