@@ -133,7 +133,8 @@ describe('the expiry at its crash points', () => {
     http.close();
 
     system.dbProxy!.restore();
-    const after = await until(() => ledger(system!, saleId), (l) => l.remaining === 9, 20_000);
+    // Settled: the units back in Redis, and then their rows marked returned.
+    const after = await until(() => ledger(system!, saleId), (l) => l.remaining === 9 && l.returns.pending === undefined, 20_000);
     expect(after).toEqual({ live: 1, expired: 9, remaining: 9, returns: { returned: 9 } });
     expect((await ctx.prisma.order.findUniqueOrThrow({ where: { id: paid.id } })).status).toBe('paid');
   }, 90_000);
