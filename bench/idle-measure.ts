@@ -225,7 +225,7 @@ export async function measureIdle(options: IdleOptions, register: (teardown: Tea
     const start = async (app: 'gateway' | 'worker' | 'reconciler', appEnv: NodeJS.ProcessEnv, ready: string) => {
       const p = spawnApp(app, { ...appEnv, ...env });
       processes.push(p);
-      return { process: p, line: await p.waitForLog((l) => l.msg === ready, 60_000) };
+      return { process: p, line: await p.waitForLog(ready) };
     };
     const [started, worker, reconciler] = await Promise.all([
       start('gateway', { PORT: '0', METRICS_PORT: '0', RATE_LIMIT_PER_ADDRESS_PER_SECOND: '0' }, 'gateway listening'),

@@ -1,7 +1,6 @@
-import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { SOURCE_NODE_ARGS, spawnGateway, type AppProcess } from '@flashsale/harness';
+import { SOURCE_NODE_ARGS, spawnGateway, spawnInGroup, type AppProcess } from '@flashsale/harness';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 
@@ -16,7 +15,7 @@ export interface BenchServer {
  * bare (`none`: the buyer from a header) or authenticated (`hs256`: the buyer from a checked token).
  */
 export async function startBaseline(env: NodeJS.ProcessEnv, auth: 'none' | 'hs256', nodeArgs: string[] = []): Promise<BenchServer> {
-  const child = spawn(process.execPath, [...nodeArgs, ...SOURCE_NODE_ARGS, 'bench/baseline-server.ts'], { cwd: ROOT, env: { ...process.env, ...env, BASELINE_AUTH: auth, PORT: '0' }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawnInGroup(process.execPath, [...nodeArgs, ...SOURCE_NODE_ARGS, 'bench/baseline-server.ts'], { cwd: ROOT, env: { ...process.env, ...env, BASELINE_AUTH: auth, PORT: '0' }, stdio: ['ignore', 'pipe', 'inherit'] });
   const exited = new Promise((resolve) => child.once('exit', resolve));
   const port = await new Promise<number>((resolve, reject) => {
     let out = '';

@@ -8,12 +8,12 @@
  *   run in memory, which a run of millions of requests cannot afford; this one keeps a fixed-size
  *   histogram and counts.
  */
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createHttpClient, SOURCE_NODE_ARGS } from '@flashsale/harness';
+import { createHttpClient, SOURCE_NODE_ARGS, spawnInGroup } from '@flashsale/harness';
 import { LogHistogram } from './analysis.ts';
 import { purchaseRequest, signBuyers, type Buyer, type BuyerFeedOptions } from './buyer-feed.ts';
 import type { ClientSummary, Sample } from './sample.ts';
@@ -65,7 +65,7 @@ export async function prepareWrkLoad(options: LoadOptions): Promise<PreparedLoad
   execFileSync('mkfifo', [fifo]);
   const host = new URL(options.url).host;
   const recordLength = purchaseRequest(host, options.saleId, signBuyers(options, 0, 1)[0]!.token).length;
-  const writer = spawn(process.execPath, [...SOURCE_NODE_ARGS, 'loadtest/soak/feed-writer.ts'], {
+  const writer = spawnInGroup(process.execPath, [...SOURCE_NODE_ARGS, 'loadtest/soak/feed-writer.ts'], {
     cwd: ROOT,
     env: {
       ...process.env,
@@ -103,7 +103,7 @@ export async function prepareWrkLoad(options: LoadOptions): Promise<PreparedLoad
     description,
     cancel: release,
     start() {
-      const wrk = spawn('wrk', args, { stdio: ['ignore', 'pipe', 'pipe'] });
+      const wrk = spawnInGroup('wrk', args, { stdio: ['ignore', 'pipe', 'pipe'] });
       let stdout = '';
       let stderr = '';
       wrk.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));

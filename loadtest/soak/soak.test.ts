@@ -1,10 +1,9 @@
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { SOURCE_NODE_ARGS } from '@flashsale/harness';
+import { SOURCE_NODE_ARGS, spawnInGroup } from '@flashsale/harness';
 import type { SoakRun } from './sample.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -13,7 +12,7 @@ afterAll(() => rmSync(out, { recursive: true, force: true }));
 
 /** Runs the soak command (`npm run soak`'s script) with its real processes; resolves with its exit code and output. */
 function soak(args: string[]): Promise<{ code: number | null; output: string }> {
-  const child = spawn(process.execPath, [...SOURCE_NODE_ARGS, 'loadtest/soak/run.ts', ...args, '--out', out], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawnInGroup(process.execPath, [...SOURCE_NODE_ARGS, 'loadtest/soak/run.ts', ...args, '--out', out], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
   child.stderr.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));

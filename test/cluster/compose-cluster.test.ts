@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -9,7 +9,7 @@ import { parse } from 'yaml';
 import { Redis } from 'ioredis';
 import { loadConfig } from '@flashsale/config';
 import { createRedis } from '@flashsale/redis-store';
-import { freePort } from '@flashsale/harness';
+import { freePort, spawnInGroup } from '@flashsale/harness';
 import { runProcess, runScript } from '../support/run-process.ts';
 
 // The compose file's `cluster` profile, as far as it can be run without a Docker engine: its structure
@@ -84,7 +84,7 @@ async function startNodes(addresses: string[], port: number): Promise<ChildProce
   const nodes = addresses.map((address, i) => {
     const dir = join(work, `node-${i + 1}`);
     mkdirSync(dir, { recursive: true });
-    const child = spawn('redis-server', [conf, '--bind', address, '--port', String(port), '--dir', dir, '--cluster-announce-hostname', address, '--cluster-announce-ip', address], {
+    const child = spawnInGroup('redis-server', [conf, '--bind', address, '--port', String(port), '--dir', dir, '--cluster-announce-hostname', address, '--cluster-announce-ip', address], {
       cwd: dir,
       stdio: 'ignore',
     });

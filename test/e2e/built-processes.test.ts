@@ -15,6 +15,7 @@ import {
   waitForDrain,
   type AppProcess,
   type HttpResult,
+  testDatabaseName,
 } from '@flashsale/harness';
 import { migrationNames, poolConfigFromUrl } from '@flashsale/order-store';
 import { createTestContext, type TestContext } from '../support/context.ts';
@@ -38,7 +39,7 @@ beforeAll(async () => {
   await run('npm', ['run', '--silent', 'build'], { cwd: ROOT });
   console.log(`npm run build: ${((performance.now() - started) / 1000).toFixed(1)} s`);
   const own = new URL(process.env.DATABASE_URL ?? 'mysql://root@127.0.0.1:3306/flashsale_test');
-  own.pathname = `/flashsale_built_${randomBytes(4).toString('hex')}`;
+  own.pathname = `/${testDatabaseName('built')}`;
   databaseUrl = own.toString();
 }, 180_000);
 
@@ -68,7 +69,7 @@ describe('the built processes', () => {
     const worker = track(await spawnWorker(env, 'build'));
     const reconciler = track(await spawnReconciler(env, 'build'));
     // The gateway's cluster forks the built entry too (start.mjs hands it process.argv[1]).
-    await gateway.waitForLog((l) => l.msg === 'gateway listening' && l.worker === 2);
+    await gateway.waitForLog({ matches: (l) => l.msg === 'gateway listening' && l.worker === 2, what: '"gateway listening" from cluster worker 2' });
     for (const [app, p] of [['gateway', gateway], ['worker', worker], ['reconciler', reconciler]] as const) {
       expect(p.child.spawnargs).toEqual([process.execPath, 'scripts/start.mjs', app]);
     }

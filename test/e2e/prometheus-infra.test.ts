@@ -1,11 +1,11 @@
-import { spawn, execFile, type ChildProcess } from 'node:child_process';
+import { execFile, type ChildProcess } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
-import { freePort, purchaseBurst } from '@flashsale/harness';
+import { freePort, purchaseBurst, spawnInGroup } from '@flashsale/harness';
 import { saleKeys } from '@flashsale/redis-store';
 import { startSystem, type System } from '../support/system.ts';
 import { exportedNames, metricsPortOf, scrape } from '../support/metrics-text.ts';
@@ -104,7 +104,7 @@ describe('a real Prometheus with the shipped jobs and rules', () => {
     for (const job of config.scrape_configs) job.static_configs = [{ targets: [`127.0.0.1:${processOf[job.job_name]}`] }];
     await writeFile(join(dir, 'prometheus.yml'), stringify(config));
     const port = await freePort();
-    prometheus = spawn('prometheus', [`--config.file=${join(dir, 'prometheus.yml')}`, `--storage.tsdb.path=${join(dir, 'data')}`, `--web.listen-address=127.0.0.1:${port}`], { stdio: 'ignore' });
+    prometheus = spawnInGroup('prometheus', [`--config.file=${join(dir, 'prometheus.yml')}`, `--storage.tsdb.path=${join(dir, 'data')}`, `--web.listen-address=127.0.0.1:${port}`], { stdio: 'ignore' });
     const api = async <T>(path: string): Promise<T> => {
       const response = await fetch(`http://127.0.0.1:${port}${path}`).catch(() => undefined);
       return (response?.ok ? ((await response.json()) as { data: T }).data : undefined) as T;

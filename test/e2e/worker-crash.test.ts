@@ -82,7 +82,7 @@ describe('a worker killed mid-batch', () => {
     const ledger = await ledgerOf(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, sale.id, accepted);
     expect(ledger).toEqual({ lost: [], duplicated: [], unexpected: [], unitsInDb: 40, remaining: 60, stock: 100 });
     expect((await ctx.prisma.sale.findUniqueOrThrow({ where: { id: sale.id } })).soldUnits).toBe(40);
-    await survivor.waitForLog((l) => l.msg === 'redelivered entries were already orders' && l.replayed === 40);
+    await survivor.waitForLog({ matches: (l) => l.msg === 'redelivered entries were already orders' && l.replayed === 40, what: '"redelivered entries were already orders" with replayed 40' });
   });
 
   it('killed before the MySQL commit: its entries are left to another worker, which writes them once', async () => {
@@ -110,7 +110,7 @@ describe('a worker killed mid-batch', () => {
 
     const ledger = await ledgerOf(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, sale.id, accepted);
     expect(ledger).toEqual({ lost: [], duplicated: [], unexpected: [], unitsInDb: 40, remaining: 60, stock: 100 });
-    await survivor.waitForLog((l) => l.msg === 'took over entries left pending by another consumer' && l.entries === 40);
+    await survivor.waitForLog({ matches: (l) => l.msg === 'took over entries left pending by another consumer' && l.entries === 40, what: '"took over entries left pending by another consumer" with entries 40' });
   });
 
   it('on SIGTERM finishes and acknowledges the batch in hand, then exits 0', async () => {
@@ -120,7 +120,7 @@ describe('a worker killed mid-batch', () => {
     processes.push(worker);
     await waitForDrain(ctx.redis, ctx.config.REDIS_PREFIX, sale.id);
     expect(await worker.kill('SIGTERM')).toBe(0);
-    const totals = await worker.waitForLog((l) => l.msg === 'worker totals');
+    const totals = await worker.waitForLog('worker totals');
     expect(totals).toMatchObject({ written: 30, replayed: 0, deadLettered: 0 });
     const ledger = await ledgerOf(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, sale.id, accepted);
     expect(ledger.lost).toEqual([]);
@@ -136,7 +136,7 @@ describe('MySQL unreachable', () => {
 
     proxy!.cut();
     const accepted = await acceptedReservations(sale.id, 25);
-    await worker.waitForLog((l) => l.msg === 'order batch failed' && l.mysqlUp === false && l.attempt === 2, 45_000);
+    await worker.waitForLog({ matches: (l) => l.msg === 'order batch failed' && l.mysqlUp === false && l.attempt === 2, what: '"order batch failed" with mysqlUp false at attempt 2' });
     expect((await ordersOf(ctx.prisma, sale.id)).length).toBe(0);
     // Nothing acknowledged: every entry is either held by the worker retrying it, or not yet read.
     const backlog = await streamBacklog(ctx.redis, ctx.config.REDIS_PREFIX, sale.id);
@@ -149,7 +149,7 @@ describe('MySQL unreachable', () => {
     expect(ledger).toEqual({ lost: [], duplicated: [], unexpected: [], unitsInDb: 25, remaining: 75, stock: 100 });
     expect(worker.logs.filter((l) => l.msg === 'entry moved to the dead-letter stream')).toEqual([]);
     // What an operator sees on the worker's /metrics: the failed attempts, then every order written.
-    const { port } = await worker.waitForLog((l) => l.msg === 'worker started');
+    const { port } = await worker.waitForLog('worker started');
     const metrics = await (await fetch(`http://127.0.0.1:${String(port)}/metrics`)).text();
     expect(metrics).toMatch(/^flashsale_worker_orders_written_total 25$/m);
     expect(Number(/^flashsale_worker_write_failures_total (\d+)$/m.exec(metrics)?.[1])).toBeGreaterThanOrEqual(2);
@@ -165,7 +165,7 @@ describe('a batch held through a long MySQL outage', () => {
     const holder = await spawnWorker(workerEnv({ DATABASE_URL: proxiedDb, WORKER_CLAIM_IDLE_MS: '1000', WORKER_MAX_DELIVERIES: '2' }));
     processes.push(holder);
     const accepted = await acceptedReservations(sale.id, 20);
-    await holder.waitForLog((l) => l.msg === 'order batch failed');
+    await holder.waitForLog('order batch failed');
     // A second worker that could reach MySQL would take idle entries over after 1 s.
     const other = await spawnWorker(workerEnv({ WORKER_CLAIM_IDLE_MS: '1000', WORKER_MAX_DELIVERIES: '2' }));
     processes.push(other);

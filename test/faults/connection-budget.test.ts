@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createConnection, type Connection } from 'mariadb';
-import { createHttpClient, ledgerOf, purchaseBurst, spawnGateway, spawnWorker, startMariaDbServer, waitForDrain, type AppProcess, type MariaDbServer } from '@flashsale/harness';
+import { createHttpClient, ledgerOf, purchaseBurst, spawnGateway, spawnWorker, startMariaDbServer, testDatabaseName, waitForDrain, type AppProcess, type MariaDbServer } from '@flashsale/harness';
 import { migrate } from '@flashsale/order-store';
 import { createTestContext, type TestContext } from '../support/context.ts';
 import { until } from '../support/until.ts';
@@ -25,7 +25,7 @@ const processes: AppProcess[] = [];
 
 beforeAll(async () => {
   mariadb = await startMariaDbServer({ args: [`--max-connections=${MAX_CONNECTIONS}`] });
-  const database = 'flashsale_budget';
+  const database = testDatabaseName('budget');
   await migrate(mariadb.url(database));
   admin = await createConnection({ host: '127.0.0.1', port: mariadb.port, user: 'root', password: '' });
   for (const role of ['gateway', 'worker'] as const) {
@@ -57,7 +57,7 @@ describe(`${GATEWAY_PROCESSES} gateway processes and a worker on a MariaDB with 
     expect(gateway.logs.filter((l) => l.msg === 'gateway listening')).toHaveLength(GATEWAY_PROCESSES);
 
     // The supervisor, the one process that knows how many gateway processes there are, judges for all.
-    const warning = await gateway.waitForLog((l) => String(l.msg).startsWith('MySQL connection budget exceeded'));
+    const warning = await gateway.waitForLog({ matches: (l) => String(l.msg).startsWith('MySQL connection budget exceeded'), what: 'the "MySQL connection budget exceeded" warning' });
     expect(warning).toMatchObject({ level: 50, role: 'gateway', pool: 4, processes: GATEWAY_PROCESSES, demand: 32, workerHeadroom: 10, maxConnections: MAX_CONNECTIONS });
     // At least this test's own connection is open, so the 32 do not fit in what is free either.
     const inUse = warning.connectionsInUse as number;

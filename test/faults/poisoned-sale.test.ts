@@ -14,7 +14,7 @@ const buyers = (label: string, n: number) => Array.from({ length: n }, (_, i) =>
 
 /** The worker's /metrics, read from the port it logged at start. */
 async function workerMetrics(worker: AppProcess): Promise<string> {
-  const started = await worker.waitForLog((l) => l.msg === 'worker started');
+  const started = await worker.waitForLog('worker started');
   return (await fetch(`http://127.0.0.1:${String(started.port)}/metrics`)).text();
 }
 
@@ -69,7 +69,7 @@ describe('a sale whose stream key holds the wrong type', () => {
     expect(after.accepted.size).toBe(5);
     await waitForDrain(ctx.redis, prefix, broken, 20_000);
     expect((await ordersOf(ctx.prisma, broken)).map((o) => o.reservationId).sort()).toEqual([...after.accepted.keys()].sort());
-    await worker.waitForLog((l) => l.msg === 'sale taken up again' && l.saleId === broken);
+    await worker.waitForLog({ matches: (l) => l.msg === 'sale taken up again' && l.saleId === broken, what: `"sale taken up again" for sale ${broken}` });
   }, 90_000);
 });
 

@@ -1,6 +1,5 @@
-import { spawn } from 'node:child_process';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createHttpClient, faultLedgerOf, purchaseBurst, spawnReconciler, waitForDrain } from '@flashsale/harness';
+import { createHttpClient, faultLedgerOf, purchaseBurst, spawnInGroup, spawnReconciler, waitForDrain } from '@flashsale/harness';
 import { startSystem, type System } from '../support/system.ts';
 import { until } from '../support/until.ts';
 
@@ -18,7 +17,7 @@ const buyers = (label: string, n: number) => Array.from({ length: n }, (_, i) =>
 /** `npm run reconcile -- --sale <id>`, exactly as the runbook says, with the deployment's environment. */
 function runbookReconcile(env: NodeJS.ProcessEnv, saleId: number): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn('npm', ['run', '--silent', 'reconcile', '--', '--sale', String(saleId)], { env: { ...process.env, ...env, LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawnInGroup('npm', ['run', '--silent', 'reconcile', '--', '--sale', String(saleId)], { env: { ...process.env, ...env, LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));

@@ -117,7 +117,7 @@ describe('gateway, worker and reconciler started while Redis is down', () => {
       expect(await until(() => readyz(base), (r) => r.status === 200, 15_000)).toEqual({ status: 200, body: { status: 'ready', checks: { redis: 'up', mysql: 'up' } } });
     }
     // The gateway subscribed to the sale events once Redis came; the reconciler set the audit's schedule.
-    await gateway.waitForLog((l) => l.msg === 'sale events subscribed: verdict cache on', 10_000);
+    await gateway.waitForLog('sale events subscribed: verdict cache on');
     expect(await ctx.redis.pubsub('NUMSUB', saleEventsChannel(prefix))).toEqual([saleEventsChannel(prefix), 1]);
     const bull = new Redis(ctx.config.REDIS_URL, { maxRetriesPerRequest: null });
     const auditQueue = new Queue(AUDIT_QUEUE, { connection: bull, prefix: bullPrefix(prefix) });

@@ -1,15 +1,10 @@
 import { afterAll, afterEach, beforeAll, beforeEach } from 'vitest';
-import { randomBytes } from 'node:crypto';
 import { loadConfig, type Config } from '@flashsale/config';
 import { createRedis, publishSale, redisNow, redisTargetOf, type ScriptedRedis } from '@flashsale/redis-store';
-import { deleteKeysWithPrefix } from '@flashsale/harness';
+import { deleteKeysWithPrefix, testDatabaseName, testRedisPrefix } from '@flashsale/harness';
 import { createPrisma, insertSale, migrate, poolConfigFromUrl, type PrismaClient, type SaleRecord } from '@flashsale/order-store';
 import { createConnection } from 'mariadb';
 
-/** A Redis prefix no other test uses, so tests share one Redis without seeing each other's keys. */
-function uniquePrefix(label = 't'): string {
-  return `test-${label}-${randomBytes(4).toString('hex')}`;
-}
 
 export interface TestContext {
   config: Config;
@@ -20,7 +15,7 @@ export interface TestContext {
 }
 
 export function createTestContext(overrides: NodeJS.ProcessEnv = {}): TestContext {
-  const config = loadConfig({ ...process.env, REDIS_PREFIX: uniquePrefix(), ...overrides });
+  const config = loadConfig({ ...process.env, REDIS_PREFIX: testRedisPrefix(), ...overrides });
   const redis = createRedis(redisTargetOf(config));
   const prisma = createPrisma(config.DATABASE_URL, 4);
   return {
@@ -60,7 +55,7 @@ export function contextPerFile(overrides: NodeJS.ProcessEnv = {}): { readonly ct
 export async function createIsolatedContext(overrides: NodeJS.ProcessEnv = {}): Promise<TestContext> {
   const shared = new URL(process.env.DATABASE_URL ?? 'mysql://root@127.0.0.1:3306/flashsale_test');
   const own = new URL(shared);
-  own.pathname = `/flashsale_iso_${randomBytes(4).toString('hex')}`;
+  own.pathname = `/${testDatabaseName('iso')}`;
   await migrate(own.toString());
   const ctx = createTestContext({ DATABASE_URL: own.toString(), ...overrides });
   return {

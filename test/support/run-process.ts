@@ -1,5 +1,4 @@
-import { spawn } from 'node:child_process';
-import { SOURCE_NODE_ARGS } from '@flashsale/harness';
+import { SOURCE_NODE_ARGS, spawnInGroup } from '@flashsale/harness';
 
 /** What a finished command gave: its exit code and its whole output. */
 export interface ProcessResult {
@@ -11,7 +10,7 @@ export interface ProcessResult {
 /** Runs a command to its end, with `env` over this process's environment. */
 export function runProcess(command: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<ProcessResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawnInGroup(command, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));

@@ -1,8 +1,7 @@
-import { spawn } from 'node:child_process';
 import { createLogger } from '@flashsale/config';
 import { describe, expect, it } from 'vitest';
 import { newReservationId } from '@flashsale/domain';
-import { SOURCE_NODE_ARGS } from '@flashsale/harness';
+import { SOURCE_NODE_ARGS, spawnInGroup } from '@flashsale/harness';
 import { ORDER_WRITERS_GROUP, readSaleState, reservePurchase, saleKeys, salesIndexKey, setSalePaused } from '@flashsale/redis-store';
 import { createLiveSale, isolatedContextPerTest } from '../../../test/support/context.ts';
 import { startGateway } from '../../../test/support/gateway.ts';
@@ -192,7 +191,7 @@ describe('npm run reconcile -- --sale <id>', () => {
 
 function runCli(args: string[]): Promise<{ stdout: string; code: number | null }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [...SOURCE_NODE_ARGS, 'apps/reconciler/src/reconcile-cli.ts', ...args], {
+    const child = spawnInGroup(process.execPath, [...SOURCE_NODE_ARGS, 'apps/reconciler/src/reconcile-cli.ts', ...args], {
       env: { ...process.env, REDIS_PREFIX: env.ctx.config.REDIS_PREFIX, DATABASE_URL: env.ctx.config.DATABASE_URL, LOG_LEVEL: 'silent' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

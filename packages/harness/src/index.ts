@@ -1,5 +1,7 @@
 // Tools for driving the real system from outside: the tests, the demo and the load and chaos runners.
-export { spawnApp, spawnGateway, spawnWorker, spawnReconciler, redisEnvOf, SOURCE_NODE_ARGS, type AppProcess, type AppSource } from './processes.ts';
+export { spawnApp, spawnGateway, spawnWorker, spawnReconciler, redisEnvOf, SOURCE_NODE_ARGS, LOG_WAIT_MS, type AppProcess, type AppSource, type LogWait } from './processes.ts';
+export { spawnInGroup, signalGroup, killGroup, killAllGroups } from './process-group.ts';
+export { TEST_RUN_VARIABLE, testRunId, newTestRunId, testRedisPrefix, testRedisPattern, testDatabaseName, testDatabasePattern } from './test-run.ts';
 export { deleteKeysWithPrefix } from './redis-keys.ts';
 export { createHttpClient, mapConcurrently, percentile, type HttpResult } from './http-client.ts';
 export { ledgerOf, faultLedgerOf, compareLedger, compareFaultLedger, ordersOf, pendingCount, type Ledger, type FaultLedger, type LedgerOrder } from './ledger.ts';
@@ -15,3 +17,4 @@ export { startRedisCluster, type RedisCluster, type ClusterNode } from './redis-
 export { gitRevision } from './git-revision.ts';
 export { paymentEventRequest, type PaymentSucceeded } from './payment-events.ts';
 export { launchChromium, signInToDashboard } from './chromium.ts';
+export { findLeftovers, removeLeftovers, describeLeftovers, isClean, processesOfRun, type Leftovers } from './leftovers.ts';

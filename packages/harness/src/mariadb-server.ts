@@ -1,9 +1,10 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { killChild } from './child-process.ts';
+import { spawnInGroup } from './process-group.ts';
 import { createConnection } from 'mariadb';
 import { freePort } from './redis-server.ts';
 
@@ -25,6 +26,8 @@ export interface MariaDbServerOptions {
   args?: string[];
 }
 
+const START_TIMEOUT_MS = 120_000;
+
 export async function startMariaDbServer(options: MariaDbServerOptions = {}): Promise<MariaDbServer> {
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'flashsale-mariadb-'));
@@ -40,12 +43,14 @@ export async function startMariaDbServer(options: MariaDbServerOptions = {}): Pr
     port,
     url: (database) => `mysql://root@127.0.0.1:${port}/${database}`,
     async start() {
-      child = spawn(
+      child = spawnInGroup(
         'mariadbd',
         ['--no-defaults', `--datadir=${datadir}`, `--port=${port}`, `--socket=${join(dir, 'sock')}`, '--user=root', '--bind-address=127.0.0.1', '--skip-name-resolve', '--innodb-autoinc-lock-mode=2', ...(options.args ?? [])],
         { stdio: 'ignore' },
       );
-      for (let attempt = 0; attempt < 200; attempt++) {
+      // Generous: on a busy machine crash recovery after a SIGKILL can take many seconds.
+      const deadline = Date.now() + START_TIMEOUT_MS;
+      while (Date.now() < deadline) {
         try {
           const connection = await createConnection({ host: '127.0.0.1', port, user: 'root', password: '', connectTimeout: 500 });
           await connection.end();
@@ -54,7 +59,8 @@ export async function startMariaDbServer(options: MariaDbServerOptions = {}): Pr
           await sleep(50);
         }
       }
-      throw new Error(`mariadbd on ${port} did not come up`);
+      await killChild(child, 'SIGKILL');
+      throw new Error(`mariadbd on ${port} did not accept a connection within ${START_TIMEOUT_MS} ms`);
     },
     kill(signal = 'SIGKILL') {
       return killChild(child, signal);

@@ -1,6 +1,7 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { RedisTarget } from '@flashsale/redis-store';
+import { killGroup, spawnInGroup } from './process-group.ts';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 
@@ -17,14 +18,32 @@ export const SOURCE_NODE_ARGS = ['--conditions=@flashsale/source', '--import', '
  */
 export type AppSource = 'source' | 'build';
 
+/** What a start-up or log wait looks for: a predicate, and the words a timeout names it by. */
+export interface LogWait {
+  matches: (line: Record<string, unknown>) => boolean;
+  /** Says what was awaited when the wait fails (for example `"gateway listening"`). */
+  what: string;
+}
+
+/** How long a wait for a log line lasts unless told: generous, as a busy machine starts processes slowly. */
+export const LOG_WAIT_MS = 60_000;
+
 /** A real app process (`apps/<name>/src/main.ts`, or its build), its JSON log lines collected for assertions. */
 export interface AppProcess {
   child: ChildProcess;
   logs: Record<string, unknown>[];
-  /** Resolves with the first log line that matches. */
-  waitForLog(match: (line: Record<string, unknown>) => boolean, timeoutMs?: number): Promise<Record<string, unknown>>;
+  /**
+   * Resolves with the first log line that matches (a string: the line whose `msg` it is). A timeout or
+   * an exit first rejects with an error
+   * naming what was awaited and the process's last lines of stdout and stderr.
+   */
+  waitForLog(wait: string | LogWait, timeoutMs?: number): Promise<Record<string, unknown>>;
   /** Resolves with the exit code (or signal) once the process has exited. */
   exited: Promise<number | NodeJS.Signals>;
+  /**
+   * Sends `signal` to the process (not its group: a graceful stop is the process's own to pass on), and
+   * once it has exited, SIGKILLs whatever of its group is left.
+   */
   kill(signal?: NodeJS.Signals): Promise<number | NodeJS.Signals>;
 }
 
@@ -41,7 +60,7 @@ export function redisEnvOf(target: RedisTarget): NodeJS.ProcessEnv {
 
 export function spawnApp(app: 'gateway' | 'worker' | 'reconciler', env: NodeJS.ProcessEnv, from: AppSource = 'source'): AppProcess {
   const args = from === 'build' ? ['scripts/start.mjs', app] : [...SOURCE_NODE_ARGS, `apps/${app}/src/main.ts`];
-  const child = spawn(process.execPath, args, {
+  const child = spawnInGroup(process.execPath, args, {
     cwd: ROOT,
     env: { ...process.env, LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -50,6 +69,7 @@ export function spawnApp(app: 'gateway' | 'worker' | 'reconciler', env: NodeJS.P
   const waiters: { match: (line: Record<string, unknown>) => boolean; resolve: (line: Record<string, unknown>) => void }[] = [];
   let buffered = '';
   let stderr = '';
+  const lastLines = (text: string) => text.split('\n').filter(Boolean).slice(-15).join('\n') || '(nothing)';
   child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
     buffered += chunk;
     let newline: number;
@@ -79,12 +99,22 @@ export function spawnApp(app: 'gateway' | 'worker' | 'reconciler', env: NodeJS.P
     child,
     logs,
     exited,
-    waitForLog(match, timeoutMs = 20_000) {
+    waitForLog(wait, timeoutMs = LOG_WAIT_MS) {
+      const { matches: match, what } = typeof wait === 'string' ? { matches: (l: Record<string, unknown>) => l.msg === wait, what: `"${wait}"` } : wait;
       const found = logs.find(match);
       if (found) return Promise.resolve(found);
+      const failure = (why: string) =>
+        new Error(
+          `${app} (pid ${String(child.pid)}): ${why} while waiting for ${what}\n` +
+            `--- last stdout lines:\n${lastLines([...logs.slice(-15).map((l) => JSON.stringify(l)), buffered].join('\n'))}\n` +
+            `--- last stderr lines:\n${lastLines(stderr.slice(-4000))}`,
+        );
       return new Promise((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`${app}: no matching log line within ${timeoutMs} ms; stderr: ${stderr.slice(-2000)}`)), timeoutMs);
-        void exited.then((status) => reject(new Error(`${app} exited (${status}) before the expected log line; stderr: ${stderr.slice(-2000)}`)));
+        const timer = setTimeout(() => reject(failure(`no such line within ${timeoutMs} ms`)), timeoutMs);
+        void exited.then((status) => {
+          clearTimeout(timer);
+          reject(failure(`exited (${status})`));
+        });
         waiters.push({
           match,
           resolve: (line) => {
@@ -94,11 +124,38 @@ export function spawnApp(app: 'gateway' | 'worker' | 'reconciler', env: NodeJS.P
         });
       });
     },
-    kill(signal = 'SIGTERM') {
+    async kill(signal = 'SIGTERM') {
       if (child.exitCode === null && child.signalCode === null) child.kill(signal);
-      return exited;
+      const status = await exited;
+      killGroup(child);
+      return status;
     },
   };
+}
+
+/**
+ * Set only by the clean-up check (test/e2e/test-run-cleanup.test.ts) to make every start fail: `startup`
+ * fails the start-up wait (the process is killed there), `abandon` fails the start and drops the
+ * process, which then only the safety nets stop (the test file's end, the test process's exit).
+ */
+const FAIL_ON_PURPOSE_VARIABLE = 'FLASHSALE_FAIL_ON_PURPOSE';
+const FAIL_ON_PURPOSE = process.env[FAIL_ON_PURPOSE_VARIABLE];
+
+/**
+ * Waits for `app`'s start-up line; if it does not come (a timeout, an early exit), the process and its
+ * whole group are killed before the error is passed on, so a failed start leaves nothing running.
+ */
+async function started(app: AppProcess, what: string): Promise<Record<string, unknown>> {
+  let line: Record<string, unknown>;
+  try {
+    line = await app.waitForLog(what);
+    if (FAIL_ON_PURPOSE === 'startup') throw new Error(`failing on purpose (${FAIL_ON_PURPOSE_VARIABLE}=startup) after ${app.child.pid} logged "${what}"`);
+  } catch (error) {
+    await app.kill('SIGKILL');
+    throw error;
+  }
+  if (FAIL_ON_PURPOSE === 'abandon') throw new Error(`failing on purpose (${FAIL_ON_PURPOSE_VARIABLE}=abandon): ${app.child.pid} left running for the safety nets to stop`);
+  return line;
 }
 
 /**
@@ -108,20 +165,20 @@ export function spawnApp(app: 'gateway' | 'worker' | 'reconciler', env: NodeJS.P
  */
 export async function spawnGateway(env: NodeJS.ProcessEnv, from: AppSource = 'source'): Promise<AppProcess & { url: string }> {
   const gateway = spawnApp('gateway', { PORT: '0', METRICS_PORT: '0', RATE_LIMIT_PER_ADDRESS_PER_SECOND: '0', ...env }, from);
-  const line = await gateway.waitForLog((l) => l.msg === 'gateway listening');
+  const line = await started(gateway, 'gateway listening');
   return Object.assign(gateway, { url: `http://127.0.0.1:${String(line.port)}` });
 }
 
 /** A worker process; resolves once it has started its loop. */
 export async function spawnWorker(env: NodeJS.ProcessEnv, from: AppSource = 'source'): Promise<AppProcess> {
   const worker = spawnApp('worker', { WORKER_PORT: '0', ...env }, from);
-  await worker.waitForLog((l) => l.msg === 'worker started');
+  await started(worker, 'worker started');
   return worker;
 }
 
 /** A reconciler process (metrics on a free port); resolves once its loops run. */
 export async function spawnReconciler(env: NodeJS.ProcessEnv, from: AppSource = 'source'): Promise<AppProcess> {
   const reconciler = spawnApp('reconciler', { RECONCILER_PORT: '0', ...env }, from);
-  await reconciler.waitForLog((l) => l.msg === 'reconciler started');
+  await started(reconciler, 'reconciler started');
   return reconciler;
 }

@@ -1,10 +1,11 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { killChild } from './child-process.ts';
+import { spawnInGroup } from './process-group.ts';
 import { Redis } from 'ioredis';
 
 /** A free TCP port on loopback, as the kernel hands it out. */
@@ -42,6 +43,8 @@ export interface RedisServer {
   stop(): Promise<void>;
 }
 
+const START_TIMEOUT_MS = 60_000;
+
 export async function startRedisServer(options: RedisServerOptions = {}): Promise<RedisServer> {
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'flashsale-redis-'));
@@ -56,8 +59,10 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
     port,
     async start() {
       // redis-server rewrites its process title, so the pid from spawn is the handle kept to kill it.
-      child = spawn('redis-server', args, { stdio: 'ignore' });
-      for (let attempt = 0; attempt < 100; attempt++) {
+      child = spawnInGroup('redis-server', args, { stdio: 'ignore' });
+      // Generous: on a busy machine a start, or an AOF replay, can take seconds.
+      const deadline = Date.now() + START_TIMEOUT_MS;
+      while (Date.now() < deadline) {
         const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
         probe.on('error', () => undefined);
         try {
@@ -71,7 +76,8 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
           probe.disconnect();
         }
       }
-      throw new Error(`redis-server on ${port} did not come up`);
+      await killChild(child, 'SIGKILL');
+      throw new Error(`redis-server on ${port} did not answer PING within ${START_TIMEOUT_MS} ms`);
     },
     kill(signal = 'SIGKILL') {
       return killChild(child, signal);

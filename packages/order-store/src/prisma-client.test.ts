@@ -9,7 +9,8 @@ import { createPrisma } from './prisma-client.ts';
 // own tells its connections apart from every other test's.
 const shared = new URL(process.env.DATABASE_URL!);
 const own = new URL(shared);
-own.pathname = `/flashsale_pool_${randomBytes(4).toString('hex')}`;
+// Named as the harness names a run's databases (testDatabaseName), so the run's teardown finds it if left.
+own.pathname = `/flashsale_pool_${process.env.FLASHSALE_TEST_RUN ?? 'adhoc'}_${randomBytes(4).toString('hex')}`;
 const database = own.pathname.slice(1);
 
 let admin: Connection;

@@ -139,7 +139,8 @@ describe('the migrated database against prisma/schema.prisma', () => {
 });
 
 describe('migrate', () => {
-  const fresh = `flashsale_migtest_${randomBytes(4).toString('hex')}`;
+  // Named as the harness names a run's databases (testDatabaseName), so the run's teardown finds it if left.
+  const fresh = `flashsale_migtest_${process.env.FLASHSALE_TEST_RUN ?? 'adhoc'}_${randomBytes(4).toString('hex')}`;
   const freshUrl = Object.assign(new URL(DATABASE_URL), { pathname: `/${fresh}` }).toString();
   const MIGRATIONS = [
     '20261122000000_init',
