@@ -25,9 +25,9 @@ export default defineConfig({
     },
     pool: 'forks',
     maxWorkers: 2,
-    // Generous: a bound that is not what a test is about must not fail it on a busy machine (the suite
-    // is checked with two CPU hogs beside it). What a test is about, it bounds itself.
-    testTimeout: 120_000,
-    hookTimeout: 180_000,
+    // Generous, and one for all: a bound that is not what a test is about must not fail it on a busy
+    // machine (the suite is checked with two CPU hogs beside it). What a test is about, it bounds itself.
+    testTimeout: 240_000,
+    hookTimeout: 240_000,
   },
 });

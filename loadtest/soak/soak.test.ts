@@ -55,5 +55,5 @@ describe('npm run soak', () => {
     const svg = readFileSync(join(out, `${base}.svg`), 'utf8');
     expect(svg.match(/<g class="chart"/g)).toHaveLength(7);
     expect(svg).toMatch(/<path class="series" data-series="accepted \(202\)" d="M[\d.]+ [\d.]+L/);
-  }, 120_000);
+  });
 });

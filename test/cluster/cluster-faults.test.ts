@@ -47,7 +47,7 @@ describe('a Redis Cluster under faults', () => {
       const ledger = await ledgerOf(ctx.redis, ctx.prisma, prefix, sale.id, burst.accepted);
       expect({ sale: sale.id, ...ledger }).toEqual({ sale: sale.id, lost: [], duplicated: [], unexpected: [], unitsInDb: 100, remaining: 0, stock: 100 });
     }
-  }, 120_000);
+  });
 
   it("one master flushed mid-sale: only its sales lose reservations, counted; the others lose nothing; every sale sells exactly its stock", async () => {
     // No worker during the first burst, so what the flush destroys is known exactly: every reservation
@@ -106,7 +106,7 @@ describe('a Redis Cluster under faults', () => {
         remaining: 0,
       });
     }
-  }, 180_000);
+  });
 
   it('a master fails over to a replica that missed its last writes: the reconciler notices the sales went back, counts the loss, rebuilds; nothing oversold', async () => {
     system = await startClusterSystem({ gateways: 2, workers: 2, replicasPerMaster: 1 });
@@ -183,5 +183,5 @@ describe('a Redis Cluster under faults', () => {
         remaining: 0,
       });
     }
-  }, 180_000);
+  });
 });

@@ -163,5 +163,5 @@ describe('the compose file: its cluster nodes and the one-shot job, run', () => 
     const reopened = createRedis({ clusterNodes: [{ host: moved[0]!, port }] });
     expect(await reopened.get('compose-test:{s7}:meta')).toBe('7');
     await reopened.quit();
-  }, 90_000);
+  });
 });

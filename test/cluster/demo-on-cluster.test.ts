@@ -80,5 +80,5 @@ describe('npm run demo with REDIS_CLUSTER_NODES', () => {
     expect(run.stdout).toContain('exit codes: 0, 0, 0, 0');
     expect(run.code, run.stderr.slice(-2000)).toBe(0);
     expect(await keysOnNodes('demo')).toEqual([0, 0, 0]);
-  }, 120_000);
+  });
 });

@@ -12,7 +12,7 @@ beforeAll(async () => {
   // An unchanged sale audited again every half second (not once a minute): the test waits for an audit
   // after the burst, which an audit that found a sale already drained just before would otherwise defer.
   system = await startClusterSystem({ gateways: 2, workers: 2, reconcilers: 2, env: { RECONCILER_AUDIT_IDLE_MS: '500' } });
-}, 90_000);
+});
 afterAll(async () => {
   await system?.stop();
 });
@@ -64,5 +64,5 @@ describe('a flash crowd on a Redis Cluster', () => {
     } finally {
       admin.close();
     }
-  }, 120_000);
+  });
 });

@@ -41,7 +41,7 @@ beforeAll(async () => {
   const own = new URL(process.env.DATABASE_URL ?? 'mysql://root@127.0.0.1:3306/flashsale_test');
   own.pathname = `/${testDatabaseName('built')}`;
   databaseUrl = own.toString();
-}, 180_000);
+});
 
 afterAll(async () => {
   await Promise.all(processes.map((p) => p.kill('SIGKILL')));
@@ -105,5 +105,5 @@ describe('the built processes', () => {
     expect(JSON.parse(reconciled.stdout)).toMatchObject({ saleId, remaining: 0, buyers: 30, lost: { reservations: 0, units: 0 }, judgement: 'intact' });
 
     expect(await Promise.all([gateway.kill('SIGTERM'), worker.kill('SIGTERM'), reconciler.kill('SIGTERM')])).toEqual([0, 0, 0]);
-  }, 120_000);
+  });
 });

@@ -90,5 +90,5 @@ describe('flash crowd, end to end', () => {
       unitsAwaitingReturn: 0,
       refundsDue: { count: 0, amountCents: 0 },
       deadLettered: 0, consistent: true, lost: { reservations: 0, units: 0 }, audit: null });
-  }, 120_000);
+  });
 });

@@ -86,13 +86,15 @@ async function stopWatch(gateway: AppProcess, signal: NodeJS.Signals): Promise<{
 
 describe('a gateway process stopping', () => {
   it('exits 0 at once on SIGTERM when nothing is in flight', async () => {
-    const gateway = await spawnGateway({ ...env, SHUTDOWN_TIMEOUT_MS: '1000' });
+    const gateway = await spawnGateway({ ...env, SHUTDOWN_TIMEOUT_MS: '60000' });
     processes.push(gateway);
 
     const stopped = await stopWatch(gateway, 'SIGTERM');
 
+    // Exit 0 is the stop finished (the deadline exits 1); at once, not at the deadline (half of it:
+    // room for a busy machine).
     expect(stopped.status).toBe(0);
-    expect(stopped.ms).toBeLessThan(1000);
+    expect(stopped.ms).toBeLessThan(30_000);
     expect(gateway.logs.map((l) => l.msg).slice(-2)).toEqual(['stopping', 'stopped']);
   });
 
@@ -104,9 +106,10 @@ describe('a gateway process stopping', () => {
 
     const stopped = await stopWatch(gateway, 'SIGTERM');
 
+    // At the deadline, not when the held request times out a minute later (half of that: room for a busy machine).
     expect(stopped.status).toBe(1);
     expect(stopped.ms).toBeGreaterThanOrEqual(950);
-    expect(stopped.ms).toBeLessThan(2500);
+    expect(stopped.ms).toBeLessThan(30_000);
     expect(gateway.logs.find((l) => l.level === 50)).toMatchObject({ timeoutMs: 1000, msg: 'still stopping at the shutdown deadline (SHUTDOWN_TIMEOUT_MS), exiting now' });
   });
 });
@@ -167,7 +170,7 @@ describe('the metrics of a gateway', () => {
     await listeningLines(supervisor, 3);
     expect((await scrape(listening[0]!.metricsPort)).lines).toContain('flashsale_purchases_total{outcome="reserved"} 2');
     expect(await supervisor.kill('SIGTERM')).toBe(0);
-  }, 60_000);
+  });
 });
 
 describe('the GATEWAY_WORKERS supervisor', () => {
@@ -195,7 +198,7 @@ describe('the GATEWAY_WORKERS supervisor', () => {
     } finally {
       squatter.close();
     }
-  }, 60_000);
+  });
 
   it('replaces a gateway process that was killed, and goes on serving', async () => {
     const supervisor = await spawnGateway({ ...env, GATEWAY_WORKERS: '2' });
@@ -208,7 +211,7 @@ describe('the GATEWAY_WORKERS supervisor', () => {
     expect(supervisor.logs.find((l) => l.msg === 'gateway process died, starting another')).toMatchObject({ level: 50, signal: 'SIGKILL', listened: true, restartInMs: 100 });
     expect(replaced[2]!.pid).not.toBe(victim!.pid);
     expect((await fetch(`${supervisor.url}/healthz`)).status).toBe(200);
-  }, 60_000);
+  });
 
   it('on SIGTERM, SIGKILLs a gateway process still running at SHUTDOWN_TIMEOUT_MS and exits 1', async () => {
     const supervisor = await spawnGateway({ ...env, GATEWAY_WORKERS: '2', SHUTDOWN_TIMEOUT_MS: '1000' });
@@ -220,9 +223,10 @@ describe('the GATEWAY_WORKERS supervisor', () => {
 
     const stopped = await stopWatch(supervisor, 'SIGTERM');
 
+    // At the deadline: a stopped process would otherwise hold the supervisor for good.
     expect(stopped.status).toBe(1);
     expect(stopped.ms).toBeGreaterThanOrEqual(950);
-    expect(stopped.ms).toBeLessThan(2500);
+    expect(stopped.ms).toBeLessThan(30_000);
     expect(supervisor.logs.find((l) => l.msg === 'gateway processes still running at the shutdown deadline (SHUTDOWN_TIMEOUT_MS), killing them')).toMatchObject({
       level: 50,
       timeoutMs: 1000,
@@ -231,5 +235,5 @@ describe('the GATEWAY_WORKERS supervisor', () => {
     // The other one finished its own stop in time.
     expect(supervisor.logs.filter((l) => l.pid === healthy).map((l) => l.msg).slice(-2)).toEqual(['stopping', 'stopped']);
     await expect.poll(() => isRunning(hung!), { timeout: 2000 }).toBe(false);
-  }, 60_000);
+  });
 });

@@ -12,7 +12,7 @@ let system: System;
 beforeAll(async () => {
   // Retired as soon as ended and drained, so a sale's series can be seen to go within the test.
   system = await startSystem({ env: { RECONCILER_RETIRE_AFTER_END_MS: '0' } });
-}, 60_000);
+});
 afterAll(async () => {
   await system?.stop();
 });

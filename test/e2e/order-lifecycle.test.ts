@@ -111,5 +111,5 @@ describe('orders that get paid, cancelled or expire, with real processes', () =>
     await until(() => api.stats(saleId), (s) => s.audit?.drift === 0, 15_000);
     console.log(`lifecycle: 10 paid at once, 10 cancelled, ${20 - expired} paid at payBy against ${expired - 10} expired in the race, ${expired} expired in all and re-sold`);
     api.http.close();
-  }, 120_000);
+  });
 });

@@ -37,7 +37,7 @@ let saleId: number;
 beforeAll(async () => {
   system = await startSystem();
   saleId = await system.createSale({ stock: 10 });
-}, 60_000);
+});
 afterAll(async () => {
   await system?.stop();
 });

@@ -34,7 +34,7 @@ beforeAll(async () => {
     urls[role] = `mysql://${role}@127.0.0.1:${mariadb.port}/${database}`;
   }
   ctx = createTestContext({ DATABASE_URL: mariadb.url(database) });
-}, 120_000);
+});
 afterAll(async () => {
   await Promise.all(processes.map((p) => p.kill('SIGKILL')));
   await ctx?.close();
@@ -53,7 +53,7 @@ describe(`${GATEWAY_PROCESSES} gateway processes and a worker on a MariaDB with 
     const env = { REDIS_URL: ctx.config.REDIS_URL, REDIS_PREFIX: ctx.config.REDIS_PREFIX };
     const gateway = await spawnGateway({ ...env, DATABASE_URL: urls.gateway, GATEWAY_WORKERS: String(GATEWAY_PROCESSES), DB_POOL_IDLE_TIMEOUT_MS: String(IDLE_TIMEOUT_MS) });
     processes.push(gateway);
-    await expect.poll(() => gateway.logs.filter((l) => l.msg === 'gateway listening').length, { timeout: 20_000 }).toBeGreaterThanOrEqual(GATEWAY_PROCESSES);
+    await expect.poll(() => gateway.logs.filter((l) => l.msg === 'gateway listening').length, { timeout: 120_000 }).toBeGreaterThanOrEqual(GATEWAY_PROCESSES);
     expect(gateway.logs.filter((l) => l.msg === 'gateway listening')).toHaveLength(GATEWAY_PROCESSES);
 
     // The supervisor, the one process that knows how many gateway processes there are, judges for all.
@@ -98,7 +98,7 @@ describe(`${GATEWAY_PROCESSES} gateway processes and a worker on a MariaDB with 
     // ...and shrink once idle: each process keeps the one connection its live-sale refresh uses every
     // 2 s and closes the rest after DB_POOL_IDLE_TIMEOUT_MS. The driver opens a spare while that one is
     // busy (closed again a second later), so a sample may catch a few: none ever goes below one.
-    await until(() => connectionsOf('gateway'), (n) => n === GATEWAY_PROCESSES, 20_000);
+    await until(() => connectionsOf('gateway'), (n) => n === GATEWAY_PROCESSES, 60_000);
     const samples: number[] = [];
     for (let i = 0; i < 40; i += 1) {
       samples.push(await connectionsOf('gateway'));
@@ -110,5 +110,5 @@ describe(`${GATEWAY_PROCESSES} gateway processes and a worker on a MariaDB with 
       `connection budget: 500 202s became 500 orders ${drainMs} ms after the burst began (the worker held ${workerHeld} connections); ` +
         `gateways held ${gatewayPeak} after the reads, then ${Math.min(...samples)}-${Math.max(...samples)} idle`,
     );
-  }, 120_000);
+  });
 });

@@ -13,11 +13,18 @@ afterEach(async () => {
 
 const buyers = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => `buyer-${from + i}`);
 
-/** Every answer a 503 SERVICE_UNAVAILABLE with Retry-After, given within `withinMs`. */
-function expectFastUnavailable(results: HttpResult[], withinMs: number): void {
+/**
+ * Ceiling of an answer given by a deadline of 500 to 1500 ms while the store stays hung: in that range
+ * on an idle machine, and the store is held hung until every answer is in, so without the deadline no
+ * answer would come at all. The ceiling only leaves room for a machine running other work.
+ */
+const ANSWERED_BY_A_DEADLINE_MS = 15_000;
+
+/** Every answer a 503 SERVICE_UNAVAILABLE with Retry-After, given by a deadline, not by the store. */
+function expectFastUnavailable(results: HttpResult[]): void {
   for (const res of results) {
     expect({ status: res.status, code: res.body.code, retryAfter: res.headers['retry-after'] }).toEqual({ status: 503, code: 'SERVICE_UNAVAILABLE', retryAfter: '1' });
-    expect(res.latencyMs).toBeLessThan(withinMs);
+    expect(res.latencyMs).toBeLessThan(ANSWERED_BY_A_DEADLINE_MS);
   }
 }
 
@@ -42,11 +49,11 @@ describe('a hung Redis (SIGSTOP: the connection stays open and nothing answers)'
     const ready = await client.send('GET', '/readyz');
     redisServer.thaw();
 
-    // 500 ms command deadline: the answers come well within 2 s, not when Redis returns.
-    expectFastUnavailable(purchases, 2000);
-    expectFastUnavailable(reads, 2500);
+    // 500 ms command deadline: the answers came while Redis was still frozen.
+    expectFastUnavailable(purchases);
+    expectFastUnavailable(reads);
     expect(ready.status).toBe(503);
-    expect(ready.latencyMs).toBeLessThan(2000);
+    expect(ready.latencyMs).toBeLessThan(ANSWERED_BY_A_DEADLINE_MS);
 
     // Redis now runs what reached it while frozen: those buyers may hold a reservation they were not
     // told about. A retry tells them: ALREADY_PURCHASED with the id, or a 202 if it never landed.
@@ -69,8 +76,8 @@ describe('a hung Redis (SIGSTOP: the connection stays open and nothing answers)'
     expect({ lost: ledger.lost, duplicated: ledger.duplicated, unexpected: ledger.unexpected }).toEqual({ lost: [], duplicated: [], unexpected: [] });
     expect(ledger.unitsInDb).toBe(300);
     expect(ledger.unitsInDb + ledger.remaining).toBe(1000);
-    console.log(`hung redis: 200 answered 503 within 2 s; on retry ${toldExisting} learned their reservation, ${200 - toldExisting} reserved anew`);
-  }, 90_000);
+    console.log(`hung redis: 200 answered 503 in at most ${Math.max(...purchases.map((r) => r.latencyMs))} ms; on retry ${toldExisting} learned their reservation, ${200 - toldExisting} reserved anew`);
+  });
 });
 
 describe('a hung MySQL (a network black hole between the gateway and MariaDB)', () => {
@@ -100,7 +107,7 @@ describe('a hung MySQL (a network black hole between the gateway and MariaDB)', 
           body: { name: 'during the outage', stock: 5, startsAt: new Date(Date.now() + 60_000).toISOString(), endsAt: new Date(Date.now() + 3_600_000).toISOString() },
         }),
       ]);
-      expectFastUnavailable(answers, 3000);
+      expectFastUnavailable(answers);
       // The purchase path never touches MySQL.
       const during = await client.send('POST', `/api/sales/${saleId}/purchase`, { headers: { authorization: `Bearer ${buyerToken('buyer-2')}` } });
       expect(during.status).toBe(202);
@@ -110,5 +117,5 @@ describe('a hung MySQL (a network black hole between the gateway and MariaDB)', 
     } finally {
       await gateway.kill('SIGKILL');
     }
-  }, 60_000);
+  });
 });

@@ -92,7 +92,7 @@ describe('the expiry at its crash points', () => {
     expect(await ledger(system, saleId)).toEqual(settled);
     const again = await purchaseBurst(system.gateways[0]!.url, saleId, buyers('again', 35));
     expect({ accepted: again.accepted.size, soldOut: again.refused.SOLD_OUT }).toEqual({ accepted: 30, soldOut: 5 });
-  }, 90_000);
+  });
 
   it('Redis flushed while returns are owed: the rebuild and the returns together count each unit once', async () => {
     system = await startSystem({ workers: 1, env: { EXPIRY_SWEEP_MS: '200' } });
@@ -114,7 +114,7 @@ describe('the expiry at its crash points', () => {
     expect(await ledger(system, saleId)).toEqual({ live: 0, expired: 20, remaining: 20, returns: { rebuilt: 20 } });
     const again = await purchaseBurst(system.gateways[0]!.url, saleId, buyers('again', 25));
     expect(again.accepted.size).toBe(20);
-  }, 90_000);
+  });
 
   it('MariaDB away while orders fall due: they expire late, never wrongly (a payment made meanwhile stands)', async () => {
     system = await startSystem({ workers: 1, workerDbProxy: true, env: { EXPIRY_SWEEP_MS: '200' } });
@@ -137,5 +137,5 @@ describe('the expiry at its crash points', () => {
     const after = await until(() => ledger(system!, saleId), (l) => l.remaining === 9 && l.returns.pending === undefined, 20_000);
     expect(after).toEqual({ live: 1, expired: 9, remaining: 9, returns: { returned: 9 } });
     expect((await ctx.prisma.order.findUniqueOrThrow({ where: { id: paid.id } })).status).toBe('paid');
-  }, 90_000);
+  });
 });

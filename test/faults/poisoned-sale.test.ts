@@ -70,7 +70,7 @@ describe('a sale whose stream key holds the wrong type', () => {
     await waitForDrain(ctx.redis, prefix, broken, 20_000);
     expect((await ordersOf(ctx.prisma, broken)).map((o) => o.reservationId).sort()).toEqual([...after.accepted.keys()].sort());
     await worker.waitForLog({ matches: (l) => l.msg === 'sale taken up again' && l.saleId === broken, what: `"sale taken up again" for sale ${broken}` });
-  }, 90_000);
+  });
 });
 
 describe('a sale whose dead-letter key holds the wrong type', () => {
@@ -115,5 +115,5 @@ describe('a sale whose dead-letter key holds the wrong type', () => {
       unitsInDb: 20,
       remaining: 30,
     });
-  }, 90_000);
+  });
 });

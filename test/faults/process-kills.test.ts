@@ -29,7 +29,7 @@ describe('a process killed during a burst', () => {
     const ledger = await faultLedgerOf(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, saleId, burst.accepted, new Set());
     expect({ lost: ledger.lost, duplicated: ledger.duplicated, unexpected: ledger.unexpected, oversold: ledger.oversold }).toEqual({ lost: [], duplicated: [], unexpected: [], oversold: 0 });
     expect({ unitsInDb: ledger.unitsInDb, remaining: ledger.remaining }).toEqual({ unitsInDb: 500, remaining: 0 });
-  }, 120_000);
+  });
 
   it('a gateway SIGKILLed mid-burst: every 202 becomes an order; unanswered requests end as an order or nothing', async () => {
     system = await startSystem({ gateways: 2, workers: 1 });
@@ -58,5 +58,5 @@ describe('a process killed during a burst', () => {
     // A retry of a request that had landed is refused with the reservation it got.
     expect((retried.refused.ALREADY_PURCHASED ?? 0) + retried.accepted.size + (retried.refused.SOLD_OUT ?? 0)).toBe(first.unknown.size);
     console.log(`gateway kill: ${first.unknown.size} unanswered; ${ledger.unknownBecameOrders} became orders, ${ledger.unknownBecameNothing} nothing`);
-  }, 120_000);
+  });
 });

@@ -70,5 +70,5 @@ describe('a reconciliation requested while reservations are in flight', () => {
     const ledger = await faultLedgerOf(ctx.redis, ctx.prisma, prefix, saleId, all.accepted, new Set());
     expect({ lost: ledger.lost, duplicated: ledger.duplicated, unexpected: ledger.unexpected, oversold: ledger.oversold }).toEqual({ lost: [], duplicated: [], unexpected: [], oversold: 0 });
     expect({ unitsInDb: ledger.unitsInDb, remaining: ledger.remaining }).toEqual({ unitsInDb: 100, remaining: 0 });
-  }, 120_000);
+  });
 });

@@ -33,5 +33,5 @@ describe('redis-server SIGKILLed during a burst, with appendfsync always', () =>
     // Nothing was lost, and the reconciler did not mistake the restart for a loss.
     expect(await ctx.prisma.sale.findUniqueOrThrow({ where: { id: saleId } })).toMatchObject({ lostReservations: 0, soldUnits: ledger.unitsInDb });
     console.log(`redis crash: ${burst.accepted.size} accepted, ${burst.failed.size} answered 5xx, ${burst.unknown.size} unanswered; of the uncertain, ${ledger.unknownBecameOrders} became orders`);
-  }, 120_000);
+  });
 });

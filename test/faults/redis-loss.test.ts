@@ -59,5 +59,5 @@ describe('Redis loses everything mid-sale (no persistence)', () => {
       expect(inFlight.accepted.has(letter.r)).toBe(true);
     }
     await system.reconciler!.waitForLog('reconcile: reservations answered 202 were lost with Redis data (at least this many)');
-  }, 120_000);
+  });
 });

@@ -7,10 +7,11 @@ import { until } from '../support/until.ts';
 
 // A table lock held elsewhere (an operator's LOCK TABLES, a long ALTER) must not hold a request: the
 // gateway's statements carry MariaDB's max_statement_time (DB_STATEMENT_TIMEOUT_MS), lock waits
-// included. The request deadline is set far above it here, so only the statement limit can answer fast.
+// included. The request deadline is set far above it here, so only the statement limit can answer fast:
+// an answer before half the request deadline is the statement limit's, however busy the machine.
 
 const STATEMENT_TIMEOUT_MS = 500;
-const MARGIN_MS = 1500;
+const REQUEST_DEADLINE_MS = 60_000;
 
 let system: System | undefined;
 let locker: Connection | undefined;
@@ -23,12 +24,12 @@ afterEach(async () => {
 
 function expectFastUnavailable(res: HttpResult): void {
   expect({ status: res.status, code: res.body.code, retryAfter: res.headers['retry-after'] }).toEqual({ status: 503, code: 'SERVICE_UNAVAILABLE', retryAfter: '1' });
-  expect(res.latencyMs).toBeLessThan(STATEMENT_TIMEOUT_MS + MARGIN_MS);
+  expect(res.latencyMs).toBeLessThan(REQUEST_DEADLINE_MS / 2);
 }
 
 /** A sale with one order written, a connection of the test's own to lock tables with, and the requests to make. */
 async function saleWithAnOrder() {
-  system = await startSystem({ workers: 1, reconciler: false, env: { DB_STATEMENT_TIMEOUT_MS: String(STATEMENT_TIMEOUT_MS), REQUEST_DEADLINE_MS: '10000' } });
+  system = await startSystem({ workers: 1, reconciler: false, env: { DB_STATEMENT_TIMEOUT_MS: String(STATEMENT_TIMEOUT_MS), REQUEST_DEADLINE_MS: String(REQUEST_DEADLINE_MS) } });
   const { ctx, gateways } = system;
   const saleId = await system.createSale({ stock: 10 });
   const client = createHttpClient(gateways[0]!.url, 16);
@@ -76,7 +77,7 @@ describe('a table locked by another connection (LOCK TABLES ... WRITE), DB_STATE
     expectFastUnavailable(reservation);
     // The statements were ended by the server, not merely abandoned by the request: no connection of
     // the gateway's pool is left waiting for the lock.
-    await until(waitingForLock, (n) => n === 0, 3000);
+    await until(waitingForLock, (n) => n === 0, 20_000);
 
     await locker.query('UNLOCK TABLES');
     const [statsAfter, reservationAfter] = await Promise.all([requests.stats(), requests.reservation()]);
@@ -93,7 +94,7 @@ describe('a table locked by another connection (LOCK TABLES ... WRITE), DB_STATE
       body: { reservationId, saleId, quantity: 1, status: 'created', orderId: reservationId, payBy: expect.any(String) },
     });
     console.log(`orders locked: stats 503 in ${stats.latencyMs.toFixed(0)} ms, reservation 503 in ${reservation.latencyMs.toFixed(0)} ms`);
-  }, 60_000);
+  });
 
   it('sales locked: the stats and a sale create answer 503 within the statement limit and create nothing; reads that do not touch sales answer 200', async () => {
     const { ctx, client, requests, waitingForLock, locker } = await saleWithAnOrder();
@@ -103,7 +104,7 @@ describe('a table locked by another connection (LOCK TABLES ... WRITE), DB_STATE
     expectFastUnavailable(created);
     // The order is read from orders alone, the sale from Redis: neither waits for the lock.
     expect([reservation.status, reservation.body.status, sale.status, sale.body.remaining]).toEqual([200, 'created', 200, 9]);
-    await until(waitingForLock, (n) => n === 0, 3000);
+    await until(waitingForLock, (n) => n === 0, 20_000);
 
     await locker.query('UNLOCK TABLES');
     const statsAfter = await requests.stats();
@@ -112,5 +113,5 @@ describe('a table locked by another connection (LOCK TABLES ... WRITE), DB_STATE
     // The create that timed out left no sale that will ever go live.
     expect(await ctx.prisma.sale.count({ where: { name: 'during the lock', publishState: { not: 'abandoned' } } })).toBe(0);
     console.log(`sales locked: stats 503 in ${stats.latencyMs.toFixed(0)} ms, create 503 in ${created.latencyMs.toFixed(0)} ms`);
-  }, 60_000);
+  });
 });

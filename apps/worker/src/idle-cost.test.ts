@@ -85,8 +85,9 @@ describe('an idle worker', () => {
       expect((await reservePurchase(ctx.redis, prefix, { saleId: signalled.id, userId: 'buyer', quantity: 1, reservationId })).kind).toBe('reserved');
       const started = performance.now();
       new WorkSignaller(ctx.redis, prefix).reserved(signalled.id);
-      await until(() => ctx.prisma.order.count({ where: { reservationId } }), (n) => n === 1, 2000);
-      expect(performance.now() - started).toBeLessThan(1000);
+      await until(() => ctx.prisma.order.count({ where: { reservationId } }), (n) => n === 1, 60_000);
+      // Long before the 10-minute sweep could have read it (a tenth of it: room for a busy machine).
+      expect(performance.now() - started).toBeLessThan(60_000);
 
       // Not signalled (a gateway died between the script and the publish): a second worker sweeping
       // every 300 ms writes it all the same.

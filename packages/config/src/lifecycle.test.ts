@@ -58,8 +58,8 @@ describe('stopping on a signal', () => {
 
     expect(stopped.code).toBe(0);
     expect(stopped.messages).toEqual(['ready', 'stopping', 'stopped']);
+    // Exit code 0 is stop() having finished: the deadline exits 1.
     expect(stopped.ms).toBeGreaterThanOrEqual(200);
-    expect(stopped.ms).toBeLessThan(2000);
   });
 
   it('exits 1 with an error line at the deadline when stop() has not finished by then', async () => {
@@ -68,8 +68,9 @@ describe('stopping on a signal', () => {
     expect(stopped.code).toBe(1);
     expect(stopped.messages).toEqual(['ready', 'stopping', 'still stopping at the shutdown deadline (SHUTDOWN_TIMEOUT_MS), exiting now']);
     expect(stopped.deadlineLine).toMatchObject({ timeoutMs: 500 });
+    // At the deadline, not when stop() ends a minute later (half of that: room for a busy machine).
     expect(stopped.ms).toBeGreaterThanOrEqual(500);
-    expect(stopped.ms).toBeLessThan(2000);
+    expect(stopped.ms).toBeLessThan(30_000);
   });
 
   it('exits 1 at once on a second signal while stopping, deadline or not', async () => {
@@ -77,6 +78,7 @@ describe('stopping on a signal', () => {
 
     expect(stopped.code).toBe(1);
     expect(stopped.messages).toEqual(['ready', 'stopping', 'second signal while stopping, exiting now']);
-    expect(stopped.ms).toBeLessThan(2000);
+    // Neither the deadline nor stop() (a minute each) ended it; half of that leaves room for a busy machine.
+    expect(stopped.ms).toBeLessThan(30_000);
   });
 });

@@ -2,6 +2,7 @@ import type { ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { RedisTarget } from '@flashsale/redis-store';
 import { killGroup, spawnInGroup } from './process-group.ts';
+import { TEST_RUN_VARIABLE } from './test-run.ts';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 
@@ -26,7 +27,7 @@ export interface LogWait {
 }
 
 /** How long a wait for a log line lasts unless told: generous, as a busy machine starts processes slowly. */
-export const LOG_WAIT_MS = 60_000;
+export const LOG_WAIT_MS = 120_000;
 
 /** A real app process (`apps/<name>/src/main.ts`, or its build), its JSON log lines collected for assertions. */
 export interface AppProcess {
@@ -58,11 +59,21 @@ export function redisEnvOf(target: RedisTarget): NodeJS.ProcessEnv {
   return { REDIS_CLUSTER_NODES: target.clusterNodes.map(({ host, port }) => `${host}:${port}`).join(',') };
 }
 
+/**
+ * Deadlines of the processes a test starts, unless the test sets its own: sized for a machine that runs
+ * other work beside the suite, where a process may wait seconds for a core and a 1 s deadline would
+ * answer 503 for nothing (the request deadline stays under RECONCILER_CREATE_GRACE_MS, 30 s). A test
+ * whose subject is a deadline sets it. Outside a test run (the demo, the bench, the load runners) the
+ * processes keep the production defaults.
+ */
+const TEST_RUN_DEADLINES: NodeJS.ProcessEnv = { REQUEST_DEADLINE_MS: '20000', REDIS_COMMAND_TIMEOUT_MS: '10000', DB_STATEMENT_TIMEOUT_MS: '15000' };
+
 export function spawnApp(app: 'gateway' | 'worker' | 'reconciler', env: NodeJS.ProcessEnv, from: AppSource = 'source'): AppProcess {
   const args = from === 'build' ? ['scripts/start.mjs', app] : [...SOURCE_NODE_ARGS, `apps/${app}/src/main.ts`];
+  const deadlines = process.env[TEST_RUN_VARIABLE] ? TEST_RUN_DEADLINES : {};
   const child = spawnInGroup(process.execPath, args, {
     cwd: ROOT,
-    env: { ...process.env, LOG_LEVEL: 'info', ...env },
+    env: { ...process.env, LOG_LEVEL: 'info', ...deadlines, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const logs: Record<string, unknown>[] = [];

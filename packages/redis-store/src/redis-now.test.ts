@@ -14,7 +14,7 @@ let redis: ScriptedRedis;
 beforeAll(async () => {
   cluster = await startRedisCluster({ masters: 3 });
   redis = createRedis({ clusterNodes: cluster.nodes.map(({ host, port }) => ({ host, port })) });
-}, 60_000);
+});
 afterAll(async () => {
   redis?.disconnect();
   await cluster?.stop();
