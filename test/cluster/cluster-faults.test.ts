@@ -43,7 +43,7 @@ describe('a Redis Cluster under faults', () => {
     for (const sale of sales) {
       const burst = bursts.get(sale.id)!;
       expect({ sale: sale.id, accepted: burst.accepted.size, unknown: burst.unknown.size, failed: burst.failed.size }).toEqual({ sale: sale.id, accepted: 100, unknown: 0, failed: 0 });
-      await waitForDrain(ctx.redis, prefix, sale.id, 30_000);
+      await waitForDrain(ctx.redis, prefix, sale.id, 60_000);
       const ledger = await ledgerOf(ctx.redis, ctx.prisma, prefix, sale.id, burst.accepted);
       expect({ sale: sale.id, ...ledger }).toEqual({ sale: sale.id, lost: [], duplicated: [], unexpected: [], unitsInDb: 100, remaining: 0, stock: 100 });
     }
@@ -74,15 +74,15 @@ describe('a Redis Cluster under faults', () => {
     // The reconciler finds the flushed master's sales lost, waits for their (empty) drain and rebuilds
     // them from MySQL, counting what the checkpoint saw that never became an order.
     for (const sale of onFlushed) {
-      const stats = await until(() => saleStats(s, sale.id), (st) => st.lost.reservations > 0 && st.remaining === 100, 30_000);
+      const stats = await until(() => saleStats(s, sale.id), (st) => st.lost.reservations > 0 && st.remaining === 100, 60_000);
       expect({ sale: sale.id, lost: stats.lost }).toEqual({ sale: sale.id, lost: { reservations: 60, units: 60 } });
     }
-    for (const sale of others) await waitForDrain(ctx.redis, prefix, sale.id, 30_000);
+    for (const sale of others) await waitForDrain(ctx.redis, prefix, sale.id, 60_000);
 
     // Selling goes on: new buyers take what is left, on every master.
     const second = await burstAll(s, sales, 'late', 100);
     for (const sale of sales) {
-      await waitForDrain(ctx.redis, prefix, sale.id, 30_000);
+      await waitForDrain(ctx.redis, prefix, sale.id, 60_000);
       const both = mergeBursts(first.get(sale.id)!, second.get(sale.id)!);
       const ledger = await faultLedgerOf(ctx.redis, ctx.prisma, prefix, sale.id, both.accepted, new Set());
       const lostFirst = [...first.get(sale.id)!.accepted.keys()].filter((id) => ledger.lost.includes(id));
@@ -117,7 +117,7 @@ describe('a Redis Cluster under faults', () => {
     const failing = (await cluster.masters()).find((m) => m.port === sales[0]!.master)!;
     const [replica] = await cluster.replicasOf(failing);
     const first = await burstAll(s, sales, 'early', 60);
-    for (const sale of sales) await waitForDrain(ctx.redis, prefix, sale.id, 30_000);
+    for (const sale of sales) await waitForDrain(ctx.redis, prefix, sale.id, 60_000);
     await sleep(1000); // checkpointed
     // What the replica will come back with: its state now (an RDB it loads when it starts again).
     const snapshot = new Redis(replica!.url);
@@ -150,12 +150,12 @@ describe('a Redis Cluster under faults', () => {
     // reservations the checkpoint saw that are not orders, and rebuilds it from MySQL.
     const onFailed = sales.filter((sale) => sale.master === failing.port);
     for (const sale of onFailed) {
-      const stats = await until(() => saleStats(s, sale.id), (st) => st.lost.reservations > 0 && st.remaining === 140, 30_000);
+      const stats = await until(() => saleStats(s, sale.id), (st) => st.lost.reservations > 0 && st.remaining === 140, 60_000);
       expect({ sale: sale.id, lost: stats.lost }).toEqual({ sale: sale.id, lost: { reservations: 60, units: 60 } });
     }
     const late = await burstAll(s, sales, 'late', 200);
     for (const sale of sales) {
-      await waitForDrain(ctx.redis, prefix, sale.id, 30_000);
+      await waitForDrain(ctx.redis, prefix, sale.id, 60_000);
       const all = mergeBursts(first.get(sale.id)!, missed.get(sale.id)!, late.get(sale.id)!);
       const ledger = await faultLedgerOf(ctx.redis, ctx.prisma, prefix, sale.id, all.accepted, new Set([...all.unknown, ...all.failed]));
       const failedOver = sale.master === failing.port;

@@ -40,7 +40,7 @@ describe('a flash crowd on a Redis Cluster', () => {
         unknown: 0,
         failed: 0,
       });
-      await waitForDrain(ctx.redis, prefix, sale.id, 20_000);
+      await waitForDrain(ctx.redis, prefix, sale.id, 60_000);
       const ledger = await ledgerOf(ctx.redis, ctx.prisma, prefix, sale.id, burst.accepted);
       expect({ sale: sale.id, ...ledger }).toEqual({ sale: sale.id, lost: [], duplicated: [], unexpected: [], unitsInDb: 60, remaining: 0, stock: 60 });
     }

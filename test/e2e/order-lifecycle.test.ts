@@ -49,7 +49,7 @@ describe('orders that get paid, cancelled or expire, with real processes', () =>
     // 40 buyers take the 40 units.
     const first = await purchaseBurst(system.gateways[0]!.url, saleId, buyers('a', 40));
     expect(first.accepted.size).toBe(40);
-    await waitForDrain(ctx.redis, ctx.config.REDIS_PREFIX, saleId, 30_000);
+    await waitForDrain(ctx.redis, ctx.config.REDIS_PREFIX, saleId, 60_000);
     const a = [...first.accepted].map(([reservationId, { userId }]) => ({ reservationId, userId }));
 
     // Ten pay at once, ten cancel: their units are back on sale before the cancel answers.
@@ -60,7 +60,7 @@ describe('orders that get paid, cancelled or expire, with real processes', () =>
     // The cancelled units sell again, to new buyers and to two who cancelled; all of them pay.
     const second = await purchaseBurst(system.gateways[0]!.url, saleId, [a[10]!.userId, a[11]!.userId, ...buyers('b', 13)]);
     expect({ accepted: second.accepted.size, soldOut: second.refused.SOLD_OUT }).toEqual({ accepted: 10, soldOut: 5 });
-    await waitForDrain(ctx.redis, ctx.config.REDIS_PREFIX, saleId, 30_000);
+    await waitForDrain(ctx.redis, ctx.config.REDIS_PREFIX, saleId, 60_000);
     for (const reservationId of second.accepted.keys()) expect((await api.pay(reservationId)).body).toEqual({ status: 'paid' });
 
     // The last twenty do not pay in time; ten payments arrive right at their payBy, racing the expiry.
@@ -72,7 +72,7 @@ describe('orders that get paid, cancelled or expire, with real processes', () =>
         return { reservationId, userId, outcome: (await api.pay(reservationId)).body as { status: string } };
       }),
     );
-    await until(() => api.stats(saleId), (s) => s.ordersByStatus.created.orders === 0 && s.unitsAwaitingReturn === 0, 30_000);
+    await until(() => api.stats(saleId), (s) => s.ordersByStatus.created.orders === 0 && s.unitsAwaitingReturn === 0, 60_000);
 
     // Exactly one of payment and expiry won each race: paid, or expired with the payment owed back.
     let expired = 10;
@@ -87,10 +87,10 @@ describe('orders that get paid, cancelled or expire, with real processes', () =>
     // The expired units sell again, and are paid: the sale has sold exactly its stock.
     const third = await purchaseBurst(system.gateways[0]!.url, saleId, buyers('c', expired + 5));
     expect(third.accepted.size).toBe(expired);
-    await waitForDrain(ctx.redis, ctx.config.REDIS_PREFIX, saleId, 30_000);
+    await waitForDrain(ctx.redis, ctx.config.REDIS_PREFIX, saleId, 60_000);
     for (const reservationId of third.accepted.keys()) expect((await api.pay(reservationId)).body).toEqual({ status: 'paid' });
 
-    const final = await until(() => api.stats(saleId), (s) => s.audit !== null && s.ordersByStatus.paid.orders === 40, 15_000);
+    const final = await until(() => api.stats(saleId), (s) => s.audit !== null && s.ordersByStatus.paid.orders === 40, 60_000);
     expect(final).toMatchObject({
       remaining: 0,
       unitsInDb: 40,
@@ -108,7 +108,7 @@ describe('orders that get paid, cancelled or expire, with real processes', () =>
       remaining: 0,
     });
     // The reconciler's audit of the sale across both stores, once everything settled.
-    await until(() => api.stats(saleId), (s) => s.audit?.drift === 0, 15_000);
+    await until(() => api.stats(saleId), (s) => s.audit?.drift === 0, 60_000);
     console.log(`lifecycle: 10 paid at once, 10 cancelled, ${20 - expired} paid at payBy against ${expired - 10} expired in the race, ${expired} expired in all and re-sold`);
     api.http.close();
   });

@@ -83,7 +83,7 @@ describe(`${GATEWAY_PROCESSES} gateway processes and a worker on a MariaDB with 
     const started = Date.now();
     const burst = await purchaseBurst(gateway.url, saleId, Array.from({ length: 500 }, (_, i) => `buyer-${i}`));
     expect(burst.accepted.size).toBe(500);
-    await waitForDrain(ctx.redis, ctx.config.REDIS_PREFIX, saleId, 30_000);
+    await waitForDrain(ctx.redis, ctx.config.REDIS_PREFIX, saleId, 60_000);
     const drainMs = Date.now() - started;
     const ledger = await ledgerOf(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, saleId, burst.accepted);
     expect({ lost: ledger.lost, duplicated: ledger.duplicated, unexpected: ledger.unexpected }).toEqual({ lost: [], duplicated: [], unexpected: [] });

@@ -70,7 +70,7 @@ describe('a hung Redis (SIGSTOP: the connection stays open and nothing answers)'
     }
     client.close();
     expect(accepted.size).toBe(300);
-    await waitForDrain(ctx.redis, ctx.config.REDIS_PREFIX, saleId, 30_000);
+    await waitForDrain(ctx.redis, ctx.config.REDIS_PREFIX, saleId, 60_000);
 
     const ledger = await ledgerOf(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, saleId, accepted);
     expect({ lost: ledger.lost, duplicated: ledger.duplicated, unexpected: ledger.unexpected }).toEqual({ lost: [], duplicated: [], unexpected: [] });

@@ -24,7 +24,7 @@ async function soldOutSale(system: System, stock: number, windowSeconds = 10): P
   const saleId = await system.createSale({ stock, paymentWindowSeconds: windowSeconds });
   const burst = await purchaseBurst(system.gateways[0]!.url, saleId, buyers('buyer', stock));
   expect(burst.accepted.size).toBe(stock);
-  await waitForDrain(system.ctx.redis, system.ctx.config.REDIS_PREFIX, saleId, 30_000);
+  await waitForDrain(system.ctx.redis, system.ctx.config.REDIS_PREFIX, saleId, 60_000);
   return saleId;
 }
 
@@ -84,7 +84,7 @@ describe('the expiry at its crash points', () => {
     expect(await ledger(system, saleId)).toEqual({ live: 0, expired: 30, remaining: 0, returns: { pending: 30 } });
 
     await system.addWorker();
-    const settled = await until(() => ledger(system!, saleId), (l) => l.returns.pending === undefined, 20_000);
+    const settled = await until(() => ledger(system!, saleId), (l) => l.returns.pending === undefined, 60_000);
     expect(settled).toEqual({ live: 0, expired: 30, remaining: 30, returns: { returned: 30 } });
     // And it stays so: later passes, and a second worker, give nothing more.
     await system.addWorker();
@@ -105,7 +105,7 @@ describe('the expiry at its crash points', () => {
 
     // Redis loses everything; the reconciler rebuilds the sale from MySQL, where no order is live.
     await ctx.redis.flushall();
-    await until(() => ledger(system!, saleId), (l) => l.remaining === 20, 30_000);
+    await until(() => ledger(system!, saleId), (l) => l.remaining === 20, 60_000);
     expect(await ledger(system, saleId)).toEqual({ live: 0, expired: 20, remaining: 20, returns: { rebuilt: 20 } });
 
     // A worker settling returns now finds none owed; the units are on sale once.
@@ -134,7 +134,7 @@ describe('the expiry at its crash points', () => {
 
     system.dbProxy!.restore();
     // Settled: the units back in Redis, and then their rows marked returned.
-    const after = await until(() => ledger(system!, saleId), (l) => l.remaining === 9 && l.returns.pending === undefined, 20_000);
+    const after = await until(() => ledger(system!, saleId), (l) => l.remaining === 9 && l.returns.pending === undefined, 60_000);
     expect(after).toEqual({ live: 1, expired: 9, remaining: 9, returns: { returned: 9 } });
     expect((await ctx.prisma.order.findUniqueOrThrow({ where: { id: paid.id } })).status).toBe('paid');
   });

@@ -49,7 +49,7 @@ describe('a reconciliation requested while reservations are in flight', () => {
     const admin = createHttpClient(gateways[0]!.url, 2);
     const reconciling = admin.send('POST', `/api/admin/sales/${saleId}/reconcile`, { headers: { authorization: `Bearer ${ctx.config.ADMIN_TOKEN}` } });
     // Paused, and still waiting: the reservations are not in MySQL, so it must not rebuild.
-    await expect.poll(async () => (await readSaleState(ctx.redis, prefix, saleId))?.paused, { timeout: 20_000 }).toBe(true);
+    await expect.poll(async () => (await readSaleState(ctx.redis, prefix, saleId))?.paused, { timeout: 60_000 }).toBe(true);
     await sleep(1500);
     expect(await readSaleState(ctx.redis, prefix, saleId)).toMatchObject({ paused: true, remaining: 0 });
     const whilePaused = await purchaseBurst(gateways[0]!.url, saleId, ['late-1']);

@@ -41,7 +41,7 @@ describe('Redis loses everything mid-sale (no persistence)', () => {
     const after = await purchaseBurst(gateways[0]!.url, saleId, buyers('after', 400));
     expect(after.accepted.size).toBe(250);
     expect(after.refused).toEqual({ SOLD_OUT: 150 });
-    await waitForDrain(ctx.redis, prefix, saleId, 30_000);
+    await waitForDrain(ctx.redis, prefix, saleId, 60_000);
 
     const all = mergeBursts(written, inFlight, after);
     const ledger = await faultLedgerOf(ctx.redis, ctx.prisma, prefix, saleId, all.accepted, new Set([...all.unknown, ...all.failed]));

@@ -56,7 +56,7 @@ describe('runbook: Redis was lost mid-sale while no reconciler ran', () => {
 
     // MySQL comes back for the workers; the batch they held of the lost state is refused, not written.
     dbProxy!.restore();
-    await waitForDrain(ctx.redis, prefix, saleId, 30_000);
+    await waitForDrain(ctx.redis, prefix, saleId, 60_000);
     // A reconciler started again finds the rebuilt state healthy and counts nothing a second time.
     const restarted = await spawnReconciler(env);
     await until(() => ctx.prisma.sale.findUniqueOrThrow({ where: { id: saleId } }), (s) => s.checkpointReservations === 200);

@@ -62,7 +62,7 @@ async function startAll(context: TestContext): Promise<Started> {
     SHUTDOWN_TIMEOUT_MS: String(SHUTDOWN_TIMEOUT_MS),
     // A sold-out verdict is kept until the sale is announced changed (the first test's subject), never
     // dropped by age during the test.
-    SALE_VERDICT_TTL_MS: '600000',
+    SALE_VERDICT_TTL_MS: '60000',
   };
   const healthPorts = { gateway: `http://127.0.0.1:${gatewayPort}`, worker: `http://127.0.0.1:${workerPort}`, reconciler: `http://127.0.0.1:${reconcilerPort}` };
   const spawnedAt = Date.now();
@@ -155,10 +155,10 @@ describe('gateway, worker and reconciler started while Redis is down', () => {
     // has read its holders (in the background) it keeps the verdict. A pause made in Redis without an
     // announcement is then not seen: until then the reserve script answers 503 SALE_PAUSED, changing nothing.
     await setSalePaused(ctx.redis, prefix, saleId, true);
-    await expect.poll(async () => (await purchase('buyer-d')).status, { interval: 10, timeout: 30_000 }).toBe(410);
+    await expect.poll(async () => (await purchase('buyer-d')).status, { interval: 10, timeout: 60_000 }).toBe(410);
     await expectProblem(await purchase('buyer-d'), 410, 'SOLD_OUT');
     // Announced, as the reconciler announces every change: the verdict is dropped and Redis answers.
-    // The verdict's TTL is ten minutes here, so only the announcement can have dropped it.
+    // The verdict's TTL is a minute here, and this waits half of it: only the announcement can have dropped it.
     await announceSaleChanged(ctx.redis, prefix, saleId);
     const paused = await until(() => purchase('buyer-d'), (res) => res.status === 503, 30_000);
     expect(paused.headers.get('retry-after')).toBe('2');

@@ -77,7 +77,7 @@ describe('a table locked by another connection (LOCK TABLES ... WRITE), DB_STATE
     expectFastUnavailable(reservation);
     // The statements were ended by the server, not merely abandoned by the request: no connection of
     // the gateway's pool is left waiting for the lock.
-    await until(waitingForLock, (n) => n === 0, 20_000);
+    await until(waitingForLock, (n) => n === 0, 60_000);
 
     await locker.query('UNLOCK TABLES');
     const [statsAfter, reservationAfter] = await Promise.all([requests.stats(), requests.reservation()]);
@@ -104,7 +104,7 @@ describe('a table locked by another connection (LOCK TABLES ... WRITE), DB_STATE
     expectFastUnavailable(created);
     // The order is read from orders alone, the sale from Redis: neither waits for the lock.
     expect([reservation.status, reservation.body.status, sale.status, sale.body.remaining]).toEqual([200, 'created', 200, 9]);
-    await until(waitingForLock, (n) => n === 0, 20_000);
+    await until(waitingForLock, (n) => n === 0, 60_000);
 
     await locker.query('UNLOCK TABLES');
     const statsAfter = await requests.stats();

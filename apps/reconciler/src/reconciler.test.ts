@@ -173,7 +173,7 @@ describe('npm run reconcile -- --sale <id>', () => {
     env.stops.push(() => worker.stop());
 
     const running = runCli(['--sale', String(sale.id)]);
-    await expect.poll(async () => (await readSaleState(env.ctx.redis, env.ctx.config.REDIS_PREFIX, sale.id))?.paused, { timeout: 20_000 }).toBe(true);
+    await expect.poll(async () => (await readSaleState(env.ctx.redis, env.ctx.config.REDIS_PREFIX, sale.id))?.paused, { timeout: 60_000 }).toBe(true);
     worker.start();
     const { stdout, code } = await running;
 

@@ -97,7 +97,7 @@ describe('an idle worker', () => {
         await sleep(300);
         const unsignalled = newReservationId(quiet.id);
         await reservePurchase(ctx.redis, prefix, { saleId: quiet.id, userId: 'buyer', quantity: 1, reservationId: unsignalled });
-        await until(() => ctx.prisma.order.count({ where: { reservationId: unsignalled } }), (n) => n === 1, 3000);
+        await until(() => ctx.prisma.order.count({ where: { reservationId: unsignalled } }), (n) => n === 1, 60_000);
       } finally {
         await sweeping.stop();
       }

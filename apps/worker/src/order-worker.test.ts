@@ -244,7 +244,7 @@ describe('order worker facing a sale it cannot write for now', () => {
     const written: string[] = [];
     for (let wave = 0; wave < 5; wave++) {
       written.push(await reserve(other.id, `buyer-${wave}`));
-      await waitForDrain(ctx.redis, ctx.config.REDIS_PREFIX, other.id, 5_000);
+      await waitForDrain(ctx.redis, ctx.config.REDIS_PREFIX, other.id, 60_000);
     }
     expect((await ordersOf(ctx.prisma, other.id)).map((o) => o.reservationId)).toEqual(written);
     expect(await ordersOf(ctx.prisma, locked.id)).toEqual([]);

@@ -36,12 +36,12 @@ describe('createPrisma pool', () => {
       expect(await connectionsOpen()).toBe(0);
       await prisma.$queryRaw`SELECT 1`;
       // One connection and the spare the driver keeps ready, not the pool's six.
-      await expect.poll(connectionsOpen, { timeout: 10_000 }).toBe(2);
+      await expect.poll(connectionsOpen, { timeout: 60_000 }).toBe(2);
       await Promise.all(Array.from({ length: 8 }, () => prisma.$queryRaw`SELECT SLEEP(0.3)`));
       expect(await connectionsOpen()).toBe(6);
       // Unused for the idle timeout (1 s, checked every 0.5 s): closed, all but one.
       const idleSince = Date.now();
-      await expect.poll(connectionsOpen, { timeout: 10_000 }).toBe(1);
+      await expect.poll(connectionsOpen, { timeout: 60_000 }).toBe(1);
       expect(Date.now() - idleSince).toBeGreaterThanOrEqual(900);
       await sleep(1500);
       expect(await connectionsOpen()).toBe(1);
@@ -49,6 +49,6 @@ describe('createPrisma pool', () => {
     } finally {
       await prisma.$disconnect();
     }
-    await expect.poll(connectionsOpen, { timeout: 10_000 }).toBe(0);
+    await expect.poll(connectionsOpen, { timeout: 60_000 }).toBe(0);
   });
 });

@@ -35,7 +35,7 @@ describe('waitForDrain', () => {
 
     await expect(waitForDrain(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, 100)).rejects.toThrow(DrainTimeout);
 
-    const drained = waitForDrain(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, 5000);
+    const drained = waitForDrain(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, 60_000);
     await ctx.redis.xack(stream, ORDER_WRITERS_GROUP, entryId);
     expect(await drained).toEqual({ lag: 0, pending: 0, deadLettered: 0 });
   });
