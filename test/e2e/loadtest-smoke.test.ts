@@ -17,10 +17,11 @@ import { createTestContext, type TestContext } from '../support/context.ts';
 let ctx: TestContext;
 let processes: AppProcess[] = [];
 let target: ScenarioTarget;
+let processEnv: NodeJS.ProcessEnv;
 beforeAll(async () => {
   ctx = createTestContext();
-  const env = { REDIS_PREFIX: ctx.config.REDIS_PREFIX, DATABASE_URL: ctx.config.DATABASE_URL, REDIS_URL: ctx.config.REDIS_URL };
-  const [gateway, worker] = await Promise.all([spawnGateway(env), spawnWorker(env)]);
+  processEnv = { REDIS_PREFIX: ctx.config.REDIS_PREFIX, DATABASE_URL: ctx.config.DATABASE_URL, REDIS_URL: ctx.config.REDIS_URL };
+  const [gateway, worker] = await Promise.all([spawnGateway(processEnv), spawnWorker(processEnv)]);
   processes = [gateway, worker];
   target = { baseUrl: gateway.url, adminToken: ctx.config.ADMIN_TOKEN, authSecret: ctx.config.AUTH_SECRET, redis: ctx.redis, prisma: ctx.prisma, prefix: ctx.config.REDIS_PREFIX };
 });
@@ -47,8 +48,12 @@ describe('load scenarios, smoke runs through the Node runner', () => {
 
   it('duplicate-storm: each of the few buyers gets exactly one reservation; retries are refused as duplicates or rate-limited', async () => {
     const shape = smokeOf(SCENARIOS['duplicate-storm'], SMOKE_SECONDS);
+    // A gateway of its own that lets a buyer one purchase a second: a buyer's retries within a second
+    // are rate-limited and the later ones refused as duplicates, however fast a busy machine sends them.
+    const strict = await spawnGateway({ ...processEnv, RATE_LIMIT_PER_SECOND: '1' });
+    processes.push(strict);
 
-    const report = await runScenario('duplicate-storm', shape, target);
+    const report = await runScenario('duplicate-storm', shape, { ...target, baseUrl: strict.url });
 
     expect(report.outcomes.accepted).toBe(shape.buyers);
     expect(report.outcomes.duplicate).toBeGreaterThan(0);

@@ -19,8 +19,14 @@ function clientsOf(system: System) {
   const { config } = system.ctx;
   return {
     http,
-    pay: (reservationId: string, id = `evt_${randomUUID()}`): Promise<HttpResult> =>
-      http.send('POST', '/api/payments/events', paymentEventRequest(config.PAYMENT_WEBHOOK_SECRET, { id, reservationId, amountCents: 2500 })),
+    /** As a provider sends an event: again, the same event, after Retry-After, while the answer is 503. */
+    pay: async (reservationId: string, id = `evt_${randomUUID()}`): Promise<HttpResult> => {
+      for (let attempt = 1; ; attempt++) {
+        const res = await http.send('POST', '/api/payments/events', paymentEventRequest(config.PAYMENT_WEBHOOK_SECRET, { id, reservationId, amountCents: 2500 }));
+        if (res.status !== 503 || attempt === 10) return res;
+        await sleep(Number(res.headers['retry-after'] ?? 1) * 1000);
+      }
+    },
     cancel: (reservationId: string, buyer: string) => http.send('POST', `/api/reservations/${reservationId}/cancel`, { headers: { authorization: `Bearer ${buyerToken(buyer)}` } }),
     lookup: async (reservationId: string, buyer: string) =>
       (await http.send('GET', `/api/reservations/${reservationId}`, { headers: { authorization: `Bearer ${buyerToken(buyer)}` } })).body as { status: string; payBy: string },
