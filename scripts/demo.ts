@@ -10,10 +10,9 @@
  *   --pace <n>        send the flash crowd at n purchases a second instead of all at once
  *   --screenshot <f>  save a screenshot of the dashboard mid-sale to f (Debian's chromium; paces at 150/s)
  */
-import { parseArgs } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createConnection } from 'mariadb';
-import { loadConfig } from '@flashsale/config';
+import { exitWithUsage, loadConfig, parseCommandLine } from '@flashsale/config';
 import { createRedis, redisTargetOf } from '@flashsale/redis-store';
 import { createPrisma, migrate, poolConfigFromUrl } from '@flashsale/order-store';
 import {
@@ -42,15 +41,26 @@ const CONNECTIONS = 64;
 /** Long enough for the demo's winners to pay, short enough to watch the rest expire. */
 const PAYMENT_WINDOW_SECONDS = 15;
 
-const { values: options } = parseArgs({ options: { keep: { type: 'boolean', default: false }, pace: { type: 'string' }, screenshot: { type: 'string' } } });
+const COMMAND = {
+  usage: `usage: npm run demo -- [--keep] [--pace <n>] [--screenshot <file>]
+
+The whole system on this machine: services up, migrations, a gateway, two workers and a reconciler,
+a sale of ${STOCK} units, ${BUYERS} buyers trying ${ATTEMPTS_PER_BUYER} times each, the ledger checked against MySQL; then
+the orders' lifecycle (payments, cancels, expiry, the units sold again). Exit 1 if an invariant breaks.
+Its own database (<DATABASE_URL's>_demo) and Redis prefix (demo).
+
+  --keep              stop mid-sale (half the stock sold) and keep everything running until Ctrl-C,
+                      to look at the dashboard; Ctrl-C then finishes the demo and stops it all
+  --pace <n>          send the purchases at n a second instead of all at once
+  --screenshot <f>    save a screenshot of the dashboard mid-sale to f (Debian's chromium; paces at 150/s)`,
+  options: { keep: { type: 'boolean', default: false }, pace: { type: 'string' }, screenshot: { type: 'string' } },
+} as const;
+const { values: options } = parseCommandLine(COMMAND);
 const screenshotPath = options.screenshot;
 const pace = options.pace !== undefined ? Number(options.pace) : screenshotPath !== undefined ? 150 : undefined;
 // A paced crowd takes a while: every winner still has the window's 15 s after the last purchase.
 const paymentWindowSeconds = PAYMENT_WINDOW_SECONDS + (pace === undefined ? 0 : Math.ceil((BUYERS * ATTEMPTS_PER_BUYER) / pace));
-if (pace !== undefined && !(Number.isInteger(pace) && pace > 0)) {
-  console.error(`--pace must be a whole number of purchases a second, not ${options.pace}`);
-  process.exit(2);
-}
+if (pace !== undefined && !(Number.isInteger(pace) && pace > 0)) exitWithUsage(COMMAND, `--pace must be a whole number of purchases a second, not ${options.pace}`);
 
 const config = loadConfig();
 // One Redis (REDIS_URL), or a Redis Cluster when REDIS_CLUSTER_NODES is set: the processes are told the same.

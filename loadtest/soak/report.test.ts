@@ -284,10 +284,16 @@ describe('parseSoakArgs', () => {
   });
 
   it('refuses what it cannot run', () => {
-    expect(() => parseSoakArgs(['--minutes'])).toThrow('--minutes needs a value');
+    expect(() => parseSoakArgs(['--minutes'])).toThrow("Option '--minutes <value>' argument missing");
     expect(() => parseSoakArgs(['--rate', '0'])).toThrow('--rate must be');
     expect(() => parseSoakArgs(['--minutes', '1', '--seconds', '5'])).toThrow('give one');
-    expect(() => parseSoakArgs(['--fast'])).toThrow('unknown argument --fast');
+    expect(() => parseSoakArgs(['--fast'])).toThrow("Unknown option '--fast'");
+    expect(() => parseSoakArgs(['10'])).toThrow("Unexpected argument '10'");
+  });
+
+  it('answers --help and -h with the usage, not a run', () => {
+    expect(parseSoakArgs(['--help'])).toBe('help');
+    expect(parseSoakArgs(['--seconds', '5', '-h'])).toBe('help');
   });
 
   it('gives the sale stock for the whole run', () => {

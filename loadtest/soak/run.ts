@@ -18,12 +18,12 @@ import os from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createConnection, type Connection } from 'mariadb';
-import { loadConfig } from '@flashsale/config';
+import { exitWithUsage, loadConfig, parseCommandLine, UsageError } from '@flashsale/config';
 import { createRedis, readAuditRecord, redisNow, saleKeys } from '@flashsale/redis-store';
 import { migrate, poolConfigFromUrl } from '@flashsale/order-store';
 import { createHttpClient, gitRevision, spawnGateway, spawnReconciler, spawnWorker, waitForDrain, type AppProcess } from '@flashsale/harness';
 import { ensureServicesOrExit } from '../../infra/ensure-services.ts';
-import { parseSoakArgs, stockFor, type SoakOptions } from './options.ts';
+import { SOAK_COMMAND, soakOptionsOf, stockFor, type SoakOptions } from './options.ts';
 import { preparePacedLoad, prepareWrkLoad, type PreparedLoad, type RunningLoad } from './load.ts';
 import { mariadbPid, takeSample, type ProcessSource } from './sampler.ts';
 import { judgeLedger, type SaleStats } from './ledger.ts';
@@ -32,11 +32,12 @@ import { seriesOf } from './analysis.ts';
 import type { Sample, SoakParameters, SoakRun } from './sample.ts';
 
 const options = ((): SoakOptions => {
+  const { values } = parseCommandLine(SOAK_COMMAND);
   try {
-    return parseSoakArgs(process.argv.slice(2));
+    return soakOptionsOf(values);
   } catch (error) {
-    console.error((error as Error).message);
-    process.exit(2);
+    if (error instanceof UsageError) exitWithUsage(SOAK_COMMAND, error.message);
+    throw error;
   }
 })();
 if (options.rate === undefined && spawnSync('wrk', ['--version']).error) {
