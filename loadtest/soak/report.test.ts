@@ -235,6 +235,11 @@ describe('renderReport', () => {
     expect(totals.processes.map((p) => p.name)).toEqual(['gateway', 'worker-1', 'reconciler']);
   });
 
+  it('says, beside the totals, why the load generator, the gateway and Redis count different numbers of accepts', () => {
+    expect(html).toContain('Three counts of accepted purchases, each true of what it counts');
+    expect(html).toContain('the units taken in Redis (the ledger below) are every purchase the reserve script accepted');
+  });
+
   it('is self-contained: no script, stylesheet or image from elsewhere', () => {
     expect(html).not.toMatch(/<script|<link|<img|@import|src=/i);
     expect(html.replace(/xmlns="http:\/\/www\.w3\.org\/2000\/svg"/g, '')).not.toMatch(/https?:/);

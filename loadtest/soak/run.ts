@@ -247,6 +247,11 @@ try {
   log(
     `ledger: stock ${ledger.stock}, taken in Redis ${ledger.takenInRedis}, buyers ${ledger.buyersInRedis}, orders in MySQL ${ledger.ordersInDb}, units ${ledger.unitsInDb}, in flight ${ledger.inFlight}, dead-lettered ${ledger.deadLettered}, audit drift ${ledger.auditDrift} (${ledger.auditAfterDrain ? 'after the drain' : 'before the drain'}): ${ledger.passed ? 'PASS' : `FAIL: ${ledger.failures.join('; ')}`}`,
   );
+  log(
+    `why the three counts differ: the load generator's ${client.ok} 2xx are the answers it read before it stopped (up to one per connection more were in flight); ` +
+      `the gateway's ${totals.accepted} accepted are its counter between the first and the last sample of the load (the seconds before the first and after the last are not in it); ` +
+      `the ${ledger.takenInRedis} units taken in Redis are every purchase the reserve script accepted, in flight ones included: the ledger holds them against MySQL, where they must be equal`,
+  );
   log(`exits: ${JSON.stringify(exits)}`);
   log(`report: ${base}.html, ${base}.svg, ${base}.json`);
   for (const note of run.notes) log(`note: ${note}`);
