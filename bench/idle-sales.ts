@@ -13,16 +13,29 @@
  */
 import { gitRevision } from '@flashsale/harness';
 import os from 'node:os';
-import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
-import { loadConfig } from '@flashsale/config';
+import { exitWithUsage, loadConfig, parseCommandLine } from '@flashsale/config';
 import { ensureServices } from '../infra/ensure-services.ts';
 import { measureIdle, type Teardown } from './idle-measure.ts';
 import { appendIdleRun, idleMarkdown, isFailure, type IdleRun } from './idle-report.ts';
 
 const log = (text: string) => console.log(`[bench:idle] ${text}`);
 
-const { values } = parseArgs({
+const COMMAND = {
+  usage: `usage: npm run bench:idle -- [--sales 1,100,1000,10000] [--seconds 30] [--settle S] [--concurrency 32] [--purchases 20] [--pause-ms 300] [--out FILE]
+
+What the system costs with N live sales and no purchases, for each N: a fresh system of its own
+(redis-server, database, prefix), N sales, a settle, then the CPU of each process and Redis's commands
+per second over --seconds; then --purchases purchases timed from 202 to order. Prints a table and
+appends the run to bench/results-idle.json (--out elsewhere). Exit 1 when an N fails.
+
+  --sales LIST       the numbers of live sales to measure, comma-separated (default 1,100,1000,10000)
+  --seconds S        seconds of the measuring window (default 30)
+  --settle S         seconds to wait before it (default the reconciler's publish grace + 2)
+  --concurrency C    sale creations in flight (default 32)
+  --purchases P      purchases timed to their order (default 20)
+  --pause-ms M       milliseconds between those purchases (default 300)
+  --out FILE         where the run is appended (default bench/results-idle.json)`,
   options: {
     sales: { type: 'string', default: '1,100,1000,10000' },
     seconds: { type: 'string', default: '30' },
@@ -32,14 +45,12 @@ const { values } = parseArgs({
     'pause-ms': { type: 'string', default: '300' },
     out: { type: 'string', default: fileURLToPath(new URL('./results-idle.json', import.meta.url)) },
   },
-});
+} as const;
+const { values } = parseCommandLine(COMMAND);
 
 function positive(name: string, text: string, min = 1): number {
   const value = Number(text);
-  if (!Number.isInteger(value) || value < min) {
-    console.error(`--${name} must be a whole number of at least ${min}, not ${JSON.stringify(text)}`);
-    process.exit(2);
-  }
+  if (!Number.isInteger(value) || value < min) exitWithUsage(COMMAND, `--${name} must be a whole number of at least ${min}, not ${JSON.stringify(text)}`);
   return value;
 }
 

@@ -9,7 +9,7 @@ import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { loadConfig } from '@flashsale/config';
+import { exitWithUsage, loadConfig, parseCommandLine } from '@flashsale/config';
 import { createRedis, publishSale, saleKeys, type ScriptedRedis } from '@flashsale/redis-store';
 import { createPrisma, insertSale } from '@flashsale/order-store';
 import { newReservationId } from '@flashsale/domain';
@@ -22,10 +22,19 @@ interface ProfileNode {
   callFrame: { functionName: string; url: string; lineNumber: number };
 }
 
-const path = process.argv[2] ?? 'accept';
-if (!['accept', 'duplicate', 'sold_out'].includes(path)) throw new Error(`path must be accept, duplicate or sold_out, not ${path}`);
-const target = process.argv[3] ?? 'gateway';
-if (!['gateway', 'authenticated', 'bare'].includes(target)) throw new Error(`the server must be gateway, authenticated or bare, not ${target}`);
+const COMMAND = {
+  usage: `usage: npm run bench:profile -- [accept|duplicate|sold_out] [gateway|authenticated|bare]
+
+The gateway (or a baseline of the benchmark) under the benchmark's load with node --cpu-prof, then where
+its CPU went while the load ran: CPU per request, self time by area and by function. The .cpuprofile
+stays in the directory it prints. Defaults: accept, gateway. BENCH_SECONDS (5), BENCH_CONNECTIONS (64),
+BENCH_LOADGEN as for npm run bench.`,
+  allowPositionals: true,
+} as const;
+const [path = 'accept', target = 'gateway', ...extra] = parseCommandLine(COMMAND).positionals;
+if (!['accept', 'duplicate', 'sold_out'].includes(path)) exitWithUsage(COMMAND, `the path must be accept, duplicate or sold_out, not ${path}`);
+if (!['gateway', 'authenticated', 'bare'].includes(target)) exitWithUsage(COMMAND, `the server must be gateway, authenticated or bare, not ${target}`);
+if (extra.length > 0) exitWithUsage(COMMAND, `unexpected arguments: ${extra.join(' ')}`);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 64);
 const DUPLICATE_BUYERS = 20_000;

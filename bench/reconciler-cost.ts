@@ -14,6 +14,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { exitWithUsage, parseCommandLine } from '@flashsale/config';
 import type { RunTotals } from '../loadtest/soak/analysis.ts';
 
 export interface ReconcilerCost {
@@ -58,11 +59,23 @@ export function describeReconcilerCost(cost: ReconcilerCost): string {
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
-  const arg = (name: string, fallback: number) => {
-    const at = process.argv.indexOf(`--${name}`);
-    return at > 0 ? Number(process.argv[at + 1]) : fallback;
+  const command = {
+    usage: `usage: npm run bench:reconciler -- [--rate R] [--seconds S]
+
+The reconciler's CPU while one sale takes a fixed rate: runs the soak open loop (npm run soak -- --rate R
+--seconds S) and prints the CPU cores each process used over the load window, and the reconciler's
+against the gateway's. Exit 1 when the soak's ledger check fails.
+
+  --rate R      purchases a second (default 2000)
+  --seconds S   seconds of load (default 60)`,
+    options: { rate: { type: 'string', default: '2000' }, seconds: { type: 'string', default: '60' } },
+  } as const;
+  const { values } = parseCommandLine(command);
+  const whole = (name: 'rate' | 'seconds') => {
+    const value = Number(values[name]);
+    return Number.isInteger(value) && value >= 1 ? value : exitWithUsage(command, `--${name} must be a whole number of at least 1, not ${values[name]}`);
   };
-  const cost = measureReconcilerCost(arg('rate', 2000), arg('seconds', 60));
+  const cost = measureReconcilerCost(whole('rate'), whole('seconds'));
   console.log(describeReconcilerCost(cost));
   if (!cost.ledgerPassed) process.exit(1);
 }

@@ -209,19 +209,24 @@ function replaceBetween(doc: string, start: string, end: string, content: string
   return `${doc.slice(0, from + start.length)}\n${content}\n${doc.slice(to)}`;
 }
 
+/** Prints the run's tables (the markdown of docs/BENCHMARKS.md's sections). */
+export function printResults(results: BenchResults): void {
+  const purchase = results.paths || results.scaling || results.fsync || results.drain || results.expiry || results.peakRssMiB;
+  const scale = results.script || results.cluster || results.drainWorkers;
+  if (purchase || !scale) console.log(`\n${resultsMarkdown(results)}`);
+  if (scale) console.log(`\n${scaleMarkdown(results)}`);
+}
+
 /**
- * Appends the run to bench/results.json (every run, oldest first) and prints its tables; a run of every
- * purchase part (purchase, scaling, fsync, drain) also replaces the results section of docs/BENCHMARKS.md,
- * a run of every scale part (script, cluster, workers) its scale section.
+ * `--record`: appends the run to bench/results.json (every recorded run, oldest first) and prints its
+ * tables; a run of every purchase part (purchase, scaling, fsync, drain) also replaces the results
+ * section of docs/BENCHMARKS.md, a run of every scale part (script, cluster, workers) its scale section.
  */
 export function writeResults(results: BenchResults): void {
   const history = JSON.parse(readFileSync(RESULTS, 'utf8')) as { runs: unknown[] };
   history.runs.push(results);
   writeFileSync(RESULTS, `${JSON.stringify(history, null, 2)}\n`);
-  const purchase = results.paths || results.scaling || results.fsync || results.drain || results.peakRssMiB;
-  const scale = results.script || results.cluster || results.drainWorkers;
-  if (purchase || !scale) console.log(`\n${resultsMarkdown(results)}`);
-  if (scale) console.log(`\n${scaleMarkdown(results)}`);
+  printResults(results);
   const before = readFileSync(DOC, 'utf8');
   let doc = before;
   if (results.paths && results.scaling && results.fsync && results.drain) doc = replaceBetween(doc, START, END, resultsMarkdown(results));

@@ -6,20 +6,14 @@
  * the drain by 1, 2 and 4 worker processes; and the reconciler's CPU while a sale takes a fixed rate (the
  * soak, paced). All in one run on this machine, contenders alternated
  * (A B C A B C), medians reported. The HTTP load comes from wrk when it is installed, from autocannon
- * otherwise (printed). Appends the run to bench/results.json and writes the results and scale sections of
- * docs/BENCHMARKS.md.
- *
- * BENCH_SECONDS (5) per load run, BENCH_ROUNDS (3) alternations, BENCH_CONNECTIONS (64),
- * BENCH_LOADGEN (wrk if on PATH, else autocannon), BENCH_PARTS (purchase,scaling,fsync,drain,script,
- * cluster,workers,reconciler,expiry), BENCH_DRAIN_ROWS (20000), BENCH_DRAIN_ROUNDS (5) alternations of the drain,
- * BENCH_SCRIPT_SECONDS (2) per reserve-script run, BENCH_CLUSTER_SALES (30) sales over the cluster,
- * BENCH_DRAIN_SALES (1) sales the workers part's backlog is spread over, BENCH_RECONCILER_RATE (2000)
- * and BENCH_RECONCILER_SECONDS (40) of the reconciler part.
+ * otherwise (printed). Prints the tables; with --record, appends the run to bench/results.json and
+ * writes the results and scale sections of docs/BENCHMARKS.md. --quick runs every part shorter and once.
+ * The options and BENCH_* variables: bench/options.ts.
  */
 import { describeReconcilerCost, measureReconcilerCost } from './reconciler-cost.ts';
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
-import { loadConfig } from '@flashsale/config';
+import { exitWithUsage, loadConfig, UsageError } from '@flashsale/config';
 import { createRedis, publishSale, saleKeys, type ScriptedRedis } from '@flashsale/redis-store';
 import { createPrisma, insertSale, migrate } from '@flashsale/order-store';
 import { newReservationId } from '@flashsale/domain';
@@ -30,27 +24,38 @@ import { cpuSeconds, peakRssMiB, startBaseline, startGatewayProcess, type BenchS
 import { drainByWorker, drainByWorkers, drainRaw, startWorkerPool } from './drain.ts';
 import { expiryByWorker } from './expiry.ts';
 import { evenlySpreadSales, reservePathRun, spreadRun, type ReserveRun } from './reserve-load.ts';
-import { writeResults, type BenchResults, type PathName, type ReserveSummary, type Summary } from './report.ts';
+import { printResults, writeResults, type BenchResults, type PathName, type ReserveSummary, type Summary } from './report.ts';
+import { BENCH_COMMAND, benchSettingsOf, type BenchSettings } from './options.ts';
 
-const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
-const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 64);
-const DRAIN_ROWS = Number(process.env.BENCH_DRAIN_ROWS ?? 20_000);
-// A drain run takes about a second: more of them steady its median at little cost.
-const DRAIN_ROUNDS = Number(process.env.BENCH_DRAIN_ROUNDS ?? 5);
-const PARTS = new Set((process.env.BENCH_PARTS ?? 'purchase,scaling,fsync,drain,expiry,script,cluster,workers,reconciler').split(','));
+const settings = ((): BenchSettings => {
+  try {
+    const read = benchSettingsOf(process.argv.slice(2), process.env);
+    if (read !== 'help') return read;
+    console.log(BENCH_COMMAND.usage);
+    process.exit(0);
+  } catch (error) {
+    if (error instanceof UsageError) exitWithUsage(BENCH_COMMAND, error.message);
+    throw error;
+  }
+})();
+const SECONDS = settings.seconds;
+const ROUNDS = settings.rounds;
+const CONNECTIONS = settings.connections;
+const DRAIN_ROWS = settings.drainRows;
+const DRAIN_ROUNDS = settings.drainRounds;
+const PARTS = settings.parts;
 /** The reconciler part: purchases a second (paced) and seconds of load. */
-const RECONCILER_RATE = Number(process.env.BENCH_RECONCILER_RATE ?? 2000);
-const RECONCILER_SECONDS = Number(process.env.BENCH_RECONCILER_SECONDS ?? 40);
+const RECONCILER_RATE = settings.reconcilerRate;
+const RECONCILER_SECONDS = settings.reconcilerSeconds;
 const DUPLICATE_BUYERS = 20_000;
-const SCRIPT_SECONDS = Number(process.env.BENCH_SCRIPT_SECONDS ?? 2);
+const SCRIPT_SECONDS = settings.scriptSeconds;
 // 100 calls a pipeline, two pipelines under way: the client builds and parses one while Redis runs the
 // other. In a few trials on the (busy) 2-core box, deeper pipelines (500, 1000) or more of them (4, 8)
 // gave no more calls per second.
 const SCRIPT_BATCH = 100;
 const SCRIPT_IN_FLIGHT = 2;
-const CLUSTER_SALES = Number(process.env.BENCH_CLUSTER_SALES ?? 30);
-const DRAIN_SALES = Number(process.env.BENCH_DRAIN_SALES ?? 1);
+const CLUSTER_SALES = settings.clusterSales;
+const DRAIN_SALES = settings.drainSales;
 
 /**
  * A load run, the CPU the server under load spent per request answered (its own and its children's), and
@@ -162,7 +167,11 @@ const results: BenchResults = {
   date: new Date().toISOString(),
   machine: `${os.cpus()[0]?.model ?? 'unknown CPU'}, ${os.availableParallelism()} cores, ${Math.round(os.totalmem() / 2 ** 30)} GiB, ${os.type()} ${os.release()}`,
   node: process.version,
-  command: [...Object.entries(process.env).filter(([name]) => name.startsWith('BENCH_')).map(([name, value]) => `${name}=${value}`), 'npm run bench'].join(' '),
+  command: [
+    ...Object.entries(process.env).filter(([name]) => name.startsWith('BENCH_')).map(([name, value]) => `${name}=${value}`),
+    'npm run bench',
+    ...(process.argv.length > 2 ? ['--', ...process.argv.slice(2)] : []),
+  ].join(' '),
   commit: gitRevision().commit,
   loadGenerator: load.name,
   settings: {
@@ -214,12 +223,15 @@ const roundRatio = (of: number[], to: number[]) => Number(median(of.map((value, 
 
 const stops: (() => Promise<unknown>)[] = [];
 try {
-  log(`load generator: ${load.name}; prefix ${prefix}, ${SECONDS} s per run, ${ROUNDS} rounds, ${CONNECTIONS} connections; parts ${[...PARTS].join(', ')}`);
-  const gateway = await startGatewayProcess(env, 1);
-  stops.push(gateway.stop);
-  await warmUp(gateway);
+  log(`load generator: ${load.name}; prefix ${prefix}, ${SECONDS} s per run, ${ROUNDS} rounds, ${CONNECTIONS} connections; parts ${[...PARTS].join(', ')}${settings.quick ? ' (--quick)' : ''}`);
+  // The gateway of the purchase and scaling parts, started only for them.
+  const gateway = PARTS.has('purchase') || PARTS.has('scaling') ? await startGatewayProcess(env, 1) : undefined;
+  if (gateway) {
+    stops.push(gateway.stop);
+    await warmUp(gateway);
+  }
 
-  if (PARTS.has('purchase')) {
+  if (gateway && PARTS.has('purchase')) {
     const bare = await startBaseline(env, 'none');
     const authenticated = await startBaseline(env, 'hs256');
     stops.push(bare.stop, authenticated.stop);
@@ -243,7 +255,7 @@ try {
     await Promise.all([bare.stop(), authenticated.stop()]);
   }
 
-  if (PARTS.has('scaling')) {
+  if (gateway && PARTS.has('scaling')) {
     log('GATEWAY_WORKERS scaling, accept path');
     const cores = os.availableParallelism();
     const clustered = await startGatewayProcess(env, cores);
@@ -253,7 +265,7 @@ try {
     await clustered.stop();
     results.scaling = Object.fromEntries(Object.entries(scaling).map(([workers, runs]) => [workers, summary(runs)]));
   }
-  await gateway.stop();
+  await gateway?.stop();
 
   if (PARTS.has('fsync')) {
     log('Redis appendfsync always vs everysec, accept path, gateway');
@@ -376,7 +388,11 @@ try {
     results.reconciler = { loadAverage, ...cost };
   }
 
-  writeResults(results);
+  if (settings.record) writeResults(results);
+  else {
+    printResults(results);
+    log('not recorded: bench/results.json and docs/BENCHMARKS.md are unchanged (--record to append and rewrite them)');
+  }
 } finally {
   for (const stop of stops.reverse()) await stop().catch(() => undefined);
   let cursor = '0';

@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { createConnection } from 'mariadb';
 import { Redis } from 'ioredis';
-import { ConfigError, loadConfig } from '@flashsale/config';
+import { ConfigError, loadConfig, parseCommandLine } from '@flashsale/config';
 import { poolConfigFromUrl } from '@flashsale/order-store';
 
 /**
@@ -191,5 +191,13 @@ export async function ensureServicesOrExit(env: NodeJS.ProcessEnv = process.env)
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
+  parseCommandLine({
+    usage: `usage: npm run services
+
+Makes sure Redis (REDIS_URL) and MariaDB (DATABASE_URL) answer, starting this machine's own
+redis-server and mariadbd when a local one does not; with REDIS_CLUSTER_NODES set, checks that Redis
+Cluster instead and starts nothing. Prints what it found; exit 1 with one line when a service cannot be
+reached. No options.`,
+  });
   console.log(await ensureServicesOrExit());
 }

@@ -5,6 +5,7 @@
  * Ends with the ledger as a table; exits 1 if an invariant broke.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
+import { parseCommandLine } from '@flashsale/config';
 import { createRedis } from '@flashsale/redis-store';
 import { createPrisma, migrate } from '@flashsale/order-store';
 import {
@@ -24,6 +25,14 @@ import {
 const STOCK = 5000;
 const RATE_PER_SECOND = 150;
 const LOAD_MS = 34_000;
+
+parseCommandLine({
+  usage: `usage: npm run chaos
+
+A flash crowd (${RATE_PER_SECOND} purchases/s for ${LOAD_MS / 1000} s over two gateways, ${STOCK} units) while workers, a gateway,
+Redis, MariaDB and the reconciler are SIGKILLed and restarted on a schedule, on a redis-server and a
+mariadbd of its own (nothing else touched); then the ledger. Exit 1 if an invariant broke. No options.`,
+});
 
 const t0 = Date.now();
 const log = (text: string) => console.log(`[${((Date.now() - t0) / 1000).toFixed(1).padStart(5)} s] ${text}`);

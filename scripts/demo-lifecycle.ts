@@ -57,7 +57,9 @@ export async function runLifecycle(input: LifecycleInput): Promise<{ failed: boo
     16,
     ({ reservationId, token }) => http.send('POST', `/api/reservations/${reservationId}/cancel`, { headers: { authorization: `Bearer ${token}` } }),
   );
-  console.log(`payments: ${tally(paid)}; cancels: ${tally(cancelled)}; remaining now ${(await stats()).remaining} (the cancelled units are back on sale)`);
+  console.log(`payment events sent: ${paying.length}, answered ${tally(paid)}`);
+  console.log(`cancels sent: ${cancelling.length}, answered ${tally(cancelled)}`);
+  console.log(`units remaining on sale now: ${(await stats()).remaining} (the cancelled orders' units are back)`);
 
   input.step('expiry: waiting for the unpaid orders to pass their payBy (the workers expire them and give their units back)');
   const started = performance.now();
@@ -67,19 +69,19 @@ export async function runLifecycle(input: LifecycleInput): Promise<{ failed: boo
     await sleep(500);
     now = await stats();
   }
-  console.log(`expired: ${now.ordersByStatus.expired.orders} orders after ${((performance.now() - started) / 1000).toFixed(1)} s; remaining ${now.remaining}`);
+  console.log(`orders expired: ${now.ordersByStatus.expired.orders}, after ${((performance.now() - started) / 1000).toFixed(1)} s; units remaining on sale: ${now.remaining}`);
   const late = await mapConcurrently(expiring.slice(0, LATE_PAYMENTS), 4, ([reservationId]) => pay(reservationId));
-  console.log(`late payments for expired orders: ${late.map((r) => r.body.status).join(', ')}`);
+  console.log(`payment events for ${LATE_PAYMENTS} expired orders, answered ${tally(late)}`);
 
   const returned = now.remaining;
   input.step(`re-sale: ${(returned ?? 0) + 100} new buyers for the ${returned} units that came back; every winner pays`);
   const resaleTokens = signBuyerTokens(Array.from({ length: (returned ?? 0) + 100 }, (_, i) => `resale-buyer-${i}`));
   const crowd = await mapConcurrently(resaleTokens, 32, (token) => http.send('POST', `/api/sales/${input.saleId}/purchase`, { headers: { authorization: `Bearer ${token}` } }));
-  console.log(`re-sale: ${tally(crowd)}`);
+  console.log(`re-sale purchases sent: ${crowd.length}, answered ${tally(crowd)}`);
   await waitForDrain(input.redis, input.prefix, input.saleId, 60_000);
   const resold = crowd.filter((r) => r.status === 202).map((r) => r.body.reservationId as string);
   const resalePaid = await mapConcurrently(resold, 16, (reservationId) => pay(reservationId));
-  console.log(`re-sale payments: ${tally(resalePaid)}`);
+  console.log(`re-sale payment events sent: ${resalePaid.length}, answered ${tally(resalePaid)}`);
 
   const final = await stats();
   const paidUnits = final.ordersByStatus.paid.units;
@@ -125,13 +127,17 @@ interface Stats {
   refundsDue: { count: number; amountCents: number };
 }
 
-/** `202 x 10, 409 ALREADY_PURCHASED x 2`: the answers by status and code. */
+/**
+ * The answers counted by what they said: `400 paid (HTTP 200)`, `120 accepted (HTTP 202), 100 refused
+ * SOLD_OUT (HTTP 410)`: the count first, then the outcome, the HTTP status last.
+ */
 function tally(results: HttpResult[]): string {
   const counts = new Map<string, number>();
   for (const r of results) {
-    const word = (value: unknown) => (typeof value === 'string' ? ` ${value}` : '');
-    const label = `${r.status}${r.status < 300 ? word(r.body.status) : word(r.body.code)}`;
+    const word = (value: unknown) => (typeof value === 'string' ? value : '');
+    const outcome = r.status === 202 ? 'accepted' : r.status < 300 ? word(r.body.status) || 'ok' : `refused ${word(r.body.code)}`.trim();
+    const label = `${outcome} (HTTP ${r.status})`;
     counts.set(label, (counts.get(label) ?? 0) + 1);
   }
-  return [...counts].map(([label, n]) => `${label} x ${n}`).join(', ');
+  return [...counts].map(([label, n]) => `${n} ${label}`).join(', ') || 'nothing';
 }

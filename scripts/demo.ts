@@ -5,15 +5,12 @@
  * printed, everything stopped. Exits non-zero if any invariant does not hold. On one Redis (REDIS_URL),
  * or on a Redis Cluster with REDIS_CLUSTER_NODES set.
  *
- * The operator's dashboard is printed while the sale runs. Options, for a person to watch it:
- *   --keep            after the report, keep everything running until Ctrl-C (SIGINT) or SIGTERM
- *   --pace <n>        send the flash crowd at n purchases a second instead of all at once
- *   --screenshot <f>  save a screenshot of the dashboard mid-sale to f (Debian's chromium; paces at 150/s)
+ * The operator's dashboard is printed while the sale runs. Options, for a person to watch it: see the
+ * usage below (--keep holds the system mid-sale, --pace slows the crowd, --screenshot saves the dashboard).
  */
-import { parseArgs } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createConnection } from 'mariadb';
-import { loadConfig } from '@flashsale/config';
+import { exitWithUsage, loadConfig, parseCommandLine } from '@flashsale/config';
 import { createRedis, redisTargetOf } from '@flashsale/redis-store';
 import { createPrisma, migrate, poolConfigFromUrl } from '@flashsale/order-store';
 import {
@@ -42,15 +39,31 @@ const CONNECTIONS = 64;
 /** Long enough for the demo's winners to pay, short enough to watch the rest expire. */
 const PAYMENT_WINDOW_SECONDS = 15;
 
-const { values: options } = parseArgs({ options: { keep: { type: 'boolean', default: false }, pace: { type: 'string' }, screenshot: { type: 'string' } } });
+const COMMAND = {
+  usage: `usage: npm run demo -- [--keep] [--pace <n>] [--screenshot <file>]
+
+The whole system on this machine: services up, migrations, a gateway, two workers and a reconciler,
+a sale of ${STOCK} units, ${BUYERS} buyers trying ${ATTEMPTS_PER_BUYER} times each, the ledger checked against MySQL; then
+the orders' lifecycle (payments, cancels, expiry, the units sold again). Exit 1 if an invariant breaks.
+Its own database (<DATABASE_URL's>_demo) and Redis prefix (demo).
+
+  --keep              hold the crowd mid-sale (half the stock sold; paces at 150/s) with everything up,
+                      to look at the dashboard or buy by hand; Enter goes on with the demo,
+                      Ctrl-C stops everything there (exit 130). Orders whose payment window runs
+                      out meanwhile expire, and their units go back on sale, as they would.
+  --pace <n>          send the purchases at n a second instead of all at once
+  --screenshot <f>    save a screenshot of the dashboard mid-sale to f (Debian's chromium; paces at 150/s)`,
+  options: { keep: { type: 'boolean', default: false }, pace: { type: 'string' }, screenshot: { type: 'string' } },
+} as const;
+const { values: options } = parseCommandLine(COMMAND);
+
+/** Ctrl-C while the demo was held mid-sale (--keep): everything stops there. */
+class StoppedMidSale extends Error {}
 const screenshotPath = options.screenshot;
-const pace = options.pace !== undefined ? Number(options.pace) : screenshotPath !== undefined ? 150 : undefined;
+const pace = options.pace !== undefined ? Number(options.pace) : screenshotPath !== undefined || options.keep ? 150 : undefined;
 // A paced crowd takes a while: every winner still has the window's 15 s after the last purchase.
 const paymentWindowSeconds = PAYMENT_WINDOW_SECONDS + (pace === undefined ? 0 : Math.ceil((BUYERS * ATTEMPTS_PER_BUYER) / pace));
-if (pace !== undefined && !(Number.isInteger(pace) && pace > 0)) {
-  console.error(`--pace must be a whole number of purchases a second, not ${options.pace}`);
-  process.exit(2);
-}
+if (pace !== undefined && !(Number.isInteger(pace) && pace > 0)) exitWithUsage(COMMAND, `--pace must be a whole number of purchases a second, not ${options.pace}`);
 
 const config = loadConfig();
 // One Redis (REDIS_URL), or a Redis Cluster when REDIS_CLUSTER_NODES is set: the processes are told the same.
@@ -79,6 +92,7 @@ const redis = createRedis(redisTarget);
 const prisma = createPrisma(databaseUrl, 2);
 await deleteKeys();
 let failed = false;
+let stoppedMidSale = false;
 try {
   // Each process is recorded as soon as it exists, so the `finally` below stops it whatever fails next.
   const track = <T extends AppProcess>(started: Promise<T>) => started.then((p) => (processes.push(p), p));
@@ -114,23 +128,29 @@ try {
   const shooting =
     screenshotPath === undefined ? undefined : screenshotMidSale(gateway.url, saleId, screenshotPath).catch((error: unknown) => `not taken: ${(error as Error).message}`);
   const started = performance.now();
+  // --keep: once half the stock is sold, every purchase not yet sent waits here for the person.
+  const hold = { unitsSold: 0, gate: undefined as Promise<'continue' | 'stop'> | undefined, heldMs: 0 };
   const results = await mapConcurrently(
     crowd.map((r, index) => ({ ...r, index })),
     CONNECTIONS,
     async (r) => {
       // Paced: each purchase waits for its slot, so a person (or the screenshot) sees the sale sell.
-      if (pace !== undefined) await sleep(Math.max(0, started + (r.index * 1000) / pace - performance.now()));
-      return { ...r, ...(await client.send('POST', `/api/sales/${saleId}/purchase`, { headers: { authorization: `Bearer ${r.token}` }, body: { quantity: r.quantity } })) };
+      if (pace !== undefined) await sleep(Math.max(0, started + hold.heldMs + (r.index * 1000) / pace - performance.now()));
+      if (hold.gate && (await hold.gate) === 'stop') throw new StoppedMidSale();
+      const answer = await client.send('POST', `/api/sales/${saleId}/purchase`, { headers: { authorization: `Bearer ${r.token}` }, body: { quantity: r.quantity } });
+      if (answer.status === 202) hold.unitsSold += r.quantity;
+      if (options.keep && !hold.gate && hold.unitsSold >= STOCK / 2) hold.gate = holdMidSale(`${gateway.url}/admin/#sale=${saleId}`, hold);
+      return { ...r, ...answer };
     },
   );
-  const seconds = (performance.now() - started) / 1000;
+  const seconds = (performance.now() - started - hold.heldMs) / 1000;
   client.close();
   if (shooting) console.log(`screenshot of the dashboard mid-sale: ${await shooting}`);
 
   const accepted = new Map<string, { userId: string; quantity: number }>();
   const outcomes: Record<string, number> = {};
   for (const result of results) {
-    const label = result.status === 202 ? '202 accepted' : `${result.status} ${String(result.body.code)}`;
+    const label = result.status === 202 ? 'purchases answered 202 (accepted)' : `purchases answered ${result.status} ${String(result.body.code)}`;
     outcomes[label] = (outcomes[label] ?? 0) + 1;
     if (result.status === 202) accepted.set(result.body.reservationId as string, { userId: `demo-buyer-${result.buyer}`, quantity: result.quantity });
   }
@@ -148,8 +168,8 @@ try {
   const oversold = Math.max(0, ledger.unitsInDb - ledger.stock);
   step('report');
   console.table({
-    requests: { value: results.length },
-    'throughput (req/s)': { value: Math.round(results.length / seconds) },
+    'purchase requests sent': { value: results.length },
+    'purchase requests answered a second': { value: Math.round(results.length / seconds) },
     ...Object.fromEntries(Object.entries(outcomes).sort().map(([k, v]) => [k, { value: v }])),
     'units accepted (202)': { value: acceptedUnits },
     'orders in MySQL': { value: stats.body.ordersInDb },
@@ -190,13 +210,9 @@ try {
     step,
   });
   failed ||= lifecycle.failed;
-  if (options.keep) {
-    console.log(`\nkept running (--keep): dashboard at ${gateway.url}/admin/#sale=${saleId}; Ctrl-C stops everything`);
-    await new Promise<void>((resolve) => {
-      process.once('SIGINT', resolve);
-      process.once('SIGTERM', resolve);
-    });
-  }
+} catch (error) {
+  if (!(error instanceof StoppedMidSale)) throw error;
+  stoppedMidSale = true;
 } finally {
   step('stopping (SIGTERM)');
   const codes = await Promise.all(processes.map((p) => p.kill('SIGTERM')));
@@ -206,7 +222,38 @@ try {
   await redis.quit();
   await prisma.$disconnect();
 }
-process.exit(failed ? 1 : 0);
+process.exit(stoppedMidSale ? 130 : failed ? 1 : 0);
+
+/**
+ * --keep: holds the crowd (the purchases in flight finish) until the person presses Enter ('continue')
+ * or Ctrl-C ('stop'), and adds the time held to `hold.heldMs`, so the paced crowd resumes where it was
+ * rather than all at once.
+ */
+async function holdMidSale(dashboard: string, hold: { unitsSold: number; heldMs: number }): Promise<'continue' | 'stop'> {
+  const from = performance.now();
+  console.log(
+    `\n== held mid-sale (--keep): ${hold.unitsSold} of ${STOCK} units sold, the gateway, workers and reconciler up\n` +
+      `dashboard: ${dashboard} (admin token${config.ADMIN_TOKEN === 'dev-only-admin-token' ? ': dev-only-admin-token' : ' from ADMIN_TOKEN'})\n` +
+      'Enter: the rest of the demo (the crowd, the drain, the report, payments, expiry, the re-sale); Ctrl-C: stop everything now',
+  );
+  const choice = await new Promise<'continue' | 'stop'>((resolve) => {
+    const onEnter = () => done('continue');
+    const onSignal = () => done('stop');
+    function done(what: 'continue' | 'stop') {
+      process.stdin.off('data', onEnter);
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+      process.stdin.pause();
+      resolve(what);
+    }
+    process.stdin.on('data', onEnter);
+    process.once('SIGINT', onSignal);
+    process.once('SIGTERM', onSignal);
+  });
+  hold.heldMs += performance.now() - from;
+  console.log(choice === 'continue' ? '== going on' : '\n== stopping mid-sale (Ctrl-C)');
+  return choice;
+}
 
 /** Every key under the demo's prefix, on the one Redis or on each master of the cluster. */
 async function deleteKeys(): Promise<void> {

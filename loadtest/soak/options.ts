@@ -1,3 +1,5 @@
+import { readCommandLine, UsageError } from '@flashsale/config';
+
 /** The soak's command line, parsed (pure). */
 export interface SoakOptions {
   /** Seconds of load. */
@@ -14,7 +16,11 @@ export interface SoakOptions {
   keep: boolean;
 }
 
-export const USAGE = `usage: npm run soak -- [--minutes N | --seconds N] [--rate R] [--connections C] [--sample-seconds S] [--max-in-flight M] [--out DIR] [--keep]
+const USAGE = `usage: npm run soak -- [--minutes N | --seconds N] [--rate R] [--connections C] [--sample-seconds S] [--max-in-flight M] [--out DIR] [--keep]
+
+The whole system under sustained load (one gateway, two workers, a reconciler, every request a new
+buyer of one sale), on a database and a Redis prefix of the run's own; then the drain, the ledger check
+and an HTML report. Exit 1 when the ledger check fails.
 
   --minutes N         minutes of load (default 10; fractions allowed)
   --seconds N         seconds of load instead (short runs, tests)
@@ -25,63 +31,50 @@ export const USAGE = `usage: npm run soak -- [--minutes N | --seconds N] [--rate
   --out DIR           where the report goes (default loadtest/results)
   --keep              keep the run's database and Redis keys (dropped by default)`;
 
-/** Parses the soak's arguments; throws an Error with a message (and the usage) on a bad one. */
-export function parseSoakArgs(args: readonly string[]): SoakOptions {
-  const options: SoakOptions = { seconds: 600, rate: undefined, connections: 64, sampleSeconds: 5, maxInFlight: 2048, outDir: 'loadtest/results', keep: false };
-  let minutes: number | undefined;
-  let seconds: number | undefined;
-  for (let i = 0; i < args.length; i += 1) {
-    const arg = args[i]!;
-    const [name, inline] = arg.startsWith('--') && arg.includes('=') ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)] : [arg, undefined];
-    const value = (): string => {
-      const v = inline ?? args[++i];
-      if (v === undefined) throw new Error(`${name} needs a value\n${USAGE}`);
-      return v;
-    };
-    const positive = (min = Number.MIN_VALUE): number => {
-      const text = value();
-      const v = Number(text);
-      if (!Number.isFinite(v) || v < min) throw new Error(`${name} must be a number of at least ${min === Number.MIN_VALUE ? 'more than 0' : min} (got "${text}")\n${USAGE}`);
-      return v;
-    };
-    switch (name) {
-      case '--minutes':
-        minutes = positive();
-        break;
-      case '--seconds':
-        seconds = positive(1);
-        break;
-      case '--rate':
-        options.rate = positive();
-        break;
-      case '--connections':
-        options.connections = Math.round(positive(1));
-        break;
-      case '--sample-seconds':
-        options.sampleSeconds = positive(0.5);
-        break;
-      case '--max-in-flight':
-        options.maxInFlight = Math.round(positive(1));
-        break;
-      case '--out':
-        options.outDir = value();
-        break;
-      case '--keep':
-        options.keep = true;
-        break;
-      case '--help':
-      case '-h':
-        throw new Error(USAGE);
-      default:
-        throw new Error(`unknown argument ${arg}\n${USAGE}`);
-    }
-  }
-  if (minutes !== undefined && seconds !== undefined) throw new Error(`--minutes and --seconds: give one\n${USAGE}`);
-  if (seconds !== undefined) options.seconds = seconds;
-  else if (minutes !== undefined) options.seconds = minutes * 60;
-  // wrk takes whole seconds.
-  options.seconds = Math.max(1, Math.round(options.seconds));
-  return options;
+/** The soak's command line (config's parseCommandLine takes it). */
+export const SOAK_COMMAND = {
+  usage: USAGE,
+  options: {
+    minutes: { type: 'string' },
+    seconds: { type: 'string' },
+    rate: { type: 'string' },
+    connections: { type: 'string' },
+    'sample-seconds': { type: 'string' },
+    'max-in-flight': { type: 'string' },
+    out: { type: 'string', default: 'loadtest/results' },
+    keep: { type: 'boolean', default: false },
+  },
+} as const;
+
+type SoakValues = Exclude<ReturnType<typeof readCommandLine<(typeof SOAK_COMMAND)['options']>>, 'help'>['values'];
+
+/** The soak's options from its parsed command line (pure); throws UsageError on a value it cannot take. */
+export function soakOptionsOf(values: SoakValues): SoakOptions {
+  const number = (name: keyof SoakValues, min: number, fallback: number, above = false): number => {
+    const text = values[name] as string | undefined;
+    if (text === undefined) return fallback;
+    const v = Number(text);
+    if (!Number.isFinite(v) || (above ? v <= min : v < min)) throw new UsageError(`--${name} must be a number ${above ? 'more than' : 'of at least'} ${min} (got "${text}")`);
+    return v;
+  };
+  if (values.minutes !== undefined && values.seconds !== undefined) throw new UsageError('--minutes and --seconds: give one');
+  const seconds = values.seconds !== undefined ? number('seconds', 1, 600) : number('minutes', 0, 10, true) * 60;
+  return {
+    // wrk takes whole seconds.
+    seconds: Math.max(1, Math.round(seconds)),
+    rate: values.rate === undefined ? undefined : number('rate', 0, 0, true),
+    connections: Math.round(number('connections', 1, 64)),
+    sampleSeconds: number('sample-seconds', 0.5, 5),
+    maxInFlight: Math.round(number('max-in-flight', 1, 2048)),
+    outDir: values.out,
+    keep: values.keep,
+  };
+}
+
+/** Parses the soak's arguments (pure): 'help' for --help, else the options; throws UsageError on a bad one. */
+export function parseSoakArgs(args: readonly string[]): SoakOptions | 'help' {
+  const parsed = readCommandLine(SOAK_COMMAND, args);
+  return parsed === 'help' ? 'help' : soakOptionsOf(parsed.values);
 }
 
 /**

@@ -235,6 +235,11 @@ describe('renderReport', () => {
     expect(totals.processes.map((p) => p.name)).toEqual(['gateway', 'worker-1', 'reconciler']);
   });
 
+  it('says, beside the totals, why the load generator, the gateway and Redis count different numbers of accepts', () => {
+    expect(html).toContain('Three counts of accepted purchases, each true of what it counts');
+    expect(html).toContain('the units taken in Redis (the ledger below) are every purchase the reserve script accepted');
+  });
+
   it('is self-contained: no script, stylesheet or image from elsewhere', () => {
     expect(html).not.toMatch(/<script|<link|<img|@import|src=/i);
     expect(html.replace(/xmlns="http:\/\/www\.w3\.org\/2000\/svg"/g, '')).not.toMatch(/https?:/);
@@ -284,10 +289,16 @@ describe('parseSoakArgs', () => {
   });
 
   it('refuses what it cannot run', () => {
-    expect(() => parseSoakArgs(['--minutes'])).toThrow('--minutes needs a value');
+    expect(() => parseSoakArgs(['--minutes'])).toThrow("Option '--minutes <value>' argument missing");
     expect(() => parseSoakArgs(['--rate', '0'])).toThrow('--rate must be');
     expect(() => parseSoakArgs(['--minutes', '1', '--seconds', '5'])).toThrow('give one');
-    expect(() => parseSoakArgs(['--fast'])).toThrow('unknown argument --fast');
+    expect(() => parseSoakArgs(['--fast'])).toThrow("Unknown option '--fast'");
+    expect(() => parseSoakArgs(['10'])).toThrow("Unexpected argument '10'");
+  });
+
+  it('answers --help and -h with the usage, not a run', () => {
+    expect(parseSoakArgs(['--help'])).toBe('help');
+    expect(parseSoakArgs(['--seconds', '5', '-h'])).toBe('help');
   });
 
   it('gives the sale stock for the whole run', () => {

@@ -308,6 +308,7 @@ ${verdict}
 <dt>orders written</dt><dd>${formatNumber(totals.unitsWritten ?? 0)}; drained ${fixed(ledger.drainSeconds, 1)} s after the load stopped</dd>
 <dt>reconciler CPU</dt><dd>${totals.reconcilerToGatewayCpu === null ? '–' : `${(totals.reconcilerToGatewayCpu * 100).toFixed(1)} % of the gateway's`}</dd>
 </dl>
+<p class="note">Three counts of accepted purchases, each true of what it counts: the load generator's 2xx are the answers it read before it stopped (up to one per connection more were still in flight); the gateway's accepted are its counter between the first and the last sample of the load (not the seconds before the first sample or after the last); the units taken in Redis (the ledger below) are every purchase the reserve script accepted, the in-flight ones included, and are the count held against MySQL.</p>
 <h2>Processes over the load</h2>
 ${table(['process', 'RSS start MiB', 'RSS end MiB', 'RSS peak MiB', `RSS slope MiB/min (after ${fixed(warmUp, 0)} s)`, 'CPU s', 'CPU % of a core', 'exit'], processRows)}
 <p class="note">RSS slope: least-squares over the samples after the first ${WARM_UP_FRACTION * 100} % of the load. redis: its own INFO (used_memory_rss, used_cpu_user + sys); mariadb: from /proc when local. Both serve the whole box, not only this run. ${Object.keys(warnings).length ? `Log lines at warn or above: ${Object.entries(warnings).map(([n, c]) => `${e(n)} ${c}`).join(', ')}.` : 'No log line at warn or above.'}</p>

@@ -18,12 +18,12 @@ import os from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createConnection, type Connection } from 'mariadb';
-import { loadConfig } from '@flashsale/config';
+import { exitWithUsage, loadConfig, parseCommandLine, UsageError } from '@flashsale/config';
 import { createRedis, readAuditRecord, redisNow, saleKeys } from '@flashsale/redis-store';
 import { migrate, poolConfigFromUrl } from '@flashsale/order-store';
 import { createHttpClient, gitRevision, spawnGateway, spawnReconciler, spawnWorker, waitForDrain, type AppProcess } from '@flashsale/harness';
 import { ensureServicesOrExit } from '../../infra/ensure-services.ts';
-import { parseSoakArgs, stockFor, type SoakOptions } from './options.ts';
+import { SOAK_COMMAND, soakOptionsOf, stockFor, type SoakOptions } from './options.ts';
 import { preparePacedLoad, prepareWrkLoad, type PreparedLoad, type RunningLoad } from './load.ts';
 import { mariadbPid, takeSample, type ProcessSource } from './sampler.ts';
 import { judgeLedger, type SaleStats } from './ledger.ts';
@@ -32,11 +32,12 @@ import { seriesOf } from './analysis.ts';
 import type { Sample, SoakParameters, SoakRun } from './sample.ts';
 
 const options = ((): SoakOptions => {
+  const { values } = parseCommandLine(SOAK_COMMAND);
   try {
-    return parseSoakArgs(process.argv.slice(2));
+    return soakOptionsOf(values);
   } catch (error) {
-    console.error((error as Error).message);
-    process.exit(2);
+    if (error instanceof UsageError) exitWithUsage(SOAK_COMMAND, error.message);
+    throw error;
   }
 })();
 if (options.rate === undefined && spawnSync('wrk', ['--version']).error) {
@@ -245,6 +246,11 @@ try {
   log(`reconciler CPU / gateway CPU: ${totals.reconcilerToGatewayCpu === null ? '–' : totals.reconcilerToGatewayCpu.toFixed(3)}`);
   log(
     `ledger: stock ${ledger.stock}, taken in Redis ${ledger.takenInRedis}, buyers ${ledger.buyersInRedis}, orders in MySQL ${ledger.ordersInDb}, units ${ledger.unitsInDb}, in flight ${ledger.inFlight}, dead-lettered ${ledger.deadLettered}, audit drift ${ledger.auditDrift} (${ledger.auditAfterDrain ? 'after the drain' : 'before the drain'}): ${ledger.passed ? 'PASS' : `FAIL: ${ledger.failures.join('; ')}`}`,
+  );
+  log(
+    `why the three counts differ: the load generator's ${client.ok} 2xx are the answers it read before it stopped (up to one per connection more were in flight); ` +
+      `the gateway's ${totals.accepted} accepted are its counter between the first and the last sample of the load (the seconds before the first and after the last are not in it); ` +
+      `the ${ledger.takenInRedis} units taken in Redis are every purchase the reserve script accepted, in flight ones included: the ledger holds them against MySQL, where they must be equal`,
   );
   log(`exits: ${JSON.stringify(exits)}`);
   log(`report: ${base}.html, ${base}.svg, ${base}.json`);

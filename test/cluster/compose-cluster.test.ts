@@ -12,8 +12,8 @@ import { createRedis } from '@flashsale/redis-store';
 import { freePort, spawnInGroup } from '@flashsale/harness';
 import { runProcess, runScript } from '../support/run-process.ts';
 
-// The compose file's `cluster` profile, as far as it can be run without a Docker engine: its structure
-// (read with the yaml package; `docker-compose config` is not part of the suite), and its node
+// The compose files' `cluster` profile, as far as it can be run without a Docker engine: its structure
+// (read with the yaml package; `docker-compose config` checks the files in compose-config.test.ts), and its node
 // configuration (infra/redis-cluster.conf) and one-shot job (infra/redis-cluster-init.sh) for real, on six
 // redis-servers bound to loopback addresses of their own, as six containers would be on their network.
 
@@ -25,7 +25,12 @@ interface Service {
   volumes?: string[];
   depends_on?: Record<string, { condition: string }>;
 }
-const compose = parse(readFileSync('infra/docker-compose.yml', 'utf8'), { merge: true }) as { services: Record<string, Service>; 'x-app-env': Record<string, string> };
+type ComposeFile = { services: Record<string, Service>; 'x-app-env'?: Record<string, string> };
+const readCompose = (path: string) => parse(readFileSync(path, 'utf8'), { merge: true }) as ComposeFile;
+// The stores (docker-compose.yml) and the processes over them (docker-compose.app.yml), as compose merges them.
+const stores = readCompose('infra/docker-compose.yml');
+const app = readCompose('infra/docker-compose.app.yml');
+const compose = { services: { ...stores.services, ...app.services }, 'x-app-env': app['x-app-env']! };
 
 describe('the compose file: the Redis Cluster profile', () => {
   it('creates the cluster from the very nodes it runs, each announcing its own service name, and every process takes REDIS_CLUSTER_NODES', () => {

@@ -53,7 +53,7 @@ afterAll(async () => {
 });
 
 /** `node scripts/start.mjs <role> ...`, to its exit. */
-function startRole(env: NodeJS.ProcessEnv, ...args: string[]): Promise<{ stdout: string }> {
+function startRole(env: NodeJS.ProcessEnv, ...args: string[]): Promise<{ stdout: string; stderr: string }> {
   return run(process.execPath, ['scripts/start.mjs', ...args], { cwd: ROOT, env: { ...process.env, ...env } });
 }
 
@@ -106,4 +106,30 @@ describe('the built processes', () => {
 
     expect(await Promise.all([gateway.kill('SIGTERM'), worker.kill('SIGTERM'), reconciler.kill('SIGTERM')])).toEqual([0, 0, 0]);
   });
+});
+
+describe('the built roles on the command line', () => {
+  /** `node scripts/start.mjs <args>` to its exit, whatever the code. */
+  async function startMjs(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+    try {
+      const { stdout, stderr } = await startRole({ NODE_ENV: 'production' }, ...args);
+      return { code: 0, stdout, stderr };
+    } catch (error) {
+      const { code, stdout, stderr } = error as { code: number; stdout: string; stderr: string };
+      return { code, stdout, stderr };
+    }
+  }
+
+  it('npm run start:<role> -- --help prints the role usage and exits 0; an unknown option: usage on stderr, exit 2, no stack trace (no secrets needed for either)', async () => {
+    const roles = { gateway: 'gateway', worker: 'worker', reconciler: 'reconciler', migrate: 'db:migrate', reconcile: 'reconcile' };
+    for (const [role, script] of Object.entries(roles)) {
+      const help = await startMjs(role, '--help');
+      expect({ role, code: help.code, stderr: help.stderr }).toEqual({ role, code: 0, stderr: '' });
+      expect(help.stdout, role).toMatch(new RegExp(`^usage: npm run ${script}`));
+      const wrong = await startMjs(role, '--bogus');
+      expect({ role, code: wrong.code, stdout: wrong.stdout }).toEqual({ role, code: 2, stdout: '' });
+      expect(wrong.stderr, role).toMatch(/^Unknown option '--bogus'\nusage: /);
+      expect(wrong.stderr, role).not.toMatch(/^\s+at /m);
+    }
+  }, 120_000);
 });

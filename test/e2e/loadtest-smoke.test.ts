@@ -3,11 +3,13 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { spawnGateway, spawnWorker, waitForDrain, type AppProcess } from '@flashsale/harness';
+import { SOURCE_NODE_ARGS, spawnGateway, spawnWorker, waitForDrain, type AppProcess } from '@flashsale/harness';
+import { poolConfigFromUrl } from '@flashsale/order-store';
 import { SCENARIOS, smokeOf } from '../../loadtest/k6/lib/shapes.js';
 import { runScenario, type ScenarioReport, type ScenarioTarget } from '../../loadtest/runner/scenario-run.ts';
 import { checkSaleInvariants, invariantsHold } from '../../loadtest/runner/invariants.ts';
 import { createTestContext, type TestContext } from '../support/context.ts';
+import { runProcess } from '../support/run-process.ts';
 
 /**
  * A short run of every load scenario through the Node runner (what `npm run loadtest` plays where k6 is
@@ -139,4 +141,33 @@ describe.skipIf(!k6OnPath && process.env.CI !== 'true')('load scenarios, smoke r
     expect(invariantsHold(invariants)).toBe(true);
     expect(invariants.reduce((sum, check) => sum + check.unitsInDb, 0)).toBe(report.outcomes.accepted);
   });
+});
+
+describe('npm run loadtest on a system of its own', () => {
+  /** The runners to check: the Node runner always; k6 where it is on PATH (in CI it must be). */
+  const runners = k6OnPath || process.env.CI === 'true' ? (['node', 'k6'] as const) : (['node'] as const);
+
+  it.each(runners)('%s: runs on a database and a Redis prefix of its own, and removes both afterwards', async (runner) => {
+    const out = mkdtempSync(join(tmpdir(), 'loadtest-'));
+    const run = await runProcess(process.execPath, [...SOURCE_NODE_ARGS, 'loadtest/run.ts', 'flash-crowd', '--smoke', '--out', out, ...(runner === 'node' ? ['--node'] : [])], {
+      BASE_URL: '',
+      LOG_LEVEL: 'warn',
+    });
+
+    expect(run.code, run.stdout + run.stderr).toBe(0);
+    const base = poolConfigFromUrl(ctx.config.DATABASE_URL).database;
+    const own = /database (\S+), Redis prefix (loadtest-[0-9a-f]+)/.exec(run.stdout);
+    expect(own, run.stdout).not.toBeNull();
+    const [, database, prefix] = own!;
+    expect(database).toMatch(new RegExp(`^${base}_loadtest_[0-9a-f]+$`));
+    expect(run.stdout).toContain(`removed the run's database ${database} and its Redis keys under ${prefix}`);
+    expect(run.stdout).toContain('PASSED');
+    const report = JSON.parse(readFileSync(join(out, `flash-crowd-${runner}.json`), 'utf8')) as ScenarioReport;
+    expect(report.invariants).toEqual([expect.objectContaining(noBreach)]);
+
+    // Nothing left: not its database (its sales and orders were there, none in the one it was pointed at), not a key.
+    const schemas = await ctx.prisma.$queryRawUnsafe<{ name: string }[]>('SELECT SCHEMA_NAME AS name FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = ?', database);
+    expect(schemas).toEqual([]);
+    expect(await ctx.redis.scan('0', 'MATCH', `${prefix}:*`, 'COUNT', 10_000)).toEqual(['0', []]);
+  }, 300_000);
 });

@@ -1,6 +1,5 @@
-import { parseArgs } from 'node:util';
 import { AppError, MAX_STOCK, parseSaleId, type SaleControl } from '@flashsale/domain';
-import { createLogger, loadConfig } from '@flashsale/config';
+import { createLogger, exitWithUsage, loadConfig, parseCommandLine } from '@flashsale/config';
 import { createPrisma } from '@flashsale/order-store';
 import { createRedis, redisTargetOf } from '@flashsale/redis-store';
 import { runSaleControl } from './controls/sale-controls.ts';
@@ -17,11 +16,25 @@ import { listAdminSales } from './controls/sale-list.ts';
  * does. Prints the sale (or the page) as JSON; exit 1 with the error's code when the control is refused
  * or fails, 2 for a command line that is not valid.
  */
-const USAGE = 'usage: npm run admin -- pause|resume|close --sale <id> | stock --sale <id> --add <units> | list [--limit <n>] [--cursor <c>]';
+const COMMAND = {
+  usage: `usage: npm run admin -- pause|resume|close --sale <id>
+       npm run admin -- stock --sale <id> --add <units>
+       npm run admin -- list [--limit <n>] [--cursor <c>]
+
+The operator's controls, run against DATABASE_URL and REDIS_URL directly (no gateway needed); prints
+the sale, or a page of sales, as JSON. Exit 1 with the error's code when a control is refused.
+
+  pause | resume | close   the operator's pause, its resume, or closing the sale for good
+  stock --add <units>      adds units to the sale's stock
+  list                     the sales, newest first: --limit (default 20, at most 100) a page,
+                           --cursor the nextCursor of the previous page
+  --sale <id>              the sale a control applies to`,
+  options: { sale: { type: 'string' }, add: { type: 'string' }, limit: { type: 'string' }, cursor: { type: 'string' } },
+  allowPositionals: true,
+} as const;
 
 function usage(problem: string): never {
-  process.stderr.write(`${problem}\n${USAGE}\n`);
-  process.exit(2);
+  exitWithUsage(COMMAND, problem);
 }
 
 function wholeNumber(raw: string | undefined, name: string, max: number): number {
@@ -31,10 +44,7 @@ function wholeNumber(raw: string | undefined, name: string, max: number): number
   return value;
 }
 
-const { positionals, values } = parseArgs({
-  allowPositionals: true,
-  options: { sale: { type: 'string' }, add: { type: 'string' }, limit: { type: 'string' }, cursor: { type: 'string' } },
-});
+const { positionals, values } = parseCommandLine(COMMAND);
 const [command, ...extra] = positionals;
 if (extra.length > 0) usage(`unexpected arguments: ${extra.join(' ')}`);
 
@@ -45,6 +55,9 @@ const CONTROLS: Record<string, () => SaleControl> = {
   stock: () => ({ action: 'add_stock', units: wholeNumber(values.add, 'add', MAX_STOCK) }),
 };
 if (command !== 'list' && !(command !== undefined && command in CONTROLS)) usage(command === undefined ? 'no command given' : `unknown command: ${command}`);
+// The whole command line is judged before the configuration is read or a store is asked.
+const page = command === 'list' ? { limit: values.limit === undefined ? 20 : wholeNumber(values.limit, 'limit', 100), cursor: values.cursor === undefined ? undefined : wholeNumber(values.cursor, 'cursor', Number.MAX_SAFE_INTEGER) } : undefined;
+const control = command === 'list' ? undefined : { saleId: parseSaleId(values.sale ?? '') ?? usage(`--sale must be a sale id, not ${values.sale ?? 'missing'}`), action: CONTROLS[command]!() };
 
 const config = loadConfig();
 const logger = createLogger('admin-cli', config.LOG_LEVEL, { stream: 2 });
@@ -53,10 +66,7 @@ const prisma = createPrisma(config.DATABASE_URL, 2);
 const deps = { redis, prisma, prefix: config.REDIS_PREFIX, logger };
 let exitCode = 0;
 try {
-  const result =
-    command === 'list'
-      ? await listAdminSales(deps, { limit: values.limit === undefined ? 20 : wholeNumber(values.limit, 'limit', 100), cursor: values.cursor === undefined ? undefined : wholeNumber(values.cursor, 'cursor', Number.MAX_SAFE_INTEGER) })
-      : await runSaleControl(deps, parseSaleId(values.sale ?? '') ?? usage(`--sale must be a sale id, not ${values.sale ?? 'missing'}`), CONTROLS[command]!(), 'cli');
+  const result = control ? await runSaleControl(deps, control.saleId, control.action, 'cli') : await listAdminSales(deps, page!);
   process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
 } catch (error) {
   exitCode = 1;

@@ -1,6 +1,6 @@
 import cluster from 'node:cluster';
 import type { Server } from 'node:http';
-import { createLogger, loadConfig, onShutdownSignal, serveMetricsPort } from '@flashsale/config';
+import { createLogger, loadConfig, onShutdownSignal, parseCommandLine, serveMetricsPort } from '@flashsale/config';
 import { createRedis, redisTargetOf } from '@flashsale/redis-store';
 import { checkConnectionBudget, createPrisma } from '@flashsale/order-store';
 import { createReconcileJobs } from '@flashsale/jobs';
@@ -10,6 +10,13 @@ import { runGatewayCluster } from './gateway-cluster.ts';
 import { createHttpServer, listen } from './http-server.ts';
 import { answerSupervisorScrapes, clusterMetricsSource, SUPERVISOR_METRICS_PORT, supervisorMetricsPort } from './metrics-port.ts';
 
+parseCommandLine({
+  usage: `usage: npm run gateway
+
+The HTTP gateway (purchases, reservations, payments, the admin API and dashboard), in the foreground
+until SIGTERM. No options: configured by the environment only (PORT, REDIS_URL, DATABASE_URL,
+AUTH_SECRET, ADMIN_TOKEN, GATEWAY_WORKERS, ...; docs/operations.md, "Configuration").`,
+});
 const config = loadConfig();
 const logger = createLogger('gateway', config.LOG_LEVEL);
 // `/metrics` (and `/healthz`) on METRICS_PORT, apart from the buyers' port.

@@ -1,10 +1,18 @@
-import { createLogger, loadConfig, onShutdownSignal, readinessProbe, serveMetricsPort } from '@flashsale/config';
+import { createLogger, loadConfig, onShutdownSignal, parseCommandLine, readinessProbe, serveMetricsPort } from '@flashsale/config';
 import { createRedis, redisTargetOf } from '@flashsale/redis-store';
 import { checkConnectionBudget, createPrisma } from '@flashsale/order-store';
 import { bullConnection, createReconcileJobs } from '@flashsale/jobs';
 import { Reconciler } from './reconciler.ts';
 import { createReconcilerMetrics } from './metrics.ts';
 
+parseCommandLine({
+  usage: `usage: npm run reconciler
+
+The reconciler: watches every live sale's Redis state against MySQL, reconciles a sale whose state was
+lost or went back (pause, drain, rebuild, resume), audits the ledger; in the foreground until SIGTERM.
+No options: configured by the environment only (REDIS_URL, DATABASE_URL, RECONCILER_PORT, ...;
+docs/operations.md, "Configuration"). One sale now, by hand: npm run reconcile -- --sale <id>.`,
+});
 const config = loadConfig();
 const logger = createLogger('reconciler', config.LOG_LEVEL);
 const metrics = createReconcilerMetrics();

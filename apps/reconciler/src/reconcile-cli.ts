@@ -1,6 +1,5 @@
-import { parseArgs } from 'node:util';
 import type { Worker } from 'bullmq';
-import { createLogger, loadConfig } from '@flashsale/config';
+import { createLogger, exitWithUsage, loadConfig, parseCommandLine } from '@flashsale/config';
 import { SaleNotFound } from '@flashsale/domain';
 import { createRedis, announceSaleChanged, redisTargetOf } from '@flashsale/redis-store';
 import { createPrisma, findSale } from '@flashsale/order-store';
@@ -10,12 +9,19 @@ import { createReconcileWorker } from './reconcile-worker.ts';
 // `npm run reconcile -- --sale <id>`: reconciles one sale now and prints the result. It goes through the
 // same BullMQ queue as the reconciler process (so it never runs beside another reconciliation of the
 // sale) and brings its own worker, so it works whether or not a reconciler process is running.
-const { values } = parseArgs({ options: { sale: { type: 'string' } } });
+const COMMAND = {
+  usage: `usage: npm run reconcile -- --sale <id>
+
+Reconciles one sale now (pause, wait for its stream to drain, rebuild its Redis state from MySQL,
+resume) and prints the result as JSON: remaining, buyers, and the reservations counted lost. Works
+with or without a reconciler process running; exit 1 when the reconciliation fails.
+
+  --sale <id>   the sale to reconcile (required)`,
+  options: { sale: { type: 'string' } },
+} as const;
+const { values } = parseCommandLine(COMMAND);
 const saleId = Number(values.sale);
-if (!Number.isInteger(saleId) || saleId < 1) {
-  console.error('usage: npm run reconcile -- --sale <sale id>');
-  process.exit(2);
-}
+if (!Number.isInteger(saleId) || saleId < 1) exitWithUsage(COMMAND, values.sale === undefined ? '--sale is required' : `--sale must be a sale id, not ${values.sale}`);
 
 const config = loadConfig();
 const logger = createLogger('reconcile', config.LOG_LEVEL);

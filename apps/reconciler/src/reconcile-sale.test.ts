@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { pino } from 'pino';
 import { createLogger } from '@flashsale/config';
 import { DrainTimeout, newReservationId, SaleLockBusy } from '@flashsale/domain';
 import { ORDER_WRITERS_GROUP, decodeReservation, readSaleState, reservePurchase, saleKeys, snapshotSale, type ReservationEntry } from '@flashsale/redis-store';
@@ -161,6 +162,23 @@ describe('reconciling a sale', () => {
     expect(groups.map((g) => g[1])).toEqual([ORDER_WRITERS_GROUP]);
     // Buyers whose reservations were lost may buy again.
     await reserve(sale.id, 'b');
+  });
+
+  it('a sale that vanished from Redis with nothing sold is rebuilt, and the log says it lost nothing (no "lost reservations" line)', async () => {
+    const sale = await createLiveSale(ctx, { stock: 10 });
+    const keys = saleKeys(ctx.config.REDIS_PREFIX, sale.id);
+    await ctx.redis.del(keys.meta, keys.buyers, keys.stream);
+    const lines: { level: number; msg: string; lost?: unknown }[] = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line) as { level: number; msg: string }) });
+
+    const result = await reconcileSale({ ...reconcileDeps(ctx), logger }, sale.id, 'lost');
+
+    expect(result).toMatchObject({ remaining: 10, buyers: 0, lost: { reservations: 0, units: 0 }, judgement: 'lost' });
+    // pino's levels: 40 warn, 50 error.
+    expect(lines.filter((line) => line.level >= 40)).toEqual([
+      expect.objectContaining({ level: 40, msg: 'reconcile: the Redis state replaced was gone or had gone back', why: 'the sale is not in Redis', lost: { reservations: 0, units: 0 } }),
+    ]);
+    expect(lines.map((line) => line.msg).filter((msg) => /lost reservations|were lost/.test(msg))).toEqual([]);
   });
 
   it('an operator reconciling a Redis that went back in time (fewer buyers than the checkpoint, the sale still there) counts the loss', async () => {

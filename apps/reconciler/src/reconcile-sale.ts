@@ -49,7 +49,9 @@ async function reconcileLocked(deps: ReconcileDeps, saleId: number, reason: Reco
   // counted in the transaction that replaces the checkpoint.
   const plan = await beginRebuild(prisma, saleId, (recorded) => observeLoss(redis, prefix, saleId, recorded));
   if (!plan) throw new SaleNotFound(`sale ${saleId} is not in MySQL`);
-  if (plan.judgement.lost) logger.warn({ saleId, reason, why: plan.judgement.why }, 'reconcile: the state replaced had lost reservations');
+  // Gone or gone back is not the same as reservations lost: a sale whose keys vanished before anyone
+  // bought, or since its last checkpoint, lost nothing. What was lost is counted, and said, below.
+  if (plan.judgement.lost) logger.warn({ saleId, reason, why: plan.judgement.why, lost: plan.lost }, 'reconcile: the Redis state replaced was gone or had gone back');
   await rebuildSaleState(redis, prefix, plan.sale, plan);
   // An operator's control committed after the rebuild read MySQL may have reached Redis before the
   // rebuild replaced the state, and been overwritten with the older controls: MySQL's are written again

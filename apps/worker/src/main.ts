@@ -1,4 +1,4 @@
-import { createLogger, loadConfig, onShutdownSignal, readinessProbe, serveMetricsPort } from '@flashsale/config';
+import { createLogger, loadConfig, onShutdownSignal, parseCommandLine, readinessProbe, serveMetricsPort } from '@flashsale/config';
 import { connectRedis, createRedis, listenForWork, redisTargetOf } from '@flashsale/redis-store';
 import { checkConnectionBudget, createPrisma } from '@flashsale/order-store';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -6,6 +6,14 @@ import { OrderWorker } from './order-worker.ts';
 import { createWorkerMetrics } from './metrics.ts';
 import { OrderExpiry } from './order-expiry.ts';
 
+parseCommandLine({
+  usage: `usage: npm run worker
+
+The order workers: read the sales' reservation streams, write the orders to MySQL in batches, expire
+unpaid orders; in the foreground until SIGTERM (finishes the batch in hand, then exits). No options:
+configured by the environment only (REDIS_URL, DATABASE_URL, WORKER_PORT, WORKER_BATCH_SIZE, ...;
+docs/operations.md, "Configuration").`,
+});
 const config = loadConfig();
 const logger = createLogger('worker', config.LOG_LEVEL);
 const metrics = createWorkerMetrics();

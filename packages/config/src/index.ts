@@ -3,3 +3,4 @@ export { createLogger, type Logger } from './logger.ts';
 export { onShutdownSignal } from './lifecycle.ts';
 export { serveMetrics, serveMetricsPort, readinessProbe, type MetricsSource, type Readiness, type ReadinessChecks } from './metrics-server.ts';
 export { createStoreErrorMetrics, type StoreErrorMetrics, type StoreErrorClassifiers } from './store-error-metrics.ts';
+export { parseCommandLine, readCommandLine, exitWithUsage, UsageError, type CommandSpec } from './command-line.ts';

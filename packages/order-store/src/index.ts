@@ -1,6 +1,6 @@
 export { createPrisma, PrismaClient, type PrismaOptions } from './prisma-client.ts';
 export { isMysqlUnavailable } from './mysql-unavailable.ts';
-export { migrate, migrationNames, MIGRATIONS_DIR, type MigrationResult } from './migrator.ts';
+export { dropDatabase, migrate, migrationNames, MIGRATIONS_DIR, type MigrationResult } from './migrator.ts';
 export { poolConfigFromUrl } from './database-url.ts';
 export { insertSale, findSale, listLiveSales, saleOrderLedger, LIVE_ORDER_STATUSES, ORDER_STATUSES, type NewSale, type SaleRecord, type SaleOrderLedger } from './sale-repository.ts';
 export { beginSaleCreation, markPublished, adoptSale, abandonSale, listStalledCreations, type CreationKey, type CreationStart, type PublishState } from './sale-publication.ts';

@@ -69,6 +69,20 @@ export async function migrate(databaseUrl: string, dir: URL = MIGRATIONS_DIR): P
   }
 }
 
+/**
+ * Drops the database of `databaseUrl` if it exists: what a tool that made a database of its own with
+ * `migrate` (the load test, the soak) removes when it is done.
+ */
+export async function dropDatabase(databaseUrl: string): Promise<void> {
+  const { database, ...server } = poolConfigFromUrl(databaseUrl);
+  const connection = await createConnection(server);
+  try {
+    await connection.query(`DROP DATABASE IF EXISTS \`${database}\``);
+  } finally {
+    await connection.end();
+  }
+}
+
 /** Migration folders in the order Prisma applies them (their names start with a timestamp). */
 export function migrationNames(dir: URL = MIGRATIONS_DIR): string[] {
   return readdirSync(dir, { withFileTypes: true })
