@@ -66,10 +66,22 @@ export async function ledgerOf(
   saleId: number,
   accepted: Map<string, { userId: string; quantity: number }>,
 ): Promise<Ledger> {
-  const orders = await ordersOf(prisma, saleId);
-  const state = await readSaleState(redis, prefix, saleId);
   const sale = await prisma.sale.findUniqueOrThrow({ where: { id: saleId } });
-  return compareLedger(accepted, orders, { remaining: state?.remaining ?? Number.NaN, stock: sale.stock });
+  // MySQL and Redis are read one after the other, while an expiry or a cancel may move units from an
+  // order back to `remaining` between the two reads (on a busy machine a payment window can run out
+  // before a test or the demo looks). Two collections in a row that agree are a moment's true state.
+  const collect = async () => {
+    const orders = await ordersOf(prisma, saleId);
+    const state = await readSaleState(redis, prefix, saleId);
+    return compareLedger(accepted, orders, { remaining: state?.remaining ?? Number.NaN, stock: sale.stock });
+  };
+  let ledger = await collect();
+  for (let attempt = 0; attempt < 100; attempt++) {
+    const again = await collect();
+    if (again.unitsInDb === ledger.unitsInDb && again.remaining === ledger.remaining) return again;
+    ledger = again;
+  }
+  return ledger;
 }
 
 /** Entries of a sale's stream still pending in the order writers' group. */
