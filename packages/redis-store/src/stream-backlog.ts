@@ -63,11 +63,14 @@ export async function orderWritersProgress(redis: ScriptedRedis, prefix: string,
     redis.xlen(keys.deadLetter),
   ]);
   const group = orderWritersGroupOf(groupsReply);
-  if (!group) return { lag: 0, pending: 0, deadLettered, acknowledged: null };
+  // No stream or group yet: nothing was delivered, nothing acknowledged.
+  if (!group) return { lag: 0, pending: 0, deadLettered, acknowledged: 0 };
   // Redis leaves lag null when it cannot count it (entries deleted in the range); fall back to counting
   // the entries after the last delivered id.
   const lag = group.lag ?? (await redis.xrange(keys.stream, `(${group.lastDeliveredId}`, '+')).length;
-  return { lag, pending: group.pending, deadLettered, acknowledged: group.entriesRead === null ? null : group.entriesRead - group.pending };
+  // A group given nothing yet reports entries-read nil (Redis 7.0): nothing read is 0 read.
+  const entriesRead = group.entriesRead ?? (group.lastDeliveredId === '0-0' ? 0 : null);
+  return { lag, pending: group.pending, deadLettered, acknowledged: entriesRead === null ? null : entriesRead - group.pending };
 }
 
 /** A flat [field, value, ...] reply (XINFO) as an object. */

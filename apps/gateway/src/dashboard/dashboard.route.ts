@@ -19,12 +19,13 @@ export interface DashboardParts {
   streams: LiveStreams;
 }
 
-/** The page and its two assets: plain files, no build step, read once at start. */
+/** The page and its assets: plain files, no build step, read once at start. */
 const PUBLIC = new URL('../../public/admin/', import.meta.url);
 const ASSETS: Record<string, { type: string; body: Buffer }> = Object.fromEntries(
   [
     ['index.html', 'text/html; charset=utf-8'],
     ['dashboard.js', 'text/javascript; charset=utf-8'],
+    ['charts.js', 'text/javascript; charset=utf-8'],
     ['dashboard.css', 'text/css; charset=utf-8'],
   ].map(([file, type]) => [file!, { type: type!, body: readFileSync(new URL(file!, PUBLIC)) }]),
 );
@@ -64,6 +65,7 @@ export function dashboardRouter(deps: GatewayDeps, { feed, views, streams }: Das
   // Served to anyone: without a session it shows the sign-in form and holds no data.
   router.get('/admin/', (_req, res) => send(res, 'index.html'));
   router.get('/admin/dashboard.js', (_req, res) => send(res, 'dashboard.js'));
+  router.get('/admin/charts.js', (_req, res) => send(res, 'charts.js'));
   router.get('/admin/dashboard.css', (_req, res) => send(res, 'dashboard.css'));
 
   // Signs in with the admin token, once: the token goes in the body of this one request, never in a URL

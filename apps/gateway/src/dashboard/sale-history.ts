@@ -97,8 +97,7 @@ export class SaleHistory {
       const at = this.now();
       const traffic = await this.traffic.sample();
       if (traffic) this.process.push(at, { ...Object.fromEntries(Object.entries(traffic.perSecond)), p50Ms: traffic.p50Ms, p99Ms: traffic.p99Ms });
-      const followed = this.options
-        .liveSaleIds()
+      const followed = [...this.options.liveSaleIds()]
         .sort((a, b) => b - a)
         .slice(0, this.options.maxSales);
       await Promise.all(followed.map((saleId) => this.sampleSale(saleId, at).catch((error: unknown) => this.logger.warn({ err: error, saleId }, 'dashboard history: sale not read this step'))));
