@@ -259,10 +259,10 @@ const schema = z
     /** Live streams one gateway process holds open for all sessions, default 32; past it `429 LIVE_STREAM_LIMIT`. */
     DASHBOARD_STREAMS_PER_PROCESS: intFrom(1, 4096).default(32),
     /**
-     * MySQL connections of the dashboard's own pool in each gateway process, default 1: its live views and
+     * MySQL connections of the dashboard's own pool in each gateway process, default 2: its live views and
      * the checks before a stream opens read through it, never through GATEWAY_DB_POOL_SIZE's (the buyers').
      */
-    DASHBOARD_DB_POOL_SIZE: intFrom(1, 16).default(1),
+    DASHBOARD_DB_POOL_SIZE: intFrom(1, 16).default(2),
     /** How often the dashboard's history takes a point of every live sale and of the process, default 1000 ms. */
     DASHBOARD_HISTORY_STEP_MS: intFrom(100, 60_000).default(1000),
     /** How far back the dashboard's charts reach (the history each gateway process keeps), default 900 s (15 minutes). */

@@ -93,8 +93,8 @@ describe('checkConnectionBudget (real MariaDB)', () => {
     const verdict = await checkConnectionBudget(config, 'gateway', logger, { processes: 2 });
     expect(verdict.fits).toBe(false);
     expect(lines).toHaveLength(1);
-    // The gateway's pool and its dashboard's (DASHBOARD_DB_POOL_SIZE, 1 by default).
-    expect(lines[0]).toMatchObject({ level: 50, role: 'gateway', pool: maxConnections + 1, processes: 2, workerHeadroom: 10, demand: 2 * (maxConnections + 1), maxConnections });
+    // The gateway's pool and its dashboard's (DASHBOARD_DB_POOL_SIZE, 2 by default).
+    expect(lines[0]).toMatchObject({ level: 50, role: 'gateway', pool: maxConnections + 2, processes: 2, workerHeadroom: 10, demand: 2 * (maxConnections + 2), maxConnections });
     expect(lines[0]!.problems).toEqual(verdict.problems);
     expect(typeof lines[0]!.connectionsInUse).toBe('number');
   });

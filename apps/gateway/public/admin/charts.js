@@ -39,9 +39,9 @@
 
   /**
    * Draws `lines` of `points` ({ t: [epoch ms], series: { name: [value or null] } }) into the chart
-   * element `figure` (a div holding an svg and a legend). `lines`: [{ key, label, color }]. `unit` labels
-   * the y axis. The svg carries data-points (times held) and each line data-series and data-last, so a
-   * test reads what is drawn.
+   * element `figure` (a figure holding an svg and a legend). `lines`: [{ key, label, color }]. `unit`
+   * labels the y axis. The svg carries data-points (times held) and each line data-series, data-first,
+   * data-last and data-max, so a test reads what is drawn.
    */
   function lineChart(figure, points, lines, unit) {
     const chart = figure.querySelector('svg');
@@ -81,14 +81,18 @@
       const values = (points && points.series[line.key]) || [];
       let path = '';
       let pen = false;
+      let first = null;
       let last = null;
+      let top = null;
       values.forEach((value, i) => {
         if (value === null) return void (pen = false);
         path += `${pen ? 'L' : 'M'}${x(t[i]).toFixed(1)},${y(value).toFixed(1)}`;
         pen = true;
+        if (first === null) first = value;
         last = value;
+        top = top === null ? value : Math.max(top, value);
       });
-      if (path) chart.append(svg('path', { d: path, stroke: line.color, fill: 'none', 'stroke-width': 2, 'data-series': line.key, 'data-last': last }));
+      if (path) chart.append(svg('path', { d: path, stroke: line.color, fill: 'none', 'stroke-width': 2, 'data-series': line.key, 'data-first': first, 'data-last': last, 'data-max': top }));
       const swatch = document.createElement('span');
       swatch.className = 'swatch';
       swatch.style.background = line.color;
