@@ -6,8 +6,8 @@
 (() => {
   const SVG_NS = 'http://www.w3.org/2000/svg';
   const WIDTH = 460;
-  const HEIGHT = 170;
-  const MARGIN = { top: 10, right: 12, bottom: 24, left: 46 };
+  const HEIGHT = 178;
+  const MARGIN = { top: 18, right: 12, bottom: 24, left: 46 };
   /** The shortest time span an axis shows: a chart drawn from its first points still has a time scale. */
   const MIN_SPAN_MS = 10_000;
   const TIME_STEPS = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200].map((s) => s * 1000);
@@ -67,7 +67,7 @@
       axes.append(svg('line', { x1: MARGIN.left, x2: WIDTH - MARGIN.right, y1: y(value), y2: y(value), class: value === 0 ? 'baseline' : 'grid' }));
       axes.append(svg('text', { x: MARGIN.left - 5, y: y(value) + 3, 'text-anchor': 'end', class: 'tick y-tick' }, formatNumber(value)));
     }
-    axes.append(svg('text', { x: 2, y: MARGIN.top - 1, class: 'unit' }, unit));
+    axes.append(svg('text', { x: 2, y: 10, class: 'unit' }, unit));
     const timeStep = TIME_STEPS.find((s) => (end - start) / s <= 6) || TIME_STEPS[TIME_STEPS.length - 1];
     for (let ms = Math.ceil(start / timeStep) * timeStep; ms <= end; ms += timeStep) {
       axes.append(svg('line', { x1: x(ms), x2: x(ms), y1: MARGIN.top + plotHeight, y2: MARGIN.top + plotHeight + 4, class: 'baseline' }));

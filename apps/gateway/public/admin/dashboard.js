@@ -177,9 +177,10 @@ function renderOverview(view) {
 
 function renderSale(view) {
   if (view.error) {
-    $('control-result').textContent = `The view could not be read: ${view.error}`;
+    $('view-error').textContent = `Figures not updated at ${formatTime(Date.now())}: ${view.error}. They are read again every moment.`;
     return;
   }
+  $('view-error').textContent = '';
   const { sale, stats, deadLetters, reconciliation } = view;
   if (sale.id !== shownSale) return;
   $('sale-name').textContent = `#${sale.id} ${sale.name}`;

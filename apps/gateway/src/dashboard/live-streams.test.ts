@@ -126,4 +126,15 @@ describe('the live views', () => {
       await unreachable.$disconnect();
     }
   });
+
+  it('say which store failed, in words, never with the driver\'s message (the page shows it)', async () => {
+    const unreachable = createPrisma('mysql://root@127.0.0.1:1/nowhere', 1);
+    const views = createLiveViews({ config: ctx.config, redis: ctx.redis, prisma: ctx.prisma, dashboardPrisma: unreachable, logger: createLogger('test', 'silent'), jobs: undefined as never }, gateway.gateway.history);
+    try {
+      await expect(views.read('overview')).rejects.toThrow(/^MySQL did not answer in time$/);
+    } finally {
+      await views.close();
+      await unreachable.$disconnect();
+    }
+  });
 });

@@ -1,6 +1,6 @@
 import { AppError, parseSaleId } from '@flashsale/domain';
-import { findSale } from '@flashsale/order-store';
-import { recentDeadLettersByReason, readSaleState, redisNow, redisTargetOf, saleKeys, streamBacklog } from '@flashsale/redis-store';
+import { findSale, isMysqlUnavailable } from '@flashsale/order-store';
+import { isRedisUnavailable, recentDeadLettersByReason, readSaleState, redisNow, redisTargetOf, saleKeys, streamBacklog } from '@flashsale/redis-store';
 import { openQueueCounts, reconcileJobId } from '@flashsale/jobs';
 import type { GatewayDeps } from '../deps.ts';
 import { adminSaleView } from '../controls/admin-sale-view.ts';
@@ -57,11 +57,18 @@ export function createLiveViews(deps: GatewayDeps, history: SaleHistory) {
   }
 
   return {
-    read(topic: string): Promise<unknown> {
-      if (topic === 'overview') return overview();
+    async read(topic: string): Promise<unknown> {
       const saleId = topic.startsWith('sale:') ? parseSaleId(topic.slice(5)) : null;
-      if (saleId === null) throw new AppError('SALE_NOT_FOUND', `no such view: ${topic}`);
-      return sale(saleId);
+      if (topic !== 'overview' && saleId === null) throw new AppError('SALE_NOT_FOUND', `no such view: ${topic}`);
+      try {
+        return await (saleId === null ? overview() : sale(saleId));
+      } catch (error) {
+        // What the page shows of a failed read: which store, in words, never a driver's message (the
+        // LiveFeed logs the whole error).
+        if (isMysqlUnavailable(error)) throw new Error('MySQL did not answer in time', { cause: error });
+        if (isRedisUnavailable(error)) throw new Error('Redis did not answer in time', { cause: error });
+        throw error;
+      }
     },
     /** Whether MySQL holds the sale: asked before a stream of it opens. */
     async saleExists(saleId: number): Promise<boolean> {
