@@ -261,8 +261,8 @@ async function deleteKeys(): Promise<void> {
 }
 
 /**
- * Signs in to the dashboard in headless Chromium, shows the sale, and saves a screenshot once about half
- * the stock is gone: the sale mid-way, its figures live.
+ * Signs in to the dashboard in headless Chromium, shows the sale, and saves a screenshot once about a
+ * third of the stock is gone: the sale mid-way, its charts since the start, its figures live.
  */
 async function screenshotMidSale(baseUrl: string, saleId: number, path: string): Promise<string> {
   const browser = await launchChromium();
@@ -273,11 +273,12 @@ async function screenshotMidSale(baseUrl: string, saleId: number, path: string):
     await page.goto(`${baseUrl}/admin/#sale=${saleId}`);
     // Read from here: the page's Content-Security-Policy refuses script evaluated from a string.
     const deadline = performance.now() + 60_000;
-    while (Number((await page.getAttribute('#remaining-text', 'data-remaining')) ?? STOCK) > STOCK / 2) {
-      if (performance.now() > deadline) throw new Error('the sale did not reach half its stock within 60 s');
+    // A third gone, and the shot at once: the page's figures trail the sale by up to a push, and on a
+    // busy machine the rest sells within seconds.
+    while (Number((await page.getAttribute('#remaining-text', 'data-remaining')) ?? STOCK) > (STOCK * 2) / 3) {
+      if (performance.now() > deadline) throw new Error('the sale did not reach two thirds of its stock within 60 s');
       await sleep(100);
     }
-    await sleep(1500);
     await page.screenshot({ path, fullPage: true });
     return path;
   } finally {

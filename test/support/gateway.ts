@@ -2,6 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createLogger } from '@flashsale/config';
 import { createReconcileJobs } from '@flashsale/jobs';
+import { createPrisma } from '@flashsale/order-store';
 import { createGateway, type Gateway } from '../../apps/gateway/src/gateway.ts';
 import { afterAll, beforeAll } from 'vitest';
 import { createTestContext, type TestContext } from './context.ts';
@@ -25,7 +26,9 @@ export interface TestGatewayOptions {
 export async function startGateway(ctx: TestContext, { now }: TestGatewayOptions = {}): Promise<TestGateway> {
   const logger = createLogger('gateway-test', 'silent');
   const jobs = createReconcileJobs(ctx.config.REDIS_URL, ctx.config.REDIS_PREFIX);
-  const gateway = createGateway({ config: ctx.config, redis: ctx.redis, prisma: ctx.prisma, logger, jobs, now });
+  // The dashboard's pool of its own, as main.ts makes it.
+  const dashboardPrisma = createPrisma(ctx.config.DATABASE_URL, ctx.config.DASHBOARD_DB_POOL_SIZE);
+  const gateway = createGateway({ config: ctx.config, redis: ctx.redis, prisma: ctx.prisma, dashboardPrisma, logger, jobs, now });
   await gateway.start();
   const server: Server = createServer(gateway.listener);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -35,7 +38,7 @@ export async function startGateway(ctx: TestContext, { now }: TestGatewayOptions
     gateway,
     close: () =>
       new Promise<void>((resolve) => {
-        server.close(() => void Promise.all([jobs.close(), gateway.close()]).then(() => resolve()));
+        server.close(() => void Promise.all([jobs.close(), gateway.close()]).then(() => dashboardPrisma.$disconnect()).then(() => resolve()));
         server.closeAllConnections();
       }),
   };

@@ -9,8 +9,7 @@ import { paymentsRouter } from './routes/payments.route.ts';
 import { adminRouter } from './routes/admin.route.ts';
 import { saleControlsRouter } from './routes/sale-controls.route.ts';
 import { adminAuthentication } from './dashboard/admin-auth.ts';
-import { dashboardRouter } from './dashboard/dashboard.route.ts';
-import type { LiveFeed } from './dashboard/live-feed.ts';
+import { dashboardRouter, type DashboardParts } from './dashboard/dashboard.route.ts';
 import { healthRouter } from './routes/health.route.ts';
 import { openApiRouter } from './routes/openapi.route.ts';
 import type { PurchaseHandler } from './purchase/purchase-handler.ts';
@@ -18,10 +17,10 @@ import type { GatewayMetrics } from './metrics.ts';
 
 /**
  * The gateway's Express app, every route of it, around the purchase handler and the dashboard's live
- * feed `createGateway` built (the one construction of the gateway, for `main.ts` and the tests alike; it
+ * parts (feed, views, streams) `createGateway` built (the one construction of the gateway, for `main.ts` and the tests alike; it
  * also puts the front door before this app).
  */
-export function createApp(deps: GatewayDeps, handlePurchase: PurchaseHandler, metrics: GatewayMetrics, liveFeed: LiveFeed): Express {
+export function createApp(deps: GatewayDeps, handlePurchase: PurchaseHandler, metrics: GatewayMetrics, dashboard: DashboardParts): Express {
   const app = express();
   app.disable('x-powered-by');
   app.disable('etag');
@@ -37,7 +36,7 @@ export function createApp(deps: GatewayDeps, handlePurchase: PurchaseHandler, me
   app.use('/api/admin', adminAuthentication(deps));
   app.use(adminRouter(deps));
   app.use(saleControlsRouter(deps));
-  app.use(dashboardRouter(deps, liveFeed));
+  app.use(dashboardRouter(deps, dashboard));
   app.use(healthRouter(deps));
   app.use(openApiRouter());
   app.use(notFound);

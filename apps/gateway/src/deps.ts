@@ -7,7 +7,13 @@ import type { ReconcileJobs } from '@flashsale/jobs';
 export interface GatewayDeps {
   config: Config;
   redis: ScriptedRedis;
+  /** The buyers' MySQL pool (GATEWAY_DB_POOL_SIZE): reservation lookups, sale reads, the admin API. */
   prisma: PrismaClient;
+  /**
+   * The dashboard's own MySQL pool (DASHBOARD_DB_POOL_SIZE): its live views read through it alone, so
+   * however many pages watch, they never wait for, nor hold, a connection a buyer's request needs.
+   */
+  dashboardPrisma: PrismaClient;
   logger: Logger;
   /** The reconcile queue, for the admin endpoint that asks for a reconciliation and waits for it. */
   jobs: ReconcileJobs;

@@ -10,6 +10,9 @@ import { LiveSaleDirectory } from './purchase/live-sale-directory.ts';
 import { listenToSaleEvents, type SaleEventsListener } from './purchase/sale-events-listener.ts';
 import { LiveFeed } from './dashboard/live-feed.ts';
 import { createLiveViews } from './dashboard/live-views.ts';
+import { LiveStreams } from './dashboard/live-streams.ts';
+import { SaleHistory } from './dashboard/sale-history.ts';
+import { TrafficSampler } from './dashboard/traffic-sampler.ts';
 
 export interface Gateway {
   /** The server's request listener: the purchase front door, then the Express app. */
@@ -20,9 +23,13 @@ export interface Gateway {
   metrics: GatewayMetrics;
   /** The dashboard's live views (GET /admin/live), read once per interval for every page watching. */
   liveFeed: LiveFeed;
+  /** The dashboard's history of every live sale and of this process, taken whether or not a page watches. */
+  history: SaleHistory;
+  /** The dashboard's open live streams, capped per session and per process. */
+  liveStreams: LiveStreams;
   /**
    * Starts the background parts: the sale events subscription, made whenever Redis answers, and the
-   * live-sale directory, read from MySQL now and then. Waits for neither store: the gateway may listen
+   * live-sale directory, read from MySQL now and then, and the dashboard's history. Waits for neither store: the gateway may listen
    * before (main.ts does, so a gateway started while Redis or MySQL is away serves /healthz and answers
    * 503 meanwhile); until the subscription is in place the verdict cache caches nothing. The promise
    * resolves once the first subscription is in place and the directory was read once (tests await it).
@@ -67,9 +74,16 @@ export function createGateway(deps: GatewayDeps, metrics: GatewayMetrics = creat
   );
   const liveSales = new LiveSaleDirectory(deps.prisma, deps.logger, config.LIVE_SALES_REFRESH_MS);
   const handlePurchase = createPurchaseHandler(deps, metrics, { verdicts, liveSales });
-  const views = createLiveViews(deps, metrics);
+  const history = new SaleHistory(deps.redis, config.REDIS_PREFIX, new TrafficSampler(metrics), deps.logger, {
+    stepMs: config.DASHBOARD_HISTORY_STEP_MS,
+    windowMs: config.DASHBOARD_HISTORY_SECONDS * 1000,
+    maxSales: config.DASHBOARD_HISTORY_MAX_SALES,
+    liveSaleIds: () => liveSales.liveSaleIds(),
+  });
+  const views = createLiveViews(deps, history);
   const liveFeed = new LiveFeed((topic) => views.read(topic), config.DASHBOARD_INTERVAL_MS, deps.logger);
-  const app = createApp(deps, handlePurchase, metrics, liveFeed);
+  const liveStreams = new LiveStreams(config.DASHBOARD_STREAMS_PER_SESSION, config.DASHBOARD_STREAMS_PER_PROCESS);
+  const app = createApp(deps, handlePurchase, metrics, { feed: liveFeed, views, streams: liveStreams });
   let events: SaleEventsListener | undefined;
   return {
     listener: frontDoor(app, handlePurchase),
@@ -77,12 +91,16 @@ export function createGateway(deps: GatewayDeps, metrics: GatewayMetrics = creat
     liveSales,
     metrics,
     liveFeed,
+    history,
+    liveStreams,
     async start() {
       events = listenToSaleEvents(redisTargetOf(deps.config), deps.config.REDIS_PREFIX, verdicts, deps.logger);
       await Promise.all([events.subscribed, liveSales.start()]);
+      history.start();
     },
     async close() {
       liveSales.stop();
+      history.stop();
       liveFeed.close();
       await Promise.all([events?.close(), views.close()]);
     },

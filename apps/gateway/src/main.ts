@@ -39,8 +39,9 @@ if (config.GATEWAY_WORKERS > 1 && cluster.isPrimary) {
   };
   const redis = createRedis(redisTargetOf(config), { name: 'gateway', commandTimeoutMs: config.REDIS_COMMAND_TIMEOUT_MS, onError: onRedisError });
   const prisma = createPrisma(config.DATABASE_URL, config.GATEWAY_DB_POOL_SIZE, 0, { statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS, idleTimeoutMs: config.DB_POOL_IDLE_TIMEOUT_MS });
+  const dashboardPrisma = createPrisma(config.DATABASE_URL, config.DASHBOARD_DB_POOL_SIZE, 0, { statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS, idleTimeoutMs: config.DB_POOL_IDLE_TIMEOUT_MS });
   const jobs = createReconcileJobs(redisTargetOf(config), config.REDIS_PREFIX);
-  const gateway = createGateway({ config, redis, prisma, logger, jobs }, metrics);
+  const gateway = createGateway({ config, redis, prisma, dashboardPrisma, logger, jobs }, metrics);
   let metricsServer: Server | undefined;
   let metricsPort: number | undefined;
   if (cluster.isWorker) {
@@ -80,6 +81,6 @@ if (config.GATEWAY_WORKERS > 1 && cluster.isPrimary) {
       // the deadline, and nothing is left to finish with Redis (the requests in flight are answered).
       redis.disconnect();
     }
-    await prisma.$disconnect();
+    await Promise.all([prisma.$disconnect(), dashboardPrisma.$disconnect()]);
   });
 }

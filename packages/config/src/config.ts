@@ -248,6 +248,27 @@ const schema = z
     ADMIN_COOKIE_SECURE: z.enum(['0', '1']).optional(),
     /** How often the dashboard's live view of a sale is read and pushed (once for all its viewers), default 1000 ms. */
     DASHBOARD_INTERVAL_MS: intFrom(100, 60_000).default(1000),
+    /**
+     * How long a dashboard session may go unused before it ends, default 1800 s (30 minutes): each
+     * request the page makes for the operator (loading, opening a stream, a control) starts it again; an
+     * open live stream alone does not. Never beyond ADMIN_SESSION_TTL_SECONDS.
+     */
+    ADMIN_SESSION_IDLE_SECONDS: intFrom(60, 604_800).default(1800),
+    /** Live streams (GET /admin/live) one dashboard session may hold open on one gateway process, default 4; past it `429 LIVE_STREAM_LIMIT`. */
+    DASHBOARD_STREAMS_PER_SESSION: intFrom(1, 256).default(4),
+    /** Live streams one gateway process holds open for all sessions, default 32; past it `429 LIVE_STREAM_LIMIT`. */
+    DASHBOARD_STREAMS_PER_PROCESS: intFrom(1, 4096).default(32),
+    /**
+     * MySQL connections of the dashboard's own pool in each gateway process, default 2: its live views and
+     * the checks before a stream opens read through it, never through GATEWAY_DB_POOL_SIZE's (the buyers').
+     */
+    DASHBOARD_DB_POOL_SIZE: intFrom(1, 16).default(2),
+    /** How often the dashboard's history takes a point of every live sale and of the process, default 1000 ms. */
+    DASHBOARD_HISTORY_STEP_MS: intFrom(100, 60_000).default(1000),
+    /** How far back the dashboard's charts reach (the history each gateway process keeps), default 900 s (15 minutes). */
+    DASHBOARD_HISTORY_SECONDS: intFrom(10, 86_400).default(900),
+    /** The most sales the history follows at once (the newest live ones), default 16: its memory is bounded by it. */
+    DASHBOARD_HISTORY_MAX_SALES: intFrom(1, 1000).default(16),
   })
   .superRefine(
     (env, ctx) => {

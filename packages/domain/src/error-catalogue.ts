@@ -26,6 +26,7 @@ export const ERRORS = {
   INTERNAL_ERROR: { status: 500, title: 'Internal error' },
   SALE_PAUSED: { status: 503, title: 'The sale is paused, retry shortly' },
   SERVICE_UNAVAILABLE: { status: 503, title: 'A backing service is unavailable' },
+  LIVE_STREAM_LIMIT: { status: 429, title: 'Too many dashboard live streams are open' },
 } as const satisfies Record<string, { status: number; title: string }>;
 
 export type ErrorCode = keyof typeof ERRORS;

@@ -56,10 +56,10 @@ describe('judgeConnectionBudget', () => {
 });
 
 describe('connectionBudgetOf', () => {
-  it("takes each role's pool size, and a worker's pool as the room the others leave", () => {
-    const config = loadConfig({ GATEWAY_DB_POOL_SIZE: '3', WORKER_DB_POOL_SIZE: '12', RECONCILER_DB_POOL_SIZE: '5' });
+  it("takes each role's pool size (a gateway's with its dashboard pool), and a worker's pool as the room the others leave", () => {
+    const config = loadConfig({ GATEWAY_DB_POOL_SIZE: '3', DASHBOARD_DB_POOL_SIZE: '2', WORKER_DB_POOL_SIZE: '12', RECONCILER_DB_POOL_SIZE: '5' });
     expect([connectionBudgetOf(config, 'gateway', 8), connectionBudgetOf(config, 'worker'), connectionBudgetOf(config, 'reconciler')]).toEqual([
-      { role: 'gateway', pool: 3, processes: 8, workerHeadroom: 12 },
+      { role: 'gateway', pool: 5, processes: 8, workerHeadroom: 12 },
       { role: 'worker', pool: 12, processes: 1, workerHeadroom: 0 },
       { role: 'reconciler', pool: 5, processes: 1, workerHeadroom: 12 },
     ]);
@@ -93,7 +93,8 @@ describe('checkConnectionBudget (real MariaDB)', () => {
     const verdict = await checkConnectionBudget(config, 'gateway', logger, { processes: 2 });
     expect(verdict.fits).toBe(false);
     expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatchObject({ level: 50, role: 'gateway', pool: maxConnections, processes: 2, workerHeadroom: 10, demand: 2 * maxConnections, maxConnections });
+    // The gateway's pool and its dashboard's (DASHBOARD_DB_POOL_SIZE, 2 by default).
+    expect(lines[0]).toMatchObject({ level: 50, role: 'gateway', pool: maxConnections + 2, processes: 2, workerHeadroom: 10, demand: 2 * (maxConnections + 2), maxConnections });
     expect(lines[0]!.problems).toEqual(verdict.problems);
     expect(typeof lines[0]!.connectionsInUse).toBe('number');
   });

@@ -55,9 +55,12 @@ export function judgeConnectionBudget(budget: ConnectionBudget, server: ServerCo
   return { fits: problems.length === 0, demand, problems };
 }
 
-/** The budget of a role under `config`: its pool size, and room for a worker unless it is one. */
+/**
+ * The budget of a role under `config`: its pool size (a gateway's two: the buyers' and the dashboard's),
+ * and room for a worker unless it is one.
+ */
 export function connectionBudgetOf(config: Config, role: ProcessRole, processes = 1): ConnectionBudget {
-  const pool = { gateway: config.GATEWAY_DB_POOL_SIZE, worker: config.WORKER_DB_POOL_SIZE, reconciler: config.RECONCILER_DB_POOL_SIZE }[role];
+  const pool = { gateway: config.GATEWAY_DB_POOL_SIZE + config.DASHBOARD_DB_POOL_SIZE, worker: config.WORKER_DB_POOL_SIZE, reconciler: config.RECONCILER_DB_POOL_SIZE }[role];
   return { role, pool, processes, workerHeadroom: role === 'worker' ? 0 : config.WORKER_DB_POOL_SIZE };
 }
 

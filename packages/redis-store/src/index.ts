@@ -1,5 +1,5 @@
 export { saleKeys, salesIndexKey, ORDER_WRITERS_GROUP, type SaleKeys } from './keys.ts';
-export { createAdminSession, readAdminSession, deleteAdminSession, type AdminSession } from './admin-session.ts';
+export { createAdminSession, readAdminSession, deleteAdminSession, type AdminSession, type AdminSessionLifetime } from './admin-session.ts';
 export { withScripts, type ScriptedRedis, type ScriptCommands } from './scripts.ts';
 export { createRedis, isRedisUnavailable, type RedisClientOptions } from './redis-client.ts';
 export { reservePurchase, toReserveOutcome, type ReserveOutcome, type PurchaseRequest } from './reserve-purchase.ts';
@@ -20,7 +20,7 @@ export {
   type DecodedEntry,
   type ReadRound,
 } from './reservation-stream.ts';
-export { streamBacklog, type StreamBacklog } from './stream-backlog.ts';
+export { streamBacklog, orderWritersProgress, type StreamBacklog, type OrderWritersProgress } from './stream-backlog.ts';
 export { isDrained, waitForDrain } from './stream-drain.ts';
 export { deadLetter, findDeadLetter, readDeadLettered, recentDeadLettersByReason, type DeadLetteredReservation } from './dead-letters.ts';
 export { readRedisLedger, type RedisLedger } from './redis-ledger.ts';

@@ -9,7 +9,49 @@ const $ = (id) => document.getElementById(id);
 let csrfToken = null;
 let stream = null;
 let shownSale = null;
-let remainingHistory = [];
+// The history the stream opened with, extended by every push: { stepMs, windowMs, sale, process }, each
+// series set { t: [epoch ms], series: { name: [value or null] } } (sale-history.ts on the gateway).
+let history = null;
+
+// The charts of a sale, in order. `lines` name series of the sale's history (sale-history.ts). A chart
+// marked `optional` is drawn only for a sale whose history holds one of its series: the extension point
+// for what a sale gains, e.g. a queued sale's admission (the gateway adds waiting, admitted and frontier
+// through SaleHistory's extraSeries; one entry here draws them).
+const SALE_CHARTS = [
+  { id: 'chart-remaining', title: 'Remaining and stock', unit: 'units', lines: [{ key: 'remaining', label: 'remaining', color: '#3d7bfd' }, { key: 'stock', label: 'stock', color: '#9aa4b8' }] },
+  { id: 'chart-accepted', title: 'Units accepted per second', note: 'every gateway', unit: 'units/s', lines: [{ key: 'acceptedPerSecond', label: 'accepted', color: '#2e9e5b' }] },
+  { id: 'chart-backlog', title: "Entries in flight and workers' lag", unit: 'entries', lines: [{ key: 'inFlight', label: 'in flight', color: '#e67e22' }, { key: 'lag', label: 'lag (not yet delivered)', color: '#c0392b' }] },
+  { id: 'chart-written', title: 'Orders written per second', note: 'every worker', unit: 'orders/s', lines: [{ key: 'writtenPerSecond', label: 'written', color: '#8e44ad' }] },
+];
+
+// Refusal reasons as an operator says them; a code not listed is shown in lower case.
+const REASONS = {
+  SOLD_OUT: ['sold out', '#c0392b'],
+  ALREADY_PURCHASED: ['duplicate', '#e67e22'],
+  RATE_LIMITED: ['rate limited', '#8e44ad'],
+  NOT_ADMITTED: ['not admitted', '#16a085'],
+  SALE_PAUSED: ['paused', '#d4ac0d'],
+  SALE_ENDED: ['ended', '#7f8c8d'],
+  SALE_NOT_STARTED: ['not started', '#5d6d7e'],
+  INSUFFICIENT_STOCK: ['too few left', '#a04000'],
+};
+const reasonLabel = (code) => (REASONS[code] ? REASONS[code][0] : code.toLowerCase().replaceAll('_', ' '));
+const OTHER_COLORS = ['#34495e', '#b03a2e', '#1f618d', '#117864', '#7d3c98'];
+
+const PROCESS_CHARTS = [
+  {
+    id: 'chart-refusals',
+    title: 'Refusals per second by reason',
+    note: 'this gateway process',
+    unit: 'refusals/s',
+    lines: (points) =>
+      Object.keys(points ? points.series : {})
+        .filter((name) => name !== 'reserved' && !name.endsWith('Ms'))
+        .sort()
+        .map((code, i) => ({ key: code, label: reasonLabel(code), color: REASONS[code] ? REASONS[code][1] : OTHER_COLORS[i % OTHER_COLORS.length] })),
+  },
+  { id: 'chart-latency', title: 'Purchase latency', note: 'this gateway process, every outcome', unit: 'ms', lines: [{ key: 'p50Ms', label: 'p50', color: '#3d7bfd' }, { key: 'p99Ms', label: 'p99', color: '#c0392b' }] },
+];
 
 function el(tag, text, className) {
   const node = document.createElement(tag);
@@ -17,6 +59,8 @@ function el(tag, text, className) {
   if (className) node.className = className;
   return node;
 }
+
+const statusInWords = (status) => status.replaceAll('_', ' ');
 
 function selectedSaleId() {
   const match = /^#sale=([1-9][0-9]{0,9})$/.exec(location.hash);
@@ -63,16 +107,22 @@ function openStream() {
   closeStream();
   const saleId = selectedSaleId();
   shownSale = saleId;
-  remainingHistory = [];
+  history = null;
   $('sale-view').hidden = saleId === null;
   stream = new EventSource(saleId === null ? '/admin/live' : `/admin/live?sale=${saleId}`);
   stream.addEventListener('open', () => ($('connection').textContent = 'live'));
+  stream.addEventListener('history', (event) => {
+    history = JSON.parse(event.data);
+    drawCharts();
+  });
   stream.addEventListener('overview', (event) => renderOverview(JSON.parse(event.data)));
   stream.addEventListener('sale', (event) => renderSale(JSON.parse(event.data)));
   stream.addEventListener('error', () => {
     $('connection').textContent = 'reconnecting…';
     if (stream && stream.readyState === EventSource.CLOSED) {
       closeStream();
+      // Refused: the session ended (the check shows the sign-in), or too many streams are open (the check
+      // finds the session open, and the page tries again a little later).
       setTimeout(() => void checkSession('Your session has ended: sign in again.'), 1000);
     }
   });
@@ -89,16 +139,6 @@ function figures(list, entries) {
   list.replaceChildren(...nodes);
 }
 
-// The ledger as the stats endpoint answers it, whatever members it has: nested objects flattened.
-function flatten(value, prefix, into) {
-  for (const [key, member] of Object.entries(value)) {
-    const name = prefix ? `${prefix}.${key}` : key;
-    if (member !== null && typeof member === 'object' && !Array.isArray(member)) flatten(member, name, into);
-    else into.push([name, Array.isArray(member) ? JSON.stringify(member) : member]);
-  }
-  return into;
-}
-
 function renderOverview(view) {
   if (view.error) {
     $('connection').textContent = `stale: ${view.error}`;
@@ -110,7 +150,7 @@ function renderOverview(view) {
     row.dataset.saleId = String(sale.id);
     if (sale.id === shownSale) row.className = 'selected';
     const status = el('td');
-    status.append(el('span', sale.status, `badge ${sale.status}`));
+    status.append(el('span', statusInWords(sale.status), `badge ${sale.status}`));
     row.append(el('td', sale.id), el('td', sale.name), status, el('td', `${sale.remaining} / ${sale.stock}`), el('td', new Date(sale.endsAt).toLocaleString()));
     row.addEventListener('click', () => (location.hash = `sale=${sale.id}`));
     return row;
@@ -123,64 +163,181 @@ function renderOverview(view) {
   });
   $('queues').tBodies[0].replaceChildren(...queues);
   const purchases = view.purchases;
-  const outcomes = purchases ? Object.entries(purchases.perSecond).map(([outcome, rate]) => [`${outcome} /s`, rate]) : [];
+  const rates = purchases ? Object.entries(purchases).filter(([name]) => !name.endsWith('Ms')) : [];
   figures($('purchases'), [
-    ...(outcomes.length ? outcomes : [['purchases /s', purchases ? 0 : null]]),
-    ['latency p50 (ms)', purchases && purchases.p50Ms],
-    ['latency p99 (ms)', purchases && purchases.p99Ms],
+    ['accepted /s', purchases ? (purchases.reserved ?? 0) : null],
+    ['refused /s', purchases ? rates.filter(([name]) => name !== 'reserved').reduce((sum, [, rate]) => sum + (rate ?? 0), 0) : null],
+    ['latency p50 / p99', purchases && purchases.p50Ms !== null && purchases.p50Ms !== undefined ? `${purchases.p50Ms} ms / ${purchases.p99Ms} ms` : null],
   ]);
+  if (history) {
+    appendPoints(history, 'process', view.processHistory);
+    drawCharts();
+  }
 }
 
 function renderSale(view) {
   if (view.error) {
-    $('control-result').textContent = `The view could not be read: ${view.error}`;
+    $('view-error').textContent = `Figures not updated at ${formatTime(Date.now())}: ${view.error}. They are read again every moment.`;
     return;
   }
-  const { sale, stats, backlog, deadLetters, reconciliation } = view;
+  $('view-error').textContent = '';
+  const { sale, stats, deadLetters, reconciliation } = view;
   if (sale.id !== shownSale) return;
   $('sale-name').textContent = `#${sale.id} ${sale.name}`;
-  $('sale-status').textContent = sale.status + (sale.pausedByOperatorAt ? ' (operator)' : sale.reconciling ? ' (reconciling)' : '');
+  $('sale-status').textContent = statusInWords(sale.status) + (sale.pausedByOperatorAt ? ' (operator)' : sale.reconciling ? ' (reconciling)' : '');
   $('sale-status').className = `badge ${sale.status}`;
   $('sale-terms').textContent = `${new Date(sale.startsAt).toLocaleString()} → ${new Date(sale.endsAt).toLocaleString()} · up to ${sale.perUserLimit} per buyer`;
   $('remaining-text').textContent = `${sale.remaining} of ${sale.stock} left`;
   $('remaining-text').dataset.remaining = String(sale.remaining);
   $('remaining-bar').style.width = `${sale.stock > 0 ? Math.max(0, (100 * sale.remaining) / sale.stock) : 0}%`;
-  remainingHistory.push(sale.remaining);
-  if (remainingHistory.length > 120) remainingHistory.shift();
-  drawChart(sale.stock);
+  if (history) {
+    appendPoints(history, 'sale', view.history);
+    drawCharts();
+  }
+  renderLedger(stats);
+  const reasons = Object.entries(deadLetters.byReason).map(([reason, count]) => [`dead letters: ${reason.toLowerCase().replaceAll('_', ' ')}`, count]);
   figures($('sale-figures'), [
-    ['units accepted /s (every gateway)', view.unitsAcceptedPerSecond],
-    ['entries in flight', backlog.lag + backlog.pending],
-    ['drain lag (not yet delivered)', backlog.lag],
-    ['pending (delivered, not written)', backlog.pending],
-    ['reconciliation', reconciliation ? `${reconciliation.state} (${reconciliation.reason})${reconciliation.finishedAt ? ` · ${new Date(reconciliation.finishedAt).toLocaleTimeString()}` : ''}` : 'none'],
-    ['audit drift', stats.audit ? stats.audit.drift : 'not audited yet'],
-    ['lost reservations', stats.lost ? stats.lost.reservations : null],
+    ['reconciliation', reconciliation ? `${reconciliation.state} (${reconciliation.reason})${reconciliation.finishedAt ? `, finished ${formatTime(reconciliation.finishedAt)}` : ''}` : 'none asked'],
+    ...(reasons.length ? reasons : [['dead letters (last 1,000)', 'none']]),
   ]);
-  figures($('stats'), flatten(stats, '', []));
-  const reasons = Object.entries(deadLetters.byReason);
-  figures($('dead-letters'), reasons.length ? reasons : [['none', 0]]);
   $('pause').disabled = sale.pausedByOperatorAt !== null || sale.status === 'ended';
   $('resume').disabled = sale.pausedByOperatorAt === null;
   $('close').disabled = sale.status === 'ended';
   $('add-stock').disabled = sale.status === 'ended';
 }
 
-function drawChart(stock) {
-  const canvas = $('remaining-chart');
-  const context = canvas.getContext('2d');
-  context.clearRect(0, 0, canvas.width, canvas.height);
-  if (remainingHistory.length < 2 || stock <= 0) return;
-  context.strokeStyle = '#3d7bfd';
-  context.lineWidth = 2;
-  context.beginPath();
-  remainingHistory.forEach((remaining, i) => {
-    const x = (i / 119) * canvas.width;
-    const y = canvas.height - 4 - (Math.max(0, remaining) / stock) * (canvas.height - 8);
-    if (i === 0) context.moveTo(x, y);
-    else context.lineTo(x, y);
+// Adds pushed points newer than those held, and lets go of those older than the window.
+function appendPoints(into, which, pushed) {
+  if (!pushed || !pushed.t.length) return;
+  if (!into[which]) into[which] = { t: [], series: {} };
+  const held = into[which];
+  const last = held.t.length ? held.t[held.t.length - 1] : -Infinity;
+  pushed.t.forEach((t, i) => {
+    if (t <= last) return;
+    for (const name of Object.keys(pushed.series)) if (!held.series[name]) held.series[name] = held.t.map(() => null);
+    held.t.push(t);
+    for (const [name, values] of Object.entries(held.series)) values.push(pushed.series[name] ? pushed.series[name][i] : null);
   });
-  context.stroke();
+  const from = held.t[held.t.length - 1] - into.windowMs;
+  const drop = held.t.findIndex((t) => t >= from);
+  if (drop > 0) {
+    held.t.splice(0, drop);
+    for (const values of Object.values(held.series)) values.splice(0, drop);
+  }
+}
+
+// A chart's figure in `container`, made the first time it is drawn.
+function chartFigure(container, chart) {
+  let figure = document.getElementById(chart.id);
+  if (figure) return figure;
+  figure = el('figure', undefined, 'chart');
+  figure.id = chart.id;
+  const caption = el('figcaption', chart.title);
+  if (chart.note) caption.append(' ', el('span', `· ${chart.note}`, 'muted'));
+  const drawing = document.createElementNS('http://www.w3.org/2000/svg', 'svg');
+  drawing.setAttribute('role', 'img');
+  drawing.setAttribute('aria-label', chart.title);
+  figure.append(caption, drawing, el('div', undefined, 'legend'));
+  container.append(figure);
+  return figure;
+}
+
+function drawCharts() {
+  if (!history) return;
+  const { lineChart } = window.FlashsaleCharts;
+  for (const chart of PROCESS_CHARTS) {
+    const lines = typeof chart.lines === 'function' ? chart.lines(history.process) : chart.lines;
+    lineChart(chartFigure($('process-charts'), chart), history.process, lines, chart.unit);
+  }
+  if (shownSale === null) return;
+  const held = history.sale ? history.sale.series : {};
+  for (const chart of SALE_CHARTS) {
+    if (chart.optional && !chart.lines.some((line) => line.key in held)) continue;
+    lineChart(chartFigure($('sale-charts'), chart), history.sale, chart.lines, chart.unit);
+  }
+  const minutes = Math.round(history.windowMs / 60_000);
+  $('history-note').textContent = history.sale && history.sale.t.length
+    ? `Charts since ${formatTime(history.sale.t[0])} (a point every ${history.stepMs / 1000} s, kept ${minutes} min by the gateway process serving this page).`
+    : `No history of this sale yet: the gateway keeps the last ${minutes} min of each live sale.`;
+}
+
+function formatTime(value) {
+  return new Date(value).toLocaleTimeString([], { hour12: false });
+}
+
+function ago(iso) {
+  const seconds = Math.max(0, Math.round((Date.now() - new Date(iso).getTime()) / 1000));
+  if (seconds < 90) return `${seconds} s ago`;
+  if (seconds < 5400) return `${Math.round(seconds / 60)} min ago`;
+  return `${Math.round(seconds / 3600)} h ago`;
+}
+
+const count = (n) => (n === null || n === undefined ? '–' : Number(n).toLocaleString());
+// Amounts are in cents of the payment provider's currency.
+const money = (cents) => (cents / 100).toLocaleString(undefined, { minimumFractionDigits: 2, maximumFractionDigits: 2 });
+
+// The ledger as a person reads it: what each row is in words, orders and units side by side. Each cell
+// names the member of GET .../stats it shows (data-field) and holds its raw value (data-value).
+function renderLedger(stats) {
+  const cell = (field, value, text) => {
+    const td = el('td', text === undefined ? count(value) : text, 'number');
+    if (field) {
+      td.dataset.field = field;
+      td.dataset.value = value === null || value === undefined ? '' : String(value);
+    }
+    return td;
+  };
+  const row = (label, orders, units, hint) => {
+    const tr = el('tr');
+    const th = el('th', label);
+    if (hint) th.append(el('span', ` ${hint}`, 'muted'));
+    tr.append(th, orders || el('td'), units || el('td'));
+    return tr;
+  };
+  const status = (name, label, hint) => row(label, cell(`ordersByStatus.${name}.orders`, stats.ordersByStatus[name].orders), cell(`ordersByStatus.${name}.units`, stats.ordersByStatus[name].units), hint);
+  const audit = stats.audit;
+  const rows = [
+    row('Stock', null, cell('stock', stats.stock)),
+    row('Remaining', null, cell('remaining', stats.remaining, stats.remaining === null ? 'no state in Redis' : undefined), 'in Redis, still for sale'),
+    row('In flight', null, cell('inFlight', stats.inFlight), 'accepted, not yet written'),
+    row('Live orders', cell('ordersInDb', stats.ordersInDb), cell('unitsInDb', stats.unitsInDb), 'awaiting payment + paid'),
+    status('created', 'Awaiting payment'),
+    status('paid', 'Paid'),
+    status('cancelled', 'Cancelled'),
+    status('expired', 'Expired', 'not paid in time'),
+    row('Returned to sale', null, cell('unitsReturned', stats.unitsReturned), 'from cancelled and expired orders'),
+    row('On their way back', null, cell('unitsAwaitingReturn', stats.unitsAwaitingReturn), 'to be returned'),
+    row('Refunds due', cell('refundsDue.count', stats.refundsDue.count), cell('refundsDue.amountCents', stats.refundsDue.amountCents, money(stats.refundsDue.amountCents)), 'payments · amount'),
+    row('Dead letters', cell('deadLettered', stats.deadLettered), null, 'entries set aside'),
+    row('Lost with Redis data', cell('lost.reservations', stats.lost.reservations), cell('lost.units', stats.lost.units), 'reservations · units'),
+    row('Last audit', cell('audit.drift', audit ? audit.drift : null, audit ? `drift ${audit.drift}` : 'not audited yet'), cell('audit.checkedAt', audit ? audit.checkedAt : null, audit ? ago(audit.checkedAt) : '–')),
+  ];
+  $('ledger').tBodies[0].replaceChildren(...rows);
+  renderVerdict(stats);
+}
+
+// One line: the ledger balances, or what does not.
+function renderVerdict(stats) {
+  const verdict = $('verdict');
+  const problems = [];
+  if (stats.remaining === null) problems.push('Redis holds no state for this sale');
+  else if (!stats.consistent) {
+    const counted = stats.remaining + stats.unitsInDb + stats.unitsAwaitingReturn;
+    problems.push(
+      stats.unitsInDb > stats.stock
+        ? `${count(stats.unitsInDb)} units in live orders, more than the stock of ${count(stats.stock)}`
+        : `remaining ${count(stats.remaining)} + live orders ${count(stats.unitsInDb)} + on their way back ${count(stats.unitsAwaitingReturn)} = ${count(counted)} units, stock ${count(stats.stock)} (${stats.inFlight} in flight)`,
+    );
+  }
+  if (stats.audit && stats.audit.drift !== 0) problems.push(`the last audit found a drift of ${stats.audit.drift} units`);
+  const balanced = problems.length === 0;
+  verdict.className = `verdict ${balanced ? 'ok' : 'bad'}`;
+  verdict.dataset.balanced = String(balanced);
+  verdict.textContent = balanced
+    ? stats.inFlight === 0
+      ? 'Ledger balanced: remaining + units in live orders + units on their way back = stock.'
+      : `Ledger balanced so far: nothing oversold, ${count(stats.inFlight)} entries in flight.`
+    : `Ledger does not balance: ${problems.join('; ')}.`;
 }
 
 async function control(path, body) {

@@ -51,11 +51,14 @@ function originHost(origin: string): string | undefined {
   }
 }
 
-/** The open session of a request's cookie, or null. */
+/**
+ * The open session of a request's cookie, or null. A request the page makes for the operator: it counts
+ * as use, and the session's idle limit (ADMIN_SESSION_IDLE_SECONDS) starts again.
+ */
 export async function sessionOf(deps: GatewayDeps, req: Request): Promise<{ id: string; session: AdminSession } | null> {
   const id = sessionIdOf(req.headers);
   if (id === undefined) return null;
-  const session = await readAdminSession(deps.redis, deps.config.REDIS_PREFIX, id, deps.config.ADMIN_TOKEN);
+  const session = await readAdminSession(deps.redis, deps.config.REDIS_PREFIX, id, deps.config.ADMIN_TOKEN, { idleMs: deps.config.ADMIN_SESSION_IDLE_SECONDS * 1000 });
   return session && { id, session };
 }
 

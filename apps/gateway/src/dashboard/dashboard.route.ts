@@ -2,20 +2,30 @@ import { readFileSync } from 'node:fs';
 import express, { Router, type Response } from 'express';
 import { z } from 'zod';
 import { AppError, parseSaleId } from '@flashsale/domain';
-import { createAdminSession, deleteAdminSession } from '@flashsale/redis-store';
+import { createAdminSession, deleteAdminSession, readAdminSession } from '@flashsale/redis-store';
 import type { GatewayDeps } from '../deps.ts';
 import { createAdminCheck } from '../auth.ts';
 import { liftRequestDeadline } from '../deadline.ts';
 import { parseOrThrow, requireJsonBodyOf } from '../validation.ts';
 import { SESSION_COOKIE, checkSameOriginChange, sessionOf } from './admin-auth.ts';
 import type { LiveFeed } from './live-feed.ts';
+import type { LiveViews } from './live-views.ts';
+import type { LiveStreams } from './live-streams.ts';
 
-/** The page and its two assets: plain files, no build step, read once at start. */
+/** The dashboard's live parts, built once per process by createGateway. */
+export interface DashboardParts {
+  feed: LiveFeed;
+  views: LiveViews;
+  streams: LiveStreams;
+}
+
+/** The page and its assets: plain files, no build step, read once at start. */
 const PUBLIC = new URL('../../public/admin/', import.meta.url);
 const ASSETS: Record<string, { type: string; body: Buffer }> = Object.fromEntries(
   [
     ['index.html', 'text/html; charset=utf-8'],
     ['dashboard.js', 'text/javascript; charset=utf-8'],
+    ['charts.js', 'text/javascript; charset=utf-8'],
     ['dashboard.css', 'text/css; charset=utf-8'],
   ].map(([file, type]) => [file!, { type: type!, body: readFileSync(new URL(file!, PUBLIC)) }]),
 );
@@ -37,12 +47,12 @@ const signIn = z.strictObject({ token: z.string().min(1).max(4096) });
  * The operator's dashboard at /admin/ (the page, its session, its live stream). The controls it sends go
  * to /api/admin/*, with the session cookie and its CSRF token (admin-auth.ts).
  */
-export function dashboardRouter(deps: GatewayDeps, feed: LiveFeed): Router {
+export function dashboardRouter(deps: GatewayDeps, { feed, views, streams }: DashboardParts): Router {
   const { config, redis } = deps;
   // Strict: /admin and /admin/ are two paths here (the first redirects to the second).
   const router = Router({ strict: true });
   const checkAdmin = createAdminCheck(config.ADMIN_TOKEN);
-  const ttlMs = config.ADMIN_SESSION_TTL_SECONDS * 1000;
+  const lifetime = { ttlMs: config.ADMIN_SESSION_TTL_SECONDS * 1000, idleMs: config.ADMIN_SESSION_IDLE_SECONDS * 1000 };
   const secure = (config.ADMIN_COOKIE_SECURE ?? (config.NODE_ENV === 'production' ? '1' : '0')) === '1';
   const cookie = (value: string, maxAgeSeconds: number) =>
     `${SESSION_COOKIE}=${value}; Path=/; HttpOnly; SameSite=Strict; Max-Age=${maxAgeSeconds}${secure ? '; Secure' : ''}`;
@@ -55,6 +65,7 @@ export function dashboardRouter(deps: GatewayDeps, feed: LiveFeed): Router {
   // Served to anyone: without a session it shows the sign-in form and holds no data.
   router.get('/admin/', (_req, res) => send(res, 'index.html'));
   router.get('/admin/dashboard.js', (_req, res) => send(res, 'dashboard.js'));
+  router.get('/admin/charts.js', (_req, res) => send(res, 'charts.js'));
   router.get('/admin/dashboard.css', (_req, res) => send(res, 'dashboard.css'));
 
   // Signs in with the admin token, once: the token goes in the body of this one request, never in a URL
@@ -71,7 +82,7 @@ export function dashboardRouter(deps: GatewayDeps, feed: LiveFeed): Router {
     async (req, res) => {
       const { token } = parseOrThrow(signIn, req.body ?? {});
       checkAdmin(`Bearer ${token}`);
-      const { id, session } = await createAdminSession(redis, config.REDIS_PREFIX, config.ADMIN_TOKEN, ttlMs);
+      const { id, session } = await createAdminSession(redis, config.REDIS_PREFIX, config.ADMIN_TOKEN, lifetime);
       deps.logger.info({ audit: 'dashboard_sign_in', address: req.socket.remoteAddress }, 'dashboard: signed in');
       res.set({ 'Set-Cookie': cookie(id, config.ADMIN_SESSION_TTL_SECONDS), 'Cache-Control': 'no-store' }).json({ csrfToken: session.csrfToken, expiresAt: new Date(session.expiresAt).toISOString() });
     },
@@ -88,30 +99,55 @@ export function dashboardRouter(deps: GatewayDeps, feed: LiveFeed): Router {
     if (open) {
       checkSameOriginChange(req, open.session);
       await deleteAdminSession(redis, config.REDIS_PREFIX, open.id);
+      // Its streams on this process end now; on other processes, at their next event (the check below).
+      streams.endSession(open.id);
       deps.logger.info({ audit: 'dashboard_sign_out' }, 'dashboard: signed out');
     }
     res.set('Set-Cookie', cookie('', 0)).status(204).end();
   });
 
-  // One stream per page: the overview, and the sale the page shows (?sale=<id>). It ends when the
-  // session does, so the page's reconnect meets the sign-in; EventSource reconnects a dropped one by
-  // itself after `retry`.
+  // One stream per page: the overview, and the sale the page shows (?sale=<id>). Opening one is the
+  // operator's doing (it counts as use of the session); what it pushes afterwards is not. Refused before
+  // anything is read for it past the caps (LiveStreams), and for a sale MySQL does not hold (through the
+  // dashboard's own pool). Every event is sent only once the session is found still open (signed out,
+  // expired or idle too long, the stream ends), and it ends when the session's time is up anyway, so the
+  // page's reconnect meets the sign-in. EventSource reconnects a dropped one by itself after `retry`.
   router.get('/admin/live', async (req, res) => {
     const open = await sessionOf(deps, req);
     if (!open) throw new AppError('UNAUTHORIZED', 'not signed in');
     const rawSale = typeof req.query.sale === 'string' ? req.query.sale : undefined;
     const saleId = rawSale === undefined ? null : parseSaleId(rawSale);
     if (rawSale !== undefined && saleId === null) throw new AppError('SALE_NOT_FOUND', `no sale has the id ${rawSale}`);
+    const slot = streams.take(open.id, () => res.end());
+    const stops: (() => void)[] = [];
+    let expiry: NodeJS.Timeout | undefined;
+    let closed = false;
+    res.once('close', () => {
+      closed = true;
+      clearTimeout(expiry);
+      for (const stop of stops) stop();
+      slot.release();
+    });
+    if (saleId !== null && !(await views.saleExists(saleId))) throw new AppError('SALE_NOT_FOUND', `no sale has the id ${saleId}`);
+    if (closed || res.writableEnded) return;
     liftRequestDeadline(res);
     res.writeHead(200, { 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-store', 'X-Accel-Buffering': 'no' });
     res.write('retry: 2000\n\n');
-    const listener = (topic: string, data: string) => res.write(`event: ${topic === 'overview' ? 'overview' : 'sale'}\ndata: ${data}\n\n`);
-    const stops = [feed.subscribe('overview', listener), ...(saleId === null ? [] : [feed.subscribe(`sale:${saleId}`, listener)])];
-    const expiry = setTimeout(() => res.end(), Math.max(0, open.session.expiresAt - Date.now()));
-    res.once('close', () => {
-      clearTimeout(expiry);
-      for (const stop of stops) stop();
-    });
+    res.write(`event: history\ndata: ${JSON.stringify(views.snapshot(saleId))}\n\n`);
+    // Checks and writes one after the other, so events leave in the order the feed gave them.
+    let sending = Promise.resolve();
+    const listener = (topic: string, data: string) => {
+      sending = sending.then(async () => {
+        const session = await readAdminSession(redis, config.REDIS_PREFIX, open.id, config.ADMIN_TOKEN).catch(() => undefined);
+        if (closed) return;
+        if (session === null) return void res.end();
+        // Redis did not answer: the session cannot be vouched for, so this event is not sent.
+        if (session !== undefined) res.write(`event: ${topic === 'overview' ? 'overview' : 'sale'}\ndata: ${data}\n\n`);
+      });
+    };
+    stops.push(feed.subscribe('overview', listener));
+    if (saleId !== null) stops.push(feed.subscribe(`sale:${saleId}`, listener));
+    expiry = setTimeout(() => res.end(), Math.max(0, open.session.expiresAt - Date.now()));
   });
   return router;
 }

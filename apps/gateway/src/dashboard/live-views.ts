@@ -1,34 +1,34 @@
 import { AppError, parseSaleId } from '@flashsale/domain';
-import { findSale } from '@flashsale/order-store';
-import { recentDeadLettersByReason, readSaleState, redisNow, redisTargetOf, saleKeys, streamBacklog } from '@flashsale/redis-store';
+import { findSale, isMysqlUnavailable } from '@flashsale/order-store';
+import { isRedisUnavailable, recentDeadLettersByReason, readSaleState, redisNow, redisTargetOf, saleKeys, streamBacklog } from '@flashsale/redis-store';
 import { openQueueCounts, reconcileJobId } from '@flashsale/jobs';
 import type { GatewayDeps } from '../deps.ts';
-import type { GatewayMetrics } from '../metrics.ts';
 import { adminSaleView } from '../controls/admin-sale-view.ts';
 import { listAdminSales } from '../controls/sale-list.ts';
 import { readSaleStats } from '../routes/sale-stats.ts';
-import { TrafficSampler } from './traffic-sampler.ts';
+import type { SaleHistory } from './sale-history.ts';
 
 /**
  * What the dashboard's topics hold, read from the stores each time (LiveFeed calls it once per interval
- * per topic, for every page watching):
+ * per topic, for every page watching). Every MySQL read goes through the dashboard's own pool
+ * (`dashboardPrisma`, DASHBOARD_DB_POOL_SIZE), never the buyers' (GATEWAY_DB_POOL_SIZE):
  * - `overview`: the newest sales with their live state, the BullMQ queues' counts (the queue view), this
- *   process's purchases per second by outcome and latency;
- * - `sale:<id>`: the sale, its ledger as GET .../stats answers it (passed on whole: members added there
- *   show on the page), the stream's backlog (lag: not yet delivered; pending: delivered, not written),
- *   units accepted per second (from Redis: every gateway's), the last dead letters by reason, and its
- *   reconciliation job.
+ *   process's purchases per second by outcome and latency (the history's newest point);
+ * - `sale:<id>`: the sale, its ledger as GET .../stats answers it, the stream's backlog (lag: not yet
+ *   delivered; pending: delivered, not written), units accepted per second (from Redis: every
+ *   gateway's), the last dead letters by reason, its reconciliation job, and the newest points of its
+ *   history and the process's (the page appends them to the history it got when its stream opened).
  */
-export function createLiveViews(deps: GatewayDeps, metrics: GatewayMetrics) {
-  const { redis, prisma, config, jobs } = deps;
+export function createLiveViews(deps: GatewayDeps, history: SaleHistory) {
+  const { redis, config, jobs, dashboardPrisma: prisma } = deps;
   const prefix = config.REDIS_PREFIX;
-  const traffic = new TrafficSampler(metrics);
-  const accepted = new Map<number, { at: number; units: number }>();
   const queues = openQueueCounts(redisTargetOf(config), prefix);
+  // Enough points to bridge two pushes, and a little more should one push come late.
+  const recent = Math.ceil(config.DASHBOARD_INTERVAL_MS / config.DASHBOARD_HISTORY_STEP_MS) + 2;
 
   async function overview() {
-    const [page, counts, purchases] = await Promise.all([listAdminSales({ redis, prisma, prefix }, { limit: 20 }), queues.read(), traffic.sample()]);
-    return { at: new Date().toISOString(), sales: page.sales, queues: counts, purchases };
+    const [page, counts] = await Promise.all([listAdminSales({ redis, prisma, prefix }, { limit: 20 }), queues.read()]);
+    return { at: new Date().toISOString(), sales: page.sales, queues: counts, purchases: history.process.latest() ?? null, processHistory: history.process.points(recent) };
   }
 
   async function sale(saleId: number) {
@@ -36,34 +36,52 @@ export function createLiveViews(deps: GatewayDeps, metrics: GatewayMetrics) {
       findSale(prisma, saleId),
       readSaleState(redis, prefix, saleId),
       redisNow(redis, saleKeys(prefix, saleId).meta),
-      readSaleStats(deps, saleId),
+      readSaleStats({ redis, prisma, config }, saleId),
       streamBacklog(redis, prefix, saleId),
       recentDeadLettersByReason(redis, prefix, saleId),
       jobs.queue.getJob(reconcileJobId(saleId)),
     ]);
     if (!record) throw new AppError('SALE_NOT_FOUND', `no sale has the id ${saleId}`);
-    const units = state ? state.stock - state.remaining : null;
-    const previous = accepted.get(saleId);
-    if (units !== null) accepted.set(saleId, { at: now, units });
-    const unitsPerSecond = previous && units !== null && now > previous.at ? Math.max(0, Math.round(((units - previous.units) * 1000) / (now - previous.at))) : null;
+    const points = history.salePoints(saleId, recent);
     return {
       sale: adminSaleView(record, state, now),
       stats,
       backlog: { lag: backlog.lag, pending: backlog.pending },
-      unitsAcceptedPerSecond: unitsPerSecond,
+      unitsAcceptedPerSecond: points?.series.acceptedPerSecond?.at(-1) ?? null,
       deadLetters,
       reconciliation: job
         ? { state: await job.getState(), reason: job.data.reason, finishedAt: job.finishedOn ? new Date(job.finishedOn).toISOString() : null, result: job.returnvalue ?? null }
         : null,
+      history: points ?? null,
     };
   }
 
   return {
-    read(topic: string): Promise<unknown> {
-      if (topic === 'overview') return overview();
+    async read(topic: string): Promise<unknown> {
       const saleId = topic.startsWith('sale:') ? parseSaleId(topic.slice(5)) : null;
-      if (saleId === null) throw new AppError('SALE_NOT_FOUND', `no such view: ${topic}`);
-      return sale(saleId);
+      if (topic !== 'overview' && saleId === null) throw new AppError('SALE_NOT_FOUND', `no such view: ${topic}`);
+      try {
+        return await (saleId === null ? overview() : sale(saleId));
+      } catch (error) {
+        // What the page shows of a failed read: which store, in words, never a driver's message (the
+        // LiveFeed logs the whole error).
+        if (isMysqlUnavailable(error)) throw new Error('MySQL did not answer in time', { cause: error });
+        if (isRedisUnavailable(error)) throw new Error('Redis did not answer in time', { cause: error });
+        throw error;
+      }
+    },
+    /** Whether MySQL holds the sale: asked before a stream of it opens. */
+    async saleExists(saleId: number): Promise<boolean> {
+      return (await findSale(prisma, saleId)) !== null;
+    },
+    /** What a page gets when its stream opens: the whole history of the sale it shows and of the process. */
+    snapshot(saleId: number | null) {
+      return {
+        stepMs: config.DASHBOARD_HISTORY_STEP_MS,
+        windowMs: config.DASHBOARD_HISTORY_SECONDS * 1000,
+        process: history.process.points(),
+        sale: saleId === null ? null : (history.salePoints(saleId) ?? null),
+      };
     },
     async close(): Promise<void> {
       await queues.close();

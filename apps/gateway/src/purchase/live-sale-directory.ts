@@ -26,6 +26,12 @@ export class LiveSaleDirectory {
     return end !== undefined && performance.now() < end;
   }
 
+  /** The sales live as of the last refresh (the dashboard's history follows them; never the purchase path). */
+  liveSaleIds(): number[] {
+    const now = performance.now();
+    return [...this.endById].filter(([, end]) => now < end).map(([id]) => id);
+  }
+
   async refresh(): Promise<void> {
     // MySQL says how long each sale has left; this process only measures that interval, never compares
     // its own wall clock with the sale's end (a gateway whose clock runs ahead would answer 404 for a

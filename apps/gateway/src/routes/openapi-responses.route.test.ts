@@ -588,7 +588,7 @@ describe('the operator\'s controls and the sales list', () => {
     const body = action === 'stock' ? '{"add":2}' : undefined;
     const sale = await createLiveSale(ctx);
     if (action === 'resume') await post(sale.id, 'pause');
-    const { id } = await createAdminSession(ctx.redis, ctx.config.REDIS_PREFIX, ctx.config.ADMIN_TOKEN, 60_000);
+    const { id } = await createAdminSession(ctx.redis, ctx.config.REDIS_PREFIX, ctx.config.ADMIN_TOKEN, { ttlMs: 60_000, idleMs: 60_000 });
 
     await expectDescribed(OPERATION, 200, await post(sale.id, action, admin(), body));
     await expectDescribed(OPERATION, 400, await post(action === 'stock' ? sale.id : '%ZZ', action, admin(), action === 'stock' ? '{"add":0}' : undefined));
