@@ -1,9 +1,23 @@
 import { z } from 'zod';
+import { HOW_TO_MAKE_A_SECRET, weakSecretReason } from './secret-strength.ts';
 
 /** Values used when not in production, so `npm run demo` and the tests work with no setup. */
 export const DEV_AUTH_SECRET = 'dev-only-auth-secret-change-me-0123456789';
 export const DEV_ADMIN_TOKEN = 'dev-only-admin-token';
 export const DEV_PAYMENT_WEBHOOK_SECRET = 'dev-only-payment-webhook-secret-0123456789';
+
+/**
+ * The form of each secret (checked everywhere), apart from its strength (secret-strength.ts, checked in
+ * production on a value of the right form, so a short secret is reported once, as short).
+ */
+const SECRET_SHAPES = {
+  AUTH_SECRET: z.string().min(32, 'must be at least 32 characters'),
+  ADMIN_TOKEN: z
+    .string()
+    .min(16, 'must be at least 16 characters')
+    .regex(/^[A-Za-z0-9._~+/-]+=*$/, 'must contain only A-Z a-z 0-9 - . _ ~ + / (and trailing =), the characters of a bearer token'),
+  PAYMENT_WEBHOOK_SECRET: z.string().min(32, 'must be at least 32 characters'),
+};
 
 const intFrom = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
 
@@ -47,20 +61,16 @@ const schema = z
      * little ahead of the token issuer's does not refuse tokens just issued or about to expire.
      */
     AUTH_CLOCK_TOLERANCE_SECONDS: intFrom(0, 300).default(5),
-    /** HS256 key for buyer tokens; required in production, at least 32 characters. */
-    AUTH_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
+    /** HS256 key for buyer tokens; required in production, at least 32 characters, and strong there (secret-strength.ts). */
+    AUTH_SECRET: SECRET_SHAPES.AUTH_SECRET.optional(),
     /**
-     * Bearer token for /api/admin/*; required in production, at least 16 characters, and only characters a
+     * Bearer token for /api/admin/*; required in production (and strong there: secret-strength.ts), at least 16 characters, and only characters a
      * bearer token can carry (RFC 6750 token68: A-Z a-z 0-9 - . _ ~ + / then trailing =), or no admin call
      * could ever present it.
      */
-    ADMIN_TOKEN: z
-      .string()
-      .min(16, 'must be at least 16 characters')
-      .regex(/^[A-Za-z0-9._~+/-]+=*$/, 'must contain only A-Z a-z 0-9 - . _ ~ + / (and trailing =), the characters of a bearer token')
-      .optional(),
-    /** HMAC-SHA256 key of the payment provider's events (Payment-Signature); required in production, at least 32 characters. */
-    PAYMENT_WEBHOOK_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
+    ADMIN_TOKEN: SECRET_SHAPES.ADMIN_TOKEN.optional(),
+    /** HMAC-SHA256 key of the payment provider's events (Payment-Signature); required in production, at least 32 characters, and strong there (secret-strength.ts). */
+    PAYMENT_WEBHOOK_SECRET: SECRET_SHAPES.PAYMENT_WEBHOOK_SECRET.optional(),
     /** Seconds a winner has to pay when the sale does not set its own paymentWindowSeconds, default 900 (10..86400). */
     PAYMENT_WINDOW_SECONDS: intFrom(10, 86_400).default(900),
     /**
@@ -255,6 +265,12 @@ const schema = z
       if (!env.AUTH_SECRET) ctx.addIssue({ code: 'custom', path: ['AUTH_SECRET'], message: 'is required in production' });
       if (!env.ADMIN_TOKEN) ctx.addIssue({ code: 'custom', path: ['ADMIN_TOKEN'], message: 'is required in production' });
       if (!env.PAYMENT_WEBHOOK_SECRET) ctx.addIssue({ code: 'custom', path: ['PAYMENT_WEBHOOK_SECRET'], message: 'is required in production' });
+      // A published or patterned secret is no secret (secret-strength.ts states the rule).
+      for (const [name, shape] of Object.entries(SECRET_SHAPES)) {
+        const value = env[name as keyof typeof SECRET_SHAPES];
+        const reason = value === undefined || !shape.safeParse(value).success ? null : weakSecretReason(value);
+        if (reason) ctx.addIssue({ code: 'custom', path: [name], message: `${reason}, so it is refused in production: ${HOW_TO_MAKE_A_SECRET}` });
+      }
     },
     // Zod skips a refinement once another variable has failed; run it anyway, or a production deploy with
     // a bad PORT would learn about the missing secrets only on its next restart.
