@@ -9,6 +9,7 @@ import { paymentsRouter } from './routes/payments.route.ts';
 import { adminRouter } from './routes/admin.route.ts';
 import { saleControlsRouter } from './routes/sale-controls.route.ts';
 import { adminAuthentication } from './dashboard/admin-auth.ts';
+import { createAdminGuard } from './dashboard/admin-guard.ts';
 import { dashboardRouter } from './dashboard/dashboard.route.ts';
 import type { LiveFeed } from './dashboard/live-feed.ts';
 import { healthRouter } from './routes/health.route.ts';
@@ -33,11 +34,14 @@ export function createApp(deps: GatewayDeps, handlePurchase: PurchaseHandler, me
   app.use(saleRouter(deps));
   app.use(reservationRouter(deps));
   app.use(paymentsRouter(deps));
+  // The admin surface answers only for the hosts the operator allowed, and its token is guessed slowly.
+  const adminGuard = createAdminGuard(deps.config, deps.logger, metrics, deps.now);
+  app.use(['/api/admin', '/admin'], adminGuard.allowedHost);
   // Every /api/admin route, whichever router holds it, behind one authentication (token or dashboard session).
-  app.use('/api/admin', adminAuthentication(deps));
+  app.use('/api/admin', adminAuthentication(deps, adminGuard));
   app.use(adminRouter(deps));
   app.use(saleControlsRouter(deps));
-  app.use(dashboardRouter(deps, liveFeed));
+  app.use(dashboardRouter(deps, liveFeed, adminGuard));
   app.use(healthRouter(deps));
   app.use(openApiRouter());
   app.use(notFound);

@@ -2,14 +2,12 @@ import { createServer, type RequestListener, type Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { ConfigError, type Config, type Logger } from '@flashsale/config';
 import { connectionCeiling, ownOpenFileLimit } from './connection-ceiling.ts';
+import { summarisedLog } from './summarised-log.ts';
 
 export type HttpServerConfig = Pick<
   Config,
   'MAX_CONNECTIONS_PER_ADDRESS' | 'MAX_CONNECTIONS' | 'HTTP_HEADERS_TIMEOUT_MS' | 'HTTP_REQUEST_TIMEOUT_MS' | 'HTTP_KEEP_ALIVE_TIMEOUT_MS' | 'TRUST_PROXY'
 >;
-
-/** How often refusals are summed up in the log at most: a flood must not become a flood of log lines. */
-const REFUSAL_LOG_EVERY_MS = 10_000;
 
 /**
  * The gateway's HTTP server, guarded against clients that hold connections instead of using them:
@@ -49,7 +47,10 @@ export function createHttpServer(listener: RequestListener, config: HttpServerCo
     listener,
   );
 
-  const refused = refusalLog(logger);
+  // Connections refused or lost: the first one logged at once, then counts at most every 10 s while they
+  // go on, so an operator learns a limit is hit (and, for the per-address cap, by whom).
+  const refusalLog = summarisedLog<Refusal>(logger, 'connections refused', 'refused');
+  const refused = (reason: Refusal, address?: string, err?: Error) => refusalLog(reason, { ...(address !== undefined && { lastAddress: address }), ...(err !== undefined && { err }) });
   const { limit: openFileLimit, read: openFileLimitRead } = ownOpenFileLimit();
   const derived = connectionCeiling(openFileLimit);
   const maxConnections = config.MAX_CONNECTIONS ?? derived;
@@ -138,30 +139,3 @@ function capConnections(server: Server, max: number, perAddress: number, refused
 }
 
 type Refusal = 'overMaxConnectionsPerAddress' | 'overMaxConnections' | 'acceptFailed';
-
-/**
- * Connections refused or lost: the first one logged at once, then counts at most every 10 s while they
- * go on. An operator learns a limit is hit (and, for the per-address cap, by whom) without a flood of
- * connections writing a line each.
- */
-function refusalLog(logger: Logger): (reason: Refusal, address?: string, err?: Error) => void {
-  let counts: Partial<Record<Refusal, number>> = {};
-  let lastAddress: string | undefined;
-  let lastError: Error | undefined;
-  let window: NodeJS.Timeout | undefined;
-  const flush = () => {
-    window = undefined;
-    if (Object.keys(counts).length === 0) return;
-    logger.warn({ refused: counts, lastAddress, err: lastError }, 'connections refused');
-    counts = {};
-    lastAddress = undefined;
-    lastError = undefined;
-    window = setTimeout(flush, REFUSAL_LOG_EVERY_MS).unref();
-  };
-  return (reason, address, err) => {
-    counts[reason] = (counts[reason] ?? 0) + 1;
-    if (address !== undefined) lastAddress = address;
-    if (err !== undefined) lastError = err;
-    if (window === undefined) flush();
-  };
-}

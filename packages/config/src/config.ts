@@ -256,6 +256,32 @@ const schema = z
      * `1` in production (behind a TLS-terminating proxy) and `0` otherwise (plain http on a laptop or CI).
      */
     ADMIN_COOKIE_SECURE: z.enum(['0', '1']).optional(),
+    /**
+     * Failed admin authentications (a wrong admin token, as a bearer token or at the dashboard's sign-in)
+     * one client address may make per minute on one gateway process, default 10: past it every admin
+     * authentication from that address is refused with 429 until the minute ends, the token unchecked.
+     */
+    ADMIN_AUTH_FAILURES_PER_ADDRESS_PER_MINUTE: intFrom(1, 1_000_000).default(10),
+    /**
+     * Failed admin authentications from all addresses together per minute on one gateway process, default
+     * 100: past it every admin authentication is refused with 429 until the minute ends (a guess spread
+     * over many addresses is held too; operators wait out the minute with it).
+     */
+    ADMIN_AUTH_FAILURES_PER_MINUTE: intFrom(1, 10_000_000).default(100),
+    /**
+     * The Host values the dashboard and /api/admin answer, comma-separated: `name` (any port) or
+     * `name:port`, `*` for any. Default: localhost, 127.0.0.1, [::1] and this machine's hostname, any
+     * port. Anything else is refused with 403 HOST_NOT_ALLOWED, so a page that rebinds its own name to
+     * this address (DNS rebinding) cannot reach the admin surface from an operator's browser.
+     */
+    ADMIN_ALLOWED_HOSTS: z
+      .string()
+      .transform((list) => list.split(',').map((host) => host.trim().toLowerCase()))
+      .refine(
+        (hosts) => hosts.every((host) => host === '*' || /^([a-z0-9_-]+(\.[a-z0-9_-]+)*\.?|\[[0-9a-f:.]+\])(:\d{1,5})?$/.test(host)),
+        'must be host or host:port values, comma-separated (or *)',
+      )
+      .optional(),
     /** How often the dashboard's live view of a sale is read and pushed (once for all its viewers), default 1000 ms. */
     DASHBOARD_INTERVAL_MS: intFrom(100, 60_000).default(1000),
   })

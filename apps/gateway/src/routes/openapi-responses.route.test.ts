@@ -12,7 +12,7 @@ import { manualClock } from '../../../../test/support/clock.ts';
 import { until } from '../../../../test/support/until.ts';
 import { buyerToken } from '@flashsale/harness';
 import { newReservationId, signPaymentEvent } from '@flashsale/domain';
-import { bearer } from '../../../../test/support/http.ts';
+import { bearer, requestWithHost } from '../../../../test/support/http.ts';
 import { writeOrdersOf } from '../../../../test/support/orders.ts';
 import { OPENAPI_DOCUMENT } from './openapi.route.ts';
 
@@ -647,6 +647,39 @@ describe('with Redis away', () => {
       await expectDescribed(`POST /api/admin/sales/{saleId}/${action}`, 503, await fetch(`${away.url}/api/admin/sales/${sale.id}/${action}`, { method: 'POST', headers: adminToken }));
     }
     await expectDescribed('POST /api/admin/sales/{saleId}/stock', 503, await fetch(`${away.url}/api/admin/sales/${sale.id}/stock`, { method: 'POST', headers: { ...adminToken, ...asJson }, body: '{"add":1}' }));
+  });
+});
+
+describe('the admin surface', () => {
+  const ADMIN_OPERATIONS: [string, string, string, string?][] = [
+    ['POST /api/admin/sales', 'POST', '/api/admin/sales', '{}'],
+    ['GET /api/admin/sales', 'GET', '/api/admin/sales'],
+    ['GET /api/admin/sales/{saleId}/stats', 'GET', '/api/admin/sales/1/stats'],
+    ['POST /api/admin/sales/{saleId}/reconcile', 'POST', '/api/admin/sales/1/reconcile'],
+    ['POST /api/admin/sales/{saleId}/pause', 'POST', '/api/admin/sales/1/pause'],
+    ['POST /api/admin/sales/{saleId}/resume', 'POST', '/api/admin/sales/1/resume'],
+    ['POST /api/admin/sales/{saleId}/close', 'POST', '/api/admin/sales/1/close'],
+    ['POST /api/admin/sales/{saleId}/stock', 'POST', '/api/admin/sales/1/stock', '{"add":1}'],
+  ];
+
+  it('403 HOST_NOT_ALLOWED for a Host not allowed, 429 once the failed authentications are over budget', async () => {
+    for (const [operation, method, path, body] of ADMIN_OPERATIONS) {
+      const res = await requestWithHost(`${gateway.url}${path}`, 'attacker.example', { method, headers: { ...admin(), ...(body && asJson) }, body });
+      expect(await expectDescribed(operation, 403, res)).toMatchObject({ code: 'HOST_NOT_ALLOWED' });
+    }
+    // A gateway of its own, one failure allowed a minute: the file's gateway keeps its budget.
+    const own = createTestContext({ ADMIN_AUTH_FAILURES_PER_ADDRESS_PER_MINUTE: '1' });
+    const guarded = await startGateway(own);
+    try {
+      expect((await fetch(`${guarded.url}/api/admin/sales`, { headers: bearer('a-wrong-guess-of-the-token') })).status).toBe(401);
+      for (const [operation, method, path, body] of ADMIN_OPERATIONS) {
+        const res = await fetch(`${guarded.url}${path}`, { method, headers: { ...bearer(own.config.ADMIN_TOKEN), ...(body && asJson) }, body });
+        expect(await expectDescribed(operation, 429, res)).toMatchObject({ code: 'RATE_LIMITED' });
+      }
+    } finally {
+      await guarded.close();
+      await own.close();
+    }
   });
 });
 

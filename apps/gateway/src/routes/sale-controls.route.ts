@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { MAX_STOCK, MAX_SALE_ID, type SaleControl } from '@flashsale/domain';
 import type { GatewayDeps } from '../deps.ts';
 import { runSaleControl, type ControlActor } from '../controls/sale-controls.ts';
+import { clientAddress } from '../client-address.ts';
 import { listAdminSales } from '../controls/sale-list.ts';
 import { parseOrThrow, jsonBodyOnly, saleIdParam } from '../validation.ts';
 
@@ -35,7 +36,7 @@ export function saleControlsRouter(deps: GatewayDeps): Router {
     (toControl: (body: unknown) => SaleControl): RequestHandler =>
     async (req, res) => {
       const saleId = saleIdParam(req.params.saleId);
-      res.json(await runSaleControl(controls, saleId, toControl(req.body), actorOf(res)));
+      res.json(await runSaleControl(controls, saleId, toControl(req.body), actorOf(res), clientAddress(req, config.TRUST_PROXY)));
     };
 
   router.get('/api/admin/sales', async (req, res) => {
