@@ -19,6 +19,9 @@ const SECRET_SHAPES = {
   PAYMENT_WEBHOOK_SECRET: z.string().min(32, 'must be at least 32 characters'),
 };
 
+/** Optional secrets, held to the same strength in production when they are set. */
+const OPTIONAL_SECRETS = ['METRICS_TOKEN'] as const;
+
 const intFrom = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
 
 const schema = z
@@ -109,6 +112,32 @@ const schema = z
      * and a sale create a few hundred bytes, so anything larger is refused with 413 before it is parsed.
      */
     HTTP_MAX_BODY_BYTES: intFrom(64, 1_048_576).default(1024),
+    /**
+     * The address every process's internal port (the gateway's METRICS_PORT, WORKER_PORT,
+     * RECONCILER_PORT: /metrics, /healthz, /readyz) listens on, default 127.0.0.1: nothing outside the
+     * host reaches it unless the operator says so (`0.0.0.0` or an internal interface's address, for a
+     * Prometheus on another host or container).
+     */
+    METRICS_HOST: z
+      .string()
+      .regex(/^([A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*|[0-9A-Fa-f:.]+)$/, 'must be a host name or an IP address')
+      .default('127.0.0.1'),
+    /**
+     * When set, /metrics answers only `Authorization: Bearer <METRICS_TOKEN>` (401 otherwise; /healthz and
+     * /readyz stay open for orchestrators' probes). At least 16 characters of a bearer token; strong in
+     * production (secret-strength.ts). Unset by default: the port is on loopback.
+     */
+    METRICS_TOKEN: z
+      .string()
+      .min(16, 'must be at least 16 characters')
+      .regex(/^[A-Za-z0-9._~+/-]+=*$/, 'must contain only A-Z a-z 0-9 - . _ ~ + / (and trailing =), the characters of a bearer token')
+      .optional(),
+    /**
+     * Connections a process's internal port holds at once, default 32 (one address at most a quarter of
+     * them): past it a new one is closed at once. The gateway keeps these descriptors out of PORT's
+     * share of its open-file limit, so a flood of the metrics port never starves the buyers' port.
+     */
+    METRICS_MAX_CONNECTIONS: intFrom(4, 10_000).default(32),
     /** Port of the gateway's /metrics (internal network only; not served on PORT), default 3003 (0 picks a free port). */
     METRICS_PORT: intFrom(0, 65535).default(3003),
     /**
@@ -297,6 +326,11 @@ const schema = z
         const reason = value === undefined || !shape.safeParse(value).success ? null : weakSecretReason(value);
         if (reason) ctx.addIssue({ code: 'custom', path: [name], message: `${reason}, so it is refused in production: ${HOW_TO_MAKE_A_SECRET}` });
       }
+      for (const name of OPTIONAL_SECRETS) {
+        const value = env[name];
+        const reason = value === undefined || value.length < 16 ? null : weakSecretReason(value);
+        if (reason) ctx.addIssue({ code: 'custom', path: [name], message: `${reason}, so it is refused in production: ${HOW_TO_MAKE_A_SECRET}` });
+      }
     },
     // Zod skips a refinement once another variable has failed; run it anyway, or a production deploy with
     // a bad PORT would learn about the missing secrets only on its next restart.
@@ -309,7 +343,7 @@ const RETIRED: Record<string, string> = {
 };
 
 /** Variables whose empty value is an error rather than "unset": each would silently fall back to a default. */
-const NO_EMPTY = new Set(['REDIS_PREFIX', 'AUTH_SECRET', 'ADMIN_TOKEN', 'PAYMENT_WEBHOOK_SECRET']);
+const NO_EMPTY = new Set(['REDIS_PREFIX', 'AUTH_SECRET', 'ADMIN_TOKEN', 'PAYMENT_WEBHOOK_SECRET', 'METRICS_TOKEN']);
 
 export type Config = Omit<z.infer<typeof schema>, 'AUTH_SECRET' | 'ADMIN_TOKEN' | 'PAYMENT_WEBHOOK_SECRET'> & {
   AUTH_SECRET: string;

@@ -6,7 +6,7 @@ import { AppError } from '@flashsale/domain';
 import { createAdminCheck } from '../auth.ts';
 import { clientAddress } from '../client-address.ts';
 import type { GatewayMetrics } from '../metrics.ts';
-import { summarisedLog } from '../summarised-log.ts';
+import { summarisedLog } from '@flashsale/config';
 
 const MINUTE_MS = 60_000;
 

@@ -1,4 +1,4 @@
-import type { Logger } from '@flashsale/config';
+import type { Logger } from './logger.ts';
 
 /** How often a summary is written at most, by default: a flood must not become a flood of log lines. */
 export const SUMMARY_EVERY_MS = 10_000;
