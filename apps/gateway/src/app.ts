@@ -16,13 +16,14 @@ import { healthRouter } from './routes/health.route.ts';
 import { openApiRouter } from './routes/openapi.route.ts';
 import type { PurchaseHandler } from './purchase/purchase-handler.ts';
 import type { GatewayMetrics } from './metrics.ts';
+import type { RequestLimits } from './request-limits.ts';
 
 /**
  * The gateway's Express app, every route of it, around the purchase handler and the dashboard's live
  * feed `createGateway` built (the one construction of the gateway, for `main.ts` and the tests alike; it
  * also puts the front door before this app).
  */
-export function createApp(deps: GatewayDeps, handlePurchase: PurchaseHandler, metrics: GatewayMetrics, liveFeed: LiveFeed): Express {
+export function createApp(deps: GatewayDeps, handlePurchase: PurchaseHandler, metrics: GatewayMetrics, liveFeed: LiveFeed, buyingLimits: RequestLimits): Express {
   const app = express();
   app.disable('x-powered-by');
   app.disable('etag');
@@ -32,7 +33,7 @@ export function createApp(deps: GatewayDeps, handlePurchase: PurchaseHandler, me
   // Every other request is answered within the deadline, whatever Redis or MySQL do meanwhile.
   app.use(requestDeadline(deps.config.REQUEST_DEADLINE_MS, sendProblem));
   app.use(saleRouter(deps));
-  app.use(reservationRouter(deps));
+  app.use(reservationRouter(deps, buyingLimits));
   app.use(paymentsRouter(deps));
   // The admin surface answers only for the hosts the operator allowed, and its token is guessed slowly.
   const adminGuard = createAdminGuard(deps.config, deps.logger, metrics, deps.now);

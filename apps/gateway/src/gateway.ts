@@ -3,6 +3,7 @@ import type { Express } from 'express';
 import { readBuyers, redisTargetOf } from '@flashsale/redis-store';
 import type { GatewayDeps } from './deps.ts';
 import { createApp } from './app.ts';
+import { createRequestLimits } from './request-limits.ts';
 import { createGatewayMetrics, type GatewayMetrics } from './metrics.ts';
 import { createPurchaseHandler, type PurchaseHandler } from './purchase/purchase-handler.ts';
 import { SaleVerdictCache } from './purchase/sale-verdict-cache.ts';
@@ -66,10 +67,13 @@ export function createGateway(deps: GatewayDeps, metrics: GatewayMetrics = creat
     readBuyers(deps.redis, config.REDIS_PREFIX, saleId, config.SALE_VERDICT_MAX_HOLDERS),
   );
   const liveSales = new LiveSaleDirectory(deps.prisma, deps.logger, config.LIVE_SALES_REFRESH_MS);
-  const handlePurchase = createPurchaseHandler(deps, metrics, { verdicts, liveSales });
+  // One purchase budget per buyer and address, spent by purchases and cancels alike: a cancel is the
+  // other half of a buy-and-give-back loop, and costs MySQL where a purchase costs Redis.
+  const buyingLimits = createRequestLimits(config, deps.now);
+  const handlePurchase = createPurchaseHandler(deps, metrics, { verdicts, liveSales, limits: buyingLimits });
   const views = createLiveViews(deps, metrics);
   const liveFeed = new LiveFeed((topic) => views.read(topic), config.DASHBOARD_INTERVAL_MS, deps.logger);
-  const app = createApp(deps, handlePurchase, metrics, liveFeed);
+  const app = createApp(deps, handlePurchase, metrics, liveFeed, buyingLimits);
   let events: SaleEventsListener | undefined;
   return {
     listener: frontDoor(app, handlePurchase),
