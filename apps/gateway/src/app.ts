@@ -16,7 +16,7 @@ import { healthRouter } from './routes/health.route.ts';
 import { openApiRouter } from './routes/openapi.route.ts';
 import type { PurchaseHandler } from './purchase/purchase-handler.ts';
 import type { GatewayMetrics } from './metrics.ts';
-import type { RequestLimits } from './request-limits.ts';
+import { addressBudget, type RequestLimits } from './request-limits.ts';
 
 /**
  * The gateway's Express app, every route of it, around the purchase handler and the dashboard's live
@@ -34,6 +34,8 @@ export function createApp(deps: GatewayDeps, handlePurchase: PurchaseHandler, me
   app.use(requestDeadline(deps.config.REQUEST_DEADLINE_MS, sendProblem));
   app.use(saleRouter(deps));
   app.use(reservationRouter(deps, buyingLimits));
+  // The payment provider's door, open to the internet: a budget per address before any signature is checked.
+  app.use('/api/payments', addressBudget(deps.config.PAYMENT_EVENTS_PER_ADDRESS_PER_SECOND, deps.config.TRUST_PROXY, deps.now));
   app.use(paymentsRouter(deps));
   // The admin surface answers only for the hosts the operator allowed, and its token is guessed slowly.
   const adminGuard = createAdminGuard(deps.config, deps.logger, metrics, deps.now);

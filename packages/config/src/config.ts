@@ -93,6 +93,12 @@ const schema = z
      */
     RATE_LIMIT_PER_ADDRESS_PER_SECOND: intFrom(0, 10_000_000).default(1000),
     /**
+     * Payment events one client address may post per second to one gateway process before 429, default
+     * 200; 0 = no limit. Checked before the signature: an unsigned flood is turned away for the cost of a
+     * count, and a provider's retry (it retries on 429) comes through the next second.
+     */
+    PAYMENT_EVENTS_PER_ADDRESS_PER_SECOND: intFrom(0, 10_000_000).default(200),
+    /**
      * Proxies in front of the gateway whose X-Forwarded-For is trusted, default 0 (none: the socket's
      * address is the client's). With N, the client is the Nth address from the right of X-Forwarded-For.
      */

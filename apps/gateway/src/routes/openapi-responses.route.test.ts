@@ -484,11 +484,10 @@ describe('429 RATE_LIMITED with Retry-After, past a buyer\'s budget', () => {
     await expectDescribed('GET /api/reservations/{reservationId}', 429, await lookUp());
   });
 
-  it('on cancels', async () => {
+  it('on cancels, which spend the purchase budget: the purchase used it up', async () => {
     const sale = await createLiveSale(limited);
     const { reservationId, token } = await reserve(sale.id, limitedGateway.url);
 
-    await expectDescribed('POST /api/reservations/{reservationId}/cancel', 409, await cancel(limitedGateway.url, reservationId, token));
     await expectDescribed('POST /api/reservations/{reservationId}/cancel', 429, await cancel(limitedGateway.url, reservationId, token));
   });
 });
@@ -678,6 +677,22 @@ describe('the admin surface', () => {
       }
     } finally {
       await guarded.close();
+      await own.close();
+    }
+  });
+});
+
+describe('POST /api/payments/events, flooded', () => {
+  it('429 past the per-address budget of payment events', async () => {
+    const own = createTestContext({ PAYMENT_EVENTS_PER_ADDRESS_PER_SECOND: '1' });
+    const clock = manualClock();
+    const budgeted = await startGateway(own, { now: clock.now });
+    try {
+      clock.nextSecond();
+      expect((await deliver(paymentOf('1-none'), { url: budgeted.url, signature: 't=1,v1=00' })).status).toBe(401);
+      expect(await expectDescribed('POST /api/payments/events', 429, await deliver(paymentOf('1-none'), { url: budgeted.url, signature: 't=1,v1=00' }))).toMatchObject({ code: 'RATE_LIMITED' });
+    } finally {
+      await budgeted.close();
       await own.close();
     }
   });
