@@ -682,6 +682,18 @@ describe('the admin surface', () => {
   });
 });
 
+describe('a bodiless POST sent a body that is not JSON', () => {
+  it('415 on the controls, the reconcile and the cancel', async () => {
+    const sale = await createLiveSale(ctx);
+    const asText = { 'content-type': 'text/plain' };
+    for (const action of ['pause', 'resume', 'close', 'reconcile']) {
+      await expectDescribed(`POST /api/admin/sales/{saleId}/${action}`, 415, await fetch(`${gateway.url}/api/admin/sales/${sale.id}/${action}`, { method: 'POST', headers: { ...admin(), ...asText }, body: 'x' }));
+    }
+    const cancelWithText = await fetch(`${gateway.url}/api/reservations/${newReservationId(sale.id)}/cancel`, { method: 'POST', headers: { ...bearer(buyerToken(newBuyer())), ...asText }, body: 'x' });
+    await expectDescribed('POST /api/reservations/{reservationId}/cancel', 415, cancelWithText);
+  });
+});
+
 describe('POST /api/payments/events, flooded', () => {
   it('429 past the per-address budget of payment events', async () => {
     const own = createTestContext({ PAYMENT_EVENTS_PER_ADDRESS_PER_SECOND: '1' });

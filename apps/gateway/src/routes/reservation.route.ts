@@ -6,6 +6,7 @@ import { settleReturns } from '@flashsale/lifecycle';
 import type { GatewayDeps } from '../deps.ts';
 import { createBuyerAuthenticator } from '../auth.ts';
 import { createRequestLimits, type RequestLimits } from '../request-limits.ts';
+import { requireJsonBodyOf } from '../validation.ts';
 
 /**
  * GET /api/reservations/:reservationId: `pending` until the worker has written the order, then the
@@ -62,6 +63,8 @@ export function reservationRouter({ config, redis, prisma, logger, now }: Gatewa
   // The purchase budget, not the lookups': a buyer polling their reservation does not spend their cancel,
   // and cancels count with the purchases they undo (a cancel-and-rebuy loop spends one budget).
   router.post('/api/reservations/:reservationId/cancel', async (req, res) => {
+    // No body is read; one that is not JSON is refused (415), as on every other route.
+    requireJsonBodyOf(req);
     const { userId, reservationId, saleId } = buyerAndReservation(req, buyingLimits);
     const outcome = await cancelOrder(prisma, reservationId, userId);
     if (!outcome) {
