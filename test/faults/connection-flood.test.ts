@@ -68,11 +68,15 @@ async function cpuMsOver(pid: number, ms: number): Promise<number> {
   return (ticks() - before) * 10;
 }
 
-/** Opens `count` idle connections from 127.0.0.1; resolves once each has connected (or failed to). */
-async function floodWith(port: number, count: number): Promise<{ open: () => number }> {
+/**
+ * Opens `count` idle connections from 127.0.0.1 (or, with `addresses`, from 127.0.1.1 up, one address
+ * per connection up to that many); resolves once each has connected (or failed to).
+ */
+async function floodWith(port: number, count: number, addresses = 1): Promise<{ open: () => number }> {
   let open = 0;
-  const opening = Array.from({ length: count }, () => {
-    const socket = connect({ host: '127.0.0.1', port, localAddress: '127.0.0.1' });
+  const opening = Array.from({ length: count }, (_, i) => {
+    const localAddress = addresses === 1 ? '127.0.0.1' : `127.0.${1 + Math.floor((i % addresses) / 250)}.${1 + ((i % addresses) % 250)}`;
+    const socket = connect({ host: '127.0.0.1', port, localAddress });
     flood.push(socket);
     socket.on('error', () => {});
     return new Promise<void>((resolve) => {
@@ -134,6 +138,22 @@ describe('a flood of idle connections against a gateway process', () => {
     expect(gateway!.child.exitCode).toBeNull();
     expect(gateway!.logs.find((l) => l.msg === 'connection limits')).toMatchObject({ maxConnections: 200, maxConnectionsFrom: 'MAX_CONNECTIONS', maxConnectionsPerAddress: 0 });
   });
+
+  it('against its metrics port, from many addresses: it holds METRICS_MAX_CONNECTIONS there, out of PORT\'s share, and buyers are answered', async () => {
+    // Before the cap, 1,000 idle connections to the metrics port took every descriptor of a process
+    // limited to 1,024, and every buyer connection on PORT failed. Now the metrics port holds 32 (a
+    // quarter of them per address) and the descriptors left are PORT's.
+    const spawned = await spawnLimited({ MAX_CONNECTIONS_PER_ADDRESS: '0' });
+    const metricsPort = Number(spawned.logs.find((l) => l.msg === 'gateway listening')!.metricsPort);
+    const flooding = await floodWith(metricsPort, FLOOD, FLOOD);
+
+    await untilOpen(flooding, 32);
+    const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => healthzFrom(spawned.url, `127.0.0.${2 + i}`)));
+
+    expect(answers.map((answer) => answer.status)).toEqual(Array.from({ length: 20 }, () => 200));
+    expect(spawned.child.exitCode).toBeNull();
+    expect(spawned.logs.find((l) => l.msg === 'metrics port: connections refused')).toMatchObject({ level: 40, refused: { overMaxConnections: 1 } });
+  }, 60_000);
 
   it('under GATEWAY_WORKERS=2: no process holds more than MAX_CONNECTIONS, the rest are closed, and nothing spins', async () => {
     // node:cluster hands each connection to a process; one that says "full" has it handed on, back and

@@ -1,6 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createLogger } from '@flashsale/config';
+import { createLogger, type Logger } from '@flashsale/config';
 import { createReconcileJobs } from '@flashsale/jobs';
 import { createPrisma } from '@flashsale/order-store';
 import { createGateway, type Gateway } from '../../apps/gateway/src/gateway.ts';
@@ -20,11 +20,12 @@ export interface TestGateway {
 export interface TestGatewayOptions {
   /** The gateway's monotonic clock (rate-limit windows, verdict TTL), default the real one; see clock.ts. */
   now?: () => number;
+  /** The gateway's logger, default a silent one; a test that reads the log passes one writing to an array. */
+  logger?: Logger;
 }
 
 /** The gateway of `ctx`, configured by `ctx.config` (a test changes a setting with a context of its own). */
-export async function startGateway(ctx: TestContext, { now }: TestGatewayOptions = {}): Promise<TestGateway> {
-  const logger = createLogger('gateway-test', 'silent');
+export async function startGateway(ctx: TestContext, { now, logger = createLogger('gateway-test', 'silent') }: TestGatewayOptions = {}): Promise<TestGateway> {
   const jobs = createReconcileJobs(ctx.config.REDIS_URL, ctx.config.REDIS_PREFIX);
   // The dashboard's pool of its own, as main.ts makes it.
   const dashboardPrisma = createPrisma(ctx.config.DATABASE_URL, ctx.config.DASHBOARD_DB_POOL_SIZE);

@@ -9,18 +9,20 @@ import { paymentsRouter } from './routes/payments.route.ts';
 import { adminRouter } from './routes/admin.route.ts';
 import { saleControlsRouter } from './routes/sale-controls.route.ts';
 import { adminAuthentication } from './dashboard/admin-auth.ts';
+import { createAdminGuard } from './dashboard/admin-guard.ts';
 import { dashboardRouter, type DashboardParts } from './dashboard/dashboard.route.ts';
 import { healthRouter } from './routes/health.route.ts';
 import { openApiRouter } from './routes/openapi.route.ts';
 import type { PurchaseHandler } from './purchase/purchase-handler.ts';
 import type { GatewayMetrics } from './metrics.ts';
+import { addressBudget, type RequestLimits } from './request-limits.ts';
 
 /**
  * The gateway's Express app, every route of it, around the purchase handler and the dashboard's live
  * parts (feed, views, streams) `createGateway` built (the one construction of the gateway, for `main.ts` and the tests alike; it
  * also puts the front door before this app).
  */
-export function createApp(deps: GatewayDeps, handlePurchase: PurchaseHandler, metrics: GatewayMetrics, dashboard: DashboardParts): Express {
+export function createApp(deps: GatewayDeps, handlePurchase: PurchaseHandler, metrics: GatewayMetrics, dashboard: DashboardParts, buyingLimits: RequestLimits): Express {
   const app = express();
   app.disable('x-powered-by');
   app.disable('etag');
@@ -30,13 +32,18 @@ export function createApp(deps: GatewayDeps, handlePurchase: PurchaseHandler, me
   // Every other request is answered within the deadline, whatever Redis or MySQL do meanwhile.
   app.use(requestDeadline(deps.config.REQUEST_DEADLINE_MS, sendProblem));
   app.use(saleRouter(deps));
-  app.use(reservationRouter(deps));
+  app.use(reservationRouter(deps, buyingLimits));
+  // The payment provider's door, open to the internet: a budget per address before any signature is checked.
+  app.use('/api/payments', addressBudget(deps.config.PAYMENT_EVENTS_PER_ADDRESS_PER_SECOND, deps.config.TRUST_PROXY, deps.now));
   app.use(paymentsRouter(deps));
+  // The admin surface answers only for the hosts the operator allowed, and its token is guessed slowly.
+  const adminGuard = createAdminGuard(deps.config, deps.logger, metrics, deps.now);
+  app.use(['/api/admin', '/admin'], adminGuard.allowedHost);
   // Every /api/admin route, whichever router holds it, behind one authentication (token or dashboard session).
-  app.use('/api/admin', adminAuthentication(deps));
+  app.use('/api/admin', adminAuthentication(deps, adminGuard));
   app.use(adminRouter(deps));
   app.use(saleControlsRouter(deps));
-  app.use(dashboardRouter(deps, dashboard));
+  app.use(dashboardRouter(deps, dashboard, adminGuard));
   app.use(healthRouter(deps));
   app.use(openApiRouter());
   app.use(notFound);

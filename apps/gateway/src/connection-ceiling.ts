@@ -34,8 +34,9 @@ export function ownOpenFileLimit(): { limit: number; read: boolean } {
  * limit with room for the process's own descriptors, so a flood of connections is refused by the server
  * (new ones closed at once, the process serving on) instead of accept() failing with EMFILE: then every
  * new connection is hung up on, buyers' as much as the flood's, and the process has no descriptor left to
- * reconnect to Redis or MySQL or open a file.
+ * reconnect to Redis or MySQL or open a file. `reserved`: descriptors another listener of the process
+ * may hold (the metrics port's METRICS_MAX_CONNECTIONS), kept out of this one's share.
  */
-export function connectionCeiling(openFileLimit: number): number {
-  return Math.max(MIN_CEILING, Math.floor(openFileLimit * 0.9) - OWN_DESCRIPTORS);
+export function connectionCeiling(openFileLimit: number, reserved = 0): number {
+  return Math.max(MIN_CEILING, Math.floor(openFileLimit * 0.9) - OWN_DESCRIPTORS - reserved);
 }

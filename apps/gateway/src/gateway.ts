@@ -3,6 +3,7 @@ import type { Express } from 'express';
 import { readBuyers, redisTargetOf } from '@flashsale/redis-store';
 import type { GatewayDeps } from './deps.ts';
 import { createApp } from './app.ts';
+import { createRequestLimits } from './request-limits.ts';
 import { createGatewayMetrics, type GatewayMetrics } from './metrics.ts';
 import { createPurchaseHandler, type PurchaseHandler } from './purchase/purchase-handler.ts';
 import { SaleVerdictCache } from './purchase/sale-verdict-cache.ts';
@@ -73,7 +74,10 @@ export function createGateway(deps: GatewayDeps, metrics: GatewayMetrics = creat
     readBuyers(deps.redis, config.REDIS_PREFIX, saleId, config.SALE_VERDICT_MAX_HOLDERS),
   );
   const liveSales = new LiveSaleDirectory(deps.prisma, deps.logger, config.LIVE_SALES_REFRESH_MS);
-  const handlePurchase = createPurchaseHandler(deps, metrics, { verdicts, liveSales });
+  // One purchase budget per buyer and address, spent by purchases and cancels alike: a cancel is the
+  // other half of a buy-and-give-back loop, and costs MySQL where a purchase costs Redis.
+  const buyingLimits = createRequestLimits(config, deps.now);
+  const handlePurchase = createPurchaseHandler(deps, metrics, { verdicts, liveSales, limits: buyingLimits });
   const history = new SaleHistory(deps.redis, config.REDIS_PREFIX, new TrafficSampler(metrics), deps.logger, {
     stepMs: config.DASHBOARD_HISTORY_STEP_MS,
     windowMs: config.DASHBOARD_HISTORY_SECONDS * 1000,
@@ -83,7 +87,7 @@ export function createGateway(deps: GatewayDeps, metrics: GatewayMetrics = creat
   const views = createLiveViews(deps, history);
   const liveFeed = new LiveFeed((topic) => views.read(topic), config.DASHBOARD_INTERVAL_MS, deps.logger);
   const liveStreams = new LiveStreams(config.DASHBOARD_STREAMS_PER_SESSION, config.DASHBOARD_STREAMS_PER_PROCESS);
-  const app = createApp(deps, handlePurchase, metrics, { feed: liveFeed, views, streams: liveStreams });
+  const app = createApp(deps, handlePurchase, metrics, { feed: liveFeed, views, streams: liveStreams }, buyingLimits);
   let events: SaleEventsListener | undefined;
   return {
     listener: frontDoor(app, handlePurchase),

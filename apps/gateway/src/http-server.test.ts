@@ -168,12 +168,12 @@ describe('connections of the process in all', () => {
     expect(await getFrom(port, '127.0.0.2')).toEqual({ status: 200, body: 'ok' });
   });
 
-  it('without MAX_CONNECTIONS, stays 10% and 128 descriptors below the soft open-file limit, and says so at start', async () => {
+  it('without MAX_CONNECTIONS, stays 10%, 128 descriptors and METRICS_MAX_CONNECTIONS (32) below the soft open-file limit, and says so at start', async () => {
     const soft = Number(/^Max open files\s+(\d+)/m.exec(readFileSync('/proc/self/limits', 'utf8'))![1]);
     const { logs } = await serve({});
 
     expect(logs.find((l) => l.msg === 'connection limits')).toMatchObject({
-      maxConnections: Math.max(64, Math.floor(soft * 0.9) - 128),
+      maxConnections: Math.max(64, Math.floor(soft * 0.9) - 128 - 32),
       maxConnectionsFrom: 'open-file limit',
       openFileLimit: soft,
       maxConnectionsPerAddress: 256,

@@ -1,15 +1,12 @@
 import { createServer, type RequestListener, type Server } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
-import { ConfigError, type Config, type Logger } from '@flashsale/config';
+import type { AddressInfo } from 'node:net';
+import { ConfigError, capConnections, summarisedLog, type Config, type ConnectionRefusal, type Logger } from '@flashsale/config';
 import { connectionCeiling, ownOpenFileLimit } from './connection-ceiling.ts';
 
 export type HttpServerConfig = Pick<
   Config,
-  'MAX_CONNECTIONS_PER_ADDRESS' | 'MAX_CONNECTIONS' | 'HTTP_HEADERS_TIMEOUT_MS' | 'HTTP_REQUEST_TIMEOUT_MS' | 'HTTP_KEEP_ALIVE_TIMEOUT_MS' | 'TRUST_PROXY'
+  'MAX_CONNECTIONS_PER_ADDRESS' | 'MAX_CONNECTIONS' | 'HTTP_HEADERS_TIMEOUT_MS' | 'HTTP_REQUEST_TIMEOUT_MS' | 'HTTP_KEEP_ALIVE_TIMEOUT_MS' | 'TRUST_PROXY' | 'METRICS_MAX_CONNECTIONS'
 >;
-
-/** How often refusals are summed up in the log at most: a flood must not become a flood of log lines. */
-const REFUSAL_LOG_EVERY_MS = 10_000;
 
 /**
  * The gateway's HTTP server, guarded against clients that hold connections instead of using them:
@@ -49,9 +46,14 @@ export function createHttpServer(listener: RequestListener, config: HttpServerCo
     listener,
   );
 
-  const refused = refusalLog(logger);
+  // Connections refused or lost: the first one logged at once, then counts at most every 10 s while they
+  // go on, so an operator learns a limit is hit (and, for the per-address cap, by whom).
+  const refusalLog = summarisedLog<Refusal>(logger, 'connections refused', 'refused');
+  const refused = (reason: Refusal, address?: string, err?: Error) => refusalLog(reason, { ...(address !== undefined && { lastAddress: address }), ...(err !== undefined && { err }) });
   const { limit: openFileLimit, read: openFileLimitRead } = ownOpenFileLimit();
-  const derived = connectionCeiling(openFileLimit);
+  // The metrics port's connections are reserved out of the same descriptors: however it is flooded, it
+  // holds at most METRICS_MAX_CONNECTIONS, and PORT keeps what is left.
+  const derived = connectionCeiling(openFileLimit, config.METRICS_MAX_CONNECTIONS);
   const maxConnections = config.MAX_CONNECTIONS ?? derived;
   capConnections(server, maxConnections, config.MAX_CONNECTIONS_PER_ADDRESS, refused);
   // Once listening, an error on the server is accept() failing (EMFILE that libuv could not absorb, should
@@ -99,69 +101,4 @@ export function listen(server: Server, port: number): Promise<number> {
   });
 }
 
-/**
- * Closes a new connection at once past `max` in all or `perAddress` (0: no cap) from its address.
- *
- * Not Node's server.maxConnections: under node:cluster a process at that limit answers the supervisor
- * "not accepted", and the supervisor hands the connection on, to the same process again when all are
- * full, back and forth without end (measured: a core each for the supervisor and the process, with the
- * connections held open in the supervisor). Taking the connection and closing it ends it everywhere.
- */
-function capConnections(server: Server, max: number, perAddress: number, refused: (reason: Refusal, address?: string) => void): void {
-  let open = 0;
-  const openByAddress = new Map<string, number>();
-  server.on('connection', (socket: Socket) => {
-    const address = socket.remoteAddress;
-    // Reset before Node handed it over: already closed, nothing to count.
-    if (address === undefined) return;
-    if (open >= max) {
-      socket.destroy();
-      refused('overMaxConnections', address);
-      return;
-    }
-    open += 1;
-    socket.once('close', () => (open -= 1));
-    if (perAddress === 0) return;
-    const ofAddress = (openByAddress.get(address) ?? 0) + 1;
-    if (ofAddress > perAddress) {
-      socket.destroy();
-      refused('overMaxConnectionsPerAddress', address);
-      return;
-    }
-    openByAddress.set(address, ofAddress);
-    socket.once('close', () => {
-      const left = openByAddress.get(address)! - 1;
-      if (left === 0) openByAddress.delete(address);
-      else openByAddress.set(address, left);
-    });
-  });
-}
-
-type Refusal = 'overMaxConnectionsPerAddress' | 'overMaxConnections' | 'acceptFailed';
-
-/**
- * Connections refused or lost: the first one logged at once, then counts at most every 10 s while they
- * go on. An operator learns a limit is hit (and, for the per-address cap, by whom) without a flood of
- * connections writing a line each.
- */
-function refusalLog(logger: Logger): (reason: Refusal, address?: string, err?: Error) => void {
-  let counts: Partial<Record<Refusal, number>> = {};
-  let lastAddress: string | undefined;
-  let lastError: Error | undefined;
-  let window: NodeJS.Timeout | undefined;
-  const flush = () => {
-    window = undefined;
-    if (Object.keys(counts).length === 0) return;
-    logger.warn({ refused: counts, lastAddress, err: lastError }, 'connections refused');
-    counts = {};
-    lastAddress = undefined;
-    lastError = undefined;
-    window = setTimeout(flush, REFUSAL_LOG_EVERY_MS).unref();
-  };
-  return (reason, address, err) => {
-    counts[reason] = (counts[reason] ?? 0) + 1;
-    if (address !== undefined) lastAddress = address;
-    if (err !== undefined) lastError = err;
-    if (window === undefined) flush();
-  };
-}
+type Refusal = ConnectionRefusal | 'acceptFailed';

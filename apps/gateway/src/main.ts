@@ -20,7 +20,7 @@ AUTH_SECRET, ADMIN_TOKEN, GATEWAY_WORKERS, ...; docs/operations.md, "Configurati
 const config = loadConfig();
 const logger = createLogger('gateway', config.LOG_LEVEL);
 // `/metrics` (and `/healthz`) on METRICS_PORT, apart from the buyers' port.
-const metricsPortOwner = { logger, role: 'gateway', variable: 'METRICS_PORT' };
+const metricsPortOwner = { logger, role: 'gateway', variable: 'METRICS_PORT', config };
 // In the background, never holding up the start. The supervisor judges for all GATEWAY_WORKERS processes.
 if (cluster.isPrimary) void checkConnectionBudget(config, 'gateway', logger, { processes: config.GATEWAY_WORKERS });
 

@@ -32,6 +32,13 @@ export function createGatewayMetrics() {
       buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
       registers: [registry],
     }),
+    // By outcome only: a label per address would let a guesser add series.
+    adminAuthFailures: new Counter({
+      name: 'flashsale_admin_auth_failures_total',
+      help: 'Failed admin authentications (a wrong admin token, as a bearer token or at the dashboard sign-in), by outcome: invalid (checked and wrong), rate_limited (refused unchecked, over the failure budget).',
+      labelNames: ['outcome'] as const,
+      registers: [registry],
+    }),
     storeErrors: createStoreErrorMetrics(registry, { isRedisUnavailable, isMysqlUnavailable }),
   };
 }

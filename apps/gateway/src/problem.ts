@@ -1,7 +1,7 @@
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import { AppError, DeadlineExceeded, ERRORS, type ErrorCode } from '@flashsale/domain';
-import type { Logger } from '@flashsale/config';
+import { summarisedLog, type Logger } from '@flashsale/config';
 import { isRedisUnavailable } from '@flashsale/redis-store';
 import { isMysqlUnavailable } from '@flashsale/order-store';
 import { serviceUnavailable } from './deadline.ts';
@@ -125,6 +125,9 @@ function routingErrorOf(error: unknown): AppError | undefined {
  * (the gateway's Redis and MySQL error counters).
  */
 export function errorHandler(logger: Logger, onUnavailable: (error: unknown) => void = () => undefined): ErrorRequestHandler {
+  // A store away fails every request: one line per request would turn an outage (or a flood during one)
+  // into a flood of the log. The first is logged at once, then counts at most every 10 s.
+  const unavailableLog = summarisedLog<'answered503'>(logger, 'backing service unavailable', 'requests');
   return (error: unknown, req, res, _next) => {
     // Answered already (the request deadline did): the handler's late outcome has no one to go to. A
     // store's failure is still counted: a MySQL that is away fails a statement only after the pool's
@@ -139,7 +142,7 @@ export function errorHandler(logger: Logger, onUnavailable: (error: unknown) => 
     const unavailable = unavailableOf(error);
     if (unavailable) {
       onUnavailable(error);
-      logger.warn({ err: error, method: req.method, path: req.path }, 'backing service unavailable');
+      unavailableLog('answered503', { err: error, method: req.method, path: req.path });
       return sendProblem(res, unavailable);
     }
     logger.error({ err: error, method: req.method, path: req.path }, 'request failed');

@@ -1,4 +1,5 @@
 import type { IncomingMessage } from 'node:http';
+import type { RequestHandler } from 'express';
 import type { Config } from '@flashsale/config';
 import { AppError } from '@flashsale/domain';
 import { RateLimiter } from './rate-limiter.ts';
@@ -36,5 +37,17 @@ export function createRequestLimits(
     checkBuyer(buyer) {
       if (!buyers.take(buyer)) throw rateLimited();
     },
+  };
+}
+
+/**
+ * A per-address budget alone (`perSecond` requests a second from one client address, per process; 0 =
+ * none), as middleware: for an endpoint whose callers are not buyers, such as the payment provider's.
+ */
+export function addressBudget(perSecond: number, trustedProxies: number, now?: () => number): RequestHandler {
+  const addresses = perSecond > 0 ? new RateLimiter(perSecond, now) : null;
+  return (req, _res, next) => {
+    if (addresses && !addresses.take(clientAddress(req, trustedProxies))) throw rateLimited();
+    next();
   };
 }

@@ -62,7 +62,7 @@ const reconciler = new Reconciler(
 // says so. Reconciling matters more than being scraped: a port already taken is logged, and the
 // reconciler goes on without it.
 const readiness = readinessProbe({ redis: () => redis.ping(), mysql: () => prisma.$queryRaw`SELECT 1` });
-const { server, port } = await serveMetricsPort(metrics.registry, config.RECONCILER_PORT, { logger, role: 'reconciler', variable: 'RECONCILER_PORT', readiness });
+const { server, port } = await serveMetricsPort(metrics.registry, config.RECONCILER_PORT, { logger, role: 'reconciler', variable: 'RECONCILER_PORT', config, readiness });
 
 onShutdownSignal(logger, config.SHUTDOWN_TIMEOUT_MS, async () => {
   if (port !== undefined) server.close();

@@ -57,7 +57,7 @@ const expiry = new OrderExpiry(
 // Served before anything waits for Redis or MySQL: /healthz answers while either is away, /readyz says so.
 // A port already taken (a second worker on the host with the default) is logged, and the worker goes on.
 const readiness = readinessProbe({ redis: () => redis.ping(), mysql: () => prisma.$queryRaw`SELECT 1` });
-const { server, port } = await serveMetricsPort(metrics.registry, config.WORKER_PORT, { logger, role: 'worker', variable: 'WORKER_PORT', readiness });
+const { server, port } = await serveMetricsPort(metrics.registry, config.WORKER_PORT, { logger, role: 'worker', variable: 'WORKER_PORT', config, readiness });
 
 // Before the warm-up, which waits up to 2 s for a store that is away: a signal then is handled too.
 onShutdownSignal(logger, config.SHUTDOWN_TIMEOUT_MS, async () => {

@@ -1,8 +1,10 @@
+import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, DEV_ADMIN_TOKEN, DEV_AUTH_SECRET, DEV_PAYMENT_WEBHOOK_SECRET, loadConfig } from './config.ts';
 
-const SECRET = 'a-production-secret-of-32-chars!';
-const ADMIN = 'admin-token-16ch';
+// Made at each run: a secret written here would be a published one, which production refuses.
+const SECRET = randomBytes(32).toString('base64');
+const ADMIN = randomBytes(16).toString('hex');
 
 /** The variable each problem names (its first word), so a test states which variables were refused. */
 function refusedVariables(env: NodeJS.ProcessEnv): string[] {
@@ -78,6 +80,11 @@ describe('loadConfig', () => {
       RECONCILER_WATCH_AFTER_END_MS: 3_600_000,
       RECONCILER_RETIRE_AFTER_END_MS: 60_000,
       ADMIN_SESSION_TTL_SECONDS: 28_800,
+      ADMIN_AUTH_FAILURES_PER_ADDRESS_PER_MINUTE: 10,
+      ADMIN_AUTH_FAILURES_PER_MINUTE: 100,
+      METRICS_HOST: '127.0.0.1',
+      METRICS_MAX_CONNECTIONS: 32,
+      PAYMENT_EVENTS_PER_ADDRESS_PER_SECOND: 200,
       DASHBOARD_INTERVAL_MS: 1000,
       ADMIN_SESSION_IDLE_SECONDS: 1800,
       DASHBOARD_STREAMS_PER_SESSION: 4,
@@ -174,6 +181,25 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ NODE_ENV: 'production', AUTH_SECRET: 'short', ADMIN_TOKEN: ADMIN, PAYMENT_WEBHOOK_SECRET: SECRET })).toThrow(
       new ConfigError(['AUTH_SECRET must be at least 32 characters']),
     );
+  });
+
+  it('refuses in production the published development secrets and secrets with no entropy, saying how to make one', () => {
+    const how = 'make one with `openssl rand -base64 48` (for ADMIN_TOKEN and METRICS_TOKEN: `openssl rand -hex 32`)';
+    expect(() => loadConfig({ NODE_ENV: 'production', AUTH_SECRET: DEV_AUTH_SECRET, ADMIN_TOKEN: DEV_ADMIN_TOKEN, PAYMENT_WEBHOOK_SECRET: DEV_PAYMENT_WEBHOOK_SECRET })).toThrow(
+      new ConfigError([
+        `AUTH_SECRET is a value published in the repository or its documentation, so it is refused in production: ${how}`,
+        `ADMIN_TOKEN is a value published in the repository or its documentation, so it is refused in production: ${how}`,
+        `PAYMENT_WEBHOOK_SECRET is a value published in the repository or its documentation, so it is refused in production: ${how}`,
+      ]),
+    );
+    expect(refusedVariables({ NODE_ENV: 'production', AUTH_SECRET: 'a'.repeat(32), ADMIN_TOKEN: ADMIN, PAYMENT_WEBHOOK_SECRET: SECRET })).toEqual(['AUTH_SECRET']);
+    expect(refusedVariables({ NODE_ENV: 'production', AUTH_SECRET: SECRET, ADMIN_TOKEN: 'aaaaaaaaaaaaaaaa', PAYMENT_WEBHOOK_SECRET: SECRET })).toEqual(['ADMIN_TOKEN']);
+    expect(refusedVariables({ NODE_ENV: 'production', AUTH_SECRET: SECRET, ADMIN_TOKEN: '0000000000000000', PAYMENT_WEBHOOK_SECRET: SECRET })).toEqual(['ADMIN_TOKEN']);
+    expect(refusedVariables({ NODE_ENV: 'production', AUTH_SECRET: SECRET, ADMIN_TOKEN: ADMIN, PAYMENT_WEBHOOK_SECRET: 'a'.repeat(32) })).toEqual(['PAYMENT_WEBHOOK_SECRET']);
+  });
+
+  it('keeps taking any well-formed secret outside production', () => {
+    expect(loadConfig({ NODE_ENV: 'development', ADMIN_TOKEN: 'aaaaaaaaaaaaaaaa', AUTH_SECRET: 'a'.repeat(32) }).ADMIN_TOKEN).toBe('aaaaaaaaaaaaaaaa');
   });
 
   it('uses the development secrets outside production', () => {

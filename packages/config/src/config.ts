@@ -1,9 +1,26 @@
 import { z } from 'zod';
+import { HOW_TO_MAKE_A_SECRET, weakSecretReason } from './secret-strength.ts';
 
 /** Values used when not in production, so `npm run demo` and the tests work with no setup. */
 export const DEV_AUTH_SECRET = 'dev-only-auth-secret-change-me-0123456789';
 export const DEV_ADMIN_TOKEN = 'dev-only-admin-token';
 export const DEV_PAYMENT_WEBHOOK_SECRET = 'dev-only-payment-webhook-secret-0123456789';
+
+/**
+ * The form of each secret (checked everywhere), apart from its strength (secret-strength.ts, checked in
+ * production on a value of the right form, so a short secret is reported once, as short).
+ */
+const SECRET_SHAPES = {
+  AUTH_SECRET: z.string().min(32, 'must be at least 32 characters'),
+  ADMIN_TOKEN: z
+    .string()
+    .min(16, 'must be at least 16 characters')
+    .regex(/^[A-Za-z0-9._~+/-]+=*$/, 'must contain only A-Z a-z 0-9 - . _ ~ + / (and trailing =), the characters of a bearer token'),
+  PAYMENT_WEBHOOK_SECRET: z.string().min(32, 'must be at least 32 characters'),
+};
+
+/** Optional secrets, held to the same strength in production when they are set. */
+const OPTIONAL_SECRETS = ['METRICS_TOKEN'] as const;
 
 const intFrom = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
 
@@ -47,20 +64,16 @@ const schema = z
      * little ahead of the token issuer's does not refuse tokens just issued or about to expire.
      */
     AUTH_CLOCK_TOLERANCE_SECONDS: intFrom(0, 300).default(5),
-    /** HS256 key for buyer tokens; required in production, at least 32 characters. */
-    AUTH_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
+    /** HS256 key for buyer tokens; required in production, at least 32 characters, and strong there (secret-strength.ts). */
+    AUTH_SECRET: SECRET_SHAPES.AUTH_SECRET.optional(),
     /**
-     * Bearer token for /api/admin/*; required in production, at least 16 characters, and only characters a
+     * Bearer token for /api/admin/*; required in production (and strong there: secret-strength.ts), at least 16 characters, and only characters a
      * bearer token can carry (RFC 6750 token68: A-Z a-z 0-9 - . _ ~ + / then trailing =), or no admin call
      * could ever present it.
      */
-    ADMIN_TOKEN: z
-      .string()
-      .min(16, 'must be at least 16 characters')
-      .regex(/^[A-Za-z0-9._~+/-]+=*$/, 'must contain only A-Z a-z 0-9 - . _ ~ + / (and trailing =), the characters of a bearer token')
-      .optional(),
-    /** HMAC-SHA256 key of the payment provider's events (Payment-Signature); required in production, at least 32 characters. */
-    PAYMENT_WEBHOOK_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
+    ADMIN_TOKEN: SECRET_SHAPES.ADMIN_TOKEN.optional(),
+    /** HMAC-SHA256 key of the payment provider's events (Payment-Signature); required in production, at least 32 characters, and strong there (secret-strength.ts). */
+    PAYMENT_WEBHOOK_SECRET: SECRET_SHAPES.PAYMENT_WEBHOOK_SECRET.optional(),
     /** Seconds a winner has to pay when the sale does not set its own paymentWindowSeconds, default 900 (10..86400). */
     PAYMENT_WINDOW_SECONDS: intFrom(10, 86_400).default(900),
     /**
@@ -79,6 +92,12 @@ const schema = z
      * before 429, default 1000; 0 = no limit (a load test from one machine, or a proxy that limits for us).
      */
     RATE_LIMIT_PER_ADDRESS_PER_SECOND: intFrom(0, 10_000_000).default(1000),
+    /**
+     * Payment events one client address may post per second to one gateway process before 429, default
+     * 200; 0 = no limit. Checked before the signature: an unsigned flood is turned away for the cost of a
+     * count, and a provider's retry (it retries on 429) comes through the next second.
+     */
+    PAYMENT_EVENTS_PER_ADDRESS_PER_SECOND: intFrom(0, 10_000_000).default(200),
     /**
      * Proxies in front of the gateway whose X-Forwarded-For is trusted, default 0 (none: the socket's
      * address is the client's). With N, the client is the Nth address from the right of X-Forwarded-For.
@@ -99,6 +118,32 @@ const schema = z
      * and a sale create a few hundred bytes, so anything larger is refused with 413 before it is parsed.
      */
     HTTP_MAX_BODY_BYTES: intFrom(64, 1_048_576).default(1024),
+    /**
+     * The address every process's internal port (the gateway's METRICS_PORT, WORKER_PORT,
+     * RECONCILER_PORT: /metrics, /healthz, /readyz) listens on, default 127.0.0.1: nothing outside the
+     * host reaches it unless the operator says so (`0.0.0.0` or an internal interface's address, for a
+     * Prometheus on another host or container).
+     */
+    METRICS_HOST: z
+      .string()
+      .regex(/^([A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*|[0-9A-Fa-f:.]+)$/, 'must be a host name or an IP address')
+      .default('127.0.0.1'),
+    /**
+     * When set, /metrics answers only `Authorization: Bearer <METRICS_TOKEN>` (401 otherwise; /healthz and
+     * /readyz stay open for orchestrators' probes). At least 16 characters of a bearer token; strong in
+     * production (secret-strength.ts). Unset by default: the port is on loopback.
+     */
+    METRICS_TOKEN: z
+      .string()
+      .min(16, 'must be at least 16 characters')
+      .regex(/^[A-Za-z0-9._~+/-]+=*$/, 'must contain only A-Z a-z 0-9 - . _ ~ + / (and trailing =), the characters of a bearer token')
+      .optional(),
+    /**
+     * Connections a process's internal port holds at once, default 32 (one address at most a quarter of
+     * them): past it a new one is closed at once. The gateway keeps these descriptors out of PORT's
+     * share of its open-file limit, so a flood of the metrics port never starves the buyers' port.
+     */
+    METRICS_MAX_CONNECTIONS: intFrom(4, 10_000).default(32),
     /** Port of the gateway's /metrics (internal network only; not served on PORT), default 3003 (0 picks a free port). */
     METRICS_PORT: intFrom(0, 65535).default(3003),
     /**
@@ -246,6 +291,32 @@ const schema = z
      * `1` in production (behind a TLS-terminating proxy) and `0` otherwise (plain http on a laptop or CI).
      */
     ADMIN_COOKIE_SECURE: z.enum(['0', '1']).optional(),
+    /**
+     * Failed admin authentications (a wrong admin token, as a bearer token or at the dashboard's sign-in)
+     * one client address may make per minute on one gateway process, default 10: past it every admin
+     * authentication from that address is refused with 429 until the minute ends, the token unchecked.
+     */
+    ADMIN_AUTH_FAILURES_PER_ADDRESS_PER_MINUTE: intFrom(1, 1_000_000).default(10),
+    /**
+     * Failed admin authentications from all addresses together per minute on one gateway process, default
+     * 100: past it every admin authentication is refused with 429 until the minute ends (a guess spread
+     * over many addresses is held too; operators wait out the minute with it).
+     */
+    ADMIN_AUTH_FAILURES_PER_MINUTE: intFrom(1, 10_000_000).default(100),
+    /**
+     * The Host values the dashboard and /api/admin answer, comma-separated: `name` (any port) or
+     * `name:port`, `*` for any. Default: localhost, 127.0.0.1, [::1] and this machine's hostname, any
+     * port. Anything else is refused with 403 HOST_NOT_ALLOWED, so a page that rebinds its own name to
+     * this address (DNS rebinding) cannot reach the admin surface from an operator's browser.
+     */
+    ADMIN_ALLOWED_HOSTS: z
+      .string()
+      .transform((list) => list.split(',').map((host) => host.trim().toLowerCase()))
+      .refine(
+        (hosts) => hosts.every((host) => host === '*' || /^([a-z0-9_-]+(\.[a-z0-9_-]+)*\.?|\[[0-9a-f:.]+\])(:\d{1,5})?$/.test(host)),
+        'must be host or host:port values, comma-separated (or *)',
+      )
+      .optional(),
     /** How often the dashboard's live view of a sale is read and pushed (once for all its viewers), default 1000 ms. */
     DASHBOARD_INTERVAL_MS: intFrom(100, 60_000).default(1000),
     /**
@@ -276,6 +347,17 @@ const schema = z
       if (!env.AUTH_SECRET) ctx.addIssue({ code: 'custom', path: ['AUTH_SECRET'], message: 'is required in production' });
       if (!env.ADMIN_TOKEN) ctx.addIssue({ code: 'custom', path: ['ADMIN_TOKEN'], message: 'is required in production' });
       if (!env.PAYMENT_WEBHOOK_SECRET) ctx.addIssue({ code: 'custom', path: ['PAYMENT_WEBHOOK_SECRET'], message: 'is required in production' });
+      // A published or patterned secret is no secret (secret-strength.ts states the rule).
+      for (const [name, shape] of Object.entries(SECRET_SHAPES)) {
+        const value = env[name as keyof typeof SECRET_SHAPES];
+        const reason = value === undefined || !shape.safeParse(value).success ? null : weakSecretReason(value);
+        if (reason) ctx.addIssue({ code: 'custom', path: [name], message: `${reason}, so it is refused in production: ${HOW_TO_MAKE_A_SECRET}` });
+      }
+      for (const name of OPTIONAL_SECRETS) {
+        const value = env[name];
+        const reason = value === undefined || value.length < 16 ? null : weakSecretReason(value);
+        if (reason) ctx.addIssue({ code: 'custom', path: [name], message: `${reason}, so it is refused in production: ${HOW_TO_MAKE_A_SECRET}` });
+      }
     },
     // Zod skips a refinement once another variable has failed; run it anyway, or a production deploy with
     // a bad PORT would learn about the missing secrets only on its next restart.
@@ -288,7 +370,7 @@ const RETIRED: Record<string, string> = {
 };
 
 /** Variables whose empty value is an error rather than "unset": each would silently fall back to a default. */
-const NO_EMPTY = new Set(['REDIS_PREFIX', 'AUTH_SECRET', 'ADMIN_TOKEN', 'PAYMENT_WEBHOOK_SECRET']);
+const NO_EMPTY = new Set(['REDIS_PREFIX', 'AUTH_SECRET', 'ADMIN_TOKEN', 'PAYMENT_WEBHOOK_SECRET', 'METRICS_TOKEN']);
 
 export type Config = Omit<z.infer<typeof schema>, 'AUTH_SECRET' | 'ADMIN_TOKEN' | 'PAYMENT_WEBHOOK_SECRET'> & {
   AUTH_SECRET: string;

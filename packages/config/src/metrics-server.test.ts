@@ -1,6 +1,6 @@
 import { once } from 'node:events';
 import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { connect, type AddressInfo, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Registry } from 'prom-client';
 import { readinessProbe, serveMetrics, type ReadinessChecks } from './metrics-server.ts';
@@ -63,5 +63,58 @@ describe('the internal port of a process', () => {
 
     expect(await get(`${withChecks}/healthz`)).toEqual({ status: 200, body: { status: 'ok' } });
     expect(await get(`${without}/readyz`)).toEqual({ status: 404, body: '' });
+  });
+});
+
+describe('the guards of the internal port', () => {
+  async function listening(listener: Parameters<typeof serveMetrics>[3]): Promise<number> {
+    const server = serveMetrics(new Registry(), 0, undefined, listener);
+    servers.push(server);
+    await once(server, 'listening');
+    return (server.address() as AddressInfo).port;
+  }
+
+  it('listens on 127.0.0.1 by default: another loopback address is refused', async () => {
+    const port = await listening({});
+
+    expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).toBe(200);
+    await expect(fetch(`http://127.0.0.2:${port}/healthz`)).rejects.toThrow('fetch failed');
+  });
+
+  it('with a token, serves /metrics only to a scrape that bears it; /healthz stays open', async () => {
+    const port = await listening({ token: 'a-metrics-token-for-this-test' });
+
+    expect((await fetch(`http://127.0.0.1:${port}/metrics`)).status).toBe(401);
+    expect((await fetch(`http://127.0.0.1:${port}/metrics`, { headers: { authorization: 'Bearer a-metrics-token-for-this-tesT' } })).status).toBe(401);
+    expect((await fetch(`http://127.0.0.1:${port}/metrics`, { headers: { authorization: 'Bearer a-metrics-token-for-this-test' } })).status).toBe(200);
+    expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).toBe(200);
+  });
+
+  it('holds at most maxConnections, a quarter from one address, and closes a half-sent request at the headers timeout', async () => {
+    const refused: string[] = [];
+    const port = await listening({ maxConnections: 8, headersTimeoutMs: 1500, requestTimeoutMs: 1500, onRefused: (reason) => refused.push(reason) });
+    const sockets: Socket[] = [];
+    try {
+      const open = async (localAddress: string) => {
+        const socket = connect({ host: '127.0.0.1', port, localAddress });
+        sockets.push(socket);
+        socket.on('error', () => undefined);
+        await once(socket, 'connect');
+        // Half a request, never finished.
+        socket.write('GET /metrics HTTP/1.1\r\nHost: x\r\n');
+        // Read what comes (the 408): a paused socket would never see the close after it.
+        socket.resume();
+        return socket;
+      };
+      const fromOne = await Promise.all(Array.from({ length: 4 }, () => open('127.0.0.1')));
+      await Promise.all(['127.0.0.3', '127.0.0.4', '127.0.0.5', '127.0.0.6', '127.0.0.7', '127.0.0.8', '127.0.0.9'].map((address) => open(address)));
+      await expect.poll(() => refused.slice().sort(), { timeout: 1000 }).toEqual(['overMaxConnections', 'overMaxConnectionsPerAddress', 'overMaxConnectionsPerAddress']);
+
+      // Every one still open is closed by the headers timeout (1.5 s, swept every 375 ms), none kept.
+      const closed = await Promise.all(fromOne.slice(0, 2).map((socket) => (socket.destroyed ? Promise.resolve() : once(socket, 'close'))));
+      expect(closed).toHaveLength(2);
+    } finally {
+      for (const socket of sockets) socket.destroy();
+    }
   });
 });

@@ -1,6 +1,10 @@
+import { timingSafeEqual } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { Config } from './config.ts';
+import { capConnections, type ConnectionRefusal } from './connection-cap.ts';
 import type { Logger } from './logger.ts';
+import { summarisedLog } from './summarised-log.ts';
 
 /**
  * What `/metrics` answers: a prom-client Registry, or anything that renders one, such as the sum of a
@@ -58,29 +62,80 @@ export function readinessProbe(checks: ReadinessChecks, timeoutMs = READY_TIMEOU
   };
 }
 
+/** How one internal port listens and whom it lets in (see serveMetrics); each has a default. */
+export interface MetricsListener {
+  /** Address to listen on, default 127.0.0.1 (METRICS_HOST). */
+  host?: string;
+  /** Bearer token /metrics requires (METRICS_TOKEN); none: /metrics is open to whoever reaches the port. */
+  token?: string;
+  /** Connections held at once, default 32 (METRICS_MAX_CONNECTIONS); one address at most a quarter of them. */
+  maxConnections?: number;
+  /** Time to send the headers / the whole request / idle keep-alive, default 5 s / 10 s / 5 s (the HTTP_*_TIMEOUT_MS of PORT). */
+  headersTimeoutMs?: number;
+  requestTimeoutMs?: number;
+  keepAliveTimeoutMs?: number;
+  /** Told of each connection closed at once for a cap (the caller logs a summary). */
+  onRefused?: (reason: ConnectionRefusal, address?: string) => void;
+}
+
 /**
  * The small internal HTTP server of a process (worker, reconciler, the gateway's METRICS_PORT):
  * `/metrics` in Prometheus text format, `/healthz` (200 while the process runs) and, when `readiness` is
  * given, `/readyz` (200 when every store answers, 503 otherwise); on `port` (0 picks a free one; read
  * it from the `listening` event). It answers whatever the stores do, so a process listens on it at
  * once, before Redis or MySQL have answered.
+ *
+ * Guarded like the buyers' port, since it is a door into the same process: it listens on loopback
+ * unless told otherwise, holds a bounded number of connections (past it a new one is closed at once,
+ * so a flood here costs the process a fixed number of descriptors, which the gateway keeps out of
+ * PORT's share), ends a connection that does not send its request in time, and, with a token, serves
+ * /metrics (each sale's stock and remaining, in the reconciler's) to the scraper only.
  */
-export function serveMetrics(registry: MetricsSource, port: number, readiness?: () => Promise<Readiness>): Server {
-  return createServer((req, res) => {
-    if (req.url === '/metrics') {
-      registry.metrics().then(
-        (text) => res.writeHead(200, { 'content-type': registry.contentType }).end(text),
-        () => res.writeHead(500).end(),
-      );
-    } else if (req.url === '/healthz') {
-      res.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"ok"}');
-    } else if (req.url === '/readyz' && readiness) {
-      void readiness().then((report) => res.writeHead(report.status === 'ready' ? 200 : 503, { 'content-type': 'application/json' }).end(JSON.stringify(report)));
-    } else {
-      res.writeHead(404).end();
-    }
-  }).listen(port);
+export function serveMetrics(registry: MetricsSource, port: number, readiness?: () => Promise<Readiness>, listener: MetricsListener = {}): Server {
+  const headersTimeoutMs = listener.headersTimeoutMs ?? 5000;
+  const maxConnections = listener.maxConnections ?? 32;
+  const expected = listener.token === undefined ? undefined : Buffer.from(`Bearer ${listener.token}`);
+  const server = createServer(
+    {
+      headersTimeout: headersTimeoutMs,
+      requestTimeout: listener.requestTimeoutMs ?? 10_000,
+      keepAliveTimeout: listener.keepAliveTimeoutMs ?? 5000,
+      connectionsCheckingInterval: Math.min(1000, Math.ceil(headersTimeoutMs / 4)),
+    },
+    (req, res) => {
+      if (req.url === '/metrics') {
+        if (expected && !sameBytes(req.headers.authorization, expected)) {
+          res.writeHead(401, { 'www-authenticate': 'Bearer' }).end();
+          return;
+        }
+        registry.metrics().then(
+          (text) => res.writeHead(200, { 'content-type': registry.contentType }).end(text),
+          () => res.writeHead(500).end(),
+        );
+      } else if (req.url === '/healthz') {
+        res.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"ok"}');
+      } else if (req.url === '/readyz' && readiness) {
+        void readiness().then((report) => res.writeHead(report.status === 'ready' ? 200 : 503, { 'content-type': 'application/json' }).end(JSON.stringify(report)));
+      } else {
+        res.writeHead(404).end();
+      }
+    },
+  );
+  capConnections(server, maxConnections, Math.max(1, Math.floor(maxConnections / 4)), listener.onRefused ?? (() => undefined));
+  return server.listen(port, listener.host ?? '127.0.0.1');
 }
+
+/** Compares a header with the expected bytes in constant time (for equal lengths). */
+function sameBytes(given: string | undefined, expected: Buffer): boolean {
+  const bytes = Buffer.from(given ?? '');
+  return bytes.length === expected.length && timingSafeEqual(bytes, expected);
+}
+
+/** The settings of an internal port, from the configuration. */
+export type MetricsListenerConfig = Pick<
+  Config,
+  'METRICS_HOST' | 'METRICS_TOKEN' | 'METRICS_MAX_CONNECTIONS' | 'HTTP_HEADERS_TIMEOUT_MS' | 'HTTP_REQUEST_TIMEOUT_MS' | 'HTTP_KEEP_ALIVE_TIMEOUT_MS'
+>;
 
 /** The process serving a metrics port, as the line logged when the port cannot be bound names it. */
 export interface MetricsPortOwner {
@@ -89,6 +144,8 @@ export interface MetricsPortOwner {
   role: string;
   /** The variable that sets the port, for the operator to change: `WORKER_PORT`. */
   variable: string;
+  /** How the port listens (METRICS_HOST, METRICS_TOKEN, METRICS_MAX_CONNECTIONS, the HTTP timeouts). */
+  config: MetricsListenerConfig;
   /** What `/readyz` asks (see serveMetrics); none: no `/readyz` on this port. */
   readiness?: () => Promise<Readiness>;
 }
@@ -101,13 +158,22 @@ export interface MetricsPortOwner {
 export async function serveMetricsPort(
   source: MetricsSource,
   port: number,
-  { logger, role, variable, readiness }: MetricsPortOwner,
+  { logger, role, variable, config, readiness }: MetricsPortOwner,
 ): Promise<{ server: Server; port: number | undefined }> {
-  const server = serveMetrics(source, port, readiness);
+  const refusals = summarisedLog<ConnectionRefusal>(logger, 'metrics port: connections refused', 'refused');
+  const server = serveMetrics(source, port, readiness, {
+    host: config.METRICS_HOST,
+    token: config.METRICS_TOKEN,
+    maxConnections: config.METRICS_MAX_CONNECTIONS,
+    headersTimeoutMs: config.HTTP_HEADERS_TIMEOUT_MS,
+    requestTimeoutMs: config.HTTP_REQUEST_TIMEOUT_MS,
+    keepAliveTimeoutMs: config.HTTP_KEEP_ALIVE_TIMEOUT_MS,
+    onRefused: (reason, address) => refusals(reason, address === undefined ? undefined : { lastAddress: address }),
+  });
   const bound = await new Promise<number | undefined>((resolve) => {
     server.once('listening', () => resolve((server.address() as AddressInfo).port));
     server.once('error', (err) => {
-      logger.error({ err, port }, `metrics port unavailable: this ${role} serves no /metrics (give it its own ${variable})`);
+      logger.error({ err, port, host: config.METRICS_HOST }, `metrics port unavailable: this ${role} serves no /metrics (give it its own ${variable})`);
       resolve(undefined);
     });
   });

@@ -7,6 +7,7 @@ export const ERRORS = {
   UNAUTHORIZED: { status: 401, title: 'Missing or invalid credentials' },
   CSRF_REJECTED: { status: 403, title: 'The request did not come from the dashboard' },
   SALE_NOT_STARTED: { status: 403, title: 'The sale has not started yet' },
+  HOST_NOT_ALLOWED: { status: 403, title: 'The admin surface does not answer for this host' },
   SALE_NOT_FOUND: { status: 404, title: 'No such sale' },
   RESERVATION_NOT_FOUND: { status: 404, title: 'No such reservation' },
   NOT_FOUND: { status: 404, title: 'No such resource' },

@@ -114,9 +114,14 @@ export type CancelOutcome = { kind: 'cancelled'; owed: OwedReturn | null } | { k
  * buyer has no order for that reservation (none yet, or someone else's).
  */
 export async function cancelOrder(prisma: PrismaClient, reservationId: string, userId: string): Promise<CancelOutcome | null> {
-  const [found] = await prisma.$queryRaw<{ id: bigint; sale_id: number; user_id: string }[]>`
-    SELECT id, sale_id, user_id FROM orders WHERE reservation_id = ${reservationId}`;
+  const [found] = await prisma.$queryRaw<{ id: bigint; sale_id: number; user_id: string; status: string }[]>`
+    SELECT id, sale_id, user_id, status FROM orders WHERE reservation_id = ${reservationId}`;
   if (!found || found.user_id !== userId) return null;
+  // A closed order (cancelled, expired, paid) never opens again: its answer needs no lock. Only an order
+  // still `created` is worth the sale row lock, so a buyer repeating a cancel costs one indexed read,
+  // never a transaction queued on the lock that payments, expiry and other cancels of the sale need.
+  if (found.status === 'cancelled') return { kind: 'cancelled', owed: null };
+  if (found.status !== 'created') return { kind: 'not-cancellable', status: found.status };
   return prisma.$transaction(async (tx) => {
     const generation = await lockSale(tx, found.sale_id);
     const [order] = await tx.$queryRaw<(ClosingOrder & { status: string })[]>`

@@ -31,7 +31,14 @@ export interface SaleControlDeps {
  * MySQL's and applies MySQL's; and a rebuild writes MySQL's controls and applies them again before it
  * resumes. A crash before 1 commits changed nothing.
  */
-export async function runSaleControl(deps: SaleControlDeps, saleId: number, control: SaleControl, actor: ControlActor): Promise<AdminSaleView> {
+export async function runSaleControl(
+  deps: SaleControlDeps,
+  saleId: number,
+  control: SaleControl,
+  actor: ControlActor,
+  /** The client's address as TRUST_PROXY tells it (an HTTP control), for the audit line. */
+  address?: string,
+): Promise<AdminSaleView> {
   const { redis, prisma, prefix, logger } = deps;
   // The sale's clock: a close ends it at the instant the reserve script will judge by.
   const now = await redisNow(redis, saleKeys(prefix, saleId).meta);
@@ -43,6 +50,7 @@ export async function runSaleControl(deps: SaleControlDeps, saleId: number, cont
   const audit = {
     audit: 'sale_control',
     actor,
+    ...(address !== undefined && { address }),
     saleId,
     ...control,
     outcome: outcome.kind,

@@ -4,7 +4,7 @@ import type { Request, RequestHandler } from 'express';
 import { AppError } from '@flashsale/domain';
 import { readAdminSession, type AdminSession } from '@flashsale/redis-store';
 import type { GatewayDeps } from '../deps.ts';
-import { createAdminCheck } from '../auth.ts';
+import type { AdminGuard } from './admin-guard.ts';
 
 /** The dashboard's session cookie: HttpOnly, SameSite=Strict, Path=/ (dashboard-session.ts sets it). */
 export const SESSION_COOKIE = 'flashsale_admin';
@@ -67,11 +67,10 @@ export async function sessionOf(deps: GatewayDeps, req: Request): Promise<{ id: 
  * dashboard's session cookie, with the CSRF checks on every change. A request with an Authorization header
  * is judged by it alone: browsers never add one by themselves, so it needs no CSRF check.
  */
-export function adminAuthentication(deps: GatewayDeps): RequestHandler {
-  const checkAdmin = createAdminCheck(deps.config.ADMIN_TOKEN);
+export function adminAuthentication(deps: GatewayDeps, guard: AdminGuard): RequestHandler {
   return async (req, res, next) => {
     if (req.headers.authorization !== undefined || sessionIdOf(req.headers) === undefined) {
-      checkAdmin(req.headers.authorization);
+      guard.checkToken(req, req.headers.authorization);
       return next();
     }
     const open = await sessionOf(deps, req);

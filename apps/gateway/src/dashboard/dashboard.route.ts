@@ -1,13 +1,14 @@
 import { readFileSync } from 'node:fs';
-import express, { Router, type Response } from 'express';
+import express, { Router, type Request, type Response } from 'express';
 import { z } from 'zod';
 import { AppError, parseSaleId } from '@flashsale/domain';
 import { createAdminSession, deleteAdminSession, readAdminSession } from '@flashsale/redis-store';
 import type { GatewayDeps } from '../deps.ts';
-import { createAdminCheck } from '../auth.ts';
+import { clientAddress } from '../client-address.ts';
 import { liftRequestDeadline } from '../deadline.ts';
 import { parseOrThrow, requireJsonBodyOf } from '../validation.ts';
 import { SESSION_COOKIE, checkSameOriginChange, sessionOf } from './admin-auth.ts';
+import type { AdminGuard } from './admin-guard.ts';
 import type { LiveFeed } from './live-feed.ts';
 import type { LiveViews } from './live-views.ts';
 import type { LiveStreams } from './live-streams.ts';
@@ -47,11 +48,12 @@ const signIn = z.strictObject({ token: z.string().min(1).max(4096) });
  * The operator's dashboard at /admin/ (the page, its session, its live stream). The controls it sends go
  * to /api/admin/*, with the session cookie and its CSRF token (admin-auth.ts).
  */
-export function dashboardRouter(deps: GatewayDeps, { feed, views, streams }: DashboardParts): Router {
+export function dashboardRouter(deps: GatewayDeps, { feed, views, streams }: DashboardParts, guard: AdminGuard): Router {
   const { config, redis } = deps;
   // Strict: /admin and /admin/ are two paths here (the first redirects to the second).
   const router = Router({ strict: true });
-  const checkAdmin = createAdminCheck(config.ADMIN_TOKEN);
+  // Audit lines name the client as TRUST_PROXY says, not the proxy in front.
+  const addressOf = (req: Request) => clientAddress(req, config.TRUST_PROXY);
   const lifetime = { ttlMs: config.ADMIN_SESSION_TTL_SECONDS * 1000, idleMs: config.ADMIN_SESSION_IDLE_SECONDS * 1000 };
   const secure = (config.ADMIN_COOKIE_SECURE ?? (config.NODE_ENV === 'production' ? '1' : '0')) === '1';
   const cookie = (value: string, maxAgeSeconds: number) =>
@@ -81,9 +83,9 @@ export function dashboardRouter(deps: GatewayDeps, { feed, views, streams }: Das
     express.json({ limit: config.HTTP_MAX_BODY_BYTES, strict: true }),
     async (req, res) => {
       const { token } = parseOrThrow(signIn, req.body ?? {});
-      checkAdmin(`Bearer ${token}`);
+      guard.checkToken(req, `Bearer ${token}`);
       const { id, session } = await createAdminSession(redis, config.REDIS_PREFIX, config.ADMIN_TOKEN, lifetime);
-      deps.logger.info({ audit: 'dashboard_sign_in', address: req.socket.remoteAddress }, 'dashboard: signed in');
+      deps.logger.info({ audit: 'dashboard_sign_in', address: addressOf(req) }, 'dashboard: signed in');
       res.set({ 'Set-Cookie': cookie(id, config.ADMIN_SESSION_TTL_SECONDS), 'Cache-Control': 'no-store' }).json({ csrfToken: session.csrfToken, expiresAt: new Date(session.expiresAt).toISOString() });
     },
   );
@@ -101,7 +103,7 @@ export function dashboardRouter(deps: GatewayDeps, { feed, views, streams }: Das
       await deleteAdminSession(redis, config.REDIS_PREFIX, open.id);
       // Its streams on this process end now; on other processes, at their next event (the check below).
       streams.endSession(open.id);
-      deps.logger.info({ audit: 'dashboard_sign_out' }, 'dashboard: signed out');
+      deps.logger.info({ audit: 'dashboard_sign_out', address: addressOf(req) }, 'dashboard: signed out');
     }
     res.set('Set-Cookie', cookie('', 0)).status(204).end();
   });

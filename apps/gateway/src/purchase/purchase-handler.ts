@@ -3,7 +3,7 @@ import { AppError, newReservationId } from '@flashsale/domain';
 import { reservePurchase, WorkSignaller, type ReserveOutcome } from '@flashsale/redis-store';
 import type { GatewayDeps } from '../deps.ts';
 import type { GatewayMetrics } from '../metrics.ts';
-import { createRequestLimits } from '../request-limits.ts';
+import type { RequestLimits } from '../request-limits.ts';
 import { createBuyerAuthenticator } from '../auth.ts';
 import { requireJsonBody, saleIdParam } from '../validation.ts';
 import { renderJson, renderProblem, sendProblem, sendRendered, type Problem } from '../problem.ts';
@@ -40,6 +40,8 @@ export function refusalOf(outcome: Exclude<ReserveOutcome, { kind: 'reserved' }>
 export interface PurchaseHandlerParts {
   verdicts: SaleVerdictCache;
   liveSales: LiveSaleDirectory;
+  /** The buyers' and addresses' purchase budgets, shared with the cancel route (gateway.ts). */
+  limits: RequestLimits;
 }
 
 /**
@@ -48,9 +50,8 @@ export interface PurchaseHandlerParts {
  * behind Express's router and behind the server's front door (see gateway.ts); it uses nothing of
  * Express's request or response objects, each of which the profile showed costing on every call.
  */
-export function createPurchaseHandler({ config, redis, logger, now }: GatewayDeps, metrics: GatewayMetrics, { verdicts, liveSales }: PurchaseHandlerParts): PurchaseHandler {
+export function createPurchaseHandler({ config, redis, logger }: GatewayDeps, metrics: GatewayMetrics, { verdicts, liveSales, limits }: PurchaseHandlerParts): PurchaseHandler {
   const authenticate = createBuyerAuthenticator(config.AUTH_SECRET, config.AUTH_CLOCK_TOLERANCE_SECONDS);
-  const limits = createRequestLimits(config, now);
   const readPurchaseBody = createPurchaseBodyReader(config.HTTP_MAX_BODY_BYTES);
   const prefix = config.REDIS_PREFIX;
   // Tells the workers a sale has work (a debounced PUBLISH, off the answer's path): they read it at once

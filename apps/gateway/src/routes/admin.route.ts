@@ -24,9 +24,21 @@ const saleTime = z.iso
     message: `must be between ${new Date(SALE_TIME_RANGE.min).toISOString()} and ${new Date(SALE_TIME_RANGE.max).toISOString()}`,
   });
 
+// Control characters (C0, DEL, C1) and the bidirectional marks, embeddings, overrides and isolates: a
+// name carrying them hides or reorders what an operator reads on the dashboard and in the logs. A lone
+// surrogate has no UTF-8 form: MySQL would store U+FFFD in its place, silently another name.
+const UNSAFE_NAME_CHARACTERS = /[\p{Cc}\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/u;
+const saleName = z
+  .string()
+  .trim()
+  .min(1)
+  .max(200)
+  .refine((name) => name.isWellFormed(), 'must be well-formed Unicode (it has a lone surrogate)')
+  .refine((name) => !UNSAFE_NAME_CHARACTERS.test(name), 'must not contain control characters or bidirectional formatting characters');
+
 const newSaleBody = z
   .strictObject({
-    name: z.string().trim().min(1).max(200),
+    name: saleName,
     stock: z.number().int().min(1).max(MAX_STOCK),
     startsAt: saleTime,
     endsAt: saleTime,
@@ -60,7 +72,7 @@ export function adminRouter(deps: GatewayDeps): Router {
 
   // Pauses the sale, waits for its stream to drain, rebuilds its Redis state from MySQL and resumes it,
   // through the reconciler's queue: never two at once for a sale.
-  router.post('/api/admin/sales/:saleId/reconcile', async (req, res) => {
+  router.post('/api/admin/sales/:saleId/reconcile', jsonBodyOnly, async (req, res) => {
     const saleId = saleIdParam(req.params.saleId);
     if (!(await findSale(prisma, saleId))) throw new AppError('SALE_NOT_FOUND', `no sale has the id ${saleId}`);
     // BullMQ's connection waits for Redis rather than failing: the enqueue gets the request's deadline.

@@ -12,7 +12,7 @@ import { manualClock } from '../../../../test/support/clock.ts';
 import { until } from '../../../../test/support/until.ts';
 import { buyerToken } from '@flashsale/harness';
 import { newReservationId, signPaymentEvent } from '@flashsale/domain';
-import { bearer } from '../../../../test/support/http.ts';
+import { bearer, requestWithHost } from '../../../../test/support/http.ts';
 import { writeOrdersOf } from '../../../../test/support/orders.ts';
 import { OPENAPI_DOCUMENT } from './openapi.route.ts';
 
@@ -484,11 +484,10 @@ describe('429 RATE_LIMITED with Retry-After, past a buyer\'s budget', () => {
     await expectDescribed('GET /api/reservations/{reservationId}', 429, await lookUp());
   });
 
-  it('on cancels', async () => {
+  it('on cancels, which spend the purchase budget: the purchase used it up', async () => {
     const sale = await createLiveSale(limited);
     const { reservationId, token } = await reserve(sale.id, limitedGateway.url);
 
-    await expectDescribed('POST /api/reservations/{reservationId}/cancel', 409, await cancel(limitedGateway.url, reservationId, token));
     await expectDescribed('POST /api/reservations/{reservationId}/cancel', 429, await cancel(limitedGateway.url, reservationId, token));
   });
 });
@@ -647,6 +646,67 @@ describe('with Redis away', () => {
       await expectDescribed(`POST /api/admin/sales/{saleId}/${action}`, 503, await fetch(`${away.url}/api/admin/sales/${sale.id}/${action}`, { method: 'POST', headers: adminToken }));
     }
     await expectDescribed('POST /api/admin/sales/{saleId}/stock', 503, await fetch(`${away.url}/api/admin/sales/${sale.id}/stock`, { method: 'POST', headers: { ...adminToken, ...asJson }, body: '{"add":1}' }));
+  });
+});
+
+describe('the admin surface', () => {
+  const ADMIN_OPERATIONS: [string, string, string, string?][] = [
+    ['POST /api/admin/sales', 'POST', '/api/admin/sales', '{}'],
+    ['GET /api/admin/sales', 'GET', '/api/admin/sales'],
+    ['GET /api/admin/sales/{saleId}/stats', 'GET', '/api/admin/sales/1/stats'],
+    ['POST /api/admin/sales/{saleId}/reconcile', 'POST', '/api/admin/sales/1/reconcile'],
+    ['POST /api/admin/sales/{saleId}/pause', 'POST', '/api/admin/sales/1/pause'],
+    ['POST /api/admin/sales/{saleId}/resume', 'POST', '/api/admin/sales/1/resume'],
+    ['POST /api/admin/sales/{saleId}/close', 'POST', '/api/admin/sales/1/close'],
+    ['POST /api/admin/sales/{saleId}/stock', 'POST', '/api/admin/sales/1/stock', '{"add":1}'],
+  ];
+
+  it('403 HOST_NOT_ALLOWED for a Host not allowed, 429 once the failed authentications are over budget', async () => {
+    for (const [operation, method, path, body] of ADMIN_OPERATIONS) {
+      const res = await requestWithHost(`${gateway.url}${path}`, 'attacker.example', { method, headers: { ...admin(), ...(body && asJson) }, body });
+      expect(await expectDescribed(operation, 403, res)).toMatchObject({ code: 'HOST_NOT_ALLOWED' });
+    }
+    // A gateway of its own, one failure allowed a minute: the file's gateway keeps its budget.
+    const own = createTestContext({ ADMIN_AUTH_FAILURES_PER_ADDRESS_PER_MINUTE: '1' });
+    const guarded = await startGateway(own);
+    try {
+      expect((await fetch(`${guarded.url}/api/admin/sales`, { headers: bearer('a-wrong-guess-of-the-token') })).status).toBe(401);
+      for (const [operation, method, path, body] of ADMIN_OPERATIONS) {
+        const res = await fetch(`${guarded.url}${path}`, { method, headers: { ...bearer(own.config.ADMIN_TOKEN), ...(body && asJson) }, body });
+        expect(await expectDescribed(operation, 429, res)).toMatchObject({ code: 'RATE_LIMITED' });
+      }
+    } finally {
+      await guarded.close();
+      await own.close();
+    }
+  });
+});
+
+describe('a bodiless POST sent a body that is not JSON', () => {
+  it('415 on the controls, the reconcile and the cancel', async () => {
+    const sale = await createLiveSale(ctx);
+    const asText = { 'content-type': 'text/plain' };
+    for (const action of ['pause', 'resume', 'close', 'reconcile']) {
+      await expectDescribed(`POST /api/admin/sales/{saleId}/${action}`, 415, await fetch(`${gateway.url}/api/admin/sales/${sale.id}/${action}`, { method: 'POST', headers: { ...admin(), ...asText }, body: 'x' }));
+    }
+    const cancelWithText = await fetch(`${gateway.url}/api/reservations/${newReservationId(sale.id)}/cancel`, { method: 'POST', headers: { ...bearer(buyerToken(newBuyer())), ...asText }, body: 'x' });
+    await expectDescribed('POST /api/reservations/{reservationId}/cancel', 415, cancelWithText);
+  });
+});
+
+describe('POST /api/payments/events, flooded', () => {
+  it('429 past the per-address budget of payment events', async () => {
+    const own = createTestContext({ PAYMENT_EVENTS_PER_ADDRESS_PER_SECOND: '1' });
+    const clock = manualClock();
+    const budgeted = await startGateway(own, { now: clock.now });
+    try {
+      clock.nextSecond();
+      expect((await deliver(paymentOf('1-none'), { url: budgeted.url, signature: 't=1,v1=00' })).status).toBe(401);
+      expect(await expectDescribed('POST /api/payments/events', 429, await deliver(paymentOf('1-none'), { url: budgeted.url, signature: 't=1,v1=00' }))).toMatchObject({ code: 'RATE_LIMITED' });
+    } finally {
+      await budgeted.close();
+      await own.close();
+    }
   });
 });
 

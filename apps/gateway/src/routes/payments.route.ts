@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { AppError, checkPaymentSignature, saleIdOfReservation } from '@flashsale/domain';
 import { findDeadLetter, streamBacklog } from '@flashsale/redis-store';
 import { recordOrderlessPayment, recordPayment, type PaymentEventInput, type PaymentOutcome } from '@flashsale/order-store';
+import { summarisedLog } from '@flashsale/config';
 import type { GatewayDeps } from '../deps.ts';
 import { parseOrThrow, jsonBodyOnly } from '../validation.ts';
 
@@ -31,6 +32,8 @@ const paymentEvent = z.object({
  */
 export function paymentsRouter({ config, redis, prisma, logger }: GatewayDeps): Router {
   const router = Router();
+  // Refusals summed up (the first at once, then counts every 10 s): an unsigned flood is no log flood.
+  const refusals = summarisedLog<string>(logger, 'payment events refused: bad signature', 'refused');
   router.post(
     '/api/payments/events',
     jsonBodyOnly,
@@ -40,7 +43,7 @@ export function paymentsRouter({ config, redis, prisma, logger }: GatewayDeps): 
       const raw = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
       const problem = checkPaymentSignature(req.headers['payment-signature'] as string | undefined, raw, config.PAYMENT_WEBHOOK_SECRET, Math.floor(Date.now() / 1000));
       if (problem) {
-        logger.warn({ problem }, 'payment event refused: bad signature');
+        refusals(problem);
         throw new AppError('UNAUTHORIZED', `the Payment-Signature is ${problem === 'stale' ? 'too old or too far ahead' : problem === 'mismatch' ? 'not valid' : problem}`);
       }
       let body: unknown;

@@ -6,6 +6,7 @@ import { settleReturns } from '@flashsale/lifecycle';
 import type { GatewayDeps } from '../deps.ts';
 import { createBuyerAuthenticator } from '../auth.ts';
 import { createRequestLimits, type RequestLimits } from '../request-limits.ts';
+import { requireJsonBodyOf } from '../validation.ts';
 
 /**
  * GET /api/reservations/:reservationId: `pending` until the worker has written the order, then the
@@ -22,7 +23,7 @@ import { createRequestLimits, type RequestLimits } from '../request-limits.ts';
  * unique, already the buyer's, stable across a Redis loss and a rebuild, and an order is found from it
  * with the unique index. Null while there is no order yet.
  */
-export function reservationRouter({ config, redis, prisma, logger, now }: GatewayDeps): Router {
+export function reservationRouter({ config, redis, prisma, logger, now }: GatewayDeps, buyingLimits: RequestLimits): Router {
   const router = Router();
   const authenticate = createBuyerAuthenticator(config.AUTH_SECRET, config.AUTH_CLOCK_TOLERANCE_SECONDS);
   const notFound = () => new AppError('RESERVATION_NOT_FOUND', 'no such reservation for this buyer');
@@ -56,12 +57,15 @@ export function reservationRouter({ config, redis, prisma, logger, now }: Gatewa
    * MySQL closes it (and records the units it owes Redis) in one transaction; the units are then given
    * back to Redis before the answer, so the buyer may buy again at once. Should that fail (Redis away),
    * the answer is the same: the order is cancelled, and the workers' expiry pass gives the units back.
-   * Idempotent: a cancelled order answers cancelled again, and its units come back once.
+   * Idempotent: a cancelled order answers cancelled again, and its units come back once. An order
+   * already closed is answered from one read, without the sale's row lock (cancelOrder).
    */
-  // Budgets of its own: a buyer polling their reservation does not spend their cancel.
-  const cancelLimits = createRequestLimits(config, now);
+  // The purchase budget, not the lookups': a buyer polling their reservation does not spend their cancel,
+  // and cancels count with the purchases they undo (a cancel-and-rebuy loop spends one budget).
   router.post('/api/reservations/:reservationId/cancel', async (req, res) => {
-    const { userId, reservationId, saleId } = buyerAndReservation(req, cancelLimits);
+    // No body is read; one that is not JSON is refused (415), as on every other route.
+    requireJsonBodyOf(req);
+    const { userId, reservationId, saleId } = buyerAndReservation(req, buyingLimits);
     const outcome = await cancelOrder(prisma, reservationId, userId);
     if (!outcome) {
       const before = await reservationBeforeOrder(saleId, reservationId, userId);

@@ -209,7 +209,7 @@ describe('GET /api/admin/sales', () => {
       const second = await (await list(`?limit=2&cursor=${first.nextCursor}`)).json();
       expect(second).toEqual({ sales: [expect.objectContaining({ id: a.id, name: 'a', stock: 3, remaining: 3, status: 'active', reconciling: false })], nextCursor: null });
 
-      await expectProblem(await list('?limit=0'), 400, 'INVALID_REQUEST', 'limit: Too small: expected number to be >=1', { errors: ['limit: Too small: expected number to be >=1'] });
+      await expectProblem(await list('?limit=0'), 400, 'INVALID_REQUEST', 'limit: must be a whole number from 1 to 100', { errors: ['limit: must be a whole number from 1 to 100'] });
       await expectProblem(await list('?cursor=abc'), 400, 'INVALID_REQUEST', 'cursor: must be the nextCursor of a previous page', { errors: ['cursor: must be the nextCursor of a previous page'] });
       await expectProblem(await list('', {}), 401, 'UNAUTHORIZED', 'an Authorization: Bearer token is required');
     } finally {

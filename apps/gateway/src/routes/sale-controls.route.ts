@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { MAX_STOCK, MAX_SALE_ID, type SaleControl } from '@flashsale/domain';
 import type { GatewayDeps } from '../deps.ts';
 import { runSaleControl, type ControlActor } from '../controls/sale-controls.ts';
+import { clientAddress } from '../client-address.ts';
 import { listAdminSales } from '../controls/sale-list.ts';
 import { parseOrThrow, jsonBodyOnly, saleIdParam } from '../validation.ts';
 
@@ -10,7 +11,13 @@ const stockBody = z.strictObject({ add: z.number().int().min(1).max(MAX_STOCK) }
 
 // The cursor is the id the next page starts below; a page holds at most 100 sales.
 const listQuery = z.strictObject({
-  limit: z.coerce.number().int().min(1).max(100).default(20),
+  // Decimal digits only: Number() would also take `0x10`, `1e1` or ` 16`, another spelling of a number.
+  limit: z
+    .string()
+    .regex(/^[1-9][0-9]{0,2}$/, 'must be a whole number from 1 to 100')
+    .transform(Number)
+    .refine((limit) => limit <= 100, 'must be a whole number from 1 to 100')
+    .default(20),
   cursor: z
     .string()
     .regex(/^[1-9][0-9]{0,9}$/, 'must be the nextCursor of a previous page')
@@ -35,15 +42,17 @@ export function saleControlsRouter(deps: GatewayDeps): Router {
     (toControl: (body: unknown) => SaleControl): RequestHandler =>
     async (req, res) => {
       const saleId = saleIdParam(req.params.saleId);
-      res.json(await runSaleControl(controls, saleId, toControl(req.body), actorOf(res)));
+      res.json(await runSaleControl(controls, saleId, toControl(req.body), actorOf(res), clientAddress(req, config.TRUST_PROXY)));
     };
 
   router.get('/api/admin/sales', async (req, res) => {
     res.json(await listAdminSales(controls, parseOrThrow(listQuery, req.query)));
   });
-  router.post('/api/admin/sales/:saleId/pause', control(() => ({ action: 'pause' })));
-  router.post('/api/admin/sales/:saleId/resume', control(() => ({ action: 'resume' })));
-  router.post('/api/admin/sales/:saleId/close', control(() => ({ action: 'close' })));
+  // No body is read, but one that is not JSON is refused as on every other route (415), rather than
+  // ignored: a client sending a form or text here is not speaking this API.
+  router.post('/api/admin/sales/:saleId/pause', jsonBodyOnly, control(() => ({ action: 'pause' })));
+  router.post('/api/admin/sales/:saleId/resume', jsonBodyOnly, control(() => ({ action: 'resume' })));
+  router.post('/api/admin/sales/:saleId/close', jsonBodyOnly, control(() => ({ action: 'close' })));
   router.post(
     '/api/admin/sales/:saleId/stock',
     jsonBodyOnly,

@@ -1,0 +1,69 @@
+import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { DEV_ADMIN_TOKEN, DEV_AUTH_SECRET, DEV_PAYMENT_WEBHOOK_SECRET } from './config.ts';
+import { PUBLISHED_SECRETS, weakSecretReason } from './secret-strength.ts';
+
+const root = new URL('../../../', import.meta.url);
+
+/**
+ * Every literal that what operators read or run (README, docs, infra, scripts, load tests, benchmarks,
+ * Dockerfile) presents as a secret: `Bearer X`, `NAME=X`, and `NAME || 'X'` / `NAME ?? 'X'` fallbacks.
+ */
+function secretsPrintedInTheRepository(): Map<string, string> {
+  const files = execFileSync('git', ['ls-files', 'README.md', 'Dockerfile', 'docs', 'infra', 'scripts', 'loadtest', 'bench'], { cwd: root, encoding: 'utf8' })
+    .split('\n')
+    .filter((file) => /\.(md|ya?ml|ts|js|mjs|sh|cfg|conf|env|json)$|Dockerfile$/.test(file));
+  const patterns = [
+    /Bearer ([^\s'"`]+)/g,
+    /\b(?:[A-Z_]*SECRET|[A-Z_]*TOKEN)=([^\s'"`]+)/g,
+    /\b(?:[A-Z_]*SECRET|[A-Z_]*TOKEN)\s*(?:\|\||\?\?)\s*['"]([^'"]+)['"]/g,
+  ];
+  const found = new Map<string, string>();
+  for (const file of files) {
+    const text = readFileSync(new URL(file, root), 'utf8');
+    for (const pattern of patterns) {
+      for (const [, value] of text.matchAll(pattern)) {
+        // Placeholders and variables, not values: `...`, `<32+ characters>`, `$TOKEN`, `${token}`, `-`.
+        if (/^(\.\.\.|<|\$|-$)/.test(value!)) continue;
+        found.set(value!, file);
+      }
+    }
+  }
+  return found;
+}
+
+describe('weakSecretReason', () => {
+  it.each([
+    ['the development admin token', DEV_ADMIN_TOKEN, 'is a value published in the repository or its documentation'],
+    ['the development auth secret, in capitals', DEV_AUTH_SECRET.toUpperCase(), 'is a value published in the repository or its documentation'],
+    ['the development webhook secret', DEV_PAYMENT_WEBHOOK_SECRET, 'is a value published in the repository or its documentation'],
+    ['one repeated letter', 'a'.repeat(32), 'has fewer than 8 different characters'],
+    ['one repeated digit', '0'.repeat(16), 'has fewer than 8 different characters'],
+    ['seven letters', 'abcdefgabcdefgabcdefgabcdefgabcd', 'has fewer than 8 different characters'],
+    ['a block repeated', 'Kx9#pQ2m'.repeat(4), 'is one short block repeated'],
+    ['a run of digits and letters', '0123456789abcdef', 'is a run of consecutive characters'],
+    ['a run downwards', 'zyxwvutsrqponmlkjihgfedcba987654', 'is a run of consecutive characters'],
+  ])('refuses %s', (_, value, reason) => {
+    expect(weakSecretReason(value)).toBe(reason);
+  });
+
+  it('accepts what `openssl rand -base64 48` and `openssl rand -hex 32` make', () => {
+    for (let i = 0; i < 1000; i++) {
+      expect(weakSecretReason(randomBytes(48).toString('base64'))).toBeNull();
+      expect(weakSecretReason(randomBytes(32).toString('hex'))).toBeNull();
+    }
+  });
+
+  it('refuses every secret the repository prints for operators to read or run', () => {
+    const printed = secretsPrintedInTheRepository();
+    // The scan finds what it is meant to find: the README's and the scripts' development values.
+    expect([...printed.keys()]).toEqual(expect.arrayContaining([DEV_ADMIN_TOKEN, DEV_AUTH_SECRET]));
+    for (const [value, file] of printed) expect({ value, file, reason: weakSecretReason(value) }).not.toMatchObject({ reason: null });
+  });
+
+  it('lists the development defaults as published', () => {
+    expect(PUBLISHED_SECRETS).toEqual(expect.arrayContaining([DEV_ADMIN_TOKEN, DEV_AUTH_SECRET, DEV_PAYMENT_WEBHOOK_SECRET]));
+  });
+});
