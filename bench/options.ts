@@ -25,7 +25,11 @@ export interface BenchSettings {
 }
 
 const FULL = { seconds: 5, rounds: 3, drainRows: 20_000, drainRounds: 5, scriptSeconds: 2, reconcilerSeconds: 40 };
-/** `--quick`: every part, shorter and once: about a minute and a half on an idle 2-core box. A check that it all runs, not figures to quote. */
+/**
+ * `--quick`: every part, shorter and once: about 75 s of load and some 15 process starts, so a minute or
+ * two on an idle 2-core box (an estimate: see docs/BENCHMARKS.md for what was measured). A check that it
+ * all runs, not figures to quote.
+ */
 const QUICK = { seconds: 2, rounds: 1, drainRows: 5_000, drainRounds: 1, scriptSeconds: 1, reconcilerSeconds: 10 };
 
 export const BENCH_COMMAND = {
