@@ -46,5 +46,5 @@ describe('npm run bench without --record', () => {
     expect(run.stdout).toMatch(/Drain of 500 reservations \(medians of 1 alternated runs\): one worker [\d.]+ s, raw multi-row INSERTs [\d.]+ s/);
     expect(run.stdout).toContain('not recorded: bench/results.json and docs/BENCHMARKS.md are unchanged (--record to append and rewrite them)');
     expect({ results: digest('bench/results.json'), doc: digest('docs/BENCHMARKS.md') }).toEqual(before);
-  }, 180_000);
+  });
 });

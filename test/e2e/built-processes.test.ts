@@ -131,5 +131,5 @@ describe('the built roles on the command line', () => {
       expect(wrong.stderr, role).toMatch(/^Unknown option '--bogus'\nusage: /);
       expect(wrong.stderr, role).not.toMatch(/^\s+at /m);
     }
-  }, 120_000);
+  });
 });

@@ -114,5 +114,5 @@ describe('the commands of package.json', () => {
       "Option '--quick' does not take an argument",
     ]);
     for (const r of runs) expect(r.stderr).not.toMatch(STACK_FRAME);
-  }, 120_000);
+  });
 });

@@ -112,7 +112,7 @@ describe('the documented compose commands, under docker-compose config', () => {
     for (const service of commands.flatMap((c) => c.services)) expect(services).toContain(service);
     expect(services).toEqual(expect.arrayContaining(withApp ? ['redis', 'mariadb', 'migrate', 'gateway', 'worker', 'reconciler', 'proxy'] : ['redis', 'mariadb']));
     if (!withApp) expect(services).not.toContain('gateway');
-  }, 60_000);
+  });
 
   it("the stores' MariaDB is what DATABASE_URL's default expects: root without a password, on 127.0.0.1:3306, database flashsale", async () => {
     const { stdout } = await composeConfig(['-f', 'infra/docker-compose.yml'], NO_SECRETS);

@@ -16,7 +16,7 @@ let url: string;
 beforeAll(async () => {
   system = await startSystem({ workers: 1, reconciler: false, env: { DASHBOARD_INTERVAL_MS: process.env.DASHBOARD_STREAMS_TEST_INTERVAL_MS ?? '1000' } });
   url = system.gateways[0]!.url;
-}, 60_000);
+});
 afterAll(async () => {
   await system?.stop();
 });
@@ -84,5 +84,5 @@ describe('the buyer path with the dashboard streams at their caps (real processe
     } finally {
       for (const stream of streams) stream.close();
     }
-  }, 120_000);
+  });
 });

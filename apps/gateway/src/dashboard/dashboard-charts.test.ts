@@ -95,7 +95,7 @@ describe('the dashboard charts', () => {
         expect(drawn.yTicks.length).toBeGreaterThanOrEqual(2);
       }
     });
-  }, 90_000);
+  });
 
   it('show the history since the sale began after a reload, and to a page opened mid-sale', async () => {
     const sale = await createLiveSale(ctx, { stock: 100, name: 'Reloaded' });
@@ -119,7 +119,7 @@ describe('the dashboard charts', () => {
       await expect.poll(async () => (await chart(page, 'chart-remaining')).lines.remaining?.last, { timeout: 10_000 }).toBe(40);
       expect(await page.textContent('#history-note')).toMatch(/^Charts since \d{2}:\d{2}:\d{2} \(a point every 0\.2 s, kept 2 min/);
     });
-  }, 90_000);
+  });
 });
 
 describe('the dashboard ledger', () => {
@@ -155,5 +155,5 @@ describe('the dashboard ledger', () => {
       expect(await page.textContent('#verdict')).toBe('Ledger does not balance: remaining 31 + live orders 0 + on their way back 0 = 31 units, stock 30 (12 in flight).');
       expect(await page.getAttribute('#verdict', 'class')).toBe('verdict bad');
     });
-  }, 90_000);
+  });
 });
