@@ -108,6 +108,7 @@ function openStream() {
   const saleId = selectedSaleId();
   shownSale = saleId;
   history = null;
+  unbalancedReads = 0;
   $('sale-view').hidden = saleId === null;
   stream = new EventSource(saleId === null ? '/admin/live' : `/admin/live?sale=${saleId}`);
   stream.addEventListener('open', () => ($('connection').textContent = 'live'));
@@ -316,6 +317,10 @@ function renderLedger(stats) {
   renderVerdict(stats);
 }
 
+// Reads in a row that found the ledger out of balance. One read is not a snapshot of both stores (units
+// returned between its MySQL and its Redis reads count twice): the line turns red at the second.
+let unbalancedReads = 0;
+
 // One line: the ledger balances, or what does not.
 function renderVerdict(stats) {
   const verdict = $('verdict');
@@ -330,6 +335,8 @@ function renderVerdict(stats) {
     );
   }
   if (stats.audit && stats.audit.drift !== 0) problems.push(`the last audit found a drift of ${stats.audit.drift} units`);
+  unbalancedReads = problems.length === 0 ? 0 : unbalancedReads + 1;
+  if (unbalancedReads === 1) return;
   const balanced = problems.length === 0;
   verdict.className = `verdict ${balanced ? 'ok' : 'bad'}`;
   verdict.dataset.balanced = String(balanced);

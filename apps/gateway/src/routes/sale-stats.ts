@@ -8,11 +8,14 @@ import type { GatewayDeps } from '../deps.ts';
  * pushes it as it is (it reads the members generically, so a member added here shows there).
  */
 export async function readSaleStats({ redis, prisma, config }: Pick<GatewayDeps, 'redis' | 'prisma' | 'config'>, saleId: number) {
-  const [record, state, backlog, orders, audit] = await Promise.all([
-    findSale(prisma, saleId),
+  // MySQL first, then Redis: units only move from Redis (remaining, then in flight) to MySQL, so counts
+  // of MySQL taken before Redis's can only fall short of the stock while a sale sells, never exceed it.
+  // Read the other way round (or side by side, each waiting for its connection), the orders written
+  // between the two reads were counted twice, and a selling sale looked oversold.
+  const [record, orders] = await Promise.all([findSale(prisma, saleId), saleOrderLedger(prisma, saleId)]);
+  const [state, backlog, audit] = await Promise.all([
     readSaleState(redis, config.REDIS_PREFIX, saleId),
     streamBacklog(redis, config.REDIS_PREFIX, saleId),
-    saleOrderLedger(prisma, saleId),
     readAuditRecord(redis, config.REDIS_PREFIX, saleId),
   ]);
   if (!record) throw new AppError('SALE_NOT_FOUND', `no sale has the id ${saleId}`);
