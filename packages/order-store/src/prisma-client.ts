@@ -18,6 +18,11 @@ export interface PrismaOptions {
    * opened connection for its own default, 30 minutes, until the pool is closed.
    */
   idleTimeoutMs?: number;
+  /**
+   * How long a query waits for a connection of the pool before it fails ("pool timeout"), in ms,
+   * default 2000: a request stuck behind a full pool is answered 503 rather than held.
+   */
+  acquireTimeoutMs?: number;
 }
 
 /**
@@ -33,7 +38,7 @@ export interface PrismaOptions {
  * queries run, up to `poolSize`.
  */
 export function createPrisma(databaseUrl: string, poolSize = 10, preparedStatementCache = 0, options: PrismaOptions = {}): PrismaClient {
-  const pool = poolConfigFromUrl(databaseUrl, poolSize, preparedStatementCache);
+  const pool = { ...poolConfigFromUrl(databaseUrl, poolSize, preparedStatementCache), ...(options.acquireTimeoutMs === undefined ? {} : { acquireTimeout: options.acquireTimeoutMs }) };
   // `/*M!100108 ... */` runs on MariaDB 10.1.8 and later only, so one setting serves both servers.
   const initSql = options.statementTimeoutMs === undefined ? undefined : `/*M!100108 SET SESSION max_statement_time=${options.statementTimeoutMs / 1000} */`;
   // The driver reads idleTimeout in seconds, fractions included.
