@@ -17,7 +17,7 @@ export interface RedisLedger {
   returnedUnits: number;
   /** Units of each reservation of this generation not acknowledged yet (undelivered or pending), by reservation id. */
   inFlight: Map<string, number>;
-  /** Units of this generation's reservations set aside in the dead-letter stream, as dead-letter-3.lua counts them. */
+  /** Units of this generation's reservations set aside in the dead-letter stream, as dead-letter-4.lua counts them. */
   deadLetteredUnits: number;
   /** Id of the dead-letter stream's last entry at that instant (null: none), for readDeadLettered to read up to. */
   lastDeadLetterId: string | null;
