@@ -51,7 +51,7 @@ describe('the Prometheus configuration and rules', () => {
 
     expect(config.stdout).toContain('SUCCESS: 1 rule files found');
     expect(config.stdout).toContain('prometheus.yml is valid prometheus config file syntax');
-    expect(rules.stdout).toContain('SUCCESS: 8 rules found');
+    expect(rules.stdout).toContain('SUCCESS: 9 rules found');
     expect(unit.stdout).toContain('SUCCESS');
   });
 

@@ -63,6 +63,8 @@ export interface ReconcilerDeps {
   onSaleGone?(saleId: number): void;
   /** A watch pass, an audit run or a reconcile attempt failed as a whole (Redis or MySQL away, mostly). */
   onFailure?(error: unknown): void;
+  /** A reconcile attempt failed (BullMQ retries it; the sale stays paused meanwhile). */
+  onReconcileFailed?(error: unknown): void;
 }
 
 const AUDIT_SCHEDULER = 'audit-every-live-sale';
@@ -133,6 +135,7 @@ export class Reconciler {
     });
     this.reconcileWorker.on('failed', (job, error) => {
       deps.onFailure?.(error);
+      deps.onReconcileFailed?.(error);
       logger.error({ err: error, saleId: job?.data.saleId, attempt: job?.attemptsMade }, 'reconcile attempt failed; BullMQ retries it');
     });
     this.auditQueue = new Queue(AUDIT_QUEUE, { connection: connection(), prefix });

@@ -3,7 +3,7 @@ import type { ScriptedRedis } from './scripts.ts';
 import { saleKeys } from './keys.ts';
 import { redisTimeMs, SALE_COUNTER_FIELDS, saleCountersOf } from './sale-meta.ts';
 import { lastEntryIdOf, readUnacknowledged } from './reservation-stream.ts';
-import { orderWritersGroupOf } from './stream-backlog.ts';
+import { orderWritersGroupOf, undeliveredLag } from './stream-backlog.ts';
 import { deadLetteredUnitsField } from './dead-letters.ts';
 
 /** Redis's side of one sale's ledger at one instant: what it has left, and what is on its way or set aside. */
@@ -72,7 +72,8 @@ export async function readRedisLedger(redis: ScriptedRedis, prefix: string, sale
     }
     const group = orderWritersGroupOf(groups);
     if (!group) return null;
-    if (group.lag !== null && group.lag + group.pending > AUDIT_MAX_IN_FLIGHT) return null;
+    const lag = undeliveredLag(group, lastEntryIdOf(last));
+    if (lag !== null && lag + group.pending > AUDIT_MAX_IN_FLIGHT) return null;
     const inFlight = await readUnacknowledged(redis, prefix, saleId, { lastDeliveredId: group.lastDeliveredId, lastId: lastEntryIdOf(last) ?? '0-0' });
     return {
       at: redisTimeMs(time),
