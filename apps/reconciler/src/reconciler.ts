@@ -156,6 +156,11 @@ export class Reconciler {
             return null;
           });
           this.audited.set(saleId, { fingerprint, at: performance.now(), clean: report !== null && report.drift === 0 && report.inFlightUnits === 0 });
+          // Drift confirmed by a second look, either way, is a judgement to make, not only a line to log:
+          // MySQL behind Redis (a restore, a replica promoted behind) or Redis behind MySQL (a stale
+          // replica, split brain). The reconciliation restores what MySQL lost from Redis, then rebuilds
+          // Redis from MySQL (reconcile-sale.ts).
+          if (report && report.drift !== 0) await this.requestReconcile(saleId, 'drift');
         }
       },
       { connection: connection(), prefix, concurrency: 1, autorun: false },

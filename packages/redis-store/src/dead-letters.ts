@@ -2,7 +2,7 @@ import type { DeadLetterReason } from '@flashsale/domain';
 import type { ScriptedRedis } from './scripts.ts';
 import { ORDER_WRITERS_GROUP, saleKeys } from './keys.ts';
 import { decodeReservation, type StreamEntry } from './reservation-stream.ts';
-import { encodeBuyerRecord } from './buyer-record.ts';
+import { parseBuyerRecord } from './buyer-record.ts';
 
 /**
  * The entries the workers set aside, per sale: the dead-letter stream (`deadLetter` in keys.ts), each
@@ -84,7 +84,8 @@ export async function readDeadLettered(
     });
     const records = reservations.length === 0 ? [] : await redis.hmget(keys.buyers, ...reservations.map((r) => r.userId));
     reservations.forEach((reservation, i) => {
-      if (records[i] === encodeBuyerRecord(reservation)) byReservation.set(reservation.reservationId, reservation.quantity);
+      const held = records[i] ? parseBuyerRecord(records[i]!) : null;
+      if (held?.reservationId === reservation.reservationId && held.quantity === reservation.quantity) byReservation.set(reservation.reservationId, reservation.quantity);
     });
     if (page.length < PAGE) return byReservation;
     from = `(${page[page.length - 1]![0]}`;

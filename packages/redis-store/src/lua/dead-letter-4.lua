@@ -33,6 +33,7 @@
   but its rejection unrecorded. Dead letters are rare; the four TYPE calls cost nothing that matters.
 ]]
 --@include "includes/reservation-entry.lua"
+--@include "includes/buyer-record.lua"
 
 -- The units a reservation took from its generation's stock, by the rules of decodeReservation
 -- (reservation-stream.ts) and the buyer's record; nil for an entry that took none (malformed, or not the
@@ -52,7 +53,7 @@ local function units_taken(reservation)
   if not (q and string.match(q, '^%d+$') and tonumber(q) >= 1 and tonumber(q) <= 9007199254740991) then
     return nil
   end
-  if redis.call('HGET', KEYS[4], reservation.user_id) ~= reservation.id .. '|' .. q then
+  if not records_reservation(redis.call('HGET', KEYS[4], reservation.user_id), reservation.id, q) then
     return nil
   end
   -- As digits without leading zeros: HINCRBY refuses '007'.
