@@ -84,7 +84,7 @@ export async function readDeadLettered(
     });
     const records = reservations.length === 0 ? [] : await redis.hmget(keys.buyers, ...reservations.map((r) => r.userId));
     reservations.forEach((reservation, i) => {
-      const held = records[i] ? parseBuyerRecord(records[i]!) : null;
+      const held = records[i] ? parseBuyerRecord(records[i]) : null;
       if (held?.reservationId === reservation.reservationId && held.quantity === reservation.quantity) byReservation.set(reservation.reservationId, reservation.quantity);
     });
     if (page.length < PAGE) return byReservation;
