@@ -113,6 +113,22 @@ describe('auditSale', () => {
     expect(await counts(sale)).toEqual({ saleId: sale.id, stock: 10, remaining: 7, inFlightUnits: 0, deadLetteredUnits: 3, unitsInDb: 0, drift: 0 });
   });
 
+  it('balances after an entry over the per-user limit is set aside, whose units were never taken, and without reading the dead letters', async () => {
+    const sale = await createLiveSale(ctx, { stock: 10, perUserLimit: 2 });
+    await reserve(sale, 'ann', 2);
+    // Written straight into the stream, past the reserve script that would have refused it; a worker
+    // sets it aside OVER_USER_LIMIT and writes Ann's order.
+    await ctx.redis.xadd(keysOf(sale).stream, '*', 'r', newReservationId(sale.id), 'u', 'intruder', 'q', '5', 't', '1', 'g', sale.generation);
+    const [ann, intruder] = await deliver(sale);
+    await writeOrders(sale, [ann!]);
+    await ack(sale, [ann!]);
+    await deadLetter(ctx.redis, prefix(), sale.id, intruder!, 'OVER_USER_LIMIT', 1);
+
+    expect(await counts(sale)).toEqual({ saleId: sale.id, stock: 10, remaining: 8, inFlightUnits: 0, deadLetteredUnits: 0, unitsInDb: 2, drift: 0 });
+    // The kept count balances by itself: the audit's first look is its last.
+    expect(await ctx.redis.hget(keysOf(sale).rejected, `units:${sale.generation}`)).toBeNull();
+  });
+
   it('balances orders cancelled since: their units back in remaining, or still owed back to it', async () => {
     const sale = await createLiveSale(ctx, { stock: 10, perUserLimit: 3 });
     await reserve(sale, 'ann', 1);

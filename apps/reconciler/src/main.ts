@@ -39,6 +39,7 @@ const reconciler = new Reconciler(
     onSaleSeen: (saleId, snapshot) => metrics.saleSeen(saleId, snapshot),
     onSaleGone: (saleId) => metrics.saleGone(saleId),
     onFailure: (error) => metrics.storeErrors.count(error),
+    onReconcileFailed: (error) => metrics.reconcileFailed(error),
   },
   {
     prefix: config.REDIS_PREFIX,

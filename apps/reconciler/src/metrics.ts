@@ -3,6 +3,7 @@ import { createStoreErrorMetrics } from '@flashsale/config';
 import { isRedisUnavailable, type SaleSnapshot } from '@flashsale/redis-store';
 import { isMysqlUnavailable } from '@flashsale/order-store';
 import type { ReconcileReason, ReconcileResult } from '@flashsale/jobs';
+import { Failure } from '@flashsale/domain';
 
 /**
  * The reconciler's Prometheus metrics, served with /healthz on RECONCILER_PORT (serveMetricsPort). The one
@@ -43,6 +44,12 @@ export function createReconcilerMetrics() {
     buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120],
     registers: [registry],
   });
+  const reconcileFailures = new Counter({
+    name: 'flashsale_reconcile_failures_total',
+    help: 'Reconciliation attempts that failed (retried by BullMQ, the sale kept paused), by cause: drain_timeout (the stream did not drain within RECONCILE_DRAIN_TIMEOUT_MS; the log says why), sale_lock_busy, error.',
+    labelNames: ['cause'] as const,
+    registers: [registry],
+  });
   const lostReservations = new Counter({
     name: 'flashsale_lost_reservations_total',
     help: 'Reservations answered 202 but lost together with Redis data (a floor), as counted by reconciliations.',
@@ -59,6 +66,9 @@ export function createReconcilerMetrics() {
       registers: [registry],
     }),
     storeErrors: createStoreErrorMetrics(registry, { isRedisUnavailable, isMysqlUnavailable }),
+    reconcileFailed(error: unknown): void {
+      reconcileFailures.inc({ cause: error instanceof Failure ? error.code.toLowerCase() : 'error' });
+    },
     reconciled(result: ReconcileResult, reason: ReconcileReason): void {
       reconciliations.inc({ reason });
       reconcileSeconds.observe(result.tookMs / 1000);

@@ -63,6 +63,29 @@ async function streamEntries(saleId: number): Promise<ReservationEntry[]> {
 }
 
 describe('reconciling a sale', () => {
+  it('writes again, under their own reservation ids and with their own payBy, the orders MySQL lost after they were written and acknowledged, and puts no unit back on sale', async () => {
+    const sale = await createLiveSale(ctx, { stock: 10, perUserLimit: 2, paymentWindowSeconds: 600 });
+    const ids = [await reserve(sale.id, 'a', 2), await reserve(sale.id, 'b', 1), await reserve(sale.id, 'c', 2)];
+    startWorker();
+    await waitForDrain(ctx.redis, ctx.config.REDIS_PREFIX, sale.id);
+    const before = await ordersOf(ctx.prisma, sale.id);
+    // MySQL goes back to before b's and c's orders (a restored dump, a replica promoted behind); their
+    // stream entries were acknowledged, and retention may have trimmed them.
+    await ctx.prisma.order.deleteMany({ where: { reservationId: { in: [ids[1]!, ids[2]!] } } });
+    await ctx.prisma.sale.update({ where: { id: sale.id }, data: { soldUnits: 2 } });
+    await ctx.redis.xtrim(saleKeys(ctx.config.REDIS_PREFIX, sale.id).stream, 'MAXLEN', 0);
+
+    const result = await reconcileSale(reconcileDeps(ctx), sale.id, 'drift');
+
+    expect(result).toMatchObject({ remaining: 5, buyers: 3, restored: { reservations: 2, units: 3 }, lost: { reservations: 0, units: 0 } });
+    const after = await ordersOf(ctx.prisma, sale.id);
+    const faithful = (orders: typeof before) => orders.map((o) => [o.reservationId, o.userId, o.quantity, o.status, o.reservedAt.getTime(), o.payBy.getTime()]).sort();
+    expect(faithful(after)).toEqual(faithful(before));
+    expect(after.every((o) => o.payBy.getTime() === o.reservedAt.getTime() + 600_000)).toBe(true);
+    expect(await readSaleState(ctx.redis, ctx.config.REDIS_PREFIX, sale.id)).toMatchObject({ remaining: 5, paused: false });
+    expect(await auditSale(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, sale.id)).toMatchObject({ drift: 0, unitsInDb: 5 });
+  });
+
   it('waits for the reservations in flight, then rebuilds remaining and buyers from MySQL and resumes', async () => {
     const sale = await createLiveSale(ctx, { stock: 10, perUserLimit: 2 });
     const ids = [await reserve(sale.id, 'a', 2), await reserve(sale.id, 'b', 1), await reserve(sale.id, 'c', 2)];
@@ -71,10 +94,13 @@ describe('reconciling a sale', () => {
     const result = await reconcileSale(startingWorkerOncePaused(reconcileDeps(ctx)), sale.id, 'operator');
 
     expect((await ordersOf(ctx.prisma, sale.id)).map((o) => o.reservationId)).toEqual(ids);
-    expect(result).toEqual({ saleId: sale.id, remaining: 5, buyers: 3, tookMs: result.tookMs, lost: { reservations: 0, units: 0 }, judgement: 'intact' });
+    expect(result).toEqual({ saleId: sale.id, remaining: 5, buyers: 3, tookMs: result.tookMs, lost: { reservations: 0, units: 0 }, judgement: 'intact', restored: { reservations: 0, units: 0 } });
     const state = await readSaleState(ctx.redis, ctx.config.REDIS_PREFIX, sale.id);
     expect(state).toMatchObject({ remaining: 5, paused: false });
-    expect(await ctx.redis.hgetall(saleKeys(ctx.config.REDIS_PREFIX, sale.id).buyers)).toEqual({ a: `${ids[0]}|2`, b: `${ids[1]}|1`, c: `${ids[2]}|2` });
+    const orders = await ordersOf(ctx.prisma, sale.id);
+    const recordOf = (i: number) => `${ids[i]}|${orders[i]!.quantity}|${orders[i]!.reservedAt.getTime()}`;
+    // The records the reserve script wrote, time included, written again from the orders.
+    expect(await ctx.redis.hgetall(saleKeys(ctx.config.REDIS_PREFIX, sale.id).buyers)).toEqual({ a: recordOf(0), b: recordOf(1), c: recordOf(2) });
     const record = await ctx.prisma.sale.findUniqueOrThrow({ where: { id: sale.id } });
     expect(state?.generation).toBe(record.redisGeneration);
     expect(state?.generation).not.toBe(sale.generation);
@@ -155,8 +181,8 @@ describe('reconciling a sale', () => {
 
     const result = await reconcileSale(reconcileDeps(ctx), sale.id, reason);
 
-    expect(result).toEqual({ saleId: sale.id, remaining: 9, buyers: 1, tookMs: result.tookMs, lost: { reservations: 2, units: 2 }, judgement: 'lost' });
-    expect(await ctx.redis.hgetall(keys.buyers)).toEqual({ a: `${written}|1` });
+    expect(result).toEqual({ saleId: sale.id, remaining: 9, buyers: 1, tookMs: result.tookMs, lost: { reservations: 2, units: 2 }, judgement: 'lost', restored: { reservations: 0, units: 0 } });
+    expect(await ctx.redis.hgetall(keys.buyers)).toEqual({ a: expect.stringMatching(new RegExp(`^${written}\\|1\\|\\d+$`)) });
     expect(await ctx.prisma.sale.findUniqueOrThrow({ where: { id: sale.id } })).toMatchObject({ lostReservations: 2, lostUnits: 2, checkpointAt: null });
     const groups = (await ctx.redis.xinfo('GROUPS', keys.stream)) as unknown[][];
     expect(groups.map((g) => g[1])).toEqual([ORDER_WRITERS_GROUP]);

@@ -4,6 +4,7 @@ import type { ReconcileReason, ReconcileResult } from '@flashsale/jobs';
 import { beginRebuild, controlStateOf, findSale, withSaleLock, type PrismaClient } from '@flashsale/order-store';
 import { applySaleControls, rebuildSaleState, setSalePaused, waitForDrain, type ScriptedRedis } from '@flashsale/redis-store';
 import { observeLoss } from './sale-judgement.ts';
+import { restoreOrdersFromRedis } from './restore-orders.ts';
 
 export interface ReconcileDeps {
   redis: ScriptedRedis;
@@ -21,7 +22,8 @@ export interface ReconcileDeps {
  * Restores a sale's Redis state from MySQL without overselling. The order is the whole point:
  *   1. pause intake, so nothing new is accepted while MySQL catches up;
  *   2. wait until the stream has drained, because until then MySQL does not know every sale, and
- *      remaining = stock - units would hand out the in-flight units a second time;
+ *      remaining = stock - units would hand out the in-flight units a second time; then write again the
+ *      orders MySQL lost that Redis still holds (restoreOrdersFromRedis), for the same reason;
  *   3. judge the state against the last checkpoint and count what it lost, then rebuild from MySQL under
  *      the sale row lock, switching to a new generation (entries of the old state still in a worker's
  *      hands, possible only if Redis lost the stream, are then refused);
@@ -44,10 +46,19 @@ async function reconcileLocked(deps: ReconcileDeps, saleId: number, reason: Reco
   const backlog = await waitForDrain(redis, prefix, saleId, deps.drainTimeoutMs);
   logger.info({ saleId, deadLettered: backlog.deadLettered, waitedMs: Math.round(performance.now() - started) }, 'reconcile: stream drained');
 
+  // Drained, every reservation Redis holds is an order or a dead letter, unless MySQL went back in time:
+  // those are written again from Redis's records before the rebuild counts MySQL, so the rebuild puts no
+  // unit of a reservation answered 202 back on sale. What MySQL refuses is lost: counted with the rest.
+  const restore = await restoreOrdersFromRedis(redis, prisma, prefix, saleId);
+  const restored = { reservations: restore.restored.length, units: restore.restored.reduce((sum, r) => sum + r.quantity, 0) };
+  if (restored.reservations > 0) logger.error({ saleId, ...restored }, 'reconcile: MySQL had lost orders Redis still held (it went back in time); written again with their reservation ids');
+  const unrestorable = { reservations: restore.refused.length, units: restore.refused.reduce((sum, r) => sum + r.quantity, 0) };
+  if (unrestorable.reservations > 0) logger.error({ saleId, refused: restore.refused }, 'reconcile: reservations Redis held could not be written again as orders; counted as lost');
+
   // Whatever the reason given (an operator's request can beat the watcher to a loss), the state about to
   // be replaced is judged against the checkpoint first, with the sale row locked, and what it lost is
   // counted in the transaction that replaces the checkpoint.
-  const plan = await beginRebuild(prisma, saleId, (recorded) => observeLoss(redis, prefix, saleId, recorded));
+  const plan = await beginRebuild(prisma, saleId, (recorded) => observeLoss(redis, prefix, saleId, recorded), unrestorable);
   if (!plan) throw new SaleNotFound(`sale ${saleId} is not in MySQL`);
   // Gone or gone back is not the same as reservations lost: a sale whose keys vanished before anyone
   // bought, or since its last checkpoint, lost nothing. What was lost is counted, and said, below.
@@ -69,6 +80,7 @@ async function reconcileLocked(deps: ReconcileDeps, saleId: number, reason: Reco
     tookMs: Math.round(performance.now() - started),
     lost: plan.lost,
     judgement: plan.judgement.lost ? 'lost' : 'intact',
+    restored,
   };
   if (plan.lost.reservations > 0 || plan.lost.units > 0) {
     logger.error({ ...result, reason }, 'reconcile: reservations answered 202 were lost with Redis data (at least this many)');

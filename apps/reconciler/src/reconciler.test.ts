@@ -27,7 +27,7 @@ describe('the reconciler process', () => {
     expect(state).toMatchObject({ stock: 8, remaining: 8, paused: false });
     const record = await env.ctx.prisma.sale.findUniqueOrThrow({ where: { id: sale.id } });
     expect(state?.generation).toBe(record.redisGeneration);
-    expect(reconciler.reconciled).toEqual([{ saleId: sale.id, remaining: 8, buyers: 0, tookMs: reconciler.reconciled[0]?.tookMs, lost: { reservations: 0, units: 0 }, judgement: 'lost' }]);
+    expect(reconciler.reconciled).toEqual([{ saleId: sale.id, remaining: 8, buyers: 0, tookMs: reconciler.reconciled[0]?.tookMs, lost: { reservations: 0, units: 0 }, judgement: 'lost', restored: { reservations: 0, units: 0 } }]);
     const groups = (await env.ctx.redis.xinfo('GROUPS', keys.stream)) as unknown[][];
     expect(groups.map((g) => g[1])).toEqual([ORDER_WRITERS_GROUP]);
   });
@@ -109,7 +109,7 @@ describe('the reconciler process', () => {
     expect(again.reconciled[0]).toMatchObject({ saleId: sale.id, remaining: 4, buyers: 1, lost: { reservations: 1, units: 1 } });
   });
 
-  it('audits every live sale on its schedule and reports confirmed drift, in the stats too', async () => {
+  it('audits every live sale on its schedule, reports confirmed drift, and reconciles the sale for it (reason drift) until it balances', async () => {
     const sale = await createLiveSale(env.ctx, { stock: 8 });
     const reconciler = await startReconciler(env.ctx, { auditEveryMs: 150 });
     env.stops.push(reconciler.stop);
@@ -121,10 +121,13 @@ describe('the reconciler process', () => {
     const drifted = await until(async () => reconciler.audits.filter((a) => a.saleId === sale.id && a.confirmed), (a) => a.length > 0);
     expect(drifted[0]).toMatchObject({ drift: -1, confirmed: true, remaining: 7, inFlightUnits: 0, unitsInDb: 0 });
 
+    // The drift is judged, not only logged: a reconciliation rebuilds the sale from MySQL, and it balances.
+    const [reconciled] = await until(async () => reconciler.reconciled.filter((r) => r.saleId === sale.id), (r) => r.length > 0);
+    expect(reconciled).toMatchObject({ saleId: sale.id, remaining: 8, buyers: 0, restored: { reservations: 0, units: 0 } });
     const gateway = await startGateway(env.ctx);
     env.stops.push(gateway.close);
-    const stats = await (await fetch(`${gateway.url}/api/admin/sales/${sale.id}/stats`, { headers: { authorization: `Bearer ${env.ctx.config.ADMIN_TOKEN}` } })).json();
-    expect(stats).toMatchObject({ audit: { drift: -1 } });
+    const stats = () => fetch(`${gateway.url}/api/admin/sales/${sale.id}/stats`, { headers: { authorization: `Bearer ${env.ctx.config.ADMIN_TOKEN}` } }).then((r) => r.json() as Promise<{ audit?: { drift: number } }>);
+    expect(await until(stats, (s) => s.audit?.drift === 0)).toMatchObject({ remaining: 8, audit: { drift: 0 } });
   });
 });
 
@@ -146,13 +149,14 @@ describe('POST /api/admin/sales/:saleId/reconcile', () => {
     expect(second.status).toBe(409);
     expect(await second.json()).toMatchObject({ code: 'RECONCILE_IN_PROGRESS', jobId: `sale-${sale.id}` });
 
-    // The dead consumer's entry settles (here: acknowledged as if a worker had written nothing for it).
+    // The dead consumer's entry settles, acknowledged with no order written for it: as if MySQL had lost
+    // the order since. The reconciliation writes it again from Redis's record before the rebuild.
     await env.ctx.redis.xack(saleKeys(env.ctx.config.REDIS_PREFIX, sale.id).stream, ORDER_WRITERS_GROUP, (await env.ctx.redis.xrange(saleKeys(env.ctx.config.REDIS_PREFIX, sale.id).stream, '-', '+'))[0]![0]);
     const done = await first;
     expect(done.status).toBe(200);
     const body = (await done.json()) as Record<string, unknown>;
-    expect(body).toEqual({ saleId: sale.id, remaining: 6, buyers: 0, tookMs: body.tookMs, lost: { reservations: 0, units: 0 }, judgement: 'intact' });
-    expect(await readSaleState(env.ctx.redis, env.ctx.config.REDIS_PREFIX, sale.id)).toMatchObject({ paused: false, remaining: 6 });
+    expect(body).toEqual({ saleId: sale.id, remaining: 5, buyers: 1, tookMs: body.tookMs, lost: { reservations: 0, units: 0 }, judgement: 'intact', restored: { reservations: 1, units: 1 } });
+    expect(await readSaleState(env.ctx.redis, env.ctx.config.REDIS_PREFIX, sale.id)).toMatchObject({ paused: false, remaining: 5 });
 
     const missing = await reconcile(2_000_000_000);
     expect(missing.status).toBe(404);
@@ -179,7 +183,7 @@ describe('npm run reconcile -- --sale <id>', () => {
 
     expect(code).toBe(0);
     const result = JSON.parse(stdout.trim().split('\n').at(-1)!) as Record<string, unknown>;
-    expect(result).toEqual({ saleId: sale.id, remaining: 3, buyers: 1, tookMs: result.tookMs, lost: { reservations: 0, units: 0 }, judgement: 'intact' });
+    expect(result).toEqual({ saleId: sale.id, remaining: 3, buyers: 1, tookMs: result.tookMs, lost: { reservations: 0, units: 0 }, judgement: 'intact', restored: { reservations: 0, units: 0 } });
     expect(await readSaleState(env.ctx.redis, env.ctx.config.REDIS_PREFIX, sale.id)).toMatchObject({ paused: false, remaining: 3 });
   });
 

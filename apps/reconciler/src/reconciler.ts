@@ -63,6 +63,8 @@ export interface ReconcilerDeps {
   onSaleGone?(saleId: number): void;
   /** A watch pass, an audit run or a reconcile attempt failed as a whole (Redis or MySQL away, mostly). */
   onFailure?(error: unknown): void;
+  /** A reconcile attempt failed (BullMQ retries it; the sale stays paused meanwhile). */
+  onReconcileFailed?(error: unknown): void;
 }
 
 const AUDIT_SCHEDULER = 'audit-every-live-sale';
@@ -133,6 +135,7 @@ export class Reconciler {
     });
     this.reconcileWorker.on('failed', (job, error) => {
       deps.onFailure?.(error);
+      deps.onReconcileFailed?.(error);
       logger.error({ err: error, saleId: job?.data.saleId, attempt: job?.attemptsMade }, 'reconcile attempt failed; BullMQ retries it');
     });
     this.auditQueue = new Queue(AUDIT_QUEUE, { connection: connection(), prefix });
@@ -153,6 +156,11 @@ export class Reconciler {
             return null;
           });
           this.audited.set(saleId, { fingerprint, at: performance.now(), clean: report !== null && report.drift === 0 && report.inFlightUnits === 0 });
+          // Drift confirmed by a second look, either way, is a judgement to make, not only a line to log:
+          // MySQL behind Redis (a restore, a replica promoted behind) or Redis behind MySQL (a stale
+          // replica, split brain). The reconciliation restores what MySQL lost from Redis, then rebuilds
+          // Redis from MySQL (reconcile-sale.ts).
+          if (report && report.drift !== 0) await this.requestReconcile(saleId, 'drift');
         }
       },
       { connection: connection(), prefix, concurrency: 1, autorun: false },

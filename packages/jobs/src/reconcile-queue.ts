@@ -12,9 +12,10 @@ export const AUDIT_QUEUE = 'audit';
 
 /**
  * Why a sale is being reconciled: an operator asked; the reconciler saw its Redis state lost or stale;
- * or it found the sale paused with no reconciliation running (one was interrupted and gave up).
+ * it found the sale paused with no reconciliation running (one was interrupted and gave up); or the audit
+ * confirmed the ledger off balance (`drift`: either store may have gone back in time).
  */
-export type ReconcileReason = 'operator' | 'lost' | 'stale' | 'interrupted';
+export type ReconcileReason = 'operator' | 'lost' | 'stale' | 'interrupted' | 'drift';
 
 export interface ReconcileJobData {
   saleId: number;
@@ -30,6 +31,11 @@ export interface ReconcileResult {
   lost: { reservations: number; units: number };
   /** What the reconciliation found the state it replaced to be: intact, or one that had lost reservations. */
   judgement: 'intact' | 'lost';
+  /**
+   * Reservations MySQL had lost (restored from a dump, a replica promoted behind) that Redis still held,
+   * written again as orders under their own ids before the rebuild.
+   */
+  restored?: { reservations: number; units: number };
 }
 
 /**

@@ -86,7 +86,8 @@ export interface RebuildPlan {
   sale: SaleRecord;
   generation: string;
   remaining: number;
-  buyers: { userId: string; reservationId: string; quantity: number }[];
+  /** The buyers of the live orders, with when Redis accepted each (kept in the buyers' records). */
+  buyers: { userId: string; reservationId: string; quantity: number; reservedAt: number }[];
   /** What the rebuild concluded about the state it replaces, before it replaced the checkpoint. */
   judgement: LossJudgement;
   /** Reservations and units answered 202 but lost with Redis's data (at least), counted by this rebuild. */
@@ -114,7 +115,13 @@ export type JudgeLoss = (recorded: { generation: string; checkpoint: Checkpoint 
  * accepted at the checkpoint that are not orders now (a floor: what was accepted after the checkpoint
  * and lost is not known).
  */
-export async function beginRebuild(prisma: PrismaClient, saleId: number, judgeLoss: JudgeLoss): Promise<RebuildPlan | null> {
+export async function beginRebuild(
+  prisma: PrismaClient,
+  saleId: number,
+  judgeLoss: JudgeLoss,
+  /** Lost besides: reservations Redis held that MySQL refused to take back (see the reconciler's restore). */
+  alsoLost: { reservations: number; units: number } = { reservations: 0, units: 0 },
+): Promise<RebuildPlan | null> {
   return prisma.$transaction(
     async (tx) => {
       const [locked] = await tx.$queryRaw<{ id: number }[]>`SELECT id FROM sales WHERE id = ${saleId} FOR UPDATE`;
@@ -127,7 +134,7 @@ export async function beginRebuild(prisma: PrismaClient, saleId: number, judgeLo
         select: { userId: true, reservationId: true, quantity: true, reservedAt: true },
       });
       const units = orders.reduce((sum, order) => sum + order.quantity, 0);
-      const lost = { reservations: 0, units: 0 };
+      const lost = { ...alsoLost };
       if (judgement.lost && checkpoint) {
         // What the checkpoint counted and is still an order: the live orders, and those that closed in
         // the state it describes (their reservations and units stay counted as accepted there, see
@@ -137,8 +144,8 @@ export async function beginRebuild(prisma: PrismaClient, saleId: number, judgeLo
           WHERE sale_id = ${saleId} AND reserved_at <= TIMESTAMPADD(MICROSECOND, ${checkpoint.at} * 1000, TIMESTAMP '1970-01-01 00:00:00')
             AND (status IN ('created', 'paid')
               OR closed_at >= (SELECT COALESCE(generation_at, TIMESTAMP '1970-01-01 00:00:00') FROM sales WHERE id = ${saleId}))`;
-        lost.reservations = Math.max(0, checkpoint.reservations - Number(survivors!.reservations));
-        lost.units = Math.max(0, checkpoint.units - Number(survivors!.units));
+        lost.reservations += Math.max(0, checkpoint.reservations - Number(survivors!.reservations));
+        lost.units += Math.max(0, checkpoint.units - Number(survivors!.units));
       }
       // Units owed back to the state being replaced are counted as remaining by this rebuild (their
       // orders are not live): the returns are settled here, and the return script refuses them anyway
@@ -166,7 +173,7 @@ export async function beginRebuild(prisma: PrismaClient, saleId: number, judgeLo
         sale: toSaleRecord(updated),
         generation,
         remaining: row.stock - units,
-        buyers: orders.map(({ userId, reservationId, quantity }) => ({ userId, reservationId, quantity })),
+        buyers: orders.map(({ userId, reservationId, quantity, reservedAt }) => ({ userId, reservationId, quantity, reservedAt: reservedAt.getTime() })),
         judgement,
         lost,
       };

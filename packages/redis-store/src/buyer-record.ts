@@ -2,8 +2,9 @@ import type { ScriptedRedis } from './scripts.ts';
 import { saleKeys } from './keys.ts';
 
 /**
- * A sale's buyers hash (`buyers` in keys.ts): user id -> `<reservationId>|<quantity>`, the reservation
- * the buyer holds. The reserve script writes it through lua/includes/buyer-record.lua, the rebuild
+ * A sale's buyers hash (`buyers` in keys.ts): user id -> `<reservationId>|<quantity>|<reservedAt>`, the
+ * reservation the buyer holds and when Redis accepted it (epoch ms; records written before the time was
+ * kept have two fields). The reserve script writes it through lua/includes/buyer-record.lua, the rebuild
  * here (writeBuyers); it is parsed here only.
  */
 
@@ -16,15 +17,23 @@ export interface BuyerReservation {
 /** A buyer who holds units of a sale, to be recorded again in Redis. */
 export interface BuyerRecord extends BuyerReservation {
   userId: string;
+  /** When Redis accepted the reservation (epoch ms); undefined for a record that does not say. */
+  reservedAt?: number;
 }
 
-export function encodeBuyerRecord({ reservationId, quantity }: BuyerReservation): string {
-  return `${reservationId}|${quantity}`;
+export function encodeBuyerRecord({ reservationId, quantity, reservedAt }: BuyerReservation & { reservedAt?: number }): string {
+  return reservedAt === undefined ? `${reservationId}|${quantity}` : `${reservationId}|${quantity}|${reservedAt}`;
 }
 
 export function parseBuyerRecord(value: string): BuyerReservation {
   const [reservationId = '', quantity] = value.split('|');
   return { reservationId, quantity: Number(quantity) };
+}
+
+/** When Redis accepted the reservation a buyer's record holds (epoch ms); undefined for a record without it. */
+export function reservedAtOfBuyerRecord(value: string): number | undefined {
+  const at = value.split('|')[2];
+  return at !== undefined && /^\d+$/.test(at) ? Number(at) : undefined;
 }
 
 /** The reservation a buyer holds for a sale, as Redis recorded it. */

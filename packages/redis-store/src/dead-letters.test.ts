@@ -21,7 +21,7 @@ async function deliverAll(saleId: number): Promise<Entry[]> {
   return reply?.[0]?.[1] ?? [];
 }
 
-describe('the dead-letter script (dead-letter-3.lua)', () => {
+describe('the dead-letter script (dead-letter-4.lua)', () => {
   it('moves the entry to the dead-letter stream, acknowledges it and records the rejection under the reservation id, in one step', async () => {
     const sale = await createLiveSale(ctx, { perUserLimit: 3 });
     const keys = saleKeys(ctx.config.REDIS_PREFIX, sale.id);
@@ -31,7 +31,7 @@ describe('the dead-letter script (dead-letter-3.lua)', () => {
     expect((await reservePurchase(ctx.redis, ctx.config.REDIS_PREFIX, { saleId: sale.id, userId, quantity: 3, reservationId })).kind).toBe('reserved');
     const [[entryId, fields]] = (await deliverAll(sale.id)) as [Entry];
 
-    await ctx.redis.deadLetter(keys.stream, keys.deadLetter, keys.rejected, ORDER_WRITERS_GROUP, entryId, 'OVER_STOCK', 2, ...fields);
+    await ctx.redis.deadLetter(keys.stream, keys.deadLetter, keys.rejected, keys.buyers, ORDER_WRITERS_GROUP, entryId, 'OVER_STOCK', 2, ...fields);
 
     const [[, deadFields]] = (await ctx.redis.xrange(keys.deadLetter, '-', '+')) as [Entry];
     expect(deadFields).toEqual(['id', entryId, 'reason', 'OVER_STOCK', 'deliveries', '2', ...fields]);
@@ -45,19 +45,40 @@ describe('the dead-letter script (dead-letter-3.lua)', () => {
     const keys = saleKeys(ctx.config.REDIS_PREFIX, sale.id);
     expect((await reservePurchase(ctx.redis, ctx.config.REDIS_PREFIX, { saleId: sale.id, userId: 'ann', quantity: 3, reservationId: newReservationId(sale.id) })).kind).toBe('reserved');
     expect((await reservePurchase(ctx.redis, ctx.config.REDIS_PREFIX, { saleId: sale.id, userId: 'bob', quantity: 2, reservationId: newReservationId(sale.id) })).kind).toBe('reserved');
-    // Entries a reserve script never writes: of an older generation, with a quantity of 0, without a time.
+    // Entries a reserve script never writes: of an older generation, with a quantity of 0, without a time,
+    // over the per-user limit, and a well-formed one whose buyer holds no reservation.
     await ctx.redis.xadd(keys.stream, '*', 'r', newReservationId(sale.id), 'u', 'old', 'q', '4', 't', '1', 'g', 'an-older-generation');
     await ctx.redis.xadd(keys.stream, '*', 'r', newReservationId(sale.id), 'u', 'cy', 'q', '0', 't', '1', 'g', sale.generation);
     await ctx.redis.xadd(keys.stream, '*', 'r', newReservationId(sale.id), 'u', 'dee', 'q', '1', 'g', sale.generation);
+    await ctx.redis.xadd(keys.stream, '*', 'r', newReservationId(sale.id), 'u', 'eve', 'q', '5', 't', '1', 'g', sale.generation);
+    await ctx.redis.xadd(keys.stream, '*', 'r', newReservationId(sale.id), 'u', 'fay', 'q', '1', 't', '1', 'g', sale.generation);
     const [ann, bob, ...others] = await deliverAll(sale.id);
-    const setAside = ([entryId, fields]: Entry) => ctx.redis.deadLetter(keys.stream, keys.deadLetter, keys.rejected, ORDER_WRITERS_GROUP, entryId, 'OVER_STOCK', 1, ...fields);
+    const setAside = ([entryId, fields]: Entry) => ctx.redis.deadLetter(keys.stream, keys.deadLetter, keys.rejected, keys.buyers, ORDER_WRITERS_GROUP, entryId, 'OVER_STOCK', 1, ...fields);
 
     // Ann's entry twice (two workers held it): her 3 units count once.
     for (const entry of [ann!, bob!, ann!, ...others]) await setAside(entry);
 
-    expect(await ctx.redis.xlen(keys.deadLetter)).toBe(6);
+    expect(await ctx.redis.xlen(keys.deadLetter)).toBe(8);
     expect(await ctx.redis.hget(keys.rejected, deadLetteredUnitsField(sale.generation))).toBe('5');
-    expect(await ctx.redis.hget(keys.rejected, deadLetteredUnitsField('an-older-generation'))).toBe('4');
+    expect(await ctx.redis.hget(keys.rejected, deadLetteredUnitsField('an-older-generation'))).toBeNull();
+  });
+
+  it("counts nothing for an entry whose reservation is not the one its buyer's record holds: the reserve script never took its units", async () => {
+    const sale = await createLiveSale(ctx, { perUserLimit: 3 });
+    const keys = saleKeys(ctx.config.REDIS_PREFIX, sale.id);
+    expect((await reservePurchase(ctx.redis, ctx.config.REDIS_PREFIX, { saleId: sale.id, userId: 'ann', quantity: 2, reservationId: newReservationId(sale.id) })).kind).toBe('reserved');
+    // A second entry for Ann under another id, and one with her id but another quantity, written by hand.
+    const [[, annFields]] = (await ctx.redis.xrange(keys.stream, '-', '+')) as [Entry];
+    await ctx.redis.xadd(keys.stream, '*', 'r', newReservationId(sale.id), 'u', 'ann', 'q', '2', 't', '1', 'g', sale.generation);
+    await ctx.redis.xadd(keys.stream, '*', 'r', annFields[1]!, 'u', 'ann', 'q', '3', 't', '1', 'g', sale.generation);
+    const [, ...forged] = await deliverAll(sale.id);
+
+    for (const [entryId, fields] of forged) {
+      await ctx.redis.deadLetter(keys.stream, keys.deadLetter, keys.rejected, keys.buyers, ORDER_WRITERS_GROUP, entryId, 'OVER_USER_LIMIT', 1, ...fields);
+    }
+
+    expect(await ctx.redis.xlen(keys.deadLetter)).toBe(2);
+    expect(await ctx.redis.hget(keys.rejected, deadLetteredUnitsField(sale.generation))).toBeNull();
   });
 
   it('records nothing to look up for a malformed entry without a reservation id, but still dead-letters it', async () => {
@@ -66,7 +87,7 @@ describe('the dead-letter script (dead-letter-3.lua)', () => {
     await ctx.redis.xadd(keys.stream, '*', 'u', 'ann', 'q', '1');
     const [[entryId, fields]] = (await deliverAll(sale.id)) as [Entry];
 
-    await ctx.redis.deadLetter(keys.stream, keys.deadLetter, keys.rejected, ORDER_WRITERS_GROUP, entryId, 'MALFORMED_ENTRY', 1, ...fields);
+    await ctx.redis.deadLetter(keys.stream, keys.deadLetter, keys.rejected, keys.buyers, ORDER_WRITERS_GROUP, entryId, 'MALFORMED_ENTRY', 1, ...fields);
 
     expect(await ctx.redis.xlen(keys.deadLetter)).toBe(1);
     expect(await ctx.redis.exists(keys.rejected)).toBe(0);
@@ -79,7 +100,7 @@ describe('the dead-letter script (dead-letter-3.lua)', () => {
     const [[entryId, fields]] = (await deliverAll(sale.id)) as [Entry];
     await ctx.redis.set(keys[poisoned], 'oops');
 
-    await expect(ctx.redis.deadLetter(keys.stream, keys.deadLetter, keys.rejected, ORDER_WRITERS_GROUP, entryId, 'OVER_STOCK', 1, ...fields)).rejects.toThrow(/WRONGTYPE/);
+    await expect(ctx.redis.deadLetter(keys.stream, keys.deadLetter, keys.rejected, keys.buyers, ORDER_WRITERS_GROUP, entryId, 'OVER_STOCK', 1, ...fields)).rejects.toThrow(/WRONGTYPE/);
 
     expect(((await ctx.redis.xpending(keys.stream, ORDER_WRITERS_GROUP)) as [number])[0]).toBe(1);
     expect(await ctx.redis.get(keys[poisoned])).toBe('oops');
@@ -96,7 +117,7 @@ describe('the dead-letter script (dead-letter-3.lua)', () => {
 });
 
 describe('readDeadLettered', () => {
-  it('reads every dead letter of the generation up to the entry it is given, page after page, each reservation once', async () => {
+  it('reads every dead letter of the generation its buyer holds, up to the entry it is given, page after page, each reservation once', async () => {
     const sale = await createLiveSale(ctx);
     const keys = saleKeys(ctx.config.REDIS_PREFIX, sale.id);
     // Dead-letter entries as the script writes them, more than one page of them, written here directly.
@@ -108,10 +129,14 @@ describe('readDeadLettered', () => {
       const reservationId = newReservationId(sale.id);
       expected.set(reservationId, 1 + (i % 3));
       writing.xadd(keys.deadLetter, '*', ...entry(reservationId, 1 + (i % 3)));
+      // Each buyer (named by the reservation) holds it, as the reserve script records it.
+      writing.hset(keys.buyers, reservationId, `${reservationId}|${1 + (i % 3)}`);
     }
     const [first] = [...expected.keys()];
     writing.xadd(keys.deadLetter, '*', ...entry(first!, 1));
     writing.xadd(keys.deadLetter, '*', ...entry(newReservationId(sale.id), 4, 'an-older-generation'));
+    // Set aside, but never taken by the reserve script: its buyer holds no reservation.
+    writing.xadd(keys.deadLetter, '*', ...entry(newReservationId(sale.id), 5));
     writing.xadd(keys.deadLetter, '*', 'id', '1-0', 'reason', 'MALFORMED_ENTRY', 'deliveries', '1', 'u', 'nobody');
     await writing.exec();
     const [[upTo]] = (await ctx.redis.xrevrange(keys.deadLetter, '+', '-', 'COUNT', 1)) as [Entry];

@@ -2,13 +2,14 @@ import type { DeadLetterReason } from '@flashsale/domain';
 import type { ScriptedRedis } from './scripts.ts';
 import { ORDER_WRITERS_GROUP, saleKeys } from './keys.ts';
 import { decodeReservation, type StreamEntry } from './reservation-stream.ts';
+import { parseBuyerRecord } from './buyer-record.ts';
 
 /**
  * The entries the workers set aside, per sale: the dead-letter stream (`deadLetter` in keys.ts), each
  * entry `id` (the original entry id), `reason`, `deliveries`, then the original fields; and the rejected
  * hash (`rejected`), reservation id -> JSON `{"u": user id, "q": quantity, "reason": code}`, and
  * `units:<generation>` -> the units of that generation's reservations set aside, each reservation once.
- * Both are written by dead-letter-3.lua only, and read here only.
+ * Both are written by dead-letter-4.lua only, and read here only.
  */
 
 /** A reservation the workers set aside instead of writing it as an order. */
@@ -21,7 +22,7 @@ export interface DeadLetteredReservation {
 
 /**
  * Moves the entry to the dead-letter stream, records its reservation as rejected (for status lookups) and
- * acknowledges it, atomically (dead-letter-3.lua).
+ * acknowledges it, atomically (dead-letter-4.lua).
  */
 export async function deadLetter(
   redis: ScriptedRedis,
@@ -32,12 +33,12 @@ export async function deadLetter(
   deliveries: number,
 ): Promise<void> {
   const keys = saleKeys(prefix, saleId);
-  await redis.deadLetter(keys.stream, keys.deadLetter, keys.rejected, ORDER_WRITERS_GROUP, entry.id, reason, deliveries, ...entry.fields);
+  await redis.deadLetter(keys.stream, keys.deadLetter, keys.rejected, keys.buyers, ORDER_WRITERS_GROUP, entry.id, reason, deliveries, ...entry.fields);
 }
 
 /**
  * The rejection of a reservation, if the workers set it aside: one HGET of the sale's rejected hash,
- * which dead-letter-3.lua writes together with the dead-letter entry. A status lookup costs the same
+ * which dead-letter-4.lua writes together with the dead-letter entry. A status lookup costs the same
  * whether a sale has no dead letters or a million.
  */
 export async function findDeadLetter(redis: ScriptedRedis, prefix: string, saleId: number, reservationId: string): Promise<DeadLetteredReservation | null> {
@@ -47,7 +48,7 @@ export async function findDeadLetter(redis: ScriptedRedis, prefix: string, saleI
   return { reservationId, userId: u ?? '', quantity: Number(q), reason: reason ?? '' };
 }
 
-/** The rejected hash's field counting the units of a generation's reservations set aside (dead-letter-3.lua). */
+/** The rejected hash's field counting the units of a generation's reservations set aside (dead-letter-4.lua). */
 export function deadLetteredUnitsField(generation: string): string {
   return `units:${generation}`;
 }
@@ -61,8 +62,10 @@ const ORIGINAL_FIELDS_AT = 6;
 /**
  * The units of each reservation of `generation` set aside, by reservation id (one set aside twice counts
  * once), from the dead-letter stream itself up to its entry `upTo` (the last one at the instant the caller
- * read the rest of its figures). Entries that were not reservations (malformed) are left out. Reads the
- * whole stream, in pages: the audit's way of counting exactly when the kept count does not balance.
+ * read the rest of its figures). Left out, as dead-letter-4.lua leaves them out of its count: entries that
+ * were not reservations (malformed), and reservations the buyers hash does not record as its buyer's (the
+ * reserve script never took their units: an entry written by hand). Reads the whole stream, in pages,
+ * and the buyers of each page: the audit's way of counting exactly when the kept count does not balance.
  */
 export async function readDeadLettered(
   redis: ScriptedRedis,
@@ -72,13 +75,18 @@ export async function readDeadLettered(
 ): Promise<Map<string, number>> {
   const byReservation = new Map<string, number>();
   if (upTo === null) return byReservation;
-  const key = saleKeys(prefix, saleId).deadLetter;
+  const keys = saleKeys(prefix, saleId);
   for (let from = '-'; ; ) {
-    const page = (await redis.xrange(key, from, upTo, 'COUNT', PAGE)) as [id: string, fields: string[]][];
-    for (const [, fields] of page) {
+    const page = (await redis.xrange(keys.deadLetter, from, upTo, 'COUNT', PAGE)) as [id: string, fields: string[]][];
+    const reservations = page.flatMap(([, fields]) => {
       const decoded = decodeReservation(saleId, fields[1] ?? '', fields.slice(ORIGINAL_FIELDS_AT));
-      if (decoded.ok && decoded.reservation.generation === generation) byReservation.set(decoded.reservation.reservationId, decoded.reservation.quantity);
-    }
+      return decoded.ok && decoded.reservation.generation === generation ? [decoded.reservation] : [];
+    });
+    const records = reservations.length === 0 ? [] : await redis.hmget(keys.buyers, ...reservations.map((r) => r.userId));
+    reservations.forEach((reservation, i) => {
+      const held = records[i] ? parseBuyerRecord(records[i]) : null;
+      if (held?.reservationId === reservation.reservationId && held.quantity === reservation.quantity) byReservation.set(reservation.reservationId, reservation.quantity);
+    });
     if (page.length < PAGE) return byReservation;
     from = `(${page[page.length - 1]![0]}`;
   }
@@ -91,7 +99,7 @@ export async function readDeadLettered(
 export async function recentDeadLettersByReason(redis: ScriptedRedis, prefix: string, saleId: number, count = 1000): Promise<{ read: number; byReason: Record<string, number> }> {
   const entries = (await redis.xrevrange(saleKeys(prefix, saleId).deadLetter, '+', '-', 'COUNT', count)) as [id: string, fields: string[]][];
   const byReason: Record<string, number> = {};
-  // Fields: id <entry id> reason <reason> deliveries <n> ... (see dead-letter-3.lua).
+  // Fields: id <entry id> reason <reason> deliveries <n> ... (see dead-letter-4.lua).
   for (const [, fields] of entries) byReason[fields[3] ?? ''] = (byReason[fields[3] ?? ''] ?? 0) + 1;
   return { read: entries.length, byReason };
 }

@@ -5,7 +5,7 @@ export { createRedis, isRedisUnavailable, type RedisClientOptions } from './redi
 export { reservePurchase, toReserveOutcome, type ReserveOutcome, type PurchaseRequest } from './reserve-purchase.ts';
 export { publishSale, withdrawSale, setSalePaused, listSaleIds, retireSale, keepListed } from './sale-state.ts';
 export { readSaleState, redisNow, type SaleState } from './sale-meta.ts';
-export { findBuyerReservation, readBuyers, readAllBuyers, type BuyerRecord, type BuyerReservation } from './buyer-record.ts';
+export { findBuyerReservation, parseBuyerRecord, reservedAtOfBuyerRecord, readBuyers, readAllBuyers, type BuyerRecord, type BuyerReservation } from './buyer-record.ts';
 export {
   decodeReservation,
   readNewEntries,

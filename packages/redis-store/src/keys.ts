@@ -14,7 +14,7 @@ export interface SaleKeys {
   deadLetter: string;
   /**
    * Hash: reservation id -> JSON `{"u": user id, "q": quantity, "reason": code}` of each reservation the
-   * workers set aside, written in the same script as its dead-letter entry (dead-letter-3.lua), and
+   * workers set aside, written in the same script as its dead-letter entry (dead-letter-4.lua), and
    * `units:<generation>` -> the units of that generation's reservations set aside, each reservation
    * once. A status lookup reads one with HGET, the audit the other; scanning the dead-letter stream
    * would cost work growing with it. Like that stream, neither a rebuild nor a withdrawal touches it.

@@ -3,7 +3,7 @@ import type { ScriptedRedis } from './scripts.ts';
 import { saleKeys } from './keys.ts';
 import { redisTimeMs, SALE_COUNTER_FIELDS, saleCountersOf } from './sale-meta.ts';
 import { lastEntryIdOf, readUnacknowledged } from './reservation-stream.ts';
-import { orderWritersGroupOf } from './stream-backlog.ts';
+import { orderWritersGroupOf, undeliveredLag } from './stream-backlog.ts';
 import { deadLetteredUnitsField } from './dead-letters.ts';
 
 /** Redis's side of one sale's ledger at one instant: what it has left, and what is on its way or set aside. */
@@ -17,7 +17,7 @@ export interface RedisLedger {
   returnedUnits: number;
   /** Units of each reservation of this generation not acknowledged yet (undelivered or pending), by reservation id. */
   inFlight: Map<string, number>;
-  /** Units of this generation's reservations set aside in the dead-letter stream, as dead-letter-3.lua counts them. */
+  /** Units of this generation's reservations set aside in the dead-letter stream, as dead-letter-4.lua counts them. */
   deadLetteredUnits: number;
   /** Id of the dead-letter stream's last entry at that instant (null: none), for readDeadLettered to read up to. */
   lastDeadLetterId: string | null;
@@ -72,7 +72,8 @@ export async function readRedisLedger(redis: ScriptedRedis, prefix: string, sale
     }
     const group = orderWritersGroupOf(groups);
     if (!group) return null;
-    if (group.lag !== null && group.lag + group.pending > AUDIT_MAX_IN_FLIGHT) return null;
+    const lag = undeliveredLag(group, lastEntryIdOf(last));
+    if (lag !== null && lag + group.pending > AUDIT_MAX_IN_FLIGHT) return null;
     const inFlight = await readUnacknowledged(redis, prefix, saleId, { lastDeliveredId: group.lastDeliveredId, lastId: lastEntryIdOf(last) ?? '0-0' });
     return {
       at: redisTimeMs(time),

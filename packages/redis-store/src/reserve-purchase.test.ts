@@ -38,7 +38,7 @@ describe('reservePurchase against Redis', () => {
     const after = await redisNow(ctx.redis);
     const keys = saleKeys(ctx.config.REDIS_PREFIX, sale.id);
     expect(await ctx.redis.hget(keys.meta, 'remaining')).toBe('8');
-    expect(await ctx.redis.hgetall(keys.buyers)).toEqual({ alice: `${reservationId}|2` });
+    expect(await ctx.redis.hgetall(keys.buyers)).toEqual({ alice: expect.stringMatching(new RegExp(`^${reservationId}\\|2\\|\\d+$`)) });
     const entries = await ctx.redis.xrange(keys.stream, '-', '+');
     expect(entries).toHaveLength(1);
     const [entryId, fields] = entries[0]!;

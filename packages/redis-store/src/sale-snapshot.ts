@@ -2,7 +2,7 @@ import type { ScriptedRedis } from './scripts.ts';
 import { saleKeys } from './keys.ts';
 import { redisTimeMs, SALE_COUNTER_FIELDS, saleCountersOf } from './sale-meta.ts';
 import { lastEntryIdOf } from './reservation-stream.ts';
-import { orderWritersGroupOf } from './stream-backlog.ts';
+import { orderWritersGroupOf, undeliveredLag } from './stream-backlog.ts';
 
 /** What Redis holds for a sale at one instant (one MULTI), on Redis's clock. */
 export interface SaleSnapshot {
@@ -35,8 +35,10 @@ export interface SaleSnapshot {
   /** Entries the stream holds (XLEN): at most one means there is nothing to trim. */
   streamLength: number;
   /**
-   * The order writers' group as XINFO GROUPS tells it (lag null when Redis cannot count it, never
-   * counted here by reading the stream); null when the stream or its group is missing.
+   * The order writers' group: pending as XINFO GROUPS tells it, lag judged from the ids (undeliveredLag:
+   * 0 when nothing follows the group's position, whatever XINFO's lag says; null when entries follow and
+   * XINFO cannot count them, never counted here by reading the stream); null when the stream or its
+   * group is missing.
    */
   backlog: { lag: number | null; pending: number } | null;
 }
@@ -63,6 +65,7 @@ export async function snapshotSale(redis: ScriptedRedis, prefix: string, saleId:
   const counters = saleCountersOf(replies[1]![1]);
   const [groupsError, groups] = replies[GROUPS_REPLY]!;
   const group = groupsError ? undefined : orderWritersGroupOf(groups);
+  const lastEntryId = lastEntryIdOf(replies[3]![1]);
   return {
     at: redisTimeMs(replies[0]![1]),
     present: counters !== null,
@@ -74,9 +77,9 @@ export async function snapshotSale(redis: ScriptedRedis, prefix: string, saleId:
     operatorPaused: counters?.operatorPaused ?? false,
     buyers: Number(replies[2]![1]) + (counters?.returnedReservations ?? 0),
     returnedUnits: counters?.returnedUnits ?? 0,
-    lastEntryId: lastEntryIdOf(replies[3]![1]),
+    lastEntryId,
     streamLength: Number(replies[4]![1]),
-    backlog: group ? { lag: group.lag, pending: group.pending } : null,
+    backlog: group ? { lag: undeliveredLag(group, lastEntryId), pending: group.pending } : null,
   };
 }
 

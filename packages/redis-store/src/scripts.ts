@@ -12,7 +12,7 @@ export interface ScriptCommands {
   withdrawSale(meta: string, buyers: string, stream: string, generation: string): Promise<number>;
   setPaused(meta: string, paused: '0' | '1'): Promise<number>;
   applyControls(meta: string, version: number, stock: number, endsAt: number, operatorPaused: '0' | '1'): Promise<number>;
-  deadLetter(stream: string, deadLetter: string, rejected: string, ...args: (string | number)[]): Promise<string>;
+  deadLetter(stream: string, deadLetter: string, rejected: string, buyers: string, ...args: (string | number)[]): Promise<string>;
   rebuildSale(meta: string, buyers: string, stream: string, returned: string, ...args: (string | number)[]): Promise<number>;
   returnUnits(meta: string, buyers: string, returned: string, generation: string, ...orders: (string | number)[]): Promise<(number | string)[]>;
   trimAcknowledged(stream: string, group: string, keepFrom: string, keepSinceMs: string, maxEntries: string): Promise<number>;

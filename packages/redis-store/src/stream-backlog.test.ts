@@ -3,7 +3,10 @@ import { newReservationId } from '@flashsale/domain';
 import { createLiveSale, createTestContext, type TestContext } from '../../../test/support/context.ts';
 import { ORDER_WRITERS_GROUP, saleKeys } from './keys.ts';
 import { reservePurchase } from './reserve-purchase.ts';
-import { streamBacklog } from './stream-backlog.ts';
+import { compareEntryIds, streamBacklog, undeliveredLag } from './stream-backlog.ts';
+import { isDrained, waitForDrain } from './stream-drain.ts';
+import { snapshotSale } from './sale-snapshot.ts';
+import { DrainTimeout } from '@flashsale/domain';
 
 let ctx: TestContext;
 beforeAll(() => {
@@ -65,8 +68,105 @@ describe('streamBacklog', () => {
     await deliver(sale.id, 1);
     const [[entryId, fields]] = (await ctx.redis.xrange(keys.stream, '-', '+', 'COUNT', 1)) as [[string, string[]]];
 
-    await ctx.redis.deadLetter(keys.stream, keys.deadLetter, keys.rejected, ORDER_WRITERS_GROUP, entryId, 'OVER_STOCK', 1, ...fields);
+    await ctx.redis.deadLetter(keys.stream, keys.deadLetter, keys.rejected, keys.buyers, ORDER_WRITERS_GROUP, entryId, 'OVER_STOCK', 1, ...fields);
 
     expect(await streamBacklog(ctx.redis, ctx.config.REDIS_PREFIX, sale.id)).toEqual({ lag: 1, pending: 0, deadLettered: 1 });
+  });
+});
+
+describe('compareEntryIds', () => {
+  it.each([
+    ['9-5', '10-0', -1],
+    ['10-0', '9-5', 1],
+    ['10-2', '10-10', -1],
+    ['10-10', '10-10', 0],
+    ['0-0', '1-0', -1],
+  ])('%s against %s: %i', (a, b, sign) => {
+    expect(Math.sign(compareEntryIds(a, b))).toBe(sign);
+  });
+});
+
+describe('undeliveredLag', () => {
+  it.each<[string, { lag: number | null; lastDeliveredId: string }, string | null, number | null]>([
+    ['nothing after the position, whatever lag says (a promoted replica said 222)', { lag: 222, lastDeliveredId: '10-0' }, '10-0', 0],
+    ['nothing after the position, lag unknown', { lag: null, lastDeliveredId: '10-0' }, '9-0', 0],
+    ['an empty stream', { lag: 5, lastDeliveredId: '0-0' }, null, 0],
+    ['entries after the position, lag positive: taken', { lag: 3, lastDeliveredId: '10-0' }, '11-0', 3],
+    ['entries after the position, lag 0: not trusted, to be counted', { lag: 0, lastDeliveredId: '10-0' }, '11-0', null],
+    ['entries after the position, lag unknown: to be counted', { lag: null, lastDeliveredId: '9-9' }, '10-0', null],
+  ])('%s', (_, group, lastEntryId, expected) => {
+    expect(undeliveredLag(group, lastEntryId)).toBe(expected);
+  });
+});
+
+describe("the drain judged from the ids, when the group's lag is wrong or unknown", () => {
+  const prefix = () => ctx.config.REDIS_PREFIX;
+
+  /** A sale with three reservations, all delivered and acknowledged: drained, whatever XINFO says next. */
+  async function drainedSale() {
+    const sale = await createLiveSale(ctx);
+    await reserveFor(sale.id, ['a', 'b', 'c']);
+    const stream = saleKeys(prefix(), sale.id).stream;
+    await deliver(sale.id, 3);
+    const ids = ((await ctx.redis.xrange(stream, '-', '+')) as [string, string[]][]).map(([id]) => id);
+    await ctx.redis.xack(stream, ORDER_WRITERS_GROUP, ...ids);
+    return { sale, stream, ids };
+  }
+
+  const lagOf = async (stream: string) => {
+    const [group] = (await ctx.redis.xinfo('GROUPS', stream)) as unknown[][];
+    return group![group!.indexOf('lag') + 1];
+  };
+
+  it('is drained when nothing follows last-delivered-id, although XINFO GROUPS reports a lag (entries-read carried over wrong)', async () => {
+    const { sale, stream } = await drainedSale();
+    // What a promoted replica showed: the position at the last entry, entries-read behind it.
+    await ctx.redis.xgroup('SETID', stream, ORDER_WRITERS_GROUP, '$', 'ENTRIESREAD', 0);
+    expect(await lagOf(stream)).toBe(3);
+
+    expect(await streamBacklog(ctx.redis, prefix(), sale.id)).toEqual({ lag: 0, pending: 0, deadLettered: 0 });
+    expect(await waitForDrain(ctx.redis, prefix(), sale.id, 1000)).toEqual({ lag: 0, pending: 0, deadLettered: 0 });
+    expect((await snapshotSale(ctx.redis, prefix(), sale.id)).backlog).toEqual({ lag: 0, pending: 0 });
+  });
+
+  it('is drained when entries-read is unknown and nothing follows', async () => {
+    const { sale, stream } = await drainedSale();
+    await ctx.redis.xgroup('SETID', stream, ORDER_WRITERS_GROUP, '$', 'ENTRIESREAD', -1);
+
+    expect(await streamBacklog(ctx.redis, prefix(), sale.id)).toEqual({ lag: 0, pending: 0, deadLettered: 0 });
+  });
+
+  it('is not drained when XINFO GROUPS reports lag 0 but entries follow last-delivered-id: it counts them', async () => {
+    const { sale, stream, ids } = await drainedSale();
+    // The position moved back before two entries, entries-read left at 3: lag 0, two undelivered.
+    await ctx.redis.xgroup('SETID', stream, ORDER_WRITERS_GROUP, ids[0]!, 'ENTRIESREAD', 3);
+    expect(await lagOf(stream)).toBe(0);
+
+    const backlog = await streamBacklog(ctx.redis, prefix(), sale.id);
+    expect(backlog).toEqual({ lag: 2, pending: 0, deadLettered: 0 });
+    expect(isDrained(backlog)).toBe(false);
+    expect((await snapshotSale(ctx.redis, prefix(), sale.id)).backlog).toEqual({ lag: null, pending: 0 });
+    await expect(waitForDrain(ctx.redis, prefix(), sale.id, 100)).rejects.toThrow(new RegExp(`undelivered entries follow last-delivered-id ${ids[0]} \\(the first ${ids[1]}; XINFO GROUPS lag 0, entries-read 3\\)`));
+  });
+
+  it('is not drained when entries-read is unknown and an entry follows', async () => {
+    const { sale, stream } = await drainedSale();
+    await ctx.redis.xgroup('SETID', stream, ORDER_WRITERS_GROUP, '$', 'ENTRIESREAD', -1);
+    await reserveFor(sale.id, ['d']);
+    expect(await lagOf(stream)).toBeNull();
+
+    expect(await streamBacklog(ctx.redis, prefix(), sale.id)).toEqual({ lag: 1, pending: 0, deadLettered: 0 });
+  });
+
+  it('says which consumer holds the oldest pending entry when the wait gives up', async () => {
+    const sale = await createLiveSale(ctx);
+    await reserveFor(sale.id, ['a', 'b']);
+    await deliver(sale.id, 2);
+    const [[oldest]] = (await ctx.redis.xrange(saleKeys(prefix(), sale.id).stream, '-', '+', 'COUNT', 1)) as [[string, string[]]];
+
+    const failure = await waitForDrain(ctx.redis, prefix(), sale.id, 50).catch((error: unknown) => error);
+
+    expect(failure).toBeInstanceOf(DrainTimeout);
+    expect((failure as Error).message).toMatch(new RegExp(`lag 0, pending 2\\): 2 entries pending, the oldest ${oldest} held by consumer test-consumer, idle \\d+ ms after 1 deliveries`));
   });
 });

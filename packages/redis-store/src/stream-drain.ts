@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DrainTimeout } from '@flashsale/domain';
 import type { ScriptedRedis } from './scripts.ts';
-import { streamBacklog, type StreamBacklog } from './stream-backlog.ts';
+import { explainBacklog, streamBacklog, type StreamBacklog } from './stream-backlog.ts';
 
 /**
  * Whether nothing of a sale's stream is on its way to MySQL: no entry undelivered (lag 0) and none
@@ -15,7 +15,8 @@ export function isDrained(backlog: StreamBacklog): boolean {
 
 /**
  * Waits until the sale's stream has drained (see isDrained), looking every `pollMs`; fails with
- * DrainTimeout after `timeoutMs`. The reconciler's wait before a rebuild (RECONCILE_DRAIN_TIMEOUT_MS), and
+ * DrainTimeout after `timeoutMs`, saying why (explainBacklog: what follows the group's position, who holds
+ * what is pending). The reconciler's wait before a rebuild (RECONCILE_DRAIN_TIMEOUT_MS), and
  * the tests' and runners' before they count the orders.
  */
 export async function waitForDrain(redis: ScriptedRedis, prefix: string, saleId: number, timeoutMs = 30_000, pollMs = 25): Promise<StreamBacklog> {
@@ -24,7 +25,8 @@ export async function waitForDrain(redis: ScriptedRedis, prefix: string, saleId:
     const backlog = await streamBacklog(redis, prefix, saleId);
     if (isDrained(backlog)) return backlog;
     if (Date.now() >= deadline) {
-      throw new DrainTimeout(`sale ${saleId}: stream not drained after ${timeoutMs} ms (lag ${backlog.lag}, pending ${backlog.pending}); are the workers running?`);
+      const why = await explainBacklog(redis, prefix, saleId);
+      throw new DrainTimeout(`sale ${saleId}: stream not drained after ${timeoutMs} ms (lag ${backlog.lag}, pending ${backlog.pending}): ${why}`);
     }
     await sleep(pollMs);
   }

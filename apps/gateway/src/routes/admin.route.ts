@@ -88,7 +88,7 @@ export function adminRouter(deps: GatewayDeps): Router {
     }
     // What was lost is told to whoever asked: the rebuild judged the replaced state against the last
     // checkpoint whatever the reason it was asked for.
-    res.json({ saleId, remaining: result.remaining, buyers: result.buyers, tookMs: result.tookMs, lost: result.lost, judgement: result.judgement });
+    res.json({ saleId, remaining: result.remaining, buyers: result.buyers, tookMs: result.tookMs, lost: result.lost, judgement: result.judgement, restored: result.restored ?? { reservations: 0, units: 0 } });
   });
   return router;
 }

@@ -47,10 +47,10 @@ describe('GET /api/reservations/:reservationId', () => {
     const sale = await createLiveSale(ctx);
     const buyer = newBuyer();
     const reservationId = await reserve(sale.id, buyer);
-    // What a worker does with a reservation that cannot become an order (dead-letter-3.lua).
+    // What a worker does with a reservation that cannot become an order (dead-letter-4.lua).
     const keys = saleKeys(ctx.config.REDIS_PREFIX, sale.id);
     const [[, [[entryId, fields]]]] = (await ctx.redis.xreadgroup('GROUP', ORDER_WRITERS_GROUP, 'test', 'COUNT', 1, 'STREAMS', keys.stream, '>')) as unknown as [[string, [[string, string[]]]]];
-    await ctx.redis.deadLetter(keys.stream, keys.deadLetter, keys.rejected, ORDER_WRITERS_GROUP, entryId, 'OVER_STOCK', 1, ...fields);
+    await ctx.redis.deadLetter(keys.stream, keys.deadLetter, keys.rejected, keys.buyers, ORDER_WRITERS_GROUP, entryId, 'OVER_STOCK', 1, ...fields);
 
     const res = await lookup(reservationId, buyer);
 

@@ -76,5 +76,5 @@ end
 -- read (see order-writer.ts).
 add_reservation(KEYS[3], ARGV[3], ARGV[1], ARGV[2], now, sale.generation)
 local remaining = take_sale_stock(KEYS[1], quantity)
-record_buyer(KEYS[2], ARGV[1], ARGV[3], ARGV[2])
+record_buyer(KEYS[2], ARGV[1], ARGV[3], ARGV[2], now)
 return { 1, remaining }

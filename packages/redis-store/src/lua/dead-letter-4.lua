@@ -5,11 +5,18 @@
   of reading the dead-letter stream, and the first time a reservation is set aside its units are added to
   its generation's count, so the audit reads one field instead of the whole dead-letter stream.
 
+  Only units the reserve script took count: the entry's reservation must be the one the buyers hash
+  records for its buyer (the reserve script writes both in one step). An entry the script never wrote (an
+  OVER_USER_LIMIT entry added to the stream by hand, say) took nothing from remaining; counting it would
+  show as drift at every audit afterwards. A rebuild rewrites the buyers hash, but it also starts a new
+  generation, whose count this entry is not in.
+
   Input:
     KEYS[1] sale stream            (record: reservation entry, includes/reservation-entry.lua)
     KEYS[2] sale dead-letter stream (record: id, reason, deliveries, then the entry's fields; dead-letters.ts)
     KEYS[3] sale rejected hash      (records: reservation id -> {"u","q","reason"} as JSON, and
                                      'units:<generation>' -> units of that generation set aside; dead-letters.ts)
+    KEYS[4] sale buyers hash        (record: buyer record, includes/buyer-record.lua; read only)
 
     ARGV[1] consumer group name
     ARGV[2] entry id
@@ -23,12 +30,14 @@
 
   A script that fails leaves its earlier writes in place, so the types are checked before the first
   write: otherwise a rejected hash of another type would leave the entry dead-lettered and acknowledged
-  but its rejection unrecorded. Dead letters are rare; the three TYPE calls cost nothing that matters.
+  but its rejection unrecorded. Dead letters are rare; the four TYPE calls cost nothing that matters.
 ]]
 --@include "includes/reservation-entry.lua"
+--@include "includes/buyer-record.lua"
 
 -- The units a reservation took from its generation's stock, by the rules of decodeReservation
--- (reservation-stream.ts); nil for an entry that took none (malformed: the audit counts no such entry).
+-- (reservation-stream.ts) and the buyer's record; nil for an entry that took none (malformed, or not the
+-- reservation the buyer's record holds: the audit counts no such entry).
 -- A quantity beyond what a double holds exactly is left out too (the reserve script never writes one):
 -- should this ever disagree with decodeReservation, the audit finds its ledger off balance and counts
 -- the dead letters themselves.
@@ -44,12 +53,15 @@ local function units_taken(reservation)
   if not (q and string.match(q, '^%d+$') and tonumber(q) >= 1 and tonumber(q) <= 9007199254740991) then
     return nil
   end
+  if not records_reservation(redis.call('HGET', KEYS[4], reservation.user_id), reservation.id, q) then
+    return nil
+  end
   -- As digits without leading zeros: HINCRBY refuses '007'.
   return string.format('%d', tonumber(q))
 end
 
-local expected = { 'stream', 'stream', 'hash' }
-for i = 1, 3 do
+local expected = { 'stream', 'stream', 'hash', 'hash' }
+for i = 1, 4 do
   local kind = redis.call('TYPE', KEYS[i])['ok']
   if kind ~= 'none' and kind ~= expected[i] then
     return redis.error_reply('WRONGTYPE ' .. KEYS[i] .. ' holds a ' .. kind .. ', not a ' .. expected[i])
