@@ -21,6 +21,14 @@ export {
   type ReadRound,
 } from './reservation-stream.ts';
 export { streamBacklog, type StreamBacklog } from './stream-backlog.ts';
+export {
+  recordPaymentArrival,
+  heldPayments,
+  forgetPaymentArrivals,
+  type PaymentArrival,
+  type PaymentContents,
+  type HeldPayment,
+} from './payment-arrivals.ts';
 export { isDrained, waitForDrain } from './stream-drain.ts';
 export { deadLetter, findDeadLetter, readDeadLettered, recentDeadLettersByReason, type DeadLetteredReservation } from './dead-letters.ts';
 export { readRedisLedger, type RedisLedger } from './redis-ledger.ts';
