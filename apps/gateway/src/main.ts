@@ -1,7 +1,7 @@
 import cluster from 'node:cluster';
 import type { Server } from 'node:http';
 import { createLogger, loadConfig, onShutdownSignal, serveMetricsPort } from '@flashsale/config';
-import { createRedis, redisTargetOf } from '@flashsale/redis-store';
+import { createRedis, redisTargetOf, refuseEvictingRedis } from '@flashsale/redis-store';
 import { checkConnectionBudget, createPrisma } from '@flashsale/order-store';
 import { createReconcileJobs } from '@flashsale/jobs';
 import { createGateway } from './gateway.ts';
@@ -56,6 +56,8 @@ if (config.GATEWAY_WORKERS > 1 && cluster.isPrimary) {
     process.exit(1);
   });
   logger.info({ port, metricsPort, worker: cluster.worker?.id }, 'gateway listening');
+  // In the background, once Redis answers: an evicting maxmemory-policy stops the process (redis-memory.ts).
+  void refuseEvictingRedis(redis, logger);
 
   onShutdownSignal(logger, config.SHUTDOWN_TIMEOUT_MS, async () => {
     // /readyz 503 for SHUTDOWN_DRAIN_MS while serving, every connection closed after a whole response,
