@@ -7,6 +7,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { buyerToken, spawnApp, spawnGateway, type AppProcess } from '@flashsale/harness';
 import { createLiveSale, createTestContext, type TestContext } from '../support/context.ts';
 import { expectProblem } from '../support/http.ts';
+import { keepAliveLoad, pollStatus, type KeepAliveLoad } from '../support/keep-alive-load.ts';
 
 // Real gateway processes, alone and under the GATEWAY_WORKERS supervisor: where their metrics are
 // served, how they are restarted, how they stop.
@@ -14,6 +15,7 @@ import { expectProblem } from '../support/http.ts';
 let ctx: TestContext;
 let env: NodeJS.ProcessEnv;
 const processes: AppProcess[] = [];
+const loads: KeepAliveLoad[] = [];
 const sockets: Socket[] = [];
 /** Gateway processes a test froze with SIGSTOP: nothing but SIGKILL ends them. */
 const frozen: number[] = [];
@@ -22,6 +24,7 @@ beforeAll(() => {
   env = { REDIS_PREFIX: ctx.config.REDIS_PREFIX, DATABASE_URL: ctx.config.DATABASE_URL, REDIS_URL: ctx.config.REDIS_URL };
 });
 afterEach(async () => {
+  for (const load of loads.splice(0)) load.destroy();
   for (const socket of sockets.splice(0)) socket.destroy();
   for (const pid of frozen.splice(0)) if (isRunning(pid)) process.kill(pid, 'SIGKILL');
   await Promise.all(processes.splice(0).map((p) => p.kill('SIGKILL')));
@@ -111,6 +114,52 @@ describe('a gateway process stopping', () => {
     expect(stopped.ms).toBeGreaterThanOrEqual(950);
     expect(stopped.ms).toBeLessThan(30_000);
     expect(gateway.logs.find((l) => l.level === 50)).toMatchObject({ timeoutMs: 1000, msg: 'still stopping at the shutdown deadline (SHUTDOWN_TIMEOUT_MS), exiting now' });
+  });
+});
+
+describe('a gateway stopping under a steady load of keep-alive connections (a rolling restart)', () => {
+  // 16 connections, each sending purchases back to back and never opening a second one: the balancer's
+  // pool. The gateway must answer every request sent, close each connection after a whole response
+  // (Connection: close), say /readyz 503 while it still serves, and exit 0 long before the deadline.
+  // Before the drain, a busy keep-alive connection was never idle when the server closed its idle ones:
+  // the process stayed until SHUTDOWN_TIMEOUT_MS, exited 1, and the requests on those connections were cut.
+  it.each([
+    ['one gateway process', {}],
+    ['GATEWAY_WORKERS=2', { GATEWAY_WORKERS: '2' }],
+  ])('%s: SIGTERM cuts no request and exits 0 after the drain', async (_name, extra: NodeJS.ProcessEnv) => {
+    const sale = await createLiveSale(ctx, { stock: 1_000_000 });
+    const gateway = await spawnGateway({ ...env, ...extra, SHUTDOWN_DRAIN_MS: '1500', SHUTDOWN_TIMEOUT_MS: '10000', RATE_LIMIT_PER_SECOND: '1000' });
+    processes.push(gateway);
+    if (extra.GATEWAY_WORKERS) await listeningLines(gateway, 2);
+    const load = keepAliveLoad(gateway.url, sale.id, 16, `rolling-${extra.GATEWAY_WORKERS ?? '1'}`);
+    loads.push(load);
+    await sleep(1000);
+    const readiness = pollStatus(`${gateway.url}/readyz`, 50);
+    const liveness = pollStatus(`${gateway.url}/healthz`, 50);
+
+    load.markSignal();
+    const stopped = stopWatch(gateway, 'SIGTERM');
+    const ends = await load.ended;
+    const { status, ms } = await stopped;
+    readiness.stop();
+    liveness.stop();
+
+    expect(ends.filter((end) => end.cut !== undefined)).toEqual([]);
+    expect(ends.every((end) => end.closedByServer)).toBe(true);
+    // Every request answered: accepted, or (a Redis command past its 1 s deadline on a loaded box) a 503
+    // with Retry-After, which is an answer, not a cut. Most are accepted.
+    expect(ends.flatMap((end) => Object.keys(end.statuses)).filter((status) => status !== '202' && status !== '503')).toEqual([]);
+    expect(ends.every((end) => (end.statuses[202] ?? 0) > 0)).toBe(true);
+    // The load went on after the signal, every connection answered at least once more (with its close).
+    expect(ends.every((end) => end.answeredAfterSignal >= 1)).toBe(true);
+    expect(readiness.seen.some((probe) => probe.status === 503 && probe.body.includes('stopping'))).toBe(true);
+    // A balancer checking liveness (infra/haproxy.cfg) sees it in /healthz's body.
+    expect(liveness.seen.some((probe) => probe.status === 200 && probe.body === '{"status":"stopping"}')).toBe(true);
+    expect(status).toBe(0);
+    // The drain (1.5 s), then whatever is in flight: far from the 10 s deadline (generous for a loaded box).
+    expect(ms).toBeGreaterThanOrEqual(1400);
+    expect(ms).toBeLessThan(8000);
+    expect(gateway.logs.some((l) => typeof l.msg === 'string' && l.msg.includes('shutdown deadline'))).toBe(false);
   });
 });
 

@@ -22,4 +22,6 @@ export interface GatewayDeps {
    * `performance.now()`; a test passes one it moves by hand instead of waiting for the next second.
    */
   now?: () => number;
+  /** True once the process is stopping (SIGTERM): /readyz answers 503 so a load balancer stops sending. */
+  stopping?: () => boolean;
 }

@@ -1,13 +1,14 @@
 import cluster from 'node:cluster';
 import type { Server } from 'node:http';
 import { createLogger, loadConfig, onShutdownSignal, parseCommandLine, serveMetricsPort } from '@flashsale/config';
-import { createRedis, redisTargetOf } from '@flashsale/redis-store';
+import { createRedis, redisTargetOf, refuseEvictingRedis } from '@flashsale/redis-store';
 import { checkConnectionBudget, createPrisma } from '@flashsale/order-store';
 import { createReconcileJobs } from '@flashsale/jobs';
 import { createGateway } from './gateway.ts';
 import { createGatewayMetrics } from './metrics.ts';
 import { runGatewayCluster } from './gateway-cluster.ts';
 import { createHttpServer, listen } from './http-server.ts';
+import { GracefulStop } from './graceful-stop.ts';
 import { answerSupervisorScrapes, clusterMetricsSource, SUPERVISOR_METRICS_PORT, supervisorMetricsPort } from './metrics-port.ts';
 
 parseCommandLine({
@@ -41,7 +42,8 @@ if (config.GATEWAY_WORKERS > 1 && cluster.isPrimary) {
   const prisma = createPrisma(config.DATABASE_URL, config.GATEWAY_DB_POOL_SIZE, 0, { statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS, idleTimeoutMs: config.DB_POOL_IDLE_TIMEOUT_MS });
   const dashboardPrisma = createPrisma(config.DATABASE_URL, config.DASHBOARD_DB_POOL_SIZE, 0, { statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS, idleTimeoutMs: config.DB_POOL_IDLE_TIMEOUT_MS });
   const jobs = createReconcileJobs(redisTargetOf(config), config.REDIS_PREFIX);
-  const gateway = createGateway({ config, redis, prisma, dashboardPrisma, logger, jobs }, metrics);
+  const graceful = new GracefulStop();
+  const gateway = createGateway({ config, redis, prisma, dashboardPrisma, logger, jobs, stopping: () => graceful.stopping }, metrics);
   let metricsServer: Server | undefined;
   let metricsPort: number | undefined;
   if (cluster.isWorker) {
@@ -53,7 +55,8 @@ if (config.GATEWAY_WORKERS > 1 && cluster.isPrimary) {
   // Not awaited: a gateway started while Redis or MySQL is away listens at once, answers /healthz, /readyz
   // 503 and purchases 503 with Retry-After, and takes up its work when they answer, without a restart.
   void gateway.start();
-  const server = createHttpServer(gateway.listener, config, logger);
+  const server = createHttpServer(graceful.wrap(gateway.listener), config, logger);
+  graceful.attach(server);
   const port = await listen(server, config.PORT).catch((err: unknown) => {
     // In a cluster this kills one gateway process before it listened: the supervisor retries a few
     // times, then gives up (gateway-cluster.ts).
@@ -61,16 +64,16 @@ if (config.GATEWAY_WORKERS > 1 && cluster.isPrimary) {
     process.exit(1);
   });
   logger.info({ port, metricsPort, worker: cluster.worker?.id }, 'gateway listening');
+  // In the background, once Redis answers: an evicting maxmemory-policy stops the process (redis-memory.ts).
+  void refuseEvictingRedis(redis, logger);
 
   onShutdownSignal(logger, config.SHUTDOWN_TIMEOUT_MS, async () => {
-    // Stop accepting, let requests in flight finish (each is one Redis call), then close the clients.
-    // A request that does not finish (a client sending its body slowly) is cut by HTTP_REQUEST_TIMEOUT_MS,
-    // and the whole stop by SHUTDOWN_TIMEOUT_MS.
+    // /readyz 503 for SHUTDOWN_DRAIN_MS while serving, every connection closed after a whole response,
+    // then stop accepting and answer what is in flight (graceful-stop.ts); then close the clients. A
+    // request that does not finish (a client sending its body slowly) is cut by HTTP_REQUEST_TIMEOUT_MS,
+    // and the whole stop by SHUTDOWN_TIMEOUT_MS. Metrics are served to the end: the drain is worth seeing.
+    await graceful.stop(server, config.SHUTDOWN_DRAIN_MS);
     metricsServer?.close();
-    await new Promise<void>((resolve) => {
-      server.close(() => resolve());
-      server.closeIdleConnections();
-    });
     await gateway.close();
     if (redis.status === 'ready') {
       await jobs.close();

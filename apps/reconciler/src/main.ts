@@ -1,5 +1,5 @@
 import { createLogger, loadConfig, onShutdownSignal, parseCommandLine, readinessProbe, serveMetricsPort } from '@flashsale/config';
-import { createRedis, redisTargetOf } from '@flashsale/redis-store';
+import { createRedis, readRedisMemory, redisTargetOf, refuseEvictingRedis } from '@flashsale/redis-store';
 import { checkConnectionBudget, createPrisma } from '@flashsale/order-store';
 import { bullConnection, createReconcileJobs } from '@flashsale/jobs';
 import { Reconciler } from './reconciler.ts';
@@ -15,7 +15,7 @@ docs/operations.md, "Configuration"). One sale now, by hand: npm run reconcile -
 });
 const config = loadConfig();
 const logger = createLogger('reconciler', config.LOG_LEVEL);
-const metrics = createReconcilerMetrics();
+const metrics = createReconcilerMetrics(() => readRedisMemory(redis));
 const onRedisError = (err: Error) => {
   metrics.storeErrors.redis.inc();
   logger.warn({ err }, 'redis connection error');
@@ -84,3 +84,5 @@ onShutdownSignal(logger, config.SHUTDOWN_TIMEOUT_MS, async () => {
 });
 reconciler.start();
 logger.info({ port, prefix: config.REDIS_PREFIX }, 'reconciler started');
+// In the background, once Redis answers: an evicting maxmemory-policy stops the process (redis-memory.ts).
+void refuseEvictingRedis(redis, logger);

@@ -1,6 +1,6 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { createStoreErrorMetrics } from '@flashsale/config';
-import { isRedisUnavailable, type SaleSnapshot } from '@flashsale/redis-store';
+import { isRedisUnavailable, type RedisMemory, type SaleSnapshot } from '@flashsale/redis-store';
 import { isMysqlUnavailable } from '@flashsale/order-store';
 import type { ReconcileReason, ReconcileResult } from '@flashsale/jobs';
 import { Failure } from '@flashsale/domain';
@@ -16,9 +16,10 @@ import { Failure } from '@flashsale/domain';
  * workers' list) or is no longer watched, so the number of series follows the live sales, not every
  * sale ever run.
  */
-export function createReconcilerMetrics() {
+export function createReconcilerMetrics(readRedisMemory?: () => Promise<RedisMemory[]>) {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'flashsale_reconciler_' });
+  if (readRedisMemory) exportRedisMemory(registry, readRedisMemory);
   const perSale = (name: string, help: string) => new Gauge({ name, help, labelNames: ['sale_id'] as const, registers: [registry] });
   const drift = perSale(
     'flashsale_audit_drift_units',
@@ -105,3 +106,44 @@ export function createReconcilerMetrics() {
 }
 
 export type ReconcilerMetrics = ReturnType<typeof createReconcilerMetrics>;
+
+/**
+ * Redis's memory and evictions, read from INFO at each scrape (a cluster: each master, `node` label),
+ * by the reconciler only: one process exports them, not every gateway and worker. `evicted_keys` is
+ * Redis's own counter; it is followed here as a counter (increased by what Redis's grew since the last
+ * scrape, by its whole value after a Redis restart), so `increase()` works across restarts of either.
+ * A scrape while Redis is away leaves the last values.
+ */
+function exportRedisMemory(registry: Registry, read: () => Promise<RedisMemory[]>): void {
+  const seen = new Map<string, number>();
+  // A scrape collects every metric at once: the three share one read of INFO.
+  let reading: Promise<void> | undefined;
+  const refresh = () =>
+    (reading ??= (async () => {
+      // Never held by a Redis that does not answer: the scrape goes on with the last values.
+      const servers = await Promise.race([read().catch(() => []), new Promise<RedisMemory[]>((resolve) => setTimeout(() => resolve([]), 1000).unref())]);
+      for (const server of servers) {
+        const labels = { node: server.node };
+        used.set(labels, server.usedMemoryBytes);
+        maxmemory.set(labels, server.maxmemoryBytes);
+        const before = seen.get(server.node) ?? 0;
+        evicted.inc(labels, server.evictedKeys >= before ? server.evictedKeys - before : server.evictedKeys);
+        seen.set(server.node, server.evictedKeys);
+      }
+    })().finally(() => (reading = undefined)));
+  const used = new Gauge({
+    name: 'flashsale_redis_used_memory_bytes',
+    help: 'Memory Redis uses (INFO used_memory); past maxmemory, writes are refused.',
+    labelNames: ['node'] as const,
+    registers: [registry],
+    collect: refresh,
+  });
+  const maxmemory = new Gauge({ name: 'flashsale_redis_maxmemory_bytes', help: "Redis's maxmemory (0: no limit).", labelNames: ['node'] as const, registers: [registry], collect: refresh });
+  const evicted = new Counter({
+    name: 'flashsale_redis_evicted_keys_total',
+    help: 'Keys Redis evicted to make room (any is an incident: the system requires maxmemory-policy noeviction).',
+    labelNames: ['node'] as const,
+    registers: [registry],
+    collect: refresh,
+  });
+}

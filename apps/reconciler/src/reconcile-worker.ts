@@ -3,6 +3,7 @@ import type { Redis } from 'ioredis';
 import { SaleNotFound } from '@flashsale/domain';
 import { RECONCILE_QUEUE, bullPrefix, type ReconcileJobData, type ReconcileResult } from '@flashsale/jobs';
 import { reconcileSale, type ReconcileDeps } from './reconcile-sale.ts';
+import { ErrorBackoff } from './error-backoff.ts';
 
 export interface ReconcileWorkerOptions {
   /** BullMQ's connection (maxRetriesPerRequest: null), for this worker alone. */
@@ -12,6 +13,8 @@ export interface ReconcileWorkerOptions {
   /** False to start it later with run() (the reconciler does, without waiting for Redis); default true. */
   autorun?: boolean;
   onReconciled?(result: ReconcileResult, reason: ReconcileJobData['reason']): void;
+  /** Rests the worker while Redis refuses it; default one of its own. */
+  backoff?: ErrorBackoff;
 }
 
 /**
@@ -19,7 +22,10 @@ export interface ReconcileWorkerOptions {
  * reconciles its sale. A sale MySQL does not hold fails the job for good (retrying cannot bring it back);
  * any other failure is retried by the queue, the sale kept paused meanwhile.
  */
-export function createReconcileWorker(deps: ReconcileDeps, { connection, concurrency, autorun = true, onReconciled }: ReconcileWorkerOptions): Worker<ReconcileJobData, ReconcileResult> {
+export function createReconcileWorker(
+  deps: ReconcileDeps,
+  { connection, concurrency, autorun = true, onReconciled, backoff = new ErrorBackoff(deps.logger, 'reconcile') }: ReconcileWorkerOptions,
+): Worker<ReconcileJobData, ReconcileResult> {
   const worker = new Worker<ReconcileJobData, ReconcileResult>(
     RECONCILE_QUEUE,
     async (job) => {
@@ -34,7 +40,9 @@ export function createReconcileWorker(deps: ReconcileDeps, { connection, concurr
     },
     { connection, prefix: bullPrefix(deps.prefix), concurrency, autorun },
   );
-  // BullMQ emits connection trouble as 'error' events; unheard, an EventEmitter error ends the process.
-  worker.on('error', (error) => deps.logger.warn({ err: error }, 'bullmq connection error'));
+  // BullMQ emits Redis trouble as 'error' events (unheard, an EventEmitter error ends the process), and
+  // asks again at once: the worker rests instead, logged once per interval (error-backoff.ts).
+  worker.on('error', (error) => backoff.failed(worker, error));
+  worker.on('closing', () => backoff.stop());
   return worker;
 }

@@ -11,12 +11,13 @@ import {
   type ReconcileResult,
   type ReconcileJobs,
 } from '@flashsale/jobs';
-import { isMysqlUnavailable, listWatchedSales, type PrismaClient } from '@flashsale/order-store';
+import { isMysqlUnavailable, listWatchedSales, type PrismaClient, type WatchedSale } from '@flashsale/order-store';
 import { announceSaleChanged, isRedisUnavailable, snapshotSale, type SaleSnapshot, type ScriptedRedis } from '@flashsale/redis-store';
 import { createReconcileWorker } from './reconcile-worker.ts';
 import { listSalesToWatch, retireFinishedSales, watchOneSale, type SaleVisit, type StateWatcherDeps } from './state-watcher.ts';
 import { WatchRota } from './watch-rota.ts';
 import { auditAndReport, type AuditReport } from './ledger-audit.ts';
+import { ErrorBackoff, type Restable } from './error-backoff.ts';
 
 export interface ReconcilerOptions {
   prefix: string;
@@ -69,6 +70,9 @@ export interface ReconcilerDeps {
 
 const AUDIT_SCHEDULER = 'audit-every-live-sale';
 
+/** A queue has no loop of its own to rest: its errors are only summed up in the log. */
+const NOT_RESTABLE: Restable = { pause: async () => undefined, resume: () => undefined };
+
 /**
  * The reconciler process: a BullMQ worker that runs reconciliations, one that runs the scheduled audit,
  * and the watch loop that notices lost or stale Redis state and queues reconciliations.
@@ -87,6 +91,8 @@ export class Reconciler {
   /** When the list of sales was last read, and the audit's schedule last set (monotonic ms). */
   private listedAt = -Infinity;
   private scheduledAt = -Infinity;
+  /** The watch's failures (every tick while Redis or MySQL is away), summed up in one log line per interval. */
+  private readonly watchErrors: ErrorBackoff;
   /** What each sale's last look saw (its fingerprint), and what its last audit by this process saw. */
   private readonly observed = new Map<number, string>();
   private readonly audited = new Map<number, { fingerprint: string | undefined; at: number; clean: boolean }>();
@@ -96,6 +102,7 @@ export class Reconciler {
     private readonly options: ReconcilerOptions,
   ) {
     const { redis, prisma, logger } = deps;
+    this.watchErrors = new ErrorBackoff(logger, 'watch');
     const prefix = bullPrefix(options.prefix);
     const connection = () => {
       const c = deps.bullConnection();
@@ -140,8 +147,8 @@ export class Reconciler {
     });
     this.auditQueue = new Queue(AUDIT_QUEUE, { connection: connection(), prefix });
     // BullMQ emits connection trouble as 'error' events; unheard, an EventEmitter error ends the process.
-    const onBullError = (error: Error) => logger.warn({ err: error }, 'bullmq connection error');
-    this.auditQueue.on('error', onBullError);
+    const queueErrors = new ErrorBackoff(logger, 'audit queue');
+    this.auditQueue.on('error', (error) => queueErrors.failed(NOT_RESTABLE, error));
     this.auditWorker = new Worker(
       AUDIT_QUEUE,
       async () => {
@@ -165,7 +172,9 @@ export class Reconciler {
       },
       { connection: connection(), prefix, concurrency: 1, autorun: false },
     );
-    this.auditWorker.on('error', onBullError);
+    const auditErrors = new ErrorBackoff(logger, 'audit');
+    this.auditWorker.on('error', (error) => auditErrors.failed(this.auditWorker, error));
+    this.auditWorker.on('closing', () => auditErrors.stop());
     this.auditWorker.on('failed', (_job, error) => {
       deps.onFailure?.(error);
       logger.error({ err: error }, 'audit run failed; the next run audits again');
@@ -206,21 +215,18 @@ export class Reconciler {
   private async watch(): Promise<void> {
     try {
       const now = performance.now();
-      // The audit's schedule lives in Redis; a Redis that lost its data lost it too, so it is set again
-      // now and then (upserting an existing scheduler changes nothing).
-      if (now - this.scheduledAt >= 10_000) {
-        this.scheduledAt = now;
-        if (this.listedAt !== -Infinity) await this.scheduleAudit();
-      }
+      let listed: WatchedSale[] | undefined;
       if (now - this.listedAt >= this.rota.roundMs()) {
-        const watched = await listSalesToWatch(this.watcherDeps);
-        this.rota.setSales(watched.filter((sale) => sale.settled), now);
-        const listed = new Set(watched.map((sale) => sale.id));
-        for (const saleId of this.observed.keys()) if (!listed.has(saleId)) this.deps.onSaleGone?.(saleId);
-        for (const map of [this.observed, this.audited]) for (const saleId of map.keys()) if (!listed.has(saleId)) map.delete(saleId);
-        await retireFinishedSales(this.watcherDeps, watched);
+        listed = await listSalesToWatch(this.watcherDeps);
+        this.rota.setSales(listed.filter((sale) => sale.settled), now);
+        const ids = new Set(listed.map((sale) => sale.id));
+        for (const saleId of this.observed.keys()) if (!ids.has(saleId)) this.deps.onSaleGone?.(saleId);
+        for (const map of [this.observed, this.audited]) for (const saleId of map.keys()) if (!ids.has(saleId)) map.delete(saleId);
         this.listedAt = now;
       }
+      // The looks first: they read, and free (retention's XTRIM), both of which Redis allows when it is
+      // out of memory. What writes (re-listing sales, the audit's schedule) comes after, and its failure
+      // (OOM, mostly) fails that step alone, never the looks: a full Redis is emptied by this loop.
       for (const sale of this.rota.due(performance.now())) {
         const visit = await watchOneSale(this.watcherDeps, sale);
         if (visit) {
@@ -233,9 +239,26 @@ export class Reconciler {
           this.rota.visited(sale, performance.now(), false);
         }
       }
+      if (listed) await this.afterLooks(() => retireFinishedSales(this.watcherDeps, listed));
+      // The audit's schedule lives in Redis; a Redis that lost its data lost it too, so it is set again
+      // now and then (upserting an existing scheduler changes nothing).
+      if (now - this.scheduledAt >= 10_000 && this.listedAt !== -Infinity) {
+        this.scheduledAt = now;
+        await this.afterLooks(() => this.scheduleAudit());
+      }
     } catch (error) {
       this.deps.onFailure?.(error);
-      this.deps.logger.error({ err: error }, 'watch pass failed; next pass retries');
+      this.watchErrors.failed(NOT_RESTABLE, error as Error);
+    }
+  }
+
+  /** A step of the watch after its looks: its failure is summed up in the log, the pass goes on. */
+  private async afterLooks(step: () => Promise<void>): Promise<void> {
+    try {
+      await step();
+    } catch (error) {
+      this.deps.onFailure?.(error);
+      this.watchErrors.failed(NOT_RESTABLE, error as Error);
     }
   }
 

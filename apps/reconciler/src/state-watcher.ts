@@ -238,9 +238,8 @@ async function retain(deps: StateWatcherDeps, saleId: number, bounds: RetentionB
 export async function retireFinishedSales(deps: StateWatcherDeps, watched: WatchedSale[]): Promise<void> {
   const endsAtOfWatched = new Map(watched.map((sale) => [sale.id, sale.endsAt]));
   const now = await redisNow(deps.redis);
-  // The list itself may have been lost on its own (on a cluster, with the one master that holds it):
-  // every watched sale not yet due to retire is put back (see keepListed).
-  await keepListed(deps.redis, deps.prefix, watched.filter((sale) => now < sale.endsAt + deps.retireAfterEndMs).map((sale) => sale.id));
+  // Retiring frees (SREM, allowed when Redis is out of memory) and goes first; putting sales back adds
+  // (SADD, refused then) and goes last.
   for (const saleId of await listSaleIds(deps.redis, deps.prefix)) {
     const endsAt = endsAtOfWatched.get(saleId) ?? (await findSale(deps.prisma, saleId))?.endsAt;
     if (endsAt === undefined || now < endsAt + deps.retireAfterEndMs) continue;
@@ -252,6 +251,9 @@ export async function retireFinishedSales(deps: StateWatcherDeps, watched: Watch
       }
     });
   }
+  // The list itself may have been lost on its own (on a cluster, with the one master that holds it):
+  // every watched sale not yet due to retire is put back (see keepListed).
+  await keepListed(deps.redis, deps.prefix, watched.filter((sale) => now < sale.endsAt + deps.retireAfterEndMs).map((sale) => sale.id));
 }
 
 /**

@@ -1,5 +1,5 @@
 import { createLogger, loadConfig, onShutdownSignal, parseCommandLine, readinessProbe, serveMetricsPort } from '@flashsale/config';
-import { connectRedis, createRedis, listenForWork, redisTargetOf } from '@flashsale/redis-store';
+import { connectRedis, createRedis, listenForWork, redisTargetOf, refuseEvictingRedis } from '@flashsale/redis-store';
 import { checkConnectionBudget, createPrisma } from '@flashsale/order-store';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { OrderWorker } from './order-worker.ts';
@@ -82,6 +82,8 @@ await warmUp();
 worker.start();
 expiry.start();
 logger.info({ consumer: worker.consumer, prefix: config.REDIS_PREFIX, port }, 'worker started');
+// In the background, once Redis answers: an evicting maxmemory-policy stops the process (redis-memory.ts).
+void refuseEvictingRedis(redis, logger);
 
 /**
  * Opens the connections (and loads Prisma's query compiler, which it does on the first query) before

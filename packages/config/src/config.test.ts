@@ -49,6 +49,7 @@ describe('loadConfig', () => {
       SALE_VERDICT_MAX_HOLDERS: 100_000,
       LIVE_SALES_REFRESH_MS: 2000,
       SHUTDOWN_TIMEOUT_MS: 10_000,
+      SHUTDOWN_DRAIN_MS: 0,
       WORKER_BATCH_SIZE: 500,
       WORKER_WRITES_IN_FLIGHT: 2,
       WORKER_IDLE_MS: 5,
@@ -200,6 +201,15 @@ describe('loadConfig', () => {
 
   it('keeps taking any well-formed secret outside production', () => {
     expect(loadConfig({ NODE_ENV: 'development', ADMIN_TOKEN: 'aaaaaaaaaaaaaaaa', AUTH_SECRET: 'a'.repeat(32) }).ADMIN_TOKEN).toBe('aaaaaaaaaaaaaaaa');
+  });
+
+  it('drains a stopping gateway 5 s in production (at most half the shutdown deadline), not at all elsewhere, and refuses a drain as long as the deadline', () => {
+    const production = { NODE_ENV: 'production', AUTH_SECRET: SECRET, ADMIN_TOKEN: ADMIN, PAYMENT_WEBHOOK_SECRET: SECRET };
+    expect(loadConfig(production).SHUTDOWN_DRAIN_MS).toBe(5000);
+    expect(loadConfig({ ...production, SHUTDOWN_TIMEOUT_MS: '4000' }).SHUTDOWN_DRAIN_MS).toBe(2000);
+    expect(loadConfig({}).SHUTDOWN_DRAIN_MS).toBe(0);
+    expect(loadConfig({ SHUTDOWN_DRAIN_MS: '1500' }).SHUTDOWN_DRAIN_MS).toBe(1500);
+    expect(refusedVariables({ SHUTDOWN_DRAIN_MS: '10000' })).toEqual(['SHUTDOWN_DRAIN_MS']);
   });
 
   it('uses the development secrets outside production', () => {

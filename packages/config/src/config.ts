@@ -183,6 +183,13 @@ const schema = z
     LIVE_SALES_REFRESH_MS: intFrom(100, 600_000).default(2000),
     /** How long a stopping process may take to finish what it holds before it exits anyway, default 10000 ms. */
     SHUTDOWN_TIMEOUT_MS: intFrom(100, 600_000).default(10_000),
+    /**
+     * How long a stopping gateway answers /readyz 503 while it still serves (every response then closing
+     * its connection), before it stops accepting: the time a load balancer's health check needs to take
+     * it out of rotation. Default 5000 ms in production (at most half of SHUTDOWN_TIMEOUT_MS), 0 otherwise
+     * (a laptop's Ctrl-C stops at once); must be below SHUTDOWN_TIMEOUT_MS.
+     */
+    SHUTDOWN_DRAIN_MS: intFrom(0, 600_000).optional(),
     /** Entries a worker takes from one sale's stream per MySQL transaction, default 500. */
     WORKER_BATCH_SIZE: intFrom(1, 5000).default(500),
     /** Rounds of batches a worker writes to MySQL at once, default 2: the next is at MySQL when one commits. */
@@ -364,6 +371,14 @@ const schema = z
     { when: () => true },
   );
 
+/**
+ * SHUTDOWN_DRAIN_MS unless set: in production 5 s (above two missed health checks 2 s apart, HAProxy's
+ * `inter 2s fall 2`), at most half of SHUTDOWN_TIMEOUT_MS; 0 elsewhere.
+ */
+function defaultDrainMs(nodeEnv: string, shutdownTimeoutMs: number): number {
+  return nodeEnv === 'production' ? Math.min(5000, Math.floor(shutdownTimeoutMs / 2)) : 0;
+}
+
 /** Variables the system no longer reads, and what replaced them: set, they would be silently ignored. */
 const RETIRED: Record<string, string> = {
   DB_POOL_SIZE: 'was replaced by GATEWAY_DB_POOL_SIZE, WORKER_DB_POOL_SIZE and RECONCILER_DB_POOL_SIZE (pools are sized per role)',
@@ -372,7 +387,8 @@ const RETIRED: Record<string, string> = {
 /** Variables whose empty value is an error rather than "unset": each would silently fall back to a default. */
 const NO_EMPTY = new Set(['REDIS_PREFIX', 'AUTH_SECRET', 'ADMIN_TOKEN', 'PAYMENT_WEBHOOK_SECRET', 'METRICS_TOKEN']);
 
-export type Config = Omit<z.infer<typeof schema>, 'AUTH_SECRET' | 'ADMIN_TOKEN' | 'PAYMENT_WEBHOOK_SECRET'> & {
+export type Config = Omit<z.infer<typeof schema>, 'AUTH_SECRET' | 'ADMIN_TOKEN' | 'PAYMENT_WEBHOOK_SECRET' | 'SHUTDOWN_DRAIN_MS'> & {
+  SHUTDOWN_DRAIN_MS: number;
   AUTH_SECRET: string;
   ADMIN_TOKEN: string;
   PAYMENT_WEBHOOK_SECRET: string;
@@ -399,11 +415,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       .map(([name, why]) => `${name} ${why}`),
   ];
   const parsed = schema.safeParse(Object.fromEntries(Object.entries(env).filter(([, value]) => value !== '')));
-  if (!parsed.success || emptyProblems.length > 0) {
-    throw new ConfigError([...emptyProblems, ...(parsed.error?.issues ?? []).map((issue) => `${issue.path.join('.')} ${issue.message}`)]);
+  const drainMs = parsed.data ? (parsed.data.SHUTDOWN_DRAIN_MS ?? defaultDrainMs(parsed.data.NODE_ENV, parsed.data.SHUTDOWN_TIMEOUT_MS)) : 0;
+  const pairProblems =
+    parsed.data && drainMs >= parsed.data.SHUTDOWN_TIMEOUT_MS
+      ? [`SHUTDOWN_DRAIN_MS (${drainMs}) must be below SHUTDOWN_TIMEOUT_MS (${parsed.data.SHUTDOWN_TIMEOUT_MS}): the requests in flight need time after the drain`]
+      : [];
+  if (!parsed.success || emptyProblems.length > 0 || pairProblems.length > 0) {
+    throw new ConfigError([...emptyProblems, ...pairProblems, ...(parsed.error?.issues ?? []).map((issue) => `${issue.path.join('.')} ${issue.message}`)]);
   }
   return {
     ...parsed.data,
+    SHUTDOWN_DRAIN_MS: drainMs,
     AUTH_SECRET: parsed.data.AUTH_SECRET ?? DEV_AUTH_SECRET,
     ADMIN_TOKEN: parsed.data.ADMIN_TOKEN ?? DEV_ADMIN_TOKEN,
     PAYMENT_WEBHOOK_SECRET: parsed.data.PAYMENT_WEBHOOK_SECRET ?? DEV_PAYMENT_WEBHOOK_SECRET,

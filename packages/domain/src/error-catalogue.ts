@@ -23,6 +23,7 @@ export const ERRORS = {
   PAYLOAD_TOO_LARGE: { status: 413, title: 'The request body is too large' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, title: 'The request body must be application/json' },
   IDEMPOTENCY_KEY_REUSED: { status: 422, title: 'The Idempotency-Key was used with another request' },
+  PAYMENT_EVENT_REUSED: { status: 422, title: 'The payment event id was received before with another payment' },
   RATE_LIMITED: { status: 429, title: 'Too many requests' },
   INTERNAL_ERROR: { status: 500, title: 'Internal error' },
   SALE_PAUSED: { status: 503, title: 'The sale is paused, retry shortly' },

@@ -1,10 +1,13 @@
 import { expireDueOrders, pendingReturns } from '@flashsale/order-store';
+import { forgetPaymentArrivals, heldPayments } from '@flashsale/redis-store';
 import { emptyTally, settleReturns, type ReturnDeps, type ReturnTally } from './stock-returner.ts';
 
 /** What one pass did. */
 export interface ExpiryPassResult extends ReturnTally {
   /** Orders this pass expired in MySQL. */
   expired: number;
+  /** Orders this pass paid: their payment arrived before payBy and had not reached MySQL (payment-intake.ts). */
+  paidFromArrivals: number;
 }
 
 /**
@@ -15,7 +18,30 @@ export interface ExpiryPassResult extends ReturnTally {
  * pass that fails (MySQL or Redis away) is simply run again later: orders expire late, never wrongly.
  */
 export async function runExpiryPass(deps: ReturnDeps, batchSize: number): Promise<ExpiryPassResult> {
-  const owed = await expireDueOrders(deps.prisma, batchSize);
+  // A sale whose payments Redis cannot tell (Redis away, its keys broken) expires nothing this pass:
+  // an order may not be expired under a payment that arrived in time. Late, never wrongly.
+  const unreadable: number[] = [];
+  const arrivedPayments = (saleId: number) =>
+    heldPayments(deps.redis, deps.prefix, saleId).catch(() => {
+      unreadable.push(saleId);
+      return null;
+    });
+  let { owed, paid, settledArrivals } = await expireDueOrders(deps.prisma, batchSize, arrivedPayments);
+  if (unreadable.length > 0) {
+    // Their orders come first by payBy and would take every batch: the other sales' go now.
+    const others = await expireDueOrders(deps.prisma, batchSize, arrivedPayments, [...unreadable]);
+    owed = [...owed, ...others.owed];
+    paid += others.paid;
+    settledArrivals = new Map([...settledArrivals, ...others.settledArrivals]);
+    deps.logger.warn({ sales: unreadable.length, first: unreadable.slice(0, 10) }, 'expiry waits: Redis cannot tell which payments arrived for these sales');
+  }
+  for (const [saleId, eventIds] of settledArrivals) {
+    // Best effort: a record left behind is read again by the next expiry of the sale and found settled.
+    await forgetPaymentArrivals(deps.redis, deps.prefix, saleId, eventIds).catch((error: unknown) =>
+      deps.logger.warn({ err: error, saleId }, 'payment arrival records not dropped; the next expiry pass drops them'),
+    );
+  }
+  if (paid > 0) deps.logger.info({ paid }, 'expiry paid orders whose payment arrived before payBy while MySQL could not take it');
   const tally = await settleReturns(deps, owed, emptyTally());
   // The returns left over, oldest first, skipping sales that cannot take them now (a rebuild will):
   // a sale whose Redis state was lost must not hold up every other sale's returns.
@@ -25,7 +51,7 @@ export async function runExpiryPass(deps: ReturnDeps, batchSize: number): Promis
     await settleReturns(deps, left, tally);
     if (left.length < batchSize) break;
   }
-  return { ...tally, expired: owed.length };
+  return { ...tally, expired: owed.length, paidFromArrivals: paid };
 }
 
 /** Pages of leftover returns one pass settles at most: the pass stays short, the next one goes on. */

@@ -4,10 +4,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '@flashsale/config';
 import { beginRebuild, cancelOrder, expireDueOrders, recordPayment, writeOrderBatch, type SaleRecord } from '@flashsale/order-store';
 import type { Reservation } from '@flashsale/domain';
-import { readSaleState, rebuildSaleState, reservePurchase } from '@flashsale/redis-store';
+import { heldPayments, readSaleState, rebuildSaleState, recordPaymentArrival, reservePurchase } from '@flashsale/redis-store';
 import { createIsolatedContext, createLiveSale, type TestContext } from '../../../test/support/context.ts';
 import { runExpiryPass } from './expiry-pass.ts';
 import { settleReturns, type ReturnDeps } from './stock-returner.ts';
+import { receivePayment } from './payment-intake.ts';
 
 // A database of the file's own: an expiry pass looks at every sale's orders.
 let ctx: TestContext;
@@ -17,6 +18,9 @@ beforeAll(async () => {
   deps = { redis: ctx.redis, prisma: ctx.prisma, prefix: ctx.config.REDIS_PREFIX, logger: createLogger('test', 'silent') };
 });
 afterAll(() => ctx.close());
+
+/** The expiry's view of Redis (its clock, the payments that arrived), as runExpiryPass reads it. */
+const arrivals = (saleId: number) => heldPayments(ctx.redis, ctx.config.REDIS_PREFIX, saleId);
 
 interface Ordered {
   sale: SaleRecord;
@@ -88,7 +92,7 @@ describe('the expiry pass', () => {
     const { sale } = await saleWithOrders(5, 3);
     await makeDue(sale.id);
     // The first half of a pass, as a worker SIGKILLed right after its commit leaves it.
-    const owed = await expireDueOrders(ctx.prisma, 100);
+    const { owed } = await expireDueOrders(ctx.prisma, 100, arrivals);
     expect(await ledger(sale)).toMatchObject({ live: 0, remaining: 2, soldUnits: 0, pendingReturns: 3 });
 
     const pass = await runExpiryPass(deps, 100);
@@ -102,7 +106,7 @@ describe('the expiry pass', () => {
   it('Redis rebuilt while returns are owed: the rebuild counts them and settles them, and no return adds them again', async () => {
     const { sale } = await saleWithOrders(6, 4);
     await makeDue(sale.id);
-    const owed = await expireDueOrders(ctx.prisma, 2);
+    const { owed } = await expireDueOrders(ctx.prisma, 2, arrivals);
     expect(owed).toHaveLength(2);
     // The reconciler's rebuild (Redis lost, say): MySQL's live orders are 2, so remaining is 4.
     const plan = await beginRebuild(ctx.prisma, sale.id, async () => ({ lost: false }));
@@ -194,5 +198,74 @@ describe('races, each many times over', () => {
     await runExpiryPass(deps, 100);
     expect(await cancelOrder(ctx.prisma, event.reservationId, orders[0]!.userId)).toEqual({ kind: 'not-cancellable', status: 'paid' });
     expect(await ledger(sale)).toMatchObject({ live: 1, remaining: 2, byStatus: { paid: 1 } });
+  });
+});
+
+describe('a payment that arrived in time stands, whenever MySQL takes it', () => {
+  // The gateway records a payment's arrival in Redis (Redis's TIME) before it asks MySQL; here MySQL
+  // "could not take it" is the intake stopping right after that record, as a locked orders table does.
+  const event = (sale: SaleRecord, reservationId: string, id: string, amountCents = 500) => ({ eventId: `${id}-${sale.id}`, reservationId, saleId: sale.id, amountCents });
+
+  it('arrived before payBy, MySQL not reached: the expiry pays the order instead of expiring it, and the retry answers paid', async () => {
+    const { sale, orders } = await saleWithOrders(4, 3);
+    await ctx.prisma.$executeRaw`UPDATE orders SET pay_by = NOW(3) + INTERVAL 300000 MICROSECOND WHERE sale_id = ${sale.id}`;
+    const arrived = event(sale, orders[0]!.reservationId, 'evt-in-time');
+    await recordPaymentArrival(ctx.redis, ctx.config.REDIS_PREFIX, arrived);
+    await sleep(400);
+
+    const pass = await runExpiryPass(deps, 100);
+
+    expect({ expired: pass.expired, paid: pass.paidFromArrivals }).toEqual({ expired: 2, paid: 1 });
+    expect(await ledger(sale)).toMatchObject({ live: 1, remaining: 3, soldUnits: 1, byStatus: { paid: 1, expired: 2 } });
+    expect(await ctx.prisma.paymentEvent.findUnique({ where: { eventId: arrived.eventId } })).toMatchObject({ outcome: 'paid', reservationId: arrived.reservationId });
+    expect((await arrivals(sale.id)).payments).toEqual([]);
+    // The provider's retry, whenever it comes: the one outcome of the event.
+    expect(await receivePayment(deps, arrived)).toBe('paid');
+  });
+
+  it('arrived after payBy, before the expiry: the expiry closes the order and the payment is owed back', async () => {
+    const { sale, orders } = await saleWithOrders(4, 1);
+    await makeDue(sale.id);
+    const late = event(sale, orders[0]!.reservationId, 'evt-late');
+    await recordPaymentArrival(ctx.redis, ctx.config.REDIS_PREFIX, late);
+
+    const pass = await runExpiryPass(deps, 100);
+
+    expect({ expired: pass.expired, paid: pass.paidFromArrivals }).toEqual({ expired: 1, paid: 0 });
+    expect(await receivePayment(deps, late)).toBe('refund_due');
+    expect((await arrivals(sale.id)).payments).toEqual([]);
+  });
+
+  it('an order whose payBy is not past on Redis\'s clock is not expired, whatever MySQL\'s clock says', async () => {
+    const { sale } = await saleWithOrders(2, 1);
+    // Due on MySQL's clock; on Redis's (the clock payBy is computed on) still a minute to go.
+    await ctx.prisma.$executeRaw`UPDATE orders SET pay_by = NOW(3) - INTERVAL 1 SECOND WHERE sale_id = ${sale.id}`;
+    const { owed } = await expireDueOrders(ctx.prisma, 100, async (saleId) => ({ ...(await arrivals(saleId)), nowMs: Date.now() - 60_000 }));
+    expect(owed).toEqual([]);
+    expect(await ledger(sale)).toMatchObject({ byStatus: { created: 1 } });
+  });
+});
+
+describe('a payment event id is tied to its contents', () => {
+  it('the same id for another reservation or amount is refused (PAYMENT_EVENT_REUSED), and changes nothing', async () => {
+    const { sale, orders } = await saleWithOrders(4, 2);
+    const first = { eventId: `evt-same-${sale.id}`, reservationId: orders[0]!.reservationId, saleId: sale.id, amountCents: 500 };
+    expect(await receivePayment(deps, first)).toBe('paid');
+
+    await expect(receivePayment(deps, { ...first, reservationId: orders[1]!.reservationId })).rejects.toMatchObject({ code: 'PAYMENT_EVENT_REUSED', status: 422 });
+    await expect(receivePayment(deps, { ...first, amountCents: 1 })).rejects.toMatchObject({ code: 'PAYMENT_EVENT_REUSED' });
+    expect(await receivePayment(deps, first)).toBe('paid');
+    expect(await ledger(sale)).toMatchObject({ byStatus: { paid: 1, created: 1 } });
+    expect(await ctx.prisma.paymentEvent.count({ where: { saleId: sale.id } })).toBe(1);
+  });
+
+  it('refused while the first is still only recorded in Redis (MySQL not reached yet)', async () => {
+    const { sale, orders } = await saleWithOrders(4, 2);
+    const first = { eventId: `evt-held-${sale.id}`, reservationId: orders[0]!.reservationId, saleId: sale.id, amountCents: 500 };
+    await recordPaymentArrival(ctx.redis, ctx.config.REDIS_PREFIX, first);
+
+    await expect(receivePayment(deps, { ...first, reservationId: orders[1]!.reservationId })).rejects.toMatchObject({ code: 'PAYMENT_EVENT_REUSED' });
+    expect(await ledger(sale)).toMatchObject({ byStatus: { created: 2 } });
+    expect(await receivePayment(deps, first)).toBe('paid');
   });
 });

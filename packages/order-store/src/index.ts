@@ -29,7 +29,11 @@ export {
   markReturned,
   type OwedReturn,
   type PaymentOutcome,
+  type PaymentRecord,
   type PaymentEventInput,
+  type ArrivedPayment,
+  type ArrivedPaymentsOf,
+  type ExpiryOutcome,
   type CancelOutcome,
   type ClosedReason,
 } from './order-lifecycle.ts';

@@ -31,6 +31,12 @@ export type ClosedReason = 'expired' | 'cancelled';
 /** What a payment event came to. */
 export type PaymentOutcome = 'paid' | 'refund_due';
 
+/**
+ * What recording a payment event came to: its outcome, or, when its id was stored before with another
+ * reservation or amount, what it was stored with (nothing changed: an event id is tied to its contents).
+ */
+export type PaymentRecord = PaymentOutcome | { reused: { reservationId: string; amountCents: number } };
+
 export interface PaymentEventInput {
   eventId: string;
   reservationId: string;
@@ -48,8 +54,8 @@ const TX = { maxWait: 5_000, timeout: 30_000 } as const;
  * outcome is stored with it and a replay, even a concurrent one, answers the same. Null when there is no
  * order for the reservation (yet): nothing is recorded, the caller tells pending from unknown.
  */
-export async function recordPayment(prisma: PrismaClient, event: PaymentEventInput): Promise<PaymentOutcome | null> {
-  const replayed = await storedOutcome(prisma, event.eventId);
+export async function recordPayment(prisma: PrismaClient, event: PaymentEventInput): Promise<PaymentRecord | null> {
+  const replayed = await storedOutcome(prisma, event);
   if (replayed) return replayed;
   try {
     return await prisma.$transaction(async (tx) => {
@@ -58,8 +64,9 @@ export async function recordPayment(prisma: PrismaClient, event: PaymentEventInp
       if (!order) return null;
       // Deliveries of one event for one order queue on the order's row; the one that waited reads what
       // the first stored (a locking read sees the latest commit, not the transaction's snapshot).
-      const [stored] = await tx.$queryRaw<{ outcome: PaymentOutcome }[]>`SELECT outcome FROM payment_events WHERE event_id = ${event.eventId} FOR UPDATE`;
-      if (stored) return stored.outcome;
+      const [stored] = await tx.$queryRaw<StoredEvent[]>`
+        SELECT outcome, reservation_id, amount_cents FROM payment_events WHERE event_id = ${event.eventId} FOR UPDATE`;
+      if (stored) return asRecordOf(stored, event);
       let outcome: PaymentOutcome = 'refund_due';
       if (order.status === 'created') {
         await tx.$executeRaw`
@@ -73,7 +80,7 @@ export async function recordPayment(prisma: PrismaClient, event: PaymentEventInp
     }, { ...TX, isolationLevel: 'ReadCommitted' });
   } catch (error) {
     // The same event id for another reservation, delivered at the same instant: the first one's stands.
-    const stored = isUniqueViolation(error) ? await storedOutcome(prisma, event.eventId) : null;
+    const stored = isUniqueViolation(error) ? await storedOutcome(prisma, event) : null;
     if (stored) return stored;
     throw error;
   }
@@ -83,20 +90,33 @@ export async function recordPayment(prisma: PrismaClient, event: PaymentEventInp
  * Records a payment for a reservation that never became an order (the workers set it aside): the money
  * is owed back. Idempotent per event id like recordPayment; answers the stored outcome.
  */
-export async function recordOrderlessPayment(prisma: PrismaClient, event: PaymentEventInput): Promise<PaymentOutcome> {
+export async function recordOrderlessPayment(prisma: PrismaClient, event: PaymentEventInput): Promise<PaymentRecord> {
   try {
     await prisma.$transaction((tx) => insertPaymentEvent(tx, event, 'refund_due'), TX);
     return 'refund_due';
   } catch (error) {
-    const stored = isUniqueViolation(error) ? await storedOutcome(prisma, event.eventId) : null;
+    const stored = isUniqueViolation(error) ? await storedOutcome(prisma, event) : null;
     if (stored) return stored;
     throw error;
   }
 }
 
-async function storedOutcome(prisma: PrismaClient, eventId: string): Promise<PaymentOutcome | null> {
-  const [row] = await prisma.$queryRaw<{ outcome: PaymentOutcome }[]>`SELECT outcome FROM payment_events WHERE event_id = ${eventId}`;
-  return row?.outcome ?? null;
+interface StoredEvent {
+  outcome: PaymentOutcome;
+  reservation_id: string;
+  amount_cents: bigint | number;
+}
+
+/** The stored outcome of `event`'s id, or what the id was stored with when that was another payment. */
+async function storedOutcome(prisma: PrismaClient, event: PaymentEventInput): Promise<PaymentRecord | null> {
+  const [row] = await prisma.$queryRaw<StoredEvent[]>`SELECT outcome, reservation_id, amount_cents FROM payment_events WHERE event_id = ${event.eventId}`;
+  return row ? asRecordOf(row, event) : null;
+}
+
+function asRecordOf(stored: StoredEvent, event: PaymentEventInput): PaymentRecord {
+  // The column's collation is binary (utf8mb4_nopad_bin): ids compare byte for byte, as here.
+  if (stored.reservation_id === event.reservationId && Number(stored.amount_cents) === event.amountCents) return stored.outcome;
+  return { reused: { reservationId: stored.reservation_id, amountCents: Number(stored.amount_cents) } };
 }
 
 async function insertPaymentEvent(tx: Prisma.TransactionClient, event: PaymentEventInput, outcome: PaymentOutcome): Promise<void> {
@@ -133,33 +153,97 @@ export async function cancelOrder(prisma: PrismaClient, reservationId: string, u
   }, TX);
 }
 
+/** A payment event recorded on arrival (on Redis's clock) and not in MySQL yet. */
+export interface ArrivedPayment {
+  eventId: string;
+  reservationId: string;
+  amountCents: number;
+  receivedAtMs: number;
+}
+
 /**
- * Expires up to `limit` orders still `created` past their payBy (on MySQL's clock), the ones due first,
- * one transaction per sale. Safe with any number of callers at once: each sale's orders are re-read
- * under its row lock, so an order paid or expired by someone else meanwhile is left alone. Returns what
- * the closed orders owe Redis.
+ * What the expiry of a sale must know from Redis before it closes anything: Redis's clock now (the
+ * clock payBy was computed on and payments' arrivals are stamped with) and the payments that arrived
+ * and are not in MySQL yet. Null when Redis cannot tell: the sale's orders are then left for a later pass.
  */
-export async function expireDueOrders(prisma: PrismaClient, limit: number): Promise<OwedReturn[]> {
+export type ArrivedPaymentsOf = (saleId: number) => Promise<{ nowMs: number; payments: ArrivedPayment[] } | null>;
+
+/** What an expiry did. */
+export interface ExpiryOutcome {
+  /** What the expired orders owe Redis. */
+  owed: OwedReturn[];
+  /** Orders paid by a payment that arrived before their payBy and had not reached MySQL. */
+  paid: number;
+  /** Arrival records MySQL now holds (applied here, or before), by sale: they may be forgotten. */
+  settledArrivals: Map<number, string[]>;
+}
+
+/**
+ * Expires up to `limit` orders still `created` past their payBy, the ones due first, one transaction
+ * per sale. Safe with any number of callers at once: each sale's orders are re-read under its row lock,
+ * so an order paid or expired by someone else meanwhile is left alone.
+ *
+ * A payment that reached the system before an order's payBy stands even if MySQL could not take it then
+ * (locked, slow, away): `arrivedPayments` tells which payments arrived (recorded in Redis on arrival)
+ * and Redis's clock now, read before the sale's transaction. An order with a payment that arrived before its payBy is paid
+ * by it here (the event stored with outcome `paid`, so the provider's retry answers the same); the
+ * others expire only if their payBy is past on that clock. A payment recorded after that read arrived
+ * after its instant, so after the payBy of every order expired here: a refund is due, rightly.
+ */
+export async function expireDueOrders(prisma: PrismaClient, limit: number, arrivedPayments: ArrivedPaymentsOf, skipSales: number[] = []): Promise<ExpiryOutcome> {
   const due = await prisma.$queryRaw<{ id: bigint; sale_id: number }[]>`
-    SELECT id, sale_id FROM orders WHERE status = 'created' AND pay_by <= NOW(3) ORDER BY pay_by LIMIT ${limit}`;
+    SELECT id, sale_id FROM orders WHERE status = 'created' AND pay_by <= NOW(3)
+    ${skipSales.length > 0 ? Prisma.sql`AND sale_id NOT IN (${Prisma.join(skipSales)})` : Prisma.empty}
+    ORDER BY pay_by LIMIT ${limit}`;
   const bySale = new Map<number, bigint[]>();
   for (const row of due) {
     const ids = bySale.get(row.sale_id);
     if (ids) ids.push(row.id);
     else bySale.set(row.sale_id, [row.id]);
   }
-  const owed: OwedReturn[] = [];
+  const outcome: ExpiryOutcome = { owed: [], paid: 0, settledArrivals: new Map() };
   for (const [saleId, ids] of bySale) {
-    owed.push(
-      ...(await prisma.$transaction(async (tx) => {
-        const generation = await lockSale(tx, saleId);
-        const still = await tx.$queryRaw<ClosingOrder[]>`
-          SELECT id, reservation_id, user_id, quantity FROM orders WHERE id IN (${Prisma.join(ids)}) AND status = 'created' AND pay_by <= NOW(3) FOR UPDATE`;
-        return closeOrders(tx, saleId, generation, still, 'expired');
-      }, TX)),
-    );
+    // Read before the transaction, so no lock is held across a Redis call: what matters is only that a
+    // payment recorded after this read arrived after `nowMs`, and nothing due after `nowMs` is closed.
+    const arrived = await arrivedPayments(saleId);
+    if (!arrived) continue;
+    const { nowMs, payments } = arrived;
+    const sale = await prisma.$transaction(async (tx) => {
+      const generation = await lockSale(tx, saleId);
+      const still = await tx.$queryRaw<(ClosingOrder & { pay_by_ms: bigint | number })[]>`
+        SELECT id, reservation_id, user_id, quantity, TIMESTAMPDIFF(MICROSECOND, TIMESTAMP '1970-01-01 00:00:00', pay_by) DIV 1000 AS pay_by_ms
+        FROM orders WHERE id IN (${Prisma.join(ids)}) AND status = 'created' AND pay_by <= NOW(3) FOR UPDATE`;
+      const settled = await storedEventIds(tx, payments.map((p) => p.eventId));
+      const toClose: ClosingOrder[] = [];
+      let paid = 0;
+      for (const order of still) {
+        const payBy = Number(order.pay_by_ms);
+        const inTime = payments.find((p) => p.reservationId === order.reservation_id && p.receivedAtMs < payBy && !settled.has(p.eventId));
+        if (inTime) {
+          await tx.$executeRaw`
+            UPDATE orders SET status = 'paid', paid_at = NOW(3), payment_event_id = ${inTime.eventId} WHERE id = ${order.id} AND status = 'created'`;
+          await insertPaymentEvent(tx, { ...inTime, saleId }, 'paid');
+          settled.add(inTime.eventId);
+          paid += 1;
+        } else if (payBy <= nowMs) {
+          toClose.push(order);
+        }
+      }
+      const owed = await closeOrders(tx, saleId, generation, toClose, 'expired');
+      return { owed, paid, settled: [...settled] };
+    }, TX);
+    outcome.owed.push(...sale.owed);
+    outcome.paid += sale.paid;
+    if (sale.settled.length > 0) outcome.settledArrivals.set(saleId, sale.settled);
   }
-  return owed;
+  return outcome;
+}
+
+/** Which of these event ids MySQL holds already. */
+async function storedEventIds(tx: Prisma.TransactionClient, eventIds: string[]): Promise<Set<string>> {
+  if (eventIds.length === 0) return new Set();
+  const rows = await tx.$queryRaw<{ event_id: string }[]>`SELECT event_id FROM payment_events WHERE event_id IN (${Prisma.join(eventIds)})`;
+  return new Set(rows.map((row) => row.event_id));
 }
 
 /** Locks the sale row (before any of its orders) and reads the generation of its Redis state. */

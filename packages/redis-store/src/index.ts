@@ -21,6 +21,14 @@ export {
   type ReadRound,
 } from './reservation-stream.ts';
 export { streamBacklog, orderWritersProgress, type StreamBacklog, type OrderWritersProgress } from './stream-backlog.ts';
+export {
+  recordPaymentArrival,
+  heldPayments,
+  forgetPaymentArrivals,
+  type PaymentArrival,
+  type PaymentContents,
+  type HeldPayment,
+} from './payment-arrivals.ts';
 export { isDrained, waitForDrain } from './stream-drain.ts';
 export { deadLetter, findDeadLetter, readDeadLettered, recentDeadLettersByReason, type DeadLetteredReservation } from './dead-letters.ts';
 export { readRedisLedger, type RedisLedger } from './redis-ledger.ts';
@@ -34,3 +42,4 @@ export { connectRedis, redisTargetOf, isClusterClient, type RedisTarget, type Re
 export { pipelineBySlotGroup, type PipelineReply } from './slot-groups.ts';
 export { trimAcknowledged, type RetentionBounds } from './stream-retention.ts';
 export { returnUnits, wasReturned, type UnitsToReturn, type ReturnOutcome, type ReturnResult } from './stock-return.ts';
+export { readEvictionPolicy, refuseEvictingRedis, readRedisMemory, type EvictionPolicyVerdict, type RedisMemory } from './redis-memory.ts';

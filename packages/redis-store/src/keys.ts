@@ -27,6 +27,12 @@ export interface SaleKeys {
    * gave back in this generation: a second return of the same order gives nothing. Emptied by a rebuild.
    */
   returned: string;
+  /**
+   * Hash: payment event id -> "<reservationId>|<amountCents>|<receivedAtMs>" of each payment event that
+   * reached the gateway and is not in MySQL yet (receive-payment-1.lua): its arrival on Redis's clock.
+   * An entry goes once MySQL holds the payment; the hash is empty but while MySQL is slow or away.
+   */
+  payments: string;
 }
 
 export function saleKeys(prefix: string, saleId: number): SaleKeys {
@@ -39,6 +45,7 @@ export function saleKeys(prefix: string, saleId: number): SaleKeys {
     rejected: `${base}:rejected`,
     audit: `${base}:audit`,
     returned: `${base}:returned`,
+    payments: `${base}:payments`,
   };
 }
 

@@ -16,6 +16,8 @@ export interface ScriptCommands {
   rebuildSale(meta: string, buyers: string, stream: string, returned: string, ...args: (string | number)[]): Promise<number>;
   returnUnits(meta: string, buyers: string, returned: string, generation: string, ...orders: (string | number)[]): Promise<(number | string)[]>;
   trimAcknowledged(stream: string, group: string, keepFrom: string, keepSinceMs: string, maxEntries: string): Promise<number>;
+  receivePayment(payments: string, eventId: string, reservationId: string, amountCents: number): Promise<[number, number | string]>;
+  heldPayments(payments: string): Promise<(number | string)[]>;
 }
 
 export type ScriptedRedis = Redis & ScriptCommands;

@@ -3,18 +3,25 @@ import { readinessProbe } from '@flashsale/config';
 import type { GatewayDeps } from '../deps.ts';
 
 /**
- * /healthz (the process runs), /readyz (Redis and MySQL answer). Both answer from the moment the gateway
+ * /healthz (the process runs), /readyz (Redis and MySQL answer, and the process is not stopping). Both answer from the moment the gateway
  * listens, which it does at once, whether the stores are there or not. Not /metrics: it tells whoever
  * asks the traffic, the outcomes and the process's insides, so it is served on the internal METRICS_PORT
  * only.
  */
-export function healthRouter({ redis, prisma }: GatewayDeps): Router {
+export function healthRouter({ redis, prisma, stopping }: GatewayDeps): Router {
   const router = Router();
   const readiness = readinessProbe({ redis: () => redis.ping(), mysql: () => prisma.$queryRaw`SELECT 1` });
+  // 200 while the process runs (it is alive, stopping or not); the body says `stopping` during the
+  // drain, for a balancer that checks liveness rather than readiness (infra/haproxy.cfg).
   router.get('/healthz', (_req, res) => {
-    res.json({ status: 'ok' });
+    res.json({ status: stopping?.() ? 'stopping' : 'ok' });
   });
   router.get('/readyz', async (_req, res) => {
+    // A stopping process is not ready whatever its stores say: the balancer must stop sending first.
+    if (stopping?.()) {
+      res.status(503).json({ status: 'stopping' });
+      return;
+    }
     const report = await readiness();
     res.status(report.status === 'ready' ? 200 : 503).json(report);
   });

@@ -434,6 +434,7 @@ describe('POST /api/payments/events', () => {
     expect(await expectDescribed(OPERATION, 200, await deliver(event))).toEqual({ status: 'paid' });
     expect(await expectDescribed(OPERATION, 200, await deliver(paymentOf(paid.reservationId)))).toEqual({ status: 'refund_due' });
     expect(await expectDescribed(OPERATION, 200, await deliver(paymentOf(cancelled.reservationId)))).toEqual({ status: 'refund_due' });
+    expect(await expectDescribed(OPERATION, 422, await deliver({ ...event, reservationId: cancelled.reservationId }))).toMatchObject({ code: 'PAYMENT_EVENT_REUSED' });
   });
 
   it('409 ORDER_NOT_READY with Retry-After while the reservation is on its way; 404 for one that never will be an order', async () => {

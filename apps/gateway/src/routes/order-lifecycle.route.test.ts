@@ -205,6 +205,31 @@ describe('POST /api/payments/events', () => {
     expect(await lookup(reservationId, buyer)).toMatchObject({ status: 'created' });
   });
 
+  it('ties an event id to its contents: the same id for another reservation or amount is 422 PAYMENT_EVENT_REUSED, changing nothing', async () => {
+    const [a, b] = [await orderOf(), await orderOf()];
+    const event = paymentOf(a.reservationId);
+    expect(await (await deliver(event)).json()).toEqual({ status: 'paid' });
+
+    await expectProblem(await deliver({ ...event, reservationId: b.reservationId }), 422, 'PAYMENT_EVENT_REUSED', 'this event id was received before with another reservation or amount');
+    await expectProblem(await deliver({ ...event, amountCents: 1 }), 422, 'PAYMENT_EVENT_REUSED', 'this event id was received before with another reservation or amount');
+
+    expect(await lookup(b.reservationId, b.buyer)).toMatchObject({ status: 'created' });
+    expect(await (await deliver(event)).json()).toEqual({ status: 'paid' });
+    expect(await ctx.prisma.paymentEvent.count({ where: { eventId: event.id } })).toBe(1);
+  });
+
+  it('refuses ids that are not well-formed Unicode (400): two ids differing only in a lone surrogate never become one', async () => {
+    const [a, b] = [await orderOf(), await orderOf()];
+    const tail = randomUUID();
+    const refusal = async (res: Response) => ({ status: res.status, code: ((await res.json()) as { code: string }).code });
+    for (const [order, id] of [[a, `evt_\ud800${tail}`], [b, `evt_\udc00${tail}`]] as const) {
+      expect(await refusal(await deliver(paymentOf(order.reservationId, id)))).toEqual({ status: 400, code: 'INVALID_REQUEST' });
+      expect(await lookup(order.reservationId, order.buyer)).toMatchObject({ status: 'created' });
+    }
+    expect(await refusal(await deliver(paymentOf(`${a.reservationId.slice(0, -1)}\ud800`)))).toEqual({ status: 400, code: 'INVALID_REQUEST' });
+    expect(await ctx.prisma.paymentEvent.count({ where: { reservationId: { in: [a.reservationId, b.reservationId] } } })).toBe(0);
+  });
+
   it('takes events in any order: a second payment of a paid order is owed back, the first stays paid', async () => {
     const { reservationId, buyer } = await orderOf();
     const [a, b] = [paymentOf(reservationId, 'evt_a'), paymentOf(reservationId, 'evt_b')].map((e) => ({ ...e, id: `${e.id}-${randomUUID()}` }));

@@ -1,27 +1,32 @@
 import express, { Router } from 'express';
 import { z } from 'zod';
 import { AppError, checkPaymentSignature, saleIdOfReservation } from '@flashsale/domain';
-import { findDeadLetter, streamBacklog } from '@flashsale/redis-store';
-import { recordOrderlessPayment, recordPayment, type PaymentEventInput, type PaymentOutcome } from '@flashsale/order-store';
 import { summarisedLog } from '@flashsale/config';
+import { receivePayment } from '@flashsale/lifecycle';
+import type { PaymentEventInput } from '@flashsale/order-store';
 import type { GatewayDeps } from '../deps.ts';
 import { parseOrThrow, jsonBodyOnly } from '../validation.ts';
 
-/** Seconds a provider is asked to wait before it delivers an event for a reservation still pending. */
-const NOT_READY_RETRY_AFTER_SECONDS = '2';
+/**
+ * An id is well-formed Unicode: a lone surrogate has no UTF-8 form, and MySQL would store it as U+FFFD,
+ * making two different ids one (the second payment answered as the first and never recorded).
+ */
+const wellFormedId = (max: number) => z.string().min(1).max(max).refine((id) => id.isWellFormed(), 'must be well-formed Unicode (no lone surrogates)');
 
 const paymentEvent = z.object({
-  id: z.string().min(1).max(255),
+  id: wellFormedId(255),
   type: z.literal('payment.succeeded'),
-  reservationId: z.string().min(1).max(64),
+  reservationId: wellFormedId(64),
   amountCents: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER),
 });
 
 /**
  * POST /api/payments/events: the payment provider tells us a reservation was paid. Authenticated by the
  * event's signature (PAYMENT_WEBHOOK_SECRET, see payment-signature.ts), checked on the raw bytes before
- * anything is parsed. Each event id is processed once (payment_events): a replay, concurrent or a day
- * later, answers what the first delivery answered and changes nothing.
+ * anything is parsed; then the use case (packages/lifecycle/src/payment-intake.ts) records its arrival
+ * and applies it. Each event id is processed once (payment_events) and tied to its contents: a replay,
+ * concurrent or a day later, answers what the first delivery answered and changes nothing; the same id
+ * with another reservation or amount is refused.
  *
  *   200 { status: "paid" }        the order was awaiting payment and is paid now (or by this event before)
  *   200 { status: "refund_due" }  the order had expired or been cancelled, or was paid by another event,
@@ -29,11 +34,15 @@ const paymentEvent = z.object({
  *   409 ORDER_NOT_READY           no order yet while reservations of its sale are on their way to MySQL
  *                                 (Retry-After): providers retry
  *   404 RESERVATION_NOT_FOUND     no order, and nothing of its sale in flight: it never will be one
+ *   422 PAYMENT_EVENT_REUSED      the event id came before with another reservation or amount
+ *   503 SERVICE_UNAVAILABLE       MySQL could not take it now; its arrival is recorded, a retry answers
+ *                                 what it came to (paid, if it arrived before payBy)
  */
 export function paymentsRouter({ config, redis, prisma, logger }: GatewayDeps): Router {
   const router = Router();
   // Refusals summed up (the first at once, then counts every 10 s): an unsigned flood is no log flood.
   const refusals = summarisedLog<string>(logger, 'payment events refused: bad signature', 'refused');
+  const intake = { redis, prisma, prefix: config.REDIS_PREFIX, logger };
   router.post(
     '/api/payments/events',
     jsonBodyOnly,
@@ -56,27 +65,10 @@ export function paymentsRouter({ config, redis, prisma, logger }: GatewayDeps): 
       const saleId = saleIdOfReservation(parsed.reservationId);
       if (saleId === null) throw new AppError('RESERVATION_NOT_FOUND', 'no such reservation');
       const event: PaymentEventInput = { eventId: parsed.id, reservationId: parsed.reservationId, saleId, amountCents: parsed.amountCents };
-      const status = await settlePayment(event);
+      const status = await receivePayment(intake, event);
       logger.info({ eventId: event.eventId, reservationId: event.reservationId, amountCents: event.amountCents, status }, 'payment event');
       res.json({ status });
     },
   );
-
-  async function settlePayment(event: PaymentEventInput): Promise<PaymentOutcome> {
-    const outcome = await recordPayment(prisma, event);
-    if (outcome) return outcome;
-    if (await findDeadLetter(redis, config.REDIS_PREFIX, event.saleId, event.reservationId)) return recordOrderlessPayment(prisma, event);
-    // Pending or unknown: the event names no buyer, so which of the two is told by the sale's backlog,
-    // read after MySQL said "no order". While anything is on its way, this may be one of them; once
-    // nothing is, MySQL is asked again (the order may have landed between the two reads), and an
-    // order still missing never will be.
-    const backlog = await streamBacklog(redis, config.REDIS_PREFIX, event.saleId);
-    if (backlog.lag + backlog.pending > 0) {
-      throw new AppError('ORDER_NOT_READY', 'the reservation is not an order yet; deliver the event again shortly', {}, { 'Retry-After': NOT_READY_RETRY_AFTER_SECONDS });
-    }
-    const again = await recordPayment(prisma, event);
-    if (again) return again;
-    throw new AppError('RESERVATION_NOT_FOUND', 'no such reservation');
-  }
   return router;
 }

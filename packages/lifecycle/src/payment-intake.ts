@@ -1,0 +1,71 @@
+import type { Logger } from '@flashsale/config';
+import { AppError } from '@flashsale/domain';
+import { recordOrderlessPayment, recordPayment, type PaymentEventInput, type PaymentOutcome, type PaymentRecord, type PrismaClient } from '@flashsale/order-store';
+import { findDeadLetter, forgetPaymentArrivals, recordPaymentArrival, streamBacklog, type ScriptedRedis } from '@flashsale/redis-store';
+
+export interface PaymentIntakeDeps {
+  redis: ScriptedRedis;
+  prisma: PrismaClient;
+  prefix: string;
+  logger: Logger;
+}
+
+/** Seconds a provider is asked to wait before it delivers an event for a reservation still pending. */
+const NOT_READY_RETRY_AFTER_SECONDS = '2';
+
+/**
+ * A payment provider's event, taken in: what `POST /api/payments/events` does once the signature and
+ * the body hold.
+ *
+ * 1. **Its arrival is recorded in Redis first**, at Redis's TIME (receive-payment-1.lua), in the sale's
+ *    payments hash. That instant, not the moment MySQL gets to it, decides against payBy: while the
+ *    record is there the expiry pays the order from it rather than expire it (expireDueOrders), so a
+ *    payment that arrived in time stands however long MySQL was locked or away. The event id is tied to
+ *    its contents there already: another reservation or amount under a recorded id is refused.
+ * 2. **Then MySQL**, as before: the order is paid, or a refund is recorded, and the event stored with its
+ *    outcome (recordPayment). MySQL refusing or timing out answers the provider 503 (it retries): the
+ *    record stays and keeps the payment's place. The retry answers what the event came to, whoever
+ *    applied it (this request's retry or an expiry pass): one outcome per event id.
+ * 3. **The record is dropped** once MySQL has the final word (paid, refund due, reused, unknown). A record
+ *    that outlives that (the process died in between) is found settled by the next expiry of the sale.
+ *
+ * Redis away: the arrival cannot be recorded, MySQL is asked all the same (it alone decides then, as it
+ * did before this record existed); the payment is answered as MySQL allows. Only a payment the provider
+ * was answered 200 for is one the system owes: those are in MySQL's payment_events, never only in Redis.
+ */
+export async function receivePayment(deps: PaymentIntakeDeps, event: PaymentEventInput): Promise<PaymentOutcome> {
+  const arrival = await recordPaymentArrival(deps.redis, deps.prefix, event).catch((error: unknown) => {
+    deps.logger.warn({ err: error, eventId: event.eventId }, 'payment arrival not recorded in Redis; MySQL alone decides');
+    return null;
+  });
+  if (arrival?.kind === 'reused') throw reusedEventId(deps.logger, event, arrival);
+  const settle = async (record: PaymentRecord): Promise<PaymentOutcome> => {
+    await forgetPaymentArrivals(deps.redis, deps.prefix, event.saleId, [event.eventId]).catch(() => undefined);
+    if (typeof record === 'object') throw reusedEventId(deps.logger, event, record.reused);
+    return record;
+  };
+  const recorded = await recordPayment(deps.prisma, event);
+  if (recorded) return settle(recorded);
+  if (await findDeadLetter(deps.redis, deps.prefix, event.saleId, event.reservationId)) return settle(await recordOrderlessPayment(deps.prisma, event));
+  // Pending or unknown: the event names no buyer, so which of the two is told by the sale's backlog,
+  // read after MySQL said "no order". While anything is on its way, this may be one of them (the
+  // arrival record stays, so an order written later and falling due is paid by it); once nothing is,
+  // MySQL is asked again (the order may have landed between the two reads), and an order still missing
+  // never will be.
+  const backlog = await streamBacklog(deps.redis, deps.prefix, event.saleId);
+  if (backlog.lag + backlog.pending > 0) {
+    throw new AppError('ORDER_NOT_READY', 'the reservation is not an order yet; deliver the event again shortly', {}, { 'Retry-After': NOT_READY_RETRY_AFTER_SECONDS });
+  }
+  const again = await recordPayment(deps.prisma, event);
+  if (again) return settle(again);
+  await forgetPaymentArrivals(deps.redis, deps.prefix, event.saleId, [event.eventId]).catch(() => undefined);
+  throw new AppError('RESERVATION_NOT_FOUND', 'no such reservation');
+}
+
+function reusedEventId(logger: Logger, event: PaymentEventInput, stored: { reservationId: string; amountCents: number }): AppError {
+  logger.warn(
+    { eventId: event.eventId, reservationId: event.reservationId, amountCents: event.amountCents, stored },
+    'payment event refused: its id was received before for another payment',
+  );
+  return new AppError('PAYMENT_EVENT_REUSED', 'this event id was received before with another reservation or amount');
+}
