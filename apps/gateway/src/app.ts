@@ -1,9 +1,12 @@
 import express, { type Express } from 'express';
+import { createDoor, DoorFrontiers } from '@flashsale/sales';
 import type { GatewayDeps } from './deps.ts';
 import { errorHandler, notFound, sendProblem } from './problem.ts';
 import { requestDeadline } from './deadline.ts';
 import { purchaseRouter } from './routes/purchase.route.ts';
 import { saleRouter } from './routes/sale.route.ts';
+import { queueRouter } from './routes/queue.route.ts';
+import { admissionRouter } from './routes/admission.route.ts';
 import { reservationRouter } from './routes/reservation.route.ts';
 import { paymentsRouter } from './routes/payments.route.ts';
 import { adminRouter } from './routes/admin.route.ts';
@@ -23,6 +26,13 @@ import type { GatewayMetrics } from './metrics.ts';
  */
 export function createApp(deps: GatewayDeps, handlePurchase: PurchaseHandler, metrics: GatewayMetrics, liveFeed: LiveFeed): Express {
   const app = express();
+  const door = createDoor({
+    redis: deps.redis,
+    prisma: deps.prisma,
+    prefix: deps.config.REDIS_PREFIX,
+    authSecret: deps.config.AUTH_SECRET,
+    frontiers: new DoorFrontiers(deps.redis, deps.config.REDIS_PREFIX, deps.config.DOOR_FRONTIER_MAX_AGE_MS),
+  });
   app.disable('x-powered-by');
   app.disable('etag');
   app.set('trust proxy', false);
@@ -31,12 +41,14 @@ export function createApp(deps: GatewayDeps, handlePurchase: PurchaseHandler, me
   // Every other request is answered within the deadline, whatever Redis or MySQL do meanwhile.
   app.use(requestDeadline(deps.config.REQUEST_DEADLINE_MS, sendProblem));
   app.use(saleRouter(deps));
+  app.use(queueRouter(deps, door));
   app.use(reservationRouter(deps));
-  app.use(paymentsRouter(deps));
+  app.use(paymentsRouter(deps, door));
   // Every /api/admin route, whichever router holds it, behind one authentication (token or dashboard session).
   app.use('/api/admin', adminAuthentication(deps));
   app.use(adminRouter(deps));
   app.use(saleControlsRouter(deps));
+  app.use(admissionRouter(door, deps.config.HTTP_MAX_BODY_BYTES));
   app.use(dashboardRouter(deps, liveFeed));
   app.use(healthRouter(deps));
   app.use(openApiRouter());

@@ -27,6 +27,16 @@ export interface SaleKeys {
    * gave back in this generation: a second return of the same order gives nothing. Emptied by a rebuild.
    */
   returned: string;
+  /**
+   * The door of a sale behind a waiting room (door.ts; lua/includes/door.lua says what each holds):
+   * `queue` sorted set user -> draw or arrival score, `turns` sorted set user -> admittedUntil (minus it
+   * once used), `door` hash of the frontier's progress, `paid` hash of paid reservations. None exists
+   * for an open sale.
+   */
+  queue: string;
+  turns: string;
+  door: string;
+  paid: string;
 }
 
 export function saleKeys(prefix: string, saleId: number): SaleKeys {
@@ -39,6 +49,10 @@ export function saleKeys(prefix: string, saleId: number): SaleKeys {
     rejected: `${base}:rejected`,
     audit: `${base}:audit`,
     returned: `${base}:returned`,
+    queue: `${base}:queue`,
+    turns: `${base}:turns`,
+    door: `${base}:door`,
+    paid: `${base}:paid`,
   };
 }
 

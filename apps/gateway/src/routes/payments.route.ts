@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { AppError, checkPaymentSignature, saleIdOfReservation } from '@flashsale/domain';
 import { findDeadLetter, streamBacklog } from '@flashsale/redis-store';
 import { recordOrderlessPayment, recordPayment, type PaymentEventInput, type PaymentOutcome } from '@flashsale/order-store';
+import type { Door } from '@flashsale/sales';
 import type { GatewayDeps } from '../deps.ts';
 import { parseOrThrow, jsonBodyOnly } from '../validation.ts';
 
@@ -29,7 +30,7 @@ const paymentEvent = z.object({
  *                                 (Retry-After): providers retry
  *   404 RESERVATION_NOT_FOUND     no order, and nothing of its sale in flight: it never will be one
  */
-export function paymentsRouter({ config, redis, prisma, logger }: GatewayDeps): Router {
+export function paymentsRouter({ config, redis, prisma, logger }: GatewayDeps, door: Door): Router {
   const router = Router();
   router.post(
     '/api/payments/events',
@@ -54,6 +55,9 @@ export function paymentsRouter({ config, redis, prisma, logger }: GatewayDeps): 
       if (saleId === null) throw new AppError('RESERVATION_NOT_FOUND', 'no such reservation');
       const event: PaymentEventInput = { eventId: parsed.id, reservationId: parsed.reservationId, saleId, amountCents: parsed.amountCents };
       const status = await settlePayment(event);
+      // A queued sale's door learns that these units can never come back (and, with nothing else that
+      // can, tells its crowd sold_out). Replays do it again: idempotent, and it heals a crash before it.
+      if (status === 'paid') await door.paid(event.reservationId);
       logger.info({ eventId: event.eventId, reservationId: event.reservationId, amountCents: event.amountCents, status }, 'payment event');
       res.json({ status });
     },
