@@ -7,7 +7,7 @@
   The frontier is lazy: admissions are earned at q_rate per second of Redis's clock since the last call
   (none while the door or the sale is paused, none before starts or after ends), banked up to one
   second's worth (a door nobody looked at for a while does not admit a burst), and given to the next
-  ranks in the queue, as many as the stock bound allows:
+  ranks in the queue, as many as the stock bound allows (the door's clock starts at starts):
 
       admitted-and-unused <= floor(remaining x q_factor)
 
@@ -63,9 +63,9 @@ local queued = redis.call('ZCARD', KEYS[2])
 
 local open = now >= starts and now < ends and not door_paused and not sale_paused
 if open then
-  if at then
-    credit = credit + rate * math.max(0, now - at) / 1000
-  end
+  -- Earned since the last look, or since the start: the first look after it admits at once.
+  local since = math.max(at or starts, starts)
+  credit = credit + rate * math.max(0, now - since) / 1000
   credit = math.min(credit, math.max(rate, 1))
   local room = math.floor(remaining * factor) - unused
   local n = math.min(math.floor(credit), room, queued - front)
