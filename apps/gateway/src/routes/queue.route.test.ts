@@ -219,6 +219,43 @@ describe('purchases behind the door', () => {
   });
 });
 
+describe('bots gain nothing', () => {
+  it('admits in queue order whoever asks how often: buyers hammering at 50 requests/s are admitted no earlier than their place', async () => {
+    const { id, startsAt } = await createQueuedSale(ctx, gateway.url, { stock: 100, admitPerSecond: 10, admissionTtlSeconds: 600, startsIn: 1500 });
+    const crowd = Array.from({ length: 30 }, (_, i) => ({ b: buyer(id, `${i % 2 === 0 ? 'bot' : 'polite'}-${i}-${randomUUID()}`), bot: i % 2 === 0 }));
+    for (const { b } of crowd) await b.join();
+    await waitForStart(startsAt);
+    const ranks = new Map(await Promise.all(crowd.map(async ({ b }) => [b.userId, await b.rank()] as const)));
+
+    const admittedAt = new Map<string, number>();
+    const deadline = Date.now() + 15_000;
+    await Promise.all(
+      crowd.map(async ({ b, bot }) => {
+        while (Date.now() < deadline) {
+          const asked = await b.status();
+          if (asked.body.state === 'admitted') {
+            admittedAt.set(b.userId, Date.parse(asked.body.admittedUntil!) - 600_000);
+            if (bot) await b.purchase();
+            return;
+          }
+          // A bot asks every 20 ms (and is refused 429 past its budget); a polite buyer when told.
+          await new Promise((resolve) => setTimeout(resolve, bot ? 20 : Number(asked.retryAfter ?? 1) * 1000));
+        }
+      }),
+    );
+
+    expect(admittedAt.size).toBe(crowd.length);
+    // The turn each was given (admittedUntil - TTL, on Redis's clock) follows the queue, never the asking.
+    const byRank = [...admittedAt].sort(([a], [b]) => ranks.get(a)! - ranks.get(b)!).map(([, at]) => at);
+    expect(byRank).toEqual([...byRank].sort((a, b) => a - b));
+    const mean = (bots: boolean) => {
+      const ranksOf = crowd.filter(({ bot }) => bot === bots).map(({ b }) => ranks.get(b.userId)!);
+      return ranksOf.reduce((sum, rank) => sum + rank, 0) / ranksOf.length;
+    };
+    console.info(`bots' mean rank ${mean(true).toFixed(1)}, polite buyers' ${mean(false).toFixed(1)} (of 0..29: the draw's, not the polling's)`);
+  });
+});
+
 describe('queue tickets', () => {
   it("400 INVALID_QUEUE_TICKET for another buyer's, another sale's, an altered and a forged ticket; nothing changes; the buyer's own is answered", async () => {
     const { id } = await createQueuedSale(ctx, gateway.url, { startsIn: 30_000 });
