@@ -10,7 +10,7 @@ import {
   type QueueAnswer,
   type QueuePlace,
 } from '@flashsale/domain';
-import { joinQueue, readQueuePlace, recordPaid, type ScriptedRedis } from '@flashsale/redis-store';
+import { joinQueue, readQueuePlace, recordPaid, saleKeys, type ScriptedRedis } from '@flashsale/redis-store';
 import { findOrderByReservation, findSale, type PrismaClient, type SaleRecord } from '@flashsale/order-store';
 import type { DoorFrontiers } from './door-frontier.ts';
 
@@ -22,9 +22,9 @@ import type { DoorFrontiers } from './door-frontier.ts';
  * Crash points: a join is one script call (joined or not); a status reads only. The operator's change is
  * MySQL first (the record a rebuild writes back), then Redis; dying between, Redis keeps the old setting
  * until the change is sent again (idempotent) or the sale is rebuilt. A paid order is recorded in Redis
- * after MySQL commits it; dying between leaves Redis thinking those units may come back, which only
- * delays the crowd's `sold_out` (never admits anyone more): the provider's retry of the event, answered
- * from MySQL, records it again.
+ * after MySQL commits it; dying between (or Redis failing then: the payment is answered all the same)
+ * leaves Redis thinking those units may come back, which only delays the crowd's `sold_out` (never admits
+ * anyone more); a replay of the event records it again.
  */
 export interface DoorDeps {
   redis: ScriptedRedis;
@@ -46,8 +46,8 @@ export interface Door {
   join(saleId: number, userId: string): Promise<QueueReply>;
   status(saleId: number, userId: string, rawTicket: string | undefined): Promise<QueueReply>;
   changeAdmission(saleId: number, change: { admitPerSecond?: number; paused?: boolean }): Promise<{ sale: SaleRecord; door: DoorView }>;
-  /** After a payment was recorded in MySQL: the order's units can never come back. */
-  paid(reservationId: string): Promise<void>;
+  /** After a payment was recorded in MySQL: the order's units can never come back (queued sales only). */
+  paid(saleId: number, reservationId: string): Promise<void>;
 }
 
 export function createDoor(deps: DoorDeps): Door {
@@ -129,7 +129,9 @@ export function createDoor(deps: DoorDeps): Door {
       return { sale: { ...record, admission }, door: reading.door };
     },
 
-    async paid(reservationId) {
+    async paid(saleId, reservationId) {
+      // An open sale's payment pays one HGET for the door, and reads nothing more.
+      if ((await redis.hget(saleKeys(prefix, saleId).meta, 'adm')) !== '1') return;
       const order = await findOrderByReservation(prisma, reservationId);
       if (order?.status === 'paid') await recordPaid(redis, prefix, order.saleId, reservationId, order.quantity);
     },

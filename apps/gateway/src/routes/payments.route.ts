@@ -56,8 +56,14 @@ export function paymentsRouter({ config, redis, prisma, logger }: GatewayDeps, d
       const event: PaymentEventInput = { eventId: parsed.id, reservationId: parsed.reservationId, saleId, amountCents: parsed.amountCents };
       const status = await settlePayment(event);
       // A queued sale's door learns that these units can never come back (and, with nothing else that
-      // can, tells its crowd sold_out). Replays do it again: idempotent, and it heals a crash before it.
-      if (status === 'paid') await door.paid(event.reservationId);
+      // can, tells its crowd sold_out). Replays do it again (idempotent). The payment stands whatever
+      // happens here: a failure only leaves the door believing the units may come back, so its crowd
+      // waits instead of hearing sold_out; nobody is admitted for it.
+      if (status === 'paid') {
+        await door.paid(event.saleId, event.reservationId).catch((error: unknown) => {
+          logger.warn({ err: error, reservationId: event.reservationId }, "a paid order could not be recorded in its sale's door");
+        });
+      }
       logger.info({ eventId: event.eventId, reservationId: event.reservationId, amountCents: event.amountCents, status }, 'payment event');
       res.json({ status });
     },
