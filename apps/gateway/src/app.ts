@@ -1,9 +1,12 @@
 import express, { type Express } from 'express';
+import { createDoor, DoorFrontiers } from '@flashsale/sales';
 import type { GatewayDeps } from './deps.ts';
 import { errorHandler, notFound, sendProblem } from './problem.ts';
 import { requestDeadline } from './deadline.ts';
 import { purchaseRouter } from './routes/purchase.route.ts';
 import { saleRouter } from './routes/sale.route.ts';
+import { queueRouter } from './routes/queue.route.ts';
+import { admissionRouter } from './routes/admission.route.ts';
 import { reservationRouter } from './routes/reservation.route.ts';
 import { paymentsRouter } from './routes/payments.route.ts';
 import { adminRouter } from './routes/admin.route.ts';
@@ -24,6 +27,13 @@ import { addressBudget, type RequestLimits } from './request-limits.ts';
  */
 export function createApp(deps: GatewayDeps, handlePurchase: PurchaseHandler, metrics: GatewayMetrics, dashboard: DashboardParts, buyingLimits: RequestLimits): Express {
   const app = express();
+  const door = createDoor({
+    redis: deps.redis,
+    prisma: deps.prisma,
+    prefix: deps.config.REDIS_PREFIX,
+    authSecret: deps.config.AUTH_SECRET,
+    frontiers: new DoorFrontiers(deps.redis, deps.config.REDIS_PREFIX, deps.config.DOOR_FRONTIER_MAX_AGE_MS),
+  });
   app.disable('x-powered-by');
   app.disable('etag');
   app.set('trust proxy', false);
@@ -32,10 +42,11 @@ export function createApp(deps: GatewayDeps, handlePurchase: PurchaseHandler, me
   // Every other request is answered within the deadline, whatever Redis or MySQL do meanwhile.
   app.use(requestDeadline(deps.config.REQUEST_DEADLINE_MS, sendProblem));
   app.use(saleRouter(deps));
+  app.use(queueRouter(deps, door));
   app.use(reservationRouter(deps, buyingLimits));
   // The payment provider's door, open to the internet: a budget per address before any signature is checked.
   app.use('/api/payments', addressBudget(deps.config.PAYMENT_EVENTS_PER_ADDRESS_PER_SECOND, deps.config.TRUST_PROXY, deps.now));
-  app.use(paymentsRouter(deps));
+  app.use(paymentsRouter(deps, door));
   // The admin surface answers only for the hosts the operator allowed, and its token is guessed slowly.
   const adminGuard = createAdminGuard(deps.config, deps.logger, metrics, deps.now);
   app.use(['/api/admin', '/admin'], adminGuard.allowedHost);
@@ -43,6 +54,7 @@ export function createApp(deps: GatewayDeps, handlePurchase: PurchaseHandler, me
   app.use('/api/admin', adminAuthentication(deps, adminGuard));
   app.use(adminRouter(deps));
   app.use(saleControlsRouter(deps));
+  app.use(admissionRouter(door, deps.config.HTTP_MAX_BODY_BYTES));
   app.use(dashboardRouter(deps, dashboard, adminGuard));
   app.use(healthRouter(deps));
   app.use(openApiRouter());

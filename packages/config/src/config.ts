@@ -233,6 +233,12 @@ const schema = z
     DB_POOL_IDLE_TIMEOUT_MS: intFrom(1000, 3_600_000).default(3000),
     /** Seconds a paused sale asks buyers to wait before retrying (Retry-After), default 2. */
     PAUSED_RETRY_AFTER_SECONDS: intFrom(1, 3600).default(2),
+    /**
+     * How old a gateway's copy of a queued sale's door may be before the next buyer's status poll reads
+     * (and moves) it again, default 250 ms: each gateway makes at most 1000 / this admit calls per second
+     * per queued sale its buyers ask about, whatever the crowd.
+     */
+    DOOR_FRONTIER_MAX_AGE_MS: intFrom(10, 10_000).default(250),
     /** Gateway processes (node:cluster) sharing PORT, default 1 (no cluster); one per core uses them all. */
     GATEWAY_WORKERS: intFrom(1, 256).default(1),
     /** Port of each worker's /metrics and /healthz, default 3002 (0 picks a free port). */

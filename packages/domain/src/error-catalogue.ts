@@ -4,8 +4,10 @@
  */
 export const ERRORS = {
   INVALID_REQUEST: { status: 400, title: 'The request is not valid' },
+  INVALID_QUEUE_TICKET: { status: 400, title: 'The queue ticket is not valid for this buyer and sale' },
   UNAUTHORIZED: { status: 401, title: 'Missing or invalid credentials' },
   CSRF_REJECTED: { status: 403, title: 'The request did not come from the dashboard' },
+  NOT_ADMITTED: { status: 403, title: 'The sale is behind a waiting room and this buyer is not admitted now' },
   SALE_NOT_STARTED: { status: 403, title: 'The sale has not started yet' },
   HOST_NOT_ALLOWED: { status: 403, title: 'The admin surface does not answer for this host' },
   SALE_NOT_FOUND: { status: 404, title: 'No such sale' },
@@ -18,6 +20,8 @@ export const ERRORS = {
   ORDER_NOT_CANCELLABLE: { status: 409, title: 'The order can no longer be cancelled' },
   SALE_ALREADY_ENDED: { status: 409, title: 'The sale has ended: it can no longer be paused, closed or given stock' },
   SALE_NOT_PAUSED: { status: 409, title: 'The sale is not paused by an operator' },
+  QUEUE_NOT_OPEN: { status: 409, title: 'The waiting room of this sale is not open yet' },
+  SALE_NOT_QUEUED: { status: 409, title: 'The sale has no waiting room: buy directly' },
   SOLD_OUT: { status: 410, title: 'The sale is sold out' },
   SALE_ENDED: { status: 410, title: 'The sale has ended' },
   PAYLOAD_TOO_LARGE: { status: 413, title: 'The request body is too large' },

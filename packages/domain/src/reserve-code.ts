@@ -1,5 +1,5 @@
 /**
- * The first element of the reserve script's reply (reserve-3.lua, whose header says what comes with
+ * The first element of the reserve script's reply (reserve-4.lua, whose header says what comes with
  * each): one TypeScript name for every number the script answers, as BullMQ's error-code.ts does.
  */
 export enum ReserveCode {
@@ -12,4 +12,6 @@ export enum ReserveCode {
   AlreadyPurchased = -6,
   SoldOut = -7,
   InsufficientStock = -8,
+  /** The sale is behind the door and this buyer holds no running turn (reserve-4.lua). */
+  NotAdmitted = -9,
 }

@@ -1,3 +1,5 @@
+import type { QueueAdmission } from './admission.ts';
+
 /** A sale as published: what both MySQL and Redis know of it. Times are epoch milliseconds. */
 export interface SaleDefinition {
   id: number;
@@ -6,6 +8,8 @@ export interface SaleDefinition {
   perUserLimit: number;
   startsAt: number;
   endsAt: number;
+  /** The waiting room, when the sale has one (absent: open, a race as ever). */
+  admission?: QueueAdmission;
 }
 
 /** Largest sale id the system accepts in paths (MySQL INT). */

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { PrismaClient } from './generated/prisma/client.ts';
-import { toSaleRecord, type NewSale, type SaleRecord } from './sale-repository.ts';
+import { newSaleColumns, toSaleRecord, type NewSale, type SaleRecord } from './sale-repository.ts';
 
 /**
  * MySQL's side of creating a sale, which spans two stores: the row is inserted `publishing`, the sale is
@@ -32,7 +32,7 @@ const isKeyConflict = (error: unknown): boolean => {
  */
 export async function beginSaleCreation(prisma: PrismaClient, sale: NewSale, key?: CreationKey): Promise<CreationStart> {
   try {
-    const row = await prisma.sale.create({ data: { ...sale, redisGeneration: randomUUID(), publishState: 'publishing', ...key } });
+    const row = await prisma.sale.create({ data: { ...newSaleColumns(sale), redisGeneration: randomUUID(), publishState: 'publishing', ...key } });
     return { kind: 'started', sale: toSaleRecord(row) };
   } catch (error) {
     if (!key || !isKeyConflict(error)) throw error;

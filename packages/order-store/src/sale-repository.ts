@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { SaleDefinition } from '@flashsale/domain';
+import type { QueueAdmission, SaleDefinition } from '@flashsale/domain';
 import type { PrismaClient } from './generated/prisma/client.ts';
 
 export interface NewSale {
@@ -10,6 +10,26 @@ export interface NewSale {
   endsAt: Date;
   /** Seconds a winner has to pay (10..86400); MySQL's column default (900) when not given. */
   paymentWindowSeconds?: number;
+  /** The waiting room, every setting filled in; absent for an open sale. */
+  admission?: QueueAdmission;
+}
+
+/** The row's columns of a new sale's admission (none for an open sale: MySQL's defaults). */
+export function admissionColumns(admission: QueueAdmission | undefined) {
+  if (!admission) return {};
+  return {
+    admissionMode: 'queue' as const,
+    preQueueSeconds: admission.preQueueSeconds,
+    admitPerSecond: admission.admitPerSecond,
+    admissionTtlSeconds: admission.admissionTtlSeconds,
+    noShowFactor: admission.noShowFactor,
+    admissionPaused: admission.paused,
+  };
+}
+
+/** The columns of a sale as Prisma gives them, for a new row: the sale's fields, its admission mapped. */
+export function newSaleColumns({ admission, ...sale }: NewSale) {
+  return { ...sale, ...admissionColumns(admission) };
 }
 
 /** Order statuses that hold units of stock (a cancelled or expired order has given them back). */
@@ -45,7 +65,25 @@ type SaleRow = {
   createdAt: Date;
   operatorPausedAt: Date | null;
   controlsVersion: number;
+  admissionMode: 'open' | 'queue';
+  preQueueSeconds: number | null;
+  admitPerSecond: number | null;
+  admissionTtlSeconds: number | null;
+  noShowFactor: number | null;
+  admissionPaused: boolean;
 };
+
+function admissionOf(row: SaleRow): QueueAdmission | undefined {
+  if (row.admissionMode !== 'queue') return undefined;
+  return {
+    mode: 'queue',
+    preQueueSeconds: row.preQueueSeconds ?? 0,
+    admitPerSecond: row.admitPerSecond ?? 1,
+    admissionTtlSeconds: row.admissionTtlSeconds ?? 60,
+    noShowFactor: row.noShowFactor ?? 1,
+    paused: row.admissionPaused,
+  };
+}
 
 export function toSaleRecord(row: SaleRow): SaleRecord {
   return {
@@ -64,12 +102,13 @@ export function toSaleRecord(row: SaleRow): SaleRecord {
     operatorPausedAt: row.operatorPausedAt?.getTime() ?? null,
     operatorPaused: row.operatorPausedAt !== null,
     controlsVersion: row.controlsVersion,
+    ...(row.admissionMode === 'queue' && { admission: admissionOf(row) }),
   };
 }
 
 /** Records a new sale with the generation its Redis state will be published under. */
 export async function insertSale(prisma: PrismaClient, sale: NewSale): Promise<SaleRecord> {
-  return toSaleRecord(await prisma.sale.create({ data: { ...sale, redisGeneration: randomUUID() } }));
+  return toSaleRecord(await prisma.sale.create({ data: { ...newSaleColumns(sale), redisGeneration: randomUUID() } }));
 }
 
 /** A published sale (one whose create is unfinished or abandoned does not exist for anyone but its creator). */

@@ -150,6 +150,7 @@ describe('migrate', () => {
     '20261123120000_sale_publication',
     '20261123200000_order_lifecycle',
     '20261123210000_sale_controls',
+    '20261125220000_sale_admission',
   ];
   let first: MigrationResult;
   let second: MigrationResult;

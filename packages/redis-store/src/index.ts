@@ -4,7 +4,7 @@ export { withScripts, type ScriptedRedis, type ScriptCommands } from './scripts.
 export { createRedis, isRedisUnavailable, type RedisClientOptions } from './redis-client.ts';
 export { reservePurchase, toReserveOutcome, type ReserveOutcome, type PurchaseRequest } from './reserve-purchase.ts';
 export { publishSale, withdrawSale, setSalePaused, listSaleIds, retireSale, keepListed } from './sale-state.ts';
-export { readSaleState, redisNow, type SaleState } from './sale-meta.ts';
+export { readSaleState, redisNow, admissionArgs, type SaleState } from './sale-meta.ts';
 export { findBuyerReservation, parseBuyerRecord, reservedAtOfBuyerRecord, readBuyers, readAllBuyers, type BuyerRecord, type BuyerReservation } from './buyer-record.ts';
 export {
   decodeReservation,
@@ -43,3 +43,4 @@ export { pipelineBySlotGroup, type PipelineReply } from './slot-groups.ts';
 export { trimAcknowledged, type RetentionBounds } from './stream-retention.ts';
 export { returnUnits, wasReturned, type UnitsToReturn, type ReturnOutcome, type ReturnResult } from './stock-return.ts';
 export { readEvictionPolicy, refuseEvictingRedis, readRedisMemory, type EvictionPolicyVerdict, type RedisMemory } from './redis-memory.ts';
+export { joinQueue, admitQueue, readQueuePlace, recordPaid, newDraw, type JoinOutcome, type DoorReading, type PlaceReading } from './door.ts';

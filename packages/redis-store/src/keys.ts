@@ -33,6 +33,16 @@ export interface SaleKeys {
    * An entry goes once MySQL holds the payment; the hash is empty but while MySQL is slow or away.
    */
   payments: string;
+  /**
+   * The door of a sale behind a waiting room (door.ts; lua/includes/door.lua says what each holds):
+   * `queue` sorted set user -> draw or arrival score, `turns` sorted set user -> admittedUntil (minus it
+   * once used), `door` hash of the frontier's progress, `paid` hash of paid reservations. None exists
+   * for an open sale.
+   */
+  queue: string;
+  turns: string;
+  door: string;
+  paid: string;
 }
 
 export function saleKeys(prefix: string, saleId: number): SaleKeys {
@@ -46,6 +56,10 @@ export function saleKeys(prefix: string, saleId: number): SaleKeys {
     audit: `${base}:audit`,
     returned: `${base}:returned`,
     payments: `${base}:payments`,
+    queue: `${base}:queue`,
+    turns: `${base}:turns`,
+    door: `${base}:door`,
+    paid: `${base}:paid`,
   };
 }
 

@@ -186,14 +186,14 @@ describe('toReserveOutcome', () => {
   });
 
   it('has a ReserveCode for each code the script names in its header, and no other', () => {
-    const header = readFileSync(new URL('./lua/reserve-3.lua', import.meta.url), 'utf8').split(']]')[0]!;
+    const header = readFileSync(new URL('./lua/reserve-4.lua', import.meta.url), 'utf8').split(']]')[0]!;
     const codes = [...header.matchAll(/^ +\{ (-?\d+), /gm)].map((match) => Number(match[1]));
 
     expect(codes).toEqual(Object.values(ReserveCode).filter((code) => typeof code === 'number'));
   });
 
   it('throws on a code the script does not define', () => {
-    expect(() => toReserveOutcome([-9, ''])).toThrow(new Error('reserve script returned an unknown code -9'));
+    expect(() => toReserveOutcome([-10, ''])).toThrow(new Error('reserve script returned an unknown code -10'));
     expect(() => toReserveOutcome([0, ''])).toThrow(new Error('reserve script returned an unknown code 0'));
   });
 });

@@ -10,7 +10,7 @@ export interface PurchaseRequest {
   reservationId: string;
 }
 
-/** What the reserve script decided; one variant per return code of reserve-3.lua (ReserveCode). */
+/** What the reserve script decided; one variant per return code of reserve-4.lua (ReserveCode). */
 export type ReserveOutcome =
   | { kind: 'reserved'; remaining: number }
   | { kind: 'sale_not_found' }
@@ -20,7 +20,8 @@ export type ReserveOutcome =
   | { kind: 'above_limit'; limit: number }
   | { kind: 'already_purchased'; reservationId: string; quantity: number }
   | { kind: 'sold_out' }
-  | { kind: 'insufficient_stock'; remaining: number };
+  | { kind: 'insufficient_stock'; remaining: number }
+  | { kind: 'not_admitted' };
 
 /** Maps the script's reply to an outcome (pure; tested without Redis). */
 export function toReserveOutcome([code, value]: [number, string | number]): ReserveOutcome {
@@ -44,6 +45,8 @@ export function toReserveOutcome([code, value]: [number, string | number]): Rese
       return { kind: 'sold_out' };
     case ReserveCode.InsufficientStock:
       return { kind: 'insufficient_stock', remaining: Number(value) };
+    case ReserveCode.NotAdmitted:
+      return { kind: 'not_admitted' };
     default:
       throw new Error(`reserve script returned an unknown code ${code}`);
   }
@@ -55,6 +58,6 @@ export function toReserveOutcome([code, value]: [number, string | number]): Rese
  */
 export async function reservePurchase(redis: ScriptedRedis, prefix: string, request: PurchaseRequest): Promise<ReserveOutcome> {
   const keys = saleKeys(prefix, request.saleId);
-  const reply = await redis.reserve(keys.meta, keys.buyers, keys.stream, request.userId, request.quantity, request.reservationId);
+  const reply = await redis.reserve(keys.meta, keys.buyers, keys.stream, keys.turns, request.userId, request.quantity, request.reservationId);
   return toReserveOutcome(reply);
 }

@@ -1,4 +1,4 @@
-import type { SaleDefinition } from '@flashsale/domain';
+import type { QueueAdmission, SaleDefinition } from '@flashsale/domain';
 import type { ScriptedRedis } from './scripts.ts';
 import { saleKeys } from './keys.ts';
 import { isClusterClient } from './redis-target.ts';
@@ -39,6 +39,16 @@ export async function readSaleState(redis: ScriptedRedis, prefix: string, saleId
     generation: meta.gen ?? '',
     operatorPaused: meta.op_paused === '1',
     controlsVersion: Number(meta.ctl ?? 0),
+    ...(meta.adm === '1' && {
+      admission: {
+        mode: 'queue' as const,
+        preQueueSeconds: Number(meta.q_pre),
+        admitPerSecond: Number(meta.q_rate),
+        admissionTtlSeconds: Number(meta.q_ttl),
+        noShowFactor: Number(meta.q_factor),
+        paused: meta.q_paused === '1',
+      },
+    }),
   };
 }
 
@@ -49,6 +59,15 @@ export async function readSaleState(redis: ScriptedRedis, prefix: string, saleId
  */
 export function saleTermsArgs(sale: SaleDefinition): [name: string, stock: number, limit: number, starts: number, ends: number] {
   return [sale.name, sale.stock, sale.perUserLimit, sale.startsAt, sale.endsAt];
+}
+
+/**
+ * The door's terms in the order publish-sale-2.lua (ARGV[9..14]) and rebuild-sale-4.lua (ARGV[11..16])
+ * take them (lua/includes/door-terms.lua); an open sale's mode is '' and the rest unused.
+ */
+export function admissionArgs(admission: QueueAdmission | undefined): (string | number)[] {
+  if (!admission) return ['', '', '', '', '', ''];
+  return ['queue', admission.preQueueSeconds, admission.admitPerSecond, admission.admissionTtlSeconds, admission.noShowFactor, admission.paused ? '1' : '0'];
 }
 
 export const SALE_COUNTER_FIELDS = ['stock', 'remaining', 'gen', 'paused', 'ret_units', 'ret_res', 'ctl', 'op_paused'] as const;

@@ -2,7 +2,7 @@ import type { SaleDefinition } from '@flashsale/domain';
 import type { ScriptedRedis } from './scripts.ts';
 import { ORDER_WRITERS_GROUP, saleKeys, salesIndexKey } from './keys.ts';
 import { writeBuyers, type BuyerRecord } from './buyer-record.ts';
-import { saleTermsArgs } from './sale-meta.ts';
+import { admissionArgs, saleTermsArgs } from './sale-meta.ts';
 
 /**
  * Writes a sale's Redis state from MySQL's record and leaves it paused: meta with the remaining stock
@@ -29,6 +29,7 @@ export async function rebuildSaleState(
     ORDER_WRITERS_GROUP,
     sale.operatorPaused ? '1' : '0',
     sale.controlsVersion,
+    ...admissionArgs(sale.admission),
   );
   await writeBuyers(redis, prefix, sale.id, rebuilt.buyers);
 }

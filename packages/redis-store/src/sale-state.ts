@@ -1,7 +1,7 @@
 import type { SaleDefinition } from '@flashsale/domain';
 import type { ScriptedRedis } from './scripts.ts';
 import { ORDER_WRITERS_GROUP, saleKeys, salesIndexKey } from './keys.ts';
-import { saleTermsArgs } from './sale-meta.ts';
+import { admissionArgs, saleTermsArgs } from './sale-meta.ts';
 
 /**
  * A sale's life in Redis: published (meta hash, stream and group, an entry in the sales index the workers
@@ -31,6 +31,7 @@ export async function publishSale(
     ORDER_WRITERS_GROUP,
     generation,
     notAfter === undefined ? '' : notAfter,
+    ...admissionArgs(sale.admission),
   );
   return reply === 1 ? 'published' : reply === 0 ? 'already_live' : 'too_late';
 }

@@ -64,7 +64,23 @@ describe('loadScripts', () => {
   it("leaves no directive in the project's own scripts, and shares the consumer group's creation", () => {
     const scripts = loadScripts(new URL('./lua/', import.meta.url));
 
-    expect(scripts.map((script) => script.name).sort()).toEqual(['applyControls', 'deadLetter', 'heldPayments', 'publishSale', 'rebuildSale', 'receivePayment', 'reserve', 'returnUnits', 'setPaused', 'trimAcknowledged', 'withdrawSale']);
+    expect(scripts.map((script) => script.name).sort()).toEqual([
+      'admitQueue',
+      'applyControls',
+      'deadLetter',
+      'heldPayments',
+      'joinQueue',
+      'publishSale',
+      'queuePlace',
+      'rebuildSale',
+      'receivePayment',
+      'recordPaid',
+      'reserve',
+      'returnUnits',
+      'setPaused',
+      'trimAcknowledged',
+      'withdrawSale',
+    ]);
     for (const { lua } of scripts) expect(lua).not.toMatch(/^--@/m);
     const creatingGroups = scripts.filter(({ lua }) => lua.includes("'XGROUP', 'CREATE'"));
     expect(creatingGroups.map((script) => script.name).sort()).toEqual(['publishSale', 'rebuildSale']);

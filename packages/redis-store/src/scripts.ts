@@ -7,7 +7,11 @@ import type { Redis } from 'ioredis';
  * on NOSCRIPT (e.g. after a Redis restart), so the hot path sends the script body at most once.
  */
 export interface ScriptCommands {
-  reserve(meta: string, buyers: string, stream: string, userId: string, quantity: number, reservationId: string): Promise<[number, string | number]>;
+  reserve(meta: string, buyers: string, stream: string, turns: string, userId: string, quantity: number, reservationId: string): Promise<[number, string | number]>;
+  joinQueue(meta: string, queue: string, door: string, userId: string, draw: string): Promise<number[]>;
+  admitQueue(meta: string, queue: string, turns: string, door: string, paid: string, rate: string, paused: string): Promise<(number | string)[]>;
+  queuePlace(meta: string, queue: string, turns: string, door: string, userId: string): Promise<(number | string)[]>;
+  recordPaid(meta: string, paid: string, reservationId: string, units: number): Promise<number>;
   publishSale(meta: string, stream: string, ...args: (string | number)[]): Promise<number>;
   withdrawSale(meta: string, buyers: string, stream: string, generation: string): Promise<number>;
   setPaused(meta: string, paused: '0' | '1'): Promise<number>;

@@ -15,6 +15,8 @@ import type { LiveSaleDirectory } from './live-sale-directory.ts';
 /** Handles POST /api/sales/:saleId/purchase on Node's own request and response objects. */
 export type PurchaseHandler = (req: IncomingMessage, res: ServerResponse, rawSaleId: string) => void;
 
+const NOT_ADMITTED_DETAIL = 'this sale is bought through its waiting room: join it (POST /api/sales/{saleId}/queue) and buy while your turn runs';
+
 /** The refusal a client sees for each outcome of the reserve script (plain data: no Error to build). */
 export function refusalOf(outcome: Exclude<ReserveOutcome, { kind: 'reserved' }>, retryAfterSeconds: number): Problem {
   switch (outcome.kind) {
@@ -34,6 +36,8 @@ export function refusalOf(outcome: Exclude<ReserveOutcome, { kind: 'reserved' }>
       return { code: 'SOLD_OUT' };
     case 'insufficient_stock':
       return { code: 'INSUFFICIENT_STOCK', detail: `only ${outcome.remaining} left`, extra: { remaining: outcome.remaining } };
+    case 'not_admitted':
+      return { code: 'NOT_ADMITTED', detail: NOT_ADMITTED_DETAIL };
   }
 }
 

@@ -17,6 +17,11 @@ const REFUSALS: { [K in Refusal['kind']]: [Extract<Refusal, { kind: K }>, number
   already_purchased: [{ kind: 'already_purchased', reservationId: '12-r', quantity: 2 }, 409, { code: 'ALREADY_PURCHASED', extra: { reservationId: '12-r' } }],
   sold_out: [{ kind: 'sold_out' }, 410, { code: 'SOLD_OUT' }],
   insufficient_stock: [{ kind: 'insufficient_stock', remaining: 2 }, 409, { code: 'INSUFFICIENT_STOCK', detail: 'only 2 left', extra: { remaining: 2 } }],
+  not_admitted: [
+    { kind: 'not_admitted' },
+    403,
+    { code: 'NOT_ADMITTED', detail: 'this sale is bought through its waiting room: join it (POST /api/sales/{saleId}/queue) and buy while your turn runs' },
+  ],
 };
 
 describe('refusalOf', () => {

@@ -74,6 +74,13 @@ describe('POST /api/admin/sales', () => {
       requestHash: null,
       operatorPausedAt: null,
       controlsVersion: 0,
+      // An open sale: no door.
+      admissionMode: 'open',
+      preQueueSeconds: null,
+      admitPerSecond: null,
+      admissionTtlSeconds: null,
+      noShowFactor: null,
+      admissionPaused: false,
     });
     // Published under the generation MySQL recorded for it.
     const record = await ctx.prisma.sale.findUniqueOrThrow({ where: { id: created.id } });

@@ -1,10 +1,10 @@
 import express, { Router } from 'express';
 import { z } from 'zod';
-import { AppError, MAX_PER_USER_LIMIT, MAX_STOCK, SALE_TIME_RANGE } from '@flashsale/domain';
+import { ADMISSION_DEFAULTS, ADMISSION_LIMITS, AppError, MAX_PER_USER_LIMIT, MAX_STOCK, SALE_TIME_RANGE } from '@flashsale/domain';
 import { enqueueReconcile } from '@flashsale/jobs';
 import { findSale } from '@flashsale/order-store';
 import type { GatewayDeps } from '../deps.ts';
-import { saleView } from './sale-view.ts';
+import { admissionView, saleView } from './sale-view.ts';
 import { readSaleStats } from './sale-stats.ts';
 import { createSale, creationKeyOf } from './sale-creation.ts';
 import { liftRequestDeadline, withDeadline } from '../deadline.ts';
@@ -36,6 +36,21 @@ const saleName = z
   .refine((name) => name.isWellFormed(), 'must be well-formed Unicode (it has a lone surrogate)')
   .refine((name) => !UNSAFE_NAME_CHARACTERS.test(name), 'must not contain control characters or bidirectional formatting characters');
 
+const setting = (limits: { min: number; max: number }, integer: boolean) => (integer ? z.number().int() : z.number()).min(limits.min).max(limits.max);
+
+// `admission` absent or { mode: "open" }: an open sale, exactly as before the door. { mode: "queue", ... }:
+// behind the door, each setting not given at its default (ADMISSION_DEFAULTS).
+const admissionBody = z.discriminatedUnion('mode', [
+  z.strictObject({ mode: z.literal('open') }),
+  z.strictObject({
+    mode: z.literal('queue'),
+    preQueueSeconds: setting(ADMISSION_LIMITS.preQueueSeconds, true).default(ADMISSION_DEFAULTS.preQueueSeconds),
+    admitPerSecond: setting(ADMISSION_LIMITS.admitPerSecond, false).default(ADMISSION_DEFAULTS.admitPerSecond),
+    admissionTtlSeconds: setting(ADMISSION_LIMITS.admissionTtlSeconds, true).default(ADMISSION_DEFAULTS.admissionTtlSeconds),
+    noShowFactor: setting(ADMISSION_LIMITS.noShowFactor, false).default(ADMISSION_DEFAULTS.noShowFactor),
+  }),
+]);
+
 const newSaleBody = z
   .strictObject({
     name: saleName,
@@ -44,6 +59,7 @@ const newSaleBody = z
     endsAt: saleTime,
     perUserLimit: z.number().int().min(1).max(MAX_PER_USER_LIMIT).default(1),
     paymentWindowSeconds: z.number().int().min(10).max(86_400).optional(),
+    admission: admissionBody.optional(),
   })
   .refine((sale) => sale.endsAt > sale.startsAt, { path: ['endsAt'], message: 'must be after startsAt', when: whenValid('startsAt', 'endsAt') })
   .refine((sale) => sale.perUserLimit <= sale.stock, { path: ['perUserLimit'], message: 'must not exceed stock', when: whenValid('stock', 'perUserLimit') });
@@ -59,10 +75,15 @@ export function adminRouter(deps: GatewayDeps): Router {
     jsonBodyOnly,
     express.json({ limit: config.HTTP_MAX_BODY_BYTES, strict: true }),
     async (req, res) => {
-      const parsed = parseOrThrow(newSaleBody, req.body ?? {});
-      const input = { ...parsed, paymentWindowSeconds: parsed.paymentWindowSeconds ?? config.PAYMENT_WINDOW_SECONDS };
+      const { admission, ...parsed } = parseOrThrow(newSaleBody, req.body ?? {});
+      const input = {
+        ...parsed,
+        paymentWindowSeconds: parsed.paymentWindowSeconds ?? config.PAYMENT_WINDOW_SECONDS,
+        ...(admission?.mode === 'queue' && { admission: { ...admission, paused: false } }),
+      };
       const sale = await createSale(deps, input, creationKeyOf(req.headers['idempotency-key'], input), () => !res.headersSent);
-      res.status(201).json({ ...saleView(sale), paymentWindowSeconds: sale.paymentWindowSeconds });
+      // An open sale's answer is exactly what it was before the door.
+      res.status(201).json({ ...saleView(sale), paymentWindowSeconds: sale.paymentWindowSeconds, ...(sale.admission && { admission: admissionView(sale.admission) }) });
     },
   );
 

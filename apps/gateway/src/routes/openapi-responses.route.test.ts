@@ -14,6 +14,7 @@ import { buyerToken } from '@flashsale/harness';
 import { newReservationId, signPaymentEvent } from '@flashsale/domain';
 import { bearer, requestWithHost } from '../../../../test/support/http.ts';
 import { writeOrdersOf } from '../../../../test/support/orders.ts';
+import { insertSale } from '@flashsale/order-store';
 import { OPENAPI_DOCUMENT } from './openapi.route.ts';
 
 // Every response a real gateway gives is held to docs/openapi.yaml: its status must be described for its
@@ -485,6 +486,16 @@ describe('429 RATE_LIMITED with Retry-After, past a buyer\'s budget', () => {
     await expectDescribed('GET /api/reservations/{reservationId}', 429, await lookUp());
   });
 
+  it("on the door's join and status, with a budget of their own", async () => {
+    const now = await redisNow(limited.redis);
+    const sale = { name: `OpenAPI door ${randomUUID()}`, stock: 5, startsAt: iso(now + 60_000), endsAt: iso(now + 3_600_000), admission: { mode: 'queue' } };
+    const created = (await (await fetch(`${limitedGateway.url}/api/admin/sales`, { method: 'POST', headers: { ...bearer(limited.config.ADMIN_TOKEN), ...asJson }, body: JSON.stringify(sale) })).json()) as { id: number };
+    const token = bearer(buyerToken(newBuyer()));
+    await expectDescribed('POST /api/sales/{saleId}/queue', 200, await fetch(`${limitedGateway.url}/api/sales/${created.id}/queue`, { method: 'POST', headers: token }));
+    await expectDescribed('POST /api/sales/{saleId}/queue', 429, await fetch(`${limitedGateway.url}/api/sales/${created.id}/queue`, { method: 'POST', headers: token }));
+    await expectDescribed('GET /api/sales/{saleId}/queue', 429, await fetch(`${limitedGateway.url}/api/sales/${created.id}/queue`, { headers: token }));
+  });
+
   it('on cancels, which spend the purchase budget: the purchase used it up', async () => {
     const sale = await createLiveSale(limited);
     const { reservationId, token } = await reserve(sale.id, limitedGateway.url);
@@ -647,6 +658,85 @@ describe('with Redis away', () => {
       await expectDescribed(`POST /api/admin/sales/{saleId}/${action}`, 503, await fetch(`${away.url}/api/admin/sales/${sale.id}/${action}`, { method: 'POST', headers: adminToken }));
     }
     await expectDescribed('POST /api/admin/sales/{saleId}/stock', 503, await fetch(`${away.url}/api/admin/sales/${sale.id}/stock`, { method: 'POST', headers: { ...adminToken, ...asJson }, body: '{"add":1}' }));
+    await expectDescribed('POST /api/sales/{saleId}/queue', 503, await fetch(`${away.url}/api/sales/${sale.id}/queue`, { method: 'POST', headers: token }));
+    await expectDescribed('GET /api/sales/{saleId}/queue', 503, await fetch(`${away.url}/api/sales/${sale.id}/queue`, { headers: token }));
+    // A queued sale in MySQL: the change is recorded there, and Redis cannot take it.
+    const door = await insertSale(own.prisma, {
+      name: 'Door away',
+      stock: 5,
+      perUserLimit: 1,
+      startsAt: new Date(now),
+      endsAt: new Date(now + 3_600_000),
+      admission: { mode: 'queue', preQueueSeconds: 60, admitPerSecond: 5, admissionTtlSeconds: 60, noShowFactor: 1, paused: false },
+    });
+    await expectDescribed('POST /api/admin/sales/{saleId}/admission', 503, await fetch(`${away.url}/api/admin/sales/${door.id}/admission`, { method: 'POST', headers: { ...adminToken, ...asJson }, body: '{"paused":true}' }));
+  });
+});
+
+describe('the door: POST and GET /api/sales/{saleId}/queue, POST /api/admin/sales/{saleId}/admission, 403 NOT_ADMITTED', () => {
+  const JOIN = 'POST /api/sales/{saleId}/queue';
+  const STATUS = 'GET /api/sales/{saleId}/queue';
+  const STEER = 'POST /api/admin/sales/{saleId}/admission';
+  const join = (saleId: number | string, headers: Record<string, string>) => fetch(`${gateway.url}/api/sales/${saleId}/queue`, { method: 'POST', headers });
+  const status = (saleId: number | string, headers: Record<string, string>) => fetch(`${gateway.url}/api/sales/${saleId}/queue`, { headers });
+  const steer = (saleId: number | string, body: string, headers: Record<string, string> = { ...admin(), ...asJson }) =>
+    fetch(`${gateway.url}/api/admin/sales/${saleId}/admission`, { method: 'POST', headers, body });
+  const queued = async (startsIn: number, endsIn = startsIn + 3_600_000, preQueueSeconds = 3600) => {
+    const now = await redisNow(ctx.redis);
+    const sale = { name: `OpenAPI door ${randomUUID()}`, stock: 5, startsAt: iso(now + startsIn), endsAt: iso(now + endsIn), admission: { mode: 'queue', preQueueSeconds, admitPerSecond: 1000 } };
+    return (await expectDescribed('POST /api/admin/sales', 201, await fetch(`${gateway.url}/api/admin/sales`, { method: 'POST', headers: { ...admin(), ...asJson }, body: JSON.stringify(sale) }))) as {
+      id: number;
+      endsAt: string;
+    };
+  };
+
+  it('joins and asks: 200 with Retry-After, waiting then admitted; a purchase before the turn 403 NOT_ADMITTED, after it 202', async () => {
+    const sale = await queued(1000);
+    const token = bearer(buyerToken(newBuyer()));
+    const joined = await expectDescribed(JOIN, 200, await join(sale.id, token));
+    expect(joined).toMatchObject({ state: 'waiting', position: null });
+    await expectDescribed('POST /api/sales/{saleId}/purchase', 403, await purchase(gateway.url, sale.id, token));
+    const admitted = await until(
+      async () => expectDescribed(STATUS, 200, await status(sale.id, { ...token, 'queue-ticket': String(joined.ticket) })),
+      (body) => body.state === 'admitted',
+    );
+    expect(admitted.admittedUntil).toEqual(expect.any(String));
+    const notYours = await expectDescribed('POST /api/sales/{saleId}/purchase', 403, await purchase(gateway.url, sale.id, bearer(buyerToken(newBuyer()))));
+    expect(notYours.code).toBe('NOT_ADMITTED');
+    await expectDescribed('POST /api/sales/{saleId}/purchase', 202, await purchase(gateway.url, sale.id, token));
+    await expectDescribed(STATUS, 200, await status(sale.id, bearer(buyerToken(newBuyer()))));
+  });
+
+  it('400 for a malformed path and a bad ticket, 401 without a token, 404 for no sale, 409 for an open sale and before the queue opens, 410 for an ended sale', async () => {
+    const token = bearer(buyerToken(newBuyer()));
+    const open = await createLiveSale(ctx);
+    const later = await queued(7_200_000, 10_800_000, 60);
+    const ended = await queued(-2000, 300);
+    await until(() => redisNow(ctx.redis), (now) => now >= Date.parse(ended.endsAt));
+
+    await expectDescribed(JOIN, 400, await join('%ZZ', token));
+    await expectDescribed(STATUS, 400, await status('%ZZ', token));
+    expect(await expectDescribed(STATUS, 400, await status(later.id, { ...token, 'queue-ticket': 'forged' }))).toMatchObject({ code: 'INVALID_QUEUE_TICKET' });
+    await expectDescribed(JOIN, 401, await join(later.id, {}));
+    await expectDescribed(STATUS, 401, await status(later.id, {}));
+    await expectDescribed(JOIN, 404, await join(999_999_999, token));
+    await expectDescribed(STATUS, 404, await status(999_999_999, token));
+    expect(await expectDescribed(JOIN, 409, await join(open.id, token))).toMatchObject({ code: 'SALE_NOT_QUEUED' });
+    expect(await expectDescribed(JOIN, 409, await join(later.id, token))).toMatchObject({ code: 'QUEUE_NOT_OPEN', opensAt: expect.any(String) });
+    await expectDescribed(STATUS, 409, await status(open.id, token));
+    expect(await expectDescribed(JOIN, 410, await join(ended.id, token))).toMatchObject({ code: 'SALE_ENDED' });
+  });
+
+  it('steers: 200 with the settings and the door; 400, 401, 404, 409, 413, 415', async () => {
+    const sale = await queued(60_000);
+    const open = await createLiveSale(ctx);
+    expect(await expectDescribed(STEER, 200, await steer(sale.id, '{"paused":true,"admitPerSecond":12}'))).toMatchObject({ admission: { paused: true, admitPerSecond: 12 } });
+    await expectDescribed(STEER, 400, await steer(sale.id, '{"admitPerSecond":-1}'));
+    await expectDescribed(STEER, 401, await steer(sale.id, '{}', asJson));
+    await expectDescribed(STEER, 404, await steer(999_999_999, '{}'));
+    await expectDescribed(STEER, 409, await steer(open.id, '{}'));
+    await expectDescribed(STEER, 413, await steer(sale.id, oversizedBody('/api/admin/sales/{saleId}/admission', 'post')));
+    await expectDescribed(STEER, 415, await steer(sale.id, '{}', { ...admin(), 'content-type': 'text/plain' }));
   });
 });
 
@@ -722,6 +812,9 @@ describe('docs/openapi.yaml', () => {
     'POST /api/admin/sales/{saleId}/resume 500',
     'POST /api/admin/sales/{saleId}/close 500',
     'POST /api/admin/sales/{saleId}/stock 500',
+    'POST /api/sales/{saleId}/queue 500',
+    'GET /api/sales/{saleId}/queue 500',
+    'POST /api/admin/sales/{saleId}/admission 500',
     // The reconciliation did not finish within the drain timeout + 30 s.
     'POST /api/admin/sales/{saleId}/reconcile 503',
   ];

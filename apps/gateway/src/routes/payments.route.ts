@@ -4,6 +4,7 @@ import { AppError, checkPaymentSignature, saleIdOfReservation } from '@flashsale
 import { summarisedLog } from '@flashsale/config';
 import { receivePayment } from '@flashsale/lifecycle';
 import type { PaymentEventInput } from '@flashsale/order-store';
+import type { Door } from '@flashsale/sales';
 import type { GatewayDeps } from '../deps.ts';
 import { parseOrThrow, jsonBodyOnly } from '../validation.ts';
 
@@ -38,7 +39,7 @@ const paymentEvent = z.object({
  *   503 SERVICE_UNAVAILABLE       MySQL could not take it now; its arrival is recorded, a retry answers
  *                                 what it came to (paid, if it arrived before payBy)
  */
-export function paymentsRouter({ config, redis, prisma, logger }: GatewayDeps): Router {
+export function paymentsRouter({ config, redis, prisma, logger }: GatewayDeps, door: Door): Router {
   const router = Router();
   // Refusals summed up (the first at once, then counts every 10 s): an unsigned flood is no log flood.
   const refusals = summarisedLog<string>(logger, 'payment events refused: bad signature', 'refused');
@@ -66,6 +67,15 @@ export function paymentsRouter({ config, redis, prisma, logger }: GatewayDeps): 
       if (saleId === null) throw new AppError('RESERVATION_NOT_FOUND', 'no such reservation');
       const event: PaymentEventInput = { eventId: parsed.id, reservationId: parsed.reservationId, saleId, amountCents: parsed.amountCents };
       const status = await receivePayment(intake, event);
+      // A queued sale's door learns that these units can never come back (and, with nothing else that
+      // can, tells its crowd sold_out). Replays do it again (idempotent). The payment stands whatever
+      // happens here: a failure only leaves the door believing the units may come back, so its crowd
+      // waits instead of hearing sold_out; nobody is admitted for it.
+      if (status === 'paid') {
+        await door.paid(event.saleId, event.reservationId).catch((error: unknown) => {
+          logger.warn({ err: error, reservationId: event.reservationId }, "a paid order could not be recorded in its sale's door");
+        });
+      }
       logger.info({ eventId: event.eventId, reservationId: event.reservationId, amountCents: event.amountCents, status }, 'payment event');
       res.json({ status });
     },

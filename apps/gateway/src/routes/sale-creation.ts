@@ -16,7 +16,16 @@ export function creationKeyOf(header: string | string[] | undefined, input: NewS
     throw new AppError('INVALID_REQUEST', 'Idempotency-Key must be 1 to 255 visible ASCII characters');
   }
   // The parsed request, in a fixed order: the same sale sent with other spacing or key order is the same.
-  const canonical = JSON.stringify([input.name, input.stock, input.perUserLimit, input.startsAt.toISOString(), input.endsAt.toISOString(), input.paymentWindowSeconds]);
+  // An open sale's hash is what it was before the door (a retry across the upgrade still matches).
+  const canonical = JSON.stringify([
+    input.name,
+    input.stock,
+    input.perUserLimit,
+    input.startsAt.toISOString(),
+    input.endsAt.toISOString(),
+    input.paymentWindowSeconds,
+    ...(input.admission ? [input.admission] : []),
+  ]);
   return { idempotencyKey: header, requestHash: createHash('sha256').update(canonical).digest('hex') };
 }
 

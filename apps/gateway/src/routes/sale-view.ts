@@ -1,4 +1,4 @@
-import type { SaleDefinition, SaleStatus } from '@flashsale/domain';
+import type { DoorView, QueueAdmission, SaleDefinition, SaleStatus } from '@flashsale/domain';
 
 /** A sale as the HTTP API shows it; `live` adds what only a running sale has. */
 export function saleView(sale: SaleDefinition, live?: { remaining: number; status: SaleStatus }) {
@@ -11,5 +11,29 @@ export function saleView(sale: SaleDefinition, live?: { remaining: number; statu
     endsAt: new Date(sale.endsAt).toISOString(),
     perUserLimit: sale.perUserLimit,
     ...(live && { status: live.status }),
+  };
+}
+
+/** A queued sale's admission settings as the API shows them (an open sale shows none). */
+export function admissionView(admission: QueueAdmission | undefined) {
+  if (!admission) return { mode: 'open' as const };
+  const { mode, preQueueSeconds, admitPerSecond, admissionTtlSeconds, noShowFactor, paused } = admission;
+  return { mode, preQueueSeconds, admitPerSecond, admissionTtlSeconds, noShowFactor, paused };
+}
+
+/** The door of a queued sale as the operator sees it. */
+export function doorView(door: DoorView) {
+  const waiting = Math.max(0, door.queued - door.front);
+  return {
+    queued: door.queued,
+    waiting,
+    admitted: door.front,
+    admittedUnused: door.unused,
+    abandoned: door.abandoned,
+    remaining: door.remaining,
+    mayComeBack: door.mayComeBack,
+    // The last in line, at the door's pace; null while nothing moves it (paused, or no stock on sale).
+    lastInLineEtaSeconds: door.doorPaused || door.salePaused || door.remaining <= 0 || waiting === 0 ? null : Math.ceil(waiting / door.admitPerSecond),
+    at: new Date(door.now).toISOString(),
   };
 }

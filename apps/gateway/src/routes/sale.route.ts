@@ -4,7 +4,7 @@ import { readSaleState, redisNow, saleKeys } from '@flashsale/redis-store';
 import { findSale } from '@flashsale/order-store';
 import type { GatewayDeps } from '../deps.ts';
 import { saleIdParam } from '../validation.ts';
-import { saleView } from './sale-view.ts';
+import { admissionView, saleView } from './sale-view.ts';
 
 /** GET /api/sales/:saleId: the sale as buyers see it, with live stock and status from Redis. */
 export function saleRouter({ redis, prisma, config }: GatewayDeps): Router {
@@ -16,7 +16,8 @@ export function saleRouter({ redis, prisma, config }: GatewayDeps): Router {
     const [state, now] = await Promise.all([readSaleState(redis, config.REDIS_PREFIX, saleId), redisNow(redis, saleKeys(config.REDIS_PREFIX, saleId).meta)]);
     if (state) {
       // Paused for buyers whoever paused it: the reconciler or an operator (the reserve script refuses either).
-      res.json(saleView(state, { remaining: state.remaining, status: saleStatus({ ...state, paused: state.paused || state.operatorPaused }, now) }));
+      const view = saleView(state, { remaining: state.remaining, status: saleStatus({ ...state, paused: state.paused || state.operatorPaused }, now) });
+      res.json(state.admission ? { ...view, admission: admissionView(state.admission) } : view);
       return;
     }
     // Not in Redis: either no such sale, or Redis lost it and intake is stopped until it is rebuilt.

@@ -15,6 +15,9 @@
     ARGV[6] consumer group name
     ARGV[7] generation (a marker of this Redis state, so the reconciler can tell a rebuilt one)
     ARGV[8] not after (epoch ms on Redis's clock), or '' for no limit
+    ARGV[9..14] the door's terms: mode ('queue', or '' for an open sale), pre-queue seconds, admit rate
+            per second, admission TTL seconds, no-show factor, door paused '1' / '0'
+            (includes/door-terms.lua)
 
   Output:
     1  published now
@@ -26,6 +29,7 @@
 ]]
 --@include "includes/sale-meta.lua"
 --@include "includes/ensure-group.lua"
+--@include "includes/door-terms.lua"
 
 if ARGV[8] ~= '' and redis_now_ms() > tonumber(ARGV[8]) then
   return -1
@@ -36,4 +40,5 @@ if redis.call('EXISTS', KEYS[1]) == 1 then
 end
 
 write_sale_meta(KEYS[1], ARGV, { remaining = ARGV[2], paused = false, generation = ARGV[7] })
+write_door_terms(KEYS[1], ARGV, 9)
 return ensure_group(KEYS[2], ARGV[6]) or 1

@@ -21,12 +21,15 @@
     ARGV[9] operator paused: '1' or '0' (MySQL's operator_paused_at; kept apart from this script's own pause)
     ARGV[10] controls version (MySQL's controls_version: an operator's control older than the rebuild
              does not apply over it; see apply-controls-1.lua)
+    ARGV[11..16] the door's terms as MySQL holds them (includes/door-terms.lua); the door's progress
+             (queue, turns, door hash) is in keys of its own and survives the rebuild
 
   Output:
     1
 ]]
 --@include "includes/sale-meta.lua"
 --@include "includes/ensure-group.lua"
+--@include "includes/door-terms.lua"
 
 redis.call('DEL', KEYS[1], KEYS[2], KEYS[4])
 write_sale_meta(KEYS[1], ARGV, {
@@ -36,5 +39,6 @@ write_sale_meta(KEYS[1], ARGV, {
   operator_paused = ARGV[9] == '1',
   controls_version = ARGV[10],
 })
+write_door_terms(KEYS[1], ARGV, 11)
 -- A lost stream (and its group) is recreated empty; a surviving one keeps its group and history.
 return ensure_group(KEYS[3], ARGV[8]) or 1

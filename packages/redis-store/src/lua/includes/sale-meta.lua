@@ -33,7 +33,7 @@ end
 
 -- What a purchase is judged by, in one HMGET; nil when the sale is not in Redis.
 local function read_sale_terms(key)
-  local meta = redis.call('HMGET', key, 'starts', 'ends', 'paused', 'limit', 'remaining', 'gen', 'op_paused')
+  local meta = redis.call('HMGET', key, 'starts', 'ends', 'paused', 'limit', 'remaining', 'gen', 'op_paused', 'adm')
   if not meta[1] then
     return nil
   end
@@ -46,6 +46,8 @@ local function read_sale_terms(key)
     limit = tonumber(meta[4]),
     remaining = tonumber(meta[5]),
     generation = meta[6] or '',
+    -- Bought through the door (includes/door-terms.lua).
+    queued = meta[8] == '1',
   }
 end
 

@@ -11,6 +11,8 @@
     KEYS[1] sale meta hash   (record: sale meta, includes/sale-meta.lua)
     KEYS[2] sale buyers hash (record: buyer record, includes/buyer-record.lua)
     KEYS[3] sale stream      (record: reservation entry, includes/reservation-entry.lua)
+    KEYS[4] sale turns       (the door's admissions, includes/door-admission.lua; untouched for an
+                              open sale)
 
     ARGV[1] user id
     ARGV[2] quantity (a positive integer; the gateway has validated its form)
@@ -26,6 +28,8 @@
     { -6, '<reservationId>|<qty>' }  AlreadyPurchased: this buyer's record (buyer-record.ts parses it)
     { -7, '' }                       SoldOut (nothing left)
     { -8, remaining }                InsufficientStock: some left, fewer than asked
+    { -9, '' }                       NotAdmitted: the sale is behind the door and this buyer holds no
+                                     running turn (never admitted yet, expired, or used)
 
   Every refusal returns before the first write. A buyer who already holds a reservation is told so
   (-6, with its id) before any other refusal: the answer a retry needs (after a dropped connection, a
@@ -34,6 +38,7 @@
 --@include "includes/sale-meta.lua"
 --@include "includes/buyer-record.lua"
 --@include "includes/reservation-entry.lua"
+--@include "includes/door-admission.lua"
 
 local sale = read_sale_terms(KEYS[1])
 if not sale then
@@ -57,6 +62,15 @@ if now < sale.starts then
   return { -4, '' }
 end
 
+-- The door: one branch on a field read with the terms; an open sale pays nothing more.
+local turn
+if sale.queued then
+  turn = running_turn(KEYS[4], ARGV[1], now)
+  if not turn then
+    return { -9, '' }
+  end
+end
+
 local quantity = tonumber(ARGV[2])
 if quantity > sale.limit then
   return { -5, sale.limit }
@@ -77,4 +91,7 @@ end
 add_reservation(KEYS[3], ARGV[3], ARGV[1], ARGV[2], now, sale.generation)
 local remaining = take_sale_stock(KEYS[1], quantity)
 record_buyer(KEYS[2], ARGV[1], ARGV[3], ARGV[2], now)
+if turn then
+  use_turn(KEYS[4], ARGV[1], turn)
+end
 return { 1, remaining }

@@ -1,0 +1,47 @@
+import { Router, type Response } from 'express';
+import type { Door, QueueReply } from '@flashsale/sales';
+import type { GatewayDeps } from '../deps.ts';
+import { createBuyerAuthenticator } from '../auth.ts';
+import { createRequestLimits } from '../request-limits.ts';
+import { saleIdParam } from '../validation.ts';
+
+/**
+ * The waiting room of a queued sale (packages/sales: the door):
+ *   POST /api/sales/:saleId/queue   join (idempotent: the same place again)
+ *   GET  /api/sales/:saleId/queue   where the buyer stands, with Retry-After
+ * Both answer the buyer's state and a signed ticket; a client sends the ticket back in the
+ * `Queue-Ticket` header, and a waiting buyer's poll is then answered without Redis. Rate-limited like
+ * purchases, with budgets of their own.
+ */
+export function queueRouter({ config, now }: GatewayDeps, door: Door): Router {
+  const router = Router();
+  const authenticate = createBuyerAuthenticator(config.AUTH_SECRET, config.AUTH_CLOCK_TOLERANCE_SECONDS);
+  const limits = createRequestLimits(config, now);
+  const send = (res: Response, { saleId, answer, ticket }: QueueReply) => {
+    res.set('Retry-After', String(answer.retryAfterSeconds));
+    res.set('Cache-Control', 'no-store');
+    res.json({
+      saleId,
+      state: answer.state,
+      position: answer.position,
+      ahead: answer.ahead,
+      etaSeconds: answer.etaSeconds,
+      admittedUntil: answer.admittedUntil === null ? null : new Date(answer.admittedUntil).toISOString(),
+      ticket,
+    });
+  };
+  router.post('/api/sales/:saleId/queue', async (req, res) => {
+    limits.checkAddress(req);
+    const userId = authenticate(req.headers.authorization);
+    limits.checkBuyer(userId);
+    send(res, await door.join(saleIdParam(req.params.saleId), userId));
+  });
+  router.get('/api/sales/:saleId/queue', async (req, res) => {
+    limits.checkAddress(req);
+    const userId = authenticate(req.headers.authorization);
+    limits.checkBuyer(userId);
+    const ticket = req.headers['queue-ticket'];
+    send(res, await door.status(saleIdParam(req.params.saleId), userId, typeof ticket === 'string' ? ticket : undefined));
+  });
+  return router;
+}

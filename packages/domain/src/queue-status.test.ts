@@ -1,0 +1,79 @@
+import { describe, expect, it } from 'vitest';
+import { queueAnswer, type DoorView } from './queue-status.ts';
+import { queueTicketKey, readQueueTicket, signQueueTicket } from './queue-ticket.ts';
+
+const T0 = Date.UTC(2026, 10, 25, 12);
+const door = (over: Partial<DoorView> = {}): DoorView => ({
+  saleId: 7,
+  now: T0,
+  startsAt: T0,
+  endsAt: T0 + 3_600_000,
+  opensAt: T0 - 600_000,
+  front: 10,
+  queued: 100,
+  unused: 2,
+  remaining: 50,
+  mayComeBack: 0,
+  abandoned: 0,
+  admitPerSecond: 4,
+  admissionTtlSeconds: 60,
+  noShowFactor: 1,
+  doorPaused: false,
+  salePaused: false,
+  ...over,
+});
+
+describe('queueAnswer', () => {
+  it('waiting after the draw: position 1 is next, ETA at the door pace, asked back halfway', () => {
+    expect(queueAnswer(door(), { score: 1, rank: 29 }, T0)).toEqual({ state: 'waiting', position: 20, ahead: 19, etaSeconds: 5, admittedUntil: null, retryAfterSeconds: 3 });
+    expect(queueAnswer(door(), { score: 1, rank: 10 }, T0)).toMatchObject({ position: 1, ahead: 0, etaSeconds: 1, retryAfterSeconds: 1 });
+  });
+
+  it('waiting before the draw: no place, the ETA is the start, Retry-After up to 30 s', () => {
+    expect(queueAnswer(door({ startsAt: T0 + 20_000, front: 0 }), { score: 5, rank: null }, T0)).toEqual({ state: 'waiting', position: null, ahead: null, etaSeconds: 20, admittedUntil: null, retryAfterSeconds: 20 });
+    expect(queueAnswer(door({ startsAt: T0 + 300_000, front: 0 }), { score: 5, rank: null }, T0).retryAfterSeconds).toBe(30);
+  });
+
+  it('no ETA while nothing moves the door: paused, the sale paused, or held by the stock bound', () => {
+    for (const held of [door({ doorPaused: true }), door({ salePaused: true }), door({ unused: 50 }), door({ remaining: 0, mayComeBack: 3, unused: 0 })]) {
+      expect(queueAnswer(held, { score: 1, rank: 20 }, T0)).toMatchObject({ state: 'waiting', position: 11, etaSeconds: null, retryAfterSeconds: 5 });
+    }
+  });
+
+  it('admitted while the turn runs (Retry-After its end), still admitted once used, expired after it ran out', () => {
+    expect(queueAnswer(door(), { score: 1, rank: 3, turn: T0 + 42_500 }, T0)).toEqual({ state: 'admitted', position: null, ahead: null, etaSeconds: null, admittedUntil: T0 + 42_500, retryAfterSeconds: 30 });
+    expect(queueAnswer(door(), { score: 1, rank: 3, turn: -(T0 + 1000) }, T0 + 5000)).toMatchObject({ state: 'admitted', admittedUntil: T0 + 1000 });
+    expect(queueAnswer(door(), { score: 1, rank: 3, turn: null }, T0)).toMatchObject({ state: 'expired', retryAfterSeconds: 3600 });
+  });
+
+  it('sold_out for everyone waiting once nothing is left and nothing can come back; ended over all; not_joined', () => {
+    expect(queueAnswer(door({ remaining: 0, mayComeBack: 0 }), { score: 1, rank: 20 }, T0)).toMatchObject({ state: 'sold_out', position: null, retryAfterSeconds: 30 });
+    expect(queueAnswer(door(), { score: 1, rank: 20 }, T0 + 3_600_000)).toMatchObject({ state: 'ended' });
+    expect(queueAnswer(door(), null, T0)).toMatchObject({ state: 'not_joined', retryAfterSeconds: 1 });
+    expect(queueAnswer(door({ opensAt: T0 + 12_000 }), null, T0)).toMatchObject({ state: 'not_joined', retryAfterSeconds: 12 });
+  });
+});
+
+describe('queue tickets', () => {
+  const key = queueTicketKey('a-secret-of-at-least-thirty-two-characters');
+  const ticket = { saleId: 7, userId: 'ünïcode buyer.with.dots', score: 2 ** 52 + 3, rank: 12 };
+
+  it('reads back what was signed, for its buyer and sale only', () => {
+    const raw = signQueueTicket(key, ticket);
+    expect(readQueueTicket(key, raw, { saleId: 7, userId: ticket.userId })).toEqual(ticket);
+    expect(readQueueTicket(key, signQueueTicket(key, { ...ticket, rank: null }), { saleId: 7, userId: ticket.userId })).toEqual({ ...ticket, rank: null });
+    expect(readQueueTicket(key, raw, { saleId: 7, userId: 'someone else' })).toBe('other_buyer');
+    expect(readQueueTicket(key, raw, { saleId: 8, userId: ticket.userId })).toBe('other_sale');
+  });
+
+  it('refuses an altered field, another key, and anything malformed', () => {
+    const parts = signQueueTicket(key, ticket).split('.');
+    const altered = [...parts];
+    altered[4] = '0';
+    expect(readQueueTicket(key, altered.join('.'), { saleId: 7, userId: ticket.userId })).toBe('bad_signature');
+    expect(readQueueTicket(queueTicketKey('another-secret-of-at-least-thirty-two-chars'), parts.join('.'), { saleId: 7, userId: ticket.userId })).toBe('bad_signature');
+    for (const raw of ['', 'q1', 'q2.7.x.1.-.sig', 'q1.7.x.1.-', 'q1.07.eA.1.-.sig', 'q1.7.eA.-1.-.sig', 'q1.7.eA.1.1.5.sig']) {
+      expect(readQueueTicket(key, raw, { saleId: 7, userId: 'x' })).toBe('malformed');
+    }
+  });
+});

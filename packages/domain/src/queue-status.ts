@@ -1,0 +1,105 @@
+/**
+ * What a buyer in a sale's waiting room is told (GET /api/sales/:id/queue): a pure function of the door
+ * (the frontier every gateway caches) and the buyer's place (from a signed ticket, or from Redis), so a
+ * waiting buyer is answered without a Redis call. Times are epoch ms on Redis's clock.
+ */
+export type QueueState = 'not_joined' | 'waiting' | 'admitted' | 'sold_out' | 'ended' | 'expired';
+
+/** The door of one sale as the admit script last reported it (admit-queue-5.lua). */
+export interface DoorView {
+  saleId: number;
+  /** Redis's clock when this view was read (a cache moves it on by its own monotonic clock). */
+  now: number;
+  startsAt: number;
+  endsAt: number;
+  opensAt: number;
+  /** Ranks given a turn so far: ranks below it are admitted, bought or expired. */
+  front: number;
+  /** Buyers in the queue. */
+  queued: number;
+  /** Admitted buyers whose turn runs and who have not bought. */
+  unused: number;
+  /** Units on sale now. */
+  remaining: number;
+  /** Units sold but not paid for (may come back by expiry or cancel). */
+  mayComeBack: number;
+  /** Turns that ended without a purchase. */
+  abandoned: number;
+  admitPerSecond: number;
+  admissionTtlSeconds: number;
+  noShowFactor: number;
+  /** The operator's pause of the door. */
+  doorPaused: boolean;
+  /** The sale itself is paused (operator or reconciler): nobody is admitted meanwhile. */
+  salePaused: boolean;
+}
+
+/** Where one buyer stands: the queue score, the rank once drawn, and the turn when one was given. */
+export interface QueuePlace {
+  score: number;
+  rank: number | null;
+  /**
+   * The buyer's turn: admittedUntil while it runs and is unused, minus admittedUntil once a purchase used
+   * it, null when no turn is running (never given, or expired). Undefined when not looked up (a ticket
+   * read without Redis), which is only allowed for ranks the frontier has not reached.
+   */
+  turn?: number | null;
+}
+
+export interface QueueAnswer {
+  state: QueueState;
+  position: number | null;
+  ahead: number | null;
+  etaSeconds: number | null;
+  admittedUntil: number | null;
+  /** Seconds until it is worth asking again (Retry-After). */
+  retryAfterSeconds: number;
+}
+
+/** The longest a waiting buyer is told to wait before asking again, so a sudden change reaches everyone. */
+export const MAX_RETRY_AFTER_SECONDS = 30;
+/** For answers that will not change again (ended, expired). */
+export const FINAL_RETRY_AFTER_SECONDS = 3600;
+
+const clampRetry = (seconds: number): number => Math.min(MAX_RETRY_AFTER_SECONDS, Math.max(1, Math.ceil(seconds)));
+
+/** Nothing left and nothing that may come back: every buyer still waiting can be told now. */
+export const isSoldOutForGood = (door: DoorView): boolean => door.remaining <= 0 && door.mayComeBack <= 0;
+
+/** Whether a buyer at `rank` needs their turn looked up in Redis (the frontier has reached them). */
+export const turnNeedsLookup = (door: DoorView, rank: number | null): boolean => rank !== null && rank < door.front;
+
+export function queueAnswer(door: DoorView, place: QueuePlace | null, now: number): QueueAnswer {
+  const none = { position: null, ahead: null, etaSeconds: null, admittedUntil: null };
+  if (now >= door.endsAt) return { state: 'ended', ...none, retryAfterSeconds: FINAL_RETRY_AFTER_SECONDS };
+  if (place === null) {
+    return { state: 'not_joined', ...none, retryAfterSeconds: now < door.opensAt ? clampRetry((door.opensAt - now) / 1000) : 1 };
+  }
+  if (typeof place.turn === 'number') {
+    const admittedUntil = Math.abs(place.turn);
+    if (place.turn < 0) return { state: 'admitted', ...none, admittedUntil, retryAfterSeconds: FINAL_RETRY_AFTER_SECONDS };
+    if (place.turn > now) return { state: 'admitted', ...none, admittedUntil, retryAfterSeconds: clampRetry((place.turn - now) / 1000) };
+  }
+  if (place.rank !== null && place.rank < door.front) return { state: 'expired', ...none, retryAfterSeconds: FINAL_RETRY_AFTER_SECONDS };
+  if (isSoldOutForGood(door)) return { state: 'sold_out', ...none, retryAfterSeconds: MAX_RETRY_AFTER_SECONDS };
+  if (place.rank === null || now < door.startsAt) {
+    // Before the draw at startsAt nobody has a place yet; come back at the start.
+    const toStart = Math.max(0, Math.ceil((door.startsAt - now) / 1000));
+    return { state: 'waiting', ...none, etaSeconds: toStart, retryAfterSeconds: clampRetry(toStart) };
+  }
+  const ahead = place.rank - door.front;
+  // No ETA while nothing moves the door: paused, or held by the stock bound (as many admitted buyers as
+  // units, until they buy or their turns end).
+  const stalled = door.doorPaused || door.salePaused || door.unused >= Math.floor(door.remaining * door.noShowFactor);
+  // Otherwise the door's pace: a lower bound, as the stock may hold it back later.
+  const etaSeconds = stalled ? null : Math.ceil((ahead + 1) / door.admitPerSecond);
+  return {
+    state: 'waiting',
+    position: ahead + 1,
+    ahead,
+    etaSeconds,
+    admittedUntil: null,
+    // Half the way to the turn, so a buyer hears of it well inside their admission's TTL.
+    retryAfterSeconds: etaSeconds === null ? 5 : clampRetry(etaSeconds / 2),
+  };
+}

@@ -1,0 +1,91 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ARRIVAL_SCORE_BASE, newReservationId, type QueueAdmission, type SaleDefinition } from '@flashsale/domain';
+import { createTestContext, redisNow, type TestContext } from '../../../test/support/context.ts';
+import { admitQueue, joinQueue, readQueuePlace, recordPaid } from './door.ts';
+import { saleKeys } from './keys.ts';
+import { publishSale } from './sale-state.ts';
+import { rebuildSaleState } from './sale-rebuild.ts';
+import { reservePurchase } from './reserve-purchase.ts';
+import { readSaleState } from './sale-meta.ts';
+
+let ctx: TestContext;
+beforeAll(() => {
+  ctx = createTestContext();
+});
+afterAll(async () => {
+  await ctx.close();
+});
+
+let nextId = 900_000_000 + Math.floor(Math.random() * 1_000_000);
+const ADMISSION: QueueAdmission = { mode: 'queue', preQueueSeconds: 60, admitPerSecond: 1000, admissionTtlSeconds: 60, noShowFactor: 1, paused: false };
+
+async function queuedSale(startsIn: number, stock = 3): Promise<SaleDefinition> {
+  const now = await redisNow(ctx.redis);
+  const sale = { id: nextId++, name: 'Door', stock, perUserLimit: 1, startsAt: now + startsIn, endsAt: now + 3_600_000, admission: ADMISSION };
+  await publishSale(ctx.redis, ctx.config.REDIS_PREFIX, sale, 'gen-1');
+  return sale;
+}
+
+describe('the door in Redis', () => {
+  it('joins once per buyer: the draw before the start, arrival numbers after, ranks by score', async () => {
+    const sale = await queuedSale(300);
+    expect(await joinQueue(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, 'early', 123)).toEqual({ kind: 'joined', place: { score: 123, rank: null }, isNew: true });
+    expect(await joinQueue(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, 'early', 999)).toEqual({ kind: 'joined', place: { score: 123, rank: null }, isNew: false });
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    expect(await joinQueue(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, 'late', 5)).toEqual({ kind: 'joined', place: { score: ARRIVAL_SCORE_BASE + 1, rank: 1 }, isNew: true });
+    expect(await joinQueue(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, 'later', 5)).toEqual({ kind: 'joined', place: { score: ARRIVAL_SCORE_BASE + 2, rank: 2 }, isNew: true });
+    expect(await readQueuePlace(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, 'early')).toMatchObject({ kind: 'place', place: { score: 123, rank: 0 } });
+  });
+
+  it('admits at most floor(remaining x factor) unused turns; a purchase uses a turn (once), an open sale ignores the door', async () => {
+    const sale = await queuedSale(-1000, 2);
+    for (const buyer of ['a', 'b', 'c', 'd']) await joinQueue(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, buyer);
+    const read = await admitQueue(ctx.redis, ctx.config.REDIS_PREFIX, sale.id);
+    expect(read).toMatchObject({ kind: 'door', door: { front: 2, queued: 4, unused: 2, remaining: 2 } });
+    const [first] = await ctx.redis.zrange(saleKeys(ctx.config.REDIS_PREFIX, sale.id).queue, 0, 0);
+    expect(await reservePurchase(ctx.redis, ctx.config.REDIS_PREFIX, { saleId: sale.id, userId: first!, quantity: 1, reservationId: newReservationId(sale.id) })).toEqual({ kind: 'reserved', remaining: 1 });
+    // One unit left and one unused turn: the bound is met, nobody more.
+    expect(await admitQueue(ctx.redis, ctx.config.REDIS_PREFIX, sale.id)).toMatchObject({ door: { front: 2, unused: 1, remaining: 1, mayComeBack: 1 } });
+
+    const open = { id: nextId++, name: 'Open', stock: 1, perUserLimit: 1, startsAt: sale.startsAt, endsAt: sale.endsAt };
+    await publishSale(ctx.redis, ctx.config.REDIS_PREFIX, open, 'gen-1');
+    expect(await admitQueue(ctx.redis, ctx.config.REDIS_PREFIX, open.id)).toEqual({ kind: 'sale_not_queued' });
+    expect(await reservePurchase(ctx.redis, ctx.config.REDIS_PREFIX, { saleId: open.id, userId: 'anyone', quantity: 1, reservationId: newReservationId(open.id) })).toEqual({ kind: 'reserved', remaining: 0 });
+  });
+
+  it("admits at the rate on Redis's clock, however often it is asked: never ahead of rate x time since the start", async () => {
+    const sale = await queuedSale(200, 1000);
+    await ctx.redis.hset(saleKeys(ctx.config.REDIS_PREFIX, sale.id).meta, 'q_rate', '10');
+    for (let i = 0; i < 60; i += 1) await joinQueue(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, `buyer-${i}`);
+    const seen: { at: number; front: number }[] = [];
+    for (let i = 0; i < 40; i += 1) {
+      const read = await admitQueue(ctx.redis, ctx.config.REDIS_PREFIX, sale.id);
+      if (read.kind === 'door') seen.push({ at: read.door.now, front: read.door.front });
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    for (const { at, front } of seen) expect(front).toBeLessThanOrEqual(Math.max(0, Math.floor((10 * (at - sale.startsAt)) / 1000)));
+    const last = seen.at(-1)!;
+    // Asked every 50 ms: within one admission of the rate (lazy, whole buyers only).
+    expect(last.front).toBeGreaterThanOrEqual(Math.floor((10 * (last.at - sale.startsAt)) / 1000) - 1);
+  });
+
+  it('records a paid order once (what may come back falls by its units); nothing for an open sale', async () => {
+    const sale = await queuedSale(-1000, 3);
+    await recordPaid(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, 'r-1', 2);
+    await recordPaid(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, 'r-1', 2);
+    expect(await ctx.redis.hgetall(saleKeys(ctx.config.REDIS_PREFIX, sale.id).paid)).toEqual({ 'r-1': '2', units: '2' });
+  });
+
+  it('keeps the door through a rebuild: the terms written back from the record, the queue and turns untouched', async () => {
+    const sale = await queuedSale(-1000, 3);
+    for (const buyer of ['a', 'b']) await joinQueue(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, buyer);
+    await admitQueue(ctx.redis, ctx.config.REDIS_PREFIX, sale.id);
+    const keys = saleKeys(ctx.config.REDIS_PREFIX, sale.id);
+    const before = await Promise.all([ctx.redis.zrange(keys.queue, 0, -1, 'WITHSCORES'), ctx.redis.zrange(keys.turns, 0, -1, 'WITHSCORES'), ctx.redis.hgetall(keys.door)]);
+
+    await rebuildSaleState(ctx.redis, ctx.config.REDIS_PREFIX, { ...sale, admission: { ...ADMISSION, admitPerSecond: 3, paused: true }, operatorPaused: false, controlsVersion: 0 }, { remaining: 3, generation: 'gen-2', buyers: [] });
+
+    expect((await readSaleState(ctx.redis, ctx.config.REDIS_PREFIX, sale.id))?.admission).toEqual({ ...ADMISSION, admitPerSecond: 3, paused: true });
+    expect(await Promise.all([ctx.redis.zrange(keys.queue, 0, -1, 'WITHSCORES'), ctx.redis.zrange(keys.turns, 0, -1, 'WITHSCORES'), ctx.redis.hgetall(keys.door)])).toEqual(before);
+  });
+});

@@ -1,0 +1,128 @@
+import { randomInt } from 'node:crypto';
+import { ARRIVAL_SCORE_BASE, type DoorView, type QueuePlace } from '@flashsale/domain';
+import type { ScriptedRedis } from './scripts.ts';
+import { saleKeys } from './keys.ts';
+
+/**
+ * A sale's door in Redis (keys.ts: queue, turns, door, paid; lua/includes/door.lua says what each holds):
+ * joining the queue, moving the frontier on and reading it, one buyer's place, and the paid units that
+ * can never come back. Every operation is one script call on the sale's slot.
+ *
+ * Memory per waiting buyer: one member of the queue sorted set (the user id and a score: about 60-80
+ * bytes with Redis's skiplist overhead for ids of ~10 characters); an admitted buyer adds one member
+ * of the turns set. Nothing grows with how often a buyer asks.
+ */
+
+export type JoinOutcome =
+  | { kind: 'joined'; place: QueuePlace; isNew: boolean }
+  | { kind: 'sale_not_found' }
+  | { kind: 'sale_ended' }
+  | { kind: 'sale_not_queued' }
+  | { kind: 'queue_not_open'; opensAt: number };
+
+/** A draw for a pre-start joiner: uniform over [0, 2^52), from the operating system's CSPRNG. */
+export function newDraw(): number {
+  // randomInt takes a range below 2^48: two draws make the 52 bits.
+  return randomInt(2 ** 26) * 2 ** 26 + randomInt(2 ** 26);
+}
+
+export async function joinQueue(redis: ScriptedRedis, prefix: string, saleId: number, userId: string, draw: number = newDraw()): Promise<JoinOutcome> {
+  if (!(draw >= 0 && draw < ARRIVAL_SCORE_BASE && Number.isInteger(draw))) throw new Error(`a draw must be an integer in [0, 2^52), not ${draw}`);
+  const keys = saleKeys(prefix, saleId);
+  const [code, a, b, c] = (await redis.joinQueue(keys.meta, keys.queue, keys.door, userId, String(draw))).map(Number);
+  switch (code) {
+    case 1:
+      return { kind: 'joined', place: { score: a!, rank: b! < 0 ? null : b! }, isNew: c === 1 };
+    case -1:
+      return { kind: 'sale_not_found' };
+    case -2:
+      return { kind: 'sale_ended' };
+    case -9:
+      return { kind: 'sale_not_queued' };
+    case -10:
+      return { kind: 'queue_not_open', opensAt: a! };
+    default:
+      throw new Error(`join-queue script returned an unknown code ${code}`);
+  }
+}
+
+export type DoorReading = { kind: 'door'; door: DoorView } | { kind: 'sale_not_found' } | { kind: 'sale_not_queued' };
+
+/**
+ * Moves the door on (admitting whoever the rate and the stock bound allow) and reads it; with `change`,
+ * then sets the admit rate or the door's pause (after moving on at the old setting).
+ */
+export async function admitQueue(
+  redis: ScriptedRedis,
+  prefix: string,
+  saleId: number,
+  change: { admitPerSecond?: number; paused?: boolean } = {},
+): Promise<DoorReading> {
+  const keys = saleKeys(prefix, saleId);
+  const reply = await redis.admitQueue(
+    keys.meta,
+    keys.queue,
+    keys.turns,
+    keys.door,
+    keys.paid,
+    change.admitPerSecond === undefined ? '' : String(change.admitPerSecond),
+    change.paused === undefined ? '' : change.paused ? '1' : '0',
+  );
+  const code = Number(reply[0]);
+  if (code === -1) return { kind: 'sale_not_found' };
+  if (code === -9) return { kind: 'sale_not_queued' };
+  if (code !== 1) throw new Error(`admit-queue script returned an unknown code ${code}`);
+  const [now, startsAt, endsAt, preQueueSeconds, front, queued, unused, remaining, mayComeBack, abandoned, rate, ttl, factor, doorPaused, salePaused] = reply.slice(1).map<number>(Number);
+  return {
+    kind: 'door',
+    door: {
+      saleId,
+      now: now!,
+      startsAt: startsAt!,
+      endsAt: endsAt!,
+      opensAt: startsAt! - preQueueSeconds! * 1000,
+      front: front!,
+      queued: queued!,
+      unused: unused!,
+      remaining: remaining!,
+      mayComeBack: mayComeBack!,
+      abandoned: abandoned!,
+      admitPerSecond: rate!,
+      admissionTtlSeconds: ttl!,
+      noShowFactor: factor!,
+      doorPaused: doorPaused === 1,
+      salePaused: salePaused === 1,
+    },
+  };
+}
+
+export type PlaceReading =
+  | { kind: 'place'; place: QueuePlace; front: number }
+  | { kind: 'not_joined' }
+  | { kind: 'sale_not_found' }
+  | { kind: 'sale_not_queued' };
+
+/** One buyer's place, rank (once drawn) and turn, as Redis holds them now. */
+export async function readQueuePlace(redis: ScriptedRedis, prefix: string, saleId: number, userId: string): Promise<PlaceReading> {
+  const keys = saleKeys(prefix, saleId);
+  const reply = await redis.queuePlace(keys.meta, keys.queue, keys.turns, keys.door, userId);
+  const code = Number(reply[0]);
+  if (code === -1) return { kind: 'sale_not_found' };
+  if (code === -9) return { kind: 'sale_not_queued' };
+  if (code === 0) return { kind: 'not_joined' };
+  const [score, rank, turn, front] = reply.slice(1);
+  return {
+    kind: 'place',
+    place: { score: Number(score), rank: Number(rank) < 0 ? null : Number(rank), turn: turn === '' || turn === null ? null : Number(turn) },
+    front: Number(front),
+  };
+}
+
+/**
+ * Records a paid order of a queued sale (idempotent; nothing for an open sale): its units will never come
+ * back, which is how the door learns that nothing can (and tells the crowd `sold_out`).
+ */
+export async function recordPaid(redis: ScriptedRedis, prefix: string, saleId: number, reservationId: string, units: number): Promise<void> {
+  const keys = saleKeys(prefix, saleId);
+  await redis.recordPaid(keys.meta, keys.paid, reservationId, units);
+}

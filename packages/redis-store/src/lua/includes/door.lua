@@ -1,0 +1,23 @@
+--[[
+  The door's progress (TypeScript: door.ts), in keys of the sale's slot besides its meta:
+    queue  sorted set: user id -> score. A buyer who joined before starts holds a random draw in
+           [0, 2^52) made at join; a later one 2^52 + their arrival number. Ranks (ZRANK) are the order
+           of admission: every pre-start joiner in draw order, then the rest in arrival order.
+    turns  sorted set: user id -> admittedUntil (epoch ms, Redis's clock) of a running, unused turn;
+           -admittedUntil once a purchase used it. An expired unused turn is removed (and counted).
+    door   hash: front (ranks given a turn so far), credit (admissions earned by the rate and not yet
+           given), at (when credit was last earned), seq (arrivals after the start), drawn ('1' once
+           anyone was admitted: no draw is made after that, whatever the clock says), abandoned (turns
+           that ended unused).
+    paid   hash: reservation id -> units, and `units` -> their sum: what was paid for, so can never come
+           back (record-paid-2.lua).
+]]
+
+-- A member's queue score as a Lua number (ZSCORE answers a string), or nil.
+local function queue_score(queue, user_id)
+  local score = redis.call('ZSCORE', queue, user_id)
+  if not score then
+    return nil
+  end
+  return tonumber(score)
+end

@@ -1,0 +1,61 @@
+--[[
+  Puts a buyer in a sale's waiting room, or finds them there: idempotent, a second join answers the
+  place of the first. The only Redis call of a join.
+
+  A buyer who joins before starts gets the draw the gateway made (cryptographic randomness) as score:
+  fixed now, handed back in their signed ticket, so nobody (the shop included) can reorder the pre-start
+  crowd after the fact. A later buyer gets the next arrival number. The clock is Redis's (TIME).
+
+  Input:
+    KEYS[1] sale meta hash (record: sale meta and door terms, includes/sale-meta.lua, door-terms.lua)
+    KEYS[2] sale queue sorted set (includes/door.lua)
+    KEYS[3] sale door hash        (includes/door.lua)
+
+    ARGV[1] user id
+    ARGV[2] draw: an integer in [0, 2^52), used only if this join is a new one before starts
+
+  Output:
+    { 1, score, rank, new }   in the queue: score, rank (0-based; -1 before starts, when ranks are not
+                              drawn yet), new (1 joined now, 0 was there already)
+    { -1 }                    SaleNotFound (not published, or Redis lost it)
+    { -2 }                    SaleEnded (now >= ends)
+    { -9 }                    SaleNotQueued (an open sale)
+    { -10, opensAt }          QueueNotOpen (now < starts - q_pre): opensAt, epoch ms
+]]
+--@include "includes/sale-meta.lua"
+--@include "includes/door.lua"
+
+local meta = redis.call('HMGET', KEYS[1], 'adm', 'starts', 'ends', 'q_pre')
+if not meta[2] then
+  return { -1 }
+end
+if meta[1] ~= '1' then
+  return { -9 }
+end
+local starts, ends = tonumber(meta[2]), tonumber(meta[3])
+local now = redis_now_ms()
+if now >= ends then
+  return { -2 }
+end
+
+local score = queue_score(KEYS[2], ARGV[1])
+local new = 0
+if not score then
+  local opens = starts - tonumber(meta[4]) * 1000
+  if now < opens then
+    return { -10, opens }
+  end
+  if now < starts and redis.call('HGET', KEYS[3], 'drawn') ~= '1' then
+    score = tonumber(ARGV[2])
+  else
+    score = 2 ^ 52 + redis.call('HINCRBY', KEYS[3], 'seq', 1)
+  end
+  -- As digits: Lua would write the number with 14 significant digits, and these have up to 16.
+  redis.call('ZADD', KEYS[2], string.format('%.0f', score), ARGV[1])
+  new = 1
+end
+local rank = -1
+if now >= starts then
+  rank = redis.call('ZRANK', KEYS[2], ARGV[1])
+end
+return { 1, score, rank, new }

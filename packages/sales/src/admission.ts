@@ -1,0 +1,139 @@
+import {
+  AppError,
+  queueAnswer,
+  queueTicketKey,
+  readQueueTicket,
+  signQueueTicket,
+  turnNeedsLookup,
+  type DoorView,
+  type QueueAdmission,
+  type QueueAnswer,
+  type QueuePlace,
+} from '@flashsale/domain';
+import { joinQueue, readQueuePlace, recordPaid, saleKeys, type ScriptedRedis } from '@flashsale/redis-store';
+import { findOrderByReservation, findSale, type PrismaClient, type SaleRecord } from '@flashsale/order-store';
+import type { DoorFrontiers } from './door-frontier.ts';
+
+/**
+ * The door's use cases (issue 27): joining a sale's waiting room, a buyer's place in it, the operator's
+ * control of it, and telling it of paid units. The admission itself, and the purchase check, are in
+ * Redis scripts (admit-queue-5.lua, reserve-4.lua); these put the two stores and the ticket together.
+ *
+ * Crash points: a join is one script call (joined or not); a status reads only. The operator's change is
+ * MySQL first (the record a rebuild writes back), then Redis; dying between, Redis keeps the old setting
+ * until the change is sent again (idempotent) or the sale is rebuilt. A paid order is recorded in Redis
+ * after MySQL commits it; dying between (or Redis failing then: the payment is answered all the same)
+ * leaves Redis thinking those units may come back, which only delays the crowd's `sold_out` (never admits
+ * anyone more); a replay of the event records it again.
+ */
+export interface DoorDeps {
+  redis: ScriptedRedis;
+  prisma: PrismaClient;
+  prefix: string;
+  /** The buyer-token secret, from which the ticket key is derived. */
+  authSecret: string;
+  frontiers: DoorFrontiers;
+}
+
+export interface QueueReply {
+  saleId: number;
+  answer: QueueAnswer;
+  /** The buyer's signed ticket (send it back as the Queue-Ticket header), null when not in the queue. */
+  ticket: string | null;
+}
+
+export interface Door {
+  join(saleId: number, userId: string): Promise<QueueReply>;
+  status(saleId: number, userId: string, rawTicket: string | undefined): Promise<QueueReply>;
+  changeAdmission(saleId: number, change: { admitPerSecond?: number; paused?: boolean }): Promise<{ sale: SaleRecord; door: DoorView }>;
+  /** After a payment was recorded in MySQL: the order's units can never come back (queued sales only). */
+  paid(saleId: number, reservationId: string): Promise<void>;
+}
+
+export function createDoor(deps: DoorDeps): Door {
+  const { redis, prisma, prefix, frontiers } = deps;
+  const ticketKey = queueTicketKey(deps.authSecret);
+
+  // Not in Redis: no such sale, or Redis lost it and the reconciler is rebuilding it from MySQL.
+  async function missing(saleId: number): Promise<never> {
+    if (await findSale(prisma, saleId)) throw new AppError('SALE_PAUSED', 'the sale is being restored; retry shortly', {}, { 'Retry-After': '2' });
+    throw new AppError('SALE_NOT_FOUND', `no sale has the id ${saleId}`);
+  }
+
+  async function doorOf(saleId: number): Promise<{ door: DoorView; now: number }> {
+    const { reading, now } = await frontiers.read(saleId);
+    if (reading.kind === 'sale_not_found') return missing(saleId);
+    if (reading.kind === 'sale_not_queued') throw new AppError('SALE_NOT_QUEUED', `sale ${saleId} has no waiting room: buy directly`);
+    return { door: reading.door, now };
+  }
+
+  async function reply(saleId: number, userId: string, known: QueuePlace | null, lookUp: boolean): Promise<QueueReply> {
+    const cached = await doorOf(saleId);
+    const now = cached.now;
+    let door = cached.door;
+    let place = known;
+    if (lookUp || (place !== null && ((place.rank === null && now >= door.startsAt) || turnNeedsLookup(door, place.rank)))) {
+      const read = await readQueuePlace(redis, prefix, saleId, userId);
+      if (read.kind === 'sale_not_found') return missing(saleId);
+      if (read.kind === 'sale_not_queued') throw new AppError('SALE_NOT_QUEUED', `sale ${saleId} has no waiting room: buy directly`);
+      place = read.kind === 'place' ? read.place : null;
+      // The place was read after the cached door: its front is the newer.
+      if (read.kind === 'place' && read.front > door.front) door = { ...door, front: read.front };
+    }
+    const ticket = place ? signQueueTicket(ticketKey, { saleId, userId, score: place.score, rank: place.rank }) : null;
+    return { saleId, answer: queueAnswer(door, place, now), ticket };
+  }
+
+  return {
+    async join(saleId, userId) {
+      const joined = await joinQueue(redis, prefix, saleId, userId);
+      switch (joined.kind) {
+        case 'sale_not_found':
+          return missing(saleId);
+        case 'sale_ended':
+          throw new AppError('SALE_ENDED', `sale ${saleId} has ended`);
+        case 'sale_not_queued':
+          throw new AppError('SALE_NOT_QUEUED', `sale ${saleId} has no waiting room: buy directly`);
+        case 'queue_not_open':
+          throw new AppError('QUEUE_NOT_OPEN', `the waiting room opens at ${new Date(joined.opensAt).toISOString()}`, { opensAt: new Date(joined.opensAt).toISOString() });
+        case 'joined':
+          return reply(saleId, userId, joined.place, false);
+      }
+    },
+
+    async status(saleId, userId, rawTicket) {
+      if (rawTicket === undefined) return reply(saleId, userId, null, true);
+      const ticket = readQueueTicket(ticketKey, rawTicket, { saleId, userId });
+      if (typeof ticket === 'string') {
+        const why = { malformed: 'is malformed', bad_signature: 'has a signature that does not match', other_buyer: "is another buyer's", other_sale: "is another sale's" }[ticket];
+        throw new AppError('INVALID_QUEUE_TICKET', `the Queue-Ticket ${why}; ask without it to get yours`);
+      }
+      return reply(saleId, userId, { score: ticket.score, rank: ticket.rank }, false);
+    },
+
+    async changeAdmission(saleId, change) {
+      const record = await findSale(prisma, saleId);
+      if (!record) throw new AppError('SALE_NOT_FOUND', `no sale has the id ${saleId}`);
+      if (!record.admission) throw new AppError('SALE_NOT_QUEUED', `sale ${saleId} has no waiting room`);
+      await prisma.sale.update({
+        where: { id: saleId },
+        data: { ...(change.admitPerSecond !== undefined && { admitPerSecond: change.admitPerSecond }), ...(change.paused !== undefined && { admissionPaused: change.paused }) },
+      });
+      const admission: QueueAdmission = {
+        ...record.admission,
+        ...(change.admitPerSecond !== undefined && { admitPerSecond: change.admitPerSecond }),
+        ...(change.paused !== undefined && { paused: change.paused }),
+      };
+      const reading = await frontiers.admit(saleId, change);
+      if (reading.kind !== 'door') throw new AppError('SERVICE_UNAVAILABLE', 'the sale is not in Redis now (being restored); the change is recorded and applies when it is', {}, { 'Retry-After': '2' });
+      return { sale: { ...record, admission }, door: reading.door };
+    },
+
+    async paid(saleId, reservationId) {
+      // An open sale's payment pays one HGET for the door, and reads nothing more.
+      if ((await redis.hget(saleKeys(prefix, saleId).meta, 'adm')) !== '1') return;
+      const order = await findOrderByReservation(prisma, reservationId);
+      if (order?.status === 'paid') await recordPaid(redis, prefix, order.saleId, reservationId, order.quantity);
+    },
+  };
+}

@@ -1,0 +1,2 @@
+export { createDoor, type Door, type DoorDeps, type QueueReply } from './admission.ts';
+export { DoorFrontiers } from './door-frontier.ts';
