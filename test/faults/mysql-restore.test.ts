@@ -115,5 +115,5 @@ describe('MySQL restored from a dump mid-sale', () => {
     expect({ lost: ledger.lost, duplicated: ledger.duplicated, unexpected: ledger.unexpected, oversold: ledger.oversold }).toEqual({ lost: [], duplicated: [], unexpected: [], oversold: 0 });
     expect(await stats()).toMatchObject({ remaining: 600, unitsInDb: 400, consistent: true, lost: { reservations: 0, units: 0 } });
     admin.close();
-  }, 180_000);
+  });
 });

@@ -29,7 +29,7 @@ describe('maxmemory-policy', () => {
 
     expect(await Promise.all(apps.map((app) => Promise.race([app.exited, new Promise((resolve) => setTimeout(() => resolve('still running'), 30_000))])))).toEqual([1, 1, 1]);
     for (const app of apps) expect(app.logs.find((l) => l.level === 60)).toMatchObject({ maxmemoryPolicy: 'allkeys-lru', msg: FATAL });
-  }, 60_000);
+  });
 
   it('CONFIG disabled (managed Redis): a loud warning, and the process runs', async () => {
     const server = await startRedisServer({ args: ['--rename-command', 'CONFIG', '""'] });
@@ -40,7 +40,7 @@ describe('maxmemory-policy', () => {
     const warning = await reconciler.waitForLog({ matches: (l) => typeof l.msg === 'string' && l.msg.startsWith('cannot read Redis maxmemory-policy'), what: 'the "cannot read Redis maxmemory-policy" warning' });
     expect(warning).toMatchObject({ level: 40 });
     expect(reconciler.child.exitCode).toBeNull();
-  }, 60_000);
+  });
 
   it('the reconciler exports used_memory, maxmemory and evictions, counting the evictions of a policy changed after its start', async () => {
     const server = await startRedisServer();
@@ -65,5 +65,5 @@ describe('maxmemory-policy', () => {
     const lines = await until(scrape, (l) => l.some((line) => /^flashsale_redis_evicted_keys_total\{node="[^"]+"\} [1-9]/.test(line)), 10_000);
     expect(lines).toContain(`flashsale_redis_maxmemory_bytes{node="${node}"} 4194304`);
     expect(lines.some((line) => new RegExp(`^flashsale_redis_used_memory_bytes\\{node="${node.replace('.', '\\.')}"\\} \\d+`).test(line))).toBe(true);
-  }, 60_000);
+  });
 });
