@@ -29,5 +29,7 @@ export default defineConfig({
     // machine (the suite is checked with two CPU hogs beside it). What a test is about, it bounds itself.
     testTimeout: 240_000,
     hookTimeout: 240_000,
+    // expect.poll's own default is 1 s: a wait for what a test can see happen, never its subject.
+    expect: { poll: { timeout: 60_000 } },
   },
 });

@@ -51,7 +51,7 @@ describe('the buyer path with the dashboard streams at their caps (real processe
     expect(bought.status).toBe(202);
     const { reservationId } = (await bought.json()) as { reservationId: string };
     const lookup = () => fetch(`${url}/api/reservations/${reservationId}`, { headers: { authorization: `Bearer ${buyer}` } });
-    await expect.poll(async () => ((await (await lookup()).json()) as { status: string }).status, { timeout: 15_000 }).toBe('created');
+    await expect.poll(async () => ((await (await lookup()).json()) as { status: string }).status, { timeout: 60_000 }).toBe('created');
     const purchase = (tag: string) => (i: number) => fetch(`${url}/api/sales/${buyerSale}/purchase`, { method: 'POST', headers: { authorization: `Bearer ${buyerToken(`${tag}-${i}`)}` } });
 
     const before = { lookups: await measure(60, lookup), purchases: await measure(60, purchase('before')) };
@@ -73,7 +73,7 @@ describe('the buyer path with the dashboard streams at their caps (real processe
       expect(new Set(unknown.map((stream) => stream.status))).toEqual(new Set([429]));
 
       // Every stream is being fed: its sale's view is read and pushed.
-      await expect.poll(() => streams.every((stream) => stream.events.filter((e) => e.event === 'sale').length >= 3), { timeout: 20_000 }).toBe(true);
+      await expect.poll(() => streams.every((stream) => stream.events.filter((e) => e.event === 'sale').length >= 3), { timeout: 60_000 }).toBe(true);
       const during = { lookups: await measure(60, lookup), purchases: await measure(60, purchase('during')) };
       const saleEvents = streams.reduce((sum, stream) => sum + stream.events.filter((e) => e.event === 'sale').length, 0);
 

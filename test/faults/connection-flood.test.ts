@@ -93,7 +93,7 @@ async function floodWith(port: number, count: number, addresses = 1): Promise<{ 
 }
 
 async function untilOpen(flooding: { open: () => number }, count: number): Promise<void> {
-  await expect.poll(() => flooding.open(), { timeout: 30_000, interval: 25 }).toBe(count);
+  await expect.poll(() => flooding.open(), { timeout: 60_000, interval: 25 }).toBe(count);
   // And it stays there: no connection closed late, none let in late.
   await sleep(300);
   expect(flooding.open()).toBe(count);
@@ -134,7 +134,7 @@ describe('a flood of idle connections against a gateway process', () => {
     await expect(healthzFrom(url, '127.0.0.2')).rejects.toThrow();
     for (const socket of flood.splice(0)) socket.destroy();
     // Refused (the connection closed) until the gateway has counted the flood's connections out.
-    await expect.poll(() => healthzFrom(url, '127.0.0.2').then((res) => res.status, () => 'refused'), { timeout: 30_000, interval: 25 }).toBe(200);
+    await expect.poll(() => healthzFrom(url, '127.0.0.2').then((res) => res.status, () => 'refused'), { timeout: 60_000, interval: 25 }).toBe(200);
     expect(gateway!.child.exitCode).toBeNull();
     expect(gateway!.logs.find((l) => l.msg === 'connection limits')).toMatchObject({ maxConnections: 200, maxConnectionsFrom: 'MAX_CONNECTIONS', maxConnectionsPerAddress: 0 });
   });

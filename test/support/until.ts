@@ -5,7 +5,7 @@ import { vi } from 'vitest';
  * last value seen. vitest's vi.waitFor, for a value to keep (a row, a log line); a value only asserted
  * is `expect.poll(read).toBe(...)`.
  */
-export function until<T>(read: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 20_000): Promise<T> {
+export function until<T>(read: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 60_000): Promise<T> {
   return vi.waitFor(
     async () => {
       const value = await read();

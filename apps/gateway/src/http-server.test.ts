@@ -105,7 +105,7 @@ async function connectionsOf(server: Server): Promise<number> {
 }
 
 function untilConnections(server: Server, count: number): Promise<void> {
-  return expect.poll(() => connectionsOf(server), { timeout: 2000, interval: 10 }).toBe(count);
+  return expect.poll(() => connectionsOf(server), { timeout: 60_000, interval: 10 }).toBe(count);
 }
 
 const REQUEST_TIMEOUT_408 = 'HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n\r\n';

@@ -53,7 +53,7 @@ describe('the dashboard', () => {
 
       await signIn(page, 'not-the-admin-token-at-all');
 
-      await expect.poll(() => page.textContent('#sign-in-error'), { timeout: 10_000 }).toBe('That admin token is not valid.');
+      await expect.poll(() => page.textContent('#sign-in-error'), { timeout: 60_000 }).toBe('That admin token is not valid.');
       expect(await page.isHidden('#dashboard')).toBe(true);
       expect(await context.cookies()).toEqual([]);
     });
@@ -114,15 +114,15 @@ describe('the dashboard', () => {
       expect(await page.textContent('#sales tbody')).toContain('Launch burst');
 
       await page.click('#pause');
-      await expect.poll(() => page.textContent('#control-result'), { timeout: 10_000 }).toBe('pause: done (paused)');
-      await expect.poll(() => page.textContent('#sale-status'), { timeout: 10_000 }).toBe('paused (operator)');
+      await expect.poll(() => page.textContent('#control-result'), { timeout: 60_000 }).toBe('pause: done (paused)');
+      await expect.poll(() => page.textContent('#sale-status'), { timeout: 60_000 }).toBe('paused (operator)');
       const refused = await purchase(sale.id, `dash-${sale.id}-paused`);
       expect({ status: refused.status, code: ((await refused.json()) as { code: string }).code }).toEqual({ status: 503, code: 'SALE_PAUSED' });
 
       await page.click('#resume');
-      await expect.poll(() => page.textContent('#control-result'), { timeout: 10_000 }).toBe('resume: done (active)');
+      await expect.poll(() => page.textContent('#control-result'), { timeout: 60_000 }).toBe('resume: done (active)');
       expect((await purchase(sale.id, `dash-${sale.id}-resumed`)).status).toBe(202);
-      await expect.poll(() => page.textContent('#remaining-text'), { timeout: 10_000 }).toBe('59 of 300 left');
+      await expect.poll(() => page.textContent('#remaining-text'), { timeout: 60_000 }).toBe('59 of 300 left');
     });
   });
 
@@ -132,7 +132,7 @@ describe('the dashboard', () => {
       await signIn(page);
       await page.waitForSelector('#dashboard:not([hidden])');
       await page.goto(`${gateway.url}/admin/#sale=${sale.id}`);
-      await expect.poll(() => page.textContent('#sale-status'), { timeout: 10_000 }).toBe('active');
+      await expect.poll(() => page.textContent('#sale-status'), { timeout: 60_000 }).toBe('active');
 
       page.once('dialog', (dialog) => void dialog.dismiss());
       await page.click('#close');
@@ -141,7 +141,7 @@ describe('the dashboard', () => {
 
       page.once('dialog', (dialog) => void dialog.accept());
       await page.click('#close');
-      await expect.poll(() => page.textContent('#control-result'), { timeout: 10_000 }).toBe('close: done (ended)');
+      await expect.poll(() => page.textContent('#control-result'), { timeout: 60_000 }).toBe('close: done (ended)');
       expect((await purchase(sale.id, `dash-${sale.id}-late`)).status).toBe(410);
     });
   });
@@ -184,8 +184,8 @@ describe('the dashboard', () => {
       await signIn(page);
       await page.waitForSelector('#dashboard:not([hidden])');
       await page.goto(`${gateway.url}/admin/#sale=${sale.id}`);
-      await expect.poll(() => page.textContent('#sale-name'), { timeout: 10_000 }).toBe(`#${sale.id} ${name}`);
-      await expect.poll(() => page.locator(`#sales tr[data-sale-id="${sale.id}"] td:nth-child(2)`).textContent(), { timeout: 10_000 }).toBe(name);
+      await expect.poll(() => page.textContent('#sale-name'), { timeout: 60_000 }).toBe(`#${sale.id} ${name}`);
+      await expect.poll(() => page.locator(`#sales tr[data-sale-id="${sale.id}"] td:nth-child(2)`).textContent(), { timeout: 60_000 }).toBe(name);
 
       expect(await page.evaluate("document.querySelectorAll('main img').length")).toBe(0);
       expect(await page.evaluate('window.__xss')).toBeUndefined();
@@ -198,7 +198,7 @@ describe('the dashboard', () => {
       await signIn(page);
       await page.waitForSelector('#dashboard:not([hidden])');
       await page.goto(`${gateway.url}/admin/#sale=${sale.id}`);
-      await expect.poll(() => page.textContent('#sale-status'), { timeout: 10_000 }).toBe('active');
+      await expect.poll(() => page.textContent('#sale-status'), { timeout: 60_000 }).toBe('active');
       // The session's time is up: its Redis key expires (ADMIN_SESSION_TTL_SECONDS; here at once).
       const value = (await context.cookies())[0]!.value;
       const { createHash } = await import('node:crypto');
@@ -222,10 +222,10 @@ describe('the dashboard', () => {
         await signInToDashboard(page, viaProxy, ctx.config.ADMIN_TOKEN);
         await page.waitForSelector('#dashboard:not([hidden])');
         await page.goto(`${viaProxy}/admin/#sale=${sale.id}`);
-        await expect.poll(() => page.textContent('#remaining-text'), { timeout: 10_000 }).toBe('10 of 10 left');
+        await expect.poll(() => page.textContent('#remaining-text'), { timeout: 60_000 }).toBe('10 of 10 left');
 
         proxy.cut();
-        await expect.poll(() => page.textContent('#connection'), { timeout: 10_000 }).not.toMatch(/^live/);
+        await expect.poll(() => page.textContent('#connection'), { timeout: 60_000 }).not.toMatch(/^live/);
         expect((await purchase(sale.id, `dash-${sale.id}-meanwhile`)).status).toBe(202);
         proxy.restore();
 
