@@ -27,7 +27,8 @@ describe('a payment sent before payBy while the orders table is locked', () => {
   it('ends paid whatever the provider\'s retry timing; orders nobody paid expire', async () => {
     system = await startSystem({ workers: 1, reconciler: false, env: { EXPIRY_SWEEP_MS: '200', DB_STATEMENT_TIMEOUT_MS: '2000' } });
     const { ctx } = system;
-    const saleId = await system.createSale({ stock: 30, paymentWindowSeconds: 10 });
+    // A window long enough for the burst and the drain on a busy machine to end well before payBy.
+    const saleId = await system.createSale({ stock: 30, paymentWindowSeconds: 30 });
     const burst = await purchaseBurst(system.gateways[0]!.url, saleId, Array.from({ length: 30 }, (_, i) => `payer-${i}`));
     expect(burst.accepted.size).toBe(30);
     await waitForDrain(ctx.redis, ctx.config.REDIS_PREFIX, saleId, 30_000);
@@ -39,8 +40,9 @@ describe('a payment sent before payBy while the orders table is locked', () => {
     const http = createHttpClient(system.gateways[0]!.url, 32);
     const deliver = (reservationId: string) => http.send('POST', '/api/payments/events', events.get(reservationId));
 
-    // 6 s before payBy (or at once, should the burst and the drain have taken longer).
-    await new Promise((resolve) => setTimeout(resolve, Math.max(0, firstPayBy - 6000 - Date.now())));
+    // 12 s before payBy (or at once, should the burst and the drain have taken longer): time for the 20
+    // deliveries to be answered 503 before payBy, on a busy machine too.
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, firstPayBy - 12_000 - Date.now())));
     const { database, ...server } = poolConfigFromUrl(ctx.config.DATABASE_URL);
     locker = await createConnection({ ...server, database });
     await locker.query('LOCK TABLES orders WRITE');
@@ -53,12 +55,14 @@ describe('a payment sent before payBy while the orders table is locked', () => {
     expect(held.payments).toHaveLength(20);
     expect(held.payments.every((p) => p.receivedAtMs < firstPayBy)).toBe(true);
 
-    await new Promise((resolve) => setTimeout(resolve, Math.max(0, lockedAt + LOCK_MS - Date.now())));
+    // Held 15 s, and past the last order's payBy whatever the burst's length: every order falls due locked.
+    const lastPayBy = orders.at(-1)!.payBy.getTime();
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, lockedAt + LOCK_MS - Date.now(), lastPayBy + 1000 - Date.now())));
     expect(Date.now()).toBeGreaterThan(orders.at(-1)!.payBy.getTime());
     await locker.query('UNLOCK TABLES');
     const retriedAtUnlock = await Promise.all(atUnlock.map((o) => deliver(o.reservationId)));
     // The expiry has been through every due order once none is left awaiting payment.
-    await until(() => ctx.prisma.order.count({ where: { saleId, status: 'created' } }), (n) => n === 0, 20_000);
+    await until(() => ctx.prisma.order.count({ where: { saleId, status: 'created' } }), (n) => n === 0, 60_000);
     const retriedAfterExpiry = await Promise.all(afterExpiry.map((o) => deliver(o.reservationId)));
     http.close();
 
@@ -74,7 +78,7 @@ describe('a payment sent before payBy while the orders table is locked', () => {
     const outcomes = await ctx.prisma.paymentEvent.groupBy({ by: ['outcome'], where: { saleId }, _count: { _all: true } });
     expect(Object.fromEntries(outcomes.map((o) => [o.outcome, o._count._all]))).toEqual({ paid: 20 });
     // The ledger: the 10 expired units back on sale, once; nothing held in Redis any more.
-    expect(await until(async () => (await readSaleState(ctx.redis, ctx.config.REDIS_PREFIX, saleId))?.remaining, (r) => r === 10, 10_000)).toBe(10);
+    expect(await until(async () => (await readSaleState(ctx.redis, ctx.config.REDIS_PREFIX, saleId))?.remaining, (r) => r === 10, 60_000)).toBe(10);
     expect((await heldPayments(ctx.redis, ctx.config.REDIS_PREFIX, saleId)).payments).toEqual([]);
   });
 });
