@@ -8,9 +8,9 @@ import { until } from '../support/until.ts';
 
 // The incident at small scale: 16 gateway processes on a MariaDB of 151 connections held them all from
 // their start, idle, and the workers got "pool timeout": 500 202s, 0 orders after 30 s. Here 8 gateway
-// processes of the default pool (4) on a MariaDB of 32: at full pools they would hold every connection,
-// and the check at start says so. The gateways, the worker and the test connect as users of their own,
-// so the server's process list tells whose each connection is.
+// processes of the default pools (4 for buyers, 2 for the dashboard) on a MariaDB of 32: at full pools
+// they would hold more than every connection, and the check at start says so. The gateways, the worker
+// and the test connect as users of their own, so the server's process list tells whose each connection is.
 
 const MAX_CONNECTIONS = 32;
 const GATEWAY_PROCESSES = 8;
@@ -58,13 +58,14 @@ describe(`${GATEWAY_PROCESSES} gateway processes and a worker on a MariaDB with 
 
     // The supervisor, the one process that knows how many gateway processes there are, judges for all.
     const warning = await gateway.waitForLog({ matches: (l) => String(l.msg).startsWith('MySQL connection budget exceeded'), what: 'the "MySQL connection budget exceeded" warning' });
-    expect(warning).toMatchObject({ level: 50, role: 'gateway', pool: 4, processes: GATEWAY_PROCESSES, demand: 32, workerHeadroom: 10, maxConnections: MAX_CONNECTIONS });
-    // At least this test's own connection is open, so the 32 do not fit in what is free either.
+    // Each process's pools: the buyers' (GATEWAY_DB_POOL_SIZE 4) and the dashboard's (DASHBOARD_DB_POOL_SIZE 2).
+    expect(warning).toMatchObject({ level: 50, role: 'gateway', pool: 6, processes: GATEWAY_PROCESSES, demand: 48, workerHeadroom: 10, maxConnections: MAX_CONNECTIONS });
+    // At least this test's own connection is open, so the 48 do not fit in what is free either.
     const inUse = warning.connectionsInUse as number;
     expect(inUse).toBeGreaterThanOrEqual(1);
     expect(warning.problems).toEqual([
-      `${GATEWAY_PROCESSES} gateway processes x pool 4 = 32 connections, plus 10 for a worker, exceed max_connections ${MAX_CONNECTIONS}`,
-      `${GATEWAY_PROCESSES} gateway processes x pool 4 = 32 connections, but only ${MAX_CONNECTIONS - inUse} of max_connections ${MAX_CONNECTIONS} are free (${inUse} in use)`,
+      `${GATEWAY_PROCESSES} gateway processes x pool 6 = 48 connections, plus 10 for a worker, exceed max_connections ${MAX_CONNECTIONS}`,
+      `${GATEWAY_PROCESSES} gateway processes x pool 6 = 48 connections, but only ${MAX_CONNECTIONS - inUse} of max_connections ${MAX_CONNECTIONS} are free (${inUse} in use)`,
     ]);
     expect(gateway.logs.filter((l) => String(l.msg).startsWith('MySQL connection budget'))).toHaveLength(1);
 
