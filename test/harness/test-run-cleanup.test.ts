@@ -30,10 +30,14 @@ describe('a test run in which a fault test fails on purpose', () => {
       // The case that left a gateway supervisor and its 8 children running: GATEWAY_WORKERS=8.
       await failOnPurpose('test/faults/connection-budget.test.ts', 'abandon'),
     ];
-    for (const { run, result, output } of runs) {
+    for (const [i, { run, result, output }] of runs.entries()) {
       expect(result.code, output).toBe(1);
       expect(output).toContain('failing on purpose');
-      expect(output).not.toContain('left these behind');
+      // A failed start-up wait is cleaned up by the harness and the test itself: the teardown finds
+      // nothing. A dropped gateway may outlive the test's own clean-up (it is killed when the file
+      // ends) and write a key after it (BullMQ's queue meta): then the teardown is the net that lists
+      // it, removes it and fails the run, as it must.
+      if (i === 0) expect(output).not.toContain('left these behind');
       const left = await findLeftovers(run, stores);
       expect(describeLeftovers(left), `leftovers of run ${run}`).toBe('');
     }
