@@ -59,7 +59,8 @@ export function undeliveredLag(group: Pick<OrderWritersGroup, 'lag' | 'lastDeliv
 }
 
 /**
- * Reads the order writers' group of a sale's stream: in one MULTI, XINFO GROUPS (the group's position),
+ * Reads the order writers' group of a sale's stream: in one pipeline (not a MULTI: out of memory, Redis
+ * aborts the transaction, and the watch must read to free memory), XINFO GROUPS (the group's position),
  * the stream's last entry id and XPENDING's summary (the entries delivered and not acknowledged, from
  * the pending entries list itself). Undelivered entries are judged by undeliveredLag, and counted by
  * reading the stream after the group's position where XINFO's lag cannot be trusted. A missing stream or
@@ -84,7 +85,7 @@ export interface OrderWritersProgress extends StreamBacklog {
 export async function orderWritersProgress(redis: ScriptedRedis, prefix: string, saleId: number): Promise<OrderWritersProgress> {
   const keys = saleKeys(prefix, saleId);
   const replies = await redis
-    .multi()
+    .pipeline()
     .xinfo('GROUPS', keys.stream)
     .xrevrange(keys.stream, '+', '-', 'COUNT', 1)
     .xpending(keys.stream, ORDER_WRITERS_GROUP)
