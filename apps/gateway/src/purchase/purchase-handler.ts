@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { summarisedLog } from '@flashsale/config';
 import { AppError, newReservationId } from '@flashsale/domain';
 import { reservePurchase, WorkSignaller, type ReserveOutcome } from '@flashsale/redis-store';
 import type { GatewayDeps } from '../deps.ts';
@@ -71,6 +72,9 @@ export function createPurchaseHandler({ config, redis, logger }: GatewayDeps, me
     count(problem.code);
     sendProblem(res, problem);
   };
+  // Redis away fails every purchase: a line per request would turn an outage (and the crowd's retries
+  // during it) into a flood of the log. The first failure is logged at once, then counts at most every 10 s.
+  const reserveFailures = summarisedLog<'failed'>(logger, 'reserve script failed', 'requests');
   const duplicateAnswer = createDuplicateAnswer();
   const answerDuplicate = (res: ServerResponse, reservationId: string) => {
     count('ALREADY_PURCHASED');
@@ -111,7 +115,7 @@ export function createPurchaseHandler({ config, redis, logger }: GatewayDeps, me
       metrics.storeErrors.count(error);
       // The script may or may not have run; a retry by the buyer is safe either way (it is refused as
       // ALREADY_PURCHASED with the reservation id if the first one went through).
-      logger.error({ err: error, saleId }, 'reserve script failed');
+      reserveFailures('failed', { err: error, saleId });
       return refuse(res, { code: 'SERVICE_UNAVAILABLE', detail: 'the sale cannot be reached right now, retry shortly', headers: { 'Retry-After': '1' } });
     }
     metrics.purchaseSeconds.observe((performance.now() - started) / 1000);
