@@ -6,6 +6,7 @@ import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '@flashsale/config';
 import { createHttpServer, listen } from './http-server.ts';
+import { capturedLog } from '../../../test/support/logs.ts';
 
 // Real sockets against the real server on a free port. 127.0.0.2 is a second client address: on Linux
 // the whole of 127.0.0.0/8 is loopback, so a socket bound to it reaches 127.0.0.1 as another machine.
@@ -26,8 +27,7 @@ afterEach(async () => {
 });
 
 async function serve(env: Record<string, string>) {
-  const logs: Record<string, unknown>[] = [];
-  const logger = pino({ level: 'info' }, { write: (line: string) => void logs.push(JSON.parse(line) as Record<string, unknown>) });
+  const { logger, lines: logs } = capturedLog();
   // Answers once the whole body is in, so a slow body keeps its request open.
   const server = createHttpServer(
     (req, res) => {

@@ -1,6 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { pino } from 'pino';
 import { createLogger } from '@flashsale/config';
 import { DrainTimeout, newReservationId, SaleLockBusy } from '@flashsale/domain';
 import { ORDER_WRITERS_GROUP, decodeReservation, readSaleState, reservePurchase, saleKeys, snapshotSale, type ReservationEntry } from '@flashsale/redis-store';
@@ -11,6 +10,7 @@ import { reconcileDeps } from '../../../test/support/reconciler.ts';
 import { OrderWorker } from '../../worker/src/order-worker.ts';
 import { reconcileSale, type ReconcileDeps } from './reconcile-sale.ts';
 import { auditSale } from './ledger-audit.ts';
+import { capturedLog } from '../../../test/support/logs.ts';
 
 let ctx: TestContext;
 let worker: OrderWorker | undefined;
@@ -194,8 +194,7 @@ describe('reconciling a sale', () => {
     const sale = await createLiveSale(ctx, { stock: 10 });
     const keys = saleKeys(ctx.config.REDIS_PREFIX, sale.id);
     await ctx.redis.del(keys.meta, keys.buyers, keys.stream);
-    const lines: { level: number; msg: string; lost?: unknown }[] = [];
-    const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line) as { level: number; msg: string }) });
+    const { logger, lines } = capturedLog();
 
     const result = await reconcileSale({ ...reconcileDeps(ctx), logger }, sale.id, 'lost');
 

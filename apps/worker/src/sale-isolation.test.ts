@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { pino } from 'pino';
 import { createTestContext, type TestContext } from '../../../test/support/context.ts';
 import { SaleBackoff, saleFaultOf, type SaleFaultKind, type SaleStage } from './sale-isolation.ts';
+import { capturedLog } from '../../../test/support/logs.ts';
 
 let ctx: TestContext;
 beforeEach(() => {
@@ -27,9 +27,8 @@ async function wrongTypeError(): Promise<Error> {
 }
 
 function backoffWithLog() {
-  const lines: Record<string, unknown>[] = [];
   const failures: [number, SaleStage, SaleFaultKind][] = [];
-  const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) });
+  const { logger, lines } = capturedLog();
   const backoff = new SaleBackoff(logger, (saleId, stage, kind) => failures.push([saleId, stage, kind]));
   return { backoff, lines, failures, messages: () => lines.map((l) => [l.msg, l.saleId, l.stage]) };
 }

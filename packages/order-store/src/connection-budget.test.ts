@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { pino } from 'pino';
 import { createConnection } from 'mariadb';
 import { loadConfig } from '@flashsale/config';
 import { checkConnectionBudget, connectionBudgetOf, judgeConnectionBudget, readServerConnections } from './connection-budget.ts';
 import { poolConfigFromUrl } from './database-url.ts';
+import { capturedLog } from '../../../test/support/logs.ts';
 
 const DATABASE_URL = process.env.DATABASE_URL!;
 
@@ -67,11 +67,6 @@ describe('connectionBudgetOf', () => {
 });
 
 describe('checkConnectionBudget (real MariaDB)', () => {
-  function capture() {
-    const lines: Record<string, unknown>[] = [];
-    return { lines, logger: pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) }) };
-  }
-
   it("reads the server's max_connections and the connections open on it, its own not counted", async () => {
     const { database: _database, ...server } = poolConfigFromUrl(DATABASE_URL);
     const connection = await createConnection(server);
@@ -87,7 +82,7 @@ describe('checkConnectionBudget (real MariaDB)', () => {
   });
 
   it('logs an error with every number when the pools cannot fit', async () => {
-    const { lines, logger } = capture();
+    const { lines, logger } = capturedLog();
     const { maxConnections } = await readServerConnections(DATABASE_URL);
     const config = loadConfig({ DATABASE_URL, GATEWAY_DB_POOL_SIZE: String(maxConnections) });
     const verdict = await checkConnectionBudget(config, 'gateway', logger, { processes: 2 });
@@ -100,7 +95,7 @@ describe('checkConnectionBudget (real MariaDB)', () => {
   });
 
   it('keeps checking in the background while MySQL does not answer, without failing', async () => {
-    const { lines, logger } = capture();
+    const { lines, logger } = capturedLog();
     // Port 1: nothing listens there, the connection is refused at once.
     const config = loadConfig({ DATABASE_URL: 'mysql://root@127.0.0.1:1/flashsale' });
     const outcome = await Promise.race([checkConnectionBudget(config, 'worker', logger, { retryMs: 50 }).then(() => 'settled'), new Promise((resolve) => setTimeout(resolve, 1000, 'still checking'))]);

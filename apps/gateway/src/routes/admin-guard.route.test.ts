@@ -1,16 +1,15 @@
-import { pino } from 'pino';
 import { beforeEach, describe, expect, it } from 'vitest';
 import type { TestContext } from '../../../../test/support/context.ts';
 import { gatewayPerFile, type TestGateway } from '../../../../test/support/gateway.ts';
 import { manualClock } from '../../../../test/support/clock.ts';
 import { bearer, expectProblem, requestWithHost } from '../../../../test/support/http.ts';
 import { sampleOf } from '../../../../test/support/metrics-text.ts';
+import { capturedLog } from '../../../../test/support/logs.ts';
 
 // One gateway behind a "proxy" (TRUST_PROXY=1): each test plays clients at addresses of its own through
 // X-Forwarded-For, on a clock it moves a minute at a time, so every test starts with fresh budgets.
 const clock = manualClock();
-const logs: Record<string, unknown>[] = [];
-const logger = pino({ level: 'info' }, { write: (line: string) => void logs.push(JSON.parse(line) as Record<string, unknown>) });
+const { logger, lines: logs } = capturedLog();
 let ctx: TestContext;
 let gateway: TestGateway;
 gatewayPerFile(

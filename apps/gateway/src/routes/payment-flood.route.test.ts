@@ -1,14 +1,13 @@
-import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { gatewayPerFile, type TestGateway } from '../../../../test/support/gateway.ts';
 import { manualClock } from '../../../../test/support/clock.ts';
 import { expectProblem } from '../../../../test/support/http.ts';
+import { capturedLog } from '../../../../test/support/logs.ts';
 
 // An unsigned flood of the payment provider's endpoint: turned away by a per-address budget before any
 // signature is checked, and summed up in the log instead of a line per request.
 const clock = manualClock();
-const logs: Record<string, unknown>[] = [];
-const logger = pino({ level: 'info' }, { write: (line: string) => void logs.push(JSON.parse(line) as Record<string, unknown>) });
+const { logger, lines: logs } = capturedLog();
 let gateway: TestGateway;
 gatewayPerFile(
   (_ctx, server) => {
@@ -32,7 +31,7 @@ describe('a flood of unsigned payment events', () => {
 
     expect({ unauthorized: statuses.filter((s) => s === 401).length, limited: statuses.filter((s) => s === 429).length }).toEqual({ unauthorized: 40, limited: 160 });
     expect(logs.filter((line) => line.msg === 'payment events refused: bad signature')).toEqual([expect.objectContaining({ level: 40, refused: { mismatch: 1 } })]);
-    expect(logs.filter((line) => (line.level as number) >= 40)).toHaveLength(1);
+    expect(logs.filter((line) => (line.level) >= 40)).toHaveLength(1);
 
     clock.nextSecond();
     await expectProblem(await unsigned(), 401, 'UNAUTHORIZED', 'the Payment-Signature is not valid');

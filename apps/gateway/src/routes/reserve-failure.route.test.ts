@@ -1,15 +1,14 @@
-import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { buyerToken } from '@flashsale/harness';
 import { saleKeys } from '@flashsale/redis-store';
 import { createLiveSale, type TestContext } from '../../../../test/support/context.ts';
 import { gatewayPerFile, type TestGateway } from '../../../../test/support/gateway.ts';
 import { bearer, expectProblem } from '../../../../test/support/http.ts';
+import { capturedLog } from '../../../../test/support/logs.ts';
 
 // The reserve script failing for every buyer (a Redis away, or here a sale whose buyers record Redis
 // cannot read): each buyer gets 503 with Retry-After, and the log gets a summary, not a line per request.
-const logs: Record<string, unknown>[] = [];
-const logger = pino({ level: 'info' }, { write: (line: string) => void logs.push(JSON.parse(line) as Record<string, unknown>) });
+const { logger, lines: logs } = capturedLog();
 let ctx: TestContext;
 let gateway: TestGateway;
 gatewayPerFile(
