@@ -33,12 +33,13 @@ const LATE_PAYMENTS = 5;
 export async function runLifecycle(input: LifecycleInput): Promise<{ failed: boolean }> {
   const http = createHttpClient(input.gatewayUrl, 16);
   const admin = { authorization: `Bearer ${input.adminToken}` };
-  // As a provider sends an event: the same one again, after Retry-After, while the answer is 503.
+  // As a provider sends an event: the same one again, after Retry-After, while the answer is 503 or 429
+  // (the gateway's per-address budget for payment events, PAYMENT_EVENTS_PER_ADDRESS_PER_SECOND).
   const pay = async (reservationId: string) => {
     const event = paymentEventRequest(input.webhookSecret, { id: `evt_${randomUUID()}`, reservationId, amountCents: 4999 });
     for (let attempt = 1; ; attempt++) {
       const res = await http.send('POST', '/api/payments/events', event);
-      if (res.status !== 503 || attempt === 10) return res;
+      if ((res.status !== 503 && res.status !== 429) || attempt === 10) return res;
       await sleep(Number(res.headers['retry-after'] ?? 1) * 1000);
     }
   };

@@ -77,6 +77,10 @@ describe('npm run demo with REDIS_CLUSTER_NODES', () => {
     expect(run.stdout).toMatch(/unexpected \(order without 202\)\s*│ 0 /);
     expect(run.stdout).toContain('"consistent":true');
     expect(run.stdout).toContain('All invariants hold');
+    // The provider's events are sent again after a 429 (the per-address budget) or a 503: every one is paid.
+    expect(run.stdout).toMatch(/payment events sent: (\d+), answered \1 paid \(HTTP 200\)\n/);
+    expect(run.stdout).toMatch(/re-sale payment events sent: (\d+), answered \1 paid \(HTTP 200\)\n/);
+    expect(run.stdout).toContain('The sale balances');
     expect(run.stdout).toContain('exit codes: 0, 0, 0, 0');
     expect(run.code, run.stderr.slice(-2000)).toBe(0);
     expect(await keysOnNodes('demo')).toEqual([0, 0, 0]);
