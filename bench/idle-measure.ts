@@ -13,7 +13,7 @@ import { createConnection, type Connection } from 'mariadb';
 import { Redis } from 'ioredis';
 import { loadConfig } from '@flashsale/config';
 import { migrate, poolConfigFromUrl } from '@flashsale/order-store';
-import { createHttpClient, mapConcurrently, signBuyerTokens, spawnApp, startRedisServer, type AppProcess, type RedisServer } from '@flashsale/harness';
+import { createHttpClient, mapConcurrently, signBuyerTokens, redisEnvOf, spawnApp, startRedisServer, type AppProcess, type RedisServer } from '@flashsale/harness';
 import { cpuSeconds } from './servers.ts';
 
 export interface IdleOptions {
@@ -217,8 +217,8 @@ export async function measureIdle(options: IdleOptions, register: (teardown: Tea
     redisServer = await startRedisServer();
     databaseMade = true;
     await migrate(databaseUrl);
-    // REDIS_CLUSTER_NODES emptied: one inherited from the bench's environment would take the processes to a cluster.
-    const env = { REDIS_URL: redisServer.url, REDIS_CLUSTER_NODES: '', REDIS_PREFIX: prefix, DATABASE_URL: databaseUrl };
+    // REDIS_CLUSTER_NODES and REDIS_SENTINELS emptied: one inherited from the bench's environment would take the processes elsewhere.
+    const env = { ...redisEnvOf({ url: redisServer.url }), REDIS_PREFIX: prefix, DATABASE_URL: databaseUrl };
     // As the harness's spawnGateway/spawnWorker/spawnReconciler start them (ports of their own, the
     // per-address limit off), but each process is kept from the moment it exists, so the teardown stops
     // it even when it never gets ready.

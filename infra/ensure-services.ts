@@ -15,6 +15,8 @@ import { poolConfigFromUrl } from '@flashsale/order-store';
  * so here. Nothing is started then; the seed nodes are asked, and the check fails with one line saying what
  * is wrong when none answers, when they are not cluster nodes, when the cluster does not serve every slot,
  * or when a master it announces does not answer from this machine (what every client will be sent to).
+ * With REDIS_SENTINELS set, the sentinels are asked where the primary named REDIS_SENTINEL_MASTER is, and
+ * that primary must answer; nothing is started either.
  */
 
 const LOCAL = new Set(['127.0.0.1', 'localhost', '::1']);
@@ -160,6 +162,38 @@ async function ensureCluster(seeds: ClusterNode[]): Promise<string> {
   throw new ServiceUnreachable(`Redis Cluster: no seed node in REDIS_CLUSTER_NODES answers (${silent.join('; ')}): ${fix}`);
 }
 
+/** The primary the first answering sentinel names, which must answer as a primary. */
+async function ensureSentinels(value: string, masterName: string): Promise<string> {
+  let sentinels: { host: string; port: number }[];
+  try {
+    sentinels = loadConfig({ REDIS_SENTINELS: value }).REDIS_SENTINELS ?? [];
+  } catch (error) {
+    if (error instanceof ConfigError) throw new ServiceUnreachable(`REDIS_SENTINELS=${value} is not valid: ${error.problems.join('; ')}`);
+    throw error;
+  }
+  const silent: string[] = [];
+  for (const { host, port } of sentinels) {
+    const sentinel = new Redis({ host, port, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 1000 });
+    sentinel.on('error', () => undefined);
+    try {
+      await sentinel.connect();
+      const address = (await sentinel.call('SENTINEL', 'get-master-addr-by-name', masterName)) as [string, string] | null;
+      if (!address) throw new ServiceUnreachable(`Redis Sentinel at ${host}:${port} monitors no primary named ${masterName}: set REDIS_SENTINEL_MASTER to the name in its \`sentinel monitor\` line`);
+      const [primaryHost, primaryPort] = address;
+      if (!(await redisAnswers(`redis://${primaryHost}:${primaryPort}`))) {
+        throw new ServiceUnreachable(`Redis Sentinel names ${primaryHost}:${primaryPort} as the primary ${masterName}, and it does not answer from this machine`);
+      }
+      return `Redis primary ${masterName} at ${primaryHost}:${primaryPort} (named by the sentinel at ${host}:${port})`;
+    } catch (error) {
+      if (error instanceof ServiceUnreachable) throw error;
+      silent.push(`${host}:${port} ${(error as Error).message}`);
+    } finally {
+      sentinel.disconnect();
+    }
+  }
+  throw new ServiceUnreachable(`Redis Sentinel: no sentinel in REDIS_SENTINELS answers (${silent.join('; ')}): start them or correct REDIS_SENTINELS`);
+}
+
 /**
  * Makes sure the services answer (see above) and returns what answered, in words. Throws a
  * ServiceUnreachable, whose message says what to do, when one does not.
@@ -170,6 +204,8 @@ export async function ensureServices(env: NodeJS.ProcessEnv = process.env): Prom
   let redis: string;
   if (env.REDIS_CLUSTER_NODES) {
     redis = await ensureCluster(clusterNodesOf(env.REDIS_CLUSTER_NODES));
+  } else if (env.REDIS_SENTINELS) {
+    redis = await ensureSentinels(env.REDIS_SENTINELS, env.REDIS_SENTINEL_MASTER || 'mymaster');
   } else {
     const redisUrl = new URL(env.REDIS_URL || 'redis://127.0.0.1:6379');
     await ensure('Redis', redisUrl, () => redisAnswers(redisUrl.href), startRedis(Number(redisUrl.port || 6379)), 'REDIS_URL');
@@ -196,7 +232,8 @@ if (import.meta.url === `file://${process.argv[1]}`) {
 
 Makes sure Redis (REDIS_URL) and MariaDB (DATABASE_URL) answer, starting this machine's own
 redis-server and mariadbd when a local one does not; with REDIS_CLUSTER_NODES set, checks that Redis
-Cluster instead and starts nothing. Prints what it found; exit 1 with one line when a service cannot be
+Cluster instead and starts nothing; with REDIS_SENTINELS set, asks the sentinels for the primary named
+REDIS_SENTINEL_MASTER and checks that it answers. Prints what it found; exit 1 with one line when a service cannot be
 reached. No options.`,
   });
   console.log(await ensureServicesOrExit());

@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
-import { spawnApp, spawnReconciler, startRedisServer, type AppProcess, type RedisServer } from '@flashsale/harness';
+import { redisEnvOf, spawnApp, spawnReconciler, startRedisServer, type AppProcess, type RedisServer } from '@flashsale/harness';
 import { createTestContext } from '../support/context.ts';
 import { metricsPortOf } from '../support/metrics-text.ts';
 import { until } from '../support/until.ts';
@@ -17,7 +17,7 @@ afterEach(async () => {
 });
 
 const ctx = createTestContext();
-const envOf = (server: RedisServer) => ({ REDIS_URL: server.url, REDIS_CLUSTER_NODES: '', DATABASE_URL: ctx.config.DATABASE_URL, REDIS_PREFIX: ctx.config.REDIS_PREFIX, PORT: '0', METRICS_PORT: '0', WORKER_PORT: '0', RECONCILER_PORT: '0' });
+const envOf = (server: RedisServer) => ({ ...redisEnvOf({ url: server.url }), DATABASE_URL: ctx.config.DATABASE_URL, REDIS_PREFIX: ctx.config.REDIS_PREFIX, PORT: '0', METRICS_PORT: '0', WORKER_PORT: '0', RECONCILER_PORT: '0' });
 const FATAL = "Redis may evict keys (maxmemory-policy is not noeviction): a sale's stock, buyers or stream could vanish silently. Set `maxmemory-policy noeviction` (infra/redis.conf) and start again";
 
 describe('maxmemory-policy', () => {

@@ -24,7 +24,7 @@ export async function salesOnEveryMaster(system: ClusterSystem, perMaster: numbe
 }
 
 /** GET /api/admin/sales/:id/stats through the first gateway. */
-export async function saleStats(system: ClusterSystem, saleId: number): Promise<SaleStats> {
+export async function saleStats(system: Pick<ClusterSystem, 'gateways' | 'ctx'>, saleId: number): Promise<SaleStats> {
   const admin = createHttpClient(system.gateways[0]!.url, 1);
   try {
     const res = await admin.send('GET', `/api/admin/sales/${saleId}/stats`, { headers: { authorization: `Bearer ${system.ctx.config.ADMIN_TOKEN}` } });

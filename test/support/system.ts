@@ -5,10 +5,12 @@ import {
   spawnWorker,
   startFaultProxy,
   startRedisCluster,
+  startRedisSentinels,
   startRedisServer,
   type AppProcess,
   type FaultProxy,
   type RedisCluster,
+  type RedisSentinels,
   type RedisServer,
 } from '@flashsale/harness';
 import { createIsolatedContext, type TestContext } from './context.ts';
@@ -67,6 +69,20 @@ export async function startClusterSystem(options: Omit<SystemOptions, 'appendfsy
   // REDIS_URL points nowhere: a process that used it rather than the cluster would fail, not pass.
   const system = await assemble({ REDIS_CLUSTER_NODES: cluster.seeds, REDIS_URL: 'redis://127.0.0.1:1' }, () => cluster.stop(), options, {});
   return Object.assign(system, { cluster });
+}
+
+/** A system whose processes know only REDIS_SENTINELS: they find the primary through real sentinels. */
+export interface SentinelSystem extends Omit<System, 'redisServer'> {
+  sentinels: RedisSentinels;
+}
+
+/** startSystem on a primary, 2 replicas and 3 sentinels of the test's own (AOF always on every server). */
+export async function startSentinelSystem(options: Omit<SystemOptions, 'appendfsync'> = {}): Promise<SentinelSystem> {
+  const sentinels = await startRedisSentinels({ appendfsync: 'always' });
+  // REDIS_URL points nowhere: a process that used it rather than the sentinels would fail, not pass.
+  const redisEnv = { REDIS_SENTINELS: sentinels.seeds, REDIS_SENTINEL_MASTER: sentinels.masterName, REDIS_URL: 'redis://127.0.0.1:1' };
+  const system = await assemble(redisEnv, () => sentinels.stop(), options, {});
+  return Object.assign(system, { sentinels });
 }
 
 async function assemble(redisEnv: NodeJS.ProcessEnv, stopRedis: () => Promise<void>, options: SystemOptions, extra: { redisServer?: RedisServer }): Promise<System> {

@@ -24,6 +24,9 @@ describe('loadConfig', () => {
       DATABASE_URL: 'mysql://root@127.0.0.1:3306/flashsale',
       REDIS_URL: 'redis://127.0.0.1:6379',
       REDIS_PREFIX: 'fs',
+      REDIS_SENTINEL_MASTER: 'mymaster',
+      REDIS_WAIT_REPLICAS: 0,
+      REDIS_WAIT_TIMEOUT_MS: 100,
       PORT: 3000,
       AUTH_SECRET: DEV_AUTH_SECRET,
       ADMIN_TOKEN: DEV_ADMIN_TOKEN,
@@ -218,6 +221,21 @@ describe('loadConfig', () => {
       const config = loadConfig({ NODE_ENV });
       expect([config.AUTH_SECRET, config.ADMIN_TOKEN]).toEqual([DEV_AUTH_SECRET, DEV_ADMIN_TOKEN]);
     }
+  });
+
+  it('reads Redis Sentinel (the sentinels and the primary\'s name), and refuses it together with a cluster', () => {
+    expect(loadConfig({ REDIS_SENTINELS: 'sentinel-1:26379,10.0.0.2:26380', REDIS_SENTINEL_MASTER: 'shop' })).toMatchObject({
+      REDIS_SENTINELS: [
+        { host: 'sentinel-1', port: 26379 },
+        { host: '10.0.0.2', port: 26380 },
+      ],
+      REDIS_SENTINEL_MASTER: 'shop',
+    });
+    expect(() => loadConfig({ REDIS_SENTINELS: 'sentinel-1' })).toThrow('REDIS_SENTINELS must be host:port[,host:port...]');
+    expect(() => loadConfig({ REDIS_SENTINELS: 'a:1', REDIS_CLUSTER_NODES: 'b:2' })).toThrow(
+      'REDIS_SENTINELS cannot be set together with REDIS_CLUSTER_NODES: Redis is either a cluster or a primary watched by sentinels',
+    );
+    expect(() => loadConfig({ REDIS_SENTINEL_MASTER: 'my master' })).toThrow('REDIS_SENTINEL_MASTER must be 1-64 of A-Z a-z 0-9 _ . -');
   });
 
   it('treats an empty variable as unset', () => {

@@ -24,6 +24,19 @@ const OPTIONAL_SECRETS = ['METRICS_TOKEN'] as const;
 
 const intFrom = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
 
+/** `host:port,host:port,...` as a list of { host, port }. */
+const hostPortList = () =>
+  z
+    .string()
+    .regex(/^[^\s,:]+:\d{1,5}(,[^\s,:]+:\d{1,5})*$/, 'must be host:port[,host:port...]')
+    .transform((list) =>
+      list.split(',').map((node) => {
+        const at = node.lastIndexOf(':');
+        return { host: node.slice(0, at), port: Number(node.slice(at + 1)) };
+      }),
+    )
+    .refine((nodes) => nodes.every(({ port }) => port >= 1 && port <= 65535), 'every port must be 1-65535');
+
 const schema = z
   .object({
     NODE_ENV: z.enum(['development', 'test', 'production']).default('development'),
@@ -41,17 +54,18 @@ const schema = z
      * Seed nodes of a Redis Cluster, `host:port,host:port,...`; when set, every process talks to the
      * cluster and REDIS_URL is ignored. Unset by default (one Redis at REDIS_URL).
      */
-    REDIS_CLUSTER_NODES: z
+    REDIS_CLUSTER_NODES: hostPortList().optional(),
+    /**
+     * Redis Sentinel: `host:port,host:port,...` of the sentinels that watch the primary named
+     * REDIS_SENTINEL_MASTER; when set, every process asks them where the primary is (again after a
+     * failover) and REDIS_URL is ignored. Unset by default. Not together with REDIS_CLUSTER_NODES.
+     */
+    REDIS_SENTINELS: hostPortList().optional(),
+    /** The name the sentinels monitor the primary under (`sentinel monitor <name> ...`), default `mymaster`. */
+    REDIS_SENTINEL_MASTER: z
       .string()
-      .regex(/^[^\s,:]+:\d{1,5}(,[^\s,:]+:\d{1,5})*$/, 'must be host:port[,host:port...]')
-      .transform((list) =>
-        list.split(',').map((node) => {
-          const at = node.lastIndexOf(':');
-          return { host: node.slice(0, at), port: Number(node.slice(at + 1)) };
-        }),
-      )
-      .refine((nodes) => nodes.every(({ port }) => port >= 1 && port <= 65535), 'every port must be 1-65535')
-      .optional(),
+      .regex(/^[A-Za-z0-9_.-]{1,64}$/, 'must be 1-64 of A-Z a-z 0-9 _ . -')
+      .default('mymaster'),
     /** Namespace of every Redis key, default `fs`. Letters, digits, `_`, `-`, `.`, `:` only. */
     REDIS_PREFIX: z
       .string()
@@ -156,6 +170,16 @@ const schema = z
      * request's, since a rebuild script over a large sale may rightly take seconds, but never unbounded.
      */
     REDIS_BACKGROUND_COMMAND_TIMEOUT_MS: intFrom(1000, 600_000).default(30_000),
+    /**
+     * Replicas that must hold a reservation before the buyer is answered 202 (Redis WAIT, in the same
+     * round trip as the reserve script), default 0 (answer at once). With a replicated Redis (Sentinel,
+     * Cluster replicas), a failover to a replica then cannot lose a reservation that was answered 202:
+     * one fewer replicas acknowledged within REDIS_WAIT_TIMEOUT_MS is answered 503, and the buyer's
+     * retry learns its outcome (409 with the reservation, or a new one).
+     */
+    REDIS_WAIT_REPLICAS: intFrom(0, 16).default(0),
+    /** How long the gateway waits for REDIS_WAIT_REPLICAS replicas, default 100 ms. */
+    REDIS_WAIT_TIMEOUT_MS: intFrom(1, 10_000).default(100),
     /** Longest a gateway's MySQL statement may run (MariaDB's max_statement_time, lock waits included), default 2000 ms. */
     DB_STATEMENT_TIMEOUT_MS: intFrom(100, 600_000).default(2000),
     /**
@@ -356,6 +380,9 @@ const schema = z
   })
   .superRefine(
     (env, ctx) => {
+      if (env.REDIS_CLUSTER_NODES && env.REDIS_SENTINELS) {
+        ctx.addIssue({ code: 'custom', path: ['REDIS_SENTINELS'], message: 'cannot be set together with REDIS_CLUSTER_NODES: Redis is either a cluster or a primary watched by sentinels' });
+      }
       if (env.NODE_ENV !== 'production') return;
       if (!env.AUTH_SECRET) ctx.addIssue({ code: 'custom', path: ['AUTH_SECRET'], message: 'is required in production' });
       if (!env.ADMIN_TOKEN) ctx.addIssue({ code: 'custom', path: ['ADMIN_TOKEN'], message: 'is required in production' });

@@ -14,6 +14,7 @@ export { purchaseBurst, mergeBursts, type BurstOutcome } from './purchase-burst.
 export { startMariaDbServer, type MariaDbServer } from './mariadb-server.ts';
 export { skewedClockEnv } from './skewed-clock.ts';
 export { startRedisCluster, type RedisCluster, type ClusterNode } from './redis-cluster.ts';
+export { startRedisSentinels, type RedisSentinels, type SentinelProcess, type RedisSentinelOptions } from './redis-sentinel.ts';
 export { gitRevision } from './git-revision.ts';
 export { paymentEventRequest, type PaymentSucceeded } from './payment-events.ts';
 export { launchChromium, signInToDashboard } from './chromium.ts';

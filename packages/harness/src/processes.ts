@@ -49,14 +49,16 @@ export interface AppProcess {
 }
 
 /**
- * The environment that points a spawned process at `target` (from redisTargetOf(config)): REDIS_URL, or
- * REDIS_CLUSTER_NODES for a cluster. The other variable is emptied for one server (an empty variable
- * counts as unset) so a REDIS_CLUSTER_NODES the spawner inherited cannot take the process elsewhere; a
- * cluster needs nothing else, REDIS_URL is then ignored.
+ * The environment that points a spawned process at `target` (from redisTargetOf(config)): REDIS_URL,
+ * REDIS_CLUSTER_NODES for a cluster, or REDIS_SENTINELS and REDIS_SENTINEL_MASTER. The variables of the
+ * other kinds are emptied (an empty variable counts as unset), so one the spawner inherited cannot take
+ * the process elsewhere; a cluster or sentinels need no REDIS_URL, which is then ignored.
  */
 export function redisEnvOf(target: RedisTarget): NodeJS.ProcessEnv {
-  if ('url' in target) return { REDIS_URL: target.url, REDIS_CLUSTER_NODES: '' };
-  return { REDIS_CLUSTER_NODES: target.clusterNodes.map(({ host, port }) => `${host}:${port}`).join(',') };
+  const list = (nodes: { host: string; port: number }[]) => nodes.map(({ host, port }) => `${host}:${port}`).join(',');
+  if ('url' in target) return { REDIS_URL: target.url, REDIS_CLUSTER_NODES: '', REDIS_SENTINELS: '' };
+  if ('sentinels' in target) return { REDIS_SENTINELS: list(target.sentinels), REDIS_SENTINEL_MASTER: target.masterName, REDIS_CLUSTER_NODES: '' };
+  return { REDIS_CLUSTER_NODES: list(target.clusterNodes), REDIS_SENTINELS: '' };
 }
 
 /**

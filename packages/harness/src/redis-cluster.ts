@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Redis } from 'ioredis';
-import { startRedisServer, type RedisServer } from './redis-server.ts';
+import type { Redis } from 'ioredis';
+import { askRedis, startRedisServer, type RedisServer } from './redis-server.ts';
 
 /** One node of a test cluster: the redis-server, and its role as the cluster last reported it. */
 export interface ClusterNode extends RedisServer {
@@ -48,16 +48,7 @@ export async function startRedisCluster({ masters = 3, replicasPerMaster = 0 } =
     throw error;
   }
 
-  const ask = async <T>(node: ClusterNode, command: (redis: Redis) => Promise<T>): Promise<T> => {
-    const redis = new Redis(node.url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-    redis.on('error', () => undefined);
-    try {
-      await redis.connect();
-      return await command(redis);
-    } finally {
-      redis.disconnect();
-    }
-  };
+  const ask = <T>(node: ClusterNode, command: (redis: Redis) => Promise<T>) => askRedis(node.url, command);
   const byPort = (port: number) => nodes.find((n) => n.port === port)!;
   /** The masters' ports from CLUSTER SLOTS on a node: [start, end, [host, port, id, info], ...replicas]. */
   const masterPorts = async (node: ClusterNode) => new Set((await ask(node, (r) => r.cluster('SLOTS'))).map((range) => Number(range[2]?.[1])));

@@ -20,6 +20,18 @@ export function freePort(): Promise<number> {
   });
 }
 
+/** Runs `command` on a connection of its own to `url`, opened for it and closed after (no retries). */
+export async function askRedis<T>(url: string, command: (redis: Redis) => Promise<T>): Promise<T> {
+  const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 2000 });
+  redis.on('error', () => undefined);
+  try {
+    await redis.connect();
+    return await command(redis);
+  } finally {
+    redis.disconnect();
+  }
+}
+
 export interface RedisServerOptions {
   /** `always`, `everysec`, or undefined for no persistence at all (like the machine's own Redis). */
   appendfsync?: 'always' | 'everysec';

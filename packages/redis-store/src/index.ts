@@ -2,7 +2,7 @@ export { saleKeys, salesIndexKey, ORDER_WRITERS_GROUP, type SaleKeys } from './k
 export { createAdminSession, readAdminSession, deleteAdminSession, type AdminSession, type AdminSessionLifetime } from './admin-session.ts';
 export { withScripts, type ScriptedRedis, type ScriptCommands } from './scripts.ts';
 export { createRedis, isRedisUnavailable, type RedisClientOptions } from './redis-client.ts';
-export { reservePurchase, toReserveOutcome, type ReserveOutcome, type PurchaseRequest } from './reserve-purchase.ts';
+export { reservePurchase, toReserveOutcome, type ReserveOutcome, type UnreplicatedOutcome, type ReplicaWait, type PurchaseRequest } from './reserve-purchase.ts';
 export { publishSale, withdrawSale, setSalePaused, listSaleIds, retireSale, keepListed } from './sale-state.ts';
 export { readSaleState, redisNow, admissionArgs, type SaleState } from './sale-meta.ts';
 export { findBuyerReservation, parseBuyerRecord, reservedAtOfBuyerRecord, readBuyers, readAllBuyers, type BuyerRecord, type BuyerReservation } from './buyer-record.ts';

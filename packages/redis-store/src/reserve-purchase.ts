@@ -53,11 +53,47 @@ export function toReserveOutcome([code, value]: [number, string | number]): Rese
 }
 
 /**
+ * Replicas that must hold a reservation before it is answered (Redis WAIT), and how long to wait for
+ * them: REDIS_WAIT_REPLICAS and REDIS_WAIT_TIMEOUT_MS.
+ */
+export interface ReplicaWait {
+  replicas: number;
+  timeoutMs: number;
+}
+
+/**
  * The whole purchase decision: exactly one Redis round trip (EVALSHA), which checks, takes the stock,
  * records the buyer and enqueues the reservation atomically.
+ *
+ * With `wait`, WAIT follows the script in the same round trip and on the same connection: it counts the
+ * replicas that hold every write this connection made, the reservation's included, and on a cluster it
+ * goes, with the script, to the master of the sale's slot. A reservation fewer replicas acknowledged in
+ * time is `unreplicated`: it stands on the primary (and becomes an order unless the primary is lost
+ * before a replica copies it), but a failover now could lose it, so it is not answered 202.
  */
-export async function reservePurchase(redis: ScriptedRedis, prefix: string, request: PurchaseRequest): Promise<ReserveOutcome> {
+export async function reservePurchase(redis: ScriptedRedis, prefix: string, request: PurchaseRequest): Promise<ReserveOutcome>;
+export async function reservePurchase(redis: ScriptedRedis, prefix: string, request: PurchaseRequest, wait: ReplicaWait | undefined): Promise<ReserveOutcome | UnreplicatedOutcome>;
+export async function reservePurchase(redis: ScriptedRedis, prefix: string, request: PurchaseRequest, wait?: ReplicaWait): Promise<ReserveOutcome | UnreplicatedOutcome> {
   const keys = saleKeys(prefix, request.saleId);
-  const reply = await redis.reserve(keys.meta, keys.buyers, keys.stream, keys.turns, request.userId, request.quantity, request.reservationId);
-  return toReserveOutcome(reply);
+  const args = [keys.meta, keys.buyers, keys.stream, keys.turns, request.userId, request.quantity, request.reservationId] as const;
+  if (!wait) return toReserveOutcome(await redis.reserve(...args));
+  const pipeline = redis.pipeline() as unknown as WaitPipeline;
+  const [[scriptError, reply], [waitError, acknowledged]] = (await pipeline.reserve(...args).wait(wait.replicas, wait.timeoutMs).exec()) as [[Error | null, unknown], [Error | null, unknown]];
+  if (scriptError) throw scriptError;
+  const outcome = toReserveOutcome(reply as [number, string | number]);
+  if (outcome.kind !== 'reserved') return outcome;
+  if (waitError || Number(acknowledged) < wait.replicas) return { kind: 'unreplicated', acknowledged: waitError ? 0 : Number(acknowledged) };
+  return outcome;
+}
+
+/** A reservation made on the primary that fewer than REDIS_WAIT_REPLICAS replicas acknowledged in time. */
+export interface UnreplicatedOutcome {
+  kind: 'unreplicated';
+  acknowledged: number;
+}
+
+interface WaitPipeline {
+  reserve(...args: readonly (string | number)[]): WaitPipeline;
+  wait(replicas: number, timeoutMs: number): WaitPipeline;
+  exec(): Promise<[Error | null, unknown][] | null>;
 }

@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { summarisedLog } from '@flashsale/config';
 import { AppError, newReservationId } from '@flashsale/domain';
-import { reservePurchase, WorkSignaller, type ReserveOutcome } from '@flashsale/redis-store';
+import { reservePurchase, WorkSignaller, type ReserveOutcome, type UnreplicatedOutcome } from '@flashsale/redis-store';
 import type { GatewayDeps } from '../deps.ts';
 import type { GatewayMetrics } from '../metrics.ts';
 import type { RequestLimits } from '../request-limits.ts';
@@ -74,6 +74,7 @@ export function createPurchaseHandler({ config, redis, logger }: GatewayDeps, me
   };
   // Redis away fails every purchase: a line per request would turn an outage (and the crowd's retries
   // during it) into a flood of the log. The first failure is logged at once, then counts at most every 10 s.
+  const replicaWait = config.REDIS_WAIT_REPLICAS > 0 ? { replicas: config.REDIS_WAIT_REPLICAS, timeoutMs: config.REDIS_WAIT_TIMEOUT_MS } : undefined;
   const reserveFailures = summarisedLog<'failed'>(logger, 'reserve script failed', 'requests');
   const duplicateAnswer = createDuplicateAnswer();
   const answerDuplicate = (res: ServerResponse, reservationId: string) => {
@@ -104,10 +105,10 @@ export function createPurchaseHandler({ config, redis, logger }: GatewayDeps, me
     }
     const ticket = verdicts.ticket();
     const reservationId = newReservationId(saleId);
-    let outcome: ReserveOutcome;
+    let outcome: ReserveOutcome | UnreplicatedOutcome;
     const called = performance.now();
     try {
-      outcome = await reservePurchase(redis, prefix, { saleId, userId, quantity, reservationId });
+      outcome = await reservePurchase(redis, prefix, { saleId, userId, quantity, reservationId }, replicaWait);
       metrics.reserveScriptSeconds.observe((performance.now() - called) / 1000);
     } catch (error) {
       // A failed call is timed too: a Redis that times out shows in the latency, not only in the errors.
@@ -124,6 +125,13 @@ export function createPurchaseHandler({ config, redis, logger }: GatewayDeps, me
       if (outcome.remaining === 0) verdicts.learn(saleId, 'SOLD_OUT', ticket);
       count('reserved');
       return sendRendered(res, renderJson(202, { reservationId, saleId, quantity, status: 'pending' }));
+    }
+    if (outcome.kind === 'unreplicated') {
+      // Taken on the primary, not yet on enough replicas: it becomes an order unless a failover loses it
+      // first, so it is not answered 202. The buyer's retry gets 409 with it, or a new reservation.
+      workSignal.reserved(saleId);
+      count('unreplicated');
+      return sendProblem(res, { code: 'SERVICE_UNAVAILABLE', detail: 'the reservation is not yet copied to a replica; retry to learn its outcome', headers: { 'Retry-After': '1' } });
     }
     if (outcome.kind === 'already_purchased') return answerDuplicate(res, outcome.reservationId);
     if (outcome.kind === 'sold_out') verdicts.learn(saleId, 'SOLD_OUT', ticket);
