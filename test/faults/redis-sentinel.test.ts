@@ -34,7 +34,7 @@ function burst(s: SentinelSystem, saleId: number, label: string, count: number, 
   });
   return outcome.then(async (result) => {
     await fault;
-    return { ...result, during };
+    return result;
   });
 }
 
