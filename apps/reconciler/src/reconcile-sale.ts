@@ -1,7 +1,7 @@
 import type { Logger } from '@flashsale/config';
 import { SaleNotFound } from '@flashsale/domain';
 import type { ReconcileReason, ReconcileResult } from '@flashsale/jobs';
-import { beginRebuild, controlStateOf, findSale, withSaleLock, type PrismaClient } from '@flashsale/order-store';
+import { beginRebuild, controlStateOf, findSale, recordLostReservations, withSaleLock, type PrismaClient } from '@flashsale/order-store';
 import { applySaleControls, rebuildSaleState, setSalePaused, waitForDrain, type ScriptedRedis } from '@flashsale/redis-store';
 import { observeLoss } from './sale-judgement.ts';
 import { restoreOrdersFromRedis } from './restore-orders.ts';
@@ -54,6 +54,13 @@ async function reconcileLocked(deps: ReconcileDeps, saleId: number, reason: Reco
   if (restored.reservations > 0) logger.error({ saleId, ...restored }, 'reconcile: MySQL had lost orders Redis still held (it went back in time); written again with their reservation ids');
   const unrestorable = { reservations: restore.refused.length, units: restore.refused.reduce((sum, r) => sum + r.quantity, 0) };
   if (unrestorable.reservations > 0) logger.error({ saleId, refused: restore.refused }, 'reconcile: reservations Redis held could not be written again as orders; counted as lost');
+  // Named before the rebuild replaces Redis's records, the only other place they are known: a buyer's
+  // lookup, cancel and payment answer `lost` from this row. A retry that fails before the rebuild finds
+  // them again in Redis and records nothing twice.
+  await recordLostReservations(
+    prisma,
+    restore.refused.map(({ reservationId, userId, quantity, reservedAt, reason }) => ({ reservationId, saleId, userId, quantity, reason, reservedAt: reservedAt ?? null })),
+  );
 
   // Whatever the reason given (an operator's request can beat the watcher to a loss), the state about to
   // be replaced is judged against the checkpoint first, with the sale row locked, and what it lost is
@@ -81,6 +88,8 @@ async function reconcileLocked(deps: ReconcileDeps, saleId: number, reason: Reco
     lost: plan.lost,
     judgement: plan.judgement.lost ? 'lost' : 'intact',
     restored,
+    // Only when there are: a result that names nothing reads as it did before losses were named.
+    ...(unrestorable.reservations > 0 && { named: unrestorable }),
   };
   if (plan.lost.reservations > 0 || plan.lost.units > 0) {
     logger.error({ ...result, reason }, 'reconcile: reservations answered 202 were lost with Redis data (at least this many)');
