@@ -1,7 +1,7 @@
 import type { Logger } from '@flashsale/config';
 import { SaleNotFound } from '@flashsale/domain';
 import type { ReconcileReason, ReconcileResult } from '@flashsale/jobs';
-import { beginRebuild, controlStateOf, findSale, recordLostReservations, withSaleLock, type PrismaClient } from '@flashsale/order-store';
+import { beginRebuild, controlStateOf, findSale, withSaleLock, type PrismaClient } from '@flashsale/order-store';
 import { applySaleControls, rebuildSaleState, setSalePaused, waitForDrain, type ScriptedRedis } from '@flashsale/redis-store';
 import { observeLoss } from './sale-judgement.ts';
 import { restoreOrdersFromRedis } from './restore-orders.ts';
@@ -54,18 +54,15 @@ async function reconcileLocked(deps: ReconcileDeps, saleId: number, reason: Reco
   if (restored.reservations > 0) logger.error({ saleId, ...restored }, 'reconcile: MySQL had lost orders Redis still held (it went back in time); written again with their reservation ids');
   const unrestorable = { reservations: restore.refused.length, units: restore.refused.reduce((sum, r) => sum + r.quantity, 0) };
   if (unrestorable.reservations > 0) logger.error({ saleId, refused: restore.refused }, 'reconcile: reservations Redis held could not be written again as orders; counted as lost');
-  // Named before the rebuild replaces Redis's records, the only other place they are known: a buyer's
-  // lookup, cancel and payment answer `lost` from this row. A retry that fails before the rebuild finds
-  // them again in Redis and records nothing twice.
-  await recordLostReservations(
-    prisma,
-    restore.refused.map(({ reservationId, userId, quantity, reservedAt, reason }) => ({ reservationId, saleId, userId, quantity, reason, reservedAt: reservedAt ?? null })),
-  );
+  // Named with their count, in the rebuild's transaction, before the rebuild replaces Redis's records
+  // (the only other place they are known): a buyer's lookup, cancel and payment answer `lost` from them.
+  // A run that fails before that commit names and counts nothing; its retry finds them again in Redis.
+  const named = restore.refused.map(({ reservationId, userId, quantity, reservedAt, reason }) => ({ reservationId, saleId, userId, quantity, reason, reservedAt: reservedAt ?? null }));
 
   // Whatever the reason given (an operator's request can beat the watcher to a loss), the state about to
   // be replaced is judged against the checkpoint first, with the sale row locked, and what it lost is
   // counted in the transaction that replaces the checkpoint.
-  const plan = await beginRebuild(prisma, saleId, (recorded) => observeLoss(redis, prefix, saleId, recorded), unrestorable);
+  const plan = await beginRebuild(prisma, saleId, (recorded) => observeLoss(redis, prefix, saleId, recorded), { ...unrestorable, named });
   if (!plan) throw new SaleNotFound(`sale ${saleId} is not in MySQL`);
   // Gone or gone back is not the same as reservations lost: a sale whose keys vanished before anyone
   // bought, or since its last checkpoint, lost nothing. What was lost is counted, and said, below.

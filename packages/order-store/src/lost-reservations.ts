@@ -1,10 +1,11 @@
-import type { PrismaClient } from './generated/prisma/client.ts';
+import type { Prisma, PrismaClient } from './generated/prisma/client.ts';
 
 /**
  * Reservations answered 202 that neither store holds any more, named (lost_reservations). A
- * reconciliation finds them in Redis's buyer records after MySQL lost their orders, and records them
- * before the rebuild replaces Redis's state from MySQL: from then on this row is all that is left of
- * them. Keyed by the reservation: recording one again (a reconciliation retried) changes nothing.
+ * reconciliation finds them in Redis's buyer records after MySQL lost their orders, and records them in
+ * the rebuild's transaction, with their count (beginRebuild), before Redis's state is replaced from
+ * MySQL: from then on this row is all that is left of them. Keyed by the reservation: recording one
+ * again changes nothing.
  */
 export interface LostReservation {
   reservationId: string;
@@ -23,7 +24,7 @@ export interface LostReservationEntry extends LostReservation {
 }
 
 /** Records `lost` (all of one sale); those already recorded stay as they were. */
-export async function recordLostReservations(prisma: PrismaClient, lost: readonly LostReservation[]): Promise<void> {
+export async function recordLostReservations(prisma: PrismaClient | Prisma.TransactionClient, lost: readonly LostReservation[]): Promise<void> {
   if (lost.length === 0) return;
   await prisma.lostReservation.createMany({
     data: lost.map((l) => ({ ...l, reservedAt: l.reservedAt === null ? null : new Date(l.reservedAt) })),
