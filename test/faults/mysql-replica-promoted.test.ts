@@ -153,7 +153,7 @@ describe('an asynchronous MySQL replica promoted behind its primary mid-sale', (
       oversold: 0,
     });
     expect(named.every((l) => accepted.get(l.reservationId)?.userId === l.userId)).toBe(true);
-    const stats = async () => (await admin.send('GET', `/api/admin/sales/${saleId}/stats`, adminAuth)).body as Record<string, unknown>;
+    const stats = async () => (await admin.send('GET', `/api/admin/sales/${saleId}/stats`, adminAuth)).body;
     await until(stats, (s) => s.consistent === true && s.remaining === 0, 60_000);
 
     // The lost buyers: lookup, cancel, payment.
