@@ -10,11 +10,12 @@ import { writeOrdersOf } from '../support/orders.ts';
 import { reconcileDeps } from '../support/reconciler.ts';
 import { reconcileSale } from '../../apps/reconciler/src/reconcile-sale.ts';
 
-// A reservation answered 202 that neither store holds any more. MySQL goes back to before a cancel (a
-// replica promoted behind, a restored dump): the cancelled order is live again and the order of the
-// buyer who got its returned unit is gone. Redis still holds that buyer's record, but MySQL cannot take
-// it back (the sale's stock is all in live orders): the reconciliation names it lost, and the buyer's
-// lookup, cancel and payment say so; the operator lists it.
+// A reservation answered 202 that neither store holds any more. MySQL goes back to before a
+// reconciliation of the sale (a dump restored, a replica promoted behind): the order of a buyer who
+// bought since is gone, and MySQL holds the generation before it. Redis still holds that buyer's record,
+// but MySQL cannot take it back (STALE_GENERATION): the reconciliation names it lost, and the buyer's
+// lookup, cancel and payment say so; the operator lists it. And what MySQL reopened by going back (an
+// order cancelled since) is closed again from Redis's evidence, so the buyer who got its unit keeps it.
 
 let ctx: TestContext;
 let gateway: TestGateway;
@@ -42,22 +43,20 @@ function pay(reservationId: string, id = `evt_${randomUUID()}`) {
   });
 }
 
-/** Two units sold; a buys, cancels, c gets the unit back; then MySQL goes back to before the cancel. */
+/** a buys; a reconciliation gives the sale a new generation; c buys; then MySQL goes back to before the reconciliation. */
 async function saleThatLostC() {
   const sale = await createLiveSale(ctx, { stock: 2 });
-  const [a, b, c] = [`a-${randomUUID()}`, `b-${randomUUID()}`, `c-${randomUUID()}`];
-  const ra = await reserve(sale.id, a);
-  const rb = await reserve(sale.id, b);
+  const [a, c] = [`a-${randomUUID()}`, `c-${randomUUID()}`];
+  await reserve(sale.id, a);
   await writeOrdersOf(ctx, sale.id);
-  expect((await post(`/api/reservations/${ra}/cancel`, bearer(buyerToken(a)))).status).toBe(200);
+  const dumped = await ctx.prisma.sale.findUniqueOrThrow({ where: { id: sale.id } });
+  await reconcileSale(reconcileDeps(ctx), sale.id, 'operator');
   const rc = await reserve(sale.id, c);
   await writeOrdersOf(ctx, sale.id);
-  // What the promoted replica holds: a's order as it was before the cancel, no order of c.
-  await ctx.prisma.$executeRaw`UPDATE orders SET status = 'created', closed_at = NULL WHERE reservation_id = ${ra}`;
-  await ctx.prisma.$executeRaw`DELETE FROM stock_returns WHERE reservation_id = ${ra}`;
+  // What the dump holds: no order of c, the generation before the reconciliation.
   await ctx.prisma.$executeRaw`DELETE FROM orders WHERE reservation_id = ${rc}`;
-  await ctx.prisma.$executeRaw`UPDATE sales SET sold_units = 2 WHERE id = ${sale.id}`;
-  return { sale, a, b, c, ra, rb, rc };
+  await ctx.prisma.sale.update({ where: { id: sale.id }, data: { soldUnits: 1, redisGeneration: dumped.redisGeneration, generationAt: dumped.generationAt } });
+  return { sale, c, rc };
 }
 
 describe('a reservation no store holds any more', () => {
@@ -66,7 +65,7 @@ describe('a reservation no store holds any more', () => {
 
     const result = await reconcileSale(reconcileDeps(ctx), sale.id, 'drift');
 
-    expect(result).toMatchObject({ remaining: 0, buyers: 2, lost: { reservations: 1, units: 1 }, named: { reservations: 1, units: 1 }, restored: { reservations: 0, units: 0 } });
+    expect(result).toMatchObject({ remaining: 1, buyers: 1, lost: { reservations: 1, units: 1 }, named: { reservations: 1, units: 1 }, restored: { reservations: 0, units: 0 } });
     const res = await get(`/api/admin/sales/${sale.id}/losses`, admin());
     expect(res.status).toBe(200);
     const body = (await res.json()) as { reservations: { reservedAt: string; detectedAt: string }[] };
@@ -75,7 +74,7 @@ describe('a reservation no store holds any more', () => {
       lost: { reservations: 1, units: 1 },
       named: { reservations: 1, units: 1 },
       unnamed: { reservations: 0, units: 0 },
-      reservations: [{ reservationId: rc, userId: c, quantity: 1, reason: 'OVER_STOCK', reservedAt: body.reservations[0]!.reservedAt, detectedAt: body.reservations[0]!.detectedAt }],
+      reservations: [{ reservationId: rc, userId: c, quantity: 1, reason: 'STALE_GENERATION', reservedAt: body.reservations[0]!.reservedAt, detectedAt: body.reservations[0]!.detectedAt }],
       nextCursor: null,
       unmatchedPayments: { total: 0, first: [] },
     });
@@ -94,11 +93,11 @@ describe('a reservation no store holds any more', () => {
     const lookup = await get(`/api/reservations/${rc}`, bearer(buyerToken(c)));
     expect({ status: lookup.status, body: await lookup.json() }).toEqual({
       status: 200,
-      body: { reservationId: rc, saleId: sale.id, quantity: 1, status: 'lost', reason: 'OVER_STOCK', orderId: null, payBy: null },
+      body: { reservationId: rc, saleId: sale.id, quantity: 1, status: 'lost', reason: 'STALE_GENERATION', orderId: null, payBy: null },
     });
     await expectProblem(await get(`/api/reservations/${rc}`, bearer(buyerToken('someone-else'))), 404, 'RESERVATION_NOT_FOUND', 'no such reservation for this buyer');
     const cancel = await post(`/api/reservations/${rc}/cancel`, bearer(buyerToken(c)));
-    expect({ status: cancel.status, body: await cancel.json() }).toMatchObject({ status: 409, body: { code: 'ORDER_NOT_CANCELLABLE', orderStatus: 'lost', reason: 'OVER_STOCK' } });
+    expect({ status: cancel.status, body: await cancel.json() }).toMatchObject({ status: 409, body: { code: 'ORDER_NOT_CANCELLABLE', orderStatus: 'lost', reason: 'STALE_GENERATION' } });
 
     const event = `evt_${randomUUID()}`;
     const first = await pay(rc, event);
@@ -132,6 +131,31 @@ describe('a reservation no store holds any more', () => {
 
     const intact = await createLiveSale(ctx, { stock: 5 });
     await expectProblem(await pay(newReservationId(intact.id)), 404, 'RESERVATION_NOT_FOUND', 'no such reservation');
+  });
+
+  it('closes again an order MySQL reopened (its cancel lost) before writing back the order of the buyer who got its unit: nothing lost', async () => {
+    const sale = await createLiveSale(ctx, { stock: 2 });
+    const [a, b, c] = [`a-${randomUUID()}`, `b-${randomUUID()}`, `c-${randomUUID()}`];
+    const ra = await reserve(sale.id, a);
+    await reserve(sale.id, b);
+    await writeOrdersOf(ctx, sale.id);
+    expect((await post(`/api/reservations/${ra}/cancel`, bearer(buyerToken(a)))).status).toBe(200);
+    const rc = await reserve(sale.id, c);
+    await writeOrdersOf(ctx, sale.id);
+    // What a replica promoted behind holds: a's order as it was before the cancel, no order of c.
+    await ctx.prisma.$executeRaw`UPDATE orders SET status = 'created', closed_at = NULL WHERE reservation_id = ${ra}`;
+    await ctx.prisma.$executeRaw`DELETE FROM stock_returns WHERE reservation_id = ${ra}`;
+    await ctx.prisma.$executeRaw`DELETE FROM orders WHERE reservation_id = ${rc}`;
+    await ctx.prisma.$executeRaw`UPDATE sales SET sold_units = 2 WHERE id = ${sale.id}`;
+
+    const result = await reconcileSale(reconcileDeps(ctx), sale.id, 'drift');
+
+    expect(result).toMatchObject({ remaining: 0, buyers: 2, lost: { reservations: 0, units: 0 }, restored: { reservations: 1, units: 1 }, reclosed: 1 });
+    expect(result).not.toHaveProperty('named');
+    const statuses = await ctx.prisma.order.findMany({ where: { reservationId: { in: [ra, rc] } }, select: { reservationId: true, status: true } });
+    expect(Object.fromEntries(statuses.map((o) => [o.reservationId, o.status]))).toEqual({ [ra]: 'cancelled', [rc]: 'created' });
+    expect(await ctx.prisma.sale.findUniqueOrThrow({ where: { id: sale.id } })).toMatchObject({ soldUnits: 2, lostReservations: 0 });
+    expect(await ctx.prisma.lostReservation.count({ where: { saleId: sale.id } })).toBe(0);
   });
 
   it('pages the named losses and validates the page it is asked for', async () => {

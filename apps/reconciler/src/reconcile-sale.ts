@@ -4,6 +4,7 @@ import type { ReconcileReason, ReconcileResult } from '@flashsale/jobs';
 import { beginRebuild, controlStateOf, findSale, withSaleLock, type PrismaClient } from '@flashsale/order-store';
 import { applySaleControls, rebuildSaleState, setSalePaused, waitForDrain, type ScriptedRedis } from '@flashsale/redis-store';
 import { observeLoss } from './sale-judgement.ts';
+import { recloseOrdersFromRedis } from './reclose-orders.ts';
 import { restoreOrdersFromRedis } from './restore-orders.ts';
 
 export interface ReconcileDeps {
@@ -49,6 +50,10 @@ async function reconcileLocked(deps: ReconcileDeps, saleId: number, reason: Reco
   // Drained, every reservation Redis holds is an order or a dead letter, unless MySQL went back in time:
   // those are written again from Redis's records before the rebuild counts MySQL, so the rebuild puts no
   // unit of a reservation answered 202 back on sale. What MySQL refuses is lost: counted with the rest.
+  // First the closes MySQL lost (orders live there that Redis gave back): the stock they freed is what
+  // the buyers since hold, and the restore would refuse them without it.
+  const reclosed = await recloseOrdersFromRedis(redis, prisma, prefix, saleId);
+  if (reclosed.length > 0) logger.error({ saleId, reclosed }, 'reconcile: MySQL had reopened orders Redis had given back (it lost their cancel or expiry); closed again');
   const restore = await restoreOrdersFromRedis(redis, prisma, prefix, saleId);
   const restored = { reservations: restore.restored.length, units: restore.restored.reduce((sum, r) => sum + r.quantity, 0) };
   if (restored.reservations > 0) logger.error({ saleId, ...restored }, 'reconcile: MySQL had lost orders Redis still held (it went back in time); written again with their reservation ids');
@@ -87,6 +92,7 @@ async function reconcileLocked(deps: ReconcileDeps, saleId: number, reason: Reco
     restored,
     // Only when there are: a result that names nothing reads as it did before losses were named.
     ...(unrestorable.reservations > 0 && { named: unrestorable }),
+    ...(reclosed.length > 0 && { reclosed: reclosed.length }),
   };
   if (plan.lost.reservations > 0 || plan.lost.units > 0) {
     logger.error({ ...result, reason }, 'reconcile: reservations answered 202 were lost with Redis data (at least this many)');

@@ -41,6 +41,11 @@ export interface ReconcileResult {
    * back from Redis's records. Listed by GET /api/admin/sales/:id/losses. Absent when none were.
    */
   named?: { reservations: number; units: number };
+  /**
+   * Orders MySQL held live that Redis had given back (MySQL lost their cancel or expiry), closed again
+   * before the restore. Absent when none were.
+   */
+  reclosed?: number;
 }
 
 /**

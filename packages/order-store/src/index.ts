@@ -49,3 +49,4 @@ export {
   type LostReservationEntry,
   type UnmatchedPayment,
 } from './lost-reservations.ts';
+export { recloseOrders, type ReclosedOrder } from './order-reclosing.ts';

@@ -257,7 +257,7 @@ async function lockSale(tx: Prisma.TransactionClient, saleId: number): Promise<s
 }
 
 /** An order row as the closing transaction locked it. */
-interface ClosingOrder {
+export interface ClosingOrder {
   id: bigint;
   reservation_id: string;
   user_id: string;
@@ -268,7 +268,7 @@ interface ClosingOrder {
  * Closes orders locked by the caller (all `created`, of one sale whose row the caller holds): their
  * status, the sale's sold_units, and their stock_returns rows, in the caller's transaction.
  */
-async function closeOrders(tx: Prisma.TransactionClient, saleId: number, generation: string, orders: ClosingOrder[], reason: ClosedReason): Promise<OwedReturn[]> {
+export async function closeOrders(tx: Prisma.TransactionClient, saleId: number, generation: string, orders: ClosingOrder[], reason: ClosedReason): Promise<OwedReturn[]> {
   if (orders.length === 0) return [];
   const ids = orders.map((order) => order.id);
   const units = orders.reduce((sum, order) => sum + Number(order.quantity), 0);
