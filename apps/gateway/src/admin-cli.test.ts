@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { SOURCE_NODE_ARGS } from '@flashsale/harness';
 import { saleKeys } from '@flashsale/redis-store';
+import { newReservationId } from '@flashsale/domain';
+import { recordLostReservations } from '@flashsale/order-store';
 import { contextPerFile, createLiveSale } from '../../../test/support/context.ts';
 import { runProcess } from '../../../test/support/run-process.ts';
 
@@ -46,6 +48,26 @@ describe('npm run admin', () => {
     const ids = (JSON.parse(listed.stdout) as { sales: { id: number }[] }).sales.map((sale) => sale.id);
     expect(ids.indexOf(newer.id)).toBeLessThan(ids.indexOf(older.id));
     expect(ids.indexOf(older.id)).toBeGreaterThanOrEqual(0);
+  });
+
+  it('lists a sale\'s losses: the counts and the named ones with their buyers, a page at a time', async () => {
+    const sale = await createLiveSale(env.ctx);
+    const named = [newReservationId(sale.id), newReservationId(sale.id)].sort();
+    await recordLostReservations(env.ctx.prisma, named.map((reservationId, i) => ({ reservationId, saleId: sale.id, userId: `lost-${i}`, quantity: 1, reason: 'OVER_STOCK', reservedAt: null })));
+    await env.ctx.prisma.sale.update({ where: { id: sale.id }, data: { lostReservations: 3, lostUnits: 3 } });
+
+    const first = await admin('losses', '--sale', String(sale.id), '--limit', '1');
+    expect(first.code).toBe(0);
+    const page = JSON.parse(first.stdout) as { nextCursor: string };
+    expect(page).toMatchObject({ saleId: sale.id, lost: { reservations: 3 }, named: { reservations: 2 }, unnamed: { reservations: 1 }, reservations: [{ reservationId: named[0], userId: 'lost-0', reason: 'OVER_STOCK' }], nextCursor: named[0] });
+    const second = await admin('losses', '--sale', String(sale.id), '--cursor', page.nextCursor);
+    expect(JSON.parse(second.stdout)).toMatchObject({ reservations: [{ reservationId: named[1], userId: 'lost-1' }], nextCursor: null });
+
+    const otherSale = await admin('losses', '--sale', String(sale.id), '--cursor', newReservationId(sale.id + 1));
+    expect({ code: otherSale.code, usage: otherSale.stderr.includes('usage: npm run admin -- ') }).toEqual({ code: 2, usage: true });
+    expect((await admin('losses', '--sale', String(sale.id), '--limit', '1001')).code).toBe(2);
+    expect((await admin('losses')).code).toBe(2);
+    expect((await admin('--help')).stdout).toContain('losses --sale <id>');
   });
 
   it('refuses a command line that is not valid with exit 2 and the usage, and an unknown sale with exit 1', async () => {

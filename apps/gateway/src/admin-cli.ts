@@ -1,12 +1,13 @@
-import { AppError, MAX_STOCK, parseSaleId, type SaleControl } from '@flashsale/domain';
+import { AppError, MAX_STOCK, parseSaleId, saleIdOfReservation, type SaleControl } from '@flashsale/domain';
 import { createLogger, exitWithUsage, loadConfig, parseCommandLine } from '@flashsale/config';
 import { createPrisma } from '@flashsale/order-store';
 import { createRedis, redisTargetOf } from '@flashsale/redis-store';
+import { LOSSES_PAGE, readSaleLosses } from '@flashsale/sales';
 import { runSaleControl } from './controls/sale-controls.ts';
 import { listAdminSales } from './controls/sale-list.ts';
 
 /**
- * npm run admin -- <pause|resume|close|list> [--sale <id>] [--add <units>] [--limit <n>] [--cursor <c>]
+ * npm run admin -- <pause|resume|close|list|losses> [--sale <id>] [--add <units>] [--limit <n>] [--cursor <c>]
  *                  stock --sale <id> --add <units>
  *
  * The operator's controls from a shell. It calls the module the admin API calls (runSaleControl), with
@@ -20,6 +21,7 @@ const COMMAND = {
   usage: `usage: npm run admin -- pause|resume|close --sale <id>
        npm run admin -- stock --sale <id> --add <units>
        npm run admin -- list [--limit <n>] [--cursor <c>]
+       npm run admin -- losses --sale <id> [--limit <n>] [--cursor <c>]
 
 The operator's controls, run against DATABASE_URL and REDIS_URL directly (no gateway needed); prints
 the sale, or a page of sales, as JSON. Exit 1 with the error's code when a control is refused.
@@ -28,6 +30,10 @@ the sale, or a page of sales, as JSON. Exit 1 with the error's code when a contr
   stock --add <units>      adds units to the sale's stock
   list                     the sales, newest first: --limit (default 20, at most 100) a page,
                            --cursor the nextCursor of the previous page
+  losses                   the reservations answered 202 that no store holds any more: the count
+                           (named and unnamed), the named ones with their buyers a page at a time
+                           (--limit, default ${LOSSES_PAGE.default}, at most ${LOSSES_PAGE.max}; --cursor the
+                           nextCursor of the previous page), and the payments that matched nothing
   --sale <id>              the sale a control applies to`,
   options: { sale: { type: 'string' }, add: { type: 'string' }, limit: { type: 'string' }, cursor: { type: 'string' } },
   allowPositionals: true,
@@ -54,10 +60,19 @@ const CONTROLS: Record<string, () => SaleControl> = {
   close: () => ({ action: 'close' }),
   stock: () => ({ action: 'add_stock', units: wholeNumber(values.add, 'add', MAX_STOCK) }),
 };
-if (command !== 'list' && !(command !== undefined && command in CONTROLS)) usage(command === undefined ? 'no command given' : `unknown command: ${command}`);
+if (command !== 'list' && command !== 'losses' && !(command !== undefined && command in CONTROLS)) usage(command === undefined ? 'no command given' : `unknown command: ${command}`);
 // The whole command line is judged before the configuration is read or a store is asked.
+const saleOption = () => parseSaleId(values.sale ?? '') ?? usage(`--sale must be a sale id, not ${values.sale ?? 'missing'}`);
 const page = command === 'list' ? { limit: values.limit === undefined ? 20 : wholeNumber(values.limit, 'limit', 100), cursor: values.cursor === undefined ? undefined : wholeNumber(values.cursor, 'cursor', Number.MAX_SAFE_INTEGER) } : undefined;
-const control = command === 'list' ? undefined : { saleId: parseSaleId(values.sale ?? '') ?? usage(`--sale must be a sale id, not ${values.sale ?? 'missing'}`), action: CONTROLS[command]!() };
+const losses = command === 'losses' ? lossesPage(saleOption()) : undefined;
+const control = command === 'list' || command === 'losses' ? undefined : { saleId: saleOption(), action: CONTROLS[command]!() };
+
+function lossesPage(saleId: number): { saleId: number; limit: number; cursor?: string } {
+  const limit = values.limit === undefined ? LOSSES_PAGE.default : wholeNumber(values.limit, 'limit', LOSSES_PAGE.max);
+  const cursor = values.cursor;
+  if (cursor !== undefined && saleIdOfReservation(cursor) !== saleId) usage(`--cursor must be the nextCursor of a previous page of sale ${saleId}, not ${cursor}`);
+  return { saleId, limit, ...(cursor !== undefined && { cursor }) };
+}
 
 const config = loadConfig();
 const logger = createLogger('admin-cli', config.LOG_LEVEL, { stream: 2 });
@@ -66,7 +81,11 @@ const prisma = createPrisma(config.DATABASE_URL, 2);
 const deps = { redis, prisma, prefix: config.REDIS_PREFIX, logger };
 let exitCode = 0;
 try {
-  const result = control ? await runSaleControl(deps, control.saleId, control.action, 'cli') : await listAdminSales(deps, page!);
+  const result = control
+    ? await runSaleControl(deps, control.saleId, control.action, 'cli')
+    : losses
+      ? await readSaleLosses(prisma, losses.saleId, losses)
+      : await listAdminSales(deps, page!);
   process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
 } catch (error) {
   exitCode = 1;

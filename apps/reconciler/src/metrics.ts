@@ -56,6 +56,11 @@ export function createReconcilerMetrics(readRedisMemory?: () => Promise<RedisMem
     help: 'Reservations answered 202 but lost together with Redis data (a floor), as counted by reconciliations.',
     registers: [registry],
   });
+  const namedLosses = new Counter({
+    name: 'flashsale_lost_reservations_named_total',
+    help: 'Of flashsale_lost_reservations_total, the reservations named (MySQL lost their orders and could not take them back): listed by GET /api/admin/sales/:id/losses.',
+    registers: [registry],
+  });
   return {
     registry,
     reconciliations,
@@ -74,6 +79,7 @@ export function createReconcilerMetrics(readRedisMemory?: () => Promise<RedisMem
       reconciliations.inc({ reason });
       reconcileSeconds.observe(result.tookMs / 1000);
       lostReservations.inc(result.lost.reservations);
+      namedLosses.inc(result.named?.reservations ?? 0);
     },
     /** A look at a live sale: its gauges as Redis showed them. */
     saleSeen(saleId: number, snapshot: SaleSnapshot): void {

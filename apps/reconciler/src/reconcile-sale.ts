@@ -4,6 +4,7 @@ import type { ReconcileReason, ReconcileResult } from '@flashsale/jobs';
 import { beginRebuild, controlStateOf, findSale, withSaleLock, type PrismaClient } from '@flashsale/order-store';
 import { applySaleControls, rebuildSaleState, setSalePaused, waitForDrain, type ScriptedRedis } from '@flashsale/redis-store';
 import { observeLoss } from './sale-judgement.ts';
+import { recloseOrdersFromRedis } from './reclose-orders.ts';
 import { restoreOrdersFromRedis } from './restore-orders.ts';
 
 export interface ReconcileDeps {
@@ -49,16 +50,24 @@ async function reconcileLocked(deps: ReconcileDeps, saleId: number, reason: Reco
   // Drained, every reservation Redis holds is an order or a dead letter, unless MySQL went back in time:
   // those are written again from Redis's records before the rebuild counts MySQL, so the rebuild puts no
   // unit of a reservation answered 202 back on sale. What MySQL refuses is lost: counted with the rest.
+  // First the closes MySQL lost (orders live there that Redis gave back): the stock they freed is what
+  // the buyers since hold, and the restore would refuse them without it.
+  const reclosed = await recloseOrdersFromRedis(redis, prisma, prefix, saleId);
+  if (reclosed.length > 0) logger.error({ saleId, reclosed }, 'reconcile: MySQL had reopened orders Redis had given back (it lost their cancel or expiry); closed again');
   const restore = await restoreOrdersFromRedis(redis, prisma, prefix, saleId);
   const restored = { reservations: restore.restored.length, units: restore.restored.reduce((sum, r) => sum + r.quantity, 0) };
   if (restored.reservations > 0) logger.error({ saleId, ...restored }, 'reconcile: MySQL had lost orders Redis still held (it went back in time); written again with their reservation ids');
   const unrestorable = { reservations: restore.refused.length, units: restore.refused.reduce((sum, r) => sum + r.quantity, 0) };
   if (unrestorable.reservations > 0) logger.error({ saleId, refused: restore.refused }, 'reconcile: reservations Redis held could not be written again as orders; counted as lost');
+  // Named with their count, in the rebuild's transaction, before the rebuild replaces Redis's records
+  // (the only other place they are known): a buyer's lookup, cancel and payment answer `lost` from them.
+  // A run that fails before that commit names and counts nothing; its retry finds them again in Redis.
+  const named = restore.refused.map(({ reservationId, userId, quantity, reservedAt, reason }) => ({ reservationId, saleId, userId, quantity, reason, reservedAt: reservedAt ?? null }));
 
   // Whatever the reason given (an operator's request can beat the watcher to a loss), the state about to
   // be replaced is judged against the checkpoint first, with the sale row locked, and what it lost is
   // counted in the transaction that replaces the checkpoint.
-  const plan = await beginRebuild(prisma, saleId, (recorded) => observeLoss(redis, prefix, saleId, recorded), unrestorable);
+  const plan = await beginRebuild(prisma, saleId, (recorded) => observeLoss(redis, prefix, saleId, recorded), { ...unrestorable, named });
   if (!plan) throw new SaleNotFound(`sale ${saleId} is not in MySQL`);
   // Gone or gone back is not the same as reservations lost: a sale whose keys vanished before anyone
   // bought, or since its last checkpoint, lost nothing. What was lost is counted, and said, below.
@@ -81,6 +90,9 @@ async function reconcileLocked(deps: ReconcileDeps, saleId: number, reason: Reco
     lost: plan.lost,
     judgement: plan.judgement.lost ? 'lost' : 'intact',
     restored,
+    // Only when there are: a result that names nothing reads as it did before losses were named.
+    ...(unrestorable.reservations > 0 && { named: unrestorable }),
+    ...(reclosed.length > 0 && { reclosed: reclosed.length }),
   };
   if (plan.lost.reservations > 0 || plan.lost.units > 0) {
     logger.error({ ...result, reason }, 'reconcile: reservations answered 202 were lost with Redis data (at least this many)');

@@ -10,7 +10,7 @@ export interface RestoreOutcome {
   /** Reservations MySQL lacked and now holds again, under their own ids. */
   restored: Reservation[];
   /** Reservations MySQL lacked and could not take (another generation, over stock, a buyer with another order). */
-  refused: { reservationId: string; userId: string; quantity: number; reason: RestoreRefusal }[];
+  refused: { reservationId: string; userId: string; quantity: number; reservedAt?: number; reason: RestoreRefusal }[];
 }
 
 /** Buyers per HSCAN page and per batch written. */
@@ -62,7 +62,10 @@ export async function restoreOrdersFromRedis(redis: ScriptedRedis, prisma: Prism
     if (missing.length === 0) continue;
     const written = await writeOrderBatch(prisma, saleId, missing);
     outcome.restored.push(...written.written);
-    for (const { reservation, reason } of written.rejected) outcome.refused.push({ reservationId: reservation.reservationId, userId: reservation.userId, quantity: reservation.quantity, reason });
+    for (const { reservation, reason } of written.rejected) {
+      const { reservationId, userId, quantity, reservedAt } = reservation;
+      outcome.refused.push({ reservationId, userId, quantity, reservedAt, reason });
+    }
   } while (cursor !== '0');
   return outcome;
 }

@@ -13,6 +13,11 @@ export interface FaultProxy {
   cut(): void;
   /** Accepts connections again. */
   restore(): void;
+  /**
+   * Drops every connection and sends new ones to `port` from now on: a failover's virtual address moved
+   * to another server (a promoted replica), the clients reconnecting to it without a restart.
+   */
+  retarget(port: number): void;
   close(): Promise<void>;
 }
 
@@ -22,12 +27,13 @@ export async function startFaultProxy(
 ): Promise<FaultProxy> {
   const sockets = new Set<Socket>();
   let isCut = false;
+  let target = targetPort;
   const server: Server = createServer((client) => {
     if (isCut) {
       client.destroy();
       return;
     }
-    const upstream = connect(targetPort, '127.0.0.1');
+    const upstream = connect(target, '127.0.0.1');
     sockets.add(client).add(upstream);
     client.on('data', (chunk) => {
       if (onClientData(chunk) === 'forward') upstream.write(chunk);
@@ -51,6 +57,10 @@ export async function startFaultProxy(
     },
     restore() {
       isCut = false;
+    },
+    retarget(port) {
+      target = port;
+      for (const socket of sockets) socket.destroy();
     },
     close: () =>
       new Promise<void>((resolve) => {

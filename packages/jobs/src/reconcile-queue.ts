@@ -36,6 +36,16 @@ export interface ReconcileResult {
    * written again as orders under their own ids before the rebuild.
    */
   restored?: { reservations: number; units: number };
+  /**
+   * Of `lost`, the reservations named (lost_reservations): MySQL had lost them and could not take them
+   * back from Redis's records. Listed by GET /api/admin/sales/:id/losses. Absent when none were.
+   */
+  named?: { reservations: number; units: number };
+  /**
+   * Orders MySQL held live that Redis had given back (MySQL lost their cancel or expiry), closed again
+   * before the restore. Absent when none were.
+   */
+  reclosed?: number;
 }
 
 /**

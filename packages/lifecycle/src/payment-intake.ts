@@ -1,6 +1,6 @@
 import type { Logger } from '@flashsale/config';
 import { AppError } from '@flashsale/domain';
-import { recordOrderlessPayment, recordPayment, type PaymentEventInput, type PaymentOutcome, type PaymentRecord, type PrismaClient } from '@flashsale/order-store';
+import { countLostReservations, findLostReservation, findSale, recordOrderlessPayment, recordPayment, type PaymentEventInput, type PaymentOutcome, type PaymentRecord, type PrismaClient } from '@flashsale/order-store';
 import { findDeadLetter, forgetPaymentArrivals, recordPaymentArrival, streamBacklog, type ScriptedRedis } from '@flashsale/redis-store';
 
 export interface PaymentIntakeDeps {
@@ -47,6 +47,8 @@ export async function receivePayment(deps: PaymentIntakeDeps, event: PaymentEven
   const recorded = await recordPayment(deps.prisma, event);
   if (recorded) return settle(recorded);
   if (await findDeadLetter(deps.redis, deps.prefix, event.saleId, event.reservationId)) return settle(await recordOrderlessPayment(deps.prisma, event));
+  // A named loss never becomes an order: the money is owed back, at once.
+  if (await findLostReservation(deps.prisma, event.reservationId)) return settle(await recordOrderlessPayment(deps.prisma, event));
   // Pending or unknown: the event names no buyer, so which of the two is told by the sale's backlog,
   // read after MySQL said "no order". While anything is on its way, this may be one of them (the
   // arrival record stays, so an order written later and falling due is paid by it); once nothing is,
@@ -58,8 +60,18 @@ export async function receivePayment(deps: PaymentIntakeDeps, event: PaymentEven
   }
   const again = await recordPayment(deps.prisma, event);
   if (again) return settle(again);
+  // No store knows it. If the sale lost reservations it cannot name, this may be one of them: its ids
+  // are known only to their buyers (and so to the provider), so the payment is kept, `unmatched`, for
+  // the operator (GET /api/admin/sales/:id/losses) rather than answered 404 and dropped.
+  if (await hasUnnamedLosses(deps.prisma, event.saleId)) return settle(await recordOrderlessPayment(deps.prisma, event, 'unmatched'));
   await forgetPaymentArrivals(deps.redis, deps.prefix, event.saleId, [event.eventId]).catch(() => undefined);
   throw new AppError('RESERVATION_NOT_FOUND', 'no such reservation');
+}
+
+async function hasUnnamedLosses(prisma: PrismaClient, saleId: number): Promise<boolean> {
+  const sale = await findSale(prisma, saleId);
+  if (!sale || sale.lostReservations === 0) return false;
+  return sale.lostReservations > (await countLostReservations(prisma, saleId)).reservations;
 }
 
 function reusedEventId(logger: Logger, event: PaymentEventInput, stored: { reservationId: string; amountCents: number }): AppError {

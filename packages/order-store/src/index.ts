@@ -39,3 +39,14 @@ export {
 } from './order-lifecycle.ts';
 export { controlSaleInMysql, controlStateOf, type MysqlControlOutcome } from './sale-controls.ts';
 export { listSalesPage, type SalePage } from './sale-listing.ts';
+export {
+  countLostReservations,
+  findLostReservation,
+  listLostReservations,
+  listUnmatchedPayments,
+  recordLostReservations,
+  type LostReservation,
+  type LostReservationEntry,
+  type UnmatchedPayment,
+} from './lost-reservations.ts';
+export { recloseOrders, type ReclosedOrder } from './order-reclosing.ts';

@@ -28,8 +28,11 @@ export interface OwedReturn {
 
 export type ClosedReason = 'expired' | 'cancelled';
 
-/** What a payment event came to. */
-export type PaymentOutcome = 'paid' | 'refund_due';
+/**
+ * What a payment event came to: `unmatched` is a payment for a reservation no store knows, of a sale
+ * that lost reservations it cannot name (kept for the operator, see packages/lifecycle's payment intake).
+ */
+export type PaymentOutcome = 'paid' | 'refund_due' | 'unmatched';
 
 /**
  * What recording a payment event came to: its outcome, or, when its id was stored before with another
@@ -87,13 +90,14 @@ export async function recordPayment(prisma: PrismaClient, event: PaymentEventInp
 }
 
 /**
- * Records a payment for a reservation that never became an order (the workers set it aside): the money
- * is owed back. Idempotent per event id like recordPayment; answers the stored outcome.
+ * Records a payment for a reservation that never became an order (the workers set it aside, or it is a
+ * named loss): the money is owed back (`refund_due`); or, `unmatched`, for a reservation no store knows.
+ * Idempotent per event id like recordPayment; answers the stored outcome.
  */
-export async function recordOrderlessPayment(prisma: PrismaClient, event: PaymentEventInput): Promise<PaymentRecord> {
+export async function recordOrderlessPayment(prisma: PrismaClient, event: PaymentEventInput, outcome: 'refund_due' | 'unmatched' = 'refund_due'): Promise<PaymentRecord> {
   try {
-    await prisma.$transaction((tx) => insertPaymentEvent(tx, event, 'refund_due'), TX);
-    return 'refund_due';
+    await prisma.$transaction((tx) => insertPaymentEvent(tx, event, outcome), TX);
+    return outcome;
   } catch (error) {
     const stored = isUniqueViolation(error) ? await storedOutcome(prisma, event) : null;
     if (stored) return stored;
@@ -253,7 +257,7 @@ async function lockSale(tx: Prisma.TransactionClient, saleId: number): Promise<s
 }
 
 /** An order row as the closing transaction locked it. */
-interface ClosingOrder {
+export interface ClosingOrder {
   id: bigint;
   reservation_id: string;
   user_id: string;
@@ -264,7 +268,7 @@ interface ClosingOrder {
  * Closes orders locked by the caller (all `created`, of one sale whose row the caller holds): their
  * status, the sale's sold_units, and their stock_returns rows, in the caller's transaction.
  */
-async function closeOrders(tx: Prisma.TransactionClient, saleId: number, generation: string, orders: ClosingOrder[], reason: ClosedReason): Promise<OwedReturn[]> {
+export async function closeOrders(tx: Prisma.TransactionClient, saleId: number, generation: string, orders: ClosingOrder[], reason: ClosedReason): Promise<OwedReturn[]> {
   if (orders.length === 0) return [];
   const ids = orders.map((order) => order.id);
   const units = orders.reduce((sum, order) => sum + Number(order.quantity), 0);

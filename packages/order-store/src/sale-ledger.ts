@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { PrismaClient } from './generated/prisma/client.ts';
+import { recordLostReservations, type LostReservation } from './lost-reservations.ts';
 import { LIVE_ORDER_STATUSES, toSaleRecord, type SaleRecord } from './sale-repository.ts';
 
 /**
@@ -119,8 +120,11 @@ export async function beginRebuild(
   prisma: PrismaClient,
   saleId: number,
   judgeLoss: JudgeLoss,
-  /** Lost besides: reservations Redis held that MySQL refused to take back (see the reconciler's restore). */
-  alsoLost: { reservations: number; units: number } = { reservations: 0, units: 0 },
+  /**
+   * Lost besides: reservations Redis held that MySQL refused to take back (see the reconciler's restore),
+   * and those of them known by id, named (lost_reservations) in the transaction that counts them.
+   */
+  alsoLost: { reservations: number; units: number; named?: readonly LostReservation[] } = { reservations: 0, units: 0 },
 ): Promise<RebuildPlan | null> {
   return prisma.$transaction(
     async (tx) => {
@@ -134,7 +138,8 @@ export async function beginRebuild(
         select: { userId: true, reservationId: true, quantity: true, reservedAt: true },
       });
       const units = orders.reduce((sum, order) => sum + order.quantity, 0);
-      const lost = { ...alsoLost };
+      const lost = { reservations: alsoLost.reservations, units: alsoLost.units };
+      if (alsoLost.named?.length) await recordLostReservations(tx, alsoLost.named);
       if (judgement.lost && checkpoint) {
         // What the checkpoint counted and is still an order: the live orders, and those that closed in
         // the state it describes (their reservations and units stay counted as accepted there, see

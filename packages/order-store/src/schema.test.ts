@@ -81,7 +81,7 @@ async function actualShape(table: string): Promise<TableShape> {
 
 describe('the migrated database against prisma/schema.prisma', () => {
   it('reads the models the contract names from the schema', () => {
-    expect(models.map((model) => model.dbName ?? model.name).sort()).toEqual(['orders', 'payment_events', 'sales', 'stock_returns']);
+    expect(models.map((model) => model.dbName ?? model.name).sort()).toEqual(['lost_reservations', 'orders', 'payment_events', 'sales', 'stock_returns']);
   });
 
   it('has exactly the tables the schema declares, besides the migrations table', async () => {
@@ -151,6 +151,7 @@ describe('migrate', () => {
     '20261123200000_order_lifecycle',
     '20261123210000_sale_controls',
     '20261125220000_sale_admission',
+    '20261126010000_lost_reservations',
   ];
   let first: MigrationResult;
   let second: MigrationResult;

@@ -1,8 +1,9 @@
 import express, { Router } from 'express';
 import { z } from 'zod';
-import { ADMISSION_DEFAULTS, ADMISSION_LIMITS, AppError, MAX_PER_USER_LIMIT, MAX_STOCK, SALE_TIME_RANGE } from '@flashsale/domain';
+import { ADMISSION_DEFAULTS, ADMISSION_LIMITS, AppError, MAX_PER_USER_LIMIT, MAX_STOCK, SALE_TIME_RANGE, saleIdOfReservation } from '@flashsale/domain';
 import { enqueueReconcile } from '@flashsale/jobs';
 import { findSale } from '@flashsale/order-store';
+import { LOSSES_PAGE, readSaleLosses } from '@flashsale/sales';
 import type { GatewayDeps } from '../deps.ts';
 import { admissionView, saleView } from './sale-view.ts';
 import { readSaleStats } from './sale-stats.ts';
@@ -64,6 +65,21 @@ const newSaleBody = z
   .refine((sale) => sale.endsAt > sale.startsAt, { path: ['endsAt'], message: 'must be after startsAt', when: whenValid('startsAt', 'endsAt') })
   .refine((sale) => sale.perUserLimit <= sale.stock, { path: ['perUserLimit'], message: 'must not exceed stock', when: whenValid('stock', 'perUserLimit') });
 
+// A page of losses: `cursor` is the nextCursor of the previous page, a reservation id of the same sale.
+const lossesQuery = (saleId: number) =>
+  z.strictObject({
+    limit: z
+      .string()
+      .regex(/^[1-9][0-9]{0,3}$/, `must be a whole number from 1 to ${LOSSES_PAGE.max}`)
+      .transform(Number)
+      .refine((limit) => limit <= LOSSES_PAGE.max, `must be a whole number from 1 to ${LOSSES_PAGE.max}`)
+      .default(LOSSES_PAGE.default),
+    cursor: z
+      .string()
+      .refine((cursor) => saleIdOfReservation(cursor) === saleId, 'must be the nextCursor of a previous page of this sale')
+      .optional(),
+  });
+
 /** /api/admin/*: creating sales and reading their ledger. app.ts puts the admin authentication in front. */
 
 export function adminRouter(deps: GatewayDeps): Router {
@@ -89,6 +105,12 @@ export function adminRouter(deps: GatewayDeps): Router {
 
   router.get('/api/admin/sales/:saleId/stats', async (req, res) => {
     res.json(await readSaleStats(deps, saleIdParam(req.params.saleId)));
+  });
+
+  // The reservations answered 202 that no store holds any more: counted, and named where known.
+  router.get('/api/admin/sales/:saleId/losses', async (req, res) => {
+    const saleId = saleIdParam(req.params.saleId);
+    res.json(await readSaleLosses(prisma, saleId, parseOrThrow(lossesQuery(saleId), req.query)));
   });
 
   // Pauses the sale, waits for its stream to drain, rebuilds its Redis state from MySQL and resumes it,

@@ -1,7 +1,7 @@
 import { Router, type Request } from 'express';
 import { AppError, saleIdOfReservation } from '@flashsale/domain';
 import { findBuyerReservation, findDeadLetter } from '@flashsale/redis-store';
-import { cancelOrder, findOrderByReservation } from '@flashsale/order-store';
+import { cancelOrder, findLostReservation, findOrderByReservation } from '@flashsale/order-store';
 import { settleReturns } from '@flashsale/lifecycle';
 import type { GatewayDeps } from '../deps.ts';
 import { createBuyerAuthenticator } from '../auth.ts';
@@ -14,8 +14,12 @@ import { requireJsonBodyOf } from '../validation.ts';
  * left polling a reservation that will never become an order. Only the buyer who owns it sees it;
  * anyone else gets the same 404 as for an unknown id, so reservation ids cannot be probed.
  *
+ * `lost` (with the reason) for a reservation no store holds any more that a reconciliation named
+ * (lost_reservations: MySQL lost its order and could not take it back): never `pending` forever.
+ *
  * Rate-limited like purchases (per address, then per buyer, with budgets of its own), and bounded in
- * work: one indexed MySQL read, then at most two Redis HGETs (the rejected hash, the buyers hash).
+ * work: one indexed MySQL read, then at most two Redis HGETs (the rejected hash, the buyers hash), and
+ * only for an id neither knows, one more MySQL primary-key read (lost_reservations).
  *
  * `orderId` is not the MySQL row id: that is an auto-increment shared by every sale, and two lookups a
  * minute apart would tell anyone how many orders were taken in between. There is one order per
@@ -46,7 +50,7 @@ export function reservationRouter({ config, redis, prisma, logger, now }: Gatewa
       res.json({ reservationId, saleId, quantity: order.quantity, status: order.status, orderId: reservationId, payBy: order.payBy.toISOString() });
       return;
     }
-    const before = await reservationBeforeOrder(saleId, reservationId, userId);
+    const before = (await reservationBeforeOrder(saleId, reservationId, userId)) ?? (await lostReservation(reservationId, userId));
     if (!before) throw notFound();
     // payBy is known once the order is written: the worker computes it from the sale's window.
     res.json({ ...before, orderId: null, payBy: null });
@@ -68,9 +72,10 @@ export function reservationRouter({ config, redis, prisma, logger, now }: Gatewa
     const { userId, reservationId, saleId } = buyerAndReservation(req, buyingLimits);
     const outcome = await cancelOrder(prisma, reservationId, userId);
     if (!outcome) {
-      const before = await reservationBeforeOrder(saleId, reservationId, userId);
+      const before = (await reservationBeforeOrder(saleId, reservationId, userId)) ?? (await lostReservation(reservationId, userId));
       if (!before) throw notFound();
       if (before.status === 'rejected') throw new AppError('ORDER_NOT_CANCELLABLE', 'the reservation was rejected: there is no order to cancel', { orderStatus: 'rejected' });
+      if (before.status === 'lost') throw new AppError('ORDER_NOT_CANCELLABLE', 'the reservation was lost: there is no order to cancel', { orderStatus: 'lost', reason: before.reason });
       throw new AppError('ORDER_NOT_READY', 'the reservation is not an order yet; retry shortly', {}, { 'Retry-After': String(config.PAUSED_RETRY_AFTER_SECONDS) });
     }
     if (outcome.kind === 'not-cancellable') {
@@ -99,6 +104,11 @@ export function reservationRouter({ config, redis, prisma, logger, now }: Gatewa
     }
     const held = await findBuyerReservation(redis, config.REDIS_PREFIX, saleId, userId);
     return held && held.reservationId === reservationId ? { reservationId, saleId, quantity: held.quantity, status: 'pending' as const } : null;
+  }
+  /** A named loss of this buyer (see lost_reservations), or null. */
+  async function lostReservation(reservationId: string, userId: string) {
+    const lost = await findLostReservation(prisma, reservationId);
+    return lost && lost.userId === userId ? { reservationId, saleId: lost.saleId, quantity: lost.quantity, status: 'lost' as const, reason: lost.reason } : null;
   }
   return router;
 }

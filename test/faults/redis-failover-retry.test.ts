@@ -1,0 +1,94 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { createHttpClient, faultLedgerOf, purchaseBurst, signBuyerTokens, startFaultProxy, startRedisServer, waitForDrain, type FaultProxy, type RedisServer } from '@flashsale/harness';
+import { createRedis, readSaleState, saleKeys, type ScriptedRedis } from '@flashsale/redis-store';
+import { startSystem, type System } from '../support/system.ts';
+import { until } from '../support/until.ts';
+
+// A Redis master fails over to a replica that missed its last writes (issue 21): the old master had
+// taken reservations whose orders the workers wrote to MySQL, and the promoted replica has never heard of
+// them. A buyer who was answered 503 (or never got the answer) retries: once the rebuild the watch calls
+// for has run, they learn what happened (409 ALREADY_PURCHASED with their own reservation id), never a
+// second 202 that the workers would dead-letter. Real redis-servers (a master and its replica), the
+// system reaching Redis through one address that the failover moves, as a Sentinel-aware proxy would.
+
+const STOCK = 100;
+const BEFORE = 40;
+const MISSED = 30;
+
+let system: System | undefined;
+let servers: RedisServer[] = [];
+let proxy: FaultProxy | undefined;
+let redis: ScriptedRedis | undefined;
+afterEach(async () => {
+  await system?.stop();
+  system = undefined;
+  redis?.disconnect();
+  redis = undefined;
+  await proxy?.close();
+  proxy = undefined;
+  await Promise.all(servers.map((s) => s.stop()));
+  servers = [];
+});
+
+const buyers = (label: string, n: number) => Array.from({ length: n }, (_, i) => `${label}-${i}`);
+
+describe('a Redis master failed over to a replica that missed its last reservations', () => {
+  it("answers a buyer's retry 409 ALREADY_PURCHASED with the reservation the old master gave, once the rebuild ran; every 202 is one order", async () => {
+    const master = await startRedisServer();
+    servers.push(master);
+    const replica = await startRedisServer({ args: ['--replicaof', '127.0.0.1', String(master.port)] });
+    servers.push(replica);
+    proxy = await startFaultProxy(master.port);
+    const url = `redis://127.0.0.1:${proxy.port}`;
+    system = await startSystem({ workers: 1, env: { REDIS_URL: url } });
+    const { ctx, gateways } = system;
+    const prefix = ctx.config.REDIS_PREFIX;
+    redis = createRedis(url);
+    const onReplica = createRedis(replica.url);
+    const saleId = await system.createSale({ stock: STOCK });
+    const { buyers: buyersKey } = saleKeys(prefix, saleId);
+
+    const before = await purchaseBurst(gateways[0]!.url, saleId, buyers('before', BEFORE));
+    await waitForDrain(redis, prefix, saleId);
+    await until(() => onReplica.hlen(buyersKey), (n) => n === BEFORE);
+    // The replica stops receiving: what the master takes from here on, it never sees.
+    await onReplica.replicaof('NO', 'ONE');
+    const missed = await purchaseBurst(gateways[0]!.url, saleId, buyers('missed', MISSED));
+    await waitForDrain(redis, prefix, saleId);
+    await until(() => ctx.prisma.order.count({ where: { saleId } }), (n) => n === BEFORE + MISSED);
+    // The watch's checkpoint in MySQL saw them: the evidence that survives the failover.
+    await until(() => ctx.prisma.sale.findUniqueOrThrow({ where: { id: saleId } }), (s) => (s.checkpointReservations ?? 0) >= BEFORE + MISSED);
+    expect([before.accepted.size, missed.accepted.size, await onReplica.hlen(buyersKey)]).toEqual([BEFORE, MISSED, BEFORE]);
+
+    // The failover: the address moves to the replica, the old master dies.
+    proxy.retarget(replica.port);
+    await master.kill('SIGKILL');
+
+    // The watch finds fewer buyers than its checkpoint and rebuilds the sale from MySQL.
+    await until(() => onReplica.hlen(buyersKey), (n) => n === BEFORE + MISSED, 120_000);
+    await until(() => readSaleState(onReplica, prefix, saleId), (state) => state?.paused === false, 120_000);
+
+    const tokens = signBuyerTokens(buyers('missed', MISSED));
+    const client = createHttpClient(gateways[0]!.url, 4);
+    const told = new Map<string, string>();
+    for (const [i, userId] of buyers('missed', MISSED).entries()) {
+      const res = await client.send('POST', `/api/sales/${saleId}/purchase`, { headers: { authorization: `Bearer ${tokens[i]!}` }, body: { quantity: 1 } });
+      expect({ status: res.status, code: res.body.code }).toEqual({ status: 409, code: 'ALREADY_PURCHASED' });
+      told.set(res.body.reservationId as string, userId);
+    }
+    client.close();
+    expect([...told].sort()).toEqual([...missed.accepted].map(([id, { userId }]) => [id, userId]).sort());
+
+    const accepted = new Map([...before.accepted, ...missed.accepted]);
+    const ledger = await faultLedgerOf(redis, ctx.prisma, prefix, saleId, accepted, new Set());
+    expect({ lost: ledger.lost, duplicated: ledger.duplicated, unexpected: ledger.unexpected, oversold: ledger.oversold, remaining: ledger.remaining }).toEqual({
+      lost: [],
+      duplicated: [],
+      unexpected: [],
+      oversold: 0,
+      remaining: STOCK - BEFORE - MISSED,
+    });
+    expect(await ctx.prisma.sale.findUniqueOrThrow({ where: { id: saleId } })).toMatchObject({ lostReservations: 0 });
+    onReplica.disconnect();
+  });
+});
