@@ -39,3 +39,4 @@ export {
 } from './order-lifecycle.ts';
 export { controlSaleInMysql, controlStateOf, type MysqlControlOutcome } from './sale-controls.ts';
 export { listSalesPage, type SalePage } from './sale-listing.ts';
+export { closedOrdersPage, type BuyerClosedRow } from './closed-orders.ts';

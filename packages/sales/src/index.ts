@@ -1,2 +1,3 @@
 export { createDoor, type Door, type DoorDeps, type QueueReply } from './admission.ts';
 export { DoorFrontiers } from './door-frontier.ts';
+export { restoreBuyerHistory, type BuyerHistoryDeps } from './buyer-history.ts';
