@@ -40,7 +40,7 @@ describe('a bot loop of cancel and rebuy against an honest buyer, with real proc
     system = await startSystem({ workers: 1, reconciler: false });
     const { ctx } = system;
     const http = createHttpClient(system.gateways[0]!.url, 16);
-    const saleId = await system.createSale({ stock: STOCK, paymentWindowSeconds: 10 });
+    const saleId = await system.createSale({ stock: STOCK, paymentWindowSeconds: 120 });
     const bots = Array.from({ length: STOCK }, (_, i) => `bot-${i}`);
     const logs = new Map(bots.map((bot) => [bot, { orders: 0, cancels: 0, refusals: {} } as BotLog]));
 
