@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { REBUY_RULE_DEFAULTS } from '@flashsale/domain';
-import { buyerToken, createHttpClient, ordersOf, type HttpClient } from '@flashsale/harness';
+import { buyerToken, createHttpClient, ordersOf } from '@flashsale/harness';
 import { readSaleState } from '@flashsale/redis-store';
 import { startSystem, type System } from '../support/system.ts';
 import { until } from '../support/until.ts';
@@ -29,6 +29,8 @@ const BOTS_RUN_MS = 15_000;
  */
 const HONEST_SERVED_WITHIN_MS = REBUY_RULE_DEFAULTS.rebuyCooldownSeconds * 1000 + 15_000;
 
+type HttpClient = ReturnType<typeof createHttpClient>;
+
 interface BotLog {
   orders: number;
   cancels: number;
@@ -42,7 +44,7 @@ describe('a bot loop of cancel and rebuy against an honest buyer, with real proc
     const http = createHttpClient(system.gateways[0]!.url, 16);
     const saleId = await system.createSale({ stock: STOCK, paymentWindowSeconds: 120 });
     const bots = Array.from({ length: STOCK }, (_, i) => `bot-${i}`);
-    const logs = new Map(bots.map((bot) => [bot, { orders: 0, cancels: 0, refusals: {} } as BotLog]));
+    const logs = new Map<string, BotLog>(bots.map((bot) => [bot, { orders: 0, cancels: 0, refusals: {} }]));
 
     // The bots hold the whole stock before the honest buyer arrives.
     const held = new Map<string, string>();
