@@ -11,7 +11,7 @@
  */
 import os from 'node:os';
 import { Redis } from 'ioredis';
-import { newReservationId, type SaleDefinition } from '@flashsale/domain';
+import { newReservationId, REBUY_RULE_DEFAULTS, type SaleDefinition } from '@flashsale/domain';
 import type { RedisCluster } from '@flashsale/harness';
 import { pipelineBySlotGroup, publishSale, saleKeys, type ScriptCommands, type ScriptedRedis, type SaleKeys } from '@flashsale/redis-store';
 
@@ -126,7 +126,8 @@ export async function reserveLoad(client: ScriptedRedis, nodes: NodeUrls, option
  * so the next may use the same ids.
  */
 export async function benchSale(client: ScriptedRedis, prefix: string, id: number, stock: number): Promise<{ saleId: number; keys: SaleKeys }> {
-  const sale: SaleDefinition = { id, name: `${prefix} reserve load`, stock, perUserLimit: 1, startsAt: Date.now() - 60_000, endsAt: Date.now() + 3_600_000 };
+  // With the rebuy rule every created sale carries: an accepted call reads the buyer's closed orders.
+  const sale: SaleDefinition = { id, name: `${prefix} reserve load`, stock, perUserLimit: 1, startsAt: Date.now() - 60_000, endsAt: Date.now() + 3_600_000, rebuyRule: REBUY_RULE_DEFAULTS };
   await publishSale(client, prefix, sale, 'bench');
   return { saleId: sale.id, keys: saleKeys(prefix, sale.id) };
 }
