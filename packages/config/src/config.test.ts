@@ -128,6 +128,14 @@ describe('loadConfig', () => {
     });
   });
 
+  it('takes the rebuy rule\'s defaults within their bounds, and refuses them outside', () => {
+    expect(loadConfig({ MAX_ORDERS_PER_BUYER: '5', REBUY_COOLDOWN_SECONDS: '0' })).toMatchObject({ MAX_ORDERS_PER_BUYER: 5, REBUY_COOLDOWN_SECONDS: 0 });
+    const env = { MAX_ORDERS_PER_BUYER: '0', REBUY_COOLDOWN_SECONDS: '86401' };
+    expect(() => loadConfig(env)).toThrow(ConfigError);
+    expect(refusedVariables(env)).toEqual(['MAX_ORDERS_PER_BUYER', 'REBUY_COOLDOWN_SECONDS']);
+    expect(refusedVariables({ MAX_ORDERS_PER_BUYER: '2.5' })).toEqual(['MAX_ORDERS_PER_BUYER']);
+  });
+
   it('ignores variables it does not know', () => {
     expect(loadConfig({ HOME: '/root', PATH: '/bin' }).PORT).toBe(3000);
   });

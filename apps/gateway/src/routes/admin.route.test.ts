@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { ORDER_WRITERS_GROUP, saleKeys } from '@flashsale/redis-store';
-import { createLiveSale, redisNow, type TestContext } from '../../../../test/support/context.ts';
-import { gatewayPerFile, type TestGateway } from '../../../../test/support/gateway.ts';
+import { createLiveSale, createTestContext, redisNow, type TestContext } from '../../../../test/support/context.ts';
+import { gatewayPerFile, startGateway, type TestGateway } from '../../../../test/support/gateway.ts';
 import { buyerToken } from '@flashsale/harness';
 import { bearer, expectProblem } from '../../../../test/support/http.ts';
 import { keysUnderPrefix } from '../../../../test/support/sale-snapshot.ts';
@@ -49,6 +49,25 @@ describe('POST /api/admin/sales', () => {
     expect(await ctx.redis.hmget(saleKeys(ctx.config.REDIS_PREFIX, created.id).meta, 'rb_max', 'rb_cool')).toEqual(['5', '0']);
     const list = (await (await fetch(`${gateway.url}/api/admin/sales`, { headers: bearer(ctx.config.ADMIN_TOKEN) })).json()) as { sales: { id: number }[] };
     expect(list.sales.find((sale) => sale.id === created.id)).toMatchObject({ maxOrdersPerBuyer: 5, rebuyCooldownSeconds: 0 });
+  });
+
+  it('gives a sale that sets no rebuy rule the gateway\'s MAX_ORDERS_PER_BUYER and REBUY_COOLDOWN_SECONDS', async () => {
+    const configured = createTestContext({ MAX_ORDERS_PER_BUYER: '7', REBUY_COOLDOWN_SECONDS: '90' });
+    const server = await startGateway(configured);
+    try {
+      const res = await fetch(`${server.url}/api/admin/sales`, {
+        method: 'POST',
+        headers: { ...bearer(configured.config.ADMIN_TOKEN), 'content-type': 'application/json' },
+        body: JSON.stringify({ name: uniqueName(), stock: 3, startsAt: '2030-01-01T00:00:00.000Z', endsAt: '2030-01-02T00:00:00.000Z' }),
+      });
+      const created = (await res.json()) as { id: number };
+
+      expect(created).toMatchObject({ maxOrdersPerBuyer: 7, rebuyCooldownSeconds: 90 });
+      expect(await configured.prisma.sale.findUniqueOrThrow({ where: { id: created.id } })).toMatchObject({ maxOrdersPerBuyer: 7, rebuyCooldownSeconds: 90 });
+    } finally {
+      await server.close();
+      await configured.close();
+    }
   });
 
   it('creates a sale: 201 with the sale echoed, in MySQL and live in Redis before the reply', async () => {
