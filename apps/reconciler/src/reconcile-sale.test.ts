@@ -8,6 +8,7 @@ import { writeOrderBatch } from '@flashsale/order-store';
 import { ordersOf, waitForDrain } from '@flashsale/harness';
 import { createLiveSale, createTestContext, type TestContext } from '../../../test/support/context.ts';
 import { reconcileDeps } from '../../../test/support/reconciler.ts';
+import { orderRow } from '../../../test/support/orders.ts';
 import { OrderWorker } from '../../worker/src/order-worker.ts';
 import { reconcileSale, type ReconcileDeps } from './reconcile-sale.ts';
 import { auditSale } from './ledger-audit.ts';
@@ -193,16 +194,7 @@ describe('reconciling a sale', () => {
   it("restores the rebuy rule and each buyer's closed orders from MySQL when Redis lost the sale: no buyer starts over", async () => {
     const rebuyRule = { maxOrdersPerBuyer: 3, rebuyCooldownSeconds: 600 };
     const sale = await createLiveSale(ctx, { stock: 10, rebuyRule });
-    const closedOrder = (userId: string, status: 'cancelled' | 'expired', closedAgoMs: number) => ({
-      reservationId: newReservationId(sale.id),
-      saleId: sale.id,
-      userId,
-      quantity: 1,
-      status,
-      reservedAt: new Date(Date.now() - closedAgoMs - 1000),
-      payBy: new Date(Date.now() + 900_000),
-      closedAt: new Date(Date.now() - closedAgoMs),
-    });
+    const closedOrder = (userId: string, status: 'cancelled' | 'expired', closedAgoMs: number) => orderRow(sale.id, userId, status, closedAgoMs);
     await ctx.prisma.order.createMany({
       data: [
         closedOrder('twice', 'cancelled', 60_000),

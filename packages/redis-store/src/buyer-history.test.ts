@@ -109,23 +109,28 @@ describe('the rebuy rule (reserve-5.lua, return-units-4.lua)', () => {
 });
 
 describe('restoreClosedOrders (restore-closed-2.lua)', () => {
-  it('writes the rule and merges the counts: each buyer keeps the larger count and the later time', async () => {
+  it('writes the rule and merges the counts: each buyer keeps the record with the larger count, Redis\'s own on a tie', async () => {
     const sale = await saleWithRule({ maxOrdersPerBuyer: 3, rebuyCooldownSeconds: 30 });
     await openAndClose(sale, 'ahead-in-redis');
     await openAndClose(sale, 'ahead-in-redis');
     const held = await readClosedOrders(env.ctx.redis, env.ctx.config.REDIS_PREFIX, sale.id, 'ahead-in-redis');
     await env.ctx.redis.hdel(saleKeys(env.ctx.config.REDIS_PREFIX, sale.id).meta, 'rb_max', 'rb_cool');
+    await env.ctx.redis.hset(saleKeys(env.ctx.config.REDIS_PREFIX, sale.id).closed, 'ahead-in-mysql', '1|5000', 'tied', '2|8000');
 
     const rule = { maxOrdersPerBuyer: 7, rebuyCooldownSeconds: 5 };
     const restored = await restoreClosedOrders(env.ctx.redis, env.ctx.config.REDIS_PREFIX, sale.id, rule, [
       { userId: 'ahead-in-redis', closedOrders: 1, lastClosedAt: 1000 },
       { userId: 'only-in-mysql', closedOrders: 3, lastClosedAt: 2000 },
+      { userId: 'ahead-in-mysql', closedOrders: 3, lastClosedAt: 4000 },
+      { userId: 'tied', closedOrders: 2, lastClosedAt: 9000 },
     ]);
 
     expect(restored).toBe('restored');
     expect((await readSaleState(env.ctx.redis, env.ctx.config.REDIS_PREFIX, sale.id))!.rebuyRule).toEqual(rule);
     expect(await readClosedOrders(env.ctx.redis, env.ctx.config.REDIS_PREFIX, sale.id, 'ahead-in-redis')).toEqual(held);
     expect(await readClosedOrders(env.ctx.redis, env.ctx.config.REDIS_PREFIX, sale.id, 'only-in-mysql')).toEqual({ userId: 'only-in-mysql', closedOrders: 3, lastClosedAt: 2000 });
+    expect(await readClosedOrders(env.ctx.redis, env.ctx.config.REDIS_PREFIX, sale.id, 'ahead-in-mysql')).toEqual({ userId: 'ahead-in-mysql', closedOrders: 3, lastClosedAt: 4000 });
+    expect(await readClosedOrders(env.ctx.redis, env.ctx.config.REDIS_PREFIX, sale.id, 'tied')).toEqual({ userId: 'tied', closedOrders: 2, lastClosedAt: 8000 });
   });
 
   it('writes pages of any size, and nothing for a sale that is not in Redis', async () => {

@@ -25,8 +25,8 @@ export function rebuyRuleArgs(rule: RebuyRule | undefined): (string | number)[] 
 const BUYERS_PER_CALL = 200;
 
 /**
- * Writes the rule and merges `buyers` into the sale's closed hash (each keeps the larger count and the
- * later time); 'absent' when the sale is not in Redis.
+ * Writes the rule and merges `buyers` into the sale's closed hash (each buyer keeps the record with the
+ * larger count, Redis's own on a tie); 'absent' when the sale is not in Redis.
  */
 export async function restoreClosedOrders(redis: ScriptedRedis, prefix: string, saleId: number, rule: RebuyRule, buyers: BuyerClosedOrders[]): Promise<'restored' | 'absent'> {
   const keys = saleKeys(prefix, saleId);

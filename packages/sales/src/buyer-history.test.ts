@@ -1,7 +1,7 @@
-import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { readClosedOrders, redisNow, saleKeys } from '@flashsale/redis-store';
 import { contextPerFile, createLiveSale } from '../../../test/support/context.ts';
+import { orderRow } from '../../../test/support/orders.ts';
 import { restoreBuyerHistory } from './buyer-history.ts';
 
 const env = contextPerFile();
@@ -10,16 +10,7 @@ describe('restoreBuyerHistory', () => {
   it('derives every buyer\'s closed orders from MySQL, page after page, counting only cancelled and expired ones; a repeat changes nothing', async () => {
     const { ctx } = env;
     const sale = await createLiveSale(ctx, { stock: 10 });
-    const order = (userId: string, status: 'created' | 'paid' | 'cancelled' | 'expired', closedAgoMs: number) => ({
-      reservationId: `${sale.id}-${randomUUID()}`,
-      saleId: sale.id,
-      userId,
-      quantity: 1,
-      status,
-      reservedAt: new Date(Date.now() - closedAgoMs - 1000),
-      payBy: new Date(Date.now() + 900_000),
-      closedAt: status === 'cancelled' || status === 'expired' ? new Date(Date.now() - closedAgoMs) : null,
-    });
+    const order = (userId: string, status: 'created' | 'paid' | 'cancelled' | 'expired', closedAgoMs: number) => orderRow(sale.id, userId, status, closedAgoMs);
     // 2,500 buyers with one closed order each: three pages of 1,000. Their ids sort byte-wise, as MySQL pages them.
     const buyers = Array.from({ length: 2500 }, (_, i) => `buyer-${String(i).padStart(4, '0')}`);
     await ctx.prisma.order.createMany({ data: buyers.map((buyer) => order(buyer, 'cancelled', 60_000)) });

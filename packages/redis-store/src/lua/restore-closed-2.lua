@@ -3,9 +3,10 @@
   before the sale resumes (the reconciler, packages/sales buyer-history.ts), one page of buyers a call.
 
   Merged, never replaced: a count only grows, and Redis may already hold a close that MySQL committed
-  after the caller read it (its return ran since), so each buyer keeps the larger count and the later
-  time. MySQL closes an order before Redis counts it, so MySQL's count is never behind but by such a
-  race, and a Redis that lost its data gets every count back.
+  after the caller read it (its return ran since), so each buyer keeps the record with the larger count,
+  Redis's own on a tie (a repeat of the restore changes nothing: MySQL's time, put on Redis's clock, moves
+  by a millisecond from one call to the next). MySQL closes an order before Redis counts it, so MySQL's
+  count is never behind but by such a race, and a Redis that lost its data gets every count back.
 
   Input:
     KEYS[1] sale meta hash   (record: sale meta, includes/sale-meta.lua)
@@ -16,7 +17,7 @@
     ARGV[3 + 3k], ARGV[4 + 3k], ARGV[5 + 3k]: user id, closed orders, last closed at (epoch ms) (k = 0..)
 
   Output:
-    the number of buyers written, or -1 when the sale is not in Redis (nothing written)
+    the number of buyers given, or -1 when the sale is not in Redis (nothing written)
 ]]
 --@include "includes/sale-meta.lua"
 --@include "includes/buyer-history.lua"
@@ -29,12 +30,10 @@ local written = 0
 for i = 3, #ARGV - 2, 3 do
   local user_id, closed, last = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
   local record = redis.call('HGET', KEYS[2], user_id)
-  if record then
-    local held, held_last = string.match(record, '^(%d+)|(%d+)$')
-    closed = math.max(closed, tonumber(held))
-    last = math.max(last, tonumber(held_last))
+  local held = record and tonumber(string.match(record, '^(%d+)|')) or -1
+  if closed > held then
+    redis.call('HSET', KEYS[2], user_id, closed .. '|' .. last)
   end
-  redis.call('HSET', KEYS[2], user_id, closed .. '|' .. last)
   written = written + 1
 end
 return written
