@@ -53,7 +53,7 @@ const keys = saleKeys(prefix, sale.id);
 const prebuy = path === 'sold_out' ? ['someone'] : path === 'duplicate' ? ids.slice(0, DUPLICATE_BUYERS) : [];
 for (let start = 0; start < prebuy.length; start += 1000) {
   const pipeline = redis.pipeline() as unknown as ScriptedRedis & { exec(): Promise<unknown> };
-  for (const buyer of prebuy.slice(start, start + 1000)) void pipeline.reserve(keys.meta, keys.buyers, keys.stream, keys.turns, buyer, 1, newReservationId(sale.id));
+  for (const buyer of prebuy.slice(start, start + 1000)) void pipeline.reserve(keys.meta, keys.buyers, keys.stream, keys.turns, keys.closed, buyer, 1, newReservationId(sale.id));
   await pipeline.exec();
 }
 

@@ -1,5 +1,5 @@
 /**
- * The reserve script with no HTTP in front: calls of the `reserve` command (reserve-4.lua, registered by
+ * The reserve script with no HTTP in front: calls of the `reserve` command (reserve-5.lua, registered by
  * packages/redis-store/src/scripts.ts; ioredis sends EVALSHA) from this process, in pipelines of
  * `batch` calls with `inFlight` pipelines under way at once, for a fixed time. The pipelines go through
  * pipelineBySlotGroup, the system's own way of pipelining over many sales: one pipeline on one Redis, one
@@ -11,7 +11,7 @@
  */
 import os from 'node:os';
 import { Redis } from 'ioredis';
-import { newReservationId, type SaleDefinition } from '@flashsale/domain';
+import { newReservationId, REBUY_RULE_DEFAULTS, type SaleDefinition } from '@flashsale/domain';
 import type { RedisCluster } from '@flashsale/harness';
 import { pipelineBySlotGroup, publishSale, saleKeys, type ScriptCommands, type ScriptedRedis, type SaleKeys } from '@flashsale/redis-store';
 
@@ -96,7 +96,7 @@ export async function reserveLoad(client: ScriptedRedis, nodes: NodeUrls, option
         (pipeline, _key, index) => {
           const { saleId, keys, buyer } = calls[index]!;
           // Queued on the pipeline, not sent: pipelineBySlotGroup's exec() sends them.
-          void (pipeline as unknown as ScriptCommands).reserve(keys.meta, keys.buyers, keys.stream, keys.turns, buyer, 1, newReservationId(saleId));
+          void (pipeline as unknown as ScriptCommands).reserve(keys.meta, keys.buyers, keys.stream, keys.turns, keys.closed, buyer, 1, newReservationId(saleId));
         },
       );
       for (const [error, result] of replies) {
@@ -126,7 +126,8 @@ export async function reserveLoad(client: ScriptedRedis, nodes: NodeUrls, option
  * so the next may use the same ids.
  */
 export async function benchSale(client: ScriptedRedis, prefix: string, id: number, stock: number): Promise<{ saleId: number; keys: SaleKeys }> {
-  const sale: SaleDefinition = { id, name: `${prefix} reserve load`, stock, perUserLimit: 1, startsAt: Date.now() - 60_000, endsAt: Date.now() + 3_600_000 };
+  // With the rebuy rule every created sale carries: an accepted call reads the buyer's closed orders.
+  const sale: SaleDefinition = { id, name: `${prefix} reserve load`, stock, perUserLimit: 1, startsAt: Date.now() - 60_000, endsAt: Date.now() + 3_600_000, rebuyRule: REBUY_RULE_DEFAULTS };
   await publishSale(client, prefix, sale, 'bench');
   return { saleId: sale.id, keys: saleKeys(prefix, sale.id) };
 }

@@ -4,6 +4,7 @@ import { createRedis, publishSale, redisNow, redisTargetOf, type ScriptedRedis }
 import { deleteKeysWithPrefix, testDatabaseName, testRedisPrefix } from '@flashsale/harness';
 import { createPrisma, insertSale, migrate, poolConfigFromUrl, type PrismaClient, type SaleRecord } from '@flashsale/order-store';
 import { createConnection } from 'mariadb';
+import type { RebuyRule } from '@flashsale/domain';
 
 
 export interface TestContext {
@@ -85,6 +86,8 @@ export interface SaleOptions {
   name?: string;
   /** Seconds a winner has to pay (MySQL's default, 900, when not given). */
   paymentWindowSeconds?: number;
+  /** The rebuy rule (MySQL's defaults, the built-in rule, when not given). */
+  rebuyRule?: RebuyRule;
 }
 
 /** A sale in MySQL and live in Redis, published exactly as the admin endpoint does. */
@@ -97,6 +100,7 @@ export async function createLiveSale(ctx: TestContext, options: SaleOptions = {}
     startsAt: new Date(now + (options.startsIn ?? -60_000)),
     endsAt: new Date(now + (options.endsIn ?? 3_600_000)),
     ...(options.paymentWindowSeconds !== undefined && { paymentWindowSeconds: options.paymentWindowSeconds }),
+    ...(options.rebuyRule && { rebuyRule: options.rebuyRule }),
   });
   await publishSale(ctx.redis, ctx.config.REDIS_PREFIX, sale, sale.generation);
   return sale;

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { writeOrderBatch } from '@flashsale/order-store';
 import { acknowledge, decodeReservation, readNewEntries } from '@flashsale/redis-store';
 import type { TestContext } from './context.ts';
@@ -16,4 +17,21 @@ export async function writeOrdersOf(ctx: TestContext, saleId: number): Promise<n
   const outcome = await writeOrderBatch(ctx.prisma, saleId, reservations);
   await acknowledge(ctx.redis, ctx.config.REDIS_PREFIX, saleId, entries.map((e) => e.id));
   return outcome.written.length;
+}
+
+/**
+ * An order row as MySQL would hold it, for tests that set up a sale's history directly: live (`created`,
+ * `paid`) or closed `closedAgoMs` before now (`cancelled`, `expired`).
+ */
+export function orderRow(saleId: number, userId: string, status: 'created' | 'paid' | 'cancelled' | 'expired', closedAgoMs = 0) {
+  return {
+    reservationId: `${saleId}-${randomUUID()}`,
+    saleId,
+    userId,
+    quantity: 1,
+    status,
+    reservedAt: new Date(Date.now() - closedAgoMs - 1000),
+    payBy: new Date(Date.now() + 900_000),
+    closedAt: status === 'cancelled' || status === 'expired' ? new Date(Date.now() - closedAgoMs) : null,
+  };
 }

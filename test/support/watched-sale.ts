@@ -20,6 +20,7 @@ export function watchedSale(overrides: Partial<WatchedSale> = {}): WatchedSale {
     operatorPausedAt: null,
     operatorPaused: false,
     controlsVersion: 0,
+    rebuyRule: { maxOrdersPerBuyer: 3, rebuyCooldownSeconds: 30 },
     ...overrides,
   };
 }

@@ -7,6 +7,7 @@ import { writeOrderBatch } from '@flashsale/order-store';
 import { ordersOf, waitForDrain } from '@flashsale/harness';
 import { createLiveSale, createTestContext, type TestContext } from '../../../test/support/context.ts';
 import { reconcileDeps } from '../../../test/support/reconciler.ts';
+import { orderRow } from '../../../test/support/orders.ts';
 import { OrderWorker } from '../../worker/src/order-worker.ts';
 import { reconcileSale, type ReconcileDeps } from './reconcile-sale.ts';
 import { auditSale } from './ledger-audit.ts';
@@ -188,6 +189,35 @@ describe('reconciling a sale', () => {
     expect(groups.map((g) => g[1])).toEqual([ORDER_WRITERS_GROUP]);
     // Buyers whose reservations were lost may buy again.
     await reserve(sale.id, 'b');
+  });
+
+  it("restores the rebuy rule and each buyer's closed orders from MySQL when Redis lost the sale: no buyer starts over", async () => {
+    const rebuyRule = { maxOrdersPerBuyer: 3, rebuyCooldownSeconds: 600 };
+    const sale = await createLiveSale(ctx, { stock: 10, rebuyRule });
+    const closedOrder = (userId: string, status: 'cancelled' | 'expired', closedAgoMs: number) => orderRow(sale.id, userId, status, closedAgoMs);
+    await ctx.prisma.order.createMany({
+      data: [
+        closedOrder('twice', 'cancelled', 60_000),
+        closedOrder('twice', 'expired', 5_000),
+        ...[1, 2, 3].map(() => closedOrder('thrice', 'cancelled', 1000)),
+        closedOrder('once', 'cancelled', 1000),
+      ],
+    });
+    const keys = saleKeys(ctx.config.REDIS_PREFIX, sale.id);
+    await ctx.redis.del(keys.meta, keys.buyers, keys.stream, keys.closed);
+
+    await reconcileSale(reconcileDeps(ctx), sale.id, 'lost');
+
+    expect((await readSaleState(ctx.redis, ctx.config.REDIS_PREFIX, sale.id))!.rebuyRule).toEqual(rebuyRule);
+    const buy = (userId: string) => reservePurchase(ctx.redis, ctx.config.REDIS_PREFIX, { saleId: sale.id, userId, quantity: 1, reservationId: newReservationId(sale.id) });
+    // Closed 5 s ago, second close: 600 s of cooldown, 595 s left (the margin: the test's own pace).
+    const twice = await buy('twice');
+    expect(twice.kind).toBe('rebuy_cooldown');
+    expect((twice as { waitMs: number }).waitMs).toBeGreaterThan(560_000);
+    expect((twice as { waitMs: number }).waitMs).toBeLessThanOrEqual(595_000);
+    expect(await buy('thrice')).toEqual({ kind: 'order_limit_reached', maxOrders: 3 });
+    expect((await buy('once')).kind).toBe('reserved');
+    expect((await buy('never')).kind).toBe('reserved');
   });
 
   it('a sale that vanished from Redis with nothing sold is rebuilt, and the log says it lost nothing (no "lost reservations" line)', async () => {

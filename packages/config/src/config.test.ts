@@ -32,6 +32,8 @@ describe('loadConfig', () => {
       ADMIN_TOKEN: DEV_ADMIN_TOKEN,
       PAYMENT_WEBHOOK_SECRET: DEV_PAYMENT_WEBHOOK_SECRET,
       PAYMENT_WINDOW_SECONDS: 900,
+      MAX_ORDERS_PER_BUYER: 3,
+      REBUY_COOLDOWN_SECONDS: 30,
       EXPIRY_SWEEP_MS: 1000,
       EXPIRY_BATCH_SIZE: 500,
       LOG_LEVEL: 'info',
@@ -127,6 +129,14 @@ describe('loadConfig', () => {
       PAYMENT_WINDOW_SECONDS: 60,
       RATE_LIMIT_PER_SECOND: 3,
     });
+  });
+
+  it('takes the rebuy rule\'s defaults within their bounds, and refuses them outside', () => {
+    expect(loadConfig({ MAX_ORDERS_PER_BUYER: '5', REBUY_COOLDOWN_SECONDS: '0' })).toMatchObject({ MAX_ORDERS_PER_BUYER: 5, REBUY_COOLDOWN_SECONDS: 0 });
+    const env = { MAX_ORDERS_PER_BUYER: '0', REBUY_COOLDOWN_SECONDS: '86401' };
+    expect(() => loadConfig(env)).toThrow(ConfigError);
+    expect(refusedVariables(env)).toEqual(['MAX_ORDERS_PER_BUYER', 'REBUY_COOLDOWN_SECONDS']);
+    expect(refusedVariables({ MAX_ORDERS_PER_BUYER: '2.5' })).toEqual(['MAX_ORDERS_PER_BUYER']);
   });
 
   it('ignores variables it does not know', () => {

@@ -91,6 +91,13 @@ const schema = z
     /** Seconds a winner has to pay when the sale does not set its own paymentWindowSeconds, default 900 (10..86400). */
     PAYMENT_WINDOW_SECONDS: intFrom(10, 86_400).default(900),
     /**
+     * The rebuy rule of a sale that does not set its own (@flashsale/domain rebuy-rule.ts): the most orders
+     * one buyer may open in a sale, live, cancelled and expired together, default 3 (1..1000).
+     */
+    MAX_ORDERS_PER_BUYER: intFrom(1, 1000).default(3),
+    /** Seconds a buyer waits to buy again after their second closed order in a sale, doubled after each later one, default 30 (0..86400). */
+    REBUY_COOLDOWN_SECONDS: intFrom(0, 86_400).default(30),
+    /**
      * How often each worker looks for unpaid orders past their payBy and for units owed back to Redis,
      * default 1000 ms: an order expires at most about this long after its payBy while MySQL answers.
      */

@@ -10,6 +10,7 @@ export { ReserveCode } from './reserve-code.ts';
 export { parseSaleId, MAX_SALE_ID, MAX_PER_USER_LIMIT, MAX_STOCK, SALE_TIME_RANGE, type SaleDefinition } from './sale.ts';
 export { signPaymentEvent, checkPaymentSignature, SIGNATURE_TOLERANCE_SECONDS, type SignatureProblem } from './payment-signature.ts';
 export { planControl, type SaleControl, type SaleControlAction, type SaleControlState, type ControlledSale, type ControlPlan } from './sale-control.ts';
+export { REBUY_RULE_DEFAULTS, REBUY_RULE_LIMITS, type RebuyRule } from './rebuy-rule.ts';
 export { ADMISSION_DEFAULTS, ADMISSION_LIMITS, ARRIVAL_SCORE_BASE, isDraw, type QueueAdmission } from './admission.ts';
 export { queueTicketKey, signQueueTicket, readQueueTicket, type QueueTicket, type TicketProblem } from './queue-ticket.ts';
 export { queueAnswer, isSoldOutForGood, turnNeedsLookup, MAX_RETRY_AFTER_SECONDS, FINAL_RETRY_AFTER_SECONDS, type DoorView, type QueuePlace, type QueueAnswer, type QueueState } from './queue-status.ts';

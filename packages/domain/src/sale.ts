@@ -1,4 +1,5 @@
 import type { QueueAdmission } from './admission.ts';
+import type { RebuyRule } from './rebuy-rule.ts';
 
 /** A sale as published: what both MySQL and Redis know of it. Times are epoch milliseconds. */
 export interface SaleDefinition {
@@ -10,6 +11,8 @@ export interface SaleDefinition {
   endsAt: number;
   /** The waiting room, when the sale has one (absent: open, a race as ever). */
   admission?: QueueAdmission;
+  /** The rebuy rule; every sale created has one (absent only where a test publishes a bare sale). */
+  rebuyRule?: RebuyRule;
 }
 
 /** Largest sale id the system accepts in paths (MySQL INT). */

@@ -50,3 +50,4 @@ export {
   type UnmatchedPayment,
 } from './lost-reservations.ts';
 export { recloseOrders, type ReclosedOrder } from './order-reclosing.ts';
+export { closedOrdersPage, type BuyerClosedRow } from './closed-orders.ts';

@@ -8,7 +8,7 @@ import { isUniqueViolation } from './order-writer.ts';
  *
  * Closing an order (cancelled, expired) also lowers the sale's sold_units and writes, in the same
  * transaction, the stock_returns row of what the order owes Redis: its units, and the sale's Redis
- * generation at the close. The Redis half (return-units-3.lua) runs after the commit and may run many
+ * generation at the close. The Redis half (return-units-4.lua) runs after the commit and may run many
  * times; `markReturned` records that it ran. An order closes at most once (only a `created` order is
  * closed), and stock_returns is keyed by the reservation: an order cannot owe its units twice.
  *

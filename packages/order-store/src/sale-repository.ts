@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { QueueAdmission, SaleDefinition } from '@flashsale/domain';
+import type { QueueAdmission, RebuyRule, SaleDefinition } from '@flashsale/domain';
 import type { PrismaClient } from './generated/prisma/client.ts';
 
 export interface NewSale {
@@ -12,6 +12,8 @@ export interface NewSale {
   paymentWindowSeconds?: number;
   /** The waiting room, every setting filled in; absent for an open sale. */
   admission?: QueueAdmission;
+  /** The rebuy rule; MySQL's column defaults (the built-in rule) when not given. */
+  rebuyRule?: RebuyRule;
 }
 
 /** The row's columns of a new sale's admission (none for an open sale: MySQL's defaults). */
@@ -28,14 +30,15 @@ export function admissionColumns(admission: QueueAdmission | undefined) {
 }
 
 /** The columns of a sale as Prisma gives them, for a new row: the sale's fields, its admission mapped. */
-export function newSaleColumns({ admission, ...sale }: NewSale) {
-  return { ...sale, ...admissionColumns(admission) };
+export function newSaleColumns({ admission, rebuyRule, ...sale }: NewSale) {
+  return { ...sale, ...admissionColumns(admission), ...rebuyRule };
 }
 
 /** Order statuses that hold units of stock (a cancelled or expired order has given them back). */
 export const LIVE_ORDER_STATUSES = ['created', 'paid'] as const;
 
 export interface SaleRecord extends SaleDefinition {
+  rebuyRule: RebuyRule;
   soldUnits: number;
   /** Generation of the sale's current Redis state (set at publish and at every rebuild). */
   generation: string;
@@ -71,6 +74,8 @@ type SaleRow = {
   admissionTtlSeconds: number | null;
   noShowFactor: number | null;
   admissionPaused: boolean;
+  maxOrdersPerBuyer: number;
+  rebuyCooldownSeconds: number;
 };
 
 function admissionOf(row: SaleRow): QueueAdmission | undefined {
@@ -103,6 +108,7 @@ export function toSaleRecord(row: SaleRow): SaleRecord {
     operatorPaused: row.operatorPausedAt !== null,
     controlsVersion: row.controlsVersion,
     ...(row.admissionMode === 'queue' && { admission: admissionOf(row) }),
+    rebuyRule: { maxOrdersPerBuyer: row.maxOrdersPerBuyer, rebuyCooldownSeconds: row.rebuyCooldownSeconds },
   };
 }
 

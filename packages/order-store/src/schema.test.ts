@@ -152,6 +152,7 @@ describe('migrate', () => {
     '20261123210000_sale_controls',
     '20261125220000_sale_admission',
     '20261126010000_lost_reservations',
+    '20261126020000_rebuy_rule',
   ];
   let first: MigrationResult;
   let second: MigrationResult;

@@ -34,6 +34,7 @@ export { deadLetter, findDeadLetter, readDeadLettered, recentDeadLettersByReason
 export { readRedisLedger, type RedisLedger } from './redis-ledger.ts';
 export { writeAuditRecord, readAuditRecord, type AuditRecord } from './audit-report.ts';
 export { rebuildSaleState } from './sale-rebuild.ts';
+export { restoreClosedOrders, readClosedOrders, rebuyRuleArgs, type BuyerClosedOrders } from './buyer-history.ts';
 export { applySaleControls, type ControlsApplied } from './sale-controls.ts';
 export { snapshotSale, acceptedUnits, type SaleSnapshot } from './sale-snapshot.ts';
 export { saleEventsChannel, announceSaleChanged } from './sale-events.ts';

@@ -23,10 +23,16 @@ export interface SaleKeys {
   /** Hash: the last audit's report (drift, checkedAt, ...). Written by the audit only. */
   audit: string;
   /**
-   * Hash: reservation id -> '1' for each closed order (cancelled, expired) whose units return-units-3.lua
+   * Hash: reservation id -> '1' for each closed order (cancelled, expired) whose units return-units-4.lua
    * gave back in this generation: a second return of the same order gives nothing. Emptied by a rebuild.
    */
   returned: string;
+  /**
+   * Hash: user id -> "<closedOrders>|<lastClosedAtMs>": the buyer's orders of this sale that were cancelled
+   * or expired, counted by return-units-4.lua as their units come back; what the sale's rebuy rule judges
+   * a buyer's next order by (lua/includes/buyer-history.lua). A rebuild merges MySQL's counts in.
+   */
+  closed: string;
   /**
    * Hash: payment event id -> "<reservationId>|<amountCents>|<receivedAtMs>" of each payment event that
    * reached the gateway and is not in MySQL yet (receive-payment-1.lua): its arrival on Redis's clock.
@@ -55,6 +61,7 @@ export function saleKeys(prefix: string, saleId: number): SaleKeys {
     rejected: `${base}:rejected`,
     audit: `${base}:audit`,
     returned: `${base}:returned`,
+    closed: `${base}:closed`,
     payments: `${base}:payments`,
     queue: `${base}:queue`,
     turns: `${base}:turns`,

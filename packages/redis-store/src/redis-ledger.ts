@@ -13,7 +13,7 @@ export interface RedisLedger {
   stock: number;
   remaining: number;
   generation: string;
-  /** Units closed orders gave back to this generation (return-units-3.lua), read with remaining. */
+  /** Units closed orders gave back to this generation (return-units-4.lua), read with remaining. */
   returnedUnits: number;
   /** Units of each reservation of this generation not acknowledged yet (undelivered or pending), by reservation id. */
   inFlight: Map<string, number>;

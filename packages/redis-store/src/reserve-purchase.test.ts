@@ -181,19 +181,21 @@ describe('toReserveOutcome', () => {
     [[-6, '12-0b7c1d3e-9f00-4a6b-8c1d-2e3f4a5b6c7d|2'], { kind: 'already_purchased', reservationId: '12-0b7c1d3e-9f00-4a6b-8c1d-2e3f4a5b6c7d', quantity: 2 }],
     [[-7, ''], { kind: 'sold_out' }],
     [[-8, 1], { kind: 'insufficient_stock', remaining: 1 }],
+    [[-10, 2500], { kind: 'rebuy_cooldown', waitMs: 2500 }],
+    [[-11, 3], { kind: 'order_limit_reached', maxOrders: 3 }],
   ])('maps the script reply %j to %j', (reply, outcome) => {
     expect(toReserveOutcome(reply)).toEqual(outcome);
   });
 
   it('has a ReserveCode for each code the script names in its header, and no other', () => {
-    const header = readFileSync(new URL('./lua/reserve-4.lua', import.meta.url), 'utf8').split(']]')[0]!;
+    const header = readFileSync(new URL('./lua/reserve-5.lua', import.meta.url), 'utf8').split(']]')[0]!;
     const codes = [...header.matchAll(/^ +\{ (-?\d+), /gm)].map((match) => Number(match[1]));
 
     expect(codes).toEqual(Object.values(ReserveCode).filter((code) => typeof code === 'number'));
   });
 
   it('throws on a code the script does not define', () => {
-    expect(() => toReserveOutcome([-10, ''])).toThrow(new Error('reserve script returned an unknown code -10'));
+    expect(() => toReserveOutcome([-12, ''])).toThrow(new Error('reserve script returned an unknown code -12'));
     expect(() => toReserveOutcome([0, ''])).toThrow(new Error('reserve script returned an unknown code 0'));
   });
 });

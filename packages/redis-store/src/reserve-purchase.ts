@@ -10,7 +10,7 @@ export interface PurchaseRequest {
   reservationId: string;
 }
 
-/** What the reserve script decided; one variant per return code of reserve-4.lua (ReserveCode). */
+/** What the reserve script decided; one variant per return code of reserve-5.lua (ReserveCode). */
 export type ReserveOutcome =
   | { kind: 'reserved'; remaining: number }
   | { kind: 'sale_not_found' }
@@ -21,7 +21,9 @@ export type ReserveOutcome =
   | { kind: 'already_purchased'; reservationId: string; quantity: number }
   | { kind: 'sold_out' }
   | { kind: 'insufficient_stock'; remaining: number }
-  | { kind: 'not_admitted' };
+  | { kind: 'not_admitted' }
+  | { kind: 'rebuy_cooldown'; waitMs: number }
+  | { kind: 'order_limit_reached'; maxOrders: number };
 
 /** Maps the script's reply to an outcome (pure; tested without Redis). */
 export function toReserveOutcome([code, value]: [number, string | number]): ReserveOutcome {
@@ -47,6 +49,10 @@ export function toReserveOutcome([code, value]: [number, string | number]): Rese
       return { kind: 'insufficient_stock', remaining: Number(value) };
     case ReserveCode.NotAdmitted:
       return { kind: 'not_admitted' };
+    case ReserveCode.RebuyCooldown:
+      return { kind: 'rebuy_cooldown', waitMs: Number(value) };
+    case ReserveCode.OrderLimitReached:
+      return { kind: 'order_limit_reached', maxOrders: Number(value) };
     default:
       throw new Error(`reserve script returned an unknown code ${code}`);
   }
@@ -75,7 +81,7 @@ export async function reservePurchase(redis: ScriptedRedis, prefix: string, requ
 export async function reservePurchase(redis: ScriptedRedis, prefix: string, request: PurchaseRequest, wait: ReplicaWait | undefined): Promise<ReserveOutcome | UnreplicatedOutcome>;
 export async function reservePurchase(redis: ScriptedRedis, prefix: string, request: PurchaseRequest, wait?: ReplicaWait): Promise<ReserveOutcome | UnreplicatedOutcome> {
   const keys = saleKeys(prefix, request.saleId);
-  const args = [keys.meta, keys.buyers, keys.stream, keys.turns, request.userId, request.quantity, request.reservationId] as const;
+  const args = [keys.meta, keys.buyers, keys.stream, keys.turns, keys.closed, request.userId, request.quantity, request.reservationId] as const;
   if (!wait) return toReserveOutcome(await redis.reserve(...args));
   const pipeline = redis.pipeline() as unknown as WaitPipeline;
   const [[scriptError, reply], [waitError, acknowledged]] = (await pipeline.reserve(...args).wait(wait.replicas, wait.timeoutMs).exec()) as [[Error | null, unknown], [Error | null, unknown]];

@@ -7,7 +7,8 @@ import { isClusterClient } from './redis-target.ts';
  * A sale's meta hash (`meta` in keys.ts): fields `name`, `stock`, `remaining`, `limit` (per user),
  * `starts` and `ends` (epoch ms on Redis's clock), `paused` ('1' or '0': the reconciler's pause), `gen`
  * (the generation of this Redis state), `op_paused` ('1' or '0': the operator's pause) and `ctl` (the
- * version of the operator's controls applied, see apply-controls-1.lua). The Lua scripts write and read it through lua/includes/sale-meta.lua, TypeScript
+ * version of the operator's controls applied, see apply-controls-1.lua), the door's terms (`adm`, `q_*`) and
+ * the rebuy rule (`rb_max`, `rb_cool`, lua/includes/buyer-history.lua). The Lua scripts write and read it through lua/includes/sale-meta.lua, TypeScript
  * reads it here; Redis's clock, which its times are on, is read here too.
  */
 
@@ -39,6 +40,7 @@ export async function readSaleState(redis: ScriptedRedis, prefix: string, saleId
     generation: meta.gen ?? '',
     operatorPaused: meta.op_paused === '1',
     controlsVersion: Number(meta.ctl ?? 0),
+    ...(meta.rb_max !== undefined && { rebuyRule: { maxOrdersPerBuyer: Number(meta.rb_max), rebuyCooldownSeconds: Number(meta.rb_cool) } }),
     ...(meta.adm === '1' && {
       admission: {
         mode: 'queue' as const,
@@ -78,7 +80,7 @@ export interface SaleCounters {
   generation: string;
   /** The reconciler's pause only: the operator's is not the reconciler's business. */
   paused: boolean;
-  /** Units given back by closed orders in this generation (return-units-3.lua). */
+  /** Units given back by closed orders in this generation (return-units-4.lua). */
   returnedUnits: number;
   /** Buyer records those returns removed in this generation. */
   returnedReservations: number;

@@ -2,6 +2,7 @@ import type { SaleDefinition } from '@flashsale/domain';
 import type { ScriptedRedis } from './scripts.ts';
 import { ORDER_WRITERS_GROUP, saleKeys, salesIndexKey } from './keys.ts';
 import { admissionArgs, saleTermsArgs } from './sale-meta.ts';
+import { rebuyRuleArgs } from './buyer-history.ts';
 
 /**
  * A sale's life in Redis: published (meta hash, stream and group, an entry in the sales index the workers
@@ -32,6 +33,7 @@ export async function publishSale(
     generation,
     notAfter === undefined ? '' : notAfter,
     ...admissionArgs(sale.admission),
+    ...rebuyRuleArgs(sale.rebuyRule),
   );
   return reply === 1 ? 'published' : reply === 0 ? 'already_live' : 'too_late';
 }

@@ -76,6 +76,7 @@ describe('loadScripts', () => {
       'receivePayment',
       'recordPaid',
       'reserve',
+      'restoreClosed',
       'returnUnits',
       'setPaused',
       'trimAcknowledged',

@@ -7,7 +7,7 @@ import type { Redis } from 'ioredis';
  * on NOSCRIPT (e.g. after a Redis restart), so the hot path sends the script body at most once.
  */
 export interface ScriptCommands {
-  reserve(meta: string, buyers: string, stream: string, turns: string, userId: string, quantity: number, reservationId: string): Promise<[number, string | number]>;
+  reserve(meta: string, buyers: string, stream: string, turns: string, closed: string, userId: string, quantity: number, reservationId: string): Promise<[number, string | number]>;
   joinQueue(meta: string, queue: string, door: string, userId: string, draw: string): Promise<number[]>;
   admitQueue(meta: string, queue: string, turns: string, door: string, paid: string, rate: string, paused: string): Promise<(number | string)[]>;
   queuePlace(meta: string, queue: string, turns: string, door: string, userId: string): Promise<(number | string)[]>;
@@ -18,7 +18,8 @@ export interface ScriptCommands {
   applyControls(meta: string, version: number, stock: number, endsAt: number, operatorPaused: '0' | '1'): Promise<number>;
   deadLetter(stream: string, deadLetter: string, rejected: string, buyers: string, ...args: (string | number)[]): Promise<string>;
   rebuildSale(meta: string, buyers: string, stream: string, returned: string, ...args: (string | number)[]): Promise<number>;
-  returnUnits(meta: string, buyers: string, returned: string, generation: string, ...orders: (string | number)[]): Promise<(number | string)[]>;
+  returnUnits(meta: string, buyers: string, returned: string, closed: string, generation: string, ...orders: (string | number)[]): Promise<(number | string)[]>;
+  restoreClosed(meta: string, closed: string, maxOrdersPerBuyer: number, cooldownSeconds: number, ...buyers: (string | number)[]): Promise<number>;
   trimAcknowledged(stream: string, group: string, keepFrom: string, keepSinceMs: string, maxEntries: string): Promise<number>;
   receivePayment(payments: string, eventId: string, reservationId: string, amountCents: number): Promise<[number, number | string]>;
   heldPayments(payments: string): Promise<(number | string)[]>;

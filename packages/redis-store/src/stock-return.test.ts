@@ -23,7 +23,7 @@ async function saleWithBuyers(stock: number, buyers: number) {
   return { sale, held };
 }
 
-describe('returnUnits (return-units-3.lua)', () => {
+describe('returnUnits (return-units-4.lua)', () => {
   it('gives each order back once: a repeat gives nothing, and the buyer may buy again', async () => {
     const { redis, config } = env.ctx;
     const { sale, held } = await saleWithBuyers(5, 3);

@@ -2,7 +2,7 @@ import type { ScriptedRedis } from './scripts.ts';
 import { saleKeys } from './keys.ts';
 
 /**
- * Giving the units of closed orders back to a sale's Redis state (lua/return-units-3.lua), and the
+ * Giving the units of closed orders back to a sale's Redis state (lua/return-units-4.lua), and the
  * record of what was given back in this generation (`returned` in keys.ts). MySQL has already closed the
  * orders; this is the Redis half, safe to repeat.
  */
@@ -36,7 +36,7 @@ export async function returnUnits(redis: ScriptedRedis, prefix: string, saleId: 
   const results: ReturnResult[] = [];
   for (let i = 0; i < orders.length; i += ORDERS_PER_CALL) {
     const chunk = orders.slice(i, i + ORDERS_PER_CALL);
-    const reply = await redis.returnUnits(keys.meta, keys.buyers, keys.returned, generation, ...chunk.flatMap((o) => [o.reservationId, o.userId, o.quantity]));
+    const reply = await redis.returnUnits(keys.meta, keys.buyers, keys.returned, keys.closed, generation, ...chunk.flatMap((o) => [o.reservationId, o.userId, o.quantity]));
     const code = Number(reply[0]);
     if (code === -1) return { kind: 'absent' };
     if (code === -2) return { kind: 'other-generation', current: String(reply[1]) };

@@ -17,7 +17,7 @@ import type { DoorFrontiers } from './door-frontier.ts';
 /**
  * The door's use cases (issue 27): joining a sale's waiting room, a buyer's place in it, the operator's
  * control of it, and telling it of paid units. The admission itself, and the purchase check, are in
- * Redis scripts (admit-queue-5.lua, reserve-4.lua); these put the two stores and the ticket together.
+ * Redis scripts (admit-queue-5.lua, reserve-5.lua); these put the two stores and the ticket together.
  *
  * Crash points: a join is one script call (joined or not); a status reads only. The operator's change is
  * MySQL first (the record a rebuild writes back), then Redis; dying between, Redis keeps the old setting

@@ -187,7 +187,9 @@ function renderSale(view) {
   $('sale-name').textContent = `#${sale.id} ${sale.name}`;
   $('sale-status').textContent = statusInWords(sale.status) + (sale.pausedByOperatorAt ? ' (operator)' : sale.reconciling ? ' (reconciling)' : '');
   $('sale-status').className = `badge ${sale.status}`;
-  $('sale-terms').textContent = `${new Date(sale.startsAt).toLocaleString()} → ${new Date(sale.endsAt).toLocaleString()} · up to ${sale.perUserLimit} per buyer`;
+  $('sale-terms').textContent =
+    `${new Date(sale.startsAt).toLocaleString()} → ${new Date(sale.endsAt).toLocaleString()} · up to ${sale.perUserLimit} per buyer` +
+    ` · at most ${sale.maxOrdersPerBuyer} orders per buyer, ${sale.rebuyCooldownSeconds} s wait after a second cancel or expiry`;
   $('remaining-text').textContent = `${sale.remaining} of ${sale.stock} left`;
   $('remaining-text').dataset.remaining = String(sale.remaining);
   $('remaining-bar').style.width = `${sale.stock > 0 ? Math.max(0, (100 * sale.remaining) / sale.stock) : 0}%`;

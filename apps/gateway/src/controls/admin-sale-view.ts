@@ -19,6 +19,9 @@ export function adminSaleView(sale: SaleRecord, state: SaleState | null, now: nu
     startsAt: new Date(sale.startsAt).toISOString(),
     endsAt: new Date(sale.endsAt).toISOString(),
     perUserLimit: sale.perUserLimit,
+    /** The rebuy rule: the most orders one buyer may open, and the wait after their second closed order. */
+    maxOrdersPerBuyer: sale.rebuyRule.maxOrdersPerBuyer,
+    rebuyCooldownSeconds: sale.rebuyRule.rebuyCooldownSeconds,
     status: saleStatus({ startsAt: sale.startsAt, endsAt: sale.endsAt, remaining, paused: sale.operatorPaused || reconciling }, now),
     /** When an operator paused it (null: not paused by an operator). */
     pausedByOperatorAt: sale.operatorPausedAt === null ? null : new Date(sale.operatorPausedAt).toISOString(),

@@ -93,6 +93,8 @@ describe('the dashboard', () => {
       await page.waitForSelector('#dashboard:not([hidden])');
       await page.goto(`${gateway.url}/admin/#sale=${sale.id}`);
       await expect.poll(() => page.textContent('#remaining-text'), { timeout: 60_000 }).toBe('300 of 300 left');
+      // The sale's rebuy rule among its terms (the built-in one: 3 orders, 30 s).
+      expect(await page.textContent('#sale-terms')).toContain('at most 3 orders per buyer, 30 s wait after a second cancel or expiry');
 
       const seen = new Set<string>();
       const watching = (async () => {

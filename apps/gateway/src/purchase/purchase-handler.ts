@@ -39,6 +39,21 @@ export function refusalOf(outcome: Exclude<ReserveOutcome, { kind: 'reserved' }>
       return { code: 'INSUFFICIENT_STOCK', detail: `only ${outcome.remaining} left`, extra: { remaining: outcome.remaining } };
     case 'not_admitted':
       return { code: 'NOT_ADMITTED', detail: NOT_ADMITTED_DETAIL };
+    case 'rebuy_cooldown': {
+      const seconds = Math.ceil(outcome.waitMs / 1000);
+      return {
+        code: 'REBUY_COOLDOWN',
+        detail: `you cancelled or let expire orders in this sale: you may buy again in ${seconds} s`,
+        extra: { retryAfterSeconds: seconds },
+        headers: { 'Retry-After': String(seconds) },
+      };
+    }
+    case 'order_limit_reached':
+      return {
+        code: 'ORDER_LIMIT_REACHED',
+        detail: `you have opened ${outcome.maxOrders} orders in this sale, the most it allows; cancelled and expired ones count`,
+        extra: { maxOrdersPerBuyer: outcome.maxOrders },
+      };
   }
 }
 

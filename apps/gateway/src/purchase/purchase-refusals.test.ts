@@ -22,6 +22,21 @@ const REFUSALS: { [K in Refusal['kind']]: [Extract<Refusal, { kind: K }>, number
     403,
     { code: 'NOT_ADMITTED', detail: 'this sale is bought through its waiting room: join it (POST /api/sales/{saleId}/queue) and buy while your turn runs' },
   ],
+  rebuy_cooldown: [
+    { kind: 'rebuy_cooldown', waitMs: 29_001 },
+    429,
+    {
+      code: 'REBUY_COOLDOWN',
+      detail: 'you cancelled or let expire orders in this sale: you may buy again in 30 s',
+      extra: { retryAfterSeconds: 30 },
+      headers: { 'Retry-After': '30' },
+    },
+  ],
+  order_limit_reached: [
+    { kind: 'order_limit_reached', maxOrders: 3 },
+    409,
+    { code: 'ORDER_LIMIT_REACHED', detail: 'you have opened 3 orders in this sale, the most it allows; cancelled and expired ones count', extra: { maxOrdersPerBuyer: 3 } },
+  ],
 };
 
 describe('refusalOf', () => {
@@ -45,9 +60,12 @@ describe('refusalOf', () => {
     });
   });
 
-  it('asks only a paused sale\'s buyers to retry, after the seconds configured', () => {
+  it('asks only a paused sale\'s buyers to retry after the seconds configured, and a buyer in a rebuy cooldown after its own', () => {
     const retrying = Object.values(REFUSALS).filter(([outcome]) => refusalOf(outcome, 30).headers !== undefined);
 
-    expect(retrying.map(([outcome]) => [outcome.kind, refusalOf(outcome, 30).headers])).toEqual([['sale_paused', { 'Retry-After': '30' }]]);
+    expect(retrying.map(([outcome]) => [outcome.kind, refusalOf(outcome, 30).headers])).toEqual([
+      ['sale_paused', { 'Retry-After': '30' }],
+      ['rebuy_cooldown', { 'Retry-After': '30' }],
+    ]);
   });
 });

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { ORDER_WRITERS_GROUP, saleKeys } from '@flashsale/redis-store';
-import { createLiveSale, redisNow, type TestContext } from '../../../../test/support/context.ts';
-import { gatewayPerFile, type TestGateway } from '../../../../test/support/gateway.ts';
+import { createLiveSale, createTestContext, redisNow, type TestContext } from '../../../../test/support/context.ts';
+import { gatewayPerFile, startGateway, type TestGateway } from '../../../../test/support/gateway.ts';
 import { buyerToken } from '@flashsale/harness';
 import { bearer, expectProblem } from '../../../../test/support/http.ts';
 import { keysUnderPrefix } from '../../../../test/support/sale-snapshot.ts';
@@ -40,6 +40,36 @@ describe('POST /api/admin/sales', () => {
     expect((await ctx.prisma.sale.findUniqueOrThrow({ where: { id: created.id } })).paymentWindowSeconds).toBe(45);
   });
 
+  it('takes the rebuy rule a sale sets for itself: answered, in MySQL, in Redis and in the operators\' view', async () => {
+    const res = await createSale({ name: uniqueName(), stock: 3, startsAt: '2030-01-01T00:00:00.000Z', endsAt: '2030-01-02T00:00:00.000Z', maxOrdersPerBuyer: 5, rebuyCooldownSeconds: 0 });
+    const created = (await res.json()) as { id: number; maxOrdersPerBuyer: number; rebuyCooldownSeconds: number };
+
+    expect({ status: res.status, maxOrdersPerBuyer: created.maxOrdersPerBuyer, rebuyCooldownSeconds: created.rebuyCooldownSeconds }).toEqual({ status: 201, maxOrdersPerBuyer: 5, rebuyCooldownSeconds: 0 });
+    expect(await ctx.prisma.sale.findUniqueOrThrow({ where: { id: created.id } })).toMatchObject({ maxOrdersPerBuyer: 5, rebuyCooldownSeconds: 0 });
+    expect(await ctx.redis.hmget(saleKeys(ctx.config.REDIS_PREFIX, created.id).meta, 'rb_max', 'rb_cool')).toEqual(['5', '0']);
+    const list = (await (await fetch(`${gateway.url}/api/admin/sales`, { headers: bearer(ctx.config.ADMIN_TOKEN) })).json()) as { sales: { id: number }[] };
+    expect(list.sales.find((sale) => sale.id === created.id)).toMatchObject({ maxOrdersPerBuyer: 5, rebuyCooldownSeconds: 0 });
+  });
+
+  it('gives a sale that sets no rebuy rule the gateway\'s MAX_ORDERS_PER_BUYER and REBUY_COOLDOWN_SECONDS', async () => {
+    const configured = createTestContext({ MAX_ORDERS_PER_BUYER: '7', REBUY_COOLDOWN_SECONDS: '90' });
+    const server = await startGateway(configured);
+    try {
+      const res = await fetch(`${server.url}/api/admin/sales`, {
+        method: 'POST',
+        headers: { ...bearer(configured.config.ADMIN_TOKEN), 'content-type': 'application/json' },
+        body: JSON.stringify({ name: uniqueName(), stock: 3, startsAt: '2030-01-01T00:00:00.000Z', endsAt: '2030-01-02T00:00:00.000Z' }),
+      });
+      const created = (await res.json()) as { id: number };
+
+      expect(created).toMatchObject({ maxOrdersPerBuyer: 7, rebuyCooldownSeconds: 90 });
+      expect(await configured.prisma.sale.findUniqueOrThrow({ where: { id: created.id } })).toMatchObject({ maxOrdersPerBuyer: 7, rebuyCooldownSeconds: 90 });
+    } finally {
+      await server.close();
+      await configured.close();
+    }
+  });
+
   it('creates a sale: 201 with the sale echoed, in MySQL and live in Redis before the reply', async () => {
     const now = await redisNow(ctx.redis);
     const input = { name: uniqueName(), stock: 100, startsAt: iso(now - 60_000), endsAt: iso(now + 3_600_000), perUserLimit: 2 };
@@ -48,8 +78,8 @@ describe('POST /api/admin/sales', () => {
 
     expect(res.status).toBe(201);
     const created = (await res.json()) as { id: number };
-    // The sale's payment window: PAYMENT_WINDOW_SECONDS when the request does not set one.
-    expect(created).toEqual({ id: created.id, ...input, paymentWindowSeconds: ctx.config.PAYMENT_WINDOW_SECONDS });
+    // The sale's payment window and rebuy rule: the gateway's defaults when the request does not set them.
+    expect(created).toEqual({ id: created.id, ...input, paymentWindowSeconds: ctx.config.PAYMENT_WINDOW_SECONDS, maxOrdersPerBuyer: 3, rebuyCooldownSeconds: 30 });
     expect(Number.isInteger(created.id) && created.id > 0).toBe(true);
     expect(await ctx.prisma.sale.findUnique({ where: { id: created.id } })).toEqual({
       id: created.id,
@@ -81,6 +111,8 @@ describe('POST /api/admin/sales', () => {
       admissionTtlSeconds: null,
       noShowFactor: null,
       admissionPaused: false,
+      maxOrdersPerBuyer: 3,
+      rebuyCooldownSeconds: 30,
     });
     // Published under the generation MySQL recorded for it.
     const record = await ctx.prisma.sale.findUniqueOrThrow({ where: { id: created.id } });
@@ -98,7 +130,7 @@ describe('POST /api/admin/sales', () => {
 
     expect(res.status).toBe(201);
     const created = (await res.json()) as { id: number };
-    expect(created).toEqual({ id: created.id, name, stock: 5, startsAt: '2030-06-01T10:00:00.000Z', endsAt: '2030-06-01T11:30:00.250Z', perUserLimit: 1, paymentWindowSeconds: 900 });
+    expect(created).toEqual({ id: created.id, name, stock: 5, startsAt: '2030-06-01T10:00:00.000Z', endsAt: '2030-06-01T11:30:00.250Z', perUserLimit: 1, paymentWindowSeconds: 900, maxOrdersPerBuyer: 3, rebuyCooldownSeconds: 30 });
     expect(await (await fetch(`${gateway.url}/api/sales/${created.id}`)).json()).toMatchObject({ perUserLimit: 1, remaining: 5, status: 'scheduled' });
   });
 
@@ -139,6 +171,13 @@ describe('POST /api/admin/sales', () => {
     ['a payment window under 10 s', { ...valid, paymentWindowSeconds: 9 }, 'paymentWindowSeconds: Too small: expected number to be >=10'],
     ['a payment window over a day', { ...valid, paymentWindowSeconds: 86_401 }, 'paymentWindowSeconds: Too big: expected number to be <=86400'],
     ['a fractional payment window', { ...valid, paymentWindowSeconds: 30.5 }, 'paymentWindowSeconds: Invalid input: expected int, received number'],
+    ['no order allowed per buyer', { ...valid, maxOrdersPerBuyer: 0 }, 'maxOrdersPerBuyer: Too small: expected number to be >=1'],
+    ['over 1000 orders per buyer', { ...valid, maxOrdersPerBuyer: 1001 }, 'maxOrdersPerBuyer: Too big: expected number to be <=1000'],
+    ['a fractional order count', { ...valid, maxOrdersPerBuyer: 2.5 }, 'maxOrdersPerBuyer: Invalid input: expected int, received number'],
+    ['an order count as a string', { ...valid, maxOrdersPerBuyer: '3' }, 'maxOrdersPerBuyer: Invalid input: expected number, received string'],
+    ['a negative rebuy cooldown', { ...valid, rebuyCooldownSeconds: -1 }, 'rebuyCooldownSeconds: Too small: expected number to be >=0'],
+    ['a rebuy cooldown over a day', { ...valid, rebuyCooldownSeconds: 86_401 }, 'rebuyCooldownSeconds: Too big: expected number to be <=86400'],
+    ['a null rebuy cooldown', { ...valid, rebuyCooldownSeconds: null }, 'rebuyCooldownSeconds: Invalid input: expected number, received null'],
   ])('refuses a sale with %s with 400 INVALID_REQUEST and creates nothing', async (_, fields, detail) => {
     const name = uniqueName();
     const keysBefore = await keysUnderPrefix(ctx);

@@ -1,6 +1,6 @@
 import express, { Router } from 'express';
 import { z } from 'zod';
-import { ADMISSION_DEFAULTS, ADMISSION_LIMITS, AppError, MAX_PER_USER_LIMIT, MAX_STOCK, SALE_TIME_RANGE, saleIdOfReservation } from '@flashsale/domain';
+import { ADMISSION_DEFAULTS, ADMISSION_LIMITS, AppError, MAX_PER_USER_LIMIT, MAX_STOCK, REBUY_RULE_LIMITS, SALE_TIME_RANGE, saleIdOfReservation } from '@flashsale/domain';
 import { enqueueReconcile } from '@flashsale/jobs';
 import { findSale } from '@flashsale/order-store';
 import { LOSSES_PAGE, readSaleLosses } from '@flashsale/sales';
@@ -61,6 +61,9 @@ const newSaleBody = z
     perUserLimit: z.number().int().min(1).max(MAX_PER_USER_LIMIT).default(1),
     paymentWindowSeconds: z.number().int().min(10).max(86_400).optional(),
     admission: admissionBody.optional(),
+    // The rebuy rule; each not given at its deployment default (MAX_ORDERS_PER_BUYER, REBUY_COOLDOWN_SECONDS).
+    maxOrdersPerBuyer: setting(REBUY_RULE_LIMITS.maxOrdersPerBuyer, true).optional(),
+    rebuyCooldownSeconds: setting(REBUY_RULE_LIMITS.rebuyCooldownSeconds, true).optional(),
   })
   .refine((sale) => sale.endsAt > sale.startsAt, { path: ['endsAt'], message: 'must be after startsAt', when: whenValid('startsAt', 'endsAt') })
   .refine((sale) => sale.perUserLimit <= sale.stock, { path: ['perUserLimit'], message: 'must not exceed stock', when: whenValid('stock', 'perUserLimit') });
@@ -91,15 +94,24 @@ export function adminRouter(deps: GatewayDeps): Router {
     jsonBodyOnly,
     express.json({ limit: config.HTTP_MAX_BODY_BYTES, strict: true }),
     async (req, res) => {
-      const { admission, ...parsed } = parseOrThrow(newSaleBody, req.body ?? {});
+      const { admission, maxOrdersPerBuyer, rebuyCooldownSeconds, ...parsed } = parseOrThrow(newSaleBody, req.body ?? {});
       const input = {
         ...parsed,
         paymentWindowSeconds: parsed.paymentWindowSeconds ?? config.PAYMENT_WINDOW_SECONDS,
         ...(admission?.mode === 'queue' && { admission: { ...admission, paused: false } }),
+        rebuyRule: {
+          maxOrdersPerBuyer: maxOrdersPerBuyer ?? config.MAX_ORDERS_PER_BUYER,
+          rebuyCooldownSeconds: rebuyCooldownSeconds ?? config.REBUY_COOLDOWN_SECONDS,
+        },
       };
       const sale = await createSale(deps, input, creationKeyOf(req.headers['idempotency-key'], input), () => !res.headersSent);
       // An open sale's answer is exactly what it was before the door.
-      res.status(201).json({ ...saleView(sale), paymentWindowSeconds: sale.paymentWindowSeconds, ...(sale.admission && { admission: admissionView(sale.admission) }) });
+      res.status(201).json({
+        ...saleView(sale),
+        paymentWindowSeconds: sale.paymentWindowSeconds,
+        ...sale.rebuyRule,
+        ...(sale.admission && { admission: admissionView(sale.admission) }),
+      });
     },
   );
 

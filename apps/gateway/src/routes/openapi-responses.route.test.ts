@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
-import { ORDER_WRITERS_GROUP, createAdminSession, createRedis, readSaleState, saleKeys, setSalePaused } from '@flashsale/redis-store';
+import { ORDER_WRITERS_GROUP, createAdminSession, createRedis, readSaleState, reservePurchase, returnUnits, saleKeys, setSalePaused } from '@flashsale/redis-store';
 import { createIsolatedContext, createLiveSale, createTestContext, redisNow, type TestContext } from '../../../../test/support/context.ts';
 import { gatewayPerFile, startGateway, type TestGateway } from '../../../../test/support/gateway.ts';
 import { startReconciler } from '../../../../test/support/reconciler.ts';
@@ -317,6 +317,25 @@ describe('POST /api/sales/{saleId}/purchase', () => {
     await expectDescribed(OPERATION, 403, await purchase(gateway.url, scheduled.id, asBuyer()));
     expect(await expectDescribed(OPERATION, 410, await purchase(gateway.url, ended.id, asBuyer()))).toMatchObject({ code: 'SALE_ENDED' });
     await expectDescribed(OPERATION, 404, await purchase(gateway.url, 2_000_000_000, asBuyer()));
+  });
+
+  it('409 ORDER_LIMIT_REACHED and 429 REBUY_COOLDOWN with Retry-After, by the sale\'s rebuy rule', async () => {
+    const buyer = newBuyer();
+    const openAndClose = async (sale: { id: number; generation: string }) => {
+      const reservationId = newReservationId(sale.id);
+      expect((await reservePurchase(ctx.redis, ctx.config.REDIS_PREFIX, { saleId: sale.id, userId: buyer, quantity: 1, reservationId })).kind).toBe('reserved');
+      await returnUnits(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, sale.generation, [{ reservationId, userId: buyer, quantity: 1 }]);
+    };
+    const capped = await createLiveSale(ctx, { rebuyRule: { maxOrdersPerBuyer: 1, rebuyCooldownSeconds: 0 } });
+    const cooling = await createLiveSale(ctx, { rebuyRule: { maxOrdersPerBuyer: 3, rebuyCooldownSeconds: 600 } });
+    await openAndClose(capped);
+    await openAndClose(cooling);
+    await openAndClose(cooling);
+
+    expect(await expectDescribed(OPERATION, 409, await purchase(gateway.url, capped.id, bearer(buyerToken(buyer))))).toMatchObject({ code: 'ORDER_LIMIT_REACHED', maxOrdersPerBuyer: 1 });
+    const res = await purchase(gateway.url, cooling.id, bearer(buyerToken(buyer)));
+    expect(Number(res.headers.get('retry-after'))).toBeGreaterThan(500);
+    expect(await expectDescribed(OPERATION, 429, res)).toMatchObject({ code: 'REBUY_COOLDOWN' });
   });
 
   it('503 SALE_PAUSED with Retry-After while the sale is paused', async () => {

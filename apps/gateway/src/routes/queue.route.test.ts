@@ -72,7 +72,7 @@ describe('POST /api/admin/sales with admission', () => {
     const plain = (await (await create(sale)).json()) as Record<string, unknown>;
     const open = (await (await create({ ...sale, admission: { mode: 'open' } })).json()) as Record<string, unknown>;
 
-    expect(Object.keys(plain)).toEqual(['id', 'name', 'stock', 'startsAt', 'endsAt', 'perUserLimit', 'paymentWindowSeconds']);
+    expect(Object.keys(plain)).toEqual(['id', 'name', 'stock', 'startsAt', 'endsAt', 'perUserLimit', 'paymentWindowSeconds', 'maxOrdersPerBuyer', 'rebuyCooldownSeconds']);
     expect({ ...open, id: 0 }).toEqual({ ...plain, id: 0 });
     for (const id of [plain.id as number, open.id as number]) {
       expect(await ctx.prisma.sale.findUniqueOrThrow({ where: { id } })).toMatchObject({ admissionMode: 'open', preQueueSeconds: null, admitPerSecond: null });

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { AppError } from '@flashsale/domain';
+import { AppError, REBUY_RULE_DEFAULTS } from '@flashsale/domain';
 import { publishSale, redisNow, saleKeys, withdrawSale } from '@flashsale/redis-store';
 import { abandonSale, beginSaleCreation, markPublished, type CreationKey, type NewSale, type SaleRecord } from '@flashsale/order-store';
 import type { GatewayDeps } from '../deps.ts';
@@ -16,7 +16,10 @@ export function creationKeyOf(header: string | string[] | undefined, input: NewS
     throw new AppError('INVALID_REQUEST', 'Idempotency-Key must be 1 to 255 visible ASCII characters');
   }
   // The parsed request, in a fixed order: the same sale sent with other spacing or key order is the same.
-  // An open sale's hash is what it was before the door (a retry across the upgrade still matches).
+  // An open sale's hash is what it was before the door (a retry across the upgrade still matches), and so
+  // is a sale's under the built-in rebuy rule.
+  const rebuyRule = input.rebuyRule ?? REBUY_RULE_DEFAULTS;
+  const defaultRule = rebuyRule.maxOrdersPerBuyer === REBUY_RULE_DEFAULTS.maxOrdersPerBuyer && rebuyRule.rebuyCooldownSeconds === REBUY_RULE_DEFAULTS.rebuyCooldownSeconds;
   const canonical = JSON.stringify([
     input.name,
     input.stock,
@@ -25,6 +28,7 @@ export function creationKeyOf(header: string | string[] | undefined, input: NewS
     input.endsAt.toISOString(),
     input.paymentWindowSeconds,
     ...(input.admission ? [input.admission] : []),
+    ...(defaultRule ? [] : [{ rebuyRule }]),
   ]);
   return { idempotencyKey: header, requestHash: createHash('sha256').update(canonical).digest('hex') };
 }

@@ -18,6 +18,8 @@
     ARGV[9..14] the door's terms: mode ('queue', or '' for an open sale), pre-queue seconds, admit rate
             per second, admission TTL seconds, no-show factor, door paused '1' / '0'
             (includes/door-terms.lua)
+    ARGV[15..16] the rebuy rule: most orders per buyer, cooldown seconds; '' for none
+            (includes/buyer-history.lua)
 
   Output:
     1  published now
@@ -30,6 +32,7 @@
 --@include "includes/sale-meta.lua"
 --@include "includes/ensure-group.lua"
 --@include "includes/door-terms.lua"
+--@include "includes/buyer-history.lua"
 
 if ARGV[8] ~= '' and redis_now_ms() > tonumber(ARGV[8]) then
   return -1
@@ -41,4 +44,5 @@ end
 
 write_sale_meta(KEYS[1], ARGV, { remaining = ARGV[2], paused = false, generation = ARGV[7] })
 write_door_terms(KEYS[1], ARGV, 9)
+write_rebuy_rule(KEYS[1], ARGV, 15)
 return ensure_group(KEYS[2], ARGV[6]) or 1

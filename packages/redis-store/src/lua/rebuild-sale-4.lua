@@ -7,7 +7,7 @@
     KEYS[1] sale meta hash   (record: sale meta, includes/sale-meta.lua)
     KEYS[2] sale buyers hash (emptied here; refilled by the caller, buyer-record.ts)
     KEYS[3] sale stream      (its consumer group, includes/ensure-group.lua)
-    KEYS[4] sale returned hash (emptied here: return-units-3.lua's record of the old generation)
+    KEYS[4] sale returned hash (emptied here: return-units-4.lua's record of the old generation)
 
     ARGV[1] name
     ARGV[2] stock

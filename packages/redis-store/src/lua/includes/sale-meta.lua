@@ -1,7 +1,7 @@
 --[[
   The sale meta hash (TypeScript: sale-meta.ts): name, stock, remaining, limit (per user), starts and
   ends (epoch ms on Redis's clock), paused ('1' or '0'), gen (the generation of this Redis state), and
-  what return-units-3.lua gave back in this generation: ret_units (units) and ret_res (reservations whose
+  what return-units-4.lua gave back in this generation: ret_units (units) and ret_res (reservations whose
   buyer record it removed). Both only grow within a generation (a rebuild writes a new record without
   them), so stock - remaining + ret_units and the buyers + ret_res stay what this state has accepted,
   which only grows: the reconciler's checkpoints rely on it.
@@ -33,7 +33,7 @@ end
 
 -- What a purchase is judged by, in one HMGET; nil when the sale is not in Redis.
 local function read_sale_terms(key)
-  local meta = redis.call('HMGET', key, 'starts', 'ends', 'paused', 'limit', 'remaining', 'gen', 'op_paused', 'adm')
+  local meta = redis.call('HMGET', key, 'starts', 'ends', 'paused', 'limit', 'remaining', 'gen', 'op_paused', 'adm', 'rb_max', 'rb_cool')
   if not meta[1] then
     return nil
   end
@@ -48,6 +48,8 @@ local function read_sale_terms(key)
     generation = meta[6] or '',
     -- Bought through the door (includes/door-terms.lua).
     queued = meta[8] == '1',
+    -- The rebuy rule (includes/buyer-history.lua); nil for a sale without one.
+    rebuy = meta[9] and { max = tonumber(meta[9]), cooldown_ms = tonumber(meta[10]) * 1000 } or nil,
   }
 end
 

@@ -1,6 +1,7 @@
 --[[
   Gives the units of closed orders (cancelled or expired in MySQL) back to the sale's remaining, each
-  order at most once per generation, and frees each buyer to buy again.
+  order at most once per generation, frees each buyer to buy again, and counts the closed order against
+  the buyer in the same step (the sale's rebuy rule, includes/buyer-history.lua).
 
   MySQL closed the order and, in the same transaction, recorded what it owes Redis (a stock_returns row
   naming the sale's generation at the close). This is the other half. It may run any number of times for
@@ -14,6 +15,7 @@
     KEYS[1] sale meta hash   (record: sale meta, includes/sale-meta.lua)
     KEYS[2] sale buyers hash (record: buyer record, includes/buyer-record.lua)
     KEYS[3] sale returned hash (reservation id -> '1': given back in this generation; a rebuild empties it)
+    KEYS[4] sale closed hash (user id -> the buyer's closed orders, includes/buyer-history.lua)
 
     ARGV[1] generation the orders closed in
     ARGV[2 + 3k], ARGV[3 + 3k], ARGV[4 + 3k]: reservation id, user id, quantity of each order (k = 0..)
@@ -25,6 +27,7 @@
                             -3 refused: it would put remaining above stock (never expected; reported)
 ]]
 --@include "includes/sale-meta.lua"
+--@include "includes/buyer-history.lua"
 
 local generation = sale_generation(KEYS[1])
 if not generation then
@@ -37,6 +40,7 @@ end
 local stock = tonumber(redis.call('HGET', KEYS[1], 'stock'))
 local remaining = tonumber(redis.call('HGET', KEYS[1], 'remaining'))
 local codes = { 1 }
+local now = redis_now_ms()
 for i = 2, #ARGV - 2, 3 do
   local reservation_id, user_id, quantity = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2])
   if redis.call('HEXISTS', KEYS[3], reservation_id) == 1 then
@@ -53,6 +57,9 @@ for i = 2, #ARGV - 2, 3 do
       redis.call('HDEL', KEYS[2], user_id)
     end
     remaining = return_sale_stock(KEYS[1], quantity, removed)
+    -- Counted with the return, once per order (the returned hash above): the buyer is free to buy again
+    -- from this step on, and the rule judges that rebuy by this count.
+    record_closed_order(KEYS[4], user_id, now)
     codes[#codes + 1] = 1
   end
 end

@@ -13,6 +13,7 @@
     KEYS[3] sale stream      (record: reservation entry, includes/reservation-entry.lua)
     KEYS[4] sale turns       (the door's admissions, includes/door-admission.lua; untouched for an
                               open sale)
+    KEYS[5] sale closed hash (the buyers' closed orders, includes/buyer-history.lua; read only)
 
     ARGV[1] user id
     ARGV[2] quantity (a positive integer; the gateway has validated its form)
@@ -30,6 +31,10 @@
     { -8, remaining }                InsufficientStock: some left, fewer than asked
     { -9, '' }                       NotAdmitted: the sale is behind the door and this buyer holds no
                                      running turn (never admitted yet, expired, or used)
+    { -10, waitMs }                  RebuyCooldown: the buyer's closed orders make them wait this long
+                                     before opening another (the sale's rebuy rule)
+    { -11, maxOrders }               OrderLimitReached: the buyer has opened as many orders in this sale
+                                     as its rebuy rule allows
 
   Every refusal returns before the first write. A buyer who already holds a reservation is told so
   (-6, with its id) before any other refusal: the answer a retry needs (after a dropped connection, a
@@ -39,6 +44,7 @@
 --@include "includes/buyer-record.lua"
 --@include "includes/reservation-entry.lua"
 --@include "includes/door-admission.lua"
+--@include "includes/buyer-history.lua"
 
 local sale = read_sale_terms(KEYS[1])
 if not sale then
@@ -81,6 +87,15 @@ if sale.remaining <= 0 then
 end
 if sale.remaining < quantity then
   return { -8, sale.remaining }
+end
+
+-- The rebuy rule, last: one HGET, only for a buyer about to be accepted (no live record, units left), so
+-- refusals cost nothing more and a buyer who never closed an order pays one read of a missing field.
+if sale.rebuy then
+  local refusal, value = rebuy_refusal(KEYS[5], ARGV[1], sale.rebuy, now)
+  if refusal then
+    return { refusal, value }
+  end
 end
 
 -- The entry first: of the three writes it is the only one that can fail (the stream key holding another

@@ -1,0 +1,34 @@
+import type { RebuyRule } from '@flashsale/domain';
+import { closedOrdersPage, type PrismaClient } from '@flashsale/order-store';
+import { redisNow, restoreClosedOrders, saleKeys, type ScriptedRedis } from '@flashsale/redis-store';
+
+export interface BuyerHistoryDeps {
+  redis: ScriptedRedis;
+  prisma: PrismaClient;
+  prefix: string;
+}
+
+/** Buyers read from MySQL per page: bounded memory and query time, whatever the sale's size. */
+const BUYERS_PER_PAGE = 1000;
+
+/**
+ * The rebuy rule's state after a rebuild (the reconciler calls it once the sale's Redis state is
+ * rewritten, before the sale resumes): the rule's terms and every buyer's closed orders, derived from
+ * MySQL's cancelled and expired orders, merged into Redis page by page. Without it a Redis that lost its
+ * data would let every buyer start over. Safe to repeat (the merge keeps the larger count); returns the
+ * buyers written, or 'absent' when the sale is not in Redis (the rebuild's caller fails on that first).
+ */
+export async function restoreBuyerHistory(deps: BuyerHistoryDeps, saleId: number, rule: RebuyRule): Promise<number | 'absent'> {
+  let after = '';
+  let buyers = 0;
+  for (;;) {
+    const page = await closedOrdersPage(deps.prisma, saleId, after, BUYERS_PER_PAGE);
+    // MySQL's elapsed time put on Redis's clock, the one the reserve script judges the cooldown by.
+    const now = await redisNow(deps.redis, saleKeys(deps.prefix, saleId).meta);
+    const history = page.map((row) => ({ userId: row.userId, closedOrders: row.closedOrders, lastClosedAt: now - row.msSinceLastClosed }));
+    if ((await restoreClosedOrders(deps.redis, deps.prefix, saleId, rule, history)) === 'absent') return 'absent';
+    buyers += page.length;
+    if (page.length < BUYERS_PER_PAGE) return buyers;
+    after = page.at(-1)!.userId;
+  }
+}
