@@ -26,10 +26,16 @@ export function newDraw(): number {
   return randomInt(2 ** 26) * 2 ** 26 + randomInt(2 ** 26);
 }
 
-export async function joinQueue(redis: ScriptedRedis, prefix: string, saleId: number, userId: string, draw: number = newDraw()): Promise<JoinOutcome> {
+/**
+ * Joins the queue, or finds the buyer there. With `provenScore` (the score a signed ticket of a door Redis
+ * lost proves), a buyer missing from the queue comes back at that place (join-queue-5.lua says when not).
+ */
+export async function joinQueue(redis: ScriptedRedis, prefix: string, saleId: number, userId: string, draw: number = newDraw(), provenScore?: number): Promise<JoinOutcome> {
   if (!(draw >= 0 && draw < ARRIVAL_SCORE_BASE && Number.isInteger(draw))) throw new Error(`a draw must be an integer in [0, 2^52), not ${draw}`);
+  if (provenScore !== undefined && !(provenScore >= 0 && Number.isSafeInteger(provenScore))) throw new Error(`a proven score must be a safe integer, not ${provenScore}`);
   const keys = saleKeys(prefix, saleId);
-  const [code, a, b, c] = (await redis.joinQueue(keys.meta, keys.queue, keys.door, userId, String(draw))).map(Number);
+  const reply = await redis.joinQueue(keys.meta, keys.queue, keys.door, keys.turns, keys.buyers, userId, String(draw), provenScore === undefined ? '' : String(provenScore));
+  const [code, a, b, c] = reply.map(Number);
   switch (code) {
     case 1:
       return { kind: 'joined', place: { score: a!, rank: b! < 0 ? null : b! }, isNew: c === 1 };
@@ -72,7 +78,8 @@ export async function admitQueue(
   if (code === -1) return { kind: 'sale_not_found' };
   if (code === -9) return { kind: 'sale_not_queued' };
   if (code !== 1) throw new Error(`admit-queue script returned an unknown code ${code}`);
-  const [now, startsAt, endsAt, preQueueSeconds, front, queued, unused, remaining, mayComeBack, abandoned, rate, ttl, factor, doorPaused, salePaused] = reply.slice(1).map<number>(Number);
+  const [now, startsAt, endsAt, preQueueSeconds, front, queued, unused, remaining, mayComeBack, abandoned, rate, ttl, factor, doorPaused, salePaused, epoch, restoringUntil] =
+    reply.slice(1).map<number>(Number);
   return {
     kind: 'door',
     door: {
@@ -92,6 +99,8 @@ export async function admitQueue(
       noShowFactor: factor!,
       doorPaused: doorPaused === 1,
       salePaused: salePaused === 1,
+      epoch: epoch!,
+      restoringUntil: restoringUntil!,
     },
   };
 }
