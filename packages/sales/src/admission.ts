@@ -95,14 +95,17 @@ export function createDoor(deps: DoorDeps): Door {
     }
   }
 
-  async function reply(saleId: number, userId: string, known: QueuePlace | null, lookUp: boolean, ticket?: QueueTicket): Promise<QueueReply> {
+  async function reply(saleId: number, userId: string, known: QueuePlace | null, askRedis: boolean, ticket?: QueueTicket): Promise<QueueReply> {
     const cached = await doorOf(saleId);
     const now = cached.now;
     let door = cached.door;
     let place = known;
+    let lookUp = askRedis;
     if (ticket && ticket.epoch !== door.epoch) {
-      // A ticket of a door Redis lost: the buyer comes back at the place it proves (or is found there).
-      place = await joined(saleId, await joinQueue(redis, prefix, saleId, userId, undefined, ticket.score));
+      // A ticket of a door Redis lost: the buyer comes back at the place it proves (or is found there),
+      // then their turn is read (used, if they bought before the loss). Once per buyer per loss.
+      await joined(saleId, await joinQueue(redis, prefix, saleId, userId, undefined, ticket.score));
+      lookUp = true;
     }
     if (lookUp || (place !== null && ((place.rank === null && now >= door.startsAt) || turnNeedsLookup(door, place.rank)))) {
       const read = await readQueuePlace(redis, prefix, saleId, userId);
