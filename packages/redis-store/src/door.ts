@@ -135,3 +135,52 @@ export async function recordPaid(redis: ScriptedRedis, prefix: string, saleId: n
   const keys = saleKeys(prefix, saleId);
   await redis.recordPaid(keys.meta, keys.paid, reservationId, units);
 }
+
+/** A door's figures for the operator (metrics, dashboard), read without moving it. */
+export interface DoorGauges {
+  /** Buyers in the queue the frontier has not reached. */
+  waiting: number;
+  /** Admitted buyers whose turn runs and who have not bought. */
+  unused: number;
+  /** The frontier: ranks given a turn so far. */
+  front: number;
+  /** Turns that ended unused (counted when the door next moved). */
+  abandoned: number;
+  /** Admissions the stock bound allows now: floor(remaining x factor) - unused, at least 0. */
+  room: number;
+  admitPerSecond: number;
+  /** Whether the door may admit now: started, not ended, neither it nor the sale paused, not restoring. */
+  open: boolean;
+}
+
+/**
+ * Reads a queued sale's door at Redis's time `at` (a snapshot's): one MULTI of reads, no script, so the
+ * reconciler's look and the dashboard cost the door nothing and never move it. Null when the sale has no
+ * door (open, or not in Redis).
+ */
+export async function readDoorGauges(redis: ScriptedRedis, prefix: string, saleId: number, at: number): Promise<DoorGauges | null> {
+  const keys = saleKeys(prefix, saleId);
+  const replies = await redis
+    .multi()
+    .hmget(keys.meta, 'adm', 'starts', 'ends', 'remaining', 'q_rate', 'q_factor', 'q_paused', 'paused', 'op_paused')
+    .hmget(keys.door, 'front', 'abandoned', 'restoring_until')
+    .zcard(keys.queue)
+    .zcount(keys.turns, `(${at}`, '+inf')
+    .exec();
+  if (!replies) throw new Error('door reading transaction was discarded');
+  for (const [error] of replies) if (error) throw error;
+  const [adm, starts, ends, remaining, rate, factor, doorPaused, paused, operatorPaused] = replies[0]![1] as (string | null)[];
+  if (adm !== '1') return null;
+  const [front, abandoned, restoringUntil] = (replies[1]![1] as (string | null)[]).map((v) => Number(v ?? 0));
+  const queued = Number(replies[2]![1]);
+  const unused = Number(replies[3]![1]);
+  return {
+    waiting: Math.max(0, queued - front!),
+    unused,
+    front: front!,
+    abandoned: abandoned!,
+    room: Math.max(0, Math.floor(Number(remaining) * Number(factor)) - unused),
+    admitPerSecond: Number(rate),
+    open: at >= Number(starts) && at < Number(ends) && at >= restoringUntil! && doorPaused !== '1' && paused !== '1' && operatorPaused !== '1',
+  };
+}
