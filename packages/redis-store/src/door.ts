@@ -2,6 +2,7 @@ import { randomInt } from 'node:crypto';
 import { ARRIVAL_SCORE_BASE, type DoorView, type QueuePlace } from '@flashsale/domain';
 import type { ScriptedRedis } from './scripts.ts';
 import { saleKeys } from './keys.ts';
+import { redisNow } from './sale-meta.ts';
 
 /**
  * A sale's door in Redis (keys.ts: queue, turns, door, paid; lua/includes/door.lua says what each holds):
@@ -149,17 +150,24 @@ export interface DoorGauges {
   /** Admissions the stock bound allows now: floor(remaining x factor) - unused, at least 0. */
   room: number;
   admitPerSecond: number;
+  /** The operator's pause of the door. */
+  doorPaused: boolean;
   /** Whether the door may admit now: started, not ended, neither it nor the sale paused, not restoring. */
   open: boolean;
 }
 
 /**
- * Reads a queued sale's door at Redis's time `at` (a snapshot's): one MULTI of reads, no script, so the
- * reconciler's look and the dashboard cost the door nothing and never move it. Null when the sale has no
- * door (open, or not in Redis).
+ * Reads a queued sale's door at Redis's time `at` (a snapshot's; without it, Redis's now, read first for
+ * a queued sale only: an open sale costs one HGET): one MULTI of reads, no script, so the reconciler's
+ * look and the dashboard cost the door nothing and never move it. Null when the sale has no door (open,
+ * or not in Redis).
  */
-export async function readDoorGauges(redis: ScriptedRedis, prefix: string, saleId: number, at: number): Promise<DoorGauges | null> {
+export async function readDoorGauges(redis: ScriptedRedis, prefix: string, saleId: number, at?: number): Promise<DoorGauges | null> {
   const keys = saleKeys(prefix, saleId);
+  if (at === undefined) {
+    if ((await redis.hget(keys.meta, 'adm')) !== '1') return null;
+    return readDoorGauges(redis, prefix, saleId, await redisNow(redis, keys.meta));
+  }
   const replies = await redis
     .multi()
     .hmget(keys.meta, 'adm', 'starts', 'ends', 'remaining', 'q_rate', 'q_factor', 'q_paused', 'paused', 'op_paused')
@@ -181,6 +189,7 @@ export async function readDoorGauges(redis: ScriptedRedis, prefix: string, saleI
     abandoned: abandoned!,
     room: Math.max(0, Math.floor(Number(remaining) * Number(factor)) - unused),
     admitPerSecond: Number(rate),
+    doorPaused: doorPaused === '1',
     open: at >= Number(starts) && at < Number(ends) && at >= restoringUntil! && doorPaused !== '1' && paused !== '1' && operatorPaused !== '1',
   };
 }
