@@ -1,8 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { faultLedgerOf, skewedClockEnv, spawnReconciler, waitForDrain, type AppProcess } from '@flashsale/harness';
+import { skewedClockEnv, spawnReconciler, waitForDrain, type AppProcess } from '@flashsale/harness';
 import { redisNow, saleKeys } from '@flashsale/redis-store';
 import { startSystem, type System } from '../support/system.ts';
 import { createQueuedSale, doorBuyer } from '../support/door.ts';
+import { doorPurchases, expectAdmittedInOrder, queueUp, turnsOf } from '../support/door-faults.ts';
 import { until } from '../support/until.ts';
 
 // The door (a queued sale's waiting room) while its processes die, Redis loses everything, or a
@@ -17,53 +18,10 @@ afterEach(async () => {
   system = undefined;
 });
 
-type Buyer = ReturnType<typeof doorBuyer>;
-const accepted = new Map<string, { userId: string; quantity: number }>();
-
-/** Buys one unit (the buyer must be admitted), recorded for the ledger. */
-async function buy(buyer: Buyer): Promise<void> {
-  const res = await buyer.purchase();
-  expect(res.status, `${buyer.userId}: ${JSON.stringify(res.body)}`).toBe(202);
-  accepted.set(res.body.reservationId as string, { userId: buyer.userId, quantity: 1 });
-}
-
-/** The turns Redis holds (user -> admittedUntil, negative once used). */
-async function turnsOf(running: System, saleId: number): Promise<Map<string, number>> {
-  const flat = await running.ctx.redis.zrange(saleKeys(running.ctx.config.REDIS_PREFIX, saleId).turns, 0, -1, 'WITHSCORES');
-  const turns = new Map<string, number>();
-  for (let i = 0; i < flat.length; i += 2) turns.set(flat[i]!, Number(flat[i + 1]));
-  return turns;
-}
-
-/** Every turn was given in queue order: along `inOrder`, admittedUntil never goes down. */
-function expectAdmittedInOrder(turns: Map<string, number>, inOrder: Buyer[]): void {
-  const given = inOrder.filter((b) => turns.has(b.userId)).map((b) => ({ who: b.userId, at: Math.abs(turns.get(b.userId)!) }));
-  for (let i = 1; i < given.length; i += 1) expect(given[i]!.at, `${given[i]!.who} admitted before ${given[i - 1]!.who}`).toBeGreaterThanOrEqual(given[i - 1]!.at);
-  // Admitted buyers form a prefix of the queue: nobody skipped.
-  expect(inOrder.slice(0, given.length).map((b) => b.userId)).toEqual(given.map((g) => g.who));
-}
-
-async function expectLedgerExact(running: System, saleId: number, units: number): Promise<void> {
-  const { ctx } = running;
-  await waitForDrain(ctx.redis, ctx.config.REDIS_PREFIX, saleId, 60_000);
-  const ledger = await faultLedgerOf(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, saleId, accepted, new Set());
-  expect({ lost: ledger.lost, duplicated: ledger.duplicated, unexpected: ledger.unexpected, oversold: ledger.oversold }).toEqual({ lost: [], duplicated: [], unexpected: [], oversold: 0 });
-  expect(ledger.unitsInDb).toBe(units);
-}
-
-/** `n` buyers join before the start; once it has passed, they are returned in queue order (by rank). */
-async function queueUp(running: System, saleId: number, startsAt: number, n: number, label: string): Promise<Buyer[]> {
-  const buyers = Array.from({ length: n }, (_, i) => doorBuyer(running.gateways[0]!.url, saleId, `${label}-${i}`));
-  for (const b of buyers) expect((await b.join()).status).toBe(200);
-  await until(() => redisNow(running.ctx.redis), (now) => now >= startsAt);
-  const ranked = await Promise.all(buyers.map(async (b) => ({ b, rank: await b.rank() })));
-  return ranked.sort((x, y) => x.rank - y.rank).map((r) => r.b);
-}
-
 describe('the door through faults', () => {
   it('Redis loses everything mid-queue: the sale is rebuilt with a new door that admits nobody until its crowd is back; tickets restore every place, buyers who bought keep their used turn, and admission resumes at the rate, in the old order', async () => {
-    accepted.clear();
     system = await startSystem({});
+    const { buy, expectLedgerExact } = doorPurchases(system);
     const { ctx } = system;
     const prefix = ctx.config.REDIS_PREFIX;
     const { id, startsAt } = await createQueuedSale(ctx, system.gateways[0]!.url, { stock: 6, admitPerSecond: 1, admissionTtlSeconds: 600, startsIn: 2500 });
@@ -115,12 +73,12 @@ describe('the door through faults', () => {
     expect(after.get(order[1]!.userId)).toBeLessThan(0);
     expectAdmittedInOrder(after, order.slice(2));
     expect((await order[6]!.status()).body.state).not.toBe('admitted');
-    await expectLedgerExact(system, id, 6);
+    await expectLedgerExact(id, 6);
   });
 
   it('a gateway, the worker and the reconciler killed mid-queue: the buyers keep their places on another gateway with their tickets, turns go in queue order, the ledger exact', async () => {
-    accepted.clear();
     system = await startSystem({ gateways: 2 });
+    const { buy, expectLedgerExact } = doorPurchases(system);
     const { ctx } = system;
     const { id, startsAt } = await createQueuedSale(ctx, system.gateways[0]!.url, { stock: 6, admitPerSecond: 2, admissionTtlSeconds: 600, startsIn: 2500 });
     const order = await queueUp(system, id, startsAt, 10, 'kill');
@@ -158,12 +116,12 @@ describe('the door through faults', () => {
 
     expectAdmittedInOrder(await turnsOf(system, id), buyers);
     expect((await buyers[0]!.purchase()).body.code).toBe('ALREADY_PURCHASED');
-    await expectLedgerExact(system, id, 6);
+    await expectLedgerExact(id, 6);
   });
 
   it("a gateway an hour ahead: the frontier is judged on Redis's clock (no place drawn, nobody admitted before the start, then the rate)", async () => {
-    accepted.clear();
     system = await startSystem({ gatewayEnv: skewedClockEnv(3600) });
+    const { buy, expectLedgerExact } = doorPurchases(system);
     const { ctx } = system;
     const { id, startsAt } = await createQueuedSale(ctx, system.gateways[0]!.url, { stock: 5, admitPerSecond: 1, admissionTtlSeconds: 600, startsIn: 4000 });
     const buyers = Array.from({ length: 8 }, (_, i) => doorBuyer(system!.gateways[0]!.url, id, `skew-${i}`, 3 * 3600));
@@ -185,6 +143,6 @@ describe('the door through faults', () => {
     expect(turns.size).toBeLessThanOrEqual(2 + Math.floor((now - startsAt) / 1000));
     expectAdmittedInOrder(turns, ranked);
     await buy(ranked[0]!);
-    await expectLedgerExact(system, id, 1);
+    await expectLedgerExact(id, 1);
   });
 });

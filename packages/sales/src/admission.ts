@@ -107,8 +107,16 @@ export function createDoor(deps: DoorDeps): Door {
       await joined(saleId, await joinQueue(redis, prefix, saleId, userId, undefined, ticket.score));
       lookUp = true;
     }
-    if (lookUp || (place !== null && ((place.rank === null && now >= door.startsAt) || turnNeedsLookup(door, place.rank)))) {
-      const read = await readQueuePlace(redis, prefix, saleId, userId);
+    // A rank beyond the queue Redis holds: Redis went back (a failover to a replica behind) and the place
+    // must be looked up (the queue only grows otherwise).
+    const beyondQueue = place?.rank != null && place.rank >= door.queued;
+    if (lookUp || beyondQueue || (place !== null && ((place.rank === null && now >= door.startsAt) || turnNeedsLookup(door, place.rank)))) {
+      let read = await readQueuePlace(redis, prefix, saleId, userId);
+      if (read.kind === 'not_joined' && ticket) {
+        // Missing from a door that was not lost, only set back: the ticket still proves the place.
+        await joined(saleId, await joinQueue(redis, prefix, saleId, userId, undefined, ticket.score));
+        read = await readQueuePlace(redis, prefix, saleId, userId);
+      }
       if (read.kind === 'sale_not_found') return missing(saleId);
       if (read.kind === 'sale_not_queued') throw new AppError('SALE_NOT_QUEUED', `sale ${saleId} has no waiting room: buy directly`);
       place = read.kind === 'place' ? read.place : null;

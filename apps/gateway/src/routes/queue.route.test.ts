@@ -298,6 +298,27 @@ describe('queue tickets', () => {
     expect(await redisFootprint(id)).toEqual(before);
     expect((await mallory.status()).status).toBe(200);
   });
+
+  it('a buyer Redis no longer holds (it went back: a failover to a replica behind) is put back at the place their ticket proves, not told not_joined', async () => {
+    const { id, startsAt } = await createQueuedSale(ctx, gateway.url, { startsIn: 1500, admitPerSecond: 0.01 });
+    const buyers = ['first', 'second', 'third'].map((name) => buyer(id, `went-back-${id}-${name}`));
+    for (const b of buyers) await b.join();
+    await waitForStart(startsAt);
+    const ranked = (await Promise.all(buyers.map(async (b) => ({ b, rank: await b.rank() })))).sort((x, y) => x.rank - y.rank);
+    const last = ranked[2]!.b;
+    const score = Number(last.ticket!.split('.')[3]);
+    // The replica took over before the last of them joined: the queue holds the other two.
+    await ctx.redis.zrem(keysOf(id).queue, last.userId);
+
+    // Their ticket's rank is beyond the queue Redis holds: looked up, and put back with the ticket's score.
+    const back = await until(
+      async () => ({ asked: await last.status(), score: await ctx.redis.zscore(keysOf(id).queue, last.userId) }),
+      (r) => r.score !== null,
+      10_000,
+    );
+    expect(Number(back.score)).toBe(score);
+    expect(back.asked.body).toMatchObject({ state: 'waiting', position: 3, ahead: 2 });
+  });
 });
 
 describe('the stock bound, sold out, and units that come back', () => {
