@@ -77,6 +77,7 @@ export async function runQueueDemo(input: QueueDemoInput): Promise<{ failed: boo
   if (created.status !== 201) throw new Error(`creating the sale failed: ${created.status} ${JSON.stringify(created.body)}`);
   const saleId = created.body.id as number;
   say(`sale #${saleId} starts at ${new Date(startsAt).toLocaleTimeString()}; its waiting room is open from a minute before`);
+  say(`its waiting room on the dashboard: ${input.gatewayUrl}/admin/#sale=${saleId}`);
 
   input.step(`pre-queue: ${EARLY} buyers join before the start, one after another`);
   for (const b of buyers.slice(0, EARLY)) await join(b);
