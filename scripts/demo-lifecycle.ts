@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createHttpClient, mapConcurrently, paymentEventRequest, signBuyerTokens, waitForDrain, type HttpResult } from '@flashsale/harness';
+import { createHttpClient, mapConcurrently, paymentEventRequest, signBuyerTokens, waitForDrain, type HttpClient, type HttpResult } from '@flashsale/harness';
 import type { ScriptedRedis } from '@flashsale/redis-store';
 
 /**
@@ -33,16 +33,7 @@ const LATE_PAYMENTS = 5;
 export async function runLifecycle(input: LifecycleInput): Promise<{ failed: boolean }> {
   const http = createHttpClient(input.gatewayUrl, 16);
   const admin = { authorization: `Bearer ${input.adminToken}` };
-  // As a provider sends an event: the same one again, after Retry-After, while the answer is 503 or 429
-  // (the gateway's per-address budget for payment events, PAYMENT_EVENTS_PER_ADDRESS_PER_SECOND).
-  const pay = async (reservationId: string) => {
-    const event = paymentEventRequest(input.webhookSecret, { id: `evt_${randomUUID()}`, reservationId, amountCents: 4999 });
-    for (let attempt = 1; ; attempt++) {
-      const res = await http.send('POST', '/api/payments/events', event);
-      if ((res.status !== 503 && res.status !== 429) || attempt === 10) return res;
-      await sleep(Number(res.headers['retry-after'] ?? 1) * 1000);
-    }
-  };
+  const pay = paymentSender(http, input.webhookSecret);
   const stats = async () => (await http.send('GET', `/api/admin/sales/${input.saleId}/stats`, { headers: admin })).body as unknown as Stats;
 
   const orders = [...input.orders];
@@ -128,11 +119,27 @@ interface Stats {
   refundsDue: { count: number; amountCents: number };
 }
 
+/** Pays a reservation as a provider sends the event: the same one again, after Retry-After, while the answer is 503. */
+/**
+ * As a provider sends an event: the same one again, after Retry-After, while the answer is 503 or 429
+ * (the gateway's per-address budget for payment events, PAYMENT_EVENTS_PER_ADDRESS_PER_SECOND).
+ */
+export function paymentSender(http: HttpClient, webhookSecret: string): (reservationId: string) => Promise<HttpResult> {
+  return async (reservationId) => {
+    const event = paymentEventRequest(webhookSecret, { id: `evt_${randomUUID()}`, reservationId, amountCents: 4999 });
+    for (let attempt = 1; ; attempt++) {
+      const res = await http.send('POST', '/api/payments/events', event);
+      if ((res.status !== 503 && res.status !== 429) || attempt === 10) return res;
+      await sleep(Number(res.headers['retry-after'] ?? 1) * 1000);
+    }
+  };
+}
+
 /**
  * The answers counted by what they said: `400 paid (HTTP 200)`, `120 accepted (HTTP 202), 100 refused
  * SOLD_OUT (HTTP 410)`: the count first, then the outcome, the HTTP status last.
  */
-function tally(results: HttpResult[]): string {
+export function tally(results: HttpResult[]): string {
   const counts = new Map<string, number>();
   for (const r of results) {
     const word = (value: unknown) => (typeof value === 'string' ? value : '');

@@ -6,7 +6,8 @@
  * or on a Redis Cluster with REDIS_CLUSTER_NODES set.
  *
  * The operator's dashboard is printed while the sale runs. Options, for a person to watch it: see the
- * usage below (--keep holds the system mid-sale, --pace slows the crowd, --screenshot saves the dashboard).
+ * usage below (--keep holds the system mid-sale, --pace slows the crowd, --screenshot saves the dashboard;
+ * --queue shows a sale behind the waiting room instead: demo-queue.ts).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createConnection } from 'mariadb';
@@ -31,6 +32,7 @@ import {
 } from '@flashsale/harness';
 import { ensureServicesOrExit } from '../infra/ensure-services.ts';
 import { runLifecycle } from './demo-lifecycle.ts';
+import { runQueueDemo } from './demo-queue.ts';
 
 const STOCK = 1000;
 const BUYERS = 3000;
@@ -40,7 +42,7 @@ const CONNECTIONS = 64;
 const PAYMENT_WINDOW_SECONDS = 15;
 
 const COMMAND = {
-  usage: `usage: npm run demo -- [--keep] [--pace <n>] [--screenshot <file>]
+  usage: `usage: npm run demo -- [--keep] [--pace <n>] [--screenshot <file>] | --queue
 
 The whole system on this machine: services up, migrations, a gateway, two workers and a reconciler,
 a sale of ${STOCK} units, ${BUYERS} buyers trying ${ATTEMPTS_PER_BUYER} times each, the ledger checked against MySQL; then
@@ -52,8 +54,11 @@ Its own database (<DATABASE_URL's>_demo) and Redis prefix (demo).
                       Ctrl-C stops everything there (exit 130). Orders whose payment window runs
                       out meanwhile expire, and their units go back on sale, as they would.
   --pace <n>          send the purchases at n a second instead of all at once
-  --screenshot <f>    save a screenshot of the dashboard mid-sale to f (Debian's chromium; paces at 150/s)`,
-  options: { keep: { type: 'boolean', default: false }, pace: { type: 'string' }, screenshot: { type: 'string' } },
+  --screenshot <f>    save a screenshot of the dashboard mid-sale to f (Debian's chromium; paces at 150/s)
+  --queue             instead, a sale behind a waiting room, from the pre-queue to sold out: the draw at
+                      the start, admission at the door's rate within the stock, an abandoned turn, a
+                      cancelled unit going to the next in line, sold_out told to everyone still waiting`,
+  options: { keep: { type: 'boolean', default: false }, pace: { type: 'string' }, screenshot: { type: 'string' }, queue: { type: 'boolean', default: false } },
 } as const;
 const { values: options } = parseCommandLine(COMMAND);
 
@@ -64,6 +69,7 @@ const pace = options.pace !== undefined ? Number(options.pace) : screenshotPath 
 // A paced crowd takes a while: every winner still has the window's 15 s after the last purchase.
 const paymentWindowSeconds = PAYMENT_WINDOW_SECONDS + (pace === undefined ? 0 : Math.ceil((BUYERS * ATTEMPTS_PER_BUYER) / pace));
 if (pace !== undefined && !(Number.isInteger(pace) && pace > 0)) exitWithUsage(COMMAND, `--pace must be a whole number of purchases a second, not ${options.pace}`);
+if (options.queue && (options.keep || pace !== undefined)) exitWithUsage(COMMAND, '--queue runs a demo of its own: without --keep, --pace or --screenshot');
 
 const config = loadConfig();
 // One Redis (REDIS_URL), or a Redis Cluster when REDIS_CLUSTER_NODES is set: the processes are told the same.
@@ -99,117 +105,120 @@ try {
   const [gateway, ...workers] = await Promise.all([track(spawnGateway(env)), track(spawnWorker(env)), track(spawnWorker(env))]);
   const reconciler = await track(spawnReconciler(env));
   console.log(`gateway ${gateway.url} (pid ${gateway.child.pid}), workers pid ${workers.map((w) => w.child.pid).join(', ')}, reconciler pid ${reconciler.child.pid}`);
+  if (options.queue) {
+    failed = (await runQueueDemo({ gatewayUrl: gateway.url, redis, prisma, prefix, adminToken: config.ADMIN_TOKEN, webhookSecret: config.PAYMENT_WEBHOOK_SECRET, step })).failed;
+  } else {
+    step(`sale: ${STOCK} units, at most 2 per buyer`);
+    const admin = createHttpClient(gateway.url, 2);
+    const adminAuth = { authorization: `Bearer ${config.ADMIN_TOKEN}` };
+    const created = await admin.send('POST', '/api/admin/sales', {
+      headers: adminAuth,
+      body: {
+        name: 'Demo flash sale',
+        stock: STOCK,
+        perUserLimit: 2,
+        startsAt: new Date(Date.now() - 1000).toISOString(),
+        endsAt: new Date(Date.now() + 3_600_000).toISOString(),
+        // A paced crowd takes a while: every winner still has the window's 15 s after the last purchase.
+        paymentWindowSeconds: paymentWindowSeconds,
+      },
+    });
+    if (created.status !== 201) throw new Error(`creating the sale failed: ${created.status} ${JSON.stringify(created.body)}`);
+    const saleId = created.body.id as number;
+    console.log(JSON.stringify(created.body));
+    console.log(`dashboard: ${gateway.url}/admin/#sale=${saleId} (sign in with the admin token${config.ADMIN_TOKEN === 'dev-only-admin-token' ? ': dev-only-admin-token' : ''})`);
 
-  step(`sale: ${STOCK} units, at most 2 per buyer`);
-  const admin = createHttpClient(gateway.url, 2);
-  const adminAuth = { authorization: `Bearer ${config.ADMIN_TOKEN}` };
-  const created = await admin.send('POST', '/api/admin/sales', {
-    headers: adminAuth,
-    body: {
-      name: 'Demo flash sale',
+    step(`flash crowd: ${BUYERS} buyers x ${ATTEMPTS_PER_BUYER} attempts, ${CONNECTIONS} connections`);
+    const tokens = signBuyerTokens(Array.from({ length: BUYERS }, (_, i) => `demo-buyer-${i}`));
+    const crowd = tokens.flatMap((token, buyer) => Array.from({ length: ATTEMPTS_PER_BUYER }, (_, attempt) => ({ buyer, token, quantity: ((buyer + attempt) % 2) + 1 })));
+    const client = createHttpClient(gateway.url, CONNECTIONS);
+    // Settled into a line of the report either way: a failed screenshot must not take the demo down with its processes up.
+    const shooting =
+      screenshotPath === undefined ? undefined : screenshotMidSale(gateway.url, saleId, screenshotPath).catch((error: unknown) => `not taken: ${(error as Error).message}`);
+    const started = performance.now();
+    // --keep: once half the stock is sold, every purchase not yet sent waits here for the person.
+    const hold = { unitsSold: 0, gate: undefined as Promise<'continue' | 'stop'> | undefined, heldMs: 0 };
+    const results = await mapConcurrently(
+      crowd.map((r, index) => ({ ...r, index })),
+      CONNECTIONS,
+      async (r) => {
+        // Paced: each purchase waits for its slot, so a person (or the screenshot) sees the sale sell.
+        if (pace !== undefined) await sleep(Math.max(0, started + hold.heldMs + (r.index * 1000) / pace - performance.now()));
+        if (hold.gate && (await hold.gate) === 'stop') throw new StoppedMidSale();
+        const answer = await client.send('POST', `/api/sales/${saleId}/purchase`, { headers: { authorization: `Bearer ${r.token}` }, body: { quantity: r.quantity } });
+        if (answer.status === 202) hold.unitsSold += r.quantity;
+        if (options.keep && !hold.gate && hold.unitsSold >= STOCK / 2) hold.gate = holdMidSale(`${gateway.url}/admin/#sale=${saleId}`, hold);
+        return { ...r, ...answer };
+      },
+    );
+    const seconds = (performance.now() - started - hold.heldMs) / 1000;
+    client.close();
+    if (shooting) console.log(`screenshot of the dashboard mid-sale: ${await shooting}`);
+
+    const accepted = new Map<string, { userId: string; quantity: number }>();
+    const outcomes: Record<string, number> = {};
+    for (const result of results) {
+      const label = result.status === 202 ? 'purchases answered 202 (accepted)' : `purchases answered ${result.status} ${String(result.body.code)}`;
+      outcomes[label] = (outcomes[label] ?? 0) + 1;
+      if (result.status === 202) accepted.set(result.body.reservationId as string, { userId: `demo-buyer-${result.buyer}`, quantity: result.quantity });
+    }
+
+    step('drain: waiting for the workers to write every reservation to MySQL');
+    const drainStarted = performance.now();
+    await waitForDrain(redis, prefix, saleId, 120_000);
+    const drainSeconds = (performance.now() - drainStarted) / 1000;
+    const ledger = await ledgerOf(redis, prisma, prefix, saleId, accepted);
+    const stats = await admin.send('GET', `/api/admin/sales/${saleId}/stats`, { headers: adminAuth });
+    admin.close();
+
+    const latencies = results.map((r) => r.latencyMs);
+    const acceptedUnits = [...accepted.values()].reduce((sum, a) => sum + a.quantity, 0);
+    const oversold = Math.max(0, ledger.unitsInDb - ledger.stock);
+    step('report');
+    console.table({
+      'purchase requests sent': { value: results.length },
+      'purchase requests answered a second': { value: Math.round(results.length / seconds) },
+      ...Object.fromEntries(Object.entries(outcomes).sort().map(([k, v]) => [k, { value: v }])),
+      'units accepted (202)': { value: acceptedUnits },
+      'orders in MySQL': { value: stats.body.ordersInDb },
+      'units in MySQL': { value: ledger.unitsInDb },
+      'remaining in Redis': { value: ledger.remaining },
+      'units + remaining (= stock?)': { value: `${ledger.unitsInDb + ledger.remaining} / ${ledger.stock}` },
+      oversold: { value: oversold },
+      'duplicates (reservation or buyer)': { value: ledger.duplicated.length },
+      'lost (202 without order)': { value: ledger.lost.length },
+      'unexpected (order without 202)': { value: ledger.unexpected.length },
+      'latency p50 (ms)': { value: percentile(latencies, 50).toFixed(1) },
+      'latency p90 (ms)': { value: percentile(latencies, 90).toFixed(1) },
+      'latency p99 (ms)': { value: percentile(latencies, 99).toFixed(1) },
+      'latency max (ms)': { value: percentile(latencies, 100).toFixed(1) },
+      'drain after the burst (s)': { value: drainSeconds.toFixed(2) },
+    });
+    console.log(`stats endpoint: ${JSON.stringify(stats.body)}`);
+    const errors = Object.keys(outcomes).filter((k) => /^5/.test(k));
+    failed =
+      oversold > 0 ||
+      ledger.duplicated.length > 0 ||
+      ledger.lost.length > 0 ||
+      ledger.unexpected.length > 0 ||
+      ledger.unitsInDb + ledger.remaining !== ledger.stock ||
+      stats.body.consistent !== true ||
+      errors.length > 0;
+    console.log(failed ? '\nINVARIANT BROKEN: see the report above' : '\nAll invariants hold: nothing oversold, no duplicate, every 202 is exactly one order.');
+    const lifecycle = await runLifecycle({
+      gatewayUrl: gateway.url,
+      redis,
+      prefix,
+      saleId,
       stock: STOCK,
-      perUserLimit: 2,
-      startsAt: new Date(Date.now() - 1000).toISOString(),
-      endsAt: new Date(Date.now() + 3_600_000).toISOString(),
-      // A paced crowd takes a while: every winner still has the window's 15 s after the last purchase.
-      paymentWindowSeconds: paymentWindowSeconds,
-    },
-  });
-  if (created.status !== 201) throw new Error(`creating the sale failed: ${created.status} ${JSON.stringify(created.body)}`);
-  const saleId = created.body.id as number;
-  console.log(JSON.stringify(created.body));
-  console.log(`dashboard: ${gateway.url}/admin/#sale=${saleId} (sign in with the admin token${config.ADMIN_TOKEN === 'dev-only-admin-token' ? ': dev-only-admin-token' : ''})`);
-
-  step(`flash crowd: ${BUYERS} buyers x ${ATTEMPTS_PER_BUYER} attempts, ${CONNECTIONS} connections`);
-  const tokens = signBuyerTokens(Array.from({ length: BUYERS }, (_, i) => `demo-buyer-${i}`));
-  const crowd = tokens.flatMap((token, buyer) => Array.from({ length: ATTEMPTS_PER_BUYER }, (_, attempt) => ({ buyer, token, quantity: ((buyer + attempt) % 2) + 1 })));
-  const client = createHttpClient(gateway.url, CONNECTIONS);
-  // Settled into a line of the report either way: a failed screenshot must not take the demo down with its processes up.
-  const shooting =
-    screenshotPath === undefined ? undefined : screenshotMidSale(gateway.url, saleId, screenshotPath).catch((error: unknown) => `not taken: ${(error as Error).message}`);
-  const started = performance.now();
-  // --keep: once half the stock is sold, every purchase not yet sent waits here for the person.
-  const hold = { unitsSold: 0, gate: undefined as Promise<'continue' | 'stop'> | undefined, heldMs: 0 };
-  const results = await mapConcurrently(
-    crowd.map((r, index) => ({ ...r, index })),
-    CONNECTIONS,
-    async (r) => {
-      // Paced: each purchase waits for its slot, so a person (or the screenshot) sees the sale sell.
-      if (pace !== undefined) await sleep(Math.max(0, started + hold.heldMs + (r.index * 1000) / pace - performance.now()));
-      if (hold.gate && (await hold.gate) === 'stop') throw new StoppedMidSale();
-      const answer = await client.send('POST', `/api/sales/${saleId}/purchase`, { headers: { authorization: `Bearer ${r.token}` }, body: { quantity: r.quantity } });
-      if (answer.status === 202) hold.unitsSold += r.quantity;
-      if (options.keep && !hold.gate && hold.unitsSold >= STOCK / 2) hold.gate = holdMidSale(`${gateway.url}/admin/#sale=${saleId}`, hold);
-      return { ...r, ...answer };
-    },
-  );
-  const seconds = (performance.now() - started - hold.heldMs) / 1000;
-  client.close();
-  if (shooting) console.log(`screenshot of the dashboard mid-sale: ${await shooting}`);
-
-  const accepted = new Map<string, { userId: string; quantity: number }>();
-  const outcomes: Record<string, number> = {};
-  for (const result of results) {
-    const label = result.status === 202 ? 'purchases answered 202 (accepted)' : `purchases answered ${result.status} ${String(result.body.code)}`;
-    outcomes[label] = (outcomes[label] ?? 0) + 1;
-    if (result.status === 202) accepted.set(result.body.reservationId as string, { userId: `demo-buyer-${result.buyer}`, quantity: result.quantity });
+      adminToken: config.ADMIN_TOKEN,
+      webhookSecret: config.PAYMENT_WEBHOOK_SECRET,
+      orders: accepted,
+      paymentWindowSeconds,
+      step,
+    });
+    failed ||= lifecycle.failed;
   }
-
-  step('drain: waiting for the workers to write every reservation to MySQL');
-  const drainStarted = performance.now();
-  await waitForDrain(redis, prefix, saleId, 120_000);
-  const drainSeconds = (performance.now() - drainStarted) / 1000;
-  const ledger = await ledgerOf(redis, prisma, prefix, saleId, accepted);
-  const stats = await admin.send('GET', `/api/admin/sales/${saleId}/stats`, { headers: adminAuth });
-  admin.close();
-
-  const latencies = results.map((r) => r.latencyMs);
-  const acceptedUnits = [...accepted.values()].reduce((sum, a) => sum + a.quantity, 0);
-  const oversold = Math.max(0, ledger.unitsInDb - ledger.stock);
-  step('report');
-  console.table({
-    'purchase requests sent': { value: results.length },
-    'purchase requests answered a second': { value: Math.round(results.length / seconds) },
-    ...Object.fromEntries(Object.entries(outcomes).sort().map(([k, v]) => [k, { value: v }])),
-    'units accepted (202)': { value: acceptedUnits },
-    'orders in MySQL': { value: stats.body.ordersInDb },
-    'units in MySQL': { value: ledger.unitsInDb },
-    'remaining in Redis': { value: ledger.remaining },
-    'units + remaining (= stock?)': { value: `${ledger.unitsInDb + ledger.remaining} / ${ledger.stock}` },
-    oversold: { value: oversold },
-    'duplicates (reservation or buyer)': { value: ledger.duplicated.length },
-    'lost (202 without order)': { value: ledger.lost.length },
-    'unexpected (order without 202)': { value: ledger.unexpected.length },
-    'latency p50 (ms)': { value: percentile(latencies, 50).toFixed(1) },
-    'latency p90 (ms)': { value: percentile(latencies, 90).toFixed(1) },
-    'latency p99 (ms)': { value: percentile(latencies, 99).toFixed(1) },
-    'latency max (ms)': { value: percentile(latencies, 100).toFixed(1) },
-    'drain after the burst (s)': { value: drainSeconds.toFixed(2) },
-  });
-  console.log(`stats endpoint: ${JSON.stringify(stats.body)}`);
-  const errors = Object.keys(outcomes).filter((k) => /^5/.test(k));
-  failed =
-    oversold > 0 ||
-    ledger.duplicated.length > 0 ||
-    ledger.lost.length > 0 ||
-    ledger.unexpected.length > 0 ||
-    ledger.unitsInDb + ledger.remaining !== ledger.stock ||
-    stats.body.consistent !== true ||
-    errors.length > 0;
-  console.log(failed ? '\nINVARIANT BROKEN: see the report above' : '\nAll invariants hold: nothing oversold, no duplicate, every 202 is exactly one order.');
-  const lifecycle = await runLifecycle({
-    gatewayUrl: gateway.url,
-    redis,
-    prefix,
-    saleId,
-    stock: STOCK,
-    adminToken: config.ADMIN_TOKEN,
-    webhookSecret: config.PAYMENT_WEBHOOK_SECRET,
-    orders: accepted,
-    paymentWindowSeconds,
-    step,
-  });
-  failed ||= lifecycle.failed;
 } catch (error) {
   if (!(error instanceof StoppedMidSale)) throw error;
   stoppedMidSale = true;

@@ -54,9 +54,9 @@ export async function createQueuedSale(ctx: TestContext, url: string, options: Q
   return { id: body.id as number, startsAt, body };
 }
 
-/** A buyer of the door's tests: joins, asks, buys, each a real HTTP call. */
-export function doorBuyer(url: string, saleId: number, userId: string) {
-  const headers = bearer(buyerToken(userId));
+/** A buyer of the door's tests: joins, asks, buys, each a real HTTP call (a long token for a gateway whose clock is ahead). */
+export function doorBuyer(url: string, saleId: number, userId: string, tokenTtlSeconds?: number) {
+  const headers = bearer(buyerToken(userId, tokenTtlSeconds === undefined ? {} : { ttlSeconds: tokenTtlSeconds }));
   let ticket: string | null = null;
   const read = async (res: Response) => {
     const body = (await res.json()) as QueueBody;

@@ -20,7 +20,7 @@ export function runProcess(command: string, args: string[], env: NodeJS.ProcessE
   });
 }
 
-/** A script of the repository run from its TypeScript sources, as npm runs it. */
-export function runScript(script: string, env: NodeJS.ProcessEnv = {}): Promise<ProcessResult> {
-  return runProcess(process.execPath, [...SOURCE_NODE_ARGS, script], env);
+/** A script of the repository run from its TypeScript sources, as npm runs it (with `args` after `--`). */
+export function runScript(script: string, env: NodeJS.ProcessEnv = {}, args: string[] = []): Promise<ProcessResult> {
+  return runProcess(process.execPath, [...SOURCE_NODE_ARGS, script, ...args], env);
 }

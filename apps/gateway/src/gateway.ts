@@ -13,6 +13,7 @@ import { LiveFeed } from './dashboard/live-feed.ts';
 import { createLiveViews } from './dashboard/live-views.ts';
 import { LiveStreams } from './dashboard/live-streams.ts';
 import { SaleHistory } from './dashboard/sale-history.ts';
+import { doorSeries } from './dashboard/door-view.ts';
 import { TrafficSampler } from './dashboard/traffic-sampler.ts';
 
 export interface Gateway {
@@ -83,6 +84,7 @@ export function createGateway(deps: GatewayDeps, metrics: GatewayMetrics = creat
     windowMs: config.DASHBOARD_HISTORY_SECONDS * 1000,
     maxSales: config.DASHBOARD_HISTORY_MAX_SALES,
     liveSaleIds: () => liveSales.liveSaleIds(),
+    extraSeries: [doorSeries(deps.redis, config.REDIS_PREFIX)],
   });
   const views = createLiveViews(deps, history);
   const liveFeed = new LiveFeed((topic) => views.read(topic), config.DASHBOARD_INTERVAL_MS, deps.logger);

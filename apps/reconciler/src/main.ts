@@ -37,6 +37,7 @@ const reconciler = new Reconciler(
     onReconciled: (result, reason) => metrics.reconciled(result, reason),
     onSaleError: () => metrics.saleErrors.inc(),
     onSaleSeen: (saleId, snapshot) => metrics.saleSeen(saleId, snapshot),
+    onDoorSeen: (saleId, door) => metrics.doorSeen(saleId, door),
     onSaleGone: (saleId) => metrics.saleGone(saleId),
     onFailure: (error) => metrics.storeErrors.count(error),
     onReconcileFailed: (error) => metrics.reconcileFailed(error),

@@ -1,6 +1,6 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { createStoreErrorMetrics } from '@flashsale/config';
-import { isRedisUnavailable, type RedisMemory, type SaleSnapshot } from '@flashsale/redis-store';
+import { isRedisUnavailable, type DoorGauges, type RedisMemory, type SaleSnapshot } from '@flashsale/redis-store';
 import { isMysqlUnavailable } from '@flashsale/order-store';
 import type { ReconcileReason, ReconcileResult } from '@flashsale/jobs';
 import { Failure } from '@flashsale/domain';
@@ -30,7 +30,15 @@ export function createReconcilerMetrics(readRedisMemory?: () => Promise<RedisMem
   const stock = perSale('flashsale_sale_stock_units', 'Units a live sale sells in all.');
   const lag = perSale('flashsale_stream_lag_entries', 'Reservations in a live sale\'s stream not yet delivered to any worker (XINFO GROUPS lag).');
   const pending = perSale('flashsale_stream_pending_entries', 'Reservations delivered to a worker and not yet acknowledged (written to MySQL or set aside).');
-  const gauges = [drift, paused, remaining, stock, lag, pending];
+  const doorWaiting = perSale('flashsale_door_waiting', "Buyers in a queued sale's waiting room the frontier has not reached.");
+  const doorUnused = perSale('flashsale_door_admitted_unused', 'Admitted buyers of a queued sale whose turn runs and who have not bought.');
+  const doorFront = perSale('flashsale_door_front', "A queued sale's frontier: places given a turn so far (its rate of change is the admission rate achieved).");
+  const doorAbandoned = perSale('flashsale_door_abandoned_turns', 'Turns of a queued sale that ended without a purchase (counted by the door as it moves on).');
+  const doorRoom = perSale('flashsale_door_room', 'Admissions the stock bound allows a queued sale now: floor(remaining x no-show factor) - admitted and unused.');
+  const doorRate = perSale('flashsale_door_admit_per_second', "A queued sale's admission rate, as the operator set it.");
+  const doorOpen = perSale('flashsale_door_open', '1 while a queued sale\'s door may admit (started, not ended, neither it nor the sale paused, not restoring after a loss), else 0.');
+  const doorGauges = [doorWaiting, doorUnused, doorFront, doorAbandoned, doorRoom, doorRate, doorOpen];
+  const gauges = [drift, paused, remaining, stock, lag, pending, ...doorGauges];
   const live = new Set<number>();
 
   const reconciliations = new Counter({
@@ -98,6 +106,18 @@ export function createReconcilerMetrics(readRedisMemory?: () => Promise<RedisMem
       if (snapshot.backlog?.lag != null) lag.set(labels, snapshot.backlog.lag);
       else lag.remove(labels);
       pending.set(labels, snapshot.backlog?.pending ?? 0);
+    },
+    /** A look at a live queued sale's door. */
+    doorSeen(saleId: number, door: DoorGauges): void {
+      if (!live.has(saleId)) return;
+      const labels = { sale_id: String(saleId) };
+      doorWaiting.set(labels, door.waiting);
+      doorUnused.set(labels, door.unused);
+      doorFront.set(labels, door.front);
+      doorAbandoned.set(labels, door.abandoned);
+      doorRoom.set(labels, door.room);
+      doorRate.set(labels, door.admitPerSecond);
+      doorOpen.set(labels, door.open ? 1 : 0);
     },
     /** An audit's verdict, for a sale that has series (an audit of a retired sale adds none). */
     saleAudited(saleId: number, confirmedDrift: number): void {

@@ -2,7 +2,7 @@ import type { Logger } from '@flashsale/config';
 import { SaleNotFound } from '@flashsale/domain';
 import type { ReconcileReason, ReconcileResult } from '@flashsale/jobs';
 import { beginRebuild, controlStateOf, findSale, withSaleLock, type PrismaClient } from '@flashsale/order-store';
-import { applySaleControls, rebuildSaleState, setSalePaused, waitForDrain, type ScriptedRedis } from '@flashsale/redis-store';
+import { applySaleControls, rebuildSaleState, recordPaid, setSalePaused, waitForDrain, type ScriptedRedis } from '@flashsale/redis-store';
 import { restoreBuyerHistory } from '@flashsale/sales';
 import { observeLoss } from './sale-judgement.ts';
 import { recloseOrdersFromRedis } from './reclose-orders.ts';
@@ -73,10 +73,17 @@ async function reconcileLocked(deps: ReconcileDeps, saleId: number, reason: Reco
   // Gone or gone back is not the same as reservations lost: a sale whose keys vanished before anyone
   // bought, or since its last checkpoint, lost nothing. What was lost is counted, and said, below.
   if (plan.judgement.lost) logger.warn({ saleId, reason, why: plan.judgement.why, lost: plan.lost }, 'reconcile: the Redis state replaced was gone or had gone back');
-  await rebuildSaleState(redis, prefix, plan.sale, plan);
+  const { doorLost } = await rebuildSaleState(redis, prefix, plan.sale, plan);
   // The rebuy rule's state is derived from MySQL's closed orders too, before the sale resumes: a buyer
   // who closed orders does not start over because Redis lost its data.
   if ((await restoreBuyerHistory(deps, saleId, plan.sale.rebuyRule)) === 'absent') throw new Error(`sale ${saleId} vanished from Redis during its rebuild`);
+  if (doorLost) {
+    // The door's record of paid units went with it: written again from MySQL (idempotent per
+    // reservation), so the crowd is told sold_out once nothing can come back, as before the loss.
+    const paid = await prisma.order.findMany({ where: { saleId, status: 'paid' }, select: { reservationId: true, quantity: true } });
+    for (const order of paid) await recordPaid(redis, prefix, saleId, order.reservationId, order.quantity);
+    logger.warn({ saleId, paidOrders: paid.length }, 'reconcile: the waiting room was lost with Redis data; begun again, its buyers come back to their places with their tickets');
+  }
   // An operator's control committed after the rebuild read MySQL may have reached Redis before the
   // rebuild replaced the state, and been overwritten with the older controls: MySQL's are written again
   // while the sale is still paused, so it never resumes on controls older than MySQL's. A control

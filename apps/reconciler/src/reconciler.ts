@@ -12,7 +12,7 @@ import {
   type ReconcileJobs,
 } from '@flashsale/jobs';
 import { isMysqlUnavailable, listWatchedSales, type PrismaClient, type WatchedSale } from '@flashsale/order-store';
-import { announceSaleChanged, isRedisUnavailable, snapshotSale, type SaleSnapshot, type ScriptedRedis } from '@flashsale/redis-store';
+import { announceSaleChanged, isRedisUnavailable, readDoorGauges, snapshotSale, type DoorGauges, type SaleSnapshot, type ScriptedRedis } from '@flashsale/redis-store';
 import { createReconcileWorker } from './reconcile-worker.ts';
 import { listSalesToWatch, retireFinishedSales, watchOneSale, type SaleVisit, type StateWatcherDeps } from './state-watcher.ts';
 import { WatchRota } from './watch-rota.ts';
@@ -60,6 +60,8 @@ export interface ReconcilerDeps {
   onSaleError(saleId: number, error: unknown): void;
   /** A look at a live sale: what Redis showed (the per-sale gauges). */
   onSaleSeen?(saleId: number, snapshot: SaleSnapshot): void;
+  /** A look at a live queued sale's door (read at the look's time, never moved: readDoorGauges). */
+  onDoorSeen?(saleId: number, door: DoorGauges): void;
   /** A sale retired (see isRetired) or no longer watched: nothing more is told of it until seen live again. */
   onSaleGone?(saleId: number): void;
   /** A watch pass, an audit run or a reconcile attempt failed as a whole (Redis or MySQL away, mostly). */
@@ -215,6 +217,16 @@ export class Reconciler {
    * One tick of the watch: once a round (WatchRota.roundMs), the list of sales is read again (and
    * unfinished creates settled, drained sales retired); then the sales due are looked at, within the rate.
    */
+  /** The door's gauges of a queued sale: one MULTI of reads; its failure is this sale's alone. */
+  private async lookAtDoor(saleId: number, at: number): Promise<void> {
+    try {
+      const door = await readDoorGauges(this.deps.redis, this.options.prefix, saleId, at);
+      if (door) this.deps.onDoorSeen?.(saleId, door);
+    } catch (error) {
+      this.deps.onSaleError(saleId, error);
+    }
+  }
+
   private async watch(): Promise<void> {
     try {
       const now = performance.now();
@@ -235,7 +247,10 @@ export class Reconciler {
         if (visit) {
           this.observed.set(sale.id, fingerprintOf(visit.snapshot));
           if (this.isRetired(visit)) this.deps.onSaleGone?.(sale.id);
-          else this.deps.onSaleSeen?.(sale.id, visit.snapshot);
+          else {
+            this.deps.onSaleSeen?.(sale.id, visit.snapshot);
+            if (sale.admission && visit.snapshot.present && this.deps.onDoorSeen) await this.lookAtDoor(sale.id, visit.snapshot.at);
+          }
           this.rota.visited(visit.sale, performance.now(), visit.changed);
         } else {
           // Its own failure (logged and counted): looked at again in a whole round, not at every tick.

@@ -20,6 +20,8 @@ const door = (over: Partial<DoorView> = {}): DoorView => ({
   noShowFactor: 1,
   doorPaused: false,
   salePaused: false,
+  epoch: T0 - 900_000,
+  restoringUntil: 0,
   ...over,
 });
 
@@ -27,6 +29,10 @@ describe('queueAnswer', () => {
   it('waiting after the draw: position 1 is next, ETA at the door pace, asked back halfway', () => {
     expect(queueAnswer(door(), { score: 1, rank: 29 }, T0)).toEqual({ state: 'waiting', position: 20, ahead: 19, etaSeconds: 5, admittedUntil: null, retryAfterSeconds: 3 });
     expect(queueAnswer(door(), { score: 1, rank: 10 }, T0)).toMatchObject({ position: 1, ahead: 0, etaSeconds: 1, retryAfterSeconds: 1 });
+  });
+
+  it('no ETA while a door begun again after a loss waits for its crowd to come back', () => {
+    expect(queueAnswer(door({ restoringUntil: T0 + 20_000 }), { score: 1, rank: 29 }, T0)).toMatchObject({ state: 'waiting', position: 20, etaSeconds: null, retryAfterSeconds: 5 });
   });
 
   it('waiting before the draw: no place, the ETA is the start, Retry-After up to 30 s', () => {
@@ -56,7 +62,7 @@ describe('queueAnswer', () => {
 
 describe('queue tickets', () => {
   const key = queueTicketKey('a-secret-of-at-least-thirty-two-characters');
-  const ticket = { saleId: 7, userId: 'ünïcode buyer.with.dots', score: 2 ** 52 + 3, rank: 12 };
+  const ticket = { saleId: 7, userId: 'ünïcode buyer.with.dots', score: 2 ** 52 + 3, rank: 12, epoch: T0 - 900_000 };
 
   it('reads back what was signed, for its buyer and sale only', () => {
     const raw = signQueueTicket(key, ticket);
@@ -71,8 +77,11 @@ describe('queue tickets', () => {
     const altered = [...parts];
     altered[4] = '0';
     expect(readQueueTicket(key, altered.join('.'), { saleId: 7, userId: ticket.userId })).toBe('bad_signature');
+    const otherEpoch = [...parts];
+    otherEpoch[5] = String(T0);
+    expect(readQueueTicket(key, otherEpoch.join('.'), { saleId: 7, userId: ticket.userId })).toBe('bad_signature');
     expect(readQueueTicket(queueTicketKey('another-secret-of-at-least-thirty-two-chars'), parts.join('.'), { saleId: 7, userId: ticket.userId })).toBe('bad_signature');
-    for (const raw of ['', 'q1', 'q2.7.x.1.-.sig', 'q1.7.x.1.-', 'q1.07.eA.1.-.sig', 'q1.7.eA.-1.-.sig', 'q1.7.eA.1.1.5.sig']) {
+    for (const raw of ['', 'q2', 'q1.7.eA.1.-.sig', 'q2.7.x.1.-.sig', 'q2.07.eA.1.-.5.sig', 'q2.7.eA.-1.-.5.sig', 'q2.7.eA.1.1.x.sig', 'q2.7.eA.1.1.5.5.sig']) {
       expect(readQueueTicket(key, raw, { saleId: 7, userId: 'x' })).toBe('malformed');
     }
   });

@@ -32,6 +32,10 @@ export interface DoorView {
   doorPaused: boolean;
   /** The sale itself is paused (operator or reconciler): nobody is admitted meanwhile. */
   salePaused: boolean;
+  /** When this door was begun (Redis's clock): a ticket of another epoch is of a door Redis lost. */
+  epoch: number;
+  /** A door begun again after a loss admits nobody before this (0: not restoring). */
+  restoringUntil: number;
 }
 
 /** Where one buyer stands: the queue score, the rank once drawn, and the turn when one was given. */
@@ -61,6 +65,13 @@ export const MAX_RETRY_AFTER_SECONDS = 30;
 /** For answers that will not change again (ended, expired). */
 export const FINAL_RETRY_AFTER_SECONDS = 3600;
 
+/**
+ * How long a door begun again after Redis lost it admits nobody: longer than any wait a waiting buyer is
+ * told (MAX_RETRY_AFTER_SECONDS), so every one of them comes back with their ticket, and is put back at
+ * their place, before the frontier moves.
+ */
+export const DOOR_RESTORE_GRACE_MS = (MAX_RETRY_AFTER_SECONDS + 5) * 1000;
+
 const clampRetry = (seconds: number): number => Math.min(MAX_RETRY_AFTER_SECONDS, Math.max(1, Math.ceil(seconds)));
 
 /** Nothing left and nothing that may come back: every buyer still waiting can be told now. */
@@ -88,9 +99,9 @@ export function queueAnswer(door: DoorView, place: QueuePlace | null, now: numbe
     return { state: 'waiting', ...none, etaSeconds: toStart, retryAfterSeconds: clampRetry(toStart) };
   }
   const ahead = place.rank - door.front;
-  // No ETA while nothing moves the door: paused, or held by the stock bound (as many admitted buyers as
+  // No ETA while nothing moves the door: paused, restoring after a loss, or held by the stock bound (as many admitted buyers as
   // units, until they buy or their turns end).
-  const stalled = door.doorPaused || door.salePaused || door.unused >= Math.floor(door.remaining * door.noShowFactor);
+  const stalled = door.doorPaused || door.salePaused || now < door.restoringUntil || door.unused >= Math.floor(door.remaining * door.noShowFactor);
   // Otherwise the door's pace: a lower bound, as the stock may hold it back later.
   const etaSeconds = stalled ? null : Math.ceil((ahead + 1) / door.admitPerSecond);
   return {

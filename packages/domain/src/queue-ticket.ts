@@ -8,7 +8,10 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
  * by editing it, and the draw it carries, handed to the buyer at join, is the commitment that the order
  * was fixed then: a position that does not follow from the draws is evidence against the shop.
  *
- * Form: `q1.<saleId>.<base64url(userId)>.<score>.<rank or ->.<base64url(signature)>`.
+ * The ticket also names the door's epoch it was signed in: a ticket of an earlier epoch is of a door Redis
+ * lost, and proves the buyer's place in it (the gateway puts them back there: join-queue-5.lua).
+ *
+ * Form: `q2.<saleId>.<base64url(userId)>.<score>.<rank or ->.<epoch>.<base64url(signature)>`.
  */
 export interface QueueTicket {
   saleId: number;
@@ -16,9 +19,11 @@ export interface QueueTicket {
   score: number;
   /** Rank in the queue (0-based), known once the draw at startsAt has been made; null before. */
   rank: number | null;
+  /** The door's epoch (DoorView.epoch) when the ticket was signed. */
+  epoch: number;
 }
 
-const VERSION = 'q1';
+const VERSION = 'q2';
 const INTEGER = /^(0|[1-9][0-9]{0,15})$/;
 
 export type TicketProblem = 'malformed' | 'bad_signature' | 'other_buyer' | 'other_sale';
@@ -31,20 +36,20 @@ export function queueTicketKey(authSecret: string): Buffer {
 const signatureOf = (key: Buffer, body: string): string => createHmac('sha256', key).update(body).digest('base64url');
 
 export function signQueueTicket(key: Buffer, ticket: QueueTicket): string {
-  const body = [VERSION, ticket.saleId, Buffer.from(ticket.userId, 'utf8').toString('base64url'), ticket.score, ticket.rank ?? '-'].join('.');
+  const body = [VERSION, ticket.saleId, Buffer.from(ticket.userId, 'utf8').toString('base64url'), ticket.score, ticket.rank ?? '-', ticket.epoch].join('.');
   return `${body}.${signatureOf(key, body)}`;
 }
 
 /** The ticket if it is well formed, signed with `key`, and this buyer's for this sale; else why not. */
 export function readQueueTicket(key: Buffer, raw: string, expected: { saleId: number; userId: string }): QueueTicket | TicketProblem {
   const parts = raw.split('.');
-  if (parts.length !== 6 || parts[0] !== VERSION) return 'malformed';
-  const [, sale, user, score, rank, signature] = parts as [string, string, string, string, string, string];
-  if (!INTEGER.test(sale) || !INTEGER.test(score) || (rank !== '-' && !INTEGER.test(rank))) return 'malformed';
-  const expectedSignature = Buffer.from(signatureOf(key, parts.slice(0, 5).join('.')));
+  if (parts.length !== 7 || parts[0] !== VERSION) return 'malformed';
+  const [, sale, user, score, rank, epoch, signature] = parts as [string, string, string, string, string, string, string];
+  if (!INTEGER.test(sale) || !INTEGER.test(score) || (rank !== '-' && !INTEGER.test(rank)) || !INTEGER.test(epoch)) return 'malformed';
+  const expectedSignature = Buffer.from(signatureOf(key, parts.slice(0, 6).join('.')));
   const given = Buffer.from(signature);
   if (given.length !== expectedSignature.length || !timingSafeEqual(given, expectedSignature)) return 'bad_signature';
-  const ticket = { saleId: Number(sale), userId: Buffer.from(user, 'base64url').toString('utf8'), score: Number(score), rank: rank === '-' ? null : Number(rank) };
+  const ticket = { saleId: Number(sale), userId: Buffer.from(user, 'base64url').toString('utf8'), score: Number(score), rank: rank === '-' ? null : Number(rank), epoch: Number(epoch) };
   if (ticket.saleId !== expected.saleId) return 'other_sale';
   if (ticket.userId !== expected.userId) return 'other_buyer';
   return ticket;

@@ -3,7 +3,7 @@ export { spawnApp, spawnGateway, spawnWorker, spawnReconciler, redisEnvOf, SOURC
 export { spawnInGroup, signalGroup, killGroup, killAllGroups } from './process-group.ts';
 export { TEST_RUN_VARIABLE, testRunId, newTestRunId, testRedisPrefix, testRedisPattern, testDatabaseName, testDatabasePattern } from './test-run.ts';
 export { deleteKeysWithPrefix } from './redis-keys.ts';
-export { createHttpClient, mapConcurrently, percentile, type HttpResult } from './http-client.ts';
+export { createHttpClient, mapConcurrently, percentile, type HttpClient, type HttpResult } from './http-client.ts';
 export { ledgerOf, faultLedgerOf, compareLedger, compareFaultLedger, ordersOf, pendingCount, type Ledger, type FaultLedger, type LedgerOrder } from './ledger.ts';
 // The reconciler's own drain wait, for the tests and runners that count orders once a sale has drained.
 export { waitForDrain } from '@flashsale/redis-store';

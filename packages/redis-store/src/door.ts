@@ -2,6 +2,7 @@ import { randomInt } from 'node:crypto';
 import { ARRIVAL_SCORE_BASE, type DoorView, type QueuePlace } from '@flashsale/domain';
 import type { ScriptedRedis } from './scripts.ts';
 import { saleKeys } from './keys.ts';
+import { redisNow } from './sale-meta.ts';
 
 /**
  * A sale's door in Redis (keys.ts: queue, turns, door, paid; lua/includes/door.lua says what each holds):
@@ -26,10 +27,16 @@ export function newDraw(): number {
   return randomInt(2 ** 26) * 2 ** 26 + randomInt(2 ** 26);
 }
 
-export async function joinQueue(redis: ScriptedRedis, prefix: string, saleId: number, userId: string, draw: number = newDraw()): Promise<JoinOutcome> {
+/**
+ * Joins the queue, or finds the buyer there. With `provenScore` (the score a signed ticket of a door Redis
+ * lost proves), a buyer missing from the queue comes back at that place (join-queue-5.lua says when not).
+ */
+export async function joinQueue(redis: ScriptedRedis, prefix: string, saleId: number, userId: string, draw: number = newDraw(), provenScore?: number): Promise<JoinOutcome> {
   if (!(draw >= 0 && draw < ARRIVAL_SCORE_BASE && Number.isInteger(draw))) throw new Error(`a draw must be an integer in [0, 2^52), not ${draw}`);
+  if (provenScore !== undefined && !(provenScore >= 0 && Number.isSafeInteger(provenScore))) throw new Error(`a proven score must be a safe integer, not ${provenScore}`);
   const keys = saleKeys(prefix, saleId);
-  const [code, a, b, c] = (await redis.joinQueue(keys.meta, keys.queue, keys.door, userId, String(draw))).map(Number);
+  const reply = await redis.joinQueue(keys.meta, keys.queue, keys.door, keys.turns, keys.buyers, userId, String(draw), provenScore === undefined ? '' : String(provenScore));
+  const [code, a, b, c] = reply.map(Number);
   switch (code) {
     case 1:
       return { kind: 'joined', place: { score: a!, rank: b! < 0 ? null : b! }, isNew: c === 1 };
@@ -72,7 +79,8 @@ export async function admitQueue(
   if (code === -1) return { kind: 'sale_not_found' };
   if (code === -9) return { kind: 'sale_not_queued' };
   if (code !== 1) throw new Error(`admit-queue script returned an unknown code ${code}`);
-  const [now, startsAt, endsAt, preQueueSeconds, front, queued, unused, remaining, mayComeBack, abandoned, rate, ttl, factor, doorPaused, salePaused] = reply.slice(1).map<number>(Number);
+  const [now, startsAt, endsAt, preQueueSeconds, front, queued, unused, remaining, mayComeBack, abandoned, rate, ttl, factor, doorPaused, salePaused, epoch, restoringUntil] =
+    reply.slice(1).map<number>(Number);
   return {
     kind: 'door',
     door: {
@@ -92,6 +100,8 @@ export async function admitQueue(
       noShowFactor: factor!,
       doorPaused: doorPaused === 1,
       salePaused: salePaused === 1,
+      epoch: epoch!,
+      restoringUntil: restoringUntil!,
     },
   };
 }
@@ -125,4 +135,61 @@ export async function readQueuePlace(redis: ScriptedRedis, prefix: string, saleI
 export async function recordPaid(redis: ScriptedRedis, prefix: string, saleId: number, reservationId: string, units: number): Promise<void> {
   const keys = saleKeys(prefix, saleId);
   await redis.recordPaid(keys.meta, keys.paid, reservationId, units);
+}
+
+/** A door's figures for the operator (metrics, dashboard), read without moving it. */
+export interface DoorGauges {
+  /** Buyers in the queue the frontier has not reached. */
+  waiting: number;
+  /** Admitted buyers whose turn runs and who have not bought. */
+  unused: number;
+  /** The frontier: ranks given a turn so far. */
+  front: number;
+  /** Turns that ended unused (counted when the door next moved). */
+  abandoned: number;
+  /** Admissions the stock bound allows now: floor(remaining x factor) - unused, at least 0. */
+  room: number;
+  admitPerSecond: number;
+  /** The operator's pause of the door. */
+  doorPaused: boolean;
+  /** Whether the door may admit now: started, not ended, neither it nor the sale paused, not restoring. */
+  open: boolean;
+}
+
+/**
+ * Reads a queued sale's door at Redis's time `at` (a snapshot's; without it, Redis's now, read first for
+ * a queued sale only: an open sale costs one HGET): one MULTI of reads, no script, so the reconciler's
+ * look and the dashboard cost the door nothing and never move it. Null when the sale has no door (open,
+ * or not in Redis).
+ */
+export async function readDoorGauges(redis: ScriptedRedis, prefix: string, saleId: number, at?: number): Promise<DoorGauges | null> {
+  const keys = saleKeys(prefix, saleId);
+  if (at === undefined) {
+    if ((await redis.hget(keys.meta, 'adm')) !== '1') return null;
+    return readDoorGauges(redis, prefix, saleId, await redisNow(redis, keys.meta));
+  }
+  const replies = await redis
+    .multi()
+    .hmget(keys.meta, 'adm', 'starts', 'ends', 'remaining', 'q_rate', 'q_factor', 'q_paused', 'paused', 'op_paused')
+    .hmget(keys.door, 'front', 'abandoned', 'restoring_until')
+    .zcard(keys.queue)
+    .zcount(keys.turns, `(${at}`, '+inf')
+    .exec();
+  if (!replies) throw new Error('door reading transaction was discarded');
+  for (const [error] of replies) if (error) throw error;
+  const [adm, starts, ends, remaining, rate, factor, doorPaused, paused, operatorPaused] = replies[0]![1] as (string | null)[];
+  if (adm !== '1') return null;
+  const [front, abandoned, restoringUntil] = (replies[1]![1] as (string | null)[]).map((v) => Number(v ?? 0));
+  const queued = Number(replies[2]![1]);
+  const unused = Number(replies[3]![1]);
+  return {
+    waiting: Math.max(0, queued - front!),
+    unused,
+    front: front!,
+    abandoned: abandoned!,
+    room: Math.max(0, Math.floor(Number(remaining) * Number(factor)) - unused),
+    admitPerSecond: Number(rate),
+    doorPaused: doorPaused === '1',
+    open: at >= Number(starts) && at < Number(ends) && at >= restoringUntil! && doorPaused !== '1' && paused !== '1' && operatorPaused !== '1',
+  };
 }

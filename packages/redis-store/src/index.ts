@@ -44,4 +44,4 @@ export { pipelineBySlotGroup, type PipelineReply } from './slot-groups.ts';
 export { trimAcknowledged, type RetentionBounds } from './stream-retention.ts';
 export { returnUnits, wasReturned, type UnitsToReturn, type ReturnOutcome, type ReturnResult } from './stock-return.ts';
 export { readEvictionPolicy, refuseEvictingRedis, readRedisMemory, type EvictionPolicyVerdict, type RedisMemory } from './redis-memory.ts';
-export { joinQueue, admitQueue, readQueuePlace, recordPaid, newDraw, type JoinOutcome, type DoorReading, type PlaceReading } from './door.ts';
+export { joinQueue, admitQueue, readQueuePlace, readDoorGauges, recordPaid, newDraw, type JoinOutcome, type DoorReading, type PlaceReading, type DoorGauges } from './door.ts';

@@ -8,7 +8,7 @@ import type { Redis } from 'ioredis';
  */
 export interface ScriptCommands {
   reserve(meta: string, buyers: string, stream: string, turns: string, closed: string, userId: string, quantity: number, reservationId: string): Promise<[number, string | number]>;
-  joinQueue(meta: string, queue: string, door: string, userId: string, draw: string): Promise<number[]>;
+  joinQueue(meta: string, queue: string, door: string, turns: string, buyers: string, userId: string, draw: string, provenScore: string): Promise<number[]>;
   admitQueue(meta: string, queue: string, turns: string, door: string, paid: string, rate: string, paused: string): Promise<(number | string)[]>;
   queuePlace(meta: string, queue: string, turns: string, door: string, userId: string): Promise<(number | string)[]>;
   recordPaid(meta: string, paid: string, reservationId: string, units: number): Promise<number>;
@@ -17,7 +17,7 @@ export interface ScriptCommands {
   setPaused(meta: string, paused: '0' | '1'): Promise<number>;
   applyControls(meta: string, version: number, stock: number, endsAt: number, operatorPaused: '0' | '1'): Promise<number>;
   deadLetter(stream: string, deadLetter: string, rejected: string, buyers: string, ...args: (string | number)[]): Promise<string>;
-  rebuildSale(meta: string, buyers: string, stream: string, returned: string, ...args: (string | number)[]): Promise<number>;
+  rebuildSale(meta: string, buyers: string, stream: string, returned: string, door: string, ...args: (string | number)[]): Promise<number>;
   returnUnits(meta: string, buyers: string, returned: string, closed: string, generation: string, ...orders: (string | number)[]): Promise<(number | string)[]>;
   restoreClosed(meta: string, closed: string, maxOrdersPerBuyer: number, cooldownSeconds: number, ...buyers: (string | number)[]): Promise<number>;
   trimAcknowledged(stream: string, group: string, keepFrom: string, keepSinceMs: string, maxEntries: string): Promise<number>;

@@ -9,8 +9,9 @@ import {
   type QueueAdmission,
   type QueueAnswer,
   type QueuePlace,
+  type QueueTicket,
 } from '@flashsale/domain';
-import { joinQueue, readQueuePlace, recordPaid, saleKeys, type ScriptedRedis } from '@flashsale/redis-store';
+import { joinQueue, type JoinOutcome, readQueuePlace, recordPaid, saleKeys, type ScriptedRedis } from '@flashsale/redis-store';
 import { findOrderByReservation, findSale, type PrismaClient, type SaleRecord } from '@flashsale/order-store';
 import type { DoorFrontiers } from './door-frontier.ts';
 
@@ -25,6 +26,10 @@ import type { DoorFrontiers } from './door-frontier.ts';
  * after MySQL commits it; dying between (or Redis failing then: the payment is answered all the same)
  * leaves Redis thinking those units may come back, which only delays the crowd's `sold_out` (never admits
  * anyone more); a replay of the event records it again.
+ *
+ * Redis losing the door (a flush, a failover to a replica behind): the reconciler rebuilds the sale and
+ * begins a new door (a new epoch) that admits nobody for DOOR_RESTORE_GRACE_MS. A buyer whose ticket is
+ * of an earlier epoch is put back at the place it proves, at their first ask (join-queue-5.lua).
  */
 export interface DoorDeps {
   redis: ScriptedRedis;
@@ -43,7 +48,8 @@ export interface QueueReply {
 }
 
 export interface Door {
-  join(saleId: number, userId: string): Promise<QueueReply>;
+  /** With the buyer's ticket of a door Redis lost, they come back at the place it proves. */
+  join(saleId: number, userId: string, rawTicket?: string): Promise<QueueReply>;
   status(saleId: number, userId: string, rawTicket: string | undefined): Promise<QueueReply>;
   changeAdmission(saleId: number, change: { admitPerSecond?: number; paused?: boolean }): Promise<{ sale: SaleRecord; door: DoorView }>;
   /** After a payment was recorded in MySQL: the order's units can never come back (queued sales only). */
@@ -67,48 +73,71 @@ export function createDoor(deps: DoorDeps): Door {
     return { door: reading.door, now };
   }
 
-  async function reply(saleId: number, userId: string, known: QueuePlace | null, lookUp: boolean): Promise<QueueReply> {
+  function readTicket(saleId: number, userId: string, rawTicket: string): QueueTicket {
+    const ticket = readQueueTicket(ticketKey, rawTicket, { saleId, userId });
+    if (typeof ticket !== 'string') return ticket;
+    const why = { malformed: 'is malformed', bad_signature: 'has a signature that does not match', other_buyer: "is another buyer's", other_sale: "is another sale's" }[ticket];
+    throw new AppError('INVALID_QUEUE_TICKET', `the Queue-Ticket ${why}; ask without it to get yours`);
+  }
+
+  async function joined(saleId: number, outcome: JoinOutcome): Promise<QueuePlace> {
+    switch (outcome.kind) {
+      case 'sale_not_found':
+        return missing(saleId);
+      case 'sale_ended':
+        throw new AppError('SALE_ENDED', `sale ${saleId} has ended`);
+      case 'sale_not_queued':
+        throw new AppError('SALE_NOT_QUEUED', `sale ${saleId} has no waiting room: buy directly`);
+      case 'queue_not_open':
+        throw new AppError('QUEUE_NOT_OPEN', `the waiting room opens at ${new Date(outcome.opensAt).toISOString()}`, { opensAt: new Date(outcome.opensAt).toISOString() });
+      case 'joined':
+        return outcome.place;
+    }
+  }
+
+  async function reply(saleId: number, userId: string, known: QueuePlace | null, askRedis: boolean, ticket?: QueueTicket): Promise<QueueReply> {
     const cached = await doorOf(saleId);
     const now = cached.now;
     let door = cached.door;
     let place = known;
-    if (lookUp || (place !== null && ((place.rank === null && now >= door.startsAt) || turnNeedsLookup(door, place.rank)))) {
-      const read = await readQueuePlace(redis, prefix, saleId, userId);
+    let lookUp = askRedis;
+    if (ticket && ticket.epoch !== door.epoch) {
+      // A ticket of a door Redis lost: the buyer comes back at the place it proves (or is found there),
+      // then their turn is read (used, if they bought before the loss). Once per buyer per loss.
+      await joined(saleId, await joinQueue(redis, prefix, saleId, userId, undefined, ticket.score));
+      lookUp = true;
+    }
+    // A rank beyond the queue Redis holds: Redis went back (a failover to a replica behind) and the place
+    // must be looked up (the queue only grows otherwise).
+    const beyondQueue = place?.rank != null && place.rank >= door.queued;
+    if (lookUp || beyondQueue || (place !== null && ((place.rank === null && now >= door.startsAt) || turnNeedsLookup(door, place.rank)))) {
+      let read = await readQueuePlace(redis, prefix, saleId, userId);
+      if (read.kind === 'not_joined' && ticket) {
+        // Missing from a door that was not lost, only set back: the ticket still proves the place.
+        await joined(saleId, await joinQueue(redis, prefix, saleId, userId, undefined, ticket.score));
+        read = await readQueuePlace(redis, prefix, saleId, userId);
+      }
       if (read.kind === 'sale_not_found') return missing(saleId);
       if (read.kind === 'sale_not_queued') throw new AppError('SALE_NOT_QUEUED', `sale ${saleId} has no waiting room: buy directly`);
       place = read.kind === 'place' ? read.place : null;
       // The place was read after the cached door: its front is the newer.
       if (read.kind === 'place' && read.front > door.front) door = { ...door, front: read.front };
     }
-    const ticket = place ? signQueueTicket(ticketKey, { saleId, userId, score: place.score, rank: place.rank }) : null;
-    return { saleId, answer: queueAnswer(door, place, now), ticket };
+    const signed = place ? signQueueTicket(ticketKey, { saleId, userId, score: place.score, rank: place.rank, epoch: door.epoch }) : null;
+    return { saleId, answer: queueAnswer(door, place, now), ticket: signed };
   }
 
   return {
-    async join(saleId, userId) {
-      const joined = await joinQueue(redis, prefix, saleId, userId);
-      switch (joined.kind) {
-        case 'sale_not_found':
-          return missing(saleId);
-        case 'sale_ended':
-          throw new AppError('SALE_ENDED', `sale ${saleId} has ended`);
-        case 'sale_not_queued':
-          throw new AppError('SALE_NOT_QUEUED', `sale ${saleId} has no waiting room: buy directly`);
-        case 'queue_not_open':
-          throw new AppError('QUEUE_NOT_OPEN', `the waiting room opens at ${new Date(joined.opensAt).toISOString()}`, { opensAt: new Date(joined.opensAt).toISOString() });
-        case 'joined':
-          return reply(saleId, userId, joined.place, false);
-      }
+    async join(saleId, userId, rawTicket) {
+      // A ticket's score is used only if the buyer is missing from the queue: Redis lost the door.
+      const proven = rawTicket === undefined ? undefined : readTicket(saleId, userId, rawTicket).score;
+      return reply(saleId, userId, await joined(saleId, await joinQueue(redis, prefix, saleId, userId, undefined, proven)), false);
     },
 
     async status(saleId, userId, rawTicket) {
       if (rawTicket === undefined) return reply(saleId, userId, null, true);
-      const ticket = readQueueTicket(ticketKey, rawTicket, { saleId, userId });
-      if (typeof ticket === 'string') {
-        const why = { malformed: 'is malformed', bad_signature: 'has a signature that does not match', other_buyer: "is another buyer's", other_sale: "is another sale's" }[ticket];
-        throw new AppError('INVALID_QUEUE_TICKET', `the Queue-Ticket ${why}; ask without it to get yours`);
-      }
-      return reply(saleId, userId, { score: ticket.score, rank: ticket.rank }, false);
+      const ticket = readTicket(saleId, userId, rawTicket);
+      return reply(saleId, userId, { score: ticket.score, rank: ticket.rank }, false, ticket);
     },
 
     async changeAdmission(saleId, change) {

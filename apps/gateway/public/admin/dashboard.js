@@ -3,6 +3,8 @@
 // `<img src=x onerror=...>` is shown as those characters. The admin token is sent once, in the body of
 // the sign-in; the page keeps only the session's CSRF token in memory (never in storage or a URL), and
 // sends it with every change.
+/* global SALE_CHARTS, PROCESS_CHARTS, renderLedger, resetVerdict, renderDoor, bindDoorControls */
+/* exported count */
 'use strict';
 
 const $ = (id) => document.getElementById(id);
@@ -12,46 +14,6 @@ let shownSale = null;
 // The history the stream opened with, extended by every push: { stepMs, windowMs, sale, process }, each
 // series set { t: [epoch ms], series: { name: [value or null] } } (sale-history.ts on the gateway).
 let history = null;
-
-// The charts of a sale, in order. `lines` name series of the sale's history (sale-history.ts). A chart
-// marked `optional` is drawn only for a sale whose history holds one of its series: the extension point
-// for what a sale gains, e.g. a queued sale's admission (the gateway adds waiting, admitted and frontier
-// through SaleHistory's extraSeries; one entry here draws them).
-const SALE_CHARTS = [
-  { id: 'chart-remaining', title: 'Remaining and stock', unit: 'units', lines: [{ key: 'remaining', label: 'remaining', color: '#3d7bfd' }, { key: 'stock', label: 'stock', color: '#9aa4b8' }] },
-  { id: 'chart-accepted', title: 'Units accepted per second', note: 'every gateway', unit: 'units/s', lines: [{ key: 'acceptedPerSecond', label: 'accepted', color: '#2e9e5b' }] },
-  { id: 'chart-backlog', title: "Entries in flight and workers' lag", unit: 'entries', lines: [{ key: 'inFlight', label: 'in flight', color: '#e67e22' }, { key: 'lag', label: 'lag (not yet delivered)', color: '#c0392b' }] },
-  { id: 'chart-written', title: 'Orders written per second', note: 'every worker', unit: 'orders/s', lines: [{ key: 'writtenPerSecond', label: 'written', color: '#8e44ad' }] },
-];
-
-// Refusal reasons as an operator says them; a code not listed is shown in lower case.
-const REASONS = {
-  SOLD_OUT: ['sold out', '#c0392b'],
-  ALREADY_PURCHASED: ['duplicate', '#e67e22'],
-  RATE_LIMITED: ['rate limited', '#8e44ad'],
-  NOT_ADMITTED: ['not admitted', '#16a085'],
-  SALE_PAUSED: ['paused', '#d4ac0d'],
-  SALE_ENDED: ['ended', '#7f8c8d'],
-  SALE_NOT_STARTED: ['not started', '#5d6d7e'],
-  INSUFFICIENT_STOCK: ['too few left', '#a04000'],
-};
-const reasonLabel = (code) => (REASONS[code] ? REASONS[code][0] : code.toLowerCase().replaceAll('_', ' '));
-const OTHER_COLORS = ['#34495e', '#b03a2e', '#1f618d', '#117864', '#7d3c98'];
-
-const PROCESS_CHARTS = [
-  {
-    id: 'chart-refusals',
-    title: 'Refusals per second by reason',
-    note: 'this gateway process',
-    unit: 'refusals/s',
-    lines: (points) =>
-      Object.keys(points ? points.series : {})
-        .filter((name) => name !== 'reserved' && !name.endsWith('Ms'))
-        .sort()
-        .map((code, i) => ({ key: code, label: reasonLabel(code), color: REASONS[code] ? REASONS[code][1] : OTHER_COLORS[i % OTHER_COLORS.length] })),
-  },
-  { id: 'chart-latency', title: 'Purchase latency', note: 'this gateway process, every outcome', unit: 'ms', lines: [{ key: 'p50Ms', label: 'p50', color: '#3d7bfd' }, { key: 'p99Ms', label: 'p99', color: '#c0392b' }] },
-];
 
 function el(tag, text, className) {
   const node = document.createElement(tag);
@@ -108,7 +70,10 @@ function openStream() {
   const saleId = selectedSaleId();
   shownSale = saleId;
   history = null;
-  unbalancedReads = 0;
+  resetVerdict();
+  renderDoor(null);
+  // Another sale may draw other charts (a queued sale's waiting room): none of the last one's stays.
+  $('sale-charts').replaceChildren();
   $('sale-view').hidden = saleId === null;
   stream = new EventSource(saleId === null ? '/admin/live' : `/admin/live?sale=${saleId}`);
   stream.addEventListener('open', () => ($('connection').textContent = 'live'));
@@ -198,6 +163,7 @@ function renderSale(view) {
     drawCharts();
   }
   renderLedger(stats);
+  renderDoor(view.door);
   const reasons = Object.entries(deadLetters.byReason).map(([reason, count]) => [`dead letters: ${reason.toLowerCase().replaceAll('_', ' ')}`, count]);
   figures($('sale-figures'), [
     ['reconciliation', reconciliation ? `${reconciliation.state} (${reconciliation.reason})${reconciliation.finishedAt ? `, finished ${formatTime(reconciliation.finishedAt)}` : ''}` : 'none asked'],
@@ -264,89 +230,10 @@ function drawCharts() {
     : `No history of this sale yet: the gateway keeps the last ${minutes} min of each live sale.`;
 }
 
+const count = (n) => (n === null || n === undefined ? '–' : Number(n).toLocaleString());
+
 function formatTime(value) {
   return new Date(value).toLocaleTimeString([], { hour12: false });
-}
-
-function ago(iso) {
-  const seconds = Math.max(0, Math.round((Date.now() - new Date(iso).getTime()) / 1000));
-  if (seconds < 90) return `${seconds} s ago`;
-  if (seconds < 5400) return `${Math.round(seconds / 60)} min ago`;
-  return `${Math.round(seconds / 3600)} h ago`;
-}
-
-const count = (n) => (n === null || n === undefined ? '–' : Number(n).toLocaleString());
-// Amounts are in cents of the payment provider's currency.
-const money = (cents) => (cents / 100).toLocaleString(undefined, { minimumFractionDigits: 2, maximumFractionDigits: 2 });
-
-// The ledger as a person reads it: what each row is in words, orders and units side by side. Each cell
-// names the member of GET .../stats it shows (data-field) and holds its raw value (data-value).
-function renderLedger(stats) {
-  const cell = (field, value, text) => {
-    const td = el('td', text === undefined ? count(value) : text, 'number');
-    if (field) {
-      td.dataset.field = field;
-      td.dataset.value = value === null || value === undefined ? '' : String(value);
-    }
-    return td;
-  };
-  const row = (label, orders, units, hint) => {
-    const tr = el('tr');
-    const th = el('th', label);
-    if (hint) th.append(el('span', ` ${hint}`, 'muted'));
-    tr.append(th, orders || el('td'), units || el('td'));
-    return tr;
-  };
-  const status = (name, label, hint) => row(label, cell(`ordersByStatus.${name}.orders`, stats.ordersByStatus[name].orders), cell(`ordersByStatus.${name}.units`, stats.ordersByStatus[name].units), hint);
-  const audit = stats.audit;
-  const rows = [
-    row('Stock', null, cell('stock', stats.stock)),
-    row('Remaining', null, cell('remaining', stats.remaining, stats.remaining === null ? 'no state in Redis' : undefined), 'in Redis, still for sale'),
-    row('In flight', null, cell('inFlight', stats.inFlight), 'accepted, not yet written'),
-    row('Live orders', cell('ordersInDb', stats.ordersInDb), cell('unitsInDb', stats.unitsInDb), 'awaiting payment + paid'),
-    status('created', 'Awaiting payment'),
-    status('paid', 'Paid'),
-    status('cancelled', 'Cancelled'),
-    status('expired', 'Expired', 'not paid in time'),
-    row('Returned to sale', null, cell('unitsReturned', stats.unitsReturned), 'from cancelled and expired orders'),
-    row('On their way back', null, cell('unitsAwaitingReturn', stats.unitsAwaitingReturn), 'to be returned'),
-    row('Refunds due', cell('refundsDue.count', stats.refundsDue.count), cell('refundsDue.amountCents', stats.refundsDue.amountCents, money(stats.refundsDue.amountCents)), 'payments · amount'),
-    row('Dead letters', cell('deadLettered', stats.deadLettered), null, 'entries set aside'),
-    row('Lost with Redis data', cell('lost.reservations', stats.lost.reservations), cell('lost.units', stats.lost.units), 'reservations · units'),
-    row('Last audit', cell('audit.drift', audit ? audit.drift : null, audit ? `drift ${audit.drift}` : 'not audited yet'), cell('audit.checkedAt', audit ? audit.checkedAt : null, audit ? ago(audit.checkedAt) : '–')),
-  ];
-  $('ledger').tBodies[0].replaceChildren(...rows);
-  renderVerdict(stats);
-}
-
-// Reads in a row that found the ledger out of balance. One read is not a snapshot of both stores (units
-// returned between its MySQL and its Redis reads count twice): the line turns red at the second.
-let unbalancedReads = 0;
-
-// One line: the ledger balances, or what does not.
-function renderVerdict(stats) {
-  const verdict = $('verdict');
-  const problems = [];
-  if (stats.remaining === null) problems.push('Redis holds no state for this sale');
-  else if (!stats.consistent) {
-    const counted = stats.remaining + stats.unitsInDb + stats.unitsAwaitingReturn;
-    problems.push(
-      stats.unitsInDb > stats.stock
-        ? `${count(stats.unitsInDb)} units in live orders, more than the stock of ${count(stats.stock)}`
-        : `remaining ${count(stats.remaining)} + live orders ${count(stats.unitsInDb)} + on their way back ${count(stats.unitsAwaitingReturn)} = ${count(counted)} units, stock ${count(stats.stock)} (${stats.inFlight} in flight)`,
-    );
-  }
-  if (stats.audit && stats.audit.drift !== 0) problems.push(`the last audit found a drift of ${stats.audit.drift} units`);
-  unbalancedReads = problems.length === 0 ? 0 : unbalancedReads + 1;
-  if (unbalancedReads === 1) return;
-  const balanced = problems.length === 0;
-  verdict.className = `verdict ${balanced ? 'ok' : 'bad'}`;
-  verdict.dataset.balanced = String(balanced);
-  verdict.textContent = balanced
-    ? stats.inFlight === 0
-      ? 'Ledger balanced: remaining + units in live orders + units on their way back = stock.'
-      : `Ledger balanced so far: nothing oversold, ${count(stats.inFlight)} entries in flight.`
-    : `Ledger does not balance: ${problems.join('; ')}.`;
 }
 
 async function control(path, body) {
@@ -357,7 +244,8 @@ async function control(path, body) {
   const res = await fetch(`/api/admin/sales/${saleId}/${path}`, { method: 'POST', credentials: 'same-origin', headers, body: body === undefined ? undefined : JSON.stringify(body) });
   const answer = await res.json().catch(() => ({}));
   if (res.status === 401) return showSignIn('Your session has ended: sign in again.');
-  $('control-result').textContent = res.ok ? `${path}: done (${answer.status ?? 'rebuilt'})` : `${path}: ${answer.code} — ${answer.detail}`;
+  const done = answer.admission ? `${answer.admission.admitPerSecond} admitted/s${answer.admission.paused ? ', paused' : ''}` : (answer.status ?? 'rebuilt');
+  $('control-result').textContent = res.ok ? `${path}: done (${done})` : `${path}: ${answer.code} — ${answer.detail}`;
 }
 
 document.addEventListener('DOMContentLoaded', () => {
@@ -382,6 +270,7 @@ document.addEventListener('DOMContentLoaded', () => {
   $('close').addEventListener('click', () => {
     if (confirm(`Close sale #${shownSale} now? Buyers are refused from this moment; this cannot be undone.`)) void control('close');
   });
+  bindDoorControls(control);
   $('add-stock').addEventListener('click', () => void control('stock', { add: Number($('stock-add').value) }));
   $('reconcile').addEventListener('click', () => {
     if (confirm(`Reconcile sale #${shownSale}? It is paused until its stream has drained and its Redis state is rebuilt from MySQL.`)) void control('reconcile');

@@ -27,6 +27,9 @@ const ASSETS: Record<string, { type: string; body: Buffer }> = Object.fromEntrie
     ['index.html', 'text/html; charset=utf-8'],
     ['dashboard.js', 'text/javascript; charset=utf-8'],
     ['charts.js', 'text/javascript; charset=utf-8'],
+    ['chart-list.js', 'text/javascript; charset=utf-8'],
+    ['ledger.js', 'text/javascript; charset=utf-8'],
+    ['queue-panel.js', 'text/javascript; charset=utf-8'],
     ['dashboard.css', 'text/css; charset=utf-8'],
   ].map(([file, type]) => [file!, { type: type!, body: readFileSync(new URL(file!, PUBLIC)) }]),
 );
@@ -67,7 +70,7 @@ export function dashboardRouter(deps: GatewayDeps, { feed, views, streams }: Das
   // Served to anyone: without a session it shows the sign-in form and holds no data.
   router.get('/admin/', (_req, res) => send(res, 'index.html'));
   router.get('/admin/dashboard.js', (_req, res) => send(res, 'dashboard.js'));
-  router.get('/admin/charts.js', (_req, res) => send(res, 'charts.js'));
+  for (const script of ['charts.js', 'chart-list.js', 'ledger.js', 'queue-panel.js']) router.get(`/admin/${script}`, (_req, res) => send(res, script));
   router.get('/admin/dashboard.css', (_req, res) => send(res, 'dashboard.css'));
 
   // Signs in with the admin token, once: the token goes in the body of this one request, never in a URL

@@ -7,6 +7,7 @@ import { adminSaleView } from '../controls/admin-sale-view.ts';
 import { listAdminSales } from '../controls/sale-list.ts';
 import { readSaleStats } from '../routes/sale-stats.ts';
 import type { SaleHistory } from './sale-history.ts';
+import { readDoorPanel } from './door-view.ts';
 
 /**
  * What the dashboard's topics hold, read from the stores each time (LiveFeed calls it once per interval
@@ -16,8 +17,9 @@ import type { SaleHistory } from './sale-history.ts';
  *   process's purchases per second by outcome and latency (the history's newest point);
  * - `sale:<id>`: the sale, its ledger as GET .../stats answers it, the stream's backlog (lag: not yet
  *   delivered; pending: delivered, not written), units accepted per second (from Redis: every
- *   gateway's), the last dead letters by reason, its reconciliation job, and the newest points of its
- *   history and the process's (the page appends them to the history it got when its stream opened).
+ *   gateway's), the last dead letters by reason, its reconciliation job, its door (a queued sale:
+ *   door-view.ts; null for an open one), and the newest points of its history and the process's (the
+ *   page appends them to the history it got when its stream opened).
  */
 export function createLiveViews(deps: GatewayDeps, history: SaleHistory) {
   const { redis, config, jobs, dashboardPrisma: prisma } = deps;
@@ -42,6 +44,7 @@ export function createLiveViews(deps: GatewayDeps, history: SaleHistory) {
       jobs.queue.getJob(reconcileJobId(saleId)),
     ]);
     if (!record) throw new AppError('SALE_NOT_FOUND', `no sale has the id ${saleId}`);
+    const door = await readDoorPanel(redis, prefix, saleId, record.admission);
     const points = history.salePoints(saleId, recent);
     return {
       sale: adminSaleView(record, state, now),
@@ -53,6 +56,7 @@ export function createLiveViews(deps: GatewayDeps, history: SaleHistory) {
         ? { state: await job.getState(), reason: job.data.reason, finishedAt: job.finishedOn ? new Date(job.finishedOn).toISOString() : null, result: job.returnvalue ?? null }
         : null,
       history: points ?? null,
+      door,
     };
   }
 

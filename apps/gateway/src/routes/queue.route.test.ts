@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { ADMISSION_DEFAULTS, signPaymentEvent } from '@flashsale/domain';
 import { buyerToken } from '@flashsale/harness';
@@ -269,25 +270,54 @@ describe('queue tickets', () => {
     const elsewhere = buyer(other.id, 'mallory');
     await elsewhere.join();
     const before = await redisFootprint(id);
-    const [version, sale, user, score, rank, signature] = mallory.ticket!.split('.');
-    const altered = [version, sale, user, '0', rank, signature].join('.');
-    const forged = [version, sale, user, score, rank, 'A'.repeat(43)].join('.');
+    const [version, sale, user, score, rank, epoch, signature] = mallory.ticket!.split('.');
+    const altered = [version, sale, user, '0', rank, epoch, signature].join('.');
+    // Another epoch would have the gateway take the ticket as proof of a place in a door Redis lost.
+    const otherEpoch = [version, sale, user, score, rank, String(Number(epoch) - 1), signature].join('.');
+    const forged = [version, sale, user, score, rank, epoch, 'A'.repeat(43)].join('.');
 
     const cases: [string, string][] = [
       [victim.ticket!, "the Queue-Ticket is another buyer's; ask without it to get yours"],
       [elsewhere.ticket!, "the Queue-Ticket is another sale's; ask without it to get yours"],
       [altered, 'the Queue-Ticket has a signature that does not match; ask without it to get yours'],
+      [otherEpoch, 'the Queue-Ticket has a signature that does not match; ask without it to get yours'],
       [forged, 'the Queue-Ticket has a signature that does not match; ask without it to get yours'],
       ['not a ticket', 'the Queue-Ticket is malformed; ask without it to get yours'],
     ];
     for (const [ticket, detail] of cases) {
       await expectProblem(await fetch(`${gateway.url}/api/sales/${id}/queue`, { headers: { ...bearer(buyerToken('mallory')), 'queue-ticket': ticket } }), 400, 'INVALID_QUEUE_TICKET', detail);
     }
+    // The buyer's budget (10 requests a second) spent: the rest a second later.
+    await sleep(1100);
+    // A join takes a ticket too (to come back to a place in a door Redis lost): judged the same.
+    const otherEpochJoin = await fetch(`${gateway.url}/api/sales/${id}/queue`, { method: 'POST', headers: { ...bearer(buyerToken('mallory')), 'queue-ticket': otherEpoch } });
+    await expectProblem(otherEpochJoin, 400, 'INVALID_QUEUE_TICKET', 'the Queue-Ticket has a signature that does not match; ask without it to get yours');
     // A ticket is no admission: the purchase is judged by Redis, whatever ticket comes with it.
     expect((await fetch(`${gateway.url}/api/sales/${id}/purchase`, { method: 'POST', headers: { ...bearer(buyerToken('mallory')), 'queue-ticket': victim.ticket! } })).status).toBe(403);
 
     expect(await redisFootprint(id)).toEqual(before);
     expect((await mallory.status()).status).toBe(200);
+  });
+
+  it('a buyer Redis no longer holds (it went back: a failover to a replica behind) is put back at the place their ticket proves, not told not_joined', async () => {
+    const { id, startsAt } = await createQueuedSale(ctx, gateway.url, { startsIn: 1500, admitPerSecond: 0.01 });
+    const buyers = ['first', 'second', 'third'].map((name) => buyer(id, `went-back-${id}-${name}`));
+    for (const b of buyers) await b.join();
+    await waitForStart(startsAt);
+    const ranked = (await Promise.all(buyers.map(async (b) => ({ b, rank: await b.rank() })))).sort((x, y) => x.rank - y.rank);
+    const last = ranked[2]!.b;
+    const score = Number(last.ticket!.split('.')[3]);
+    // The replica took over before the last of them joined: the queue holds the other two.
+    await ctx.redis.zrem(keysOf(id).queue, last.userId);
+
+    // Their ticket's rank is beyond the queue Redis holds: looked up, and put back with the ticket's score.
+    const back = await until(
+      async () => ({ asked: await last.status(), score: await ctx.redis.zscore(keysOf(id).queue, last.userId) }),
+      (r) => r.score !== null,
+      10_000,
+    );
+    expect(Number(back.score)).toBe(score);
+    expect(back.asked.body).toMatchObject({ state: 'waiting', position: 3, ahead: 2 });
   });
 });
 

@@ -11,7 +11,8 @@ import { saleIdParam } from '../validation.ts';
  *   GET  /api/sales/:saleId/queue   where the buyer stands, with Retry-After
  * Both answer the buyer's state and a signed ticket; a client sends the ticket back in the
  * `Queue-Ticket` header, and a waiting buyer's poll is then answered without Redis. Rate-limited like
- * purchases, with budgets of their own.
+ * purchases, with budgets of their own. A ticket of a door Redis lost puts its buyer back at their
+ * place, on either route.
  */
 export function queueRouter({ config, now }: GatewayDeps, door: Door): Router {
   const router = Router();
@@ -34,7 +35,8 @@ export function queueRouter({ config, now }: GatewayDeps, door: Door): Router {
     limits.checkAddress(req);
     const userId = authenticate(req.headers.authorization);
     limits.checkBuyer(userId);
-    send(res, await door.join(saleIdParam(req.params.saleId), userId));
+    const ticket = req.headers['queue-ticket'];
+    send(res, await door.join(saleIdParam(req.params.saleId), userId, typeof ticket === 'string' ? ticket : undefined));
   });
   router.get('/api/sales/:saleId/queue', async (req, res) => {
     limits.checkAddress(req);

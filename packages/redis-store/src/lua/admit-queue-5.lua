@@ -14,7 +14,8 @@
   Units that may still come back (unpaid orders, entries on their way to MySQL) are not admitted against
   until they do come back: when one does (an expiry, a cancel, stock added), `remaining` rises and the
   next rank in the queue is admitted, never whoever asks fastest. A turn not used within q_ttl seconds
-  ends here (it is counted as abandoned) and frees its place in the bound.
+  ends here (it is counted as abandoned) and frees its place in the bound. A door begun again after
+  Redis lost it (rebuild-sale-5.lua) admits nobody before its restoring_until.
 
   Input:
     KEYS[1] sale meta hash   (record: sale meta and door terms, includes/sale-meta.lua, door-terms.lua)
@@ -28,7 +29,7 @@
     { -1 }  SaleNotFound
     { -9 }  SaleNotQueued (an open sale)
     { 1, now, starts, ends, q_pre, front, queued, unused, remaining, may_come_back, abandoned, rate,
-         q_ttl, q_factor, door paused (0/1), sale paused (0/1) }
+         q_ttl, q_factor, door paused (0/1), sale paused (0/1), epoch, restoring until (0: none) }
          numbers as strings where they may be fractional (rate, factor)
 ]]
 --@include "includes/sale-meta.lua"
@@ -49,11 +50,13 @@ local door_paused = meta[10] == '1'
 local sale_paused = meta[11] == '1' or meta[12] == '1'
 
 local now = redis_now_ms()
-local door = redis.call('HMGET', KEYS[4], 'front', 'credit', 'at', 'abandoned')
+local epoch = door_epoch(KEYS[4], now)
+local door = redis.call('HMGET', KEYS[4], 'front', 'credit', 'at', 'abandoned', 'restoring_until')
 local front = tonumber(door[1]) or 0
 local credit = tonumber(door[2]) or 0
 local at = tonumber(door[3])
 local abandoned = tonumber(door[4]) or 0
+local restoring_until = tonumber(door[5]) or 0
 
 -- Turns that ran out unused (used ones are negative and stay).
 local expired = redis.call('ZREMRANGEBYSCORE', KEYS[3], 0, now)
@@ -61,7 +64,7 @@ abandoned = abandoned + expired
 local unused = redis.call('ZCOUNT', KEYS[3], '(' .. now, '+inf')
 local queued = redis.call('ZCARD', KEYS[2])
 
-local open = now >= starts and now < ends and not door_paused and not sale_paused
+local open = now >= starts and now < ends and now >= restoring_until and not door_paused and not sale_paused
 if open then
   -- Earned since the last look, or since the start: the first look after it admits at once.
   local since = math.max(at or starts, starts)
@@ -94,4 +97,5 @@ redis.call('HSET', KEYS[4], 'front', front, 'credit', tostring(credit), 'at', no
 
 local paid_units = tonumber(redis.call('HGET', KEYS[5], 'units')) or 0
 return { 1, now, starts, ends, tonumber(meta[4]), front, queued, unused, remaining, stock - remaining - paid_units,
-  abandoned, tostring(rate), tonumber(meta[8]), tostring(factor), door_paused and 1 or 0, sale_paused and 1 or 0 }
+  abandoned, tostring(rate), tonumber(meta[8]), tostring(factor), door_paused and 1 or 0, sale_paused and 1 or 0,
+  epoch, restoring_until }

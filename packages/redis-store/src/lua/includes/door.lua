@@ -8,7 +8,9 @@
     door   hash: front (ranks given a turn so far), credit (admissions earned by the rate and not yet
            given), at (when credit was last earned), seq (arrivals after the start), drawn ('1' once
            anyone was admitted: no draw is made after that, whatever the clock says), abandoned (turns
-           that ended unused).
+           that ended unused), epoch (when this hash was first written, Redis's clock: a ticket signed in
+           another epoch is of a door Redis lost), restoring_until (a door rebuilt after a loss admits
+           nobody until then, so every waiting buyer can bring their ticket back first).
     paid   hash: reservation id -> units, and `units` -> their sum: what was paid for, so can never come
            back (record-paid-2.lua).
 ]]
@@ -20,4 +22,15 @@ local function queue_score(queue, user_id)
     return nil
   end
   return tonumber(score)
+end
+
+-- Marks the door's epoch once (the first write of its hash) and answers it.
+local function door_epoch(door, now)
+  redis.call('HSETNX', door, 'epoch', now)
+  return tonumber(redis.call('HGET', door, 'epoch'))
+end
+
+-- The next arrival score after the start: 2^52 + the next arrival number (the `seq` of the door hash).
+local function next_arrival(door)
+  return 2 ^ 52 + redis.call('HINCRBY', door, 'seq', 1)
 end

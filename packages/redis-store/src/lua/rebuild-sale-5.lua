@@ -8,6 +8,7 @@
     KEYS[2] sale buyers hash (emptied here; refilled by the caller, buyer-record.ts)
     KEYS[3] sale stream      (its consumer group, includes/ensure-group.lua)
     KEYS[4] sale returned hash (emptied here: return-units-4.lua's record of the old generation)
+    KEYS[5] sale door hash   (includes/door.lua)
 
     ARGV[1] name
     ARGV[2] stock
@@ -23,13 +24,19 @@
              does not apply over it; see apply-controls-1.lua)
     ARGV[11..16] the door's terms as MySQL holds them (includes/door-terms.lua); the door's progress
              (queue, turns, door hash) is in keys of its own and survives the rebuild
+    ARGV[17] the grace of a door found lost (ms): a queued sale whose door hash is gone gets a new door
+             (a new epoch) that admits nobody for this long, so every waiting buyer can come back to
+             their place with their ticket (join-queue-5.lua) before the frontier moves; arrivals in the
+             new door queue behind every arrival of the lost one (see below)
 
   Output:
-    1
+    1   the door (if any) survived, or the sale has none
+    2   a queued sale's door was lost and was begun again
 ]]
 --@include "includes/sale-meta.lua"
 --@include "includes/ensure-group.lua"
 --@include "includes/door-terms.lua"
+--@include "includes/door.lua"
 
 redis.call('DEL', KEYS[1], KEYS[2], KEYS[4])
 write_sale_meta(KEYS[1], ARGV, {
@@ -40,5 +47,18 @@ write_sale_meta(KEYS[1], ARGV, {
   controls_version = ARGV[10],
 })
 write_door_terms(KEYS[1], ARGV, 11)
+local door_lost = ARGV[11] == 'queue' and redis.call('EXISTS', KEYS[5]) == 0
+if door_lost then
+  local now = redis_now_ms()
+  local starts = tonumber(ARGV[4])
+  door_epoch(KEYS[5], now)
+  -- Arrival numbers of the lost door were at most one per microsecond since the start (stated in
+  -- docs/architecture.md): new arrivals are numbered past them.
+  local seq = string.format('%.0f', math.max(0, now - starts) * 1000)
+  redis.call('HSET', KEYS[5], 'restoring_until', now + tonumber(ARGV[17]), 'front', 0, 'at', now, 'seq', seq)
+  if now >= starts then
+    redis.call('HSET', KEYS[5], 'drawn', '1')
+  end
+end
 -- A lost stream (and its group) is recreated empty; a surviving one keeps its group and history.
-return ensure_group(KEYS[3], ARGV[8]) or 1
+return ensure_group(KEYS[3], ARGV[8]) or (door_lost and 2 or 1)

@@ -6,13 +6,23 @@
   fixed now, handed back in their signed ticket, so nobody (the shop included) can reorder the pre-start
   crowd after the fact. A later buyer gets the next arrival number. The clock is Redis's (TIME).
 
+  A buyer whose signed ticket is of a door Redis lost (a flush, a failover to a replica behind: the
+  gateway sees the ticket's epoch is not the door's) comes back with the score the ticket proves: the
+  same place among everyone who came back, so the rebuilt queue keeps the old order. Unless the frontier
+  has passed that place already (they came back after the rebuilt door's grace, restoring_until): then
+  behind everyone, as a new arrival, so no rank below the frontier moves and nobody gets a second turn.
+  A buyer who holds an order (the buyers hash, rebuilt from MySQL) comes back with their turn used.
+
   Input:
     KEYS[1] sale meta hash (record: sale meta and door terms, includes/sale-meta.lua, door-terms.lua)
     KEYS[2] sale queue sorted set (includes/door.lua)
     KEYS[3] sale door hash        (includes/door.lua)
+    KEYS[4] sale turns sorted set (includes/door.lua)
+    KEYS[5] sale buyers hash      (includes/buyer-record.lua)
 
     ARGV[1] user id
     ARGV[2] draw: an integer in [0, 2^52), used only if this join is a new one before starts
+    ARGV[3] the score a signed ticket of a lost door proves, or '' (a plain join)
 
   Output:
     { 1, score, rank, new }   in the queue: score, rank (0-based; -1 before starts, when ranks are not
@@ -45,13 +55,30 @@ if not score then
   if now < opens then
     return { -10, opens }
   end
-  if now < starts and redis.call('HGET', KEYS[3], 'drawn') ~= '1' then
+  if ARGV[3] ~= '' then
+    score = tonumber(ARGV[3])
+    -- Arrivals from now on queue behind every arrival that comes back.
+    local arrival = score - 2 ^ 52
+    if arrival > (tonumber(redis.call('HGET', KEYS[3], 'seq')) or 0) then
+      redis.call('HSET', KEYS[3], 'seq', string.format('%.0f', arrival))
+    end
+  elseif now < starts and redis.call('HGET', KEYS[3], 'drawn') ~= '1' then
     score = tonumber(ARGV[2])
   else
-    score = 2 ^ 52 + redis.call('HINCRBY', KEYS[3], 'seq', 1)
+    score = next_arrival(KEYS[3])
   end
   -- As digits: Lua would write the number with 14 significant digits, and these have up to 16.
   redis.call('ZADD', KEYS[2], string.format('%.0f', score), ARGV[1])
+  if ARGV[3] ~= '' then
+    local front = tonumber(redis.call('HGET', KEYS[3], 'front')) or 0
+    if now >= starts and redis.call('ZRANK', KEYS[2], ARGV[1]) < front then
+      score = next_arrival(KEYS[3])
+      redis.call('ZADD', KEYS[2], string.format('%.0f', score), ARGV[1])
+    end
+    if redis.call('HEXISTS', KEYS[5], ARGV[1]) == 1 then
+      redis.call('ZADD', KEYS[4], 'NX', -now, ARGV[1])
+    end
+  end
   new = 1
 end
 local rank = -1

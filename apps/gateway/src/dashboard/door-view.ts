@@ -1,0 +1,40 @@
+import type { QueueAdmission } from '@flashsale/domain';
+import { readDoorGauges, type DoorGauges, type ScriptedRedis } from '@flashsale/redis-store';
+import type { SaleSeriesSource } from './sale-history.ts';
+
+/**
+ * A queued sale's door on the dashboard (issue 27): its figures in the sale's view, and its series in
+ * the sale's history. Read without moving the door (readDoorGauges: Redis's clock, one MULTI of reads);
+ * an open sale costs one HGET a step.
+ */
+export interface DoorPanel extends DoorGauges {
+  /**
+   * Seconds until the last in line is admitted at the door's pace (waiting / rate): a lower bound, as the
+   * stock bound may hold the door back; null while the door does not move (closed, or held by the bound).
+   */
+  etaLastSeconds: number | null;
+  admissionTtlSeconds: number;
+  noShowFactor: number;
+}
+
+/** The door's figures for the sale view, or null for an open sale (or one Redis does not hold now). */
+export async function readDoorPanel(redis: ScriptedRedis, prefix: string, saleId: number, admission: QueueAdmission | undefined): Promise<DoorPanel | null> {
+  if (!admission) return null;
+  const door = await readDoorGauges(redis, prefix, saleId);
+  if (!door) return null;
+  const moving = door.open && door.room > 0 && door.admitPerSecond > 0;
+  return {
+    ...door,
+    etaLastSeconds: moving ? Math.ceil(door.waiting / door.admitPerSecond) : null,
+    admissionTtlSeconds: admission.admissionTtlSeconds,
+    noShowFactor: admission.noShowFactor,
+  };
+}
+
+/** The history's door series (4 of SaleHistory's extra room): waiting, admitted and unused, the frontier, abandoned turns. */
+export function doorSeries(redis: ScriptedRedis, prefix: string): SaleSeriesSource {
+  return async (saleId): Promise<Record<string, number | null>> => {
+    const door = await readDoorGauges(redis, prefix, saleId);
+    return door ? { waiting: door.waiting, admittedUnused: door.unused, front: door.front, abandoned: door.abandoned } : {};
+  };
+}
