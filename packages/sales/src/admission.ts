@@ -66,8 +66,8 @@ export function createDoor(deps: DoorDeps): Door {
     throw new AppError('SALE_NOT_FOUND', `no sale has the id ${saleId}`);
   }
 
-  async function doorOf(saleId: number): Promise<{ door: DoorView; now: number }> {
-    const { reading, now } = await frontiers.read(saleId);
+  async function doorOf(saleId: number, refresh = false): Promise<{ door: DoorView; now: number }> {
+    const { reading, now } = await frontiers.read(saleId, refresh);
     if (reading.kind === 'sale_not_found') return missing(saleId);
     if (reading.kind === 'sale_not_queued') throw new AppError('SALE_NOT_QUEUED', `sale ${saleId} has no waiting room: buy directly`);
     return { door: reading.door, now };
@@ -97,7 +97,7 @@ export function createDoor(deps: DoorDeps): Door {
 
   async function reply(saleId: number, userId: string, known: QueuePlace | null, askRedis: boolean, ticket?: QueueTicket): Promise<QueueReply> {
     const cached = await doorOf(saleId);
-    const now = cached.now;
+    let now = cached.now;
     let door = cached.door;
     let place = known;
     let lookUp = askRedis;
@@ -108,8 +108,16 @@ export function createDoor(deps: DoorDeps): Door {
       lookUp = true;
     }
     // A rank beyond the queue Redis holds: Redis went back (a failover to a replica behind) and the place
-    // must be looked up (the queue only grows otherwise).
-    const beyondQueue = place?.rank != null && place.rank >= door.queued;
+    // must be looked up (the queue only grows otherwise). Unless this gateway's copy of the door is older
+    // than the ticket (buyers joined since it was read): the copy is read again first, one call shared by
+    // every buyer asking meanwhile, and only a rank beyond that reading is looked up.
+    let beyondQueue = place?.rank != null && place.rank >= door.queued;
+    if (beyondQueue) {
+      const again = await doorOf(saleId, true);
+      door = again.door;
+      now = again.now;
+      beyondQueue = place!.rank! >= door.queued;
+    }
     if (lookUp || beyondQueue || (place !== null && ((place.rank === null && now >= door.startsAt) || turnNeedsLookup(door, place.rank)))) {
       let read = await readQueuePlace(redis, prefix, saleId, userId);
       if (read.kind === 'not_joined' && ticket) {

@@ -18,10 +18,13 @@ export class DoorFrontiers {
     private readonly clock: () => number = () => performance.now(),
   ) {}
 
-  /** The door of `saleId`, and now on Redis's clock (the reading's, moved on by the local monotonic clock). */
-  async read(saleId: number): Promise<{ reading: DoorReading; now: number }> {
+  /**
+   * The door of `saleId`, and now on Redis's clock (the reading's, moved on by the local monotonic clock).
+   * `refresh`: read from Redis whatever the copy's age (shared with any read in flight).
+   */
+  async read(saleId: number, refresh = false): Promise<{ reading: DoorReading; now: number }> {
     const cached = this.#entries.get(saleId);
-    const fresh = cached && this.clock() - cached.at <= this.maxAgeMs ? cached : await this.#refresh(saleId);
+    const fresh = !refresh && cached && this.clock() - cached.at <= this.maxAgeMs ? cached : await this.#refresh(saleId);
     return { reading: fresh.reading, now: fresh.reading.kind === 'door' ? fresh.reading.door.now + (this.clock() - fresh.at) : 0 };
   }
 
