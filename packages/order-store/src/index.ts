@@ -11,10 +11,12 @@ export {
   findCheckpoint,
   recordCheckpoint,
   beginRebuild,
+  liveBuyerPages,
   unitsAcceptedBy,
   type Checkpoint,
   type WatchedSale,
   type RebuildPlan,
+  type LiveBuyer,
   type LossJudgement,
   type JudgeLoss,
 } from './sale-ledger.ts';
