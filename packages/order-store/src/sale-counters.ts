@@ -47,7 +47,7 @@ export interface SaleOrderLedger {
 }
 
 interface LedgerRow {
-  orders_written: bigint | number;
+  orders_written: number;
   units_written: bigint | number;
   cancelled_orders: bigint | number;
   cancelled_units: bigint | number;

@@ -6,12 +6,12 @@
 -- by the order writer's guarded UPDATE of sold_units (once per batch), cancelled_*/expired_* by the
 -- UPDATE that lowers sold_units when orders close. Written orders are never deleted and only leave
 -- `created`, so created = written - paid - cancelled - expired.
-ALTER TABLE `sales` ADD COLUMN `orders_written` BIGINT NOT NULL DEFAULT 0,
-    ADD COLUMN `units_written` BIGINT NOT NULL DEFAULT 0,
-    ADD COLUMN `cancelled_orders` BIGINT NOT NULL DEFAULT 0,
-    ADD COLUMN `cancelled_units` BIGINT NOT NULL DEFAULT 0,
-    ADD COLUMN `expired_orders` BIGINT NOT NULL DEFAULT 0,
-    ADD COLUMN `expired_units` BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE `sales` ADD COLUMN `orders_written` INTEGER NOT NULL DEFAULT 0,
+    ADD COLUMN `units_written` INTEGER NOT NULL DEFAULT 0,
+    ADD COLUMN `cancelled_orders` INTEGER NOT NULL DEFAULT 0,
+    ADD COLUMN `cancelled_units` INTEGER NOT NULL DEFAULT 0,
+    ADD COLUMN `expired_orders` INTEGER NOT NULL DEFAULT 0,
+    ADD COLUMN `expired_units` INTEGER NOT NULL DEFAULT 0;
 
 -- Paid orders: a payment locks the order row only (never the sale row, which the order batches hold),
 -- so its count lives apart, spread over 16 slots (the order id modulo 16) that payments of one sale do
@@ -20,8 +20,8 @@ ALTER TABLE `sales` ADD COLUMN `orders_written` BIGINT NOT NULL DEFAULT 0,
 CREATE TABLE `sale_paid_counts` (
     `sale_id` INTEGER NOT NULL,
     `slot` TINYINT UNSIGNED NOT NULL,
-    `orders` BIGINT NOT NULL DEFAULT 0,
-    `units` BIGINT NOT NULL DEFAULT 0,
+    `orders` INTEGER NOT NULL DEFAULT 0,
+    `units` INTEGER NOT NULL DEFAULT 0,
 
     PRIMARY KEY (`sale_id`, `slot`)
 ) DEFAULT CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci;

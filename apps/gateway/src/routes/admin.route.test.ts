@@ -82,6 +82,13 @@ describe('POST /api/admin/sales', () => {
       admissionTtlSeconds: null,
       noShowFactor: null,
       admissionPaused: false,
+      // Nothing ordered yet (sale-counters.ts).
+      ordersWritten: 0,
+      unitsWritten: 0,
+      cancelledOrders: 0,
+      cancelledUnits: 0,
+      expiredOrders: 0,
+      expiredUnits: 0,
     });
     // Published under the generation MySQL recorded for it.
     const record = await ctx.prisma.sale.findUniqueOrThrow({ where: { id: created.id } });
