@@ -42,8 +42,19 @@ its own and reports its peak RSS and the longest Redis command during the reconc
 what a DEL of the buyers hash would have held Redis. Removes the database and the redis-server after.
 
   --buyers N,...   orders of the sale, one run per size (default 300000,1000000)
-  --mysql URL      the MySQL server to create the databases on (default mysql://root@127.0.0.1:3306)`,
-  options: { buyers: { type: 'string', default: '300000,1000000' }, mysql: { type: 'string', default: 'mysql://root@127.0.0.1:3306' } },
+  --mysql URL      the MySQL server to create the databases on (default mysql://root@127.0.0.1:3306)
+  --reconciler-root DIR
+                   run the reconcile command of another checkout (an older version, to compare: it
+                   must read a database migrated by this one), default this one
+  --reconciler-heap-mb MB
+                   cap the reconcile process's V8 old space (--max-old-space-size): a reconcile that
+                   completes under a cap smaller than its buyers would take holds them in pages only`,
+  options: {
+    buyers: { type: 'string', default: '300000,1000000' },
+    mysql: { type: 'string', default: 'mysql://root@127.0.0.1:3306' },
+    'reconciler-root': { type: 'string', default: ROOT },
+    'reconciler-heap-mb': { type: 'string' },
+  },
 } as const;
 
 export interface BigSaleFigures {
@@ -52,13 +63,23 @@ export interface BigSaleFigures {
   fillSeconds: number;
   stats: { medianMs: number; maxMs: number };
   groupByBefore: { medianMs: number; maxMs: number };
-  reconcile: { seconds: number; peakRssMb: number; longestRedisCommand: { micros: number; command: string } };
+  reconcile: {
+    seconds: number;
+    peakRssMb: number;
+    longestRedisCommand: { micros: number; command: string };
+    /** The five longest commands of the reconcile. */
+    top: string[];
+    /** The rebuild's chunks (HSET of up to 1,000 buyers): how many, and their median and longest time. */
+    hsetMicros: { count: number; median: number; p99: number; max: number };
+    /** The O(1) PEXPIRE after each chunk: the machine's noise. */
+    pexpireMicros: { median: number; max: number };
+  };
   delOfBuyersHashMs: number;
 }
 
 const ROWS_PER_INSERT = 100_000;
 
-async function measureSize(buyers: number, mysqlServer: string): Promise<BigSaleFigures> {
+async function measureSize(buyers: number, mysqlServer: string, reconcilerRoot: string, heapMb?: number): Promise<BigSaleFigures> {
   const database = `flashsale_bench_bigsale_${randomBytes(4).toString('hex')}`;
   const databaseUrl = `${mysqlServer.replace(/\/$/, '')}/${database}`;
   const prefix = `bench-bigsale-${randomBytes(4).toString('hex')}`;
@@ -122,10 +143,18 @@ async function measureSize(buyers: number, mysqlServer: string): Promise<BigSale
 
     await redis.config('SET', 'slowlog-log-slower-than', '0');
     await redis.slowlog('RESET');
-    const reconcile = await reconcileInProcess(sale.id, { DATABASE_URL: databaseUrl, REDIS_URL: server.url, REDIS_PREFIX: prefix });
+    const reconcile = await reconcileInProcess(reconcilerRoot, heapMb, sale.id, { DATABASE_URL: databaseUrl, REDIS_URL: server.url, REDIS_PREFIX: prefix });
     const entries = (await redis.slowlog('GET', '-1')) as [number, number, number, string[]][];
     await redis.config('SET', 'slowlog-log-slower-than', '10000');
+    // The longest command, and the longest besides the first call of each script (EVAL after NOSCRIPT:
+    // Redis compiles the script then, once per Redis start, whatever the sale's size).
     const longest = entries.reduce((max, entry) => (entry[2] > max[2] ? entry : max), [0, 0, 0, ['none']] as [number, number, number, string[]]);
+    const top = [...entries].sort((a, b) => b[2] - a[2]).slice(0, 5).map((e) => `${(e[2] / 1000).toFixed(2)} ms ${e[3][0]}${e[3][0]?.toLowerCase() === 'eval' ? '' : ` ${e[3][1] ?? ""}`}`);
+    // SLOWLOG keeps 32 arguments of a command: a buyers chunk (2,001) shows as 32.
+    // PEXPIRE is O(1) and follows every chunk: its longest is what the machine's load alone adds to a
+    // command (Redis descheduled mid-command), the floor under which no chunk size can go.
+    const pexpires = entries.filter((e) => e[3][0]?.toLowerCase() === 'pexpire').map((e) => e[2]).sort((a, b) => a - b);
+    const hsets = entries.filter((e) => e[3][0]?.toLowerCase() === 'hset' && e[3].length >= 32).map((e) => e[2]);
     const buyersAfter = await redis.hlen(buyersKey);
     if (buyersAfter !== live) throw new Error(`the rebuilt buyers hash holds ${buyersAfter} buyers, MySQL ${live} live orders`);
 
@@ -138,7 +167,13 @@ async function measureSize(buyers: number, mysqlServer: string): Promise<BigSale
       fillSeconds: round(fillSeconds),
       stats,
       groupByBefore,
-      reconcile: { ...reconcile, longestRedisCommand: { micros: longest[2], command: longest[3].slice(0, 2).join(' ') } },
+      reconcile: {
+        ...reconcile,
+        longestRedisCommand: { micros: longest[2], command: longest[3][0] ?? '' },
+        top,
+        hsetMicros: { count: hsets.length, median: hsets.sort((a, b) => a - b)[Math.floor(hsets.length / 2)] ?? 0, p99: hsets[Math.floor(hsets.length * 0.99)] ?? 0, max: hsets.at(-1) ?? 0 },
+        pexpireMicros: { median: pexpires[Math.floor(pexpires.length / 2)] ?? 0, max: pexpires.at(-1) ?? 0 },
+      },
       delOfBuyersHashMs: round(delOfBuyersHashMs),
     };
   } finally {
@@ -161,10 +196,11 @@ async function timed(runs: number, work: () => Promise<unknown>): Promise<{ medi
 }
 
 /** Runs the reconcile command as its own process; its peak RSS from /proc (VmHWM, read until it exits). */
-async function reconcileInProcess(saleId: number, env: Record<string, string>): Promise<{ seconds: number; peakRssMb: number }> {
+async function reconcileInProcess(root: string, heapMb: number | undefined, saleId: number, env: Record<string, string>): Promise<{ seconds: number; peakRssMb: number }> {
   const started = performance.now();
-  const child = spawn(process.execPath, ['--conditions=@flashsale/source', '--import', 'tsx', 'apps/reconciler/src/reconcile-cli.ts', '--sale', String(saleId)], {
-    cwd: ROOT,
+  const heap = heapMb === undefined ? [] : [`--max-old-space-size=${heapMb}`];
+  const child = spawn(process.execPath, [...heap, '--conditions=@flashsale/source', '--import', 'tsx', 'apps/reconciler/src/reconcile-cli.ts', '--sale', String(saleId)], {
+    cwd: root,
     env: { ...process.env, ...env, LOG_LEVEL: 'warn', RECONCILE_DRAIN_TIMEOUT_MS: '60000' },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
@@ -195,6 +231,8 @@ export function describeBigSale(f: BigSaleFigures): string {
     `${f.buyers} orders (${f.liveBuyers} live buyers; filled in ${f.fillSeconds} s):`,
     `  stats: median ${f.stats.medianMs} ms, max ${f.stats.maxMs} ms (the GROUP BY before: median ${f.groupByBefore.medianMs} ms, max ${f.groupByBefore.maxMs} ms)`,
     `  reconcile: ${f.reconcile.seconds} s, peak RSS ${f.reconcile.peakRssMb} MB, longest Redis command ${(f.reconcile.longestRedisCommand.micros / 1000).toFixed(2)} ms (${f.reconcile.longestRedisCommand.command})`,
+    `  its five longest: ${f.reconcile.top.join('; ')}`,
+    `  buyers' HSETs: ${f.reconcile.hsetMicros.count}, median ${f.reconcile.hsetMicros.median} µs, p99 ${f.reconcile.hsetMicros.p99} µs, longest ${f.reconcile.hsetMicros.max} µs (an O(1) PEXPIRE beside them: median ${f.reconcile.pexpireMicros.median} µs, longest ${f.reconcile.pexpireMicros.max} µs)`,
     `  DEL of the buyers hash (what the rebuild script ran before UNLINK): ${f.delOfBuyersHashMs} ms`,
   ].join('\n');
 }
@@ -203,9 +241,11 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   const { values } = parseCommandLine(COMMAND);
   const sizes = values.buyers.split(',').map(Number);
   if (sizes.some((n) => !Number.isInteger(n) || n < 1 || n > 10_000_000)) exitWithUsage(COMMAND, `--buyers must be whole numbers from 1 to 10,000,000, not ${values.buyers}`);
+  const heapMb = values['reconciler-heap-mb'] === undefined ? undefined : Number(values['reconciler-heap-mb']);
+  if (heapMb !== undefined && !(Number.isInteger(heapMb) && heapMb >= 16)) exitWithUsage(COMMAND, `--reconciler-heap-mb must be a whole number of MB, at least 16, not ${values['reconciler-heap-mb']}`);
   const figures: BigSaleFigures[] = [];
   for (const size of sizes) {
-    const measured = await measureSize(size, values.mysql);
+    const measured = await measureSize(size, values.mysql, values['reconciler-root'], heapMb);
     console.log(describeBigSale(measured));
     figures.push(measured);
   }
