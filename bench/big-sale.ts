@@ -61,8 +61,10 @@ export interface BigSaleFigures {
   buyers: number;
   liveBuyers: number;
   fillSeconds: number;
-  stats: { medianMs: number; maxMs: number };
-  groupByBefore: { medianMs: number; maxMs: number };
+  stats: Timing;
+  /** The stats read again after the reconcile. */
+  statsLater: Timing;
+  groupByBefore: Timing;
   reconcile: {
     seconds: number;
     peakRssMb: number;
@@ -158,6 +160,8 @@ async function measureSize(buyers: number, mysqlServer: string, reconcilerRoot: 
     const buyersAfter = await redis.hlen(buyersKey);
     if (buyersAfter !== live) throw new Error(`the rebuilt buyers hash holds ${buyersAfter} buyers, MySQL ${live} live orders`);
 
+    // Again once the reconcile is over: MySQL is still flushing the bulk fill when the first reading runs.
+    const statsLater = await timed(10, () => readSaleStats({ redis, prisma, config: { REDIS_PREFIX: prefix } as never }, sale.id));
     const deleted = performance.now();
     await redis.del(buyersKey);
     const delOfBuyersHashMs = performance.now() - deleted;
@@ -166,6 +170,7 @@ async function measureSize(buyers: number, mysqlServer: string, reconcilerRoot: 
       liveBuyers: live,
       fillSeconds: round(fillSeconds),
       stats,
+      statsLater,
       groupByBefore,
       reconcile: {
         ...reconcile,
@@ -184,7 +189,13 @@ async function measureSize(buyers: number, mysqlServer: string, reconcilerRoot: 
   }
 }
 
-async function timed(runs: number, work: () => Promise<unknown>): Promise<{ medianMs: number; maxMs: number }> {
+interface Timing {
+  minMs: number;
+  medianMs: number;
+  maxMs: number;
+}
+
+async function timed(runs: number, work: () => Promise<unknown>): Promise<Timing> {
   const times: number[] = [];
   for (let i = 0; i < runs; i++) {
     const started = performance.now();
@@ -192,16 +203,17 @@ async function timed(runs: number, work: () => Promise<unknown>): Promise<{ medi
     times.push(performance.now() - started);
   }
   times.sort((a, b) => a - b);
-  return { medianMs: round(times[Math.floor(runs / 2)]!), maxMs: round(times[runs - 1]!) };
+  return { minMs: round(times[0]!), medianMs: round(times[Math.floor(runs / 2)]!), maxMs: round(times[runs - 1]!) };
 }
 
 /** Runs the reconcile command as its own process; its peak RSS from /proc (VmHWM, read until it exits). */
 async function reconcileInProcess(root: string, heapMb: number | undefined, saleId: number, env: Record<string, string>): Promise<{ seconds: number; peakRssMb: number }> {
   const started = performance.now();
+  const startedAt = Date.now();
   const heap = heapMb === undefined ? [] : [`--max-old-space-size=${heapMb}`];
   const child = spawn(process.execPath, [...heap, '--conditions=@flashsale/source', '--import', 'tsx', 'apps/reconciler/src/reconcile-cli.ts', '--sale', String(saleId)], {
     cwd: root,
-    env: { ...process.env, ...env, LOG_LEVEL: 'warn', RECONCILE_DRAIN_TIMEOUT_MS: '60000' },
+    env: { ...process.env, ...env, LOG_LEVEL: 'info', RECONCILE_DRAIN_TIMEOUT_MS: '600000' },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   let output = '';
@@ -221,15 +233,21 @@ async function reconcileInProcess(root: string, heapMb: number | undefined, sale
   }
   const code = await exited;
   if (code !== 0) throw new Error(`the reconcile exited ${code}: ${output}`);
+  // Its steps as it logged them (pino lines on stdout), with the time each was logged.
+  for (const line of output.split('\n')) {
+    const entry = /^\{/.test(line) ? (JSON.parse(line) as { time?: number; msg?: string }) : null;
+    if (entry?.msg?.startsWith('reconcile:')) console.log(`    ${round(((entry.time ?? 0) - startedAt) / 1000)} s  ${entry.msg}`);
+  }
   return { seconds: round((performance.now() - started) / 1000), peakRssMb: round(peakKb / 1024) };
 }
 
 const round = (value: number) => Math.round(value * 10) / 10;
+const timing = (t: Timing) => `min ${t.minMs} ms, median ${t.medianMs} ms, max ${t.maxMs} ms`;
 
 export function describeBigSale(f: BigSaleFigures): string {
   return [
     `${f.buyers} orders (${f.liveBuyers} live buyers; filled in ${f.fillSeconds} s):`,
-    `  stats: median ${f.stats.medianMs} ms, max ${f.stats.maxMs} ms (the GROUP BY before: median ${f.groupByBefore.medianMs} ms, max ${f.groupByBefore.maxMs} ms)`,
+    `  stats: ${timing(f.stats)}; after the reconcile ${timing(f.statsLater)} (the GROUP BY before: ${timing(f.groupByBefore)})`,
     `  reconcile: ${f.reconcile.seconds} s, peak RSS ${f.reconcile.peakRssMb} MB, longest Redis command ${(f.reconcile.longestRedisCommand.micros / 1000).toFixed(2)} ms (${f.reconcile.longestRedisCommand.command})`,
     `  its five longest: ${f.reconcile.top.join('; ')}`,
     `  buyers' HSETs: ${f.reconcile.hsetMicros.count}, median ${f.reconcile.hsetMicros.median} µs, p99 ${f.reconcile.hsetMicros.p99} µs, longest ${f.reconcile.hsetMicros.max} µs (an O(1) PEXPIRE beside them: median ${f.reconcile.pexpireMicros.median} µs, longest ${f.reconcile.pexpireMicros.max} µs)`,

@@ -94,7 +94,7 @@ export async function writeNextBuyers(redis: ScriptedRedis, prefix: string, sale
   const key = saleKeys(prefix, saleId).nextBuyers;
   await redis.unlink(key);
   let written = 0;
-  const pages: AsyncIterable<readonly BuyerRecord[]> | Iterable<readonly BuyerRecord[]> = Symbol.asyncIterator in buyers ? buyers : [buyers as readonly BuyerRecord[]];
+  const pages: AsyncIterable<readonly BuyerRecord[]> | Iterable<readonly BuyerRecord[]> = Symbol.asyncIterator in buyers ? buyers : [buyers];
   for await (const page of pages) {
     for (let i = 0; i < page.length; i += BUYERS_PER_CALL) {
       const chunk = page.slice(i, i + BUYERS_PER_CALL);
