@@ -11,11 +11,12 @@
  *      would have left it;
  *   3. reads the stats 10 times as GET /api/admin/sales/:id/stats does (readSaleStats), and times the
  *      GROUP BY the stats ran before the counters (Prisma's groupBy, as it was) on the same data;
- *   4. runs `npm run reconcile -- --sale <id>` as a process of its own, sampling its RSS (peak: VmHWM),
- *      with SLOWLOG recording every command: the longest command Redis ran during the reconcile;
+ *   4. runs `npm run reconcile -- --sale <id>` as a process of its own, sampling its RSS (peak: VmHWM)
+ *      and, with --live-heap, its heap after a full GC (bench/live-heap.mjs), with SLOWLOG recording
+ *      every command: the longest command Redis ran during the reconcile, the buyers' chunks;
  *   5. deletes the rebuilt buyers hash with DEL, as the rebuild script did before: the cost UNLINK avoids.
  *
- *   npm run bench:big-sale -- [--buyers 300000,1000000]
+ *   npm run bench:big-sale -- [--buyers 300000,1000000] [--live-heap] [--reconciler-root DIR]
  *
  * Prints one line per size and a JSON summary.
  */
@@ -46,6 +47,8 @@ what a DEL of the buyers hash would have held Redis. Removes the database and th
   --reconciler-root DIR
                    run the reconcile command of another checkout (an older version, to compare: it
                    must read a database migrated by this one), default this one
+  --live-heap      sample the reconcile process's live heap (after a full GC, every 500 ms) and report
+                   its largest: what it holds, apart from garbage not yet collected
   --reconciler-heap-mb MB
                    cap the reconcile process's V8 old space (--max-old-space-size): a reconcile that
                    completes under a cap smaller than its buyers would take holds them in pages only`,
@@ -54,6 +57,7 @@ what a DEL of the buyers hash would have held Redis. Removes the database and th
     mysql: { type: 'string', default: 'mysql://root@127.0.0.1:3306' },
     'reconciler-root': { type: 'string', default: ROOT },
     'reconciler-heap-mb': { type: 'string' },
+    'live-heap': { type: 'boolean', default: false },
   },
 } as const;
 
@@ -70,6 +74,8 @@ export interface BigSaleFigures {
   reconcile: {
     seconds: number;
     peakRssMb: number;
+    /** With --live-heap: the largest heap in use right after a full GC, over the reconcile. */
+    liveHeapMaxMb: number | null;
     longestRedisCommand: { micros: number; command: string };
     /** The five longest commands of the reconcile. */
     top: string[];
@@ -83,7 +89,7 @@ export interface BigSaleFigures {
 
 const ROWS_PER_INSERT = 100_000;
 
-async function measureSize(buyers: number, mysqlServer: string, reconcilerRoot: string, heapMb?: number): Promise<BigSaleFigures> {
+async function measureSize(buyers: number, mysqlServer: string, reconcilerRoot: string, nodeArgs: string[]): Promise<BigSaleFigures> {
   const database = `flashsale_bench_bigsale_${randomBytes(4).toString('hex')}`;
   const databaseUrl = `${mysqlServer.replace(/\/$/, '')}/${database}`;
   const prefix = `bench-bigsale-${randomBytes(4).toString('hex')}`;
@@ -149,7 +155,7 @@ async function measureSize(buyers: number, mysqlServer: string, reconcilerRoot: 
 
     await redis.config('SET', 'slowlog-log-slower-than', '0');
     await redis.slowlog('RESET');
-    const reconcile = await reconcileInProcess(reconcilerRoot, heapMb, sale.id, { DATABASE_URL: databaseUrl, REDIS_URL: server.url, REDIS_PREFIX: prefix });
+    const reconcile = await reconcileInProcess(reconcilerRoot, nodeArgs, sale.id, { DATABASE_URL: databaseUrl, REDIS_URL: server.url, REDIS_PREFIX: prefix });
     const entries = (await redis.slowlog('GET', '-1')) as [number, number, number, string[]][];
     await redis.config('SET', 'slowlog-log-slower-than', '10000');
     // The longest command, and the longest besides the first call of each script (EVAL after NOSCRIPT:
@@ -228,17 +234,18 @@ async function timed(runs: number, work: () => Promise<unknown>): Promise<Timing
 }
 
 /** Runs the reconcile command as its own process; its peak RSS from /proc (VmHWM, read until it exits). */
-async function reconcileInProcess(root: string, heapMb: number | undefined, saleId: number, env: Record<string, string>): Promise<{ seconds: number; peakRssMb: number }> {
+async function reconcileInProcess(root: string, nodeArgs: string[], saleId: number, env: Record<string, string>): Promise<{ seconds: number; peakRssMb: number; liveHeapMaxMb: number | null }> {
   const started = performance.now();
   const startedAt = Date.now();
-  const heap = [...(heapMb === undefined ? [] : [`--max-old-space-size=${heapMb}`]), ...(process.env.BENCH_RECONCILER_NODE_ARGS?.split(' ').filter(Boolean) ?? [])];
-  const child = spawn(process.execPath, [...heap, '--conditions=@flashsale/source', '--import', 'tsx', 'apps/reconciler/src/reconcile-cli.ts', '--sale', String(saleId)], {
+  const child = spawn(process.execPath, [...nodeArgs, '--conditions=@flashsale/source', '--import', 'tsx', 'apps/reconciler/src/reconcile-cli.ts', '--sale', String(saleId)], {
     cwd: root,
     env: { ...process.env, ...env, LOG_LEVEL: 'info', RECONCILE_DRAIN_TIMEOUT_MS: '600000' },
-    stdio: ['ignore', 'pipe', 'inherit'],
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
+  let errors = '';
   child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (errors += chunk.toString()));
   let peakKb = 0;
   const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
   let done = false;
@@ -253,13 +260,14 @@ async function reconcileInProcess(root: string, heapMb: number | undefined, sale
     await sleep(20);
   }
   const code = await exited;
-  if (code !== 0) throw new Error(`the reconcile exited ${code}: ${output}`);
+  if (code !== 0) throw new Error(`the reconcile exited ${code}: ${output}${errors}`);
   // Its steps as it logged them (pino lines on stdout), with the time each was logged.
   for (const line of output.split('\n')) {
     const entry = /^\{/.test(line) ? (JSON.parse(line) as { time?: number; msg?: string }) : null;
     if (entry?.msg?.startsWith('reconcile:')) console.log(`    ${round(((entry.time ?? 0) - startedAt) / 1000)} s  ${entry.msg}`);
   }
-  return { seconds: round((performance.now() - started) / 1000), peakRssMb: round(peakKb / 1024) };
+  const liveHeap = /^live-heap-max-mb=(\d+)$/m.exec(errors);
+  return { seconds: round((performance.now() - started) / 1000), peakRssMb: round(peakKb / 1024), liveHeapMaxMb: liveHeap ? Number(liveHeap[1]) : null };
 }
 
 const round = (value: number) => Math.round(value * 10) / 10;
@@ -270,7 +278,7 @@ export function describeBigSale(f: BigSaleFigures): string {
     `${f.buyers} orders (${f.liveBuyers} live buyers; filled in ${f.fillSeconds} s):`,
     `  stats: ${timing(f.stats)}; after the reconcile ${timing(f.statsLater)} (the GROUP BY before: ${timing(f.groupByBefore)})`,
     `  rows MySQL read: stats ${f.rowsRead.stats}, the GROUP BY before ${f.rowsRead.groupByBefore}`,
-    `  reconcile: ${f.reconcile.seconds} s, peak RSS ${f.reconcile.peakRssMb} MB, longest Redis command ${(f.reconcile.longestRedisCommand.micros / 1000).toFixed(2)} ms (${f.reconcile.longestRedisCommand.command})`,
+    `  reconcile: ${f.reconcile.seconds} s, peak RSS ${f.reconcile.peakRssMb} MB${f.reconcile.liveHeapMaxMb === null ? '' : ` (live heap at most ${f.reconcile.liveHeapMaxMb} MB)`}, longest Redis command ${(f.reconcile.longestRedisCommand.micros / 1000).toFixed(2)} ms (${f.reconcile.longestRedisCommand.command})`,
     `  its five longest: ${f.reconcile.top.join('; ')}`,
     `  buyers' HSETs: ${f.reconcile.hsetMicros.count}, median ${f.reconcile.hsetMicros.median} µs, p99 ${f.reconcile.hsetMicros.p99} µs, longest ${f.reconcile.hsetMicros.max} µs (an O(1) PEXPIRE beside them: median ${f.reconcile.pexpireMicros.median} µs, longest ${f.reconcile.pexpireMicros.max} µs)`,
     `  DEL of the buyers hash (what the rebuild script ran before UNLINK): ${f.delOfBuyersHashMs} ms`,
@@ -283,9 +291,13 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   if (sizes.some((n) => !Number.isInteger(n) || n < 1 || n > 10_000_000)) exitWithUsage(COMMAND, `--buyers must be whole numbers from 1 to 10,000,000, not ${values.buyers}`);
   const heapMb = values['reconciler-heap-mb'] === undefined ? undefined : Number(values['reconciler-heap-mb']);
   if (heapMb !== undefined && !(Number.isInteger(heapMb) && heapMb >= 16)) exitWithUsage(COMMAND, `--reconciler-heap-mb must be a whole number of MB, at least 16, not ${values['reconciler-heap-mb']}`);
+  const nodeArgs = [
+    ...(heapMb === undefined ? [] : [`--max-old-space-size=${heapMb}`]),
+    ...(values['live-heap'] ? ['--expose-gc', '--import', fileURLToPath(new URL('./live-heap.mjs', import.meta.url))] : []),
+  ];
   const figures: BigSaleFigures[] = [];
   for (const size of sizes) {
-    const measured = await measureSize(size, values.mysql, values['reconciler-root'], heapMb);
+    const measured = await measureSize(size, values.mysql, values['reconciler-root'], nodeArgs);
     console.log(describeBigSale(measured));
     figures.push(measured);
   }
