@@ -21,7 +21,7 @@ afterAll(async () => {
 
 describe('the sale order counters migration', () => {
   it("fills every existing sale's counters from its orders, as a GROUP BY counts them", async () => {
-    const counters = '20261126010000_sale_order_counters';
+    const counters = '20261126030000_sale_order_counters';
     for (const name of migrationNames().filter((n) => n < counters)) cpSync(new URL(`${name}/`, MIGRATIONS_DIR), join(scratch, name), { recursive: true });
     await migrate(url, pathToFileURL(`${scratch}/`));
     const connection = await createConnection(poolConfigFromUrl(url));

@@ -151,7 +151,7 @@ describe('migrate', () => {
     '20261123200000_order_lifecycle',
     '20261123210000_sale_controls',
     '20261125220000_sale_admission',
-    '20261126010000_sale_order_counters',
+    '20261126030000_sale_order_counters',
   ];
   let first: MigrationResult;
   let second: MigrationResult;
