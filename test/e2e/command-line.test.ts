@@ -31,6 +31,7 @@ const COMMANDS = [
   'bench:reconciler',
   'bench:profile',
   'bench:idle',
+  'bench:big-sale',
   'loadtest',
   'loadtest:check',
   'soak',

@@ -1,7 +1,7 @@
 import type { Logger } from '@flashsale/config';
 import { SaleNotFound } from '@flashsale/domain';
 import type { ReconcileReason, ReconcileResult } from '@flashsale/jobs';
-import { beginRebuild, controlStateOf, findSale, withSaleLock, type PrismaClient } from '@flashsale/order-store';
+import { beginRebuild, controlStateOf, findSale, liveBuyerPages, withSaleLock, type PrismaClient } from '@flashsale/order-store';
 import { applySaleControls, rebuildSaleState, recordPaid, setSalePaused, waitForDrain, type ScriptedRedis } from '@flashsale/redis-store';
 import { restoreBuyerHistory } from '@flashsale/sales';
 import { observeLoss } from './sale-judgement.ts';
@@ -26,9 +26,10 @@ export interface ReconcileDeps {
  *   2. wait until the stream has drained, because until then MySQL does not know every sale, and
  *      remaining = stock - units would hand out the in-flight units a second time; then write again the
  *      orders MySQL lost that Redis still holds (restoreOrdersFromRedis), for the same reason;
- *   3. judge the state against the last checkpoint and count what it lost, then rebuild from MySQL under
- *      the sale row lock, switching to a new generation (entries of the old state still in a worker's
- *      hands, possible only if Redis lost the stream, are then refused);
+ *   3. judge the state against the last checkpoint and count what it lost, then switch to a new
+ *      generation under the sale row lock (entries of the old state still in a worker's hands, possible
+ *      only if Redis lost the stream, are then refused) and rebuild from MySQL: the buyers streamed page
+ *      by page into a hash aside, then switched in with the meta in one O(1) script (sale-rebuild.ts);
  *   4. resume.
  * Safe to run again at any step: a retry pauses, drains and rebuilds anew.
  */
@@ -73,7 +74,9 @@ async function reconcileLocked(deps: ReconcileDeps, saleId: number, reason: Reco
   // Gone or gone back is not the same as reservations lost: a sale whose keys vanished before anyone
   // bought, or since its last checkpoint, lost nothing. What was lost is counted, and said, below.
   if (plan.judgement.lost) logger.warn({ saleId, reason, why: plan.judgement.why, lost: plan.lost }, 'reconcile: the Redis state replaced was gone or had gone back');
-  const { doorLost } = await rebuildSaleState(redis, prefix, plan.sale, plan);
+  // The buyers stream from MySQL into Redis a page at a time (neither side holds them all, nor blocks on
+  // them): memory and the longest Redis command stay flat whatever the number of buyers.
+  const { doorLost } = await rebuildSaleState(redis, prefix, plan.sale, { ...plan, buyers: liveBuyerPages(prisma, saleId) });
   // The rebuy rule's state is derived from MySQL's closed orders too, before the sale resumes: a buyer
   // who closed orders does not start over because Redis lost its data.
   if ((await restoreBuyerHistory(deps, saleId, plan.sale.rebuyRule)) === 'absent') throw new Error(`sale ${saleId} vanished from Redis during its rebuild`);
@@ -96,7 +99,7 @@ async function reconcileLocked(deps: ReconcileDeps, saleId: number, reason: Reco
   const result: ReconcileResult = {
     saleId,
     remaining: plan.remaining,
-    buyers: plan.buyers.length,
+    buyers: plan.buyerCount,
     tookMs: Math.round(performance.now() - started),
     lost: plan.lost,
     judgement: plan.judgement.lost ? 'lost' : 'intact',

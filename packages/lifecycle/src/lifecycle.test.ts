@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '@flashsale/config';
-import { beginRebuild, cancelOrder, expireDueOrders, recordPayment, writeOrderBatch, type SaleRecord } from '@flashsale/order-store';
+import { beginRebuild, cancelOrder, expireDueOrders, liveBuyerPages, recordPayment, writeOrderBatch, type SaleRecord } from '@flashsale/order-store';
 import type { Reservation } from '@flashsale/domain';
 import { heldPayments, readSaleState, rebuildSaleState, recordPaymentArrival, reservePurchase } from '@flashsale/redis-store';
 import { createIsolatedContext, createLiveSale, type TestContext } from '../../../test/support/context.ts';
@@ -110,7 +110,7 @@ describe('the expiry pass', () => {
     expect(owed).toHaveLength(2);
     // The reconciler's rebuild (Redis lost, say): MySQL's live orders are 2, so remaining is 4.
     const plan = await beginRebuild(ctx.prisma, sale.id, async () => ({ lost: false }));
-    await rebuildSaleState(ctx.redis, ctx.config.REDIS_PREFIX, plan!.sale, plan!);
+    await rebuildSaleState(ctx.redis, ctx.config.REDIS_PREFIX, plan!.sale, { ...plan!, buyers: liveBuyerPages(ctx.prisma, sale.id) });
     const late = await settleReturns(deps, owed);
     const pass = await runExpiryPass(deps, 100);
 

@@ -2,7 +2,8 @@ export { createPrisma, PrismaClient, type PrismaOptions } from './prisma-client.
 export { isMysqlUnavailable } from './mysql-unavailable.ts';
 export { dropDatabase, migrate, migrationNames, MIGRATIONS_DIR, type MigrationResult } from './migrator.ts';
 export { poolConfigFromUrl } from './database-url.ts';
-export { insertSale, findSale, listLiveSales, saleOrderLedger, LIVE_ORDER_STATUSES, ORDER_STATUSES, type NewSale, type SaleRecord, type SaleOrderLedger } from './sale-repository.ts';
+export { insertSale, findSale, listLiveSales, LIVE_ORDER_STATUSES, type NewSale, type SaleRecord } from './sale-repository.ts';
+export { saleOrderLedger, ORDER_STATUSES, PAID_COUNT_SLOTS, type SaleOrderLedger } from './sale-counters.ts';
 export { beginSaleCreation, markPublished, adoptSale, abandonSale, listStalledCreations, type CreationKey, type CreationStart, type PublishState } from './sale-publication.ts';
 export { findOrderByReservation, type OrderView } from './order-repository.ts';
 export { writeOrderBatch, isPermanentWriteError, type BatchOutcome } from './order-writer.ts';
@@ -11,10 +12,12 @@ export {
   findCheckpoint,
   recordCheckpoint,
   beginRebuild,
+  liveBuyerPages,
   unitsAcceptedBy,
   type Checkpoint,
   type WatchedSale,
   type RebuildPlan,
+  type LiveBuyer,
   type LossJudgement,
   type JudgeLoss,
 } from './sale-ledger.ts';

@@ -1,5 +1,6 @@
 import { Prisma, type PrismaClient } from './generated/prisma/client.ts';
 import { isUniqueViolation } from './order-writer.ts';
+import { countPaid } from './sale-counters.ts';
 
 /**
  * An order's life after it is written: paid, cancelled by its buyer, or expired unpaid. MySQL has the
@@ -62,8 +63,8 @@ export async function recordPayment(prisma: PrismaClient, event: PaymentEventInp
   if (replayed) return replayed;
   try {
     return await prisma.$transaction(async (tx) => {
-      const [order] = await tx.$queryRaw<{ id: bigint; status: string }[]>`
-        SELECT id, status FROM orders WHERE reservation_id = ${event.reservationId} FOR UPDATE`;
+      const [order] = await tx.$queryRaw<{ id: bigint; sale_id: number; quantity: number; status: string }[]>`
+        SELECT id, sale_id, quantity, status FROM orders WHERE reservation_id = ${event.reservationId} FOR UPDATE`;
       if (!order) return null;
       // Deliveries of one event for one order queue on the order's row; the one that waited reads what
       // the first stored (a locking read sees the latest commit, not the transaction's snapshot).
@@ -77,6 +78,8 @@ export async function recordPayment(prisma: PrismaClient, event: PaymentEventInp
         outcome = 'paid';
       }
       await insertPaymentEvent(tx, event, outcome);
+      // Last: the paid count's slot is the only lock taken after the order row (sale-counters.ts).
+      if (outcome === 'paid') await countPaid(tx, Number(order.sale_id), order.id, 1, Number(order.quantity));
       return outcome;
       // READ COMMITTED: the lookup of an event id not stored yet takes no gap lock, which under REPEATABLE
       // READ two payments of different orders would each hold while inserting into it: a deadlock.
@@ -220,6 +223,7 @@ export async function expireDueOrders(prisma: PrismaClient, limit: number, arriv
       const settled = await storedEventIds(tx, payments.map((p) => p.eventId));
       const toClose: ClosingOrder[] = [];
       let paid = 0;
+      let paidUnits = 0;
       for (const order of still) {
         const payBy = Number(order.pay_by_ms);
         const inTime = payments.find((p) => p.reservationId === order.reservation_id && p.receivedAtMs < payBy && !settled.has(p.eventId));
@@ -229,11 +233,14 @@ export async function expireDueOrders(prisma: PrismaClient, limit: number, arriv
           await insertPaymentEvent(tx, { ...inTime, saleId }, 'paid');
           settled.add(inTime.eventId);
           paid += 1;
+          paidUnits += Number(order.quantity);
         } else if (payBy <= nowMs) {
           toClose.push(order);
         }
       }
       const owed = await closeOrders(tx, saleId, generation, toClose, 'expired');
+      // Last, as in recordPayment: one statement for every order this pass paid.
+      if (paid > 0) await countPaid(tx, saleId, still[0]!.id, paid, paidUnits);
       return { owed, paid, settled: [...settled] };
     }, TX);
     outcome.owed.push(...sale.owed);
@@ -266,7 +273,7 @@ export interface ClosingOrder {
 
 /**
  * Closes orders locked by the caller (all `created`, of one sale whose row the caller holds): their
- * status, the sale's sold_units, and their stock_returns rows, in the caller's transaction.
+ * status, the sale's sold_units and order counters, and their stock_returns rows, in the caller's transaction.
  */
 export async function closeOrders(tx: Prisma.TransactionClient, saleId: number, generation: string, orders: ClosingOrder[], reason: ClosedReason): Promise<OwedReturn[]> {
   if (orders.length === 0) return [];
@@ -275,7 +282,14 @@ export async function closeOrders(tx: Prisma.TransactionClient, saleId: number, 
   const closed = await tx.$executeRaw`
     UPDATE orders SET status = ${reason}, closed_at = NOW(3) WHERE id IN (${Prisma.join(ids)}) AND status = 'created'`;
   if (closed !== ids.length) throw new Error(`sale ${saleId}: ${closed} of ${ids.length} locked orders closed`);
-  await tx.$executeRaw`UPDATE sales SET sold_units = sold_units - ${units} WHERE id = ${saleId}`;
+  // The sale's order counters ride on the statement that gives the units back (sale-counters.ts).
+  const cancelled = reason === 'cancelled' ? orders.length : 0;
+  const expired = reason === 'expired' ? orders.length : 0;
+  await tx.$executeRaw`
+    UPDATE sales SET sold_units = sold_units - ${units},
+      cancelled_orders = cancelled_orders + ${cancelled}, cancelled_units = cancelled_units + ${cancelled > 0 ? units : 0},
+      expired_orders = expired_orders + ${expired}, expired_units = expired_units + ${expired > 0 ? units : 0}
+    WHERE id = ${saleId}`;
   const owed = orders.map((order) => ({ reservationId: order.reservation_id, saleId, userId: order.user_id, quantity: Number(order.quantity), generation }));
   await tx.$executeRawUnsafe(
     `INSERT INTO stock_returns (reservation_id, sale_id, user_id, quantity, generation, reason)

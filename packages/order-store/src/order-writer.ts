@@ -76,8 +76,8 @@ function isWholeQuantity(quantity: number): boolean {
 }
 
 /**
- * The quick pass, two statements in one transaction: the guarded UPDATE takes the sale row's lock and
- * checks generation, stock and the per-user limit in the same step; the INSERT relies on the unique keys
+ * The quick pass, two statements in one transaction: the guarded UPDATE takes the sale row's lock,
+ * checks generation, stock and the per-user limit, and counts the batch (sale-counters.ts) in the same step; the INSERT relies on the unique keys
  * to refuse a redelivered entry or a buyer who already has a live order. Any refusal rolls everything back.
  */
 async function writeWithoutLookups<R extends Reservation>(prisma: PrismaClient, saleId: number, batch: R[]): Promise<BatchOutcome<R>> {
@@ -87,7 +87,7 @@ async function writeWithoutLookups<R extends Reservation>(prisma: PrismaClient, 
   return prisma.$transaction(
     async (tx) => {
       const updated = await tx.$executeRaw`
-        UPDATE sales SET sold_units = sold_units + ${units}
+        UPDATE sales SET sold_units = sold_units + ${units}, orders_written = orders_written + ${batch.length}, units_written = units_written + ${units}
         WHERE id = ${saleId} AND redis_generation = ${batch[0]!.generation} COLLATE utf8mb4_bin AND sold_units + ${units} <= stock
           AND per_user_limit >= ${largest}`;
       // The sale is missing, was rebuilt under another generation (compared byte for byte, as the careful
@@ -152,7 +152,10 @@ async function writeWithLookups<R extends Reservation>(prisma: PrismaClient, sal
       if (outcome.written.length === 0) return outcome;
       await insertOrders(tx, saleId, outcome.written);
       const units = sold - Number(sale.sold_units);
-      const updated = await tx.$executeRaw`UPDATE sales SET sold_units = sold_units + ${units} WHERE id = ${saleId} AND sold_units + ${units} <= stock`;
+      // The sale's order counters ride on the same statement (sale-counters.ts).
+      const updated = await tx.$executeRaw`
+        UPDATE sales SET sold_units = sold_units + ${units}, orders_written = orders_written + ${outcome.written.length}, units_written = units_written + ${units}
+        WHERE id = ${saleId} AND sold_units + ${units} <= stock`;
       if (updated !== 1) throw new Error(`sale ${saleId}: guarded sold_units update refused ${units} units`);
       return outcome;
     },

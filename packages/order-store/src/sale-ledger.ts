@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { PrismaClient } from './generated/prisma/client.ts';
+import { Prisma, type PrismaClient } from './generated/prisma/client.ts';
 import { recordLostReservations, type LostReservation } from './lost-reservations.ts';
 import { LIVE_ORDER_STATUSES, toSaleRecord, type SaleRecord } from './sale-repository.ts';
 
@@ -87,8 +87,8 @@ export interface RebuildPlan {
   sale: SaleRecord;
   generation: string;
   remaining: number;
-  /** The buyers of the live orders, with when Redis accepted each (kept in the buyers' records). */
-  buyers: { userId: string; reservationId: string; quantity: number; reservedAt: number }[];
+  /** How many live orders (buyers) the sale had at the switch: liveBuyerPages reads them. */
+  buyerCount: number;
   /** What the rebuild concluded about the state it replaces, before it replaced the checkpoint. */
   judgement: LossJudgement;
   /** Reservations and units answered 202 but lost with Redis's data (at least), counted by this rebuild. */
@@ -133,11 +133,11 @@ export async function beginRebuild(
       const row = await tx.sale.findUniqueOrThrow({ where: { id: saleId } });
       const checkpoint = checkpointOf(row);
       const judgement = await judgeLoss({ generation: row.redisGeneration ?? '', checkpoint });
-      const orders = await tx.order.findMany({
-        where: { saleId, status: { in: [...LIVE_ORDER_STATUSES] } },
-        select: { userId: true, reservationId: true, quantity: true, reservedAt: true },
-      });
-      const units = orders.reduce((sum, order) => sum + order.quantity, 0);
+      // Counted by MySQL on the (sale_id, live_user_id) index: the buyers themselves are read page by page
+      // after the commit (liveBuyerPages), never all held here.
+      const [live] = await tx.$queryRaw<{ orders: bigint; units: unknown }[]>`
+        SELECT COUNT(*) AS orders, COALESCE(SUM(quantity), 0) AS units FROM orders WHERE sale_id = ${saleId} AND live_user_id IS NOT NULL`;
+      const units = Number(live!.units);
       const lost = { reservations: alsoLost.reservations, units: alsoLost.units };
       if (alsoLost.named?.length) await recordLostReservations(tx, alsoLost.named);
       if (judgement.lost && checkpoint) {
@@ -178,13 +178,52 @@ export async function beginRebuild(
         sale: toSaleRecord(updated),
         generation,
         remaining: row.stock - units,
-        buyers: orders.map(({ userId, reservationId, quantity, reservedAt }) => ({ userId, reservationId, quantity, reservedAt: reservedAt.getTime() })),
+        buyerCount: Number(live!.orders),
         judgement,
         lost,
       };
     },
     { maxWait: 5_000, timeout: 60_000 },
   );
+}
+
+/** A live order's buyer, as a rebuild records it in Redis. */
+export interface LiveBuyer {
+  userId: string;
+  reservationId: string;
+  quantity: number;
+  /** When Redis accepted the reservation (epoch ms). */
+  reservedAt: number;
+}
+
+/** Buyers per page of liveBuyerPages: a few hundred kB of rows in memory, a few ms of MySQL per page. */
+export const LIVE_BUYERS_PER_PAGE = 5_000;
+
+/**
+ * The buyers of a sale's live orders, page after page, each page one statement on the unique index
+ * (sale_id, live_user_id) from where the last one stopped (keyset, never OFFSET): every page costs the
+ * same and only one is held at a time, whatever the number of buyers.
+ *
+ * Read after beginRebuild committed, not in its snapshot: the sale is paused and its stream drained, and
+ * the new generation refuses any entry of the old state, so no order can become live meanwhile. An order
+ * may close (a cancel, an expiry): its row leaves the index, a page read after that leaves its buyer out,
+ * one read before keeps it; either way its stock_returns row, of the new generation, gives the units back
+ * and removes the buyer's record once the new state is in Redis (return-units-4.lua refuses it before).
+ */
+export async function* liveBuyerPages(prisma: PrismaClient, saleId: number, pageSize = LIVE_BUYERS_PER_PAGE): AsyncGenerator<LiveBuyer[]> {
+  let after: string | null = null;
+  for (;;) {
+    const rows: { live_user_id: string; reservation_id: string; quantity: number; reserved_at_ms: bigint | number }[] = await prisma.$queryRaw`
+      SELECT live_user_id, reservation_id, quantity,
+        TIMESTAMPDIFF(MICROSECOND, TIMESTAMP '1970-01-01 00:00:00', reserved_at) DIV 1000 AS reserved_at_ms
+      FROM orders FORCE INDEX (orders_sale_id_live_user_id_key)
+      WHERE sale_id = ${saleId} AND live_user_id ${after === null ? Prisma.sql`IS NOT NULL` : Prisma.sql`> ${after}`}
+      ORDER BY live_user_id LIMIT ${pageSize}`;
+    if (rows.length === 0) return;
+    yield rows.map((row) => ({ userId: row.live_user_id, reservationId: row.reservation_id, quantity: Number(row.quantity), reservedAt: Number(row.reserved_at_ms) }));
+    if (rows.length < pageSize) return;
+    after = rows[rows.length - 1]!.live_user_id;
+  }
 }
 
 /**

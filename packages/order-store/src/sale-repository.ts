@@ -134,37 +134,3 @@ export async function listLiveSales(prisma: PrismaClient): Promise<{ id: number;
     FROM sales WHERE publish_state = 'published' AND ends_at > NOW(3)`;
   return rows.map((row) => ({ id: Number(row.id), msLeft: Number(row.msLeft) }));
 }
-
-/** A sale's orders as MySQL records them: by status, what closed orders gave back, and payments owed back. */
-export interface SaleOrderLedger {
-  /** Orders and units in live orders (created or paid). */
-  live: { orders: number; units: number };
-  byStatus: Record<(typeof ORDER_STATUSES)[number], { orders: number; units: number }>;
-  /** Units of cancelled and expired orders back in Redis (or counted back by a rebuild). */
-  unitsReturned: number;
-  /** Units of cancelled and expired orders not back in Redis yet. */
-  unitsAwaitingReturn: number;
-  /** Payments recorded for orders that had expired or were cancelled (or paid twice): owed back. */
-  refundsDue: { count: number; amountCents: number };
-}
-
-export const ORDER_STATUSES = ['created', 'paid', 'cancelled', 'expired'] as const;
-
-/** Reads a sale's order ledger: three grouped reads on the sale's indexes. */
-export async function saleOrderLedger(prisma: PrismaClient, saleId: number): Promise<SaleOrderLedger> {
-  const [statuses, returns, refunds] = await Promise.all([
-    prisma.order.groupBy({ by: ['status'], where: { saleId }, _count: { _all: true }, _sum: { quantity: true } }),
-    prisma.stockReturn.groupBy({ by: ['state'], where: { saleId }, _sum: { quantity: true } }),
-    prisma.paymentEvent.aggregate({ where: { saleId, outcome: 'refund_due' }, _count: { _all: true }, _sum: { amountCents: true } }),
-  ]);
-  const byStatus = Object.fromEntries(ORDER_STATUSES.map((status) => [status, { orders: 0, units: 0 }])) as SaleOrderLedger['byStatus'];
-  for (const row of statuses) byStatus[row.status] = { orders: row._count._all, units: row._sum.quantity ?? 0 };
-  const returned = (state: string) => returns.filter((row) => row.state === state).reduce((sum, row) => sum + (row._sum.quantity ?? 0), 0);
-  return {
-    live: { orders: byStatus.created.orders + byStatus.paid.orders, units: byStatus.created.units + byStatus.paid.units },
-    byStatus,
-    unitsReturned: returned('returned') + returned('rebuilt'),
-    unitsAwaitingReturn: returned('pending'),
-    refundsDue: { count: refunds._count._all, amountCents: Number(refunds._sum.amountCents ?? 0) },
-  };
-}

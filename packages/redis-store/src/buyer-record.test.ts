@@ -3,7 +3,7 @@ import { newReservationId } from '@flashsale/domain';
 import { contextPerFile, createLiveSale } from '../../../test/support/context.ts';
 import { saleKeys } from './keys.ts';
 import { reservePurchase } from './reserve-purchase.ts';
-import { encodeBuyerRecord, findBuyerReservation, parseBuyerRecord, readAllBuyers, readBuyers, writeBuyers } from './buyer-record.ts';
+import { encodeBuyerRecord, findBuyerReservation, parseBuyerRecord, readAllBuyers, readBuyers, writeNextBuyers } from './buyer-record.ts';
 
 const env = contextPerFile();
 
@@ -20,7 +20,10 @@ describe('the buyer record', () => {
     const reserved = newReservationId(sale.id);
     const rebuilt = newReservationId(sale.id);
     await reservePurchase(env.ctx.redis, env.ctx.config.REDIS_PREFIX, { saleId: sale.id, userId: 'ann', quantity: 2, reservationId: reserved });
-    await writeBuyers(env.ctx.redis, env.ctx.config.REDIS_PREFIX, sale.id, [{ userId: 'bob', reservationId: rebuilt, quantity: 1 }]);
+    await writeNextBuyers(env.ctx.redis, env.ctx.config.REDIS_PREFIX, sale.id, [{ userId: 'bob', reservationId: rebuilt, quantity: 1 }]);
+    // Beside the reserve script's record, as a rebuild's switch would leave it (rebuild-sale-6.lua).
+    const keys = saleKeys(env.ctx.config.REDIS_PREFIX, sale.id);
+    await env.ctx.redis.hset(keys.buyers, 'bob', (await env.ctx.redis.hget(keys.nextBuyers, 'bob'))!);
 
     expect(await env.ctx.redis.hget(saleKeys(env.ctx.config.REDIS_PREFIX, sale.id).buyers, 'ann')).toMatch(new RegExp(`^${reserved}\\|2\\|\\d+$`));
     expect(await findBuyerReservation(env.ctx.redis, env.ctx.config.REDIS_PREFIX, sale.id, 'ann')).toEqual({ reservationId: reserved, quantity: 2 });
@@ -32,15 +35,5 @@ describe('the buyer record', () => {
       { userId: 'ann', reservationId: reserved, quantity: 2 },
       { userId: 'bob', reservationId: rebuilt, quantity: 1 },
     ]);
-  });
-
-  it('is written a thousand buyers per command, every one of them', async () => {
-    const sale = await createLiveSale(env.ctx);
-    const buyers = Array.from({ length: 2_500 }, (_, i) => ({ userId: `u${i}`, reservationId: newReservationId(sale.id), quantity: 1 }));
-
-    await writeBuyers(env.ctx.redis, env.ctx.config.REDIS_PREFIX, sale.id, buyers);
-
-    expect(await env.ctx.redis.hlen(saleKeys(env.ctx.config.REDIS_PREFIX, sale.id).buyers)).toBe(2_500);
-    expect(await findBuyerReservation(env.ctx.redis, env.ctx.config.REDIS_PREFIX, sale.id, 'u2499')).toEqual({ reservationId: buyers[2_499]!.reservationId, quantity: 1 });
   });
 });

@@ -5,7 +5,7 @@ import { saleKeys } from './keys.ts';
  * A sale's buyers hash (`buyers` in keys.ts): user id -> `<reservationId>|<quantity>|<reservedAt>`, the
  * reservation the buyer holds and when Redis accepted it (epoch ms; records written before the time was
  * kept have two fields). The reserve script writes it through lua/includes/buyer-record.lua, the rebuild
- * here (writeBuyers); it is parsed here only.
+ * here (writeNextBuyers); it is parsed here only.
  */
 
 /** A buyer's reservation, as the buyers hash records it. */
@@ -67,13 +67,42 @@ export async function readAllBuyers(redis: ScriptedRedis, prefix: string, saleId
   return Object.entries(hash).map(([userId, value]) => ({ userId, ...parseBuyerRecord(value) }));
 }
 
-const BUYERS_PER_CALL = 1000;
+/**
+ * Buyers per HSET of a rebuild. What bounds how long one command holds Redis: each field costs Redis about
+ * a microsecond (hash a short key, store a ~60-byte record; the table grows by incremental rehash, never
+ * all at once), so a thousand stay near a millisecond even on a busy machine (docs/SCALING.md has the
+ * measured figure), while a 300,000-buyer sale still needs only 300 round trips.
+ */
+export const BUYERS_PER_CALL = 1000;
 
-/** Records buyers in the sale's hash, a thousand per HSET: the rebuild's refill, after its script emptied the hash. */
-export async function writeBuyers(redis: ScriptedRedis, prefix: string, saleId: number, buyers: BuyerRecord[]): Promise<void> {
-  const key = saleKeys(prefix, saleId).buyers;
-  for (let i = 0; i < buyers.length; i += BUYERS_PER_CALL) {
-    const chunk = buyers.slice(i, i + BUYERS_PER_CALL);
-    await redis.hset(key, Object.fromEntries(chunk.map((buyer) => [buyer.userId, encodeBuyerRecord(buyer)])));
+/**
+ * How long the next buyers hash of a rebuild outlives its last chunk: far longer than any pause between
+ * two chunks (a MySQL page read), short enough that a rebuild that died leaves nothing behind for long.
+ */
+const NEXT_BUYERS_TTL_MS = 10 * 60_000;
+
+/** Buyers, all at once (a test, a small sale) or as pages read one after the other (the reconciler from MySQL). */
+export type BuyerPages = readonly BuyerRecord[] | AsyncIterable<readonly BuyerRecord[]>;
+
+/**
+ * Writes a rebuild's buyers into the sale's next buyers hash (`nextBuyers`, keys.ts), from an empty one,
+ * at most BUYERS_PER_CALL per HSET, holding one page at a time: memory and each command's cost stay flat
+ * whatever the number of buyers. Every chunk renews the hash's expiry, so it vanishes if the rebuild dies
+ * before rebuild-sale-6.lua renames it over the buyers. Returns how many buyers it wrote.
+ */
+export async function writeNextBuyers(redis: ScriptedRedis, prefix: string, saleId: number, buyers: BuyerPages): Promise<number> {
+  const key = saleKeys(prefix, saleId).nextBuyers;
+  await redis.unlink(key);
+  let written = 0;
+  const pages: AsyncIterable<readonly BuyerRecord[]> | Iterable<readonly BuyerRecord[]> = Symbol.asyncIterator in buyers ? buyers : [buyers];
+  for await (const page of pages) {
+    for (let i = 0; i < page.length; i += BUYERS_PER_CALL) {
+      const chunk = page.slice(i, i + BUYERS_PER_CALL);
+      const fields: string[] = [];
+      for (const buyer of chunk) fields.push(buyer.userId, encodeBuyerRecord(buyer));
+      await redis.multi().hset(key, ...fields).pexpire(key, NEXT_BUYERS_TTL_MS).exec();
+      written += chunk.length;
+    }
   }
+  return written;
 }

@@ -5,7 +5,7 @@ export { createRedis, isRedisUnavailable, type RedisClientOptions } from './redi
 export { reservePurchase, toReserveOutcome, type ReserveOutcome, type UnreplicatedOutcome, type ReplicaWait, type PurchaseRequest } from './reserve-purchase.ts';
 export { publishSale, withdrawSale, setSalePaused, listSaleIds, retireSale, keepListed } from './sale-state.ts';
 export { readSaleState, redisNow, admissionArgs, type SaleState } from './sale-meta.ts';
-export { findBuyerReservation, parseBuyerRecord, reservedAtOfBuyerRecord, readBuyers, readAllBuyers, type BuyerRecord, type BuyerReservation } from './buyer-record.ts';
+export { findBuyerReservation, parseBuyerRecord, reservedAtOfBuyerRecord, readBuyers, readAllBuyers, BUYERS_PER_CALL, type BuyerPages, type BuyerRecord, type BuyerReservation } from './buyer-record.ts';
 export {
   decodeReservation,
   readNewEntries,

@@ -8,6 +8,12 @@ export interface SaleKeys {
   meta: string;
   /** Hash: user id -> "<reservationId>|<quantity>". */
   buyers: string;
+  /**
+   * Hash: the buyers a rebuild is writing from MySQL, in chunks (sale-rebuild.ts), renamed over `buyers`
+   * by rebuild-sale-6.lua once whole. It expires while being written: a rebuild that dies leaves nothing
+   * behind for long, and the next attempt starts it anew.
+   */
+  nextBuyers: string;
   /** Stream of reservations waiting to become orders. */
   stream: string;
   /** Stream of entries the workers gave up on, with their reason. */
@@ -56,6 +62,7 @@ export function saleKeys(prefix: string, saleId: number): SaleKeys {
   return {
     meta: `${base}:meta`,
     buyers: `${base}:buyers`,
+    nextBuyers: `${base}:buyers-next`,
     stream: `${base}:stream`,
     deadLetter: `${base}:dead`,
     rejected: `${base}:rejected`,

@@ -56,7 +56,7 @@ export async function readSaleState(redis: ScriptedRedis, prefix: string, saleId
 
 /** The counters the reconciler reads in one MULTI with other keys: HMGET these fields, parse with saleCountersOf. */
 /**
- * A sale's terms in the order publish-sale-2.lua and rebuild-sale-5.lua take them (ARGV name, stock,
+ * A sale's terms in the order publish-sale-2.lua and rebuild-sale-6.lua take them (ARGV name, stock,
  * limit, starts, ends): the one place that order is written on this side.
  */
 export function saleTermsArgs(sale: SaleDefinition): [name: string, stock: number, limit: number, starts: number, ends: number] {
@@ -64,7 +64,7 @@ export function saleTermsArgs(sale: SaleDefinition): [name: string, stock: numbe
 }
 
 /**
- * The door's terms in the order publish-sale-2.lua (ARGV[9..14]) and rebuild-sale-5.lua (ARGV[11..16])
+ * The door's terms in the order publish-sale-2.lua (ARGV[9..14]) and rebuild-sale-6.lua (ARGV[11..16])
  * take them (lua/includes/door-terms.lua); an open sale's mode is '' and the rest unused.
  */
 export function admissionArgs(admission: QueueAdmission | undefined): (string | number)[] {

@@ -1,7 +1,7 @@
 import { DOOR_RESTORE_GRACE_MS, type SaleDefinition } from '@flashsale/domain';
 import type { ScriptedRedis } from './scripts.ts';
 import { ORDER_WRITERS_GROUP, saleKeys, salesIndexKey } from './keys.ts';
-import { writeBuyers, type BuyerRecord } from './buyer-record.ts';
+import { writeNextBuyers, type BuyerPages } from './buyer-record.ts';
 import { admissionArgs, saleTermsArgs } from './sale-meta.ts';
 
 /**
@@ -9,24 +9,34 @@ import { admissionArgs, saleTermsArgs } from './sale-meta.ts';
  * and the new generation, the buyers with their reservation ids (so a returning buyer is refused as
  * ALREADY_PURCHASED with the right id), the stream and group if they were lost, and the operator's
  * controls as MySQL holds them (an operator's pause survives a rebuild). The caller resumes.
- * A queued sale whose door Redis lost gets a new one, closed for `doorRestoreMs` (rebuild-sale-5.lua):
- * answers `doorLost` then.
+ *
+ * Built aside, then switched: the buyers go into the sale's next buyers hash a chunk at a time, taken
+ * from `buyers` page by page (the reconciler streams them from MySQL), and rebuild-sale-6.lua then
+ * renames it over the buyers and writes the meta, in one O(1) script. No command holds Redis longer
+ * than one chunk, however many buyers the sale has, and nothing holds them all in memory. Until the
+ * switch the old state stands whole (paused: the reconciler paused it before the rebuild), so a rebuild
+ * that dies part way leaves the old state and an expiring next hash; the next attempt starts anew.
+ * Returns how many buyers it wrote.
+ * A queued sale whose door Redis lost gets a new one, closed for `doorRestoreMs`: answers `doorLost`
+ * then.
  */
 export async function rebuildSaleState(
   redis: ScriptedRedis,
   prefix: string,
   sale: SaleDefinition & { operatorPaused: boolean; controlsVersion: number },
-  rebuilt: { remaining: number; generation: string; buyers: BuyerRecord[] },
+  rebuilt: { remaining: number; generation: string; buyers: BuyerPages },
   doorRestoreMs: number = DOOR_RESTORE_GRACE_MS,
-): Promise<{ doorLost: boolean }> {
+): Promise<{ written: number; doorLost: boolean }> {
   const keys = saleKeys(prefix, sale.id);
   await redis.sadd(salesIndexKey(prefix), String(sale.id));
+  const written = await writeNextBuyers(redis, prefix, sale.id, rebuilt.buyers);
   const answer = await redis.rebuildSale(
     keys.meta,
     keys.buyers,
     keys.stream,
     keys.returned,
     keys.door,
+    keys.nextBuyers,
     ...saleTermsArgs(sale),
     rebuilt.remaining,
     rebuilt.generation,
@@ -36,6 +46,5 @@ export async function rebuildSaleState(
     ...admissionArgs(sale.admission),
     doorRestoreMs,
   );
-  await writeBuyers(redis, prefix, sale.id, rebuilt.buyers);
-  return { doorLost: Number(answer) === 2 };
+  return { written, doorLost: Number(answer) === 2 };
 }

@@ -17,7 +17,7 @@ export interface ScriptCommands {
   setPaused(meta: string, paused: '0' | '1'): Promise<number>;
   applyControls(meta: string, version: number, stock: number, endsAt: number, operatorPaused: '0' | '1'): Promise<number>;
   deadLetter(stream: string, deadLetter: string, rejected: string, buyers: string, ...args: (string | number)[]): Promise<string>;
-  rebuildSale(meta: string, buyers: string, stream: string, returned: string, door: string, ...args: (string | number)[]): Promise<number>;
+  rebuildSale(meta: string, buyers: string, stream: string, returned: string, door: string, nextBuyers: string, ...args: (string | number)[]): Promise<number>;
   returnUnits(meta: string, buyers: string, returned: string, closed: string, generation: string, ...orders: (string | number)[]): Promise<(number | string)[]>;
   restoreClosed(meta: string, closed: string, maxOrdersPerBuyer: number, cooldownSeconds: number, ...buyers: (string | number)[]): Promise<number>;
   trimAcknowledged(stream: string, group: string, keepFrom: string, keepSinceMs: string, maxEntries: string): Promise<number>;

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { ORDER_WRITERS_GROUP, saleKeys } from '@flashsale/redis-store';
+import { writeOrderBatch } from '@flashsale/order-store';
 import { createLiveSale, createTestContext, redisNow, type TestContext } from '../../../../test/support/context.ts';
 import { gatewayPerFile, startGateway, type TestGateway } from '../../../../test/support/gateway.ts';
 import { buyerToken } from '@flashsale/harness';
@@ -113,6 +114,13 @@ describe('POST /api/admin/sales', () => {
       admissionPaused: false,
       maxOrdersPerBuyer: 3,
       rebuyCooldownSeconds: 30,
+      // Nothing ordered yet (sale-counters.ts).
+      ordersWritten: 0,
+      unitsWritten: 0,
+      cancelledOrders: 0,
+      cancelledUnits: 0,
+      expiredOrders: 0,
+      expiredUnits: 0,
     });
     // Published under the generation MySQL recorded for it.
     const record = await ctx.prisma.sale.findUniqueOrThrow({ where: { id: created.id } });
@@ -249,7 +257,7 @@ describe('GET /api/admin/sales/:saleId/stats', () => {
     // A stand-in for the worker: take the entry, write the order, acknowledge.
     const stream = saleKeys(ctx.config.REDIS_PREFIX, sale.id).stream;
     const [[, [[entryId]]]] = (await ctx.redis.xreadgroup('GROUP', ORDER_WRITERS_GROUP, 'test', 'COUNT', 1, 'STREAMS', stream, '>')) as [[string, [[string, string[]]]]];
-    await ctx.prisma.order.create({ data: { reservationId, saleId: sale.id, userId: buyer, quantity: 1, reservedAt: new Date(), payBy: new Date(Date.now() + 900_000) } });
+    await writeOrderBatch(ctx.prisma, sale.id, [{ reservationId, saleId: sale.id, userId: buyer, quantity: 1, reservedAt: Date.now(), generation: sale.generation }]);
     await ctx.redis.xack(stream, ORDER_WRITERS_GROUP, entryId);
 
     expect(await (await stats(sale.id)).json()).toEqual({ saleId: sale.id, stock: 5, remaining: 4, inFlight: 0, ordersInDb: 1, unitsInDb: 1, ordersByStatus: { created: { orders: 1, units: 1 }, paid: { orders: 0, units: 0 }, cancelled: { orders: 0, units: 0 }, expired: { orders: 0, units: 0 } }, unitsReturned: 0, unitsAwaitingReturn: 0, refundsDue: { count: 0, amountCents: 0 }, deadLettered: 0, consistent: true, lost: { reservations: 0, units: 0 }, audit: null });
@@ -257,7 +265,7 @@ describe('GET /api/admin/sales/:saleId/stats', () => {
 
   it('reports the ledger as inconsistent when MySQL holds units Redis still counts as remaining', async () => {
     const sale = await createLiveSale(ctx, { stock: 5 });
-    await ctx.prisma.order.create({ data: { reservationId: `${sale.id}-${randomUUID()}`, saleId: sale.id, userId: 'ghost', quantity: 1, reservedAt: new Date(), payBy: new Date(Date.now() + 900_000) } });
+    await writeOrderBatch(ctx.prisma, sale.id, [{ reservationId: `${sale.id}-${randomUUID()}`, saleId: sale.id, userId: 'ghost', quantity: 1, reservedAt: Date.now(), generation: sale.generation }]);
 
     expect(await (await stats(sale.id)).json()).toEqual({ saleId: sale.id, stock: 5, remaining: 5, inFlight: 0, ordersInDb: 1, unitsInDb: 1, ordersByStatus: { created: { orders: 1, units: 1 }, paid: { orders: 0, units: 0 }, cancelled: { orders: 0, units: 0 }, expired: { orders: 0, units: 0 } }, unitsReturned: 0, unitsAwaitingReturn: 0, refundsDue: { count: 0, amountCents: 0 }, deadLettered: 0, consistent: false, lost: { reservations: 0, units: 0 }, audit: null });
   });

@@ -15,7 +15,7 @@
   until they do come back: when one does (an expiry, a cancel, stock added), `remaining` rises and the
   next rank in the queue is admitted, never whoever asks fastest. A turn not used within q_ttl seconds
   ends here (it is counted as abandoned) and frees its place in the bound. A door begun again after
-  Redis lost it (rebuild-sale-5.lua) admits nobody before its restoring_until.
+  Redis lost it (rebuild-sale-6.lua) admits nobody before its restoring_until.
 
   Input:
     KEYS[1] sale meta hash   (record: sale meta and door terms, includes/sale-meta.lua, door-terms.lua)

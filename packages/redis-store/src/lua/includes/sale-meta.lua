@@ -14,7 +14,7 @@ local function redis_now_ms()
   return tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 end
 
--- Writes the whole record: the sale's definition as publish-sale-2.lua and rebuild-sale-5.lua both take
+-- Writes the whole record: the sale's definition as publish-sale-2.lua and rebuild-sale-6.lua both take
 -- it, ARGV[1..5] (name, stock, per-user limit, starts, ends), and its state { remaining, paused (boolean),
 -- generation }.
 local function write_sale_meta(key, definition, state)

@@ -1,14 +1,23 @@
 --[[
-  Rewrites a sale's Redis state from MySQL's record, paused. The reconciler calls it only once the
-  sale's stream has drained (or was lost with Redis's data), so no reservation is in flight that MySQL
-  does not know; it then refills the buyers in chunks and resumes the sale.
+  Switches a sale's Redis state to the one a rebuild wrote from MySQL's record, paused. The reconciler
+  calls it only once the sale's stream has drained (or was lost with Redis's data), so no reservation is
+  in flight that MySQL does not know, and only after it has filled the next buyers hash (KEYS[6]) in
+  chunks (sale-rebuild.ts): this script is the switch, O(1) whatever the number of buyers. Until it
+  runs, the old state stands whole (paused, its old generation: a stock return of the new generation
+  waits for it, return-units-4.lua); after it, the new one does. A rebuild that dies before it leaves
+  the next hash behind, expiring, and the next attempt starts it anew.
+
+  The old buyers and returned hashes go with UNLINK: Redis frees a big hash in a background thread, where
+  DEL of 300,000 fields held it 122 ms. RENAME onto a key that no longer exists frees nothing; the next
+  hash's expiry (its guard should the rebuild die) goes with PERSIST.
 
   Input:
     KEYS[1] sale meta hash   (record: sale meta, includes/sale-meta.lua)
-    KEYS[2] sale buyers hash (emptied here; refilled by the caller, buyer-record.ts)
+    KEYS[2] sale buyers hash (replaced by KEYS[6])
     KEYS[3] sale stream      (its consumer group, includes/ensure-group.lua)
     KEYS[4] sale returned hash (emptied here: return-units-4.lua's record of the old generation)
     KEYS[5] sale door hash   (includes/door.lua)
+    KEYS[6] next buyers hash (filled by the caller, buyer-record.ts; absent when the sale has no buyer)
 
     ARGV[1] name
     ARGV[2] stock
@@ -38,7 +47,11 @@
 --@include "includes/door-terms.lua"
 --@include "includes/door.lua"
 
-redis.call('DEL', KEYS[1], KEYS[2], KEYS[4])
+redis.call('UNLINK', KEYS[1], KEYS[2], KEYS[4])
+if redis.call('EXISTS', KEYS[6]) == 1 then
+  redis.call('RENAME', KEYS[6], KEYS[2])
+  redis.call('PERSIST', KEYS[2])
+end
 write_sale_meta(KEYS[1], ARGV, {
   remaining = ARGV[6],
   paused = true,
