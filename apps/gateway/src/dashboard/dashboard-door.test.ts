@@ -41,7 +41,9 @@ async function panel(page: Page): Promise<Record<string, string>> {
 
 describe("the dashboard's waiting room", () => {
   it('shows waiting, admitted and unused, the frontier, the rate and the last in line as the door moves, charts them, and pauses, resumes and sets the rate', async () => {
-    const { id, startsAt } = await createQueuedSale(ctx, gateway.url, { stock: 2, admitPerSecond: 1, admissionTtlSeconds: 600, startsIn: 3000 });
+    // The start 20 s off: the panel is first read before it (a browser's start and sign-in on a busy
+    // machine took over 3 s, and the door had opened before the first look).
+    const { id, startsAt } = await createQueuedSale(ctx, gateway.url, { stock: 2, admitPerSecond: 1, admissionTtlSeconds: 600, startsIn: 20_000 });
     const buyers = Array.from({ length: 6 }, (_, i) => doorBuyer(gateway.url, id, `panel-${id}-${i}`));
     for (const b of buyers) await b.join();
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
@@ -49,7 +51,8 @@ describe("the dashboard's waiting room", () => {
       const page = await context.newPage();
       await openSale(page, id);
       await page.waitForSelector('#door-panel:not([hidden])');
-      await expect.poll(() => panel(page), { timeout: 60_000 }).toMatchObject({ waiting: '6', unused: '0', front: '0', admitPerSecond: '1', open: 'false' });
+      await expect.poll(() => panel(page), { timeout: 15_000 }).toMatchObject({ waiting: '6', unused: '0', front: '0', admitPerSecond: '1', open: 'false' });
+      expect(await redisNow(ctx.redis)).toBeLessThan(startsAt);
 
       // After the start the buyers ask; the door admits two (the stock bound) and holds the rest.
       await until(() => redisNow(ctx.redis), (now) => now >= startsAt);
@@ -65,7 +68,9 @@ describe("the dashboard's waiting room", () => {
       expect(await page.textContent('#door-figures dd[data-field="etaLastSeconds"]')).toBe('none while admitted buyers hold every unit');
       const chart = page.locator('#chart-door svg');
       await expect.poll(async () => Number((await chart.getAttribute('data-points')) ?? 0), { timeout: 60_000 }).toBeGreaterThanOrEqual(3);
-      expect(await page.locator('#chart-door svg path[data-series="waiting"]').getAttribute('data-last')).toBe('4');
+      // The chart's newest point catches up with the panel at the history's next step (a point taken
+      // between the two admissions shows 5 waiting).
+      await expect.poll(() => page.locator('#chart-door svg path[data-series="waiting"]').getAttribute('data-last'), { timeout: 60_000 }).toBe('4');
       expect(await page.locator('#chart-door svg path[data-series="admittedUnused"]').getAttribute('data-max')).toBe('2');
 
       await page.click('#door-pause');
