@@ -78,7 +78,8 @@ export interface SentinelSystem extends Omit<System, 'redisServer'> {
 
 /** startSystem on a primary, 2 replicas and 3 sentinels of the test's own (AOF always on every server). */
 export async function startSentinelSystem(options: Omit<SystemOptions, 'appendfsync'> = {}): Promise<SentinelSystem> {
-  const sentinels = await startRedisSentinels({ appendfsync: 'always' });
+  // Down after 5 s: long enough that a primary starved of CPU on a busy machine is not failed over for it.
+  const sentinels = await startRedisSentinels({ appendfsync: 'always', downAfterMs: 5000 });
   // REDIS_URL points nowhere: a process that used it rather than the sentinels would fail, not pass.
   const redisEnv = { REDIS_SENTINELS: sentinels.seeds, REDIS_SENTINEL_MASTER: sentinels.masterName, REDIS_URL: 'redis://127.0.0.1:1' };
   const system = await assemble(redisEnv, () => sentinels.stop(), options, {});
