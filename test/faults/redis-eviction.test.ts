@@ -52,9 +52,12 @@ describe('maxmemory-policy', () => {
     const first = await scrape();
     expect(first).toContain(`flashsale_redis_evicted_keys_total{node="${node}"} 0`);
 
-    // Someone sets an evicting policy on the running Redis and fills it.
+    // Someone sets an evicting policy on the running Redis and fills it, once the reconciler's start-up
+    // check has read the policy (CONFIG GET, seen in this server's own command counts, `cmdstat_config|get`): set before, the
+    // check would rightly stop the process, and on a busy machine it runs some time after "started".
     const admin = new Redis(server.url);
     try {
+      await until(() => admin.info('commandstats'), (stats) => /^cmdstat_config\|get:calls=[1-9]/m.test(stats), 60_000);
       await admin.config('SET', 'maxmemory', '4mb');
       await admin.config('SET', 'maxmemory-policy', 'allkeys-lru');
       for (let i = 0; i < 100; i++) await admin.set(`filler:${i}`, 'x'.repeat(100_000));
