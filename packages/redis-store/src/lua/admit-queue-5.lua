@@ -35,13 +35,10 @@
 --@include "includes/sale-meta.lua"
 --@include "includes/door.lua"
 
-local meta = redis.call('HMGET', KEYS[1], 'adm', 'starts', 'ends', 'q_pre', 'remaining', 'stock',
-  'q_rate', 'q_ttl', 'q_factor', 'q_paused', 'paused', 'op_paused')
-if not meta[2] then
-  return { -1 }
-end
-if meta[1] ~= '1' then
-  return { -9 }
+local meta, refusal = queued_sale_meta(KEYS[1], 'ends', 'q_pre', 'remaining', 'stock', 'q_rate', 'q_ttl', 'q_factor',
+  'q_paused', 'paused', 'op_paused')
+if not meta then
+  return refusal
 end
 local starts, ends = tonumber(meta[2]), tonumber(meta[3])
 local remaining, stock = tonumber(meta[5]), tonumber(meta[6])

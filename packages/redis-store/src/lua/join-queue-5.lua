@@ -35,12 +35,9 @@
 --@include "includes/sale-meta.lua"
 --@include "includes/door.lua"
 
-local meta = redis.call('HMGET', KEYS[1], 'adm', 'starts', 'ends', 'q_pre')
-if not meta[2] then
-  return { -1 }
-end
-if meta[1] ~= '1' then
-  return { -9 }
+local meta, refusal = queued_sale_meta(KEYS[1], 'ends', 'q_pre')
+if not meta then
+  return refusal
 end
 local starts, ends = tonumber(meta[2]), tonumber(meta[3])
 local now = redis_now_ms()

@@ -20,12 +20,9 @@
 --@include "includes/sale-meta.lua"
 --@include "includes/door.lua"
 
-local meta = redis.call('HMGET', KEYS[1], 'adm', 'starts')
-if not meta[2] then
-  return { -1 }
-end
-if meta[1] ~= '1' then
-  return { -9 }
+local meta, refusal = queued_sale_meta(KEYS[1])
+if not meta then
+  return refusal
 end
 local score = queue_score(KEYS[2], ARGV[1])
 if not score then

@@ -15,6 +15,19 @@
            back (record-paid-2.lua).
 ]]
 
+-- The sale's meta fields `adm`, `starts`, then those named, for a script of the door; or nil and the
+-- refusal to return: { -1 } the sale is not in Redis, { -9 } it has no waiting room.
+local function queued_sale_meta(meta_key, ...)
+  local meta = redis.call('HMGET', meta_key, 'adm', 'starts', ...)
+  if not meta[2] then
+    return nil, { -1 }
+  end
+  if meta[1] ~= '1' then
+    return nil, { -9 }
+  end
+  return meta
+end
+
 -- A member's queue score as a Lua number (ZSCORE answers a string), or nil.
 local function queue_score(queue, user_id)
   local score = redis.call('ZSCORE', queue, user_id)
