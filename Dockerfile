@@ -22,7 +22,6 @@ COPY packages/domain/package.json packages/domain/
 COPY packages/redis-store/package.json packages/redis-store/
 COPY packages/order-store/package.json packages/order-store/
 COPY packages/jobs/package.json packages/jobs/
-COPY packages/lifecycle/package.json packages/lifecycle/
 COPY packages/sales/package.json packages/sales/
 COPY packages/harness/package.json packages/harness/
 
@@ -37,7 +36,7 @@ RUN npm ci --no-audit --no-fund
 COPY . .
 RUN npm run build \
  && mkdir -p /out \
- && for dir in apps/gateway apps/worker apps/reconciler packages/config packages/domain packages/redis-store packages/order-store packages/jobs packages/lifecycle packages/sales; do \
+ && for dir in apps/gateway apps/worker apps/reconciler packages/config packages/domain packages/redis-store packages/order-store packages/jobs packages/sales; do \
       mkdir -p "/out/$dir" && cp -R "$dir/package.json" "$dir/dist" "/out/$dir/"; \
     done \
  && find /out -name '*.d.ts' -delete -o -name '.tsbuildinfo' -delete \

@@ -30,7 +30,7 @@ import { exitWithUsage, parseCommandLine } from '@flashsale/config';
 import { createPrisma, dropDatabase, insertSale, migrate, poolConfigFromUrl, saleOrderLedger, type PrismaClient } from '@flashsale/order-store';
 import { createRedis, publishSale, redisNow, saleKeys } from '@flashsale/redis-store';
 import { startRedisServer } from '@flashsale/harness';
-import { readSaleStats } from '../apps/gateway/src/routes/sale-stats.ts';
+import { readSaleStats } from '@flashsale/sales';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
@@ -148,7 +148,7 @@ async function measureSize(buyers: number, mysqlServer: string, reconcilerRoot: 
     }
     const fillSeconds = (performance.now() - filled) / 1000;
 
-    const stats = await timed(10, () => readSaleStats({ redis, prisma, config: { REDIS_PREFIX: prefix } as never }, sale.id));
+    const stats = await timed(10, () => readSaleStats({ redis, prisma, prefix }, sale.id));
     const groupByBefore = await timed(10, () => prisma.order.groupBy({ by: ['status'], where: { saleId: sale.id }, _count: { _all: true }, _sum: { quantity: true } }));
 
     const rowsRead = { stats: await rowsReadBy(databaseUrl, (one) => saleOrderLedger(one, sale.id)), groupByBefore: await rowsReadBy(databaseUrl, (one) => one.order.groupBy({ by: ['status'], where: { saleId: sale.id }, _count: { _all: true }, _sum: { quantity: true } })) };
@@ -171,7 +171,7 @@ async function measureSize(buyers: number, mysqlServer: string, reconcilerRoot: 
     if (buyersAfter !== live) throw new Error(`the rebuilt buyers hash holds ${buyersAfter} buyers, MySQL ${live} live orders`);
 
     // Again once the reconcile is over: MySQL is still flushing the bulk fill when the first reading runs.
-    const statsLater = await timed(10, () => readSaleStats({ redis, prisma, config: { REDIS_PREFIX: prefix } as never }, sale.id));
+    const statsLater = await timed(10, () => readSaleStats({ redis, prisma, prefix }, sale.id));
     const deleted = performance.now();
     await redis.del(buyersKey);
     const delOfBuyersHashMs = performance.now() - deleted;

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createHttpClient, faultLedgerOf, mergeBursts, purchaseBurst, waitForDrain } from '@flashsale/harness';
 import { announceSaleChanged, readSaleState, rebuildSaleState, setSalePaused, streamBacklog } from '@flashsale/redis-store';
-import { beginRebuild, liveBuyerPages } from '@flashsale/order-store';
+import { liveBuyerPages, lockSaleForRebuild } from '@flashsale/order-store';
 import { startSystem, type System } from '../support/system.ts';
 
 let system: System | undefined;
@@ -29,7 +29,7 @@ describe('a reconciliation requested while reservations are in flight', () => {
 
     // The control: rebuild it the naive way, without waiting for the drain. MySQL knows none of the 100
     // reservations, so the rebuilt state hands all 100 units out again: 200 buyers told yes for 100 units.
-    const naive = await beginRebuild(ctx.prisma, control, async () => ({ lost: false }));
+    const naive = await lockSaleForRebuild(ctx.prisma, control, (locked) => locked.switchGeneration({ lost: false }));
     await rebuildSaleState(ctx.redis, prefix, naive!.sale, { ...naive!, buyers: liveBuyerPages(ctx.prisma, control) });
     await setSalePaused(ctx.redis, prefix, control, false);
     await announceSaleChanged(ctx.redis, prefix, control);

@@ -2,7 +2,7 @@ import { createLogger } from '@flashsale/config';
 import { announceSaleChanged } from '@flashsale/redis-store';
 import { bullConnection, createReconcileJobs, type ReconcileResult } from '@flashsale/jobs';
 import { Reconciler } from '../../apps/reconciler/src/reconciler.ts';
-import type { ReconcileDeps } from '../../apps/reconciler/src/reconcile-sale.ts';
+import type { ReconcileDeps } from '@flashsale/sales';
 import type { AuditReport } from '../../apps/reconciler/src/ledger-audit.ts';
 import type { TestContext } from './context.ts';
 

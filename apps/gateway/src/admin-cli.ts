@@ -2,9 +2,7 @@ import { AppError, MAX_STOCK, parseSaleId, saleIdOfReservation, type SaleControl
 import { createLogger, exitWithUsage, loadConfig, parseCommandLine } from '@flashsale/config';
 import { createPrisma } from '@flashsale/order-store';
 import { createRedis, redisTargetOf } from '@flashsale/redis-store';
-import { LOSSES_PAGE, readSaleLosses } from '@flashsale/sales';
-import { runSaleControl } from './controls/sale-controls.ts';
-import { listAdminSales } from './controls/sale-list.ts';
+import { LOSSES_PAGE, listAdminSales, readSaleLosses, runSaleControl } from '@flashsale/sales';
 
 /**
  * npm run admin -- <pause|resume|close|list|losses> [--sale <id>] [--add <units>] [--limit <n>] [--cursor <c>]

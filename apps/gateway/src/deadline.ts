@@ -1,10 +1,5 @@
 import type { RequestHandler, Response } from 'express';
-import { AppError, DeadlineExceeded } from '@flashsale/domain';
-
-/** The answer a client gets when a backing service is away or too slow: retrying shortly is safe. */
-export function serviceUnavailable(detail = 'a backing service is unavailable, retry shortly'): AppError {
-  return new AppError('SERVICE_UNAVAILABLE', detail, {}, { 'Retry-After': '1' });
-}
+import { DeadlineExceeded, serviceUnavailable, type AppError } from '@flashsale/domain';
 
 /**
  * Settles with `promise`, or fails with DeadlineExceeded after `ms`. For calls that have no deadline of

@@ -1,10 +1,9 @@
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { ErrorRequestHandler, RequestHandler } from 'express';
-import { AppError, DeadlineExceeded, ERRORS, type ErrorCode } from '@flashsale/domain';
+import { AppError, DeadlineExceeded, ERRORS, serviceUnavailable, type ErrorCode } from '@flashsale/domain';
 import { summarisedLog, type Logger } from '@flashsale/config';
 import { isRedisUnavailable } from '@flashsale/redis-store';
 import { isMysqlUnavailable } from '@flashsale/order-store';
-import { serviceUnavailable } from './deadline.ts';
 
 /** What a problem document says: a catalogue code, the detail, and any extra members. */
 export interface Problem {

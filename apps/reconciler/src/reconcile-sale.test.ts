@@ -9,7 +9,7 @@ import { createLiveSale, createTestContext, type TestContext } from '../../../te
 import { reconcileDeps } from '../../../test/support/reconciler.ts';
 import { orderRow } from '../../../test/support/orders.ts';
 import { OrderWorker } from '../../worker/src/order-worker.ts';
-import { reconcileSale, type ReconcileDeps } from './reconcile-sale.ts';
+import { reconcileSale, type ReconcileDeps } from '@flashsale/sales';
 import { auditSale } from './ledger-audit.ts';
 import { capturedLog } from '../../../test/support/logs.ts';
 

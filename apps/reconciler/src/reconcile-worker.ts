@@ -2,7 +2,7 @@ import { UnrecoverableError, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { SaleNotFound } from '@flashsale/domain';
 import { RECONCILE_QUEUE, bullPrefix, type ReconcileJobData, type ReconcileResult } from '@flashsale/jobs';
-import { reconcileSale, type ReconcileDeps } from './reconcile-sale.ts';
+import { reconcileSale, type ReconcileDeps } from '@flashsale/sales';
 import { ErrorBackoff } from './error-backoff.ts';
 
 export interface ReconcileWorkerOptions {

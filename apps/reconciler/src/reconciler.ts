@@ -168,7 +168,7 @@ export class Reconciler {
           // Drift confirmed by a second look, either way, is a judgement to make, not only a line to log:
           // MySQL behind Redis (a restore, a replica promoted behind) or Redis behind MySQL (a stale
           // replica, split brain). The reconciliation restores what MySQL lost from Redis, then rebuilds
-          // Redis from MySQL (reconcile-sale.ts). Judged only with nothing in flight: while a worker
+          // Redis from MySQL (packages/sales/src/sale-reconciliation.ts). Judged only with nothing in flight: while a worker
           // commits between the two stores' reads, a busy machine can show the same passing double count
           // twice in a row, and a reconciliation pauses the sale; a store that went back still shows its
           // drift once the sale is quiet.

@@ -6,7 +6,7 @@ import { cancelOrder, expireDueOrders, recordPayment, saleOrderLedger, writeOrde
 import { heldPayments, ORDER_WRITERS_GROUP, readSaleState, recordPaymentArrival, reservePurchase, saleKeys } from '@flashsale/redis-store';
 import { createIsolatedContext, createLiveSale, type TestContext } from '../../../test/support/context.ts';
 import { reconcileDeps } from '../../../test/support/reconciler.ts';
-import { reconcileSale } from './reconcile-sale.ts';
+import { reconcileSale } from '@flashsale/sales';
 
 // A database of the file's own: an expiry pass looks at every sale's orders.
 let ctx: TestContext;

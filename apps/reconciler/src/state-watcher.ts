@@ -30,7 +30,7 @@ import {
   type ScriptedRedis,
 } from '@flashsale/redis-store';
 import type { ReconcileReason } from '@flashsale/jobs';
-import { holdsCheckpointEntry, judgeLoss } from './sale-judgement.ts';
+import { holdsCheckpointEntry, judgeLoss } from '@flashsale/sales';
 
 /** What the watcher concluded about one sale's Redis state. */
 export type Verdict = { kind: 'healthy' } | { kind: 'paused' } | { kind: 'reconcile'; reason: ReconcileReason; why: string };

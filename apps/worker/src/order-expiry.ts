@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { runExpiryPass, type ExpiryPassResult, type ReturnDeps } from '@flashsale/lifecycle';
+import { runExpiryPass, type ExpiryPassResult, type SalesDeps } from '@flashsale/sales';
 
 export interface OrderExpiryOptions {
   /** Time between passes (EXPIRY_SWEEP_MS). */
@@ -27,7 +27,7 @@ export class OrderExpiry {
   readonly totals = { expired: 0, returnedOrders: 0, returnedUnits: 0, failures: 0 };
 
   constructor(
-    private readonly deps: ReturnDeps,
+    private readonly deps: SalesDeps,
     private readonly options: OrderExpiryOptions,
     private readonly observer?: OrderExpiryObserver,
   ) {}

@@ -55,3 +55,8 @@ export class AppError extends Error {
     this.status = ERRORS[code].status;
   }
 }
+
+/** The answer a client gets when a backing service is away or too slow: retrying shortly is safe. */
+export function serviceUnavailable(detail = 'a backing service is unavailable, retry shortly'): AppError {
+  return new AppError('SERVICE_UNAVAILABLE', detail, {}, { 'Retry-After': '1' });
+}

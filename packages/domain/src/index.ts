@@ -1,4 +1,4 @@
-export { ERRORS, AppError, type ErrorCode } from './error-catalogue.ts';
+export { ERRORS, AppError, serviceUnavailable, type ErrorCode } from './error-catalogue.ts';
 export { FAILURES, Failure, SaleLockBusy, DrainTimeout, SaleNotFound, DeadlineExceeded, type FailureCode } from './failures.ts';
 export { saleStatus, type SaleStatus, type SaleClockView } from './sale-status.ts';
 export { ledgerConsistent, type LedgerCounts } from './ledger-consistency.ts';

@@ -5,13 +5,13 @@ export { poolConfigFromUrl } from './database-url.ts';
 export { insertSale, findSale, listLiveSales, LIVE_ORDER_STATUSES, type NewSale, type SaleRecord } from './sale-repository.ts';
 export { saleOrderLedger, ORDER_STATUSES, PAID_COUNT_SLOTS, type SaleOrderLedger } from './sale-counters.ts';
 export { beginSaleCreation, markPublished, adoptSale, abandonSale, listStalledCreations, type CreationKey, type CreationStart, type PublishState } from './sale-publication.ts';
-export { findOrderByReservation, type OrderView } from './order-repository.ts';
+export { findOrderByReservation, paidOrderPages, type OrderView, type PaidOrder } from './order-repository.ts';
 export { writeOrderBatch, isPermanentWriteError, type BatchOutcome } from './order-writer.ts';
 export {
   listWatchedSales,
   findCheckpoint,
   recordCheckpoint,
-  beginRebuild,
+  lockSaleForRebuild,
   liveBuyerPages,
   unitsAcceptedBy,
   type Checkpoint,
@@ -19,7 +19,9 @@ export {
   type RebuildPlan,
   type LiveBuyer,
   type LossJudgement,
-  type JudgeLoss,
+  type LockedForRebuild,
+  type RecordedState,
+  type AlsoLost,
 } from './sale-ledger.ts';
 export { withSaleLock } from './sale-lock.ts';
 export { checkConnectionBudget, connectionBudgetOf, judgeConnectionBudget, readServerConnections, type BudgetVerdict, type ConnectionBudget, type ProcessRole, type ServerConnections } from './connection-budget.ts';

@@ -98,93 +98,113 @@ export interface RebuildPlan {
 /** Whether the Redis state about to be replaced lost reservations MySQL's record says it had accepted. */
 export type LossJudgement = { lost: false } | { lost: true; why: string };
 
-/**
- * Judges the sale's Redis state against what MySQL recorded of it (its generation and last checkpoint),
- * called with the sale row locked, so no checkpoint can be recorded between the judgement and the
- * rebuild that replaces it.
- */
-export type JudgeLoss = (recorded: { generation: string; checkpoint: Checkpoint | null }) => Promise<LossJudgement>;
+/** What MySQL recorded of the sale's Redis state, read with the sale row locked: the generation and the last checkpoint. */
+export interface RecordedState {
+  generation: string;
+  checkpoint: Checkpoint | null;
+}
+
+/** Lost besides the checkpoint's count: reservations Redis held that MySQL refused to take back, and those of them known by id. */
+export interface AlsoLost {
+  reservations: number;
+  units: number;
+  /** Named (lost_reservations) in the transaction that counts them. */
+  named?: readonly LostReservation[];
+}
+
+/** The sale row, locked for a rebuild: what MySQL recorded of its Redis state, and the switch to a new generation. */
+export interface LockedForRebuild {
+  readonly recorded: RecordedState;
+  /**
+   * Switches the sale to a new generation and reads what MySQL holds, counting what the replaced state
+   * lost (`judgement`, made by the caller while the row is locked, and `alsoLost`) in the same
+   * transaction that clears the checkpoint: a rebuild can never erase the evidence of a loss. Lost are
+   * the reservations Redis had accepted at the checkpoint that are not orders now (a floor: what was
+   * accepted after the checkpoint and lost is not known). Once per lock.
+   */
+  switchGeneration(judgement: LossJudgement, alsoLost?: AlsoLost): Promise<RebuildPlan>;
+}
 
 /**
- * Starts a rebuild: under the sale row lock (the same lock every order batch takes), switches the sale
- * to a new generation and reads what MySQL holds. From the commit on, any entry of the old Redis state
- * still in a worker's hands is refused (STALE_GENERATION), so remaining = stock - units is exact.
- *
- * Whoever asked for it (the watcher, an operator, a retry), the state being replaced is judged first,
- * against the checkpoint, and what it lost is counted in the same transaction that clears the
- * checkpoint: a rebuild can never erase the evidence of a loss. Lost are the reservations Redis had
- * accepted at the checkpoint that are not orders now (a floor: what was accepted after the checkpoint
- * and lost is not known).
+ * Locks the sale row (the same lock every order batch takes) for the length of `work`, which judges the
+ * state being replaced and calls switchGeneration. From the commit on, any entry of the old Redis state
+ * still in a worker's hands is refused (STALE_GENERATION), so remaining = stock - units is exact; and no
+ * checkpoint can be recorded between the caller's judgement and the switch that replaces it. Null when
+ * MySQL has no such sale.
  */
-export async function beginRebuild(
-  prisma: PrismaClient,
-  saleId: number,
-  judgeLoss: JudgeLoss,
-  /**
-   * Lost besides: reservations Redis held that MySQL refused to take back (see the reconciler's restore),
-   * and those of them known by id, named (lost_reservations) in the transaction that counts them.
-   */
-  alsoLost: { reservations: number; units: number; named?: readonly LostReservation[] } = { reservations: 0, units: 0 },
-): Promise<RebuildPlan | null> {
+export async function lockSaleForRebuild(prisma: PrismaClient, saleId: number, work: (locked: LockedForRebuild) => Promise<RebuildPlan>): Promise<RebuildPlan | null> {
   return prisma.$transaction(
     async (tx) => {
       const [locked] = await tx.$queryRaw<{ id: number }[]>`SELECT id FROM sales WHERE id = ${saleId} FOR UPDATE`;
       if (!locked) return null;
       const row = await tx.sale.findUniqueOrThrow({ where: { id: saleId } });
       const checkpoint = checkpointOf(row);
-      const judgement = await judgeLoss({ generation: row.redisGeneration ?? '', checkpoint });
-      // Counted by MySQL on the (sale_id, live_user_id) index: the buyers themselves are read page by page
-      // after the commit (liveBuyerPages), never all held here.
-      const [live] = await tx.$queryRaw<{ orders: bigint; units: unknown }[]>`
-        SELECT COUNT(*) AS orders, COALESCE(SUM(quantity), 0) AS units FROM orders WHERE sale_id = ${saleId} AND live_user_id IS NOT NULL`;
-      const units = Number(live!.units);
-      const lost = { reservations: alsoLost.reservations, units: alsoLost.units };
-      if (alsoLost.named?.length) await recordLostReservations(tx, alsoLost.named);
-      if (judgement.lost && checkpoint) {
-        // What the checkpoint counted and is still an order: the live orders, and those that closed in
-        // the state it describes (their reservations and units stay counted as accepted there, see
-        // SaleSnapshot); an order closed before that state began was never in it.
-        const [survivors] = await tx.$queryRaw<{ reservations: bigint; units: unknown }[]>`
-          SELECT COUNT(*) AS reservations, COALESCE(SUM(quantity), 0) AS units FROM orders
-          WHERE sale_id = ${saleId} AND reserved_at <= TIMESTAMPADD(MICROSECOND, ${checkpoint.at} * 1000, TIMESTAMP '1970-01-01 00:00:00')
-            AND (status IN ('created', 'paid')
-              OR closed_at >= (SELECT COALESCE(generation_at, TIMESTAMP '1970-01-01 00:00:00') FROM sales WHERE id = ${saleId}))`;
-        lost.reservations += Math.max(0, checkpoint.reservations - Number(survivors!.reservations));
-        lost.units += Math.max(0, checkpoint.units - Number(survivors!.units));
-      }
-      // Units owed back to the state being replaced are counted as remaining by this rebuild (their
-      // orders are not live): the returns are settled here, and the return script refuses them anyway
-      // once Redis holds the new generation.
-      await tx.$executeRaw`
-        UPDATE stock_returns SET state = 'rebuilt', settled_at = NOW(3) WHERE sale_id = ${saleId} AND state = 'pending'`;
-      const generation = randomUUID();
-      const updated = await tx.sale.update({
-        where: { id: saleId },
-        data: {
-          redisGeneration: generation,
-          soldUnits: units,
-          lostReservations: { increment: lost.reservations },
-          lostUnits: { increment: lost.units },
-          // Spent: the next checkpoint is taken from the rebuilt state.
-          checkpointReservations: null,
-          checkpointUnits: null,
-          checkpointAt: null,
-          checkpointStreamId: null,
-        },
+      return work({
+        recorded: { generation: row.redisGeneration ?? '', checkpoint },
+        switchGeneration: (judgement, alsoLost = { reservations: 0, units: 0 }) => switchGeneration(tx, row, checkpoint, judgement, alsoLost),
       });
-      // MySQL's clock, as closed_at is: the loss count above compares the two.
-      await tx.$executeRaw`UPDATE sales SET generation_at = NOW(3) WHERE id = ${saleId}`;
-      return {
-        sale: toSaleRecord(updated),
-        generation,
-        remaining: row.stock - units,
-        buyerCount: Number(live!.orders),
-        judgement,
-        lost,
-      };
     },
     { maxWait: 5_000, timeout: 60_000 },
   );
+}
+
+async function switchGeneration(
+  tx: Prisma.TransactionClient,
+  row: { id: number; stock: number },
+  checkpoint: Checkpoint | null,
+  judgement: LossJudgement,
+  alsoLost: AlsoLost,
+): Promise<RebuildPlan> {
+  const saleId = row.id;
+  // Counted by MySQL on the (sale_id, live_user_id) index: the buyers themselves are read page by page
+  // after the commit (liveBuyerPages), never all held here.
+  const [live] = await tx.$queryRaw<{ orders: bigint; units: unknown }[]>`
+    SELECT COUNT(*) AS orders, COALESCE(SUM(quantity), 0) AS units FROM orders WHERE sale_id = ${saleId} AND live_user_id IS NOT NULL`;
+  const units = Number(live!.units);
+  const lost = { reservations: alsoLost.reservations, units: alsoLost.units };
+  if (alsoLost.named?.length) await recordLostReservations(tx, alsoLost.named);
+  if (judgement.lost && checkpoint) {
+    // What the checkpoint counted and is still an order: the live orders, and those that closed in
+    // the state it describes (their reservations and units stay counted as accepted there, see
+    // SaleSnapshot); an order closed before that state began was never in it.
+    const [survivors] = await tx.$queryRaw<{ reservations: bigint; units: unknown }[]>`
+      SELECT COUNT(*) AS reservations, COALESCE(SUM(quantity), 0) AS units FROM orders
+      WHERE sale_id = ${saleId} AND reserved_at <= TIMESTAMPADD(MICROSECOND, ${checkpoint.at} * 1000, TIMESTAMP '1970-01-01 00:00:00')
+        AND (status IN ('created', 'paid')
+          OR closed_at >= (SELECT COALESCE(generation_at, TIMESTAMP '1970-01-01 00:00:00') FROM sales WHERE id = ${saleId}))`;
+    lost.reservations += Math.max(0, checkpoint.reservations - Number(survivors!.reservations));
+    lost.units += Math.max(0, checkpoint.units - Number(survivors!.units));
+  }
+  // Units owed back to the state being replaced are counted as remaining by this rebuild (their
+  // orders are not live): the returns are settled here, and the return script refuses them anyway
+  // once Redis holds the new generation.
+  await tx.$executeRaw`
+    UPDATE stock_returns SET state = 'rebuilt', settled_at = NOW(3) WHERE sale_id = ${saleId} AND state = 'pending'`;
+  const generation = randomUUID();
+  const updated = await tx.sale.update({
+    where: { id: saleId },
+    data: {
+      redisGeneration: generation,
+      soldUnits: units,
+      lostReservations: { increment: lost.reservations },
+      lostUnits: { increment: lost.units },
+      // Spent: the next checkpoint is taken from the rebuilt state.
+      checkpointReservations: null,
+      checkpointUnits: null,
+      checkpointAt: null,
+      checkpointStreamId: null,
+    },
+  });
+  // MySQL's clock, as closed_at is: the loss count above compares the two.
+  await tx.$executeRaw`UPDATE sales SET generation_at = NOW(3) WHERE id = ${saleId}`;
+  return {
+    sale: toSaleRecord(updated),
+    generation,
+    remaining: row.stock - units,
+    buyerCount: Number(live!.orders),
+    judgement,
+    lost,
+  };
 }
 
 /** A live order's buyer, as a rebuild records it in Redis. */

@@ -1,11 +1,9 @@
 import { AppError, parseSaleId } from '@flashsale/domain';
 import { findSale, isMysqlUnavailable } from '@flashsale/order-store';
-import { isRedisUnavailable, recentDeadLettersByReason, readSaleState, redisNow, redisTargetOf, saleKeys, streamBacklog } from '@flashsale/redis-store';
+import { isRedisUnavailable, recentDeadLettersByReason, redisTargetOf, streamBacklog } from '@flashsale/redis-store';
 import { openQueueCounts, reconcileJobId } from '@flashsale/jobs';
 import type { GatewayDeps } from '../deps.ts';
-import { adminSaleView } from '../controls/admin-sale-view.ts';
-import { listAdminSales } from '../controls/sale-list.ts';
-import { readSaleStats } from '../routes/sale-stats.ts';
+import { listAdminSales, readAdminSale, readSaleStats } from '@flashsale/sales';
 import type { SaleHistory } from './sale-history.ts';
 import { readDoorPanel } from './door-view.ts';
 
@@ -34,20 +32,18 @@ export function createLiveViews(deps: GatewayDeps, history: SaleHistory) {
   }
 
   async function sale(saleId: number) {
-    const [record, state, now, stats, backlog, deadLetters, job] = await Promise.all([
-      findSale(prisma, saleId),
-      readSaleState(redis, prefix, saleId),
-      redisNow(redis, saleKeys(prefix, saleId).meta),
-      readSaleStats({ redis, prisma, config }, saleId),
+    const [view, stats, backlog, deadLetters, job] = await Promise.all([
+      readAdminSale({ redis, prisma, prefix }, saleId),
+      readSaleStats({ redis, prisma, prefix }, saleId),
       streamBacklog(redis, prefix, saleId),
       recentDeadLettersByReason(redis, prefix, saleId),
       jobs.queue.getJob(reconcileJobId(saleId)),
     ]);
-    if (!record) throw new AppError('SALE_NOT_FOUND', `no sale has the id ${saleId}`);
-    const door = await readDoorPanel(redis, prefix, saleId, record.admission);
+    if (!view) throw new AppError('SALE_NOT_FOUND', `no sale has the id ${saleId}`);
+    const door = await readDoorPanel(redis, prefix, saleId, view.admission);
     const points = history.salePoints(saleId, recent);
     return {
-      sale: adminSaleView(record, state, now),
+      sale: view.sale,
       stats,
       backlog: { lag: backlog.lag, pending: backlog.pending },
       unitsAcceptedPerSecond: points?.series.acceptedPerSecond?.at(-1) ?? null,

@@ -3,11 +3,10 @@ import { z } from 'zod';
 import { ADMISSION_DEFAULTS, ADMISSION_LIMITS, AppError, MAX_PER_USER_LIMIT, MAX_STOCK, REBUY_RULE_LIMITS, SALE_TIME_RANGE, saleIdOfReservation } from '@flashsale/domain';
 import { enqueueReconcile } from '@flashsale/jobs';
 import { findSale } from '@flashsale/order-store';
-import { LOSSES_PAGE, readSaleLosses } from '@flashsale/sales';
+import { LOSSES_PAGE, createSale, readSaleLosses, readSaleStats } from '@flashsale/sales';
 import type { GatewayDeps } from '../deps.ts';
 import { admissionView, saleView } from './sale-view.ts';
-import { readSaleStats } from './sale-stats.ts';
-import { createSale, creationKeyOf } from './sale-creation.ts';
+import { creationKeyOf } from './creation-key.ts';
 import { liftRequestDeadline, withDeadline } from '../deadline.ts';
 import { parseOrThrow, jsonBodyOnly, saleIdParam } from '../validation.ts';
 
@@ -87,6 +86,7 @@ const lossesQuery = (saleId: number) =>
 
 export function adminRouter(deps: GatewayDeps): Router {
   const { config, prisma, jobs } = deps;
+  const store = { redis: deps.redis, prisma, prefix: config.REDIS_PREFIX, logger: deps.logger };
   const router = Router();
 
   router.post(
@@ -104,7 +104,7 @@ export function adminRouter(deps: GatewayDeps): Router {
           rebuyCooldownSeconds: rebuyCooldownSeconds ?? config.REBUY_COOLDOWN_SECONDS,
         },
       };
-      const sale = await createSale(deps, input, creationKeyOf(req.headers['idempotency-key'], input), () => !res.headersSent);
+      const sale = await createSale({ ...store, publishTimeoutMs: config.REDIS_COMMAND_TIMEOUT_MS }, input, creationKeyOf(req.headers['idempotency-key'], input), () => !res.headersSent);
       // An open sale's answer is exactly what it was before the door.
       res.status(201).json({
         ...saleView(sale),
@@ -116,7 +116,7 @@ export function adminRouter(deps: GatewayDeps): Router {
   );
 
   router.get('/api/admin/sales/:saleId/stats', async (req, res) => {
-    res.json(await readSaleStats(deps, saleIdParam(req.params.saleId)));
+    res.json(await readSaleStats(store, saleIdParam(req.params.saleId)));
   });
 
   // The reservations answered 202 that no store holds any more: counted, and named where known.

@@ -2,9 +2,8 @@ import express, { Router } from 'express';
 import { z } from 'zod';
 import { AppError, checkPaymentSignature, saleIdOfReservation } from '@flashsale/domain';
 import { summarisedLog } from '@flashsale/config';
-import { receivePayment } from '@flashsale/lifecycle';
 import type { PaymentEventInput } from '@flashsale/order-store';
-import type { Door } from '@flashsale/sales';
+import { payReservation, type Door } from '@flashsale/sales';
 import type { GatewayDeps } from '../deps.ts';
 import { parseOrThrow, jsonBodyOnly } from '../validation.ts';
 
@@ -24,8 +23,8 @@ const paymentEvent = z.object({
 /**
  * POST /api/payments/events: the payment provider tells us a reservation was paid. Authenticated by the
  * event's signature (PAYMENT_WEBHOOK_SECRET, see payment-signature.ts), checked on the raw bytes before
- * anything is parsed; then the use case (packages/lifecycle/src/payment-intake.ts) records its arrival
- * and applies it. Each event id is processed once (payment_events) and tied to its contents: a replay,
+ * anything is parsed; then the use case (packages/sales/src/payment-intake.ts) records its arrival,
+ * applies it and tells the sale's door. Each event id is processed once (payment_events) and tied to its contents: a replay,
  * concurrent or a day later, answers what the first delivery answered and changes nothing; the same id
  * with another reservation or amount is refused.
  *
@@ -43,7 +42,7 @@ export function paymentsRouter({ config, redis, prisma, logger }: GatewayDeps, d
   const router = Router();
   // Refusals summed up (the first at once, then counts every 10 s): an unsigned flood is no log flood.
   const refusals = summarisedLog<string>(logger, 'payment events refused: bad signature', 'refused');
-  const intake = { redis, prisma, prefix: config.REDIS_PREFIX, logger };
+  const intake = { redis, prisma, prefix: config.REDIS_PREFIX, logger, door };
   router.post(
     '/api/payments/events',
     jsonBodyOnly,
@@ -66,16 +65,7 @@ export function paymentsRouter({ config, redis, prisma, logger }: GatewayDeps, d
       const saleId = saleIdOfReservation(parsed.reservationId);
       if (saleId === null) throw new AppError('RESERVATION_NOT_FOUND', 'no such reservation');
       const event: PaymentEventInput = { eventId: parsed.id, reservationId: parsed.reservationId, saleId, amountCents: parsed.amountCents };
-      const status = await receivePayment(intake, event);
-      // A queued sale's door learns that these units can never come back (and, with nothing else that
-      // can, tells its crowd sold_out). Replays do it again (idempotent). The payment stands whatever
-      // happens here: a failure only leaves the door believing the units may come back, so its crowd
-      // waits instead of hearing sold_out; nobody is admitted for it.
-      if (status === 'paid') {
-        await door.paid(event.saleId, event.reservationId).catch((error: unknown) => {
-          logger.warn({ err: error, reservationId: event.reservationId }, "a paid order could not be recorded in its sale's door");
-        });
-      }
+      const status = await payReservation(intake, event);
       logger.info({ eventId: event.eventId, reservationId: event.reservationId, amountCents: event.amountCents, status }, 'payment event');
       res.json({ status });
     },

@@ -1,8 +1,6 @@
 import { Router, type Request } from 'express';
 import { AppError, saleIdOfReservation } from '@flashsale/domain';
-import { findBuyerReservation, findDeadLetter } from '@flashsale/redis-store';
-import { cancelOrder, findLostReservation, findOrderByReservation } from '@flashsale/order-store';
-import { settleReturns } from '@flashsale/lifecycle';
+import { cancelReservation, findReservationStatus } from '@flashsale/sales';
 import type { GatewayDeps } from '../deps.ts';
 import { createBuyerAuthenticator } from '../auth.ts';
 import { createRequestLimits, type RequestLimits } from '../request-limits.ts';
@@ -42,27 +40,22 @@ export function reservationRouter({ config, redis, prisma, logger, now }: Gatewa
     return { userId, reservationId, saleId };
   };
   const limits = createRequestLimits(config, now);
+  const store = { redis, prisma, prefix: config.REDIS_PREFIX, logger };
   router.get('/api/reservations/:reservationId', async (req, res) => {
     const { userId, reservationId, saleId } = buyerAndReservation(req, limits);
-    const order = await findOrderByReservation(prisma, reservationId);
-    if (order) {
-      if (order.userId !== userId) throw notFound();
-      res.json({ reservationId, saleId, quantity: order.quantity, status: order.status, orderId: reservationId, payBy: order.payBy.toISOString() });
+    const found = await findReservationStatus(store, saleId, reservationId, userId);
+    if (!found) throw notFound();
+    if (found.kind === 'order') {
+      res.json({ reservationId, saleId, quantity: found.quantity, status: found.status, orderId: reservationId, payBy: found.payBy.toISOString() });
       return;
     }
-    const before = (await reservationBeforeOrder(saleId, reservationId, userId)) ?? (await lostReservation(reservationId, userId));
-    if (!before) throw notFound();
     // payBy is known once the order is written: the worker computes it from the sale's window.
-    res.json({ ...before, orderId: null, payBy: null });
+    res.json({ ...found.reservation, orderId: null, payBy: null });
   });
 
   /**
-   * POST /api/reservations/:reservationId/cancel: the owner gives the order up while it awaits payment.
-   * MySQL closes it (and records the units it owes Redis) in one transaction; the units are then given
-   * back to Redis before the answer, so the buyer may buy again at once. Should that fail (Redis away),
-   * the answer is the same: the order is cancelled, and the workers' expiry pass gives the units back.
-   * Idempotent: a cancelled order answers cancelled again, and its units come back once. An order
-   * already closed is answered from one read, without the sale's row lock (cancelOrder).
+   * POST /api/reservations/:reservationId/cancel: the owner gives the order up while it awaits payment
+   * (the use case and its crash points: packages/sales/src/order-cancel.ts).
    */
   // The purchase budget, not the lookups': a buyer polling their reservation does not spend their cancel,
   // and cancels count with the purchases they undo (a cancel-and-rebuy loop spends one budget).
@@ -70,45 +63,10 @@ export function reservationRouter({ config, redis, prisma, logger, now }: Gatewa
     // No body is read; one that is not JSON is refused (415), as on every other route.
     requireJsonBodyOf(req);
     const { userId, reservationId, saleId } = buyerAndReservation(req, buyingLimits);
-    const outcome = await cancelOrder(prisma, reservationId, userId);
-    if (!outcome) {
-      const before = (await reservationBeforeOrder(saleId, reservationId, userId)) ?? (await lostReservation(reservationId, userId));
-      if (!before) throw notFound();
-      if (before.status === 'rejected') throw new AppError('ORDER_NOT_CANCELLABLE', 'the reservation was rejected: there is no order to cancel', { orderStatus: 'rejected' });
-      if (before.status === 'lost') throw new AppError('ORDER_NOT_CANCELLABLE', 'the reservation was lost: there is no order to cancel', { orderStatus: 'lost', reason: before.reason });
-      throw new AppError('ORDER_NOT_READY', 'the reservation is not an order yet; retry shortly', {}, { 'Retry-After': String(config.PAUSED_RETRY_AFTER_SECONDS) });
-    }
-    if (outcome.kind === 'not-cancellable') {
-      // `orderStatus`, not `status`: a problem document's `status` is the HTTP status (RFC 9457).
-      throw new AppError('ORDER_NOT_CANCELLABLE', `the order is ${outcome.status}`, { orderStatus: outcome.status });
-    }
-    if (outcome.owed) {
-      try {
-        await settleReturns({ redis, prisma, prefix: config.REDIS_PREFIX, logger }, [outcome.owed]);
-      } catch (err) {
-        logger.warn({ err, reservationId }, 'cancel: units not given back yet; the expiry pass will');
-      }
-    }
-    logger.info({ reservationId, saleId, userId, repeated: outcome.owed === null }, 'order cancelled');
+    const { repeated } = await cancelReservation(store, saleId, reservationId, userId, config.PAUSED_RETRY_AFTER_SECONDS);
+    logger.info({ reservationId, saleId, userId, repeated }, 'order cancelled');
     res.json({ reservationId, status: 'cancelled' });
   });
 
-  /**
-   * A reservation of this buyer that is not an order: `rejected` (set aside by the workers) or
-   * `pending` (on its way); null when the buyer holds no such reservation (someone else's, or unknown).
-   */
-  async function reservationBeforeOrder(saleId: number, reservationId: string, userId: string) {
-    const rejected = await findDeadLetter(redis, config.REDIS_PREFIX, saleId, reservationId);
-    if (rejected) {
-      return rejected.userId === userId ? { reservationId, saleId, quantity: rejected.quantity, status: 'rejected' as const, reason: rejected.reason } : null;
-    }
-    const held = await findBuyerReservation(redis, config.REDIS_PREFIX, saleId, userId);
-    return held && held.reservationId === reservationId ? { reservationId, saleId, quantity: held.quantity, status: 'pending' as const } : null;
-  }
-  /** A named loss of this buyer (see lost_reservations), or null. */
-  async function lostReservation(reservationId: string, userId: string) {
-    const lost = await findLostReservation(prisma, reservationId);
-    return lost && lost.userId === userId ? { reservationId, saleId: lost.saleId, quantity: lost.quantity, status: 'lost' as const, reason: lost.reason } : null;
-  }
   return router;
 }

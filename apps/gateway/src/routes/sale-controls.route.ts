@@ -2,9 +2,8 @@ import express, { Router, type RequestHandler } from 'express';
 import { z } from 'zod';
 import { MAX_STOCK, MAX_SALE_ID, type SaleControl } from '@flashsale/domain';
 import type { GatewayDeps } from '../deps.ts';
-import { runSaleControl, type ControlActor } from '../controls/sale-controls.ts';
+import { listAdminSales, runSaleControl, type ControlActor } from '@flashsale/sales';
 import { clientAddress } from '../client-address.ts';
-import { listAdminSales } from '../controls/sale-list.ts';
 import { parseOrThrow, jsonBodyOnly, saleIdParam } from '../validation.ts';
 
 const stockBody = z.strictObject({ add: z.number().int().min(1).max(MAX_STOCK) });

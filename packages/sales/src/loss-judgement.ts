@@ -1,12 +1,6 @@
-import type { Checkpoint, LossJudgement } from '@flashsale/order-store';
+import type { Checkpoint, LossJudgement, RecordedState } from '@flashsale/order-store';
 import { acceptedUnits, snapshotSale, streamHasEntry, type SaleSnapshot, type ScriptedRedis } from '@flashsale/redis-store';
 import type { ReconcileReason } from '@flashsale/jobs';
-
-/** What MySQL recorded of a sale's Redis state: the generation it must hold and the last checkpoint. */
-export interface RecordedState {
-  generation: string;
-  checkpoint: Checkpoint | null;
-}
 
 /** A loss, and whether it is of a state that vanished or went back ('lost') or of another generation ('stale'). */
 export type Loss = { lost: false } | { lost: true; reason: Extract<ReconcileReason, 'lost' | 'stale'>; why: string };

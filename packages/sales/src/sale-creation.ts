@@ -1,41 +1,11 @@
-import { createHash } from 'node:crypto';
-import { AppError, REBUY_RULE_DEFAULTS } from '@flashsale/domain';
+import { AppError, serviceUnavailable } from '@flashsale/domain';
 import { publishSale, redisNow, saleKeys, withdrawSale } from '@flashsale/redis-store';
 import { abandonSale, beginSaleCreation, markPublished, type CreationKey, type NewSale, type SaleRecord } from '@flashsale/order-store';
-import type { GatewayDeps } from '../deps.ts';
-import { serviceUnavailable } from '../deadline.ts';
-
-// An Idempotency-Key (draft-ietf-httpapi-idempotency-key-header) is an opaque string; here, 1 to 255
-// visible ASCII characters, which every client library can send and MySQL can index.
-const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
-
-/** The key and the hash of the request it came with, or undefined without the header. */
-export function creationKeyOf(header: string | string[] | undefined, input: NewSale): CreationKey | undefined {
-  if (header === undefined) return undefined;
-  if (typeof header !== 'string' || !IDEMPOTENCY_KEY.test(header)) {
-    throw new AppError('INVALID_REQUEST', 'Idempotency-Key must be 1 to 255 visible ASCII characters');
-  }
-  // The parsed request, in a fixed order: the same sale sent with other spacing or key order is the same.
-  // An open sale's hash is what it was before the door (a retry across the upgrade still matches), and so
-  // is a sale's under the built-in rebuy rule.
-  const rebuyRule = input.rebuyRule ?? REBUY_RULE_DEFAULTS;
-  const defaultRule = rebuyRule.maxOrdersPerBuyer === REBUY_RULE_DEFAULTS.maxOrdersPerBuyer && rebuyRule.rebuyCooldownSeconds === REBUY_RULE_DEFAULTS.rebuyCooldownSeconds;
-  const canonical = JSON.stringify([
-    input.name,
-    input.stock,
-    input.perUserLimit,
-    input.startsAt.toISOString(),
-    input.endsAt.toISOString(),
-    input.paymentWindowSeconds,
-    ...(input.admission ? [input.admission] : []),
-    ...(defaultRule ? [] : [{ rebuyRule }]),
-  ]);
-  return { idempotencyKey: header, requestHash: createHash('sha256').update(canonical).digest('hex') };
-}
+import type { SalesDeps } from './sales-deps.ts';
 
 /**
  * Creates a sale across the two stores, so that a 201 means it is in MySQL and live in Redis, and any
- * failure leaves no sale that will ever go live:
+ * failure leaves no sale that will ever go live. Crash points:
  * 1. MySQL first, as `publishing` (every order a worker writes has its sale row; nothing watches or
  *    sells a publishing sale).
  * 2. Redis, with a deadline on Redis's own clock: a publish stuck in a hung Redis cannot go live after
@@ -47,7 +17,10 @@ export function creationKeyOf(header: string | string[] | undefined, input: NewS
  * first create's result instead of making a second sale.
  */
 export async function createSale(
-  { config, redis, prisma, logger }: GatewayDeps,
+  { redis, prisma, prefix, logger, publishTimeoutMs }: SalesDeps & {
+    /** REDIS_COMMAND_TIMEOUT_MS: how long after Redis's now the publish may still go live. */
+    publishTimeoutMs: number;
+  },
   input: NewSale,
   key: CreationKey | undefined,
   /** False once the request has been answered (its deadline passed): the create must not go on. */
@@ -68,8 +41,8 @@ export async function createSale(
   try {
     giveUpIfAnswered();
     // On the clock of the master the publish script will run on (the sale's), which judges the fence.
-    const notAfter = (await redisNow(redis, saleKeys(config.REDIS_PREFIX, sale.id).meta)) + config.REDIS_COMMAND_TIMEOUT_MS;
-    const published = await publishSale(redis, config.REDIS_PREFIX, sale, sale.generation, { notAfter });
+    const notAfter = (await redisNow(redis, saleKeys(prefix, sale.id).meta)) + publishTimeoutMs;
+    const published = await publishSale(redis, prefix, sale, sale.generation, { notAfter });
     if (published === 'too_late') throw serviceUnavailable('Redis answered too late to publish the sale; nothing was created');
     giveUpIfAnswered();
     if (!(await markPublished(prisma, sale.id))) throw serviceUnavailable('the sale could not be published in time; nothing was created');
@@ -82,7 +55,7 @@ export async function createSale(
   }
 
   async function takeBack(created: SaleRecord): Promise<void> {
-    const withdrawn = await withdrawSale(redis, config.REDIS_PREFIX, created.id, created.generation);
+    const withdrawn = await withdrawSale(redis, prefix, created.id, created.generation);
     if (withdrawn === 'withdrawn' || withdrawn === 'absent') await abandonSale(prisma, created.id);
   }
 }

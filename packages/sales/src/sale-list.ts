@@ -1,6 +1,7 @@
-import { listSalesPage, type PrismaClient } from '@flashsale/order-store';
-import { readSaleState, redisNow, type ScriptedRedis } from '@flashsale/redis-store';
+import { findSale, listSalesPage, type SaleRecord } from '@flashsale/order-store';
+import { readSaleState, redisNow, saleKeys } from '@flashsale/redis-store';
 import { adminSaleView, type AdminSaleView } from './admin-sale-view.ts';
+import type { SalesDeps } from './sales-deps.ts';
 
 /** One page of the operator's sales list, newest first; `nextCursor` names the next page (null: last). */
 export interface AdminSalePage {
@@ -13,10 +14,20 @@ export interface AdminSalePage {
  * sale's live state read from Redis (one HGETALL each, sent together), judged on Redis's clock.
  */
 export async function listAdminSales(
-  deps: { redis: ScriptedRedis; prisma: PrismaClient; prefix: string },
+  deps: Pick<SalesDeps, 'redis' | 'prisma' | 'prefix'>,
   { limit, cursor }: { limit: number; cursor?: number },
 ): Promise<AdminSalePage> {
   const [page, now] = await Promise.all([listSalesPage(deps.prisma, { limit, before: cursor }), redisNow(deps.redis)]);
   const states = await Promise.all(page.sales.map((sale) => readSaleState(deps.redis, deps.prefix, sale.id)));
   return { sales: page.sales.map((sale, i) => adminSaleView(sale, states[i]!, now)), nextCursor: page.next === null ? null : String(page.next) };
+}
+
+/** One sale as operators see it, with its admission terms (the dashboard's sale view); null when MySQL has no such sale. */
+export async function readAdminSale(deps: Pick<SalesDeps, 'redis' | 'prisma' | 'prefix'>, saleId: number): Promise<{ sale: AdminSaleView; admission: SaleRecord['admission'] } | null> {
+  const [record, state, now] = await Promise.all([
+    findSale(deps.prisma, saleId),
+    readSaleState(deps.redis, deps.prefix, saleId),
+    redisNow(deps.redis, saleKeys(deps.prefix, saleId).meta),
+  ]);
+  return record && { sale: adminSaleView(record, state, now), admission: record.admission };
 }

@@ -2,17 +2,18 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '@flashsale/config';
-import { beginRebuild, cancelOrder, expireDueOrders, liveBuyerPages, recordPayment, writeOrderBatch, type SaleRecord } from '@flashsale/order-store';
+import { cancelOrder, expireDueOrders, liveBuyerPages, lockSaleForRebuild, recordPayment, writeOrderBatch, type SaleRecord } from '@flashsale/order-store';
 import type { Reservation } from '@flashsale/domain';
 import { heldPayments, readSaleState, rebuildSaleState, recordPaymentArrival, reservePurchase } from '@flashsale/redis-store';
 import { createIsolatedContext, createLiveSale, type TestContext } from '../../../test/support/context.ts';
-import { runExpiryPass } from './expiry-pass.ts';
-import { settleReturns, type ReturnDeps } from './stock-returner.ts';
+import { runExpiryPass } from './order-expiry.ts';
+import { settleReturns } from './order-returns.ts';
 import { receivePayment } from './payment-intake.ts';
+import type { SalesDeps } from './sales-deps.ts';
 
 // A database of the file's own: an expiry pass looks at every sale's orders.
 let ctx: TestContext;
-let deps: ReturnDeps;
+let deps: SalesDeps;
 beforeAll(async () => {
   ctx = await createIsolatedContext();
   deps = { redis: ctx.redis, prisma: ctx.prisma, prefix: ctx.config.REDIS_PREFIX, logger: createLogger('test', 'silent') };
@@ -109,7 +110,7 @@ describe('the expiry pass', () => {
     const { owed } = await expireDueOrders(ctx.prisma, 2, arrivals);
     expect(owed).toHaveLength(2);
     // The reconciler's rebuild (Redis lost, say): MySQL's live orders are 2, so remaining is 4.
-    const plan = await beginRebuild(ctx.prisma, sale.id, async () => ({ lost: false }));
+    const plan = await lockSaleForRebuild(ctx.prisma, sale.id, (locked) => locked.switchGeneration({ lost: false }));
     await rebuildSaleState(ctx.redis, ctx.config.REDIS_PREFIX, plan!.sale, { ...plan!, buyers: liveBuyerPages(ctx.prisma, sale.id) });
     const late = await settleReturns(deps, owed);
     const pass = await runExpiryPass(deps, 100);

@@ -1,21 +1,15 @@
-import type { Logger } from '@flashsale/config';
 import { AppError, planControl, type SaleControl } from '@flashsale/domain';
-import { controlSaleInMysql, controlStateOf, type PrismaClient, type SaleRecord } from '@flashsale/order-store';
-import { announceSaleChanged, applySaleControls, readSaleState, redisNow, saleKeys, type ScriptedRedis } from '@flashsale/redis-store';
+import { controlSaleInMysql, controlStateOf, type SaleRecord } from '@flashsale/order-store';
+import { announceSaleChanged, applySaleControls, readSaleState, redisNow, saleKeys } from '@flashsale/redis-store';
 import { adminSaleView, type AdminSaleView } from './admin-sale-view.ts';
+import type { SalesDeps } from './sales-deps.ts';
 
 /** Who sent a control, for the audit log: the admin API, the dashboard (its session) or the CLI. */
 export type ControlActor = 'api' | 'dashboard' | 'cli';
 
-export interface SaleControlDeps {
-  redis: ScriptedRedis;
-  prisma: PrismaClient;
-  prefix: string;
-  logger: Logger;
-}
-
 /**
  * Runs an operator's control of a sale: the one path of the admin API, the dashboard and `npm run admin`.
+ * Crash points:
  *
  * 1. MySQL first, under the sale row lock: judge the control against the sale (planControl), write the
  *    change and raise the controls version (controlSaleInMysql). MySQL is the record a rebuild restores
@@ -32,7 +26,7 @@ export interface SaleControlDeps {
  * resumes. A crash before 1 commits changed nothing.
  */
 export async function runSaleControl(
-  deps: SaleControlDeps,
+  deps: SalesDeps,
   saleId: number,
   control: SaleControl,
   actor: ControlActor,

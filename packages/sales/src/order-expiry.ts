@@ -1,12 +1,13 @@
 import { expireDueOrders, pendingReturns } from '@flashsale/order-store';
 import { forgetPaymentArrivals, heldPayments } from '@flashsale/redis-store';
-import { emptyTally, settleReturns, type ReturnDeps, type ReturnTally } from './stock-returner.ts';
+import { emptyTally, settleReturns, type ReturnTally } from './order-returns.ts';
+import type { SalesDeps } from './sales-deps.ts';
 
 /** What one pass did. */
 export interface ExpiryPassResult extends ReturnTally {
   /** Orders this pass expired in MySQL. */
   expired: number;
-  /** Orders this pass paid: their payment arrived before payBy and had not reached MySQL (payment-intake.ts). */
+  /** Orders this pass paid: their payment arrived before payBy and had not reached MySQL (receivePayment). */
   paidFromArrivals: number;
 }
 
@@ -14,10 +15,11 @@ export interface ExpiryPassResult extends ReturnTally {
  * One pass of the expiry: closes the unpaid orders past their payBy (MySQL's clock), gives their units
  * back to Redis, then settles any return still owed from before (a cancel whose own return failed, a
  * process that died between the commit and the return). Every step is safe to run from several
- * processes at once and to repeat after a crash (see stock-returner.ts); the state lives in MySQL, so a
- * pass that fails (MySQL or Redis away) is simply run again later: orders expire late, never wrongly.
+ * processes at once and to repeat after a crash (the argument is settleReturns'); the state lives in
+ * MySQL, so a pass that fails (MySQL or Redis away) is simply run again later: orders expire late, never
+ * wrongly.
  */
-export async function runExpiryPass(deps: ReturnDeps, batchSize: number): Promise<ExpiryPassResult> {
+export async function runExpiryPass(deps: SalesDeps, batchSize: number): Promise<ExpiryPassResult> {
   // A sale whose payments Redis cannot tell (Redis away, its keys broken) expires nothing this pass:
   // an order may not be expired under a payment that arrived in time. Late, never wrongly.
   const unreadable: number[] = [];

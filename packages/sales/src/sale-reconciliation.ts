@@ -1,27 +1,24 @@
-import type { Logger } from '@flashsale/config';
 import { SaleNotFound } from '@flashsale/domain';
 import type { ReconcileReason, ReconcileResult } from '@flashsale/jobs';
-import { beginRebuild, controlStateOf, findSale, liveBuyerPages, withSaleLock, type PrismaClient } from '@flashsale/order-store';
-import { applySaleControls, rebuildSaleState, recordPaid, setSalePaused, waitForDrain, type ScriptedRedis } from '@flashsale/redis-store';
-import { restoreBuyerHistory } from '@flashsale/sales';
-import { observeLoss } from './sale-judgement.ts';
+import { controlStateOf, findSale, liveBuyerPages, lockSaleForRebuild, paidOrderPages, withSaleLock } from '@flashsale/order-store';
+import { applySaleControls, rebuildSaleState, recordPaid, setSalePaused, waitForDrain } from '@flashsale/redis-store';
+import { restoreBuyerHistory } from './buyer-history.ts';
+import { observeLoss } from './loss-judgement.ts';
 import { recloseOrdersFromRedis } from './reclose-orders.ts';
 import { restoreOrdersFromRedis } from './restore-orders.ts';
+import type { SalesDeps } from './sales-deps.ts';
 
-export interface ReconcileDeps {
-  redis: ScriptedRedis;
-  prisma: PrismaClient;
+export interface ReconcileDeps extends SalesDeps {
   /** For the named lock that keeps two runs of one sale's reconciliation apart. */
   databaseUrl: string;
-  prefix: string;
-  logger: Logger;
   drainTimeoutMs: number;
   /** Tells gateways that a sale's state changed, so none keeps answering from a stale verdict. */
   announce(saleId: number): Promise<void>;
 }
 
 /**
- * Restores a sale's Redis state from MySQL without overselling. The order is the whole point:
+ * Restores a sale's Redis state from MySQL without overselling. The order is the whole point, and the
+ * crash points with it:
  *   1. pause intake, so nothing new is accepted while MySQL catches up;
  *   2. wait until the stream has drained, because until then MySQL does not know every sale, and
  *      remaining = stock - units would hand out the in-flight units a second time; then write again the
@@ -31,7 +28,10 @@ export interface ReconcileDeps {
  *      only if Redis lost the stream, are then refused) and rebuild from MySQL: the buyers streamed page
  *      by page into a hash aside, then switched in with the meta in one O(1) script (sale-rebuild.ts);
  *   4. resume.
- * Safe to run again at any step: a retry pauses, drains and rebuilds anew.
+ * Safe to run again at any step: a retry pauses, drains and rebuilds anew. A run that dies anywhere
+ * before 4 leaves the sale paused (nothing sells, so nothing is oversold) until the queue's retry; the
+ * orders restored in 2 are idempotent by reservation id, and the losses are counted and named only in the
+ * transaction of the switch in 3, so a retry neither writes nor counts anything twice.
  */
 export async function reconcileSale(deps: ReconcileDeps, saleId: number, reason: ReconcileReason): Promise<ReconcileResult> {
   // One job id per sale keeps BullMQ from queueing two, but a job whose lock lapsed is run again while
@@ -69,7 +69,9 @@ async function reconcileLocked(deps: ReconcileDeps, saleId: number, reason: Reco
   // Whatever the reason given (an operator's request can beat the watcher to a loss), the state about to
   // be replaced is judged against the checkpoint first, with the sale row locked, and what it lost is
   // counted in the transaction that replaces the checkpoint.
-  const plan = await beginRebuild(prisma, saleId, (recorded) => observeLoss(redis, prefix, saleId, recorded), { ...unrestorable, named });
+  const plan = await lockSaleForRebuild(prisma, saleId, async (locked) =>
+    locked.switchGeneration(await observeLoss(redis, prefix, saleId, locked.recorded), { ...unrestorable, named }),
+  );
   if (!plan) throw new SaleNotFound(`sale ${saleId} is not in MySQL`);
   // Gone or gone back is not the same as reservations lost: a sale whose keys vanished before anyone
   // bought, or since its last checkpoint, lost nothing. What was lost is counted, and said, below.
@@ -83,9 +85,12 @@ async function reconcileLocked(deps: ReconcileDeps, saleId: number, reason: Reco
   if (doorLost) {
     // The door's record of paid units went with it: written again from MySQL (idempotent per
     // reservation), so the crowd is told sold_out once nothing can come back, as before the loss.
-    const paid = await prisma.order.findMany({ where: { saleId, status: 'paid' }, select: { reservationId: true, quantity: true } });
-    for (const order of paid) await recordPaid(redis, prefix, saleId, order.reservationId, order.quantity);
-    logger.warn({ saleId, paidOrders: paid.length }, 'reconcile: the waiting room was lost with Redis data; begun again, its buyers come back to their places with their tickets');
+    let paidOrders = 0;
+    for await (const page of paidOrderPages(prisma, saleId)) {
+      for (const order of page) await recordPaid(redis, prefix, saleId, order.reservationId, order.quantity);
+      paidOrders += page.length;
+    }
+    logger.warn({ saleId, paidOrders }, 'reconcile: the waiting room was lost with Redis data; begun again, its buyers come back to their places with their tickets');
   }
   // An operator's control committed after the rebuild read MySQL may have reached Redis before the
   // rebuild replaced the state, and been overwritten with the older controls: MySQL's are written again

@@ -1,14 +1,9 @@
 import type { Logger } from '@flashsale/config';
 import { AppError } from '@flashsale/domain';
 import { countLostReservations, findLostReservation, findSale, recordOrderlessPayment, recordPayment, type PaymentEventInput, type PaymentOutcome, type PaymentRecord, type PrismaClient } from '@flashsale/order-store';
-import { findDeadLetter, forgetPaymentArrivals, recordPaymentArrival, streamBacklog, type ScriptedRedis } from '@flashsale/redis-store';
-
-export interface PaymentIntakeDeps {
-  redis: ScriptedRedis;
-  prisma: PrismaClient;
-  prefix: string;
-  logger: Logger;
-}
+import { findDeadLetter, forgetPaymentArrivals, recordPaymentArrival, streamBacklog } from '@flashsale/redis-store';
+import type { Door } from './admission.ts';
+import type { SalesDeps } from './sales-deps.ts';
 
 /** Seconds a provider is asked to wait before it delivers an event for a reservation still pending. */
 const NOT_READY_RETRY_AFTER_SECONDS = '2';
@@ -33,7 +28,7 @@ const NOT_READY_RETRY_AFTER_SECONDS = '2';
  * did before this record existed); the payment is answered as MySQL allows. Only a payment the provider
  * was answered 200 for is one the system owes: those are in MySQL's payment_events, never only in Redis.
  */
-export async function receivePayment(deps: PaymentIntakeDeps, event: PaymentEventInput): Promise<PaymentOutcome> {
+export async function receivePayment(deps: SalesDeps, event: PaymentEventInput): Promise<PaymentOutcome> {
   const arrival = await recordPaymentArrival(deps.redis, deps.prefix, event).catch((error: unknown) => {
     deps.logger.warn({ err: error, eventId: event.eventId }, 'payment arrival not recorded in Redis; MySQL alone decides');
     return null;
@@ -66,6 +61,23 @@ export async function receivePayment(deps: PaymentIntakeDeps, event: PaymentEven
   if (await hasUnnamedLosses(deps.prisma, event.saleId)) return settle(await recordOrderlessPayment(deps.prisma, event, 'unmatched'));
   await forgetPaymentArrivals(deps.redis, deps.prefix, event.saleId, [event.eventId]).catch(() => undefined);
   throw new AppError('RESERVATION_NOT_FOUND', 'no such reservation');
+}
+
+/**
+ * A payment event taken in (receivePayment), then, once its order is paid, told to the sale's door: a
+ * queued sale's door learns that these units can never come back (and, with nothing else that can, tells
+ * its crowd sold_out). Replays do it again (idempotent). The payment stands whatever happens to the door:
+ * a failure only leaves the door believing the units may come back, so its crowd waits instead of hearing
+ * sold_out; nobody is admitted for it.
+ */
+export async function payReservation(deps: SalesDeps & { door: Pick<Door, 'paid'> }, event: PaymentEventInput): Promise<PaymentOutcome> {
+  const status = await receivePayment(deps, event);
+  if (status === 'paid') {
+    await deps.door.paid(event.saleId, event.reservationId).catch((error: unknown) => {
+      deps.logger.warn({ err: error, reservationId: event.reservationId }, "a paid order could not be recorded in its sale's door");
+    });
+  }
+  return status;
 }
 
 async function hasUnnamedLosses(prisma: PrismaClient, saleId: number): Promise<boolean> {

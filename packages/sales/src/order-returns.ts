@@ -1,25 +1,6 @@
-import type { Logger } from '@flashsale/config';
-import { markReturned, type OwedReturn, type PrismaClient } from '@flashsale/order-store';
-import { announceSaleChanged, returnUnits, type ScriptedRedis } from '@flashsale/redis-store';
-
-/**
- * Gives closed orders' units back to Redis and records it in MySQL: the second half of a cancel or an
- * expiry, whose first half (the order's status, sold_units, the stock_returns row) MySQL committed.
- *
- * Why each unit comes back exactly once, whatever dies where (the whole argument is in the README):
- * the return script gives a reservation's units at most once per Redis generation (its `returned`
- * hash), and only to the generation the order closed in; a rebuild counts every closed order's units as
- * remaining and settles their rows in the transaction that switches the generation. So this may run
- * any number of times, from any number of processes, before or after a crash: a repeat is refused by
- * Redis, a row whose state was rebuilt is refused by its generation, and a row never applied stays
- * pending until it is.
- */
-export interface ReturnDeps {
-  redis: ScriptedRedis;
-  prisma: PrismaClient;
-  prefix: string;
-  logger: Logger;
-}
+import { markReturned, type OwedReturn } from '@flashsale/order-store';
+import { announceSaleChanged, returnUnits } from '@flashsale/redis-store';
+import type { SalesDeps } from './sales-deps.ts';
 
 /** What one call did with the returns it was given. */
 export interface ReturnTally {
@@ -40,8 +21,22 @@ export function emptyTally(): ReturnTally {
   return { units: 0, orders: 0, repeated: 0, waiting: 0, refused: 0, waitingSales: new Set() };
 }
 
-/** Applies `owed` to Redis, sale by sale, and marks in MySQL the ones Redis now holds. */
-export async function settleReturns(deps: ReturnDeps, owed: OwedReturn[], tally = emptyTally()): Promise<ReturnTally> {
+/**
+ * Gives closed orders' units back to Redis and records it in MySQL: the second half of a cancel or an
+ * expiry, whose first half (the order's status, sold_units, the stock_returns row) MySQL committed.
+ * Applies `owed` to Redis, sale by sale, and marks in MySQL the ones Redis now holds.
+ *
+ * Crash points. MySQL first (the close and its stock_returns row, committed by the caller), then Redis
+ * (return-units-4.lua), then MySQL again (markReturned). Each unit comes back exactly once, whatever dies
+ * where: the return script gives a reservation's units at most once per Redis generation (its `returned`
+ * hash), and only to the generation the order closed in; a rebuild counts every closed order's units as
+ * remaining and settles their rows in the transaction that switches the generation. So this may run any
+ * number of times, from any number of processes, before or after a crash: dying after the close, the
+ * row stays pending and the next expiry pass applies it; dying after Redis, the repeat is refused by
+ * Redis as given already and the row is marked; a row whose state was rebuilt is refused by its
+ * generation and settled by the rebuild.
+ */
+export async function settleReturns(deps: SalesDeps, owed: OwedReturn[], tally = emptyTally()): Promise<ReturnTally> {
   const groups = new Map<string, OwedReturn[]>();
   for (const o of owed) {
     const key = `${o.saleId}|${o.generation}`;

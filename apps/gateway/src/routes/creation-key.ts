@@ -1,0 +1,31 @@
+import { createHash } from 'node:crypto';
+import { AppError, REBUY_RULE_DEFAULTS } from '@flashsale/domain';
+import type { CreationKey, NewSale } from '@flashsale/order-store';
+
+// An Idempotency-Key (draft-ietf-httpapi-idempotency-key-header) is an opaque string; here, 1 to 255
+// visible ASCII characters, which every client library can send and MySQL can index.
+const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
+
+/** The key and the hash of the request it came with, or undefined without the header. */
+export function creationKeyOf(header: string | string[] | undefined, input: NewSale): CreationKey | undefined {
+  if (header === undefined) return undefined;
+  if (typeof header !== 'string' || !IDEMPOTENCY_KEY.test(header)) {
+    throw new AppError('INVALID_REQUEST', 'Idempotency-Key must be 1 to 255 visible ASCII characters');
+  }
+  // The parsed request, in a fixed order: the same sale sent with other spacing or key order is the same.
+  // An open sale's hash is what it was before the door (a retry across the upgrade still matches), and so
+  // is a sale's under the built-in rebuy rule.
+  const rebuyRule = input.rebuyRule ?? REBUY_RULE_DEFAULTS;
+  const defaultRule = rebuyRule.maxOrdersPerBuyer === REBUY_RULE_DEFAULTS.maxOrdersPerBuyer && rebuyRule.rebuyCooldownSeconds === REBUY_RULE_DEFAULTS.rebuyCooldownSeconds;
+  const canonical = JSON.stringify([
+    input.name,
+    input.stock,
+    input.perUserLimit,
+    input.startsAt.toISOString(),
+    input.endsAt.toISOString(),
+    input.paymentWindowSeconds,
+    ...(input.admission ? [input.admission] : []),
+    ...(defaultRule ? [] : [{ rebuyRule }]),
+  ]);
+  return { idempotencyKey: header, requestHash: createHash('sha256').update(canonical).digest('hex') };
+}

@@ -1,0 +1,12 @@
+import type { Logger } from '@flashsale/config';
+import type { PrismaClient } from '@flashsale/order-store';
+import type { ScriptedRedis } from '@flashsale/redis-store';
+
+/** What every use case of both stores is given: the two stores, the Redis key prefix, the log. */
+export interface SalesDeps {
+  redis: ScriptedRedis;
+  prisma: PrismaClient;
+  /** REDIS_PREFIX: every key of the deployment starts with it. */
+  prefix: string;
+  logger: Logger;
+}
