@@ -4,7 +4,8 @@ import { newReservationId } from '@flashsale/domain';
 import { publishSale, readSaleState, reservePurchase, salesIndexKey } from '@flashsale/redis-store';
 import { beginSaleCreation, findSale } from '@flashsale/order-store';
 import { isolatedContextPerTest, redisNow } from '../../../test/support/context.ts';
-import { watchOnce, type StateWatcherDeps } from './state-watcher.ts';
+import type { StateWatcherDeps } from './state-watcher.ts';
+import { watchOnce } from '../../../test/support/watch-once.ts';
 
 const env = isolatedContextPerTest();
 

@@ -67,24 +67,6 @@ export interface StateWatcherDeps {
 }
 
 /**
- * Looks at every live sale once: asks for a reconciliation where Redis lost or holds a stale state, and
- * records a checkpoint of what a healthy state has accepted (the floor of what a later loss destroyed).
- * Runs in the reconciler's own loop, not as a BullMQ job, because a Redis that lost its data has lost
- * BullMQ's schedules too.
- */
-export async function watchOnce(deps: StateWatcherDeps): Promise<Map<number, Verdict>> {
-  const watched = await listSalesToWatch(deps);
-  const verdicts = new Map<number, Verdict>();
-  for (const sale of watched) {
-    if (!sale.settled) continue;
-    const visit = await watchOneSale(deps, sale);
-    if (visit) verdicts.set(sale.id, visit.verdict);
-  }
-  await retireFinishedSales(deps, watched);
-  return verdicts;
-}
-
-/**
  * The start of a round of looks: finishes the creates left unfinished, then lists the sales to watch
  * (settled ones are looked at; see WatchedSale.settled). Sales no longer listed are forgotten by
  * pausedLastPass.
@@ -108,7 +90,10 @@ export interface SaleVisit {
 }
 
 /**
- * Looks at one listed sale: what a pass does for each. Its own failure is logged and counted
+ * Looks at one listed sale: what a pass does for each. A pass asks for a reconciliation where Redis lost
+ * or holds a stale state, and records a checkpoint of what a healthy state has accepted (the floor of
+ * what a later loss destroyed). Run by the reconciler's own loop, not as a BullMQ job, because a Redis
+ * that lost its data has lost BullMQ's schedules too. Its own failure is logged and counted
  * (forOneSale) and yields undefined; Redis or MySQL being away throws. A sale seen paused at two looks
  * running is taken up again (see watchSale).
  */

@@ -9,7 +9,8 @@ import { createLiveSale, isolatedContextPerTest } from '../../../test/support/co
 import { startReconciler } from '../../../test/support/reconciler.ts';
 import { until } from '../../../test/support/until.ts';
 import { OrderWorker } from '../../worker/src/order-worker.ts';
-import { watchOnce, type StateWatcherDeps } from './state-watcher.ts';
+import type { StateWatcherDeps } from './state-watcher.ts';
+import { watchOnce } from '../../../test/support/watch-once.ts';
 
 const env = isolatedContextPerTest();
 

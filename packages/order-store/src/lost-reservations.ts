@@ -3,7 +3,7 @@ import type { Prisma, PrismaClient } from './generated/prisma/client.ts';
 /**
  * Reservations answered 202 that neither store holds any more, named (lost_reservations). A
  * reconciliation finds them in Redis's buyer records after MySQL lost their orders, and records them in
- * the rebuild's transaction, with their count (beginRebuild), before Redis's state is replaced from
+ * the rebuild's transaction, with their count (lockSaleForRebuild), before Redis's state is replaced from
  * MySQL: from then on this row is all that is left of them. Keyed by the reservation: recording one
  * again changes nothing.
  */

@@ -31,7 +31,7 @@ export type ClosedReason = 'expired' | 'cancelled';
 
 /**
  * What a payment event came to: `unmatched` is a payment for a reservation no store knows, of a sale
- * that lost reservations it cannot name (kept for the operator, see packages/lifecycle's payment intake).
+ * that lost reservations it cannot name (kept for the operator, see packages/sales's payment intake).
  */
 export type PaymentOutcome = 'paid' | 'refund_due' | 'unmatched';
 

@@ -224,7 +224,7 @@ export const LIVE_BUYERS_PER_PAGE = 5_000;
  * (sale_id, live_user_id) from where the last one stopped (keyset, never OFFSET): every page costs the
  * same and only one is held at a time, whatever the number of buyers.
  *
- * Read after beginRebuild committed, not in its snapshot: the sale is paused and its stream drained, and
+ * Read after the rebuild's switch (lockSaleForRebuild) committed, not in its snapshot: the sale is paused and its stream drained, and
  * the new generation refuses any entry of the old state, so no order can become live meanwhile. An order
  * may close (a cancel, an expiry): its row leaves the index, a page read after that leaves its buyer out,
  * one read before keeps it; either way its stock_returns row, of the new generation, gives the units back

@@ -9,7 +9,6 @@ export { findBuyerReservation, parseBuyerRecord, reservedAtOfBuyerRecord, readBu
 export {
   decodeReservation,
   readNewEntries,
-  claimIdleEntries,
   claimIdleEntriesOf,
   type ClaimRound,
   keepHeld,
@@ -42,6 +41,6 @@ export { workSignalChannel, WorkSignaller, listenForWork } from './work-signal.t
 export { connectRedis, redisTargetOf, isClusterClient, type RedisTarget, type RedisTargetLike } from './redis-target.ts';
 export { pipelineBySlotGroup, type PipelineReply } from './slot-groups.ts';
 export { trimAcknowledged, type RetentionBounds } from './stream-retention.ts';
-export { returnUnits, wasReturned, type UnitsToReturn, type ReturnOutcome, type ReturnResult } from './stock-return.ts';
+export { returnUnits, type UnitsToReturn, type ReturnOutcome, type ReturnResult } from './stock-return.ts';
 export { readEvictionPolicy, refuseEvictingRedis, readRedisMemory, type EvictionPolicyVerdict, type RedisMemory } from './redis-memory.ts';
 export { joinQueue, admitQueue, readQueuePlace, readDoorGauges, recordPaid, newDraw, type JoinOutcome, type DoorReading, type PlaceReading, type DoorGauges } from './door.ts';

@@ -94,24 +94,6 @@ export async function readNewEntries(redis: ScriptedRedis, prefix: string, consu
   return round;
 }
 
-/**
- * Takes over entries another consumer has held for at least `minIdleMs` (it died, or is stuck), with
- * their delivery counts so that an entry that keeps failing can be set aside.
- */
-export async function claimIdleEntries(
-  redis: ScriptedRedis,
-  prefix: string,
-  consumer: string,
-  saleId: number,
-  minIdleMs: number,
-  count: number,
-): Promise<{ entry: StreamEntry; deliveries: number }[]> {
-  const round = await claimIdleEntriesOf(redis, prefix, consumer, [saleId], minIdleMs, count);
-  const failure = round.failures.get(saleId);
-  if (failure !== undefined) throw failure;
-  return round.claimed.get(saleId) ?? [];
-}
-
 /** What one claim over many sales took: the entries of each (with their delivery counts), and each sale's failure. */
 export interface ClaimRound {
   claimed: Map<number, { entry: StreamEntry; deliveries: number }[]>;
@@ -119,7 +101,8 @@ export interface ClaimRound {
 }
 
 /**
- * claimIdleEntries for many sales in two round trips (pipelines of one command per sale, so it works
+ * Takes over entries another consumer has held for at least `minIdleMs` (it died, or is stuck), with
+ * their delivery counts so that an entry that keeps failing can be set aside: for many sales in two round trips (pipelines of one command per sale, so it works
  * across Redis Cluster slots the way readNewEntries does): XAUTOCLAIM on each, then XPENDING for the
  * delivery counts of the sales that had something to take. A sale whose claim fails is reported on its own.
  */

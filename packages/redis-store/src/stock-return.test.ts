@@ -2,13 +2,20 @@ import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { contextPerFile, createLiveSale } from '../../../test/support/context.ts';
 import { reservePurchase } from './reserve-purchase.ts';
-import { returnUnits, wasReturned } from './stock-return.ts';
+import { returnUnits } from './stock-return.ts';
 import { readSaleState } from './sale-meta.ts';
 import { findBuyerReservation } from './buyer-record.ts';
 import { snapshotSale, acceptedUnits } from './sale-snapshot.ts';
 import { rebuildSaleState } from './sale-rebuild.ts';
+import { saleKeys } from './keys.ts';
+import type { ScriptedRedis } from './scripts.ts';
 
 const env = contextPerFile();
+
+/** Whether this generation of the sale's Redis state has given back the reservation's units (its returned hash). */
+async function wasReturned(redis: ScriptedRedis, prefix: string, saleId: number, reservationId: string): Promise<boolean> {
+  return (await redis.hexists(saleKeys(prefix, saleId).returned, reservationId)) === 1;
+}
 
 /** A sale of `stock` with `buyers` each holding one unit, as the reserve script leaves it. */
 async function saleWithBuyers(stock: number, buyers: number) {

@@ -44,8 +44,3 @@ export async function returnUnits(redis: ScriptedRedis, prefix: string, saleId: 
   }
   return { kind: 'applied', results };
 }
-
-/** Whether this generation of the sale's Redis state has given back the reservation's units. */
-export async function wasReturned(redis: ScriptedRedis, prefix: string, saleId: number, reservationId: string): Promise<boolean> {
-  return (await redis.hexists(saleKeys(prefix, saleId).returned, reservationId)) === 1;
-}
