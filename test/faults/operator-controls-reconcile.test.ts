@@ -6,7 +6,7 @@ import { newReservationId, planControl } from '@flashsale/domain';
 import { controlSaleInMysql } from '@flashsale/order-store';
 import { ORDER_WRITERS_GROUP, readSaleState, reservePurchase, saleKeys } from '@flashsale/redis-store';
 import { reconcileSale, runSaleControl } from '@flashsale/sales';
-import { watchOnce } from '../../apps/reconciler/src/state-watcher.ts';
+import { watchOnce } from '../support/watch-once.ts';
 import { contextPerFile, createIsolatedContext, createLiveSale, redisNow, type TestContext } from '../support/context.ts';
 import { reconcileDeps } from '../support/reconciler.ts';
 import { until } from '../support/until.ts';

@@ -3,7 +3,7 @@ import { newReservationId } from '@flashsale/domain';
 import { contextPerFile, createLiveSale } from '../../../test/support/context.ts';
 import { ORDER_WRITERS_GROUP, saleKeys } from './keys.ts';
 import { reservePurchase } from './reserve-purchase.ts';
-import { acknowledge, claimIdleEntries, keepHeld, readNewEntries, readUnacknowledged } from './reservation-stream.ts';
+import { acknowledge, claimIdleEntriesOf, keepHeld, readNewEntries, readUnacknowledged } from './reservation-stream.ts';
 
 const env = contextPerFile();
 
@@ -41,7 +41,7 @@ describe('readNewEntries', () => {
   });
 });
 
-describe('claimIdleEntries, keepHeld and acknowledge', () => {
+describe('claimIdleEntriesOf, keepHeld and acknowledge', () => {
   it('takes over entries idle on another consumer with their delivery counts, unless their holder keeps them', async () => {
     const sale = await createLiveSale(env.ctx);
     await reserveFor(sale.id, ['a', 'b']);
@@ -50,15 +50,15 @@ describe('claimIdleEntries, keepHeld and acknowledge', () => {
     await env.ctx.redis.xclaim(saleKeys(prefix(), sale.id).stream, ORDER_WRITERS_GROUP, 'dead-one', 0, first!.id, second!.id, 'IDLE', 60_000, 'JUSTID');
     await keepHeld(env.ctx.redis, prefix(), 'dead-one', sale.id, [second!.id]);
 
-    const claimed = await claimIdleEntries(env.ctx.redis, prefix(), 'live-one', sale.id, 30_000, 10);
+    const round = await claimIdleEntriesOf(env.ctx.redis, prefix(), 'live-one', [sale.id], 30_000, 10);
 
-    expect(claimed).toEqual([{ entry: first, deliveries: 2 }]);
+    expect(round).toEqual({ claimed: new Map([[sale.id, [{ entry: first, deliveries: 2 }]]]), failures: new Map() });
     await acknowledge(env.ctx.redis, prefix(), sale.id, [first!.id, second!.id]);
     expect(await pendingOn(sale.id)).toBe(0);
   });
 
   it('claims nothing from a sale without a stream', async () => {
-    expect(await claimIdleEntries(env.ctx.redis, prefix(), 'live-one', 987_654_320, 0, 10)).toEqual([]);
+    expect(await claimIdleEntriesOf(env.ctx.redis, prefix(), 'live-one', [987_654_320], 0, 10)).toEqual({ claimed: new Map(), failures: new Map() });
   });
 });
 
