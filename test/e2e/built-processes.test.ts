@@ -17,7 +17,8 @@ import {
   type HttpResult,
   testDatabaseName,
 } from '@flashsale/harness';
-import { migrationNames, poolConfigFromUrl } from '@flashsale/order-store';
+import { poolConfigFromUrl } from '@flashsale/order-store';
+import { migrationNames } from '@flashsale/order-store/testing';
 import { createTestContext, type TestContext } from '../support/context.ts';
 
 // The deployable build, started as the image starts it: `npm run build`, then `node scripts/start.mjs

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, mergeBursts, purchaseBurst, spawnGateway, spawnReconciler, spawnWorker, waitForDrain, type AppProcess } from '@flashsale/harness';
-import { setSalePaused } from '@flashsale/redis-store';
+import { setSalePaused } from '@flashsale/redis-store/testing';
 import { startSystem, type System } from '../support/system.ts';
 import { sampleOf, scrape, seriesWithLabel } from '../support/metrics-text.ts';
 import { until } from '../support/until.ts';

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newReservationId } from '@flashsale/domain';
-import { ORDER_WRITERS_GROUP, saleKeys } from '@flashsale/redis-store';
+import { saleKeys } from '@flashsale/redis-store';
+import { ORDER_WRITERS_GROUP } from '@flashsale/redis-store/testing';
 import { buyerToken, startRedisServer, type RedisServer } from '@flashsale/harness';
 import { createLiveSale, createTestContext, type TestContext } from '../support/context.ts';
 import { commandCounts, commandsBetween } from '../support/command-stats.ts';

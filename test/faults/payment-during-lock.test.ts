@@ -2,7 +2,8 @@ import { createConnection, type Connection } from 'mariadb';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createHttpClient, paymentEventRequest, purchaseBurst, waitForDrain } from '@flashsale/harness';
 import { poolConfigFromUrl } from '@flashsale/order-store';
-import { heldPayments, readSaleState } from '@flashsale/redis-store';
+import { readSaleState } from '@flashsale/redis-store';
+import { heldPayments } from '@flashsale/redis-store/testing';
 import { startSystem, type System } from '../support/system.ts';
 import { until } from '../support/until.ts';
 

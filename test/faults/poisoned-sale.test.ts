@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { faultLedgerOf, ordersOf, purchaseBurst, waitForDrain, type AppProcess } from '@flashsale/harness';
-import { ORDER_WRITERS_GROUP, saleKeys, salesIndexKey } from '@flashsale/redis-store';
+import { saleKeys } from '@flashsale/redis-store';
+import { ORDER_WRITERS_GROUP, salesIndexKey } from '@flashsale/redis-store/testing';
 import { startSystem, type System } from '../support/system.ts';
 import { until } from '../support/until.ts';
 

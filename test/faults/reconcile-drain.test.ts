@@ -1,7 +1,8 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createHttpClient, faultLedgerOf, mergeBursts, purchaseBurst, waitForDrain } from '@flashsale/harness';
-import { announceSaleChanged, readSaleState, rebuildSaleState, setSalePaused, streamBacklog } from '@flashsale/redis-store';
+import { announceSaleChanged, readSaleState, streamBacklog } from '@flashsale/redis-store';
+import { rebuildSaleState, setSalePaused } from '@flashsale/redis-store/testing';
 import { liveBuyerPages, lockSaleForRebuild } from '@flashsale/order-store';
 import { startSystem, type System } from '../support/system.ts';
 

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { SOURCE_NODE_ARGS } from '@flashsale/harness';
 import { saleKeys } from '@flashsale/redis-store';
 import { newReservationId } from '@flashsale/domain';
-import { recordLostReservations } from '@flashsale/order-store';
+import { recordLostReservations } from '@flashsale/order-store/testing';
 import { contextPerFile, createLiveSale } from '../../../test/support/context.ts';
 import { runProcess } from '../../../test/support/run-process.ts';
 

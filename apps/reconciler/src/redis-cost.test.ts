@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '@flashsale/config';
 import { newReservationId } from '@flashsale/domain';
-import { acknowledge, deadLetter, decodeReservation, ORDER_WRITERS_GROUP, saleKeys, type ReservationEntry, type StreamEntry } from '@flashsale/redis-store';
+import { acknowledge, deadLetter, decodeReservation, saleKeys, type ReservationEntry, type StreamEntry } from '@flashsale/redis-store';
+import { ORDER_WRITERS_GROUP } from '@flashsale/redis-store/testing';
 import { writeOrderBatch } from '@flashsale/order-store';
 import { startRedisServer, type RedisServer } from '@flashsale/harness';
 import { createIsolatedContext, createLiveSale, type TestContext } from '../../../test/support/context.ts';

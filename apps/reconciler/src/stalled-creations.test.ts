@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { createLogger } from '@flashsale/config';
 import { newReservationId } from '@flashsale/domain';
-import { publishSale, readSaleState, reservePurchase, salesIndexKey } from '@flashsale/redis-store';
+import { publishSale, readSaleState, reservePurchase } from '@flashsale/redis-store';
+import { salesIndexKey } from '@flashsale/redis-store/testing';
 import { beginSaleCreation, findSale } from '@flashsale/order-store';
 import { isolatedContextPerTest, redisNow } from '../../../test/support/context.ts';
 import type { StateWatcherDeps } from './state-watcher.ts';

@@ -15,6 +15,7 @@ import {
 import {
   acceptedUnits,
   applySaleControls,
+  createSaleStore,
   isDrained,
   keepListed,
   isRedisUnavailable,
@@ -112,7 +113,7 @@ async function watchSale(deps: StateWatcherDeps, listed: WatchedSale): Promise<S
   let snapshot = await snapshotSale(deps.redis, deps.prefix, sale.id);
   // Counters can catch up with the checkpoint within one pass after Redis went back (a restart from an
   // older AOF or a lagging replica under load); the checkpoint's last stream entry cannot come back.
-  let checkpointEntryPresent = await holdsCheckpointEntry(deps.redis, deps.prefix, sale.id, sale.checkpoint, snapshot);
+  let checkpointEntryPresent = await holdsCheckpointEntry(createSaleStore(deps.redis, deps.prefix).sale(sale.id), sale.checkpoint, snapshot);
   // Another reconciler may have recorded a newer checkpoint and trimmed the stream up to the one listed
   // here since the list was read: judged again on the checkpoint MySQL holds now, with a snapshot taken
   // after reading it (so its counters are not older than the checkpoint's). A few times, should that
@@ -122,7 +123,7 @@ async function watchSale(deps: StateWatcherDeps, listed: WatchedSale): Promise<S
     if (!fresh || fresh.at === sale.checkpoint?.at) break;
     sale = { ...sale, checkpoint: fresh };
     snapshot = await snapshotSale(deps.redis, deps.prefix, sale.id);
-    checkpointEntryPresent = await holdsCheckpointEntry(deps.redis, deps.prefix, sale.id, sale.checkpoint, snapshot);
+    checkpointEntryPresent = await holdsCheckpointEntry(createSaleStore(deps.redis, deps.prefix).sale(sale.id), sale.checkpoint, snapshot);
   }
   let verdict = judge(sale, snapshot, checkpointEntryPresent);
   if (verdict.kind === 'reconcile' && verdict.reason === 'stale') {

@@ -1,7 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createLogger } from '@flashsale/config';
 import { newReservationId } from '@flashsale/domain';
-import { ORDER_WRITERS_GROUP, reservePurchase, saleKeys, streamBacklog } from '@flashsale/redis-store';
+import { reservePurchase, saleKeys, streamBacklog } from '@flashsale/redis-store';
+import { ORDER_WRITERS_GROUP } from '@flashsale/redis-store/testing';
 import { poolConfigFromUrl } from '@flashsale/order-store';
 import { createConnection } from 'mariadb';
 import { createLiveSale, createTestContext, type TestContext } from '../../../test/support/context.ts';

@@ -1,11 +1,11 @@
-export { createPrisma, PrismaClient, type PrismaOptions } from './prisma-client.ts';
+export { createPrisma, PrismaClient } from './prisma-client.ts';
 export { isMysqlUnavailable } from './mysql-unavailable.ts';
-export { dropDatabase, migrate, migrationNames, MIGRATIONS_DIR, type MigrationResult } from './migrator.ts';
+export { dropDatabase, migrate } from './migrator.ts';
 export { poolConfigFromUrl } from './database-url.ts';
 export { insertSale, findSale, listLiveSales, LIVE_ORDER_STATUSES, type NewSale, type SaleRecord } from './sale-repository.ts';
-export { saleOrderLedger, ORDER_STATUSES, PAID_COUNT_SLOTS, type SaleOrderLedger } from './sale-counters.ts';
-export { beginSaleCreation, markPublished, adoptSale, abandonSale, listStalledCreations, type CreationKey, type CreationStart, type PublishState } from './sale-publication.ts';
-export { findOrderByReservation, paidOrderPages, type OrderView, type PaidOrder } from './order-repository.ts';
+export { saleOrderLedger } from './sale-counters.ts';
+export { beginSaleCreation, markPublished, adoptSale, abandonSale, listStalledCreations, type CreationKey } from './sale-publication.ts';
+export { findOrderByReservation, paidOrderPages, reservationsWithOrders } from './order-repository.ts';
 export { writeOrderBatch, isPermanentWriteError, type BatchOutcome } from './order-writer.ts';
 export {
   listWatchedSales,
@@ -16,15 +16,11 @@ export {
   unitsAcceptedBy,
   type Checkpoint,
   type WatchedSale,
-  type RebuildPlan,
-  type LiveBuyer,
   type LossJudgement,
-  type LockedForRebuild,
   type RecordedState,
-  type AlsoLost,
 } from './sale-ledger.ts';
 export { withSaleLock } from './sale-lock.ts';
-export { checkConnectionBudget, connectionBudgetOf, judgeConnectionBudget, readServerConnections, type BudgetVerdict, type ConnectionBudget, type ProcessRole, type ServerConnections } from './connection-budget.ts';
+export { checkConnectionBudget } from './connection-budget.ts';
 export {
   recordPayment,
   recordOrderlessPayment,
@@ -36,23 +32,9 @@ export {
   type PaymentOutcome,
   type PaymentRecord,
   type PaymentEventInput,
-  type ArrivedPayment,
-  type ArrivedPaymentsOf,
-  type ExpiryOutcome,
-  type CancelOutcome,
-  type ClosedReason,
 } from './order-lifecycle.ts';
-export { controlSaleInMysql, controlStateOf, type MysqlControlOutcome } from './sale-controls.ts';
-export { listSalesPage, type SalePage } from './sale-listing.ts';
-export {
-  countLostReservations,
-  findLostReservation,
-  listLostReservations,
-  listUnmatchedPayments,
-  recordLostReservations,
-  type LostReservation,
-  type LostReservationEntry,
-  type UnmatchedPayment,
-} from './lost-reservations.ts';
+export { controlSaleInMysql, controlStateOf } from './sale-controls.ts';
+export { listSalesPage } from './sale-listing.ts';
+export { countLostReservations, findLostReservation, listLostReservations, listUnmatchedPayments } from './lost-reservations.ts';
 export { recloseOrders, type ReclosedOrder } from './order-reclosing.ts';
-export { closedOrdersPage, type BuyerClosedRow } from './closed-orders.ts';
+export { closedOrdersPage } from './closed-orders.ts';

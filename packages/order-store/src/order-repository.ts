@@ -48,3 +48,10 @@ export async function* paidOrderPages(prisma: PrismaClient, saleId: number, page
     after = { userId: last.userId, id: last.id };
   }
 }
+
+/** Which of these reservations are orders in MySQL (one statement on the unique reservation_id index). */
+export async function reservationsWithOrders(prisma: PrismaClient, reservationIds: readonly string[]): Promise<Set<string>> {
+  if (reservationIds.length === 0) return new Set();
+  const rows = await prisma.order.findMany({ where: { reservationId: { in: [...reservationIds] } }, select: { reservationId: true } });
+  return new Set(rows.map((order) => order.reservationId));
+}

@@ -61,6 +61,30 @@ export async function readBuyers(redis: ScriptedRedis, prefix: string, saleId: n
   return buyers;
 }
 
+/** A buyer's record as a page of heldReservationPages gives it: when Redis accepted it, if the record says. */
+export interface HeldReservation extends BuyerRecord {
+  reservedAt?: number;
+}
+
+/**
+ * Every buyer record of the sale, a page (HSCAN COUNT `pageSize`) at a time: what a reconciliation checks
+ * against MySQL with the sale paused and drained. Only one page is held at a time.
+ */
+export async function* heldReservationPages(redis: ScriptedRedis, prefix: string, saleId: number, pageSize: number): AsyncGenerator<HeldReservation[]> {
+  const key = saleKeys(prefix, saleId).buyers;
+  let cursor = '0';
+  do {
+    const [next, flat] = await redis.hscan(key, cursor, 'COUNT', pageSize);
+    cursor = next;
+    const page: HeldReservation[] = [];
+    for (let i = 0; i + 1 < flat.length; i += 2) {
+      const reservedAt = reservedAtOfBuyerRecord(flat[i + 1]!);
+      page.push({ userId: flat[i]!, ...parseBuyerRecord(flat[i + 1]!), ...(reservedAt !== undefined && { reservedAt }) });
+    }
+    yield page;
+  } while (cursor !== '0');
+}
+
 /** Every buyer of a sale with their reservation, in one HGETALL: for a checker that reads a whole sale once. */
 export async function readAllBuyers(redis: ScriptedRedis, prefix: string, saleId: number): Promise<BuyerRecord[]> {
   const hash = await redis.hgetall(saleKeys(prefix, saleId).buyers);

@@ -48,6 +48,13 @@ export async function findDeadLetter(redis: ScriptedRedis, prefix: string, saleI
   return { reservationId, userId: u ?? '', quantity: Number(q), reason: reason ?? '' };
 }
 
+/** Which of these reservations the workers set aside (one HMGET of the rejected hash), in their order. */
+export async function areSetAside(redis: ScriptedRedis, prefix: string, saleId: number, reservationIds: readonly string[]): Promise<boolean[]> {
+  if (reservationIds.length === 0) return [];
+  const records = await redis.hmget(saleKeys(prefix, saleId).rejected, ...reservationIds);
+  return records.map((record) => record !== null);
+}
+
 /** The rejected hash's field counting the units of a generation's reservations set aside (dead-letter-4.lua). */
 export function deadLetteredUnitsField(generation: string): string {
   return `units:${generation}`;

@@ -106,6 +106,11 @@ export function saleCountersOf(reply: unknown): SaleCounters | null {
   };
 }
 
+/** The generation of the sale's Redis state (its meta's `gen`), or null when Redis does not hold the sale. */
+export async function readGeneration(redis: ScriptedRedis, prefix: string, saleId: number): Promise<string | null> {
+  return redis.hget(saleKeys(prefix, saleId).meta, 'gen');
+}
+
 /**
  * Milliseconds on Redis's clock: the one clock every process agrees on for sale windows and fences.
  * On a Redis Cluster each master has its own clock, and a sale's window is judged by its scripts on its

@@ -44,3 +44,17 @@ export async function returnUnits(redis: ScriptedRedis, prefix: string, saleId: 
   }
   return { kind: 'applied', results };
 }
+
+/**
+ * The reservations whose units this generation of the sale's state gave back (its returned hash), a page
+ * (HSCAN COUNT `pageSize`) at a time.
+ */
+export async function* returnedReservationPages(redis: ScriptedRedis, prefix: string, saleId: number, pageSize: number): AsyncGenerator<string[]> {
+  const key = saleKeys(prefix, saleId).returned;
+  let cursor = '0';
+  do {
+    const [next, flat] = await redis.hscan(key, cursor, 'COUNT', pageSize);
+    cursor = next;
+    yield flat.filter((_, i) => i % 2 === 0);
+  } while (cursor !== '0');
+}

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { readClosedOrders, redisNow, saleKeys } from '@flashsale/redis-store';
+import { redisNow, saleKeys } from '@flashsale/redis-store';
+import { readClosedOrders } from '@flashsale/redis-store/testing';
 import { contextPerFile, createLiveSale } from '../../../test/support/context.ts';
 import { orderRow } from '../../../test/support/orders.ts';
 import { restoreBuyerHistory } from './buyer-history.ts';

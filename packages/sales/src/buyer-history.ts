@@ -1,6 +1,7 @@
 import type { RebuyRule } from '@flashsale/domain';
 import { closedOrdersPage, type PrismaClient } from '@flashsale/order-store';
-import { redisNow, restoreClosedOrders, saleKeys, type ScriptedRedis } from '@flashsale/redis-store';
+import type { ScriptedRedis } from '@flashsale/redis-store';
+import { saleInRedis } from './sales-deps.ts';
 
 export interface BuyerHistoryDeps {
   redis: ScriptedRedis;
@@ -19,14 +20,15 @@ const BUYERS_PER_PAGE = 1000;
  * buyers written, or 'absent' when the sale is not in Redis (the rebuild's caller fails on that first).
  */
 export async function restoreBuyerHistory(deps: BuyerHistoryDeps, saleId: number, rule: RebuyRule): Promise<number | 'absent'> {
+  const inRedis = saleInRedis(deps, saleId);
   let after = '';
   let buyers = 0;
   for (;;) {
     const page = await closedOrdersPage(deps.prisma, saleId, after, BUYERS_PER_PAGE);
     // MySQL's elapsed time put on Redis's clock, the one the reserve script judges the cooldown by.
-    const now = await redisNow(deps.redis, saleKeys(deps.prefix, saleId).meta);
+    const now = await inRedis.now();
     const history = page.map((row) => ({ userId: row.userId, closedOrders: row.closedOrders, lastClosedAt: now - row.msSinceLastClosed }));
-    if ((await restoreClosedOrders(deps.redis, deps.prefix, saleId, rule, history)) === 'absent') return 'absent';
+    if ((await inRedis.restoreClosedOrders(rule, history)) === 'absent') return 'absent';
     buyers += page.length;
     if (page.length < BUYERS_PER_PAGE) return buyers;
     after = page.at(-1)!.userId;

@@ -1,5 +1,5 @@
 import type { Checkpoint, LossJudgement, RecordedState } from '@flashsale/order-store';
-import { acceptedUnits, snapshotSale, streamHasEntry, type SaleSnapshot, type ScriptedRedis } from '@flashsale/redis-store';
+import { acceptedUnits, type SaleRedis, type SaleSnapshot } from '@flashsale/redis-store';
 import type { ReconcileReason } from '@flashsale/jobs';
 
 /** A loss, and whether it is of a state that vanished or went back ('lost') or of another generation ('stale'). */
@@ -35,9 +35,9 @@ export function judgeLoss(recorded: RecordedState, snapshot: SaleSnapshot, check
 }
 
 /** Whether the stream still holds the checkpoint's last entry (true when there is nothing to check). */
-export async function holdsCheckpointEntry(redis: ScriptedRedis, prefix: string, saleId: number, checkpoint: Checkpoint | null, snapshot: SaleSnapshot): Promise<boolean> {
+export async function holdsCheckpointEntry(inRedis: Pick<SaleRedis, 'hasEntry'>, checkpoint: Checkpoint | null, snapshot: SaleSnapshot): Promise<boolean> {
   const streamId = checkpoint?.streamId;
-  return !streamId || !snapshot.present || (await streamHasEntry(redis, prefix, saleId, streamId));
+  return !streamId || !snapshot.present || (await inRedis.hasEntry(streamId));
 }
 
 /**
@@ -46,8 +46,8 @@ export async function holdsCheckpointEntry(redis: ScriptedRedis, prefix: string,
  * replaced is not the one the checkpoint describes, so the checkpoint's reservations are measured
  * against MySQL's orders.
  */
-export async function observeLoss(redis: ScriptedRedis, prefix: string, saleId: number, recorded: RecordedState): Promise<LossJudgement> {
-  const snapshot = await snapshotSale(redis, prefix, saleId);
-  const loss = judgeLoss(recorded, snapshot, await holdsCheckpointEntry(redis, prefix, saleId, recorded.checkpoint, snapshot));
+export async function observeLoss(inRedis: SaleRedis, recorded: RecordedState): Promise<LossJudgement> {
+  const snapshot = await inRedis.snapshot();
+  const loss = judgeLoss(recorded, snapshot, await holdsCheckpointEntry(inRedis, recorded.checkpoint, snapshot));
   return loss.lost ? { lost: true, why: loss.why } : { lost: false };
 }

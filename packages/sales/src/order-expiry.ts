@@ -1,7 +1,6 @@
 import { expireDueOrders, pendingReturns } from '@flashsale/order-store';
-import { forgetPaymentArrivals, heldPayments } from '@flashsale/redis-store';
 import { emptyTally, settleReturns, type ReturnTally } from './order-returns.ts';
-import type { SalesDeps } from './sales-deps.ts';
+import { saleInRedis, type SalesDeps } from './sales-deps.ts';
 
 /** What one pass did. */
 export interface ExpiryPassResult extends ReturnTally {
@@ -24,7 +23,9 @@ export async function runExpiryPass(deps: SalesDeps, batchSize: number): Promise
   // an order may not be expired under a payment that arrived in time. Late, never wrongly.
   const unreadable: number[] = [];
   const arrivedPayments = (saleId: number) =>
-    heldPayments(deps.redis, deps.prefix, saleId).catch(() => {
+    saleInRedis(deps, saleId)
+      .heldPayments()
+      .catch(() => {
       unreadable.push(saleId);
       return null;
     });
@@ -39,7 +40,7 @@ export async function runExpiryPass(deps: SalesDeps, batchSize: number): Promise
   }
   for (const [saleId, eventIds] of settledArrivals) {
     // Best effort: a record left behind is read again by the next expiry of the sale and found settled.
-    await forgetPaymentArrivals(deps.redis, deps.prefix, saleId, eventIds).catch((error: unknown) =>
+    await saleInRedis(deps, saleId).forgetPaymentArrivals(eventIds).catch((error: unknown) =>
       deps.logger.warn({ err: error, saleId }, 'payment arrival records not dropped; the next expiry pass drops them'),
     );
   }

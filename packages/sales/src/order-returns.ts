@@ -1,6 +1,5 @@
 import { markReturned, type OwedReturn } from '@flashsale/order-store';
-import { announceSaleChanged, returnUnits } from '@flashsale/redis-store';
-import type { SalesDeps } from './sales-deps.ts';
+import { saleInRedis, type SalesDeps } from './sales-deps.ts';
 
 /** What one call did with the returns it was given. */
 export interface ReturnTally {
@@ -46,7 +45,8 @@ export async function settleReturns(deps: SalesDeps, owed: OwedReturn[], tally =
   }
   for (const group of groups.values()) {
     const { saleId, generation } = group[0]!;
-    const outcome = await returnUnits(deps.redis, deps.prefix, saleId, generation, group);
+    const inRedis = saleInRedis(deps, saleId);
+    const outcome = await inRedis.returnUnits(generation, group);
     if (outcome.kind !== 'applied') {
       tally.waiting += group.length;
       tally.waitingSales.add(saleId);
@@ -72,7 +72,7 @@ export async function settleReturns(deps: SalesDeps, owed: OwedReturn[], tally =
       }
     });
     // Gateways that knew the sale as sold out (and who held its units) forget it: the units sell again.
-    if (unitsBack > 0) await announceSaleChanged(deps.redis, deps.prefix, saleId);
+    if (unitsBack > 0) await inRedis.announceChanged();
     await markReturned(deps.prisma, settled);
   }
   return tally;

@@ -1,9 +1,8 @@
 import type { Logger } from '@flashsale/config';
 import { AppError } from '@flashsale/domain';
 import { countLostReservations, findLostReservation, findSale, recordOrderlessPayment, recordPayment, type PaymentEventInput, type PaymentOutcome, type PaymentRecord, type PrismaClient } from '@flashsale/order-store';
-import { findDeadLetter, forgetPaymentArrivals, recordPaymentArrival, streamBacklog } from '@flashsale/redis-store';
 import type { Door } from './admission.ts';
-import type { SalesDeps } from './sales-deps.ts';
+import { saleInRedis, type SalesDeps } from './sales-deps.ts';
 
 /** Seconds a provider is asked to wait before it delivers an event for a reservation still pending. */
 const NOT_READY_RETRY_AFTER_SECONDS = '2';
@@ -29,19 +28,20 @@ const NOT_READY_RETRY_AFTER_SECONDS = '2';
  * was answered 200 for is one the system owes: those are in MySQL's payment_events, never only in Redis.
  */
 export async function receivePayment(deps: SalesDeps, event: PaymentEventInput): Promise<PaymentOutcome> {
-  const arrival = await recordPaymentArrival(deps.redis, deps.prefix, event).catch((error: unknown) => {
+  const inRedis = saleInRedis(deps, event.saleId);
+  const arrival = await inRedis.recordPaymentArrival(event).catch((error: unknown) => {
     deps.logger.warn({ err: error, eventId: event.eventId }, 'payment arrival not recorded in Redis; MySQL alone decides');
     return null;
   });
   if (arrival?.kind === 'reused') throw reusedEventId(deps.logger, event, arrival);
   const settle = async (record: PaymentRecord): Promise<PaymentOutcome> => {
-    await forgetPaymentArrivals(deps.redis, deps.prefix, event.saleId, [event.eventId]).catch(() => undefined);
+    await inRedis.forgetPaymentArrivals([event.eventId]).catch(() => undefined);
     if (typeof record === 'object') throw reusedEventId(deps.logger, event, record.reused);
     return record;
   };
   const recorded = await recordPayment(deps.prisma, event);
   if (recorded) return settle(recorded);
-  if (await findDeadLetter(deps.redis, deps.prefix, event.saleId, event.reservationId)) return settle(await recordOrderlessPayment(deps.prisma, event));
+  if (await inRedis.deadLetterOf(event.reservationId)) return settle(await recordOrderlessPayment(deps.prisma, event));
   // A named loss never becomes an order: the money is owed back, at once.
   if (await findLostReservation(deps.prisma, event.reservationId)) return settle(await recordOrderlessPayment(deps.prisma, event));
   // Pending or unknown: the event names no buyer, so which of the two is told by the sale's backlog,
@@ -49,7 +49,7 @@ export async function receivePayment(deps: SalesDeps, event: PaymentEventInput):
   // arrival record stays, so an order written later and falling due is paid by it); once nothing is,
   // MySQL is asked again (the order may have landed between the two reads), and an order still missing
   // never will be.
-  const backlog = await streamBacklog(deps.redis, deps.prefix, event.saleId);
+  const backlog = await inRedis.backlog();
   if (backlog.lag + backlog.pending > 0) {
     throw new AppError('ORDER_NOT_READY', 'the reservation is not an order yet; deliver the event again shortly', {}, { 'Retry-After': NOT_READY_RETRY_AFTER_SECONDS });
   }
@@ -59,7 +59,7 @@ export async function receivePayment(deps: SalesDeps, event: PaymentEventInput):
   // are known only to their buyers (and so to the provider), so the payment is kept, `unmatched`, for
   // the operator (GET /api/admin/sales/:id/losses) rather than answered 404 and dropped.
   if (await hasUnnamedLosses(deps.prisma, event.saleId)) return settle(await recordOrderlessPayment(deps.prisma, event, 'unmatched'));
-  await forgetPaymentArrivals(deps.redis, deps.prefix, event.saleId, [event.eventId]).catch(() => undefined);
+  await inRedis.forgetPaymentArrivals([event.eventId]).catch(() => undefined);
   throw new AppError('RESERVATION_NOT_FOUND', 'no such reservation');
 }
 

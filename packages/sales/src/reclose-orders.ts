@@ -1,5 +1,5 @@
 import { recloseOrders, type PrismaClient, type ReclosedOrder } from '@flashsale/order-store';
-import { saleKeys, type ScriptedRedis } from '@flashsale/redis-store';
+import type { SaleRedis } from '@flashsale/redis-store';
 
 /** Reservation ids per HSCAN page and per transaction. */
 const PAGE = 1000;
@@ -11,17 +11,10 @@ const PAGE = 1000;
  * again from Redis (restoreOrdersFromRedis): the stock those closes freed is what the buyers who bought
  * since hold, and without them the restore would refuse those buyers as over stock.
  */
-export async function recloseOrdersFromRedis(redis: ScriptedRedis, prisma: PrismaClient, prefix: string, saleId: number): Promise<ReclosedOrder[]> {
-  const keys = saleKeys(prefix, saleId);
-  const generation = await redis.hget(keys.meta, 'gen');
+export async function recloseOrdersFromRedis(inRedis: SaleRedis, prisma: PrismaClient): Promise<ReclosedOrder[]> {
+  const generation = await inRedis.generation();
   if (generation === null) return [];
   const reclosed: ReclosedOrder[] = [];
-  let cursor = '0';
-  do {
-    const [next, flat] = await redis.hscan(keys.returned, cursor, 'COUNT', PAGE);
-    cursor = next;
-    const ids = flat.filter((_, i) => i % 2 === 0);
-    reclosed.push(...(await recloseOrders(prisma, saleId, generation, ids)));
-  } while (cursor !== '0');
+  for await (const ids of inRedis.returnedReservationPages(PAGE)) reclosed.push(...(await recloseOrders(prisma, inRedis.saleId, generation, ids)));
   return reclosed;
 }

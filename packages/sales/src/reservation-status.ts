@@ -1,6 +1,5 @@
 import { findLostReservation, findOrderByReservation } from '@flashsale/order-store';
-import { findBuyerReservation, findDeadLetter } from '@flashsale/redis-store';
-import type { SalesDeps } from './sales-deps.ts';
+import { saleInRedis, type SalesDeps } from './sales-deps.ts';
 
 /** A reservation of the asking buyer that is not an order (yet, or ever). */
 export type ReservationBeforeOrder =
@@ -39,11 +38,12 @@ export async function findReservationBeforeOrder(deps: Deps, saleId: number, res
 
 /** This buyer's reservation as Redis holds it: set aside by the workers, or on its way; null otherwise. */
 async function heldInRedis(deps: Deps, saleId: number, reservationId: string, userId: string): Promise<ReservationBeforeOrder | null> {
-  const rejected = await findDeadLetter(deps.redis, deps.prefix, saleId, reservationId);
+  const inRedis = saleInRedis(deps, saleId);
+  const rejected = await inRedis.deadLetterOf(reservationId);
   if (rejected) {
     return rejected.userId === userId ? { reservationId, saleId, quantity: rejected.quantity, status: 'rejected', reason: rejected.reason } : null;
   }
-  const held = await findBuyerReservation(deps.redis, deps.prefix, saleId, userId);
+  const held = await inRedis.reservationOf(userId);
   return held && held.reservationId === reservationId ? { reservationId, saleId, quantity: held.quantity, status: 'pending' } : null;
 }
 

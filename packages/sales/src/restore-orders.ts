@@ -1,6 +1,6 @@
 import type { RejectReason, Reservation } from '@flashsale/domain';
-import { writeOrderBatch, type PrismaClient } from '@flashsale/order-store';
-import { parseBuyerRecord, reservedAtOfBuyerRecord, saleKeys, type ScriptedRedis } from '@flashsale/redis-store';
+import { reservationsWithOrders, writeOrderBatch, type PrismaClient } from '@flashsale/order-store';
+import type { SaleRedis } from '@flashsale/redis-store';
 
 /** Why a reservation Redis holds could not be written again as an order. */
 export type RestoreRefusal = RejectReason | 'RECORD_WITHOUT_TIME';
@@ -32,30 +32,19 @@ const PAGE = 1000;
  * The rebuild that follows then counts them: remaining = stock - units in MySQL agrees with what Redis
  * had, and no unit of a reservation answered 202 is put back on sale.
  */
-export async function restoreOrdersFromRedis(redis: ScriptedRedis, prisma: PrismaClient, prefix: string, saleId: number): Promise<RestoreOutcome> {
-  const keys = saleKeys(prefix, saleId);
+export async function restoreOrdersFromRedis(inRedis: SaleRedis, prisma: PrismaClient): Promise<RestoreOutcome> {
+  const { saleId } = inRedis;
   const outcome: RestoreOutcome = { restored: [], refused: [] };
-  const generation = await redis.hget(keys.meta, 'gen');
+  const generation = await inRedis.generation();
   if (generation === null) return outcome;
-  let cursor = '0';
-  do {
-    const [next, flat] = await redis.hscan(keys.buyers, cursor, 'COUNT', PAGE);
-    cursor = next;
-    const held = new Map<string, { userId: string; quantity: number; reservedAt?: number }>();
-    for (let i = 0; i + 1 < flat.length; i += 2) {
-      const record = parseBuyerRecord(flat[i + 1]!);
-      const reservedAt = reservedAtOfBuyerRecord(flat[i + 1]!);
-      held.set(record.reservationId, { userId: flat[i]!, quantity: record.quantity, ...(reservedAt !== undefined && { reservedAt }) });
-    }
-    if (held.size === 0) continue;
-    const ids = [...held.keys()];
-    const inMysql = await prisma.order.findMany({ where: { reservationId: { in: ids } }, select: { reservationId: true } });
-    const known = new Set(inMysql.map((order) => order.reservationId));
-    const setAside = await redis.hmget(keys.rejected, ...ids);
+  for await (const page of inRedis.heldReservationPages(PAGE)) {
+    if (page.length === 0) continue;
+    const ids = page.map((held) => held.reservationId);
+    const known = await reservationsWithOrders(prisma, ids);
+    const setAside = await inRedis.areSetAside(ids);
     const missing: Reservation[] = [];
-    ids.forEach((reservationId, i) => {
-      if (known.has(reservationId) || setAside[i] !== null) return;
-      const { userId, quantity, reservedAt } = held.get(reservationId)!;
+    page.forEach(({ reservationId, userId, quantity, reservedAt }, i) => {
+      if (known.has(reservationId) || setAside[i]) return;
       if (reservedAt === undefined) outcome.refused.push({ reservationId, userId, quantity, reason: 'RECORD_WITHOUT_TIME' });
       else missing.push({ reservationId, saleId, userId, quantity, reservedAt, generation });
     });
@@ -66,6 +55,6 @@ export async function restoreOrdersFromRedis(redis: ScriptedRedis, prisma: Prism
       const { reservationId, userId, quantity, reservedAt } = reservation;
       outcome.refused.push({ reservationId, userId, quantity, reservedAt, reason });
     }
-  } while (cursor !== '0');
+  }
   return outcome;
 }

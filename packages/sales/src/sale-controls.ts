@@ -1,8 +1,7 @@
 import { AppError, planControl, type SaleControl } from '@flashsale/domain';
 import { controlSaleInMysql, controlStateOf, type SaleRecord } from '@flashsale/order-store';
-import { announceSaleChanged, applySaleControls, readSaleState, redisNow, saleKeys } from '@flashsale/redis-store';
 import { adminSaleView, type AdminSaleView } from './admin-sale-view.ts';
-import type { SalesDeps } from './sales-deps.ts';
+import { saleInRedis, type SalesDeps } from './sales-deps.ts';
 
 /** Who sent a control, for the audit log: the admin API, the dashboard (its session) or the CLI. */
 export type ControlActor = 'api' | 'dashboard' | 'cli';
@@ -33,13 +32,14 @@ export async function runSaleControl(
   /** The client's address as TRUST_PROXY tells it (an HTTP control), for the audit line. */
   address?: string,
 ): Promise<AdminSaleView> {
-  const { redis, prisma, prefix, logger } = deps;
+  const { prisma, logger } = deps;
+  const inRedis = saleInRedis(deps, saleId);
   // The sale's clock: a close ends it at the instant the reserve script will judge by.
-  const now = await redisNow(redis, saleKeys(prefix, saleId).meta);
+  const now = await inRedis.now();
   const outcome = await controlSaleInMysql(prisma, saleId, now, (sale) => planControl(sale, control, now));
   if (outcome.kind === 'not_found') throw new AppError('SALE_NOT_FOUND', `no sale has the id ${saleId}`);
-  const redisOutcome = await applySaleControls(redis, prefix, saleId, controlStateOf(outcome.sale));
-  if (redisOutcome === 'applied') await announceSaleChanged(redis, prefix, saleId);
+  const redisOutcome = await inRedis.applyControls(controlStateOf(outcome.sale));
+  if (redisOutcome === 'applied') await inRedis.announceChanged();
 
   const audit = {
     audit: 'sale_control',
@@ -56,7 +56,7 @@ export async function runSaleControl(
   else logger.info(audit, `sale control: ${control.action} ${outcome.kind}`);
 
   if (outcome.kind === 'refused') throw new AppError(outcome.code, outcome.detail);
-  return adminSaleView(outcome.sale, await readSaleState(redis, prefix, saleId), now);
+  return adminSaleView(outcome.sale, await inRedis.state(), now);
 }
 
 /** What the audit log keeps of a sale before and after a control. */

@@ -1,7 +1,6 @@
 import { AppError, serviceUnavailable } from '@flashsale/domain';
-import { publishSale, redisNow, saleKeys, withdrawSale } from '@flashsale/redis-store';
 import { abandonSale, beginSaleCreation, markPublished, type CreationKey, type NewSale, type SaleRecord } from '@flashsale/order-store';
-import type { SalesDeps } from './sales-deps.ts';
+import { saleInRedis, type SalesDeps } from './sales-deps.ts';
 
 /**
  * Creates a sale across the two stores, so that a 201 means it is in MySQL and live in Redis, and any
@@ -17,7 +16,7 @@ import type { SalesDeps } from './sales-deps.ts';
  * first create's result instead of making a second sale.
  */
 export async function createSale(
-  { redis, prisma, prefix, logger, publishTimeoutMs }: SalesDeps & {
+  deps: SalesDeps & {
     /** REDIS_COMMAND_TIMEOUT_MS: how long after Redis's now the publish may still go live. */
     publishTimeoutMs: number;
   },
@@ -26,6 +25,7 @@ export async function createSale(
   /** False once the request has been answered (its deadline passed): the create must not go on. */
   stillWanted: () => boolean,
 ): Promise<SaleRecord> {
+  const { prisma, logger, publishTimeoutMs } = deps;
   const start = await beginSaleCreation(prisma, input, key);
   if (start.kind === 'existing') {
     if (start.requestHash !== key?.requestHash) {
@@ -35,14 +35,15 @@ export async function createSale(
     throw serviceUnavailable('the first request with this Idempotency-Key has not finished yet; retry shortly');
   }
   const { sale } = start;
+  const inRedis = saleInRedis(deps, sale.id);
   const giveUpIfAnswered = () => {
     if (!stillWanted()) throw serviceUnavailable('the request was answered before the sale could be published; nothing was created');
   };
   try {
     giveUpIfAnswered();
     // On the clock of the master the publish script will run on (the sale's), which judges the fence.
-    const notAfter = (await redisNow(redis, saleKeys(prefix, sale.id).meta)) + publishTimeoutMs;
-    const published = await publishSale(redis, prefix, sale, sale.generation, { notAfter });
+    const notAfter = (await inRedis.now()) + publishTimeoutMs;
+    const published = await inRedis.publish(sale, sale.generation, { notAfter });
     if (published === 'too_late') throw serviceUnavailable('Redis answered too late to publish the sale; nothing was created');
     giveUpIfAnswered();
     if (!(await markPublished(prisma, sale.id))) throw serviceUnavailable('the sale could not be published in time; nothing was created');
@@ -55,7 +56,7 @@ export async function createSale(
   }
 
   async function takeBack(created: SaleRecord): Promise<void> {
-    const withdrawn = await withdrawSale(redis, prefix, created.id, created.generation);
+    const withdrawn = await inRedis.withdraw(created.generation);
     if (withdrawn === 'withdrawn' || withdrawn === 'absent') await abandonSale(prisma, created.id);
   }
 }

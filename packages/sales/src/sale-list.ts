@@ -1,7 +1,7 @@
 import { findSale, listSalesPage, type SaleRecord } from '@flashsale/order-store';
-import { readSaleState, redisNow, saleKeys } from '@flashsale/redis-store';
+import { createSaleStore } from '@flashsale/redis-store';
 import { adminSaleView, type AdminSaleView } from './admin-sale-view.ts';
-import type { SalesDeps } from './sales-deps.ts';
+import { saleInRedis, type SalesDeps } from './sales-deps.ts';
 
 /** One page of the operator's sales list, newest first; `nextCursor` names the next page (null: last). */
 export interface AdminSalePage {
@@ -17,17 +17,15 @@ export async function listAdminSales(
   deps: Pick<SalesDeps, 'redis' | 'prisma' | 'prefix'>,
   { limit, cursor }: { limit: number; cursor?: number },
 ): Promise<AdminSalePage> {
-  const [page, now] = await Promise.all([listSalesPage(deps.prisma, { limit, before: cursor }), redisNow(deps.redis)]);
-  const states = await Promise.all(page.sales.map((sale) => readSaleState(deps.redis, deps.prefix, sale.id)));
+  const redis = createSaleStore(deps.redis, deps.prefix);
+  const [page, now] = await Promise.all([listSalesPage(deps.prisma, { limit, before: cursor }), redis.now()]);
+  const states = await Promise.all(page.sales.map((sale) => redis.sale(sale.id).state()));
   return { sales: page.sales.map((sale, i) => adminSaleView(sale, states[i]!, now)), nextCursor: page.next === null ? null : String(page.next) };
 }
 
 /** One sale as operators see it, with its admission terms (the dashboard's sale view); null when MySQL has no such sale. */
 export async function readAdminSale(deps: Pick<SalesDeps, 'redis' | 'prisma' | 'prefix'>, saleId: number): Promise<{ sale: AdminSaleView; admission: SaleRecord['admission'] } | null> {
-  const [record, state, now] = await Promise.all([
-    findSale(deps.prisma, saleId),
-    readSaleState(deps.redis, deps.prefix, saleId),
-    redisNow(deps.redis, saleKeys(deps.prefix, saleId).meta),
-  ]);
+  const inRedis = saleInRedis(deps, saleId);
+  const [record, state, now] = await Promise.all([findSale(deps.prisma, saleId), inRedis.state(), inRedis.now()]);
   return record && { sale: adminSaleView(record, state, now), admission: record.admission };
 }

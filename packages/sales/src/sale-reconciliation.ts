@@ -1,12 +1,11 @@
 import { SaleNotFound } from '@flashsale/domain';
 import type { ReconcileReason, ReconcileResult } from '@flashsale/jobs';
 import { controlStateOf, findSale, liveBuyerPages, lockSaleForRebuild, paidOrderPages, withSaleLock } from '@flashsale/order-store';
-import { applySaleControls, rebuildSaleState, recordPaid, setSalePaused, waitForDrain } from '@flashsale/redis-store';
 import { restoreBuyerHistory } from './buyer-history.ts';
 import { observeLoss } from './loss-judgement.ts';
 import { recloseOrdersFromRedis } from './reclose-orders.ts';
 import { restoreOrdersFromRedis } from './restore-orders.ts';
-import type { SalesDeps } from './sales-deps.ts';
+import { saleInRedis, type SalesDeps } from './sales-deps.ts';
 
 export interface ReconcileDeps extends SalesDeps {
   /** For the named lock that keeps two runs of one sale's reconciliation apart. */
@@ -40,13 +39,14 @@ export async function reconcileSale(deps: ReconcileDeps, saleId: number, reason:
 }
 
 async function reconcileLocked(deps: ReconcileDeps, saleId: number, reason: ReconcileReason): Promise<ReconcileResult> {
-  const { redis, prisma, prefix, logger } = deps;
+  const { prisma, logger } = deps;
+  const inRedis = saleInRedis(deps, saleId);
   const started = performance.now();
   logger.info({ saleId, reason }, 'reconcile: pausing intake');
-  await setSalePaused(redis, prefix, saleId, true);
+  await inRedis.setPaused(true);
   await deps.announce(saleId);
 
-  const backlog = await waitForDrain(redis, prefix, saleId, deps.drainTimeoutMs);
+  const backlog = await inRedis.waitForDrain(deps.drainTimeoutMs);
   logger.info({ saleId, deadLettered: backlog.deadLettered, waitedMs: Math.round(performance.now() - started) }, 'reconcile: stream drained');
 
   // Drained, every reservation Redis holds is an order or a dead letter, unless MySQL went back in time:
@@ -54,9 +54,9 @@ async function reconcileLocked(deps: ReconcileDeps, saleId: number, reason: Reco
   // unit of a reservation answered 202 back on sale. What MySQL refuses is lost: counted with the rest.
   // First the closes MySQL lost (orders live there that Redis gave back): the stock they freed is what
   // the buyers since hold, and the restore would refuse them without it.
-  const reclosed = await recloseOrdersFromRedis(redis, prisma, prefix, saleId);
+  const reclosed = await recloseOrdersFromRedis(inRedis, prisma);
   if (reclosed.length > 0) logger.error({ saleId, reclosed }, 'reconcile: MySQL had reopened orders Redis had given back (it lost their cancel or expiry); closed again');
-  const restore = await restoreOrdersFromRedis(redis, prisma, prefix, saleId);
+  const restore = await restoreOrdersFromRedis(inRedis, prisma);
   const restored = { reservations: restore.restored.length, units: restore.restored.reduce((sum, r) => sum + r.quantity, 0) };
   if (restored.reservations > 0) logger.error({ saleId, ...restored }, 'reconcile: MySQL had lost orders Redis still held (it went back in time); written again with their reservation ids');
   const unrestorable = { reservations: restore.refused.length, units: restore.refused.reduce((sum, r) => sum + r.quantity, 0) };
@@ -70,7 +70,7 @@ async function reconcileLocked(deps: ReconcileDeps, saleId: number, reason: Reco
   // be replaced is judged against the checkpoint first, with the sale row locked, and what it lost is
   // counted in the transaction that replaces the checkpoint.
   const plan = await lockSaleForRebuild(prisma, saleId, async (locked) =>
-    locked.switchGeneration(await observeLoss(redis, prefix, saleId, locked.recorded), { ...unrestorable, named }),
+    locked.switchGeneration(await observeLoss(inRedis, locked.recorded), { ...unrestorable, named }),
   );
   if (!plan) throw new SaleNotFound(`sale ${saleId} is not in MySQL`);
   // Gone or gone back is not the same as reservations lost: a sale whose keys vanished before anyone
@@ -78,7 +78,7 @@ async function reconcileLocked(deps: ReconcileDeps, saleId: number, reason: Reco
   if (plan.judgement.lost) logger.warn({ saleId, reason, why: plan.judgement.why, lost: plan.lost }, 'reconcile: the Redis state replaced was gone or had gone back');
   // The buyers stream from MySQL into Redis a page at a time (neither side holds them all, nor blocks on
   // them): memory and the longest Redis command stay flat whatever the number of buyers.
-  const { doorLost } = await rebuildSaleState(redis, prefix, plan.sale, { ...plan, buyers: liveBuyerPages(prisma, saleId) });
+  const { doorLost } = await inRedis.rebuild(plan.sale, { ...plan, buyers: liveBuyerPages(prisma, saleId) });
   // The rebuy rule's state is derived from MySQL's closed orders too, before the sale resumes: a buyer
   // who closed orders does not start over because Redis lost its data.
   if ((await restoreBuyerHistory(deps, saleId, plan.sale.rebuyRule)) === 'absent') throw new Error(`sale ${saleId} vanished from Redis during its rebuild`);
@@ -87,7 +87,7 @@ async function reconcileLocked(deps: ReconcileDeps, saleId: number, reason: Reco
     // reservation), so the crowd is told sold_out once nothing can come back, as before the loss.
     let paidOrders = 0;
     for await (const page of paidOrderPages(prisma, saleId)) {
-      for (const order of page) await recordPaid(redis, prefix, saleId, order.reservationId, order.quantity);
+      for (const order of page) await inRedis.recordPaid(order.reservationId, order.quantity);
       paidOrders += page.length;
     }
     logger.warn({ saleId, paidOrders }, 'reconcile: the waiting room was lost with Redis data; begun again, its buyers come back to their places with their tickets');
@@ -97,8 +97,8 @@ async function reconcileLocked(deps: ReconcileDeps, saleId: number, reason: Reco
   // while the sale is still paused, so it never resumes on controls older than MySQL's. A control
   // committed after this read reaches Redis after the rebuild, and applies over it.
   const current = await findSale(prisma, saleId);
-  if (current) await applySaleControls(redis, prefix, saleId, controlStateOf(current));
-  await setSalePaused(redis, prefix, saleId, false);
+  if (current) await inRedis.applyControls(controlStateOf(current));
+  await inRedis.setPaused(false);
   await deps.announce(saleId);
 
   const result: ReconcileResult = {

@@ -1,6 +1,6 @@
 import type { Logger } from '@flashsale/config';
 import type { PrismaClient } from '@flashsale/order-store';
-import type { ScriptedRedis } from '@flashsale/redis-store';
+import { createSaleStore, type SaleRedis, type ScriptedRedis } from '@flashsale/redis-store';
 
 /** What every use case of both stores is given: the two stores, the Redis key prefix, the log. */
 export interface SalesDeps {
@@ -9,4 +9,9 @@ export interface SalesDeps {
   /** REDIS_PREFIX: every key of the deployment starts with it. */
   prefix: string;
   logger: Logger;
+}
+
+/** The sale's Redis records, bound to the deployment's client and prefix. */
+export function saleInRedis(deps: Pick<SalesDeps, 'redis' | 'prefix'>, saleId: number): SaleRedis {
+  return createSaleStore(deps.redis, deps.prefix).sale(saleId);
 }

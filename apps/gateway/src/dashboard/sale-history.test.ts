@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '@flashsale/config';
-import { ORDER_WRITERS_GROUP, saleKeys } from '@flashsale/redis-store';
+import { saleKeys } from '@flashsale/redis-store';
+import { ORDER_WRITERS_GROUP } from '@flashsale/redis-store/testing';
 import { createLiveSale, createTestContext, type TestContext } from '../../../../test/support/context.ts';
 import { createGatewayMetrics } from '../metrics.ts';
 import { SaleHistory, historyMaxBytes } from './sale-history.ts';

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { ORDER_WRITERS_GROUP, saleKeys } from '@flashsale/redis-store';
+import { saleKeys } from '@flashsale/redis-store';
+import { ORDER_WRITERS_GROUP } from '@flashsale/redis-store/testing';
 import { writeOrderBatch } from '@flashsale/order-store';
 import { createLiveSale, createTestContext, redisNow, type TestContext } from '../../../../test/support/context.ts';
 import { gatewayPerFile, startGateway, type TestGateway } from '../../../../test/support/gateway.ts';

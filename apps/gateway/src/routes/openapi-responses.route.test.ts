@@ -4,7 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
-import { ORDER_WRITERS_GROUP, createAdminSession, createRedis, readSaleState, reservePurchase, returnUnits, saleKeys, setSalePaused } from '@flashsale/redis-store';
+import { createAdminSession, createRedis, readSaleState, reservePurchase, saleKeys } from '@flashsale/redis-store';
+import { ORDER_WRITERS_GROUP, returnUnits, setSalePaused } from '@flashsale/redis-store/testing';
 import { createIsolatedContext, createLiveSale, createTestContext, redisNow, type TestContext } from '../../../../test/support/context.ts';
 import { gatewayPerFile, startGateway, type TestGateway } from '../../../../test/support/gateway.ts';
 import { startReconciler } from '../../../../test/support/reconciler.ts';
@@ -14,7 +15,8 @@ import { buyerToken } from '@flashsale/harness';
 import { newReservationId, signPaymentEvent } from '@flashsale/domain';
 import { bearer, requestWithHost } from '../../../../test/support/http.ts';
 import { writeOrdersOf } from '../../../../test/support/orders.ts';
-import { insertSale, recordLostReservations } from '@flashsale/order-store';
+import { insertSale } from '@flashsale/order-store';
+import { recordLostReservations } from '@flashsale/order-store/testing';
 import { OPENAPI_DOCUMENT } from './openapi.route.ts';
 
 // Every response a real gateway gives is held to docs/openapi.yaml: its status must be described for its

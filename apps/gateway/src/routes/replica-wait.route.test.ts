@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { buyerToken } from '@flashsale/harness';
-import { parseBuyerRecord, saleKeys } from '@flashsale/redis-store';
+import { saleKeys } from '@flashsale/redis-store';
+import { parseBuyerRecord } from '@flashsale/redis-store/testing';
 import { createLiveSale, type TestContext } from '../../../../test/support/context.ts';
 import { gatewayPerFile, type TestGateway } from '../../../../test/support/gateway.ts';
 import { bearer, expectProblem } from '../../../../test/support/http.ts';

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { setSalePaused } from '@flashsale/redis-store';
+import { setSalePaused } from '@flashsale/redis-store/testing';
 import { insertSale, type SaleRecord } from '@flashsale/order-store';
 import { createLiveSale, redisNow, type TestContext } from '../../../../test/support/context.ts';
 import { gatewayPerFile, type TestGateway } from '../../../../test/support/gateway.ts';
