@@ -3,7 +3,7 @@ import { announceSaleChanged } from '@flashsale/redis-store';
 import { bullConnection, createReconcileJobs, type ReconcileResult } from '@flashsale/jobs';
 import { Reconciler } from '../../apps/reconciler/src/reconciler.ts';
 import type { ReconcileDeps } from '@flashsale/sales';
-import type { AuditReport } from '../../apps/reconciler/src/ledger-audit.ts';
+import type { AuditReport } from '@flashsale/sales';
 import type { TestContext } from './context.ts';
 
 /** What reconcileSale needs, from a test context. */

@@ -1,7 +1,6 @@
 import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { createStoreErrorMetrics } from '@flashsale/config';
-import { isRedisUnavailable } from '@flashsale/redis-store';
-import { isMysqlUnavailable } from '@flashsale/order-store';
+import { storeFailures } from '@flashsale/sales';
 
 /**
  * The gateway's Prometheus metrics (served on METRICS_PORT), on a registry of its own so several apps can
@@ -39,7 +38,7 @@ export function createGatewayMetrics() {
       labelNames: ['outcome'] as const,
       registers: [registry],
     }),
-    storeErrors: createStoreErrorMetrics(registry, { isRedisUnavailable, isMysqlUnavailable }),
+    storeErrors: createStoreErrorMetrics(registry, storeFailures),
   };
 }
 

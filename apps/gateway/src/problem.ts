@@ -2,8 +2,7 @@ import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import { AppError, DeadlineExceeded, ERRORS, serviceUnavailable, type ErrorCode } from '@flashsale/domain';
 import { summarisedLog, type Logger } from '@flashsale/config';
-import { isRedisUnavailable } from '@flashsale/redis-store';
-import { isMysqlUnavailable } from '@flashsale/order-store';
+import { isStoreUnavailable } from '@flashsale/sales';
 
 /** What a problem document says: a catalogue code, the detail, and any extra members. */
 export interface Problem {
@@ -106,7 +105,7 @@ function bytesText(bytes: number): string {
  * (503 with Retry-After; the request changed nothing or is safe to retry); undefined for a bug.
  */
 function unavailableOf(error: unknown): AppError | undefined {
-  return error instanceof DeadlineExceeded || isRedisUnavailable(error) || isMysqlUnavailable(error) ? serviceUnavailable() : undefined;
+  return error instanceof DeadlineExceeded || isStoreUnavailable(error) ? serviceUnavailable() : undefined;
 }
 
 /**

@@ -1,7 +1,7 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { createStoreErrorMetrics } from '@flashsale/config';
-import { isRedisUnavailable, type DoorGauges, type RedisMemory, type SaleSnapshot } from '@flashsale/redis-store';
-import { isMysqlUnavailable } from '@flashsale/order-store';
+import type { DoorGauges, RedisMemory, SaleSnapshot } from '@flashsale/redis-store';
+import { storeFailures } from '@flashsale/sales';
 import type { ReconcileReason, ReconcileResult } from '@flashsale/jobs';
 import { Failure } from '@flashsale/domain';
 
@@ -79,7 +79,7 @@ export function createReconcilerMetrics(readRedisMemory?: () => Promise<RedisMem
       help: 'Times one sale could not be watched, audited, retired or settled on its own (the log names the sale); the other sales went on.',
       registers: [registry],
     }),
-    storeErrors: createStoreErrorMetrics(registry, { isRedisUnavailable, isMysqlUnavailable }),
+    storeErrors: createStoreErrorMetrics(registry, storeFailures),
     reconcileFailed(error: unknown): void {
       reconcileFailures.inc({ cause: error instanceof Failure ? error.code.toLowerCase() : 'error' });
     },

@@ -11,7 +11,7 @@ import { reconcileDeps } from '../../../test/support/reconciler.ts';
 import { orderRow } from '../../../test/support/orders.ts';
 import { OrderWorker } from '../../worker/src/order-worker.ts';
 import { reconcileSale, type ReconcileDeps } from '@flashsale/sales';
-import { auditSale } from './ledger-audit.ts';
+import { auditSale } from '@flashsale/sales';
 import { capturedLog } from '../../../test/support/logs.ts';
 
 let ctx: TestContext;

@@ -16,7 +16,7 @@ import { announceSaleChanged, isRedisUnavailable, readDoorGauges, snapshotSale, 
 import { createReconcileWorker } from './reconcile-worker.ts';
 import { listSalesToWatch, retireFinishedSales, watchOneSale, type SaleVisit, type StateWatcherDeps } from './state-watcher.ts';
 import { WatchRota } from './watch-rota.ts';
-import { auditAndReport, type AuditReport } from './ledger-audit.ts';
+import { auditAndReport, type AuditReport } from '@flashsale/sales';
 import { ErrorBackoff, type Restable } from './error-backoff.ts';
 
 export interface ReconcilerOptions {

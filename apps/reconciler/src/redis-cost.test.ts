@@ -7,7 +7,7 @@ import { writeOrderBatch } from '@flashsale/order-store';
 import { startRedisServer, type RedisServer } from '@flashsale/harness';
 import { createIsolatedContext, createLiveSale, type TestContext } from '../../../test/support/context.ts';
 import { redisWorkOf, type RedisWork } from '../../../test/support/command-stats.ts';
-import { auditAndReport, type AuditReport } from './ledger-audit.ts';
+import { auditAndReport, type AuditReport } from '@flashsale/sales';
 import type { StateWatcherDeps } from './state-watcher.ts';
 import { watchOnce } from '../../../test/support/watch-once.ts';
 

@@ -1,8 +1,7 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { createStoreErrorMetrics } from '@flashsale/config';
 import { DEAD_LETTER_REASONS } from '@flashsale/domain';
-import { isRedisUnavailable } from '@flashsale/redis-store';
-import { isMysqlUnavailable } from '@flashsale/order-store';
+import { storeFailures } from '@flashsale/sales';
 import type { OrderWorker, OrderWorkerObserver } from './order-worker.ts';
 import type { OrderExpiryObserver } from './order-expiry.ts';
 
@@ -49,7 +48,7 @@ export function createWorkerMetrics() {
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
     registers: [registry],
   });
-  const storeErrors = createStoreErrorMetrics(registry, { isRedisUnavailable, isMysqlUnavailable });
+  const storeErrors = createStoreErrorMetrics(registry, storeFailures);
   const observer: OrderWorkerObserver = {
     batchWritten: (outcome, seconds) => {
       written.inc(outcome.written);

@@ -5,7 +5,7 @@ export { createDoor, type Door, type DoorDeps, type QueueReply } from './admissi
 export { DoorFrontiers } from './door-frontier.ts';
 export { createSale } from './sale-creation.ts';
 export { runSaleControl, type ControlActor } from './sale-controls.ts';
-export { listAdminSales, readAdminSale, type AdminSalePage } from './sale-list.ts';
+export { listAdminSales, readAdminSale, readBuyerSale, saleExists, type AdminSalePage } from './sale-list.ts';
 export type { AdminSaleView } from './admin-sale-view.ts';
 export { readSaleStats } from './sale-stats.ts';
 export { LOSSES_PAGE, readSaleLosses, type SaleLossesPage } from './sale-losses.ts';
@@ -17,3 +17,5 @@ export { settleReturns, type ReturnTally } from './order-returns.ts';
 export { reconcileSale, type ReconcileDeps } from './sale-reconciliation.ts';
 export { judgeLoss, holdsCheckpointEntry, type Loss } from './loss-judgement.ts';
 export { restoreBuyerHistory, type BuyerHistoryDeps } from './buyer-history.ts';
+export { storeFailures, isStoreUnavailable } from './store-failures.ts';
+export { auditAndReport, auditSale, type AuditDeps, type AuditReport } from './ledger-audit.ts';

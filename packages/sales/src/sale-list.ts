@@ -1,5 +1,5 @@
 import { findSale, listSalesPage, type SaleRecord } from '@flashsale/order-store';
-import { createSaleStore } from '@flashsale/redis-store';
+import { createSaleStore, type SaleState } from '@flashsale/redis-store';
 import { adminSaleView, type AdminSaleView } from './admin-sale-view.ts';
 import { saleInRedis, type SalesDeps } from './sales-deps.ts';
 
@@ -28,4 +28,26 @@ export async function readAdminSale(deps: Pick<SalesDeps, 'redis' | 'prisma' | '
   const inRedis = saleInRedis(deps, saleId);
   const [record, state, now] = await Promise.all([findSale(deps.prisma, saleId), inRedis.state(), inRedis.now()]);
   return record && { sale: adminSaleView(record, state, now), admission: record.admission };
+}
+
+/** Whether MySQL holds the sale. */
+export async function saleExists(prisma: SalesDeps['prisma'], saleId: number): Promise<boolean> {
+  return (await findSale(prisma, saleId)) !== null;
+}
+
+/**
+ * A sale as buyers see it (GET /api/sales/:id): Redis's live state while Redis holds it; else MySQL's
+ * record (no such sale, or Redis lost it and intake is stopped until it is rebuilt); null when MySQL has
+ * none either. `now` is Redis's clock, the one the reserve script judges the window by, so the page and
+ * the purchase endpoint never disagree about whether the sale has started.
+ */
+export async function readBuyerSale(
+  deps: Pick<SalesDeps, 'redis' | 'prisma' | 'prefix'>,
+  saleId: number,
+): Promise<{ state: SaleState; now: number } | { record: SaleRecord; now: number } | null> {
+  const inRedis = saleInRedis(deps, saleId);
+  const [state, now] = await Promise.all([inRedis.state(), inRedis.now()]);
+  if (state) return { state, now };
+  const record = await findSale(deps.prisma, saleId);
+  return record && { record, now };
 }

@@ -1,9 +1,8 @@
 import { AppError, parseSaleId } from '@flashsale/domain';
-import { findSale, isMysqlUnavailable } from '@flashsale/order-store';
-import { isRedisUnavailable, recentDeadLettersByReason, redisTargetOf, streamBacklog } from '@flashsale/redis-store';
+import { recentDeadLettersByReason, redisTargetOf, streamBacklog } from '@flashsale/redis-store';
 import { openQueueCounts, reconcileJobId } from '@flashsale/jobs';
 import type { GatewayDeps } from '../deps.ts';
-import { listAdminSales, readAdminSale, readSaleStats } from '@flashsale/sales';
+import { listAdminSales, readAdminSale, readSaleStats, saleExists, storeFailures } from '@flashsale/sales';
 import type { SaleHistory } from './sale-history.ts';
 import { readDoorPanel } from './door-view.ts';
 
@@ -65,14 +64,14 @@ export function createLiveViews(deps: GatewayDeps, history: SaleHistory) {
       } catch (error) {
         // What the page shows of a failed read: which store, in words, never a driver's message (the
         // LiveFeed logs the whole error).
-        if (isMysqlUnavailable(error)) throw new Error('MySQL did not answer in time', { cause: error });
-        if (isRedisUnavailable(error)) throw new Error('Redis did not answer in time', { cause: error });
+        if (storeFailures.isMysqlUnavailable(error)) throw new Error('MySQL did not answer in time', { cause: error });
+        if (storeFailures.isRedisUnavailable(error)) throw new Error('Redis did not answer in time', { cause: error });
         throw error;
       }
     },
     /** Whether MySQL holds the sale: asked before a stream of it opens. */
     async saleExists(saleId: number): Promise<boolean> {
-      return (await findSale(prisma, saleId)) !== null;
+      return saleExists(prisma, saleId);
     },
     /** What a page gets when its stream opens: the whole history of the sale it shows and of the process. */
     snapshot(saleId: number | null) {

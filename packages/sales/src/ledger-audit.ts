@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Logger } from '@flashsale/config';
 import { findSale, unitsAcceptedBy, type PrismaClient } from '@flashsale/order-store';
 import { readDeadLettered, readRedisLedger, writeAuditRecord, type ScriptedRedis } from '@flashsale/redis-store';
+import type { SalesDeps } from './sales-deps.ts';
 
 /**
  * The ledger of one sale at one instant: remaining - returned + in flight + dead-lettered + in MySQL =
@@ -57,11 +57,7 @@ export async function auditSale(redis: ScriptedRedis, prisma: PrismaClient, pref
   return reportOf(sum(deadLettered), await unitsAcceptedBy(prisma, saleId, at, new Set([...inFlight.keys(), ...deadLettered.keys()]), generation));
 }
 
-export interface AuditDeps {
-  redis: ScriptedRedis;
-  prisma: PrismaClient;
-  prefix: string;
-  logger: Logger;
+export interface AuditDeps extends SalesDeps {
   onReport(report: AuditReport & { confirmed: boolean }): void;
 }
 
