@@ -22,7 +22,7 @@ const SALES = '@flashsale/sales';
 /**
  * Files of apps/ that still import both stores, each for a reason; a new one fails the test. Wiring
  * (a process's or a command's start, which opens both clients) until the shared process bootstrap owns
- * it; the rest are loops whose protocol has not moved into packages/sales yet, and are the next to.
+ * it; and the order writers' loop, whose protocol has not moved into packages/sales yet (the next to).
  */
 const BOTH_STORES_ALLOWED = new Set([
   // Wiring: the gateway's dependencies (both clients' types) and the processes and commands that open both clients.
@@ -34,9 +34,6 @@ const BOTH_STORES_ALLOWED = new Set([
   'apps/reconciler/src/reconcile-cli.ts',
   // The order writers' loop: stream entries read from Redis, written to MySQL in a batch, XACK after the commit.
   'apps/worker/src/order-worker.ts',
-  // The reconciler's watch: MySQL's checkpoints judged against Redis's snapshots, stalled creations, retiring, control catch-up.
-  'apps/reconciler/src/state-watcher.ts',
-  'apps/reconciler/src/reconciler.ts',
 ]);
 
 interface SourceFile {

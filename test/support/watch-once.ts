@@ -1,4 +1,4 @@
-import { listSalesToWatch, retireFinishedSales, watchOneSale, type StateWatcherDeps, type Verdict } from '../../apps/reconciler/src/state-watcher.ts';
+import { listSalesToWatch, retireFinishedSales, watchOneSale, type StateWatcherDeps, type Verdict } from '@flashsale/sales';
 
 /**
  * One whole pass of the reconciler's watch, as its loop spreads over the rota (watch-rota.ts): finish

@@ -11,12 +11,22 @@ import {
   type ReconcileResult,
   type ReconcileJobs,
 } from '@flashsale/jobs';
-import { isMysqlUnavailable, listWatchedSales, type PrismaClient, type WatchedSale } from '@flashsale/order-store';
-import { announceSaleChanged, isRedisUnavailable, readDoorGauges, snapshotSale, type DoorGauges, type SaleSnapshot, type ScriptedRedis } from '@flashsale/redis-store';
+import { announceSaleChanged, readDoorGauges, snapshotSale, type DoorGauges, type SaleSnapshot, type ScriptedRedis } from '@flashsale/redis-store';
 import { createReconcileWorker } from './reconcile-worker.ts';
-import { listSalesToWatch, retireFinishedSales, watchOneSale, type SaleVisit, type StateWatcherDeps } from './state-watcher.ts';
+import {
+  auditAndReport,
+  isStoreUnavailable,
+  listSalesToWatch,
+  retireFinishedSales,
+  watchedSaleIds,
+  watchOneSale,
+  type AuditReport,
+  type SaleVisit,
+  type SalesDeps,
+  type StateWatcherDeps,
+  type WatchedSale,
+} from '@flashsale/sales';
 import { WatchRota } from './watch-rota.ts';
-import { auditAndReport, type AuditReport } from '@flashsale/sales';
 import { ErrorBackoff, type Restable } from './error-backoff.ts';
 
 export interface ReconcilerOptions {
@@ -49,7 +59,7 @@ export interface ReconcilerOptions {
 
 export interface ReconcilerDeps {
   redis: ScriptedRedis;
-  prisma: PrismaClient;
+  prisma: SalesDeps['prisma'];
   jobs: ReconcileJobs;
   /** Connections for BullMQ's workers and the audit queue (BullMQ needs maxRetriesPerRequest: null). */
   bullConnection: () => Redis;
@@ -159,7 +169,7 @@ export class Reconciler {
           const fingerprint = this.observed.get(saleId);
           // One sale whose keys cannot be read (the wrong type) must not keep the others from their audit.
           const report = await auditAndReport(auditDeps, saleId).catch((error: unknown) => {
-            if (isRedisUnavailable(error) || isMysqlUnavailable(error)) throw error;
+            if (isStoreUnavailable(error)) throw error;
             deps.onSaleError(saleId, error);
             logger.error({ err: error, saleId }, 'sale not audited: its state could not be read');
             return null;
@@ -308,7 +318,7 @@ export class Reconciler {
    * watcher's last look (same process); until the watcher has listed the sales, MySQL's list.
    */
   private async salesToAudit(): Promise<number[]> {
-    const sales = this.rota.size > 0 ? this.rota.saleIds() : (await listWatchedSales(this.deps.prisma, { watchAfterEndMs: this.options.watchAfterEndMs })).map((sale) => sale.id);
+    const sales = this.rota.size > 0 ? this.rota.saleIds() : await watchedSaleIds(this.deps, this.options.watchAfterEndMs);
     const now = performance.now();
     const due = sales.filter((saleId) => {
       const last = this.audited.get(saleId);

@@ -8,7 +8,7 @@ import { startRedisServer, type RedisServer } from '@flashsale/harness';
 import { createIsolatedContext, createLiveSale, type TestContext } from '../../../test/support/context.ts';
 import { redisWorkOf, type RedisWork } from '../../../test/support/command-stats.ts';
 import { auditAndReport, type AuditReport } from '@flashsale/sales';
-import type { StateWatcherDeps } from './state-watcher.ts';
+import type { StateWatcherDeps } from '@flashsale/sales';
 import { watchOnce } from '../../../test/support/watch-once.ts';
 
 // What the reconciler's per-sale work costs Redis, counted by a redis-server of the test's own (INFO

@@ -5,7 +5,7 @@ import { publishSale, readSaleState, reservePurchase } from '@flashsale/redis-st
 import { salesIndexKey } from '@flashsale/redis-store/testing';
 import { beginSaleCreation, findSale } from '@flashsale/order-store';
 import { isolatedContextPerTest, redisNow } from '../../../test/support/context.ts';
-import type { StateWatcherDeps } from './state-watcher.ts';
+import type { StateWatcherDeps } from '@flashsale/sales';
 import { watchOnce } from '../../../test/support/watch-once.ts';
 
 const env = isolatedContextPerTest();

@@ -10,7 +10,7 @@ import { createLiveSale, isolatedContextPerTest } from '../../../test/support/co
 import { startReconciler } from '../../../test/support/reconciler.ts';
 import { until } from '../../../test/support/until.ts';
 import { OrderWorker } from '../../worker/src/order-worker.ts';
-import type { StateWatcherDeps } from './state-watcher.ts';
+import type { StateWatcherDeps } from '@flashsale/sales';
 import { watchOnce } from '../../../test/support/watch-once.ts';
 
 const env = isolatedContextPerTest();

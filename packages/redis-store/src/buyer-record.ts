@@ -1,5 +1,6 @@
 import type { ScriptedRedis } from './scripts.ts';
 import { saleKeys } from './keys.ts';
+import { hashPages } from './hash-scan.ts';
 
 /**
  * A sale's buyers hash (`buyers` in keys.ts): user id -> `<reservationId>|<quantity>|<reservedAt>`, the
@@ -71,18 +72,14 @@ export interface HeldReservation extends BuyerRecord {
  * against MySQL with the sale paused and drained. Only one page is held at a time.
  */
 export async function* heldReservationPages(redis: ScriptedRedis, prefix: string, saleId: number, pageSize: number): AsyncGenerator<HeldReservation[]> {
-  const key = saleKeys(prefix, saleId).buyers;
-  let cursor = '0';
-  do {
-    const [next, flat] = await redis.hscan(key, cursor, 'COUNT', pageSize);
-    cursor = next;
+  for await (const flat of hashPages(redis, saleKeys(prefix, saleId).buyers, pageSize)) {
     const page: HeldReservation[] = [];
     for (let i = 0; i + 1 < flat.length; i += 2) {
       const reservedAt = reservedAtOfBuyerRecord(flat[i + 1]!);
       page.push({ userId: flat[i]!, ...parseBuyerRecord(flat[i + 1]!), ...(reservedAt !== undefined && { reservedAt }) });
     }
     yield page;
-  } while (cursor !== '0');
+  }
 }
 
 /** Every buyer of a sale with their reservation, in one HGETALL: for a checker that reads a whole sale once. */

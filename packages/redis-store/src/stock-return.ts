@@ -1,5 +1,6 @@
 import type { ScriptedRedis } from './scripts.ts';
 import { saleKeys } from './keys.ts';
+import { hashPages } from './hash-scan.ts';
 
 /**
  * Giving the units of closed orders back to a sale's Redis state (lua/return-units-4.lua), and the
@@ -50,11 +51,5 @@ export async function returnUnits(redis: ScriptedRedis, prefix: string, saleId: 
  * (HSCAN COUNT `pageSize`) at a time.
  */
 export async function* returnedReservationPages(redis: ScriptedRedis, prefix: string, saleId: number, pageSize: number): AsyncGenerator<string[]> {
-  const key = saleKeys(prefix, saleId).returned;
-  let cursor = '0';
-  do {
-    const [next, flat] = await redis.hscan(key, cursor, 'COUNT', pageSize);
-    cursor = next;
-    yield flat.filter((_, i) => i % 2 === 0);
-  } while (cursor !== '0');
+  for await (const flat of hashPages(redis, saleKeys(prefix, saleId).returned, pageSize)) yield flat.filter((_, i) => i % 2 === 0);
 }

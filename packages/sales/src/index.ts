@@ -19,3 +19,5 @@ export { judgeLoss, holdsCheckpointEntry, type Loss } from './loss-judgement.ts'
 export { restoreBuyerHistory, type BuyerHistoryDeps } from './buyer-history.ts';
 export { storeFailures, isStoreUnavailable } from './store-failures.ts';
 export { auditAndReport, auditSale, type AuditDeps, type AuditReport } from './ledger-audit.ts';
+export { judge, listSalesToWatch, watchedSaleIds, watchOneSale, retireFinishedSales, type StateWatcherDeps, type SaleVisit, type Verdict } from './sale-watch.ts';
+export type { WatchedSale } from '@flashsale/order-store';

@@ -63,3 +63,13 @@ export async function runSaleControl(
 function controlled(sale: SaleRecord) {
   return { stock: sale.stock, endsAt: new Date(sale.endsAt).toISOString(), operatorPaused: sale.operatorPaused, version: sale.controlsVersion };
 }
+
+/**
+ * Brings Redis level with MySQL when an operator's control committed in MySQL never reached Redis (its
+ * process died between the two writes; the reconciler's watch finds Redis's version behind): written now
+ * from MySQL's record. Versioned, so a control applied since is not undone.
+ */
+export async function catchUpControls(deps: SalesDeps, sale: SaleRecord, redisVersion: number): Promise<void> {
+  const applied = await saleInRedis(deps, sale.id).applyControls(controlStateOf(sale));
+  deps.logger.warn({ saleId: sale.id, version: sale.controlsVersion, was: redisVersion, applied }, "operator's controls brought into Redis from MySQL");
+}

@@ -1,5 +1,5 @@
 import { AppError, serviceUnavailable } from '@flashsale/domain';
-import { abandonSale, beginSaleCreation, markPublished, type CreationKey, type NewSale, type SaleRecord } from '@flashsale/order-store';
+import { abandonSale, adoptSale, beginSaleCreation, markPublished, type CreationKey, type NewSale, type SaleRecord } from '@flashsale/order-store';
 import { saleInRedis, type SalesDeps } from './sales-deps.ts';
 
 /**
@@ -12,7 +12,7 @@ import { saleInRedis, type SalesDeps } from './sales-deps.ts';
  * 3. MySQL again: `published`. Only now does the reconciler watch it.
  * On a failure the request takes back what it did (Redis, then the row: `abandoned`, its key released).
  * If even that fails, the row stays `publishing` and the reconciler finishes the job after its grace
- * period (see the reconciler's stalled creations). With the same Idempotency-Key, a retry answers the
+ * period (settleStalledCreation, below). With the same Idempotency-Key, a retry answers the
  * first create's result instead of making a second sale.
  */
 export async function createSale(
@@ -58,5 +58,24 @@ export async function createSale(
   async function takeBack(created: SaleRecord): Promise<void> {
     const withdrawn = await inRedis.withdraw(created.generation);
     if (withdrawn === 'withdrawn' || withdrawn === 'absent') await abandonSale(prisma, created.id);
+  }
+}
+
+/**
+ * Finishes a create whose request died or could not take back what it did (the reconciler's watch calls
+ * it once the create has been unfinished for RECONCILER_CREATE_GRACE_MS, MySQL's clock): the row is
+ * abandoned and what reached Redis withdrawn, so a sale its operator was told had failed never goes live.
+ * Unless it already took reservations (it started at once and buyers came in the moment it was live):
+ * those buyers were told yes, so the sale stands, and that is logged. The publish script's deadline keeps
+ * a publish still stuck in Redis from arriving after the withdrawal. Redis first, then MySQL: dying in
+ * between leaves the row unfinished, and the next look withdraws again (absent) and abandons it.
+ */
+export async function settleStalledCreation(deps: SalesDeps, sale: { id: number; generation: string }): Promise<void> {
+  const withdrawn = await saleInRedis(deps, sale.id).withdraw(sale.generation);
+  if (withdrawn === 'has_buyers') {
+    await adoptSale(deps.prisma, sale.id);
+    deps.logger.error({ saleId: sale.id }, 'an unfinished create took reservations before it could be abandoned: the sale stands');
+  } else if (await abandonSale(deps.prisma, sale.id)) {
+    deps.logger.warn({ saleId: sale.id, redis: withdrawn }, 'unfinished sale create abandoned: it will never go live');
   }
 }

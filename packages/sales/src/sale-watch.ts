@@ -1,37 +1,23 @@
-import type { Logger } from '@flashsale/config';
-import {
-  abandonSale,
-  adoptSale,
-  controlStateOf,
-  findCheckpoint,
-  findSale,
-  isMysqlUnavailable,
-  listStalledCreations,
-  listWatchedSales,
-  recordCheckpoint,
-  type PrismaClient,
-  type WatchedSale,
-} from '@flashsale/order-store';
+import { findCheckpoint, findSale, listStalledCreations, listWatchedSales, recordCheckpoint, type WatchedSale } from '@flashsale/order-store';
 import {
   acceptedUnits,
-  applySaleControls,
-  createSaleStore,
   isDrained,
   keepListed,
-  isRedisUnavailable,
   listSaleIds,
   redisNow,
   retireSale,
   snapshotSale,
   streamBacklog,
   trimAcknowledged,
-  withdrawSale,
   type RetentionBounds,
   type SaleSnapshot,
-  type ScriptedRedis,
 } from '@flashsale/redis-store';
 import type { ReconcileReason } from '@flashsale/jobs';
-import { holdsCheckpointEntry, judgeLoss } from '@flashsale/sales';
+import { holdsCheckpointEntry, judgeLoss } from './loss-judgement.ts';
+import { settleStalledCreation } from './sale-creation.ts';
+import { catchUpControls } from './sale-controls.ts';
+import { saleInRedis, type SalesDeps } from './sales-deps.ts';
+import { isStoreUnavailable } from './store-failures.ts';
 
 /** What the watcher concluded about one sale's Redis state. */
 export type Verdict = { kind: 'healthy' } | { kind: 'paused' } | { kind: 'reconcile'; reason: ReconcileReason; why: string };
@@ -43,11 +29,7 @@ export function judge(sale: WatchedSale, snapshot: SaleSnapshot, checkpointEntry
   return snapshot.paused ? { kind: 'paused' } : { kind: 'healthy' };
 }
 
-export interface StateWatcherDeps {
-  redis: ScriptedRedis;
-  prisma: PrismaClient;
-  prefix: string;
-  logger: Logger;
+export interface StateWatcherDeps extends SalesDeps {
   /** A sale published less than this ago (MySQL's clock) is left alone: its publish may not have landed yet. */
   publishGraceMs: number;
   /** How long a create may stay unfinished before the watcher abandons it (MySQL's clock). */
@@ -78,6 +60,11 @@ export async function listSalesToWatch(deps: StateWatcherDeps): Promise<WatchedS
   const listed = new Set(watched.map((sale) => sale.id));
   for (const id of deps.pausedLastPass) if (!listed.has(id)) deps.pausedLastPass.delete(id);
   return watched;
+}
+
+/** The ids of the sales the watch covers now (MySQL's list, as listSalesToWatch reads it), for a pass that makes no look of its own. */
+export async function watchedSaleIds(deps: Pick<SalesDeps, 'prisma'>, watchAfterEndMs: number): Promise<number[]> {
+  return (await listWatchedSales(deps.prisma, { watchAfterEndMs })).map((sale) => sale.id);
 }
 
 /** One look at one sale: its verdict, its record as it stands after the look, and what Redis showed. */
@@ -113,7 +100,7 @@ async function watchSale(deps: StateWatcherDeps, listed: WatchedSale): Promise<S
   let snapshot = await snapshotSale(deps.redis, deps.prefix, sale.id);
   // Counters can catch up with the checkpoint within one pass after Redis went back (a restart from an
   // older AOF or a lagging replica under load); the checkpoint's last stream entry cannot come back.
-  let checkpointEntryPresent = await holdsCheckpointEntry(createSaleStore(deps.redis, deps.prefix).sale(sale.id), sale.checkpoint, snapshot);
+  let checkpointEntryPresent = await holdsCheckpointEntry(saleInRedis(deps, sale.id), sale.checkpoint, snapshot);
   // Another reconciler may have recorded a newer checkpoint and trimmed the stream up to the one listed
   // here since the list was read: judged again on the checkpoint MySQL holds now, with a snapshot taken
   // after reading it (so its counters are not older than the checkpoint's). A few times, should that
@@ -123,7 +110,7 @@ async function watchSale(deps: StateWatcherDeps, listed: WatchedSale): Promise<S
     if (!fresh || fresh.at === sale.checkpoint?.at) break;
     sale = { ...sale, checkpoint: fresh };
     snapshot = await snapshotSale(deps.redis, deps.prefix, sale.id);
-    checkpointEntryPresent = await holdsCheckpointEntry(createSaleStore(deps.redis, deps.prefix).sale(sale.id), sale.checkpoint, snapshot);
+    checkpointEntryPresent = await holdsCheckpointEntry(saleInRedis(deps, sale.id), sale.checkpoint, snapshot);
   }
   let verdict = judge(sale, snapshot, checkpointEntryPresent);
   if (verdict.kind === 'reconcile' && verdict.reason === 'stale') {
@@ -137,12 +124,7 @@ async function watchSale(deps: StateWatcherDeps, listed: WatchedSale): Promise<S
     }
   }
   const visit = (changed: boolean): SaleVisit => ({ verdict, sale, snapshot, changed });
-  if (verdict.kind !== 'reconcile' && snapshot.controlsVersion < sale.controlsVersion) {
-    // An operator's control committed in MySQL never reached Redis (its process died between the two
-    // writes): written now from MySQL's record. Versioned, so a control applied since is not undone.
-    const applied = await applySaleControls(deps.redis, deps.prefix, sale.id, controlStateOf(sale));
-    deps.logger.warn({ saleId: sale.id, version: sale.controlsVersion, was: snapshot.controlsVersion, applied }, "operator's controls brought into Redis from MySQL");
-  }
+  if (verdict.kind !== 'reconcile' && snapshot.controlsVersion < sale.controlsVersion) await catchUpControls(deps, sale, snapshot.controlsVersion);
   if (verdict.kind === 'reconcile') {
     deps.logger.warn({ saleId: sale.id, reason: verdict.reason, why: verdict.why }, 'sale state needs reconciling');
     await deps.requestReconcile(sale.id, verdict.reason);
@@ -185,24 +167,10 @@ function unchangedSince(checkpoint: WatchedSale['checkpoint'], snapshot: SaleSna
   );
 }
 
-/**
- * Finishes the creates whose request died or could not take back what it did (see the gateway's
- * sale-creation.ts): the row is abandoned and what reached Redis withdrawn, so a sale its operator was
- * told had failed never goes live. Unless it already took reservations (it started at once and buyers
- * came in the moment it was live): those buyers were told yes, so the sale stands, and that is logged.
- * The publish script's deadline keeps a publish still stuck in Redis from arriving after the withdrawal.
- */
+/** Finishes the creates left unfinished for longer than the grace (settleStalledCreation), each on its own. */
 async function settleStalledCreations(deps: StateWatcherDeps): Promise<void> {
   for (const sale of await listStalledCreations(deps.prisma, deps.createGraceMs)) {
-    await forOneSale(deps, sale.id, 'create not settled this pass', async () => {
-      const withdrawn = await withdrawSale(deps.redis, deps.prefix, sale.id, sale.generation);
-      if (withdrawn === 'has_buyers') {
-        await adoptSale(deps.prisma, sale.id);
-        deps.logger.error({ saleId: sale.id }, 'an unfinished create took reservations before it could be abandoned: the sale stands');
-      } else if (await abandonSale(deps.prisma, sale.id)) {
-        deps.logger.warn({ saleId: sale.id, redis: withdrawn }, 'unfinished sale create abandoned: it will never go live');
-      }
-    });
+    await forOneSale(deps, sale.id, 'create not settled this pass', () => settleStalledCreation(deps, sale));
   }
 }
 
@@ -251,7 +219,7 @@ async function forOneSale(deps: StateWatcherDeps, saleId: number, what: string, 
   try {
     await work();
   } catch (error) {
-    if (isRedisUnavailable(error) || isMysqlUnavailable(error)) throw error;
+    if (isStoreUnavailable(error)) throw error;
     deps.onSaleError?.(saleId, error);
     deps.logger.error({ err: error, saleId }, `sale ${what}: its state could not be read or changed`);
   }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { WatchedSale } from '@flashsale/order-store';
 import type { SaleSnapshot } from '@flashsale/redis-store';
-import { judge } from './state-watcher.ts';
+import { judge } from './sale-watch.ts';
 import { watchedSale } from '../../../test/support/watched-sale.ts';
 
 const sale: WatchedSale = watchedSale({ checkpoint: { reservations: 3, units: 3, at: 1000, streamId: '1000-0' } });
