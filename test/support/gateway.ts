@@ -1,6 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createLogger, type Logger } from '@flashsale/config';
+import { createLogger, type Logger } from '@flashsale/runtime';
 import { createReconcileJobs } from '@flashsale/jobs';
 import { createPrisma } from '@flashsale/order-store';
 import { createGateway, type Gateway } from '../../apps/gateway/src/gateway.ts';

@@ -1,6 +1,7 @@
 import cluster from 'node:cluster';
 import type { Server } from 'node:http';
-import { createLogger, loadConfig, onShutdownSignal, parseCommandLine, serveMetricsPort } from '@flashsale/config';
+import { loadConfig, parseCommandLine } from '@flashsale/config';
+import { createLogger, onShutdownSignal, serveMetricsPort } from '@flashsale/runtime';
 import { createRedis, redisTargetOf, refuseEvictingRedis } from '@flashsale/redis-store';
 import { checkConnectionBudget, createPrisma } from '@flashsale/order-store';
 import { createReconcileJobs } from '@flashsale/jobs';

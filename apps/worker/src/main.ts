@@ -1,4 +1,5 @@
-import { createLogger, loadConfig, onShutdownSignal, parseCommandLine, readinessProbe, serveMetricsPort } from '@flashsale/config';
+import { loadConfig, parseCommandLine } from '@flashsale/config';
+import { createLogger, onShutdownSignal, readinessProbe, serveMetricsPort } from '@flashsale/runtime';
 import { connectRedis, createRedis, listenForWork, redisTargetOf, refuseEvictingRedis } from '@flashsale/redis-store';
 import { checkConnectionBudget, createPrisma } from '@flashsale/order-store';
 import { setTimeout as sleep } from 'node:timers/promises';

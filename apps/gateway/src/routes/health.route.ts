@@ -1,5 +1,5 @@
 import { Router } from 'express';
-import { readinessProbe } from '@flashsale/config';
+import { readinessProbe } from '@flashsale/runtime';
 import type { GatewayDeps } from '../deps.ts';
 
 /**
