@@ -10,6 +10,7 @@ import {
   startRedisServer,
   waitForDrain,
   type AppProcess,
+  type BurstOutcome,
   type FaultProxy,
   type RedisServer,
 } from '@flashsale/harness';
@@ -87,7 +88,7 @@ describe('a Redis master failed over to a replica whose counts caught up with th
     // The first buyer asks until the gateway has found the promoted replica (a try may have run before
     // its answer was lost: then 409 with that reservation); the others follow.
     const [probe, ...others] = buyers('after', AFTER);
-    const probes = [];
+    const probes: BurstOutcome[] = [];
     await until(
       async () => {
         const tried = await purchaseBurst(gateways[0]!.url, saleId, [probe!]);
