@@ -36,7 +36,7 @@ async function roleOf(node: ClusterNode): Promise<string> {
   redis.on('error', () => undefined);
   try {
     await redis.connect();
-    return String(((await redis.role()) as unknown[])[0]);
+    return String((await redis.role())[0]);
   } catch {
     return 'unreachable';
   } finally {

@@ -1,20 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import {
-  createHttpClient,
-  faultLedgerOf,
-  mergeBursts,
-  purchaseBurst,
-  signBuyerTokens,
-  spawnReconciler,
-  startFaultProxy,
-  startRedisServer,
-  waitForDrain,
-  type AppProcess,
-  type BurstOutcome,
-  type FaultProxy,
-  type RedisServer,
-} from '@flashsale/harness';
-import { createRedis, readSaleState, saleKeys, type ScriptedRedis } from '@flashsale/redis-store';
+import { createHttpClient, faultLedgerOf, mergeBursts, purchaseBurst, signBuyerTokens, spawnReconciler, waitForDrain, type AppProcess, type BurstOutcome } from '@flashsale/harness';
+import { readSaleState, saleKeys } from '@flashsale/redis-store';
+import { startReplicatedRedis, type ReplicatedRedis } from '../support/replicated-redis.ts';
 import { startSystem, type System } from '../support/system.ts';
 import { until } from '../support/until.ts';
 
@@ -33,37 +20,26 @@ const STOCK = 100;
 const [BEFORE, MISSED, AFTER] = [30, 20, 20];
 
 let system: System | undefined;
-let servers: RedisServer[] = [];
-let proxy: FaultProxy | undefined;
-let redis: ScriptedRedis | undefined;
+let pair: ReplicatedRedis | undefined;
 let reconciler: AppProcess | undefined;
 afterEach(async () => {
   await reconciler?.kill('SIGKILL');
   reconciler = undefined;
   await system?.stop();
   system = undefined;
-  redis?.disconnect();
-  redis = undefined;
-  await proxy?.close();
-  proxy = undefined;
-  await Promise.all(servers.map((s) => s.stop()));
-  servers = [];
+  await pair?.stop();
+  pair = undefined;
 });
 
 const buyers = (label: string, n: number) => Array.from({ length: n }, (_, i) => `${label}-${i}`);
 
 describe('a Redis master failed over to a replica whose counts caught up with the checkpoint', () => {
   it('the watch sees another replication id than the checkpoint recorded and rebuilds the sale from MySQL: no unit sold twice, the missed buyers told their reservation', async () => {
-    const master = await startRedisServer();
-    servers.push(master);
-    const replica = await startRedisServer({ args: ['--replicaof', '127.0.0.1', String(master.port)] });
-    servers.push(replica);
-    proxy = await startFaultProxy(master.port);
-    const url = `redis://127.0.0.1:${proxy.port}`;
-    system = await startSystem({ workers: 1, env: { REDIS_URL: url, AUDIT_EVERY_MS: '3600000' } });
+    pair = await startReplicatedRedis();
+    const { redis, onReplica } = pair;
+    system = await startSystem({ workers: 1, env: { REDIS_URL: pair.url, AUDIT_EVERY_MS: '3600000' } });
     const { ctx, gateways } = system;
     const prefix = ctx.config.REDIS_PREFIX;
-    redis = createRedis(url);
     const saleId = await system.createSale({ stock: STOCK });
     const { buyers: buyersKey } = saleKeys(prefix, saleId);
     const sale = () => ctx.prisma.sale.findUniqueOrThrow({ where: { id: saleId } });
@@ -76,15 +52,13 @@ describe('a Redis master failed over to a replica whose counts caught up with th
     await system.reconciler!.kill('SIGKILL');
 
     // The replica stops receiving (and starts a history of its own); the master takes more, written to MySQL.
-    const onReplica = createRedis(replica.url);
     await onReplica.replicaof('NO', 'ONE');
     const missed = await purchaseBurst(gateways[0]!.url, saleId, buyers('missed', MISSED));
     await waitForDrain(redis, prefix, saleId);
     await until(() => ctx.prisma.order.count({ where: { saleId } }), (n) => n === BEFORE + MISSED);
 
     // The failover, then as many new buyers on the promoted replica: its counts pass the checkpoint's.
-    proxy.retarget(replica.port);
-    await master.kill('SIGKILL');
+    await pair.failover();
     // The first buyer asks until the gateway has found the promoted replica (a try may have run before
     // its answer was lost: then 409 with that reservation); the others follow.
     const [probe, ...others] = buyers('after', AFTER);
@@ -136,6 +110,5 @@ describe('a Redis master failed over to a replica whose counts caught up with th
       remaining: 0,
     });
     expect(await sale()).toMatchObject({ lostReservations: 0 });
-    onReplica.disconnect();
   });
 });
