@@ -43,7 +43,7 @@ export function createReconcilerMetrics(readRedisMemory?: () => Promise<RedisMem
 
   const reconciliations = new Counter({
     name: 'flashsale_reconciliations_total',
-    help: 'Reconciliations completed, by why they ran (operator, lost, stale, interrupted).',
+    help: 'Reconciliations completed, by why they ran (operator, lost, stale, interrupted, drift, mysql_changed).',
     labelNames: ['reason'] as const,
     registers: [registry],
   });

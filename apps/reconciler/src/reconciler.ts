@@ -16,6 +16,7 @@ import { announceSaleChanged, isRedisUnavailable, readDoorGauges, snapshotSale, 
 import { createReconcileWorker } from './reconcile-worker.ts';
 import { listSalesToWatch, retireFinishedSales, watchOneSale, type SaleVisit, type StateWatcherDeps } from './state-watcher.ts';
 import { WatchRota } from './watch-rota.ts';
+import { watchMysqlServer } from './mysql-server-watch.ts';
 import { auditAndReport, type AuditReport } from './ledger-audit.ts';
 import { ErrorBackoff, type Restable } from './error-backoff.ts';
 
@@ -258,6 +259,11 @@ export class Reconciler {
         }
       }
       if (listed) await this.afterLooks(() => retireFinishedSales(this.watcherDeps, listed));
+      // Once a round, after the looks: MySQL's identity against the one Redis remembers (watchMysqlServer).
+      if (listed) {
+        const saleIds = listed.filter((sale) => sale.settled).map((sale) => sale.id);
+        await this.afterLooks(async () => void (await watchMysqlServer(this.watcherDeps, saleIds)));
+      }
       // The audit's schedule lives in Redis; a Redis that lost its data lost it too, so it is set again
       // now and then (upserting an existing scheduler changes nothing).
       if (now - this.scheduledAt >= 10_000 && this.listedAt !== -Infinity) {

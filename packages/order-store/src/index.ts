@@ -1,5 +1,6 @@
 export { createPrisma, PrismaClient, type PrismaOptions } from './prisma-client.ts';
 export { isMysqlUnavailable } from './mysql-unavailable.ts';
+export { mysqlServerIdentity } from './mysql-identity.ts';
 export { dropDatabase, migrate, migrationNames, MIGRATIONS_DIR, type MigrationResult } from './migrator.ts';
 export { poolConfigFromUrl } from './database-url.ts';
 export { insertSale, findSale, listLiveSales, LIVE_ORDER_STATUSES, type NewSale, type SaleRecord } from './sale-repository.ts';

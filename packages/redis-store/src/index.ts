@@ -1,4 +1,4 @@
-export { saleKeys, salesIndexKey, workSignalChannel, saleEventsChannel, ORDER_WRITERS_GROUP, type SaleKeys } from './keys.ts';
+export { saleKeys, salesIndexKey, workSignalChannel, saleEventsChannel, mysqlServerKey, ORDER_WRITERS_GROUP, type SaleKeys } from './keys.ts';
 export { createAdminSession, readAdminSession, deleteAdminSession, type AdminSession, type AdminSessionLifetime } from './admin-session.ts';
 export { withScripts, type ScriptedRedis, type ScriptCommands } from './scripts.ts';
 export { createRedis, isRedisUnavailable, type RedisClientOptions } from './redis-client.ts';

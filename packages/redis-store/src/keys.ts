@@ -87,6 +87,14 @@ export function salesIndexKey(prefix: string): string {
 }
 
 /**
+ * String: the identity of the MySQL server the reconciler last saw (mysqlServerIdentity). Kept in Redis,
+ * the store that survives MySQL's going back, so a reconciler started after the failover still knows.
+ */
+export function mysqlServerKey(prefix: string): string {
+  return `${prefix}:mysql-server`;
+}
+
+/**
  * String: one operator's dashboard session (admin-session.ts), named by the SHA-256 of the session id the
  * cookie holds (whoever reads Redis cannot sign in with what is stored), expiring with the session.
  */
