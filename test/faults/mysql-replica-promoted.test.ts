@@ -20,6 +20,8 @@ import { until } from '../support/until.ts';
 //      lookups, cancels and payments answer lost, 409, refund_due.
 // Either way every 202 is an order again or counted and listed, no unit is sold twice, and the runbook's
 // `npm run reconcile -- --sale` by hand keeps the count.
+//   3. With the audit an hour away: the reconciler, which keeps in Redis the identity of the MySQL server
+//      it last saw, finds another server_id and reconciles every live sale at once.
 
 let system: System | undefined;
 let servers: MariaDbServer[] = [];
@@ -69,7 +71,7 @@ function runbookReconcile(env: NodeJS.ProcessEnv, saleId: number): Promise<{ cod
 }
 
 /** A primary and its replica (GTID), the system on the primary through the moving address, a sale. */
-async function replicatedSale(stock: number) {
+async function replicatedSale(stock: number, env: NodeJS.ProcessEnv = {}) {
   const primary = await startMariaDbServer({ args: ['--server-id=1', '--log-bin=primary-bin', '--binlog-format=ROW'] });
   servers.push(primary);
   const replica = await startMariaDbServer({ args: ['--server-id=2', '--log-bin=replica-bin', '--binlog-format=ROW', '--read-only=1'] });
@@ -84,7 +86,7 @@ async function replicatedSale(stock: number) {
   const url = `mysql://root@127.0.0.1:${proxy.port}/${database}`;
   await migrate(primary.url(database));
   prisma = createPrisma(url, 2, 0, { acquireTimeoutMs: 60_000 });
-  system = await startSystem({ workers: 2, env: { DATABASE_URL: url, AUDIT_EVERY_MS: '500' } });
+  system = await startSystem({ workers: 2, env: { DATABASE_URL: url, AUDIT_EVERY_MS: '500', ...env } });
   const saleId = await system.createSale({ stock });
   const admin = createHttpClient(system.gateways[0]!.url, 1);
   const adminAuth = { headers: { authorization: `Bearer ${system.ctx.config.ADMIN_TOKEN}` } };
@@ -174,6 +176,29 @@ describe('an asynchronous MySQL replica promoted behind its primary mid-sale', (
     expect(await sale.stats()).toMatchObject({ remaining: 0, unitsInDb: STOCK, consistent: true, lost: { reservations: 0, units: 0 } });
     sale.admin.close();
     console.log(`replica promoted ${behind} GTID transactions behind: 20 cancels closed again, 120 orders written back, nothing lost`);
+  });
+
+  it('with the audit an hour away: the reconciler sees another server_id than Redis remembers and reconciles every live sale (reason mysql_changed); the orders come back', async () => {
+    const sale = await replicatedSale(250, { AUDIT_EVERY_MS: '3600000' });
+    // The reconciler has recorded the primary's identity in Redis.
+    await until(() => system!.ctx.redis.get(`${sale.prefix}:mysql-server`), (seen) => seen === 'server_id=1');
+    const first = await sale.buy('first', 150, 150);
+    await sale.caughtUp(150);
+    await sale.stopApplying();
+    const second = await sale.buy('second', 100, 250);
+    expect(await sale.promote()).toBeGreaterThan(0);
+
+    await until(() => prisma!.order.count({ where: { saleId: sale.saleId } }), (n) => n === 250, 120_000);
+    const accepted = new Map([...first.accepted, ...second.accepted]);
+    const ledger = await faultLedgerOf(system!.ctx.redis, prisma!, sale.prefix, sale.saleId, accepted, new Set());
+    expect({ lost: ledger.lost, duplicated: ledger.duplicated, unexpected: ledger.unexpected, oversold: ledger.oversold }).toEqual({ lost: [], duplicated: [], unexpected: [], oversold: 0 });
+    const rebuilt = await until(
+      async () => system!.reconciler!.logs.find((line) => line.msg === 'reconcile: sale rebuilt and resumed' && line.saleId === sale.saleId),
+      (line) => line !== undefined,
+    );
+    expect(rebuilt).toMatchObject({ reason: 'mysql_changed', restored: { reservations: 100, units: 100 } });
+    expect(await system!.ctx.redis.get(`${sale.prefix}:mysql-server`)).toBe('server_id=2');
+    sale.admin.close();
   });
 
   it('past a reconciliation of the sale: names what it cannot take back (lost, listed, 409, refund_due), sells no unit twice; the runbook command keeps the count', async () => {

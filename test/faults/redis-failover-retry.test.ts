@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { createHttpClient, faultLedgerOf, purchaseBurst, signBuyerTokens, startFaultProxy, startRedisServer, waitForDrain, type FaultProxy, type RedisServer } from '@flashsale/harness';
-import { createRedis, readSaleState, saleKeys, type ScriptedRedis } from '@flashsale/redis-store';
+import { createHttpClient, faultLedgerOf, purchaseBurst, signBuyerTokens, waitForDrain } from '@flashsale/harness';
+import { readSaleState, saleKeys } from '@flashsale/redis-store';
+import { startReplicatedRedis, type ReplicatedRedis } from '../support/replicated-redis.ts';
 import { startSystem, type System } from '../support/system.ts';
 import { until } from '../support/until.ts';
 
@@ -16,35 +17,23 @@ const BEFORE = 40;
 const MISSED = 30;
 
 let system: System | undefined;
-let servers: RedisServer[] = [];
-let proxy: FaultProxy | undefined;
-let redis: ScriptedRedis | undefined;
+let pair: ReplicatedRedis | undefined;
 afterEach(async () => {
   await system?.stop();
   system = undefined;
-  redis?.disconnect();
-  redis = undefined;
-  await proxy?.close();
-  proxy = undefined;
-  await Promise.all(servers.map((s) => s.stop()));
-  servers = [];
+  await pair?.stop();
+  pair = undefined;
 });
 
 const buyers = (label: string, n: number) => Array.from({ length: n }, (_, i) => `${label}-${i}`);
 
 describe('a Redis master failed over to a replica that missed its last reservations', () => {
   it("answers a buyer's retry 409 ALREADY_PURCHASED with the reservation the old master gave, once the rebuild ran; every 202 is one order", async () => {
-    const master = await startRedisServer();
-    servers.push(master);
-    const replica = await startRedisServer({ args: ['--replicaof', '127.0.0.1', String(master.port)] });
-    servers.push(replica);
-    proxy = await startFaultProxy(master.port);
-    const url = `redis://127.0.0.1:${proxy.port}`;
-    system = await startSystem({ workers: 1, env: { REDIS_URL: url } });
+    pair = await startReplicatedRedis();
+    const { redis, onReplica } = pair;
+    system = await startSystem({ workers: 1, env: { REDIS_URL: pair.url } });
     const { ctx, gateways } = system;
     const prefix = ctx.config.REDIS_PREFIX;
-    redis = createRedis(url);
-    const onReplica = createRedis(replica.url);
     const saleId = await system.createSale({ stock: STOCK });
     const { buyers: buyersKey } = saleKeys(prefix, saleId);
 
@@ -61,8 +50,7 @@ describe('a Redis master failed over to a replica that missed its last reservati
     expect([before.accepted.size, missed.accepted.size, await onReplica.hlen(buyersKey)]).toEqual([BEFORE, MISSED, BEFORE]);
 
     // The failover: the address moves to the replica, the old master dies.
-    proxy.retarget(replica.port);
-    await master.kill('SIGKILL');
+    await pair.failover();
 
     // The watch finds fewer buyers than its checkpoint and rebuilds the sale from MySQL.
     await until(() => onReplica.hlen(buyersKey), (n) => n === BEFORE + MISSED, 120_000);
@@ -89,6 +77,5 @@ describe('a Redis master failed over to a replica that missed its last reservati
       remaining: STOCK - BEFORE - MISSED,
     });
     expect(await ctx.prisma.sale.findUniqueOrThrow({ where: { id: saleId } })).toMatchObject({ lostReservations: 0 });
-    onReplica.disconnect();
   });
 });

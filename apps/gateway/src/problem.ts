@@ -1,7 +1,7 @@
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import { AppError, DeadlineExceeded, ERRORS, serviceUnavailable, type ErrorCode } from '@flashsale/domain';
-import { summarisedLog, type Logger } from '@flashsale/config';
+import { summarisedLog, type Logger } from '@flashsale/runtime';
 import { isStoreUnavailable } from '@flashsale/sales';
 
 /** What a problem document says: a catalogue code, the detail, and any extra members. */

@@ -1,5 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import { createStoreErrorMetrics } from '@flashsale/config';
+import { createStoreErrorMetrics } from '@flashsale/runtime';
 import type { DoorGauges, RedisMemory, SaleSnapshot } from '@flashsale/redis-store';
 import { storeFailures } from '@flashsale/sales';
 import type { ReconcileReason, ReconcileResult } from '@flashsale/jobs';
@@ -43,7 +43,7 @@ export function createReconcilerMetrics(readRedisMemory?: () => Promise<RedisMem
 
   const reconciliations = new Counter({
     name: 'flashsale_reconciliations_total',
-    help: 'Reconciliations completed, by why they ran (operator, lost, stale, interrupted).',
+    help: 'Reconciliations completed, by why they ran (operator, lost, stale, interrupted, drift, mysql_changed).',
     labelNames: ['reason'] as const,
     registers: [registry],
   });

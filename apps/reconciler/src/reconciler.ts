@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Queue, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
-import type { Logger } from '@flashsale/config';
+import type { Logger } from '@flashsale/runtime';
 import {
   AUDIT_QUEUE,
   bullPrefix,
@@ -19,6 +19,7 @@ import {
   listSalesToWatch,
   retireFinishedSales,
   watchedSaleIds,
+  watchMysqlServer,
   watchOneSale,
   type AuditReport,
   type SaleVisit,
@@ -268,6 +269,11 @@ export class Reconciler {
         }
       }
       if (listed) await this.afterLooks(() => retireFinishedSales(this.watcherDeps, listed));
+      // Once a round, after the looks: MySQL's identity against the one Redis remembers (watchMysqlServer).
+      if (listed) {
+        const saleIds = listed.filter((sale) => sale.settled).map((sale) => sale.id);
+        await this.afterLooks(async () => void (await watchMysqlServer(this.watcherDeps, saleIds)));
+      }
       // The audit's schedule lives in Redis; a Redis that lost its data lost it too, so it is set again
       // now and then (upserting an existing scheduler changes nothing).
       if (now - this.scheduledAt >= 10_000 && this.listedAt !== -Infinity) {

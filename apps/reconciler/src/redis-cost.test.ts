@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLogger } from '@flashsale/config';
+import { createLogger } from '@flashsale/runtime';
 import { newReservationId } from '@flashsale/domain';
 import { acknowledge, deadLetter, decodeReservation, saleKeys, type ReservationEntry, type StreamEntry } from '@flashsale/redis-store';
 import { ORDER_WRITERS_GROUP } from '@flashsale/redis-store/testing';

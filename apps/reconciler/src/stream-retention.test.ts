@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
-import { createLogger } from '@flashsale/config';
+import { createLogger } from '@flashsale/runtime';
 import { newReservationId } from '@flashsale/domain';
 import { readSaleState, reservePurchase, saleKeys, trimAcknowledged } from '@flashsale/redis-store';
 import { ORDER_WRITERS_GROUP, toReserveOutcome } from '@flashsale/redis-store/testing';

@@ -179,10 +179,13 @@ const schema = z
     REDIS_BACKGROUND_COMMAND_TIMEOUT_MS: intFrom(1000, 600_000).default(30_000),
     /**
      * Replicas that must hold a reservation before the buyer is answered 202 (Redis WAIT, in the same
-     * round trip as the reserve script), default 0 (answer at once). With a replicated Redis (Sentinel,
-     * Cluster replicas), a failover to a replica then cannot lose a reservation that was answered 202:
-     * one fewer replicas acknowledged within REDIS_WAIT_TIMEOUT_MS is answered 503, and the buyer's
-     * retry learns its outcome (409 with the reservation, or a new one).
+     * round trip as the reserve script), default 0 (answer at once). Set to the number of replicas of the
+     * primary (of every master, on a cluster): a failover then cannot lose a reservation answered 202,
+     * whichever replica it promotes. Fewer is not enough: WAIT counts any N replicas, and the failover
+     * may promote one that had not acknowledged (a CI run lost 2 such 202s with 1 of 2 under Sentinel).
+     * A reservation fewer replicas acknowledged within REDIS_WAIT_TIMEOUT_MS is answered 503, and the
+     * buyer's retry learns its outcome (409 with the reservation, or a new one); with every replica
+     * required, one replica down makes every purchase 503. See docs/operations.md, "Waiting for a replica".
      */
     REDIS_WAIT_REPLICAS: intFrom(0, 16).default(0),
     /** How long the gateway waits for REDIS_WAIT_REPLICAS replicas, default 100 ms. */

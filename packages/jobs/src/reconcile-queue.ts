@@ -13,9 +13,10 @@ export const AUDIT_QUEUE = 'audit';
 /**
  * Why a sale is being reconciled: an operator asked; the reconciler saw its Redis state lost or stale;
  * it found the sale paused with no reconciliation running (one was interrupted and gave up); or the audit
- * confirmed the ledger off balance (`drift`: either store may have gone back in time).
+ * confirmed the ledger off balance (`drift`: either store may have gone back in time); or MySQL is now
+ * another server than the one last seen (`mysql_changed`: a replica promoted, which may lack commits).
  */
-export type ReconcileReason = 'operator' | 'lost' | 'stale' | 'interrupted' | 'drift';
+export type ReconcileReason = 'operator' | 'lost' | 'stale' | 'interrupted' | 'drift' | 'mysql_changed';
 
 export interface ReconcileJobData {
   saleId: number;

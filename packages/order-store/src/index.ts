@@ -1,5 +1,6 @@
 export { createPrisma, PrismaClient } from './prisma-client.ts';
 export { isMysqlUnavailable } from './mysql-unavailable.ts';
+export { mysqlServerIdentity } from './mysql-identity.ts';
 export { dropDatabase, migrate } from './migrator.ts';
 export { poolConfigFromUrl } from './database-url.ts';
 export { insertSale, findSale, listLiveSales, LIVE_ORDER_STATUSES, type NewSale, type SaleRecord } from './sale-repository.ts';
@@ -20,7 +21,8 @@ export {
   type RecordedState,
 } from './sale-ledger.ts';
 export { withSaleLock } from './sale-lock.ts';
-export { checkConnectionBudget } from './connection-budget.ts';
+export { checkConnectionBudget, type ProcessRole } from './connection-budget.ts';
+export { checkServerSettings } from './server-settings.ts';
 export {
   recordPayment,
   recordOrderlessPayment,

@@ -14,6 +14,11 @@ export interface Checkpoint {
   units: number;
   at: number;
   streamId: string | null;
+  /**
+   * The replication id of the Redis server that held the state (INFO's master_replid); absent when it
+   * was not known (a checkpoint recorded before it was kept).
+   */
+  replicationId?: string | null;
 }
 
 /** A sale as the reconciler watches it: its record plus the last checkpoint. */
@@ -50,9 +55,21 @@ export async function findCheckpoint(prisma: PrismaClient, saleId: number): Prom
   return row ? checkpointOf(row) : null;
 }
 
-function checkpointOf(row: { checkpointAt: Date | null; checkpointReservations: number | null; checkpointUnits: number | null; checkpointStreamId: string | null }): Checkpoint | null {
+function checkpointOf(row: {
+  checkpointAt: Date | null;
+  checkpointReservations: number | null;
+  checkpointUnits: number | null;
+  checkpointStreamId: string | null;
+  checkpointReplicationId: string | null;
+}): Checkpoint | null {
   return row.checkpointAt && row.checkpointReservations !== null && row.checkpointUnits !== null
-    ? { reservations: row.checkpointReservations, units: row.checkpointUnits, at: row.checkpointAt.getTime(), streamId: row.checkpointStreamId }
+    ? {
+        reservations: row.checkpointReservations,
+        units: row.checkpointUnits,
+        at: row.checkpointAt.getTime(),
+        streamId: row.checkpointStreamId,
+        ...(row.checkpointReplicationId !== null && { replicationId: row.checkpointReplicationId }),
+      }
     : null;
 }
 
@@ -78,6 +95,7 @@ export async function recordCheckpoint(
       checkpointUnits: checkpoint.units,
       checkpointAt: new Date(checkpoint.at),
       checkpointStreamId: checkpoint.streamId,
+      checkpointReplicationId: checkpoint.replicationId ?? null,
     },
   });
   return count === 1;
@@ -193,6 +211,7 @@ async function switchGeneration(
       checkpointUnits: null,
       checkpointAt: null,
       checkpointStreamId: null,
+      checkpointReplicationId: null,
     },
   });
   // MySQL's clock, as closed_at is: the loss count above compares the two.

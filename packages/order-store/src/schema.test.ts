@@ -154,6 +154,7 @@ describe('migrate', () => {
     '20261126010000_lost_reservations',
     '20261126020000_rebuy_rule',
     '20261126030000_sale_order_counters',
+    '20261126040000_checkpoint_replication_id',
   ];
   let first: MigrationResult;
   let second: MigrationResult;

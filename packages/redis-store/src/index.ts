@@ -1,9 +1,9 @@
-export { saleKeys, type SaleKeys } from './keys.ts';
+export { saleKeys, workSignalChannel, saleEventsChannel, mysqlServerKey, type SaleKeys } from './keys.ts';
 export { createAdminSession, readAdminSession, deleteAdminSession, type AdminSession } from './admin-session.ts';
 export { type ScriptedRedis, type ScriptCommands } from './scripts.ts';
 export { createRedis, isRedisUnavailable } from './redis-client.ts';
 export { reservePurchase, type ReserveOutcome, type UnreplicatedOutcome } from './reserve-purchase.ts';
-export { publishSale, withdrawSale, listSaleIds, retireSale, keepListed } from './sale-state.ts';
+export { publishSale, listSaleIds, retireSale, keepListed } from './sale-state.ts';
 export { readSaleState, redisNow, type SaleState } from './sale-meta.ts';
 export { readBuyers, readAllBuyers } from './buyer-record.ts';
 export {
@@ -21,11 +21,10 @@ export { deadLetter, readDeadLettered, recentDeadLettersByReason } from './dead-
 export { readRedisLedger } from './redis-ledger.ts';
 export { writeAuditRecord, readAuditRecord } from './audit-report.ts';
 export { restoreClosedOrders } from './buyer-history.ts';
-export { applySaleControls } from './sale-controls.ts';
 export { snapshotSale, acceptedUnits, type SaleSnapshot } from './sale-snapshot.ts';
 export { createSaleStore, type SaleRedis } from './sale-store.ts';
-export { saleEventsChannel, announceSaleChanged } from './sale-events.ts';
-export { workSignalChannel, WorkSignaller, listenForWork } from './work-signal.ts';
+export { announceSaleChanged } from './sale-events.ts';
+export { WorkSignaller, listenForWork } from './work-signal.ts';
 export { connectRedis, redisTargetOf, isClusterClient, type RedisTarget, type RedisTargetLike } from './redis-target.ts';
 export { pipelineBySlotGroup } from './slot-groups.ts';
 export { trimAcknowledged, type RetentionBounds } from './stream-retention.ts';

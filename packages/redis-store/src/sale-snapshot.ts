@@ -41,6 +41,12 @@ export interface SaleSnapshot {
    * group is missing.
    */
   backlog: { lag: number | null; pending: number } | null;
+  /**
+   * The replication id (master_replid) of the server that answered: the history of writes the state
+   * belongs to. A promoted replica starts a new one, and so does a restarted server; absent when the
+   * server does not report it.
+   */
+  replicationId?: string;
 }
 
 /** Where XINFO GROUPS sits in the snapshot's MULTI: the one command allowed to fail (no stream yet). */
@@ -59,6 +65,9 @@ export async function snapshotSale(redis: ScriptedRedis, prefix: string, saleId:
     // O(1) in Redis 7 (entries added minus entries read): the look that exports the backlog per sale
     // costs the same whatever the stream holds.
     .xinfo('GROUPS', keys.stream)
+    // Keyless, so it runs on the server of the sale's slot, in the same transaction: the id of the
+    // history the counters above belong to.
+    .info('replication')
     .exec();
   if (!replies) throw new Error('snapshot transaction was discarded');
   for (const [index, [error]] of replies.entries()) if (error && index !== GROUPS_REPLY) throw error;
@@ -80,7 +89,14 @@ export async function snapshotSale(redis: ScriptedRedis, prefix: string, saleId:
     lastEntryId,
     streamLength: Number(replies[4]![1]),
     backlog: group ? { lag: undeliveredLag(group, lastEntryId), pending: group.pending } : null,
+    ...replicationIdOf(replies[6]![1]),
   };
+}
+
+/** master_replid from an INFO replication reply, as a spreadable field (none when not reported). */
+function replicationIdOf(info: unknown): { replicationId?: string } {
+  const id = /^master_replid:([0-9a-f]+)\s*$/m.exec(String(info))?.[1];
+  return id ? { replicationId: id } : {};
 }
 
 /** Units a sale's Redis state has accepted: what it took and still holds, and what closed orders gave back. */

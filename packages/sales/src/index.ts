@@ -21,3 +21,4 @@ export { storeFailures, isStoreUnavailable } from './store-failures.ts';
 export { auditAndReport, auditSale, type AuditDeps, type AuditReport } from './ledger-audit.ts';
 export { judge, listSalesToWatch, watchedSaleIds, watchOneSale, retireFinishedSales, type StateWatcherDeps, type SaleVisit, type Verdict } from './sale-watch.ts';
 export type { WatchedSale } from '@flashsale/order-store';
+export { watchMysqlServer, type MysqlServerWatchDeps } from './mysql-server-watch.ts';

@@ -12,6 +12,9 @@ export type Loss = { lost: false } | { lost: true; reason: Extract<ReconcileReas
  * SaleSnapshot); fewer buyers or units than at the checkpoint, or its entry gone, means Redis went back in
  * time (a restart from an old snapshot, a failover to a lagging replica) and lost reservations.
  * Whether the sale is paused plays no part: a reconciliation pauses it, and must judge it all the same.
+ * Nor can the counts see everything: a state that lost only writes made after the checkpoint, then took
+ * as many new ones, counts as far; the replication id of the server that holds it (recorded with the
+ * checkpoint) says whether it is still the history the checkpoint saw.
  */
 export function judgeLoss(recorded: RecordedState, snapshot: SaleSnapshot, checkpointEntryPresent = true): Loss {
   if (!snapshot.present) return { lost: true, reason: 'lost', why: 'the sale is not in Redis' };
@@ -29,6 +32,17 @@ export function judgeLoss(recorded: RecordedState, snapshot: SaleSnapshot, check
       lost: true,
       reason: 'lost',
       why: `Redis went back: ${snapshot.buyers} buyers and ${accepted} units accepted, the checkpoint saw ${checkpoint.reservations} and ${checkpoint.units}`,
+    };
+  }
+  // The counts hold, but the state now belongs to another history of writes: a replica promoted (which
+  // may lack the old master's last writes, after the checkpoint, and have sold past them since) or a
+  // restart (appendfsync everysec loses up to a second). What it lacks may be orders in MySQL whose
+  // units it would sell again: only a rebuild from MySQL is sure, so one is asked for.
+  if (checkpoint.replicationId && snapshot.replicationId && checkpoint.replicationId !== snapshot.replicationId) {
+    return {
+      lost: true,
+      reason: 'lost',
+      why: `Redis's history of writes changed since the checkpoint (replication id ${checkpoint.replicationId}, now ${snapshot.replicationId}): a failover or a restart`,
     };
   }
   return { lost: false };

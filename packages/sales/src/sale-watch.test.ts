@@ -44,6 +44,19 @@ describe('judging a sale state', () => {
     expect(judge(sale, snapshot, false)).toEqual({ kind: 'reconcile', reason: 'lost', why: 'Redis went back: the stream no longer holds entry 1000-0 it held at the checkpoint' });
   });
 
+  it("asks for a reconciliation when the server holding the sale has another replication id than at the checkpoint (a failover, a restart), even with every count caught up", () => {
+    const recorded = { ...sale, checkpoint: { ...sale.checkpoint!, replicationId: 'aaa' } };
+    expect(judge(recorded, { ...snapshot, replicationId: 'aaa' })).toEqual({ kind: 'healthy' });
+    expect(judge(recorded, { ...snapshot, replicationId: 'bbb' })).toEqual({
+      kind: 'reconcile',
+      reason: 'lost',
+      why: "Redis's history of writes changed since the checkpoint (replication id aaa, now bbb): a failover or a restart",
+    });
+    // Unknown on either side (a checkpoint recorded before the id was kept): judged by the counts alone.
+    expect(judge(sale, { ...snapshot, replicationId: 'bbb' })).toEqual({ kind: 'healthy' });
+    expect(judge(recorded, snapshot)).toEqual({ kind: 'healthy' });
+  });
+
   it('sees a paused sale as paused, neither healthy nor checkpointed', () => {
     expect(judge(sale, { ...snapshot, paused: true })).toEqual({ kind: 'paused' });
   });

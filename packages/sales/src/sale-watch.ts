@@ -143,7 +143,13 @@ async function watchSale(deps: StateWatcherDeps, listed: WatchedSale): Promise<S
     if (snapshot.streamLength > 1) await retain(deps, sale.id, { keepFrom: sale.checkpoint!.streamId, keepSinceMs: snapshot.at - deps.retentionMs, maxEntries: deps.retentionEntries ?? null });
     return visit(false);
   } else {
-    const checkpoint = { reservations: snapshot.buyers, units: acceptedUnits(snapshot), at: snapshot.at, streamId: snapshot.lastEntryId };
+    const checkpoint = {
+      reservations: snapshot.buyers,
+      units: acceptedUnits(snapshot),
+      at: snapshot.at,
+      streamId: snapshot.lastEntryId,
+      replicationId: snapshot.replicationId ?? null,
+    };
     const recorded = await recordCheckpoint(deps.prisma, sale.id, sale.generation, checkpoint, sale.checkpoint);
     // Retention: what the workers have acknowledged is an order (or a dead letter) now, and goes, up to
     // the checkpoint this pass found in place and replaced: a checkpoint is only ever replaced by one
@@ -157,13 +163,15 @@ async function watchSale(deps: StateWatcherDeps, listed: WatchedSale): Promise<S
   }
 }
 
-/** Whether the state has accepted nothing since the checkpoint (same buyers, units and last stream entry). */
+/** Whether the state has accepted nothing since the checkpoint (same buyers, units, last stream entry and server history). */
 function unchangedSince(checkpoint: WatchedSale['checkpoint'], snapshot: SaleSnapshot): boolean {
   return (
     checkpoint !== null &&
     checkpoint.reservations === snapshot.buyers &&
     checkpoint.units === acceptedUnits(snapshot) &&
-    checkpoint.streamId === snapshot.lastEntryId
+    checkpoint.streamId === snapshot.lastEntryId &&
+    // A checkpoint recorded without the server's replication id is taken again once, with it.
+    (checkpoint.replicationId ?? null) === (snapshot.replicationId ?? null)
   );
 }
 

@@ -1,4 +1,4 @@
-import type { Logger } from '@flashsale/config';
+import type { Logger } from '@flashsale/runtime';
 import type { PrismaClient } from '@flashsale/order-store';
 import { createSaleStore, type SaleRedis, type ScriptedRedis } from '@flashsale/redis-store';
 
