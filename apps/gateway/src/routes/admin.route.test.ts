@@ -97,6 +97,7 @@ describe('POST /api/admin/sales', () => {
       checkpointUnits: null,
       checkpointAt: null,
       checkpointStreamId: null,
+      checkpointReplicationId: null,
       lostReservations: 0,
       lostUnits: 0,
       paymentWindowSeconds: ctx.config.PAYMENT_WINDOW_SECONDS,
