@@ -20,14 +20,11 @@ const ORDER_STORE = '@flashsale/order-store';
 const SALES = '@flashsale/sales';
 
 /**
- * Files of apps/ that still import both stores, each for a reason; a new one fails the test. Wiring that
- * packages/bootstrap does not do (the gateway's dependencies, the two commands that open both clients
- * themselves), and the order writers' loop, whose protocol has not moved into packages/sales yet (the
- * next to).
+ * Files of apps/ that still import both stores, each for a reason; a new one fails the test: the two
+ * commands that open both clients themselves (with settings of their own, outside packages/bootstrap),
+ * and the order writers' loop, whose protocol has not moved into packages/sales yet (the next to).
  */
 const BOTH_STORES_ALLOWED = new Set([
-  // The gateway's dependencies: both clients' types, handed to every route.
-  'apps/gateway/src/deps.ts',
   // Commands that open both clients for one use case: npm run admin, npm run reconcile.
   'apps/gateway/src/admin-cli.ts',
   'apps/reconciler/src/reconcile-cli.ts',
