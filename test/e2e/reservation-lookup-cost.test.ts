@@ -47,7 +47,7 @@ describe('what a reservation lookup costs in Redis', () => {
     const [[, entries]] = (await ctx.redis.xreadgroup('GROUP', ORDER_WRITERS_GROUP, 'test', 'COUNT', OTHER_DEAD_LETTERS + 1, 'STREAMS', keys.stream, '>')) as [[string, Entry[]]];
     const [own, ...others] = entries;
     const deadLettering = ctx.redis.pipeline(
-      [...others, own!].map(([entryId, fields]) => ['deadLetter', keys.stream, keys.deadLetter, keys.rejected, keys.buyers, ORDER_WRITERS_GROUP, entryId, 'OVER_STOCK', 1, ...fields]),
+      [...others, own!].map(([entryId, fields]) => ['deadLetter', keys.stream, keys.deadLetter, keys.rejected, keys.buyers, ORDER_WRITERS_GROUP, entryId, 'OVER_STOCK', 1, '1', ...fields]),
     );
     for (const [error] of (await deadLettering.exec())!) expect(error).toBeNull();
     expect(await ctx.redis.xlen(keys.deadLetter)).toBe(OTHER_DEAD_LETTERS + 1);
