@@ -21,15 +21,12 @@ const SALES = '@flashsale/sales';
 
 /**
  * Files of apps/ that still import both stores, each for a reason; a new one fails the test: the two
- * commands that open both clients themselves (with settings of their own, outside packages/bootstrap),
- * and the order writers' loop, whose protocol has not moved into packages/sales yet (the next to).
+ * commands that open both clients themselves, with settings of their own, outside packages/bootstrap.
  */
 const BOTH_STORES_ALLOWED = new Set([
-  // Commands that open both clients for one use case: npm run admin, npm run reconcile.
+  // npm run admin, npm run reconcile: each opens both clients for one use case.
   'apps/gateway/src/admin-cli.ts',
   'apps/reconciler/src/reconcile-cli.ts',
-  // The order writers' loop: stream entries read from Redis, written to MySQL in a batch, XACK after the commit.
-  'apps/worker/src/order-worker.ts',
 ]);
 
 interface SourceFile {

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { writeOrderBatch } from '@flashsale/order-store';
-import { acknowledge, decodeReservation, readNewEntries } from '@flashsale/redis-store';
+import { decodeReservation, readNewEntries } from '@flashsale/redis-store';
+import { acknowledge } from '@flashsale/redis-store/testing';
 import type { TestContext } from './context.ts';
 
 /**

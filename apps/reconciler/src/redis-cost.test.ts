@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '@flashsale/runtime';
 import { newReservationId } from '@flashsale/domain';
-import { acknowledge, deadLetter, decodeReservation, saleKeys, type ReservationEntry, type StreamEntry } from '@flashsale/redis-store';
+import { decodeReservation, saleKeys, type ReservationEntry, type StreamEntry } from '@flashsale/redis-store';
+import { acknowledge, deadLetter } from '@flashsale/redis-store/testing';
 import { ORDER_WRITERS_GROUP } from '@flashsale/redis-store/testing';
 import { writeOrderBatch } from '@flashsale/order-store';
 import { startRedisServer, type RedisServer } from '@flashsale/harness';

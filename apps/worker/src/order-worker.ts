@@ -1,21 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Logger } from '@flashsale/runtime';
-import type { DeadLetterReason } from '@flashsale/domain';
-import {
-  acknowledge,
-  claimIdleEntriesOf,
-  deadLetter,
-  decodeReservation,
-  keepHeld,
-  listSaleIds,
-  readNewEntries,
-  type ReservationEntry,
-  type ScriptedRedis,
-  type StreamEntry,
-} from '@flashsale/redis-store';
-import { isPermanentWriteError, writeOrderBatch, type BatchOutcome, type PrismaClient } from '@flashsale/order-store';
+import { claimIdleEntriesOf, keepHeld, listSaleIds, readNewEntries } from '@flashsale/redis-store';
+import { Abandoned, backoffMs, OrderIntake, type OrderIntakeObserver, type OrderIntakeStats, type SalesDeps, type StreamDelivery } from '@flashsale/sales';
 import { SaleBackoff, type SaleFaultKind, type SaleStage } from './sale-isolation.ts';
 import { SaleLanes } from './sale-lanes.ts';
 import { SaleSchedule } from './sale-schedule.ts';
@@ -44,43 +31,21 @@ const HOT_MS = 2000;
 /** Most sales one round sweeps: bounds one pipeline. */
 const SWEEP_BURST = 1000;
 
-export interface OrderWorkerDeps {
-  redis: ScriptedRedis;
-  prisma: PrismaClient;
-  prefix: string;
-  logger: Logger;
+export interface OrderWorkerDeps extends SalesDeps {
   /** Told of every batch written, entry set aside, failed write and failing sale (the worker's metrics). */
   observer?: OrderWorkerObserver;
 }
 
-export interface OrderWorkerObserver {
-  batchWritten(outcome: { written: number; replayed: number }, seconds: number): void;
-  deadLettered(reason: DeadLetterReason): void;
-  /** A write MySQL failed for a passing reason; it is retried. */
-  writeFailed(): void;
+export interface OrderWorkerObserver extends OrderIntakeObserver {
   /** A step failed for one sale's own keys: that sale is skipped for a while, the others go on. */
   saleFailed(saleId: number, stage: SaleStage, kind: SaleFaultKind): void;
   /** A whole round failed (Redis or MySQL away, most often); it is retried with backoff. */
   roundFailed(error: unknown): void;
 }
 
-export interface OrderWorkerStats {
-  batches: number;
-  written: number;
-  replayed: number;
-  deadLettered: number;
-}
+export type OrderWorkerStats = OrderIntakeStats;
 
-interface Delivery {
-  entry: StreamEntry;
-  deliveries: number;
-}
-
-/** A written batch, where a reservation may also have been refused because it failed to write alone. */
-type WriteOutcome = Omit<BatchOutcome<ReservationEntry>, 'rejected'> & { rejected: { reservation: ReservationEntry; reason: DeadLetterReason }[] };
-
-/** Thrown to abandon a batch when stopping while MySQL is away: its entries stay pending, nothing is lost. */
-class Abandoned extends Error {}
+type Delivery = StreamDelivery;
 
 /**
  * Turns reservations on the sale streams into MySQL orders: reads new entries of every sale, writes each
@@ -89,7 +54,9 @@ class Abandoned extends Error {}
  */
 export class OrderWorker {
   readonly consumer = `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
-  readonly stats: OrderWorkerStats = { batches: 0, written: 0, replayed: 0, deadLettered: 0 };
+  /** Writes each batch this worker holds (packages/sales/src/order-intake.ts). */
+  private readonly intake: OrderIntake;
+  readonly stats: OrderWorkerStats;
   private running = false;
   private loop: Promise<void> | undefined;
   /**
@@ -121,6 +88,8 @@ export class OrderWorker {
       burst: SWEEP_BURST,
     });
     this.backoff = new SaleBackoff(deps.logger, (saleId, stage, kind) => deps.observer?.saleFailed(saleId, stage, kind));
+    this.intake = new OrderIntake(deps, { maxDeliveries: options.maxDeliveries, stillRunning: () => this.running });
+    this.stats = this.intake.stats;
   }
 
   start(): void {
@@ -314,100 +283,10 @@ export class OrderWorker {
   /** Writes one sale's batch of entries this worker holds, then lets go of them. */
   private async process(saleId: number, deliveries: Delivery[]): Promise<void> {
     try {
-      await this.processHeld(saleId, deliveries);
+      await this.intake.take(saleId, deliveries);
     } finally {
       // Acknowledged or set aside; or, if this failed, left pending for a claim (by this worker or another).
       this.release(saleId, deliveries.map((delivery) => delivery.entry.id));
     }
   }
-
-  private async processHeld(saleId: number, deliveries: Delivery[]): Promise<void> {
-    const { redis, prefix, logger } = this.deps;
-    const reservations: ReservationEntry[] = [];
-    const rawById = new Map<string, Delivery>();
-    const setAside: { delivery: Delivery; reason: DeadLetterReason }[] = [];
-    for (const delivery of deliveries) {
-      rawById.set(delivery.entry.id, delivery);
-      if (delivery.deliveries > this.options.maxDeliveries) {
-        setAside.push({ delivery, reason: 'MAX_DELIVERIES' });
-        continue;
-      }
-      const decoded = decodeReservation(saleId, delivery.entry.id, delivery.entry.fields);
-      if (decoded.ok) reservations.push(decoded.reservation);
-      else setAside.push({ delivery, reason: decoded.reason });
-    }
-    if (reservations.length > 0) {
-      const started = performance.now();
-      const outcome = await this.write(saleId, reservations);
-      this.deps.observer?.batchWritten({ written: outcome.written.length, replayed: outcome.replayed.length }, (performance.now() - started) / 1000);
-      // Acknowledge only what MySQL now holds; a crash before this line redelivers the batch, and the
-      // writer turns the replay into a no-op.
-      await acknowledge(redis, prefix, saleId, [...outcome.written, ...outcome.replayed].map((r) => r.entryId));
-      for (const { reservation, reason } of outcome.rejected) setAside.push({ delivery: rawById.get(reservation.entryId)!, reason });
-      this.stats.batches += 1;
-      this.stats.written += outcome.written.length;
-      this.stats.replayed += outcome.replayed.length;
-      if (outcome.replayed.length > 0) logger.info({ saleId, replayed: outcome.replayed.length }, 'redelivered entries were already orders');
-    }
-    // Set aside last: if the sale's dead letters cannot be written (a key of the wrong type), only these
-    // entries stay pending, not the valid ones of the same batch.
-    for (const { delivery, reason } of setAside) await this.setAside(saleId, delivery, reason);
-  }
-
-  /**
-   * Writes a batch, retrying with backoff for as long as it takes while MySQL is away or busy (lost
-   * connections, lock waits, deadlocks, timeouts), keeping the entries held meanwhile. Only an error
-   * MySQL will repeat for the data itself means an entry is at fault: then the batch is written entry by
-   * entry and the one refused alone is set aside as WRITE_FAILED, so one bad entry cannot stall a sale.
-   */
-  private async write(saleId: number, reservations: ReservationEntry[]): Promise<WriteOutcome> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await writeOrderBatch(this.deps.prisma, saleId, reservations);
-      } catch (error) {
-        if (isPermanentWriteError(error)) {
-          this.deps.logger.error({ err: error, saleId, entries: reservations.length }, 'MySQL refuses an entry of the batch');
-          if (reservations.length > 1) return this.writeOneByOne(saleId, reservations);
-          return { written: [], replayed: [], rejected: [{ reservation: reservations[0]!, reason: 'WRITE_FAILED' }] };
-        }
-        this.deps.observer?.writeFailed();
-        const mysqlUp = await this.mysqlAnswers();
-        this.deps.logger.error({ err: error, saleId, entries: reservations.length, attempt, mysqlUp }, 'order batch failed');
-        if (!this.running) throw new Abandoned('stopping while the batch cannot be written');
-        await sleep(backoffMs(attempt));
-      }
-    }
-  }
-
-  private async writeOneByOne(saleId: number, reservations: ReservationEntry[]): Promise<WriteOutcome> {
-    const total: WriteOutcome = { written: [], replayed: [], rejected: [] };
-    for (const reservation of reservations) {
-      const one = await this.write(saleId, [reservation]);
-      total.written.push(...one.written);
-      total.replayed.push(...one.replayed);
-      total.rejected.push(...one.rejected);
-    }
-    return total;
-  }
-
-  private async setAside(saleId: number, delivery: Delivery, reason: DeadLetterReason): Promise<void> {
-    await deadLetter(this.deps.redis, this.deps.prefix, saleId, delivery.entry, reason, delivery.deliveries);
-    this.stats.deadLettered += 1;
-    this.deps.observer?.deadLettered(reason);
-    this.deps.logger.error({ saleId, entryId: delivery.entry.id, reason, deliveries: delivery.deliveries }, 'entry moved to the dead-letter stream');
-  }
-
-  private async mysqlAnswers(): Promise<boolean> {
-    try {
-      await this.deps.prisma.$queryRaw`SELECT 1`;
-      return true;
-    } catch {
-      return false;
-    }
-  }
-}
-
-/** 100 ms doubling to 5 s: quick to recover from a blip, gentle on a database that is down. */
-function backoffMs(attempt: number): number {
-  return Math.min(100 * 2 ** (attempt - 1), 5000);
 }

@@ -1,5 +1,5 @@
 export { createPrisma, PrismaClient } from './prisma-client.ts';
-export { isMysqlUnavailable } from './mysql-unavailable.ts';
+export { isMysqlUnavailable, mysqlAnswers } from './mysql-unavailable.ts';
 export { mysqlServerIdentity } from './mysql-identity.ts';
 export { dropDatabase, migrate } from './migrator.ts';
 export { poolConfigFromUrl } from './database-url.ts';

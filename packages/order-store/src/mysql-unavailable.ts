@@ -1,3 +1,5 @@
+import type { PrismaClient } from './generated/prisma/client.ts';
+
 /**
  * Codes that mean MySQL could not serve a statement now, whatever the statement: the driver's own
  * (connection closed, socket timeout, pool timeout) and the server's (too many connections, lock wait
@@ -28,4 +30,14 @@ export function isMysqlUnavailable(error: unknown): boolean {
   const cause = e.meta?.driverAdapterError?.cause;
   const codes = [cause?.code, cause?.originalCode, e.errno];
   return codes.some((code) => UNAVAILABLE_CODES.has(Number(code)));
+}
+
+/** Whether MySQL answers a statement now (`SELECT 1`): what a log line says while writes keep failing. */
+export async function mysqlAnswers(prisma: PrismaClient): Promise<boolean> {
+  try {
+    await prisma.$queryRaw`SELECT 1`;
+    return true;
+  } catch {
+    return false;
+  }
 }

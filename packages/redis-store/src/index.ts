@@ -11,13 +11,12 @@ export {
   readNewEntries,
   claimIdleEntriesOf,
   keepHeld,
-  acknowledge,
   type StreamEntry,
   type ReservationEntry,
 } from './reservation-stream.ts';
 export { streamBacklog, orderWritersProgress } from './stream-backlog.ts';
 export { isDrained, waitForDrain } from './stream-drain.ts';
-export { deadLetter, readDeadLettered, recentDeadLettersByReason } from './dead-letters.ts';
+export { readDeadLettered, recentDeadLettersByReason } from './dead-letters.ts';
 export { readRedisLedger } from './redis-ledger.ts';
 export { writeAuditRecord, readAuditRecord } from './audit-report.ts';
 export { restoreClosedOrders } from './buyer-history.ts';

@@ -1,4 +1,4 @@
-import type { RebuyRule, SaleControlState, SaleDefinition } from '@flashsale/domain';
+import type { DeadLetterReason, RebuyRule, SaleControlState, SaleDefinition } from '@flashsale/domain';
 import type { ScriptedRedis } from './scripts.ts';
 import { saleKeys } from './keys.ts';
 import { publishSale, setSalePaused, withdrawSale } from './sale-state.ts';
@@ -8,7 +8,7 @@ import { announceSaleChanged } from './sale-events.ts';
 import { streamBacklog } from './stream-backlog.ts';
 import { waitForDrain } from './stream-drain.ts';
 import { readAuditRecord } from './audit-report.ts';
-import { areSetAside, findDeadLetter } from './dead-letters.ts';
+import { areSetAside, deadLetter, findDeadLetter } from './dead-letters.ts';
 import { findBuyerReservation, heldReservationPages, type BuyerPages } from './buyer-record.ts';
 import { forgetPaymentArrivals, heldPayments, recordPaymentArrival, type PaymentContents } from './payment-arrivals.ts';
 import { returnUnits, returnedReservationPages, type UnitsToReturn } from './stock-return.ts';
@@ -16,7 +16,7 @@ import { rebuildSaleState } from './sale-rebuild.ts';
 import { restoreClosedOrders, type BuyerClosedOrders } from './buyer-history.ts';
 import { recordPaid } from './door.ts';
 import { snapshotSale } from './sale-snapshot.ts';
-import { streamHasEntry } from './reservation-stream.ts';
+import { acknowledge, streamHasEntry, type StreamEntry } from './reservation-stream.ts';
 
 /**
  * One deployment's Redis, bound to its client and key prefix, as BullMQ binds a queue's keys and client
@@ -56,6 +56,10 @@ function bindSale(redis: ScriptedRedis, prefix: string, saleId: number) {
     backlog: () => streamBacklog(redis, prefix, saleId),
     waitForDrain: (timeoutMs: number) => waitForDrain(redis, prefix, saleId, timeoutMs),
     hasEntry: (entryId: string) => streamHasEntry(redis, prefix, saleId, entryId),
+    /** Acknowledges entries the order writers are done with (written, or found written already). */
+    acknowledge: (entryIds: string[]) => acknowledge(redis, prefix, saleId, entryIds),
+    /** Sets an entry aside, with its reason, in one step with its acknowledgement (dead-letter-4.lua). */
+    deadLetter: (entry: StreamEntry, reason: DeadLetterReason, deliveries: number) => deadLetter(redis, prefix, saleId, entry, reason, deliveries),
     auditRecord: () => readAuditRecord(redis, prefix, saleId),
     deadLetterOf: (reservationId: string) => findDeadLetter(redis, prefix, saleId, reservationId),
     reservationOf: (userId: string) => findBuyerReservation(redis, prefix, saleId, userId),

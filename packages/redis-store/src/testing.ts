@@ -7,3 +7,5 @@ export { recordPaymentArrival, heldPayments } from './payment-arrivals.ts';
 export { rebuildSaleState } from './sale-rebuild.ts';
 export { readClosedOrders } from './buyer-history.ts';
 export { returnUnits } from './stock-return.ts';
+export { acknowledge } from './reservation-stream.ts';
+export { deadLetter } from './dead-letters.ts';

@@ -22,3 +22,4 @@ export { auditAndReport, auditSale, type AuditDeps, type AuditReport } from './l
 export { judge, listSalesToWatch, watchedSaleIds, watchOneSale, retireFinishedSales, type StateWatcherDeps, type SaleVisit, type Verdict } from './sale-watch.ts';
 export type { WatchedSale } from '@flashsale/order-store';
 export { watchMysqlServer, type MysqlServerWatchDeps } from './mysql-server-watch.ts';
+export { OrderIntake, Abandoned, backoffMs, type OrderIntakeObserver, type OrderIntakeStats, type StreamDelivery } from './order-intake.ts';

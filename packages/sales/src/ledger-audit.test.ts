@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '@flashsale/runtime';
 import { newReservationId } from '@flashsale/domain';
-import { acknowledge, deadLetter, decodeReservation, readAuditRecord, readNewEntries, reservePurchase, saleKeys, type StreamEntry } from '@flashsale/redis-store';
+import { decodeReservation, readAuditRecord, readNewEntries, reservePurchase, saleKeys, type StreamEntry } from '@flashsale/redis-store';
+import { acknowledge, deadLetter } from '@flashsale/redis-store/testing';
 import { returnUnits } from '@flashsale/redis-store/testing';
 import { cancelOrder, writeOrderBatch, type SaleRecord } from '@flashsale/order-store';
 import { createLiveSale, createTestContext, type TestContext } from '../../../test/support/context.ts';

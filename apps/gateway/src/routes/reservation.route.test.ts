@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { newReservationId } from '@flashsale/domain';
-import { deadLetter, saleKeys } from '@flashsale/redis-store';
+import { saleKeys } from '@flashsale/redis-store';
+import { deadLetter } from '@flashsale/redis-store/testing';
 import { ORDER_WRITERS_GROUP } from '@flashsale/redis-store/testing';
 import { createLiveSale, createTestContext, type TestContext } from '../../../../test/support/context.ts';
 import { gatewayPerFile, startGateway, type TestGateway } from '../../../../test/support/gateway.ts';
