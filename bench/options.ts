@@ -53,7 +53,8 @@ BENCH_CONNECTIONS (64), BENCH_LOADGEN (wrk if on PATH, else autocannon), BENCH_P
 ${BENCH_PARTS.join(',')}), BENCH_DRAIN_ROWS (20000), BENCH_DRAIN_ROUNDS (5),
 BENCH_SCRIPT_SECONDS (2), BENCH_CLUSTER_SALES (30), BENCH_DRAIN_SALES (1), BENCH_RECONCILER_RATE (2000),
 BENCH_RECONCILER_SECONDS (40), BENCH_PIPELINE_SECONDS (10), BENCH_PIPELINE_RATE (half the closed
-run's sustained rate), BENCH_PIPELINE_PROFILE (a directory: --cpu-prof for the gateway and workers,
+run's sustained rate), BENCH_PIPELINE_AGAINST (a git revision run beside this checkout,
+round by round, with the ratios), BENCH_PIPELINE_PROFILE (a directory: --cpu-prof for the gateway and workers,
 performance_schema on; a profiling run, not figures to quote).`,
   options: { quick: { type: 'boolean', default: false }, record: { type: 'boolean', default: false } },
 } as const;

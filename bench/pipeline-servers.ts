@@ -28,3 +28,9 @@ export function redisCommandCosts(before: string, after: string, orders: number)
     .filter((cost) => cost.callsPerOrder > 0)
     .sort((a, b) => b.usPerOrder - a.usPerOrder);
 }
+
+/** A counter of SHOW GLOBAL STATUS (Innodb_os_log_written, Binlog_bytes_written), 0 when the server has none. */
+export async function statusCounter(db: Connection, name: string): Promise<number> {
+  const rows = await db.query<{ Value: string }[]>('SHOW GLOBAL STATUS LIKE ?', [name]);
+  return Number(rows[0]?.Value ?? 0);
+}

@@ -13,18 +13,17 @@
  * /proc utime + stime over the same window divided by the orders; MariaDB's bytes per order are the
  * deltas of Innodb_os_log_written (redo) and Binlog_bytes_written.
  */
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os, { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { createConnection, type Connection } from 'mariadb';
-import { createRedis, publishSale, saleKeys, streamBacklog, waitForDrain, type ScriptedRedis } from '@flashsale/redis-store';
-import { createPrisma, insertSale, migrate, type PrismaClient } from '@flashsale/order-store';
-import { spawnGateway, spawnReconciler, spawnWorker, startMariaDbServer, startRedisServer, type AppProcess } from '@flashsale/harness';
-import { processTree, readProcesses } from '../loadtest/soak/sampler.ts';
+import { createConnection } from 'mariadb';
+import { createRedis, type ScriptedRedis } from '@flashsale/redis-store';
+import { migrate } from '@flashsale/order-store';
+import { gitRevision, startMariaDbServer, startRedisServer } from '@flashsale/harness';
 import { median } from './load.ts';
-import { innodbSettingsOf, redisCommandCosts, type CommandCost } from './pipeline-servers.ts';
+import { checkoutOf } from './pipeline-checkout.ts';
+import { innodbSettingsOf, type CommandCost } from './pipeline-servers.ts';
+import { startStack, type Stack } from './pipeline-stack.ts';
 
 export const PIPELINE_PROCESSES = ['gateway', 'worker-1', 'worker-2', 'reconciler', 'redis-server', 'mariadbd', 'wrk'] as const;
 export type PipelineProcess = (typeof PIPELINE_PROCESSES)[number];
@@ -39,6 +38,8 @@ export interface PipelineOptions {
   openRate?: number;
   /** mariadbd arguments beyond the harness's (InnoDB settings under test). */
   mariadbArgs: string[];
+  /** Another revision (BENCH_PIPELINE_AGAINST) run beside this checkout, round by round (A B A B), on the same servers. */
+  against?: string;
   /** A directory for --cpu-prof profiles of the gateway and workers, and performance_schema on: a profiling run, not figures to quote. */
   profileDir?: string;
   log(text: string): void;
@@ -75,56 +76,30 @@ export interface GatewayAloneRun {
   cpuUsPerRequest: number;
 }
 
-export interface PipelineResults {
-  loadAverage: number;
-  seconds: number;
-  rounds: number;
-  connections: number;
-  innodb: Record<string, string>;
+/** One contender's medians: this checkout's, or the revision it ran against. */
+export interface ContenderResults {
+  commit: string;
   closed: PipelineSummary;
   open: PipelineSummary;
   gatewayAlone: { rps: number; p50: number; p99: number; cpuUsPerRequest: number; runs: GatewayAloneRun[] };
 }
 
+export interface PipelineResults extends ContenderResults {
+  loadAverage: number;
+  seconds: number;
+  rounds: number;
+  connections: number;
+  innodb: Record<string, string>;
+  /**
+   * The revision run beside this checkout, and the medians of each round's ratios (its runs and this
+   * checkout's ran back to back): its CPU per order over this one's (above 1: this one is cheaper), this
+   * one's sustained rate over its.
+   */
+  against?: ContenderResults & { ratios: { closedCpu: number; openCpu: number; closedRate: number; openRate: number; aloneRps: number } };
+}
+
 export type PipelineSummary = Omit<PipelineRun, 'loadAverage' | 'redis' | 'targetRate' | 'requests' | 'errors' | 'loadSeconds'> & { targetRate?: number; redis: CommandCost[]; runs: PipelineRun[] };
 
-const WRK_SCRIPTS = { closed: fileURLToPath(new URL('./wrk/purchase.lua', import.meta.url)), open: fileURLToPath(new URL('./wrk/paced-purchase.lua', import.meta.url)) };
-
-interface WrkOutcome {
-  requests: number;
-  durationUs: number;
-  errors: { connect: number; read: number; write: number; status: number; timeout: number };
-  latencyUs: { p50: number; p99: number };
-  cpuSeconds: number;
-}
-
-/** wrk under sh, whose `times` then prints wrk's CPU (user, system) once it has exited, when /proc no longer has it. */
-function runWrk(url: string, script: string, args: string[], connections: number, seconds: number): Promise<WrkOutcome> {
-  const wrkArgs = ['-t1', `-c${connections}`, `-d${seconds}s`, '--latency', '-s', script, url, '--', ...args];
-  const child = spawn('sh', ['-c', 'wrk "$@"; status=$?; times >&2; exit $status', 'wrk', ...wrkArgs], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  let err = '';
-  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
-  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (err += chunk));
-  return new Promise((resolve, reject) => {
-    child.once('exit', (code) => {
-      // `times`: the shell's own user and system time on one line, its children's on the next ("0m1.234s 0m0.567s").
-      const children = err.trim().split('\n').at(-1) ?? '';
-      const times = [...children.matchAll(/(\d+)m([\d.]+)s/g)].map((m) => Number(m[1]) * 60 + Number(m[2]));
-      if (code !== 0 || times.length !== 2) return reject(new Error(`wrk failed (${code}): ${out}\n${err}`));
-      try {
-        resolve({ ...(JSON.parse(out.trim().split('\n').at(-1) ?? '') as Omit<WrkOutcome, 'cpuSeconds'>), cpuSeconds: times[0]! + times[1]! });
-      } catch {
-        reject(new Error(`wrk printed no report:\n${out}\n${err}`));
-      }
-    });
-  });
-}
-
-async function statusCounter(db: Connection, name: string): Promise<number> {
-  const rows = await db.query<{ Value: string }[]>('SHOW GLOBAL STATUS LIKE ?', [name]);
-  return Number(rows[0]?.Value ?? 0);
-}
 
 /** Runs the pipeline part: see the file's comment. */
 export async function measurePipeline(options: PipelineOptions): Promise<PipelineResults> {
@@ -138,173 +113,118 @@ export async function measurePipeline(options: PipelineOptions): Promise<Pipelin
     stops.push(() => redisServer.stop());
     const mariadb = await startMariaDbServer({ args: [...options.mariadbArgs, ...(profiling ? ['--performance-schema=ON'] : [])] });
     stops.push(() => mariadb.stop());
-    const databaseUrl = mariadb.url('flashsale_bench');
-    await migrate(databaseUrl);
-    const redis = createRedis(redisServer.url);
+    const redis: ScriptedRedis = createRedis(redisServer.url);
     stops.push(() => redis.quit());
-    const prisma: PrismaClient = createPrisma(databaseUrl, 2);
-    stops.push(() => prisma.$disconnect());
-    const db = await createConnection({ host: '127.0.0.1', port: mariadb.port, user: 'root', password: '', database: 'flashsale_bench' });
+    const db = await createConnection({ host: '127.0.0.1', port: mariadb.port, user: 'root', password: '' });
     stops.push(() => db.end());
     const innodb = await innodbSettingsOf(db);
-    const redisPid = Number(/process_id:(\d+)/.exec(await redis.info('server'))?.[1]);
-    const [pidRow] = await db.query<{ file: string }[]>('SELECT @@pid_file AS file');
-    const mariadbPid = Number(readFileSync(pidRow!.file, 'utf8').trim());
-
-    const prefix = 'pipeline';
-    const env = {
-      REDIS_PREFIX: prefix,
-      REDIS_URL: redisServer.url,
-      DATABASE_URL: databaseUrl,
-      AUTH_SECRET: options.authSecret,
-      ...(profiling ? { NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --cpu-prof --cpu-prof-dir=${options.profileDir}`.trim() } : {}),
+    const servers = {
+      redisPid: Number(/process_id:(\d+)/.exec(await redis.info('server'))?.[1]),
+      mariadbPid: Number(readFileSync(((await db.query<{ file: string }[]>('SELECT @@pid_file AS file'))[0]!).file, 'utf8').trim()),
+      redis,
+      redisUrl: redisServer.url,
+      db,
+      mariadbUrl: (database: string) => mariadb.url(database),
     };
-    const apps: Record<string, AppProcess & { url?: string }> = {};
-    const track = async <A extends AppProcess>(name: string, started: Promise<A>): Promise<A> => {
-      const app = await started;
-      apps[name] = app;
-      stops.push(() => app.kill('SIGTERM'));
-      return app;
-    };
-    const [gateway, alone] = await Promise.all([
-      track('gateway', spawnGateway(env)),
-      track('gateway alone', spawnGateway({ ...env, REDIS_PREFIX: `${prefix}-alone` })),
-      track('worker-1', spawnWorker(env)),
-      track('worker-2', spawnWorker(env)),
-      track('reconciler', spawnReconciler(env)),
-    ]);
+    const buyersFiles = new Map<number, string>();
     // wrk builds every request of its buyers file before the first is sent (bench/wrk/purchase.lua), some
     // microseconds of its CPU each: each run gets a file of the first buyers it may need, not all of them.
-    const files = new Map<number, string>();
     const buyersFile = (needed: number): string => {
       const lines = Math.min(options.buyers.length, Math.ceil(needed / 10_000) * 10_000);
-      let file = files.get(lines);
+      let file = buyersFiles.get(lines);
       if (!file) {
         file = join(dir, `buyers-${lines}.txt`);
         writeFileSync(file, options.buyers.slice(0, lines).map((buyer) => `${buyer.id} ${buyer.token}\n`).join(''));
-        files.set(lines, file);
+        buyersFiles.set(lines, file);
       }
       return file;
     };
-    // A closed run may go at three times the fastest before it (the warm-up runs cold); an open one keeps
-    // its pace. The first runs take the whole list.
-    const fastest = { pipeline: 0, alone: 0 };
-    const enough = (rate: number, paced = false) => (rate === 0 ? options.buyers.length : rate * options.seconds * (paced ? 1.2 : 3) + options.connections);
+    const nodeOptions = profiling ? `${process.env.NODE_OPTIONS ?? ''} --cpu-prof --cpu-prof-dir=${options.profileDir}`.trim() : undefined;
+    const common = { servers, buyersFile, authSecret: options.authSecret, connections: options.connections, seconds: options.seconds, nodeOptions };
 
-    const newSale = async (onPrefix: string) => {
-      const sale = await insertSale(prisma, { name: 'pipeline', stock: 100_000_000, perUserLimit: 1, startsAt: new Date(Date.now() - 60_000), endsAt: new Date(Date.now() + 3_600_000) });
-      await publishSale(redis, onPrefix, sale, sale.generation);
-      return sale.id;
-    };
-    const pidsOf = (name: PipelineProcess): number[] => {
-      if (name === 'redis-server') return [redisPid];
-      if (name === 'mariadbd') return [mariadbPid];
-      return processTree(apps[name]!.child.pid!);
-    };
-    const measured = PIPELINE_PROCESSES.filter((name) => name !== 'wrk');
-    const cpuNow = () => Object.fromEntries(measured.map((name) => [name, readProcesses(pidsOf(name))?.cpuSeconds ?? 0])) as Record<PipelineProcess, number>;
+    const stacks: Stack[] = [];
+    if (options.against) {
+      const checkout = checkoutOf(options.against);
+      stops.push(async () => checkout.remove());
+      const database = 'flashsale_against';
+      checkout.migrate(mariadb.url(database));
+      stacks.push(await startStack({ ...common, name: `against ${checkout.commit}`, commit: checkout.commit, root: checkout.root, prefix: 'against', database }));
+      stops.push(() => stacks[0]!.stop());
+    }
+    await migrate(mariadb.url('flashsale_bench'));
+    const current = await startStack({ ...common, name: 'this checkout', commit: gitRevision().commit, prefix: 'current', database: 'flashsale_bench' });
+    stacks.push(current);
+    stops.push(() => current.stop());
 
-    const pipelineRun = async (targetRate?: number): Promise<PipelineRun> => {
-      const saleId = await newSale(prefix);
-      const loadAverage = Number(os.loadavg()[0]!.toFixed(2));
-      const before = { cpu: cpuNow(), redo: await statusCounter(db, 'Innodb_os_log_written'), binlog: await statusCounter(db, 'Binlog_bytes_written'), redis: await redis.info('commandstats') };
-      const file = buyersFile(targetRate === undefined ? enough(fastest.pipeline) : enough(targetRate, true));
-      const wrk = await runWrk(gateway.url, targetRate === undefined ? WRK_SCRIPTS.closed : WRK_SCRIPTS.open, [file, String(saleId), ...(targetRate === undefined ? [] : [String(targetRate)])], options.connections, options.seconds);
-      const loadSeconds = wrk.durationUs / 1e6;
-      const { lag, pending } = await streamBacklog(redis, prefix, saleId);
-      const drainStarted = performance.now();
-      await waitForDrain(redis, prefix, saleId, 300_000, 5);
-      const drainSeconds = (performance.now() - drainStarted) / 1000;
-      const after = { cpu: cpuNow(), redo: await statusCounter(db, 'Innodb_os_log_written'), binlog: await statusCounter(db, 'Binlog_bytes_written'), redis: await redis.info('commandstats') };
-      const orders = await prisma.order.count({ where: { saleId } });
-      const holders = await redis.hlen(saleKeys(prefix, saleId).buyers);
-      const accepted = wrk.requests - wrk.errors.status;
-      // wrk stops counting with requests in flight: up to one per connection more were accepted than it saw.
-      // A refusal: a buyer met twice (the buyers file too short for the run) or a sale that broke.
-      if (orders !== holders || orders < accepted || orders > accepted + options.connections || wrk.errors.status > 0) {
-        throw new Error(`pipeline run: ${accepted} accepted, ${wrk.errors.status} refused, ${holders} buyers in Redis, ${orders} orders in MySQL`);
-      }
-      const perOrder = (seconds: number) => Number(((seconds * 1e6) / orders).toFixed(1));
-      const cpuUsPerOrder = Object.fromEntries(measured.map((name) => [name, perOrder(after.cpu[name] - before.cpu[name])])) as Record<PipelineProcess, number>;
-      cpuUsPerOrder.wrk = perOrder(wrk.cpuSeconds);
-      const pipeline = Number(measured.reduce((sum, name) => sum + cpuUsPerOrder[name], 0).toFixed(1));
-      const total = Number((pipeline + cpuUsPerOrder.wrk).toFixed(1));
-      await redis.del(...Object.values(saleKeys(prefix, saleId)));
-      if (targetRate === undefined) fastest.pipeline = Math.max(fastest.pipeline, accepted / loadSeconds);
-      return {
-        loadAverage,
-        ...(targetRate === undefined ? {} : { targetRate }),
-        requests: wrk.requests,
-        accepted,
-        errors: wrk.errors.connect + wrk.errors.read + wrk.errors.write + wrk.errors.timeout,
-        loadSeconds: Number(loadSeconds.toFixed(2)),
-        acceptRate: Math.round(accepted / loadSeconds),
-        p50: wrk.latencyUs.p50 / 1000,
-        p99: wrk.latencyUs.p99 / 1000,
-        backlogAtEnd: lag + pending,
-        drainSeconds: Number(drainSeconds.toFixed(3)),
-        sustainedRate: Math.round(orders / (loadSeconds + drainSeconds)),
-        cpuUsPerOrder: { ...cpuUsPerOrder, pipeline, total },
-        redoBytesPerOrder: Math.round((after.redo - before.redo) / orders),
-        binlogBytesPerOrder: Math.round((after.binlog - before.binlog) / orders),
-        redis: redisCommandCosts(before.redis, after.redis, orders),
-      };
-    };
-
-    const aloneRun = async (): Promise<GatewayAloneRun> => {
-      const saleId = await newSale(`${prefix}-alone`);
-      const loadAverage = Number(os.loadavg()[0]!.toFixed(2));
-      const pids = processTree(alone.child.pid!);
-      const before = readProcesses(pids)!.cpuSeconds;
-      const wrk = await runWrk(alone.url, WRK_SCRIPTS.closed, [buyersFile(enough(fastest.alone)), String(saleId)], options.connections, options.seconds);
-      fastest.alone = Math.max(fastest.alone, wrk.requests / (wrk.durationUs / 1e6));
-      const cpu = readProcesses(pids)!.cpuSeconds - before;
-      await redis.del(...Object.values(saleKeys(`${prefix}-alone`, saleId)));
-      if (wrk.errors.status > 0) throw new Error(`gateway alone: ${wrk.errors.status} refused`);
-      return { loadAverage, rps: Math.round(wrk.requests / (wrk.durationUs / 1e6)), p50: wrk.latencyUs.p50 / 1000, p99: wrk.latencyUs.p99 / 1000, cpuUsPerRequest: Number(((cpu * 1e6) / wrk.requests).toFixed(1)) };
-    };
-
-    log(`pipeline: warm-up (2 workers, reconciler, gateway; redis-server ${redisPid}, mariadbd ${mariadbPid})`);
-    await pipelineRun();
-    await aloneRun();
+    log(`pipeline: warm-up of ${stacks.map((s) => `${s.name} (${s.commit})`).join(' and ')}; redis-server ${servers.redisPid}, mariadbd ${servers.mariadbPid}`);
+    for (const stack of stacks) {
+      for (const other of stacks) await other.pause(other !== stack);
+      await stack.closed();
+      await stack.alone();
+    }
     const loadAverage = Number(os.loadavg()[0]!.toFixed(2));
-    const runs = { closed: [] as PipelineRun[], open: [] as PipelineRun[], alone: [] as GatewayAloneRun[] };
+    const runs = new Map(stacks.map((stack) => [stack, { closed: [] as PipelineRun[], open: [] as PipelineRun[], alone: [] as GatewayAloneRun[] }]));
     const describe = (r: PipelineRun) =>
       `${r.accepted} accepted at ${r.acceptRate}/s${r.targetRate ? ` (target ${r.targetRate}/s)` : ''}, backlog ${r.backlogAtEnd} at the end, drained in ${r.drainSeconds} s, sustained ${r.sustainedRate} orders/s, p50 ${r.p50} ms, p99 ${r.p99} ms, ${r.cpuUsPerOrder.pipeline} us CPU/order in the pipeline, ${r.cpuUsPerOrder.total} with wrk (${PIPELINE_PROCESSES.map((p) => `${p} ${r.cpuUsPerOrder[p]}`).join(', ')}), redo ${r.redoBytesPerOrder} B/order, load average ${r.loadAverage}`;
     for (let round = 0; round < options.rounds; round += 1) {
-      const closed = await pipelineRun();
-      runs.closed.push(closed);
-      log(`closed: ${describe(closed)}`);
-      const open = await pipelineRun(options.openRate ?? Math.round(closed.sustainedRate / 2));
-      runs.open.push(open);
-      log(`open: ${describe(open)}`);
-      const gatewayAlone = await aloneRun();
-      runs.alone.push(gatewayAlone);
-      log(`gateway alone: ${gatewayAlone.rps} req/s, p50 ${gatewayAlone.p50} ms, p99 ${gatewayAlone.p99} ms, ${gatewayAlone.cpuUsPerRequest} us CPU/request, load average ${gatewayAlone.loadAverage}`);
+      let openRate = options.openRate;
+      for (const stack of stacks) {
+        for (const other of stacks) await other.pause(other !== stack);
+        const mine = runs.get(stack)!;
+        const closed = await stack.closed();
+        mine.closed.push(closed);
+        log(`${stack.name}, closed: ${describe(closed)}`);
+        // The same arrival rate for every contender of the round: half the first one's closed rate.
+        openRate ??= Math.round(closed.sustainedRate / 2);
+        const open = await stack.open(openRate);
+        mine.open.push(open);
+        log(`${stack.name}, open: ${describe(open)}`);
+        const alone = await stack.alone();
+        mine.alone.push(alone);
+        log(`${stack.name}, gateway alone: ${alone.rps} req/s, p50 ${alone.p50} ms, p99 ${alone.p99} ms, ${alone.cpuUsPerRequest} us CPU/request, load average ${alone.loadAverage}`);
+      }
     }
+    for (const stack of stacks) await stack.pause(false);
     if (options.profileDir) {
       // The statements MySQL spent its time on, by digest, beside the Node processes' profiles.
       const digests = await db.query('SELECT DIGEST_TEXT, COUNT_STAR, SUM_TIMER_WAIT / 1e6 AS total_us, SUM_ROWS_AFFECTED, SUM_ROWS_EXAMINED FROM performance_schema.events_statements_summary_by_digest ORDER BY SUM_TIMER_WAIT DESC LIMIT 25');
       writeFileSync(join(options.profileDir, 'mariadb-digests.json'), JSON.stringify(digests, (_, v: unknown) => (typeof v === 'bigint' ? Number(v) : v), 2));
       log(`profiles and MariaDB's statement digests in ${options.profileDir}`);
     }
-    const med = (values: number[], digits = 1) => Number(median(values).toFixed(digits));
-    return {
-      loadAverage,
-      seconds: options.seconds,
-      rounds: options.rounds,
-      connections: options.connections,
-      innodb,
-      closed: summarise(runs.closed),
-      open: summarise(runs.open),
-      gatewayAlone: {
-        rps: Math.round(median(runs.alone.map((r) => r.rps))),
-        p50: med(runs.alone.map((r) => r.p50), 2),
-        p99: med(runs.alone.map((r) => r.p99), 2),
-        cpuUsPerRequest: med(runs.alone.map((r) => r.cpuUsPerRequest)),
-        runs: runs.alone,
-      },
+    const resultsOf = (stack: Stack): ContenderResults => {
+      const r = runs.get(stack)!;
+      return {
+        commit: stack.commit,
+        closed: summarise(r.closed),
+        open: summarise(r.open),
+        gatewayAlone: {
+          rps: Math.round(median(r.alone.map((a) => a.rps))),
+          p50: Number(median(r.alone.map((a) => a.p50)).toFixed(2)),
+          p99: Number(median(r.alone.map((a) => a.p99)).toFixed(2)),
+          cpuUsPerRequest: Number(median(r.alone.map((a) => a.cpuUsPerRequest)).toFixed(1)),
+          runs: r.alone,
+        },
+      };
     };
+    const results: PipelineResults = { loadAverage, seconds: options.seconds, rounds: options.rounds, connections: options.connections, innodb, ...resultsOf(current) };
+    if (stacks.length > 1) {
+      const base = runs.get(stacks[0]!)!;
+      const mine = runs.get(current)!;
+      const ratio = (of: number[], to: number[]) => Number(median(of.map((value, i) => value / to[i]!)).toFixed(3));
+      const cpu = (list: PipelineRun[]) => list.map((r) => r.cpuUsPerOrder.pipeline);
+      const rate = (list: PipelineRun[]) => list.map((r) => r.sustainedRate);
+      results.against = {
+        ...resultsOf(stacks[0]!),
+        ratios: {
+          closedCpu: ratio(cpu(base.closed), cpu(mine.closed)),
+          openCpu: ratio(cpu(base.open), cpu(mine.open)),
+          closedRate: ratio(rate(mine.closed), rate(base.closed)),
+          openRate: ratio(rate(mine.open), rate(base.open)),
+          aloneRps: ratio(mine.alone.map((a) => a.rps), base.alone.map((a) => a.rps)),
+        },
+      };
+    }
+    return results;
   } finally {
     for (const stop of stops.reverse()) await stop().catch(() => undefined);
   }

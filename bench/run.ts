@@ -393,7 +393,7 @@ try {
     log(`the whole pipeline (bench/pipeline.ts): ${ROUNDS} rounds of closed loop, open loop at half its rate, gateway alone; ${settings.pipelineSeconds} s runs`);
     if (!load.name.startsWith('wrk')) throw new Error('the pipeline part needs wrk on PATH');
     const profileDir = process.env.BENCH_PIPELINE_PROFILE || undefined;
-    results.pipeline = await measurePipeline({ seconds: settings.pipelineSeconds, rounds: ROUNDS, connections: CONNECTIONS, buyers, authSecret: config.AUTH_SECRET, openRate: settings.pipelineRate, mariadbArgs: [], profileDir, log });
+    results.pipeline = await measurePipeline({ seconds: settings.pipelineSeconds, rounds: ROUNDS, connections: CONNECTIONS, buyers, authSecret: config.AUTH_SECRET, openRate: settings.pipelineRate, mariadbArgs: [], profileDir, against: process.env.BENCH_PIPELINE_AGAINST || undefined, log });
   }
 
   if (settings.record) writeResults(results);
