@@ -25,6 +25,8 @@ export interface OrderWorkerOptions {
   batchSize: number;
   /** Pause between polls when no stream had anything, default 5 ms. */
   idleMs: number;
+  /** A sale whose read gave fewer entries than a batch is read again no sooner than this, default 20 ms (WORKER_BATCH_WAIT_MS; see SaleSchedule). */
+  batchWaitMs?: number;
   /** Entries held this long by another consumer are taken over, default 15000 ms. */
   claimIdleMs: number;
   /** Deliveries after which an entry goes to the dead-letter stream, default 5. */
@@ -264,6 +266,7 @@ export class OrderWorker {
     const now = performance.now();
     for (const [saleId, entries] of round.entries) {
       this.schedule.worked(saleId, now);
+      if (entries.length < this.options.batchSize) this.schedule.partlyRead(saleId, now, this.options.batchWaitMs ?? 0);
       this.hold(saleId, entries.map((entry) => entry.id));
       this.dispatch(saleId, entries.map((entry) => ({ entry, deliveries: 1 })));
     }
