@@ -264,9 +264,12 @@ export class OrderWorker {
   private async readAndDispatch(sales: number[]): Promise<boolean> {
     const round = await readNewEntries(this.deps.redis, this.deps.prefix, this.consumer, sales, this.options.batchSize);
     const now = performance.now();
+    for (const saleId of sales) {
+      // Read in part (or not at all, another worker having just read it): what arrives next gathers into one batch.
+      if ((round.entries.get(saleId)?.length ?? 0) < this.options.batchSize && !round.failures.has(saleId)) this.schedule.partlyRead(saleId, now, this.options.batchWaitMs ?? 0);
+    }
     for (const [saleId, entries] of round.entries) {
       this.schedule.worked(saleId, now);
-      if (entries.length < this.options.batchSize) this.schedule.partlyRead(saleId, now, this.options.batchWaitMs ?? 0);
       this.hold(saleId, entries.map((entry) => entry.id));
       this.dispatch(saleId, entries.map((entry) => ({ entry, deliveries: 1 })));
     }

@@ -10,10 +10,11 @@
  *   every max(sweepMs, N / sweepPerSecond). The signal is a hint; the sweep is what makes a lost one cost a
  *   delay and never an entry. After a start or a lost subscription, one whole sweep goes at once
  *   (in rounds of `burst` sales), since signals may have been missed.
- * - A sale whose last read gave **part of a batch** is not read again until `batchWaitMs` after it
- *   (partlyRead()): at a moderate rate, reading at once gives a batch of a few entries per read, each a
- *   MySQL transaction and Redis round trips of its own; waiting gathers what arrives into one. A sale
- *   whose read filled a batch is read again at once: a backlog drains at full speed.
+ * - A sale whose last read gave **less than a batch** (part of one, or nothing) is not read again until
+ *   `batchWaitMs` after it (partlyRead()): at a moderate rate, reading at once gives a batch of a few
+ *   entries per read, each a MySQL transaction and Redis round trips of its own; waiting gathers what
+ *   arrives into one. A sale whose read filled a batch is read again at once: a backlog drains at full
+ *   speed. A signal does not cut the wait short: the sale is read when it ends.
  * - Entries left pending by a dead worker are claimed on a sale when it is read and its last claim is
  *   `claimEveryMs` old.
  *
@@ -105,7 +106,7 @@ export class SaleSchedule {
     this.activeAt.set(saleId, now);
   }
 
-  /** A read of the sale gave part of a batch: it is not read again for `waitMs` (see the class comment). */
+  /** A read of the sale gave less than a batch: it is not read again for `waitMs` (see the class comment). */
   partlyRead(saleId: number, now: number, waitMs: number): void {
     if (waitMs > 0 && this.listed.has(saleId)) this.readableAt.set(saleId, now + waitMs);
   }

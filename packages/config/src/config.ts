@@ -228,7 +228,7 @@ const schema = z
     /** How long an idle worker waits before polling the streams again, default 5 ms. */
     WORKER_IDLE_MS: intFrom(1, 10_000).default(5),
     /**
-     * After a read of a sale gave some entries but fewer than a whole batch, the worker reads that sale
+     * After a read of a sale gave fewer entries than a whole batch (or none), the worker reads that sale
      * again no sooner than this, default 20 ms (0: at once). What arrives meanwhile then goes to MySQL as
      * one batch rather than many small ones: at a moderate rate, small batches cost the workers and MySQL
      * most of their CPU per order (a transaction and a round of reads each; docs/performance.md). An
