@@ -7,7 +7,10 @@
  * - closed: wrk at full speed (each connection sends its next purchase when the last is answered);
  * - open: arrivals at half the closed run's sustained rate, paced by bench/wrk/paced-purchase.lua;
  * - gateway alone: a second gateway on another Redis prefix, which no worker reads, under the closed load.
- * For the two pipeline runs the clock runs from the first request to the last order committed (the
+ * With `against` (BENCH_PIPELINE_AGAINST), a second stack from that revision's checkout runs on the same
+ * servers, on a prefix and a database of its own, each round's runs of the two back to back, the one not
+ * under load stopped (bench/pipeline-stack.ts); the open rate is the same for both.
+ * For the two pipeline runs the clock runs from wrk's first request to the last order committed (the
  * stream's group with neither lag nor pending entries); the sustained rate is the orders over that time,
  * so a run whose workers fall behind pays for its backlog in the drain. CPU per order is each process's
  * /proc utime + stime over the same window divided by the orders; MariaDB's bytes per order are the
