@@ -40,8 +40,9 @@ export const BENCH_COMMAND = {
 
 The gateway's purchase endpoint against node:http baselines, the workers' drain against raw INSERTs,
 Redis fsync policies, GATEWAY_WORKERS scaling, the order expiry, the reserve script alone, a Redis
-Cluster against one node, the drain by 1, 2 and 4 workers, and the reconciler's CPU: all on this machine,
-contenders alternated, medians printed as the tables of docs/BENCHMARKS.md. About ten minutes.
+Cluster against one node, the drain by 1, 2 and 4 workers, the reconciler's CPU, and the whole pipeline's
+CPU per order by process: all on this machine, contenders alternated, medians printed as the tables of
+docs/BENCHMARKS.md. About thirteen minutes (an estimate: the pipeline part alone took two to three on this box).
 
   --quick    every part shorter and once (2 s runs, 1 round, 5,000 rows, 10 s of reconciler): a minute
              or two, to see that it all runs and roughly where it stands

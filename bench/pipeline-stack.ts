@@ -118,7 +118,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     const cpuUsPerOrder = Object.fromEntries(measured.map((name) => [name, perOrder(after.cpu[name] - before.cpu[name])])) as Record<PipelineProcess, number>;
     cpuUsPerOrder.wrk = perOrder(wrk.cpuSeconds);
     const pipeline = Number(measured.reduce((sum, name) => sum + cpuUsPerOrder[name], 0).toFixed(1));
-    await redis.del(...Object.values(saleKeys(prefix, saleId)));
+    await redis.del(...(Object.values(saleKeys(prefix, saleId)) as string[]));
     if (targetRate === undefined) fastest.pipeline = Math.max(fastest.pipeline, accepted / loadSeconds);
     return {
       loadAverage,
@@ -153,7 +153,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       const wrk = await runWrk(alone.url, WRK_SCRIPTS.closed, [options.buyersFile(enough(fastest.alone)), String(saleId)], connections, seconds);
       const cpu = readProcesses(pids)!.cpuSeconds - before;
       fastest.alone = Math.max(fastest.alone, wrk.requests / (wrk.durationUs / 1e6));
-      await redis.del(...Object.values(saleKeys(`${prefix}-alone`, saleId)));
+      await redis.del(...(Object.values(saleKeys(`${prefix}-alone`, saleId)) as string[]));
       if (wrk.errors.status > 0) throw new Error(`${options.name}, gateway alone: ${wrk.errors.status} refused`);
       return { loadAverage, rps: Math.round(wrk.requests / (wrk.durationUs / 1e6)), p50: wrk.latencyUs.p50 / 1000, p99: wrk.latencyUs.p99 / 1000, cpuUsPerRequest: Number(((cpu * 1e6) / wrk.requests).toFixed(1)) };
     },

@@ -190,7 +190,7 @@ export async function measurePipeline(options: PipelineOptions): Promise<Pipelin
     for (const stack of stacks) await stack.pause(false);
     if (options.profileDir) {
       // The statements MySQL spent its time on, by digest, beside the Node processes' profiles.
-      const digests = await db.query('SELECT DIGEST_TEXT, COUNT_STAR, SUM_TIMER_WAIT / 1e6 AS total_us, SUM_ROWS_AFFECTED, SUM_ROWS_EXAMINED FROM performance_schema.events_statements_summary_by_digest ORDER BY SUM_TIMER_WAIT DESC LIMIT 25');
+      const digests = await db.query<Record<string, unknown>[]>('SELECT DIGEST_TEXT, COUNT_STAR, SUM_TIMER_WAIT / 1e6 AS total_us, SUM_ROWS_AFFECTED, SUM_ROWS_EXAMINED FROM performance_schema.events_statements_summary_by_digest ORDER BY SUM_TIMER_WAIT DESC LIMIT 25');
       writeFileSync(join(options.profileDir, 'mariadb-digests.json'), JSON.stringify(digests, (_, v: unknown) => (typeof v === 'bigint' ? Number(v) : v), 2));
       log(`profiles and MariaDB's statement digests in ${options.profileDir}`);
     }
