@@ -1,4 +1,6 @@
 import type { ReconcilerCost } from './reconciler-cost.ts';
+import type { PipelineResults } from './pipeline.ts';
+import { pipelineMarkdown } from './pipeline-report.ts';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
@@ -62,6 +64,8 @@ export interface BenchResults {
     /** Medians of the rounds' ratios of orders per second. */
     ratios: { twoToOne: number; fourToTwo: number };
   };
+  /** The whole pipeline on one box, CPU per order by process (BENCH_PARTS pipeline; bench/pipeline.ts). */
+  pipeline?: PipelineResults;
 }
 
 /** Medians of reserve-script runs (bench/reserve-load.ts), and every run. */
@@ -78,6 +82,8 @@ const DOC = fileURLToPath(new URL('../docs/BENCHMARKS.md', import.meta.url));
 const START = '<!-- bench-results:start -->';
 const END = '<!-- bench-results:end -->';
 const SCALE_START = '<!-- bench-scale:start -->';
+const PIPELINE_START = '<!-- bench-pipeline:start -->';
+const PIPELINE_END = '<!-- bench-pipeline:end -->';
 const SCALE_END = '<!-- bench-scale:end -->';
 
 /** The goals the table is read against (issue 12): against the authenticated baseline. */
@@ -213,8 +219,9 @@ function replaceBetween(doc: string, start: string, end: string, content: string
 export function printResults(results: BenchResults): void {
   const purchase = results.paths || results.scaling || results.fsync || results.drain || results.expiry || results.peakRssMiB;
   const scale = results.script || results.cluster || results.drainWorkers;
-  if (purchase || !scale) console.log(`\n${resultsMarkdown(results)}`);
+  if (purchase || !(scale || results.pipeline)) console.log(`\n${resultsMarkdown(results)}`);
   if (scale) console.log(`\n${scaleMarkdown(results)}`);
+  if (results.pipeline) console.log(`\n${pipelineMarkdown(results.pipeline)}`);
 }
 
 /**
@@ -231,5 +238,6 @@ export function writeResults(results: BenchResults): void {
   let doc = before;
   if (results.paths && results.scaling && results.fsync && results.drain) doc = replaceBetween(doc, START, END, resultsMarkdown(results));
   if (results.script && results.cluster && results.drainWorkers) doc = replaceBetween(doc, SCALE_START, SCALE_END, scaleMarkdown(results));
+  if (results.pipeline) doc = replaceBetween(doc, PIPELINE_START, PIPELINE_END, pipelineMarkdown(results.pipeline));
   if (doc !== before) writeFileSync(DOC, doc);
 }

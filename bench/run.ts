@@ -25,6 +25,7 @@ import { drainByWorker, drainByWorkers, drainRaw, startWorkerPool } from './drai
 import { expiryByWorker } from './expiry.ts';
 import { evenlySpreadSales, reservePathRun, spreadRun, type ReserveRun } from './reserve-load.ts';
 import { printResults, writeResults, type BenchResults, type PathName, type ReserveSummary, type Summary } from './report.ts';
+import { measurePipeline } from './pipeline.ts';
 import { BENCH_COMMAND, benchSettingsOf, type BenchSettings } from './options.ts';
 
 const settings = ((): BenchSettings => {
@@ -386,6 +387,13 @@ try {
     const cost = measureReconcilerCost(RECONCILER_RATE, RECONCILER_SECONDS);
     log(describeReconcilerCost(cost));
     results.reconciler = { loadAverage, ...cost };
+  }
+
+  if (PARTS.has('pipeline')) {
+    log(`the whole pipeline (bench/pipeline.ts): ${ROUNDS} rounds of closed loop, open loop at half its rate, gateway alone; ${settings.pipelineSeconds} s runs`);
+    if (!load.name.startsWith('wrk')) throw new Error('the pipeline part needs wrk on PATH');
+    const profileDir = process.env.BENCH_PIPELINE_PROFILE || undefined;
+    results.pipeline = await measurePipeline({ seconds: settings.pipelineSeconds, rounds: ROUNDS, connections: CONNECTIONS, buyers, authSecret: config.AUTH_SECRET, openRate: settings.pipelineRate, mariadbArgs: [], profileDir, against: process.env.BENCH_PIPELINE_AGAINST || undefined, log });
   }
 
   if (settings.record) writeResults(results);
