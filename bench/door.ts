@@ -10,7 +10,8 @@
  * - sold out: the gateway's sold-out purchase, the bar the status poll is read against.
  */
 import os from 'node:os';
-import { admitQueue, saleKeys, type ScriptCommands, type ScriptedRedis } from '@flashsale/redis-store';
+import { startRedisServer } from '@flashsale/harness';
+import { admitQueue, createRedis, saleKeys, type ScriptCommands, type ScriptedRedis } from '@flashsale/redis-store';
 import { loadRange, operatorSale, roundRatios, runLine, type PartContext, type Run } from './part-context.ts';
 import type { BenchResults, Summary } from './report.ts';
 import { cpuSeconds, startGatewayProcess, type BenchServer } from './servers.ts';
@@ -26,6 +27,8 @@ const HTTP_JOINS_AT_ONCE = 32;
 export interface DoorResults {
   admittedBuyers: number;
   waitingBuyers: number;
+  /** Calls the part's redis-server answered per status poll, each round's. */
+  redisCallsPerPoll: number[];
   loadAverages: string;
   absent: Summary;
   open: Summary;
@@ -34,6 +37,11 @@ export interface DoorResults {
   soldOut: Summary;
   /** Medians of the rounds' ratios of req/s. */
   ratios: { openToAbsent: number; admittedToOpen: number; statusToSoldOut: number };
+}
+
+/** Calls a redis-server has answered since it started, every command (INFO commandstats). */
+async function redisCalls(redis: ScriptedRedis): Promise<number> {
+  return [...(await redis.info('commandstats')).matchAll(/^cmdstat_[^:]+:calls=(\d+)/gm)].reduce((sum, m) => sum + Number(m[1]), 0);
 }
 
 /** Removes what the door keeps of a sale (the purchase check removes the rest). */
@@ -83,32 +91,40 @@ async function joinOverHttp(gateway: BenchServer, saleId: number, buyers: { id: 
 }
 
 export async function doorPart(part: PartContext): Promise<DoorResults> {
-  const { settings, env, prefix, redis, buyers, log, stops, measure, alternate, summary, warmUp } = part;
+  const { settings, env, prefix, buyers, log, stops, measure, alternate, summary, warmUp } = part;
   const admittedBuyers = buyers.slice(0, Math.min(buyers.length, Math.ceil(settings.seconds * ADMITTED_PER_SECOND_OF_LOAD)));
   const waitingBuyers = buyers.slice(-WAITING_BUYERS);
   log(`the door: accept with admission absent, {mode:open}, by ${admittedBuyers.length} admitted buyers of a queued sale; the queue status polled by ${waitingBuyers.length} waiting buyers; the sold-out path`);
-  const gateway = await startGatewayProcess({ ...env, ADMIN_TOKEN: part.config.ADMIN_TOKEN });
+  // A redis-server of the part's own: its INFO then counts the Redis calls of the status poll alone.
+  const server = await startRedisServer();
+  stops.push(() => server.stop());
+  const redis = createRedis(server.url);
+  const gateway = await startGatewayProcess({ ...env, REDIS_URL: server.url, ADMIN_TOKEN: part.config.ADMIN_TOKEN });
   stops.push(gateway.stop);
-  await warmUp(gateway);
+  await warmUp(gateway, redis);
 
   const admitted = async () => {
     const saleId = await operatorSale(part, gateway, 'door admitted', { mode: 'queue', admitPerSecond: 100_000, admissionTtlSeconds: 3600, preQueueSeconds: 0 });
     await admitAll(redis, prefix, saleId, admittedBuyers);
     try {
-      return await measure(gateway, 'accept', { saleId, buyers: admittedBuyers });
+      return await measure(gateway, 'accept', { client: redis, saleId, buyers: admittedBuyers });
     } finally {
       await dropDoor(redis, prefix, saleId);
     }
   };
+  const redisCallsPerPoll: number[] = [];
   const status = async (): Promise<Run> => {
-    // A door admitting one buyer a second: every poller stays waiting, far behind the frontier.
-    const saleId = await operatorSale(part, gateway, 'door waiting', { mode: 'queue', admitPerSecond: 1, admissionTtlSeconds: 3600, preQueueSeconds: 0 });
+    // A door at its slowest (one buyer per 100 s): every poller stays waiting behind the frontier.
+    const saleId = await operatorSale(part, gateway, 'door waiting', { mode: 'queue', admitPerSecond: 0.01, admissionTtlSeconds: 3600, preQueueSeconds: 0 });
     const tickets = await joinOverHttp(gateway, saleId, waitingBuyers);
     const requests = waitingBuyers.map((buyer, i) => ({ method: 'GET', path: `/api/sales/${saleId}/queue`, headers: { Authorization: `Bearer ${buyer.token}`, 'Queue-Ticket': tickets[i]! } }));
     const loadAverage = Number(os.loadavg()[0]!.toFixed(2));
     const cpuBefore = cpuSeconds(gateway.pid);
+    const callsBefore = await redisCalls(redis);
     const result = await wrkRequests(gateway.url, requests, settings.connections, settings.seconds);
     const cpuUsPerRequest = ((cpuSeconds(gateway.pid) - cpuBefore) * 1e6) / result.requests;
+    // INFO's own calls and the gateway's background reads (sale events, verdicts) are counted too.
+    redisCallsPerPoll.push(Number((((await redisCalls(redis)) - callsBefore) / result.requests).toFixed(4)));
     const keys = saleKeys(prefix, saleId);
     await redis.unlink(keys.meta, keys.buyers, keys.stream);
     await dropDoor(redis, prefix, saleId);
@@ -116,16 +132,19 @@ export async function doorPart(part: PartContext): Promise<DoorResults> {
     return { ...result, cpuUsPerRequest, loadAverage };
   };
   const runs = await alternate({
-    absent: async () => measure(gateway, 'accept', { saleId: await operatorSale(part, gateway, 'door absent') }),
-    open: async () => measure(gateway, 'accept', { saleId: await operatorSale(part, gateway, 'door open', { mode: 'open' }) }),
+    absent: async () => measure(gateway, 'accept', { client: redis, saleId: await operatorSale(part, gateway, 'door absent') }),
+    open: async () => measure(gateway, 'accept', { client: redis, saleId: await operatorSale(part, gateway, 'door open', { mode: 'open' }) }),
     admitted,
     status,
-    'sold out': () => measure(gateway, 'sold_out'),
+    'sold out': () => measure(gateway, 'sold_out', { client: redis }),
   });
   await gateway.stop();
+  await redis.quit();
+  await server.stop();
   return {
     admittedBuyers: admittedBuyers.length,
     waitingBuyers: waitingBuyers.length,
+    redisCallsPerPoll,
     loadAverages: loadRange(Object.values(runs).flat()),
     absent: summary(runs.absent),
     open: summary(runs.open),
@@ -143,7 +162,7 @@ export function doorMarkdown(r: BenchResults, d: DoorResults): string {
   return [
     runLine(r),
     '',
-    `One gateway process; load average ${d.loadAverages} at the start of the runs. Each accept run a sale of its own created through the admin API; the admitted purchase by ${d.admittedBuyers} buyers the door had admitted before the run; the status poll by ${d.waitingBuyers} waiting buyers, each with their ticket.`,
+    `One gateway process; load average ${d.loadAverages} at the start of the runs. Each accept run a sale of its own created through the admin API; the admitted purchase by ${d.admittedBuyers} buyers the door had admitted before the run; the status poll by ${d.waitingBuyers} waiting buyers, each with their ticket, costing ${d.redisCallsPerPoll.join(', ')} Redis calls per poll (each round's; the gateway's background reads included), on a redis-server of the part's own.`,
     '',
     '| path | req/s | p50 / p99 ms | gateway CPU µs/request | ratio (medians of the rounds) |',
     '|---|---|---|---|---|',

@@ -49,7 +49,8 @@ export interface PartContext {
   /** One round robin of the contenders per round (A B C A B C), every run kept. */
   alternate<K extends string>(contenders: Record<K, () => Promise<Run>>): Promise<Record<K, Run[]>>;
   summary(runs: Run[]): Summary;
-  warmUp(server: BenchServer): Promise<void>;
+  /** A second of accept load against `server`, on a sale of `client` (default the run's Redis). */
+  warmUp(server: BenchServer, client?: ScriptedRedis): Promise<void>;
 }
 
 /** Median of the rounds' ratios of `of` to `to` req/s (the contenders of a round run back to back). */

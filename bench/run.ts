@@ -124,11 +124,11 @@ async function measure(server: BenchServer, path: PathName, { client = redis, sa
   return { ...result, cpuUsPerRequest, loadAverage };
 }
 
-async function warmUp(server: BenchServer): Promise<void> {
-  const saleId = await saleFor('accept');
+async function warmUp(server: BenchServer, client: ScriptedRedis = redis): Promise<void> {
+  const saleId = await saleFor('accept', client);
   await load.run({ url: server.url, saleId, buyers, connections: CONNECTIONS, seconds: 1 });
   const keys = saleKeys(prefix, saleId);
-  await redis.del(keys.meta, keys.buyers, keys.stream);
+  await client.del(keys.meta, keys.buyers, keys.stream);
 }
 
 /** Runs each contender once per round, in turn (A B C A B C), and keeps every run. */
