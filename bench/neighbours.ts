@@ -11,7 +11,7 @@
  *   its own, the one past each cap checked refused (429).
  */
 import { connect, type Socket } from 'node:net';
-import { loadRange, operatorSale, roundRatios, runLine, type PartContext, type Run } from './part-context.ts';
+import { loadRange, operatorSale, ratioText, roundRatios, runLine, type PartContext, type RoundRatios, type Run } from './part-context.ts';
 import type { BenchResults, Summary } from './report.ts';
 import { startGatewayProcess, type BenchServer } from './servers.ts';
 import { wrkRequests } from './wrk-load.ts';
@@ -27,8 +27,8 @@ export interface NeighboursResults {
   metricsHeld: Summary & { held: number[] };
   metricsScraped: Summary & { scrapesPerSecond: number[] };
   liveStreams: Summary & { events: number[] };
-  /** Medians of the rounds' ratios of accepts/s to quiet's. */
-  ratios: { metricsHeld: number; metricsScraped: number; liveStreams: number };
+  /** The rounds' ratios of accepts/s to quiet's. */
+  ratios: { metricsHeld: RoundRatios; metricsScraped: RoundRatios; liveStreams: RoundRatios };
 }
 
 /** `count` idle connections to `port`, each from an address of its own in 127.0.1.1 and up. */
@@ -175,8 +175,8 @@ export function neighboursMarkdown(r: BenchResults, n: NeighboursResults): strin
     '| beside the buyers | accepts/s | p50 / p99 ms | gateway CPU µs/request | accepts/s / quiet | what the neighbour did (each round) |',
     '|---|---|---|---|---|---|',
     row('nothing (quiet)', n.quiet, '1', ''),
-    row(`${IDLE_CONNECTIONS} idle connections to the metrics port`, n.metricsHeld, `**${n.ratios.metricsHeld.toFixed(2)}**`, `connections the port held open at the run's end: ${list(n.metricsHeld.held)}`),
-    row('/metrics scraped by wrk', n.metricsScraped, `**${n.ratios.metricsScraped.toFixed(2)}**`, `scrapes/s: ${list(n.metricsScraped.scrapesPerSecond)}`),
-    row(`${n.streamsPerProcess} live streams (both caps reached)`, n.liveStreams, `**${n.ratios.liveStreams.toFixed(2)}**`, `events pushed during the run: ${list(n.liveStreams.events)}`),
+    row(`${IDLE_CONNECTIONS} idle connections to the metrics port`, n.metricsHeld, ratioText(n.ratios.metricsHeld), `connections the port held open at the run's end: ${list(n.metricsHeld.held)}`),
+    row('/metrics scraped by wrk', n.metricsScraped, ratioText(n.ratios.metricsScraped), `scrapes/s: ${list(n.metricsScraped.scrapesPerSecond)}`),
+    row(`${n.streamsPerProcess} live streams (both caps reached)`, n.liveStreams, ratioText(n.ratios.liveStreams), `events pushed during the run: ${list(n.liveStreams.events)}`),
   ].join('\n');
 }

@@ -53,10 +53,20 @@ export interface PartContext {
   warmUp(server: BenchServer, client?: ScriptedRedis): Promise<void>;
 }
 
-/** Median of the rounds' ratios of `of` to `to` req/s (the contenders of a round run back to back). */
-export function roundRatios(of: Run[], to: Run[]): number {
-  return Number(median(of.map((run, i) => run.rps / to[i]!.rps)).toFixed(3));
+/** The rounds' ratios of `of` to `to` req/s (the contenders of a round run back to back): their median, lowest and highest. */
+export function roundRatios(of: Run[], to: Run[]): RoundRatios {
+  const each = of.map((run, i) => run.rps / to[i]!.rps);
+  return { median: Number(median(each).toFixed(3)), low: Number(Math.min(...each).toFixed(3)), high: Number(Math.max(...each).toFixed(3)) };
 }
+
+export interface RoundRatios {
+  median: number;
+  low: number;
+  high: number;
+}
+
+/** A ratio as the tables print it: the median in bold, the rounds' spread after it. */
+export const ratioText = (r: RoundRatios) => `**${r.median.toFixed(2)}** (rounds ${r.low.toFixed(2)} to ${r.high.toFixed(2)})`;
 
 /** The first line of a part's section: when, what command, on which code and machine, how measured. */
 export function runLine(r: BenchResults): string {

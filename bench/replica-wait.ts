@@ -9,7 +9,7 @@ import { startRedisServer } from '@flashsale/harness';
 import { createRedis, type ScriptedRedis } from '@flashsale/redis-store';
 import { startGatewayProcess } from './servers.ts';
 import { median } from './load.ts';
-import { loadRange, runLine, type PartContext, type Run } from './part-context.ts';
+import { loadRange, ratioText, roundRatios, runLine, type PartContext, type RoundRatios, type Run } from './part-context.ts';
 import type { BenchResults, Summary } from './report.ts';
 
 const REPLICAS = 2;
@@ -22,8 +22,8 @@ export interface ReplicaWaitResults {
   loadAverages: string;
   /** By REDIS_WAIT_REPLICAS ('0' is WAIT off). */
   byWait: Record<string, Summary & { acceptsPerSecond: number; notAcknowledged: number }>;
-  /** Medians of the rounds' ratios of accepts/s to WAIT off's. */
-  ratios: Record<string, number>;
+  /** The rounds' ratios of accepts/s to WAIT off's. */
+  ratios: Record<string, RoundRatios>;
 }
 
 /** Until every replica's link to the primary is up and it has caught up (INFO replication). */
@@ -66,6 +66,7 @@ export async function replicaWaitPart(part: PartContext): Promise<ReplicaWaitRes
   await Promise.all(Object.values(gateways).map((gateway) => gateway.stop()));
   await client.quit();
   const accepts = (r: Run) => (r.rps * r.ok) / r.requests;
+  const acceptRuns = (of: Run[]) => of.map((r) => ({ ...r, rps: accepts(r) }));
   const byWait = Object.fromEntries(
     waits.map((wait) => {
       return [wait, { ...summary(runs[wait]!), acceptsPerSecond: Math.round(median(runs[wait]!.map(accepts))), notAcknowledged: runs[wait]!.reduce((sum, r) => sum + r.refused, 0) }];
@@ -76,7 +77,7 @@ export async function replicaWaitPart(part: PartContext): Promise<ReplicaWaitRes
     waitTimeoutMs: config.REDIS_WAIT_TIMEOUT_MS,
     loadAverages: loadRange(Object.values(runs).flat()),
     byWait,
-    ratios: Object.fromEntries(waits.slice(1).map((wait) => [wait, Number(median(runs[wait]!.map((r, i) => accepts(r) / accepts(runs['0']![i]!))).toFixed(3))])),
+    ratios: Object.fromEntries(waits.slice(1).map((wait) => [wait, roundRatios(acceptRuns(runs[wait]!), acceptRuns(runs['0']!))])),
   };
 }
 
@@ -84,7 +85,7 @@ export async function replicaWaitPart(part: PartContext): Promise<ReplicaWaitRes
 export function replicaWaitMarkdown(r: BenchResults, w: ReplicaWaitResults): string {
   const row = (wait: string, label: string) => {
     const s = w.byWait[wait]!;
-    return `| ${label} | ${s.acceptsPerSecond} | ${s.p50.toFixed(1)} / ${s.p99.toFixed(1)} | ${s.cpuUsPerRequest?.toFixed(0)} | ${s.notAcknowledged} | ${wait === '0' ? '1' : `**${w.ratios[wait]!.toFixed(2)}**`} |`;
+    return `| ${label} | ${s.acceptsPerSecond} | ${s.p50.toFixed(1)} / ${s.p99.toFixed(1)} | ${s.cpuUsPerRequest?.toFixed(0)} | ${s.notAcknowledged} | ${wait === '0' ? '1' : ratioText(w.ratios[wait]!)} |`;
   };
   return [
     runLine(r),
