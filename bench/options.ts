@@ -40,7 +40,7 @@ Redis fsync policies, GATEWAY_WORKERS scaling, the order expiry, the reserve scr
 Cluster against one node, the drain by 1, 2 and 4 workers, the reconciler's CPU, the accept path with
 REDIS_WAIT_REPLICAS (replica-wait), the door's paths (door), and the buyer path beside a flooded metrics
 port and the dashboard's live streams at their caps (neighbours): all on this machine, contenders
-alternated, medians printed as the tables of docs/BENCHMARKS.md. About fifteen minutes.
+alternated, medians printed as the tables of docs/BENCHMARKS.md. About twenty minutes.
 
   --quick    every part shorter and once (2 s runs, 1 round, 5,000 rows, 10 s of reconciler): a minute
              or two, to see that it all runs and roughly where it stands
