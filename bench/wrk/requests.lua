@@ -6,12 +6,11 @@
 --   requests file   one request a line: "<METHOD> <path>", then its headers, each "<Name>: <value>",
 --                   separated by tabs (a waiting buyer's queue poll carries its token and its ticket)
 --
--- As in purchase.lua: the requests are built once, in init; no response() callback (the runner checks
--- the outcomes itself); done() prints the one JSON line the runner reads.
+-- As in purchase.lua: the requests are built once, in init; in-turn.lua hands them out and reports.
 
+local shared = dofile(debug.getinfo(1, 'S').source:match('^@(.*/)') .. 'in-turn.lua')
 local requests = {}
-local count = 0
-local nextIndex = 1
+local inTurn
 
 function init(args)
   local file = assert(io.open(assert(args[1], 'requests file missing'), 'r'))
@@ -25,25 +24,16 @@ function init(args)
         local name, value = fields[i]:match('^([^:]+): (.*)$')
         headers[name] = value
       end
-      count = count + 1
-      requests[count] = wrk.format(method, path, headers)
+      requests[#requests + 1] = wrk.format(method, path, headers)
     end
   end
   file:close()
-  assert(count > 0, 'no requests in ' .. args[1])
+  assert(#requests > 0, 'no requests in ' .. args[1])
+  inTurn = shared.inTurn(requests)
 end
 
 function request()
-  local r = requests[nextIndex]
-  nextIndex = nextIndex + 1
-  if nextIndex > count then nextIndex = 1 end
-  return r
+  return inTurn()
 end
 
-function done(summary, latency, _)
-  io.write(string.format(
-    '{"requests":%d,"durationUs":%d,"errors":{"connect":%d,"read":%d,"write":%d,"status":%d,"timeout":%d},"latencyUs":{"p50":%d,"p90":%d,"p99":%d,"max":%d}}\n',
-    summary.requests, summary.duration,
-    summary.errors.connect, summary.errors.read, summary.errors.write, summary.errors.status, summary.errors.timeout,
-    latency:percentile(50), latency:percentile(90), latency:percentile(99), latency.max))
-end
+done = shared.done
