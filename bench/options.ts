@@ -1,7 +1,7 @@
 import { readCommandLine, UsageError } from '@flashsale/config';
 
 /** Every part of `npm run bench`, in the order it runs them. */
-export const BENCH_PARTS = ['purchase', 'scaling', 'fsync', 'drain', 'expiry', 'script', 'cluster', 'workers', 'reconciler', 'pipeline'] as const;
+export const BENCH_PARTS = ['purchase', 'scaling', 'fsync', 'drain', 'expiry', 'script', 'cluster', 'workers', 'reconciler', 'pipeline', 'replica-wait', 'door', 'neighbours'] as const;
 export type BenchPart = (typeof BENCH_PARTS)[number];
 
 /** What one `npm run bench` runs: the command line and the BENCH_* variables, defaults filled in. */
@@ -40,14 +40,17 @@ export const BENCH_COMMAND = {
 
 The gateway's purchase endpoint against node:http baselines, the workers' drain against raw INSERTs,
 Redis fsync policies, GATEWAY_WORKERS scaling, the order expiry, the reserve script alone, a Redis
-Cluster against one node, the drain by 1, 2 and 4 workers, the reconciler's CPU, and the whole pipeline's
-CPU per order by process: all on this machine, contenders alternated, medians printed as the tables of
-docs/BENCHMARKS.md. About thirteen minutes (an estimate: the pipeline part alone took two to three on this box).
+Cluster against one node, the drain by 1, 2 and 4 workers, the reconciler's CPU, the whole pipeline's
+CPU per order by process (pipeline), the accept path with REDIS_WAIT_REPLICAS (replica-wait), the
+door's paths (door), and the buyer path beside a flooded metrics port and the dashboard's live streams
+at their caps (neighbours): all on this machine, contenders alternated, medians printed as the tables
+of docs/BENCHMARKS.md. About thirty minutes (an estimate from the parts' own runs on this box).
 
   --quick    every part shorter and once (2 s runs, 1 round, 5,000 rows, 10 s of reconciler): a minute
              or two, to see that it all runs and roughly where it stands
   --record   append the run to bench/results.json and rewrite the figures in docs/BENCHMARKS.md (a run
-             of every part of a section); without it nothing in the repository changes
+             of every part of a section; replica-wait, door and neighbours each their own); without it
+             nothing in the repository changes
 
 Variables (each overrides its default, --quick's too): BENCH_SECONDS (5) per load run, BENCH_ROUNDS (3),
 BENCH_CONNECTIONS (64), BENCH_LOADGEN (wrk if on PATH, else autocannon), BENCH_PARTS (all:
