@@ -10,7 +10,7 @@
  *   node:crypto HS256 verifier would do it (a KeyObject HMAC of the signed part, timingSafeEqual against
  *   the signature, JSON.parse of the claims, `exp` in the future and `sub` a string), 401 otherwise.
  *   The difference between the two is what authentication costs; what the gateway costs beyond the
- *   second is everything else it does (front door, rate limits, body, metrics, verdicts, answer).
+ *   second is everything else it does (purchase route, rate limits, body, metrics, verdicts, answer).
  *
  * Run: BENCH_PREFIX=... PORT=... [BASELINE_AUTH=hs256 AUTH_SECRET=...] tsx bench/baseline-server.ts
  */

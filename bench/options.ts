@@ -1,7 +1,7 @@
 import { readCommandLine, UsageError } from '@flashsale/config';
 
 /** Every part of `npm run bench`, in the order it runs them. */
-export const BENCH_PARTS = ['purchase', 'scaling', 'fsync', 'drain', 'expiry', 'script', 'cluster', 'workers', 'reconciler'] as const;
+export const BENCH_PARTS = ['purchase', 'scaling', 'fsync', 'drain', 'expiry', 'script', 'cluster', 'workers', 'reconciler', 'pipeline', 'replica-wait', 'door', 'neighbours'] as const;
 export type BenchPart = (typeof BENCH_PARTS)[number];
 
 /** What one `npm run bench` runs: the command line and the BENCH_* variables, defaults filled in. */
@@ -19,37 +19,47 @@ export interface BenchSettings {
   drainSales: number;
   reconcilerRate: number;
   reconcilerSeconds: number;
+  /** The pipeline part (bench/pipeline.ts): seconds per run, and its open loop's rate (default half the closed run's). */
+  pipelineSeconds: number;
+  pipelineRate?: number;
   quick: boolean;
   /** Append the run to bench/results.json and rewrite docs/BENCHMARKS.md's figures; else print only. */
   record: boolean;
 }
 
-const FULL = { seconds: 5, rounds: 3, drainRows: 20_000, drainRounds: 5, scriptSeconds: 2, reconcilerSeconds: 40 };
+const FULL = { seconds: 5, rounds: 3, drainRows: 20_000, drainRounds: 5, scriptSeconds: 2, reconcilerSeconds: 40, pipelineSeconds: 10 };
 /**
  * `--quick`: every part, shorter and once: about 75 s of load and some 15 process starts, so a minute or
  * two on an idle 2-core box (an estimate: see docs/BENCHMARKS.md for what was measured). A check that it
  * all runs, not figures to quote.
  */
-const QUICK = { seconds: 2, rounds: 1, drainRows: 5_000, drainRounds: 1, scriptSeconds: 1, reconcilerSeconds: 10 };
+const QUICK = { seconds: 2, rounds: 1, drainRows: 5_000, drainRounds: 1, scriptSeconds: 1, reconcilerSeconds: 10, pipelineSeconds: 3 };
 
 export const BENCH_COMMAND = {
   usage: `usage: npm run bench -- [--quick] [--record]
 
 The gateway's purchase endpoint against node:http baselines, the workers' drain against raw INSERTs,
 Redis fsync policies, GATEWAY_WORKERS scaling, the order expiry, the reserve script alone, a Redis
-Cluster against one node, the drain by 1, 2 and 4 workers, and the reconciler's CPU: all on this machine,
-contenders alternated, medians printed as the tables of docs/BENCHMARKS.md. About ten minutes.
+Cluster against one node, the drain by 1, 2 and 4 workers, the reconciler's CPU, the whole pipeline's
+CPU per order by process (pipeline), the accept path with REDIS_WAIT_REPLICAS (replica-wait), the
+door's paths (door), and the buyer path beside a flooded metrics port and the dashboard's live streams
+at their caps (neighbours): all on this machine, contenders alternated, medians printed as the tables
+of docs/BENCHMARKS.md. About thirty minutes (an estimate from the parts' own runs on this box).
 
   --quick    every part shorter and once (2 s runs, 1 round, 5,000 rows, 10 s of reconciler): a minute
              or two, to see that it all runs and roughly where it stands
   --record   append the run to bench/results.json and rewrite the figures in docs/BENCHMARKS.md (a run
-             of every part of a section); without it nothing in the repository changes
+             of every part of a section; replica-wait, door and neighbours each their own); without it
+             nothing in the repository changes
 
 Variables (each overrides its default, --quick's too): BENCH_SECONDS (5) per load run, BENCH_ROUNDS (3),
 BENCH_CONNECTIONS (64), BENCH_LOADGEN (wrk if on PATH, else autocannon), BENCH_PARTS (all:
 ${BENCH_PARTS.join(',')}), BENCH_DRAIN_ROWS (20000), BENCH_DRAIN_ROUNDS (5),
 BENCH_SCRIPT_SECONDS (2), BENCH_CLUSTER_SALES (30), BENCH_DRAIN_SALES (1), BENCH_RECONCILER_RATE (2000),
-BENCH_RECONCILER_SECONDS (40).`,
+BENCH_RECONCILER_SECONDS (40), BENCH_PIPELINE_SECONDS (10), BENCH_PIPELINE_RATE (half the closed
+run's sustained rate), BENCH_PIPELINE_AGAINST (a git revision run beside this checkout,
+round by round, with the ratios), BENCH_PIPELINE_PROFILE (a directory: --cpu-prof for the gateway and workers,
+performance_schema on; a profiling run, not figures to quote).`,
   options: { quick: { type: 'boolean', default: false }, record: { type: 'boolean', default: false } },
 } as const;
 
@@ -85,6 +95,8 @@ export function benchSettingsOf(args: readonly string[], env: NodeJS.ProcessEnv)
     drainSales: number('BENCH_DRAIN_SALES', 1),
     reconcilerRate: number('BENCH_RECONCILER_RATE', 2000),
     reconcilerSeconds: number('BENCH_RECONCILER_SECONDS', base.reconcilerSeconds),
+    pipelineSeconds: number('BENCH_PIPELINE_SECONDS', base.pipelineSeconds),
+    ...(env.BENCH_PIPELINE_RATE ? { pipelineRate: number('BENCH_PIPELINE_RATE', 0) } : {}),
     quick,
     record,
   };

@@ -1,4 +1,9 @@
 import type { ReconcilerCost } from './reconciler-cost.ts';
+import type { PipelineResults } from './pipeline.ts';
+import { pipelineMarkdown } from './pipeline-report.ts';
+import { replicaWaitMarkdown, type ReplicaWaitResults } from './replica-wait.ts';
+import { doorMarkdown, type DoorResults } from './door.ts';
+import { neighboursMarkdown, type NeighboursResults } from './neighbours.ts';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
@@ -62,6 +67,14 @@ export interface BenchResults {
     /** Medians of the rounds' ratios of orders per second. */
     ratios: { twoToOne: number; fourToTwo: number };
   };
+  /** The whole pipeline on one box, CPU per order by process (BENCH_PARTS pipeline; bench/pipeline.ts). */
+  pipeline?: PipelineResults;
+  /** The accept path with REDIS_WAIT_REPLICAS off, 1 and every replica (BENCH_PARTS replica-wait). */
+  replicaWait?: ReplicaWaitResults;
+  /** The door's paths against an open sale's (BENCH_PARTS door). */
+  door?: DoorResults;
+  /** The buyer path quiet, beside a flooded metrics port, beside live streams at their caps (BENCH_PARTS neighbours). */
+  neighbours?: NeighboursResults;
 }
 
 /** Medians of reserve-script runs (bench/reserve-load.ts), and every run. */
@@ -209,18 +222,32 @@ function replaceBetween(doc: string, start: string, end: string, content: string
   return `${doc.slice(0, from + start.length)}\n${content}\n${doc.slice(to)}`;
 }
 
+/** The sections of the parts in files of their own, each between its markers, when the run ran the part. */
+function partSections(r: BenchResults): { start: string; end: string; markdown: string }[] {
+  const sections = [
+    { name: 'pipeline', markdown: r.pipeline && pipelineMarkdown(r.pipeline) },
+    { name: 'replica-wait', markdown: r.replicaWait && replicaWaitMarkdown(r, r.replicaWait) },
+    { name: 'door', markdown: r.door && doorMarkdown(r, r.door) },
+    { name: 'neighbours', markdown: r.neighbours && neighboursMarkdown(r, r.neighbours) },
+  ];
+  return sections.flatMap(({ name, markdown }) => (markdown ? [{ start: `<!-- bench-${name}:start -->`, end: `<!-- bench-${name}:end -->`, markdown }] : []));
+}
+
 /** Prints the run's tables (the markdown of docs/BENCHMARKS.md's sections). */
 export function printResults(results: BenchResults): void {
   const purchase = results.paths || results.scaling || results.fsync || results.drain || results.expiry || results.peakRssMiB;
   const scale = results.script || results.cluster || results.drainWorkers;
-  if (purchase || !scale) console.log(`\n${resultsMarkdown(results)}`);
+  const parts = partSections(results);
+  if (purchase || (!scale && parts.length === 0)) console.log(`\n${resultsMarkdown(results)}`);
   if (scale) console.log(`\n${scaleMarkdown(results)}`);
+  for (const { markdown } of parts) console.log(`\n${markdown}`);
 }
 
 /**
  * `--record`: appends the run to bench/results.json (every recorded run, oldest first) and prints its
  * tables; a run of every purchase part (purchase, scaling, fsync, drain) also replaces the results
- * section of docs/BENCHMARKS.md, a run of every scale part (script, cluster, workers) its scale section.
+ * section of docs/BENCHMARKS.md, a run of every scale part (script, cluster, workers) its scale section,
+ * a run of replica-wait, door or neighbours that part's section.
  */
 export function writeResults(results: BenchResults): void {
   const history = JSON.parse(readFileSync(RESULTS, 'utf8')) as { runs: unknown[] };
@@ -231,5 +258,6 @@ export function writeResults(results: BenchResults): void {
   let doc = before;
   if (results.paths && results.scaling && results.fsync && results.drain) doc = replaceBetween(doc, START, END, resultsMarkdown(results));
   if (results.script && results.cluster && results.drainWorkers) doc = replaceBetween(doc, SCALE_START, SCALE_END, scaleMarkdown(results));
+  for (const { start, end, markdown } of partSections(results)) doc = replaceBetween(doc, start, end, markdown);
   if (doc !== before) writeFileSync(DOC, doc);
 }

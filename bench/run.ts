@@ -19,12 +19,17 @@ import { createPrisma, insertSale, migrate } from '@flashsale/order-store';
 import { newReservationId } from '@flashsale/domain';
 import { gitRevision, signBuyerTokens, startRedisCluster, startRedisServer } from '@flashsale/harness';
 import { ensureServices } from '../infra/ensure-services.ts';
-import { chooseLoadGenerator, median, type LoadResult } from './load.ts';
+import { chooseLoadGenerator, median } from './load.ts';
+import type { MeasureOptions, PartContext, Run } from './part-context.ts';
+import { replicaWaitPart } from './replica-wait.ts';
+import { doorPart } from './door.ts';
+import { neighboursPart } from './neighbours.ts';
 import { cpuSeconds, peakRssMiB, startBaseline, startGatewayProcess, type BenchServer } from './servers.ts';
 import { drainByWorker, drainByWorkers, drainRaw, startWorkerPool } from './drain.ts';
 import { expiryByWorker } from './expiry.ts';
 import { evenlySpreadSales, reservePathRun, spreadRun, type ReserveRun } from './reserve-load.ts';
 import { printResults, writeResults, type BenchResults, type PathName, type ReserveSummary, type Summary } from './report.ts';
+import { measurePipeline } from './pipeline.ts';
 import { BENCH_COMMAND, benchSettingsOf, type BenchSettings } from './options.ts';
 
 const settings = ((): BenchSettings => {
@@ -57,11 +62,6 @@ const SCRIPT_IN_FLIGHT = 2;
 const CLUSTER_SALES = settings.clusterSales;
 const DRAIN_SALES = settings.drainSales;
 
-/**
- * A load run, the CPU the server under load spent per request answered (its own and its children's), and
- * the box's one-minute load average when it started (other tenants of a shared machine show there).
- */
-type Run = LoadResult & { cpuUsPerRequest: number; loadAverage: number };
 
 const config = loadConfig();
 const load = chooseLoadGenerator();
@@ -106,29 +106,30 @@ async function saleFor(path: PathName, client: ScriptedRedis = redis): Promise<n
  * path every answer is a 2xx and every answered buyer holds a reservation (a buyer met twice would be
  * refused), on the other paths every answer is a refusal and nobody was added.
  */
-async function measure(server: BenchServer, path: PathName, client: ScriptedRedis = redis): Promise<Run> {
-  const saleId = await saleFor(path, client);
+async function measure(server: BenchServer, path: PathName, { client = redis, saleId: prepared, buyers: from = buyers, refusalsHoldReservations = false }: MeasureOptions = {}): Promise<Run> {
+  const saleId = prepared ?? (await saleFor(path, client));
   const keys = saleKeys(prefix, saleId);
   const holdersBefore = await client.hlen(keys.buyers);
   const loadAverage = Number(os.loadavg()[0]!.toFixed(2));
   const cpuBefore = cpuSeconds(server.pid);
-  const result = await load.run({ url: server.url, saleId, buyers, cycle: path === 'duplicate' ? DUPLICATE_BUYERS : undefined, connections: CONNECTIONS, seconds: SECONDS });
+  const result = await load.run({ url: server.url, saleId, buyers: from, cycle: path === 'duplicate' ? DUPLICATE_BUYERS : undefined, connections: CONNECTIONS, seconds: SECONDS });
   const cpuUsPerRequest = ((cpuSeconds(server.pid) - cpuBefore) * 1e6) / result.requests;
   const added = (await client.hlen(keys.buyers)) - holdersBefore;
   await client.del(keys.meta, keys.buyers, keys.stream);
   // wrk stops counting with requests still in flight: the server may have answered up to one per connection more.
-  const expected = path === 'accept' ? result.refused === 0 && added >= result.ok && added <= result.ok + CONNECTIONS : result.ok === 0 && added === 0;
+  const held = refusalsHoldReservations ? result.ok + result.refused : result.ok;
+  const expected = path === 'accept' ? (refusalsHoldReservations || result.refused === 0) && added >= held && added <= held + CONNECTIONS : result.ok === 0 && added === 0;
   if (!expected || result.errors > 0 || result.requests === 0) {
     throw new Error(`${path} against ${server.url}: ${result.ok} 2xx, ${result.refused} refused, ${result.errors} errors, ${added} buyers added; not what this path must answer`);
   }
   return { ...result, cpuUsPerRequest, loadAverage };
 }
 
-async function warmUp(server: BenchServer): Promise<void> {
-  const saleId = await saleFor('accept');
+async function warmUp(server: BenchServer, client: ScriptedRedis = redis): Promise<void> {
+  const saleId = await saleFor('accept', client);
   await load.run({ url: server.url, saleId, buyers, connections: CONNECTIONS, seconds: 1 });
   const keys = saleKeys(prefix, saleId);
-  await redis.del(keys.meta, keys.buyers, keys.stream);
+  await client.del(keys.meta, keys.buyers, keys.stream);
 }
 
 /** Runs each contender once per round, in turn (A B C A B C), and keeps every run. */
@@ -278,7 +279,7 @@ try {
     };
     await warmUp(gateways.always);
     await warmUp(gateways.everysec);
-    const fsync = await alternate({ always: () => measure(gateways.always, 'accept', clients.always), everysec: () => measure(gateways.everysec, 'accept', clients.everysec) });
+    const fsync = await alternate({ always: () => measure(gateways.always, 'accept', { client: clients.always }), everysec: () => measure(gateways.everysec, 'accept', { client: clients.everysec }) });
     await Promise.all([gateways.always.stop(), gateways.everysec.stop(), clients.always.quit(), clients.everysec.quit()]);
     await Promise.all([servers.always.stop(), servers.everysec.stop()]);
     results.fsync = { always: summary(fsync.always), everysec: summary(fsync.everysec) };
@@ -387,6 +388,18 @@ try {
     log(describeReconcilerCost(cost));
     results.reconciler = { loadAverage, ...cost };
   }
+
+  if (PARTS.has('pipeline')) {
+    log(`the whole pipeline (bench/pipeline.ts): ${ROUNDS} rounds of closed loop, open loop at half its rate, gateway alone; ${settings.pipelineSeconds} s runs`);
+    if (!load.name.startsWith('wrk')) throw new Error('the pipeline part needs wrk on PATH');
+    const profileDir = process.env.BENCH_PIPELINE_PROFILE || undefined;
+    results.pipeline = await measurePipeline({ seconds: settings.pipelineSeconds, rounds: ROUNDS, connections: CONNECTIONS, buyers, authSecret: config.AUTH_SECRET, openRate: settings.pipelineRate, mariadbArgs: [], profileDir, against: process.env.BENCH_PIPELINE_AGAINST || undefined, log });
+  }
+  // The parts in files of their own (bench/part-context.ts says what they are handed).
+  const part: PartContext = { settings, config, env, prefix, redis, prisma, buyers, log, stops, measure, alternate, summary, warmUp };
+  if (PARTS.has('replica-wait')) results.replicaWait = await replicaWaitPart(part);
+  if (PARTS.has('door')) results.door = await doorPart(part);
+  if (PARTS.has('neighbours')) results.neighbours = await neighboursPart(part);
 
   if (settings.record) writeResults(results);
   else {

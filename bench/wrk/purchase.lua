@@ -9,45 +9,32 @@
 --
 -- Each request carries `Authorization: Bearer <token>` (the gateway and the authenticated baseline read
 -- it) and `X-Buyer: <id>` (the bare baseline reads that instead). The requests are built once, in init:
--- request() only hands the next one out, so wrk's own thread spends nothing per request on Lua strings.
---
--- done() prints one JSON line (the last line of wrk's output) for the runner: requests, duration in
--- microseconds, wrk's error counts (`status` counts answers outside 2xx and 3xx) and latency
--- percentiles in microseconds. There is no response() callback on purpose: defining one makes wrk hand
--- every response's headers and body to Lua, which costs its thread more than the request itself. The
--- runner checks the outcomes from Redis instead.
+-- request() only hands the next one out (in-turn.lua), so wrk's own thread spends nothing per request on
+-- Lua strings. done() prints the one JSON line the runner reads (in-turn.lua); the runner checks the
+-- outcomes from Redis.
 
+local shared = dofile(debug.getinfo(1, 'S').source:match('^@(.*/)') .. 'in-turn.lua')
 local requests = {}
-local count = 0
-local nextIndex = 1
+local inTurn
 
 function init(args)
   local file = assert(io.open(args[1], 'r'))
   local path = '/api/sales/' .. assert(args[2], 'sale id missing') .. '/purchase'
   local limit = tonumber(args[3]) or math.huge
   for line in file:lines() do
-    if count >= limit then break end
+    if #requests >= limit then break end
     local id, token = line:match('^(%S+) (%S+)$')
     if id then
-      count = count + 1
-      requests[count] = wrk.format('POST', path, { ['Authorization'] = 'Bearer ' .. token, ['X-Buyer'] = id })
+      requests[#requests + 1] = wrk.format('POST', path, { ['Authorization'] = 'Bearer ' .. token, ['X-Buyer'] = id })
     end
   end
   file:close()
-  assert(count > 0, 'no buyers in ' .. args[1])
+  assert(#requests > 0, 'no buyers in ' .. args[1])
+  inTurn = shared.inTurn(requests)
 end
 
 function request()
-  local r = requests[nextIndex]
-  nextIndex = nextIndex + 1
-  if nextIndex > count then nextIndex = 1 end
-  return r
+  return inTurn()
 end
 
-function done(summary, latency, _)
-  io.write(string.format(
-    '{"requests":%d,"durationUs":%d,"errors":{"connect":%d,"read":%d,"write":%d,"status":%d,"timeout":%d},"latencyUs":{"p50":%d,"p90":%d,"p99":%d,"max":%d}}\n',
-    summary.requests, summary.duration,
-    summary.errors.connect, summary.errors.read, summary.errors.write, summary.errors.status, summary.errors.timeout,
-    latency:percentile(50), latency:percentile(90), latency:percentile(99), latency.max))
-end
+done = shared.done

@@ -10,13 +10,13 @@ const settings = (args: string[], env: NodeJS.ProcessEnv = {}) => benchSettingsO
 
 describe('npm run bench: its settings', () => {
   it('runs every part by default, the full length, and records nothing', () => {
-    expect(settings([])).toMatchObject({ seconds: 5, rounds: 3, drainRows: 20_000, drainRounds: 5, scriptSeconds: 2, reconcilerSeconds: 40, quick: false, record: false });
+    expect(settings([])).toMatchObject({ seconds: 5, rounds: 3, drainRows: 20_000, drainRounds: 5, scriptSeconds: 2, reconcilerSeconds: 40, pipelineSeconds: 10, quick: false, record: false });
     expect([...settings([]).parts]).toEqual([...BENCH_PARTS]);
-    expect(BENCH_PARTS).toEqual(['purchase', 'scaling', 'fsync', 'drain', 'expiry', 'script', 'cluster', 'workers', 'reconciler']);
+    expect(BENCH_PARTS).toEqual(['purchase', 'scaling', 'fsync', 'drain', 'expiry', 'script', 'cluster', 'workers', 'reconciler', 'pipeline', 'replica-wait', 'door', 'neighbours']);
   });
 
   it('--quick: every part, shorter and once; a BENCH_ variable still wins', () => {
-    expect(settings(['--quick'])).toMatchObject({ seconds: 2, rounds: 1, drainRows: 5_000, drainRounds: 1, scriptSeconds: 1, reconcilerSeconds: 10, quick: true });
+    expect(settings(['--quick'])).toMatchObject({ seconds: 2, rounds: 1, drainRows: 5_000, drainRounds: 1, scriptSeconds: 1, reconcilerSeconds: 10, pipelineSeconds: 3, quick: true });
     expect([...settings(['--quick']).parts]).toEqual([...BENCH_PARTS]);
     expect(settings(['--quick'], { BENCH_SECONDS: '3' }).seconds).toBe(3);
   });
@@ -26,8 +26,16 @@ describe('npm run bench: its settings', () => {
     expect(benchSettingsOf(['--help'], {})).toBe('help');
   });
 
+  it('runs only the parts BENCH_PARTS names: the replica-wait, door and neighbours parts as any other', () => {
+    expect([...settings([], { BENCH_PARTS: 'replica-wait, door,neighbours' }).parts]).toEqual(['replica-wait', 'door', 'neighbours']);
+    expect([...settings(['--quick'], { BENCH_PARTS: 'door' }).parts]).toEqual(['door']);
+    expect(() => benchSettingsOf([], { BENCH_PARTS: 'replica_wait' })).toThrow(/^BENCH_PARTS: no part replica_wait \(the parts: /);
+  });
+
   it('refuses a part that does not exist, a variable that is not a number and an unknown option', () => {
-    expect(() => benchSettingsOf([], { BENCH_PARTS: 'purchase,expirey' })).toThrow(new UsageError('BENCH_PARTS: no part expirey (the parts: purchase, scaling, fsync, drain, expiry, script, cluster, workers, reconciler)'));
+    expect(() => benchSettingsOf([], { BENCH_PARTS: 'purchase,expirey' })).toThrow(
+      new UsageError('BENCH_PARTS: no part expirey (the parts: purchase, scaling, fsync, drain, expiry, script, cluster, workers, reconciler, pipeline, replica-wait, door, neighbours)'),
+    );
     expect(() => benchSettingsOf([], { BENCH_ROUNDS: 'three' })).toThrow(new UsageError('BENCH_ROUNDS must be a number above 0, not "three"'));
     expect(() => benchSettingsOf(['--fast'], {})).toThrow(UsageError);
   });

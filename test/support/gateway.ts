@@ -8,7 +8,7 @@ import { afterAll, beforeAll } from 'vitest';
 import { createTestContext, type TestContext } from './context.ts';
 
 /**
- * The gateway of a context, listening on a free port, built exactly as `main.ts` builds it (front door,
+ * The gateway of a context, listening on a free port, built exactly as `main.ts` builds it (purchase route,
  * verdict cache with its sale events subscription, live-sale directory).
  */
 export interface TestGateway {

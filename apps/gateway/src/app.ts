@@ -3,7 +3,6 @@ import { createDoor, DoorFrontiers } from '@flashsale/sales';
 import type { GatewayDeps } from './deps.ts';
 import { errorHandler, notFound, sendProblem } from './problem.ts';
 import { requestDeadline } from './deadline.ts';
-import { purchaseRouter } from './routes/purchase.route.ts';
 import { saleRouter } from './routes/sale.route.ts';
 import { queueRouter } from './routes/queue.route.ts';
 import { admissionRouter } from './routes/admission.route.ts';
@@ -16,16 +15,16 @@ import { createAdminGuard } from './dashboard/admin-guard.ts';
 import { dashboardRouter, type DashboardParts } from './dashboard/dashboard.route.ts';
 import { healthRouter } from './routes/health.route.ts';
 import { openApiRouter } from './routes/openapi.route.ts';
-import type { PurchaseHandler } from './purchase/purchase-handler.ts';
+import type { BuyerGate } from './buyer-gate.ts';
 import type { GatewayMetrics } from './metrics.ts';
 import { addressBudget, type RequestLimits } from './request-limits.ts';
 
 /**
- * The gateway's Express app, every route of it, around the purchase handler and the dashboard's live
- * parts (feed, views, streams) `createGateway` built (the one construction of the gateway, for `main.ts` and the tests alike; it
- * also puts the front door before this app).
+ * The gateway's Express app, every route but the purchase's (routes/purchase.route.ts, ahead of this
+ * app), around the buyer authentication and the dashboard's live parts (feed, views, streams)
+ * `createGateway` built: the one construction of the gateway, for `main.ts` and the tests alike.
  */
-export function createApp(deps: GatewayDeps, handlePurchase: PurchaseHandler, metrics: GatewayMetrics, dashboard: DashboardParts, buyingLimits: RequestLimits): Express {
+export function createApp(deps: GatewayDeps, buyerOf: BuyerGate, metrics: GatewayMetrics, dashboard: DashboardParts, buyingLimits: RequestLimits): Express {
   const app = express();
   const door = createDoor({
     redis: deps.redis,
@@ -37,13 +36,11 @@ export function createApp(deps: GatewayDeps, handlePurchase: PurchaseHandler, me
   app.disable('x-powered-by');
   app.disable('etag');
   app.set('trust proxy', false);
-  // The purchase route first: it is the hot path and should not pass through anything it does not need.
-  app.use(purchaseRouter(handlePurchase));
   // Every other request is answered within the deadline, whatever Redis or MySQL do meanwhile.
   app.use(requestDeadline(deps.config.REQUEST_DEADLINE_MS, sendProblem));
   app.use(saleRouter(deps));
-  app.use(queueRouter(deps, door));
-  app.use(reservationRouter(deps, buyingLimits));
+  app.use(queueRouter(deps, buyerOf, door));
+  app.use(reservationRouter(deps, buyerOf, buyingLimits));
   // The payment provider's door, open to the internet: a budget per address before any signature is checked.
   app.use('/api/payments', addressBudget(deps.config.PAYMENT_EVENTS_PER_ADDRESS_PER_SECOND, deps.config.TRUST_PROXY, deps.now));
   app.use(paymentsRouter(deps, door));

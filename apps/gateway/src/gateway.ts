@@ -1,11 +1,12 @@
-import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
-import type { Express } from 'express';
+import type { RequestListener } from 'node:http';
 import { readBuyers, redisTargetOf } from '@flashsale/redis-store';
 import type { GatewayDeps } from './deps.ts';
 import { createApp } from './app.ts';
 import { createRequestLimits } from './request-limits.ts';
 import { createGatewayMetrics, type GatewayMetrics } from './metrics.ts';
-import { createPurchaseHandler, type PurchaseHandler } from './purchase/purchase-handler.ts';
+import { createPurchaseHandler } from './purchase/purchase-handler.ts';
+import { purchaseRoute } from './routes/purchase.route.ts';
+import { createBuyerGate } from './buyer-gate.ts';
 import { SaleVerdictCache } from './purchase/sale-verdict-cache.ts';
 import { LiveSaleDirectory } from './purchase/live-sale-directory.ts';
 import { listenToSaleEvents, type SaleEventsListener } from './purchase/sale-events-listener.ts';
@@ -17,7 +18,7 @@ import { doorSeries } from './dashboard/door-view.ts';
 import { TrafficSampler } from './dashboard/traffic-sampler.ts';
 
 export interface Gateway {
-  /** The server's request listener: the purchase front door, then the Express app. */
+  /** The server's request listener: the purchase route, then the Express app for every other. */
   listener: RequestListener;
   verdicts: SaleVerdictCache;
   liveSales: LiveSaleDirectory;
@@ -40,31 +41,8 @@ export interface Gateway {
   close(): Promise<void>;
 }
 
-// The purchase path exactly as clients send it. Anything else that Express's router would still match
-// (a trailing slash, other letter case, percent-encoding) goes to Express, which runs the same handler.
-const PURCHASE_PATH = /^\/api\/sales\/([A-Za-z0-9._-]+)\/purchase(?:\?.*)?$/;
-
 /**
- * The front door: a purchase goes straight to its handler, everything else to the Express app.
- *
- * Express stays the framework of the gateway (every route, the error handling, the admin API) and the
- * purchase route stays declared in it. But Express's dispatch alone (prototype swaps of req and res,
- * the router's layer walk, param decoding, the `next` chain) cost about as much as the whole handler in
- * the profile, so the one route that takes the flash crowd is matched here first, by one regular
- * expression, and handed the same handler the Express route uses.
- */
-function frontDoor(app: Express, handlePurchase: PurchaseHandler): RequestListener {
-  return (req: IncomingMessage, res: ServerResponse) => {
-    if (req.method === 'POST') {
-      const match = PURCHASE_PATH.exec(req.url ?? '');
-      if (match) return handlePurchase(req, res, match[1]!);
-    }
-    app(req, res);
-  };
-}
-
-/**
- * The gateway of one process: the app, the front door, and the background parts of the purchase path.
+ * The gateway of one process: the purchase route, the app, and the background parts of the purchase path.
  * The one construction of it, for `main.ts` and the tests alike; until `start()` the verdict cache caches
  * nothing and the live-sale directory is empty (a test of the app alone may leave them so). `metrics`
  * is main.ts's, made before the Redis client so its connection errors are counted from the first.
@@ -78,7 +56,8 @@ export function createGateway(deps: GatewayDeps, metrics: GatewayMetrics = creat
   // One purchase budget per buyer and address, spent by purchases and cancels alike: a cancel is the
   // other half of a buy-and-give-back loop, and costs MySQL where a purchase costs Redis.
   const buyingLimits = createRequestLimits(config, deps.now);
-  const handlePurchase = createPurchaseHandler(deps, metrics, { verdicts, liveSales, limits: buyingLimits });
+  const buyerOf = createBuyerGate(config);
+  const handlePurchase = createPurchaseHandler(deps, metrics, { verdicts, liveSales, limits: buyingLimits, buyerOf });
   const history = new SaleHistory(deps.redis, config.REDIS_PREFIX, new TrafficSampler(metrics), deps.logger, {
     stepMs: config.DASHBOARD_HISTORY_STEP_MS,
     windowMs: config.DASHBOARD_HISTORY_SECONDS * 1000,
@@ -89,10 +68,10 @@ export function createGateway(deps: GatewayDeps, metrics: GatewayMetrics = creat
   const views = createLiveViews(deps, history);
   const liveFeed = new LiveFeed((topic) => views.read(topic), config.DASHBOARD_INTERVAL_MS, deps.logger);
   const liveStreams = new LiveStreams(config.DASHBOARD_STREAMS_PER_SESSION, config.DASHBOARD_STREAMS_PER_PROCESS);
-  const app = createApp(deps, handlePurchase, metrics, { feed: liveFeed, views, streams: liveStreams }, buyingLimits);
+  const app = createApp(deps, buyerOf, metrics, { feed: liveFeed, views, streams: liveStreams }, buyingLimits);
   let events: SaleEventsListener | undefined;
   return {
-    listener: frontDoor(app, handlePurchase),
+    listener: purchaseRoute(handlePurchase, app),
     verdicts,
     liveSales,
     metrics,

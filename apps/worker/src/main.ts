@@ -24,6 +24,7 @@ const worker = new OrderWorker(
   {
     batchSize: config.WORKER_BATCH_SIZE,
     idleMs: config.WORKER_IDLE_MS,
+    batchWaitMs: config.WORKER_BATCH_WAIT_MS,
     claimIdleMs: config.WORKER_CLAIM_IDLE_MS,
     maxDeliveries: config.WORKER_MAX_DELIVERIES,
     salesRefreshMs: config.WORKER_SALES_REFRESH_MS,

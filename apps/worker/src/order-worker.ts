@@ -12,6 +12,8 @@ export interface OrderWorkerOptions {
   batchSize: number;
   /** Pause between polls when no stream had anything, default 5 ms. */
   idleMs: number;
+  /** A sale whose read gave fewer entries than a batch is read again no sooner than this, default 20 ms (WORKER_BATCH_WAIT_MS; see SaleSchedule). */
+  batchWaitMs?: number;
   /** Entries held this long by another consumer are taken over, default 15000 ms. */
   claimIdleMs: number;
   /** Deliveries after which an entry goes to the dead-letter stream, default 5. */
@@ -231,6 +233,10 @@ export class OrderWorker {
   private async readAndDispatch(sales: number[]): Promise<boolean> {
     const round = await readNewEntries(this.deps.redis, this.deps.prefix, this.consumer, sales, this.options.batchSize);
     const now = performance.now();
+    for (const saleId of sales) {
+      // Read in part (or not at all, another worker having just read it): what arrives next gathers into one batch.
+      if ((round.entries.get(saleId)?.length ?? 0) < this.options.batchSize && !round.failures.has(saleId)) this.schedule.partlyRead(saleId, now, this.options.batchWaitMs ?? 0);
+    }
     for (const [saleId, entries] of round.entries) {
       this.schedule.worked(saleId, now);
       this.hold(saleId, entries.map((entry) => entry.id));

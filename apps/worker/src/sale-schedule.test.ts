@@ -69,6 +69,28 @@ describe('the sales a worker reads in a round', () => {
     expect(simulate(schedule, 5000, 5010).reads.get(42)).toHaveLength(2);
   });
 
+  it('reads a sale whose read gave part of a batch again only batchWaitMs later, and waits that long when nothing else is due', () => {
+    const schedule = new SaleSchedule({ ...OPTIONS, sweepMs: 60_000, sweepPerSecond: 1 });
+    schedule.setSales([7, 8], 0);
+    schedule.round(0);
+    schedule.signal(7, 1);
+    expect(schedule.round(1).read).toEqual([7]);
+    schedule.worked(7, 2);
+    schedule.partlyRead(7, 2, 20);
+    expect(schedule.round(3).read).toEqual([]);
+    expect(schedule.idleWaitMs(3, 5, 10_000)).toBe(19);
+    expect(schedule.round(21).read).toEqual([]);
+    expect(schedule.round(22).read).toEqual([7]);
+    // Another hot sale that may be read now keeps the usual pause.
+    schedule.partlyRead(7, 22, 20);
+    schedule.signal(8, 23);
+    expect(schedule.idleWaitMs(23, 5, 10_000)).toBe(5);
+    expect(schedule.round(24).read).toEqual([8]);
+    // 0 waits not at all.
+    schedule.partlyRead(8, 25, 0);
+    expect(schedule.round(26).read).toEqual([8]);
+  });
+
   it('claims a sale read every round once per claimEveryMs', () => {
     const schedule = new SaleSchedule({ ...OPTIONS, sweepMs: 60_000, sweepPerSecond: 1 });
     schedule.setSales([7], 0);

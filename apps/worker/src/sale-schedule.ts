@@ -10,6 +10,11 @@
  *   every max(sweepMs, N / sweepPerSecond). The signal is a hint; the sweep is what makes a lost one cost a
  *   delay and never an entry. After a start or a lost subscription, one whole sweep goes at once
  *   (in rounds of `burst` sales), since signals may have been missed.
+ * - A sale whose last read gave **less than a batch** (part of one, or nothing) is not read again until
+ *   `batchWaitMs` after it (partlyRead()): at a moderate rate, reading at once gives a batch of a few
+ *   entries per read, each a MySQL transaction and Redis round trips of its own; waiting gathers what
+ *   arrives into one. A sale whose read filled a batch is read again at once: a backlog drains at full
+ *   speed. A signal does not cut the wait short: the sale is read when it ends.
  * - Entries left pending by a dead worker are claimed on a sale when it is read and its last claim is
  *   `claimEveryMs` old.
  *
@@ -49,6 +54,8 @@ export class SaleSchedule {
   private readonly hotUntil = new Map<number, number>();
   private readonly claimedAt = new Map<number, number>();
   private readonly activeAt = new Map<number, number>();
+  /** Sales read in part lately, and when they may be read again. */
+  private readonly readableAt = new Map<number, number>();
   private cursor = 0;
   /** Sweeps earned and not yet made (fractional), capped at one whole sweep. */
   private credit = 0;
@@ -66,7 +73,7 @@ export class SaleSchedule {
     const first = this.listed.size === 0 && this.sales.length === 0;
     this.sales = sales;
     this.listed = new Set(sales);
-    for (const map of [this.hotUntil, this.claimedAt, this.activeAt]) for (const saleId of map.keys()) if (!this.listed.has(saleId)) map.delete(saleId);
+    for (const map of [this.hotUntil, this.claimedAt, this.activeAt, this.readableAt]) for (const saleId of map.keys()) if (!this.listed.has(saleId)) map.delete(saleId);
     if (this.cursor >= sales.length) this.cursor = 0;
     this.catchUp = Math.min(this.catchUp, sales.length);
     for (const saleId of this.signalledUnlisted) if (this.listed.has(saleId)) this.worked(saleId, now);
@@ -99,6 +106,11 @@ export class SaleSchedule {
     this.activeAt.set(saleId, now);
   }
 
+  /** A read of the sale gave less than a batch: it is not read again for `waitMs` (see the class comment). */
+  partlyRead(saleId: number, now: number, waitMs: number): void {
+    if (waitMs > 0 && this.listed.has(saleId)) this.readableAt.set(saleId, now + waitMs);
+  }
+
   /** Sweeps every sale once, at once (signals may have been missed). */
   sweepAll(): void {
     this.catchUp = this.sales.length;
@@ -109,12 +121,18 @@ export class SaleSchedule {
   /** The sales to read (and claim) in this round. */
   round(now: number): Round {
     const read: number[] = [];
+    const waiting = new Set<number>();
+    for (const [saleId, at] of this.readableAt) {
+      if (at <= now) this.readableAt.delete(saleId);
+      else waiting.add(saleId);
+    }
     for (const [saleId, until] of this.hotUntil) {
       if (until <= now) this.hotUntil.delete(saleId);
-      else read.push(saleId);
+      else if (!waiting.has(saleId)) read.push(saleId);
     }
     const sweep = this.sweepCount(now);
-    const taken = new Set(read);
+    // A sale gathering a batch was read less than batchWaitMs ago: its sweep is not due.
+    const taken = new Set([...read, ...waiting]);
     for (let i = 0; i < sweep && this.sales.length > 0; i++) {
       const saleId = this.sales[this.cursor]!;
       this.cursor = (this.cursor + 1) % this.sales.length;
@@ -133,11 +151,18 @@ export class SaleSchedule {
   }
 
   /**
-   * How long an idle loop may wait before the next round: `idleMs` while a sale is hot, else until the
-   * next sweep is due (at most `maxMs`). A signal ends the wait early (see woken()).
+   * How long an idle loop may wait before the next round: `idleMs` while a sale is hot (or until the
+   * first hot sale gathering a batch may be read again, if later), else until the next sweep is due (at
+   * most `maxMs`). A signal ends the wait early (see woken()).
    */
   idleWaitMs(now: number, idleMs: number, maxMs: number): number {
-    if (this.hotUntil.size > 0 || this.catchUp > 0) return idleMs;
+    if (this.catchUp > 0) return idleMs;
+    if (this.hotUntil.size > 0) {
+      // Every hot sale gathering a batch: nothing to read before the first of them may be read again.
+      let first = Infinity;
+      for (const saleId of this.hotUntil.keys()) first = Math.min(first, this.readableAt.get(saleId) ?? now);
+      return Math.max(idleMs, Math.min(maxMs, first - now));
+    }
     const speed = this.speed();
     if (speed === 0) return maxMs;
     // Sweeps are gathered into rounds at least SWEEP_ROUND_MS apart: 400 sales a second swept one a

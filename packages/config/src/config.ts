@@ -230,6 +230,14 @@ const schema = z
     WORKER_WRITES_IN_FLIGHT: intFrom(1, 16).default(2),
     /** How long an idle worker waits before polling the streams again, default 5 ms. */
     WORKER_IDLE_MS: intFrom(1, 10_000).default(5),
+    /**
+     * After a read of a sale gave fewer entries than a whole batch (or none), the worker reads that sale
+     * again no sooner than this, default 20 ms (0: at once). What arrives meanwhile then goes to MySQL as
+     * one batch rather than many small ones: at a moderate rate, small batches cost the workers and MySQL
+     * most of their CPU per order (a transaction and a round of reads each; docs/performance.md). An
+     * order reaches MySQL up to this much later; the 202 is not delayed.
+     */
+    WORKER_BATCH_WAIT_MS: intFrom(0, 10_000).default(20),
     /** Entries pending this long on a consumer are taken over by another worker, default 15000 ms. */
     WORKER_CLAIM_IDLE_MS: intFrom(100, 3_600_000).default(15_000),
     /** Deliveries after which a failing entry goes to the dead-letter stream, default 5. */

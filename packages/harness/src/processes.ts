@@ -70,11 +70,12 @@ export function redisEnvOf(target: RedisTarget): NodeJS.ProcessEnv {
  */
 const TEST_RUN_DEADLINES: NodeJS.ProcessEnv = { REQUEST_DEADLINE_MS: '20000', REDIS_COMMAND_TIMEOUT_MS: '10000', DB_STATEMENT_TIMEOUT_MS: '15000' };
 
-export function spawnApp(app: 'gateway' | 'worker' | 'reconciler', env: NodeJS.ProcessEnv, from: AppSource = 'source'): AppProcess {
+/** `root`: the checkout the app runs from, default this one (the pipeline bench runs an older revision's beside it). */
+export function spawnApp(app: 'gateway' | 'worker' | 'reconciler', env: NodeJS.ProcessEnv, from: AppSource = 'source', root = ROOT): AppProcess {
   const args = from === 'build' ? ['scripts/start.mjs', app] : [...SOURCE_NODE_ARGS, `apps/${app}/src/main.ts`];
   const deadlines = process.env[TEST_RUN_VARIABLE] ? TEST_RUN_DEADLINES : {};
   const child = spawnInGroup(process.execPath, args, {
-    cwd: ROOT,
+    cwd: root,
     env: { ...process.env, LOG_LEVEL: 'info', ...deadlines, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -176,22 +177,22 @@ async function started(app: AppProcess, what: string): Promise<Record<string, un
  * a test, a demo or a load run comes from this one machine's address, so the per-address rate limit is
  * off unless the caller sets it.
  */
-export async function spawnGateway(env: NodeJS.ProcessEnv, from: AppSource = 'source'): Promise<AppProcess & { url: string }> {
-  const gateway = spawnApp('gateway', { PORT: '0', METRICS_PORT: '0', RATE_LIMIT_PER_ADDRESS_PER_SECOND: '0', ...env }, from);
+export async function spawnGateway(env: NodeJS.ProcessEnv, from: AppSource = 'source', root?: string): Promise<AppProcess & { url: string }> {
+  const gateway = spawnApp('gateway', { PORT: '0', METRICS_PORT: '0', RATE_LIMIT_PER_ADDRESS_PER_SECOND: '0', ...env }, from, root);
   const line = await started(gateway, 'gateway listening');
   return Object.assign(gateway, { url: `http://127.0.0.1:${String(line.port)}` });
 }
 
 /** A worker process; resolves once it has started its loop. */
-export async function spawnWorker(env: NodeJS.ProcessEnv, from: AppSource = 'source'): Promise<AppProcess> {
-  const worker = spawnApp('worker', { WORKER_PORT: '0', ...env }, from);
+export async function spawnWorker(env: NodeJS.ProcessEnv, from: AppSource = 'source', root?: string): Promise<AppProcess> {
+  const worker = spawnApp('worker', { WORKER_PORT: '0', ...env }, from, root);
   await started(worker, 'worker started');
   return worker;
 }
 
 /** A reconciler process (metrics on a free port); resolves once its loops run. */
-export async function spawnReconciler(env: NodeJS.ProcessEnv, from: AppSource = 'source'): Promise<AppProcess> {
-  const reconciler = spawnApp('reconciler', { RECONCILER_PORT: '0', ...env }, from);
+export async function spawnReconciler(env: NodeJS.ProcessEnv, from: AppSource = 'source', root?: string): Promise<AppProcess> {
+  const reconciler = spawnApp('reconciler', { RECONCILER_PORT: '0', ...env }, from, root);
   await started(reconciler, 'reconciler started');
   return reconciler;
 }

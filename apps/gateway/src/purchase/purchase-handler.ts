@@ -5,7 +5,7 @@ import { reservePurchase, WorkSignaller, type ReserveOutcome, type UnreplicatedO
 import type { GatewayDeps } from '../deps.ts';
 import type { GatewayMetrics } from '../metrics.ts';
 import type { RequestLimits } from '../request-limits.ts';
-import { createBuyerAuthenticator } from '../auth.ts';
+import type { BuyerGate } from '../buyer-gate.ts';
 import { requireJsonBody, saleIdParam } from '../validation.ts';
 import { renderJson, renderProblem, sendProblem, sendRendered, type Problem } from '../problem.ts';
 import { createPurchaseBodyReader, quantityOf } from './purchase-body.ts';
@@ -62,16 +62,17 @@ export interface PurchaseHandlerParts {
   liveSales: LiveSaleDirectory;
   /** The buyers' and addresses' purchase budgets, shared with the cancel route (gateway.ts). */
   limits: RequestLimits;
+  /** The gateway's one buyer authentication (buyer-gate.ts). */
+  buyerOf: BuyerGate;
 }
 
 /**
  * The hot path: authenticate, rate-limit, read and validate the body, then one EVALSHA, or none when the
- * sale is known to be sold out or over. Written against Node's request and response so it runs the same
- * behind Express's router and behind the server's front door (see gateway.ts); it uses nothing of
- * Express's request or response objects, each of which the profile showed costing on every call.
+ * sale is known to be sold out or over. Written against Node's request and response: the purchase route
+ * calls it ahead of Express (routes/purchase.route.ts), whose request and response objects the profile
+ * showed costing on every call.
  */
-export function createPurchaseHandler({ config, redis, logger }: GatewayDeps, metrics: GatewayMetrics, { verdicts, liveSales, limits }: PurchaseHandlerParts): PurchaseHandler {
-  const authenticate = createBuyerAuthenticator(config.AUTH_SECRET, config.AUTH_CLOCK_TOLERANCE_SECONDS);
+export function createPurchaseHandler({ config, redis, logger }: GatewayDeps, metrics: GatewayMetrics, { verdicts, liveSales, limits, buyerOf }: PurchaseHandlerParts): PurchaseHandler {
   const readPurchaseBody = createPurchaseBodyReader(config.HTTP_MAX_BODY_BYTES);
   const prefix = config.REDIS_PREFIX;
   // Tells the workers a sale has work (a debounced PUBLISH, off the answer's path): they read it at once
@@ -162,11 +163,8 @@ export function createPurchaseHandler({ config, redis, logger }: GatewayDeps, me
     const started = performance.now();
     let userId: string;
     try {
-      // The rate limits and authentication come before the body is read: the cheapest refusals first,
-      // the address's budget before the token's HMAC, which it does not need.
-      limits.checkAddress(req);
-      userId = authenticate(req.headers.authorization);
-      limits.checkBuyer(userId);
+      // The rate limits and authentication come before the body is read: the cheapest refusals first.
+      userId = buyerOf(req, limits);
       requireJsonBody(req.headers['content-type'], req.headers['content-length'], req.headers['transfer-encoding'] !== undefined);
     } catch (error) {
       return fail(res, error);

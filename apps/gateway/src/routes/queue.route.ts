@@ -1,7 +1,7 @@
 import { Router, type Response } from 'express';
 import type { Door, QueueReply } from '@flashsale/sales';
 import type { GatewayDeps } from '../deps.ts';
-import { createBuyerAuthenticator } from '../auth.ts';
+import type { BuyerGate } from '../buyer-gate.ts';
 import { createRequestLimits } from '../request-limits.ts';
 import { saleIdParam } from '../validation.ts';
 
@@ -14,9 +14,8 @@ import { saleIdParam } from '../validation.ts';
  * purchases, with budgets of their own. A ticket of a door Redis lost puts its buyer back at their
  * place, on either route.
  */
-export function queueRouter({ config, now }: GatewayDeps, door: Door): Router {
+export function queueRouter({ config, now }: GatewayDeps, buyerOf: BuyerGate, door: Door): Router {
   const router = Router();
-  const authenticate = createBuyerAuthenticator(config.AUTH_SECRET, config.AUTH_CLOCK_TOLERANCE_SECONDS);
   const limits = createRequestLimits(config, now);
   const send = (res: Response, { saleId, answer, ticket }: QueueReply) => {
     res.set('Retry-After', String(answer.retryAfterSeconds));
@@ -32,16 +31,12 @@ export function queueRouter({ config, now }: GatewayDeps, door: Door): Router {
     });
   };
   router.post('/api/sales/:saleId/queue', async (req, res) => {
-    limits.checkAddress(req);
-    const userId = authenticate(req.headers.authorization);
-    limits.checkBuyer(userId);
+    const userId = buyerOf(req, limits);
     const ticket = req.headers['queue-ticket'];
     send(res, await door.join(saleIdParam(req.params.saleId), userId, typeof ticket === 'string' ? ticket : undefined));
   });
   router.get('/api/sales/:saleId/queue', async (req, res) => {
-    limits.checkAddress(req);
-    const userId = authenticate(req.headers.authorization);
-    limits.checkBuyer(userId);
+    const userId = buyerOf(req, limits);
     const ticket = req.headers['queue-ticket'];
     send(res, await door.status(saleIdParam(req.params.saleId), userId, typeof ticket === 'string' ? ticket : undefined));
   });

@@ -2,7 +2,7 @@ import { Router, type Request } from 'express';
 import { AppError, saleIdOfReservation } from '@flashsale/domain';
 import { cancelReservation, findReservationStatus } from '@flashsale/sales';
 import type { GatewayDeps } from '../deps.ts';
-import { createBuyerAuthenticator } from '../auth.ts';
+import type { BuyerGate } from '../buyer-gate.ts';
 import { createRequestLimits, type RequestLimits } from '../request-limits.ts';
 import { requireJsonBodyOf } from '../validation.ts';
 
@@ -25,15 +25,12 @@ import { requireJsonBodyOf } from '../validation.ts';
  * unique, already the buyer's, stable across a Redis loss and a rebuild, and an order is found from it
  * with the unique index. Null while there is no order yet.
  */
-export function reservationRouter({ config, redis, prisma, logger, now }: GatewayDeps, buyingLimits: RequestLimits): Router {
+export function reservationRouter({ config, redis, prisma, logger, now }: GatewayDeps, buyerOf: BuyerGate, buyingLimits: RequestLimits): Router {
   const router = Router();
-  const authenticate = createBuyerAuthenticator(config.AUTH_SECRET, config.AUTH_CLOCK_TOLERANCE_SECONDS);
   const notFound = () => new AppError('RESERVATION_NOT_FOUND', 'no such reservation for this buyer');
   /** The calling buyer and the reservation the path names, within `limits`' budgets; 404 for an id that names no sale. */
   const buyerAndReservation = (req: Request<{ reservationId: string }>, limits: RequestLimits) => {
-    limits.checkAddress(req);
-    const userId = authenticate(req.headers.authorization);
-    limits.checkBuyer(userId);
+    const userId = buyerOf(req, limits);
     const reservationId = req.params.reservationId;
     const saleId = saleIdOfReservation(reservationId);
     if (saleId === null) throw notFound();
