@@ -9,7 +9,7 @@ import { ordersOf, waitForDrain } from '@flashsale/harness';
 import { createLiveSale, createTestContext, type TestContext } from '../../../test/support/context.ts';
 import { reconcileDeps } from '../../../test/support/reconciler.ts';
 import { orderRow } from '../../../test/support/orders.ts';
-import { OrderWorker } from '../../worker/src/order-worker.ts';
+import { OrderWorker } from '../../../apps/worker/src/order-worker.ts';
 import { reconcileSale, type ReconcileDeps } from '@flashsale/sales';
 import { auditSale } from '@flashsale/sales';
 import { capturedLog } from '../../../test/support/logs.ts';
