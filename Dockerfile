@@ -17,7 +17,9 @@ COPY package.json package-lock.json ./
 COPY apps/gateway/package.json apps/gateway/
 COPY apps/worker/package.json apps/worker/
 COPY apps/reconciler/package.json apps/reconciler/
+COPY packages/bootstrap/package.json packages/bootstrap/
 COPY packages/config/package.json packages/config/
+COPY packages/runtime/package.json packages/runtime/
 COPY packages/domain/package.json packages/domain/
 COPY packages/redis-store/package.json packages/redis-store/
 COPY packages/order-store/package.json packages/order-store/
@@ -37,7 +39,7 @@ RUN npm ci --no-audit --no-fund
 COPY . .
 RUN npm run build \
  && mkdir -p /out \
- && for dir in apps/gateway apps/worker apps/reconciler packages/config packages/domain packages/redis-store packages/order-store packages/jobs packages/lifecycle packages/sales; do \
+ && for dir in apps/gateway apps/worker apps/reconciler packages/bootstrap packages/config packages/runtime packages/domain packages/redis-store packages/order-store packages/jobs packages/lifecycle packages/sales; do \
       mkdir -p "/out/$dir" && cp -R "$dir/package.json" "$dir/dist" "/out/$dir/"; \
     done \
  && find /out -name '*.d.ts' -delete -o -name '.tsbuildinfo' -delete \

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { createLogger } from '@flashsale/config';
+import { createLogger } from '@flashsale/runtime';
 import { newReservationId, planControl } from '@flashsale/domain';
 import { controlSaleInMysql } from '@flashsale/order-store';
 import { ORDER_WRITERS_GROUP, readSaleState, reservePurchase, saleKeys } from '@flashsale/redis-store';

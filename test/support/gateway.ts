@@ -1,6 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createLogger, type Logger } from '@flashsale/config';
+import { createLogger, type Logger } from '@flashsale/runtime';
 import { createReconcileJobs } from '@flashsale/jobs';
 import { createPrisma } from '@flashsale/order-store';
 import { createGateway, type Gateway } from '../../apps/gateway/src/gateway.ts';
@@ -27,7 +27,7 @@ export interface TestGatewayOptions {
 /** The gateway of `ctx`, configured by `ctx.config` (a test changes a setting with a context of its own). */
 export async function startGateway(ctx: TestContext, { now, logger = createLogger('gateway-test', 'silent') }: TestGatewayOptions = {}): Promise<TestGateway> {
   const jobs = createReconcileJobs(ctx.config.REDIS_URL, ctx.config.REDIS_PREFIX);
-  // The dashboard's pool of its own, as main.ts makes it.
+  // The dashboard's pool of its own, as the gateway process has it (openStores).
   const dashboardPrisma = createPrisma(ctx.config.DATABASE_URL, ctx.config.DASHBOARD_DB_POOL_SIZE);
   const gateway = createGateway({ config: ctx.config, redis: ctx.redis, prisma: ctx.prisma, dashboardPrisma, logger, jobs, now });
   await gateway.start();

@@ -1,5 +1,5 @@
 import { pino } from 'pino';
-import type { Logger } from '@flashsale/config';
+import type { Logger } from '@flashsale/runtime';
 
 /** One line a logger wrote, parsed (pino's fields: `level` 30 info, 40 warn, 50 error; `msg`; the rest). */
 export type LogLine = Record<string, unknown> & { level: number; msg: string };

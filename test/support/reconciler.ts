@@ -1,4 +1,4 @@
-import { createLogger } from '@flashsale/config';
+import { createLogger } from '@flashsale/runtime';
 import { announceSaleChanged } from '@flashsale/redis-store';
 import { bullConnection, createReconcileJobs, type ReconcileResult } from '@flashsale/jobs';
 import { Reconciler } from '../../apps/reconciler/src/reconciler.ts';

@@ -1,5 +1,6 @@
 import { AppError, MAX_STOCK, parseSaleId, saleIdOfReservation, type SaleControl } from '@flashsale/domain';
-import { createLogger, exitWithUsage, loadConfig, parseCommandLine } from '@flashsale/config';
+import { exitWithUsage, loadConfig, parseCommandLine } from '@flashsale/config';
+import { createLogger } from '@flashsale/runtime';
 import { createPrisma } from '@flashsale/order-store';
 import { createRedis, redisTargetOf } from '@flashsale/redis-store';
 import { LOSSES_PAGE, readSaleLosses } from '@flashsale/sales';

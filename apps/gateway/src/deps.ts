@@ -1,4 +1,5 @@
-import type { Config, Logger } from '@flashsale/config';
+import type { Config } from '@flashsale/config';
+import type { Logger } from '@flashsale/runtime';
 import type { ScriptedRedis } from '@flashsale/redis-store';
 import type { PrismaClient } from '@flashsale/order-store';
 import type { ReconcileJobs } from '@flashsale/jobs';

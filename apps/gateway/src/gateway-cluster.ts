@@ -1,5 +1,5 @@
 import cluster, { type Worker } from 'node:cluster';
-import type { Logger } from '@flashsale/config';
+import type { Logger } from '@flashsale/runtime';
 import { DEFAULT_RESTART_POLICY, RestartPolicy, type RestartPolicyOptions } from './restart-policy.ts';
 
 export interface GatewayClusterOptions {

@@ -1,6 +1,7 @@
 import { createServer, type RequestListener, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { ConfigError, capConnections, summarisedLog, type Config, type ConnectionRefusal, type Logger } from '@flashsale/config';
+import { ConfigError, type Config } from '@flashsale/config';
+import { capConnections, summarisedLog, type ConnectionRefusal, type Logger } from '@flashsale/runtime';
 import { connectionCeiling, ownOpenFileLimit } from './connection-ceiling.ts';
 
 export type HttpServerConfig = Pick<

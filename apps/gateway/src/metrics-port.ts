@@ -1,5 +1,5 @@
 import { AggregatorRegistry, type Registry } from 'prom-client';
-import type { MetricsSource } from '@flashsale/config';
+import type { MetricsSource } from '@flashsale/runtime';
 
 /**
  * How the supervisor of GATEWAY_WORKERS tells its gateway processes where their metrics are served: the

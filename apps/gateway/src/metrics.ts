@@ -1,5 +1,5 @@
 import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import { createStoreErrorMetrics } from '@flashsale/config';
+import { createStoreErrorMetrics } from '@flashsale/runtime';
 import { isRedisUnavailable } from '@flashsale/redis-store';
 import { isMysqlUnavailable } from '@flashsale/order-store';
 

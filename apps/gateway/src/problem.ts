@@ -1,7 +1,7 @@
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import { AppError, DeadlineExceeded, ERRORS, type ErrorCode } from '@flashsale/domain';
-import { summarisedLog, type Logger } from '@flashsale/config';
+import { summarisedLog, type Logger } from '@flashsale/runtime';
 import { isRedisUnavailable } from '@flashsale/redis-store';
 import { isMysqlUnavailable } from '@flashsale/order-store';
 import { serviceUnavailable } from './deadline.ts';

@@ -1,4 +1,4 @@
-import type { Logger } from '@flashsale/config';
+import type { Logger } from '@flashsale/runtime';
 
 /** How long a BullMQ worker that met an error rests first, and at most (doubling while errors go on). */
 const FIRST_REST_MS = 250;

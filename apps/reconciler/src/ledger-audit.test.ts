@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLogger } from '@flashsale/config';
+import { createLogger } from '@flashsale/runtime';
 import { newReservationId } from '@flashsale/domain';
 import { acknowledge, deadLetter, decodeReservation, readAuditRecord, readNewEntries, reservePurchase, returnUnits, saleKeys, type StreamEntry } from '@flashsale/redis-store';
 import { cancelOrder, writeOrderBatch, type SaleRecord } from '@flashsale/order-store';

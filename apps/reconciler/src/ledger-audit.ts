@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Logger } from '@flashsale/config';
+import type { Logger } from '@flashsale/runtime';
 import { findSale, unitsAcceptedBy, type PrismaClient } from '@flashsale/order-store';
 import { readDeadLettered, readRedisLedger, writeAuditRecord, type ScriptedRedis } from '@flashsale/redis-store';
 

@@ -1,5 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import { createStoreErrorMetrics } from '@flashsale/config';
+import { createStoreErrorMetrics } from '@flashsale/runtime';
 import { isRedisUnavailable, type DoorGauges, type RedisMemory, type SaleSnapshot } from '@flashsale/redis-store';
 import { isMysqlUnavailable } from '@flashsale/order-store';
 import type { ReconcileReason, ReconcileResult } from '@flashsale/jobs';

@@ -1,4 +1,4 @@
-import type { Logger } from '@flashsale/config';
+import type { Logger } from '@flashsale/runtime';
 import type { ReconcileReason } from '@flashsale/jobs';
 import { mysqlServerIdentity, type PrismaClient } from '@flashsale/order-store';
 import { mysqlServerKey, type ScriptedRedis } from '@flashsale/redis-store';

@@ -1,5 +1,6 @@
 import type { Worker } from 'bullmq';
-import { createLogger, exitWithUsage, loadConfig, parseCommandLine } from '@flashsale/config';
+import { exitWithUsage, loadConfig, parseCommandLine } from '@flashsale/config';
+import { createLogger } from '@flashsale/runtime';
 import { SaleNotFound } from '@flashsale/domain';
 import { createRedis, announceSaleChanged, redisTargetOf } from '@flashsale/redis-store';
 import { createPrisma, findSale } from '@flashsale/order-store';

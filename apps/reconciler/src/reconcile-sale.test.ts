@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createLogger } from '@flashsale/config';
+import { createLogger } from '@flashsale/runtime';
 import { DrainTimeout, newReservationId, SaleLockBusy } from '@flashsale/domain';
 import { ORDER_WRITERS_GROUP, decodeReservation, readSaleState, reservePurchase, saleKeys, snapshotSale, type ReservationEntry } from '@flashsale/redis-store';
 import { writeOrderBatch } from '@flashsale/order-store';

@@ -1,4 +1,4 @@
-import type { Logger } from '@flashsale/config';
+import type { Logger } from '@flashsale/runtime';
 import { SaleNotFound } from '@flashsale/domain';
 import type { ReconcileReason, ReconcileResult } from '@flashsale/jobs';
 import { beginRebuild, controlStateOf, findSale, liveBuyerPages, withSaleLock, type PrismaClient } from '@flashsale/order-store';

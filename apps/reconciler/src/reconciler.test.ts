@@ -1,4 +1,4 @@
-import { createLogger } from '@flashsale/config';
+import { createLogger } from '@flashsale/runtime';
 import { describe, expect, it } from 'vitest';
 import { newReservationId } from '@flashsale/domain';
 import { SOURCE_NODE_ARGS, spawnInGroup } from '@flashsale/harness';

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Queue, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
-import type { Logger } from '@flashsale/config';
+import type { Logger } from '@flashsale/runtime';
 import {
   AUDIT_QUEUE,
   bullPrefix,

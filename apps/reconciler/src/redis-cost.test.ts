@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLogger } from '@flashsale/config';
+import { createLogger } from '@flashsale/runtime';
 import { newReservationId } from '@flashsale/domain';
 import { acknowledge, deadLetter, decodeReservation, ORDER_WRITERS_GROUP, saleKeys, type ReservationEntry, type StreamEntry } from '@flashsale/redis-store';
 import { writeOrderBatch } from '@flashsale/order-store';

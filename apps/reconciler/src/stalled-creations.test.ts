@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createLogger } from '@flashsale/config';
+import { createLogger } from '@flashsale/runtime';
 import { newReservationId } from '@flashsale/domain';
 import { publishSale, readSaleState, reservePurchase, salesIndexKey } from '@flashsale/redis-store';
 import { beginSaleCreation, findSale } from '@flashsale/order-store';

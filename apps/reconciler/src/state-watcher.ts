@@ -1,4 +1,4 @@
-import type { Logger } from '@flashsale/config';
+import type { Logger } from '@flashsale/runtime';
 import {
   abandonSale,
   adoptSale,

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
-import { createLogger } from '@flashsale/config';
+import { createLogger } from '@flashsale/runtime';
 import { newReservationId } from '@flashsale/domain';
 import { ORDER_WRITERS_GROUP, readSaleState, reservePurchase, saleKeys, toReserveOutcome, trimAcknowledged } from '@flashsale/redis-store';
 import { recordCheckpoint, type PrismaClient } from '@flashsale/order-store';

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createLogger } from '@flashsale/config';
+import { createLogger } from '@flashsale/runtime';
 import { newReservationId } from '@flashsale/domain';
 import { listenForWork, publishSale, redisNow, reservePurchase, WorkSignaller } from '@flashsale/redis-store';
 import { startRedisServer, type RedisServer } from '@flashsale/harness';

@@ -1,7 +1,7 @@
 import type { AddressInfo } from 'node:net';
 import { once } from 'node:events';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createLogger, serveMetrics } from '@flashsale/config';
+import { createLogger, serveMetrics } from '@flashsale/runtime';
 import { newReservationId } from '@flashsale/domain';
 import { reservePurchase, saleKeys } from '@flashsale/redis-store';
 import { waitForDrain } from '@flashsale/harness';

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createLogger } from '@flashsale/config';
+import { createLogger } from '@flashsale/runtime';
 import { newReservationId } from '@flashsale/domain';
 import { ORDER_WRITERS_GROUP, reservePurchase, saleKeys, streamBacklog } from '@flashsale/redis-store';
 import { poolConfigFromUrl } from '@flashsale/order-store';

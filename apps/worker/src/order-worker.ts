@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Logger } from '@flashsale/config';
+import type { Logger } from '@flashsale/runtime';
 import type { DeadLetterReason } from '@flashsale/domain';
 import {
   acknowledge,

@@ -1,4 +1,4 @@
-import type { Logger } from '@flashsale/config';
+import type { Logger } from '@flashsale/runtime';
 import { isRedisUnavailable } from '@flashsale/redis-store';
 
 /** The step of the worker that failed for a sale: reading its new entries, claiming idle ones, or a batch (write, XACK, dead letters). */

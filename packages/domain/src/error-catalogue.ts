@@ -1,6 +1,6 @@
 /**
  * Every error a client can see: a stable code, its HTTP status and a title. Codes are part of the
- * HTTP API (README, "HTTP API"); add new ones, never rename.
+ * HTTP API (docs/api.md, "Errors"; docs/openapi.yaml); add new ones, never rename.
  */
 export const ERRORS = {
   INVALID_REQUEST: { status: 400, title: 'The request is not valid' },

@@ -7,7 +7,7 @@ export type { Reservation } from './reservation.ts';
 export type { RejectReason, DeadLetterReason } from './dead-letter-reason.ts';
 export { DEAD_LETTER_REASONS } from './dead-letter-reason.ts';
 export { ReserveCode } from './reserve-code.ts';
-export { parseSaleId, MAX_SALE_ID, MAX_PER_USER_LIMIT, MAX_STOCK, SALE_TIME_RANGE, type SaleDefinition } from './sale.ts';
+export { parseSaleId, MAX_SALE_ID, MAX_PER_USER_LIMIT, MAX_STOCK, SALE_TIME_RANGE, LAST_DATETIME_MS, type SaleDefinition } from './sale.ts';
 export { signPaymentEvent, checkPaymentSignature, SIGNATURE_TOLERANCE_SECONDS, type SignatureProblem } from './payment-signature.ts';
 export { planControl, type SaleControl, type SaleControlAction, type SaleControlState, type ControlledSale, type ControlPlan } from './sale-control.ts';
 export { REBUY_RULE_DEFAULTS, REBUY_RULE_LIMITS, type RebuyRule } from './rebuy-rule.ts';

@@ -35,8 +35,14 @@ export const MAX_STOCK = 1_000_000_000;
 export const MAX_PER_USER_LIMIT = 1_000_000;
 
 /**
+ * The last instant a MySQL DATETIME(3) holds, 9999-12-31 23:59:59.999 UTC, in epoch ms: the bound of every
+ * time the system stores (a sale's window, a reservation's time, an order's payBy).
+ */
+export const LAST_DATETIME_MS = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
+
+/**
  * The earliest and latest instants a sale may start or end at. MySQL's DATETIME goes back to year 1000,
  * but its drivers read years 0000-0099 back as 20xx, and no sale runs before 2000 or after 9999: one
  * range, enforced when the sale is created, keeps MySQL and Redis agreeing on the window.
  */
-export const SALE_TIME_RANGE = { min: Date.UTC(2000, 0, 1), max: Date.UTC(9999, 11, 31, 23, 59, 59, 999) } as const;
+export const SALE_TIME_RANGE = { min: Date.UTC(2000, 0, 1), max: LAST_DATETIME_MS } as const;

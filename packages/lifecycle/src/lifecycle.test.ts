@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLogger } from '@flashsale/config';
+import { createLogger } from '@flashsale/runtime';
 import { beginRebuild, cancelOrder, expireDueOrders, liveBuyerPages, recordPayment, writeOrderBatch, type SaleRecord } from '@flashsale/order-store';
 import type { Reservation } from '@flashsale/domain';
 import { heldPayments, readSaleState, rebuildSaleState, recordPaymentArrival, reservePurchase } from '@flashsale/redis-store';

@@ -1,4 +1,4 @@
-import type { Logger } from '@flashsale/config';
+import type { Logger } from '@flashsale/runtime';
 import { AppError } from '@flashsale/domain';
 import { countLostReservations, findLostReservation, findSale, recordOrderlessPayment, recordPayment, type PaymentEventInput, type PaymentOutcome, type PaymentRecord, type PrismaClient } from '@flashsale/order-store';
 import { findDeadLetter, forgetPaymentArrivals, recordPaymentArrival, streamBacklog, type ScriptedRedis } from '@flashsale/redis-store';

@@ -1,4 +1,4 @@
-import type { Logger } from '@flashsale/config';
+import type { Logger } from '@flashsale/runtime';
 import { markReturned, type OwedReturn, type PrismaClient } from '@flashsale/order-store';
 import { announceSaleChanged, returnUnits, type ScriptedRedis } from '@flashsale/redis-store';
 

@@ -1,5 +1,6 @@
 import { createConnection } from 'mariadb';
-import type { Config, Logger } from '@flashsale/config';
+import type { Config } from '@flashsale/config';
+import type { Logger } from '@flashsale/runtime';
 import { poolConfigFromUrl } from './database-url.ts';
 
 export type ProcessRole = 'gateway' | 'worker' | 'reconciler';

@@ -24,6 +24,7 @@ export {
 } from './sale-ledger.ts';
 export { withSaleLock } from './sale-lock.ts';
 export { checkConnectionBudget, connectionBudgetOf, judgeConnectionBudget, readServerConnections, type BudgetVerdict, type ConnectionBudget, type ProcessRole, type ServerConnections } from './connection-budget.ts';
+export { checkServerSettings } from './server-settings.ts';
 export {
   recordPayment,
   recordOrderlessPayment,

@@ -1,4 +1,4 @@
-import type { RejectReason, Reservation } from '@flashsale/domain';
+import { LAST_DATETIME_MS, type RejectReason, type Reservation } from '@flashsale/domain';
 import { Prisma, type PrismaClient } from './generated/prisma/client.ts';
 
 /**
@@ -172,16 +172,14 @@ async function writeWithLookups<R extends Reservation>(prisma: PrismaClient, sal
  * added to the epoch as a DATETIME: integer arithmetic in UTC (text times 1000 would be a DOUBLE, off
  * by microseconds after the year 4253), as Prisma stores a DateTime, with no session time zone
  * involved (FROM_UNIXTIME would apply one). pay_by is reserved_at plus the sale's payment window, from
- * the sale row this batch holds locked: the reserve script's clock, not the worker's.
+ * the sale row this batch holds locked: the reserve script's clock, not the worker's; a pay_by past the
+ * last instant a DATETIME holds is a pay_by at it.
  */
-/** DATETIME(3)'s last millisecond, 9999-12-31 23:59:59.999: a payBy past it is a payBy at it. */
-const MAX_DATETIME_MS = 253_402_300_799_999;
-
 const INSERT_ORDERS_FROM_JSON = `
   INSERT INTO orders (reservation_id, sale_id, user_id, quantity, status, reserved_at, pay_by)
   SELECT j.reservation_id, s.id, j.user_id, j.quantity, 'created',
     TIMESTAMPADD(MICROSECOND, CAST(j.reserved_at_ms AS UNSIGNED) * 1000, TIMESTAMP '1970-01-01 00:00:00'),
-    TIMESTAMPADD(MICROSECOND, LEAST(CAST(j.reserved_at_ms AS UNSIGNED) + s.payment_window_seconds * 1000, ${MAX_DATETIME_MS}) * 1000, TIMESTAMP '1970-01-01 00:00:00')
+    TIMESTAMPADD(MICROSECOND, LEAST(CAST(j.reserved_at_ms AS UNSIGNED) + s.payment_window_seconds * 1000, ${LAST_DATETIME_MS}) * 1000, TIMESTAMP '1970-01-01 00:00:00')
   FROM JSON_TABLE(?, '$[*]' COLUMNS (
     reservation_id TEXT PATH '$[0]', user_id TEXT PATH '$[1]', quantity TEXT PATH '$[2]', reserved_at_ms TEXT PATH '$[3]'
   )) AS j

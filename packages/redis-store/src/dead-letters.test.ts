@@ -3,7 +3,7 @@ import { newReservationId } from '@flashsale/domain';
 import { createLiveSale, createTestContext, type TestContext } from '../../../test/support/context.ts';
 import { ORDER_WRITERS_GROUP, saleKeys } from './keys.ts';
 import { reservePurchase } from './reserve-purchase.ts';
-import { deadLetteredUnitsField, findDeadLetter, readDeadLettered } from './dead-letters.ts';
+import { deadLetter, deadLetteredUnitsField, findDeadLetter, readDeadLettered } from './dead-letters.ts';
 
 let ctx: TestContext;
 beforeAll(() => {
@@ -31,7 +31,7 @@ describe('the dead-letter script (dead-letter-4.lua)', () => {
     expect((await reservePurchase(ctx.redis, ctx.config.REDIS_PREFIX, { saleId: sale.id, userId, quantity: 3, reservationId })).kind).toBe('reserved');
     const [[entryId, fields]] = (await deliverAll(sale.id)) as [Entry];
 
-    await ctx.redis.deadLetter(keys.stream, keys.deadLetter, keys.rejected, keys.buyers, ORDER_WRITERS_GROUP, entryId, 'OVER_STOCK', 2, ...fields);
+    await deadLetter(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, { id: entryId, fields }, 'OVER_STOCK', 2);
 
     const [[, deadFields]] = (await ctx.redis.xrange(keys.deadLetter, '-', '+')) as [Entry];
     expect(deadFields).toEqual(['id', entryId, 'reason', 'OVER_STOCK', 'deliveries', '2', ...fields]);
@@ -53,7 +53,7 @@ describe('the dead-letter script (dead-letter-4.lua)', () => {
     await ctx.redis.xadd(keys.stream, '*', 'r', newReservationId(sale.id), 'u', 'eve', 'q', '5', 't', '1', 'g', sale.generation);
     await ctx.redis.xadd(keys.stream, '*', 'r', newReservationId(sale.id), 'u', 'fay', 'q', '1', 't', '1', 'g', sale.generation);
     const [ann, bob, ...others] = await deliverAll(sale.id);
-    const setAside = ([entryId, fields]: Entry) => ctx.redis.deadLetter(keys.stream, keys.deadLetter, keys.rejected, keys.buyers, ORDER_WRITERS_GROUP, entryId, 'OVER_STOCK', 1, ...fields);
+    const setAside = ([entryId, fields]: Entry) => deadLetter(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, { id: entryId, fields }, 'OVER_STOCK', 1);
 
     // Ann's entry twice (two workers held it): her 3 units count once.
     for (const entry of [ann!, bob!, ann!, ...others]) await setAside(entry);
@@ -74,7 +74,7 @@ describe('the dead-letter script (dead-letter-4.lua)', () => {
     const [, ...forged] = await deliverAll(sale.id);
 
     for (const [entryId, fields] of forged) {
-      await ctx.redis.deadLetter(keys.stream, keys.deadLetter, keys.rejected, keys.buyers, ORDER_WRITERS_GROUP, entryId, 'OVER_USER_LIMIT', 1, ...fields);
+      await deadLetter(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, { id: entryId, fields }, 'OVER_USER_LIMIT', 1);
     }
 
     expect(await ctx.redis.xlen(keys.deadLetter)).toBe(2);
@@ -87,7 +87,7 @@ describe('the dead-letter script (dead-letter-4.lua)', () => {
     await ctx.redis.xadd(keys.stream, '*', 'u', 'ann', 'q', '1');
     const [[entryId, fields]] = (await deliverAll(sale.id)) as [Entry];
 
-    await ctx.redis.deadLetter(keys.stream, keys.deadLetter, keys.rejected, keys.buyers, ORDER_WRITERS_GROUP, entryId, 'MALFORMED_ENTRY', 1, ...fields);
+    await deadLetter(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, { id: entryId, fields }, 'MALFORMED_ENTRY', 1);
 
     expect(await ctx.redis.xlen(keys.deadLetter)).toBe(1);
     expect(await ctx.redis.exists(keys.rejected)).toBe(0);
@@ -100,7 +100,7 @@ describe('the dead-letter script (dead-letter-4.lua)', () => {
     const [[entryId, fields]] = (await deliverAll(sale.id)) as [Entry];
     await ctx.redis.set(keys[poisoned], 'oops');
 
-    await expect(ctx.redis.deadLetter(keys.stream, keys.deadLetter, keys.rejected, keys.buyers, ORDER_WRITERS_GROUP, entryId, 'OVER_STOCK', 1, ...fields)).rejects.toThrow(/WRONGTYPE/);
+    await expect(deadLetter(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, { id: entryId, fields }, 'OVER_STOCK', 1)).rejects.toThrow(/WRONGTYPE/);
 
     expect(((await ctx.redis.xpending(keys.stream, ORDER_WRITERS_GROUP)) as [number])[0]).toBe(1);
     expect(await ctx.redis.get(keys[poisoned])).toBe('oops');

@@ -33,7 +33,11 @@ export async function deadLetter(
   deliveries: number,
 ): Promise<void> {
   const keys = saleKeys(prefix, saleId);
-  await redis.deadLetter(keys.stream, keys.deadLetter, keys.rejected, keys.buyers, ORDER_WRITERS_GROUP, entry.id, reason, deliveries, ...entry.fields);
+  // What a well-formed entry is, decodeReservation alone says: the script is told the units of one, and
+  // '' for a malformed entry, which took none.
+  const decoded = decodeReservation(saleId, entry.id, entry.fields);
+  const units = decoded.ok ? String(decoded.reservation.quantity) : '';
+  await redis.deadLetter(keys.stream, keys.deadLetter, keys.rejected, keys.buyers, ORDER_WRITERS_GROUP, entry.id, reason, deliveries, units, ...entry.fields);
 }
 
 /**

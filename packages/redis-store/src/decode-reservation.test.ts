@@ -46,6 +46,7 @@ describe('decodeReservation', () => {
     ['a quantity in hexadecimal', entry({ q: '0x2' })],
     ['a quantity in exponent notation', entry({ q: '2e0' })],
     ['a quantity of Infinity', entry({ q: 'Infinity' })],
+    ['a quantity beyond the integers a double holds exactly', entry({ q: '9007199254740993' })],
     ['no time', entry({ t: null })],
     ['an empty time (not the epoch)', entry({ t: '' })],
     ['a negative time', entry({ t: '-1' })],

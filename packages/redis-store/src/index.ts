@@ -1,4 +1,4 @@
-export { saleKeys, salesIndexKey, mysqlServerKey, ORDER_WRITERS_GROUP, type SaleKeys } from './keys.ts';
+export { saleKeys, salesIndexKey, workSignalChannel, saleEventsChannel, mysqlServerKey, ORDER_WRITERS_GROUP, type SaleKeys } from './keys.ts';
 export { createAdminSession, readAdminSession, deleteAdminSession, type AdminSession, type AdminSessionLifetime } from './admin-session.ts';
 export { withScripts, type ScriptedRedis, type ScriptCommands } from './scripts.ts';
 export { createRedis, isRedisUnavailable, type RedisClientOptions } from './redis-client.ts';
@@ -37,8 +37,8 @@ export { rebuildSaleState } from './sale-rebuild.ts';
 export { restoreClosedOrders, readClosedOrders, rebuyRuleArgs, type BuyerClosedOrders } from './buyer-history.ts';
 export { applySaleControls, type ControlsApplied } from './sale-controls.ts';
 export { snapshotSale, acceptedUnits, type SaleSnapshot } from './sale-snapshot.ts';
-export { saleEventsChannel, announceSaleChanged } from './sale-events.ts';
-export { workSignalChannel, WorkSignaller, listenForWork } from './work-signal.ts';
+export { announceSaleChanged } from './sale-events.ts';
+export { WorkSignaller, listenForWork } from './work-signal.ts';
 export { connectRedis, redisTargetOf, isClusterClient, type RedisTarget, type RedisTargetLike } from './redis-target.ts';
 export { pipelineBySlotGroup, type PipelineReply } from './slot-groups.ts';
 export { trimAcknowledged, type RetentionBounds } from './stream-retention.ts';

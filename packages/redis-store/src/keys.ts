@@ -1,10 +1,14 @@
 /**
- * Every Redis key the system writes, in one place. All keys of one sale share the hash tag `{s<id>}`, so
- * each script touches a single slot and runs unchanged on Redis Cluster; `prefix` (REDIS_PREFIX) keeps
- * deployments and test runs sharing one Redis apart.
+ * Every Redis key and pub/sub channel the system names, in one place; BullMQ names its own keys, under
+ * `bullPrefix` (packages/jobs). All keys of one sale share the hash tag `{s<id>}`, so each script
+ * touches a single slot and runs unchanged on Redis Cluster; `prefix` (REDIS_PREFIX) keeps deployments
+ * and test runs sharing one Redis apart.
  */
 export interface SaleKeys {
-  /** Hash: name, stock, remaining, limit, starts, ends, paused, gen. */
+  /**
+   * Hash: the sale's record (definition, remaining, both pauses, generation, controls version, returns,
+   * door terms, rebuy rule); its fields are listed once, in lua/includes/sale-meta.lua.
+   */
   meta: string;
   /** Hash: user id -> "<reservationId>|<quantity>". */
   buyers: string;
@@ -96,6 +100,22 @@ export function mysqlServerKey(prefix: string): string {
  */
 export function adminSessionKey(prefix: string, sessionIdHash: string): string {
   return `${prefix}:admin-session:${sessionIdHash}`;
+}
+
+/**
+ * Pub/sub channel of the "work waiting" signal (work-signal.ts): a gateway publishes a sale's id when it
+ * has enqueued a reservation of it, and the workers read that sale's stream at once.
+ */
+export function workSignalChannel(prefix: string): string {
+  return `${prefix}:work`;
+}
+
+/**
+ * Pub/sub channel on which a sale's state changes are announced (sale-events.ts): the message is the
+ * sale's id, and gateways drop the verdict they cache about it.
+ */
+export function saleEventsChannel(prefix: string): string {
+  return `${prefix}:sale-events`;
 }
 
 /** The consumer group of the order writers on every sale stream. */

@@ -1,4 +1,4 @@
-import type { DeadLetterReason, Reservation } from '@flashsale/domain';
+import { LAST_DATETIME_MS, type DeadLetterReason, type Reservation } from '@flashsale/domain';
 import type { ScriptedRedis } from './scripts.ts';
 import { ORDER_WRITERS_GROUP, saleKeys } from './keys.ts';
 import { pipelineBySlotGroup } from './slot-groups.ts';
@@ -26,7 +26,10 @@ export type DecodedEntry =
   | { ok: true; reservation: ReservationEntry }
   | { ok: false; entryId: string; fields: string[]; reason: Extract<DeadLetterReason, 'MALFORMED_ENTRY'> };
 
-/** Decodes one stream entry; a malformed one is reported, never thrown, so it can be dead-lettered. */
+/**
+ * Decodes one stream entry; a malformed one is reported, never thrown, so it can be dead-lettered. The one
+ * statement of what a well-formed entry is: the dead-letter script is told its verdict (dead-letters.ts).
+ */
 export function decodeReservation(saleId: number, entryId: string, fields: string[]): DecodedEntry {
   const field = (name: string, at: number): string | undefined => (fields[at] === name ? fields[at + 1] : fieldNamed(fields, name));
   // The reserve script writes the fields in this order; looked up by name should an entry differ.
@@ -35,14 +38,11 @@ export function decodeReservation(saleId: number, entryId: string, fields: strin
   const quantity = digitsValue(field('q', 4));
   const reservedAt = digitsValue(field('t', 6));
   const generation = field('g', 8);
-  if (!reservationId || !userId || !generation || !Number.isInteger(quantity) || quantity < 1 || !isStorableTime(reservedAt)) {
+  if (!reservationId || !userId || !generation || !Number.isSafeInteger(quantity) || quantity < 1 || !isStorableTime(reservedAt)) {
     return { ok: false, entryId, fields, reason: 'MALFORMED_ENTRY' };
   }
   return { ok: true, reservation: { entryId, reservationId, saleId, userId, quantity, reservedAt, generation } };
 }
-
-/** Latest instant a MySQL DATETIME holds (9999-12-31 23:59:59.999 UTC), in epoch ms. */
-const LAST_DATETIME_MS = 253_402_300_799_999;
 
 /** Epoch ms that MySQL can store as a DATETIME: anything else would fail the write on every retry. */
 function isStorableTime(epochMs: number): boolean {

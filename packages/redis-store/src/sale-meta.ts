@@ -4,12 +4,9 @@ import { saleKeys } from './keys.ts';
 import { isClusterClient } from './redis-target.ts';
 
 /**
- * A sale's meta hash (`meta` in keys.ts): fields `name`, `stock`, `remaining`, `limit` (per user),
- * `starts` and `ends` (epoch ms on Redis's clock), `paused` ('1' or '0': the reconciler's pause), `gen`
- * (the generation of this Redis state), `op_paused` ('1' or '0': the operator's pause) and `ctl` (the
- * version of the operator's controls applied, see apply-controls-1.lua), the door's terms (`adm`, `q_*`) and
- * the rebuy rule (`rb_max`, `rb_cool`, lua/includes/buyer-history.lua). The Lua scripts write and read it through lua/includes/sale-meta.lua, TypeScript
- * reads it here; Redis's clock, which its times are on, is read here too.
+ * A sale's meta hash (`meta` in keys.ts; its fields are listed in lua/includes/sale-meta.lua, through which
+ * the Lua scripts write and read it): TypeScript reads it here; Redis's clock, which its times are on, is
+ * read here too.
  */
 
 /** A sale as Redis holds it: its definition plus the live counters. */

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newReservationId } from '@flashsale/domain';
 import { createLiveSale, createTestContext, type TestContext } from '../../../test/support/context.ts';
 import { ORDER_WRITERS_GROUP, saleKeys } from './keys.ts';
+import { deadLetter } from './dead-letters.ts';
 import { reservePurchase } from './reserve-purchase.ts';
 import { compareEntryIds, streamBacklog, undeliveredLag } from './stream-backlog.ts';
 import { isDrained, waitForDrain } from './stream-drain.ts';
@@ -68,7 +69,7 @@ describe('streamBacklog', () => {
     await deliver(sale.id, 1);
     const [[entryId, fields]] = (await ctx.redis.xrange(keys.stream, '-', '+', 'COUNT', 1)) as [[string, string[]]];
 
-    await ctx.redis.deadLetter(keys.stream, keys.deadLetter, keys.rejected, keys.buyers, ORDER_WRITERS_GROUP, entryId, 'OVER_STOCK', 1, ...fields);
+    await deadLetter(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, { id: entryId, fields }, 'OVER_STOCK', 1);
 
     expect(await streamBacklog(ctx.redis, ctx.config.REDIS_PREFIX, sale.id)).toEqual({ lag: 1, pending: 0, deadLettered: 1 });
   });

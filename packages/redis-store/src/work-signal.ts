@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import { workSignalChannel } from './keys.ts';
 
 /**
  * The "work waiting" signal: a gateway that has just enqueued a reservation says so on this pub/sub
@@ -6,11 +7,9 @@ import type { Redis } from 'ioredis';
  * polling every live sale every few milliseconds. It is a hint, never the only way a worker learns of
  * work: a signal lost (a gateway that died between the script and the publish, a worker whose
  * subscription dropped) costs at most one sweep period (WORKER_SWEEP_MS, see the worker's SaleSchedule),
- * never an entry. Plain PUBLISH: on Redis Cluster it reaches every node's subscribers.
+ * never an entry. Plain PUBLISH: on Redis Cluster it reaches every node's subscribers. The channel is
+ * `workSignalChannel` (keys.ts).
  */
-export function workSignalChannel(prefix: string): string {
-  return `${prefix}:work`;
-}
 
 /**
  * The gateway's side of the signal, one per process: at most one publish per sale per `everyMs`, so a

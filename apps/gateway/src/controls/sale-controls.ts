@@ -1,4 +1,4 @@
-import type { Logger } from '@flashsale/config';
+import type { Logger } from '@flashsale/runtime';
 import { AppError, planControl, type SaleControl } from '@flashsale/domain';
 import { controlSaleInMysql, controlStateOf, type PrismaClient, type SaleRecord } from '@flashsale/order-store';
 import { announceSaleChanged, applySaleControls, readSaleState, redisNow, saleKeys, type ScriptedRedis } from '@flashsale/redis-store';

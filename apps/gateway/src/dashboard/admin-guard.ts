@@ -1,12 +1,13 @@
 import { hostname } from 'node:os';
 import type { IncomingMessage } from 'node:http';
 import type { RequestHandler } from 'express';
-import type { Config, Logger } from '@flashsale/config';
+import type { Config } from '@flashsale/config';
+import type { Logger } from '@flashsale/runtime';
 import { AppError } from '@flashsale/domain';
 import { createAdminCheck } from '../auth.ts';
 import { clientAddress } from '../client-address.ts';
 import type { GatewayMetrics } from '../metrics.ts';
-import { summarisedLog } from '@flashsale/config';
+import { summarisedLog } from '@flashsale/runtime';
 
 const MINUTE_MS = 60_000;
 

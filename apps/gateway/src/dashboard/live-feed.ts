@@ -1,4 +1,4 @@
-import type { Logger } from '@flashsale/config';
+import type { Logger } from '@flashsale/runtime';
 
 /** One Server-Sent Events listener: gets each topic's payload, already serialized. */
 export type FeedListener = (topic: string, data: string) => void;

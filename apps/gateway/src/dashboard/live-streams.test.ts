@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
-import { createLogger } from '@flashsale/config';
+import { createLogger } from '@flashsale/runtime';
 import { createPrisma } from '@flashsale/order-store';
 import { createLiveSale, type TestContext } from '../../../../test/support/context.ts';
 import { gatewayPerFile, type TestGateway } from '../../../../test/support/gateway.ts';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLogger } from '@flashsale/config';
+import { createLogger } from '@flashsale/runtime';
 import { ORDER_WRITERS_GROUP, saleKeys } from '@flashsale/redis-store';
 import { createLiveSale, createTestContext, type TestContext } from '../../../../test/support/context.ts';
 import { createGatewayMetrics } from '../metrics.ts';

@@ -1,4 +1,4 @@
-import type { Logger } from '@flashsale/config';
+import type { Logger } from '@flashsale/runtime';
 import { orderWritersProgress, readSaleState, type ScriptedRedis } from '@flashsale/redis-store';
 import { SeriesRing, type SeriesPoints } from './series-ring.ts';
 import type { TrafficSampler } from './traffic-sampler.ts';

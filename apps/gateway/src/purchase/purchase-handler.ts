@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { summarisedLog } from '@flashsale/config';
+import { summarisedLog } from '@flashsale/runtime';
 import { AppError, newReservationId } from '@flashsale/domain';
 import { reservePurchase, WorkSignaller, type ReserveOutcome, type UnreplicatedOutcome } from '@flashsale/redis-store';
 import type { GatewayDeps } from '../deps.ts';

@@ -1,4 +1,4 @@
-import type { Logger } from '@flashsale/config';
+import type { Logger } from '@flashsale/runtime';
 import { connectRedis, saleEventsChannel, type RedisTargetLike } from '@flashsale/redis-store';
 import type { SaleVerdictCache } from './sale-verdict-cache.ts';
 

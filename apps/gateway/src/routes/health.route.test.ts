@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { serveMetrics } from '@flashsale/config';
+import { serveMetrics } from '@flashsale/runtime';
 import { createRedis } from '@flashsale/redis-store';
 import { createLiveSale, type TestContext } from '../../../../test/support/context.ts';
 import { gatewayPerFile, startGateway, type TestGateway } from '../../../../test/support/gateway.ts';

@@ -1,5 +1,5 @@
 import { Router } from 'express';
-import { readinessProbe } from '@flashsale/config';
+import { storesReadiness } from '@flashsale/bootstrap';
 import type { GatewayDeps } from '../deps.ts';
 
 /**
@@ -10,7 +10,7 @@ import type { GatewayDeps } from '../deps.ts';
  */
 export function healthRouter({ redis, prisma, stopping }: GatewayDeps): Router {
   const router = Router();
-  const readiness = readinessProbe({ redis: () => redis.ping(), mysql: () => prisma.$queryRaw`SELECT 1` });
+  const readiness = storesReadiness({ redis, prisma });
   // 200 while the process runs (it is alive, stopping or not); the body says `stopping` during the
   // drain, for a balancer that checks liveness rather than readiness (infra/haproxy.cfg).
   router.get('/healthz', (_req, res) => {

@@ -1,7 +1,7 @@
 import express, { Router } from 'express';
 import { z } from 'zod';
 import { AppError, checkPaymentSignature, saleIdOfReservation } from '@flashsale/domain';
-import { summarisedLog } from '@flashsale/config';
+import { summarisedLog } from '@flashsale/runtime';
 import { receivePayment } from '@flashsale/lifecycle';
 import type { PaymentEventInput } from '@flashsale/order-store';
 import type { Door } from '@flashsale/sales';

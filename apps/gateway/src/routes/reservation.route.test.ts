@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { newReservationId } from '@flashsale/domain';
-import { ORDER_WRITERS_GROUP, saleKeys } from '@flashsale/redis-store';
+import { deadLetter, ORDER_WRITERS_GROUP, saleKeys } from '@flashsale/redis-store';
 import { createLiveSale, createTestContext, type TestContext } from '../../../../test/support/context.ts';
 import { gatewayPerFile, startGateway, type TestGateway } from '../../../../test/support/gateway.ts';
 import { buyerToken } from '@flashsale/harness';
@@ -50,7 +50,7 @@ describe('GET /api/reservations/:reservationId', () => {
     // What a worker does with a reservation that cannot become an order (dead-letter-4.lua).
     const keys = saleKeys(ctx.config.REDIS_PREFIX, sale.id);
     const [[, [[entryId, fields]]]] = (await ctx.redis.xreadgroup('GROUP', ORDER_WRITERS_GROUP, 'test', 'COUNT', 1, 'STREAMS', keys.stream, '>')) as unknown as [[string, [[string, string[]]]]];
-    await ctx.redis.deadLetter(keys.stream, keys.deadLetter, keys.rejected, keys.buyers, ORDER_WRITERS_GROUP, entryId, 'OVER_STOCK', 1, ...fields);
+    await deadLetter(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, { id: entryId, fields }, 'OVER_STOCK', 1);
 
     const res = await lookup(reservationId, buyer);
 

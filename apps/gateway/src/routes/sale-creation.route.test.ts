@@ -5,7 +5,7 @@ import { createTestContext, type TestContext } from '../../../../test/support/co
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { once } from 'node:events';
-import { createLogger } from '@flashsale/config';
+import { createLogger } from '@flashsale/runtime';
 import { createGateway } from '../gateway.ts';
 import { gatewayPerFile, type TestGateway } from '../../../../test/support/gateway.ts';
 import { bearer, expectProblem } from '../../../../test/support/http.ts';

@@ -22,7 +22,9 @@
     ARGV[2] entry id
     ARGV[3] reason (a short code)
     ARGV[4] deliveries so far
-    ARGV[5..] the entry's fields, as field, value pairs
+    ARGV[5] the units the entry's reservation took if it is a well-formed reservation, '' if not: decided
+            by decodeReservation (reservation-stream.ts), the one statement of what a well-formed entry is
+    ARGV[6..] the entry's fields, as field, value pairs
 
   Output:
     the dead-letter entry id
@@ -35,29 +37,13 @@
 --@include "includes/reservation-entry.lua"
 --@include "includes/buyer-record.lua"
 
--- The units a reservation took from its generation's stock, by the rules of decodeReservation
--- (reservation-stream.ts) and the buyer's record; nil for an entry that took none (malformed, or not the
--- reservation the buyer's record holds: the audit counts no such entry).
--- A quantity beyond what a double holds exactly is left out too (the reserve script never writes one):
--- should this ever disagree with decodeReservation, the audit finds its ledger off balance and counts
--- the dead letters themselves.
-local LAST_DATETIME_MS = 253402300799999
-local function units_taken(reservation)
-  local q, t = reservation.quantity, reservation.reserved_at
-  if (reservation.user_id or '') == '' or (reservation.generation or '') == '' then
+-- The units a well-formed reservation (ARGV[5]) took from its generation's stock: nil unless the
+-- buyer's record holds that reservation of those units, as readDeadLettered (dead-letters.ts) also asks.
+local function units_taken(reservation, units)
+  if units == '' or not records_reservation(redis.call('HGET', KEYS[4], reservation.user_id), reservation.id, units) then
     return nil
   end
-  if not (t and string.match(t, '^%d+$') and tonumber(t) <= LAST_DATETIME_MS) then
-    return nil
-  end
-  if not (q and string.match(q, '^%d+$') and tonumber(q) >= 1 and tonumber(q) <= 9007199254740991) then
-    return nil
-  end
-  if not records_reservation(redis.call('HGET', KEYS[4], reservation.user_id), reservation.id, q) then
-    return nil
-  end
-  -- As digits without leading zeros: HINCRBY refuses '007'.
-  return string.format('%d', tonumber(q))
+  return units
 end
 
 local expected = { 'stream', 'stream', 'hash', 'hash' }
@@ -68,19 +54,19 @@ for i = 1, 4 do
   end
 end
 local fields = { 'id', ARGV[2], 'reason', ARGV[3], 'deliveries', ARGV[4] }
-for i = 5, #ARGV do
+for i = 6, #ARGV do
   fields[#fields + 1] = ARGV[i]
 end
 local id = redis.call('XADD', KEYS[2], '*', unpack(fields))
 redis.call('XACK', KEYS[1], ARGV[1], ARGV[2])
 -- An entry without a reservation id (a malformed one) has nothing a buyer could look up; nor has one
 -- whose id is a count's field name (written by hand: the gateway makes ids '<sale id>-<uuid>').
-local reservation = reservation_of(ARGV, 5)
+local reservation = reservation_of(ARGV, 6)
 if reservation.id ~= nil and reservation.id ~= '' and string.sub(reservation.id, 1, 6) ~= 'units:' then
   -- A reservation set aside twice (two workers held its entry) counts once, as the audit counts it.
   local first = redis.call('HEXISTS', KEYS[3], reservation.id) == 0
   redis.call('HSET', KEYS[3], reservation.id, cjson.encode({ u = reservation.user_id or '', q = reservation.quantity or '', reason = ARGV[3] }))
-  local units = first and units_taken(reservation)
+  local units = first and units_taken(reservation, ARGV[5])
   if units then
     redis.call('HINCRBY', KEYS[3], 'units:' .. reservation.generation, units)
   end

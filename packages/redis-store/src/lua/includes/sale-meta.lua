@@ -1,7 +1,10 @@
 --[[
-  The sale meta hash (TypeScript: sale-meta.ts): name, stock, remaining, limit (per user), starts and
-  ends (epoch ms on Redis's clock), paused ('1' or '0'), gen (the generation of this Redis state), and
-  what return-units-4.lua gave back in this generation: ret_units (units) and ret_res (reservations whose
+  The sale meta hash (TypeScript: sale-meta.ts), the one list of its fields: name, stock, remaining,
+  limit (per user), starts and ends (epoch ms on Redis's clock), paused ('1' or '0': the reconciler's
+  pause), gen (the generation of this Redis state), op_paused ('1' or '0': the operator's pause), ctl (the
+  version of the operator's controls applied, apply-controls-1.lua), the door's terms adm and q_*
+  (includes/door-terms.lua), the rebuy rule rb_max and rb_cool (includes/buyer-history.lua), and what
+  return-units-4.lua gave back in this generation: ret_units (units) and ret_res (reservations whose
   buyer record it removed). Both only grow within a generation (a rebuild writes a new record without
   them), so stock - remaining + ret_units and the buyers + ret_res stay what this state has accepted,
   which only grows: the reconciler's checkpoints rely on it.

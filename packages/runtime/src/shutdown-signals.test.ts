@@ -5,8 +5,8 @@ import { describe, expect, it } from 'vitest';
 // A real process per test: onShutdownSignal ends it with process.exit, which no in-process test survives.
 // Its stop() takes STOP_TAKES_MS; something else (an interval, as a server would) keeps it running.
 const PROGRAM = `
-import { createLogger, onShutdownSignal } from '@flashsale/config';
-const logger = createLogger('lifecycle-test', 'info');
+import { createLogger, onShutdownSignal } from '@flashsale/runtime';
+const logger = createLogger('shutdown-signals-test', 'info');
 setInterval(() => {}, 1000);
 onShutdownSignal(logger, Number(process.env.TIMEOUT_MS), () => new Promise((resolve) => setTimeout(resolve, Number(process.env.STOP_TAKES_MS))));
 logger.info('ready');

@@ -1,7 +1,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Config } from './config.ts';
+import type { Config } from '@flashsale/config';
 import { capConnections, type ConnectionRefusal } from './connection-cap.ts';
 import type { Logger } from './logger.ts';
 import { summarisedLog } from './summarised-log.ts';

@@ -1,0 +1,64 @@
+import type { StoreErrorMetrics } from '@flashsale/runtime';
+import { readinessProbe, type Readiness } from '@flashsale/runtime';
+import { createRedis, redisTargetOf, type ScriptedRedis } from '@flashsale/redis-store';
+import { createPrisma, type PrismaClient } from '@flashsale/order-store';
+import { createReconcileJobs, type ReconcileJobs } from '@flashsale/jobs';
+import type { ProcessBoot } from './process-boot.ts';
+
+export interface WorkerStores {
+  redis: ScriptedRedis;
+  prisma: PrismaClient;
+}
+
+export interface ReconcilerStores extends WorkerStores {
+  /** The reconcile queue: the gateway's admin endpoint asks for a reconciliation; the reconciler runs it. */
+  jobs: ReconcileJobs;
+}
+
+export interface GatewayStores extends ReconcilerStores {
+  /** The dashboard's own MySQL pool: its reads never wait for, nor hold, a connection a buyer needs. */
+  dashboardPrisma: PrismaClient;
+}
+
+/** What any process holds of the stores, closed when it stops. */
+export type ProcessStores = WorkerStores & Partial<GatewayStores>;
+
+/**
+ * The connections of a process, opened as its role needs them; none waits for its store to answer, so
+ * a process starts while Redis or MySQL is away. Redis's connection errors are counted
+ * (`flashsale_redis_errors_total`) and logged; ioredis reconnects by itself.
+ */
+export function openStores(proc: ProcessBoot<'gateway'>, storeErrors: Pick<StoreErrorMetrics, 'redis'>): GatewayStores;
+export function openStores(proc: ProcessBoot<'worker'>, storeErrors: Pick<StoreErrorMetrics, 'redis'>): WorkerStores;
+export function openStores(proc: ProcessBoot<'reconciler'>, storeErrors: Pick<StoreErrorMetrics, 'redis'>): ReconcilerStores;
+export function openStores({ role, config, logger }: ProcessBoot, storeErrors: Pick<StoreErrorMetrics, 'redis'>): ProcessStores {
+  const onError = (err: Error) => {
+    storeErrors.redis.inc();
+    logger.warn({ err }, 'redis connection error');
+  };
+  const target = redisTargetOf(config);
+  const pools = { idleTimeoutMs: config.DB_POOL_IDLE_TIMEOUT_MS };
+  if (role === 'gateway') {
+    // A buyer waits on these: a command gives up after REDIS_COMMAND_TIMEOUT_MS and its retries, a
+    // statement after DB_STATEMENT_TIMEOUT_MS, and the buyer is answered 503 rather than kept waiting.
+    const timed = { ...pools, statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS };
+    const redis = createRedis(target, { name: role, commandTimeoutMs: config.REDIS_COMMAND_TIMEOUT_MS, onError });
+    const prisma = createPrisma(config.DATABASE_URL, config.GATEWAY_DB_POOL_SIZE, 0, timed);
+    const dashboardPrisma = createPrisma(config.DATABASE_URL, config.DASHBOARD_DB_POOL_SIZE, 0, timed);
+    return { redis, prisma, dashboardPrisma, jobs: createReconcileJobs(target, config.REDIS_PREFIX) };
+  }
+  // No per-command retry limit: the worker's and the reconciler's own loops retry, and an entry is never
+  // dropped for it.
+  const redis = createRedis(target, { name: role, commandTimeoutMs: config.REDIS_BACKGROUND_COMMAND_TIMEOUT_MS, onError, maxRetriesPerRequest: null });
+  if (role === 'worker') {
+    // 16 prepared statements per connection: the quick pass's two, and room for the careful pass's.
+    return { redis, prisma: createPrisma(config.DATABASE_URL, config.WORKER_DB_POOL_SIZE, 16, pools) };
+  }
+  const prisma = createPrisma(config.DATABASE_URL, config.RECONCILER_DB_POOL_SIZE, 0, pools);
+  return { redis, prisma, jobs: createReconcileJobs(target, config.REDIS_PREFIX) };
+}
+
+/** `/readyz`: ready when Redis and MySQL both answer. */
+export function storesReadiness({ redis, prisma }: WorkerStores): () => Promise<Readiness> {
+  return readinessProbe({ redis: () => redis.ping(), mysql: () => prisma.$queryRaw`SELECT 1` });
+}
