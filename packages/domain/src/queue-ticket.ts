@@ -1,4 +1,4 @@
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac, createSecretKey, timingSafeEqual, type KeyObject } from 'node:crypto';
 
 /**
  * A buyer's queue ticket: who (buyer, sale), where (the queue score fixed at join: a draw before the
@@ -28,20 +28,24 @@ const INTEGER = /^(0|[1-9][0-9]{0,15})$/;
 
 export type TicketProblem = 'malformed' | 'bad_signature' | 'other_buyer' | 'other_sale';
 
-/** The signing key of queue tickets, derived from the buyer-token secret so no new secret is needed. */
-export function queueTicketKey(authSecret: string): Buffer {
-  return createHmac('sha256', authSecret).update('flashsale queue ticket v1').digest();
+/**
+ * The signing key of queue tickets, derived from the buyer-token secret so no new secret is needed. A
+ * KeyObject made once: handed a Buffer, createHmac builds one per call, which cost a waiting buyer's poll
+ * (a verification, and a signature when the ticket changes) about 30 us per HMAC in the profile, against 6.
+ */
+export function queueTicketKey(authSecret: string): KeyObject {
+  return createSecretKey(createHmac('sha256', authSecret).update('flashsale queue ticket v1').digest());
 }
 
-const signatureOf = (key: Buffer, body: string): string => createHmac('sha256', key).update(body).digest('base64url');
+const signatureOf = (key: KeyObject, body: string): string => createHmac('sha256', key).update(body).digest('base64url');
 
-export function signQueueTicket(key: Buffer, ticket: QueueTicket): string {
+export function signQueueTicket(key: KeyObject, ticket: QueueTicket): string {
   const body = [VERSION, ticket.saleId, Buffer.from(ticket.userId, 'utf8').toString('base64url'), ticket.score, ticket.rank ?? '-', ticket.epoch].join('.');
   return `${body}.${signatureOf(key, body)}`;
 }
 
 /** The ticket if it is well formed, signed with `key`, and this buyer's for this sale; else why not. */
-export function readQueueTicket(key: Buffer, raw: string, expected: { saleId: number; userId: string }): QueueTicket | TicketProblem {
+export function readQueueTicket(key: KeyObject, raw: string, expected: { saleId: number; userId: string }): QueueTicket | TicketProblem {
   const parts = raw.split('.');
   if (parts.length !== 7 || parts[0] !== VERSION) return 'malformed';
   const [, sale, user, score, rank, epoch, signature] = parts as [string, string, string, string, string, string, string];
