@@ -1,8 +1,8 @@
 import {
   AppError,
   queueAnswer,
+  createQueueTicketReader,
   queueTicketKey,
-  readQueueTicket,
   signQueueTicket,
   turnNeedsLookup,
   type DoorView,
@@ -59,6 +59,7 @@ export interface Door {
 export function createDoor(deps: DoorDeps): Door {
   const { redis, prisma, prefix, frontiers } = deps;
   const ticketKey = queueTicketKey(deps.authSecret);
+  const readQueueTicket = createQueueTicketReader(ticketKey);
 
   // Not in Redis: no such sale, or Redis lost it and the reconciler is rebuilding it from MySQL.
   async function missing(saleId: number): Promise<never> {
@@ -74,7 +75,7 @@ export function createDoor(deps: DoorDeps): Door {
   }
 
   function readTicket(saleId: number, userId: string, rawTicket: string): QueueTicket {
-    const ticket = readQueueTicket(ticketKey, rawTicket, { saleId, userId });
+    const ticket = readQueueTicket(rawTicket, { saleId, userId });
     if (typeof ticket !== 'string') return ticket;
     const why = { malformed: 'is malformed', bad_signature: 'has a signature that does not match', other_buyer: "is another buyer's", other_sale: "is another sale's" }[ticket];
     throw new AppError('INVALID_QUEUE_TICKET', `the Queue-Ticket ${why}; ask without it to get yours`);
