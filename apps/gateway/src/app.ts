@@ -1,5 +1,5 @@
 import express, { type Express } from 'express';
-import { createDoor, DoorFrontiers } from '@flashsale/sales';
+import type { Door } from '@flashsale/sales';
 import type { GatewayDeps } from './deps.ts';
 import { errorHandler, notFound, sendProblem } from './problem.ts';
 import { requestDeadline } from './deadline.ts';
@@ -19,27 +19,32 @@ import type { BuyerGate } from './buyer-gate.ts';
 import type { GatewayMetrics } from './metrics.ts';
 import { addressBudget, type RequestLimits } from './request-limits.ts';
 
+/** What the buyer routes share with the routes ahead of the app (routes/front-door.ts), made once in `createGateway`. */
+export interface BuyerParts {
+  /** The gateway's one buyer authentication (buyer-gate.ts). */
+  buyerOf: BuyerGate;
+  /** The purchase budgets, which a cancel spends too. */
+  buyingLimits: RequestLimits;
+  /** The waiting room's budgets: a join and a status poll spend them alike. */
+  queueLimits: RequestLimits;
+  /** The door's use cases (packages/sales). */
+  door: Door;
+}
+
 /**
- * The gateway's Express app, every route but the purchase's (routes/purchase.route.ts, ahead of this
- * app), around the buyer authentication and the dashboard's live parts (feed, views, streams)
- * `createGateway` built: the one construction of the gateway, for `main.ts` and the tests alike.
+ * The gateway's Express app, every route but the purchase's and the queue status poll's
+ * (routes/front-door.ts, ahead of this app), around the buyer parts and the dashboard's live parts (feed,
+ * views, streams) `createGateway` built: the one construction of the gateway, for `main.ts` and the tests alike.
  */
-export function createApp(deps: GatewayDeps, buyerOf: BuyerGate, metrics: GatewayMetrics, dashboard: DashboardParts, buyingLimits: RequestLimits): Express {
+export function createApp(deps: GatewayDeps, { buyerOf, buyingLimits, queueLimits, door }: BuyerParts, metrics: GatewayMetrics, dashboard: DashboardParts): Express {
   const app = express();
-  const door = createDoor({
-    redis: deps.redis,
-    prisma: deps.prisma,
-    prefix: deps.config.REDIS_PREFIX,
-    authSecret: deps.config.AUTH_SECRET,
-    frontiers: new DoorFrontiers(deps.redis, deps.config.REDIS_PREFIX, deps.config.DOOR_FRONTIER_MAX_AGE_MS),
-  });
   app.disable('x-powered-by');
   app.disable('etag');
   app.set('trust proxy', false);
   // Every other request is answered within the deadline, whatever Redis or MySQL do meanwhile.
   app.use(requestDeadline(deps.config.REQUEST_DEADLINE_MS, sendProblem));
   app.use(saleRouter(deps));
-  app.use(queueRouter(deps, buyerOf, door));
+  app.use(queueRouter(buyerOf, queueLimits, door));
   app.use(reservationRouter(deps, buyerOf, buyingLimits));
   // The payment provider's door, open to the internet: a budget per address before any signature is checked.
   app.use('/api/payments', addressBudget(deps.config.PAYMENT_EVENTS_PER_ADDRESS_PER_SECOND, deps.config.TRUST_PROXY, deps.now));

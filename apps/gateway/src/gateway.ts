@@ -1,11 +1,14 @@
 import type { RequestListener } from 'node:http';
 import { readBuyers, redisTargetOf } from '@flashsale/redis-store';
+import { createDoor, DoorFrontiers } from '@flashsale/sales';
 import type { GatewayDeps } from './deps.ts';
 import { createApp } from './app.ts';
 import { createRequestLimits } from './request-limits.ts';
 import { createGatewayMetrics, type GatewayMetrics } from './metrics.ts';
 import { createPurchaseHandler } from './purchase/purchase-handler.ts';
-import { purchaseRoute } from './routes/purchase.route.ts';
+import { frontDoor } from './routes/front-door.ts';
+import { createQueueStatusHandler } from './routes/queue-status.ts';
+import { failureAnswer } from './problem.ts';
 import { createBuyerGate } from './buyer-gate.ts';
 import { SaleVerdictCache } from './purchase/sale-verdict-cache.ts';
 import { LiveSaleDirectory } from './purchase/live-sale-directory.ts';
@@ -18,7 +21,7 @@ import { doorSeries } from './dashboard/door-view.ts';
 import { TrafficSampler } from './dashboard/traffic-sampler.ts';
 
 export interface Gateway {
-  /** The server's request listener: the purchase route, then the Express app for every other. */
+  /** The server's request listener: the front door (purchase, queue status), then the Express app for every other. */
   listener: RequestListener;
   verdicts: SaleVerdictCache;
   liveSales: LiveSaleDirectory;
@@ -42,7 +45,7 @@ export interface Gateway {
 }
 
 /**
- * The gateway of one process: the purchase route, the app, and the background parts of the purchase path.
+ * The gateway of one process: the front door, the app, and the background parts of the purchase path.
  * The one construction of it, for `main.ts` and the tests alike; until `start()` the verdict cache caches
  * nothing and the live-sale directory is empty (a test of the app alone may leave them so). `metrics`
  * is main.ts's, made before the Redis client so its connection errors are counted from the first.
@@ -68,10 +71,25 @@ export function createGateway(deps: GatewayDeps, metrics: GatewayMetrics = creat
   const views = createLiveViews(deps, history);
   const liveFeed = new LiveFeed((topic) => views.read(topic), config.DASHBOARD_INTERVAL_MS, deps.logger);
   const liveStreams = new LiveStreams(config.DASHBOARD_STREAMS_PER_SESSION, config.DASHBOARD_STREAMS_PER_PROCESS);
-  const app = createApp(deps, buyerOf, metrics, { feed: liveFeed, views, streams: liveStreams }, buyingLimits);
+  const door = createDoor({
+    redis: deps.redis,
+    prisma: deps.prisma,
+    prefix: config.REDIS_PREFIX,
+    authSecret: config.AUTH_SECRET,
+    frontiers: new DoorFrontiers(deps.redis, config.REDIS_PREFIX, config.DOOR_FRONTIER_MAX_AGE_MS),
+  });
+  const queueLimits = createRequestLimits(config, deps.now);
+  const app = createApp(deps, { buyerOf, buyingLimits, queueLimits, door }, metrics, { feed: liveFeed, views, streams: liveStreams });
+  const queueStatus = createQueueStatusHandler({
+    door,
+    buyerOf,
+    limits: queueLimits,
+    fail: failureAnswer(deps.logger, (error) => metrics.storeErrors.count(error)),
+    deadlineMs: config.REQUEST_DEADLINE_MS,
+  });
   let events: SaleEventsListener | undefined;
   return {
-    listener: purchaseRoute(handlePurchase, app),
+    listener: frontDoor({ purchase: handlePurchase, queueStatus }, app),
     verdicts,
     liveSales,
     metrics,

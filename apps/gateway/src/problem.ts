@@ -118,15 +118,19 @@ function routingErrorOf(error: unknown): AppError | undefined {
   return new AppError('INVALID_REQUEST', error instanceof URIError ? 'the path has a malformed percent-escape' : 'the request is not valid');
 }
 
+/** Answers a failure of a request on Node's response: whoever's the fault, with the catalogue's code. */
+export type FailureAnswer = (error: unknown, res: ServerResponse, method: string | undefined, path: string) => void;
+
 /**
- * The app's last handler. `onUnavailable` hears of every failure answered 503 because a store failed
+ * How the gateway answers a failure, whichever route failed (the Express app's last handler, and the
+ * routes ahead of the app). `onUnavailable` hears of every failure answered 503 because a store failed
  * (the gateway's Redis and MySQL error counters).
  */
-export function errorHandler(logger: Logger, onUnavailable: (error: unknown) => void = () => undefined): ErrorRequestHandler {
+export function failureAnswer(logger: Logger, onUnavailable: (error: unknown) => void = () => undefined): FailureAnswer {
   // A store away fails every request: one line per request would turn an outage (or a flood during one)
   // into a flood of the log. The first is logged at once, then counts at most every 10 s.
   const unavailableLog = summarisedLog<'answered503'>(logger, 'backing service unavailable', 'requests');
-  return (error: unknown, req, res, _next) => {
+  return (error, res, method, path) => {
     // Answered already (the request deadline did): the handler's late outcome has no one to go to. A
     // store's failure is still counted: a MySQL that is away fails a statement only after the pool's
     // acquire timeout, long after the deadline answered 503.
@@ -140,10 +144,16 @@ export function errorHandler(logger: Logger, onUnavailable: (error: unknown) => 
     const unavailable = unavailableOf(error);
     if (unavailable) {
       onUnavailable(error);
-      unavailableLog('answered503', { err: error, method: req.method, path: req.path });
+      unavailableLog('answered503', { err: error, method, path });
       return sendProblem(res, unavailable);
     }
-    logger.error({ err: error, method: req.method, path: req.path }, 'request failed');
+    logger.error({ err: error, method, path }, 'request failed');
     sendProblem(res, new AppError('INTERNAL_ERROR', 'the request could not be completed'));
   };
+}
+
+/** The app's last handler (see `failureAnswer`). */
+export function errorHandler(logger: Logger, onUnavailable: (error: unknown) => void = () => undefined): ErrorRequestHandler {
+  const answer = failureAnswer(logger, onUnavailable);
+  return (error: unknown, req, res, _next) => answer(error, res, req.method, req.path);
 }

@@ -12,5 +12,5 @@ export { signPaymentEvent, checkPaymentSignature, SIGNATURE_TOLERANCE_SECONDS, t
 export { planControl, type SaleControl, type SaleControlAction, type SaleControlState, type ControlledSale, type ControlPlan } from './sale-control.ts';
 export { REBUY_RULE_DEFAULTS, REBUY_RULE_LIMITS, type RebuyRule } from './rebuy-rule.ts';
 export { ADMISSION_DEFAULTS, ADMISSION_LIMITS, ARRIVAL_SCORE_BASE, isDraw, type QueueAdmission } from './admission.ts';
-export { queueTicketKey, signQueueTicket, readQueueTicket, type QueueTicket, type TicketProblem } from './queue-ticket.ts';
+export { queueTicketKey, signQueueTicket, readQueueTicket, createQueueTicketReader, type QueueTicket, type QueueTicketReader, type TicketProblem } from './queue-ticket.ts';
 export { queueAnswer, isSoldOutForGood, turnNeedsLookup, MAX_RETRY_AFTER_SECONDS, DOOR_RESTORE_GRACE_MS, FINAL_RETRY_AFTER_SECONDS, type DoorView, type QueuePlace, type QueueAnswer, type QueueState } from './queue-status.ts';

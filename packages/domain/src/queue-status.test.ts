@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { queueAnswer, type DoorView } from './queue-status.ts';
-import { queueTicketKey, readQueueTicket, signQueueTicket } from './queue-ticket.ts';
+import { createQueueTicketReader, queueTicketKey, readQueueTicket, signQueueTicket } from './queue-ticket.ts';
 
 const T0 = Date.UTC(2026, 10, 25, 12);
 const door = (over: Partial<DoorView> = {}): DoorView => ({
@@ -84,5 +84,20 @@ describe('queue tickets', () => {
     for (const raw of ['', 'q2', 'q1.7.eA.1.-.sig', 'q2.7.x.1.-.sig', 'q2.07.eA.1.-.5.sig', 'q2.7.eA.-1.-.5.sig', 'q2.7.eA.1.1.x.sig', 'q2.7.eA.1.1.5.5.sig']) {
       expect(readQueueTicket(key, raw, { saleId: 7, userId: 'x' })).toBe('malformed');
     }
+  });
+
+  it("answers what readQueueTicket answers, ticket after ticket and again, past the reader's capacity", () => {
+    const read = createQueueTicketReader(key, 2);
+    const altered = signQueueTicket(key, ticket).split('.');
+    altered[3] = '1';
+    const asks: [string, { saleId: number; userId: string }][] = [
+      ...[0, 1, 2, 3].map((rank) => [signQueueTicket(key, { ...ticket, rank }), { saleId: 7, userId: ticket.userId }] as [string, { saleId: number; userId: string }]),
+      [signQueueTicket(key, ticket), { saleId: 7, userId: 'someone else' }],
+      [signQueueTicket(key, ticket), { saleId: 8, userId: ticket.userId }],
+      [altered.join('.'), { saleId: 7, userId: ticket.userId }],
+      ['q2.7.eA.1.-.sig', { saleId: 7, userId: 'x' }],
+    ];
+
+    for (const [raw, expected] of [...asks, ...asks, ...asks.reverse()]) expect(read(raw, expected)).toEqual(readQueueTicket(key, raw, expected));
   });
 });

@@ -1,8 +1,8 @@
 import {
   AppError,
   queueAnswer,
+  createQueueTicketReader,
   queueTicketKey,
-  readQueueTicket,
   signQueueTicket,
   turnNeedsLookup,
   type DoorView,
@@ -59,6 +59,7 @@ export interface Door {
 export function createDoor(deps: DoorDeps): Door {
   const { redis, prisma, prefix, frontiers } = deps;
   const ticketKey = queueTicketKey(deps.authSecret);
+  const readQueueTicket = createQueueTicketReader(ticketKey);
 
   // Not in Redis: no such sale, or Redis lost it and the reconciler is rebuilding it from MySQL.
   async function missing(saleId: number): Promise<never> {
@@ -74,7 +75,7 @@ export function createDoor(deps: DoorDeps): Door {
   }
 
   function readTicket(saleId: number, userId: string, rawTicket: string): QueueTicket {
-    const ticket = readQueueTicket(ticketKey, rawTicket, { saleId, userId });
+    const ticket = readQueueTicket(rawTicket, { saleId, userId });
     if (typeof ticket !== 'string') return ticket;
     const why = { malformed: 'is malformed', bad_signature: 'has a signature that does not match', other_buyer: "is another buyer's", other_sale: "is another sale's" }[ticket];
     throw new AppError('INVALID_QUEUE_TICKET', `the Queue-Ticket ${why}; ask without it to get yours`);
@@ -95,7 +96,7 @@ export function createDoor(deps: DoorDeps): Door {
     }
   }
 
-  async function reply(saleId: number, userId: string, known: QueuePlace | null, askRedis: boolean, ticket?: QueueTicket): Promise<QueueReply> {
+  async function reply(saleId: number, userId: string, known: QueuePlace | null, askRedis: boolean, ticket?: QueueTicket, rawTicket?: string): Promise<QueueReply> {
     const cached = await doorOf(saleId);
     let now = cached.now;
     let door = cached.door;
@@ -131,7 +132,10 @@ export function createDoor(deps: DoorDeps): Door {
       // The place was read after the cached door: its front is the newer.
       if (read.kind === 'place' && read.front > door.front) door = { ...door, front: read.front };
     }
-    const signed = place ? signQueueTicket(ticketKey, { saleId, userId, score: place.score, rank: place.rank, epoch: door.epoch }) : null;
+    // A ticket says the same again (a waiting buyer's poll, most often): the one the buyer sent is that
+    // ticket, signed (readQueueTicket checked it, and only what was signed passes), so it is not signed again.
+    const unchanged = rawTicket !== undefined && place !== null && ticket!.score === place.score && ticket!.rank === place.rank && ticket!.epoch === door.epoch;
+    const signed = place ? (unchanged ? rawTicket : signQueueTicket(ticketKey, { saleId, userId, score: place.score, rank: place.rank, epoch: door.epoch })) : null;
     return { saleId, answer: queueAnswer(door, place, now), ticket: signed };
   }
 
@@ -145,7 +149,7 @@ export function createDoor(deps: DoorDeps): Door {
     async status(saleId, userId, rawTicket) {
       if (rawTicket === undefined) return reply(saleId, userId, null, true);
       const ticket = readTicket(saleId, userId, rawTicket);
-      return reply(saleId, userId, { score: ticket.score, rank: ticket.rank }, false, ticket);
+      return reply(saleId, userId, { score: ticket.score, rank: ticket.rank }, false, ticket, rawTicket);
     },
 
     async changeAdmission(saleId, change) {
