@@ -15,9 +15,8 @@ interface Topic {
  * listeners, however many pages watch: ten operators on one sale cost what one costs, and the work of a
  * tick grows with the topics watched, never with the pages. One timer drives every topic (not one per
  * topic, each firing at its own phase), so a tick's reads leave together and their payloads reach the
- * streams together: a stream watching the overview and a sale, and the streams of one session, get their
- * events in one burst, which dashboard.route.ts writes once per stream and vouches for with one session
- * read per session. Each payload is serialized once, for every listener. A topic is read from its first
+ * streams close together: dashboard.route.ts writes a stream's events of one turn at once and lets the
+ * streams of one session share a session read. Each payload is serialized once, for every listener. A topic is read from its first
  * listener to its last (its first read at once, then at the feed's ticks); a read still running when the
  * next is due is not doubled up (a slow MySQL gets one query at a time, not a queue of them). A failed
  * read is pushed as `{ error }`, so a page shows that the figures are stale rather than freezing on old
