@@ -12,6 +12,7 @@ import type { AdminGuard } from './admin-guard.ts';
 import type { LiveFeed } from './live-feed.ts';
 import type { LiveViews } from './live-views.ts';
 import type { LiveStreams } from './live-streams.ts';
+import { SessionChecks } from './session-checks.ts';
 
 /** The dashboard's live parts, built once per process by createGateway. */
 export interface DashboardParts {
@@ -61,6 +62,18 @@ export function dashboardRouter(deps: GatewayDeps, { feed, views, streams }: Das
   const secure = (config.ADMIN_COOKIE_SECURE ?? (config.NODE_ENV === 'production' ? '1' : '0')) === '1';
   const cookie = (value: string, maxAgeSeconds: number) =>
     `${SESSION_COOKIE}=${value}; Path=/; HttpOnly; SameSite=Strict; Max-Age=${maxAgeSeconds}${secure ? '; Secure' : ''}`;
+  const sessions = new SessionChecks((id) => readAdminSession(redis, config.REDIS_PREFIX, id, config.ADMIN_TOKEN));
+  // A topic's event, built once for all the streams the feed hands it to (one after the other, in one
+  // turn of the loop); kept until that turn ends, so nothing here outlives a tick.
+  const framesOfTurn = new Map<string, { data: string; frame: string }>();
+  const frameOf = (topic: string, data: string) => {
+    const built = framesOfTurn.get(topic);
+    if (built?.data === data) return built.frame;
+    if (framesOfTurn.size === 0) setImmediate(() => framesOfTurn.clear());
+    const frame = `event: ${topic === 'overview' ? 'overview' : 'sale'}\ndata: ${data}\n\n`;
+    framesOfTurn.set(topic, { data, frame });
+    return frame;
+  };
   const send = (res: Response, file: string) => {
     const asset = ASSETS[file]!;
     res.set({ ...PAGE_HEADERS, 'Content-Type': asset.type }).send(asset.body);
@@ -139,16 +152,25 @@ export function dashboardRouter(deps: GatewayDeps, { feed, views, streams }: Das
     res.writeHead(200, { 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-store', 'X-Accel-Buffering': 'no' });
     res.write('retry: 2000\n\n');
     res.write(`event: history\ndata: ${JSON.stringify(views.snapshot(saleId))}\n\n`);
-    // Checks and writes one after the other, so events leave in the order the feed gave them.
+    // The events that arrive together (a tick's: the overview's and the sale's) leave in one write, after
+    // one session check; checks and writes one after the other, so events leave in the order the feed
+    // gave them.
     let sending = Promise.resolve();
-    const listener = (topic: string, data: string) => {
+    let waiting: string[] = [];
+    const flush = () => {
+      const frames = waiting.join('');
+      waiting = [];
       sending = sending.then(async () => {
-        const session = await readAdminSession(redis, config.REDIS_PREFIX, open.id, config.ADMIN_TOKEN).catch(() => undefined);
+        const session = await sessions.check(open.id);
         if (closed) return;
         if (session === null) return void res.end();
-        // Redis did not answer: the session cannot be vouched for, so this event is not sent.
-        if (session !== undefined) res.write(`event: ${topic === 'overview' ? 'overview' : 'sale'}\ndata: ${data}\n\n`);
+        // Redis did not answer: the session cannot be vouched for, so these events are not sent.
+        if (session !== undefined) res.write(frames);
       });
+    };
+    const listener = (topic: string, data: string) => {
+      if (waiting.length === 0) setImmediate(flush);
+      waiting.push(frameOf(topic, data));
     };
     stops.push(feed.subscribe('overview', listener));
     if (saleId !== null) stops.push(feed.subscribe(`sale:${saleId}`, listener));

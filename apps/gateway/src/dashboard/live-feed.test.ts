@@ -48,6 +48,37 @@ describe('LiveFeed', () => {
     feed.close();
   });
 
+  it('reads every topic on the same tick, however apart their first listeners came', async () => {
+    // Which turn of the event loop a read happened in: a new turn after each setImmediate.
+    let turn = 0;
+    let counting = false;
+    const reads: { topic: string; turn: number }[] = [];
+    const feed = new LiveFeed(async (topic) => {
+      if (!counting) {
+        counting = true;
+        setImmediate(() => ((turn += 1), (counting = false)));
+      }
+      reads.push({ topic, turn });
+      return {};
+    }, 50, logger);
+    const stopA = feed.subscribe('sale:1', () => undefined);
+    await sleep(20);
+    const stopB = feed.subscribe('sale:2', () => undefined);
+    await sleep(180);
+    stopA();
+    stopB();
+    feed.close();
+
+    // After each topic's first read (at its subscription), the two are read together at each tick.
+    const ticks = reads.slice(2);
+    expect(ticks.length).toBeGreaterThanOrEqual(4);
+    expect(ticks.length % 2).toBe(0);
+    for (let i = 0; i < ticks.length; i += 2) {
+      expect(ticks[i]!.turn).toBe(ticks[i + 1]!.turn);
+      expect(new Set([ticks[i]!.topic, ticks[i + 1]!.topic])).toEqual(new Set(['sale:1', 'sale:2']));
+    }
+  });
+
   it('pushes a failed read as { error }, so a page shows its figures are stale', async () => {
     const feed = new LiveFeed(async () => {
       throw new Error('MySQL is away');

@@ -5,7 +5,6 @@ export type FeedListener = (topic: string, data: string) => void;
 
 interface Topic {
   listeners: Set<FeedListener>;
-  timer: NodeJS.Timeout;
   reading: boolean;
   /** The last payload, for a listener that joins between two reads. */
   last: string | undefined;
@@ -13,13 +12,19 @@ interface Topic {
 
 /**
  * The dashboard's live views, read once per interval per topic ('overview', 'sale:<id>') for all its
- * listeners, however many pages watch: ten operators on one sale cost what one costs. A topic is read
- * from its first listener to its last; a read still running when the next is due is not doubled up (a
- * slow MySQL gets one query at a time, not a queue of them). A failed read is pushed as `{ error }`, so a
- * page shows that the figures are stale rather than freezing on old ones.
+ * listeners, however many pages watch: ten operators on one sale cost what one costs, and the work of a
+ * tick grows with the topics watched, never with the pages. One timer drives every topic (not one per
+ * topic, each firing at its own phase), so a tick's reads leave together and their payloads reach the
+ * streams close together: dashboard.route.ts writes a stream's events of one turn at once and lets the
+ * streams of one session share a session read. Each payload is serialized once, for every listener. A topic is read from its first
+ * listener to its last (its first read at once, then at the feed's ticks); a read still running when the
+ * next is due is not doubled up (a slow MySQL gets one query at a time, not a queue of them). A failed
+ * read is pushed as `{ error }`, so a page shows that the figures are stale rather than freezing on old
+ * ones.
  */
 export class LiveFeed {
   private readonly topics = new Map<string, Topic>();
+  private timer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly read: (topic: string) => Promise<unknown>,
@@ -31,10 +36,10 @@ export class LiveFeed {
   subscribe(topic: string, listener: FeedListener): () => void {
     let entry = this.topics.get(topic);
     if (!entry) {
-      const created: Topic = { listeners: new Set(), reading: false, last: undefined, timer: setInterval(() => void this.refresh(topic, created), this.intervalMs) };
-      created.timer.unref();
+      const created: Topic = { listeners: new Set(), reading: false, last: undefined };
       this.topics.set(topic, created);
       entry = created;
+      this.startTicking();
       void this.refresh(topic, created);
     } else if (entry.last !== undefined) {
       listener(topic, entry.last);
@@ -45,20 +50,33 @@ export class LiveFeed {
       if (!current) return;
       current.listeners.delete(listener);
       if (current.listeners.size === 0) {
-        clearInterval(current.timer);
         this.topics.delete(topic);
+        if (this.topics.size === 0) this.stopTicking();
       }
     };
   }
 
-  /** Topics being read now (each by one timer). */
+  /** Topics being read now (all by the feed's one timer). */
   get activeTopics(): string[] {
     return [...this.topics.keys()];
   }
 
   close(): void {
-    for (const topic of this.topics.values()) clearInterval(topic.timer);
+    this.stopTicking();
     this.topics.clear();
+  }
+
+  private startTicking(): void {
+    if (this.timer) return;
+    this.timer = setInterval(() => {
+      for (const [topic, entry] of this.topics) void this.refresh(topic, entry);
+    }, this.intervalMs);
+    this.timer.unref();
+  }
+
+  private stopTicking(): void {
+    clearInterval(this.timer);
+    this.timer = undefined;
   }
 
   private async refresh(topic: string, entry: Topic): Promise<void> {
