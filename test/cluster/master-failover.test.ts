@@ -57,7 +57,29 @@ async function sellingCluster() {
   await until(async () => ids.map((id) => before.accepted(id)), (counts) => counts.every((n) => n >= 50));
   const failing = (await s.cluster.masters()).find((m) => m.port === sales[0]!.master)!;
   const [replica] = await s.cluster.replicasOf(failing);
-  return { s, prefix, sales, ids, pauses, urls, before, failing, replica: replica! };
+  const generation = await generationOf(s, sales[0]!.id);
+  return { s, prefix, sales, ids, pauses, urls, before, failing, replica: replica!, generation };
+}
+
+/** The Redis generation MySQL records for a sale: a rebuild from MySQL moves it on. */
+async function generationOf(s: ClusterSystem, saleId: number): Promise<string | null> {
+  const row = await s.ctx.prisma.sale.findUniqueOrThrow({ where: { id: saleId }, select: { redisGeneration: true } });
+  return row.redisGeneration;
+}
+
+/**
+ * The failed master's sale is rebuilt from MySQL: the state its replica holds is another history of
+ * writes (another replication id), which may lack writes the old master acknowledged after the last
+ * checkpoint. On failure, what the reconciler said of that sale and of its watch.
+ */
+async function expectRebuilt({ s, sales, generation }: Selling) {
+  const saleId = sales[0]!.id;
+  try {
+    await until(() => generationOf(s, saleId), (now) => now !== generation, 90_000);
+  } catch (error) {
+    const said = (s.reconciler?.logs ?? []).filter((l) => l.saleId === saleId || l.part === 'watch' || (typeof l.msg === 'string' && /watch|overdue/.test(l.msg)));
+    throw new Error(`sale ${saleId} not rebuilt; the reconciler's lines on it and its watch:\n${said.map((l) => JSON.stringify(l)).join('\n')}`, { cause: error });
+  }
 }
 
 type Selling = Awaited<ReturnType<typeof sellingCluster>>;
@@ -142,6 +164,7 @@ describe('a Redis Cluster master lost under steady load', () => {
     }
     await until(() => roleOf(failing), (role) => role === 'slave', 60_000);
     await s.cluster.waitUntilHealthy(60_000);
+    await expectRebuilt(selling);
     await expectRecovered(selling, await before.stop());
   });
 
@@ -153,6 +176,7 @@ describe('a Redis Cluster master lost under steady load', () => {
     await failing.start();
     await until(() => roleOf(failing), (role) => role === 'slave', 60_000);
     await s.cluster.waitUntilHealthy(60_000);
+    await expectRebuilt(selling);
     await expectRecovered(selling, await before.stop());
   });
 });
