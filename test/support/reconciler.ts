@@ -50,6 +50,7 @@ export async function startReconciler(ctx: TestContext, options: { watchEveryMs?
       drainTimeoutMs: options.drainTimeoutMs ?? 10_000,
       concurrency: 2,
       watchPerSecond: ctx.config.RECONCILER_WATCH_PER_SECOND,
+      watchStepTimeoutMs: ctx.config.RECONCILER_WATCH_STEP_TIMEOUT_MS,
       auditPerSecond: ctx.config.RECONCILER_AUDIT_PER_SECOND,
       auditIdleMs: options.auditIdleMs ?? ctx.config.RECONCILER_AUDIT_IDLE_MS,
     },

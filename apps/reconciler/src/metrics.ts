@@ -74,6 +74,12 @@ export function createReconcilerMetrics(readRedisMemory?: () => Promise<RedisMem
     reconciliations,
     reconcileSeconds,
     lostReservations,
+    watchOverdue: new Counter({
+      name: 'flashsale_reconciler_watch_overdue_total',
+      help: 'Steps of the watch (a look at a sale, the list of sales, ...) passed over for not finishing within RECONCILER_WATCH_STEP_TIMEOUT_MS, by step; the log names the sale. Redis or MySQL hanging, mostly.',
+      labelNames: ['step'] as const,
+      registers: [registry],
+    }),
     saleErrors: new Counter({
       name: 'flashsale_reconciler_sale_errors_total',
       help: 'Times one sale could not be watched, audited, retired or settled on its own (the log names the sale); the other sales went on.',

@@ -21,6 +21,8 @@ import {
   watchedSaleIds,
   watchMysqlServer,
   watchOneSale,
+  WatchStepOverdueError,
+  withinDeadline,
   type AuditReport,
   type SaleVisit,
   type SalesDeps,
@@ -52,6 +54,8 @@ export interface ReconcilerOptions {
   concurrency: number;
   /** The most sales watched per second (RECONCILER_WATCH_PER_SECOND; see WatchRota). */
   watchPerSecond: number;
+  /** The longest one step of the watch may take before it is passed over (RECONCILER_WATCH_STEP_TIMEOUT_MS; see withinDeadline). */
+  watchStepTimeoutMs: number;
   /** The most sales one audit run checks per second of auditEveryMs (RECONCILER_AUDIT_PER_SECOND). */
   auditPerSecond: number;
   /** A sale unchanged since its last clean audit is audited again after this long (RECONCILER_AUDIT_IDLE_MS). */
@@ -75,6 +79,8 @@ export interface ReconcilerDeps {
   onDoorSeen?(saleId: number, door: DoorGauges): void;
   /** A sale retired (see isRetired) or no longer watched: nothing more is told of it until seen live again. */
   onSaleGone?(saleId: number): void;
+  /** A step of the watch passed over for not finishing within its deadline (also logged, with the sale). */
+  onWatchOverdue?(step: WatchStep): void;
   /** A watch pass, an audit run or a reconcile attempt failed as a whole (Redis or MySQL away, mostly). */
   onFailure?(error: unknown): void;
   /** A reconcile attempt failed (BullMQ retries it; the sale stays paused meanwhile). */
@@ -82,6 +88,9 @@ export interface ReconcilerDeps {
 }
 
 const AUDIT_SCHEDULER = 'audit-every-live-sale';
+
+/** The steps of the watch, each under RECONCILER_WATCH_STEP_TIMEOUT_MS (the metric's `step` label). */
+export type WatchStep = 'list' | 'look' | 'door' | 'retire' | 'mysql_identity' | 'audit_schedule';
 
 /** A queue has no loop of its own to rest: its errors are only summed up in the log. */
 const NOT_RESTABLE: Restable = { pause: async () => undefined, resume: () => undefined };
@@ -243,7 +252,7 @@ export class Reconciler {
       const now = performance.now();
       let listed: WatchedSale[] | undefined;
       if (now - this.listedAt >= this.rota.roundMs()) {
-        listed = await listSalesToWatch(this.watcherDeps);
+        listed = await this.step('list', undefined, () => listSalesToWatch(this.watcherDeps));
         this.rota.setSales(listed.filter((sale) => sale.settled), now);
         const ids = new Set(listed.map((sale) => sale.id));
         for (const saleId of this.observed.keys()) if (!ids.has(saleId)) this.deps.onSaleGone?.(saleId);
@@ -254,13 +263,25 @@ export class Reconciler {
       // out of memory. What writes (re-listing sales, the audit's schedule) comes after, and its failure
       // (OOM, mostly) fails that step alone, never the looks: a full Redis is emptied by this loop.
       for (const sale of this.rota.due(performance.now())) {
-        const visit = await watchOneSale(this.watcherDeps, sale);
+        let visit: SaleVisit | undefined;
+        try {
+          visit = await this.step('look', sale.id, (signal) => watchOneSale(this.watcherDeps, sale, signal));
+        } catch (error) {
+          if (!(error instanceof WatchStepOverdueError)) throw error;
+          // Passed over (logged and counted): looked at again soon, as a sale that changed, while the
+          // loop goes on to the others.
+          this.rota.visited(sale, performance.now(), true);
+          continue;
+        }
         if (visit) {
           this.observed.set(sale.id, fingerprintOf(visit.snapshot));
           if (this.isRetired(visit)) this.deps.onSaleGone?.(sale.id);
           else {
             this.deps.onSaleSeen?.(sale.id, visit.snapshot);
-            if (sale.admission && visit.snapshot.present && this.deps.onDoorSeen) await this.lookAtDoor(sale.id, visit.snapshot.at);
+            if (sale.admission && visit.snapshot.present && this.deps.onDoorSeen) {
+              const at = visit.snapshot.at;
+              await this.step('door', sale.id, () => this.lookAtDoor(sale.id, at)).catch(passOverdue);
+            }
           }
           this.rota.visited(visit.sale, performance.now(), visit.changed);
         } else {
@@ -268,31 +289,54 @@ export class Reconciler {
           this.rota.visited(sale, performance.now(), false);
         }
       }
-      if (listed) await this.afterLooks(() => retireFinishedSales(this.watcherDeps, listed));
+      if (listed) await this.afterLooks('retire', () => retireFinishedSales(this.watcherDeps, listed));
       // Once a round, after the looks: MySQL's identity against the one Redis remembers (watchMysqlServer).
       if (listed) {
         const saleIds = listed.filter((sale) => sale.settled).map((sale) => sale.id);
-        await this.afterLooks(async () => void (await watchMysqlServer(this.watcherDeps, saleIds)));
+        await this.afterLooks('mysql_identity', async () => void (await watchMysqlServer(this.watcherDeps, saleIds)));
       }
       // The audit's schedule lives in Redis; a Redis that lost its data lost it too, so it is set again
       // now and then (upserting an existing scheduler changes nothing).
       if (now - this.scheduledAt >= 10_000 && this.listedAt !== -Infinity) {
         this.scheduledAt = now;
-        await this.afterLooks(() => this.scheduleAudit());
+        await this.afterLooks('audit_schedule', () => this.scheduleAudit());
       }
     } catch (error) {
-      this.deps.onFailure?.(error);
-      this.watchErrors.failed(NOT_RESTABLE, error as Error);
+      this.watchFailed(error);
     }
   }
 
   /** A step of the watch after its looks: its failure is summed up in the log, the pass goes on. */
-  private async afterLooks(step: () => Promise<void>): Promise<void> {
+  private async afterLooks(step: WatchStep, work: () => Promise<void>): Promise<void> {
     try {
-      await step();
+      await this.step(step, undefined, work);
     } catch (error) {
-      this.deps.onFailure?.(error);
-      this.watchErrors.failed(NOT_RESTABLE, error as Error);
+      this.watchFailed(error);
+    }
+  }
+
+  /** A failed pass or step: summed up in the log; an overdue one was already logged and counted. */
+  private watchFailed(error: unknown): void {
+    if (error instanceof WatchStepOverdueError) return;
+    this.deps.onFailure?.(error);
+    this.watchErrors.failed(NOT_RESTABLE, error as Error);
+  }
+
+  /**
+   * One step of the watch within RECONCILER_WATCH_STEP_TIMEOUT_MS (withinDeadline): past it, the step
+   * is logged (with its sale) and counted, and fails with WatchStepOverdueError, so no step can hold up
+   * the loop, and with it every other sale's look, without a word.
+   */
+  private async step<T>(step: WatchStep, saleId: number | undefined, work: (signal: AbortSignal) => Promise<T>): Promise<T> {
+    const deadlineMs = this.options.watchStepTimeoutMs;
+    try {
+      return await withinDeadline(step, deadlineMs, work);
+    } catch (error) {
+      if (error instanceof WatchStepOverdueError) {
+        this.deps.onWatchOverdue?.(step);
+        this.deps.logger.warn({ step, saleId, deadlineMs }, 'watch step overdue: passed over, the watch goes on');
+      }
+      throw error;
     }
   }
 
@@ -364,6 +408,11 @@ export class Reconciler {
       opts: { removeOnComplete: 100, removeOnFail: 100 },
     });
   }
+}
+
+/** Swallows a step's overdue failure (already logged and counted); anything else goes on. */
+function passOverdue(error: unknown): void {
+  if (!(error instanceof WatchStepOverdueError)) throw error;
 }
 
 /** What a look saw of a sale's state, as a string to compare: equal means nothing happened in between. */

@@ -311,6 +311,13 @@ const schema = z
      * its last look comes first.
      */
     RECONCILER_WATCH_PER_SECOND: intFrom(1, 1_000_000).default(200),
+    /**
+     * The longest one step of the reconciler's watch (a look at a sale, the list of sales, a round of
+     * retirements) may take before it is passed over, logged and counted, default 5000 ms: a look that
+     * hangs (a Redis Cluster command waiting for a node, a frozen server) must not stop every other
+     * sale's watch. A command of its own still waits up to REDIS_BACKGROUND_COMMAND_TIMEOUT_MS.
+     */
+    RECONCILER_WATCH_STEP_TIMEOUT_MS: intFrom(100, 600_000).default(5000),
     /** The most sales one audit run checks per second of AUDIT_EVERY_MS, default 50 (see RECONCILER_AUDIT_IDLE_MS). */
     RECONCILER_AUDIT_PER_SECOND: intFrom(1, 1_000_000).default(50),
     /**

@@ -48,7 +48,24 @@ export function connectRedis(target: RedisTargetLike, options: RedisOptions = {}
     slotsRefreshTimeout: 2000,
     clusterRetryStrategy: (attempt) => Math.min(100 * attempt, 2000),
   });
+  if (options.commandTimeout !== undefined) deadlineFromIssue(cluster, options.commandTimeout);
   return cluster as unknown as Redis;
+}
+
+/**
+ * ioredis's Cluster starts a command's commandTimeout only when it hands the command to a node's
+ * connection: a command waiting in the cluster's own queue (no node for its slot yet) or between the
+ * retries of CLUSTERDOWN, TRYAGAIN or a failover waits without any deadline (ioredis issue #1604), which
+ * a failover's few seconds of CLUSTERDOWN or an unready client can stretch without end. Here the deadline
+ * runs from the moment the command is issued, whatever it waits for; the node's connection keeps that
+ * timer (a command's timer is set once) rather than starting one of its own.
+ */
+function deadlineFromIssue(cluster: Cluster, commandTimeoutMs: number): void {
+  const send = cluster.sendCommand.bind(cluster);
+  cluster.sendCommand = (command, stream, node) => {
+    command.setTimeout(commandTimeoutMs);
+    return send(command, stream, node);
+  };
 }
 
 /**

@@ -20,6 +20,7 @@ export { restoreBuyerHistory, type BuyerHistoryDeps } from './buyer-history.ts';
 export { storeFailures, isStoreUnavailable } from './store-failures.ts';
 export { auditAndReport, auditSale, type AuditDeps, type AuditReport } from './ledger-audit.ts';
 export { judge, listSalesToWatch, watchedSaleIds, watchOneSale, retireFinishedSales, type StateWatcherDeps, type SaleVisit, type Verdict } from './sale-watch.ts';
+export { withinDeadline, WatchStepOverdueError } from './watch-deadline.ts';
 export type { WatchedSale } from '@flashsale/order-store';
 export { watchMysqlServer, type MysqlServerWatchDeps } from './mysql-server-watch.ts';
 export { OrderIntake, Abandoned, backoffMs, type OrderIntakeObserver, type OrderIntakeStats, type StreamDelivery } from './order-intake.ts';

@@ -18,6 +18,7 @@ import { settleStalledCreation } from './sale-creation.ts';
 import { catchUpControls } from './sale-controls.ts';
 import { saleInRedis, type SalesDeps } from './sales-deps.ts';
 import { isStoreUnavailable } from './store-failures.ts';
+import { WatchStepOverdueError } from './watch-deadline.ts';
 
 /** What the watcher concluded about one sale's Redis state. */
 export type Verdict = { kind: 'healthy' } | { kind: 'paused' } | { kind: 'reconcile'; reason: ReconcileReason; why: string };
@@ -83,19 +84,23 @@ export interface SaleVisit {
  * what a later loss destroyed). Run by the reconciler's own loop, not as a BullMQ job, because a Redis
  * that lost its data has lost BullMQ's schedules too. Its own failure is logged and counted
  * (forOneSale) and yields undefined; Redis or MySQL being away throws. A sale seen paused at two looks
- * running is taken up again (see watchSale).
+ * running is taken up again (see watchSale). Once `signal` is aborted (the look is overdue: see
+ * withinDeadline) it writes nothing more.
  */
-export async function watchOneSale(deps: StateWatcherDeps, sale: WatchedSale): Promise<SaleVisit | undefined> {
+export async function watchOneSale(deps: StateWatcherDeps, sale: WatchedSale, signal?: AbortSignal): Promise<SaleVisit | undefined> {
   let visit: SaleVisit | undefined;
   await forOneSale(deps, sale.id, 'not watched this pass', async () => {
-    visit = await watchSale(deps, sale);
+    visit = await watchSale(deps, sale, signal);
   });
   if (visit?.verdict.kind === 'paused') deps.pausedLastPass.add(sale.id);
   else if (visit) deps.pausedLastPass.delete(sale.id);
   return visit;
 }
 
-async function watchSale(deps: StateWatcherDeps, listed: WatchedSale): Promise<SaleVisit> {
+async function watchSale(deps: StateWatcherDeps, listed: WatchedSale, signal?: AbortSignal): Promise<SaleVisit> {
+  // Called before each write: a look given up on writes nothing from what it read (a newer look may
+  // have moved on since), and logs no verdict (the next look judges again).
+  const stillWanted = () => signal?.throwIfAborted();
   let sale = listed;
   let snapshot = await snapshotSale(deps.redis, deps.prefix, sale.id);
   // Counters can catch up with the checkpoint within one pass after Redis went back (a restart from an
@@ -124,6 +129,7 @@ async function watchSale(deps: StateWatcherDeps, listed: WatchedSale): Promise<S
     }
   }
   const visit = (changed: boolean): SaleVisit => ({ verdict, sale, snapshot, changed });
+  stillWanted();
   if (verdict.kind !== 'reconcile' && snapshot.controlsVersion < sale.controlsVersion) await catchUpControls(deps, sale, snapshot.controlsVersion);
   if (verdict.kind === 'reconcile') {
     deps.logger.warn({ saleId: sale.id, reason: verdict.reason, why: verdict.why }, 'sale state needs reconciling');
@@ -150,13 +156,14 @@ async function watchSale(deps: StateWatcherDeps, listed: WatchedSale): Promise<S
       streamId: snapshot.lastEntryId,
       replicationId: snapshot.replicationId ?? null,
     };
+    stillWanted();
     const recorded = await recordCheckpoint(deps.prisma, sale.id, sale.generation, checkpoint, sale.checkpoint);
     // Retention: what the workers have acknowledged is an order (or a dead letter) now, and goes, up to
     // the checkpoint this pass found in place and replaced: a checkpoint is only ever replaced by one
     // recorded after its entry was seen, so every reconciler checks an entry at or after it. Not when
     // the record was refused (another reconciler moved on, or the generation changed under this pass).
     const verified = sale.checkpoint?.streamId;
-    if (recorded && verified) await retain(deps, sale.id, { keepFrom: verified, keepSinceMs: snapshot.at - deps.retentionMs, maxEntries: deps.retentionEntries ?? null });
+    if (recorded && verified && !signal?.aborted) await retain(deps, sale.id, { keepFrom: verified, keepSinceMs: snapshot.at - deps.retentionMs, maxEntries: deps.retentionEntries ?? null });
     // The next look compares with the checkpoint MySQL holds: this one, or (refused) the one that won.
     sale = { ...sale, checkpoint: recorded ? checkpoint : await findCheckpoint(deps.prisma, sale.id) };
     return visit(true);
@@ -227,7 +234,8 @@ async function forOneSale(deps: StateWatcherDeps, saleId: number, what: string, 
   try {
     await work();
   } catch (error) {
-    if (isStoreUnavailable(error)) throw error;
+    // An overdue look's own abort: already logged and counted where it was given up.
+    if (isStoreUnavailable(error) || error instanceof WatchStepOverdueError) throw error;
     deps.onSaleError?.(saleId, error);
     deps.logger.error({ err: error, saleId }, `sale ${what}: its state could not be read or changed`);
   }
