@@ -57,14 +57,20 @@ async function sellingCluster() {
   await until(async () => ids.map((id) => before.accepted(id)), (counts) => counts.every((n) => n >= 50));
   const failing = (await s.cluster.masters()).find((m) => m.port === sales[0]!.master)!;
   const [replica] = await s.cluster.replicasOf(failing);
-  const generation = await generationOf(s, sales[0]!.id);
-  return { s, prefix, sales, ids, pauses, urls, before, failing, replica: replica!, generation };
+  // What the rebuild is judged on: the failed master's history of writes, as the watch recorded it with
+  // a checkpoint. A master lost before the watch's first checkpoint of its sale leaves nothing to
+  // compare the replica's history with (any loss is then the audit's to find, as drift): so the fault
+  // comes once that checkpoint is there. Said, since a busy machine can make that wait.
+  const present = (await checkpointOf(s, sales[0]!.id)).replicationId !== null;
+  const checkpoint = await until(() => checkpointOf(s, sales[0]!.id), (c) => c.replicationId !== null);
+  console.info(`sale ${sales[0]!.id}: checkpoint with the master's replication id ${present ? 'already recorded' : 'awaited'} when its buyers reached 50`);
+  return { s, prefix, sales, ids, pauses, urls, before, failing, replica: replica!, generation: checkpoint.generation };
 }
 
-/** The Redis generation MySQL records for a sale: a rebuild from MySQL moves it on. */
-async function generationOf(s: ClusterSystem, saleId: number): Promise<string | null> {
-  const row = await s.ctx.prisma.sale.findUniqueOrThrow({ where: { id: saleId }, select: { redisGeneration: true } });
-  return row.redisGeneration;
+/** The sale's Redis generation and its checkpoint's replication id, as MySQL records them. */
+async function checkpointOf(s: ClusterSystem, saleId: number): Promise<{ generation: string | null; replicationId: string | null }> {
+  const row = await s.ctx.prisma.sale.findUniqueOrThrow({ where: { id: saleId }, select: { redisGeneration: true, checkpointReplicationId: true } });
+  return { generation: row.redisGeneration, replicationId: row.checkpointReplicationId };
 }
 
 /**
@@ -75,7 +81,7 @@ async function generationOf(s: ClusterSystem, saleId: number): Promise<string | 
 async function expectRebuilt({ s, sales, generation }: Selling) {
   const saleId = sales[0]!.id;
   try {
-    await until(() => generationOf(s, saleId), (now) => now !== generation, 90_000);
+    await until(async () => (await checkpointOf(s, saleId)).generation, (now) => now !== generation, 90_000);
   } catch (error) {
     const said = (s.reconciler?.logs ?? []).filter((l) => l.saleId === saleId || l.part === 'watch' || (typeof l.msg === 'string' && /watch|overdue/.test(l.msg)));
     throw new Error(`sale ${saleId} not rebuilt; the reconciler's lines on it and its watch:\n${said.map((l) => JSON.stringify(l)).join('\n')}`, { cause: error });
