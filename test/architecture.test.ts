@@ -19,16 +19,6 @@ const REDIS_STORE = '@flashsale/redis-store';
 const ORDER_STORE = '@flashsale/order-store';
 const SALES = '@flashsale/sales';
 
-/**
- * Files of apps/ that still import both stores, each for a reason; a new one fails the test: the two
- * commands that open both clients themselves, with settings of their own, outside packages/bootstrap.
- */
-const BOTH_STORES_ALLOWED = new Set([
-  // npm run admin, npm run reconcile: each opens both clients for one use case.
-  'apps/gateway/src/admin-cli.ts',
-  'apps/reconciler/src/reconcile-cli.ts',
-]);
-
 interface SourceFile {
   /** Relative to the repository, with forward slashes. */
   path: string;
@@ -77,9 +67,9 @@ describe('the layers', () => {
     const both = apps
       .filter((file) => file.imports.some((s) => isPackage(s, REDIS_STORE)) && file.imports.some((s) => isPackage(s, ORDER_STORE)))
       .map((file) => file.path);
-    expect(both.filter((path) => !BOTH_STORES_ALLOWED.has(path))).toEqual([]);
-    // An exception that no longer needs both stores leaves the list, so the list stays the truth.
-    expect([...BOTH_STORES_ALLOWED].filter((path) => !both.includes(path))).toEqual([]);
+    // The processes and the commands get their connections from packages/bootstrap (openStores,
+    // openCommandStores) and hand them to the use cases.
+    expect(both).toEqual([]);
   });
 
   it('packages never import apps', () => {

@@ -1,8 +1,7 @@
 import { AppError, MAX_STOCK, parseSaleId, saleIdOfReservation, type SaleControl } from '@flashsale/domain';
 import { exitWithUsage, loadConfig, parseCommandLine } from '@flashsale/config';
 import { createLogger } from '@flashsale/runtime';
-import { createPrisma } from '@flashsale/order-store';
-import { createRedis, redisTargetOf } from '@flashsale/redis-store';
+import { openCommandStores } from '@flashsale/bootstrap';
 import { LOSSES_PAGE, listAdminSales, readSaleLosses, runSaleControl } from '@flashsale/sales';
 
 /**
@@ -75,8 +74,8 @@ function lossesPage(saleId: number): { saleId: number; limit: number; cursor?: s
 
 const config = loadConfig();
 const logger = createLogger('admin-cli', config.LOG_LEVEL, { stream: 2 });
-const redis = createRedis(redisTargetOf(config));
-const prisma = createPrisma(config.DATABASE_URL, 2);
+const stores = openCommandStores(config, { name: 'admin-cli', poolSize: 2 });
+const { redis, prisma } = stores;
 const deps = { redis, prisma, prefix: config.REDIS_PREFIX, logger };
 let exitCode = 0;
 try {
@@ -91,7 +90,6 @@ try {
   if (error instanceof AppError) process.stderr.write(`${error.code}: ${error.message}\n`);
   else process.stderr.write(`failed: ${(error as Error).message}\n`);
 } finally {
-  redis.disconnect();
-  await prisma.$disconnect();
+  await stores.close();
 }
 process.exit(exitCode);

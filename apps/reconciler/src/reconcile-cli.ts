@@ -2,8 +2,9 @@ import type { Worker } from 'bullmq';
 import { exitWithUsage, loadConfig, parseCommandLine } from '@flashsale/config';
 import { createLogger } from '@flashsale/runtime';
 import { SaleNotFound } from '@flashsale/domain';
-import { createRedis, announceSaleChanged, redisTargetOf } from '@flashsale/redis-store';
-import { createPrisma, findSale } from '@flashsale/order-store';
+import { announceSaleChanged, redisTargetOf } from '@flashsale/redis-store';
+import { openCommandStores } from '@flashsale/bootstrap';
+import { saleExists } from '@flashsale/sales';
 import { bullConnection, createReconcileJobs, enqueueReconcile, type ReconcileJobData, type ReconcileResult } from '@flashsale/jobs';
 import { createReconcileWorker } from './reconcile-worker.ts';
 
@@ -26,14 +27,14 @@ if (!Number.isInteger(saleId) || saleId < 1) exitWithUsage(COMMAND, values.sale 
 
 const config = loadConfig();
 const logger = createLogger('reconcile', config.LOG_LEVEL);
-const redis = createRedis(redisTargetOf(config), { name: 'reconcile-cli', commandTimeoutMs: config.REDIS_BACKGROUND_COMMAND_TIMEOUT_MS });
-const prisma = createPrisma(config.DATABASE_URL, config.RECONCILER_DB_POOL_SIZE, 0, { idleTimeoutMs: config.DB_POOL_IDLE_TIMEOUT_MS });
+const stores = openCommandStores(config, { name: 'reconcile-cli', poolSize: config.RECONCILER_DB_POOL_SIZE });
+const { redis, prisma } = stores;
 const jobs = createReconcileJobs(redisTargetOf(config), config.REDIS_PREFIX);
 const workerConnection = bullConnection(redisTargetOf(config));
 let exitCode = 0;
 let worker: Worker<ReconcileJobData, ReconcileResult> | undefined;
 try {
-  if (!(await findSale(prisma, saleId))) throw new SaleNotFound(`sale ${saleId} is not in MySQL`);
+  if (!(await saleExists(prisma, saleId))) throw new SaleNotFound(`sale ${saleId} is not in MySQL`);
   worker = createReconcileWorker(
     {
       redis,
@@ -60,7 +61,6 @@ try {
   await worker?.close();
   await jobs.close();
   workerConnection.disconnect();
-  await redis.quit();
-  await prisma.$disconnect();
+  await stores.close();
 }
 process.exit(exitCode);

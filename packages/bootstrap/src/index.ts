@@ -1,3 +1,3 @@
 export { bootProcess, serveInternalPort, announceStarted, type ProcessBoot, type InternalPort } from './process-boot.ts';
-export { openStores, storesReadiness, type ProcessStores, type GatewayStores, type ReconcilerStores, type WorkerStores } from './process-stores.ts';
+export { openStores, openCommandStores, storesReadiness, type CommandStores, type ProcessStores, type GatewayStores, type ReconcilerStores, type WorkerStores } from './process-stores.ts';
 export { stopOnSignal, type ProcessStop } from './process-stop.ts';

@@ -58,6 +58,29 @@ export function openStores({ role, config, logger }: ProcessBoot, storeErrors: P
   return { redis, prisma, jobs: createReconcileJobs(target, config.REDIS_PREFIX) };
 }
 
+/** The connections of a one-shot command (`npm run admin`, `npm run reconcile`), and their close. */
+export interface CommandStores extends WorkerStores {
+  close(): Promise<void>;
+}
+
+/**
+ * The stores a command opens for its one use case: Redis with the background processes' command deadline
+ * (a command waits, it answers no buyer), MySQL with a pool of `poolSize`. Nothing waits for either to
+ * answer before the use case runs; its first call fails if a store is away.
+ */
+export function openCommandStores(config: ProcessBoot['config'], options: { name: string; poolSize: number }): CommandStores {
+  const redis = createRedis(redisTargetOf(config), { name: options.name, commandTimeoutMs: config.REDIS_BACKGROUND_COMMAND_TIMEOUT_MS });
+  const prisma = createPrisma(config.DATABASE_URL, options.poolSize, 0, { idleTimeoutMs: config.DB_POOL_IDLE_TIMEOUT_MS });
+  return {
+    redis,
+    prisma,
+    async close() {
+      await redis.quit().catch(() => redis.disconnect());
+      await prisma.$disconnect();
+    },
+  };
+}
+
 /** `/readyz`: ready when Redis and MySQL both answer. */
 export function storesReadiness({ redis, prisma }: WorkerStores): () => Promise<Readiness> {
   return readinessProbe({ redis: () => redis.ping(), mysql: () => prisma.$queryRaw`SELECT 1` });
