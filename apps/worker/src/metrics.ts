@@ -35,7 +35,7 @@ export function createWorkerMetrics() {
     registers: [registry],
   });
   // By sale: the sales index holds the published sales only, and an operator needs to know which to
-  // repair. stage and kind are a few fixed words (see sale-isolation.ts).
+  // repair. stage and kind are a few fixed words (see sale-backoff.ts).
   const saleErrors = new Counter({
     name: 'flashsale_worker_sale_errors_total',
     help: 'Steps that failed for one sale\'s own keys (e.g. a key of the wrong type), by sale, stage (read, claim, batch) and kind; that sale is retried with backoff, the others go on.',

@@ -3,7 +3,7 @@ import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { claimIdleEntriesOf, keepHeld, listSaleIds, readNewEntries } from '@flashsale/redis-store';
 import { Abandoned, backoffMs, OrderIntake, type OrderIntakeObserver, type OrderIntakeStats, type SalesDeps, type StreamDelivery } from '@flashsale/sales';
-import { SaleBackoff, type SaleFaultKind, type SaleStage } from './sale-isolation.ts';
+import { SaleBackoff, type SaleFaultKind, type SaleStage } from './sale-backoff.ts';
 import { SaleLanes } from './sale-lanes.ts';
 import { SaleSchedule } from './sale-schedule.ts';
 

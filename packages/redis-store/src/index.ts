@@ -18,7 +18,7 @@ export { streamBacklog, orderWritersProgress } from './stream-backlog.ts';
 export { isDrained, waitForDrain } from './stream-drain.ts';
 export { readDeadLettered, recentDeadLettersByReason } from './dead-letters.ts';
 export { readRedisLedger } from './redis-ledger.ts';
-export { writeAuditRecord, readAuditRecord } from './audit-report.ts';
+export { writeAuditRecord, readAuditRecord } from './audit-record.ts';
 export { restoreClosedOrders } from './buyer-history.ts';
 export { snapshotSale, acceptedUnits, type SaleSnapshot } from './sale-snapshot.ts';
 export { createSaleStore, type SaleRedis } from './sale-store.ts';

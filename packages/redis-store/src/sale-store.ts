@@ -7,7 +7,7 @@ import { applySaleControls } from './sale-controls.ts';
 import { announceSaleChanged } from './sale-events.ts';
 import { streamBacklog } from './stream-backlog.ts';
 import { waitForDrain } from './stream-drain.ts';
-import { readAuditRecord } from './audit-report.ts';
+import { readAuditRecord } from './audit-record.ts';
 import { areSetAside, deadLetter, findDeadLetter } from './dead-letters.ts';
 import { findBuyerReservation, heldReservationPages, type BuyerPages } from './buyer-record.ts';
 import { forgetPaymentArrivals, heldPayments, recordPaymentArrival, type PaymentContents } from './payment-arrivals.ts';

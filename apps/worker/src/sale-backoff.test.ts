@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createTestContext, type TestContext } from '../../../test/support/context.ts';
-import { SaleBackoff, saleFaultOf, type SaleFaultKind, type SaleStage } from './sale-isolation.ts';
+import { SaleBackoff, saleFaultOf, type SaleFaultKind, type SaleStage } from './sale-backoff.ts';
 import { capturedLog } from '../../../test/support/logs.ts';
 
 let ctx: TestContext;

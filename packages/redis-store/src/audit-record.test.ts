@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { contextPerFile } from '../../../test/support/context.ts';
-import { readAuditRecord, writeAuditRecord } from './audit-report.ts';
+import { readAuditRecord, writeAuditRecord } from './audit-record.ts';
 
 const env = contextPerFile();
 
