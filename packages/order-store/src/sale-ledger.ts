@@ -211,7 +211,7 @@ async function switchGeneration(
       soldUnits: units,
       lostReservations: { increment: lost.reservations },
       lostUnits: { increment: lost.units },
-      // Spent: the next checkpoint is taken from the rebuilt state.
+      // Spent: the rebuild records the next one from the rebuilt state before it resumes.
       checkpointReservations: null,
       checkpointUnits: null,
       checkpointAt: null,
