@@ -78,10 +78,10 @@ async function reconcileLocked(deps: ReconcileDeps, saleId: number, reason: Reco
   // Gone or gone back is not the same as reservations lost: a sale whose keys vanished before anyone
   // bought, or since its last checkpoint, lost nothing. What was lost is counted, and said, below.
   if (plan.judgement.lost) logger.warn({ saleId, reason, why: plan.judgement.why, lost: plan.lost }, 'reconcile: the Redis state replaced was gone or had gone back');
-  // The buyers stream from MySQL into Redis a page at a time (neither side holds them all, nor blocks on
-  // them): memory and the longest Redis command stay flat whatever the number of buyers.
   // The history of writes the rebuild goes to, read before its first write: see recordRebuiltCheckpoint.
   const before = await inRedis.snapshot();
+  // The buyers stream from MySQL into Redis a page at a time (neither side holds them all, nor blocks on
+  // them): memory and the longest Redis command stay flat whatever the number of buyers.
   const { doorLost } = await inRedis.rebuild(plan.sale, { ...plan, buyers: liveBuyerPages(prisma, saleId) });
   // The rebuy rule's state is derived from MySQL's closed orders too, before the sale resumes: a buyer
   // who closed orders does not start over because Redis lost its data.
