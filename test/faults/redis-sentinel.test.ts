@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { faultLedgerOf, mergeBursts, purchaseBurst, waitForDrain, type BurstOutcome } from '@flashsale/harness';
+import { snapshotSale } from '@flashsale/redis-store';
 import { startSentinelSystem, type SentinelSystem } from '../support/system.ts';
 import { saleStats } from '../support/cluster-sales.ts';
 import { until } from '../support/until.ts';
@@ -70,6 +71,7 @@ async function buyUntilAnswered(s: SentinelSystem, saleId: number): Promise<Burs
 async function expectLedger(s: SentinelSystem, saleId: number, bursts: BurstOutcome[]) {
   const { ctx } = s;
   const all = mergeBursts(...bursts);
+  await convergedOnPrimary(s, saleId);
   await waitForDrain(ctx.redis, ctx.config.REDIS_PREFIX, saleId, 60_000);
   const ledger = await faultLedgerOf(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, saleId, all.accepted, new Set([...all.unknown, ...all.failed]));
   const stats = await saleStats(s, saleId);
@@ -81,6 +83,32 @@ async function expectLedger(s: SentinelSystem, saleId: number, bursts: BurstOutc
     stock: STOCK,
   });
   return { ledger, all, counted: stats.lost.reservations };
+}
+
+/**
+ * Until the reconciler has caught up with the primary serving the sale now: the sale's checkpoint is of
+ * that server's history of writes (master_replid), and it is not paused. A failover changes the history,
+ * and the watch's first look after it asks for a rebuild (the sale's checkpoint dates from its publish at
+ * the latest), which records the rebuilt state's checkpoint in the new history before it resumes; until
+ * then the promoted primary may hold units MySQL has sold. A second failover of a starved machine starts
+ * it over. Returned for the failure message.
+ */
+async function convergedOnPrimary(s: SentinelSystem, saleId: number) {
+  const { ctx } = s;
+  return until(
+    async () => {
+      const snapshot = await snapshotSale(ctx.redis, ctx.config.REDIS_PREFIX, saleId);
+      const row = await ctx.prisma.sale.findUniqueOrThrow({ where: { id: saleId } });
+      return {
+        primary: snapshot.replicationId ?? null,
+        checkpoint: row.checkpointReplicationId,
+        paused: snapshot.paused,
+        generation: snapshot.generation === row.redisGeneration,
+      };
+    },
+    (state) => state.primary !== null && state.checkpoint === state.primary && !state.paused && state.generation,
+    120_000,
+  );
 }
 
 describe('Redis Sentinel under faults', () => {

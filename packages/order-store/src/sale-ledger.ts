@@ -90,15 +90,20 @@ export async function recordCheckpoint(
 ): Promise<boolean> {
   const { count } = await prisma.sale.updateMany({
     where: { id: saleId, redisGeneration: generation, checkpointAt: verified ? new Date(verified.at) : null },
-    data: {
-      checkpointReservations: checkpoint.reservations,
-      checkpointUnits: checkpoint.units,
-      checkpointAt: new Date(checkpoint.at),
-      checkpointStreamId: checkpoint.streamId,
-      checkpointReplicationId: checkpoint.replicationId ?? null,
-    },
+    data: checkpointColumns(checkpoint),
   });
   return count === 1;
+}
+
+/** The sale row's columns that hold a checkpoint. */
+export function checkpointColumns(checkpoint: Checkpoint) {
+  return {
+    checkpointReservations: checkpoint.reservations,
+    checkpointUnits: checkpoint.units,
+    checkpointAt: new Date(checkpoint.at),
+    checkpointStreamId: checkpoint.streamId,
+    checkpointReplicationId: checkpoint.replicationId ?? null,
+  };
 }
 
 export interface RebuildPlan {
@@ -206,7 +211,7 @@ async function switchGeneration(
       soldUnits: units,
       lostReservations: { increment: lost.reservations },
       lostUnits: { increment: lost.units },
-      // Spent: the next checkpoint is taken from the rebuilt state.
+      // Spent: the rebuild records the next one from the rebuilt state before it resumes.
       checkpointReservations: null,
       checkpointUnits: null,
       checkpointAt: null,

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { PrismaClient } from './generated/prisma/client.ts';
+import { checkpointColumns, type Checkpoint } from './sale-ledger.ts';
 import { newSaleColumns, toSaleRecord, type NewSale, type SaleRecord } from './sale-repository.ts';
 
 /**
@@ -43,9 +44,16 @@ export async function beginSaleCreation(prisma: PrismaClient, sale: NewSale, key
   }
 }
 
-/** The sale is live in Redis: publishing -> published. False when it was abandoned meanwhile. */
-export async function markPublished(prisma: PrismaClient, saleId: number): Promise<boolean> {
-  const { count } = await prisma.sale.updateMany({ where: { id: saleId, publishState: 'publishing' }, data: { publishState: 'published' } });
+/**
+ * The sale is live in Redis: publishing -> published, with its first checkpoint (see createSale) in the
+ * same statement, so no published sale is ever watched without one from its creator. False when it was
+ * abandoned meanwhile.
+ */
+export async function markPublished(prisma: PrismaClient, saleId: number, checkpoint: Checkpoint): Promise<boolean> {
+  const { count } = await prisma.sale.updateMany({
+    where: { id: saleId, publishState: 'publishing' },
+    data: { publishState: 'published', ...checkpointColumns(checkpoint) },
+  });
   return count === 1;
 }
 

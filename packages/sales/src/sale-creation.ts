@@ -1,6 +1,7 @@
 import { AppError, serviceUnavailable } from '@flashsale/domain';
 import { abandonSale, adoptSale, beginSaleCreation, markPublished, type CreationKey, type NewSale, type SaleRecord } from '@flashsale/order-store';
 import { saleInRedis, type SalesDeps } from './sales-deps.ts';
+import { publishCheckpoint } from './state-checkpoint.ts';
 
 /**
  * Creates a sale across the two stores, so that a 201 means it is in MySQL and live in Redis, and any
@@ -9,7 +10,12 @@ import { saleInRedis, type SalesDeps } from './sales-deps.ts';
  *    sells a publishing sale).
  * 2. Redis, with a deadline on Redis's own clock: a publish stuck in a hung Redis cannot go live after
  *    this request has given up on it.
- * 3. MySQL again: `published`. Only now does the reconciler watch it.
+ * 3. MySQL again: `published`, with a first checkpoint (nothing accepted, in the history of writes of
+ *    the Redis server the publish went to, read before it) in the same statement. Only now does the
+ *    reconciler watch it, and from its first look on a failover since the publish is a history other
+ *    than the checkpoint's: a rebuild. Dying between 2 and 3 leaves the row `publishing`: the reconciler
+ *    abandons it, or adopts it if it took buyers, and then, having no checkpoint, its first look records
+ *    one (the one window left, for a sale whose creator died mid-create).
  * On a failure the request takes back what it did (Redis, then the row: `abandoned`, its key released).
  * If even that fails, the row stays `publishing` and the reconciler finishes the job after its grace
  * period (settleStalledCreation, below). With the same Idempotency-Key, a retry answers the
@@ -41,12 +47,14 @@ export async function createSale(
   };
   try {
     giveUpIfAnswered();
-    // On the clock of the master the publish script will run on (the sale's), which judges the fence.
-    const notAfter = (await inRedis.now()) + publishTimeoutMs;
-    const published = await inRedis.publish(sale, sale.generation, { notAfter });
+    // On the clock of the master the publish script will run on (the sale's), which judges the fence,
+    // and in its history of writes (replication id), which the sale's first checkpoint records: read
+    // before the publish, so a failover at any moment after it is told at the watch's first look.
+    const before = await inRedis.snapshot();
+    const published = await inRedis.publish(sale, sale.generation, { notAfter: before.at + publishTimeoutMs });
     if (published === 'too_late') throw serviceUnavailable('Redis answered too late to publish the sale; nothing was created');
     giveUpIfAnswered();
-    if (!(await markPublished(prisma, sale.id))) throw serviceUnavailable('the sale could not be published in time; nothing was created');
+    if (!(await markPublished(prisma, sale.id, publishCheckpoint(before)))) throw serviceUnavailable('the sale could not be published in time; nothing was created');
     return sale;
   } catch (error) {
     await takeBack(sale).catch((failure: unknown) => {

@@ -156,6 +156,13 @@ describe('reconciling a sale', () => {
     expect(result).toMatchObject({ remaining: 4, buyers: 1 });
   });
 
+  /** The replication id of the Redis server that holds the sale, as the reconciler reads it. */
+  async function replicationIdOf(saleId: number) {
+    const { replicationId } = await snapshotSale(ctx.redis, ctx.config.REDIS_PREFIX, saleId);
+    expect(replicationId).toMatch(/^[0-9a-f]{40}$/);
+    return replicationId;
+  }
+
   /** A sale with one order written and two reservations only in Redis, and a checkpoint that saw all three. */
   async function saleWithCheckpointOfThree() {
     const sale = await createLiveSale(ctx, { stock: 10 });
@@ -185,7 +192,14 @@ describe('reconciling a sale', () => {
 
     expect(result).toEqual({ saleId: sale.id, remaining: 9, buyers: 1, tookMs: result.tookMs, lost: { reservations: 2, units: 2 }, judgement: 'lost', restored: { reservations: 0, units: 0 } });
     expect(await ctx.redis.hgetall(keys.buyers)).toEqual({ a: expect.stringMatching(new RegExp(`^${written}\\|1\\|\\d+$`)) });
-    expect(await ctx.prisma.sale.findUniqueOrThrow({ where: { id: sale.id } })).toMatchObject({ lostReservations: 2, lostUnits: 2, checkpointAt: null });
+    // The rebuilt state's checkpoint, recorded before the resume, in the history of the server it went to.
+    expect(await ctx.prisma.sale.findUniqueOrThrow({ where: { id: sale.id } })).toMatchObject({
+      lostReservations: 2,
+      lostUnits: 2,
+      checkpointReservations: 1,
+      checkpointUnits: 1,
+      checkpointReplicationId: await replicationIdOf(sale.id),
+    });
     const groups = (await ctx.redis.xinfo('GROUPS', keys.stream)) as unknown[][];
     expect(groups.map((g) => g[1])).toEqual([ORDER_WRITERS_GROUP]);
     // Buyers whose reservations were lost may buy again.
@@ -257,7 +271,13 @@ describe('reconciling a sale', () => {
     const result = await reconcileSale(startingWorkerOncePaused(reconcileDeps(ctx)), sale.id, 'operator');
 
     expect(result).toMatchObject({ remaining: 7, buyers: 3, lost: { reservations: 0, units: 0 }, judgement: 'intact' });
-    expect(await ctx.prisma.sale.findUniqueOrThrow({ where: { id: sale.id } })).toMatchObject({ lostReservations: 0, lostUnits: 0, checkpointAt: null });
+    expect(await ctx.prisma.sale.findUniqueOrThrow({ where: { id: sale.id } })).toMatchObject({
+      lostReservations: 0,
+      lostUnits: 0,
+      checkpointReservations: 3,
+      checkpointUnits: 3,
+      checkpointReplicationId: await replicationIdOf(sale.id),
+    });
     expect(Object.keys(await ctx.redis.hgetall(keys.buyers)).sort()).toEqual(['a', 'b', 'c']);
   });
 

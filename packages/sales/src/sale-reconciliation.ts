@@ -1,11 +1,13 @@
 import { SaleNotFound } from '@flashsale/domain';
 import type { ReconcileReason, ReconcileResult } from '@flashsale/jobs';
-import { controlStateOf, findSale, liveBuyerPages, lockSaleForRebuild, paidOrderPages, withSaleLock } from '@flashsale/order-store';
+import { controlStateOf, findSale, liveBuyerPages, lockSaleForRebuild, paidOrderPages, recordCheckpoint, withSaleLock } from '@flashsale/order-store';
+import type { SaleRedis } from '@flashsale/redis-store';
 import { restoreBuyerHistory } from './buyer-history.ts';
 import { observeLoss } from './loss-judgement.ts';
 import { recloseOrdersFromRedis } from './reclose-orders.ts';
 import { restoreOrdersFromRedis } from './restore-orders.ts';
 import { saleInRedis, type SalesDeps } from './sales-deps.ts';
+import { checkpointOf } from './state-checkpoint.ts';
 
 export interface ReconcileDeps extends SalesDeps {
   /** For the named lock that keeps two runs of one sale's reconciliation apart. */
@@ -26,7 +28,7 @@ export interface ReconcileDeps extends SalesDeps {
  *      generation under the sale row lock (entries of the old state still in a worker's hands, possible
  *      only if Redis lost the stream, are then refused) and rebuild from MySQL: the buyers streamed page
  *      by page into a hash aside, then switched in with the meta in one O(1) script (sale-rebuild.ts);
- *   4. resume.
+ *   4. record the rebuilt state's checkpoint, then resume.
  * Safe to run again at any step: a retry pauses, drains and rebuilds anew. A run that dies anywhere
  * before 4 leaves the sale paused (nothing sells, so nothing is oversold) until the queue's retry; the
  * orders restored in 2 are idempotent by reservation id, and the losses are counted and named only in the
@@ -76,6 +78,8 @@ async function reconcileLocked(deps: ReconcileDeps, saleId: number, reason: Reco
   // Gone or gone back is not the same as reservations lost: a sale whose keys vanished before anyone
   // bought, or since its last checkpoint, lost nothing. What was lost is counted, and said, below.
   if (plan.judgement.lost) logger.warn({ saleId, reason, why: plan.judgement.why, lost: plan.lost }, 'reconcile: the Redis state replaced was gone or had gone back');
+  // The history of writes the rebuild goes to, read before its first write: see recordRebuiltCheckpoint.
+  const before = await inRedis.snapshot();
   // The buyers stream from MySQL into Redis a page at a time (neither side holds them all, nor blocks on
   // them): memory and the longest Redis command stay flat whatever the number of buyers.
   const { doorLost } = await inRedis.rebuild(plan.sale, { ...plan, buyers: liveBuyerPages(prisma, saleId) });
@@ -98,6 +102,7 @@ async function reconcileLocked(deps: ReconcileDeps, saleId: number, reason: Reco
   // committed after this read reaches Redis after the rebuild, and applies over it.
   const current = await findSale(prisma, saleId);
   if (current) await inRedis.applyControls(controlStateOf(current));
+  await recordRebuiltCheckpoint(deps, inRedis, plan.generation, before.replicationId);
   await inRedis.setPaused(false);
   await deps.announce(saleId);
 
@@ -118,4 +123,24 @@ async function reconcileLocked(deps: ReconcileDeps, saleId: number, reason: Reco
   }
   logger.info({ ...result, reason, generation: plan.generation }, 'reconcile: sale rebuilt and resumed');
   return result;
+}
+
+/**
+ * Records the rebuilt state as the new generation's first checkpoint, still paused (nothing accepted
+ * since the rebuild), in the history of writes `history` the rebuild went to: without it, a failover
+ * after the resume and before the watch's first look would leave the new generation nothing to be judged
+ * against, and the first look would take the promoted replica's state, short of what it never received,
+ * as the floor. A failover during the rebuild is a history other than `history`: the first look asks for
+ * another rebuild. Crash points: dying before this record or before the resume leaves the sale paused,
+ * and the watch takes up a sale seen paused twice (another rebuild, which records its own).
+ */
+async function recordRebuiltCheckpoint(deps: ReconcileDeps, inRedis: SaleRedis, generation: string, history: string | undefined): Promise<void> {
+  const rebuilt = await inRedis.snapshot();
+  if (!rebuilt.present || rebuilt.generation !== generation) {
+    throw new Error(`sale ${inRedis.saleId} no longer holds its rebuilt generation in Redis (a failover during the rebuild?)`);
+  }
+  const recorded = await recordCheckpoint(deps.prisma, inRedis.saleId, generation, checkpointOf(rebuilt, history), null);
+  // Refused only if a checkpoint of this generation is recorded already (the watch records none of a
+  // paused sale): that one stands.
+  if (!recorded) deps.logger.warn({ saleId: inRedis.saleId }, 'reconcile: the rebuilt state had a checkpoint already; kept');
 }

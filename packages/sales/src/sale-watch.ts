@@ -17,6 +17,7 @@ import { holdsCheckpointEntry, judgeLoss } from './loss-judgement.ts';
 import { settleStalledCreation } from './sale-creation.ts';
 import { catchUpControls } from './sale-controls.ts';
 import { saleInRedis, type SalesDeps } from './sales-deps.ts';
+import { checkpointOf } from './state-checkpoint.ts';
 import { isStoreUnavailable } from './store-failures.ts';
 import { WatchStepOverdueError } from './watch-deadline.ts';
 
@@ -149,13 +150,7 @@ async function watchSale(deps: StateWatcherDeps, listed: WatchedSale, signal?: A
     if (snapshot.streamLength > 1) await retain(deps, sale.id, { keepFrom: sale.checkpoint!.streamId, keepSinceMs: snapshot.at - deps.retentionMs, maxEntries: deps.retentionEntries ?? null });
     return visit(false);
   } else {
-    const checkpoint = {
-      reservations: snapshot.buyers,
-      units: acceptedUnits(snapshot),
-      at: snapshot.at,
-      streamId: snapshot.lastEntryId,
-      replicationId: snapshot.replicationId ?? null,
-    };
+    const checkpoint = checkpointOf(snapshot);
     stillWanted();
     const recorded = await recordCheckpoint(deps.prisma, sale.id, sale.generation, checkpoint, sale.checkpoint);
     // Retention: what the workers have acknowledged is an order (or a dead letter) now, and goes, up to
