@@ -51,8 +51,12 @@ describe('a Redis master failed over to a replica whose counts caught up with th
     // No look from here until the failover is over: the checkpoint stays the one of BEFORE.
     await system.reconciler!.kill('SIGKILL');
 
-    // The replica stops receiving (and starts a history of its own); the master takes more, written to MySQL.
+    // The replica holds everything so far, the BEFORE reservations with it (waited for: a replica answers
+    // long before its first sync is done, see caughtUp); then it stops receiving (and starts a history of
+    // its own) and the master takes more, written to MySQL.
+    await pair.caughtUp();
     await onReplica.replicaof('NO', 'ONE');
+    expect({ buyers: await onReplica.hlen(buyersKey), remaining: (await readSaleState(onReplica, prefix, saleId))?.remaining }).toEqual({ buyers: BEFORE, remaining: STOCK - BEFORE });
     const missed = await purchaseBurst(gateways[0]!.url, saleId, buyers('missed', MISSED));
     await waitForDrain(redis, prefix, saleId);
     await until(() => ctx.prisma.order.count({ where: { saleId } }), (n) => n === BEFORE + MISSED);

@@ -1,5 +1,6 @@
 import { startFaultProxy, startRedisServer, type FaultProxy, type RedisServer } from '@flashsale/harness';
 import { createRedis, type ScriptedRedis } from '@flashsale/redis-store';
+import { until } from './until.ts';
 
 /**
  * A Redis master and its replica (real redis-servers) reached through one address, a proxy standing for
@@ -14,6 +15,13 @@ export interface ReplicatedRedis {
   redis: ScriptedRedis;
   /** A test's own connection to the replica itself. */
   onReplica: ScriptedRedis;
+  /**
+   * Resolves once the replica has applied every write the master had made when called (its link up, its
+   * offset at the master's then). A replica answers, empty, long before it holds anything: the master
+   * starts its first sync only after `repl-diskless-sync-delay` (5 s by default), so a test quicker than
+   * that which detaches or promotes the replica gets one that never held the sale.
+   */
+  caughtUp(): Promise<void>;
   /** The failover: the address moves to the replica, and the old master dies. */
   failover(): Promise<void>;
   stop(): Promise<void>;
@@ -37,12 +45,21 @@ export async function startReplicatedRedis(): Promise<ReplicatedRedis> {
     const moving = proxy;
     const url = `redis://127.0.0.1:${moving.port}`;
     clients.push(createRedis(url), createRedis(replica.url));
+    const [redis, onReplica] = clients as [ScriptedRedis, ScriptedRedis];
     return {
       master,
       replica,
       url,
-      redis: clients[0]!,
-      onReplica: clients[1]!,
+      redis,
+      onReplica,
+      async caughtUp() {
+        const onMaster = createRedis(master.url);
+        const written = await onMaster.info('replication').finally(() => onMaster.disconnect());
+        await until(
+          () => onReplica.info('replication'),
+          (info) => /^master_link_status:up\r?$/m.test(info) && offsetOf(info, 'slave_repl_offset') >= offsetOf(written, 'master_repl_offset'),
+        );
+      },
       async failover() {
         moving.retarget(replica.port);
         await master.kill('SIGKILL');
@@ -53,4 +70,9 @@ export async function startReplicatedRedis(): Promise<ReplicatedRedis> {
     await stop();
     throw error;
   }
+}
+
+/** A numeric field of INFO replication (-1 when absent: a replica before its first sync has no offset). */
+function offsetOf(info: string, field: string): number {
+  return Number(new RegExp(`^${field}:(\\d+)`, 'm').exec(info)?.[1] ?? -1);
 }
