@@ -40,7 +40,10 @@ describe('Redis out of memory mid-sale', () => {
       full = outcome.failed.size >= 400;
     }
     expect(full).toBe(true);
-    await expect(ctx.redis.set(`${ctx.config.REDIS_PREFIX}:probe`, 'x')).rejects.toThrow(/OOM/);
+    // Those 503s were Redis refusing writes for memory: the server counts each OOM error it answered. (A
+    // write tried now could already pass: retention frees entries older than 8 s, which a slow fill has.)
+    const oomErrors = Number(/errorstat_OOM:count=(\d+)/.exec(await ctx.redis.info('errorstats'))?.[1] ?? 0);
+    expect(oomErrors).toBeGreaterThanOrEqual(400);
     const fullAt = Date.now();
     const reconcilerLinesAtFull = system.reconciler!.logs.length;
     const workerLinesAtFull = system.workers[0]!.logs.length;
@@ -56,7 +59,7 @@ describe('Redis out of memory mid-sale', () => {
     expect(resumed).toBe(true);
     const reconcilerLines = system.reconciler!.logs.length - reconcilerLinesAtFull;
     const workerLines = system.workers[0]!.logs.length - workerLinesAtFull;
-    console.log(`OOM at ${accepted.size} reservations; purchases resumed ${healedInMs} ms later; log lines meanwhile: reconciler ${reconcilerLines}, worker ${workerLines}`);
+    console.log(`OOM at ${accepted.size} reservations (${oomErrors} writes refused OOM); purchases resumed ${healedInMs} ms later; log lines meanwhile: reconciler ${reconcilerLines}, worker ${workerLines}`);
     // No spin: a handful of lines a second at most (one summary per interval, the passes' own lines).
     expect(reconcilerLines).toBeLessThan(20 + (healedInMs / 1000) * 5);
     expect(workerLines).toBeLessThan(20 + (healedInMs / 1000) * 5);

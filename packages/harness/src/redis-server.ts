@@ -56,9 +56,28 @@ export interface RedisServer {
 }
 
 const START_TIMEOUT_MS = 60_000;
+/** First starts on a fresh port, when the server exits at once (its port, or a cluster node's bus port at port + 10000, taken meanwhile). */
+const FIRST_START_ATTEMPTS = 5;
+
+/** The server exited before it answered: nothing listens, and waiting longer cannot help. */
+class ExitedAtStart extends Error {}
 
 export async function startRedisServer(options: RedisServerOptions = {}): Promise<RedisServer> {
-  const port = await freePort();
+  for (let attempt = 1; ; attempt++) {
+    const server = redisServerOnFreePort(await freePort(), options);
+    try {
+      await server.start();
+      return server;
+    } catch (error) {
+      await server.stop();
+      // freePort's port is only free when asked; another process may take it (or the bus port) before
+      // redis-server binds it. A new port, not a longer wait.
+      if (!(error instanceof ExitedAtStart) || attempt >= FIRST_START_ATTEMPTS) throw error;
+    }
+  }
+}
+
+function redisServerOnFreePort(port: number, options: RedisServerOptions): RedisServer {
   const dir = mkdtempSync(join(tmpdir(), 'flashsale-redis-'));
   const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--maxmemory-policy', 'noeviction'];
   args.push(...(options.appendfsync ? ['--appendonly', 'yes', '--appendfsync', options.appendfsync] : ['--appendonly', 'no']));
@@ -71,10 +90,16 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
     port,
     async start() {
       // redis-server rewrites its process title, so the pid from spawn is the handle kept to kill it.
-      child = spawnInGroup('redis-server', args, { stdio: 'ignore' });
+      const started = spawnInGroup('redis-server', args, { stdio: 'ignore' });
+      child = started;
+      let exited: number | string | null | undefined;
+      started.once('exit', (code, signal) => {
+        exited = code ?? signal;
+      });
       // Generous: on a busy machine a start, or an AOF replay, can take seconds.
       const deadline = Date.now() + START_TIMEOUT_MS;
       while (Date.now() < deadline) {
+        if (exited !== undefined) throw new ExitedAtStart(`redis-server on ${port} exited (${exited}) before it answered`);
         const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
         probe.on('error', () => undefined);
         try {
@@ -88,7 +113,7 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
           probe.disconnect();
         }
       }
-      await killChild(child, 'SIGKILL');
+      await killChild(started, 'SIGKILL');
       throw new Error(`redis-server on ${port} did not answer PING within ${START_TIMEOUT_MS} ms`);
     },
     kill(signal = 'SIGKILL') {
@@ -106,6 +131,5 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
       rmSync(dir, { recursive: true, force: true });
     },
   };
-  await server.start();
   return server;
 }
