@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { cpSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -17,9 +17,9 @@ export interface Checkout {
 
 /**
  * `revision` checked out as a detached git worktree in a temporary directory, ready to run: this
- * checkout's node_modules copied beside it as hard links (the workspace packages in it are relative
- * symlinks, so they lead to the other revision's own packages) and the generated Prisma client copied.
- * Its migrations are its own (migrate() runs its migrator).
+ * checkout's node_modules copied beside it as hard links, its workspace links replaced by the other
+ * revision's own packages (a package either side lacks is linked or left out accordingly), and its
+ * Prisma client generated from its own schema. Its migrations are its own (migrate() runs its migrator).
  */
 export function checkoutOf(revision: string): Checkout {
   const git = (...args: string[]) => execFileSync('git', args, { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim();
@@ -35,8 +35,8 @@ export function checkoutOf(revision: string): Checkout {
   };
   try {
     execFileSync('cp', ['-al', join(ROOT, 'node_modules'), join(root, 'node_modules')]);
-    const generated = 'packages/order-store/src/generated';
-    cpSync(join(ROOT, generated), join(root, generated), { recursive: true });
+    linkWorkspaces(root);
+    execFileSync(process.execPath, ['scripts/prisma-generate.mjs'], { cwd: root, stdio: 'ignore' });
   } catch (error) {
     remove();
     throw error;
@@ -47,4 +47,19 @@ export function checkoutOf(revision: string): Checkout {
     migrate: (databaseUrl) => void execFileSync(process.execPath, [...SOURCE_NODE_ARGS, 'packages/order-store/src/migrate-cli.ts'], { cwd: root, env: { ...process.env, DATABASE_URL: databaseUrl }, stdio: 'ignore' }),
     remove,
   };
+}
+
+/** node_modules/<name> for every workspace package of the tree at `root`, pointing at its own folder. */
+function linkWorkspaces(root: string): void {
+  const scope = join(root, 'node_modules', '@flashsale');
+  rmSync(scope, { recursive: true, force: true });
+  mkdirSync(scope, { recursive: true });
+  for (const group of ['apps', 'packages']) {
+    for (const folder of readdirSync(join(root, group))) {
+      const manifest = join(root, group, folder, 'package.json');
+      if (!existsSync(manifest)) continue;
+      const name = (JSON.parse(readFileSync(manifest, 'utf8')) as { name: string }).name;
+      symlinkSync(join('..', '..', group, folder), join(root, 'node_modules', name));
+    }
+  }
 }

@@ -1,8 +1,9 @@
+import { randomUUID } from 'node:crypto';
 import os from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Connection } from 'mariadb';
-import { publishSale, saleKeys, streamBacklog, waitForDrain, type ScriptedRedis } from '@flashsale/redis-store';
-import { createPrisma, insertSale, type PrismaClient } from '@flashsale/order-store';
+import { publishSale, retireSale, saleKeys, streamBacklog, waitForDrain, type ScriptedRedis } from '@flashsale/redis-store';
+import { createPrisma, type PrismaClient } from '@flashsale/order-store';
 import { spawnGateway, spawnReconciler, spawnWorker, type AppProcess } from '@flashsale/harness';
 import { processTree, readProcesses } from '../loadtest/soak/sampler.ts';
 import { PIPELINE_PROCESSES, type GatewayAloneRun, type PipelineProcess, type PipelineRun } from './pipeline.ts';
@@ -76,10 +77,38 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   const gateway = apps.gateway as AppProcess & { url: string };
   const alone = apps['gateway alone'] as AppProcess & { url: string };
 
-  const newSale = async (onPrefix: string) => {
-    const sale = await insertSale(prisma, { name: 'pipeline', stock: 100_000_000, perUserLimit: 1, startsAt: new Date(Date.now() - 60_000), endsAt: new Date(Date.now() + 3_600_000) });
-    await publishSale(redis, onPrefix, sale, sale.generation);
-    return sale.id;
+  // The row is made with this checkout's client in the stack's database, which the other revision's
+  // migrations made: only columns both schemas have are written and read back.
+  const terms = () => ({ name: 'pipeline', stock: 100_000_000, perUserLimit: 1, startsAt: new Date(Date.now() - 60_000), endsAt: new Date(Date.now() + 3_600_000) });
+  // The rebuy rule a sale gets by default (its columns' defaults), which the gateway alone's sales copy.
+  let rebuyRule: { maxOrdersPerBuyer: number; rebuyCooldownSeconds: number } | undefined;
+  const newSale = async () => {
+    const sale = terms();
+    const row = await prisma.sale.create({
+      data: { ...sale, redisGeneration: randomUUID() },
+      select: { id: true, redisGeneration: true, maxOrdersPerBuyer: true, rebuyCooldownSeconds: true },
+    });
+    rebuyRule = { maxOrdersPerBuyer: row.maxOrdersPerBuyer, rebuyCooldownSeconds: row.rebuyCooldownSeconds };
+    await publishSale(redis, prefix, { ...sale, id: row.id, startsAt: sale.startsAt.getTime(), endsAt: sale.endsAt.getTime(), rebuyRule }, row.redisGeneration!);
+    return row.id;
+  };
+  // A run's sale is ended in MySQL, longer ago than the reconciler watches an ended sale, before its Redis
+  // state is deleted: a live sale missing from Redis is one Redis lost, which the reconciler rebuilds
+  // from MySQL (every buyer written back), and that work would be counted against the next run.
+  const dropSale = async (saleId: number) => {
+    await prisma.$executeRaw`UPDATE sales SET ends_at = NOW(3) - INTERVAL 2 DAY, starts_at = NOW(3) - INTERVAL 3 DAY WHERE id = ${saleId}`;
+    await retireSale(redis, prefix, saleId);
+    await redis.del(...(Object.values(saleKeys(prefix, saleId)) as string[]));
+  };
+  // The gateway alone's sales exist in Redis only, on a prefix nothing else reads: no MySQL row, which the
+  // reconciler would take for a sale Redis lost. Their ids are far above the runs' own.
+  let aloneSales = 0;
+  const aloneSale = async () => {
+    aloneSales += 1;
+    const sale = terms();
+    const id = 1_000_000_000 + aloneSales;
+    await publishSale(redis, `${prefix}-alone`, { ...sale, id, startsAt: sale.startsAt.getTime(), endsAt: sale.endsAt.getTime(), ...(rebuyRule && { rebuyRule }) }, randomUUID());
+    return id;
   };
   const pidsOf = (name: PipelineProcess): number[] => {
     if (name === 'redis-server') return [servers.redisPid];
@@ -95,7 +124,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   const enough = (rate: number, paced = false) => (rate === 0 ? Number.MAX_SAFE_INTEGER : rate * seconds * (paced ? 1.2 : 3) + connections);
 
   const pipelineRun = async (targetRate?: number): Promise<PipelineRun> => {
-    const saleId = await newSale(prefix);
+    const saleId = await newSale();
     const loadAverage = Number(os.loadavg()[0]!.toFixed(2));
     const before = await counters();
     const file = options.buyersFile(targetRate === undefined ? enough(fastest.pipeline) : enough(targetRate, true));
@@ -118,7 +147,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     const cpuUsPerOrder = Object.fromEntries(measured.map((name) => [name, perOrder(after.cpu[name] - before.cpu[name])])) as Record<PipelineProcess, number>;
     cpuUsPerOrder.wrk = perOrder(wrk.cpuSeconds);
     const pipeline = Number(measured.reduce((sum, name) => sum + cpuUsPerOrder[name], 0).toFixed(1));
-    await redis.del(...(Object.values(saleKeys(prefix, saleId)) as string[]));
+    await dropSale(saleId);
     if (targetRate === undefined) fastest.pipeline = Math.max(fastest.pipeline, accepted / loadSeconds);
     return {
       loadAverage,
@@ -146,13 +175,14 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     closed: () => pipelineRun(),
     open: (rate) => pipelineRun(rate),
     async alone() {
-      const saleId = await newSale(`${prefix}-alone`);
+      const saleId = await aloneSale();
       const loadAverage = Number(os.loadavg()[0]!.toFixed(2));
       const pids = processTree(alone.child.pid!);
       const before = readProcesses(pids)!.cpuSeconds;
       const wrk = await runWrk(alone.url, WRK_SCRIPTS.closed, [options.buyersFile(enough(fastest.alone)), String(saleId)], connections, seconds);
       const cpu = readProcesses(pids)!.cpuSeconds - before;
       fastest.alone = Math.max(fastest.alone, wrk.requests / (wrk.durationUs / 1e6));
+      await retireSale(redis, `${prefix}-alone`, saleId);
       await redis.del(...(Object.values(saleKeys(`${prefix}-alone`, saleId)) as string[]));
       if (wrk.errors.status > 0) throw new Error(`${options.name}, gateway alone: ${wrk.errors.status} refused`);
       return { loadAverage, rps: Math.round(wrk.requests / (wrk.durationUs / 1e6)), p50: wrk.latencyUs.p50 / 1000, p99: wrk.latencyUs.p99 / 1000, cpuUsPerRequest: Number(((cpu * 1e6) / wrk.requests).toFixed(1)) };
