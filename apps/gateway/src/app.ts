@@ -1,7 +1,7 @@
 import express, { type Express } from 'express';
 import type { Door } from '@flashsale/sales';
 import type { GatewayDeps } from './deps.ts';
-import { errorHandler, notFound, sendProblem } from './problem.ts';
+import { errorHandler, notFound, sendProblem, type FailureAnswer } from './problem.ts';
 import { requestDeadline } from './deadline.ts';
 import { saleRouter } from './routes/sale.route.ts';
 import { queueRouter } from './routes/queue.route.ts';
@@ -29,6 +29,11 @@ export interface BuyerParts {
   queueLimits: RequestLimits;
   /** The door's use cases (packages/sales). */
   door: Door;
+  /**
+   * The gateway's one failure answer (problem.ts), shared with the routes ahead of the app: one count of
+   * the stores' errors and one summarised log line for a store away, whichever route met it.
+   */
+  fail: FailureAnswer;
 }
 
 /**
@@ -36,7 +41,7 @@ export interface BuyerParts {
  * (routes/front-door.ts, ahead of this app), around the buyer parts and the dashboard's live parts (feed,
  * views, streams) `createGateway` built: the one construction of the gateway, for `main.ts` and the tests alike.
  */
-export function createApp(deps: GatewayDeps, { buyerOf, buyingLimits, queueLimits, door }: BuyerParts, metrics: GatewayMetrics, dashboard: DashboardParts): Express {
+export function createApp(deps: GatewayDeps, { buyerOf, buyingLimits, queueLimits, door, fail }: BuyerParts, metrics: GatewayMetrics, dashboard: DashboardParts): Express {
   const app = express();
   app.disable('x-powered-by');
   app.disable('etag');
@@ -61,6 +66,6 @@ export function createApp(deps: GatewayDeps, { buyerOf, buyingLimits, queueLimit
   app.use(healthRouter(deps));
   app.use(openApiRouter());
   app.use(notFound);
-  app.use(errorHandler(deps.logger, (error) => metrics.storeErrors.count(error)));
+  app.use(errorHandler(fail));
   return app;
 }

@@ -1,3 +1,4 @@
+import type { ServerResponse } from 'node:http';
 import type { RequestHandler, Response } from 'express';
 import { DeadlineExceeded, serviceUnavailable, type AppError } from '@flashsale/domain';
 
@@ -13,6 +14,18 @@ export function withDeadline<T>(promise: Promise<T>, ms: number, what: string): 
   return Promise.race([promise, deadline]).finally(() => clearTimeout(timer));
 }
 
+/**
+ * Arms a request's deadline (REQUEST_DEADLINE_MS): past `ms`, a response not yet answered gets 503
+ * SERVICE_UNAVAILABLE through `answer`, whatever the request waits on. Returns the timer, to clear once
+ * the request is answered. Every route's deadline goes through here: the app's (requestDeadline) and the
+ * front door's queue poll (routes/queue-status.ts).
+ */
+export function armRequestDeadline(res: ServerResponse, ms: number, answer: (error: AppError) => void): NodeJS.Timeout {
+  return setTimeout(() => {
+    if (!res.headersSent) answer(serviceUnavailable(`no answer within ${ms} ms: a backing service is slow or away, retry shortly`));
+  }, ms);
+}
+
 const TIMER = Symbol('requestDeadline');
 type WithTimer = Response & { [TIMER]?: NodeJS.Timeout };
 
@@ -23,9 +36,7 @@ type WithTimer = Response & { [TIMER]?: NodeJS.Timeout };
  */
 export function requestDeadline(ms: number, answer: (res: Response, error: AppError) => void): RequestHandler {
   return (_req, res, next) => {
-    const timer = setTimeout(() => {
-      if (!res.headersSent) answer(res, serviceUnavailable(`no answer within ${ms} ms: a backing service is slow or away, retry shortly`));
-    }, ms);
+    const timer = armRequestDeadline(res, ms, (error) => answer(res, error));
     (res as WithTimer)[TIMER] = timer;
     res.once('close', () => clearTimeout(timer));
     next();

@@ -79,12 +79,13 @@ export function createGateway(deps: GatewayDeps, metrics: GatewayMetrics = creat
     frontiers: new DoorFrontiers(deps.redis, config.REDIS_PREFIX, config.DOOR_FRONTIER_MAX_AGE_MS),
   });
   const queueLimits = createRequestLimits(config, deps.now);
-  const app = createApp(deps, { buyerOf, buyingLimits, queueLimits, door }, metrics, { feed: liveFeed, views, streams: liveStreams });
+  const fail = failureAnswer(deps.logger, (error) => metrics.storeErrors.count(error));
+  const app = createApp(deps, { buyerOf, buyingLimits, queueLimits, door, fail }, metrics, { feed: liveFeed, views, streams: liveStreams });
   const queueStatus = createQueueStatusHandler({
     door,
     buyerOf,
     limits: queueLimits,
-    fail: failureAnswer(deps.logger, (error) => metrics.storeErrors.count(error)),
+    fail,
     deadlineMs: config.REQUEST_DEADLINE_MS,
   });
   let events: SaleEventsListener | undefined;

@@ -152,8 +152,7 @@ export function failureAnswer(logger: Logger, onUnavailable: (error: unknown) =>
   };
 }
 
-/** The app's last handler (see `failureAnswer`). */
-export function errorHandler(logger: Logger, onUnavailable: (error: unknown) => void = () => undefined): ErrorRequestHandler {
-  const answer = failureAnswer(logger, onUnavailable);
+/** The app's last handler: the gateway's failure answer (see `failureAnswer`). */
+export function errorHandler(answer: FailureAnswer): ErrorRequestHandler {
   return (error: unknown, req, res, _next) => answer(error, res, req.method, req.path);
 }

@@ -2,9 +2,9 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Door, QueueReply } from '@flashsale/sales';
 import type { BuyerGate } from '../buyer-gate.ts';
 import type { RequestLimits } from '../request-limits.ts';
-import { serviceUnavailable } from '@flashsale/domain';
 import { renderJson, sendProblem, sendRendered, type FailureAnswer, type RenderedAnswer } from '../problem.ts';
 import { saleIdParam } from '../validation.ts';
+import { armRequestDeadline } from '../deadline.ts';
 
 /** Handles GET /api/sales/:saleId/queue on Node's own request and response objects. */
 export type QueueStatusHandler = (req: IncomingMessage, res: ServerResponse, rawSaleId: string) => void;
@@ -30,7 +30,7 @@ export interface QueueStatusParts {
   buyerOf: BuyerGate;
   /** The queue's budgets, shared with the join (routes/queue.route.ts). */
   limits: RequestLimits;
-  /** The Express app's failure answer (problem.ts), for the same answers and the same counts. */
+  /** The gateway's one failure answer (problem.ts), the Express app's own: the same answers, counts and log. */
   fail: FailureAnswer;
   /** REQUEST_DEADLINE_MS: as for every request the app answers. */
   deadlineMs: number;
@@ -54,9 +54,7 @@ export function createQueueStatusHandler({ door, buyerOf, limits, fail, deadline
     }
     // The app's request deadline (deadline.ts): a poll that has to wait on Redis or MySQL (a door being
     // restored, a place looked up) is answered 503 past it, whatever the store does meanwhile.
-    const timer = setTimeout(() => {
-      if (!res.headersSent) sendProblem(res, serviceUnavailable(`no answer within ${deadlineMs} ms: a backing service is slow or away, retry shortly`));
-    }, deadlineMs);
+    const timer = armRequestDeadline(res, deadlineMs, (error) => sendProblem(res, error));
     reply.then(
       (answer) => {
         clearTimeout(timer);
