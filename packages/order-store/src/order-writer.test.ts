@@ -101,6 +101,9 @@ describe('writeOrderBatch', () => {
     ['a negative quantity', 'INVALID_QUANTITY', async (sale) => reservation(sale, 'bad', { quantity: -1 })],
     ['a fractional quantity', 'INVALID_QUANTITY', async (sale) => reservation(sale, 'bad', { quantity: 1.5 })],
     ['an entry of a Redis state since rebuilt', 'STALE_GENERATION', async (sale) => reservation(sale, 'bad', { generation: randomUUID() })],
+    // The quick pass's procedure takes any generation and any whole number: these fail its guard, not the call.
+    ['a generation longer than any Redis state has', 'STALE_GENERATION', async (sale) => reservation(sale, 'bad', { generation: `${sale.generation}-${'g'.repeat(300)}` })],
+    ['a quantity far beyond any limit', 'OVER_USER_LIMIT', async (sale) => reservation(sale, 'bad', { quantity: Number.MAX_SAFE_INTEGER })],
   ])('refuses %s as %s, and writes the rest of the batch', async (_, reason, makeBad) => {
     // The good entry takes the last unit of the sale.
     const sale = await newSale({ stock: 4, perUserLimit: 2 });
@@ -113,6 +116,18 @@ describe('writeOrderBatch', () => {
     expect(await writeOrderBatch(ctx.prisma, sale.id, [good, bad])).toEqual({ written: [good], replayed: [], rejected: [{ reservation: bad, reason }] });
     expect(await ordersOf(sale.id)).toEqual([...ordersBefore, ...rowsOf(good)]);
     expect(await soldUnits(sale.id)).toBe(4);
+  });
+
+  it('refuses a whole batch of a generation longer than any Redis state has as STALE_GENERATION, not as an error', async () => {
+    const sale = await newSale();
+    const batch = [reservation(sale, 'ann'), reservation(sale, 'bob')].map((r) => ({ ...r, generation: `${sale.generation}-${'g'.repeat(300)}` }));
+
+    expect(await writeOrderBatch(ctx.prisma, sale.id, batch)).toEqual({
+      written: [],
+      replayed: [],
+      rejected: batch.map((r) => ({ reservation: r, reason: 'STALE_GENERATION' })),
+    });
+    expect(await soldUnits(sale.id)).toBe(0);
   });
 
   it('refuses every entry of a sale MySQL does not hold as SALE_NOT_FOUND', async () => {

@@ -1,4 +1,4 @@
-import { LAST_DATETIME_MS, type RejectReason, type Reservation } from '@flashsale/domain';
+import type { RejectReason, Reservation } from '@flashsale/domain';
 import { Prisma, type PrismaClient } from './generated/prisma/client.ts';
 
 /**
@@ -76,29 +76,33 @@ function isWholeQuantity(quantity: number): boolean {
 }
 
 /**
- * The quick pass, two statements in one transaction: the guarded UPDATE takes the sale row's lock,
- * checks generation, stock and the per-user limit, and counts the batch (sale-counters.ts) in the same step; the INSERT relies on the unique keys
- * to refuse a redelivered entry or a buyer who already has a live order. Any refusal rolls everything back.
+ * The quick pass, one round trip: the `write_new_orders` procedure (migration
+ * 20261126090000_order_batch_procedures) runs, in a transaction of its own, the guarded UPDATE (it takes
+ * the sale row's lock, checks generation, stock and the per-user limit, and counts the batch:
+ * sale-counters.ts) and the INSERT, which relies on the unique keys to refuse a redelivered entry or a
+ * buyer who already has a live order. Any refusal rolls everything back: a guard's is raised as
+ * NEEDS_LOOKUPS, a unique key's as MySQL gives it. Four round trips through Prisma's interactive
+ * transaction (BEGIN, UPDATE, INSERT, COMMIT) were most of a worker's CPU per batch.
  */
 async function writeWithoutLookups<R extends Reservation>(prisma: PrismaClient, saleId: number, batch: R[]): Promise<BatchOutcome<R>> {
   const units = batch.reduce((sum, r) => sum + r.quantity, 0);
   const largest = batch.reduce((max, r) => Math.max(max, r.quantity), 0);
-  const json = ordersJson(batch);
-  return prisma.$transaction(
-    async (tx) => {
-      const updated = await tx.$executeRaw`
-        UPDATE sales SET sold_units = sold_units + ${units}, orders_written = orders_written + ${batch.length}, units_written = units_written + ${units}
-        WHERE id = ${saleId} AND redis_generation = ${batch[0]!.generation} COLLATE utf8mb4_bin AND sold_units + ${units} <= stock
-          AND per_user_limit >= ${largest}`;
-      // The sale is missing, was rebuilt under another generation (compared byte for byte, as the careful
-      // pass compares), has fewer units left than the batch, or an entry is over its per-user limit.
-      if (updated !== 1) throw new NeedsLookup();
-      await insertOrders(tx, saleId, batch, json);
-      return { written: batch, replayed: [], rejected: [] };
-    },
-    { maxWait: 5_000, timeout: 30_000 },
-  );
+  try {
+    await prisma.$executeRaw`CALL write_new_orders(${saleId}, ${batch[0]!.generation}, ${batch.length}, ${units}, ${largest}, ${ordersJson(batch)})`;
+  } catch (error) {
+    const code = serverErrorCode(error);
+    // The sale is missing, was rebuilt under another generation, has fewer units left than the batch, or
+    // an entry is over its per-user limit.
+    if (code === NEEDS_LOOKUPS) throw new NeedsLookup();
+    if (code === SHORT_INSERT) throw new Error(`sale ${saleId}: fewer orders inserted than the batch of ${batch.length} holds`, { cause: error });
+    throw error;
+  }
+  return { written: batch, replayed: [], rejected: [] };
 }
+
+/** The error numbers `write_new_orders` raises (SQLSTATE 45000): a guard refused the batch; the INSERT came short. */
+const NEEDS_LOOKUPS = '31001';
+const SHORT_INSERT = '31002';
 
 /**
  * The careful pass: lock the sale row, look up which entries MySQL already holds, and judge each entry
@@ -164,35 +168,25 @@ async function writeWithLookups<R extends Reservation>(prisma: PrismaClient, sal
 }
 
 /**
- * The rows travel as ONE bound parameter, a JSON array that MySQL unpacks with JSON_TABLE: with one
- * placeholder per value (2,500 for a batch of 500), Prisma spent longer in JavaScript on the parameters
- * than MySQL took to store the rows. Columns are read as text and converted by the INSERT itself, so a
- * value that does not fit fails the statement in strict mode exactly as a bound value would (JSON_TABLE's
- * own typed columns would round or clamp it with a mere warning). reserved_at is epoch milliseconds
- * added to the epoch as a DATETIME: integer arithmetic in UTC (text times 1000 would be a DOUBLE, off
- * by microseconds after the year 4253), as Prisma stores a DateTime, with no session time zone
- * involved (FROM_UNIXTIME would apply one). pay_by is reserved_at plus the sale's payment window, from
- * the sale row this batch holds locked: the reserve script's clock, not the worker's; a pay_by past the
- * last instant a DATETIME holds is a pay_by at it.
+ * The rows of a batch as ONE parameter, a JSON array that MySQL unpacks with JSON_TABLE (the
+ * `insert_orders_from_json` procedure says how): with one placeholder per value (2,500 for a batch of
+ * 500), Prisma spent longer in JavaScript on the parameters than MySQL took to store the rows.
  */
-const INSERT_ORDERS_FROM_JSON = `
-  INSERT INTO orders (reservation_id, sale_id, user_id, quantity, status, reserved_at, pay_by)
-  SELECT j.reservation_id, s.id, j.user_id, j.quantity, 'created',
-    TIMESTAMPADD(MICROSECOND, CAST(j.reserved_at_ms AS UNSIGNED) * 1000, TIMESTAMP '1970-01-01 00:00:00'),
-    TIMESTAMPADD(MICROSECOND, LEAST(CAST(j.reserved_at_ms AS UNSIGNED) + s.payment_window_seconds * 1000, ${LAST_DATETIME_MS}) * 1000, TIMESTAMP '1970-01-01 00:00:00')
-  FROM JSON_TABLE(?, '$[*]' COLUMNS (
-    reservation_id TEXT PATH '$[0]', user_id TEXT PATH '$[1]', quantity TEXT PATH '$[2]', reserved_at_ms TEXT PATH '$[3]'
-  )) AS j
-  JOIN sales s ON s.id = ?`;
-
-/** The rows of `insertOrders`: made before the transaction when they can be, so that not even this runs while the sale row is locked. */
 function ordersJson(rows: Reservation[]): string {
   return JSON.stringify(rows.map((r) => [r.reservationId, r.userId, String(r.quantity), String(r.reservedAt)]));
 }
 
-async function insertOrders(tx: Prisma.TransactionClient, saleId: number, rows: Reservation[], json = ordersJson(rows)): Promise<void> {
-  const inserted = await tx.$executeRawUnsafe(INSERT_ORDERS_FROM_JSON, json, saleId);
-  if (inserted !== rows.length) throw new Error(`sale ${saleId}: ${inserted} orders inserted of ${rows.length}`);
+/** The careful pass's INSERT, in its transaction: the procedure the quick pass runs too, and its count. */
+async function insertOrders(tx: Prisma.TransactionClient, saleId: number, rows: Reservation[]): Promise<void> {
+  await tx.$executeRaw`CALL insert_orders_from_json(${saleId}, ${ordersJson(rows)}, @flashsale_inserted)`;
+  const [{ inserted }] = await tx.$queryRaw<[{ inserted: number | bigint }]>`SELECT @flashsale_inserted AS inserted`;
+  if (Number(inserted) !== rows.length) throw new Error(`sale ${saleId}: ${inserted} orders inserted of ${rows.length}`);
+}
+
+/** The server's error number of a failed statement, where Prisma's MariaDB adapter (this client) or its query engine reports it. */
+function serverErrorCode(error: unknown): string {
+  const e = error as { meta?: { code?: string; driverAdapterError?: { cause?: { originalCode?: string } } } };
+  return String(e.meta?.driverAdapterError?.cause?.originalCode ?? e.meta?.code ?? '');
 }
 
 /** MySQL's duplicate-key error (1062), as Prisma reports it for a raw statement or a model call. */
@@ -213,10 +207,9 @@ export function isUniqueViolation(error: unknown): boolean {
  */
 export function isPermanentWriteError(error: unknown): boolean {
   if (error instanceof UnexplainedConflict) return true;
-  const e = error as { code?: string; meta?: { code?: string; driverAdapterError?: { cause?: { originalCode?: string } } }; message?: string };
+  const e = error as { code?: string; message?: string };
   if (['P2000', 'P2003', 'P2004', 'P2011', 'P2020'].includes(e.code ?? '')) return true;
-  // The server's error number: where Prisma's MariaDB adapter (this client) reports it, or its query engine.
-  const serverCode = String(e.meta?.driverAdapterError?.cause?.originalCode ?? e.meta?.code ?? '');
+  const serverCode = serverErrorCode(error);
   if (['1048', '1264', '1265', '1292', '1366', '1406', '1452', '3819', '4025'].includes(serverCode)) return true;
   return /Data too long|Data truncated|Out of range value|Incorrect \w+ value|cannot be null|foreign key constraint fails|CONSTRAINT `[^`]+` failed|Check constraint/i.test(e.message ?? '');
 }
