@@ -1,4 +1,5 @@
-export { saleKeys, workSignalChannel, saleEventsChannel, mysqlServerKey, type SaleKeys } from './keys.ts';
+export { saleKeys, workSignalChannel, saleEventsChannel, type SaleKeys } from './keys.ts';
+export { lastSeenMysqlServer, recordMysqlServerSeen } from './mysql-server-record.ts';
 export { createAdminSession, readAdminSession, deleteAdminSession, type AdminSession } from './admin-session.ts';
 export { type ScriptedRedis, type ScriptCommands } from './scripts.ts';
 export { createRedis, isRedisUnavailable } from './redis-client.ts';

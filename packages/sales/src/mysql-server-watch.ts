@@ -1,6 +1,6 @@
 import type { ReconcileReason } from '@flashsale/jobs';
 import { mysqlServerIdentity } from '@flashsale/order-store';
-import { mysqlServerKey } from '@flashsale/redis-store';
+import { lastSeenMysqlServer, recordMysqlServerSeen } from '@flashsale/redis-store';
 import type { SalesDeps } from './sales-deps.ts';
 
 export interface MysqlServerWatchDeps extends SalesDeps {
@@ -19,14 +19,13 @@ export interface MysqlServerWatchDeps extends SalesDeps {
  * (the first look, or Redis lost it) is recorded without a judgement. Returns whether the server changed.
  */
 export async function watchMysqlServer(deps: MysqlServerWatchDeps, liveSaleIds: readonly number[]): Promise<boolean> {
-  const key = mysqlServerKey(deps.prefix);
-  const [now, seen] = await Promise.all([mysqlServerIdentity(deps.prisma), deps.redis.get(key)]);
+  const [now, seen] = await Promise.all([mysqlServerIdentity(deps.prisma), lastSeenMysqlServer(deps.redis, deps.prefix)]);
   if (seen === now) return false;
   const changed = seen !== null;
   if (changed) {
     deps.logger.error({ was: seen, now, sales: liveSaleIds.length }, 'MySQL is another server than the one last seen (a replica promoted?): reconciling every live sale');
     for (const saleId of liveSaleIds) await deps.requestReconcile(saleId, 'mysql_changed');
   }
-  await deps.redis.set(key, now);
+  await recordMysqlServerSeen(deps.redis, deps.prefix, now);
   return changed;
 }
