@@ -8,8 +8,9 @@
  * - open: arrivals at half the closed run's sustained rate, paced by bench/wrk/paced-purchase.lua;
  * - gateway alone: a second gateway on another Redis prefix, which no worker reads, under the closed load.
  * With `against` (BENCH_PIPELINE_AGAINST), a second stack from that revision's checkout runs on the same
- * servers, on a prefix and a database of its own, each round's runs of the two back to back, the one not
- * under load stopped (bench/pipeline-stack.ts); the open rate is the same for both.
+ * servers, on a prefix and a database of its own, each round's runs of the two back to back (which goes
+ * first alternating by round), the one not under load stopped (bench/pipeline-stack.ts); the open rate is
+ * the same for both.
  * For the two pipeline runs the clock runs from wrk's first request to the last order committed (the
  * stream's group with neither lag nor pending entries); the sustained rate is the orders over that time,
  * so a run whose workers fall behind pays for its backlog in the drain. CPU per order is each process's
@@ -171,7 +172,10 @@ export async function measurePipeline(options: PipelineOptions): Promise<Pipelin
       `${r.accepted} accepted at ${r.acceptRate}/s${r.targetRate ? ` (target ${r.targetRate}/s)` : ''}, backlog ${r.backlogAtEnd} at the end, drained in ${r.drainSeconds} s, sustained ${r.sustainedRate} orders/s, p50 ${r.p50} ms, p99 ${r.p99} ms, ${r.cpuUsPerOrder.pipeline} us CPU/order in the pipeline, ${r.cpuUsPerOrder.total} with wrk (${PIPELINE_PROCESSES.map((p) => `${p} ${r.cpuUsPerOrder[p]}`).join(', ')}), redo ${r.redoBytesPerOrder} B/order, load average ${r.loadAverage}`;
     for (let round = 0; round < options.rounds; round += 1) {
       let openRate = options.openRate;
-      for (const stack of stacks) {
+      // Which contender goes first alternates by round: the second pays what the first leaves running on
+      // the shared servers (InnoDB's purge and page flushing, Redis freeing), and that must not always be
+      // the same one.
+      for (const stack of round % 2 === 0 ? stacks : [...stacks].reverse()) {
         for (const other of stacks) await other.pause(other !== stack);
         const mine = runs.get(stack)!;
         const closed = await stack.closed();
