@@ -5,7 +5,7 @@ import { createReconcileJobs } from '@flashsale/jobs';
 import { createPrisma } from '@flashsale/order-store';
 import { createGateway, type Gateway } from '../../apps/gateway/src/gateway.ts';
 import { afterAll, beforeAll } from 'vitest';
-import { createTestContext, type TestContext } from './context.ts';
+import { createIsolatedContext, createTestContext, type TestContext } from './context.ts';
 
 /**
  * The gateway of a context, listening on a free port, built exactly as `main.ts` builds it (purchase route,
@@ -52,11 +52,12 @@ export async function startGateway(ctx: TestContext, { now, logger = createLogge
  */
 export function gatewayPerFile(
   onStarted: (ctx: TestContext, gateway: TestGateway) => void | Promise<void>,
-  { env, ...options }: TestGatewayOptions & { env?: NodeJS.ProcessEnv } = {},
+  { env, isolated = false, ...options }: TestGatewayOptions & { env?: NodeJS.ProcessEnv; isolated?: boolean } = {},
 ): void {
   let started: { ctx: TestContext; gateway: TestGateway } | undefined;
   beforeAll(async () => {
-    const ctx = createTestContext(env);
+    // isolated: a database of the file's own (createIsolatedContext), for what reads every sale in MySQL.
+    const ctx = isolated ? await createIsolatedContext(env) : createTestContext(env);
     started = { ctx, gateway: await startGateway(ctx, options) };
     await onStarted(started.ctx, started.gateway);
   });
