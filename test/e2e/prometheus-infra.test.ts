@@ -51,7 +51,7 @@ describe('the Prometheus configuration and rules', () => {
 
     expect(config.stdout).toContain('SUCCESS: 1 rule files found');
     expect(config.stdout).toContain('prometheus.yml is valid prometheus config file syntax');
-    expect(rules.stdout).toContain('SUCCESS: 12 rules found');
+    expect(rules.stdout).toContain('SUCCESS: 13 rules found');
     expect(unit.stdout).toContain('SUCCESS');
   });
 
@@ -142,7 +142,7 @@ describe('a real Prometheus with the shipped jobs and rules', () => {
     // Every rule has been evaluated against the real series, and none failed to.
     const rules = await api<{ groups: { rules: { name: string; health: string; lastError?: string }[] }[] }>('/api/v1/rules');
     const evaluated = rules.groups.flatMap((g) => g.rules);
-    expect(evaluated).toHaveLength(12);
+    expect(evaluated).toHaveLength(13);
     expect(evaluated.filter((r) => r.health !== 'ok')).toEqual([]);
   });
 });
