@@ -77,37 +77,41 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   const gateway = apps.gateway as AppProcess & { url: string };
   const alone = apps['gateway alone'] as AppProcess & { url: string };
 
-  // The row is made with this checkout's client in the stack's database, which the other revision's
-  // migrations made: only columns both schemas have are written and read back.
-  const terms = () => ({ name: 'pipeline', stock: 100_000_000, perUserLimit: 1, startsAt: new Date(Date.now() - 60_000), endsAt: new Date(Date.now() + 3_600_000) });
+  // A sale's terms: ample stock, started a minute ago, an hour to go.
+  const terms = () => ({ name: 'pipeline', stock: 100_000_000, perUserLimit: 1, startsAt: Date.now() - 60_000, endsAt: Date.now() + 3_600_000 });
   // The rebuy rule a sale gets by default (its columns' defaults), which the gateway alone's sales copy.
   let rebuyRule: { maxOrdersPerBuyer: number; rebuyCooldownSeconds: number } | undefined;
+  // The row is made with this checkout's client in the stack's database, which the other revision's
+  // migrations made: only columns both schemas have are written and read back.
   const newSale = async () => {
     const sale = terms();
     const row = await prisma.sale.create({
-      data: { ...sale, redisGeneration: randomUUID() },
+      data: { ...sale, startsAt: new Date(sale.startsAt), endsAt: new Date(sale.endsAt), redisGeneration: randomUUID() },
       select: { id: true, redisGeneration: true, maxOrdersPerBuyer: true, rebuyCooldownSeconds: true },
     });
     rebuyRule = { maxOrdersPerBuyer: row.maxOrdersPerBuyer, rebuyCooldownSeconds: row.rebuyCooldownSeconds };
-    await publishSale(redis, prefix, { ...sale, id: row.id, startsAt: sale.startsAt.getTime(), endsAt: sale.endsAt.getTime(), rebuyRule }, row.redisGeneration!);
+    await publishSale(redis, prefix, { ...sale, id: row.id, rebuyRule }, row.redisGeneration!);
     return row.id;
+  };
+  // A sale's Redis state, off the workers' list and deleted.
+  const forget = async (onPrefix: string, saleId: number) => {
+    await retireSale(redis, onPrefix, saleId);
+    await redis.del(...(Object.values(saleKeys(onPrefix, saleId)) as string[]));
   };
   // A run's sale is ended in MySQL, longer ago than the reconciler watches an ended sale, before its Redis
   // state is deleted: a live sale missing from Redis is one Redis lost, which the reconciler rebuilds
   // from MySQL (every buyer written back), and that work would be counted against the next run.
   const dropSale = async (saleId: number) => {
     await prisma.$executeRaw`UPDATE sales SET ends_at = NOW(3) - INTERVAL 2 DAY, starts_at = NOW(3) - INTERVAL 3 DAY WHERE id = ${saleId}`;
-    await retireSale(redis, prefix, saleId);
-    await redis.del(...(Object.values(saleKeys(prefix, saleId)) as string[]));
+    await forget(prefix, saleId);
   };
   // The gateway alone's sales exist in Redis only, on a prefix nothing else reads: no MySQL row, which the
   // reconciler would take for a sale Redis lost. Their ids are far above the runs' own.
   let aloneSales = 0;
   const aloneSale = async () => {
     aloneSales += 1;
-    const sale = terms();
     const id = 1_000_000_000 + aloneSales;
-    await publishSale(redis, `${prefix}-alone`, { ...sale, id, startsAt: sale.startsAt.getTime(), endsAt: sale.endsAt.getTime(), ...(rebuyRule && { rebuyRule }) }, randomUUID());
+    await publishSale(redis, `${prefix}-alone`, { ...terms(), id, ...(rebuyRule && { rebuyRule }) }, randomUUID());
     return id;
   };
   const pidsOf = (name: PipelineProcess): number[] => {
@@ -182,8 +186,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       const wrk = await runWrk(alone.url, WRK_SCRIPTS.closed, [options.buyersFile(enough(fastest.alone)), String(saleId)], connections, seconds);
       const cpu = readProcesses(pids)!.cpuSeconds - before;
       fastest.alone = Math.max(fastest.alone, wrk.requests / (wrk.durationUs / 1e6));
-      await retireSale(redis, `${prefix}-alone`, saleId);
-      await redis.del(...(Object.values(saleKeys(`${prefix}-alone`, saleId)) as string[]));
+      await forget(`${prefix}-alone`, saleId);
       if (wrk.errors.status > 0) throw new Error(`${options.name}, gateway alone: ${wrk.errors.status} refused`);
       return { loadAverage, rps: Math.round(wrk.requests / (wrk.durationUs / 1e6)), p50: wrk.latencyUs.p50 / 1000, p99: wrk.latencyUs.p99 / 1000, cpuUsPerRequest: Number(((cpu * 1e6) / wrk.requests).toFixed(1)) };
     },
