@@ -5,7 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { newReservationId } from '@flashsale/domain';
 import { reservePurchase, streamBacklog } from '@flashsale/redis-store';
 import { createLiveSale, createTestContext, type TestContext } from '../support/context.ts';
-import { startFaultProxy, type FaultProxy, ledgerOf, ordersOf, pendingCount, waitForDrain, spawnWorker, type AppProcess } from '@flashsale/harness';
+import { startFaultProxy, type FaultProxy, ledgerOf, ordersOf, pendingCount, waitForDrain, spawnApp, spawnWorker, type AppProcess } from '@flashsale/harness';
 
 // Real worker processes, killed with SIGKILL at an exact point of their conversation with Redis or
 // MariaDB: a proxy in front of the server sees the command go out and kills the worker before it lands.
@@ -44,6 +44,15 @@ async function proxiedDatabase(onClientData?: (chunk: Buffer) => 'forward' | 'dr
   return proxied.toString();
 }
 
+/**
+ * A worker whose process handle exists before it can say a word: the entries are on the stream before it
+ * starts, so it may reach the crash point before it logs "worker started", and the proxy must be able to
+ * kill it there.
+ */
+function spawnDoomedWorker(env: NodeJS.ProcessEnv): AppProcess {
+  return spawnApp('worker', { WORKER_PORT: '0', ...env });
+}
+
 function workerEnv(overrides: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
   return {
     REDIS_PREFIX: ctx.config.REDIS_PREFIX,
@@ -58,16 +67,16 @@ describe('a worker killed mid-batch', () => {
   it('killed between the MySQL commit and the XACK: the redelivered batch creates no duplicate', async () => {
     const sale = await createLiveSale(ctx, { stock: 100 });
     const accepted = await acceptedReservations(sale.id, 40);
-    let doomed: AppProcess | undefined;
+    let doomed: AppProcess | undefined = undefined;
     let killed = false;
     const redisPort = Number(new URL(ctx.config.REDIS_URL).port || 6379);
     proxy = await startFaultProxy(redisPort, (chunk) => {
       if (killed || !/\r\nxack\r\n/i.test(chunk.toString('latin1'))) return 'forward';
       killed = true;
-      doomed!.child.kill('SIGKILL');
+      doomed?.child.kill('SIGKILL');
       return 'drop';
     });
-    doomed = await spawnWorker(workerEnv({ REDIS_URL: `redis://127.0.0.1:${proxy.port}` }));
+    doomed = spawnDoomedWorker(workerEnv({ REDIS_URL: `redis://127.0.0.1:${proxy.port}` }));
     processes.push(doomed);
 
     expect(await doomed.exited).toBe('SIGKILL');
@@ -88,7 +97,7 @@ describe('a worker killed mid-batch', () => {
   it('killed before the MySQL commit: its entries are left to another worker, which writes them once', async () => {
     const sale = await createLiveSale(ctx, { stock: 100 });
     const accepted = await acceptedReservations(sale.id, 40);
-    let doomed: AppProcess | undefined;
+    let doomed: AppProcess | undefined = undefined;
     let killed = false;
     // The batch's write is one call that commits in MySQL (write_new_orders): the worker dies as it sends
     // the statement that carries the batch's rows, which MySQL then never runs.
@@ -96,10 +105,10 @@ describe('a worker killed mid-batch', () => {
     const proxiedDb = await proxiedDatabase((chunk) => {
       if (killed || !ids.some((id) => chunk.includes(id))) return 'forward';
       killed = true;
-      doomed!.child.kill('SIGKILL');
+      doomed?.child.kill('SIGKILL');
       return 'drop';
     });
-    doomed = await spawnWorker(workerEnv({ DATABASE_URL: proxiedDb }));
+    doomed = spawnDoomedWorker(workerEnv({ DATABASE_URL: proxiedDb }));
     processes.push(doomed);
 
     expect(await doomed.exited).toBe('SIGKILL');
