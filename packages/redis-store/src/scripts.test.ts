@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { loadScripts } from './scripts.ts';
+import { loadScripts, withoutUncalledFunctions } from './scripts.ts';
 
 let dir: string;
 beforeEach(() => {
@@ -61,6 +61,20 @@ describe('loadScripts', () => {
     expect(load).toThrow(/run-0\.lua:1: not an include directive/);
   });
 
+  it('leaves out the functions of its includes that the script never calls, and those only they call', () => {
+    write('includes/lib.lua', ['local function helper(x)', '  return x + 1', 'end', '', 'local function unused(x)', '  return helper(x) * 2', 'end', '', 'local function used(x)', '  return helper(x)', 'end', ''].join('\n'));
+    write('run-0.lua', '--@include "includes/lib.lua"\nreturn used(1)\n');
+
+    expect(load()[0]!.lua).toBe(['local function helper(x)', '  return x + 1', 'end', '', '', 'local function used(x)', '  return helper(x)', 'end', 'return used(1)', ''].join('\n'));
+  });
+
+  it('keeps a function in any other shape than an indented body closed by `end` alone, and one a comment names', () => {
+    const oneLine = 'local function a() return 1 end\nlocal x = 2\nif x then\n  x = 3\nend\nreturn x\n';
+    expect(withoutUncalledFunctions(oneLine)).toBe(oneLine);
+    const named = '-- b() is kept for later\nlocal function b()\n  return 1\nend\nreturn 2\n';
+    expect(withoutUncalledFunctions(named)).toBe(named);
+  });
+
   it("leaves no directive in the project's own scripts, and shares the consumer group's creation", () => {
     const scripts = loadScripts(new URL('./lua/', import.meta.url));
 
@@ -83,6 +97,10 @@ describe('loadScripts', () => {
       'withdrawSale',
     ]);
     for (const { lua } of scripts) expect(lua).not.toMatch(/^--@/m);
+    // The hot path's script defines only what it calls (one closure made per call for each).
+    const reserve = scripts.find((script) => script.name === 'reserve')!.lua;
+    const defined = [...reserve.matchAll(/^local function ([a-z_]+)\(/gm)].map((match) => match[1]).sort();
+    expect(defined).toEqual(['add_reservation', 'read_sale_terms', 'rebuy_refusal', 'record_buyer', 'redis_now_ms', 'running_turn', 'take_sale_stock', 'use_turn']);
     const creatingGroups = scripts.filter(({ lua }) => lua.includes("'XGROUP', 'CREATE'"));
     expect(creatingGroups.map((script) => script.name).sort()).toEqual(['publishSale', 'rebuildSale']);
     for (const { lua } of creatingGroups) expect(lua).toContain('local function ensure_group(stream, group)');
