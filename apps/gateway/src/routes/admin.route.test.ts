@@ -49,8 +49,10 @@ describe('POST /api/admin/sales', () => {
     expect({ status: res.status, maxOrdersPerBuyer: created.maxOrdersPerBuyer, rebuyCooldownSeconds: created.rebuyCooldownSeconds }).toEqual({ status: 201, maxOrdersPerBuyer: 5, rebuyCooldownSeconds: 0 });
     expect(await ctx.prisma.sale.findUniqueOrThrow({ where: { id: created.id } })).toMatchObject({ maxOrdersPerBuyer: 5, rebuyCooldownSeconds: 0 });
     expect(await ctx.redis.hmget(saleKeys(ctx.config.REDIS_PREFIX, created.id).meta, 'rb_max', 'rb_cool')).toEqual(['5', '0']);
-    const list = (await (await fetch(`${gateway.url}/api/admin/sales`, { headers: bearer(ctx.config.ADMIN_TOKEN) })).json()) as { sales: { id: number }[] };
-    expect(list.sales.find((sale) => sale.id === created.id)).toMatchObject({ maxOrdersPerBuyer: 5, rebuyCooldownSeconds: 0 });
+    // The page that starts at this sale (the list is newest first, `cursor` the id after it): the other
+    // files' sales created meanwhile in the shared database cannot push it off the page.
+    const list = (await (await fetch(`${gateway.url}/api/admin/sales?limit=1&cursor=${created.id + 1}`, { headers: bearer(ctx.config.ADMIN_TOKEN) })).json()) as { sales: { id: number }[] };
+    expect(list.sales).toEqual([expect.objectContaining({ id: created.id, maxOrdersPerBuyer: 5, rebuyCooldownSeconds: 0 })]);
   });
 
   it('gives a sale that sets no rebuy rule the gateway\'s MAX_ORDERS_PER_BUYER and REBUY_COOLDOWN_SECONDS', async () => {
