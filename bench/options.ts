@@ -15,6 +15,8 @@ export interface BenchSettings {
   drainRows: number;
   drainRounds: number;
   scriptSeconds: number;
+  /** The script part's count of instructions (bench/script-instructions.ts): calls per path and round. */
+  scriptCalls: number;
   clusterSales: number;
   drainSales: number;
   reconcilerRate: number;
@@ -27,13 +29,13 @@ export interface BenchSettings {
   record: boolean;
 }
 
-const FULL = { seconds: 5, rounds: 3, drainRows: 20_000, drainRounds: 5, scriptSeconds: 2, reconcilerSeconds: 40, pipelineSeconds: 10 };
+const FULL = { seconds: 5, rounds: 3, drainRows: 20_000, drainRounds: 5, scriptSeconds: 2, scriptCalls: 2_000, reconcilerSeconds: 40, pipelineSeconds: 10 };
 /**
  * `--quick`: every part, shorter and once: about 75 s of load and some 15 process starts, so a minute or
  * two on an idle 2-core box (an estimate: see docs/BENCHMARKS.md for what was measured). A check that it
  * all runs, not figures to quote.
  */
-const QUICK = { seconds: 2, rounds: 1, drainRows: 5_000, drainRounds: 1, scriptSeconds: 1, reconcilerSeconds: 10, pipelineSeconds: 3 };
+const QUICK = { seconds: 2, rounds: 1, drainRows: 5_000, drainRounds: 1, scriptSeconds: 1, scriptCalls: 500, reconcilerSeconds: 10, pipelineSeconds: 3 };
 
 export const BENCH_COMMAND = {
   usage: `usage: npm run bench -- [--quick] [--record]
@@ -55,7 +57,8 @@ of docs/BENCHMARKS.md. About thirty minutes (an estimate from the parts' own run
 Variables (each overrides its default, --quick's too): BENCH_SECONDS (5) per load run, BENCH_ROUNDS (3),
 BENCH_CONNECTIONS (64), BENCH_LOADGEN (wrk if on PATH, else autocannon), BENCH_PARTS (all:
 ${BENCH_PARTS.join(',')}), BENCH_DRAIN_ROWS (20000), BENCH_DRAIN_ROUNDS (5),
-BENCH_SCRIPT_SECONDS (2), BENCH_CLUSTER_SALES (30), BENCH_DRAIN_SALES (1), BENCH_RECONCILER_RATE (2000),
+BENCH_SCRIPT_SECONDS (2), BENCH_SCRIPT_CALLS (2000: the reserve calls per path and round whose
+instructions callgrind counts in redis-server, when valgrind is installed), BENCH_CLUSTER_SALES (30), BENCH_DRAIN_SALES (1), BENCH_RECONCILER_RATE (2000),
 BENCH_RECONCILER_SECONDS (40), BENCH_PIPELINE_SECONDS (10), BENCH_PIPELINE_RATE (half the closed
 run's sustained rate), BENCH_PIPELINE_AGAINST (a git revision run beside this checkout,
 round by round, with the ratios), BENCH_PIPELINE_PROFILE (a directory: --cpu-prof for the gateway and workers,
@@ -91,6 +94,7 @@ export function benchSettingsOf(args: readonly string[], env: NodeJS.ProcessEnv)
     // A drain run takes about a second: more of them steady its median at little cost.
     drainRounds: number('BENCH_DRAIN_ROUNDS', base.drainRounds),
     scriptSeconds: number('BENCH_SCRIPT_SECONDS', base.scriptSeconds),
+    scriptCalls: number('BENCH_SCRIPT_CALLS', base.scriptCalls),
     clusterSales: number('BENCH_CLUSTER_SALES', 30),
     drainSales: number('BENCH_DRAIN_SALES', 1),
     reconcilerRate: number('BENCH_RECONCILER_RATE', 2000),

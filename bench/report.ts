@@ -1,4 +1,5 @@
 import type { ReconcilerCost } from './reconciler-cost.ts';
+import type { ScriptInstructions } from './script-instructions.ts';
 import type { PipelineResults } from './pipeline.ts';
 import { pipelineMarkdown } from './pipeline-report.ts';
 import { replicaWaitMarkdown, type ReplicaWaitResults } from './replica-wait.ts';
@@ -48,7 +49,7 @@ export interface BenchResults {
   /** The reconciler's CPU while one sale takes a fixed rate (BENCH_PARTS reconciler; bench/reconciler-cost.ts). */
   reconciler?: { loadAverage: number } & ReconcilerCost;
   /** The reserve script alone on one Redis node (BENCH_PARTS script). */
-  script?: { loadAverage: number } & Record<'accept' | 'duplicate' | 'sold_out', ReserveSummary>;
+  script?: { loadAverage: number; instructions?: ScriptInstructions } & Record<'accept' | 'duplicate' | 'sold_out', ReserveSummary>;
   /** The same pipelined load over many sales, on a 3-master cluster and on one node (BENCH_PARTS cluster). */
   cluster?: {
     loadAverage: number;
@@ -183,6 +184,14 @@ export function scaleMarkdown(r: BenchResults): string {
       `| refused: duplicate buyer | **${duplicate.callsPerSecond}** | ${costs(duplicate)} |`,
       `| refused: sold out | **${soldOut.callsPerSecond}** | ${costs(soldOut)} |`,
     );
+    const counted = r.script.instructions;
+    if (counted) {
+      const each = (path: 'accept' | 'duplicate' | 'sold_out') => `${counted.perCall[path].toLocaleString('en-US')} (${counted.runs[path].map((n) => n.toLocaleString('en-US')).join(', ')})`;
+      lines.push(
+        '',
+        `Instructions per call in redis-server (valgrind's callgrind, ${counted.calls} calls per path and round, ${counted.rounds} rounds; the median, then every round): accept ${each('accept')}; duplicate ${each('duplicate')}; sold out ${each('sold_out')}.`,
+      );
+    }
   }
   if (r.cluster) {
     const { single, cluster } = r.cluster;

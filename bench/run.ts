@@ -28,6 +28,7 @@ import { cpuSeconds, peakRssMiB, startBaseline, startGatewayProcess, type BenchS
 import { drainByWorker, drainByWorkers, drainRaw, startWorkerPool } from './drain.ts';
 import { expiryByWorker } from './expiry.ts';
 import { evenlySpreadSales, reservePathRun, spreadRun, type ReserveRun } from './reserve-load.ts';
+import { callgrindAvailable, reserveInstructions, type ScriptInstructions } from './script-instructions.ts';
 import { printResults, writeResults, type BenchResults, type PathName, type ReserveSummary, type Summary } from './report.ts';
 import { measurePipeline } from './pipeline.ts';
 import { BENCH_COMMAND, benchSettingsOf, type BenchSettings } from './options.ts';
@@ -323,7 +324,17 @@ try {
     const runs = await inRounds({ accept: () => run('accept'), duplicate: () => run('duplicate'), sold_out: () => run('sold_out') }, describeReserve);
     await client.quit();
     await server.stop();
-    results.script = { loadAverage, accept: reserveSummary(runs.accept), duplicate: reserveSummary(runs.duplicate), sold_out: reserveSummary(runs.sold_out) };
+    // The same calls counted in instructions, which a shared VM's speed does not move (script-instructions.ts).
+    let instructions: ScriptInstructions | undefined;
+    if (callgrindAvailable()) {
+      log(`the reserve script's instructions in redis-server under callgrind: ${settings.scriptCalls} calls per path, ${ROUNDS} rounds`);
+      const counted = await reserveInstructions(prefix, { calls: settings.scriptCalls, rounds: ROUNDS });
+      log(`instructions per call: ${(['accept', 'duplicate', 'sold_out'] as const).map((path) => `${path} ${counted.perCall[path]} (${counted.runs[path].join(', ')})`).join('; ')}`);
+      instructions = counted;
+    } else {
+      log("valgrind is not installed: the reserve script's instructions are not counted (apt-get install valgrind)");
+    }
+    results.script = { loadAverage, accept: reserveSummary(runs.accept), duplicate: reserveSummary(runs.duplicate), sold_out: reserveSummary(runs.sold_out), ...(instructions && { instructions }) };
   }
 
   if (PARTS.has('cluster')) {

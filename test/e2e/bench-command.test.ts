@@ -10,13 +10,13 @@ const settings = (args: string[], env: NodeJS.ProcessEnv = {}) => benchSettingsO
 
 describe('npm run bench: its settings', () => {
   it('runs every part by default, the full length, and records nothing', () => {
-    expect(settings([])).toMatchObject({ seconds: 5, rounds: 3, drainRows: 20_000, drainRounds: 5, scriptSeconds: 2, reconcilerSeconds: 40, pipelineSeconds: 10, quick: false, record: false });
+    expect(settings([])).toMatchObject({ seconds: 5, rounds: 3, drainRows: 20_000, drainRounds: 5, scriptSeconds: 2, scriptCalls: 2_000, reconcilerSeconds: 40, pipelineSeconds: 10, quick: false, record: false });
     expect([...settings([]).parts]).toEqual([...BENCH_PARTS]);
     expect(BENCH_PARTS).toEqual(['purchase', 'scaling', 'fsync', 'drain', 'expiry', 'script', 'cluster', 'workers', 'reconciler', 'pipeline', 'replica-wait', 'door', 'neighbours']);
   });
 
   it('--quick: every part, shorter and once; a BENCH_ variable still wins', () => {
-    expect(settings(['--quick'])).toMatchObject({ seconds: 2, rounds: 1, drainRows: 5_000, drainRounds: 1, scriptSeconds: 1, reconcilerSeconds: 10, pipelineSeconds: 3, quick: true });
+    expect(settings(['--quick'])).toMatchObject({ seconds: 2, rounds: 1, drainRows: 5_000, drainRounds: 1, scriptSeconds: 1, scriptCalls: 500, reconcilerSeconds: 10, pipelineSeconds: 3, quick: true });
     expect([...settings(['--quick']).parts]).toEqual([...BENCH_PARTS]);
     expect(settings(['--quick'], { BENCH_SECONDS: '3' }).seconds).toBe(3);
   });

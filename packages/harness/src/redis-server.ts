@@ -37,6 +37,11 @@ export interface RedisServerOptions {
   appendfsync?: 'always' | 'everysec';
   /** More redis-server arguments (a cluster node's, say). */
   args?: string[];
+  /**
+   * A command that runs redis-server, put before it (`['valgrind', '--tool=callgrind']`, say: the
+   * benchmark counts the reserve script's instructions that way). The tool must keep redis-server's pid.
+   */
+  wrapper?: string[];
 }
 
 /**
@@ -90,7 +95,8 @@ function redisServerOnFreePort(port: number, options: RedisServerOptions): Redis
     port,
     async start() {
       // redis-server rewrites its process title, so the pid from spawn is the handle kept to kill it.
-      const started = spawnInGroup('redis-server', args, { stdio: 'ignore' });
+      const [command, ...commandArgs] = [...(options.wrapper ?? []), 'redis-server', ...args];
+      const started = spawnInGroup(command!, commandArgs, { stdio: 'ignore' });
       child = started;
       let exited: number | string | null | undefined;
       started.once('exit', (code, signal) => {
