@@ -65,10 +65,14 @@ export async function playArrivals(baseUrl: string, shape: Shape, next: (i: numb
   let due = 0;
   let arrivals = 0;
   let lastReport = 0;
+  let lastTick = 0;
   for (;;) {
     const t = (performance.now() - started) / 1000;
     if (t >= duration) break;
-    due += (rateAt(shape, t) * TICK_MS) / 1000;
+    // The arrivals of the time that really passed since the last tick, not of one TICK_MS: on a busy
+    // machine the timer fires late, and counting a tick as TICK_MS would play a fraction of the shape.
+    due += rateAt(shape, t) * (t - lastTick);
+    lastTick = t;
     while (due >= 1) {
       due -= 1;
       if (state.inFlight >= shape.maxInFlight) state.dropped += 1;
