@@ -283,8 +283,9 @@ describe('the GATEWAY_WORKERS supervisor', () => {
       timeoutMs: 10_000,
       pids: [hung],
     });
-    // The other one finished its own stop in time.
-    expect(supervisor.logs.filter((l) => l.pid === healthy).map((l) => l.msg).slice(-2)).toEqual(['stopping', 'stopped']);
+    // The other one finished its own stop in time. Its lines share the supervisor's stdout, which the
+    // harness may still be reading when the supervisor's exit is seen: read until they are there.
+    await expect.poll(() => supervisor.logs.filter((l) => l.pid === healthy).map((l) => l.msg).slice(-2), { timeout: 15_000 }).toEqual(['stopping', 'stopped']);
     await expect.poll(() => isRunning(hung!), { timeout: 60_000 }).toBe(false);
   });
 });
