@@ -140,7 +140,7 @@ export async function dropSale(client: ScriptedRedis, keys: SaleKeys): Promise<v
 export type ScriptPath = 'accept' | 'duplicate' | 'sold_out';
 
 /** What each path's reply must carry (ReserveCode): reserved, already purchased, sold out. */
-const EXPECTED: Record<ScriptPath, number> = { accept: 1, duplicate: -6, sold_out: -7 };
+export const EXPECTED_CODE: Record<ScriptPath, number> = { accept: 1, duplicate: -6, sold_out: -7 };
 
 /**
  * One run of one path on a sale of its own, as the purchase bench sets them up: accept (ample stock,
@@ -162,7 +162,7 @@ export async function reservePathRun(
     const prebuy = path === 'sold_out' ? 1 : path === 'duplicate' ? options.duplicateBuyers : 0;
     if (prebuy > 0) await reserveLoad(client, nodes, { ...options, seconds: undefined, calls: prebuy, expect: 1, call: (i) => ({ saleId, keys, buyer: path === 'sold_out' ? 'someone' : `b${i}` }) });
     const call = path === 'duplicate' ? (i: number) => buyer(i % options.duplicateBuyers) : buyer;
-    const run = await reserveLoad(client, nodes, { ...options, call, expect: EXPECTED[path] });
+    const run = await reserveLoad(client, nodes, { ...options, call, expect: EXPECTED_CODE[path] });
     const holders = await client.hlen(keys.buyers);
     if (holders !== prebuy + (path === 'accept' ? run.calls : 0)) throw new Error(`${path}: ${holders} buyers hold a reservation after ${run.calls} calls; not what this path must leave`);
     return run;

@@ -2,9 +2,8 @@
  * The reserve script's cost in redis-server, counted in instructions rather than timed: a redis-server of
  * the bench's own runs under valgrind's callgrind, whose counter is zeroed before each path's calls and
  * dumped after them (callgrind_control -z / -d). Time on a shared VM moves by a fifth within the hour;
- * the instructions a call costs do not (the same path counts the same within a fraction of a percent
- * run after run, whatever else the machine does), so a cut of a few percent in the script shows here
- * when no timed run can show it. The count is Redis's whole work for a call: reading the request, the
+ * the instructions a call costs move by a few percent at most (how many requests Redis reads per wakeup
+ * still depends on timing), so a cut of some percent in the script shows here when no timed run can. The count is Redis's whole work for a call: reading the request, the
  * script and its commands, the reply, and its share of the event loop.
  *
  * Needs valgrind (Debian's package); without it the part says so and counts nothing.
@@ -15,7 +14,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createRedis } from '@flashsale/redis-store';
 import { startRedisServer } from '@flashsale/harness';
-import { benchSale, dropSale, reserveLoad, type ScriptPath } from './reserve-load.ts';
+import { median } from './load.ts';
+import { benchSale, dropSale, EXPECTED_CODE, reserveLoad, type ScriptPath } from './reserve-load.ts';
 
 export interface ScriptInstructions {
   /** Calls counted per path and round. */
@@ -37,8 +37,6 @@ export function callgrindAvailable(): boolean {
     return false;
   }
 }
-
-const EXPECTED: Record<ScriptPath, number> = { accept: 1, duplicate: -6, sold_out: -7 };
 
 /**
  * `calls` reserve calls of each path (accept: a new buyer each, ample stock; duplicate: buyers who hold a
@@ -69,7 +67,7 @@ export async function reserveInstructions(prefix: string, { calls, rounds }: { c
           const load = { batch: 500, inFlight: 1, seconds: undefined };
           if (prebuy > 0) await reserveLoad(client, [], { ...load, calls: prebuy, expect: 1, call: (i) => (path === 'sold_out' ? { saleId, keys, buyer: 'someone' } : buyer(i)) });
           control('-z');
-          await reserveLoad(client, [], { ...load, calls, expect: EXPECTED[path], call: buyer });
+          await reserveLoad(client, [], { ...load, calls, expect: EXPECTED_CODE[path], call: buyer });
           control('-d', `${path}-${round}`);
           dumps += 1;
           runs[path].push(instructionsOfDump(dir, pid, dumps) / calls);
@@ -78,7 +76,6 @@ export async function reserveInstructions(prefix: string, { calls, rounds }: { c
         }
       }
     }
-    const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
     const perCall = Object.fromEntries(paths.map((path) => [path, Math.round(median(runs[path]))])) as Record<ScriptPath, number>;
     return { calls, rounds, perCall, runs: Object.fromEntries(paths.map((path) => [path, runs[path].map(Math.round)])) as Record<ScriptPath, number[]> };
   } finally {
