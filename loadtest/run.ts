@@ -103,8 +103,12 @@ try {
   if (own) {
     await migrate(own.databaseUrl);
     const env = { REDIS_PREFIX: own.prefix, DATABASE_URL: own.databaseUrl, ...redisEnvOf(redisTarget), LOG_LEVEL: 'info' };
+    // Every purchase of the load comes from this one address: the per-address budget and connection cap,
+    // meant for a crowd of addresses, would refuse the load generator itself (flash-crowd holds up to 256
+    // connections, the cap's default, besides the one that created the sale).
+    const gatewayEnv = { ...env, RATE_LIMIT_PER_ADDRESS_PER_SECOND: '0', MAX_CONNECTIONS_PER_ADDRESS: '0' };
     const track = <T extends AppProcess>(started: Promise<T>) => started.then((p) => (processes.push(p), p));
-    const [gateway] = await Promise.all([track(spawnGateway(env)), track(spawnWorker(env)), track(spawnWorker(env))]);
+    const [gateway] = await Promise.all([track(spawnGateway(gatewayEnv)), track(spawnWorker(env)), track(spawnWorker(env))]);
     baseUrl = gateway.url;
     console.log(`system of its own: gateway ${baseUrl}, 2 workers, database ${own.database}, Redis prefix ${own.prefix}`);
   }
