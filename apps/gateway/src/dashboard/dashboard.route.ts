@@ -162,7 +162,8 @@ export function dashboardRouter(deps: GatewayDeps, { feed, views, streams }: Das
       waiting = [];
       sending = sending.then(async () => {
         const session = await sessions.check(open.id);
-        if (closed) return;
+        // Ended meanwhile (the session's sign-out ends its streams before their 'close' is seen).
+        if (closed || res.writableEnded) return;
         if (session === null) return void res.end();
         // Redis did not answer: the session cannot be vouched for, so these events are not sent.
         if (session !== undefined) res.write(frames);
