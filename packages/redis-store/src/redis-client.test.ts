@@ -1,5 +1,6 @@
 import { createServer } from 'node:net';
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startRedisServer, type RedisServer } from '@flashsale/harness';
 import { createRedis, isRedisUnavailable } from './redis-client.ts';
 
 /** A local port nothing listens on (taken, then let go). */
@@ -24,6 +25,76 @@ describe('the deadline of a command (commandTimeoutMs) on a Redis Cluster', () =
       );
       expect({ message: (error as Error).message, unavailable: isRedisUnavailable(error) }).toEqual({ message: 'Command timed out', unavailable: true });
     } finally {
+      redis.disconnect();
+    }
+  });
+});
+
+describe('the deadline of a command (commandTimeoutMs) on one Redis', () => {
+  let server: RedisServer;
+  beforeAll(async () => {
+    server = await startRedisServer();
+  });
+  afterAll(async () => {
+    server.thaw();
+    await server.stop();
+  });
+
+  it('fails a command the server does not answer within the deadline, not before it, and answers every command that came back in time', async () => {
+    const redis = createRedis(server.url, { commandTimeoutMs: 400 });
+    try {
+      // Answered commands are dropped from the deadlines' queue: none of them fails later.
+      const answered = await Promise.all(Array.from({ length: 3000 }, (_, i) => redis.set(`k${i}`, String(i))));
+      expect(answered.every((reply) => reply === 'OK')).toBe(true);
+      // An error reply stays that error; its deadline passing later changes nothing.
+      const refused = await redis.call('no-such-command').then(
+        () => undefined,
+        (e: unknown) => (e as Error).message,
+      );
+      expect(refused).toMatch(/^ERR unknown command/);
+
+      server.freeze();
+      const issued = performance.now();
+      const error = await redis.get('k1').then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      const waited = performance.now() - issued;
+      expect({ message: (error as Error).message, unavailable: isRedisUnavailable(error) }).toEqual({ message: 'Command timed out', unavailable: true });
+      expect(waited).toBeGreaterThanOrEqual(399);
+      server.thaw();
+      // The connection is the same one: what the frozen server read meanwhile is answered, in order.
+      expect(await redis.get('k2')).toBe('2');
+    } finally {
+      server.thaw();
+      redis.disconnect();
+    }
+  });
+
+  it('gives a command issued while the server cannot be reached its deadline from the call', async () => {
+    const redis = createRedis({ url: `redis://127.0.0.1:${await closedPort()}` }, { commandTimeoutMs: 300, maxRetriesPerRequest: null });
+    try {
+      const issued = performance.now();
+      const error = await redis.get('some-key').then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect({ message: (error as Error).message, atLeastTheDeadline: performance.now() - issued >= 299 }).toEqual({ message: 'Command timed out', atLeastTheDeadline: true });
+    } finally {
+      redis.disconnect();
+    }
+  });
+
+  it('leaves a command without a deadline when none is set', async () => {
+    const redis = createRedis(server.url);
+    try {
+      server.freeze();
+      const outcome = Promise.race([redis.get('k1').then(() => 'answered'), new Promise((resolve) => setTimeout(() => resolve('still waiting'), 700))]);
+      expect(await outcome).toBe('still waiting');
+      server.thaw();
+      expect(await redis.get('k3')).toBe('3');
+    } finally {
+      server.thaw();
       redis.disconnect();
     }
   });

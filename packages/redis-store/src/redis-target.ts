@@ -1,4 +1,5 @@
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
+import { armCommandDeadlines } from './command-deadlines.ts';
 
 type HostPort = { host: string; port: number };
 
@@ -34,6 +35,14 @@ export type RedisTargetLike = RedisTarget | string;
  * the client and loaded on whichever node runs them (EVALSHA, then EVAL on NOSCRIPT).
  */
 export function connectRedis(target: RedisTargetLike, options: RedisOptions = {}): Redis {
+  // The command deadline is kept here (command-deadlines.ts), not by ioredis's per-command timers.
+  const { commandTimeout, ...connectionOptions } = options;
+  const redis = connectTarget(target, connectionOptions);
+  if (commandTimeout !== undefined) armCommandDeadlines(redis, commandTimeout);
+  return redis;
+}
+
+function connectTarget(target: RedisTargetLike, options: RedisOptions): Redis {
   if (typeof target === 'string') return new Redis(target, options);
   if ('url' in target) return new Redis(target.url, options);
   if ('sentinels' in target) return connectThroughSentinels(target, options);
@@ -48,24 +57,7 @@ export function connectRedis(target: RedisTargetLike, options: RedisOptions = {}
     slotsRefreshTimeout: 2000,
     clusterRetryStrategy: (attempt) => Math.min(100 * attempt, 2000),
   });
-  if (options.commandTimeout !== undefined) deadlineFromIssue(cluster, options.commandTimeout);
   return cluster as unknown as Redis;
-}
-
-/**
- * ioredis's Cluster starts a command's commandTimeout only when it hands the command to a node's
- * connection: a command waiting in the cluster's own queue (no node for its slot yet) or between the
- * retries of CLUSTERDOWN, TRYAGAIN or a failover waits without any deadline (ioredis issue #1604), which
- * a failover's few seconds of CLUSTERDOWN or an unready client can stretch without end. Here the deadline
- * runs from the moment the command is issued, whatever it waits for; the node's connection keeps that
- * timer (a command's timer is set once) rather than starting one of its own.
- */
-function deadlineFromIssue(cluster: Cluster, commandTimeoutMs: number): void {
-  const send = cluster.sendCommand.bind(cluster);
-  cluster.sendCommand = (command, stream, node) => {
-    command.setTimeout(commandTimeoutMs);
-    return send(command, stream, node);
-  };
 }
 
 /**

@@ -7,9 +7,9 @@ import type { GatewayMetrics } from '../metrics.ts';
 import type { RequestLimits } from '../request-limits.ts';
 import type { BuyerGate } from '../buyer-gate.ts';
 import { requireJsonBody, saleIdParam } from '../validation.ts';
-import { renderJson, renderProblem, sendProblem, sendRendered, type Problem } from '../problem.ts';
+import { renderProblem, sendProblem, sendRendered, type Problem } from '../problem.ts';
 import { createPurchaseBodyReader, quantityOf } from './purchase-body.ts';
-import { createDuplicateAnswer } from './duplicate-answer.ts';
+import { createAcceptedAnswer, createDuplicateAnswer } from './purchase-answers.ts';
 import type { SaleVerdictCache } from './sale-verdict-cache.ts';
 import type { LiveSaleDirectory } from './live-sale-directory.ts';
 
@@ -92,6 +92,7 @@ export function createPurchaseHandler({ config, redis, logger }: GatewayDeps, me
   // during it) into a flood of the log. The first failure is logged at once, then counts at most every 10 s.
   const replicaWait = config.REDIS_WAIT_REPLICAS > 0 ? { replicas: config.REDIS_WAIT_REPLICAS, timeoutMs: config.REDIS_WAIT_TIMEOUT_MS } : undefined;
   const reserveFailures = summarisedLog<'failed'>(logger, 'reserve script failed', 'requests');
+  const acceptedAnswer = createAcceptedAnswer();
   const duplicateAnswer = createDuplicateAnswer();
   const answerDuplicate = (res: ServerResponse, reservationId: string) => {
     count('ALREADY_PURCHASED');
@@ -123,9 +124,11 @@ export function createPurchaseHandler({ config, redis, logger }: GatewayDeps, me
     const reservationId = newReservationId(saleId);
     let outcome: ReserveOutcome | UnreplicatedOutcome;
     const called = performance.now();
+    let returned: number;
     try {
       outcome = await reservePurchase(redis, prefix, { saleId, userId, quantity, reservationId }, replicaWait);
-      metrics.reserveScriptSeconds.observe((performance.now() - called) / 1000);
+      returned = performance.now();
+      metrics.reserveScriptSeconds.observe((returned - called) / 1000);
     } catch (error) {
       // A failed call is timed too: a Redis that times out shows in the latency, not only in the errors.
       metrics.reserveScriptSeconds.observe((performance.now() - called) / 1000);
@@ -135,12 +138,12 @@ export function createPurchaseHandler({ config, redis, logger }: GatewayDeps, me
       reserveFailures('failed', { err: error, saleId });
       return refuse(res, { code: 'SERVICE_UNAVAILABLE', detail: 'the sale cannot be reached right now, retry shortly', headers: { 'Retry-After': '1' } });
     }
-    metrics.purchaseSeconds.observe((performance.now() - started) / 1000);
+    metrics.purchaseSeconds.observe((returned - started) / 1000);
     if (outcome.kind === 'reserved') {
       workSignal.reserved(saleId);
       if (outcome.remaining === 0) verdicts.learn(saleId, 'SOLD_OUT', ticket);
       count('reserved');
-      return sendRendered(res, renderJson(202, { reservationId, saleId, quantity, status: 'pending' }));
+      return sendRendered(res, acceptedAnswer(reservationId, saleId, quantity));
     }
     if (outcome.kind === 'unreplicated') {
       // Taken on the primary, not yet on enough replicas: it becomes an order unless a failover loses it
