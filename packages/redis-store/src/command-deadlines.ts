@@ -8,6 +8,9 @@ interface CommandSender {
 /** ioredis's own message for a command past its commandTimeout, which isRedisUnavailable recognises. */
 export const COMMAND_TIMED_OUT = 'Command timed out';
 
+/** How often the deadlines are checked while commands wait. */
+const SWEEP_EVERY_MS = 10;
+
 /**
  * Gives every command `client` issues a deadline `ms` after it is issued: a command not answered by then
  * fails with ioredis's own `Command timed out` (Redis may still run it later, as with ioredis's
@@ -18,12 +21,16 @@ export const COMMAND_TIMED_OUT = 'Command timed out';
  * Why not ioredis's commandTimeout: it arms a timer per command and clears it on the reply, deleting
  * the timer's property from the command. In the purchase path's profile that was the largest single cost
  * the gateway adds to its one EVALSHA (timer insert, clear and unenroll, and a command object that the
- * delete leaves slower to read). Here the commands wait in issue order in one queue, and one timer, armed
- * for the oldest command's deadline, drops those answered and fails those past due: a queue push and a
- * clock read per command. All deadlines are the same length, so the queue is in deadline order too.
+ * delete leaves slower to read). Here the commands wait in issue order in one queue, and one timer
+ * drops those answered and fails those past due: a queue push and a clock read per command. All
+ * deadlines are the same length, so the queue is in deadline order too.
  *
- * A command answered with an error stays in the queue until its deadline, when failing it again changes
- * nothing (its promise is settled): the queue holds at most the commands of the last `ms`.
+ * The timer runs while commands wait, every SWEEP_EVERY_MS: a command fails within that much past its
+ * deadline, and an answered one leaves the queue within it, young enough to die in the garbage
+ * collector's young generation (kept for the whole deadline, a crowd's commands would be promoted and
+ * cost the old generation's collections). A command answered with an error (ioredis does not mark it)
+ * stays until its deadline, when failing it again changes nothing (its promise is settled), and holds
+ * the answered ones behind it that long.
  */
 export function armCommandDeadlines(client: CommandSender, ms: number): void {
   const commands: Command[] = [];
@@ -53,10 +60,10 @@ export function armCommandDeadlines(client: CommandSender, ms: number): void {
       deadlines.splice(0, head);
       head = 0;
     }
-    arm(deadlines[head]! - now);
+    arm();
   };
-  const arm = (delayMs: number) => {
-    timer = setTimeout(sweep, Math.max(1, Math.ceil(delayMs)));
+  const arm = () => {
+    timer = setTimeout(sweep, SWEEP_EVERY_MS);
     // A client left open must not keep its process alive for its deadlines.
     timer.unref();
   };
@@ -65,7 +72,7 @@ export function armCommandDeadlines(client: CommandSender, ms: number): void {
   client.sendCommand = (command: Command, ...rest: unknown[]) => {
     commands.push(command);
     deadlines.push(performance.now() + ms);
-    if (timer === undefined) arm(ms);
+    if (timer === undefined) arm();
     return send(command, ...rest);
   };
 }
