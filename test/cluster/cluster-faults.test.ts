@@ -1,5 +1,4 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { faultLedgerOf, ledgerOf, mergeBursts, purchaseBurst, waitForDrain, type BurstOutcome } from '@flashsale/harness';
 import { startClusterSystem, type ClusterSystem } from '../support/system.ts';
@@ -26,6 +25,11 @@ async function burstAll(s: ClusterSystem, sales: { id: number }[], label: string
     }),
   );
   return bursts;
+}
+
+/** Waits until the reconciler's checkpoint of every sale has seen `reservations` reservations. */
+async function checkpointed(s: ClusterSystem, sales: { id: number }[], reservations: number): Promise<void> {
+  for (const sale of sales) await until(() => s.ctx.prisma.sale.findUniqueOrThrow({ where: { id: sale.id } }), (row) => row.checkpointReservations === reservations, 60_000);
 }
 
 describe('a Redis Cluster under faults', () => {
@@ -60,7 +64,7 @@ describe('a Redis Cluster under faults', () => {
     const first = await burstAll(s, sales, 'early', 60);
     for (const sale of sales) expect(first.get(sale.id)!.accepted.size).toBe(60);
     // The reconciler has checkpointed what each sale accepted (it looks at a changed sale every 200 ms here).
-    await sleep(1500);
+    await checkpointed(s, sales, 60);
 
     const flushed = sales[0]!.master;
     const node = new Redis(`redis://127.0.0.1:${flushed}`);
@@ -118,7 +122,7 @@ describe('a Redis Cluster under faults', () => {
     const [replica] = await cluster.replicasOf(failing);
     const first = await burstAll(s, sales, 'early', 60);
     for (const sale of sales) await waitForDrain(ctx.redis, prefix, sale.id, 60_000);
-    await sleep(1000); // checkpointed
+    await checkpointed(s, sales, 60);
     // What the replica will come back with: its state now (an RDB it loads when it starts again).
     const snapshot = new Redis(replica!.url);
     await snapshot.save();
@@ -128,7 +132,7 @@ describe('a Redis Cluster under faults', () => {
     for (const worker of s.workers) await worker.kill('SIGKILL');
     const missed = await burstAll(s, sales, 'missed', 60);
     for (const sale of sales) expect(missed.get(sale.id)!.accepted.size).toBe(60);
-    await sleep(1500);
+    await checkpointed(s, sales, 120);
 
     // The master dies, and its replica comes back from its older state and takes over its slots:
     // asynchronous replication's worst case, a failover to a replica that had not caught up.

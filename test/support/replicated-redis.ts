@@ -17,9 +17,9 @@ export interface ReplicatedRedis {
   onReplica: ScriptedRedis;
   /**
    * Resolves once the replica has applied every write the master had made when called (its link up, its
-   * offset at the master's then). A replica answers, empty, long before it holds anything: the master
-   * starts its first sync only after `repl-diskless-sync-delay` (5 s by default), so a test quicker than
-   * that which detaches or promotes the replica gets one that never held the sale.
+   * offset at the master's then). A replica answers, empty, before it holds anything: its first sync
+   * takes a moment (and 5 s more with Redis's default `repl-diskless-sync-delay`, which the harness sets
+   * to 0), so a test that detaches or promotes the replica sooner gets one that never held the sale.
    */
   caughtUp(): Promise<void>;
   /** The failover: the address moves to the replica, and the old master dies. */
