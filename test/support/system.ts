@@ -153,23 +153,21 @@ async function assemble(redisEnv: NodeJS.ProcessEnv, stopRedis: () => Promise<vo
   };
   try {
     // Every process starts at once (each is a few seconds of CPU to load), as a deployment's do: none
-    // waits for another. Each list keeps its index order.
-    // All are waited for, failed or not, so that a failure stops every one that did start.
-    const startAll = async <T extends AppProcess>(count: number, spawn: () => Promise<T>): Promise<T[]> => {
-      const started = await Promise.allSettled(Array.from({ length: count }, () => track(spawn())));
-      const failed = started.find((s): s is PromiseRejectedResult => s.status === 'rejected');
-      if (failed) throw failed.reason;
-      return started.map((s) => (s as PromiseFulfilledResult<T>).value);
-    };
-    const [gateways, workers, reconcilers] = await Promise.allSettled([
-      startAll(options.gateways ?? 1, () => spawnGateway({ ...env, ...options.gatewayEnv })),
-      startAll(options.workers ?? 1, () => spawnWorker(workerEnv)),
-      startAll((options.reconciler ?? true) ? (options.reconcilers ?? 1) : 0, () => spawnReconciler({ ...env, ...options.reconcilerEnv })),
+    // waits for another. All are waited for, failed or not, so that a failure stops every one that did
+    // start. Each list keeps its index order.
+    const gatewayCount = options.gateways ?? 1;
+    const workerCount = options.workers ?? 1;
+    const started = await Promise.allSettled([
+      ...Array.from({ length: gatewayCount }, () => track(spawnGateway({ ...env, ...options.gatewayEnv }))),
+      ...Array.from({ length: workerCount }, () => track(spawnWorker(workerEnv))),
+      ...Array.from({ length: (options.reconciler ?? true) ? (options.reconcilers ?? 1) : 0 }, () => track(spawnReconciler({ ...env, ...options.reconcilerEnv }))),
     ]);
-    for (const outcome of [gateways, workers, reconcilers]) if (outcome.status === 'rejected') throw outcome.reason;
-    system.gateways = (gateways as PromiseFulfilledResult<(AppProcess & { url: string })[]>).value;
-    system.workers.push(...(workers as PromiseFulfilledResult<AppProcess[]>).value);
-    system.reconcilers.push(...(reconcilers as PromiseFulfilledResult<AppProcess[]>).value);
+    const failed = started.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+    if (failed) throw failed.reason;
+    const all = started.map((s) => (s as PromiseFulfilledResult<AppProcess>).value);
+    system.gateways = all.slice(0, gatewayCount) as (AppProcess & { url: string })[];
+    system.workers.push(...all.slice(gatewayCount, gatewayCount + workerCount));
+    system.reconcilers.push(...all.slice(gatewayCount + workerCount));
     system.reconciler = system.reconcilers[0];
   } catch (error) {
     await system.stop();

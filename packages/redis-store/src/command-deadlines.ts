@@ -6,7 +6,7 @@ interface CommandSender {
 }
 
 /** ioredis's own message for a command past its commandTimeout, which isRedisUnavailable recognises. */
-export const COMMAND_TIMED_OUT = 'Command timed out';
+const COMMAND_TIMED_OUT = 'Command timed out';
 
 /** How often the deadlines are checked while commands wait. */
 const SWEEP_EVERY_MS = 10;
