@@ -24,10 +24,12 @@ export default defineConfig({
       LOG_LEVEL: 'silent',
     },
     pool: 'forks',
-    // Two files at a time. Three took 740 s against 977 s (2026-11-26), but test/e2e/reservation-lookup-cost
-    // counts commands in the shared Redis's global INFO commandstats, and a third file's reconciler
-    // audits landed in its window in one CI run: that test must count its own commands first.
-    maxWorkers: 2,
+    // Three files at a time: 740 s against 977 s with two (2026-11-26). The long files mostly wait on
+    // processes they started, and every file is written to hold beside two CPU hogs, more load than a
+    // third file adds. A test that counts a store's work counts on a server of its own, with nothing
+    // of another file's in its window (the cost tests stop the gateway's dashboard history, which
+    // follows every sale live in the shared MySQL).
+    maxWorkers: 3,
     // Generous, and one for all: a bound that is not what a test is about must not fail it on a busy
     // machine (the suite is checked with two CPU hogs beside it). What a test is about, it bounds itself.
     testTimeout: 240_000,

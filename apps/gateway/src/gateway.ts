@@ -104,9 +104,9 @@ export function createGateway(deps: GatewayDeps, metrics: GatewayMetrics = creat
     },
     async close() {
       liveSales.stop();
-      history.stop();
       liveFeed.close();
-      await Promise.all([events?.close(), views.close()]);
+      // The history's step still reading Redis ends before the caller closes the connection.
+      await Promise.all([history.stop(), events?.close(), views.close()]);
     },
   };
 }

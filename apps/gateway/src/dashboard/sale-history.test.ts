@@ -99,6 +99,24 @@ describe('SaleHistory', () => {
   it('costs at most 1,620,000 bytes with the defaults (900 points of 16 sales and of the process), as docs/operations.md states', () => {
     expect(historyMaxBytes(900, 16)).toBe(1_620_000);
   });
+
+  it('stop() resolves only once the step still reading Redis has ended, and no step is taken after it', async () => {
+    const sale = await createLiveSale(ctx, { stock: 5 });
+    let reads = 0;
+    // A follower list that counts the steps which asked for it (each step asks once, before its reads).
+    const { history } = historyOf(() => {
+      reads += 1;
+      return [sale.id];
+    }, { stepMs: 100 });
+    // The step start() takes at once is still reading Redis when stop() is called.
+    history.start();
+    expect(reads).toBe(0);
+    await history.stop();
+    expect(reads).toBe(1);
+    expect(history.salePoints(sale.id)?.t).toHaveLength(1);
+    await new Promise((resolve) => setTimeout(resolve, 350));
+    expect(reads).toBe(1);
+  });
 });
 
 describe('SeriesRing', () => {

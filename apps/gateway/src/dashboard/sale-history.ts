@@ -47,7 +47,8 @@ export class SaleHistory {
   private readonly previous = new Map<number, { at: number; sold: number | null; written: number | null }>();
   readonly process: SeriesRing;
   private timer: NodeJS.Timeout | undefined;
-  private sampling = false;
+  /** The step being taken, if any: a step still running is not doubled, and stop() waits for it. */
+  private step: Promise<void> | undefined;
 
   constructor(
     private readonly redis: ScriptedRedis,
@@ -69,9 +70,12 @@ export class SaleHistory {
     this.timer.unref();
   }
 
-  stop(): void {
+  /** Takes no more points; resolves once a step still running has ended (its Redis reads answered). */
+  async stop(): Promise<void> {
     clearInterval(this.timer);
     this.timer = undefined;
+    // A step that failed was the timer's to report; stopping is not the place to fail for it.
+    await this.step?.catch(() => undefined);
   }
 
   /** A sale's points (all, or the newest `last`), or undefined when it is not followed. */
@@ -90,21 +94,22 @@ export class SaleHistory {
   }
 
   /** Takes one point of the process and of each sale followed (a step still running is not doubled). */
-  async sample(): Promise<void> {
-    if (this.sampling) return;
-    this.sampling = true;
-    try {
-      const at = this.now();
-      const traffic = await this.traffic.sample();
-      if (traffic) this.process.push(at, { ...Object.fromEntries(Object.entries(traffic.perSecond)), p50Ms: traffic.p50Ms, p99Ms: traffic.p99Ms });
-      const followed = [...this.options.liveSaleIds()]
-        .sort((a, b) => b - a)
-        .slice(0, this.options.maxSales);
-      await Promise.all(followed.map((saleId) => this.sampleSale(saleId, at).catch((error: unknown) => this.logger.warn({ err: error, saleId }, 'dashboard history: sale not read this step'))));
-      this.forgetBeyond(new Set(followed), at);
-    } finally {
-      this.sampling = false;
-    }
+  sample(): Promise<void> {
+    this.step ??= this.takeStep().finally(() => {
+      this.step = undefined;
+    });
+    return this.step;
+  }
+
+  private async takeStep(): Promise<void> {
+    const at = this.now();
+    const traffic = await this.traffic.sample();
+    if (traffic) this.process.push(at, { ...Object.fromEntries(Object.entries(traffic.perSecond)), p50Ms: traffic.p50Ms, p99Ms: traffic.p99Ms });
+    const followed = [...this.options.liveSaleIds()]
+      .sort((a, b) => b - a)
+      .slice(0, this.options.maxSales);
+    await Promise.all(followed.map((saleId) => this.sampleSale(saleId, at).catch((error: unknown) => this.logger.warn({ err: error, saleId }, 'dashboard history: sale not read this step'))));
+    this.forgetBeyond(new Set(followed), at);
   }
 
   private async sampleSale(saleId: number, at: number): Promise<void> {
