@@ -1,5 +1,6 @@
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import { armCommandDeadlines } from './command-deadlines.ts';
+import { coalesceWrites } from './write-coalescing.ts';
 
 type HostPort = { host: string; port: number };
 
@@ -38,6 +39,9 @@ export function connectRedis(target: RedisTargetLike, options: RedisOptions = {}
   // The command deadline is kept here (command-deadlines.ts), not by ioredis's per-command timers.
   const { commandTimeout, ...connectionOptions } = options;
   const redis = connectTarget(target, connectionOptions);
+  // The commands of one event-loop turn leave together (write-coalescing.ts); on a cluster, per node.
+  if ((redis as unknown as { isCluster?: boolean }).isCluster) redis.on('+node', (node: Redis) => coalesceWrites(node));
+  else coalesceWrites(redis);
   if (commandTimeout !== undefined) armCommandDeadlines(redis, commandTimeout);
   return redis;
 }
