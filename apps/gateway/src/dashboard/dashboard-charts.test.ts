@@ -15,7 +15,9 @@ gatewayPerFile(
     ctx = started;
     gateway = server;
   },
-  { env: { DASHBOARD_INTERVAL_MS: '200', DASHBOARD_HISTORY_STEP_MS: '200', DASHBOARD_HISTORY_SECONDS: '120', LIVE_SALES_REFRESH_MS: '200' } },
+  // A database of the file's own: the history follows the newest DASHBOARD_HISTORY_MAX_SALES live sales,
+  // and in the shared one other files' newer sales push this file's out of it.
+  { isolated: true, env: { DASHBOARD_INTERVAL_MS: '200', DASHBOARD_HISTORY_STEP_MS: '200', DASHBOARD_HISTORY_SECONDS: '120', LIVE_SALES_REFRESH_MS: '200' } },
 );
 
 let browser: Browser;
