@@ -76,8 +76,10 @@ const redis = createRedis(config.REDIS_URL);
 const prisma = createPrisma(config.DATABASE_URL, 4);
 
 // More buyers than the fastest contender answers in one run, so that no accept run meets one twice
-// (each run gets a sale of its own); measure() checks it.
-const pool = Math.max(60_000, Math.ceil(SECONDS * 80_000));
+// (each run gets a sale of its own); measure() checks it, and so does the pipeline part, whose runs
+// are longer (a gateway alone answered over 40,000 a second there).
+const longestRun = PARTS.has('pipeline') ? Math.max(SECONDS, settings.pipelineSeconds) : SECONDS;
+const pool = Math.max(60_000, Math.ceil(longestRun * 80_000));
 const ids = Array.from({ length: pool }, (_, i) => `b${i}`);
 const tokens = signBuyerTokens(ids, { secret: config.AUTH_SECRET, ttlSeconds: 24 * 3600 });
 const buyers = ids.map((id, i) => ({ id, token: tokens[i]! }));
