@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { createConnection } from 'mariadb';
 import { newReservationId } from '@flashsale/domain';
 import { publishSale, saleKeys, workSignalChannel, type ScriptedRedis } from '@flashsale/redis-store';
@@ -69,7 +68,7 @@ export async function drainRaw(prisma: PrismaClient, databaseUrl: string, prefix
     for (let start = 0; start < count; start += batchSize) {
       const rows = Math.min(batchSize, count - start);
       const values: unknown[] = [];
-      for (let i = 0; i < rows; i += 1) values.push(`${sale.id}-${randomUUID()}`, sale.id, `drain-${start + i}`, 1, now, payBy);
+      for (let i = 0; i < rows; i += 1) values.push(newReservationId(sale.id), sale.id, `drain-${start + i}`, 1, now, payBy);
       await connection.query(`INSERT INTO orders (reservation_id, sale_id, user_id, quantity, reserved_at, pay_by) VALUES ${Array(rows).fill('(?, ?, ?, ?, ?, ?)').join(', ')}`, values);
     }
     return (performance.now() - started) / 1000;

@@ -32,6 +32,7 @@ const COMMANDS = [
   'bench:profile',
   'bench:idle',
   'bench:big-sale',
+  'bench:order-ids',
   'loadtest',
   'loadtest:check',
   'soak',

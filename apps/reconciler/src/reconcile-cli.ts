@@ -26,7 +26,9 @@ const saleId = Number(values.sale);
 if (!Number.isInteger(saleId) || saleId < 1) exitWithUsage(COMMAND, values.sale === undefined ? '--sale is required' : `--sale must be a sale id, not ${values.sale}`);
 
 const config = loadConfig();
-const logger = createLogger('reconcile', config.LOG_LEVEL);
+// Its stdout is the result alone: the logs go to stderr (pino's stdout is asynchronous, and a log line
+// written before the result could reach stdout after it).
+const logger = createLogger('reconcile', config.LOG_LEVEL, { stream: 2 });
 const stores = openCommandStores(config, { name: 'reconcile-cli', poolSize: config.RECONCILER_DB_POOL_SIZE });
 const { redis, prisma } = stores;
 const jobs = createReconcileJobs(redisTargetOf(config), config.REDIS_PREFIX);

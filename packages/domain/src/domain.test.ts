@@ -47,9 +47,33 @@ describe('reservation ids', () => {
   it('name their sale and round-trip through saleIdOfReservation', () => {
     const id = newReservationId(42);
 
-    expect(id).toMatch(/^42-[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(id).toMatch(/^42-[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
     expect(saleIdOfReservation(id)).toBe(42);
     expect(saleIdOfReservation(newReservationId(MAX_SALE_ID))).toBe(MAX_SALE_ID);
+  });
+
+  it('carry the millisecond they were made in (a version 7 uuid), so a sale\'s ids sort by time', () => {
+    const before = Date.now();
+    const first = newReservationId(7);
+    const made = Array.from({ length: 2000 }, () => newReservationId(7));
+    const after = Date.now();
+    const millisecondOf = (id: string) => parseInt(id.slice(2, 15).replace('-', ''), 16);
+
+    expect(millisecondOf(first)).toBeGreaterThanOrEqual(before);
+    expect(millisecondOf(made.at(-1)!)).toBeLessThanOrEqual(after);
+    // Ids of later milliseconds sort after earlier ones: the order MySQL's unique key receives them in.
+    const stamps = made.map(millisecondOf);
+    expect(stamps).toEqual([...stamps].sort((a, b) => a - b));
+    const byTime = made.filter((id, i) => i === 0 || millisecondOf(id) > millisecondOf(made[i - 1]!));
+    expect(byTime).toEqual([...byTime].sort());
+  });
+
+  it('keep 74 random bits: ids of one millisecond differ', () => {
+    const ids = Array.from({ length: 500 }, () => newReservationId(3));
+    const oneMillisecond = ids.filter((id) => id.slice(0, 17) === ids[0]!.slice(0, 17));
+
+    expect(new Set(oneMillisecond.map((id) => id.slice(17))).size).toBe(oneMillisecond.length);
+    expect(new Set(ids.map((id) => id.slice(17, 20))).size).toBeGreaterThan(100);
   });
 
   it('are unique', () => {
