@@ -32,6 +32,19 @@ export function isMysqlUnavailable(error: unknown): boolean {
   return codes.some((code) => UNAVAILABLE_CODES.has(Number(code)));
 }
 
+/**
+ * Whether MySQL chose this transaction as a deadlock's victim (1213): it was rolled back whole, and
+ * running it again is the server's own advice ("try restarting transaction").
+ */
+export function isDeadlock(error: unknown): boolean {
+  const e = error as { errno?: unknown; meta?: { driverAdapterError?: { cause?: { code?: unknown; originalCode?: unknown } } } } | null;
+  if (!e || typeof e !== 'object') return false;
+  const cause = e.meta?.driverAdapterError?.cause;
+  return [cause?.code, cause?.originalCode, e.errno].some((code) => Number(code) === DEADLOCK);
+}
+
+const DEADLOCK = 1213;
+
 /** Whether MySQL answers a statement now (`SELECT 1`): what a log line says while writes keep failing. */
 export async function mysqlAnswers(prisma: PrismaClient): Promise<boolean> {
   try {

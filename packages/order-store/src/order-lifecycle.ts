@@ -1,6 +1,7 @@
 import { Prisma, type PrismaClient } from './generated/prisma/client.ts';
 import { isUniqueViolation } from './order-writer.ts';
 import { countPaid } from './sale-counters.ts';
+import { isDeadlock } from './mysql-unavailable.ts';
 
 /**
  * An order's life after it is written: paid, cancelled by its buyer, or expired unpaid. MySQL has the
@@ -61,6 +62,21 @@ const TX = { maxWait: 5_000, timeout: 30_000 } as const;
 export async function recordPayment(prisma: PrismaClient, event: PaymentEventInput): Promise<PaymentRecord | null> {
   const replayed = await storedOutcome(prisma, event);
   if (replayed) return replayed;
+  // A payment and the expiry (or a cancel) of the same order at the same instant can deadlock in the
+  // orders' indexes; MySQL rolls the victim back whole, so it is run again, a few times, before the
+  // failure reaches the provider as a 503 (which it would retry too, later).
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await recordPaymentOnce(prisma, event);
+    } catch (error) {
+      if (!isDeadlock(error) || attempt === PAYMENT_DEADLOCK_ATTEMPTS) throw error;
+    }
+  }
+}
+
+const PAYMENT_DEADLOCK_ATTEMPTS = 3;
+
+async function recordPaymentOnce(prisma: PrismaClient, event: PaymentEventInput): Promise<PaymentRecord | null> {
   try {
     return await prisma.$transaction(async (tx) => {
       const [order] = await tx.$queryRaw<{ id: bigint; sale_id: number; quantity: number; status: string }[]>`
