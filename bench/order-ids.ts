@@ -9,13 +9,13 @@
  * for each chunk, mariadbd's CPU (utime + stime from /proc) per order and the wall time per order.
  */
 import { randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { createConnection } from 'mariadb';
 import { exitWithUsage, loadConfig, parseCommandLine } from '@flashsale/config';
 import { newReservationId, type Reservation } from '@flashsale/domain';
 import { createPrisma, insertSale, migrate, writeOrderBatch } from '@flashsale/order-store';
 import { startMariaDbServer } from '@flashsale/harness';
 import { cpuSeconds } from './servers.ts';
+import { mariadbPidOf } from './pipeline-servers.ts';
 
 const COMMAND = {
   usage: `usage: npm run bench:order-ids -- [--orders N] [--chunk N]
@@ -46,7 +46,7 @@ type Kind = keyof typeof kinds;
 const server = await startMariaDbServer();
 try {
   const admin = await createConnection({ host: '127.0.0.1', port: server.port, user: 'root', password: '' });
-  const pid = Number(readFileSync(((await admin.query<{ file: string }[]>('SELECT @@pid_file AS file'))[0]!).file, 'utf8').trim());
+  const pid = await mariadbPidOf(admin);
   const sides = await Promise.all(
     (Object.keys(kinds) as Kind[]).map(async (kind, i) => {
       const url = server.url(`order_ids_${i}`);

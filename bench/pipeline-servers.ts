@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import type { Connection } from 'mariadb';
 
 /** The InnoDB and binlog settings a pipeline run had, as the run's record states them. */
@@ -33,4 +34,10 @@ export function redisCommandCosts(before: string, after: string, orders: number)
 export async function statusCounter(db: Connection, name: string): Promise<number> {
   const rows = await db.query<{ Value: string }[]>('SHOW GLOBAL STATUS LIKE ?', [name]);
   return Number(rows[0]?.Value ?? 0);
+}
+
+/** The pid of the mariadbd behind `db` (its pid file): whose /proc CPU a bench reads. */
+export async function mariadbPidOf(db: Connection): Promise<number> {
+  const [row] = await db.query<{ file: string }[]>('SELECT @@pid_file AS file');
+  return Number(readFileSync(row!.file, 'utf8').trim());
 }

@@ -17,7 +17,7 @@
  * /proc utime + stime over the same window divided by the orders; MariaDB's bytes per order are the
  * deltas of Innodb_os_log_written (redo) and Binlog_bytes_written.
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os, { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createConnection } from 'mariadb';
@@ -26,7 +26,7 @@ import { migrate } from '@flashsale/order-store';
 import { gitRevision, startMariaDbServer, startRedisServer } from '@flashsale/harness';
 import { median } from './load.ts';
 import { checkoutOf } from './pipeline-checkout.ts';
-import { innodbSettingsOf, type CommandCost } from './pipeline-servers.ts';
+import { innodbSettingsOf, mariadbPidOf, type CommandCost } from './pipeline-servers.ts';
 import { startStack, type Stack } from './pipeline-stack.ts';
 
 export const PIPELINE_PROCESSES = ['gateway', 'worker-1', 'worker-2', 'reconciler', 'redis-server', 'mariadbd', 'wrk'] as const;
@@ -124,7 +124,7 @@ export async function measurePipeline(options: PipelineOptions): Promise<Pipelin
     const innodb = await innodbSettingsOf(db);
     const servers = {
       redisPid: Number(/process_id:(\d+)/.exec(await redis.info('server'))?.[1]),
-      mariadbPid: Number(readFileSync(((await db.query<{ file: string }[]>('SELECT @@pid_file AS file'))[0]!).file, 'utf8').trim()),
+      mariadbPid: await mariadbPidOf(db),
       redis,
       redisUrl: redisServer.url,
       db,

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 
-/** The 12 hex digits of the millisecond the last id was made in, and that millisecond. */
+/** The millisecond the last id was made in, and the first two groups and version digit it gives an id. */
 let stampedAt = -1;
 let stamp = '';
 

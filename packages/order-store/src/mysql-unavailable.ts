@@ -27,9 +27,13 @@ export function isMysqlUnavailable(error: unknown): boolean {
   if (!e || typeof e !== 'object') return false;
   if (e.name === 'PrismaClientInitializationError') return true;
   if (typeof e.code === 'string' && PRISMA_UNAVAILABLE.has(e.code)) return true;
+  return mysqlCodesOf(e).some((code) => UNAVAILABLE_CODES.has(code));
+}
+
+/** The MySQL error numbers a failure carries: the driver's own, or under Prisma's adapter, its cause's. */
+function mysqlCodesOf(e: { errno?: unknown; meta?: { driverAdapterError?: { cause?: { code?: unknown; originalCode?: unknown } } } }): number[] {
   const cause = e.meta?.driverAdapterError?.cause;
-  const codes = [cause?.code, cause?.originalCode, e.errno];
-  return codes.some((code) => UNAVAILABLE_CODES.has(Number(code)));
+  return [cause?.code, cause?.originalCode, e.errno].map(Number);
 }
 
 /**
@@ -37,10 +41,8 @@ export function isMysqlUnavailable(error: unknown): boolean {
  * running it again is the server's own advice ("try restarting transaction").
  */
 export function isDeadlock(error: unknown): boolean {
-  const e = error as { errno?: unknown; meta?: { driverAdapterError?: { cause?: { code?: unknown; originalCode?: unknown } } } } | null;
-  if (!e || typeof e !== 'object') return false;
-  const cause = e.meta?.driverAdapterError?.cause;
-  return [cause?.code, cause?.originalCode, e.errno].some((code) => Number(code) === DEADLOCK);
+  if (!error || typeof error !== 'object') return false;
+  return mysqlCodesOf(error).includes(DEADLOCK);
 }
 
 const DEADLOCK = 1213;
