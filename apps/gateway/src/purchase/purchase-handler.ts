@@ -7,7 +7,8 @@ import type { GatewayMetrics } from '../metrics.ts';
 import type { RequestLimits } from '../request-limits.ts';
 import type { BuyerGate } from '../buyer-gate.ts';
 import { requireJsonBody, saleIdParam } from '../validation.ts';
-import { renderProblem, sendProblem, sendRendered, type Problem } from '../problem.ts';
+import { renderProblem, type Problem } from '../problem.ts';
+import { sendAfterReads } from '../answer-batch.ts';
 import { createPurchaseBodyReader, quantityOf } from './purchase-body.ts';
 import { createAcceptedAnswer, createDuplicateAnswer } from './purchase-answers.ts';
 import type { SaleVerdictCache } from './sale-verdict-cache.ts';
@@ -86,7 +87,7 @@ export function createPurchaseHandler({ config, redis, logger }: GatewayDeps, me
   };
   const refuse = (res: ServerResponse, problem: Problem | AppError) => {
     count(problem.code);
-    sendProblem(res, problem);
+    sendAfterReads(res, renderProblem(problem));
   };
   // Redis away fails every purchase: a line per request would turn an outage (and the crowd's retries
   // during it) into a flood of the log. The first failure is logged at once, then counts at most every 10 s.
@@ -96,7 +97,7 @@ export function createPurchaseHandler({ config, redis, logger }: GatewayDeps, me
   const duplicateAnswer = createDuplicateAnswer();
   const answerDuplicate = (res: ServerResponse, reservationId: string) => {
     count('ALREADY_PURCHASED');
-    sendRendered(res, duplicateAnswer(reservationId));
+    sendAfterReads(res, duplicateAnswer(reservationId));
   };
   // The answers given without asking Redis, rendered once.
   const verdictAnswers = { SOLD_OUT: renderProblem({ code: 'SOLD_OUT' }), SALE_ENDED: renderProblem({ code: 'SALE_ENDED' }) };
@@ -118,7 +119,7 @@ export function createPurchaseHandler({ config, redis, logger }: GatewayDeps, me
       // A holder's retry gets what the script would answer: their reservation, not the sale's verdict.
       if (held !== undefined) return answerDuplicate(res, held);
       count(known.verdict);
-      return sendRendered(res, verdictAnswers[known.verdict]);
+      return sendAfterReads(res, verdictAnswers[known.verdict]);
     }
     const ticket = verdicts.ticket();
     const reservationId = newReservationId(saleId);
@@ -143,14 +144,14 @@ export function createPurchaseHandler({ config, redis, logger }: GatewayDeps, me
       workSignal.reserved(saleId);
       if (outcome.remaining === 0) verdicts.learn(saleId, 'SOLD_OUT', ticket);
       count('reserved');
-      return sendRendered(res, acceptedAnswer(reservationId, saleId, quantity));
+      return sendAfterReads(res, acceptedAnswer(reservationId, saleId, quantity));
     }
     if (outcome.kind === 'unreplicated') {
       // Taken on the primary, not yet on enough replicas: it becomes an order unless a failover loses it
       // first, so it is not answered 202. The buyer's retry gets 409 with it, or a new reservation.
       workSignal.reserved(saleId);
       count('unreplicated');
-      return sendProblem(res, { code: 'SERVICE_UNAVAILABLE', detail: 'the reservation is not yet copied to a replica; retry to learn its outcome', headers: { 'Retry-After': '1' } });
+      return sendAfterReads(res, renderProblem({ code: 'SERVICE_UNAVAILABLE', detail: 'the reservation is not yet copied to a replica; retry to learn its outcome', headers: { 'Retry-After': '1' } }));
     }
     if (outcome.kind === 'already_purchased') return answerDuplicate(res, outcome.reservationId);
     if (outcome.kind === 'sold_out') verdicts.learn(saleId, 'SOLD_OUT', ticket);

@@ -2,7 +2,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Door, QueueReply } from '@flashsale/sales';
 import type { BuyerGate } from '../buyer-gate.ts';
 import type { RequestLimits } from '../request-limits.ts';
-import { renderJson, sendProblem, sendRendered, type FailureAnswer, type RenderedAnswer } from '../problem.ts';
+import { renderJson, sendProblem, type FailureAnswer, type RenderedAnswer } from '../problem.ts';
+import { sendAfterReads } from '../answer-batch.ts';
 import { saleIdParam } from '../validation.ts';
 import { armRequestDeadline } from '../deadline.ts';
 
@@ -58,7 +59,7 @@ export function createQueueStatusHandler({ door, buyerOf, limits, fail, deadline
     reply.then(
       (answer) => {
         clearTimeout(timer);
-        sendRendered(res, renderQueueReply(answer));
+        sendAfterReads(res, renderQueueReply(answer));
       },
       (error: unknown) => {
         clearTimeout(timer);
