@@ -11,6 +11,12 @@ const COMMAND_TIMED_OUT = 'Command timed out';
 /** How often the deadlines are checked while commands wait. */
 const SWEEP_EVERY_MS = 10;
 
+/** The least length (behind an unanswered front) at which the queue is compacted. */
+export const MIN_COMPACTION = 256;
+
+/** Per client, how many of its commands the deadlines hold now. */
+const heldCounts = new WeakMap<object, () => number>();
+
 /**
  * Gives every command `client` issues a deadline `ms` after it is issued: a command not answered by then
  * fails with ioredis's own `Command timed out` (Redis may still run it later, as with ioredis's
@@ -26,17 +32,45 @@ const SWEEP_EVERY_MS = 10;
  * deadlines are the same length, so the queue is in deadline order too.
  *
  * The timer runs while commands wait, every SWEEP_EVERY_MS: a command fails within that much past its
- * deadline, and an answered one leaves the queue within it, young enough to die in the garbage
- * collector's young generation (kept for the whole deadline, a crowd's commands would be promoted and
- * cost the old generation's collections). A command answered with an error (ioredis does not mark it)
- * stays until its deadline, when failing it again changes nothing (its promise is settled), and holds
- * the answered ones behind it that long.
+ * deadline. Answered commands must leave soon too, young enough to die in the garbage collector's young
+ * generation: kept for the whole deadline, a crowd's commands are promoted and cost the old generation's
+ * collections. Each sweep drops the answered ones at the front of the queue, up to the first one still
+ * unanswered. One can stay unanswered while those behind it are answered: a command answered with an
+ * error (ioredis does not mark it; it stays until its deadline, when failing it again changes nothing),
+ * one sent to a slower node of a cluster, a blocking read. Behind such a one the queue is compacted
+ * (every answered command dropped) whenever it has doubled since it last was, so each command is walked
+ * a few times at most, even while nothing is answered at all (Redis away). Swept from the front only, one
+ * error reply (XINFO on a stream not yet made, CLIENT SETINFO on a Redis before 7.2) once kept a whole
+ * deadline of a crowd's EVALSHAs alive behind it: the gateway's young-generation collections took 6 ms
+ * instead of 1.6 and promoted 4 MB each (docs/performance.md).
  */
 export function armCommandDeadlines(client: CommandSender, ms: number): void {
-  const commands: Command[] = [];
-  const deadlines: number[] = [];
+  let commands: Command[] = [];
+  let deadlines: number[] = [];
   let head = 0;
+  // The queue's length (from its head) at which it is next compacted.
+  let compactAt = MIN_COMPACTION;
   let timer: NodeJS.Timeout | undefined;
+
+  const compact = () => {
+    const now = performance.now();
+    const keptCommands: Command[] = [];
+    const keptDeadlines: number[] = [];
+    for (let i = head; i < commands.length; i += 1) {
+      const command = commands[i]!;
+      if (command.isResolved) continue;
+      if (deadlines[i]! <= now) {
+        command.reject(new Error(COMMAND_TIMED_OUT));
+        continue;
+      }
+      keptCommands.push(command);
+      keptDeadlines.push(deadlines[i]!);
+    }
+    commands = keptCommands;
+    deadlines = keptDeadlines;
+    head = 0;
+    compactAt = Math.max(MIN_COMPACTION, 2 * keptCommands.length);
+  };
 
   const sweep = () => {
     timer = undefined;
@@ -51,16 +85,20 @@ export function armCommandDeadlines(client: CommandSender, ms: number): void {
       head += 1;
     }
     if (head === commands.length) {
-      commands.length = deadlines.length = head = 0;
+      commands = [];
+      deadlines = [];
+      head = 0;
+      compactAt = MIN_COMPACTION;
       return;
     }
-    // The settled front of the arrays goes once it is half of them: each entry is moved at most once.
-    if (head > 1024 && head * 2 > commands.length) {
+    if (commands.length - head >= compactAt) compact();
+    else if (head > 1024 && head * 2 > commands.length) {
+      // The settled front of the arrays goes once it is half of them: each entry is moved at most once.
       commands.splice(0, head);
       deadlines.splice(0, head);
       head = 0;
     }
-    arm();
+    if (commands.length > 0) arm();
   };
   const arm = () => {
     timer = setTimeout(sweep, SWEEP_EVERY_MS);
@@ -75,4 +113,10 @@ export function armCommandDeadlines(client: CommandSender, ms: number): void {
     if (timer === undefined) arm();
     return send(command, ...rest);
   };
+  heldCounts.set(client, () => commands.length - head);
+}
+
+/** How many commands of `client` its deadlines hold now (undefined: none armed); for tests and diagnosis. */
+export function commandsAwaitingDeadline(client: object): number | undefined {
+  return heldCounts.get(client)?.();
 }

@@ -2,6 +2,7 @@ import { createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRedisServer, type RedisServer } from '@flashsale/harness';
 import { createRedis, isRedisUnavailable } from './redis-client.ts';
+import { commandsAwaitingDeadline, MIN_COMPACTION } from './command-deadlines.ts';
 
 /** A local port nothing listens on (taken, then let go). */
 async function closedPort(): Promise<number> {
@@ -72,6 +73,29 @@ describe('the deadline of a command (commandTimeoutMs) on one Redis', () => {
       expect(await redis.get('k2')).toBe('2');
     } finally {
       server.thaw();
+      redis.disconnect();
+    }
+  });
+
+  it('lets go of the commands answered behind one answered with an error, long before its deadline', async () => {
+    const redis = createRedis(server.url, { commandTimeoutMs: 60_000 });
+    try {
+      // An error reply is not marked answered by ioredis: it stays until its deadline, a minute here.
+      const refused = redis.call('no-such-command').then(
+        () => 'answered',
+        (e: unknown) => (e as Error).message,
+      );
+      for (let from = 0; from < 3000; from += 100) {
+        await Promise.all(Array.from({ length: 100 }, (_, i) => redis.set(`behind${from + i}`, '1')));
+      }
+      expect(await refused).toMatch(/^ERR unknown command/);
+      // A few sweeps later: the error reply and fewer than one compaction's worth of answered commands
+      // behind it, not the 3,000 (kept alive for the whole minute, a crowd's commands were promoted).
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const held = commandsAwaitingDeadline(redis)!;
+      expect(held).toBeGreaterThanOrEqual(1);
+      expect(held).toBeLessThanOrEqual(MIN_COMPACTION);
+    } finally {
       redis.disconnect();
     }
   });
