@@ -4,7 +4,7 @@ import { createLiveSale, createTestContext, type TestContext } from '../../../te
 import { ORDER_WRITERS_GROUP, saleKeys } from './keys.ts';
 import { deadLetter } from './dead-letters.ts';
 import { reservePurchase } from './reserve-purchase.ts';
-import { compareEntryIds, streamBacklog, undeliveredLag } from './stream-backlog.ts';
+import { compareEntryIds, countEntriesAfter, streamBacklog, undeliveredLag } from './stream-backlog.ts';
 import { isDrained, waitForDrain } from './stream-drain.ts';
 import { snapshotSale } from './sale-snapshot.ts';
 import { DrainTimeout } from '@flashsale/domain';
@@ -169,5 +169,25 @@ describe("the drain judged from the ids, when the group's lag is wrong or unknow
 
     expect(failure).toBeInstanceOf(DrainTimeout);
     expect((failure as Error).message).toMatch(new RegExp(`lag 0, pending 2\\): 2 entries pending, the oldest ${oldest} held by consumer test-consumer, idle \\d+ ms after 1 deliveries`));
+  });
+});
+
+describe('countEntriesAfter (the count when XINFO cannot be trusted)', () => {
+  it('counts the entries after an id a page of 1,000 at a time, up to its cap', async () => {
+    const stream = `${ctx.config.REDIS_PREFIX}:count-after-${Date.now()}`;
+    const pipeline = ctx.redis.pipeline();
+    for (let i = 0; i < 2500; i += 1) pipeline.xadd(stream, '*', 'n', String(i));
+    const ids = ((await pipeline.exec()) ?? []).map(([, id]) => String(id));
+    try {
+      expect(await countEntriesAfter(ctx.redis, stream, '0-0')).toBe(2500);
+      expect(await countEntriesAfter(ctx.redis, stream, ids[999]!)).toBe(1500);
+      expect(await countEntriesAfter(ctx.redis, stream, ids[1999]!)).toBe(500);
+      expect(await countEntriesAfter(ctx.redis, stream, ids[2499]!)).toBe(0);
+      // Past the cap it stops reading: the count says "at least".
+      expect(await countEntriesAfter(ctx.redis, stream, '0-0', 1200)).toBe(1200);
+      expect(await countEntriesAfter(ctx.redis, stream, '0-0', 2000)).toBe(2000);
+    } finally {
+      await ctx.redis.del(stream);
+    }
   });
 });

@@ -63,7 +63,8 @@ export function undeliveredLag(group: Pick<OrderWritersGroup, 'lag' | 'lastDeliv
  * aborts the transaction, and the watch must read to free memory), XINFO GROUPS (the group's position),
  * the stream's last entry id and XPENDING's summary (the entries delivered and not acknowledged, from
  * the pending entries list itself). Undelivered entries are judged by undeliveredLag, and counted by
- * reading the stream after the group's position where XINFO's lag cannot be trusted. A missing stream or
+ * reading the stream after the group's position where XINFO's lag cannot be trusted (countEntriesAfter:
+ * a page at a time, up to UNDELIVERED_COUNT_CAP). A missing stream or
  * group counts as nothing in flight: there is nothing left to deliver.
  */
 export async function streamBacklog(redis: ScriptedRedis, prefix: string, saleId: number): Promise<StreamBacklog> {
@@ -103,11 +104,33 @@ export async function orderWritersProgress(redis: ScriptedRedis, prefix: string,
   const group = orderWritersGroupOf(groups);
   if (!group) return { lag: 0, pending: 0, deadLettered: Number(deadLettered), acknowledged: 0 };
   if (pendingError) throw pendingError;
-  const lag = undeliveredLag(group, lastEntryIdOf(last)) ?? (await redis.xrange(keys.stream, `(${group.lastDeliveredId}`, '+')).length;
+  const lag = undeliveredLag(group, lastEntryIdOf(last)) ?? (await countEntriesAfter(redis, keys.stream, group.lastDeliveredId));
   const pending = Number((pendingSummary as [number])[0]);
   // A group given nothing yet reports entries-read nil (Redis 7.0): nothing read is 0 read.
   const entriesRead = group.entriesRead ?? (group.lastDeliveredId === '0-0' ? 0 : null);
   return { lag, pending, deadLettered: Number(deadLettered), acknowledged: entriesRead === null ? null : entriesRead - pending };
+}
+
+/** Entries read per XRANGE when undelivered entries are counted. */
+const COUNT_PAGE = 1000;
+/** The most undelivered entries counted one by one; past it the count stands for "at least this many". */
+export const UNDELIVERED_COUNT_CAP = 100_000;
+
+/**
+ * The entries of `stream` after `afterId`, counted a page at a time (XRANGE with COUNT), up to `cap`:
+ * a whole-stream XRANGE would hold Redis and this process for as long as a backlog of millions takes to
+ * read and answer, when what the callers need is whether any is left and roughly how many.
+ */
+export async function countEntriesAfter(redis: ScriptedRedis, stream: string, afterId: string, cap = UNDELIVERED_COUNT_CAP): Promise<number> {
+  let counted = 0;
+  let from = afterId;
+  while (counted < cap) {
+    const page = (await redis.xrange(stream, `(${from}`, '+', 'COUNT', Math.min(COUNT_PAGE, cap - counted))) as [string, string[]][];
+    counted += page.length;
+    if (page.length < COUNT_PAGE) break;
+    from = page.at(-1)![0];
+  }
+  return counted;
 }
 
 /**
