@@ -1,11 +1,12 @@
 /**
  * `npm run bench:profile [-- accept|duplicate|sold_out [gateway|authenticated|bare]]`: the gateway (or a
  * baseline) under the benchmark's load (wrk when installed, as `npm run bench`) with `node --cpu-prof`,
- * then where its CPU went while the load ran (start-up and idle time left out): CPU per request, and self
- * time by area and by function. The .cpuprofile stays in the printed directory for Chrome DevTools.
+ * then where its CPU went while the load ran (start-up and idle time left out): CPU per request, the
+ * garbage collector's pauses (bench/gc-watch.mjs), and self time by area and by function. The .cpuprofile stays in the printed directory for Chrome DevTools.
  * BENCH_SECONDS (5), BENCH_CONNECTIONS (64), BENCH_LOADGEN as for the bench.
  */
-import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -60,14 +61,31 @@ for (let start = 0; start < prebuy.length; start += 1000) {
   await pipeline.exec();
 }
 
-const env = { REDIS_PREFIX: prefix, BENCH_PREFIX: prefix, DATABASE_URL: config.DATABASE_URL, REDIS_URL: config.REDIS_URL, AUTH_SECRET: config.AUTH_SECRET };
-const profiling = ['--cpu-prof', `--cpu-prof-dir=${dir}`];
+const gcFile = join(dir, 'gc.jsonl');
+const env = { REDIS_PREFIX: prefix, BENCH_PREFIX: prefix, DATABASE_URL: config.DATABASE_URL, REDIS_URL: config.REDIS_URL, AUTH_SECRET: config.AUTH_SECRET, BENCH_GC_FILE: gcFile };
+const profiling = ['--cpu-prof', `--cpu-prof-dir=${dir}`, `--import=${fileURLToPath(new URL('./gc-watch.mjs', import.meta.url))}`];
 const server =
   target === 'gateway' ? await startGatewayProcess(env, 1, profiling.join(' ')) : await startBaseline(env, target === 'authenticated' ? 'hs256' : 'none', profiling);
+
+type GcTotals = Record<'minor' | 'major' | 'incremental' | 'weakcb', { count: number; ms: number }>;
+/** The server's garbage-collection totals so far (bench/gc-watch.mjs), asked for with SIGUSR2. */
+async function gcTotals(): Promise<GcTotals> {
+  const linesBefore = existsSync(gcFile) ? readFileSync(gcFile, 'utf8').trim().split('\n').filter(Boolean).length : 0;
+  process.kill(server.pid, 'SIGUSR2');
+  for (let waited = 0; waited < 5000; waited += 20) {
+    const lines = existsSync(gcFile) ? readFileSync(gcFile, 'utf8').trim().split('\n').filter(Boolean) : [];
+    if (lines.length > linesBefore) return (JSON.parse(lines.at(-1)!) as { totals: GcTotals }).totals;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  throw new Error(`the server wrote no garbage-collection totals to ${gcFile}`);
+}
+
+const gcBefore = await gcTotals();
 // The profile's clock is the monotonic one that process.hrtime reads, in microseconds.
 const loadStarted = Number(process.hrtime.bigint() / 1000n);
 const result = await load.run({ url: server.url, saleId: sale.id, buyers, cycle: path === 'duplicate' ? DUPLICATE_BUYERS : undefined, connections: CONNECTIONS, seconds: SECONDS });
 const loadEnded = Number(process.hrtime.bigint() / 1000n);
+const gcAfter = await gcTotals();
 console.log(`${target}, ${path}, under ${load.name}: ${Math.round(result.rps)} req/s, p50 ${result.p50.toFixed(1)} ms, p99 ${result.p99.toFixed(1)} ms, ${result.ok} 2xx, ${result.refused} refused, ${result.errors} errors`);
 await server.stop();
 // Every key of the prefix: the sale's, the published-sales index, the gateway's BullMQ queue.
@@ -107,6 +125,15 @@ const top = (map: Map<string, number>, n: number) =>
   [...map].sort((a, b) => b[1] - a[1]).slice(0, n).map(([name, count]) => `${((100 * count) / busySamples).toFixed(1).padStart(5)}%  ${name}`);
 console.log(`\nprofile: ${join(dir, file)}
 busy ${(busyUs / 1e6).toFixed(2)} s of the ${((loadEnded - loadStarted) / 1e6).toFixed(2)} s of load (the main thread, sampled): ${(busyUs / result.requests).toFixed(1)} us per request
+
+garbage collections during the load (bench/gc-watch.mjs; pauses of the main thread):
+${(['minor', 'major', 'incremental'] as const)
+  .map((kind) => {
+    const count = gcAfter[kind].count - gcBefore[kind].count;
+    const ms = gcAfter[kind].ms - gcBefore[kind].ms;
+    return `  ${kind.padEnd(11)} ${String(count).padStart(5)}, ${ms.toFixed(1)} ms in all, ${count > 0 ? (ms / count).toFixed(2) : '-'} ms each, ${((ms * 1000) / result.requests).toFixed(2)} us per request`;
+  })
+  .join('\n')}
 
 self time by area, % of the busy samples:
 ${top(byArea, 12).join('\n')}
