@@ -2,7 +2,8 @@
  * `npm run bench:profile [-- accept|duplicate|sold_out [gateway|authenticated|bare]]`: the gateway (or a
  * baseline) under the benchmark's load (wrk when installed, as `npm run bench`) with `node --cpu-prof`,
  * then where its CPU went while the load ran (start-up and idle time left out): CPU per request, the
- * garbage collector's pauses (bench/gc-watch.mjs), and self time by area and by function. The .cpuprofile stays in the printed directory for Chrome DevTools.
+ * garbage collector's pauses (bench/gc-watch.mjs), and self time by area and by function. The
+ * .cpuprofile stays in the printed directory for Chrome DevTools.
  * BENCH_SECONDS (5), BENCH_CONNECTIONS (64), BENCH_LOADGEN as for the bench.
  */
 import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
