@@ -71,10 +71,11 @@ const server =
 type GcTotals = Record<'minor' | 'major' | 'incremental' | 'weakcb', { count: number; ms: number }>;
 /** The server's garbage-collection totals so far (bench/gc-watch.mjs), asked for with SIGUSR2. */
 async function gcTotals(): Promise<GcTotals> {
-  const linesBefore = existsSync(gcFile) ? readFileSync(gcFile, 'utf8').trim().split('\n').filter(Boolean).length : 0;
+  const written = () => (existsSync(gcFile) ? readFileSync(gcFile, 'utf8').split('\n').filter(Boolean) : []);
+  const linesBefore = written().length;
   process.kill(server.pid, 'SIGUSR2');
   for (let waited = 0; waited < 5000; waited += 20) {
-    const lines = existsSync(gcFile) ? readFileSync(gcFile, 'utf8').trim().split('\n').filter(Boolean) : [];
+    const lines = written();
     if (lines.length > linesBefore) return (JSON.parse(lines.at(-1)!) as { totals: GcTotals }).totals;
     await new Promise((resolve) => setTimeout(resolve, 20));
   }

@@ -91,13 +91,9 @@ export function armCommandDeadlines(client: CommandSender, ms: number): void {
       compactAt = MIN_COMPACTION;
       return;
     }
-    if (commands.length - head >= compactAt) compact();
-    else if (head > 1024 && head * 2 > commands.length) {
-      // The settled front of the arrays goes once it is half of them: each entry is moved at most once.
-      commands.splice(0, head);
-      deadlines.splice(0, head);
-      head = 0;
-    }
+    // Compacted when the queue behind its front has doubled, or when the settled front is over half of
+    // the arrays (which would otherwise only grow while some command is always in flight).
+    if (commands.length - head >= compactAt || (head > 1024 && head * 2 > commands.length)) compact();
     if (commands.length > 0) arm();
   };
   const arm = () => {
