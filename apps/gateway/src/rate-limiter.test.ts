@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { RateLimiter } from './rate-limiter.ts';
+import { keyHash, RateLimiter } from './rate-limiter.ts';
 
 /** A clock the test moves by hand. */
 function manualClock(start: number): { now: () => number; set(ms: number): void } {
@@ -61,5 +61,63 @@ describe('RateLimiter', () => {
 
     clock.set(12_000);
     expect([limiter.take('ann'), limiter.take('bob')]).toEqual([true, true]);
+  });
+});
+
+describe('RateLimiter, its table', () => {
+  it('counts tens of thousands of keys of one second exactly, as its table grows', () => {
+    const clock = manualClock(10_000);
+    const limiter = new RateLimiter(2, clock.now);
+    const keys = Array.from({ length: 50_000 }, (_, i) => `buyer-${i}`);
+
+    expect(keys.every((key) => limiter.take(key))).toBe(true);
+    expect(keys.every((key) => limiter.take(key))).toBe(true);
+    expect(keys.some((key) => limiter.take(key))).toBe(false);
+    expect(limiter.occupancy.keys).toBe(50_000);
+    expect(limiter.occupancy.slots).toBeGreaterThanOrEqual(100_000);
+  });
+
+  it('tells apart keys that differ in one character, in length, or beyond the basic plane', () => {
+    const clock = manualClock(10_000);
+    const limiter = new RateLimiter(1, clock.now);
+    const keys = ['ann', 'anm', 'an', 'ann ', '😀'.repeat(32), '😀'.repeat(31) + '😁', '\uD800', '\uDC00', '', '10.0.0.1', '10.0.0.10'];
+
+    expect(keys.map((key) => limiter.take(key))).toEqual(keys.map(() => true));
+    expect(keys.map((key) => limiter.take(key))).toEqual(keys.map(() => false));
+  });
+
+  it('tells apart two keys of the same hash', () => {
+    // A pair whose hashes collide under seed 7, found by brute force (a birthday search over ids).
+    const seen = new Map<number, string>();
+    let pair: [string, string] | undefined;
+    for (let i = 0; pair === undefined; i += 1) {
+      const key = `buyer-${i}`;
+      const other = seen.get(keyHash(key, 7));
+      if (other !== undefined) pair = [other, key];
+      else seen.set(keyHash(key, 7), key);
+    }
+    const clock = manualClock(10_000);
+    const limiter = new RateLimiter(1, clock.now, 7);
+
+    expect([limiter.take(pair[0]), limiter.take(pair[1]), limiter.take(pair[0]), limiter.take(pair[1])]).toEqual([true, true, false, false]);
+  });
+
+  it('shrinks back after ten quiet seconds, and still counts right', () => {
+    const clock = manualClock(10_000);
+    const limiter = new RateLimiter(1, clock.now);
+    for (let i = 0; i < 20_000; i += 1) limiter.take(`attacker-${i}`);
+    const grown = limiter.occupancy.slots;
+    expect(grown).toBeGreaterThanOrEqual(40_000);
+
+    for (let second = 11; second <= 20; second += 1) {
+      clock.set(second * 1000);
+      expect(limiter.take('ann')).toBe(true);
+      expect(limiter.take('ann')).toBe(false);
+    }
+    clock.set(21_000);
+    expect(limiter.take('ann')).toBe(true);
+    expect(limiter.occupancy.slots).toBeLessThan(grown);
+    expect(limiter.take('ann')).toBe(false);
+    expect(limiter.take('bob')).toBe(true);
   });
 });

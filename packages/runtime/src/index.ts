@@ -4,3 +4,4 @@ export { serveMetrics, serveMetricsPort, readinessProbe, type MetricsListener, t
 export { capConnections, type ConnectionRefusal } from './connection-cap.ts';
 export { summarisedLog, type SummarisedLog } from './summarised-log.ts';
 export { createStoreErrorMetrics, type StoreErrorMetrics, type StoreErrorClassifiers } from './store-error-metrics.ts';
+export { HotPathCounter, HotPathHistogram } from './hot-path-metrics.ts';

@@ -65,8 +65,8 @@ describe('SaleHistory', () => {
   it("takes this process's purchases per second by outcome and latency p50/p99 from its own metrics", async () => {
     const { history, metrics, advance } = historyOf(() => []);
     await history.sample();
-    for (let i = 0; i < 20; i++) metrics.purchases.labels('reserved').inc();
-    for (let i = 0; i < 10; i++) metrics.purchases.labels('SOLD_OUT').inc();
+    for (let i = 0; i < 20; i++) metrics.purchases.inc('reserved');
+    for (let i = 0; i < 10; i++) metrics.purchases.inc('SOLD_OUT');
     for (let i = 0; i < 30; i++) metrics.purchaseSeconds.observe(0.0015);
     advance(2000);
     await history.sample();

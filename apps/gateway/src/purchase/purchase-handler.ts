@@ -79,12 +79,7 @@ export function createPurchaseHandler({ config, redis, logger }: GatewayDeps, me
   // Tells the workers a sale has work (a debounced PUBLISH, off the answer's path): they read it at once
   // rather than polling every live sale.
   const workSignal = new WorkSignaller(redis, prefix);
-  const outcomeCounters = new Map<string, ReturnType<typeof metrics.purchases.labels>>();
-  const count = (outcome: string) => {
-    let counter = outcomeCounters.get(outcome);
-    if (!counter) outcomeCounters.set(outcome, (counter = metrics.purchases.labels(outcome)));
-    counter.inc();
-  };
+  const count = (outcome: string) => metrics.purchases.inc(outcome);
   const refuse = (res: ServerResponse, problem: Problem | AppError) => {
     count(problem.code);
     sendAfterReads(res, renderProblem(problem));
@@ -109,58 +104,63 @@ export function createPurchaseHandler({ config, redis, logger }: GatewayDeps, me
     refuse(res, { code: 'INTERNAL_ERROR', detail: 'the request could not be completed' });
   };
 
+  /** Answers the purchase whatever happens: it never rejects, so its caller attaches no handler to it. */
   async function decide(res: ServerResponse, rawSaleId: string, userId: string, body: unknown, started: number): Promise<void> {
-    const saleId = saleIdParam(rawSaleId);
-    const quantity = quantityOf(body);
-    const known = verdicts.get(saleId);
-    if (known !== undefined) {
-      metrics.purchaseSeconds.observe((performance.now() - started) / 1000);
-      const held = known.holders.get(userId);
-      // A holder's retry gets what the script would answer: their reservation, not the sale's verdict.
-      if (held !== undefined) return answerDuplicate(res, held);
-      count(known.verdict);
-      return sendAfterReads(res, verdictAnswers[known.verdict]);
-    }
-    const ticket = verdicts.ticket();
-    const reservationId = newReservationId(saleId);
-    let outcome: ReserveOutcome | UnreplicatedOutcome;
-    const called = performance.now();
-    let returned: number;
     try {
-      outcome = await reservePurchase(redis, prefix, { saleId, userId, quantity, reservationId }, replicaWait);
-      returned = performance.now();
-      metrics.reserveScriptSeconds.observe((returned - called) / 1000);
-    } catch (error) {
-      // A failed call is timed too: a Redis that times out shows in the latency, not only in the errors.
-      metrics.reserveScriptSeconds.observe((performance.now() - called) / 1000);
-      metrics.storeErrors.count(error);
-      // The script may or may not have run; a retry by the buyer is safe either way (it is refused as
-      // ALREADY_PURCHASED with the reservation id if the first one went through).
-      reserveFailures('failed', { err: error, saleId });
-      return refuse(res, { code: 'SERVICE_UNAVAILABLE', detail: 'the sale cannot be reached right now, retry shortly', headers: { 'Retry-After': '1' } });
+      const saleId = saleIdParam(rawSaleId);
+      const quantity = quantityOf(body);
+      const known = verdicts.get(saleId);
+      if (known !== undefined) {
+        metrics.purchaseSeconds.observe((performance.now() - started) / 1000);
+        const held = known.holders.get(userId);
+        // A holder's retry gets what the script would answer: their reservation, not the sale's verdict.
+        if (held !== undefined) return answerDuplicate(res, held);
+        count(known.verdict);
+        return sendAfterReads(res, verdictAnswers[known.verdict]);
+      }
+      const ticket = verdicts.ticket();
+      const reservationId = newReservationId(saleId);
+      let outcome: ReserveOutcome | UnreplicatedOutcome;
+      const called = performance.now();
+      let returned: number;
+      try {
+        outcome = await reservePurchase(redis, prefix, { saleId, userId, quantity, reservationId }, replicaWait);
+        returned = performance.now();
+        metrics.reserveScriptSeconds.observe((returned - called) / 1000);
+      } catch (error) {
+        // A failed call is timed too: a Redis that times out shows in the latency, not only in the errors.
+        metrics.reserveScriptSeconds.observe((performance.now() - called) / 1000);
+        metrics.storeErrors.count(error);
+        // The script may or may not have run; a retry by the buyer is safe either way (it is refused as
+        // ALREADY_PURCHASED with the reservation id if the first one went through).
+        reserveFailures('failed', { err: error, saleId });
+        return refuse(res, { code: 'SERVICE_UNAVAILABLE', detail: 'the sale cannot be reached right now, retry shortly', headers: { 'Retry-After': '1' } });
+      }
+      metrics.purchaseSeconds.observe((returned - started) / 1000);
+      if (outcome.kind === 'reserved') {
+        workSignal.reserved(saleId);
+        if (outcome.remaining === 0) verdicts.learn(saleId, 'SOLD_OUT', ticket);
+        count('reserved');
+        return sendAfterReads(res, acceptedAnswer(reservationId, saleId, quantity));
+      }
+      if (outcome.kind === 'unreplicated') {
+        // Taken on the primary, not yet on enough replicas: it becomes an order unless a failover loses it
+        // first, so it is not answered 202. The buyer's retry gets 409 with it, or a new reservation.
+        workSignal.reserved(saleId);
+        count('unreplicated');
+        return sendAfterReads(res, renderProblem({ code: 'SERVICE_UNAVAILABLE', detail: 'the reservation is not yet copied to a replica; retry to learn its outcome', headers: { 'Retry-After': '1' } }));
+      }
+      if (outcome.kind === 'already_purchased') return answerDuplicate(res, outcome.reservationId);
+      if (outcome.kind === 'sold_out') verdicts.learn(saleId, 'SOLD_OUT', ticket);
+      else if (outcome.kind === 'sale_ended') verdicts.learn(saleId, 'SALE_ENDED', ticket);
+      else if (outcome.kind === 'sale_not_found' && liveSales.isLive(saleId)) {
+        // MySQL has this sale and it is running: Redis lost it, and the reconciler rebuilds it from MySQL.
+        return refuse(res, refusalOf({ kind: 'sale_paused' }, config.PAUSED_RETRY_AFTER_SECONDS));
+      }
+      refuse(res, refusalOf(outcome, config.PAUSED_RETRY_AFTER_SECONDS));
+    } catch (failure) {
+      fail(res, failure);
     }
-    metrics.purchaseSeconds.observe((returned - started) / 1000);
-    if (outcome.kind === 'reserved') {
-      workSignal.reserved(saleId);
-      if (outcome.remaining === 0) verdicts.learn(saleId, 'SOLD_OUT', ticket);
-      count('reserved');
-      return sendAfterReads(res, acceptedAnswer(reservationId, saleId, quantity));
-    }
-    if (outcome.kind === 'unreplicated') {
-      // Taken on the primary, not yet on enough replicas: it becomes an order unless a failover loses it
-      // first, so it is not answered 202. The buyer's retry gets 409 with it, or a new reservation.
-      workSignal.reserved(saleId);
-      count('unreplicated');
-      return sendAfterReads(res, renderProblem({ code: 'SERVICE_UNAVAILABLE', detail: 'the reservation is not yet copied to a replica; retry to learn its outcome', headers: { 'Retry-After': '1' } }));
-    }
-    if (outcome.kind === 'already_purchased') return answerDuplicate(res, outcome.reservationId);
-    if (outcome.kind === 'sold_out') verdicts.learn(saleId, 'SOLD_OUT', ticket);
-    else if (outcome.kind === 'sale_ended') verdicts.learn(saleId, 'SALE_ENDED', ticket);
-    else if (outcome.kind === 'sale_not_found' && liveSales.isLive(saleId)) {
-      // MySQL has this sale and it is running: Redis lost it, and the reconciler rebuilds it from MySQL.
-      return refuse(res, refusalOf({ kind: 'sale_paused' }, config.PAUSED_RETRY_AFTER_SECONDS));
-    }
-    refuse(res, refusalOf(outcome, config.PAUSED_RETRY_AFTER_SECONDS));
   }
 
   return (req, res, rawSaleId) => {
@@ -175,7 +175,7 @@ export function createPurchaseHandler({ config, redis, logger }: GatewayDeps, me
     }
     readPurchaseBody(req, res, (error, body) => {
       if (error) return fail(res, error);
-      decide(res, rawSaleId, userId, body, started).catch((failure: unknown) => fail(res, failure));
+      void decide(res, rawSaleId, userId, body, started);
     });
   };
 }
