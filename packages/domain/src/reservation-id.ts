@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
 
-/** The millisecond the last id was made in, and the first two groups and version digit it gives an id. */
+/** The millisecond and sale of the last id made, and the part of its id they give: `<saleId>-<time>-7`. */
 let stampedAt = -1;
-let stamp = '';
+let stampedSale = -1;
+let prefix = '';
 
 /**
  * A reservation id names its sale (`<saleId>-<uuid>`), so a status lookup finds the sale's keys without
@@ -17,17 +18,19 @@ let stamp = '';
  * apart; the clock only orders them, so a clock set back costs locality, never uniqueness.
  *
  * Made from `randomUUID` (whose random bytes Node draws ahead, in bulk): its first 48 bits and its
- * version digit are replaced; the variant and the 74 random bits after them are kept.
+ * version digit are replaced; the variant and the 74 random bits after them are kept. The ids of one
+ * sale and millisecond (a crowd makes dozens) share the part before the random bits, built once.
  */
 export function newReservationId(saleId: number): string {
   const now = Date.now();
-  if (now !== stampedAt) {
+  if (now !== stampedAt || saleId !== stampedSale) {
     stampedAt = now;
+    stampedSale = saleId;
     const hex = now.toString(16).padStart(12, '0');
-    stamp = `${hex.slice(0, 8)}-${hex.slice(8, 12)}-7`;
+    prefix = `${saleId}-${hex.slice(0, 8)}-${hex.slice(8, 12)}-7`;
   }
   // randomUUID(): xxxxxxxx-xxxx-4xxx-…; from index 15 on, the 3 hex digits after the version and the rest.
-  return `${saleId}-${stamp}${randomUUID().slice(15)}`;
+  return prefix + randomUUID().slice(15);
 }
 
 const RESERVATION_ID = /^([1-9][0-9]{0,9})-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
