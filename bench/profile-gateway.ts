@@ -12,13 +12,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { exitWithUsage, loadConfig, parseCommandLine } from '@flashsale/config';
-import { createRedis, publishSale, saleKeys, type ScriptedRedis } from '@flashsale/redis-store';
-import { createPrisma, insertSale, migrate } from '@flashsale/order-store';
+import { createRedis } from '@flashsale/redis-store';
+import { createPrisma, migrate } from '@flashsale/order-store';
 import { ensureServices } from '../infra/ensure-services.ts';
-import { newReservationId } from '@flashsale/domain';
 import { signBuyerTokens } from '@flashsale/harness';
 import { chooseLoadGenerator } from './load.ts';
 import { startBaseline, startGatewayProcess } from './servers.ts';
+import { DUPLICATE_BUYERS, deletePrefixKeys, openPathSale } from './path-sale.ts';
+import type { PathName } from './report.ts';
 
 interface ProfileNode {
   id: number;
@@ -40,7 +41,6 @@ if (!['gateway', 'authenticated', 'bare'].includes(target)) exitWithUsage(COMMAN
 if (extra.length > 0) exitWithUsage(COMMAND, `unexpected arguments: ${extra.join(' ')}`);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 64);
-const DUPLICATE_BUYERS = 20_000;
 const load = chooseLoadGenerator();
 const config = loadConfig();
 const prefix = `profile-${randomBytes(3).toString('hex')}`;
@@ -52,15 +52,7 @@ const prisma = createPrisma(config.DATABASE_URL, 2);
 const ids = Array.from({ length: Math.max(60_000, SECONDS * 80_000) }, (_, i) => `b${i}`);
 const tokens = signBuyerTokens(ids, { secret: config.AUTH_SECRET, ttlSeconds: 3600 });
 const buyers = ids.map((id, i) => ({ id, token: tokens[i]! }));
-const sale = await insertSale(prisma, { name: `${prefix} profile`, stock: path === 'sold_out' ? 1 : 100_000_000, perUserLimit: 1, startsAt: new Date(Date.now() - 1000), endsAt: new Date(Date.now() + 3_600_000) });
-await publishSale(redis, prefix, sale, sale.generation);
-const keys = saleKeys(prefix, sale.id);
-const prebuy = path === 'sold_out' ? ['someone'] : path === 'duplicate' ? ids.slice(0, DUPLICATE_BUYERS) : [];
-for (let start = 0; start < prebuy.length; start += 1000) {
-  const pipeline = redis.pipeline() as unknown as ScriptedRedis & { exec(): Promise<unknown> };
-  for (const buyer of prebuy.slice(start, start + 1000)) void pipeline.reserve(keys.meta, keys.buyers, keys.stream, keys.turns, keys.closed, buyer, 1, newReservationId(sale.id));
-  await pipeline.exec();
-}
+const saleId = await openPathSale(prisma, redis, prefix, path as PathName, ids, `${prefix} profile`);
 
 const gcFile = join(dir, 'gc.jsonl');
 const env = { REDIS_PREFIX: prefix, BENCH_PREFIX: prefix, DATABASE_URL: config.DATABASE_URL, REDIS_URL: config.REDIS_URL, AUTH_SECRET: config.AUTH_SECRET, BENCH_GC_FILE: gcFile };
@@ -85,20 +77,14 @@ async function gcTotals(): Promise<GcTotals> {
 const gcBefore = await gcTotals();
 // The profile's clock is the monotonic one that process.hrtime reads, in microseconds.
 const loadStarted = Number(process.hrtime.bigint() / 1000n);
-const result = await load.run({ url: server.url, saleId: sale.id, buyers, cycle: path === 'duplicate' ? DUPLICATE_BUYERS : undefined, connections: CONNECTIONS, seconds: SECONDS });
+const result = await load.run({ url: server.url, saleId, buyers, cycle: path === 'duplicate' ? DUPLICATE_BUYERS : undefined, connections: CONNECTIONS, seconds: SECONDS });
 const loadEnded = Number(process.hrtime.bigint() / 1000n);
 const gcAfter = await gcTotals();
 console.log(`${target}, ${path}, under ${load.name}: ${Math.round(result.rps)} req/s, p50 ${result.p50.toFixed(1)} ms, p99 ${result.p99.toFixed(1)} ms, ${result.ok} 2xx, ${result.refused} refused, ${result.errors} errors`);
 await server.stop();
-// Every key of the prefix: the sale's, the published-sales index, the gateway's BullMQ queue.
-let cursor = '0';
-do {
-  const [next, found] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-  if (found.length > 0) await redis.del(...found);
-  cursor = next;
-} while (cursor !== '0');
+await deletePrefixKeys(redis, prefix);
 await redis.quit();
-await prisma.sale.delete({ where: { id: sale.id } });
+await prisma.sale.delete({ where: { id: saleId } });
 await prisma.$disconnect();
 
 const file = readdirSync(dir).find((name) => name.endsWith('.cpuprofile'));

@@ -14,9 +14,8 @@ import { describeReconcilerCost, measureReconcilerCost } from './reconciler-cost
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import { exitWithUsage, loadConfig, UsageError } from '@flashsale/config';
-import { createRedis, publishSale, saleKeys, type ScriptedRedis } from '@flashsale/redis-store';
-import { createPrisma, insertSale, migrate } from '@flashsale/order-store';
-import { newReservationId } from '@flashsale/domain';
+import { createRedis, saleKeys, type ScriptedRedis } from '@flashsale/redis-store';
+import { createPrisma, migrate } from '@flashsale/order-store';
 import { gitRevision, signBuyerTokens, startRedisCluster, startRedisServer } from '@flashsale/harness';
 import { ensureServices } from '../infra/ensure-services.ts';
 import { chooseLoadGenerator, median } from './load.ts';
@@ -31,6 +30,7 @@ import { evenlySpreadSales, reservePathRun, spreadRun, type ReserveRun } from '.
 import { callgrindAvailable, reserveInstructions, type ScriptInstructions } from './script-instructions.ts';
 import { printResults, writeResults, type BenchResults, type PathName, type ReserveSummary, type Summary } from './report.ts';
 import { measurePipeline } from './pipeline.ts';
+import { DUPLICATE_BUYERS, deletePrefixKeys, openPathSale } from './path-sale.ts';
 import { BENCH_COMMAND, benchSettingsOf, type BenchSettings } from './options.ts';
 
 const settings = ((): BenchSettings => {
@@ -53,7 +53,6 @@ const PARTS = settings.parts;
 /** The reconciler part: purchases a second (paced) and seconds of load. */
 const RECONCILER_RATE = settings.reconcilerRate;
 const RECONCILER_SECONDS = settings.reconcilerSeconds;
-const DUPLICATE_BUYERS = 20_000;
 const SCRIPT_SECONDS = settings.scriptSeconds;
 // 100 calls a pipeline, two pipelines under way: the client builds and parses one while Redis runs the
 // other. In a few trials on the (busy) 2-core box, deeper pipelines (500, 1000) or more of them (4, 8)
@@ -84,24 +83,9 @@ const ids = Array.from({ length: pool }, (_, i) => `b${i}`);
 const tokens = signBuyerTokens(ids, { secret: config.AUTH_SECRET, ttlSeconds: 24 * 3600 });
 const buyers = ids.map((id, i) => ({ id, token: tokens[i]! }));
 
-/** A fresh sale set up for one path: ample stock (accept), one unit already taken (sold out), or the first DUPLICATE_BUYERS buyers already holding one (duplicate). */
-async function saleFor(path: PathName, client: ScriptedRedis = redis): Promise<number> {
-  const sale = await insertSale(prisma, {
-    name: `${prefix} ${path}`,
-    stock: path === 'sold_out' ? 1 : 100_000_000,
-    perUserLimit: 1,
-    startsAt: new Date(Date.now() - 60_000),
-    endsAt: new Date(Date.now() + 3_600_000),
-  });
-  await publishSale(client, prefix, sale, sale.generation);
-  const keys = saleKeys(prefix, sale.id);
-  const prebuy = path === 'sold_out' ? ['someone'] : path === 'duplicate' ? ids.slice(0, DUPLICATE_BUYERS) : [];
-  for (let start = 0; start < prebuy.length; start += 1000) {
-    const pipeline = client.pipeline() as unknown as ScriptedRedis & { exec(): Promise<unknown> };
-    for (const buyer of prebuy.slice(start, start + 1000)) void pipeline.reserve(keys.meta, keys.buyers, keys.stream, keys.turns, keys.closed, buyer, 1, newReservationId(sale.id));
-    await pipeline.exec();
-  }
-  return sale.id;
+/** A fresh sale set up for one path (path-sale.ts). */
+function saleFor(path: PathName, client: ScriptedRedis = redis): Promise<number> {
+  return openPathSale(prisma, client, prefix, path, ids, `${prefix} ${path}`);
 }
 
 /**
@@ -421,12 +405,7 @@ try {
   }
 } finally {
   for (const stop of stops.reverse()) await stop().catch(() => undefined);
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-    if (keys.length > 0) await redis.del(...keys);
-    cursor = next;
-  } while (cursor !== '0');
+  await deletePrefixKeys(redis, prefix);
   await redis.quit();
   // The drain runs leave 100,000 orders behind; a database that grows with every run makes the next
   // run's raw baseline and workers slower (bigger indexes), so each run removes its own rows.

@@ -29,9 +29,9 @@ export async function startBaseline(env: NodeJS.ProcessEnv, auth: 'none' | 'hs25
   return { url: `http://127.0.0.1:${port}`, pid: child.pid!, stop: () => (child.kill('SIGTERM'), exited) };
 }
 
-/** A gateway process (apps/gateway/src/main.ts) with `workers` cluster processes; resolves once all listen. */
-export async function startGatewayProcess(env: NodeJS.ProcessEnv, workers = 1, extraNodeOptions = ''): Promise<BenchServer & { process: AppProcess }> {
-  const gateway = await spawnGateway({ ...env, GATEWAY_WORKERS: String(workers), LOG_LEVEL: 'info', NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} ${extraNodeOptions}`.trim() });
+/** A gateway process (apps/gateway/src/main.ts, of this checkout or of the one at `root`) with `workers` cluster processes; resolves once all listen. */
+export async function startGatewayProcess(env: NodeJS.ProcessEnv, workers = 1, extraNodeOptions = '', root?: string): Promise<BenchServer & { process: AppProcess }> {
+  const gateway = await spawnGateway({ ...env, GATEWAY_WORKERS: String(workers), LOG_LEVEL: 'info', NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} ${extraNodeOptions}`.trim() }, 'source', root);
   const deadline = Date.now() + 20_000;
   while (gateway.logs.filter((line) => line.msg === 'gateway listening').length < workers) {
     if (Date.now() > deadline) throw new Error('gateway processes did not all listen');
@@ -77,4 +77,15 @@ export function cpuSeconds(pid: number): number {
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     return sum + (Number(fields[11] ?? 0) + Number(fields[12] ?? 0)) / TICKS_PER_SECOND;
   }, 0);
+}
+
+/**
+ * CPU seconds (user + system) of a process's main thread alone: the JavaScript, the event loop and the
+ * system calls it makes, without V8's helper threads. A Node server under a closed loop is as fast as
+ * this thread: when it is busy all the time, its time per request is the server's rate.
+ */
+export function mainThreadCpuSeconds(pid: number): number {
+  const stat = procFile(pid, `task/${pid}/stat`);
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11] ?? 0) + Number(fields[12] ?? 0)) / TICKS_PER_SECOND;
 }

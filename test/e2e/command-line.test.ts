@@ -30,6 +30,7 @@ const COMMANDS = [
   'bench',
   'bench:reconciler',
   'bench:profile',
+  'bench:ab',
   'bench:idle',
   'bench:big-sale',
   'bench:order-ids',

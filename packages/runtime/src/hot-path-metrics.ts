@@ -47,7 +47,6 @@ export class HotPathHistogram {
     this.count += 1;
   }
 
-  // eslint-disable-next-line @typescript-eslint/require-await -- the registry awaits every metric's get()
   async get(): Promise<{ name: string; help: string; type: 'histogram'; aggregator: 'sum'; values: MetricValueWithName<string>[] }> {
     const bucketName = `${this.name}_bucket`;
     const values: MetricValueWithName<string>[] = [];
@@ -73,7 +72,8 @@ export class HotPathHistogram {
 
 /**
  * A prom-client `Counter` with one label, whose increments are kept in a plain array and added to the
- * counter (one `inc(n)` per label value) whenever it is read: a scrape, or a `get()`.
+ * counter (one `inc(n)` per label value) whenever it is read: a scrape, or a `get()`. (A registry's
+ * `resetMetrics()` resets the counter, not the increments waiting here; nothing in the project resets.)
  */
 export class HotPathCounter<Label extends string> {
   private readonly counter: Counter<Label>;

@@ -1,0 +1,147 @@
+/**
+ * `npm run bench:ab [-- --against <commit>] [--path accept|duplicate|sold_out] [--rounds N]`: this
+ * checkout's gateway against the authenticated baseline and, with --against, against the gateway of
+ * another commit, under the bench's load (wrk when installed), runs alternated round by round (the
+ * order reversed every other round), each on a sale of its own. For each run and as medians: requests a
+ * second, CPU per request of the process (every thread) and of its main thread alone.
+ *
+ * Why the main thread: under this closed loop a Node server's main thread is busy nearly all the time
+ * (read off /proc per thread: 96 % for the gateway and the baselines alike), so its CPU per request is
+ * the server's rate, and it moves less with the box than requests a second do. Two servers measured in
+ * the same rounds see the same box; a change worth less than the rounds' spread needs more rounds.
+ *
+ * The other commit is checked out in a temporary git worktree beside this checkout, its dependencies
+ * installed there with `npm ci` (a minute or two), both removed at the end.
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { randomBytes } from 'node:crypto';
+import { exitWithUsage, loadConfig, parseCommandLine } from '@flashsale/config';
+import { createRedis } from '@flashsale/redis-store';
+import { createPrisma, migrate } from '@flashsale/order-store';
+import { signBuyerTokens } from '@flashsale/harness';
+import { ensureServices } from '../infra/ensure-services.ts';
+import { chooseLoadGenerator, median } from './load.ts';
+import { cpuSeconds, mainThreadCpuSeconds, startBaseline, startGatewayProcess, type BenchServer } from './servers.ts';
+import { DUPLICATE_BUYERS, deletePrefixKeys, openPathSale } from './path-sale.ts';
+import type { PathName } from './report.ts';
+
+const COMMAND = {
+  usage: `usage: npm run bench:ab -- [--against <commit>] [--path accept|duplicate|sold_out] [--rounds N]
+
+This checkout's gateway against the authenticated baseline of npm run bench and, with --against, against
+the gateway of another commit (checked out in a temporary git worktree, npm ci there), under the same
+wrk load, alternated round by round. Prints each run and the medians: requests a second, CPU per request
+of the process and of its main thread alone (the thread whose time sets a Node server's rate).
+Defaults: the accept path, 6 rounds. BENCH_SECONDS (5) and BENCH_CONNECTIONS (64) as for npm run bench.`,
+  options: {
+    against: { type: 'string' },
+    path: { type: 'string', default: 'accept' },
+    rounds: { type: 'string', default: '6' },
+  },
+} as const;
+
+const { values } = parseCommandLine(COMMAND);
+const path = values.path as PathName;
+if (!['accept', 'duplicate', 'sold_out'].includes(path)) exitWithUsage(COMMAND, `--path must be accept, duplicate or sold_out, not ${values.path}`);
+const ROUNDS = Number(values.rounds);
+if (!Number.isInteger(ROUNDS) || ROUNDS < 1) exitWithUsage(COMMAND, `--rounds must be a positive integer, not ${values.rounds}`);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 64);
+const ROOT = fileURLToPath(new URL('../', import.meta.url));
+const git = (...args: string[]) => execFileSync('git', args, { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim();
+
+let worktree: string | undefined;
+let against: string | undefined;
+if (values.against !== undefined) {
+  try {
+    against = git('rev-parse', '--short', `${values.against}^{commit}`);
+  } catch {
+    exitWithUsage(COMMAND, `--against must name a commit of this repository, not ${values.against}`);
+  }
+}
+
+const load = chooseLoadGenerator();
+const config = loadConfig();
+const prefix = `ab-${randomBytes(3).toString('hex')}`;
+const log = (text: string) => console.log(`[ab] ${text}`);
+const stops: (() => Promise<unknown>)[] = [];
+const saleIds: number[] = [];
+try {
+  await ensureServices();
+  await migrate(config.DATABASE_URL);
+  if (against !== undefined) {
+    worktree = join(mkdtempSync(join(tmpdir(), 'bench-ab-')), 'checkout');
+    log(`checking out ${against} in ${worktree} and installing its dependencies (npm ci)`);
+    git('worktree', 'add', '--detach', worktree, against);
+    execFileSync('npm', ['ci', '--no-audit', '--no-fund'], { cwd: worktree, stdio: ['ignore', 'ignore', 'inherit'] });
+  }
+  const redis = createRedis(config.REDIS_URL);
+  const prisma = createPrisma(config.DATABASE_URL, 2);
+  stops.push(
+    async () => {
+      await deletePrefixKeys(redis, prefix);
+      await redis.quit();
+    },
+    async () => {
+      await prisma.sale.deleteMany({ where: { id: { in: saleIds } } });
+      await prisma.$disconnect();
+    },
+  );
+  const contenders = [{ name: 'gateway', root: undefined as string | undefined }, ...(worktree ? [{ name: `gateway@${against}`, root: worktree }] : []), { name: 'authenticated', root: undefined }];
+  // More buyers than the fastest contender answers in a run, so that no accept run meets one twice (each
+  // run has a sale of its own, so the same buyers serve every run).
+  const ids = Array.from({ length: Math.max(60_000, SECONDS * 80_000) }, (_, i) => `b${i}`);
+  const tokens = signBuyerTokens(ids, { secret: config.AUTH_SECRET, ttlSeconds: 3600 });
+  const buyers = ids.map((id, i) => ({ id, token: tokens[i]! }));
+  const env = { REDIS_PREFIX: prefix, BENCH_PREFIX: prefix, DATABASE_URL: config.DATABASE_URL, REDIS_URL: config.REDIS_URL, AUTH_SECRET: config.AUTH_SECRET };
+  const servers: { name: string; server: BenchServer }[] = [];
+  for (const { name, root } of contenders) {
+    const server = name === 'authenticated' ? await startBaseline(env, 'hs256') : await startGatewayProcess(env, 1, '', root);
+    stops.push(server.stop);
+    servers.push({ name, server });
+  }
+  const measured = new Map(servers.map(({ name }) => [name, { rps: [] as number[], cpu: [] as number[], main: [] as number[] }]));
+  for (let round = 1; round <= ROUNDS; round += 1) {
+    for (const { name, server } of round % 2 === 1 ? servers : [...servers].reverse()) {
+      const saleId = await openPathSale(prisma, redis, prefix, path, ids, `${prefix} ${name}`);
+      saleIds.push(saleId);
+      const [cpuBefore, mainBefore] = [cpuSeconds(server.pid), mainThreadCpuSeconds(server.pid)];
+      const result = await load.run({ url: server.url, saleId, buyers, cycle: path === 'duplicate' ? DUPLICATE_BUYERS : undefined, connections: CONNECTIONS, seconds: SECONDS });
+      const cpu = ((cpuSeconds(server.pid) - cpuBefore) * 1e6) / result.requests;
+      const main = ((mainThreadCpuSeconds(server.pid) - mainBefore) * 1e6) / result.requests;
+      if (result.errors > 0 || (path === 'accept' ? result.ok !== result.requests : result.ok > 0)) {
+        throw new Error(`${name}, round ${round}: ${result.ok} 2xx of ${result.requests} answers, ${result.errors} errors`);
+      }
+      const m = measured.get(name)!;
+      m.rps.push(result.rps);
+      m.cpu.push(cpu);
+      m.main.push(main);
+      log(`round ${round} ${name}: ${Math.round(result.rps)} req/s, ${cpu.toFixed(1)} us CPU per request, main thread ${main.toFixed(1)} us`);
+    }
+  }
+  const medians = new Map([...measured].map(([name, m]) => [name, { rps: median(m.rps), cpu: median(m.cpu), main: median(m.main) }]));
+  const base = medians.get('authenticated')!;
+  console.log(`\n${path}, ${ROUNDS} rounds of ${SECONDS} s under ${load.name}, ${CONNECTIONS} connections; medians:\n`);
+  console.log('| server | req/s | CPU us per request | main thread us per request | req/s against the authenticated baseline |');
+  console.log('|---|---|---|---|---|');
+  for (const [name, m] of medians) console.log(`| ${name} | ${Math.round(m.rps)} | ${m.cpu.toFixed(1)} | ${m.main.toFixed(1)} | ${(m.rps / base.rps).toFixed(2)} |`);
+  if (against !== undefined) {
+    const self = medians.get('gateway')!;
+    const other = medians.get(`gateway@${against}`)!;
+    console.log(`\nThis gateway against ${against}: ${(self.rps / other.rps).toFixed(3)}x the requests a second, main thread ${self.main.toFixed(1)} against ${other.main.toFixed(1)} us per request.`);
+  }
+} finally {
+  for (const stop of stops.reverse()) await stop().catch(() => undefined);
+  if (worktree !== undefined) {
+    try {
+      git('worktree', 'remove', '--force', worktree);
+    } catch {
+      rmSync(worktree, { recursive: true, force: true });
+      git('worktree', 'prune');
+    }
+  }
+}

@@ -1,0 +1,41 @@
+import { insertSale, type PrismaClient } from '@flashsale/order-store';
+import { publishSale, saleKeys, type ScriptedRedis } from '@flashsale/redis-store';
+import { newReservationId } from '@flashsale/domain';
+import type { PathName } from './report.ts';
+
+/** Buyers who already hold a reservation on the duplicate path; its load cycles through them. */
+export const DUPLICATE_BUYERS = 20_000;
+
+/**
+ * A fresh sale set up for one path, in MySQL and published to Redis under `prefix`: ample stock
+ * (accept), one unit already taken (sold out), or the first DUPLICATE_BUYERS of `ids` already holding
+ * one (duplicate). Returns its id.
+ */
+export async function openPathSale(prisma: PrismaClient, redis: ScriptedRedis, prefix: string, path: PathName, ids: readonly string[], name: string): Promise<number> {
+  const sale = await insertSale(prisma, {
+    name,
+    stock: path === 'sold_out' ? 1 : 100_000_000,
+    perUserLimit: 1,
+    startsAt: new Date(Date.now() - 60_000),
+    endsAt: new Date(Date.now() + 3_600_000),
+  });
+  await publishSale(redis, prefix, sale, sale.generation);
+  const keys = saleKeys(prefix, sale.id);
+  const prebuy = path === 'sold_out' ? ['someone'] : path === 'duplicate' ? ids.slice(0, DUPLICATE_BUYERS) : [];
+  for (let start = 0; start < prebuy.length; start += 1000) {
+    const pipeline = redis.pipeline() as unknown as ScriptedRedis & { exec(): Promise<unknown> };
+    for (const buyer of prebuy.slice(start, start + 1000)) void pipeline.reserve(keys.meta, keys.buyers, keys.stream, keys.turns, keys.closed, buyer, 1, newReservationId(sale.id));
+    await pipeline.exec();
+  }
+  return sale.id;
+}
+
+/** Deletes every Redis key of a bench run's prefix: its sales', the published-sales index, the gateways' queues. */
+export async function deletePrefixKeys(redis: ScriptedRedis, prefix: string): Promise<void> {
+  let cursor = '0';
+  do {
+    const [next, found] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+    if (found.length > 0) await redis.del(...found);
+    cursor = next;
+  } while (cursor !== '0');
+}
