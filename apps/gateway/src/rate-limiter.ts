@@ -22,8 +22,8 @@ const SLOT_WIDTH = 4;
  * The hash is seeded at random per process, so no client can choose keys that pile onto one slot; keys
  * that share a hash are told apart by their characters. Memory stays bounded: the counts are cleared
  * when a new second starts, so the table never holds more keys than the requests of one second
- * (however many distinct buyers or addresses an attacker makes up), and it shrinks back after a second
- * that needed far less.
+ * (however many distinct buyers or addresses an attacker makes up), and it shrinks back after ten
+ * seconds in a row that needed far less.
  */
 export class RateLimiter {
   private window = Number.NaN;
@@ -132,7 +132,6 @@ export class RateLimiter {
     for (let i = 0; i < key.length; i += 1) if (chars[start + i] !== key.charCodeAt(i)) return false;
     return true;
   }
-
 }
 
 /** FNV-1a over the key's UTF-16 code units from `seed`, then murmur3's finaliser to spread the bits. */
