@@ -22,11 +22,11 @@ import { randomBytes } from 'node:crypto';
 import { exitWithUsage, loadConfig, parseCommandLine } from '@flashsale/config';
 import { createRedis } from '@flashsale/redis-store';
 import { createPrisma, migrate } from '@flashsale/order-store';
-import { signBuyerTokens } from '@flashsale/harness';
+import { deleteKeysWithPrefix, signBuyerTokens } from '@flashsale/harness';
 import { ensureServices } from '../infra/ensure-services.ts';
 import { chooseLoadGenerator, median } from './load.ts';
 import { cpuSeconds, mainThreadCpuSeconds, startBaseline, startGatewayProcess, type BenchServer } from './servers.ts';
-import { DUPLICATE_BUYERS, deletePrefixKeys, openPathSale } from './path-sale.ts';
+import { DUPLICATE_BUYERS, openPathSale } from './path-sale.ts';
 import type { PathName } from './report.ts';
 
 const COMMAND = {
@@ -83,7 +83,7 @@ try {
   const prisma = createPrisma(config.DATABASE_URL, 2);
   stops.push(
     async () => {
-      await deletePrefixKeys(redis, prefix);
+      await deleteKeysWithPrefix(redis, prefix);
       await redis.quit();
     },
     async () => {

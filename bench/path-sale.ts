@@ -29,13 +29,3 @@ export async function openPathSale(prisma: PrismaClient, redis: ScriptedRedis, p
   }
   return sale.id;
 }
-
-/** Deletes every Redis key of a bench run's prefix: its sales', the published-sales index, the gateways' queues. */
-export async function deletePrefixKeys(redis: ScriptedRedis, prefix: string): Promise<void> {
-  let cursor = '0';
-  do {
-    const [next, found] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-    if (found.length > 0) await redis.del(...found);
-    cursor = next;
-  } while (cursor !== '0');
-}

@@ -15,10 +15,10 @@ import { exitWithUsage, loadConfig, parseCommandLine } from '@flashsale/config';
 import { createRedis } from '@flashsale/redis-store';
 import { createPrisma, migrate } from '@flashsale/order-store';
 import { ensureServices } from '../infra/ensure-services.ts';
-import { signBuyerTokens } from '@flashsale/harness';
+import { deleteKeysWithPrefix, signBuyerTokens } from '@flashsale/harness';
 import { chooseLoadGenerator } from './load.ts';
 import { startBaseline, startGatewayProcess } from './servers.ts';
-import { DUPLICATE_BUYERS, deletePrefixKeys, openPathSale } from './path-sale.ts';
+import { DUPLICATE_BUYERS, openPathSale } from './path-sale.ts';
 import type { PathName } from './report.ts';
 
 interface ProfileNode {
@@ -82,7 +82,7 @@ const loadEnded = Number(process.hrtime.bigint() / 1000n);
 const gcAfter = await gcTotals();
 console.log(`${target}, ${path}, under ${load.name}: ${Math.round(result.rps)} req/s, p50 ${result.p50.toFixed(1)} ms, p99 ${result.p99.toFixed(1)} ms, ${result.ok} 2xx, ${result.refused} refused, ${result.errors} errors`);
 await server.stop();
-await deletePrefixKeys(redis, prefix);
+await deleteKeysWithPrefix(redis, prefix);
 await redis.quit();
 await prisma.sale.delete({ where: { id: saleId } });
 await prisma.$disconnect();

@@ -16,7 +16,7 @@ import os from 'node:os';
 import { exitWithUsage, loadConfig, UsageError } from '@flashsale/config';
 import { createRedis, saleKeys, type ScriptedRedis } from '@flashsale/redis-store';
 import { createPrisma, migrate } from '@flashsale/order-store';
-import { gitRevision, signBuyerTokens, startRedisCluster, startRedisServer } from '@flashsale/harness';
+import { deleteKeysWithPrefix, gitRevision, signBuyerTokens, startRedisCluster, startRedisServer } from '@flashsale/harness';
 import { ensureServices } from '../infra/ensure-services.ts';
 import { chooseLoadGenerator, median } from './load.ts';
 import type { MeasureOptions, PartContext, Run } from './part-context.ts';
@@ -30,7 +30,7 @@ import { evenlySpreadSales, reservePathRun, spreadRun, type ReserveRun } from '.
 import { callgrindAvailable, reserveInstructions, type ScriptInstructions } from './script-instructions.ts';
 import { printResults, writeResults, type BenchResults, type PathName, type ReserveSummary, type Summary } from './report.ts';
 import { measurePipeline } from './pipeline.ts';
-import { DUPLICATE_BUYERS, deletePrefixKeys, openPathSale } from './path-sale.ts';
+import { DUPLICATE_BUYERS, openPathSale } from './path-sale.ts';
 import { BENCH_COMMAND, benchSettingsOf, type BenchSettings } from './options.ts';
 
 const settings = ((): BenchSettings => {
@@ -405,7 +405,7 @@ try {
   }
 } finally {
   for (const stop of stops.reverse()) await stop().catch(() => undefined);
-  await deletePrefixKeys(redis, prefix);
+  await deleteKeysWithPrefix(redis, prefix);
   await redis.quit();
   // The drain runs leave 100,000 orders behind; a database that grows with every run makes the next
   // run's raw baseline and workers slower (bigger indexes), so each run removes its own rows.

@@ -72,18 +72,19 @@ export function peakRssMiB(pid: number): number {
 /** USER_HZ, the unit of /proc/<pid>/stat times: 100 on every Linux architecture Node runs on. */
 const TICKS_PER_SECOND = 100;
 
+/** CPU seconds (user + system) in a /proc stat file's text: fields 14 and 15, counted after the command name, which may itself hold spaces. */
+function statCpuSeconds(stat: string): number {
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11] ?? 0) + Number(fields[12] ?? 0)) / TICKS_PER_SECOND;
+}
+
 /**
  * CPU seconds (user + system, every thread) a process and its children have used so far. Differences
  * of it over a load run, per request answered, say what a server costs whatever else the shared box
  * runs meanwhile, which the throughput does not.
  */
 export function cpuSeconds(pid: number): number {
-  return processTree(pid).reduce((sum, p) => {
-    // Fields 14 and 15 (utime, stime), counted after the command name, which may itself hold spaces.
-    const stat = procFile(p, 'stat');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return sum + (Number(fields[11] ?? 0) + Number(fields[12] ?? 0)) / TICKS_PER_SECOND;
-  }, 0);
+  return processTree(pid).reduce((sum, p) => sum + statCpuSeconds(procFile(p, 'stat')), 0);
 }
 
 /**
@@ -92,7 +93,5 @@ export function cpuSeconds(pid: number): number {
  * this thread: when it is busy all the time, its time per request is the server's rate.
  */
 export function mainThreadCpuSeconds(pid: number): number {
-  const stat = procFile(pid, `task/${pid}/stat`);
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11] ?? 0) + Number(fields[12] ?? 0)) / TICKS_PER_SECOND;
+  return statCpuSeconds(procFile(pid, `task/${pid}/stat`));
 }

@@ -10,7 +10,7 @@ import { Counter, type Metric, type MetricValueWithName, type Registry } from 'p
 /**
  * A histogram without labels, exposed exactly as prom-client's `Histogram` of the same name, help and
  * buckets (cumulative `_bucket` series by `le`, then `+Inf`, `_sum` and `_count`; summed across cluster
- * processes), whose `observe` is a bucket search over a typed array and three additions.
+ * processes), whose `observe` is a bucket search over a typed array and two additions.
  */
 export class HotPathHistogram {
   readonly type = 'histogram';
@@ -19,7 +19,6 @@ export class HotPathHistogram {
   /** Observations per bucket, not cumulative; the last slot holds those above every bound. */
   private readonly counts: Float64Array;
   private sum = 0;
-  private count = 0;
 
   constructor(
     readonly name: string,
@@ -44,7 +43,6 @@ export class HotPathHistogram {
     while (bucket < bounds.length && value > bounds[bucket]!) bucket += 1;
     this.counts[bucket]! += 1;
     this.sum += value;
-    this.count += 1;
   }
 
   async get(): Promise<{ name: string; help: string; type: 'histogram'; aggregator: 'sum'; values: MetricValueWithName<string>[] }> {
@@ -55,10 +53,12 @@ export class HotPathHistogram {
       cumulative += this.counts[i]!;
       values.push({ labels: { le: this.bounds[i]! }, value: cumulative, metricName: bucketName });
     }
+    // Every observation: those within the bounds and those above the last.
+    const count = cumulative + this.counts[this.bounds.length]!;
     values.push(
-      { labels: { le: '+Inf' }, value: this.count, metricName: bucketName },
+      { labels: { le: '+Inf' }, value: count, metricName: bucketName },
       { labels: {}, value: this.sum, metricName: `${this.name}_sum` },
-      { labels: {}, value: this.count, metricName: `${this.name}_count` },
+      { labels: {}, value: count, metricName: `${this.name}_count` },
     );
     return { name: this.name, help: this.help, type: this.type, aggregator: this.aggregator, values };
   }
@@ -66,7 +66,6 @@ export class HotPathHistogram {
   reset(): void {
     this.counts.fill(0);
     this.sum = 0;
-    this.count = 0;
   }
 }
 
@@ -78,9 +77,8 @@ export class HotPathHistogram {
 export class HotPathCounter<Label extends string> {
   private readonly counter: Counter<Label>;
   private readonly labelName: Label;
-  private readonly slots = new Map<string, number>();
-  private readonly labelValues: string[] = [];
-  private readonly pending: number[] = [];
+  /** Increments not yet added to the counter, by label value. */
+  private readonly pending = new Map<string, { n: number }>();
 
   constructor(config: { name: string; help: string; labelName: Label; registers: Registry[] }) {
     this.labelName = config.labelName;
@@ -96,13 +94,9 @@ export class HotPathCounter<Label extends string> {
 
   /** Counts one under `labelValue`. */
   inc(labelValue: string): void {
-    let slot = this.slots.get(labelValue);
-    if (slot === undefined) {
-      slot = this.labelValues.push(labelValue) - 1;
-      this.slots.set(labelValue, slot);
-      this.pending.push(0);
-    }
-    this.pending[slot]! += 1;
+    let waiting = this.pending.get(labelValue);
+    if (waiting === undefined) this.pending.set(labelValue, (waiting = { n: 0 }));
+    waiting.n += 1;
   }
 
   /** The counter's series, every increment so far included (prom-client's `Counter.get`). */
@@ -111,11 +105,10 @@ export class HotPathCounter<Label extends string> {
   }
 
   private flush(): void {
-    for (let slot = 0; slot < this.pending.length; slot += 1) {
-      const n = this.pending[slot]!;
-      if (n === 0) continue;
-      this.pending[slot] = 0;
-      this.counter.inc({ [this.labelName]: this.labelValues[slot]! } as Partial<Record<Label, string>>, n);
+    for (const [labelValue, waiting] of this.pending) {
+      if (waiting.n === 0) continue;
+      this.counter.inc({ [this.labelName]: labelValue } as Partial<Record<Label, string>>, waiting.n);
+      waiting.n = 0;
     }
   }
 }
