@@ -21,7 +21,7 @@ import { createConnection, type Connection } from 'mariadb';
 import { exitWithUsage, loadConfig, parseCommandLine, UsageError } from '@flashsale/config';
 import { createRedis, readAuditRecord, redisNow, saleKeys } from '@flashsale/redis-store';
 import { migrate, poolConfigFromUrl } from '@flashsale/order-store';
-import { createHttpClient, gitRevision, spawnGateway, spawnReconciler, spawnWorker, waitForDrain, type AppProcess } from '@flashsale/harness';
+import { createHttpClient, deleteKeysWithPrefix, gitRevision, spawnGateway, spawnReconciler, spawnWorker, waitForDrain, type AppProcess } from '@flashsale/harness';
 import { ensureServicesOrExit } from '../../infra/ensure-services.ts';
 import { SOAK_COMMAND, soakOptionsOf, stockFor, type SoakOptions } from './options.ts';
 import { preparePacedLoad, prepareWrkLoad, type PreparedLoad, type RunningLoad } from './load.ts';
@@ -71,12 +71,7 @@ function cleanup(): Promise<void> {
     else prepared?.cancel();
     await Promise.all(apps.map((app) => app.process.kill('SIGTERM')));
     if (!options.keep) {
-      let cursor = '0';
-      do {
-        const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-        if (keys.length > 0) await redis.unlink(...keys);
-        cursor = next;
-      } while (cursor !== '0');
+      await deleteKeysWithPrefix(redis, prefix);
       const admin = await createConnection(server);
       await admin.query(`DROP DATABASE IF EXISTS \`${database}\``);
       await admin.end();
