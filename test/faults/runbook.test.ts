@@ -14,15 +14,22 @@ afterEach(async () => {
 
 const buyers = (label: string, n: number) => Array.from({ length: n }, (_, i) => `${label}-${i}`);
 
-/** `npm run reconcile -- --sale <id>`, exactly as the runbook says, with the deployment's environment. */
-function runbookReconcile(env: NodeJS.ProcessEnv, saleId: number): Promise<{ code: number | null; stdout: string; stderr: string }> {
+/**
+ * `npm run reconcile -- --sale <id>`, exactly as the runbook says, with the deployment's environment.
+ * A command still running after `giveUpMs` is killed: its code is then null (a command that hangs).
+ */
+function runbookReconcile(env: NodeJS.ProcessEnv, saleId: number, giveUpMs = 120_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     const child = spawnInGroup('npm', ['run', '--silent', 'reconcile', '--', '--sale', String(saleId)], { env: { ...process.env, ...env, LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
+    const giveUp = setTimeout(() => process.kill(-child.pid!, 'SIGKILL'), giveUpMs);
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
     child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-    child.once('exit', (code) => resolve({ code, stdout, stderr }));
+    child.once('exit', (code) => {
+      clearTimeout(giveUp);
+      resolve({ code, stdout, stderr });
+    });
   });
 }
 
@@ -70,4 +77,35 @@ describe('runbook: Redis was lost mid-sale while no reconciler ran', () => {
     expect({ duplicated: ledger.duplicated, unexpected: ledger.unexpected, oversold: ledger.oversold }).toEqual({ duplicated: [], unexpected: [], oversold: 0 });
     admin.close();
   });
+
+  it('with Redis frozen, then dead, the runbook command says the queue did not answer and exits 1 by itself; with Redis back it rebuilds the sale', async () => {
+    system = await startSystem({ reconciler: false, workers: 1 });
+    const { ctx, gateways, env, redisServer } = system;
+    const saleId = await system.createSale({ stock: 100 });
+    const bought = await purchaseBurst(gateways[0]!.url, saleId, buyers('before', 10));
+    await waitForDrain(ctx.redis, ctx.config.REDIS_PREFIX, saleId);
+    // The command's Redis deadline (REDIS_BACKGROUND_COMMAND_TIMEOUT_MS, 30 s by default) made short.
+    const commandEnv = { ...env, REDIS_BACKGROUND_COMMAND_TIMEOUT_MS: '2000' };
+
+    // Frozen: connected, never answering. BullMQ's connection waits for an answer for as long as it takes.
+    redisServer.freeze();
+    const frozen = await runbookReconcile(commandEnv, saleId, 60_000);
+    redisServer.thaw();
+    expect(frozen.code).toBe(1);
+    expect(frozen.stderr).toContain('reconcile failed: the reconcile queue (Redis) did not answer within 2000 ms');
+    expect(frozen.stdout).toBe('');
+
+    // Dead: connections refused. BullMQ's connection queues the commands until Redis is back.
+    await redisServer.kill('SIGKILL');
+    const dead = await runbookReconcile(commandEnv, saleId, 60_000);
+    expect(dead.code).toBe(1);
+    expect(dead.stderr).toContain('reconcile failed: the reconcile queue (Redis) did not answer within 2000 ms');
+
+    // Back, empty (the test's Redis keeps nothing on disk): the same command rebuilds the sale from MySQL.
+    await redisServer.start();
+    const back = await runbookReconcile(commandEnv, saleId);
+    expect(back.code).toBe(0);
+    expect(JSON.parse(back.stdout.trim().split('\n').at(-1)!)).toMatchObject({ saleId, remaining: 90, buyers: bought.accepted.size });
+  });
 });
+

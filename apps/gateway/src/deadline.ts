@@ -1,18 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import type { RequestHandler, Response } from 'express';
-import { DeadlineExceeded, serviceUnavailable, type AppError } from '@flashsale/domain';
-
-/**
- * Settles with `promise`, or fails with DeadlineExceeded after `ms`. For calls that have no deadline of
- * their own (BullMQ's connection waits for Redis on purpose); the call itself goes on and is ignored.
- */
-export function withDeadline<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new DeadlineExceeded(`${what} did not answer within ${ms} ms`)), ms);
-  });
-  return Promise.race([promise, deadline]).finally(() => clearTimeout(timer));
-}
+import { serviceUnavailable, type AppError } from '@flashsale/domain';
 
 /**
  * Arms a request's deadline (REQUEST_DEADLINE_MS): past `ms`, a response not yet answered gets 503

@@ -1,7 +1,7 @@
 import type { Worker } from 'bullmq';
 import { exitWithUsage, loadConfig, parseCommandLine } from '@flashsale/config';
 import { createLogger } from '@flashsale/runtime';
-import { SaleNotFound } from '@flashsale/domain';
+import { DeadlineExceeded, SaleNotFound, withDeadline } from '@flashsale/domain';
 import { announceSaleChanged, redisTargetOf } from '@flashsale/redis-store';
 import { openCommandStores } from '@flashsale/bootstrap';
 import { saleExists } from '@flashsale/sales';
@@ -34,6 +34,8 @@ const { redis, prisma } = stores;
 const jobs = createReconcileJobs(redisTargetOf(config), config.REDIS_PREFIX);
 const workerConnection = bullConnection(redisTargetOf(config));
 let exitCode = 0;
+// Set when the queue did not answer in time: Redis is away (or unreachable) for this command.
+let redisAway = false;
 let worker: Worker<ReconcileJobData, ReconcileResult> | undefined;
 try {
   if (!(await saleExists(prisma, saleId))) throw new SaleNotFound(`sale ${saleId} is not in MySQL`);
@@ -49,19 +51,30 @@ try {
     },
     { connection: workerConnection, concurrency: 1 },
   );
-  const { job, running } = await enqueueReconcile(jobs.queue, saleId, 'operator');
+  // The queue's connection waits for Redis for as long as it is away (as BullMQ needs): an operator asking
+  // while Redis is away or frozen is told so within the command's deadline (the one its other Redis
+  // commands have) rather than left waiting in silence.
+  const { job, running } = await withDeadline(enqueueReconcile(jobs.queue, saleId, 'operator'), config.REDIS_BACKGROUND_COMMAND_TIMEOUT_MS, 'the reconcile queue (Redis)');
   if (running) console.error(`a reconciliation of sale ${saleId} is already running; waiting for it`);
   // A failed attempt is retried by the queue; the command waits for one drain timeout and a margin,
   // then gives up waiting (the job goes on, in a reconciler process if one runs).
   const result = await job.waitUntilFinished(jobs.events, config.RECONCILE_DRAIN_TIMEOUT_MS + 30_000);
   console.log(JSON.stringify(result));
 } catch (error) {
+  redisAway = error instanceof DeadlineExceeded;
   console.error(`reconcile failed: ${(error as Error).message}`);
   exitCode = 1;
 } finally {
   // Closing waits for the job in hand, which may be another sale's: never cut one between pause and resume.
-  await worker?.close();
-  await jobs.close();
+  // With Redis away this worker holds none it could finish (it takes jobs from that Redis), and BullMQ's
+  // closes would wait for Redis as its connections do: the worker stops at once and the closes get a
+  // buyer's command deadline (a job it held would be found stalled and run again by a reconciler).
+  const closing = (async () => {
+    await worker?.close(redisAway);
+    await jobs.close();
+  })();
+  if (redisAway) await withDeadline(closing, config.REDIS_COMMAND_TIMEOUT_MS, 'closing the reconcile queue').catch(() => undefined);
+  else await closing;
   workerConnection.disconnect();
   await stores.close();
 }

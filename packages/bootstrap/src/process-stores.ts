@@ -75,7 +75,11 @@ export function openCommandStores(config: ProcessBoot['config'], options: { name
     redis,
     prisma,
     async close() {
+      // The goodbye waits no longer than a buyer's command would (REDIS_COMMAND_TIMEOUT_MS): a frozen Redis
+      // must not hold the command's exit for the background deadline; cut, QUIT fails and ends here.
+      const cut = setTimeout(() => redis.disconnect(), config.REDIS_COMMAND_TIMEOUT_MS);
       await redis.quit().catch(() => redis.disconnect());
+      clearTimeout(cut);
       await prisma.$disconnect();
     },
   };

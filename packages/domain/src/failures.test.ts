@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { DeadlineExceeded, DrainTimeout, Failure, FAILURES, SaleLockBusy, SaleNotFound } from './failures.ts';
+import { DeadlineExceeded, DrainTimeout, Failure, FAILURES, SaleLockBusy, SaleNotFound, withDeadline } from './failures.ts';
 
 describe('failures', () => {
   it.each([
@@ -27,4 +27,14 @@ describe('failures', () => {
 
     expect(codes.sort()).toEqual(Object.keys(FAILURES).sort());
   });
+
+  it('withDeadline settles as the call does when it answers in time, and fails with DeadlineExceeded naming it when it does not', async () => {
+    await expect(withDeadline(Promise.resolve(7), 1000, 'the queue')).resolves.toBe(7);
+    await expect(withDeadline(Promise.reject(new Error('refused')), 1000, 'the queue')).rejects.toThrow('refused');
+    const never = new Promise<never>(() => undefined);
+    const late = withDeadline(never, 20, 'the queue');
+    await expect(late).rejects.toBeInstanceOf(DeadlineExceeded);
+    await expect(late).rejects.toThrow('the queue did not answer within 20 ms');
+  });
 });
+

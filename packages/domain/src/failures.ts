@@ -44,3 +44,15 @@ export const SaleLockBusy = failureOf('SALE_LOCK_BUSY');
 export const DrainTimeout = failureOf('DRAIN_TIMEOUT');
 export const SaleNotFound = failureOf('SALE_NOT_FOUND');
 export const DeadlineExceeded = failureOf('DEADLINE_EXCEEDED');
+
+/**
+ * Settles with `promise`, or fails with DeadlineExceeded after `ms`. For calls that have no deadline of
+ * their own (BullMQ's connections wait for Redis on purpose); the call itself goes on and is ignored.
+ */
+export function withDeadline<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new DeadlineExceeded(`${what} did not answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, deadline]).finally(() => clearTimeout(timer));
+}

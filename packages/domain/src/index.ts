@@ -1,5 +1,5 @@
 export { ERRORS, AppError, serviceUnavailable, type ErrorCode } from './error-catalogue.ts';
-export { FAILURES, Failure, SaleLockBusy, DrainTimeout, SaleNotFound, DeadlineExceeded, type FailureCode } from './failures.ts';
+export { FAILURES, Failure, SaleLockBusy, DrainTimeout, SaleNotFound, DeadlineExceeded, withDeadline, type FailureCode } from './failures.ts';
 export { saleStatus, type SaleStatus, type SaleClockView } from './sale-status.ts';
 export { ledgerConsistent, type LedgerCounts } from './ledger-consistency.ts';
 export { newReservationId, saleIdOfReservation } from './reservation-id.ts';

@@ -1,13 +1,13 @@
 import express, { Router } from 'express';
 import { z } from 'zod';
-import { ADMISSION_DEFAULTS, ADMISSION_LIMITS, AppError, MAX_PER_USER_LIMIT, MAX_STOCK, REBUY_RULE_LIMITS, SALE_TIME_RANGE, saleIdOfReservation } from '@flashsale/domain';
+import { ADMISSION_DEFAULTS, ADMISSION_LIMITS, AppError, MAX_PER_USER_LIMIT, MAX_STOCK, REBUY_RULE_LIMITS, SALE_TIME_RANGE, saleIdOfReservation, withDeadline } from '@flashsale/domain';
 import { enqueueReconcile } from '@flashsale/jobs';
 import { findSale } from '@flashsale/order-store';
 import { LOSSES_PAGE, createSale, readSaleLosses, readSaleStats } from '@flashsale/sales';
 import type { GatewayDeps } from '../deps.ts';
 import { admissionView, saleView } from './sale-view.ts';
 import { creationKeyOf } from './creation-key.ts';
-import { liftRequestDeadline, withDeadline } from '../deadline.ts';
+import { liftRequestDeadline } from '../deadline.ts';
 import { parseOrThrow, jsonBodyOnly, saleIdParam } from '../validation.ts';
 
 // A cross-field rule runs only once the fields it compares are valid: zod runs object refinements despite
