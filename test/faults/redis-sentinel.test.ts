@@ -1,9 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { faultLedgerOf, mergeBursts, purchaseBurst, waitForDrain, type BurstOutcome } from '@flashsale/harness';
-import { snapshotSale } from '@flashsale/redis-store';
 import { startSentinelSystem, type SentinelSystem } from '../support/system.ts';
-import { saleStats } from '../support/cluster-sales.ts';
-import { until } from '../support/until.ts';
+import { burst, buyUntilAnswered, expectLedger } from '../support/sentinel-sales.ts';
 
 // Redis Sentinel, the common high availability of a single primary: a primary, two replicas and three
 // real redis-sentinel processes (AOF always everywhere), and real processes told only REDIS_SENTINELS.
@@ -24,93 +21,6 @@ afterEach(async () => {
 });
 
 const STOCK = 300;
-const buyersOf = (label: string, count: number) => Array.from({ length: count }, (_, i) => `${label}-${i}`);
-
-/** A burst through the gateways in turn; `atAnswer` runs once, when that many answers have come back. */
-function burst(s: SentinelSystem, saleId: number, label: string, count: number, atAnswer?: [number, () => Promise<unknown>]) {
-  let fault: Promise<unknown> | undefined;
-  let next = 0;
-  const outcome = purchaseBurst(() => s.gateways[next++ % s.gateways.length]!.url, saleId, buyersOf(label, count), {
-    connections: 8,
-    onAnswer: (done) => {
-      if (atAnswer && done === atAnswer[0]) fault = atAnswer[1]();
-    },
-  });
-  return outcome.then(async (result) => {
-    await fault;
-    return result;
-  });
-}
-
-/**
- * A buyer per gateway, each asking through their gateway until it answers them for sure (202, or 409
- * with the reservation a first try took): every gateway has found the new primary. Every try is kept
- * for the ledger.
- */
-async function buyUntilAnswered(s: SentinelSystem, saleId: number): Promise<BurstOutcome[]> {
-  const tries: BurstOutcome[] = [];
-  for (const [i, gateway] of s.gateways.entries()) {
-    await until(
-      async () => {
-        const answer = await purchaseBurst(gateway.url, saleId, [`probe-${i}`], { connections: 1 });
-        tries.push(answer);
-        return answer;
-      },
-      (answer) => answer.accepted.size === 1 || answer.refused.ALREADY_PURCHASED === 1,
-      60_000,
-    );
-  }
-  return tries;
-}
-
-/**
- * The sale's ledger once it has drained: no reservation doubled, no order without one, nothing oversold,
- * units in orders + remaining = stock. What was lost (a 202 that neither store holds) is returned, with
- * what the reconciler counted, for the test to judge.
- */
-async function expectLedger(s: SentinelSystem, saleId: number, bursts: BurstOutcome[]) {
-  const { ctx } = s;
-  const all = mergeBursts(...bursts);
-  await convergedOnPrimary(s, saleId);
-  await waitForDrain(ctx.redis, ctx.config.REDIS_PREFIX, saleId, 60_000);
-  const ledger = await faultLedgerOf(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, saleId, all.accepted, new Set([...all.unknown, ...all.failed]));
-  const stats = await saleStats(s, saleId);
-  expect({ duplicated: ledger.duplicated, unexpected: ledger.unexpected, oversold: ledger.oversold, total: ledger.unitsInDb + ledger.remaining, stock: ledger.stock }).toEqual({
-    duplicated: [],
-    unexpected: [],
-    oversold: 0,
-    total: STOCK,
-    stock: STOCK,
-  });
-  return { ledger, all, counted: stats.lost.reservations };
-}
-
-/**
- * Until the reconciler has caught up with the primary serving the sale now: the sale's checkpoint is of
- * that server's history of writes (master_replid), and it is not paused. A failover changes the history,
- * and the watch's first look after it asks for a rebuild (the sale's checkpoint dates from its publish at
- * the latest), which records the rebuilt state's checkpoint in the new history before it resumes; until
- * then the promoted primary may hold units MySQL has sold. A second failover of a starved machine starts
- * it over. Returned for the failure message.
- */
-async function convergedOnPrimary(s: SentinelSystem, saleId: number) {
-  const { ctx } = s;
-  return until(
-    async () => {
-      const snapshot = await snapshotSale(ctx.redis, ctx.config.REDIS_PREFIX, saleId);
-      const row = await ctx.prisma.sale.findUniqueOrThrow({ where: { id: saleId } });
-      return {
-        primary: snapshot.replicationId ?? null,
-        checkpoint: row.checkpointReplicationId,
-        paused: snapshot.paused,
-        generation: snapshot.generation === row.redisGeneration,
-      };
-    },
-    (state) => state.primary !== null && state.checkpoint === state.primary && !state.paused && state.generation,
-    120_000,
-  );
-}
-
 describe('Redis Sentinel under faults', () => {
   it('the primary SIGKILLed mid-burst, with REDIS_WAIT_REPLICAS=1: a replica takes over, every process follows the sentinels, no 202 is lost', async () => {
     system = await startSentinelSystem({ gateways: 2, workers: 2, env: WAIT_FOR_A_REPLICA });
@@ -128,7 +38,7 @@ describe('Redis Sentinel under faults', () => {
     // primary down that was only slow and fail over again; what such a 503 leaves is judged by the ledger.
     expect(rest.accepted.size).toBeGreaterThan(0);
 
-    const { ledger, all, counted } = await expectLedger(s, saleId, [during, ...probes, rest]);
+    const { ledger, all, counted } = await expectLedger(s, saleId, [during, ...probes, rest], STOCK);
     expect({ lost: ledger.lost, counted }).toEqual({ lost: [], counted: 0 });
     console.info(
       `sentinel kill: ${all.accepted.size} accepted, ${during.failed.size} answered 5xx and ${during.unknown.size} unanswered during the failover; ` +
@@ -158,7 +68,7 @@ describe('Redis Sentinel under faults', () => {
     // Selling goes on. Not every answer need be a 202: on a starved machine the sentinels may count a
     // primary down that was only slow and fail over again; what such a 503 leaves is judged by the ledger.
     expect(rest.accepted.size).toBeGreaterThan(0);
-    const result = await expectLedger(s, saleId, [during, ...probes, rest]);
+    const result = await expectLedger(s, saleId, [during, ...probes, rest], STOCK);
     console.info(
       `sentinel freeze (${env.REDIS_WAIT_REPLICAS ? `WAIT ${env.REDIS_WAIT_REPLICAS}` : 'no WAIT'}): ${result.all.accepted.size} accepted, ${during.failed.size} answered 5xx and ${during.unknown.size} unanswered during the failover; ` +
         `${result.ledger.lost.length} lost, ${result.counted} counted, ${result.ledger.unitsInDb} units in orders, ${result.ledger.remaining} remaining`,

@@ -14,6 +14,7 @@ export {
   recordCheckpoint,
   lockSaleForRebuild,
   liveBuyerPages,
+  LIVE_BUYERS_PER_PAGE,
   unitsAcceptedBy,
   type Checkpoint,
   type WatchedSale,

@@ -128,6 +128,18 @@ describe('readSaleState, setSalePaused, findBuyerReservation', () => {
     expect((await readSaleState(ctx.redis, ctx.config.REDIS_PREFIX, 104))?.paused).toBe(false);
   });
 
+  it('resumes only the generation it is given: another state (a replica a rebuild never reached) stays paused', async () => {
+    await publishSale(ctx.redis, ctx.config.REDIS_PREFIX, definition(106), GENERATION);
+    await setSalePaused(ctx.redis, ctx.config.REDIS_PREFIX, 106, true);
+
+    expect(await setSalePaused(ctx.redis, ctx.config.REDIS_PREFIX, 106, false, 'the-rebuilt-generation')).toBe(false);
+    expect((await readSaleState(ctx.redis, ctx.config.REDIS_PREFIX, 106))?.paused).toBe(true);
+    expect(await setSalePaused(ctx.redis, ctx.config.REDIS_PREFIX, 106, false, GENERATION)).toBe(true);
+    expect((await readSaleState(ctx.redis, ctx.config.REDIS_PREFIX, 106))?.paused).toBe(false);
+    expect(await setSalePaused(ctx.redis, ctx.config.REDIS_PREFIX, 197, false, GENERATION)).toBe(false);
+    expect(await ctx.redis.exists(saleKeys(ctx.config.REDIS_PREFIX, 197).meta)).toBe(0);
+  });
+
   it('does not recreate a missing sale when asked to pause it', async () => {
     expect(await setSalePaused(ctx.redis, ctx.config.REDIS_PREFIX, 198, true)).toBe(false);
 

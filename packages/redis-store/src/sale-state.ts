@@ -55,9 +55,13 @@ export async function withdrawSale(
   return reply === 1 ? 'withdrawn' : reply === 0 ? 'absent' : reply === -1 ? 'other_generation' : 'has_buyers';
 }
 
-/** Pauses or resumes intake; false when the sale is not in Redis. */
-export async function setSalePaused(redis: ScriptedRedis, prefix: string, saleId: number, paused: boolean): Promise<boolean> {
-  return (await redis.setPaused(saleKeys(prefix, saleId).meta, paused ? '1' : '0')) === 1;
+/**
+ * Pauses or resumes intake; false when the sale is not in Redis, or holds another generation than
+ * `generation` when one is given (nothing written then: see set-paused-1.lua).
+ */
+export async function setSalePaused(redis: ScriptedRedis, prefix: string, saleId: number, paused: boolean, generation?: string): Promise<boolean> {
+  const only: [] | [string] = generation === undefined ? [] : [generation];
+  return (await redis.setPaused(saleKeys(prefix, saleId).meta, paused ? '1' : '0', ...only)) === 1;
 }
 
 /**

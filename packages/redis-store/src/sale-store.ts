@@ -49,7 +49,8 @@ function bindSale(redis: ScriptedRedis, prefix: string, saleId: number) {
     snapshot: () => snapshotSale(redis, prefix, saleId),
     publish: (sale: SaleDefinition, generation: string, options: { notAfter?: number }) => publishSale(redis, prefix, { ...sale, id: saleId }, generation, options),
     withdraw: (generation: string) => withdrawSale(redis, prefix, saleId, generation),
-    setPaused: (paused: boolean) => setSalePaused(redis, prefix, saleId, paused),
+    /** False when the sale is not in Redis, or holds another generation than `generation` (when given). */
+    setPaused: (paused: boolean, generation?: string) => setSalePaused(redis, prefix, saleId, paused, generation),
     applyControls: (controls: SaleControlState) => applySaleControls(redis, prefix, saleId, controls),
     /** Tells every gateway the sale changed, so none answers from a cached verdict. */
     announceChanged: () => announceSaleChanged(redis, prefix, saleId),

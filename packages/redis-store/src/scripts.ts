@@ -14,7 +14,7 @@ export interface ScriptCommands {
   recordPaid(meta: string, paid: string, reservationId: string, units: number): Promise<number>;
   publishSale(meta: string, stream: string, ...args: (string | number)[]): Promise<number>;
   withdrawSale(meta: string, buyers: string, stream: string, generation: string): Promise<number>;
-  setPaused(meta: string, paused: '0' | '1'): Promise<number>;
+  setPaused(meta: string, paused: '0' | '1', generation?: string): Promise<number>;
   applyControls(meta: string, version: number, stock: number, endsAt: number, operatorPaused: '0' | '1'): Promise<number>;
   deadLetter(stream: string, deadLetter: string, rejected: string, buyers: string, ...args: (string | number)[]): Promise<string>;
   rebuildSale(meta: string, buyers: string, stream: string, returned: string, door: string, nextBuyers: string, ...args: (string | number)[]): Promise<number>;

@@ -103,7 +103,12 @@ async function reconcileLocked(deps: ReconcileDeps, saleId: number, reason: Reco
   const current = await findSale(prisma, saleId);
   if (current) await inRedis.applyControls(controlStateOf(current));
   await recordRebuiltCheckpoint(deps, inRedis, plan.generation, before.replicationId);
-  await inRedis.setPaused(false);
+  // Only the state this rebuild wrote is resumed. A failover since the check above, to a replica the
+  // switch never reached, leaves the primary with the state the rebuild replaced (paused): resumed, it
+  // would sell from that state. It stays paused, and the retry rebuilds it there.
+  if (!(await inRedis.setPaused(false, plan.generation))) {
+    throw new Error(`sale ${saleId} not resumed: Redis no longer holds its rebuilt generation (a failover after the rebuild?); it stays paused and is rebuilt again`);
+  }
   await deps.announce(saleId);
 
   const result: ReconcileResult = {
@@ -130,14 +135,24 @@ async function reconcileLocked(deps: ReconcileDeps, saleId: number, reason: Reco
  * since the rebuild), in the history of writes `history` the rebuild went to: without it, a failover
  * after the resume and before the watch's first look would leave the new generation nothing to be judged
  * against, and the first look would take the promoted replica's state, short of what it never received,
- * as the floor. A failover during the rebuild is a history other than `history`: the first look asks for
- * another rebuild. Crash points: dying before this record or before the resume leaves the sale paused,
- * and the watch takes up a sale seen paused twice (another rebuild, which records its own).
+ * as the floor. A failover during the rebuild is a history other than `history`, and fails the rebuild
+ * here, before its resume: the promoted replica may have missed part of what the rebuild wrote before the
+ * failover (the buyers it wrote aside, when it lagged) while the rebuild went on writing the rest there,
+ * and switched that in; resumed, the sale would accept again buyers who hold orders. It stays paused, and
+ * the retry rebuilds it on the new primary. Crash points: dying before this record or before the resume
+ * leaves the sale paused, and the watch takes up a sale seen paused twice (another rebuild, which records
+ * its own).
  */
 async function recordRebuiltCheckpoint(deps: ReconcileDeps, inRedis: SaleRedis, generation: string, history: string | undefined): Promise<void> {
   const rebuilt = await inRedis.snapshot();
   if (!rebuilt.present || rebuilt.generation !== generation) {
     throw new Error(`sale ${inRedis.saleId} no longer holds its rebuilt generation in Redis (a failover during the rebuild?)`);
+  }
+  if (history !== undefined && rebuilt.replicationId !== undefined && rebuilt.replicationId !== history) {
+    throw new Error(
+      `sale ${inRedis.saleId}: Redis's history of writes changed during the rebuild (replication id ${history}, now ${rebuilt.replicationId}: a failover); ` +
+        'the new primary may lack part of what the rebuild wrote, so the sale stays paused and is rebuilt again',
+    );
   }
   const recorded = await recordCheckpoint(deps.prisma, inRedis.saleId, generation, checkpointOf(rebuilt, history), null);
   // Refused only if a checkpoint of this generation is recorded already (the watch records none of a
