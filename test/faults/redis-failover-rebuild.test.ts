@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { createConnection, type Connection } from 'mariadb';
-import { createHttpClient, mapConcurrently, signBuyerTokens, type BurstOutcome, type RedisServer } from '@flashsale/harness';
+import { askRedis, createHttpClient, mapConcurrently, signBuyerTokens, type BurstOutcome, type RedisServer } from '@flashsale/harness';
 import { LIVE_BUYERS_PER_PAGE, LIVE_ORDER_STATUSES, poolConfigFromUrl, writeOrderBatch } from '@flashsale/order-store';
 import { saleKeys } from '@flashsale/redis-store';
 import { startSentinelSystem, type SentinelSystem } from '../support/system.ts';
@@ -51,17 +51,8 @@ const HOLD_MS = 60_000;
 /** A password the primary does not have: a replica told to use it cannot connect to it again. */
 const CUT_OFF = 'not-the-primary-password';
 
-/** Runs `command` on a connection of its own to one redis-server, closed after. */
-async function ask<T>(server: RedisServer, command: (redis: Redis) => Promise<T>): Promise<T> {
-  const redis = new Redis(server.url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 5000 });
-  redis.on('error', () => undefined);
-  try {
-    await redis.connect();
-    return await command(redis);
-  } finally {
-    redis.disconnect();
-  }
-}
+/** Runs `command` on a connection of its own to one redis-server, closed after (a busy machine's connect given 5 s). */
+const ask = <T>(server: RedisServer, command: (redis: Redis) => Promise<T>): Promise<T> => askRedis(server.url, command, 5000);
 
 /** One field of an INFO reply. */
 const infoField = (info: string, field: string) => new RegExp(`^${field}:(.*?)\\s*$`, 'm').exec(info)?.[1];

@@ -21,8 +21,8 @@ export function freePort(): Promise<number> {
 }
 
 /** Runs `command` on a connection of its own to `url`, opened for it and closed after (no retries). */
-export async function askRedis<T>(url: string, command: (redis: Redis) => Promise<T>): Promise<T> {
-  const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 2000 });
+export async function askRedis<T>(url: string, command: (redis: Redis) => Promise<T>, connectTimeoutMs = 2000): Promise<T> {
+  const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: connectTimeoutMs });
   redis.on('error', () => undefined);
   try {
     await redis.connect();
