@@ -22,11 +22,11 @@ import { randomBytes } from 'node:crypto';
 import { exitWithUsage, loadConfig, parseCommandLine } from '@flashsale/config';
 import { createRedis } from '@flashsale/redis-store';
 import { createPrisma, migrate } from '@flashsale/order-store';
-import { deleteKeysWithPrefix, signBuyerTokens } from '@flashsale/harness';
+import { deleteKeysWithPrefix } from '@flashsale/harness';
 import { ensureServices } from '../infra/ensure-services.ts';
 import { chooseLoadGenerator, median } from './load.ts';
 import { cpuSeconds, mainThreadCpuSeconds, startBaseline, startGatewayProcess, type BenchServer } from './servers.ts';
-import { DUPLICATE_BUYERS, openPathSale } from './path-sale.ts';
+import { benchBuyers, DUPLICATE_BUYERS, openPathSale } from './path-sale.ts';
 import type { PathName } from './report.ts';
 
 const COMMAND = {
@@ -92,11 +92,7 @@ try {
     },
   );
   const contenders = [{ name: 'gateway', root: undefined as string | undefined }, ...(worktree ? [{ name: `gateway@${against}`, root: worktree }] : []), { name: 'authenticated', root: undefined }];
-  // More buyers than the fastest contender answers in a run, so that no accept run meets one twice (each
-  // run has a sale of its own, so the same buyers serve every run).
-  const ids = Array.from({ length: Math.max(60_000, SECONDS * 80_000) }, (_, i) => `b${i}`);
-  const tokens = signBuyerTokens(ids, { secret: config.AUTH_SECRET, ttlSeconds: 3600 });
-  const buyers = ids.map((id, i) => ({ id, token: tokens[i]! }));
+  const { ids, buyers } = benchBuyers(SECONDS, config.AUTH_SECRET);
   const env = { REDIS_PREFIX: prefix, BENCH_PREFIX: prefix, DATABASE_URL: config.DATABASE_URL, REDIS_URL: config.REDIS_URL, AUTH_SECRET: config.AUTH_SECRET };
   const servers: { name: string; server: BenchServer }[] = [];
   for (const { name, root } of contenders) {

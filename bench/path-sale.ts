@@ -1,7 +1,19 @@
 import { insertSale, type PrismaClient } from '@flashsale/order-store';
 import { publishSale, saleKeys, type ScriptedRedis } from '@flashsale/redis-store';
 import { newReservationId } from '@flashsale/domain';
+import { signBuyerTokens } from '@flashsale/harness';
 import type { PathName } from './report.ts';
+
+/**
+ * The bench's buyers, each with an HS256 token signed with `secret`: more than the fastest contender
+ * answers in a run of `longestRunSeconds` (over 40,000 a second has been seen), so that no accept run
+ * meets one twice (each run gets a sale of its own, so the same buyers serve every run).
+ */
+export function benchBuyers(longestRunSeconds: number, secret: string): { ids: string[]; buyers: { id: string; token: string }[] } {
+  const ids = Array.from({ length: Math.max(60_000, Math.ceil(longestRunSeconds * 80_000)) }, (_, i) => `b${i}`);
+  const tokens = signBuyerTokens(ids, { secret, ttlSeconds: 24 * 3600 });
+  return { ids, buyers: ids.map((id, i) => ({ id, token: tokens[i]! })) };
+}
 
 /** Buyers who already hold a reservation on the duplicate path; its load cycles through them. */
 export const DUPLICATE_BUYERS = 20_000;

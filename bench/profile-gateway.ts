@@ -15,10 +15,10 @@ import { exitWithUsage, loadConfig, parseCommandLine } from '@flashsale/config';
 import { createRedis } from '@flashsale/redis-store';
 import { createPrisma, migrate } from '@flashsale/order-store';
 import { ensureServices } from '../infra/ensure-services.ts';
-import { deleteKeysWithPrefix, signBuyerTokens } from '@flashsale/harness';
+import { deleteKeysWithPrefix } from '@flashsale/harness';
 import { chooseLoadGenerator } from './load.ts';
 import { startBaseline, startGatewayProcess } from './servers.ts';
-import { DUPLICATE_BUYERS, openPathSale } from './path-sale.ts';
+import { benchBuyers, DUPLICATE_BUYERS, openPathSale } from './path-sale.ts';
 import type { PathName } from './report.ts';
 
 interface ProfileNode {
@@ -49,9 +49,7 @@ await ensureServices();
 await migrate(config.DATABASE_URL);
 const redis = createRedis(config.REDIS_URL);
 const prisma = createPrisma(config.DATABASE_URL, 2);
-const ids = Array.from({ length: Math.max(60_000, SECONDS * 80_000) }, (_, i) => `b${i}`);
-const tokens = signBuyerTokens(ids, { secret: config.AUTH_SECRET, ttlSeconds: 3600 });
-const buyers = ids.map((id, i) => ({ id, token: tokens[i]! }));
+const { ids, buyers } = benchBuyers(SECONDS, config.AUTH_SECRET);
 const saleId = await openPathSale(prisma, redis, prefix, path as PathName, ids, `${prefix} profile`);
 
 const gcFile = join(dir, 'gc.jsonl');

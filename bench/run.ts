@@ -16,7 +16,7 @@ import os from 'node:os';
 import { exitWithUsage, loadConfig, UsageError } from '@flashsale/config';
 import { createRedis, saleKeys, type ScriptedRedis } from '@flashsale/redis-store';
 import { createPrisma, migrate } from '@flashsale/order-store';
-import { deleteKeysWithPrefix, gitRevision, signBuyerTokens, startRedisCluster, startRedisServer } from '@flashsale/harness';
+import { deleteKeysWithPrefix, gitRevision, startRedisCluster, startRedisServer } from '@flashsale/harness';
 import { ensureServices } from '../infra/ensure-services.ts';
 import { chooseLoadGenerator, median } from './load.ts';
 import type { MeasureOptions, PartContext, Run } from './part-context.ts';
@@ -30,7 +30,7 @@ import { evenlySpreadSales, reservePathRun, spreadRun, type ReserveRun } from '.
 import { callgrindAvailable, reserveInstructions, type ScriptInstructions } from './script-instructions.ts';
 import { printResults, writeResults, type BenchResults, type PathName, type ReserveSummary, type Summary } from './report.ts';
 import { measurePipeline } from './pipeline.ts';
-import { DUPLICATE_BUYERS, openPathSale } from './path-sale.ts';
+import { benchBuyers, DUPLICATE_BUYERS, openPathSale } from './path-sale.ts';
 import { BENCH_COMMAND, benchSettingsOf, type BenchSettings } from './options.ts';
 
 const settings = ((): BenchSettings => {
@@ -74,14 +74,10 @@ await migrate(config.DATABASE_URL);
 const redis = createRedis(config.REDIS_URL);
 const prisma = createPrisma(config.DATABASE_URL, 4);
 
-// More buyers than the fastest contender answers in one run, so that no accept run meets one twice
-// (each run gets a sale of its own); measure() checks it, and so does the pipeline part, whose runs
-// are longer (a gateway alone answered over 40,000 a second there).
+// Enough buyers for the longest run (measure() checks that no accept run met one twice, and so does the
+// pipeline part, whose runs are longer).
 const longestRun = PARTS.has('pipeline') ? Math.max(SECONDS, settings.pipelineSeconds) : SECONDS;
-const pool = Math.max(60_000, Math.ceil(longestRun * 80_000));
-const ids = Array.from({ length: pool }, (_, i) => `b${i}`);
-const tokens = signBuyerTokens(ids, { secret: config.AUTH_SECRET, ttlSeconds: 24 * 3600 });
-const buyers = ids.map((id, i) => ({ id, token: tokens[i]! }));
+const { ids, buyers } = benchBuyers(longestRun, config.AUTH_SECRET);
 
 /** A fresh sale set up for one path (path-sale.ts). */
 function saleFor(path: PathName, client: ScriptedRedis = redis): Promise<number> {

@@ -70,7 +70,7 @@ export class HotPathHistogram {
 }
 
 /**
- * A prom-client `Counter` with one label, whose increments are kept in a plain array and added to the
+ * A prom-client `Counter` with one label, whose increments wait in a map by label value and are added to the
  * counter (one `inc(n)` per label value) whenever it is read: a scrape, or a `get()`. (A registry's
  * `resetMetrics()` resets the counter, not the increments waiting here; nothing in the project resets.)
  */
