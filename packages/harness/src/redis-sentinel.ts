@@ -29,6 +29,15 @@ export interface RedisSentinels {
   primary(): Promise<RedisServer>;
   /** Waits until the sentinels name a primary other than `old`, and it answers as a primary. */
   waitForFailover(old: RedisServer, timeoutMs?: number): Promise<RedisServer>;
+  /**
+   * Tells every sentinel to count the primary down only after `downAfterMs` (SENTINEL SET
+   * down-after-milliseconds), or, with no argument, after the setup's own time again once every sentinel
+   * has no ping to the primary left unanswered (so the one it sent while the primary was held does not
+   * count it down the moment the shorter time is back). A sentinel's PING waits behind its own PUBLISH of
+   * hello messages, which CLIENT PAUSE WRITE holds: a test that holds a primary's writes longer than the
+   * setup's time would get a failover it did not ask for.
+   */
+  setDownAfter(downAfterMs?: number): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -129,6 +138,26 @@ export async function startRedisSentinels({ replicas = 2, sentinels = 3, masterN
     throw new Error('no sentinel answers');
   };
 
+  /** Whether the sentinel on `port` has sent the primary a ping it has not answered yet. */
+  const pingPending = async (port: number) => {
+    const fields = (await ask(port, (r) => r.call('SENTINEL', 'master', masterName))) as string[];
+    return Number(fields[fields.indexOf('last-ping-sent') + 1]) > 0;
+  };
+  const setDownAfter = async (wanted?: number) => {
+    const deadline = Date.now() + START_TIMEOUT_MS;
+    if (wanted === undefined) {
+      for (const { port } of watchers) {
+        while (await pingPending(port)) {
+          if (Date.now() > deadline) throw new Error(`sentinel ${port} has a ping to ${masterName} unanswered for ${START_TIMEOUT_MS} ms`);
+          await sleep(20);
+        }
+      }
+    }
+    for (const { port } of watchers) {
+      await ask(port, (r) => r.call('SENTINEL', 'SET', masterName, 'down-after-milliseconds', String(wanted ?? downAfterMs)));
+    }
+  };
+
   return {
     masterName,
     servers,
@@ -147,6 +176,7 @@ export async function startRedisSentinels({ replicas = 2, sentinels = 3, masterN
         await sleep(100);
       }
     },
+    setDownAfter,
     stop,
   };
 }

@@ -55,13 +55,12 @@ export async function holdsCheckpointEntry(inRedis: Pick<SaleRedis, 'hasEntry'>,
 }
 
 /**
- * Reads the sale's Redis state now and judges it against `recorded`: what a rebuild calls with the sale
- * row locked, before it replaces the checkpoint. Stale counts as a loss here too: the state about to be
- * replaced is not the one the checkpoint describes, so the checkpoint's reservations are measured
+ * Judges the sale's Redis state (`snapshot`, read now) against `recorded`: what a rebuild calls with the
+ * sale row locked, before it replaces the checkpoint. Stale counts as a loss here too: the state about to
+ * be replaced is not the one the checkpoint describes, so the checkpoint's reservations are measured
  * against MySQL's orders.
  */
-export async function observeLoss(inRedis: SaleRedis, recorded: RecordedState): Promise<LossJudgement> {
-  const snapshot = await inRedis.snapshot();
+export async function observeLoss(inRedis: SaleRedis, recorded: RecordedState, snapshot: SaleSnapshot): Promise<LossJudgement> {
   const loss = judgeLoss(recorded, snapshot, await holdsCheckpointEntry(inRedis, recorded.checkpoint, snapshot));
   return loss.lost ? { lost: true, why: loss.why } : { lost: false };
 }

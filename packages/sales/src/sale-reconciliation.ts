@@ -1,7 +1,7 @@
 import { SaleNotFound } from '@flashsale/domain';
 import type { ReconcileReason, ReconcileResult } from '@flashsale/jobs';
 import { controlStateOf, findSale, liveBuyerPages, lockSaleForRebuild, paidOrderPages, recordCheckpoint, withSaleLock } from '@flashsale/order-store';
-import type { SaleRedis } from '@flashsale/redis-store';
+import type { SaleRedis, SaleSnapshot } from '@flashsale/redis-store';
 import { restoreBuyerHistory } from './buyer-history.ts';
 import { observeLoss } from './loss-judgement.ts';
 import { recloseOrdersFromRedis } from './reclose-orders.ts';
@@ -24,7 +24,8 @@ export interface ReconcileDeps extends SalesDeps {
  *   2. wait until the stream has drained, because until then MySQL does not know every sale, and
  *      remaining = stock - units would hand out the in-flight units a second time; then write again the
  *      orders MySQL lost that Redis still holds (restoreOrdersFromRedis), for the same reason;
- *   3. judge the state against the last checkpoint and count what it lost, then switch to a new
+ *   3. check the pause still holds where it was written (pauseHeld), judge the state against the last
+ *      checkpoint and count what it lost, then switch to a new
  *      generation under the sale row lock (entries of the old state still in a worker's hands, possible
  *      only if Redis lost the stream, are then refused) and rebuild from MySQL: the buyers streamed page
  *      by page into a hash aside, then switched in with the meta in one O(1) script (sale-rebuild.ts);
@@ -46,6 +47,9 @@ async function reconcileLocked(deps: ReconcileDeps, saleId: number, reason: Reco
   const started = performance.now();
   logger.info({ saleId, reason }, 'reconcile: pausing intake');
   await inRedis.setPaused(true);
+  // The history of writes the pause went to: the rebuild switches nothing unless its server still holds
+  // the pause in that history (pauseHeld), and records its checkpoint only in it (recordRebuiltCheckpoint).
+  const pausedIn = (await inRedis.snapshot()).replicationId;
   await deps.announce(saleId);
 
   const backlog = await inRedis.waitForDrain(deps.drainTimeoutMs);
@@ -71,15 +75,15 @@ async function reconcileLocked(deps: ReconcileDeps, saleId: number, reason: Reco
   // Whatever the reason given (an operator's request can beat the watcher to a loss), the state about to
   // be replaced is judged against the checkpoint first, with the sale row locked, and what it lost is
   // counted in the transaction that replaces the checkpoint.
-  const plan = await lockSaleForRebuild(prisma, saleId, async (locked) =>
-    locked.switchGeneration(await observeLoss(inRedis, locked.recorded), { ...unrestorable, named }),
-  );
+  const plan = await lockSaleForRebuild(prisma, saleId, async (locked) => {
+    const replaced = await inRedis.snapshot();
+    pauseHeld(saleId, replaced, pausedIn);
+    return locked.switchGeneration(await observeLoss(inRedis, locked.recorded, replaced), { ...unrestorable, named });
+  });
   if (!plan) throw new SaleNotFound(`sale ${saleId} is not in MySQL`);
   // Gone or gone back is not the same as reservations lost: a sale whose keys vanished before anyone
   // bought, or since its last checkpoint, lost nothing. What was lost is counted, and said, below.
   if (plan.judgement.lost) logger.warn({ saleId, reason, why: plan.judgement.why, lost: plan.lost }, 'reconcile: the Redis state replaced was gone or had gone back');
-  // The history of writes the rebuild goes to, read before its first write: see recordRebuiltCheckpoint.
-  const before = await inRedis.snapshot();
   // The buyers stream from MySQL into Redis a page at a time (neither side holds them all, nor blocks on
   // them): memory and the longest Redis command stay flat whatever the number of buyers.
   const { doorLost } = await inRedis.rebuild(plan.sale, { ...plan, buyers: liveBuyerPages(prisma, saleId) });
@@ -102,7 +106,7 @@ async function reconcileLocked(deps: ReconcileDeps, saleId: number, reason: Reco
   // committed after this read reaches Redis after the rebuild, and applies over it.
   const current = await findSale(prisma, saleId);
   if (current) await inRedis.applyControls(controlStateOf(current));
-  await recordRebuiltCheckpoint(deps, inRedis, plan.generation, before.replicationId);
+  await recordRebuiltCheckpoint(deps, inRedis, plan.generation, pausedIn);
   // Only the state this rebuild wrote is resumed. A failover since the check above, to a replica the
   // switch never reached, leaves the primary with the state the rebuild replaced (paused): resumed, it
   // would sell from that state. It stays paused, and the retry rebuilds it there.
@@ -131,8 +135,30 @@ async function reconcileLocked(deps: ReconcileDeps, saleId: number, reason: Reco
 }
 
 /**
+ * Throws unless the sale's Redis state about to be replaced (`replaced`, read with the sale row locked,
+ * before the generation switch) is still paused in the history of writes `pausedIn` the pause went to. A
+ * failover since the pause, to a replica the pause never reached, leaves the sale open there: the gateways
+ * sell from it, and once the generation is switched in MySQL every one of those reservations would be
+ * refused as stale, 202s lost. Refused here, the switch does not happen: the workers write those
+ * reservations as orders of the generation they were made in, and the retry pauses the sale on the new
+ * primary, drains it and rebuilds it there. (A failover after this check, before the rebuild's first
+ * write, fails the rebuild at its checkpoint instead: see recordRebuiltCheckpoint.)
+ */
+function pauseHeld(saleId: number, replaced: SaleSnapshot, pausedIn: string | undefined): void {
+  if (pausedIn !== undefined && replaced.replicationId !== undefined && replaced.replicationId !== pausedIn) {
+    throw new Error(
+      `sale ${saleId}: Redis's history of writes changed since the reconciliation paused the sale (replication id ${pausedIn}, now ${replaced.replicationId}: a failover); ` +
+        'the new primary may never have received the pause, so nothing is switched and the reconciliation starts again there',
+    );
+  }
+  if (replaced.present && !replaced.paused) {
+    throw new Error(`sale ${saleId}: the reconciliation's pause is not held in Redis (a failover or a restart since?); nothing is switched and the reconciliation starts again`);
+  }
+}
+
+/**
  * Records the rebuilt state as the new generation's first checkpoint, still paused (nothing accepted
- * since the rebuild), in the history of writes `history` the rebuild went to: without it, a failover
+ * since the rebuild), in the history of writes `history` the pause went to: without it, a failover
  * after the resume and before the watch's first look would leave the new generation nothing to be judged
  * against, and the first look would take the promoted replica's state, short of what it never received,
  * as the floor. A failover during the rebuild is a history other than `history`, and fails the rebuild
