@@ -18,9 +18,14 @@ const buyers = (label: string, n: number) => Array.from({ length: n }, (_, i) =>
  * `npm run reconcile -- --sale <id>`, exactly as the runbook says, with the deployment's environment.
  * A command still running after `giveUpMs` is killed: its code is then null (a command that hangs).
  */
-function runbookReconcile(env: NodeJS.ProcessEnv, saleId: number, giveUpMs = 120_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function runbookReconcile(env: NodeJS.ProcessEnv, saleId: number, giveUpMs = 120_000) {
+  return runNpm(env, ['reconcile', '--', '--sale', String(saleId)], giveUpMs);
+}
+
+/** `npm run <args>`, its output collected; SIGKILLed after `giveUpMs` (code null). */
+function runNpm(env: NodeJS.ProcessEnv, args: string[], giveUpMs: number): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawnInGroup('npm', ['run', '--silent', 'reconcile', '--', '--sale', String(saleId)], { env: { ...process.env, ...env, LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawnInGroup('npm', ['run', '--silent', ...args], { env: { ...process.env, ...env, LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     const giveUp = setTimeout(() => process.kill(-child.pid!, 'SIGKILL'), giveUpMs);
@@ -78,7 +83,7 @@ describe('runbook: Redis was lost mid-sale while no reconciler ran', () => {
     admin.close();
   });
 
-  it('with Redis frozen, then dead, the runbook command says the queue did not answer and exits 1 by itself; with Redis back it rebuilds the sale', async () => {
+  it('with Redis frozen, then dead, the runbook command says the queue did not answer and exits 1 by itself (the operator\'s pause names Redis too); with Redis back it rebuilds the sale', async () => {
     system = await startSystem({ reconciler: false, workers: 1 });
     const { ctx, gateways, env, redisServer } = system;
     const saleId = await system.createSale({ stock: 100 });
@@ -90,10 +95,14 @@ describe('runbook: Redis was lost mid-sale while no reconciler ran', () => {
     // Frozen: connected, never answering. BullMQ's connection waits for an answer for as long as it takes.
     redisServer.freeze();
     const frozen = await runbookReconcile(commandEnv, saleId, 60_000);
-    redisServer.thaw();
     expect(frozen.code).toBe(1);
     expect(frozen.stderr).toContain('reconcile failed: the reconcile queue (Redis) did not answer within 2000 ms');
     expect(frozen.stdout).toBe('');
+    // The operator's pause, from a shell, against the same frozen Redis: says which store did not answer.
+    const pause = await runNpm(commandEnv, ['admin', '--', 'pause', '--sale', String(saleId)], 60_000);
+    expect({ code: pause.code, stdout: pause.stdout }).toEqual({ code: 1, stdout: '' });
+    expect(pause.stderr).toContain('SERVICE_UNAVAILABLE: Redis did not answer (Command timed out)');
+    redisServer.thaw();
 
     // Dead: connections refused. BullMQ's connection queues the commands until Redis is back.
     await redisServer.kill('SIGKILL');

@@ -2,7 +2,7 @@ import { AppError, MAX_STOCK, parseSaleId, saleIdOfReservation, type SaleControl
 import { exitWithUsage, loadConfig, parseCommandLine } from '@flashsale/config';
 import { createLogger } from '@flashsale/runtime';
 import { openCommandStores } from '@flashsale/bootstrap';
-import { LOSSES_PAGE, listAdminSales, readSaleLosses, runSaleControl } from '@flashsale/sales';
+import { LOSSES_PAGE, listAdminSales, readSaleLosses, runSaleControl, storeFailures } from '@flashsale/sales';
 
 /**
  * npm run admin -- <pause|resume|close|list|losses> [--sale <id>] [--add <units>] [--limit <n>] [--cursor <c>]
@@ -22,7 +22,8 @@ const COMMAND = {
        npm run admin -- losses --sale <id> [--limit <n>] [--cursor <c>]
 
 The operator's controls, run against DATABASE_URL and REDIS_URL directly (no gateway needed); prints
-the sale, or a page of sales, as JSON. Exit 1 with the error's code when a control is refused.
+the sale, or a page of sales, as JSON. Exit 1 with the error's code when a control is refused, or
+SERVICE_UNAVAILABLE naming the store that did not answer.
 
   pause | resume | close   the operator's pause, its resume, or closing the sale for good
   stock --add <units>      adds units to the sale's stock
@@ -87,9 +88,24 @@ try {
   process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
 } catch (error) {
   exitCode = 1;
-  if (error instanceof AppError) process.stderr.write(`${error.code}: ${error.message}\n`);
-  else process.stderr.write(`failed: ${(error as Error).message}\n`);
+  process.stderr.write(`${failureLine(error)}\n`);
 } finally {
   await stores.close();
 }
 process.exit(exitCode);
+
+/**
+ * The line an operator reads when the command fails: the refusal's code, or which store did not answer
+ * (ioredis's and the driver's own words alone, "Command timed out", name neither). A control writes MySQL
+ * first and then Redis, and the reconciler's watch carries to Redis any control MySQL holds and Redis
+ * lacks: the same command again is safe either way.
+ */
+function failureLine(error: unknown): string {
+  const message = (error as Error).message;
+  if (error instanceof AppError) return `${error.code}: ${message}`;
+  if (storeFailures.isRedisUnavailable(error)) {
+    return `SERVICE_UNAVAILABLE: Redis did not answer (${message}); a control MySQL recorded reaches Redis through the reconciler once Redis answers, and the same command again is safe`;
+  }
+  if (storeFailures.isMysqlUnavailable(error)) return `SERVICE_UNAVAILABLE: MySQL did not answer (${message}); the same command again is safe`;
+  return `failed: ${message}`;
+}
