@@ -256,6 +256,19 @@ const READING_A_PAGE = '%FROM orders FORCE INDEX (orders_sale_id_live_user_id_ke
 const RECORDING_THE_CHECKPOINT = 'UPDATE%sales%checkpoint_at%';
 const SETTLING_RETURNS = 'UPDATE stock_returns SET state = %rebuilt%';
 
+/** The system (two gateways, a worker, the reconciler with `reconcilerEnv`) and a sale 100 buyers bought through the gateways, their orders written, the reconciler caught up. */
+async function boughtThroughGateways(stock: number, reconcilerEnv: NodeJS.ProcessEnv = {}) {
+  system = await startSentinelSystem({ gateways: 2, workers: 1, reconcilerEnv });
+  const s = system;
+  const saleId = await s.createSale({ stock });
+  const before = await burst(s, saleId, 'before', BEFORE);
+  expect(before.accepted.size).toBe(BEFORE);
+  await until(() => s.ctx.prisma.order.count({ where: { saleId } }), (n) => n === BEFORE);
+  await convergedOnPrimary(s, saleId);
+  const old = await s.sentinels.primary();
+  return { s, saleId, before, old, replicas: s.sentinels.servers.filter((server) => server.port !== old.port) };
+}
+
 /**
  * The sale as every case starts it: 100 buyers through the gateways, written as orders; the reconciler
  * caught up; then MySQL gains 12,000 orders Redis does not know, while the test holds the sale's
@@ -267,20 +280,12 @@ async function rebuildUnderWay() {
   // The audit leaves a sale whose Redis state has not changed since a clean audit alone for
   // RECONCILER_AUDIT_IDLE_MS (10 minutes by default); here MySQL changes behind an idle Redis state, and
   // the audit is to find it within a second or two.
-  system = await startSentinelSystem({ gateways: 2, workers: 1, reconcilerEnv: { RECONCILER_AUDIT_IDLE_MS: '1000' } });
-  const s = system;
+  const { s, saleId, before, old, replicas } = await boughtThroughGateways(STOCK, { RECONCILER_AUDIT_IDLE_MS: '1000' });
   const prefix = s.ctx.config.REDIS_PREFIX;
-  const saleId = await s.createSale({ stock: STOCK });
-  const before = await burst(s, saleId, 'before', BEFORE);
-  expect(before.accepted.size).toBe(BEFORE);
-  await until(() => s.ctx.prisma.order.count({ where: { saleId } }), (n) => n === BEFORE);
-  await convergedOnPrimary(s, saleId);
-
-  const old = await s.sentinels.primary();
-  const replicas = s.sentinels.servers.filter((server) => server.port !== old.port);
   const gate = writeGate(s.sentinels, old, prefix, saleId);
   cleanups.push(async () => gate.close());
-  // The row's lock and the orders table's, and a connection that watches what MySQL runs.
+  // The row's lock, the orders table's and stock_returns', a connection that watches what MySQL runs, and
+  // one for the reconciliation's named lock.
   const [row, table, returns, watching, named] = [await mysqlConnection(s), await mysqlConnection(s), await mysqlConnection(s), await mysqlConnection(s), await mysqlConnection(s)];
   cleanups.push(() => returns.query('UNLOCK TABLES'));
   const oldGeneration = (await saleRow(watching, saleId)).redis_generation;
@@ -405,15 +410,7 @@ async function recovers(r: Rebuild) {
  * pause: none of them holds it. Nothing is seeded behind Redis's back: MySQL and Redis agree.
  */
 async function reconciliationAtTheRow() {
-  system = await startSentinelSystem({ gateways: 2, workers: 1 });
-  const s = system;
-  const saleId = await s.createSale({ stock: 1000 });
-  const before = await burst(s, saleId, 'before', BEFORE);
-  expect(before.accepted.size).toBe(BEFORE);
-  await until(() => s.ctx.prisma.order.count({ where: { saleId } }), (n) => n === BEFORE);
-  await convergedOnPrimary(s, saleId);
-  const old = await s.sentinels.primary();
-  const replicas = s.sentinels.servers.filter((server) => server.port !== old.port);
+  const { s, saleId, before, old, replicas } = await boughtThroughGateways(1000);
   await caughtUp(old, replicas);
   await cutOff(replicas);
   cleanups.push(() => reconnect(replicas));
