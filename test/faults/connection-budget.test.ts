@@ -67,7 +67,9 @@ describe(`${GATEWAY_PROCESSES} gateway processes and a worker on a MariaDB with 
       `${GATEWAY_PROCESSES} gateway processes x pool 6 = 48 connections, plus 10 for a worker, exceed max_connections ${MAX_CONNECTIONS}`,
       `${GATEWAY_PROCESSES} gateway processes x pool 6 = 48 connections, but only ${MAX_CONNECTIONS - inUse} of max_connections ${MAX_CONNECTIONS} are free (${inUse} in use)`,
     ]);
-    expect(gateway.logs.filter((l) => String(l.msg).startsWith('MySQL connection budget'))).toHaveLength(1);
+    // One verdict, the supervisor's, not one per process. (A first try MySQL did not answer in time, on a
+    // busy machine, is said apart at warn level, "not checked yet", and tried again: not a verdict.)
+    expect(gateway.logs.filter((l) => String(l.msg).startsWith('MySQL connection budget exceeded'))).toHaveLength(1);
 
     const client = createHttpClient(gateway.url, GATEWAY_PROCESSES);
     const adminAuth = { authorization: `Bearer ${ctx.config.ADMIN_TOKEN}` };
