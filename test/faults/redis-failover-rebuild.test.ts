@@ -244,6 +244,17 @@ async function buyAgain(s: SentinelSystem, saleId: number, buyers: Map<string, s
   }
 }
 
+/**
+ * Redis holds every buyer with an order (`live`: buyer -> reservation id), with its reservation, and no
+ * other; each of them buying again is refused 409 ALREADY_PURCHASED with their own reservation.
+ */
+async function expectHoldersKnown(s: SentinelSystem, saleId: number, live: Map<string, string>) {
+  const recorded = await s.ctx.redis.hgetall(saleKeys(s.ctx.config.REDIS_PREFIX, saleId).buyers);
+  const misrecorded = [...live].filter(([userId, reservationId]) => recorded[userId]?.split('|')[0] !== reservationId);
+  expect({ misrecorded, buyers: Object.keys(recorded).length }).toEqual({ misrecorded: [], buyers: live.size });
+  expect(await buyAgain(s, saleId, live)).toEqual([]);
+}
+
 /** How many statements of other sessions whose text is like `pattern` MySQL is running now (waiting on a lock of the test's, here). */
 async function running(mysql: Connection, pattern: string): Promise<number> {
   const [row] = await mysql.query<{ running: bigint }[]>('SELECT COUNT(*) AS running FROM information_schema.PROCESSLIST WHERE ID <> CONNECTION_ID() AND INFO LIKE ?', [pattern]);
@@ -382,11 +393,7 @@ async function recovers(r: Rebuild) {
   // Rebuilt and resumed in the promoted replica's history of writes, not the old primary's.
   expect(converged.primary).not.toBe(r.oldHistory);
 
-  // Redis holds every buyer with an order, with its reservation, and MySQL's remaining.
-  const recorded = await s.ctx.redis.hgetall(saleKeys(s.ctx.config.REDIS_PREFIX, saleId).buyers);
-  const misrecorded = [...r.live].filter(([userId, reservationId]) => recorded[userId]?.split('|')[0] !== reservationId);
-  expect({ misrecorded, buyers: Object.keys(recorded).length }).toEqual({ misrecorded: [], buyers: r.live.size });
-  expect(await buyAgain(s, saleId, r.live)).toEqual([]);
+  await expectHoldersKnown(s, saleId, r.live);
 
   const probes = await buyUntilAnswered(s, saleId);
   const rest = await burst(s, saleId, 'rest', 200);
@@ -538,11 +545,7 @@ describe('a Redis Sentinel failover in the middle of a rebuild of a sale', () =>
     expect(rest.accepted.size).toBeGreaterThan(0);
     const { ledger, counted } = await expectLedger(s, saleId, [before, during, ...probes, rest], 1000);
     expect({ lost: ledger.lost, counted }).toEqual({ lost: [], counted: 0 });
-    const live = await holders(s, saleId);
-    const recorded = await s.ctx.redis.hgetall(saleKeys(s.ctx.config.REDIS_PREFIX, saleId).buyers);
-    const misrecorded = [...live].filter(([userId, reservationId]) => recorded[userId]?.split('|')[0] !== reservationId);
-    expect({ misrecorded, buyers: Object.keys(recorded).length }).toEqual({ misrecorded: [], buyers: live.size });
-    expect(await buyAgain(s, saleId, live)).toEqual([]);
+    await expectHoldersKnown(s, saleId, await holders(s, saleId));
     console.info(`killed before the generation switch, the pause not replicated: ${during.accepted.size} accepted on the promoted replica, ${ledger.unitsInDb} units in orders, ${ledger.remaining} remaining`);
   });
 });
