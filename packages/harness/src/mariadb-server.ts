@@ -53,8 +53,31 @@ function freshDataDirectory(datadir: string): void {
   cpSync(template, datadir, { recursive: true });
 }
 
+/** First starts on a fresh port, when the server exits at once (its port taken meanwhile by another test's server). */
+const FIRST_START_ATTEMPTS = 5;
+/** How much of the server's own log (its stderr) a failed start shows. */
+const LOG_TAIL_CHARS = 2000;
+
+/** The server exited before it accepted a connection: nothing listens, and waiting longer cannot help. */
+class ExitedAtStart extends Error {}
+
 export async function startMariaDbServer(options: MariaDbServerOptions = {}): Promise<MariaDbServer> {
-  const port = await freePort();
+  for (let attempt = 1; ; attempt++) {
+    const server = mariaDbServerOnFreePort(await freePort(), options);
+    try {
+      await server.start();
+      return server;
+    } catch (error) {
+      await server.stop();
+      // freePort's port is only free when asked; another process may take it before mariadbd binds it,
+      // and mariadbd then exits at once ("Bind on TCP/IP port ... Address already in use"). A new port,
+      // not a longer wait.
+      if (!(error instanceof ExitedAtStart) || attempt >= FIRST_START_ATTEMPTS) throw error;
+    }
+  }
+}
+
+function mariaDbServerOnFreePort(port: number, options: MariaDbServerOptions): MariaDbServer {
   const dir = mkdtempSync(join(tmpdir(), 'flashsale-mariadb-'));
   const datadir = join(dir, 'data');
   freshDataDirectory(datadir);
@@ -63,24 +86,41 @@ export async function startMariaDbServer(options: MariaDbServerOptions = {}): Pr
     port,
     url: (database) => `mysql://root@127.0.0.1:${port}/${database}`,
     async start() {
-      child = spawnInGroup(
+      const started = spawnInGroup(
         'mariadbd',
         ['--no-defaults', `--datadir=${datadir}`, `--port=${port}`, `--socket=${join(dir, 'sock')}`, '--user=root', '--bind-address=127.0.0.1', '--skip-name-resolve', '--innodb-autoinc-lock-mode=2', ...(options.args ?? [])],
-        { stdio: 'ignore' },
+        { stdio: ['ignore', 'ignore', 'pipe'] },
       );
+      child = started;
+      // mariadbd logs to stderr; the last of it is what a failed start shows.
+      let log = '';
+      started.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+        log = (log + chunk).slice(-LOG_TAIL_CHARS);
+      });
+      let exited: number | string | null | undefined;
+      started.once('exit', (code, signal) => {
+        exited = code ?? signal;
+      });
       // Generous: on a busy machine crash recovery after a SIGKILL can take many seconds.
       const deadline = Date.now() + START_TIMEOUT_MS;
       while (Date.now() < deadline) {
+        if (exited !== undefined) throw new ExitedAtStart(`mariadbd on ${port} exited (${exited}) before it accepted a connection; its log ends:\n${log}`);
         try {
           const connection = await createConnection({ host: '127.0.0.1', port, user: 'root', password: '', connectTimeout: 500 });
-          await connection.end();
+          // The port's server is this one, not another test's that took the port after this one exited.
+          const [row] = await connection.query<{ datadir: string }[]>('SELECT @@datadir AS datadir').finally(() => connection.end());
+          if (row?.datadir.replace(/\/$/, '') !== datadir) throw new ExitedAtStart(`port ${port} is served by another mariadbd (${row?.datadir}), not the one started on ${datadir}`);
           return;
-        } catch {
+        } catch (error) {
+          if (error instanceof ExitedAtStart) {
+            await killChild(started, 'SIGKILL');
+            throw error;
+          }
           await sleep(50);
         }
       }
-      await killChild(child, 'SIGKILL');
-      throw new Error(`mariadbd on ${port} did not accept a connection within ${START_TIMEOUT_MS} ms`);
+      await killChild(started, 'SIGKILL');
+      throw new Error(`mariadbd on ${port} did not accept a connection within ${START_TIMEOUT_MS} ms; its log ends:\n${log}`);
     },
     kill(signal = 'SIGKILL') {
       return killChild(child, signal);
@@ -90,6 +130,5 @@ export async function startMariaDbServer(options: MariaDbServerOptions = {}): Pr
       rmSync(dir, { recursive: true, force: true });
     },
   };
-  await server.start();
   return server;
 }
