@@ -128,6 +128,29 @@ describe('order worker', () => {
     ]);
   });
 
+  it('names and counts lost the entries of a Redis state since rebuilt (STALE_GENERATION), once however often they come, and sets them aside', async () => {
+    const sale = await createLiveSale(ctx, { stock: 10, perUserLimit: 2 });
+    const stale = [await reserve(sale.id, 'ann', 2), await reserve(sale.id, 'bob')];
+    // A rebuild replaced the state that accepted them: MySQL's generation switched, as a reconciliation's does.
+    await ctx.prisma.sale.update({ where: { id: sale.id }, data: { redisGeneration: 'rebuilt-since' } });
+    const entries = await readEntries(sale.id);
+    startWorker();
+    await waitForDrain(ctx.redis, ctx.config.REDIS_PREFIX, sale.id);
+    // Delivered again (written to the stream anew, as a worker that died before setting them aside would see them again).
+    for (const [, fields] of entries) await ctx.redis.xadd(saleKeys(ctx.config.REDIS_PREFIX, sale.id).stream, '*', ...fields);
+    await waitForDrain(ctx.redis, ctx.config.REDIS_PREFIX, sale.id);
+
+    expect((await deadLetters(sale.id)).map((d) => [d.r, d.reason])).toEqual([...stale, ...stale].map((r) => [r, 'STALE_GENERATION']));
+    const named = await ctx.prisma.lostReservation.findMany({ where: { saleId: sale.id }, orderBy: { userId: 'asc' } });
+    expect(named.map((l) => [l.reservationId, l.userId, l.quantity, l.reason])).toEqual([
+      [stale[0], 'ann', 2, 'STALE_GENERATION'],
+      [stale[1], 'bob', 1, 'STALE_GENERATION'],
+    ]);
+    const row = await ctx.prisma.sale.findUniqueOrThrow({ where: { id: sale.id } });
+    expect({ reservations: row.lostReservations, units: row.lostUnits, soldUnits: row.soldUnits }).toEqual({ reservations: 2, units: 3, soldUnits: 0 });
+    expect(await ordersOf(ctx.prisma, sale.id)).toEqual([]);
+  });
+
   it('sets aside a malformed entry instead of retrying it forever', async () => {
     const sale = await createLiveSale(ctx, { stock: 10 });
     const stream = saleKeys(ctx.config.REDIS_PREFIX, sale.id).stream;

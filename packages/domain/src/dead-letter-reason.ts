@@ -18,9 +18,9 @@ export type RejectReason =
   | 'INVALID_QUANTITY'
   /**
    * The entry belongs to a Redis state of the sale that has since been rebuilt. The rebuild counted
-   * only what MySQL held, so writing it now would sell its units twice: it is refused, and counted as a
-   * reservation lost with Redis's data. Only a Redis data loss can cause it: after a planned
-   * reconciliation the stream has drained before the rebuild.
+   * only what MySQL held, so writing it now would sell its units twice: it is refused, and named and
+   * counted as a reservation lost (recordStaleReservationsLost). Only a Redis data loss or failover can
+   * cause it: after a planned reconciliation the stream has drained before the rebuild.
    */
   | 'STALE_GENERATION';
 

@@ -1,11 +1,13 @@
+import type { Reservation } from '@flashsale/domain';
 import type { Prisma, PrismaClient } from './generated/prisma/client.ts';
 
 /**
  * Reservations answered 202 that neither store holds any more, named (lost_reservations). A
  * reconciliation finds them in Redis's buyer records after MySQL lost their orders, and records them in
  * the rebuild's transaction, with their count (lockSaleForRebuild), before Redis's state is replaced from
- * MySQL: from then on this row is all that is left of them. Keyed by the reservation: recording one
- * again changes nothing.
+ * MySQL: from then on this row is all that is left of them. The workers name the entries of a replaced
+ * state they still held (recordStaleReservationsLost). Keyed by the reservation: recording one again
+ * changes nothing.
  */
 export interface LostReservation {
   reservationId: string;
@@ -29,6 +31,32 @@ export async function recordLostReservations(prisma: PrismaClient | Prisma.Trans
   await prisma.lostReservation.createMany({
     data: lost.map((l) => ({ ...l, reservedAt: l.reservedAt === null ? null : new Date(l.reservedAt) })),
     skipDuplicates: true,
+  });
+}
+
+/**
+ * Entries of a Redis state since rebuilt that a worker held and the order writer refused
+ * (STALE_GENERATION): the rebuild put their units back on sale, so they are reservations answered 202
+ * that no store will hold. Named here, and the sale's lost count raised to at least what is named, in one
+ * transaction that takes the sale row's lock first (as order batches and rebuilds do), so the names it
+ * counts include every one committed before. At least, not plus: the rebuild that replaced their state
+ * may have counted them already in its floor (accepted before its checkpoint, not orders at its switch),
+ * unnamed, and a count of losses must never exceed them. Keyed by the reservation: a redelivered entry is
+ * named once and moves no count again.
+ */
+export async function recordStaleReservationsLost(prisma: PrismaClient, saleId: number, stale: readonly Reservation[]): Promise<void> {
+  if (stale.length === 0) return;
+  await prisma.$transaction(async (tx) => {
+    const [sale] = await tx.$queryRaw<{ id: number }[]>`SELECT id FROM sales WHERE id = ${saleId} FOR UPDATE`;
+    if (!sale) return;
+    await recordLostReservations(
+      tx,
+      stale.map(({ reservationId, userId, quantity, reservedAt }) => ({ reservationId, saleId, userId, quantity, reason: 'STALE_GENERATION', reservedAt })),
+    );
+    await tx.$executeRaw`
+      UPDATE sales s, (SELECT COUNT(*) AS reservations, COALESCE(SUM(quantity), 0) AS units FROM lost_reservations WHERE sale_id = ${saleId}) named
+      SET s.lost_reservations = GREATEST(s.lost_reservations, named.reservations), s.lost_units = GREATEST(s.lost_units, named.units)
+      WHERE s.id = ${saleId}`;
   });
 }
 
