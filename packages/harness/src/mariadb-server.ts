@@ -6,7 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { killChild } from './child-process.ts';
 import { spawnInGroup } from './process-group.ts';
 import { createConnection } from 'mariadb';
-import { freePort } from './redis-server.ts';
+import { ExitedAtStart, startOnFreePort } from './free-port.ts';
 
 /**
  * A mariadbd of its own, on a free port with its own data directory, for runs that kill MySQL for real
@@ -53,28 +53,11 @@ function freshDataDirectory(datadir: string): void {
   cpSync(template, datadir, { recursive: true });
 }
 
-/** First starts on a fresh port, when the server exits at once (its port taken meanwhile by another test's server). */
-const FIRST_START_ATTEMPTS = 5;
 /** How much of the server's own log (its stderr) a failed start shows. */
 const LOG_TAIL_CHARS = 2000;
 
-/** The server exited before it accepted a connection: nothing listens, and waiting longer cannot help. */
-class ExitedAtStart extends Error {}
-
-export async function startMariaDbServer(options: MariaDbServerOptions = {}): Promise<MariaDbServer> {
-  for (let attempt = 1; ; attempt++) {
-    const server = mariaDbServerOnFreePort(await freePort(), options);
-    try {
-      await server.start();
-      return server;
-    } catch (error) {
-      await server.stop();
-      // freePort's port is only free when asked; another process may take it before mariadbd binds it,
-      // and mariadbd then exits at once ("Bind on TCP/IP port ... Address already in use"). A new port,
-      // not a longer wait.
-      if (!(error instanceof ExitedAtStart) || attempt >= FIRST_START_ATTEMPTS) throw error;
-    }
-  }
+export function startMariaDbServer(options: MariaDbServerOptions = {}): Promise<MariaDbServer> {
+  return startOnFreePort((port) => mariaDbServerOnFreePort(port, options));
 }
 
 function mariaDbServerOnFreePort(port: number, options: MariaDbServerOptions): MariaDbServer {

@@ -6,7 +6,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
 import { killChild } from './child-process.ts';
 import { spawnInGroup } from './process-group.ts';
-import { askRedis, freePort, startRedisServer, type RedisServer, type RedisServerOptions } from './redis-server.ts';
+import { ExitedAtStart, startOnFreePort } from './free-port.ts';
+import { askRedis, startRedisServer, type RedisServer, type RedisServerOptions } from './redis-server.ts';
 
 /** One redis-sentinel of a test's own. */
 export interface SentinelProcess {
@@ -54,8 +55,11 @@ const START_TIMEOUT_MS = 60_000;
 
 const ask = <T>(port: number, command: (redis: Redis) => Promise<T>) => askRedis(`redis://127.0.0.1:${port}`, command);
 
-async function startSentinel(masterName: string, primaryPort: number, quorum: number, downAfterMs: number): Promise<SentinelProcess> {
-  const port = await freePort();
+function startSentinel(masterName: string, primaryPort: number, quorum: number, downAfterMs: number): Promise<SentinelProcess> {
+  return startOnFreePort((port) => sentinelOnPort(port, masterName, primaryPort, quorum, downAfterMs));
+}
+
+function sentinelOnPort(port: number, masterName: string, primaryPort: number, quorum: number, downAfterMs: number) {
   const dir = mkdtempSync(join(tmpdir(), 'flashsale-sentinel-'));
   const config = join(dir, 'sentinel.conf');
   // The sentinel rewrites its file as it learns the replicas, the other sentinels and a new primary.
@@ -72,14 +76,43 @@ async function startSentinel(masterName: string, primaryPort: number, quorum: nu
       '',
     ].join('\n'),
   );
-  const child: ChildProcess = spawnInGroup('redis-sentinel', [config], { stdio: 'ignore' });
-  return {
+  let child: ChildProcess | undefined;
+  const sentinel = {
     port,
-    async kill(signal = 'SIGKILL') {
+    /** Returns once the sentinel answers as itself (its config file); fails at once if it exits first (its port taken meanwhile). */
+    async start() {
+      const started = spawnInGroup('redis-sentinel', [config], { stdio: 'ignore' });
+      child = started;
+      let exited: number | string | null | undefined;
+      started.once('exit', (code, signal) => {
+        exited = code ?? signal;
+      });
+      const deadline = Date.now() + START_TIMEOUT_MS;
+      while (Date.now() < deadline) {
+        if (exited !== undefined) throw new ExitedAtStart(`redis-sentinel on ${port} exited (${exited}) before it answered`);
+        let info: string | undefined;
+        try {
+          info = await ask(port, (r) => r.info('server'));
+        } catch {
+          // Not listening yet.
+        }
+        if (info?.includes(`config_file:${config}`)) return;
+        if (info !== undefined) {
+          // Another test's server took the port after this one exited on it.
+          await killChild(started, 'SIGKILL');
+          throw new ExitedAtStart(`port ${port} is served by another server, not the redis-sentinel started with ${config}`);
+        }
+        await sleep(50);
+      }
+      throw new Error(`redis-sentinel on ${port} did not answer PING within ${START_TIMEOUT_MS} ms`);
+    },
+    async kill(signal: NodeJS.Signals = 'SIGKILL') {
       await killChild(child, signal);
       rmSync(dir, { recursive: true, force: true });
     },
+    stop: () => sentinel.kill('SIGKILL'),
   };
+  return sentinel;
 }
 
 /**

@@ -1,5 +1,8 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
-import { startRedisServer } from './redis-server.ts';
+import { killChild } from './child-process.ts';
+import { spawnInGroup } from './process-group.ts';
+import { askRedis, startRedisServer } from './redis-server.ts';
 
 describe('startRedisServer', () => {
   it('gives up at once on a redis-server that exits before answering, after trying fresh ports', async () => {
@@ -15,6 +18,19 @@ describe('startRedisServer', () => {
     try {
       expect(server.url).toBe(`redis://127.0.0.1:${server.port}`);
     } finally {
+      await server.stop();
+    }
+  });
+
+  it('refuses, at once, a restart on a port another redis-server took meanwhile: the one answering is not the one started', async () => {
+    const server = await startRedisServer();
+    await server.kill('SIGKILL');
+    const squatter = spawnInGroup('redis-server', ['--port', String(server.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+    try {
+      while ((await askRedis(server.url, (r) => r.ping()).catch(() => null)) !== 'PONG') await sleep(20);
+      await expect(server.start()).rejects.toThrow(/exited \(1\) before it answered|is served by another redis-server/);
+    } finally {
+      await killChild(squatter, 'SIGKILL');
       await server.stop();
     }
   });

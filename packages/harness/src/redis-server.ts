@@ -1,24 +1,12 @@
 import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { killChild } from './child-process.ts';
+import { ExitedAtStart, startOnFreePort } from './free-port.ts';
 import { spawnInGroup } from './process-group.ts';
 import { Redis } from 'ioredis';
-
-/** A free TCP port on loopback, as the kernel hands it out. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 /** Runs `command` on a connection of its own to `url`, opened for it and closed after (no retries). */
 export async function askRedis<T>(url: string, command: (redis: Redis) => Promise<T>, connectTimeoutMs = 2000): Promise<T> {
@@ -61,25 +49,8 @@ export interface RedisServer {
 }
 
 const START_TIMEOUT_MS = 60_000;
-/** First starts on a fresh port, when the server exits at once (its port, or a cluster node's bus port at port + 10000, taken meanwhile). */
-const FIRST_START_ATTEMPTS = 5;
-
-/** The server exited before it answered: nothing listens, and waiting longer cannot help. */
-class ExitedAtStart extends Error {}
-
-export async function startRedisServer(options: RedisServerOptions = {}): Promise<RedisServer> {
-  for (let attempt = 1; ; attempt++) {
-    const server = redisServerOnFreePort(await freePort(), options);
-    try {
-      await server.start();
-      return server;
-    } catch (error) {
-      await server.stop();
-      // freePort's port is only free when asked; another process may take it (or the bus port) before
-      // redis-server binds it. A new port, not a longer wait.
-      if (!(error instanceof ExitedAtStart) || attempt >= FIRST_START_ATTEMPTS) throw error;
-    }
-  }
+export function startRedisServer(options: RedisServerOptions = {}): Promise<RedisServer> {
+  return startOnFreePort((port) => redisServerOnFreePort(port, options));
 }
 
 function redisServerOnFreePort(port: number, options: RedisServerOptions): RedisServer {
@@ -110,16 +81,23 @@ function redisServerOnFreePort(port: number, options: RedisServerOptions): Redis
         if (exited !== undefined) throw new ExitedAtStart(`redis-server on ${port} exited (${exited}) before it answered`);
         const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
         probe.on('error', () => undefined);
+        let servedFrom: string | undefined;
         try {
           await probe.connect();
           // With AOF, the server answers LOADING until the file is replayed.
-          if ((await probe.ping()) === 'PONG') return;
-          await sleep(50);
+          if ((await probe.ping()) === 'PONG') servedFrom = ((await probe.config('GET', 'dir')) as string[])[1];
         } catch {
-          await sleep(50);
+          // Not listening, or loading, yet.
         } finally {
           probe.disconnect();
         }
+        if (servedFrom === dir) return;
+        if (servedFrom !== undefined) {
+          // Another test's server took the port after this one exited on it.
+          await killChild(started, 'SIGKILL');
+          throw new ExitedAtStart(`port ${port} is served by another redis-server (dir ${servedFrom}), not the one started in ${dir}`);
+        }
+        await sleep(50);
       }
       await killChild(started, 'SIGKILL');
       throw new Error(`redis-server on ${port} did not answer PING within ${START_TIMEOUT_MS} ms`);
