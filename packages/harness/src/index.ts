@@ -10,7 +10,7 @@ export { waitForDrain } from '@flashsale/redis-store';
 export { startFaultProxy, type FaultProxy } from './fault-proxy.ts';
 export { buyerToken, signBuyerTokens } from './tokens.ts';
 export { startRedisServer, askRedis, type RedisServer, type RedisServerOptions } from './redis-server.ts';
-export { freePort } from './free-port.ts';
+export { freePort } from './server-start.ts';
 export { purchaseBurst, mergeBursts, type BurstOutcome } from './purchase-burst.ts';
 export { startMariaDbServer, type MariaDbServer } from './mariadb-server.ts';
 export { skewedClockEnv } from './skewed-clock.ts';

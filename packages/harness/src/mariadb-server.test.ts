@@ -4,10 +4,10 @@ import { createConnection } from 'mariadb';
 import { startMariaDbServer } from './mariadb-server.ts';
 
 describe('startMariaDbServer', () => {
-  it('gives up at once on a mariadbd that exits before accepting a connection, after trying fresh ports, and shows its log', async () => {
+  it('gives up at once on a mariadbd that exits before it answers, after trying fresh ports, and shows its log', async () => {
     const began = performance.now();
     // An option mariadbd refuses: it exits with status 1 at every attempt.
-    await expect(startMariaDbServer({ args: ['--no-such-option=1'] })).rejects.toThrow(/exited \(\d+\) before it accepted a connection; its log ends:[\s\S]*unknown (option|variable)/);
+    await expect(startMariaDbServer({ args: ['--no-such-option=1'] })).rejects.toThrow(/exited \(\d+\) before it answered; its log ends:[\s\S]*unknown (option|variable)/);
     // Far below the 120 s a server that never answers is given: an exit is not waited out.
     expect(performance.now() - began).toBeLessThan(60_000);
   });
@@ -38,7 +38,7 @@ describe('startMariaDbServer', () => {
     try {
       await server.kill('SIGKILL');
       await new Promise<void>((resolve, reject) => squatter.once('error', reject).listen(server.port, '127.0.0.1', resolve));
-      await expect(server.start()).rejects.toThrow(/exited \(1\) before it accepted a connection; its log ends:[\s\S]*Address already in use/);
+      await expect(server.start()).rejects.toThrow(/exited \(1\) before it answered; its log ends:[\s\S]*Address already in use/);
     } finally {
       squatter.close();
       await server.stop();

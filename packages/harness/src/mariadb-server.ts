@@ -2,11 +2,10 @@ import { spawnSync, type ChildProcess } from 'node:child_process';
 import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { killChild } from './child-process.ts';
 import { spawnInGroup } from './process-group.ts';
 import { createConnection } from 'mariadb';
-import { ExitedAtStart, startOnFreePort } from './free-port.ts';
+import { startOnFreePort, waitUntilServing } from './server-start.ts';
 
 /**
  * A mariadbd of its own, on a free port with its own data directory, for runs that kill MySQL for real
@@ -80,30 +79,19 @@ function mariaDbServerOnFreePort(port: number, options: MariaDbServerOptions): M
       started.stderr.setEncoding('utf8').on('data', (chunk: string) => {
         log = (log + chunk).slice(-LOG_TAIL_CHARS);
       });
-      let exited: number | string | null | undefined;
-      started.once('exit', (code, signal) => {
-        exited = code ?? signal;
-      });
       // Generous: on a busy machine crash recovery after a SIGKILL can take many seconds.
-      const deadline = Date.now() + START_TIMEOUT_MS;
-      while (Date.now() < deadline) {
-        if (exited !== undefined) throw new ExitedAtStart(`mariadbd on ${port} exited (${exited}) before it accepted a connection; its log ends:\n${log}`);
-        try {
+      await waitUntilServing(
+        started,
+        `mariadbd on ${port}`,
+        START_TIMEOUT_MS,
+        async () => {
           const connection = await createConnection({ host: '127.0.0.1', port, user: 'root', password: '', connectTimeout: 500 });
-          // The port's server is this one, not another test's that took the port after this one exited.
           const [row] = await connection.query<{ datadir: string }[]>('SELECT @@datadir AS datadir').finally(() => connection.end());
-          if (row?.datadir.replace(/\/$/, '') !== datadir) throw new ExitedAtStart(`port ${port} is served by another mariadbd (${row?.datadir}), not the one started on ${datadir}`);
-          return;
-        } catch (error) {
-          if (error instanceof ExitedAtStart) {
-            await killChild(started, 'SIGKILL');
-            throw error;
-          }
-          await sleep(50);
-        }
-      }
-      await killChild(started, 'SIGKILL');
-      throw new Error(`mariadbd on ${port} did not accept a connection within ${START_TIMEOUT_MS} ms; its log ends:\n${log}`);
+          const servedFrom = row!.datadir.replace(/\/$/, '');
+          return servedFrom === datadir ? { kind: 'ours' } : { kind: 'another', what: `a mariadbd on ${servedFrom}` };
+        },
+        () => log,
+      );
     },
     kill(signal = 'SIGKILL') {
       return killChild(child, signal);

@@ -6,7 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
 import { killChild } from './child-process.ts';
 import { spawnInGroup } from './process-group.ts';
-import { ExitedAtStart, startOnFreePort } from './free-port.ts';
+import { startOnFreePort, waitUntilServing } from './server-start.ts';
 import { askRedis, startRedisServer, type RedisServer, type RedisServerOptions } from './redis-server.ts';
 
 /** One redis-sentinel of a test's own. */
@@ -83,28 +83,10 @@ function sentinelOnPort(port: number, masterName: string, primaryPort: number, q
     async start() {
       const started = spawnInGroup('redis-sentinel', [config], { stdio: 'ignore' });
       child = started;
-      let exited: number | string | null | undefined;
-      started.once('exit', (code, signal) => {
-        exited = code ?? signal;
+      await waitUntilServing(started, `redis-sentinel on ${port}`, START_TIMEOUT_MS, async () => {
+        const info = await ask(port, (r) => r.info('server'));
+        return info.includes(`config_file:${config}`) ? { kind: 'ours' } : { kind: 'another', what: 'not the sentinel started with this config' };
       });
-      const deadline = Date.now() + START_TIMEOUT_MS;
-      while (Date.now() < deadline) {
-        if (exited !== undefined) throw new ExitedAtStart(`redis-sentinel on ${port} exited (${exited}) before it answered`);
-        let info: string | undefined;
-        try {
-          info = await ask(port, (r) => r.info('server'));
-        } catch {
-          // Not listening yet.
-        }
-        if (info?.includes(`config_file:${config}`)) return;
-        if (info !== undefined) {
-          // Another test's server took the port after this one exited on it.
-          await killChild(started, 'SIGKILL');
-          throw new ExitedAtStart(`port ${port} is served by another server, not the redis-sentinel started with ${config}`);
-        }
-        await sleep(50);
-      }
-      throw new Error(`redis-sentinel on ${port} did not answer PING within ${START_TIMEOUT_MS} ms`);
     },
     async kill(signal: NodeJS.Signals = 'SIGKILL') {
       await killChild(child, signal);

@@ -2,9 +2,8 @@ import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { killChild } from './child-process.ts';
-import { ExitedAtStart, startOnFreePort } from './free-port.ts';
+import { startOnFreePort, waitUntilServing } from './server-start.ts';
 import { spawnInGroup } from './process-group.ts';
 import { Redis } from 'ioredis';
 
@@ -71,36 +70,16 @@ function redisServerOnFreePort(port: number, options: RedisServerOptions): Redis
       const [command, ...commandArgs] = [...(options.wrapper ?? []), 'redis-server', ...args];
       const started = spawnInGroup(command!, commandArgs, { stdio: 'ignore' });
       child = started;
-      let exited: number | string | null | undefined;
-      started.once('exit', (code, signal) => {
-        exited = code ?? signal;
-      });
       // Generous: on a busy machine a start, or an AOF replay, can take seconds.
-      const deadline = Date.now() + START_TIMEOUT_MS;
-      while (Date.now() < deadline) {
-        if (exited !== undefined) throw new ExitedAtStart(`redis-server on ${port} exited (${exited}) before it answered`);
-        const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-        probe.on('error', () => undefined);
-        let servedFrom: string | undefined;
-        try {
-          await probe.connect();
+      await waitUntilServing(started, `redis-server on ${port}`, START_TIMEOUT_MS, async () => {
+        const servedFrom = await askRedis(url, async (probe) => {
           // With AOF, the server answers LOADING until the file is replayed.
-          if ((await probe.ping()) === 'PONG') servedFrom = ((await probe.config('GET', 'dir')) as string[])[1];
-        } catch {
-          // Not listening, or loading, yet.
-        } finally {
-          probe.disconnect();
-        }
-        if (servedFrom === dir) return;
-        if (servedFrom !== undefined) {
-          // Another test's server took the port after this one exited on it.
-          await killChild(started, 'SIGKILL');
-          throw new ExitedAtStart(`port ${port} is served by another redis-server (dir ${servedFrom}), not the one started in ${dir}`);
-        }
-        await sleep(50);
-      }
-      await killChild(started, 'SIGKILL');
-      throw new Error(`redis-server on ${port} did not answer PING within ${START_TIMEOUT_MS} ms`);
+          if ((await probe.ping()) !== 'PONG') return undefined;
+          return ((await probe.config('GET', 'dir')) as string[])[1];
+        });
+        if (servedFrom === undefined) return { kind: 'not-yet' };
+        return servedFrom === dir ? { kind: 'ours' } : { kind: 'another', what: `a redis-server in ${servedFrom}` };
+      });
     },
     kill(signal = 'SIGKILL') {
       return killChild(child, signal);
