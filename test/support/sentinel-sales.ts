@@ -1,9 +1,9 @@
 import { expect } from 'vitest';
 import { faultLedgerOf, mergeBursts, purchaseBurst, waitForDrain, type BurstOutcome } from '@flashsale/harness';
-import { snapshotSale } from '@flashsale/redis-store';
 import type { SentinelSystem } from './system.ts';
 import { saleStats } from './cluster-sales.ts';
 import { until } from './until.ts';
+import { convergedOnPrimary } from './converged.ts';
 
 // What the Redis Sentinel fault tests (test/faults/redis-sentinel.test.ts, redis-failover-rebuild.test.ts)
 // do to a sale: buy through every gateway, wait until the reconciler caught up with the primary serving
@@ -49,6 +49,28 @@ export async function buyUntilAnswered(s: SentinelSystem, saleId: number): Promi
 }
 
 /**
+ * Selling goes on: once the reconciler has caught up with the primary serving the sale (its rebuild after
+ * the failover pauses the sale a moment, and a burst in that moment is all 503 SALE_PAUSED), bursts of
+ * `count` new buyers until one is answered a 202. Again only if a burst had none: on a starved machine
+ * the sentinels may count a primary down that was only slow and fail over again, and pause it again. Every
+ * burst is kept for the ledger.
+ */
+export async function sellOn(s: SentinelSystem, saleId: number, label: string, count: number): Promise<BurstOutcome[]> {
+  const bursts: BurstOutcome[] = [];
+  await until(
+    async () => {
+      await convergedOnPrimary(s, saleId);
+      const sold = await burst(s, saleId, `${label}-${bursts.length}`, count);
+      bursts.push(sold);
+      return sold.accepted.size;
+    },
+    (accepted) => accepted > 0,
+    180_000,
+  );
+  return bursts;
+}
+
+/**
  * The sale's ledger once it has drained: no reservation doubled, no order without one, nothing oversold,
  * units in orders + remaining = stock. What was lost (a 202 that neither store holds) is returned, with
  * what the reconciler counted, for the test to judge.
@@ -68,30 +90,4 @@ export async function expectLedger(s: SentinelSystem, saleId: number, bursts: Bu
     stock,
   });
   return { ledger, all, counted: stats.lost.reservations };
-}
-
-/**
- * Until the reconciler has caught up with the primary serving the sale now: the sale's checkpoint is of
- * that server's history of writes (master_replid), and it is not paused. A failover changes the history,
- * and the watch's first look after it asks for a rebuild (the sale's checkpoint dates from its publish at
- * the latest), which records the rebuilt state's checkpoint in the new history before it resumes; until
- * then the promoted primary may hold units MySQL has sold. A second failover of a starved machine starts
- * it over. Returned for the failure message.
- */
-export async function convergedOnPrimary(s: SentinelSystem, saleId: number) {
-  const { ctx } = s;
-  return until(
-    async () => {
-      const snapshot = await snapshotSale(ctx.redis, ctx.config.REDIS_PREFIX, saleId);
-      const row = await ctx.prisma.sale.findUniqueOrThrow({ where: { id: saleId } });
-      return {
-        primary: snapshot.replicationId ?? null,
-        checkpoint: row.checkpointReplicationId,
-        paused: snapshot.paused,
-        generation: snapshot.generation === row.redisGeneration,
-      };
-    },
-    (state) => state.primary !== null && state.checkpoint === state.primary && !state.paused && state.generation,
-    120_000,
-  );
 }
