@@ -4,6 +4,7 @@ import { faultLedgerOf, ledgerOf, mergeBursts, purchaseBurst, waitForDrain, type
 import { startClusterSystem, type ClusterSystem } from '../support/system.ts';
 import { saleStats, salesOnEveryMaster } from '../support/cluster-sales.ts';
 import { until } from '../support/until.ts';
+import { convergedOnPrimary } from '../support/converged.ts';
 
 // Faults on a real Redis Cluster, with real processes told only REDIS_CLUSTER_NODES. Every test ends with
 // the ledger of every sale.
@@ -80,6 +81,8 @@ describe('a Redis Cluster under faults', () => {
     for (const sale of onFlushed) {
       const stats = await until(() => saleStats(s, sale.id), (st) => st.lost.reservations > 0 && st.remaining === 100, 60_000);
       expect({ sale: sale.id, lost: stats.lost }).toEqual({ sale: sale.id, lost: { reservations: 60, units: 60 } });
+      // The rebuilt state is in Redis, paused, before the reconciliation resumes it: the burst below waits.
+      await convergedOnPrimary(s, sale.id);
     }
     for (const sale of others) await waitForDrain(ctx.redis, prefix, sale.id, 60_000);
 
@@ -156,6 +159,8 @@ describe('a Redis Cluster under faults', () => {
     for (const sale of onFailed) {
       const stats = await until(() => saleStats(s, sale.id), (st) => st.lost.reservations > 0 && st.remaining === 140, 60_000);
       expect({ sale: sale.id, lost: stats.lost }).toEqual({ sale: sale.id, lost: { reservations: 60, units: 60 } });
+      // The stale replica's own state already has 140 remaining: what counts is the rebuild, resumed.
+      await convergedOnPrimary(s, sale.id);
     }
     const late = await burstAll(s, sales, 'late', 200);
     for (const sale of sales) {

@@ -5,6 +5,7 @@ import { startClusterSystem, type ClusterSystem } from '../support/system.ts';
 import { saleStats, salesOnEveryMaster } from '../support/cluster-sales.ts';
 import { steadyLoad, watchPauses } from '../support/steady-load.ts';
 import { until } from '../support/until.ts';
+import { convergedOnPrimary } from '../support/converged.ts';
 
 // Issue 21's probe on a Redis Cluster: 3 masters and a replica each (cluster-node-timeout 1 s), 2
 // gateways, 2 workers and a reconciler told only REDIS_CLUSTER_NODES, buyers coming steadily to a sale
@@ -111,6 +112,8 @@ async function expectRecovered({ s, prefix, ids, pauses, urls }: Selling, firstL
   for (const id of ids) await waitForDrain(s.ctx.redis, prefix, id, 60_000);
   for (const id of ids) {
     await until(() => saleStats(s, id), (st) => st.consistent && st.audit?.drift === 0, DRAIN_BOUND_MS + 30_000);
+    // Consistent holds from the moment a rebuilt state is switched in, paused, before its resume.
+    await convergedOnPrimary(s, id);
   }
 
   // The buyers who were not told for sure ask again.

@@ -23,7 +23,10 @@ describe('redis-server SIGKILLed during a burst, with appendfsync always', () =>
       },
     });
     await killed;
-    expect(burst.accepted.size).toBeGreaterThan(150);
+    // The first 150 answers were 202s, before the kill. After the restart the reconciler rebuilds the sale
+    // in the server's new history of writes, pausing it (503 SALE_PAUSED): the rest of the burst may get
+    // no 202 at all, and what it got is judged by the ledger below.
+    expect(burst.accepted.size).toBeGreaterThanOrEqual(150);
     await waitForDrain(ctx.redis, ctx.config.REDIS_PREFIX, saleId, 60_000);
 
     const uncertain = new Set([...burst.unknown, ...burst.failed]);
