@@ -7,7 +7,7 @@ import type { Redis } from 'ioredis';
 import { killChild } from './child-process.ts';
 import { spawnInGroup } from './process-group.ts';
 import { startOnFreePort, waitUntilServing } from './server-start.ts';
-import { askRedis, startRedisServer, type RedisServer, type RedisServerOptions } from './redis-server.ts';
+import { askRedis, servedBy, startRedisServer, type RedisServer, type RedisServerOptions } from './redis-server.ts';
 
 /** One redis-sentinel of a test's own. */
 export interface SentinelProcess {
@@ -79,14 +79,11 @@ function sentinelOnPort(port: number, masterName: string, primaryPort: number, q
   let child: ChildProcess | undefined;
   const sentinel = {
     port,
-    /** Returns once the sentinel answers as itself (its config file); fails at once if it exits first (its port taken meanwhile). */
+    /** Returns once the sentinel answers as itself; fails at once if it exits first (its port taken meanwhile). */
     async start() {
       const started = spawnInGroup('redis-sentinel', [config], { stdio: 'ignore' });
       child = started;
-      await waitUntilServing(started, `redis-sentinel on ${port}`, START_TIMEOUT_MS, async () => {
-        const info = await ask(port, (r) => r.info('server'));
-        return info.includes(`config_file:${config}`) ? { kind: 'ours' } : { kind: 'another', what: 'not the sentinel started with this config' };
-      });
+      await waitUntilServing(started, `redis-sentinel on ${port}`, START_TIMEOUT_MS, () => servedBy(`redis://127.0.0.1:${port}`, started.pid));
     },
     async kill(signal: NodeJS.Signals = 'SIGKILL') {
       await killChild(child, signal);

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { killChild } from './child-process.ts';
-import { startOnFreePort, waitUntilServing } from './server-start.ts';
+import { startOnFreePort, waitUntilServing, type ProbeResult } from './server-start.ts';
 import { spawnInGroup } from './process-group.ts';
 import { Redis } from 'ioredis';
 
@@ -17,6 +17,18 @@ export async function askRedis<T>(url: string, command: (redis: Redis) => Promis
   } finally {
     redis.disconnect();
   }
+}
+
+/**
+ * Whether the server answering at `url` is the process `pid` (INFO's process_id: CONFIG may be renamed
+ * away, as a managed Redis does), and ready: with AOF, it answers LOADING until the file is replayed.
+ */
+export async function servedBy(url: string, pid: number | undefined): Promise<ProbeResult> {
+  return askRedis(url, async (redis) => {
+    const servedFrom = Number(/^process_id:(\d+)/m.exec(await redis.info('server'))?.[1]);
+    if (servedFrom !== pid) return { kind: 'another', what: `process ${servedFrom}` };
+    return (await redis.ping()) === 'PONG' ? { kind: 'ours' } : { kind: 'not-yet' };
+  });
 }
 
 export interface RedisServerOptions {
@@ -71,15 +83,7 @@ function redisServerOnFreePort(port: number, options: RedisServerOptions): Redis
       const started = spawnInGroup(command!, commandArgs, { stdio: 'ignore' });
       child = started;
       // Generous: on a busy machine a start, or an AOF replay, can take seconds.
-      await waitUntilServing(started, `redis-server on ${port}`, START_TIMEOUT_MS, async () => {
-        const servedFrom = await askRedis(url, async (probe) => {
-          // With AOF, the server answers LOADING until the file is replayed.
-          if ((await probe.ping()) !== 'PONG') return undefined;
-          return ((await probe.config('GET', 'dir')) as string[])[1];
-        });
-        if (servedFrom === undefined) return { kind: 'not-yet' };
-        return servedFrom === dir ? { kind: 'ours' } : { kind: 'another', what: `a redis-server in ${servedFrom}` };
-      });
+      await waitUntilServing(started, `redis-server on ${port}`, START_TIMEOUT_MS, () => servedBy(url, started.pid));
     },
     kill(signal = 'SIGKILL') {
       return killChild(child, signal);
