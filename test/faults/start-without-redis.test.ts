@@ -3,7 +3,7 @@ import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { AUDIT_QUEUE, bullPrefix } from '@flashsale/jobs';
-import { buyerToken, faultLedgerOf, freePort, spawnGateway, spawnReconciler, spawnWorker, startRedisServer, waitForDrain, type AppProcess, type RedisServer } from '@flashsale/harness';
+import { buyerToken, faultLedgerOf, freePort, signalGroup, spawnGateway, spawnReconciler, spawnWorker, startRedisServer, waitForDrain, type AppProcess, type RedisServer } from '@flashsale/harness';
 import { announceSaleChanged, saleEventsChannel } from '@flashsale/redis-store';
 import { setSalePaused } from '@flashsale/redis-store/testing';
 import { createIsolatedContext, type TestContext } from '../support/context.ts';
@@ -101,7 +101,7 @@ describe('gateway, worker and reconciler started while Redis is down', () => {
     ({ server: redisServer, ctx } = await redisDown());
     const prefix = ctx.config.REDIS_PREFIX;
     const started = await startAll(ctx);
-    const { gateway, healthPorts } = started;
+    const { gateway, reconciler, healthPorts } = started;
 
     // Up without Redis: each health port answered while Redis was still down (it starts below), in
     // seconds on an idle machine (node and tsx take most of it); a process waiting for Redis never would.
@@ -155,17 +155,24 @@ describe('gateway, worker and reconciler started while Redis is down', () => {
     // The verdict cache is on, which it is only while subscribed: the sale sold out, and once the gateway
     // has read its holders (in the background) it keeps the verdict. A pause made in Redis without an
     // announcement is then not seen: until then the reserve script answers 503 SALE_PAUSED, changing nothing.
-    await setSalePaused(ctx.redis, prefix, saleId, true);
-    await expect.poll(async () => (await purchase('buyer-d')).status, { interval: 10, timeout: 60_000 }).toBe(410);
-    await expectProblem(await purchase('buyer-d'), 410, 'SOLD_OUT');
-    // Announced, as the reconciler announces every change: the verdict is dropped and Redis answers.
-    // The verdict's TTL is a minute here, and this waits half of it: only the announcement can have dropped it.
-    await announceSaleChanged(ctx.redis, prefix, saleId);
-    const paused = await until(() => purchase('buyer-d'), (res) => res.status === 503, 30_000);
-    expect(paused.headers.get('retry-after')).toBe('2');
-    await expectProblem(paused, 503, 'SALE_PAUSED');
-    await setSalePaused(ctx.redis, prefix, saleId, false);
-    await announceSaleChanged(ctx.redis, prefix, saleId);
+    // The reconciler takes up a sale it sees paused with no reconciliation queued (reason interrupted),
+    // and resumes it within a second or so: it is frozen meanwhile, so this pause stays the test's own.
+    signalGroup(reconciler.child, 'SIGSTOP');
+    try {
+      await setSalePaused(ctx.redis, prefix, saleId, true);
+      await expect.poll(async () => (await purchase('buyer-d')).status, { interval: 10, timeout: 60_000 }).toBe(410);
+      await expectProblem(await purchase('buyer-d'), 410, 'SOLD_OUT');
+      // Announced, as the reconciler announces every change: the verdict is dropped and Redis answers.
+      // The verdict's TTL is a minute here, and this waits half of it: only the announcement can have dropped it.
+      await announceSaleChanged(ctx.redis, prefix, saleId);
+      const paused = await until(() => purchase('buyer-d'), (res) => res.status === 503, 30_000);
+      expect(paused.headers.get('retry-after')).toBe('2');
+      await expectProblem(paused, 503, 'SALE_PAUSED');
+      await setSalePaused(ctx.redis, prefix, saleId, false);
+      await announceSaleChanged(ctx.redis, prefix, saleId);
+    } finally {
+      signalGroup(reconciler.child, 'SIGCONT');
+    }
 
     // The reconciler takes jobs: an operator's reconciliation, queued and awaited through the gateway.
     const reconciled = await fetch(`${gateway.url}/api/admin/sales/${saleId}/reconcile`, { method: 'POST', headers: admin });
