@@ -112,7 +112,7 @@ describe('order worker', () => {
     expect((await streamBacklog(ctx.redis, ctx.config.REDIS_PREFIX, sale.id)).deadLettered).toBe(1);
   });
 
-  it('never writes more units than the sale has, even when Redis held too much stock', async () => {
+  it('never writes more units than the sale has, even when Redis held too much stock: the reservations past it are set aside, named and counted lost', async () => {
     const sale = await createLiveSale(ctx, { stock: 2 });
     await ctx.redis.hset(saleKeys(ctx.config.REDIS_PREFIX, sale.id).meta, 'remaining', '5');
     const ids = [];
@@ -126,6 +126,13 @@ describe('order worker', () => {
       [ids[2], 'OVER_STOCK'],
       [ids[3], 'OVER_STOCK'],
     ]);
+    // Answered 202 and never to be orders: named and counted lost.
+    const named = await ctx.prisma.lostReservation.findMany({ where: { saleId: sale.id }, orderBy: { userId: 'asc' } });
+    expect(named.map((l) => [l.reservationId, l.userId, l.reason])).toEqual([
+      [ids[2], 'c', 'OVER_STOCK'],
+      [ids[3], 'd', 'OVER_STOCK'],
+    ]);
+    expect((await ctx.prisma.sale.findUniqueOrThrow({ where: { id: sale.id } })).lostReservations).toBe(2);
   });
 
   it('names and counts lost the entries of a Redis state since rebuilt (STALE_GENERATION), once however often they come, and sets them aside', async () => {

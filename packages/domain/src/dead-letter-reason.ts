@@ -6,7 +6,10 @@ export type RejectReason =
   | 'SALE_NOT_FOUND'
   /** The buyer already has an order for this sale under another reservation (Redis lost its buyers). */
   | 'DUPLICATE_BUYER'
-  /** The order would put more units in orders than the sale has (Redis held more stock than MySQL). */
+  /**
+   * The order would put more units in orders than the sale has (Redis held more stock than MySQL): named
+   * and counted as a reservation lost (recordRefusalsLost).
+   */
   | 'OVER_STOCK'
   /**
    * More units than the sale's per-user limit (sales.per_user_limit). The reserve script never accepts
@@ -19,7 +22,7 @@ export type RejectReason =
   /**
    * The entry belongs to a Redis state of the sale that has since been rebuilt. The rebuild counted
    * only what MySQL held, so writing it now would sell its units twice: it is refused, and named and
-   * counted as a reservation lost (recordStaleReservationsLost). Only a Redis data loss or failover can
+   * counted as a reservation lost (recordRefusalsLost). Only a Redis data loss or failover can
    * cause it: after a planned reconciliation the stream has drained before the rebuild.
    */
   | 'STALE_GENERATION';

@@ -38,6 +38,6 @@ export {
 } from './order-lifecycle.ts';
 export { controlSaleInMysql, controlStateOf } from './sale-controls.ts';
 export { listSalesPage } from './sale-listing.ts';
-export { countLostReservations, findLostReservation, listLostReservations, listUnmatchedPayments, recordStaleReservationsLost } from './lost-reservations.ts';
+export { countLostReservations, findLostReservation, listLostReservations, listUnmatchedPayments, isLostRefusal, recordRefusalsLost, type LostRefusal } from './lost-reservations.ts';
 export { recloseOrders, type ReclosedOrder } from './order-reclosing.ts';
 export { closedOrdersPage } from './closed-orders.ts';

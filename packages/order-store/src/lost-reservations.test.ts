@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DEAD_LETTER_REASONS } from '@flashsale/domain';
 import { createTestContext, type TestContext } from '../../../test/support/context.ts';
 import { insertSale, type SaleRecord } from './sale-repository.ts';
-import { recordStaleReservationsLost } from './lost-reservations.ts';
+import { isLostRefusal, recordRefusalsLost } from './lost-reservations.ts';
 
 // Against the real MariaDB: the named losses and the sale's count live in two tables, kept together.
 
@@ -18,7 +19,10 @@ async function newSale(): Promise<SaleRecord> {
   return insertSale(ctx.prisma, { name: 'Lost reservations test', stock: 10, perUserLimit: 2, startsAt: new Date(Date.now() - 60_000), endsAt: new Date(Date.now() + 3_600_000) });
 }
 
-const stale = (sale: SaleRecord, userId: string, quantity = 1) => ({ reservationId: `${sale.id}-${randomUUID()}`, saleId: sale.id, userId, quantity, reservedAt: 1_800_000_000_123, generation: randomUUID() });
+const refused = (sale: SaleRecord, userId: string, quantity = 1, reason: 'STALE_GENERATION' | 'OVER_STOCK' = 'STALE_GENERATION') => ({
+  reservation: { reservationId: `${sale.id}-${randomUUID()}`, saleId: sale.id, userId, quantity, reservedAt: 1_800_000_000_123, generation: randomUUID() },
+  reason,
+});
 
 async function lostOf(saleId: number) {
   const row = await ctx.prisma.sale.findUniqueOrThrow({ where: { id: saleId } });
@@ -26,23 +30,25 @@ async function lostOf(saleId: number) {
   return { reservations: row.lostReservations, units: row.lostUnits, named };
 }
 
-describe('recordStaleReservationsLost', () => {
+describe('recordRefusalsLost', () => {
   it('names each, with its buyer, units, reason and time, and counts them', async () => {
     const sale = await newSale();
-    const entries = [stale(sale, 'ann', 2), stale(sale, 'bob')];
+    const entries = [refused(sale, 'ann', 2), refused(sale, 'bob', 1, 'OVER_STOCK')];
 
-    await recordStaleReservationsLost(ctx.prisma, sale.id, entries);
+    await recordRefusalsLost(ctx.prisma, sale.id, entries);
     const rows = await ctx.prisma.lostReservation.findMany({ where: { saleId: sale.id }, orderBy: { userId: 'asc' } });
-    expect(rows.map((r) => [r.reservationId, r.userId, r.quantity, r.reason, r.reservedAt?.getTime()])).toEqual(entries.map((e) => [e.reservationId, e.userId, e.quantity, 'STALE_GENERATION', e.reservedAt]));
+    expect(rows.map((r) => [r.reservationId, r.userId, r.quantity, r.reason, r.reservedAt?.getTime()])).toEqual(
+      entries.map(({ reservation: e, reason }) => [e.reservationId, e.userId, e.quantity, reason, e.reservedAt]),
+    );
     expect(await lostOf(sale.id)).toEqual({ reservations: 2, units: 3, named: 2 });
   });
 
   it('counts a reservation named before once, and adds the new ones', async () => {
     const sale = await newSale();
-    const first = stale(sale, 'ann', 2);
-    await recordStaleReservationsLost(ctx.prisma, sale.id, [first]);
+    const first = refused(sale, 'ann', 2);
+    await recordRefusalsLost(ctx.prisma, sale.id, [first]);
 
-    await recordStaleReservationsLost(ctx.prisma, sale.id, [first, stale(sale, 'bob')]);
+    await recordRefusalsLost(ctx.prisma, sale.id, [first, refused(sale, 'bob')]);
     expect(await lostOf(sale.id)).toEqual({ reservations: 2, units: 3, named: 2 });
   });
 
@@ -50,17 +56,23 @@ describe('recordStaleReservationsLost', () => {
     const sale = await newSale();
     await ctx.prisma.sale.update({ where: { id: sale.id }, data: { lostReservations: 5, lostUnits: 7 } });
 
-    await recordStaleReservationsLost(ctx.prisma, sale.id, [stale(sale, 'ann', 2)]);
+    await recordRefusalsLost(ctx.prisma, sale.id, [refused(sale, 'ann', 2)]);
     expect(await lostOf(sale.id)).toEqual({ reservations: 5, units: 7, named: 1 });
   });
 
   it('names nothing for a sale MySQL does not hold, and writes nothing for none', async () => {
     const sale = await newSale();
-    await recordStaleReservationsLost(ctx.prisma, sale.id, []);
+    await recordRefusalsLost(ctx.prisma, sale.id, []);
     expect(await lostOf(sale.id)).toEqual({ reservations: 0, units: 0, named: 0 });
     await ctx.prisma.sale.delete({ where: { id: sale.id } });
 
-    await recordStaleReservationsLost(ctx.prisma, sale.id, [stale(sale, 'ann')]);
+    await recordRefusalsLost(ctx.prisma, sale.id, [refused(sale, 'ann')]);
     expect(await ctx.prisma.lostReservation.count({ where: { saleId: sale.id } })).toBe(0);
+  });
+});
+
+describe('isLostRefusal', () => {
+  it('takes the refusals that leave a 202 with no order and no other order of the buyer, and no other reason', () => {
+    expect(DEAD_LETTER_REASONS.filter(isLostRefusal).sort()).toEqual(['OVER_STOCK', 'STALE_GENERATION']);
   });
 });

@@ -1,13 +1,13 @@
-import type { Reservation } from '@flashsale/domain';
+import type { RejectReason, Reservation } from '@flashsale/domain';
 import type { Prisma, PrismaClient } from './generated/prisma/client.ts';
 
 /**
  * Reservations answered 202 that neither store holds any more, named (lost_reservations). A
  * reconciliation finds them in Redis's buyer records after MySQL lost their orders, and records them in
  * the rebuild's transaction, with their count (lockSaleForRebuild), before Redis's state is replaced from
- * MySQL: from then on this row is all that is left of them. The workers name the entries of a replaced
- * state they still held (recordStaleReservationsLost). Keyed by the reservation: recording one again
- * changes nothing.
+ * MySQL: from then on this row is all that is left of them. The workers name the entries the order
+ * writer refuses for a reason that is a loss (recordRefusalsLost). Keyed by the reservation: recording
+ * one again changes nothing.
  */
 export interface LostReservation {
   reservationId: string;
@@ -35,23 +35,34 @@ export async function recordLostReservations(prisma: PrismaClient | Prisma.Trans
 }
 
 /**
- * Entries of a Redis state since rebuilt that a worker held and the order writer refused
- * (STALE_GENERATION): the rebuild put their units back on sale, so they are reservations answered 202
- * that no store will hold. Named here, and the sale's lost count raised to at least what is named, in one
- * transaction that takes the sale row's lock first (as order batches and rebuilds do), so the names it
- * counts include every one committed before. At least, not plus: the rebuild that replaced their state
- * may have counted them already in its floor (accepted before its checkpoint, not orders at its switch),
- * unnamed, and a count of losses must never exceed them. Keyed by the reservation: a redelivered entry is
- * named once and moves no count again.
+ * The order writer's refusals that are losses: a reservation Redis accepted (answered 202) that no store
+ * will ever hold as an order.
+ * - STALE_GENERATION: an entry of a Redis state a rebuild has replaced since, which put its units back on
+ *   sale.
+ * - OVER_STOCK: Redis held more stock than MySQL (a state behind MySQL's, until it is rebuilt).
+ * The others are not: a buyer refused as DUPLICATE_BUYER holds another order, and the rest are entries no
+ * purchase makes (hand-written, or a bug), which the dead letters and their alert name.
  */
-export async function recordStaleReservationsLost(prisma: PrismaClient, saleId: number, stale: readonly Reservation[]): Promise<void> {
-  if (stale.length === 0) return;
+export type LostRefusal = Extract<RejectReason, 'STALE_GENERATION' | 'OVER_STOCK'>;
+const LOST_REFUSALS: ReadonlySet<string> = new Set<LostRefusal>(['STALE_GENERATION', 'OVER_STOCK']);
+export const isLostRefusal = (reason: string): reason is LostRefusal => LOST_REFUSALS.has(reason);
+
+/**
+ * Refusals of a worker's batch that are losses (isLostRefusal): named here, and the sale's lost count
+ * raised to at least what is named, in one transaction that takes the sale row's lock first (as order
+ * batches and rebuilds do), so the names it counts include every one committed before. At least, not
+ * plus: a rebuild that replaced the state that accepted them may have counted them already in its floor
+ * (accepted before its checkpoint, not orders at its switch), unnamed, and a count of losses must never
+ * exceed them. Keyed by the reservation: a redelivered entry is named once and moves no count again.
+ */
+export async function recordRefusalsLost(prisma: PrismaClient, saleId: number, refused: readonly { reservation: Reservation; reason: LostRefusal }[]): Promise<void> {
+  if (refused.length === 0) return;
   await prisma.$transaction(async (tx) => {
     const [sale] = await tx.$queryRaw<{ id: number }[]>`SELECT id FROM sales WHERE id = ${saleId} FOR UPDATE`;
     if (!sale) return;
     await recordLostReservations(
       tx,
-      stale.map(({ reservationId, userId, quantity, reservedAt }) => ({ reservationId, saleId, userId, quantity, reason: 'STALE_GENERATION', reservedAt })),
+      refused.map(({ reservation: { reservationId, userId, quantity, reservedAt }, reason }) => ({ reservationId, saleId, userId, quantity, reason, reservedAt })),
     );
     await tx.$executeRaw`
       UPDATE sales s, (SELECT COUNT(*) AS reservations, COALESCE(SUM(quantity), 0) AS units FROM lost_reservations WHERE sale_id = ${saleId}) named

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { DeadLetterReason } from '@flashsale/domain';
-import { isPermanentWriteError, mysqlAnswers, recordStaleReservationsLost, writeOrderBatch, type BatchOutcome } from '@flashsale/order-store';
+import { isLostRefusal, isPermanentWriteError, mysqlAnswers, recordRefusalsLost, writeOrderBatch, type BatchOutcome, type LostRefusal } from '@flashsale/order-store';
 import { decodeReservation, type ReservationEntry, type StreamEntry } from '@flashsale/redis-store';
 import { saleInRedis, type SalesDeps } from './sales-deps.ts';
 
@@ -34,8 +34,8 @@ export class Abandoned extends Error {}
 /**
  * The order writers' use case: a batch of one sale's stream entries becomes MySQL orders. Crash points:
  * MySQL first (the batch in one transaction, order-writer.ts), then Redis (XACK of what MySQL holds, then
- * the entries that can never be orders set aside, dead-letter-4.lua; those of a replaced state are named
- * lost in MySQL before that). Dying before the commit leaves the entries pending: another worker claims
+ * the entries that can never be orders set aside, dead-letter-4.lua; those that are losses are named in
+ * MySQL before that). Dying before the commit leaves the entries pending: another worker claims
  * them. Dying after the commit and before the XACK redelivers the batch, and the writer turns the replay
  * into a no-op (an order per reservation id). Dying before an entry is set aside leaves it pending too:
  * it is refused again at its next delivery (and named again, which changes nothing), and set aside then.
@@ -79,13 +79,13 @@ export class OrderIntake {
       // writer turns the replay into a no-op.
       await inRedis.acknowledge([...outcome.written, ...outcome.replayed].map((r) => r.entryId));
       for (const { reservation, reason } of outcome.rejected) setAside.push({ delivery: rawById.get(reservation.entryId)!, reason });
-      // Entries of a state a rebuild replaced, possible only if Redis lost writes: 202s no store will hold.
-      // Named and counted lost in MySQL before they are set aside (a crash between redelivers them, and
-      // naming one again changes nothing).
-      const stale = outcome.rejected.flatMap(({ reservation, reason }) => (reason === 'STALE_GENERATION' ? [reservation] : []));
-      if (stale.length > 0) {
-        await recordStaleReservationsLost(this.deps.prisma, saleId, stale);
-        logger.error({ saleId, reservations: stale.map((r) => r.reservationId) }, 'entries of a Redis state since rebuilt: answered 202, never orders; named and counted lost');
+      // 202s no store will hold (a state a rebuild replaced, or one that held more stock than MySQL:
+      // possible only when Redis lost writes or fell behind MySQL). Named and counted lost in MySQL before
+      // they are set aside (a crash between redelivers them, and naming one again changes nothing).
+      const lost = outcome.rejected.filter((r): r is { reservation: ReservationEntry; reason: LostRefusal } => isLostRefusal(r.reason));
+      if (lost.length > 0) {
+        await recordRefusalsLost(this.deps.prisma, saleId, lost);
+        logger.error({ saleId, reservations: lost.map((r) => [r.reservation.reservationId, r.reason]) }, 'reservations answered 202 that can never be orders: named and counted lost');
       }
       this.stats.batches += 1;
       this.stats.written += outcome.written.length;
