@@ -44,8 +44,7 @@ export async function recordLostReservations(prisma: PrismaClient | Prisma.Trans
  * purchase makes (hand-written, or a bug), which the dead letters and their alert name.
  */
 export type LostRefusal = Extract<RejectReason, 'STALE_GENERATION' | 'OVER_STOCK'>;
-const LOST_REFUSALS: ReadonlySet<string> = new Set<LostRefusal>(['STALE_GENERATION', 'OVER_STOCK']);
-export const isLostRefusal = (reason: string): reason is LostRefusal => LOST_REFUSALS.has(reason);
+export const isLostRefusal = (reason: string): reason is LostRefusal => reason === 'STALE_GENERATION' || reason === 'OVER_STOCK';
 
 /**
  * Refusals of a worker's batch that are losses (isLostRefusal): named here, and the sale's lost count
