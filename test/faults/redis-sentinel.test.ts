@@ -96,7 +96,7 @@ describe('Redis Sentinel under faults', () => {
     const { ledger, counted } = await freezeMidBurst({});
     // The reservations the old primary ran alone after it was let go were answered 202 and discarded by
     // its demotion; the reconciler counts those its checkpoint saw, which depends on when it looked, and
-    // a worker names those it refuses (STALE_GENERATION). Either counts what Redis accepted, and cannot
+    // a worker names those it refuses (STALE_GENERATION, OVER_STOCK). Either counts what Redis accepted, and cannot
     // tell a 202 from a request whose answer a failing gateway never gave: the bound is the 202s lost plus
     // the requests without a clear answer that became nothing.
     expect(counted).toBeLessThanOrEqual(ledger.lost.length + ledger.unknownBecameNothing);
