@@ -48,8 +48,9 @@ if (config.GATEWAY_WORKERS > 1 && cluster.isPrimary) {
     logger.fatal({ err, port: config.PORT }, 'gateway cannot listen');
     process.exit(1);
   });
-  announceStarted(proc, stores.redis, { port, metricsPort: internalPort.port, worker: cluster.worker?.id }, 'gateway listening');
-
+  // The signals are handled before the line says it listens: whoever starts it (an orchestrator, the
+  // supervisor, a test) may send SIGTERM the moment it reads that line, and a signal with no handler yet
+  // kills the process outright, with no stop and no 'stopped' line.
   stopOnSignal(proc, stores, {
     // /readyz 503 for SHUTDOWN_DRAIN_MS while serving, every connection closed after a whole response,
     // then stop accepting and answer what is in flight (graceful-stop.ts). A request that does not finish
@@ -60,4 +61,5 @@ if (config.GATEWAY_WORKERS > 1 && cluster.isPrimary) {
     },
     internalPort,
   });
+  announceStarted(proc, stores.redis, { port, metricsPort: internalPort.port, worker: cluster.worker?.id }, 'gateway listening');
 }
