@@ -3,11 +3,11 @@ import { createLogger } from '@flashsale/runtime';
 import { newReservationId } from '@flashsale/domain';
 import { reservePurchase, saleKeys, streamBacklog } from '@flashsale/redis-store';
 import { ORDER_WRITERS_GROUP } from '@flashsale/redis-store/testing';
-import { poolConfigFromUrl } from '@flashsale/order-store';
+import { createPrisma, poolConfigFromUrl } from '@flashsale/order-store';
 import { createConnection } from 'mariadb';
 import { createLiveSale, createTestContext, type TestContext } from '../../../test/support/context.ts';
 import { until } from '../../../test/support/until.ts';
-import { ledgerOf, ordersOf, pendingCount, waitForDrain } from '@flashsale/harness';
+import { ledgerOf, ordersOf, pendingCount, startFaultProxy, waitForDrain } from '@flashsale/harness';
 import { OrderWorker, type OrderWorkerOptions } from './order-worker.ts';
 
 const OPTIONS: OrderWorkerOptions = { batchSize: 100, idleMs: 5, claimIdleMs: 200, maxDeliveries: 3, salesRefreshMs: 50, writesInFlight: 2 };
@@ -24,9 +24,9 @@ afterEach(async () => {
   await ctx.close();
 });
 
-function startWorker(options: Partial<OrderWorkerOptions> = {}): OrderWorker {
+function startWorker(options: Partial<OrderWorkerOptions> = {}, prisma = ctx.prisma): OrderWorker {
   const worker = new OrderWorker(
-    { redis: ctx.redis, prisma: ctx.prisma, prefix: ctx.config.REDIS_PREFIX, logger: createLogger('worker-test', 'silent') },
+    { redis: ctx.redis, prisma, prefix: ctx.config.REDIS_PREFIX, logger: createLogger('worker-test', 'silent') },
     { ...OPTIONS, ...options },
   );
   workers.push(worker);
@@ -156,6 +156,41 @@ describe('order worker', () => {
     const row = await ctx.prisma.sale.findUniqueOrThrow({ where: { id: sale.id } });
     expect({ reservations: row.lostReservations, units: row.lostUnits, soldUnits: row.soldUnits }).toEqual({ reservations: 2, units: 3, soldUnits: 0 });
     expect(await ordersOf(ctx.prisma, sale.id)).toEqual([]);
+  });
+
+  it('names the lost entries once MySQL is back when the connection drops as it names them, not at a redelivery it may not get', async () => {
+    const sale = await createLiveSale(ctx, { stock: 10 });
+    const stale = [await reserve(sale.id, 'ann'), await reserve(sale.id, 'bob')];
+    await ctx.prisma.sale.update({ where: { id: sale.id }, data: { redisGeneration: 'rebuilt-since' } });
+    // The worker's MySQL through a proxy that drops every connection the first time the naming's
+    // statement goes by, and takes connections again 300 ms later.
+    let dropped = 0;
+    const proxy = await startFaultProxy(Number(new URL(ctx.config.DATABASE_URL).port || 3306), (chunk) => {
+      if (dropped > 0 || !chunk.includes('lost_reservations')) return 'forward';
+      dropped += 1;
+      setImmediate(() => proxy.cut());
+      setTimeout(() => proxy.restore(), 300);
+      return 'drop';
+    });
+    const url = new URL(ctx.config.DATABASE_URL);
+    url.port = String(proxy.port);
+    const prisma = createPrisma(url.toString(), 2);
+    try {
+      // One delivery only: an entry the naming gave up on would be set aside unnamed at the next one.
+      startWorker({ maxDeliveries: 1 }, prisma);
+      await waitForDrain(ctx.redis, ctx.config.REDIS_PREFIX, sale.id);
+
+      expect(dropped).toBe(1);
+      expect((await deadLetters(sale.id)).map((d) => [d.r, d.reason])).toEqual(stale.map((r) => [r, 'STALE_GENERATION']));
+      const named = await ctx.prisma.lostReservation.findMany({ where: { saleId: sale.id }, orderBy: { userId: 'asc' } });
+      expect(named.map((l) => [l.reservationId, l.reason])).toEqual(stale.map((r) => [r, 'STALE_GENERATION']));
+      const row = await ctx.prisma.sale.findUniqueOrThrow({ where: { id: sale.id } });
+      expect({ reservations: row.lostReservations, units: row.lostUnits }).toEqual({ reservations: 2, units: 2 });
+    } finally {
+      await Promise.all(workers.splice(0).map((w) => w.stop()));
+      await prisma.$disconnect();
+      await proxy.close();
+    }
   });
 
   it('sets aside a malformed entry instead of retrying it forever', async () => {

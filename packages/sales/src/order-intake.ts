@@ -83,8 +83,7 @@ export class OrderIntake {
       // possible only when Redis lost writes or fell behind MySQL). Named and counted lost in MySQL before
       // they are set aside (a crash between redelivers them, and naming one again changes nothing).
       const lost = outcome.rejected.filter((r): r is { reservation: ReservationEntry; reason: LostRefusal } => isLostRefusal(r.reason));
-      if (lost.length > 0) {
-        await recordRefusalsLost(this.deps.prisma, saleId, lost);
+      if (lost.length > 0 && (await this.nameLost(saleId, lost))) {
         logger.error({ saleId, reservations: lost.map((r) => [r.reservation.reservationId, r.reason]) }, 'reservations answered 202 that can never be orders: named and counted lost');
       }
       this.stats.batches += 1;
@@ -104,19 +103,41 @@ export class OrderIntake {
    * entry and the one refused alone is set aside as WRITE_FAILED, so one bad entry cannot stall a sale.
    */
   private async write(saleId: number, reservations: ReservationEntry[]): Promise<WriteOutcome> {
+    return this.untilMysqlTakes(saleId, reservations.length, 'order batch failed', () => writeOrderBatch(this.deps.prisma, saleId, reservations), (error) => {
+      this.deps.logger.error({ err: error, saleId, entries: reservations.length }, 'MySQL refuses an entry of the batch');
+      if (reservations.length > 1) return this.writeOneByOne(saleId, reservations);
+      return { written: [], replayed: [], rejected: [{ reservation: reservations[0]!, reason: 'WRITE_FAILED' }] };
+    });
+  }
+
+  /**
+   * Names and counts lost the batch's refusals that are losses, retried as the batch write is while
+   * MySQL is away or busy: given up, they would come back only at their next delivery, and past
+   * WORKER_MAX_DELIVERIES be set aside unnamed. False when MySQL refuses the names themselves (an error
+   * it would repeat): they are set aside unnamed then, with an error line, rather than stall the sale.
+   */
+  private async nameLost(saleId: number, lost: { reservation: ReservationEntry; reason: LostRefusal }[]): Promise<boolean> {
+    return this.untilMysqlTakes(saleId, lost.length, 'naming lost reservations failed', () => recordRefusalsLost(this.deps.prisma, saleId, lost).then(() => true), (error) => {
+      this.deps.logger.error({ err: error, saleId, reservations: lost.map((r) => [r.reservation.reservationId, r.reason]) }, 'MySQL refuses to name reservations answered 202 that can never be orders; set aside unnamed');
+      return false;
+    });
+  }
+
+  /**
+   * Runs a MySQL write until it succeeds, with backoff, for as long as MySQL is away or busy (lost
+   * connections, lock waits, deadlocks, timeouts), the entries held meanwhile; stopping abandons it
+   * (they stay pending). An error MySQL would repeat for the data itself goes to `refused` instead.
+   */
+  private async untilMysqlTakes<T>(saleId: number, entries: number, failure: string, write: () => Promise<T>, refused: (error: unknown) => T | Promise<T>): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       try {
-        return await writeOrderBatch(this.deps.prisma, saleId, reservations);
+        return await write();
       } catch (error) {
-        if (isPermanentWriteError(error)) {
-          this.deps.logger.error({ err: error, saleId, entries: reservations.length }, 'MySQL refuses an entry of the batch');
-          if (reservations.length > 1) return this.writeOneByOne(saleId, reservations);
-          return { written: [], replayed: [], rejected: [{ reservation: reservations[0]!, reason: 'WRITE_FAILED' }] };
-        }
+        if (isPermanentWriteError(error)) return refused(error);
         this.deps.observer?.writeFailed();
         const mysqlUp = await mysqlAnswers(this.deps.prisma);
-        this.deps.logger.error({ err: error, saleId, entries: reservations.length, attempt, mysqlUp }, 'order batch failed');
-        if (!this.options.stillRunning()) throw new Abandoned('stopping while the batch cannot be written');
+        this.deps.logger.error({ err: error, saleId, entries, attempt, mysqlUp }, failure);
+        if (!this.options.stillRunning()) throw new Abandoned(`stopping while MySQL cannot take it (${failure})`);
         await sleep(backoffMs(attempt));
       }
     }
