@@ -22,6 +22,7 @@ const COMMANDS = [
   'reconciler',
   'db:migrate',
   'services',
+  'preflight',
   'demo',
   'admin',
   'token',

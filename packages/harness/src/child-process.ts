@@ -6,7 +6,8 @@ import { killGroup } from './process-group.ts';
  * whole process group (spawnInGroup) with it.
  */
 export async function killChild(child: ChildProcess | undefined, signal: NodeJS.Signals): Promise<void> {
-  if (!child) return;
+  // A child whose spawn failed has no pid and will never emit 'exit'.
+  if (!child || child.pid === undefined) return;
   if (child.exitCode === null && child.signalCode === null) {
     const exited = new Promise((resolve) => child.once('exit', resolve));
     child.kill(signal);

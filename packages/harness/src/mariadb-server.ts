@@ -3,6 +3,7 @@ import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { killChild } from './child-process.ts';
+import { installHint } from './outside-tools.ts';
 import { spawnInGroup } from './process-group.ts';
 import { createConnection } from 'mariadb';
 import { startOnFreePort, waitUntilServing } from './server-start.ts';
@@ -44,7 +45,7 @@ function freshDataDirectory(datadir: string): void {
     );
     if (install.status !== 0) {
       rmSync(made, { recursive: true, force: true });
-      throw new Error(`mariadb-install-db failed: ${install.stdout}${install.stderr}`);
+      throw new Error(install.error ? `mariadb-install-db could not be started (${install.error.message}); ${installHint('mariadb-install-db')}` : `mariadb-install-db failed: ${install.stdout}${install.stderr}`);
     }
     template = join(made, 'data');
     process.once('exit', () => rmSync(made, { recursive: true, force: true }));

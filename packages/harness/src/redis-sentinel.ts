@@ -81,7 +81,9 @@ function sentinelOnPort(port: number, masterName: string, primaryPort: number, q
     port,
     /** Returns once the sentinel answers as itself; fails at once if it exits first (its port taken meanwhile). */
     async start() {
-      const started = spawnInGroup('redis-sentinel', [config], { stdio: 'ignore' });
+      // redis-server runs as a sentinel with --sentinel: Debian's redis-sentinel package is the same
+      // program under another name, and a machine with redis-server need not have it.
+      const started = spawnInGroup('redis-server', [config, '--sentinel'], { stdio: 'ignore' });
       child = started;
       await waitUntilServing(started, `redis-sentinel on ${port}`, START_TIMEOUT_MS, () => servedBy(`redis://127.0.0.1:${port}`, started.pid));
     },

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { spawnInGroup } from './process-group.ts';
-import { ExitedAtStart, startOnFreePort, waitUntilServing, type ProbeResult } from './server-start.ts';
+import { ExitedAtStart, SpawnFailed, startOnFreePort, waitUntilServing, type ProbeResult } from './server-start.ts';
 
 const running = () => spawnInGroup('sleep', ['60'], { stdio: 'ignore' });
 const exitedWith = (child: ReturnType<typeof running>) => child.exitCode ?? child.signalCode;
@@ -27,6 +27,21 @@ describe('waitUntilServing', () => {
     const failure = waitUntilServing(child, 'a server', 60_000, () => Promise.reject(new Error('refused')), () => 'the last words');
     await expect(failure).rejects.toThrow(ExitedAtStart);
     await expect(failure).rejects.toThrow('a server exited (3) before it answered; its log ends:\nthe last words');
+  });
+
+  it('fails at once, naming the binary and its Debian package, when the binary cannot be started', async () => {
+    const child = spawnInGroup('redis-sentinel-not-installed', ['x.conf'], { stdio: 'ignore' });
+    const started = Date.now();
+    const failure = waitUntilServing(child, 'a sentinel', 60_000, async (): Promise<ProbeResult> => ({ kind: 'not-yet' }));
+    await expect(failure).rejects.toThrow(SpawnFailed);
+    await expect(failure).rejects.toThrow('a sentinel: redis-sentinel-not-installed could not be started (ENOENT); redis-sentinel-not-installed is not in the suite');
+    expect(Date.now() - started).toBeLessThan(60_000);
+  });
+
+  it('names the package of a listed binary that a PATH lacks', async () => {
+    const child = spawnInGroup('wrk', ['--version'], { stdio: 'ignore', env: { PATH: '/nonexistent' } });
+    const failure = waitUntilServing(child, 'a load', 60_000, async (): Promise<ProbeResult> => ({ kind: 'not-yet' }));
+    await expect(failure).rejects.toThrow("a load: wrk could not be started (ENOENT); it comes with Debian's package wrk (apt-get install -y wrk)");
   });
 
   it('gives up after its time, killing the child, with a plain error', async () => {

@@ -2,6 +2,7 @@ import type { ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { killChild } from './child-process.ts';
+import { installHint } from './outside-tools.ts';
 
 /** A free TCP port on loopback, as the kernel hands it out. */
 export function freePort(): Promise<number> {
@@ -17,6 +18,9 @@ export function freePort(): Promise<number> {
 
 /** A server that exited before it answered: nothing listens, and waiting longer cannot help. */
 export class ExitedAtStart extends Error {}
+
+/** A server whose binary could not be started at all (not on PATH, not executable): no port can help either. */
+export class SpawnFailed extends Error {}
 
 /** First starts on a fresh port, when the server exits at once. */
 const FIRST_START_ATTEMPTS = 5;
@@ -54,9 +58,19 @@ export async function waitUntilServing(child: ChildProcess, name: string, timeou
   child.once('exit', (code, signal) => {
     exited = code ?? signal;
   });
+  // A spawn that fails (ENOENT, EACCES) emits 'error' and never 'exit': without this the wait would run
+  // out its whole time on a binary that was never there.
+  let spawnError: (Error & { code?: string; path?: string }) | undefined;
+  child.once('error', (error) => {
+    spawnError = error;
+  });
   const tail = () => (log() ? `; its log ends:\n${log()}` : '');
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
+    if (spawnError) {
+      const binary = child.spawnfile;
+      throw new SpawnFailed(`${name}: ${binary} could not be started (${spawnError.code ?? spawnError.message}); ${installHint(binary)}`);
+    }
     if (exited !== undefined) throw new ExitedAtStart(`${name} exited (${exited}) before it answered${tail()}`);
     const found = await probe().catch((): ProbeResult => ({ kind: 'not-yet' }));
     if (found.kind === 'ours') return;
