@@ -48,10 +48,23 @@ export default tseslint.config(
   },
   {
     // The dashboard's page script: a classic browser script (no modules, no build step).
-    files: ['apps/gateway/public/**/*.js'],
+    files: ['apps/gateway/public/admin/**/*.js'],
     languageOptions: {
       sourceType: 'script',
       globals: { document: 'readonly', window: 'readonly', location: 'readonly', fetch: 'readonly', EventSource: 'readonly', setTimeout: 'readonly', confirm: 'readonly' },
+    },
+  },
+  {
+    // The buyer's page: ES modules the browser loads as they are (buyer-api.js also runs in Node tests),
+    // and its proof-of-work worker.
+    files: ['apps/gateway/public/buyer/**/*.js'],
+    languageOptions: {
+      sourceType: 'module',
+      globals: {
+        document: 'readonly', window: 'readonly', location: 'readonly', history: 'readonly', navigator: 'readonly', localStorage: 'readonly',
+        fetch: 'readonly', setTimeout: 'readonly', setInterval: 'readonly', clearInterval: 'readonly', Option: 'readonly', Worker: 'readonly',
+        URL: 'readonly', btoa: 'readonly', atob: 'readonly', self: 'readonly', crypto: 'readonly', performance: 'readonly', TextEncoder: 'readonly',
+      },
     },
   },
 );

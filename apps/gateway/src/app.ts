@@ -15,6 +15,7 @@ import { createAdminGuard } from './dashboard/admin-guard.ts';
 import { dashboardRouter, type DashboardParts } from './dashboard/dashboard.route.ts';
 import { healthRouter } from './routes/health.route.ts';
 import { openApiRouter } from './routes/openapi.route.ts';
+import { buyerPageRouter } from './buyer-page/buyer-page.route.ts';
 import type { BuyerGate } from './buyer-gate.ts';
 import type { GatewayMetrics } from './metrics.ts';
 import { addressBudget, type RequestLimits } from './request-limits.ts';
@@ -65,6 +66,7 @@ export function createApp(deps: GatewayDeps, { buyerOf, buyingLimits, queueLimit
   app.use(dashboardRouter(deps, dashboard, adminGuard));
   app.use(healthRouter(deps));
   app.use(openApiRouter());
+  app.use(buyerPageRouter(deps, buyerOf, buyingLimits, door));
   app.use(notFound);
   app.use(errorHandler(fail));
   return app;

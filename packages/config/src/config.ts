@@ -379,6 +379,26 @@ const schema = z
         'must be host or host:port values, comma-separated (or *)',
       )
       .optional(),
+    /**
+     * Where the buyer's page (GET /s/:saleId) sends a buyer to pay an order, a URL with `{reservationId}`
+     * in it (the shop's checkout). Unset: outside production the page pays through the demo's payment
+     * provider; in production it says the shop will ask for the payment.
+     */
+    BUYER_PAGE_PAYMENT_URL: z
+      .string()
+      .max(2048)
+      .refine((url) => /^https?:\/\/[^\s]+$/.test(url) && url.includes('{reservationId}'), 'must be an http(s) URL with {reservationId} in it')
+      .optional(),
+    /**
+     * Where the buyer's page sends a buyer who has no token (the shop's sign-in), a URL that may hold
+     * `{return}` (the page's own address, to come back to). Unset: outside production the page offers a
+     * development sign-in; in production it asks the buyer to sign in at the shop.
+     */
+    BUYER_PAGE_SIGN_IN_URL: z
+      .string()
+      .max(2048)
+      .refine((url) => /^https?:\/\/[^\s]+$/.test(url), 'must be an http(s) URL')
+      .optional(),
     /** How often the dashboard's live view of a sale is read and pushed (once for all its viewers), default 1000 ms. */
     DASHBOARD_INTERVAL_MS: intFrom(100, 60_000).default(1000),
     /**

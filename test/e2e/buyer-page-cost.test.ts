@@ -1,0 +1,133 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buyerToken, startRedisServer, type RedisServer } from '@flashsale/harness';
+import { createTestContext, redisNow, type TestContext } from '../support/context.ts';
+import { commandCounts, commandsBetween } from '../support/command-stats.ts';
+import { startGateway, type TestGateway } from '../support/gateway.ts';
+import { createQueuedSale } from '../support/door.ts';
+import { until } from '../support/until.ts';
+
+// 500 buyer pages waiting on one gateway, each running the page's own waiting code (public/buyer/
+// buyer-api.js, the module the page imports) in Node: what their polls cost Redis, counted by a
+// redis-server of the test's own (nothing else talks to it), and whether each page waits as long as
+// every answer's Retry-After asks before it asks again.
+
+interface Answer {
+  status: number;
+  body: { state: string; ticket: string | null } | null;
+  retryAfter: number | null;
+}
+interface BuyerApiModule {
+  createBuyerApi(options: { base: string; saleId: number; token: string; fetchImpl: typeof fetch }): { join(): Promise<Answer>; status(ticket: string | null): Promise<Answer> };
+  waitInLine(options: {
+    api: { status(ticket: string | null): Promise<Answer> };
+    tickets: { get(): string | null; set(ticket: string): void };
+    sleep(ms: number): Promise<unknown>;
+    onAnswer?(answer: Answer): void;
+  }): Promise<Answer>;
+}
+const PAGES = 500;
+const WATCH_MS = 12_000;
+
+let server: RedisServer;
+let ctx: TestContext;
+let gateway: TestGateway;
+
+beforeAll(async () => {
+  server = await startRedisServer();
+  // One client address for 500 pages: the per-address budgets off, as behind a proxy that caps.
+  ctx = createTestContext({ REDIS_URL: server.url, DOOR_FRONTIER_MAX_AGE_MS: '5000', RATE_LIMIT_PER_ADDRESS_PER_SECOND: '0', MAX_CONNECTIONS_PER_ADDRESS: '0' });
+  gateway = await startGateway(ctx);
+  // The gateway's one Redis reader on a timer (the dashboard history) would be counted with the polls.
+  await gateway.gateway.history.stop();
+});
+afterAll(async () => {
+  await gateway.close();
+  await ctx.close();
+  await server.stop();
+});
+
+describe('500 buyer pages waiting on one gateway', () => {
+  it('poll with their tickets at no Redis call of their own, and never sooner than the Retry-After of the answer before', async () => {
+    const buyerApi = (await import(new URL('../../apps/gateway/public/buyer/buyer-api.js', import.meta.url).href)) as BuyerApiModule;
+    // One unit, one admitted buyer holding it (noShowFactor 1): everyone else waits, told when to ask again.
+    const { id, startsAt } = await createQueuedSale(ctx, gateway.url, { stock: 1, startsIn: 2000, admitPerSecond: 50, noShowFactor: 1 });
+    const requests: { page: number; at: number; retryAfter: number | null; status: number }[] = [];
+    const pages = Array.from({ length: PAGES }, (_, page) => {
+      const fetchImpl: typeof fetch = async (input, init) => {
+        const res = await fetch(input, init);
+        requests.push({ page, at: performance.now(), retryAfter: res.headers.has('retry-after') ? Number(res.headers.get('retry-after')) : null, status: res.status });
+        return res;
+      };
+      let ticket: string | null = null;
+      return { api: buyerApi.createBuyerApi({ base: gateway.url, saleId: id, token: buyerToken(`cost-page-${page}`), fetchImpl }), tickets: { get: () => ticket, set: (value: string) => void (ticket = value) } };
+    });
+    for (const page of pages) {
+      const joined = await page.api.join();
+      expect(joined.status).toBe(200);
+      page.tickets.set(joined.body!.ticket!);
+    }
+    await until(() => redisNow(ctx.redis), (now) => now >= startsAt + 200);
+
+    let stopping = false;
+    const polls = { count: 0 };
+    const before = await commandCounts(server.url);
+    const started = performance.now();
+    // Each page waits as the page does, until it is admitted or the watch is over (its sleep ends early then).
+    const sleepers = new Set<() => void>();
+    const sleep = (ms: number) =>
+      new Promise<void>((resolve) => {
+        if (stopping) return resolve();
+        const timer = setTimeout(() => {
+          sleepers.delete(wake);
+          resolve();
+        }, ms);
+        const wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+        sleepers.add(wake);
+      });
+    const watching = pages.map((page) =>
+      buyerApi.waitInLine({
+        api: { status: (ticket) => (stopping ? Promise.resolve({ status: 0, body: null, retryAfter: null }) : page.api.status(ticket)) },
+        tickets: page.tickets,
+        sleep,
+        onAnswer: (answer) => {
+          if (answer.status === 200) polls.count += 1;
+        },
+      }),
+    );
+    await new Promise((resolve) => setTimeout(resolve, WATCH_MS));
+    stopping = true;
+    for (const wake of sleepers) wake();
+    const outcomes = await Promise.all(watching);
+    const after = await commandCounts(server.url);
+    const elapsedMs = performance.now() - started;
+
+    // Polls: the first of each page, then each as often as Retry-After lets it within the watch.
+    expect(polls.count).toBeGreaterThanOrEqual(PAGES * 2);
+    // One page was admitted (the unit's holder); the others waited the whole watch.
+    expect(outcomes.filter((o) => o.body?.state === 'admitted')).toHaveLength(1);
+    // No poll cost a call of its own (no place read: zrank, zscore); only the door's refresh, once per
+    // DOOR_FRONTIER_MAX_AGE_MS whoever asks, and the one turn given (a script call).
+    const calls = commandsBetween(before, after);
+    expect(calls.zrank ?? 0).toBe(0);
+    expect(calls.zscore ?? 0).toBe(0);
+    expect(calls.evalsha ?? 0).toBeLessThanOrEqual(Math.floor(elapsedMs / 5000) + 2);
+
+    // Every page's next request came no sooner than the answer before it allowed.
+    const byPage = new Map<number, typeof requests>();
+    for (const request of requests) byPage.set(request.page, [...(byPage.get(request.page) ?? []), request]);
+    let checked = 0;
+    for (const asked of byPage.values()) {
+      for (let i = 1; i < asked.length; i++) {
+        // Measured between the two answers' arrivals: a request leaves after the sleep, so its answer
+        // arrives later still.
+        expect(asked[i]!.at - asked[i - 1]!.at).toBeGreaterThanOrEqual(asked[i - 1]!.retryAfter! * 1000);
+        checked += 1;
+      }
+    }
+    expect(checked).toBeGreaterThanOrEqual(PAGES);
+    console.log(`${PAGES} pages, ${polls.count} polls in ${Math.round(elapsedMs)} ms: Redis calls ${JSON.stringify(calls)}`);
+  });
+});
