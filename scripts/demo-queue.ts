@@ -78,6 +78,7 @@ export async function runQueueDemo(input: QueueDemoInput): Promise<{ failed: boo
   const saleId = created.body.id as number;
   say(`sale #${saleId} starts at ${new Date(startsAt).toLocaleTimeString()}; its waiting room is open from a minute before`);
   say(`its waiting room on the dashboard: ${input.gatewayUrl}/admin/#sale=${saleId}`);
+  say(`its page for buyers: ${input.gatewayUrl}/s/${saleId} (outside production it offers a development sign-in)`);
 
   input.step(`pre-queue: ${EARLY} buyers join before the start, one after another`);
   for (const b of buyers.slice(0, EARLY)) await join(b);

@@ -33,6 +33,7 @@ import {
 import { ensureServicesOrExit } from '../infra/ensure-services.ts';
 import { runLifecycle } from './demo-lifecycle.ts';
 import { runQueueDemo } from './demo-queue.ts';
+import { screenshotBuyerPage } from './demo-buyer-page.ts';
 
 const STOCK = 1000;
 const BUYERS = 3000;
@@ -57,7 +58,9 @@ Its own database (<DATABASE_URL's>_demo) and Redis prefix (demo).
   --screenshot <f>    save a screenshot of the dashboard mid-sale to f (Debian's chromium; paces at 150/s)
   --queue             instead, a sale behind a waiting room, from the pre-queue to sold out: the draw at
                       the start, admission at the door's rate within the stock, an abandoned turn, a
-                      cancelled unit going to the next in line, sold_out told to everyone still waiting`,
+                      cancelled unit going to the next in line, sold_out told to everyone still waiting;
+                      with --screenshot <f>, the buyer's page on a queued sale of its own: mid-queue to
+                      f, at the receipt to f with -receipt before its extension`,
   options: { keep: { type: 'boolean', default: false }, pace: { type: 'string' }, screenshot: { type: 'string' }, queue: { type: 'boolean', default: false } },
 } as const;
 const { values: options } = parseCommandLine(COMMAND);
@@ -69,7 +72,7 @@ const pace = options.pace !== undefined ? Number(options.pace) : screenshotPath 
 // A paced crowd takes a while: every winner still has the window's 15 s after the last purchase.
 const paymentWindowSeconds = PAYMENT_WINDOW_SECONDS + (pace === undefined ? 0 : Math.ceil((BUYERS * ATTEMPTS_PER_BUYER) / pace));
 if (pace !== undefined && !(Number.isInteger(pace) && pace > 0)) exitWithUsage(COMMAND, `--pace must be a whole number of purchases a second, not ${options.pace}`);
-if (options.queue && (options.keep || pace !== undefined)) exitWithUsage(COMMAND, '--queue runs a demo of its own: without --keep, --pace or --screenshot');
+if (options.queue && (options.keep || options.pace !== undefined)) exitWithUsage(COMMAND, '--queue runs a demo of its own: without --keep or --pace');
 
 const config = loadConfig();
 // One Redis (REDIS_URL), or a Redis Cluster when REDIS_CLUSTER_NODES is set: the processes are told the same.
@@ -107,6 +110,16 @@ try {
   console.log(`gateway ${gateway.url} (pid ${gateway.child.pid}), workers pid ${workers.map((w) => w.child.pid).join(', ')}, reconciler pid ${reconciler.child.pid}`);
   if (options.queue) {
     failed = (await runQueueDemo({ gatewayUrl: gateway.url, redis, prisma, prefix, adminToken: config.ADMIN_TOKEN, webhookSecret: config.PAYMENT_WEBHOOK_SECRET, step })).failed;
+    if (screenshotPath !== undefined) {
+      step("the buyer's page: mid-queue and at the receipt, in headless Chromium");
+      const say = (line: string) => console.log(line);
+      // Settled into a line of the report either way: a failed screenshot must not take the demo down with its processes up.
+      const shots = await screenshotBuyerPage({ gatewayUrl: gateway.url, redis, adminToken: config.ADMIN_TOKEN, authSecret: config.AUTH_SECRET, path: screenshotPath, say }).then(
+        (paths) => paths.join(' and '),
+        (error: unknown) => `not taken: ${(error as Error).message}`,
+      );
+      console.log(`screenshots of the buyer's page: ${shots}`);
+    }
   } else {
     step(`sale: ${STOCK} units, at most 2 per buyer`);
     const admin = createHttpClient(gateway.url, 2);

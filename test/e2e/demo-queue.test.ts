@@ -28,6 +28,7 @@ describe('npm run demo -- --queue', () => {
 
     expect(run.code, `${out.slice(-3000)}\n${run.stderr.slice(-2000)}`).toBe(0);
     expect(out).toContain('== a queued sale: 8 units, 1 per buyer, behind a waiting room that admits 4 a second');
+    expect(out).toMatch(/its page for buyers: http:\/\/127\.0\.0\.1:\d+\/s\/\d+ \(outside production it offers a development sign-in\)\n/);
     expect(out).toMatch(/early-1 joined first: "waiting", no place yet/);
     expect(out).toContain('early-1 tries to buy anyway: 403 SALE_NOT_STARTED');
     expect(out).toMatch(/places by join order: early-1 #\d+, early-2 #\d+/);

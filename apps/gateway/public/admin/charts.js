@@ -8,6 +8,8 @@
   const WIDTH = 460;
   const HEIGHT = 178;
   const MARGIN = { top: 18, right: 12, bottom: 24, left: 46 };
+  /** A tick label's character, wide (digits and colons of the axis's font size, dashboard.css): used to keep labels inside. */
+  const X_LABEL_CHAR_WIDTH = 7;
   /** The shortest time span an axis shows: a chart drawn from its first points still has a time scale. */
   const MIN_SPAN_MS = 10_000;
   const TIME_STEPS = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200].map((s) => s * 1000);
@@ -71,7 +73,10 @@
     const timeStep = TIME_STEPS.find((s) => (end - start) / s <= 6) || TIME_STEPS[TIME_STEPS.length - 1];
     for (let ms = Math.ceil(start / timeStep) * timeStep; ms <= end; ms += timeStep) {
       axes.append(svg('line', { x1: x(ms), x2: x(ms), y1: MARGIN.top + plotHeight, y2: MARGIN.top + plotHeight + 4, class: 'baseline' }));
-      axes.append(svg('text', { x: x(ms), y: HEIGHT - 6, 'text-anchor': 'middle', class: 'tick x-tick' }, formatTime(ms, timeStep < 60_000)));
+      // A label centred on a tick near the right edge would run past it ("02:27:3"): it ends at the edge instead.
+      const label = formatTime(ms, timeStep < 60_000);
+      const atEdge = x(ms) + (label.length * X_LABEL_CHAR_WIDTH) / 2 > WIDTH;
+      axes.append(svg('text', { x: atEdge ? WIDTH - 1 : x(ms), y: HEIGHT - 6, 'text-anchor': atEdge ? 'end' : 'middle', class: 'tick x-tick' }, label));
     }
     axes.append(svg('line', { x1: MARGIN.left, x2: MARGIN.left, y1: MARGIN.top, y2: MARGIN.top + plotHeight, class: 'baseline' }));
     chart.append(axes);

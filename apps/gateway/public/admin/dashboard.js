@@ -14,6 +14,9 @@ let shownSale = null;
 // The history the stream opened with, extended by every push: { stepMs, windowMs, sale, process }, each
 // series set { t: [epoch ms], series: { name: [value or null] } } (sale-history.ts on the gateway).
 let history = null;
+// The shown sale's last view: its row in the list shows the same read as the header and the ledger,
+// whichever of the two topics' pushes came last.
+let saleSnapshot = null;
 
 function el(tag, text, className) {
   const node = document.createElement(tag);
@@ -70,6 +73,7 @@ function openStream() {
   const saleId = selectedSaleId();
   shownSale = saleId;
   history = null;
+  saleSnapshot = null;
   resetVerdict();
   renderDoor(null);
   // Another sale may draw other charts (a queued sale's waiting room): none of the last one's stays.
@@ -117,7 +121,9 @@ function renderOverview(view) {
     if (sale.id === shownSale) row.className = 'selected';
     const status = el('td');
     status.append(el('span', statusInWords(sale.status), `badge ${sale.status}`));
-    row.append(el('td', sale.id), el('td', sale.name), status, el('td', `${sale.remaining} / ${sale.stock}`), el('td', new Date(sale.endsAt).toLocaleString()));
+    const remaining = el('td', undefined, 'remaining');
+    row.append(el('td', sale.id), el('td', sale.name), status, remaining, el('td', new Date(sale.endsAt).toLocaleString()));
+    showRemaining(remaining, saleSnapshot && saleSnapshot.id === sale.id ? saleSnapshot : sale);
     row.addEventListener('click', () => (location.hash = `sale=${sale.id}`));
     return row;
   });
@@ -141,6 +147,11 @@ function renderOverview(view) {
   }
 }
 
+function showRemaining(cell, sale) {
+  cell.textContent = `${sale.remaining} / ${sale.stock}`;
+  cell.dataset.remaining = String(sale.remaining);
+}
+
 function renderSale(view) {
   if (view.error) {
     $('view-error').textContent = `Figures not updated at ${formatTime(Date.now())}: ${view.error}. They are read again every moment.`;
@@ -155,8 +166,12 @@ function renderSale(view) {
   $('sale-terms').textContent =
     `${new Date(sale.startsAt).toLocaleString()} → ${new Date(sale.endsAt).toLocaleString()} · up to ${sale.perUserLimit} per buyer` +
     ` · at most ${sale.maxOrdersPerBuyer} orders per buyer, ${sale.rebuyCooldownSeconds} s wait after a second cancel or expiry`;
+  saleSnapshot = sale;
+  const row = document.querySelector(`#sales tr[data-sale-id="${sale.id}"] td.remaining`);
+  if (row) showRemaining(row, sale);
   $('remaining-text').textContent = `${sale.remaining} of ${sale.stock} left`;
   $('remaining-text').dataset.remaining = String(sale.remaining);
+  $('figures-at').textContent = `Figures as of ${formatTime(view.at)}, one read for the header, the list and the ledger.`;
   $('remaining-bar').style.width = `${sale.stock > 0 ? Math.max(0, (100 * sale.remaining) / sale.stock) : 0}%`;
   if (history) {
     appendPoints(history, 'sale', view.history);
@@ -226,7 +241,7 @@ function drawCharts() {
   }
   const minutes = Math.round(history.windowMs / 60_000);
   $('history-note').textContent = history.sale && history.sale.t.length
-    ? `Charts since ${formatTime(history.sale.t[0])} (a point every ${history.stepMs / 1000} s, kept ${minutes} min by the gateway process serving this page).`
+    ? `Charts since ${formatTime(history.sale.t[0])}, last point ${formatTime(history.sale.t[history.sale.t.length - 1])} (a point every ${history.stepMs / 1000} s, kept ${minutes} min by the gateway process serving this page).`
     : `No history of this sale yet: the gateway keeps the last ${minutes} min of each live sale.`;
 }
 

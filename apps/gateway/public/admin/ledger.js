@@ -61,6 +61,10 @@ let unbalancedReads = 0;
 // A new page of a sale starts with no read behind it.
 function resetVerdict() {
   unbalancedReads = 0;
+  const verdict = $('verdict');
+  verdict.className = 'verdict judging';
+  verdict.dataset.balanced = '';
+  verdict.textContent = 'judging: no figures yet';
 }
 
 // One line: the ledger balances, or what does not.
@@ -78,7 +82,13 @@ function renderVerdict(stats) {
   }
   if (stats.audit && stats.audit.drift !== 0) problems.push(`the last audit found a drift of ${stats.audit.drift} units`);
   unbalancedReads = problems.length === 0 ? 0 : unbalancedReads + 1;
-  if (unbalancedReads === 1) return;
+  if (unbalancedReads === 1) {
+    // Not judged on one read: said so, with what is moving, rather than an empty line.
+    verdict.className = 'verdict judging';
+    verdict.dataset.balanced = '';
+    verdict.textContent = `judging: ${count(stats.inFlight)} in flight`;
+    return;
+  }
   const balanced = problems.length === 0;
   verdict.className = `verdict ${balanced ? 'ok' : 'bad'}`;
   verdict.dataset.balanced = String(balanced);

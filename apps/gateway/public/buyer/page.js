@@ -271,6 +271,8 @@ async function followOrder(reservationId) {
     } else if (order.status === 'created') {
       if ($('state').dataset.state !== 'payment') showPayment(order, () => (paying = true));
     } else if (order.status === 'paid') {
+      // The stock left, as the receipt is shown: this buyer's units are gone from it.
+      await refreshSale();
       return showReceipt(order);
     } else {
       const words = { expired: 'The time to pay ran out; the unit went back on sale.', cancelled: 'This order was cancelled.', rejected: 'This reservation could not become an order.', lost: 'This reservation was lost by the shop; it will contact you.' };
@@ -304,7 +306,7 @@ function showPayment(order, onPay) {
 }
 
 function showReceipt(order) {
-  show('receipt', 'Thank you: your order is paid', `Order ${order.orderId}, ${order.quantity} unit${order.quantity === 1 ? '' : 's'} of ${sale.name}.`, { focus: true });
+  show('receipt', 'Thank you: your order is paid', `${order.quantity} unit${order.quantity === 1 ? '' : 's'} of ${sale.name}. Keep the order number below.`, { focus: true });
   $('receipt-order').textContent = order.orderId;
   $('receipt-quantity').textContent = String(order.quantity);
   $('receipt-status').textContent = 'paid';
@@ -448,6 +450,7 @@ async function turn(answer) {
   // Showing up: the door gives the full turn to a buyer who is there (its answer says until when).
   const here = await ask(() => api.here(saved.ticket.get()));
   const until = Date.parse(here.status === 200 && here.body?.admittedUntil ? here.body.admittedUntil : answer.body.admittedUntil);
+  await refreshSale();
   show('turn', 'It is your turn', 'Buy now, before your turn runs out.', { focus: true });
   countdown(until, 'Your turn ends in');
   showBuyForm(sale.perUserLimit);

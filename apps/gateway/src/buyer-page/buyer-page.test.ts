@@ -1,3 +1,4 @@
+import { createHash, createHmac, randomBytes, randomInt } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { get } from 'node:http';
 import { createRequire } from 'node:module';
@@ -367,6 +368,39 @@ describe('the buyer page', () => {
       await expect.poll(() => page.isHidden('#offline'), { timeout: 60_000 }).toBe(true);
       expect(await page.textContent('#position')).toBe('1');
       expect(await stateOf(page)).toBe('waiting');
+    });
+  });
+
+  it("solves the door's proof of work in ALTCHA's format in the page's Web Worker, reporting progress, into the payload the door takes", async () => {
+    const sale = await createLiveSale(ctx);
+    // A challenge as ALTCHA's server makes one: SHA-256 of salt + a secret number, the challenge signed.
+    const maxnumber = 50_000;
+    const number = randomInt(20_000, maxnumber);
+    const salt = `${randomBytes(12).toString('hex')}?expires=${Math.floor(Date.now() / 1000) + 300}`;
+    const challengeHash = createHash('sha256').update(`${salt}${number}`).digest('hex');
+    const challenge = { algorithm: 'SHA-256', challenge: challengeHash, salt, signature: createHmac('sha256', 'test-key').update(challengeHash).digest('hex'), maxnumber };
+    await withPage(async (page) => {
+      await page.goto(`${gateway.url}/s/${sale.id}`);
+      await untilState(page, 'sign_in');
+      const html = await (await fetch(`${gateway.url}/s/${sale.id}`)).text();
+      const pageJs = await (await fetch(`${gateway.url}${/src="(\/s\/assets\/page\.[0-9a-f]{12}\.js)"/.exec(html)![1]}`)).text();
+      const workerUrl = `/s/assets/${/'\.\/(pow-worker\.[0-9a-f]{12}\.js)'/.exec(pageJs)![1]}`;
+      const apiUrl = `/s/assets/${/'\.\/(buyer-api\.[0-9a-f]{12}\.js)'/.exec(pageJs)![1]}`;
+      const solved = await page.evaluate<{ progress: number[]; number: number; payload: string }>(`new Promise((resolve, reject) => {
+        const worker = new Worker(${JSON.stringify(workerUrl)});
+        const progress = [];
+        worker.onmessage = async ({ data }) => {
+          if (data.progress !== undefined) return void progress.push(data.progress);
+          if (data.error) return reject(new Error(data.error));
+          const { altchaPayload } = await import(${JSON.stringify(apiUrl)});
+          resolve({ progress, number: data.number, payload: altchaPayload(${JSON.stringify(challenge)}, data.number) });
+        };
+        worker.postMessage(${JSON.stringify(challenge)});
+      })`);
+      expect(solved.number).toBe(number);
+      expect(solved.progress.length).toBeGreaterThanOrEqual(10);
+      expect(solved.progress.every((p, i) => p >= 0 && p < 1 && (i === 0 || p > solved.progress[i - 1]!))).toBe(true);
+      expect(JSON.parse(Buffer.from(solved.payload, 'base64').toString('utf8'))).toEqual({ algorithm: 'SHA-256', challenge: challengeHash, number, salt, signature: challenge.signature });
     });
   });
 });

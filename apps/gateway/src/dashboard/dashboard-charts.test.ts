@@ -119,7 +119,7 @@ describe('the dashboard charts', () => {
       expect(after.points).toBeGreaterThanOrEqual(before);
       expect(after.lines.remaining!.first).toBe(100);
       await expect.poll(async () => (await chart(page, 'chart-remaining')).lines.remaining?.last, { timeout: 60_000 }).toBe(40);
-      expect(await page.textContent('#history-note')).toMatch(/^Charts since \d{2}:\d{2}:\d{2} \(a point every 0\.2 s, kept 2 min/);
+      expect(await page.textContent('#history-note')).toMatch(/^Charts since \d{2}:\d{2}:\d{2}, last point \d{2}:\d{2}:\d{2} \(a point every 0\.2 s, kept 2 min/);
     });
   });
 });
@@ -156,6 +156,51 @@ describe('the dashboard ledger', () => {
       await expect.poll(() => page.getAttribute('#verdict', 'data-balanced'), { timeout: 60_000 }).toBe('false');
       expect(await page.textContent('#verdict')).toBe('Ledger does not balance: remaining 31 + live orders 0 + on their way back 0 = 31 units, stock 30 (12 in flight).');
       expect(await page.getAttribute('#verdict', 'class')).toBe('verdict bad');
+    });
+  });
+
+  it('reads every panel from one snapshot per refresh: the header, the list and the ledger show one remaining; the verdict says "judging" rather than nothing; no x-axis label runs past its chart', async () => {
+    const sale = await createLiveSale(ctx, { stock: 400, name: 'One snapshot' });
+    await withPage(async (page) => {
+      await openSale(page, sale.id);
+      await page.waitForSelector('#ledger td[data-field="remaining"][data-value="400"]');
+      // Read in one evaluation, between two pushes or right after one: never two figures side by side.
+      const panels = () =>
+        page.evaluate<{ header: string | null; list: string | null; ledger: string | null; verdict: string; at: string }>(`(() => ({
+          header: document.getElementById('remaining-text').dataset.remaining ?? null,
+          list: document.querySelector('#sales tr[data-sale-id="${sale.id}"] td:nth-child(4)')?.textContent.split(' / ')[0] ?? null,
+          ledger: document.querySelector('#ledger td[data-field="remaining"]')?.dataset.value ?? null,
+          verdict: document.getElementById('verdict').textContent,
+          at: document.getElementById('figures-at')?.textContent ?? '',
+        }))()`);
+      const seen: Awaited<ReturnType<typeof panels>>[] = [];
+      const watching = (async () => {
+        for (let i = 0; i < 120; i++) {
+          seen.push(await panels());
+          await page.waitForTimeout(25);
+        }
+      })();
+      // Waves of buyers while the page refreshes every 200 ms, without a worker: entries stay in flight.
+      for (let wave = 0; wave < 5; wave++) {
+        expect((await purchaseBurst(gateway.url, sale.id, buyers(sale.id, `snap-${wave}`, 60))).accepted.size).toBe(60);
+        await page.waitForTimeout(300);
+      }
+      await watching;
+      const moments = seen.filter((s) => s.list !== null);
+      expect(moments.length).toBeGreaterThan(60);
+      for (const moment of moments) expect({ header: moment.header, list: moment.list }).toEqual({ header: moment.ledger, list: moment.ledger });
+      expect(new Set(moments.map((m) => m.ledger)).size).toBeGreaterThanOrEqual(3);
+      for (const moment of moments) {
+        expect(moment.verdict).toMatch(/^(Ledger balanced so far: nothing oversold, [\d,]+ entries in flight\.|Ledger balanced: .*|judging: [\d,]+ in flight)$/);
+        expect(moment.at).toMatch(/^Figures as of \d{2}:\d{2}:\d{2}, one read for the header, the list and the ledger\.$/);
+      }
+      expect(await page.textContent('#history-note')).toMatch(/, last point \d{2}:\d{2}:\d{2} \(/);
+
+      // Every x-axis label inside its chart's drawing, the last one too.
+      for (const id of ['chart-remaining', 'chart-accepted', 'chart-backlog']) {
+        const outside = await page.evaluate<string[]>(`[...document.querySelectorAll('#${id} svg .x-tick')].filter((t) => { const b = t.getBBox(); return b.x < 0 || b.x + b.width > 460.5; }).map((t) => t.textContent)`);
+        expect({ id, outside }).toEqual({ id, outside: [] });
+      }
     });
   });
 });

@@ -12,7 +12,7 @@ import { readDoorPanel } from './door-view.ts';
  * (`dashboardPrisma`, DASHBOARD_DB_POOL_SIZE), never the buyers' (GATEWAY_DB_POOL_SIZE):
  * - `overview`: the newest sales with their live state, the BullMQ queues' counts (the queue view), this
  *   process's purchases per second by outcome and latency (the history's newest point);
- * - `sale:<id>`: the sale, its ledger as GET .../stats answers it, the stream's backlog (lag: not yet
+ * - `sale:<id>`: the sale (its remaining the ledger's own read), its ledger as GET .../stats answers it, the stream's backlog (lag: not yet
  *   delivered; pending: delivered, not written), units accepted per second (from Redis: every
  *   gateway's), the last dead letters by reason, its reconciliation job, its door (a queued sale:
  *   door-view.ts; null for an open one), and the newest points of its history and the process's (the
@@ -42,7 +42,11 @@ export function createLiveViews(deps: GatewayDeps, history: SaleHistory) {
     const door = await readDoorPanel(redis, prefix, saleId, view.admission);
     const points = history.salePoints(saleId, recent);
     return {
-      sale: view.sale,
+      // One read of remaining for every panel that shows it (the header, the ledger, the sale's row in
+      // the list): the ledger's, taken after its MySQL counts. Two reads a few milliseconds apart showed
+      // two figures side by side mid-sale.
+      at: new Date().toISOString(),
+      sale: stats.remaining === null ? view.sale : { ...view.sale, remaining: stats.remaining },
       stats,
       backlog: { lag: backlog.lag, pending: backlog.pending },
       unitsAcceptedPerSecond: points?.series.acceptedPerSecond?.at(-1) ?? null,
