@@ -285,4 +285,13 @@ describe('loadConfig', () => {
   it('accepts port 0, which picks a free port', () => {
     expect(loadConfig({ PORT: '0' }).PORT).toBe(0);
   });
+
+  it("takes the buyer page's payment URL only with {reservationId} in it, and http(s) URLs only for both", () => {
+    expect(loadConfig({ BUYER_PAGE_PAYMENT_URL: 'https://shop.example/pay?r={reservationId}', BUYER_PAGE_SIGN_IN_URL: 'https://shop.example/login?next={return}' })).toMatchObject({
+      BUYER_PAGE_PAYMENT_URL: 'https://shop.example/pay?r={reservationId}',
+      BUYER_PAGE_SIGN_IN_URL: 'https://shop.example/login?next={return}',
+    });
+    expect(refusedVariables({ BUYER_PAGE_PAYMENT_URL: 'https://shop.example/pay', BUYER_PAGE_SIGN_IN_URL: 'javascript:alert(1)' })).toEqual(['BUYER_PAGE_PAYMENT_URL', 'BUYER_PAGE_SIGN_IN_URL']);
+    expect(refusedVariables({ BUYER_PAGE_PAYMENT_URL: 'javascript:x({reservationId})' })).toEqual(['BUYER_PAGE_PAYMENT_URL']);
+  });
 });
