@@ -113,6 +113,16 @@ function submitted(element) {
 // ---- talking to the gateway, through a lost network ----
 
 let backoffMs = 1000;
+/** An answer came: the network is there (the notice goes), and the server's clock is learnt. */
+function answered(answer) {
+  if (!$('offline').hidden) {
+    $('offline').hidden = true;
+    announce('Back online. Your place is kept.');
+  }
+  backoffMs = 1000;
+  learnClock(answer);
+}
+
 /** Runs one request; while the network is away says so, and tries again when it is back. 401: signed out. */
 async function ask(request) {
   for (;;) {
@@ -126,12 +136,7 @@ async function ask(request) {
       backoffMs = Math.min(backoffMs * 2, 15_000);
       continue;
     }
-    if (!$('offline').hidden) {
-      $('offline').hidden = true;
-      announce('Back online. Your place is kept.');
-    }
-    backoffMs = 1000;
-    learnClock(answer);
+    answered(answer);
     if (answer.status === 401) throw new SignedOut();
     return answer;
   }
@@ -419,7 +424,7 @@ async function queuedSale() {
   }
   for (;;) {
     const answer = await ask(() => waitInLine({ api, tickets: saved.ticket, sleep, onAnswer: (a) => {
-      learnClock(a);
+      answered(a);
       if (a.status === 200 && a.body.state === 'waiting') showWaiting(a.body);
     } }));
     const state = answer.body?.state;
@@ -473,10 +478,13 @@ async function usedTurn() {
 
 async function main() {
   if (!saleId) return;
+  // The token first, before anything is awaited: out of the address at once, and there for a tab
+  // opened next.
+  let identity = takeToken();
   api = createBuyerApi({ saleId, token: '' });
   if (!(await refreshSale())) return;
   for (let message = ''; ; message = 'Your sign-in has run out. Sign in again; your place is kept.') {
-    let identity = takeToken();
+    identity ??= takeToken();
     if (!identity) {
       showSignIn(settings.signInUrl || settings.development ? message : `${message} Sign in at the shop, then come back to this page from there.`.trim());
       if (!settings.development || settings.signInUrl) return;
@@ -492,6 +500,7 @@ async function main() {
     } catch (error) {
       if (!(error instanceof SignedOut)) throw error;
       localStorage.removeItem(TOKEN_KEY);
+      identity = null;
     }
   }
 }
