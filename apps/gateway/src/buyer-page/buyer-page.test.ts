@@ -317,8 +317,10 @@ describe('the buyer page', () => {
     const sale = await createQueuedSale(ctx, gateway.url, { stock: 10, startsIn: 60_000 });
     await withPage(async (page, context) => {
       let joins = 0;
+      let challenges = 0;
       context.on('request', (request) => {
         if (request.method() === 'POST' && /\/api\/sales\/\d+\/queue$/.test(request.url())) joins += 1;
+        if (request.url().endsWith('/queue/challenge')) challenges += 1;
       });
       // Every join held 1.5 s on the way (a slow network): the second tab opens while the first's is in flight.
       await context.route('**/api/sales/*/queue', async (route) => {
@@ -332,6 +334,8 @@ describe('the buyer page', () => {
       await untilState(page, 'waiting');
       await untilState(second, 'waiting');
       expect(joins).toBe(1);
+      // The sale asks for no proof of work: none fetched.
+      expect(challenges).toBe(0);
     });
   });
 
