@@ -147,6 +147,7 @@ function galeraNode(index: number, dir: string, ports: { mysql: number; group: n
           `--wsrep-cluster-address=${clusterAddress}`,
           `--wsrep-node-address=127.0.0.1:${ports.group}`,
           `--wsrep-node-name=node${index}`,
+          `--server-id=${index}`,
           `--wsrep-provider-options=${provider}`,
           '--wsrep-sst-method=mysqldump',
           '--wsrep-sst-auth=root:',

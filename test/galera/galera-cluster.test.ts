@@ -1,6 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createConnection, type Connection } from 'mariadb';
-import { startGaleraCluster, type GaleraCluster } from '@flashsale/harness';
+import type { ReconcileReason } from '@flashsale/jobs';
+import { deleteKeysWithPrefix, startGaleraCluster, testRedisPrefix, type GaleraCluster } from '@flashsale/harness';
+import { createPrisma } from '@flashsale/order-store';
+import { createRedis } from '@flashsale/redis-store';
+import { createLogger } from '@flashsale/runtime';
+import { watchMysqlServer } from '@flashsale/sales';
+import { until } from '../support/until.ts';
 
 // Why the system runs on Galera with ONE writer (docs/operations.md, "Running on a Galera cluster"): a
 // row lock is local to the node that takes it. The sale row's FOR UPDATE, which serialises the batches of
@@ -88,6 +94,76 @@ describe('a Galera cluster behind HAProxy (infra/galera/haproxy.cfg)', () => {
     console.log(`writer SIGKILLed: HAProxy moved connections to node 2 in ${tookMs} ms; node 1 rejoined, the writer stayed on node 2`);
   });
 });
+
+// The reconciler's MySQL identity (mysql-server-watch.ts) on Galera: the cluster's state UUID and last
+// committed seqno. The writer moving between nodes must reconcile nothing (every live sale would pause for
+// its drain); a cluster bootstrapped again from a node that left early has lost commits, as a replica
+// promoted behind has, and must reconcile every live sale.
+describe("the reconciler's view of MySQL on a Galera cluster", () => {
+  const prefix = testRedisPrefix();
+  const redis = createRedis({ url: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' });
+  let prisma: ReturnType<typeof createPrisma>;
+  const requested: { saleId: number; reason: ReconcileReason }[] = [];
+  const watch = () =>
+    watchMysqlServer(
+      { redis, prisma, prefix, logger: createLogger('galera-identity-test', 'silent'), requestReconcile: async (saleId, reason) => void requested.push({ saleId, reason }) },
+      [7, 8],
+    );
+  // A pool's connection to a node HAProxy dropped fails its next query, as in the reconciler, whose next round asks again.
+  const watchUntilAnswered = () => until(() => watch().catch(() => undefined), (changed) => changed !== undefined);
+  beforeAll(() => {
+    prisma = createPrisma(cluster.url('mysql'), 2, 0, { acquireTimeoutMs: 20_000 });
+  });
+  afterAll(async () => {
+    await prisma?.$disconnect();
+    await deleteKeysWithPrefix(redis, prefix);
+    await redis.quit();
+  });
+
+  it('reconciles nothing when the writer moves to another node, and records the seqno it has reached', async () => {
+    expect(await watchUntilAnswered()).toBe(false);
+    const first = await redis.get(`${prefix}:mysql-server`);
+    expect(first).toMatch(/^wsrep_cluster_state_uuid=[0-9a-f-]{36},wsrep_last_committed=\d+$/);
+    const writer = await cluster.writer();
+    const direct = await connect(cluster.port);
+    await direct.query('UPDATE writer_model.sales SET sold = sold + 1 WHERE id = 1');
+    await writer.kill('SIGKILL');
+    await untilWriterIsNot(writer.port);
+    expect(await watchUntilAnswered()).toBe(false);
+    expect(requested).toEqual([]);
+    const after = await redis.get(`${prefix}:mysql-server`);
+    expect(after!.split(',')[0]).toBe(first!.split(',')[0]);
+    expect(seqnoOf(after!)).toBeGreaterThan(seqnoOf(first!));
+    await writer.start();
+    await cluster.waitSynced(3);
+  });
+
+  it('reconciles every live sale when the cluster is bootstrapped again from a node that left before the last commits', async () => {
+    expect(await watchUntilAnswered()).toBe(false);
+    const writer = await cluster.writer();
+    const behind = cluster.nodes.find((n) => n !== writer)!;
+    // Stopped cleanly: its saved state names the cluster and the seqno it left at.
+    await behind.kill('SIGTERM');
+    await cluster.waitSynced(2);
+    const viaProxy = await until(() => connect(cluster.port).catch(() => undefined), (c) => c !== undefined);
+    for (let i = 0; i < 5; i++) await viaProxy!.query('UPDATE writer_model.sales SET sold = sold + 1 WHERE id = 1');
+    expect(await watchUntilAnswered()).toBe(false);
+    const seen = await redis.get(`${prefix}:mysql-server`);
+    // Every node down; the one that left early is the one an operator starts the cluster from.
+    await Promise.all(cluster.nodes.map((n) => n.kill('SIGKILL')));
+    behind.markSafeToBootstrap();
+    await behind.start({ bootstrap: true });
+    await cluster.waitSynced(1);
+    await until(() => cluster.writer().catch(() => undefined), (reached) => reached === behind, 30_000);
+    expect(await watchUntilAnswered()).toBe(true);
+    expect(requested).toEqual([{ saleId: 7, reason: 'mysql_changed' }, { saleId: 8, reason: 'mysql_changed' }]);
+    const now = await redis.get(`${prefix}:mysql-server`);
+    expect(now!.split(',')[0]).toBe(seen!.split(',')[0]);
+    expect(seqnoOf(now!)).toBeLessThan(seqnoOf(seen!));
+  });
+});
+
+const seqnoOf = (identity: string) => Number(/wsrep_last_committed=(\d+)/.exec(identity)![1]);
 
 async function untilWriterIsNot(port: number) {
   const deadline = Date.now() + 30_000;
