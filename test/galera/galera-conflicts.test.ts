@@ -143,3 +143,4 @@ describe('a conflict with a write on another Galera node, at COMMIT', () => {
     console.log(`payments: ${conflictsOf('payment') - before} conflicts run again`);
   });
 });
+
