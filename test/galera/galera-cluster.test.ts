@@ -6,6 +6,7 @@ import { createPrisma } from '@flashsale/order-store';
 import { createRedis } from '@flashsale/redis-store';
 import { createLogger } from '@flashsale/runtime';
 import { watchMysqlServer } from '@flashsale/sales';
+import { runScript } from '../support/run-process.ts';
 import { until } from '../support/until.ts';
 
 // Why the system runs on Galera with ONE writer (docs/operations.md, "Running on a Galera cluster"): a
@@ -49,6 +50,23 @@ describe('a Galera cluster behind HAProxy (infra/galera/haproxy.cfg)', () => {
       const direct = await connect(node.port);
       await direct.query('SET SESSION wsrep_sync_wait = 1');
       expect(await direct.query('SELECT id, sold FROM writer_model.sales')).toEqual([{ id: 1, sold: 0 }]);
+    }
+  });
+
+  it('passes `npm run services` through HAProxy, and fails it on a node that takes no queries or a cluster too small', async () => {
+    const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+    const through = await runScript('infra/ensure-services.ts', { DATABASE_URL: cluster.url('mysql'), REDIS_URL: redisUrl });
+    expect({ code: through.code, out: through.stdout.trim() }).toEqual({ code: 0, out: expect.stringContaining('(a Galera node, Synced, cluster of 3) answer') });
+    const tooSmall = await runScript('infra/ensure-services.ts', { DATABASE_URL: cluster.url('mysql'), REDIS_URL: redisUrl, GALERA_MIN_NODES: '4' });
+    expect({ code: tooSmall.code, err: tooSmall.stderr.trim() }).toEqual({ code: 1, err: expect.stringContaining('is in a cluster of 3 nodes, fewer than GALERA_MIN_NODES=4') });
+    // A desynced node (as a donor is) is not Synced: HAProxy's check takes it out, and so does this one.
+    const third = await connect(cluster.nodes[2]!.port);
+    await third.query('SET GLOBAL wsrep_desync = ON');
+    try {
+      const desynced = await runScript('infra/ensure-services.ts', { DATABASE_URL: cluster.nodes[2]!.url('mysql'), REDIS_URL: redisUrl });
+      expect({ code: desynced.code, err: desynced.stderr.trim() }).toEqual({ code: 1, err: expect.stringMatching(/is Donor\/Desynced, ready ON: it takes no queries/) });
+    } finally {
+      await third.query('SET GLOBAL wsrep_desync = OFF');
     }
   });
 

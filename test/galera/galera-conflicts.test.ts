@@ -34,8 +34,9 @@ afterAll(async () => {
 });
 
 /**
- * Writes `sql` on node 2 every 50 to 150 ms until stopped (its own conflicts are of no interest here): often
- * enough that many operations meet one, seldom enough that an operation's runs do not all meet one.
+ * Writes `sql` on node 2 every 300 to 700 ms until stopped (its own conflicts are of no interest here): often
+ * enough that some operations meet one, seldom enough that an operation's runs do not all meet one, even
+ * on a machine so busy that one run takes a hundred milliseconds.
  */
 function writingOnOtherNode(sql: string, values: unknown[]): { stop(): Promise<number> } {
   let running = true;
@@ -43,7 +44,7 @@ function writingOnOtherNode(sql: string, values: unknown[]): { stop(): Promise<n
   const loop = (async () => {
     while (running) {
       await onOtherNode.query(sql, values).then(() => (writes += 1), () => undefined);
-      await sleep(50 + Math.random() * 100);
+      await sleep(300 + Math.random() * 400);
     }
   })();
   return {

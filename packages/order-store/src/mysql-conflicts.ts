@@ -58,7 +58,7 @@ export async function retryOnConflict<T>(operation: ConflictOperation, transacti
       if (!isConflict(error)) throw error;
       conflicts.set(operation, (conflicts.get(operation) ?? 0) + 1);
       if (attempt === CONFLICT_ATTEMPTS) throw error;
-      await new Promise((resolve) => setTimeout(resolve, Math.random() * 20 * attempt));
+      await new Promise((resolve) => setTimeout(resolve, Math.random() * 50 * attempt));
     }
   }
 }
