@@ -96,41 +96,41 @@ describe('a conflict with a write on another Galera node, at COMMIT', () => {
   });
 
   it('runs a cancel again: every order cancelled once, its units owed back once', async () => {
-    const { sale, orders } = await saleWithOrders(60, 'cancel');
+    const { sale, orders } = await saleWithOrders(150, 'cancel');
     const before = conflictsOf('cancel');
     const other = touchSaleRow(sale.id);
     const outcomes = [];
     for (const order of orders) outcomes.push(await cancelOrder(ctx.prisma, order.reservationId, order.userId));
     await other.stop();
     expect(outcomes.every((o) => o?.kind === 'cancelled' && o.owed?.quantity === 1)).toBe(true);
-    expect(await ctx.prisma.order.count({ where: { saleId: sale.id, status: 'cancelled' } })).toBe(60);
-    expect(await ctx.prisma.stockReturn.count({ where: { saleId: sale.id } })).toBe(60);
+    expect(await ctx.prisma.order.count({ where: { saleId: sale.id, status: 'cancelled' } })).toBe(150);
+    expect(await ctx.prisma.stockReturn.count({ where: { saleId: sale.id } })).toBe(150);
     expect((await ctx.prisma.sale.findUniqueOrThrow({ where: { id: sale.id } })).soldUnits).toBe(0);
     expect(conflictsOf('cancel') - before).toBeGreaterThan(0);
     console.log(`cancels: ${conflictsOf('cancel') - before} conflicts run again`);
   });
 
   it('runs an expiry pass again: every due order expired once', async () => {
-    const { sale } = await saleWithOrders(60, 'expiry');
+    const { sale } = await saleWithOrders(150, 'expiry');
     await ctx.prisma.$executeRaw`UPDATE orders SET pay_by = NOW(3) - INTERVAL 1 SECOND WHERE sale_id = ${sale.id}`;
     const before = conflictsOf('expiry');
     const other = touchSaleRow(sale.id);
     let expired = 0;
     // Small passes, one transaction each, as the worker's expiry runs them.
-    for (let pass = 0; pass < 60 && expired < 60; pass++) {
+    for (let pass = 0; pass < 300 && expired < 150; pass++) {
       const outcome = await expireDueOrders(ctx.prisma, 2, (saleId) => heldPayments(ctx.redis, ctx.config.REDIS_PREFIX, saleId), []);
       expired += outcome.owed.length;
     }
     await other.stop();
-    expect(expired).toBe(60);
-    expect(await ctx.prisma.order.count({ where: { saleId: sale.id, status: 'expired' } })).toBe(60);
+    expect(expired).toBe(150);
+    expect(await ctx.prisma.order.count({ where: { saleId: sale.id, status: 'expired' } })).toBe(150);
     expect((await ctx.prisma.sale.findUniqueOrThrow({ where: { id: sale.id } })).soldUnits).toBe(0);
     expect(conflictsOf('expiry') - before).toBeGreaterThan(0);
     console.log(`expiry: ${conflictsOf('expiry') - before} conflicts run again`);
   });
 
   it('runs a payment again: every order paid once, one outcome per event', async () => {
-    const { sale, orders } = await saleWithOrders(60, 'payment');
+    const { sale, orders } = await saleWithOrders(150, 'payment');
     const before = conflictsOf('payment');
     // The payment locks the order row: node 2 writes every order row of the sale (a payBy a second later).
     const other = writingOnOtherNode('UPDATE orders SET pay_by = pay_by + INTERVAL 1 SECOND WHERE sale_id = ?', [sale.id]);
@@ -138,8 +138,8 @@ describe('a conflict with a write on another Galera node, at COMMIT', () => {
     for (const order of orders) outcomes.push(await recordPayment(ctx.prisma, { eventId: `evt_${randomUUID()}`, reservationId: order.reservationId, saleId: sale.id, amountCents: 100 }));
     await other.stop();
     expect(outcomes.every((o) => o === 'paid')).toBe(true);
-    expect(await ctx.prisma.order.count({ where: { saleId: sale.id, status: 'paid' } })).toBe(60);
-    expect(await ctx.prisma.paymentEvent.count({ where: { saleId: sale.id } })).toBe(60);
+    expect(await ctx.prisma.order.count({ where: { saleId: sale.id, status: 'paid' } })).toBe(150);
+    expect(await ctx.prisma.paymentEvent.count({ where: { saleId: sale.id } })).toBe(150);
     expect(conflictsOf('payment') - before).toBeGreaterThan(0);
     console.log(`payments: ${conflictsOf('payment') - before} conflicts run again`);
   });
