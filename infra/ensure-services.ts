@@ -212,7 +212,35 @@ export async function ensureServices(env: NodeJS.ProcessEnv = process.env): Prom
     redis = `Redis at ${redisUrl.hostname}:${redisUrl.port || 6379}`;
   }
   await ensure('MariaDB', databaseUrl, () => mariadbAnswers(databaseUrl.href), mariadbPort === 3306 ? START_MARIADB : null, 'DATABASE_URL');
-  return `${redis} and MariaDB at ${databaseUrl.hostname}:${mariadbPort} answer`;
+  const galera = await galeraNodeOf(databaseUrl.href, Number(env.GALERA_MIN_NODES || 1));
+  return `${redis} and MariaDB at ${databaseUrl.hostname}:${mariadbPort}${galera} answer`;
+}
+
+/**
+ * When DATABASE_URL reaches a Galera node (HAProxy's address, say: docs/operations.md, "Running on a
+ * Galera cluster"), that node must take queries: Synced (wsrep_local_state 4) and ready, in a primary
+ * component of at least `minNodes`. A node outside it answers the handshake and refuses every query.
+ * Returns words for the report ('' for one server).
+ */
+async function galeraNodeOf(databaseUrl: string, minNodes: number): Promise<string> {
+  const { database: _database, ...server } = poolConfigFromUrl(databaseUrl);
+  const connection = await createConnection({ ...server, connectTimeout: 1000 });
+  try {
+    const rows = await connection.query<{ Variable_name: string; Value: string }[]>(
+      "SHOW GLOBAL STATUS WHERE Variable_name IN ('wsrep_cluster_state_uuid', 'wsrep_local_state', 'wsrep_local_state_comment', 'wsrep_ready', 'wsrep_cluster_size')",
+    );
+    const status = new Map(rows.map((row) => [row.Variable_name, row.Value]));
+    if (!status.get('wsrep_cluster_state_uuid')) return '';
+    const size = Number(status.get('wsrep_cluster_size'));
+    const where = `the Galera node at DATABASE_URL (cluster ${status.get('wsrep_cluster_state_uuid')})`;
+    if (status.get('wsrep_local_state') !== '4' || status.get('wsrep_ready') !== 'ON') {
+      throw new ServiceUnreachable(`${where} is ${status.get('wsrep_local_state_comment')}, ready ${status.get('wsrep_ready')}: it takes no queries; point DATABASE_URL at HAProxy (infra/galera/haproxy.cfg), which sends clients to a Synced node`);
+    }
+    if (size < minNodes) throw new ServiceUnreachable(`${where} is in a cluster of ${size} nodes, fewer than GALERA_MIN_NODES=${minNodes}: start the missing nodes`);
+    return ` (a Galera node, Synced, cluster of ${size})`;
+  } finally {
+    await connection.end();
+  }
 }
 
 /** ensureServices for a command: a service that cannot be reached ends it with one line, not a stack trace. */
@@ -233,8 +261,9 @@ if (import.meta.url === `file://${process.argv[1]}`) {
 Makes sure Redis (REDIS_URL) and MariaDB (DATABASE_URL) answer, starting this machine's own
 redis-server and mariadbd when a local one does not; with REDIS_CLUSTER_NODES set, checks that Redis
 Cluster instead and starts nothing; with REDIS_SENTINELS set, asks the sentinels for the primary named
-REDIS_SENTINEL_MASTER and checks that it answers. Prints what it found; exit 1 with one line when a service cannot be
-reached. No options.`,
+REDIS_SENTINEL_MASTER and checks that it answers. When DATABASE_URL reaches a Galera node (through
+HAProxy, say), checks that it is Synced and ready, in a cluster of at least GALERA_MIN_NODES (default 1).
+Prints what it found; exit 1 with one line when a service cannot be reached. No options.`,
   });
   console.log(await ensureServicesOrExit());
 }

@@ -13,6 +13,7 @@ export { startRedisServer, askRedis, type RedisServer, type RedisServerOptions }
 export { freePort } from './server-start.ts';
 export { purchaseBurst, mergeBursts, type BurstOutcome } from './purchase-burst.ts';
 export { startMariaDbServer, type MariaDbServer } from './mariadb-server.ts';
+export { startGaleraCluster, type GaleraCluster, type GaleraNode, type GaleraClusterOptions } from './galera-cluster.ts';
 export { skewedClockEnv } from './skewed-clock.ts';
 export { startRedisCluster, type RedisCluster, type ClusterNode } from './redis-cluster.ts';
 export { startRedisSentinels, type RedisSentinels, type SentinelProcess, type RedisSentinelOptions } from './redis-sentinel.ts';

@@ -35,7 +35,7 @@ let template: string | undefined;
  * each, against a fraction of that to copy; a test that starts a primary and its replicas makes several).
  * The copy is made before any server ever ran on the template, so it is byte for byte a fresh install.
  */
-function freshDataDirectory(datadir: string): void {
+export function freshDataDirectory(datadir: string): void {
   if (template === undefined) {
     const made = mkdtempSync(join(tmpdir(), 'flashsale-mariadb-template-'));
     const install = spawnSync(

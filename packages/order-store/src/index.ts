@@ -1,6 +1,7 @@
 export { createPrisma, PrismaClient } from './prisma-client.ts';
 export { isMysqlUnavailable, mysqlAnswers } from './mysql-unavailable.ts';
-export { mysqlServerIdentity } from './mysql-identity.ts';
+export { isConflict, retryOnConflict, mysqlConflictsSoFar, CONFLICT_ATTEMPTS, type ConflictOperation } from './mysql-conflicts.ts';
+export { mysqlServerIdentity, judgeMysqlServer } from './mysql-identity.ts';
 export { dropDatabase, migrate } from './migrator.ts';
 export { poolConfigFromUrl } from './database-url.ts';
 export { insertSale, findSale, listLiveSales, LIVE_ORDER_STATUSES, type NewSale, type SaleRecord } from './sale-repository.ts';

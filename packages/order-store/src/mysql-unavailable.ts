@@ -10,8 +10,9 @@ const UNAVAILABLE_CODES = new Set([
   // timeout, pool closed, pool timeout, closing pool, pool without connection.
   45001, 45004, 45009, 45012, 45013, 45019, 45026, 45027, 45028, 45037, 45061,
   // server: too many connections, lock wait timeout, deadlock, shutdown in progress, query interrupted,
-  // max_statement_time (MariaDB), MAX_EXECUTION_TIME (MySQL), client-library connection errors.
-  1040, 1205, 1213, 1053, 1317, 1969, 3024, 2002, 2003, 2006, 2013,
+  // max_statement_time (MariaDB), MAX_EXECUTION_TIME (MySQL), client-library connection errors; a
+  // Galera node outside the primary component ("WSREP has not yet prepared node for application use").
+  1040, 1205, 1213, 1053, 1317, 1969, 3024, 2002, 2003, 2006, 2013, 1047,
 ]);
 
 // Prisma's own codes for the same: database unreachable, timed out, connection closed, pool and

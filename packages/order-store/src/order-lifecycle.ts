@@ -1,7 +1,7 @@
 import { Prisma, type PrismaClient } from './generated/prisma/client.ts';
 import { isUniqueViolation } from './order-writer.ts';
 import { countPaid } from './sale-counters.ts';
-import { isDeadlock } from './mysql-unavailable.ts';
+import { retryOnConflict } from './mysql-conflicts.ts';
 
 /**
  * An order's life after it is written: paid, cancelled by its buyer, or expired unpaid. MySQL has the
@@ -63,18 +63,11 @@ export async function recordPayment(prisma: PrismaClient, event: PaymentEventInp
   const replayed = await storedOutcome(prisma, event);
   if (replayed) return replayed;
   // A payment and the expiry (or a cancel) of the same order at the same instant can deadlock in the
-  // orders' indexes; MySQL rolls the victim back whole, so it is run again, a few times, before the
-  // failure reaches the provider as a 503 (which it would retry too, later).
-  for (let attempt = 1; ; attempt += 1) {
-    try {
-      return await recordPaymentOnce(prisma, event);
-    } catch (error) {
-      if (!isDeadlock(error) || attempt === PAYMENT_DEADLOCK_ATTEMPTS) throw error;
-    }
-  }
+  // orders' indexes, and on Galera lose to a write committed on another node; MySQL rolls the loser back
+  // whole, so it is run again, a few times, before the failure reaches the provider as a 503 (which it
+  // would retry too, later).
+  return retryOnConflict('payment', () => recordPaymentOnce(prisma, event));
 }
-
-const PAYMENT_DEADLOCK_ATTEMPTS = 3;
 
 async function recordPaymentOnce(prisma: PrismaClient, event: PaymentEventInput): Promise<PaymentRecord | null> {
   try {
@@ -165,7 +158,8 @@ export async function cancelOrder(prisma: PrismaClient, reservationId: string, u
   // never a transaction queued on the lock that payments, expiry and other cancels of the sale need.
   if (found.status === 'cancelled') return { kind: 'cancelled', owed: null };
   if (found.status !== 'created') return { kind: 'not-cancellable', status: found.status };
-  return prisma.$transaction(async (tx) => {
+  // Re-read under the locks, so a run after a conflict answers from what the winner did.
+  return retryOnConflict('cancel', () => prisma.$transaction(async (tx) => {
     const generation = await lockSale(tx, found.sale_id);
     const [order] = await tx.$queryRaw<(ClosingOrder & { status: string })[]>`
       SELECT id, reservation_id, user_id, quantity, status FROM orders WHERE id = ${found.id} FOR UPDATE`;
@@ -173,7 +167,7 @@ export async function cancelOrder(prisma: PrismaClient, reservationId: string, u
     if (order!.status !== 'created') return { kind: 'not-cancellable', status: order!.status } as const;
     const [owed] = await closeOrders(tx, found.sale_id, generation, [order!], 'cancelled');
     return { kind: 'cancelled', owed: owed ?? null } as const;
-  }, TX);
+  }, TX));
 }
 
 /** A payment event recorded on arrival (on Redis's clock) and not in MySQL yet. */
@@ -231,7 +225,8 @@ export async function expireDueOrders(prisma: PrismaClient, limit: number, arriv
     const arrived = await arrivedPayments(saleId);
     if (!arrived) continue;
     const { nowMs, payments } = arrived;
-    const sale = await prisma.$transaction(async (tx) => {
+    // The orders are read again under the sale's lock: a run after a conflict closes only what is still due.
+    const sale = await retryOnConflict('expiry', () => prisma.$transaction(async (tx) => {
       const generation = await lockSale(tx, saleId);
       const still = await tx.$queryRaw<(ClosingOrder & { pay_by_ms: bigint | number })[]>`
         SELECT id, reservation_id, user_id, quantity, TIMESTAMPDIFF(MICROSECOND, TIMESTAMP '1970-01-01 00:00:00', pay_by) DIV 1000 AS pay_by_ms
@@ -258,7 +253,7 @@ export async function expireDueOrders(prisma: PrismaClient, limit: number, arriv
       // Last, as in recordPayment: one statement for every order this pass paid.
       if (paid > 0) await countPaid(tx, saleId, still[0]!.id, paid, paidUnits);
       return { owed, paid, settled: [...settled] };
-    }, TX);
+    }, TX));
     outcome.owed.push(...sale.owed);
     outcome.paid += sale.paid;
     if (sale.settled.length > 0) outcome.settledArrivals.set(saleId, sale.settled);

@@ -1,5 +1,6 @@
 import type { RejectReason, Reservation } from '@flashsale/domain';
 import { Prisma, type PrismaClient } from './generated/prisma/client.ts';
+import { retryOnConflict } from './mysql-conflicts.ts';
 
 /**
  * What became of a batch, entry by entry: the reservations given back are the very objects passed in, so
@@ -24,6 +25,12 @@ export interface BatchOutcome<R extends Reservation = Reservation> {
  */
 export async function writeOrderBatch<R extends Reservation>(prisma: PrismaClient, saleId: number, batch: R[]): Promise<BatchOutcome<R>> {
   if (batch.length === 0) return { written: [], replayed: [], rejected: [] };
+  // A conflict's loser (a deadlock, a Galera certification conflict at COMMIT) wrote nothing: the batch
+  // is judged again from the start, so an entry the winner wrote meanwhile is found replayed.
+  return retryOnConflict('order_batch', () => writeBatchOnce(prisma, saleId, batch));
+}
+
+async function writeBatchOnce<R extends Reservation>(prisma: PrismaClient, saleId: number, batch: R[]): Promise<BatchOutcome<R>> {
   if (isPlainBatch(batch)) {
     try {
       // Almost every batch is new reservations of new buyers: write it without looking anything up.

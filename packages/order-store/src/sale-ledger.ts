@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Prisma, type PrismaClient } from './generated/prisma/client.ts';
 import { recordLostReservations, type LostReservation } from './lost-reservations.ts';
 import { LIVE_ORDER_STATUSES, toSaleRecord, type SaleRecord } from './sale-repository.ts';
+import { readingClusterCommits } from './cluster-reads.ts';
 
 /**
  * MySQL's side of the reconciler: which sales to watch, the checkpoints of what Redis had accepted, and
@@ -158,6 +159,8 @@ export interface LockedForRebuild {
 export async function lockSaleForRebuild(prisma: PrismaClient, saleId: number, work: (locked: LockedForRebuild) => Promise<RebuildPlan>): Promise<RebuildPlan | null> {
   return prisma.$transaction(
     async (tx) => {
+      // The rebuild counts what MySQL holds: all of it, on whichever Galera node it reaches (cluster-reads.ts).
+      await readingClusterCommits(tx);
       const [locked] = await tx.$queryRaw<{ id: number }[]>`SELECT id FROM sales WHERE id = ${saleId} FOR UPDATE`;
       if (!locked) return null;
       const row = await tx.sale.findUniqueOrThrow({ where: { id: saleId } });
@@ -286,6 +289,8 @@ export async function unitsAcceptedBy(prisma: PrismaClient, saleId: number, at: 
   // between two of them would be missing from the total yet taken off as in flight, a unit counted nowhere.
   return prisma.$transaction(
     async (tx) => {
+      // An audit short of orders a worker had acknowledged would queue a reconciliation of a live sale.
+      await readingClusterCommits(tx);
       const total = await tx.order.aggregate({
         where: { saleId, status: { in: statuses }, reservedAt: { lte: new Date(at) } },
         _sum: { quantity: true },

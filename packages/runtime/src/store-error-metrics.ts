@@ -8,6 +8,8 @@ import { Counter, type Registry } from 'prom-client';
 export interface StoreErrorMetrics {
   redis: Counter;
   mysql: Counter;
+  /** Transactions MySQL rolled back as a conflict's loser (deadlock, Galera certification), run again; by operation. */
+  mysqlConflicts: Counter;
   /**
    * Counts `error` under the store it names, as `isRedisUnavailable` / `isMysqlUnavailable` judge it;
    * anything else (a bug, bad data) is not a store's error and is not counted here. Returns the store.
@@ -19,6 +21,8 @@ export interface StoreErrorMetrics {
 export interface StoreErrorClassifiers {
   isRedisUnavailable(error: unknown): boolean;
   isMysqlUnavailable(error: unknown): boolean;
+  /** Conflicts met so far by this process, by operation (counted where the transaction is run again). */
+  mysqlConflictsSoFar(): ReadonlyMap<string, number>;
 }
 
 export function createStoreErrorMetrics(registry: Registry, classify: StoreErrorClassifiers): StoreErrorMetrics {
@@ -32,9 +36,20 @@ export function createStoreErrorMetrics(registry: Registry, classify: StoreError
     help: 'MySQL failures this process met: a statement that could not be run or finished (connection lost or refused, timeout, lock wait, deadlock); each was answered 503 or retried.',
     registers: [registry],
   });
+  const mysqlConflicts = new Counter({
+    name: 'flashsale_mysql_conflicts_total',
+    help: 'Transactions MySQL rolled back because another won (1213: an InnoDB deadlock, or on Galera a certification conflict at COMMIT), run again at once; by operation (order_batch, expiry, payment, cancel). On one Galera writer, they come when the writer changes.',
+    labelNames: ['operation'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [operation, count] of classify.mysqlConflictsSoFar()) this.inc({ operation }, count);
+    },
+  });
   return {
     redis,
     mysql,
+    mysqlConflicts,
     count(error) {
       if (classify.isRedisUnavailable(error)) {
         redis.inc();

@@ -1,5 +1,5 @@
 import type { ReconcileReason } from '@flashsale/jobs';
-import { mysqlServerIdentity } from '@flashsale/order-store';
+import { judgeMysqlServer, mysqlServerIdentity } from '@flashsale/order-store';
 import { lastSeenMysqlServer, recordMysqlServerSeen } from '@flashsale/redis-store';
 import type { SalesDeps } from './sales-deps.ts';
 
@@ -17,13 +17,19 @@ export interface MysqlServerWatchDeps extends SalesDeps {
  * The identity last seen is kept in Redis, which does not go back with MySQL, and written only once the
  * reconciliations are queued: a reconciler that dies in between finds the change again. None recorded
  * (the first look, or Redis lost it) is recorded without a judgement. Returns whether the server changed.
+ *
+ * On a Galera cluster the identity is the cluster's state and its last committed seqno (judgeMysqlServer):
+ * HAProxy moving the writer to another node is no change, and every round records the seqno it saw. Redis
+ * is read before MySQL, so the seqno last recorded (by this reconciler or another) was read from MySQL
+ * before this round's: a cluster that goes on never looks behind it.
  */
 export async function watchMysqlServer(deps: MysqlServerWatchDeps, liveSaleIds: readonly number[]): Promise<boolean> {
-  const [now, seen] = await Promise.all([mysqlServerIdentity(deps.prisma), lastSeenMysqlServer(deps.redis, deps.prefix)]);
+  const seen = await lastSeenMysqlServer(deps.redis, deps.prefix);
+  const now = await mysqlServerIdentity(deps.prisma);
   if (seen === now) return false;
-  const changed = seen !== null;
+  const changed = seen !== null && judgeMysqlServer(seen, now) === 'changed';
   if (changed) {
-    deps.logger.error({ was: seen, now, sales: liveSaleIds.length }, 'MySQL is another server than the one last seen (a replica promoted?): reconciling every live sale');
+    deps.logger.error({ was: seen, now, sales: liveSaleIds.length }, 'MySQL is another server than the one last seen (a replica promoted, a Galera cluster bootstrapped from a node behind?): reconciling every live sale');
     for (const saleId of liveSaleIds) await deps.requestReconcile(saleId, 'mysql_changed');
   }
   await recordMysqlServerSeen(deps.redis, deps.prefix, now);

@@ -1,0 +1,244 @@
+import type { ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { createConnection } from 'mariadb';
+import { killChild } from './child-process.ts';
+import { freshDataDirectory } from './mariadb-server.ts';
+import { signalGroup, spawnInGroup } from './process-group.ts';
+import { freePort, waitUntilServing } from './server-start.ts';
+
+/**
+ * A real 3-node MariaDB Galera cluster on loopback (galera-4's library, mysqldump SST: the settings
+ * docs/operations.md gives for running on Galera), behind HAProxy with the project's own
+ * infra/galera/haproxy.cfg and its wsrep check: `url()` is the one address the processes use.
+ */
+export interface GaleraCluster {
+  nodes: GaleraNode[];
+  /** HAProxy's port: every connection goes to the writer (node 1, or the backup that took over). */
+  port: number;
+  /** DATABASE_URL of a database through HAProxy. */
+  url(database: string): string;
+  /** The node HAProxy sends new connections to now (asks it through HAProxy). */
+  writer(): Promise<GaleraNode>;
+  /** Resolves once every running node is Synced in one primary component of `size` nodes. */
+  waitSynced(size?: number, timeoutMs?: number): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export interface GaleraNode {
+  /** 1, 2 or 3: HAProxy's node1..node3. */
+  index: number;
+  port: number;
+  /** DATABASE_URL of a database on this node directly. */
+  url(database: string): string;
+  /** Starts (or restarts) the node; `bootstrap` makes it a new primary component of its own (--wsrep-new-cluster). */
+  start(options?: { bootstrap?: boolean }): Promise<void>;
+  kill(signal?: NodeJS.Signals): Promise<void>;
+  /** SIGSTOP: the node neither answers nor leaves; SIGCONT to thaw it. */
+  freeze(): void;
+  thaw(): void;
+  /** The node's Galera status (SHOW GLOBAL STATUS LIKE 'wsrep_%'), null when it does not answer. */
+  status(): Promise<Record<string, string> | null>;
+  /** Marks the node's saved state as safe to bootstrap from (grastate.dat), as an operator does for a chosen node. */
+  markSafeToBootstrap(): void;
+}
+
+export interface GaleraClusterOptions {
+  /**
+   * Extra Galera provider options (`;`-separated), e.g. shorter evs timeouts so a frozen node is evicted
+   * in a few seconds rather than the library's default of about 15 s.
+   */
+  providerOptions?: string;
+}
+
+const START_TIMEOUT_MS = 120_000;
+const SYNCED = '4';
+const LOG_TAIL_CHARS = 3000;
+const INFRA = resolve(dirname(fileURLToPath(import.meta.url)), '../../../infra/galera');
+
+export async function startGaleraCluster(options: GaleraClusterOptions = {}): Promise<GaleraCluster> {
+  const dir = mkdtempSync(join(tmpdir(), 'flashsale-galera-'));
+  const ports = await distinctFreePorts(10);
+  const layout = [0, 1, 2].map((i) => ({ mysql: ports[i * 3]!, group: ports[i * 3 + 1]!, ist: ports[i * 3 + 2]! }));
+  const clusterAddress = `gcomm://${layout.map((l) => `127.0.0.1:${l.group}`).join(',')}`;
+  const nodes = layout.map((l, i) => galeraNode(i + 1, join(dir, `node${i + 1}`), l, clusterAddress, options.providerOptions ?? ''));
+  const proxyPort = ports[9]!;
+  let haproxy: ChildProcess | undefined;
+  const cluster: GaleraCluster = {
+    nodes,
+    port: proxyPort,
+    url: (database) => `mysql://root@127.0.0.1:${proxyPort}/${database}`,
+    async writer() {
+      const connection = await createConnection({ host: '127.0.0.1', port: proxyPort, user: 'root', password: '', connectTimeout: 2000 });
+      try {
+        const [row] = await connection.query<{ port: number }[]>('SELECT @@port AS port');
+        const node = nodes.find((n) => n.port === Number(row!.port));
+        if (!node) throw new Error(`HAProxy reached a server on port ${row!.port}, no node of this cluster`);
+        return node;
+      } finally {
+        await connection.end();
+      }
+    },
+    async waitSynced(size = 3, timeoutMs = START_TIMEOUT_MS) {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const states: (Record<string, string> | null)[] = await Promise.all(nodes.map((n) => n.status()));
+        const synced: unknown[] = states.filter((s) => s !== null && s.wsrep_local_state === SYNCED && s.wsrep_ready === 'ON' && s.wsrep_cluster_size === String(size));
+        if (synced.length === size) return;
+        if (Date.now() > deadline) throw new Error(`Galera cluster not Synced with ${size} nodes within ${timeoutMs} ms: ${JSON.stringify(states.map((s) => s && { state: s.wsrep_local_state_comment, size: s.wsrep_cluster_size }))}`);
+        await sleep(200);
+      }
+    },
+    async stop() {
+      await killChild(haproxy, 'SIGKILL');
+      await Promise.all(nodes.map((n) => n.kill('SIGKILL')));
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+  try {
+    await nodes[0]!.start({ bootstrap: true });
+    // One joiner at a time: each takes its state from a donor by mysqldump, which serves one at a time.
+    await nodes[1]!.start();
+    await nodes[2]!.start();
+    await cluster.waitSynced(3);
+    haproxy = await startHaproxy(dir, proxyPort, nodes);
+    await untilWriterAnswers(cluster);
+    return cluster;
+  } catch (error) {
+    await cluster.stop();
+    throw error;
+  }
+}
+
+async function distinctFreePorts(count: number): Promise<number[]> {
+  const ports = new Set<number>();
+  while (ports.size < count) ports.add(await freePort());
+  return [...ports];
+}
+
+function galeraNode(index: number, dir: string, ports: { mysql: number; group: number; ist: number }, clusterAddress: string, providerOptions: string): GaleraNode {
+  const datadir = join(dir, 'data');
+  freshDataDirectory(datadir);
+  let child: ChildProcess | undefined;
+  let log = '';
+  const node: GaleraNode = {
+    index,
+    port: ports.mysql,
+    url: (database) => `mysql://root@127.0.0.1:${ports.mysql}/${database}`,
+    async start({ bootstrap = false } = {}) {
+      const provider = [`gmcast.listen_addr=tcp://127.0.0.1:${ports.group}`, `ist.recv_addr=127.0.0.1:${ports.ist}`, ...(providerOptions ? [providerOptions] : [])].join(';');
+      const started = spawnInGroup(
+        'mariadbd',
+        [
+          '--no-defaults',
+          `--datadir=${datadir}`,
+          `--port=${ports.mysql}`,
+          `--socket=${join(dir, 'sock')}`,
+          '--user=root',
+          '--bind-address=127.0.0.1',
+          '--skip-name-resolve',
+          '--binlog-format=ROW',
+          '--innodb-autoinc-lock-mode=2',
+          '--wsrep-on=ON',
+          '--wsrep-provider=/usr/lib/galera/libgalera_smm.so',
+          `--wsrep-cluster-address=${clusterAddress}`,
+          `--wsrep-node-address=127.0.0.1:${ports.group}`,
+          `--wsrep-node-name=node${index}`,
+          `--server-id=${index}`,
+          `--wsrep-provider-options=${provider}`,
+          '--wsrep-sst-method=mysqldump',
+          '--wsrep-sst-auth=root:',
+          `--wsrep-sst-receive-address=127.0.0.1:${ports.mysql}`,
+          ...(bootstrap ? ['--wsrep-new-cluster'] : []),
+        ],
+        { stdio: ['ignore', 'ignore', 'pipe'] },
+      );
+      child = started;
+      log = '';
+      started.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+        log = (log + chunk).slice(-LOG_TAIL_CHARS);
+      });
+      await waitUntilServing(
+        started,
+        `Galera node ${index} on ${ports.mysql}`,
+        START_TIMEOUT_MS,
+        async () => {
+          const status = await node.status();
+          if (status === null) return { kind: 'not-yet' };
+          return status.wsrep_local_state === SYNCED && status.wsrep_ready === 'ON' ? { kind: 'ours' } : { kind: 'not-yet' };
+        },
+        () => log,
+      );
+    },
+    kill(signal = 'SIGKILL') {
+      if (child && signal === 'SIGKILL') signalGroup(child, 'SIGCONT');
+      return killChild(child, signal);
+    },
+    freeze() {
+      if (child) signalGroup(child, 'SIGSTOP');
+    },
+    thaw() {
+      if (child) signalGroup(child, 'SIGCONT');
+    },
+    async status() {
+      const connection = await createConnection({ host: '127.0.0.1', port: ports.mysql, user: 'root', password: '', connectTimeout: 1000, socketTimeout: 2000 }).catch(() => null);
+      if (!connection) return null;
+      try {
+        const rows = await connection.query<{ Variable_name: string; Value: string }[]>("SHOW GLOBAL STATUS LIKE 'wsrep\\_%'");
+        return Object.fromEntries(rows.map((r) => [r.Variable_name, r.Value]));
+      } catch {
+        return null;
+      } finally {
+        connection.destroy();
+      }
+    },
+    markSafeToBootstrap() {
+      const file = join(datadir, 'grastate.dat');
+      writeFileSync(file, readFileSync(file, 'utf8').replace(/safe_to_bootstrap:\s*0/, 'safe_to_bootstrap: 1'));
+    },
+  };
+  return node;
+}
+
+/** HAProxy with infra/galera/haproxy.cfg, its addresses from the environment as in a deployment. */
+async function startHaproxy(dir: string, port: number, nodes: GaleraNode[]): Promise<ChildProcess> {
+  const child = spawnInGroup('haproxy', ['-db', '-f', join(INFRA, 'haproxy.cfg')], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+    cwd: dir,
+    env: {
+      ...process.env,
+      GALERA_LISTEN: `127.0.0.1:${port}`,
+      GALERA_NODE_1: `127.0.0.1:${nodes[0]!.port}`,
+      GALERA_NODE_2: `127.0.0.1:${nodes[1]!.port}`,
+      GALERA_NODE_3: `127.0.0.1:${nodes[2]!.port}`,
+      GALERA_CHECK: join(INFRA, 'wsrep-check.sh'),
+    },
+  });
+  let log = '';
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+    log = (log + chunk).slice(-LOG_TAIL_CHARS);
+  });
+  await waitUntilServing(child, `HAProxy on ${port}`, 30_000, async () => {
+    const connection = await createConnection({ host: '127.0.0.1', port, user: 'root', password: '', connectTimeout: 1000 });
+    connection.destroy();
+    return { kind: 'ours' };
+  }, () => log);
+  return child;
+}
+
+/** HAProxy takes a node only after `rise` passing checks: until then its clients are refused. */
+async function untilWriterAnswers(cluster: GaleraCluster): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    try {
+      await cluster.writer();
+      return;
+    } catch (error) {
+      if (Date.now() > deadline) throw error;
+      await sleep(100);
+    }
+  }
+}
