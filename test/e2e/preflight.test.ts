@@ -59,7 +59,7 @@ describe('npm test preflight', () => {
 
   it('asks for k6 only in CI, where no Debian package brings it', async () => {
     const outside = await preflight({ PATH: pathWithout('k6'), CHROMIUM_PATH: process.execPath });
-    expect([outside.code, outside.stdout]).toEqual([0, 'preflight: all 12 outside programs the suite starts are on PATH\n']);
+    expect([outside.code, outside.stdout]).toEqual([0, 'preflight: all 15 outside programs the suite starts are on PATH\n']);
     const ci = await preflight({ PATH: pathWithout('k6'), CHROMIUM_PATH: process.execPath, CI: 'true' });
     expect(ci.code).toBe(1);
     expect(ci.stderr).toContain('  k6 (no Debian package: put it on PATH): ');

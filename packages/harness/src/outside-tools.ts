@@ -9,7 +9,7 @@ import { delimiter, isAbsolute, join } from 'node:path';
  * had it installed by hand and red on the next one.
  */
 export interface OutsideTool {
-  /** The name spawned (looked up on PATH), or an absolute path. */
+  /** The name spawned (looked up on PATH), or the absolute path of a program or a library. */
   binary: string;
   /** The Debian package that brings it; null when no Debian package does (k6). */
   debianPackage: string | null;
@@ -34,6 +34,9 @@ export const OUTSIDE_TOOLS: readonly OutsideTool[] = [
   { binary: 'prometheus', debianPackage: 'prometheus', usedBy: 'a real Prometheus scraping the processes (test/e2e/prometheus-infra.test.ts)', neededBy: 'suite' },
   { binary: 'docker-compose', debianPackage: 'docker-compose', usedBy: 'checking every documented compose command (docker-compose config)', neededBy: 'suite' },
   { binary: chromiumPath(), debianPackage: 'chromium', usedBy: "the dashboard's browser tests (playwright-core drives Debian's Chromium)", neededBy: 'suite' },
+  { binary: 'haproxy', debianPackage: 'haproxy', usedBy: "the single address in front of the tests' Galera clusters (infra/galera/haproxy.cfg)", neededBy: 'suite' },
+  { binary: '/usr/lib/galera/libgalera_smm.so', debianPackage: 'galera-4', usedBy: "the Galera provider the tests' clustered mariadbd load (wsrep)", neededBy: 'suite' },
+  { binary: 'mysqldump', debianPackage: 'mariadb-client', usedBy: "a joining Galera node's state transfer (wsrep_sst_mysqldump)", neededBy: 'suite' },
   { binary: 'prlimit', debianPackage: 'util-linux', usedBy: "lowering a gateway's open-file limit (test/faults/connection-flood.test.ts)", neededBy: 'suite' },
   { binary: 'k6', debianPackage: null, usedBy: 'the k6 scenarios smoke-run on a real k6 (outside CI, the Node runner runs them alone)', neededBy: 'ci' },
 ];
@@ -48,7 +51,8 @@ export function whereIs(binary: string, env: NodeJS.ProcessEnv = process.env): s
       return false;
     }
   };
-  if (isAbsolute(binary)) return runnable(binary) ? binary : undefined;
+  // An absolute path names a file that is loaded rather than run (a library) as well as a program.
+  if (isAbsolute(binary)) return existsSync(binary) ? binary : undefined;
   for (const dir of (env.PATH ?? '').split(delimiter)) {
     if (dir && runnable(join(dir, binary))) return join(dir, binary);
   }
