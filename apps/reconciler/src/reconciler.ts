@@ -118,6 +118,8 @@ export class Reconciler {
   /** What each sale's last look saw (its fingerprint), and what its last audit by this process saw. */
   private readonly observed = new Map<number, string>();
   private readonly audited = new Map<number, { fingerprint: string | undefined; at: number; clean: boolean }>();
+  /** Sales whose last look found their Redis server refusing writes for memory: said once when the first is seen, once when the last is not. */
+  private readonly outOfMemory = new Set<number>();
 
   constructor(
     private readonly deps: ReconcilerDeps,
@@ -257,6 +259,7 @@ export class Reconciler {
         const ids = new Set(listed.map((sale) => sale.id));
         for (const saleId of this.observed.keys()) if (!ids.has(saleId)) this.deps.onSaleGone?.(saleId);
         for (const map of [this.observed, this.audited]) for (const saleId of map.keys()) if (!ids.has(saleId)) map.delete(saleId);
+        for (const saleId of this.outOfMemory) if (!ids.has(saleId)) this.outOfMemory.delete(saleId);
         this.listedAt = now;
       }
       // The looks first: they read, and free (retention's XTRIM), both of which Redis allows when it is
@@ -275,6 +278,7 @@ export class Reconciler {
         }
         if (visit) {
           this.observed.set(sale.id, fingerprintOf(visit.snapshot));
+          this.noteMemory(sale.id, visit.snapshot);
           if (this.isRetired(visit)) this.deps.onSaleGone?.(sale.id);
           else {
             this.deps.onSaleSeen?.(sale.id, visit.snapshot);
@@ -303,6 +307,24 @@ export class Reconciler {
       }
     } catch (error) {
       this.watchFailed(error);
+    }
+  }
+
+  /**
+   * Says once that Redis refuses writes for memory (every purchase on it answers 503, and the sale's
+   * public status says `paused`), and once that it takes them again: a condition, not one line a pass.
+   */
+  private noteMemory(saleId: number, { memory }: SaleSnapshot): void {
+    const before = this.outOfMemory.size;
+    if (memory.refusesWrites) this.outOfMemory.add(saleId);
+    else this.outOfMemory.delete(saleId);
+    if (before === 0 && this.outOfMemory.size > 0) {
+      this.deps.logger.warn(
+        { saleId, usedMemoryBytes: memory.countedBytes, maxmemoryBytes: memory.maxmemoryBytes },
+        'Redis refuses writes (over maxmemory): purchases answer 503 until retention frees acknowledged stream entries; if the buyers alone fill it, raise maxmemory',
+      );
+    } else if (before > 0 && this.outOfMemory.size === 0) {
+      this.deps.logger.info({ usedMemoryBytes: memory.countedBytes, maxmemoryBytes: memory.maxmemoryBytes }, 'Redis takes writes again (under maxmemory)');
     }
   }
 

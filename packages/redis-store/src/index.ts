@@ -28,7 +28,7 @@ export { WorkSignaller, listenForWork } from './work-signal.ts';
 export { connectRedis, redisTargetOf, isClusterClient, type RedisTarget, type RedisTargetLike } from './redis-target.ts';
 export { pipelineBySlotGroup } from './slot-groups.ts';
 export { trimAcknowledged, type RetentionBounds } from './stream-retention.ts';
-export { refuseEvictingRedis, readRedisMemory, type RedisMemory } from './redis-memory.ts';
+export { refuseEvictingRedis, readRedisMemory, readMemoryLimit, memoryLimitOf, type RedisMemory, type MemoryLimit } from './redis-memory.ts';
 export {
   joinQueue,
   admitQueue,

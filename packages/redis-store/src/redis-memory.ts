@@ -2,6 +2,8 @@ import type { Cluster, Redis } from 'ioredis';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isClusterClient } from './redis-target.ts';
 import { isRedisUnavailable } from './redis-client.ts';
+import { saleKeys } from './keys.ts';
+import type { ScriptedRedis } from './scripts.ts';
 
 /** The two levels the check logs at (pino's shape). */
 interface PolicyLogger {
@@ -88,4 +90,27 @@ export async function readRedisMemory(redis: Redis): Promise<RedisMemory[]> {
       return { node: `${server.options.host}:${server.options.port}`, usedMemoryBytes: field('used_memory'), maxmemoryBytes: field('maxmemory'), evictedKeys: field('evicted_keys') };
     }),
   );
+}
+
+/** One server's memory against its limit, as Redis judges it (see memory-limit-1.lua). */
+export interface MemoryLimit {
+  /** Memory counted against `maxmemory`: used_memory less mem_not_counted_for_evict (replication and AOF buffers). */
+  countedBytes: number;
+  /** 0: no limit. */
+  maxmemoryBytes: number;
+  /** Over the limit: under `noeviction` Redis refuses every command that may add memory (OOM). */
+  refusesWrites: boolean;
+}
+
+/** The limit from the three numbers memory-limit-1.lua and snapshot-sale-3.lua answer (used, not counted, maxmemory). */
+export function memoryLimitOf(reply: unknown): MemoryLimit {
+  const [used, notCounted, max] = (reply as unknown[]).map(Number) as [number, number, number];
+  const countedBytes = Math.max(0, used - notCounted);
+  // Redis refuses while counted > maxmemory (performEvictions); at or under it, a write still passes.
+  return { countedBytes, maxmemoryBytes: max, refusesWrites: max > 0 && countedBytes > max };
+}
+
+/** Whether the server holding the sale refuses writes for memory now (a read-only script: Redis runs it at its limit). */
+export async function readMemoryLimit(redis: ScriptedRedis, prefix: string, saleId: number): Promise<MemoryLimit> {
+  return memoryLimitOf(await redis.memoryLimit(saleKeys(prefix, saleId).meta));
 }

@@ -3,8 +3,9 @@ import { saleKeys } from './keys.ts';
 import { redisTimeMs, SALE_COUNTER_FIELDS, saleCountersOf } from './sale-meta.ts';
 import { lastEntryIdOf } from './reservation-stream.ts';
 import { orderWritersGroupOf, undeliveredLag } from './stream-backlog.ts';
+import { memoryLimitOf, type MemoryLimit } from './redis-memory.ts';
 
-/** What Redis holds for a sale at one instant (one MULTI), on Redis's clock. */
+/** What Redis holds for a sale at one instant (one read-only script), on Redis's clock. */
 export interface SaleSnapshot {
   /** Redis time of the snapshot, epoch ms. */
   at: number;
@@ -47,36 +48,24 @@ export interface SaleSnapshot {
    * server does not report it.
    */
   replicationId?: string;
+  /** The server's memory against its limit: over it, Redis refuses writes (retention then keeps no entry for its age). */
+  memory: MemoryLimit;
 }
 
-/** Where XINFO GROUPS sits in the snapshot's MULTI: the one command allowed to fail (no stream yet). */
-const GROUPS_REPLY = 5;
-
-/** Reads a sale's counters atomically (MULTI): the reconciler's checkpoints and detection use it. */
+/**
+ * Reads a sale's counters atomically (snapshot-sale-3.lua, a read-only script rather than a MULTI: Redis
+ * refuses a MULTI over its memory limit, and runs this): the reconciler's checkpoints and detection use it.
+ */
 export async function snapshotSale(redis: ScriptedRedis, prefix: string, saleId: number): Promise<SaleSnapshot> {
   const keys = saleKeys(prefix, saleId);
-  const replies = await redis
-    .multi()
-    .time()
-    .hmget(keys.meta, ...SALE_COUNTER_FIELDS)
-    .hlen(keys.buyers)
-    .xrevrange(keys.stream, '+', '-', 'COUNT', 1)
-    .xlen(keys.stream)
-    // O(1) in Redis 7 (entries added minus entries read): the look that exports the backlog per sale
-    // costs the same whatever the stream holds.
-    .xinfo('GROUPS', keys.stream)
-    // Keyless, so it runs on the server of the sale's slot, in the same transaction: the id of the
-    // history the counters above belong to.
-    .info('replication')
-    .exec();
-  if (!replies) throw new Error('snapshot transaction was discarded');
-  for (const [index, [error]] of replies.entries()) if (error && index !== GROUPS_REPLY) throw error;
-  const counters = saleCountersOf(replies[1]![1]);
-  const [groupsError, groups] = replies[GROUPS_REPLY]!;
-  const group = groupsError ? undefined : orderWritersGroupOf(groups);
-  const lastEntryId = lastEntryIdOf(replies[3]![1]);
+  const [time, fields, buyers, last, length, groups, replication, memory] = await redis.snapshotSale(keys.meta, keys.buyers, keys.stream, ...SALE_COUNTER_FIELDS);
+  const counters = saleCountersOf(fields);
+  // XINFO GROUPS is O(1) in Redis 7 (entries added minus entries read): the look that exports the
+  // backlog per sale costs the same whatever the stream holds. Null: no stream yet.
+  const group = groups ? orderWritersGroupOf(groups) : undefined;
+  const lastEntryId = lastEntryIdOf(last);
   return {
-    at: redisTimeMs(replies[0]![1]),
+    at: redisTimeMs(time),
     present: counters !== null,
     stock: counters?.stock ?? 0,
     remaining: counters?.remaining ?? 0,
@@ -84,12 +73,13 @@ export async function snapshotSale(redis: ScriptedRedis, prefix: string, saleId:
     paused: counters?.paused ?? false,
     controlsVersion: counters?.controlsVersion ?? 0,
     operatorPaused: counters?.operatorPaused ?? false,
-    buyers: Number(replies[2]![1]) + (counters?.returnedReservations ?? 0),
+    buyers: Number(buyers) + (counters?.returnedReservations ?? 0),
     returnedUnits: counters?.returnedUnits ?? 0,
     lastEntryId,
-    streamLength: Number(replies[4]![1]),
+    streamLength: Number(length),
     backlog: group ? { lag: undeliveredLag(group, lastEntryId), pending: group.pending } : null,
-    ...replicationIdOf(replies[6]![1]),
+    memory: memoryLimitOf(memory),
+    ...replicationIdOf(replication),
   };
 }
 

@@ -16,6 +16,7 @@ import { rebuildSaleState } from './sale-rebuild.ts';
 import { restoreClosedOrders, type BuyerClosedOrders } from './buyer-history.ts';
 import { recordPaid } from './door.ts';
 import { snapshotSale } from './sale-snapshot.ts';
+import { readMemoryLimit } from './redis-memory.ts';
 import { acknowledge, streamHasEntry, type StreamEntry } from './reservation-stream.ts';
 
 /**
@@ -47,6 +48,8 @@ function bindSale(redis: ScriptedRedis, prefix: string, saleId: number) {
     state: () => readSaleState(redis, prefix, saleId),
     generation: () => readGeneration(redis, prefix, saleId),
     snapshot: () => snapshotSale(redis, prefix, saleId),
+    /** The memory of the sale's Redis server against its limit: over it, every purchase is refused (OOM). */
+    memoryLimit: () => readMemoryLimit(redis, prefix, saleId),
     publish: (sale: SaleDefinition, generation: string, options: { notAfter?: number }) => publishSale(redis, prefix, { ...sale, id: saleId }, generation, options),
     withdraw: (generation: string) => withdrawSale(redis, prefix, saleId, generation),
     /** False when the sale is not in Redis, or holds another generation than `generation` (when given). */

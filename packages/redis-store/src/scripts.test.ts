@@ -84,6 +84,7 @@ describe('loadScripts', () => {
       'deadLetter',
       'heldPayments',
       'joinQueue',
+      'memoryLimit',
       'publishSale',
       'queuePlace',
       'rebuildSale',
@@ -93,6 +94,7 @@ describe('loadScripts', () => {
       'restoreClosed',
       'returnUnits',
       'setPaused',
+      'snapshotSale',
       'trimAcknowledged',
       'withdrawSale',
     ]);

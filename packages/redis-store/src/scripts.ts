@@ -23,6 +23,8 @@ export interface ScriptCommands {
   trimAcknowledged(stream: string, group: string, keepFrom: string, keepSinceMs: string, maxEntries: string): Promise<number>;
   receivePayment(payments: string, eventId: string, reservationId: string, amountCents: number): Promise<[number, number | string]>;
   heldPayments(payments: string): Promise<(number | string)[]>;
+  snapshotSale(meta: string, buyers: string, stream: string, ...fields: string[]): Promise<unknown[]>;
+  memoryLimit(meta: string): Promise<string[]>;
 }
 
 export type ScriptedRedis = Redis & ScriptCommands;

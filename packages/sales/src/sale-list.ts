@@ -39,15 +39,16 @@ export async function saleExists(prisma: SalesDeps['prisma'], saleId: number): P
  * A sale as buyers see it (GET /api/sales/:id): Redis's live state while Redis holds it; else MySQL's
  * record (no such sale, or Redis lost it and intake is stopped until it is rebuilt); null when MySQL has
  * none either. `now` is Redis's clock, the one the reserve script judges the window by, so the page and
- * the purchase endpoint never disagree about whether the sale has started.
+ * the purchase endpoint never disagree about whether the sale has started. `writesRefused`: the sale's
+ * Redis server is over its memory limit, so every purchase is refused however the sale stands.
  */
 export async function readBuyerSale(
   deps: Pick<SalesDeps, 'redis' | 'prisma' | 'prefix'>,
   saleId: number,
-): Promise<{ state: SaleState; now: number } | { record: SaleRecord; now: number } | null> {
+): Promise<({ state: SaleState } | { record: SaleRecord }) & { now: number; writesRefused: boolean } | null> {
   const inRedis = saleInRedis(deps, saleId);
-  const [state, now] = await Promise.all([inRedis.state(), inRedis.now()]);
-  if (state) return { state, now };
+  const [state, now, memory] = await Promise.all([inRedis.state(), inRedis.now(), inRedis.memoryLimit()]);
+  if (state) return { state, now, writesRefused: memory.refusesWrites };
   const record = await findSale(deps.prisma, saleId);
-  return record && { record, now };
+  return record && { record, now, writesRefused: memory.refusesWrites };
 }

@@ -19,6 +19,7 @@ const snapshot: SaleSnapshot = {
   backlog: { lag: 0, pending: 0 },
   controlsVersion: 0,
   operatorPaused: false,
+  memory: { countedBytes: 1_000_000, maxmemoryBytes: 0, refusesWrites: false },
 };
 
 describe('judging a sale state', () => {

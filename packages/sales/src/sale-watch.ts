@@ -146,8 +146,8 @@ async function watchSale(deps: StateWatcherDeps, listed: WatchedSale, signal?: A
   } else if (unchangedSince(sale.checkpoint, snapshot)) {
     // Nothing accepted since the checkpoint: it stands as it is (an idle sale costs no MySQL write per
     // pass). What the workers acknowledged since may still go, below the checkpoint this pass verified;
-    // a stream down to the checkpoint's own entry has nothing to give (an idle look is one MULTI).
-    if (snapshot.streamLength > 1) await retain(deps, sale.id, { keepFrom: sale.checkpoint!.streamId, keepSinceMs: snapshot.at - deps.retentionMs, maxEntries: deps.retentionEntries ?? null });
+    // a stream down to the checkpoint's own entry has nothing to give (an idle look is one script call).
+    if (snapshot.streamLength > 1) await retain(deps, sale.id, retentionBounds(deps, sale.checkpoint!.streamId, snapshot));
     return visit(false);
   } else {
     const checkpoint = checkpointOf(snapshot);
@@ -158,7 +158,7 @@ async function watchSale(deps: StateWatcherDeps, listed: WatchedSale, signal?: A
     // recorded after its entry was seen, so every reconciler checks an entry at or after it. Not when
     // the record was refused (another reconciler moved on, or the generation changed under this pass).
     const verified = sale.checkpoint?.streamId;
-    if (recorded && verified && !signal?.aborted) await retain(deps, sale.id, { keepFrom: verified, keepSinceMs: snapshot.at - deps.retentionMs, maxEntries: deps.retentionEntries ?? null });
+    if (recorded && verified && !signal?.aborted) await retain(deps, sale.id, retentionBounds(deps, verified, snapshot));
     // The next look compares with the checkpoint MySQL holds: this one, or (refused) the one that won.
     sale = { ...sale, checkpoint: recorded ? checkpoint : await findCheckpoint(deps.prisma, sale.id) };
     return visit(true);
@@ -182,6 +182,17 @@ async function settleStalledCreations(deps: StateWatcherDeps): Promise<void> {
   for (const sale of await listStalledCreations(deps.prisma, deps.createGraceMs)) {
     await forOneSale(deps, sale.id, 'create not settled this pass', () => settleStalledCreation(deps, sale));
   }
+}
+
+/**
+ * What retention keeps: from the verified checkpoint's entry on, and what is young or within the entries
+ * bound. Not for their age while Redis refuses writes for memory: acknowledged entries are then the one
+ * thing the system can free by itself (they are orders in MySQL, or dead letters with their own copy),
+ * and waiting out RECONCILER_STREAM_RETENTION_MS would leave every purchase refused meanwhile.
+ */
+function retentionBounds(deps: StateWatcherDeps, keepFrom: string | null, snapshot: SaleSnapshot): RetentionBounds {
+  if (snapshot.memory.refusesWrites) return { keepFrom, keepSinceMs: null };
+  return { keepFrom, keepSinceMs: snapshot.at - deps.retentionMs, maxEntries: deps.retentionEntries ?? null };
 }
 
 /** Trims the stream (see trimAcknowledged); a failure is logged, and the next pass trims instead. */

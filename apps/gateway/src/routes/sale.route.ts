@@ -13,11 +13,12 @@ export function saleRouter({ redis, prisma, config }: GatewayDeps): Router {
     const saleId = saleIdParam(req.params.saleId);
     const found = await readBuyerSale(store, saleId);
     if (!found) throw new AppError('SALE_NOT_FOUND', `no sale has the id ${saleId}`);
-    const { now } = found;
+    const { now, writesRefused } = found;
     if ('state' in found) {
       const { state } = found;
-      // Paused for buyers whoever paused it: the reconciler or an operator (the reserve script refuses either).
-      const view = saleView(state, { remaining: state.remaining, status: saleStatus({ ...state, paused: state.paused || state.operatorPaused }, now) });
+      // Paused for buyers whatever paused it: the reconciler or an operator (the reserve script refuses
+      // either), or Redis over its memory limit (it refuses the reserve script: every purchase answers 503).
+      const view = saleView(state, { remaining: state.remaining, status: saleStatus({ ...state, paused: state.paused || state.operatorPaused || writesRefused }, now) });
       res.json(state.admission ? { ...view, admission: admissionView(state.admission) } : view);
       return;
     }
