@@ -9,8 +9,15 @@
  * - live streams at the caps: dashboard sessions holding every live stream the process allows
  *   (DASHBOARD_STREAMS_PER_SESSION per session, DASHBOARD_STREAMS_PER_PROCESS in all), each on a sale of
  *   its own, the one past each cap checked refused (429).
+ * And an honest buyer's reservation lookup (one at a time, from an address of its own, 127.0.0.2) quiet
+ * and beside wrk flooding GET /api/sales/<an id no sale has> on 32 connections from 127.0.0.1, with the
+ * gateway's default budget of unauthenticated reads (PUBLIC_READS_PER_ADDRESS_PER_SECOND): the flood
+ * is answered 429 past the budget and its misses are remembered, so the lookup's p99 should stay within
+ * 2x of its quiet value (issue 40; before, 21 ms became 225 ms).
  */
 import { connect, type Socket } from 'node:net';
+import { Pool } from 'undici';
+import { buyerToken, percentile } from '@flashsale/harness';
 import { loadRange, operatorSale, ratioText, roundRatios, runLine, type PartContext, type RoundRatios, type Run } from './part-context.ts';
 import type { BenchResults, Summary } from './report.ts';
 import { startGatewayProcess, type BenchServer } from './servers.ts';
@@ -29,7 +36,48 @@ export interface NeighboursResults {
   liveStreams: Summary & { events: number[] };
   /** The rounds' ratios of accepts/s to quiet's. */
   ratios: { metricsHeld: RoundRatios; metricsScraped: RoundRatios; liveStreams: RoundRatios };
+  /** The honest buyer's reservation lookups, quiet and beside the unknown-id flood (every round's lookups pooled). */
+  lookups?: { publicReadsPerAddress: number; quiet: LookupSummary; flooded: LookupSummary & { floodAnswersPerSecond: number[] } };
 }
+
+export interface LookupSummary {
+  lookups: number;
+  p50: number;
+  p99: number;
+}
+
+const FLOOD_CONNECTIONS = 32;
+const UNKNOWN_SALE = 999_999_999;
+
+/**
+ * Honest buyers' lookups of their reservations for `seconds`, one at a time, about 50 a second in all,
+ * from 127.0.0.2; every answer must be 200. Ten buyers in turn: one buyer's lookups have their own budget
+ * (RATE_LIMIT_PER_SECOND, 10), and a page polling does not ask more than a few times a second.
+ */
+async function honestLookups(url: string, holders: { token: string; reservationId: string }[], seconds: number): Promise<number[]> {
+  const pool = new Pool(url, { connections: 1, connect: { localAddress: '127.0.0.2' } });
+  const latencies: number[] = [];
+  const until = performance.now() + seconds * 1000;
+  try {
+    for (let i = 0; performance.now() < until; i += 1) {
+      const { token, reservationId } = holders[i % holders.length]!;
+      const started = performance.now();
+      const res = await pool.request({ method: 'GET', path: `/api/reservations/${reservationId}`, headers: { authorization: `Bearer ${token}` } });
+      await res.body.dump();
+      if (res.statusCode !== 200) throw new Error(`neighbours: the honest lookup answered ${res.statusCode}`);
+      latencies.push(performance.now() - started);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  } finally {
+    await pool.close();
+  }
+  return latencies;
+}
+
+const lookupSummary = (latencies: number[]): LookupSummary => {
+  const sorted = [...latencies].sort((a, b) => a - b);
+  return { lookups: sorted.length, p50: percentile(sorted, 50), p99: percentile(sorted, 99) };
+};
 
 /** `count` idle connections to `port`, each from an address of its own in 127.0.1.1 and up. */
 async function idleConnections(port: number, count: number): Promise<{ open(): number; close(): void }> {
@@ -83,7 +131,13 @@ export async function neighboursPart(part: PartContext): Promise<NeighboursResul
   const perProcess = config.DASHBOARD_STREAMS_PER_PROCESS;
   const sessions = Math.ceil(perProcess / perSession);
   log(`the accept path quiet, beside ${IDLE_CONNECTIONS} idle connections to the metrics port, beside /metrics scraped, beside ${perProcess} live streams (${sessions} sessions)`);
-  const gateway: BenchServer & { process: { logs: Record<string, unknown>[] } } = await startGatewayProcess({ ...env, ADMIN_TOKEN: config.ADMIN_TOKEN });
+  // The budget of unauthenticated reads at its default (the harness turns it off for one-address load).
+  const gatewayEnv = { PUBLIC_READS_PER_ADDRESS_PER_SECOND: config.PUBLIC_READS_PER_ADDRESS_PER_SECOND };
+  const gateway: BenchServer & { process: { logs: Record<string, unknown>[] } } = await startGatewayProcess({
+    ...env,
+    ADMIN_TOKEN: config.ADMIN_TOKEN,
+    PUBLIC_READS_PER_ADDRESS_PER_SECOND: String(gatewayEnv.PUBLIC_READS_PER_ADDRESS_PER_SECOND),
+  });
   stops.push(gateway.stop);
   await warmUp(gateway);
   const metricsPort = Number(gateway.process.logs.find((line) => line.msg === 'gateway listening')!.metricsPort);
@@ -144,7 +198,33 @@ export async function neighboursPart(part: PartContext): Promise<NeighboursResul
       for (const stream of open) stream.close();
     }
   };
+  // The honest buyer holds a reservation, then looks it up quiet and beside the flood, alternated.
+  const honestSale = await operatorSale(part, gateway, 'neighbours honest buyer');
+  const holders = await Promise.all(
+    Array.from({ length: 10 }, async (_, i) => {
+      const token = buyerToken(`${part.prefix}-honest-${i}`, { secret: config.AUTH_SECRET });
+      const bought = await fetch(`${gateway.url}/api/sales/${honestSale}/purchase`, { method: 'POST', headers: { authorization: `Bearer ${token}` } });
+      const reservationId = ((await bought.json()) as { reservationId?: string }).reservationId;
+      if (bought.status !== 202 || !reservationId) throw new Error(`neighbours: an honest buyer's purchase answered ${bought.status}`);
+      return { token, reservationId };
+    }),
+  );
+  const quietLookups: number[] = [];
+  const floodedLookups: number[] = [];
+  const floodRates: number[] = [];
+  for (let round = 0; round < settings.rounds; round += 1) {
+    quietLookups.push(...(await honestLookups(gateway.url, holders, settings.seconds)));
+    const [latencies, flood] = await Promise.all([
+      honestLookups(gateway.url, holders, settings.seconds),
+      wrkRequests(gateway.url, [{ method: 'GET', path: `/api/sales/${UNKNOWN_SALE}` }], FLOOD_CONNECTIONS, settings.seconds + 1),
+    ]);
+    floodedLookups.push(...latencies);
+    floodRates.push(Math.round(flood.rps));
+  }
+  log(`honest lookups quiet p50/p99 ${lookupSummary(quietLookups).p50.toFixed(1)}/${lookupSummary(quietLookups).p99.toFixed(1)} ms, beside the unknown-id flood ${lookupSummary(floodedLookups).p50.toFixed(1)}/${lookupSummary(floodedLookups).p99.toFixed(1)} ms (flood answers/s ${floodRates.join(', ')})`);
+
   const runs = await alternate({ quiet: () => measure(gateway, 'accept'), 'metrics port held': metricsHeld, 'metrics port scraped': metricsScraped, 'live streams at the caps': liveStreams });
+
   await gateway.stop();
   return {
     loadAverages: loadRange(Object.values(runs).flat()),
@@ -155,6 +235,11 @@ export async function neighboursPart(part: PartContext): Promise<NeighboursResul
     metricsHeld: { ...summary(runs['metrics port held']), held },
     metricsScraped: { ...summary(runs['metrics port scraped']), scrapesPerSecond: scrapes },
     liveStreams: { ...summary(runs['live streams at the caps']), events },
+    lookups: {
+      publicReadsPerAddress: gatewayEnv.PUBLIC_READS_PER_ADDRESS_PER_SECOND,
+      quiet: lookupSummary(quietLookups),
+      flooded: { ...lookupSummary(floodedLookups), floodAnswersPerSecond: floodRates },
+    },
     ratios: {
       metricsHeld: roundRatios(runs['metrics port held'], runs.quiet),
       metricsScraped: roundRatios(runs['metrics port scraped'], runs.quiet),
@@ -178,5 +263,18 @@ export function neighboursMarkdown(r: BenchResults, n: NeighboursResults): strin
     row(`${IDLE_CONNECTIONS} idle connections to the metrics port`, n.metricsHeld, ratioText(n.ratios.metricsHeld), `connections the port held open at the run's end: ${list(n.metricsHeld.held)}`),
     row('/metrics scraped by wrk', n.metricsScraped, ratioText(n.ratios.metricsScraped), `scrapes/s: ${list(n.metricsScraped.scrapesPerSecond)}`),
     row(`${n.streamsPerProcess} live streams (both caps reached)`, n.liveStreams, ratioText(n.ratios.liveStreams), `events pushed during the run: ${list(n.liveStreams.events)}`),
+    ...(n.lookups ? ['', lookupsMarkdown(n.lookups)] : []),
+  ].join('\n');
+}
+
+function lookupsMarkdown(l: NonNullable<NeighboursResults['lookups']>): string {
+  const row = (label: string, s: LookupSummary, beside: string) => `| ${label} | ${s.lookups} | ${s.p50.toFixed(1)} / ${s.p99.toFixed(1)} | ${beside} |`;
+  return [
+    `Honest buyers' reservation lookups (ten buyers in turn, one lookup at a time, about 50 a second, from 127.0.0.2), quiet and beside wrk flooding \`GET /api/sales/${UNKNOWN_SALE}\` (no such sale) on ${FLOOD_CONNECTIONS} connections from 127.0.0.1, PUBLIC_READS_PER_ADDRESS_PER_SECOND ${l.publicReadsPerAddress}; p99 flooded / quiet: **${(l.flooded.p99 / l.quiet.p99).toFixed(2)}**.`,
+    '',
+    '| beside the lookups | lookups | p50 / p99 ms | the flood (each round) |',
+    '|---|---|---|---|',
+    row('nothing (quiet)', l.quiet, ''),
+    row('unknown-id flood', l.flooded, `answers/s (404 within the budget, 429 past it): ${l.flooded.floodAnswersPerSecond.join(', ')}`),
   ].join('\n');
 }

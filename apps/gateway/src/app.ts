@@ -1,5 +1,5 @@
 import express, { type Express } from 'express';
-import type { Door } from '@flashsale/sales';
+import type { Door, SaleMisses } from '@flashsale/sales';
 import type { GatewayDeps } from './deps.ts';
 import { errorHandler, notFound, sendProblem, type FailureAnswer } from './problem.ts';
 import { requestDeadline } from './deadline.ts';
@@ -35,6 +35,8 @@ export interface BuyerParts {
    * the stores' errors and one summarised log line for a store away, whichever route met it.
    */
   fail: FailureAnswer;
+  /** Ids MySQL holds no sale of, remembered briefly (GET /api/sales/:id, the queue's). */
+  misses?: SaleMisses;
 }
 
 /**
@@ -42,14 +44,16 @@ export interface BuyerParts {
  * (routes/front-door.ts, ahead of this app), around the buyer parts and the dashboard's live parts (feed,
  * views, streams) `createGateway` built: the one construction of the gateway, for `main.ts` and the tests alike.
  */
-export function createApp(deps: GatewayDeps, { buyerOf, buyingLimits, queueLimits, door, fail }: BuyerParts, metrics: GatewayMetrics, dashboard: DashboardParts): Express {
+export function createApp(deps: GatewayDeps, { buyerOf, buyingLimits, queueLimits, door, fail, misses }: BuyerParts, metrics: GatewayMetrics, dashboard: DashboardParts): Express {
   const app = express();
   app.disable('x-powered-by');
   app.disable('etag');
   app.set('trust proxy', false);
   // Every other request is answered within the deadline, whatever Redis or MySQL do meanwhile.
   app.use(requestDeadline(deps.config.REQUEST_DEADLINE_MS, sendProblem));
-  app.use(saleRouter(deps));
+  // Reads anyone may make without a token: a budget per address, as a miss costs MySQL a query.
+  const publicReads = addressBudget(deps.config.PUBLIC_READS_PER_ADDRESS_PER_SECOND, deps.config.TRUST_PROXY, deps.now);
+  app.use(saleRouter(deps, publicReads, misses));
   app.use(queueRouter(buyerOf, queueLimits, door));
   app.use(reservationRouter(deps, buyerOf, buyingLimits));
   // The payment provider's door, open to the internet: a budget per address before any signature is checked.
@@ -64,7 +68,7 @@ export function createApp(deps: GatewayDeps, { buyerOf, buyingLimits, queueLimit
   app.use(saleControlsRouter(deps));
   app.use(admissionRouter(door, deps.config.HTTP_MAX_BODY_BYTES));
   app.use(dashboardRouter(deps, dashboard, adminGuard));
-  app.use(healthRouter(deps));
+  app.use(healthRouter(deps, publicReads));
   app.use(openApiRouter());
   app.use(buyerPageRouter(deps, buyerOf, buyingLimits, door));
   app.use(notFound);

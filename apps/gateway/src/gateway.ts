@@ -1,6 +1,6 @@
 import type { RequestListener } from 'node:http';
 import { readBuyers, redisTargetOf } from '@flashsale/redis-store';
-import { createDoor, DoorFrontiers } from '@flashsale/sales';
+import { createDoor, DoorFrontiers, SaleMisses } from '@flashsale/sales';
 import type { GatewayDeps } from './deps.ts';
 import { createApp } from './app.ts';
 import { createRequestLimits } from './request-limits.ts';
@@ -55,6 +55,7 @@ export function createGateway(deps: GatewayDeps, metrics: GatewayMetrics = creat
   const verdicts = new SaleVerdictCache(config.SALE_VERDICT_TTL_MS, deps.now ?? (() => performance.now()), (saleId) =>
     readBuyers(deps.redis, config.REDIS_PREFIX, saleId, config.SALE_VERDICT_MAX_HOLDERS),
   );
+  const misses = new SaleMisses(config.SALE_MISS_TTL_MS, deps.now ?? (() => performance.now()));
   const liveSales = new LiveSaleDirectory(deps.prisma, deps.logger, config.LIVE_SALES_REFRESH_MS);
   // One purchase budget per buyer and address, spent by purchases and cancels alike: a cancel is the
   // other half of a buy-and-give-back loop, and costs MySQL where a purchase costs Redis.
@@ -77,10 +78,11 @@ export function createGateway(deps: GatewayDeps, metrics: GatewayMetrics = creat
     prefix: config.REDIS_PREFIX,
     authSecret: config.AUTH_SECRET,
     frontiers: new DoorFrontiers(deps.redis, config.REDIS_PREFIX, config.DOOR_FRONTIER_MAX_AGE_MS),
+    misses,
   });
   const queueLimits = createRequestLimits(config, deps.now);
   const fail = failureAnswer(deps.logger, (error) => metrics.storeErrors.count(error));
-  const app = createApp(deps, { buyerOf, buyingLimits, queueLimits, door, fail }, metrics, { feed: liveFeed, views, streams: liveStreams });
+  const app = createApp(deps, { buyerOf, buyingLimits, queueLimits, door, fail, misses }, metrics, { feed: liveFeed, views, streams: liveStreams });
   const queueStatus = createQueueStatusHandler({
     door,
     buyerOf,
@@ -98,7 +100,7 @@ export function createGateway(deps: GatewayDeps, metrics: GatewayMetrics = creat
     history,
     liveStreams,
     async start() {
-      events = listenToSaleEvents(redisTargetOf(deps.config), deps.config.REDIS_PREFIX, verdicts, deps.logger);
+      events = listenToSaleEvents(redisTargetOf(deps.config), deps.config.REDIS_PREFIX, [verdicts, misses], deps.logger);
       await Promise.all([events.subscribed, liveSales.start()]);
       history.start();
     },

@@ -114,6 +114,14 @@ const schema = z
      */
     RATE_LIMIT_PER_ADDRESS_PER_SECOND: intFrom(0, 10_000_000).default(1000),
     /**
+     * Unauthenticated reads (GET /api/sales/:id, /readyz) one client address may send per second to one
+     * gateway process before 429, default 200; 0 = no limit. A miss costs MySQL a query: the budget is
+     * what keeps an outsider's flood of made-up ids from reaching it unbounded.
+     */
+    PUBLIC_READS_PER_ADDRESS_PER_SECOND: intFrom(0, 10_000_000).default(200),
+    /** How long a gateway remembers that MySQL has no sale of an id, default 1000; 0 = never (every miss asks MySQL). */
+    SALE_MISS_TTL_MS: intFrom(0, 60_000).default(1000),
+    /**
      * Payment events one client address may post per second to one gateway process before 429, default
      * 200; 0 = no limit. Checked before the signature: an unsigned flood is turned away for the cost of a
      * count, and a provider's retry (it retries on 429) comes through the next second.

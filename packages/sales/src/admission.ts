@@ -13,6 +13,7 @@ import {
 } from '@flashsale/domain';
 import { joinQueue, type JoinOutcome, readQueuePlace, recordPaid, saleKeys, type ScriptedRedis } from '@flashsale/redis-store';
 import { findOrderByReservation, findSale, type PrismaClient, type SaleRecord } from '@flashsale/order-store';
+import { findSaleUnlessMissing, type SaleMisses } from './sale-misses.ts';
 import type { DoorFrontiers } from './door-frontier.ts';
 
 /**
@@ -38,6 +39,8 @@ export interface DoorDeps {
   /** The buyer-token secret, from which the ticket key is derived. */
   authSecret: string;
   frontiers: DoorFrontiers;
+  /** Ids MySQL was found to hold no sale of, remembered briefly (a queue polled for an unknown id). */
+  misses?: SaleMisses;
 }
 
 export interface QueueReply {
@@ -63,7 +66,7 @@ export function createDoor(deps: DoorDeps): Door {
 
   // Not in Redis: no such sale, or Redis lost it and the reconciler is rebuilding it from MySQL.
   async function missing(saleId: number): Promise<never> {
-    if (await findSale(prisma, saleId)) throw new AppError('SALE_PAUSED', 'the sale is being restored; retry shortly', {}, { 'Retry-After': '2' });
+    if (await findSaleUnlessMissing(prisma, deps.misses, saleId)) throw new AppError('SALE_PAUSED', 'the sale is being restored; retry shortly', {}, { 'Retry-After': '2' });
     throw new AppError('SALE_NOT_FOUND', `no sale has the id ${saleId}`);
   }
 

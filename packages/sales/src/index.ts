@@ -5,6 +5,7 @@ export { createDoor, type Door, type DoorDeps, type QueueReply } from './admissi
 export { DoorFrontiers } from './door-frontier.ts';
 export { createSale } from './sale-creation.ts';
 export { runSaleControl, type ControlActor } from './sale-controls.ts';
+export { SaleMisses } from './sale-misses.ts';
 export { listAdminSales, readAdminSale, readBuyerSale, saleExists, type AdminSalePage } from './sale-list.ts';
 export type { AdminSaleView } from './admin-sale-view.ts';
 export { readSaleStats } from './sale-stats.ts';

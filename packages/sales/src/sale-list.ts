@@ -2,6 +2,7 @@ import { findSale, listSalesPage, type SaleRecord } from '@flashsale/order-store
 import { createSaleStore, type SaleState } from '@flashsale/redis-store';
 import { adminSaleView, type AdminSaleView } from './admin-sale-view.ts';
 import { saleInRedis, type SalesDeps } from './sales-deps.ts';
+import { findSaleUnlessMissing, type SaleMisses } from './sale-misses.ts';
 
 /** One page of the operator's sales list, newest first; `nextCursor` names the next page (null: last). */
 export interface AdminSalePage {
@@ -43,12 +44,14 @@ export async function saleExists(prisma: SalesDeps['prisma'], saleId: number): P
  * Redis server is over its memory limit, so every purchase is refused however the sale stands.
  */
 export async function readBuyerSale(
-  deps: Pick<SalesDeps, 'redis' | 'prisma' | 'prefix'>,
+  deps: Pick<SalesDeps, 'redis' | 'prisma' | 'prefix'> & { misses?: SaleMisses },
   saleId: number,
 ): Promise<({ state: SaleState } | { record: SaleRecord }) & { now: number; writesRefused: boolean } | null> {
+  // An id this process found missing a moment ago costs neither store again (a creation is announced).
+  if (deps.misses?.has(saleId)) return null;
   const inRedis = saleInRedis(deps, saleId);
   const [state, now, memory] = await Promise.all([inRedis.state(), inRedis.now(), inRedis.memoryLimit()]);
   if (state) return { state, now, writesRefused: memory.refusesWrites };
-  const record = await findSale(deps.prisma, saleId);
+  const record = await findSaleUnlessMissing(deps.prisma, deps.misses, saleId);
   return record && { record, now, writesRefused: memory.refusesWrites };
 }

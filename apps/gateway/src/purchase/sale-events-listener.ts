@@ -1,6 +1,12 @@
 import type { Logger } from '@flashsale/runtime';
 import { connectRedis, saleEventsChannel, type RedisTargetLike } from '@flashsale/redis-store';
-import type { SaleVerdictCache } from './sale-verdict-cache.ts';
+
+/** What a gateway holds about sales that an announcement makes wrong: the verdict cache, the remembered misses. */
+export interface SaleNewsHolder {
+  forget(saleId: number): void;
+  forgetAll(): void;
+  setListening(listening: boolean): void;
+}
 
 export interface SaleEventsListener {
   /** Resolves once the first subscription is in place; pending for as long as Redis has not answered. */
@@ -9,14 +15,19 @@ export interface SaleEventsListener {
 }
 
 /**
- * Keeps the verdict cache honest: subscribes to the sale events channel on a connection of its own (a
+ * Keeps the verdict cache (and the remembered misses, SaleMisses) honest: subscribes to the sale events channel on a connection of its own (a
  * subscribed connection can run nothing else) and drops a sale's verdict when the reconciler announces
  * it. The cache is off until a subscription is in place (it starts so), and between a disconnect and the
  * next successful SUBSCRIBE, when announcements may be lost: so a gateway started while Redis is away
  * serves at once, and caches nothing until it hears the announcements. Returns at once; the subscription
  * is made whenever Redis answers.
  */
-export function listenToSaleEvents(target: RedisTargetLike, prefix: string, cache: SaleVerdictCache, logger: Logger): SaleEventsListener {
+export function listenToSaleEvents(target: RedisTargetLike, prefix: string, holders: SaleNewsHolder[], logger: Logger): SaleEventsListener {
+  const cache: SaleNewsHolder = {
+    forget: (saleId) => holders.forEach((holder) => holder.forget(saleId)),
+    forgetAll: () => holders.forEach((holder) => holder.forgetAll()),
+    setListening: (listening) => holders.forEach((holder) => holder.setListening(listening)),
+  };
   const channel = saleEventsChannel(prefix);
   const subscriber = connectRedis(target, {
     // Named after the prefix, so an operator (or a test) can find this deployment's subscriber.

@@ -1,4 +1,4 @@
-import { Router } from 'express';
+import { Router, type RequestHandler } from 'express';
 import { storesReadiness } from '@flashsale/bootstrap';
 import type { GatewayDeps } from '../deps.ts';
 
@@ -8,7 +8,7 @@ import type { GatewayDeps } from '../deps.ts';
  * asks the traffic, the outcomes and the process's insides, so it is served on the internal METRICS_PORT
  * only.
  */
-export function healthRouter({ redis, prisma, stopping }: GatewayDeps): Router {
+export function healthRouter({ redis, prisma, stopping }: GatewayDeps, budget: RequestHandler): Router {
   const router = Router();
   const readiness = storesReadiness({ redis, prisma });
   // 200 while the process runs (it is alive, stopping or not); the body says `stopping` during the
@@ -16,7 +16,8 @@ export function healthRouter({ redis, prisma, stopping }: GatewayDeps): Router {
   router.get('/healthz', (_req, res) => {
     res.json({ status: stopping?.() ? 'stopping' : 'ok' });
   });
-  router.get('/readyz', async (_req, res) => {
+  // Each readiness answer asks both stores: a prober's address has the public reads' budget.
+  router.get('/readyz', budget, async (_req, res) => {
     // A stopping process is not ready whatever its stores say: the balancer must stop sending first.
     if (stopping?.()) {
       res.status(503).json({ status: 'stopping' });

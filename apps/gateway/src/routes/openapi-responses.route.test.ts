@@ -877,6 +877,23 @@ describe('POST /api/payments/events, flooded', () => {
   });
 });
 
+describe('GET /api/sales/{saleId} and /readyz, flooded', () => {
+  it('429 past the per-address budget of unauthenticated reads', async () => {
+    const own = createTestContext({ PUBLIC_READS_PER_ADDRESS_PER_SECOND: '1' });
+    const clock = manualClock();
+    const budgeted = await startGateway(own, { now: clock.now });
+    try {
+      clock.nextSecond();
+      expect((await fetch(`${budgeted.url}/api/sales/999999`)).status).toBe(404);
+      expect(await expectDescribed('GET /api/sales/{saleId}', 429, await fetch(`${budgeted.url}/api/sales/999999`))).toMatchObject({ code: 'RATE_LIMITED' });
+      expect(await expectDescribed('GET /readyz', 429, await fetch(`${budgeted.url}/readyz`))).toMatchObject({ code: 'RATE_LIMITED' });
+    } finally {
+      await budgeted.close();
+      await own.close();
+    }
+  });
+});
+
 describe('docs/openapi.yaml', () => {
   // Described, and not caused by any test: each is a bug of the gateway, or takes a half-minute wait.
   const NOT_PRODUCED = [

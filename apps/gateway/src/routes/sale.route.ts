@@ -1,15 +1,15 @@
-import { Router } from 'express';
+import { Router, type RequestHandler } from 'express';
 import { AppError, saleStatus } from '@flashsale/domain';
-import { readBuyerSale } from '@flashsale/sales';
+import { readBuyerSale, type SaleMisses } from '@flashsale/sales';
 import type { GatewayDeps } from '../deps.ts';
 import { saleIdParam } from '../validation.ts';
 import { admissionView, saleView } from './sale-view.ts';
 
 /** GET /api/sales/:saleId: the sale as buyers see it, with live stock and status from Redis. */
-export function saleRouter({ redis, prisma, config }: GatewayDeps): Router {
+export function saleRouter({ redis, prisma, config }: GatewayDeps, budget: RequestHandler, misses?: SaleMisses): Router {
   const router = Router();
-  const store = { redis, prisma, prefix: config.REDIS_PREFIX };
-  router.get('/api/sales/:saleId', async (req, res) => {
+  const store = { redis, prisma, prefix: config.REDIS_PREFIX, misses };
+  router.get('/api/sales/:saleId', budget, async (req, res) => {
     const saleId = saleIdParam(req.params.saleId);
     const found = await readBuyerSale(store, saleId);
     if (!found) throw new AppError('SALE_NOT_FOUND', `no sale has the id ${saleId}`);
