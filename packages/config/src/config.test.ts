@@ -203,18 +203,42 @@ describe('loadConfig', () => {
   });
 
   it('refuses in production the published development secrets and secrets with no entropy, saying how to make one', () => {
-    const how = 'make one with `openssl rand -base64 48` (for ADMIN_TOKEN and METRICS_TOKEN: `openssl rand -hex 32`)';
+    const how = 'make one with `openssl rand -base64 32` (or -base64 48; for ADMIN_TOKEN and METRICS_TOKEN `openssl rand -hex 32` works too)';
     expect(() => loadConfig({ NODE_ENV: 'production', AUTH_SECRET: DEV_AUTH_SECRET, ADMIN_TOKEN: DEV_ADMIN_TOKEN, PAYMENT_WEBHOOK_SECRET: DEV_PAYMENT_WEBHOOK_SECRET })).toThrow(
       new ConfigError([
-        `AUTH_SECRET is a value published in the repository or its documentation, so it is refused in production: ${how}`,
-        `ADMIN_TOKEN is a value published in the repository or its documentation, so it is refused in production: ${how}`,
-        `PAYMENT_WEBHOOK_SECRET is a value published in the repository or its documentation, so it is refused in production: ${how}`,
+        `AUTH_SECRET contains a value published in the repository or its documentation, so it is refused in production: ${how}`,
+        `ADMIN_TOKEN contains a value published in the repository or its documentation, so it is refused in production: ${how}`,
+        `PAYMENT_WEBHOOK_SECRET contains a value published in the repository or its documentation, so it is refused in production: ${how}`,
       ]),
     );
     expect(refusedVariables({ NODE_ENV: 'production', AUTH_SECRET: 'a'.repeat(32), ADMIN_TOKEN: ADMIN, PAYMENT_WEBHOOK_SECRET: SECRET })).toEqual(['AUTH_SECRET']);
     expect(refusedVariables({ NODE_ENV: 'production', AUTH_SECRET: SECRET, ADMIN_TOKEN: 'aaaaaaaaaaaaaaaa', PAYMENT_WEBHOOK_SECRET: SECRET })).toEqual(['ADMIN_TOKEN']);
     expect(refusedVariables({ NODE_ENV: 'production', AUTH_SECRET: SECRET, ADMIN_TOKEN: '0000000000000000', PAYMENT_WEBHOOK_SECRET: SECRET })).toEqual(['ADMIN_TOKEN']);
     expect(refusedVariables({ NODE_ENV: 'production', AUTH_SECRET: SECRET, ADMIN_TOKEN: ADMIN, PAYMENT_WEBHOOK_SECRET: 'a'.repeat(32) })).toEqual(['PAYMENT_WEBHOOK_SECRET']);
+  });
+
+  it("refuses in production the near-copies of the published secrets and a guessable one (issue 40's examples)", () => {
+    const how = 'make one with `openssl rand -base64 32`';
+    const problems = (env: NodeJS.ProcessEnv) => {
+      try {
+        loadConfig({ NODE_ENV: 'production', AUTH_SECRET: SECRET, ADMIN_TOKEN: ADMIN, PAYMENT_WEBHOOK_SECRET: SECRET, ...env });
+      } catch (error) {
+        return (error as ConfigError).problems;
+      }
+      return [];
+    };
+    const refused = (name: string, value: string) => {
+      const found = problems({ [name]: value });
+      expect(found).toHaveLength(1);
+      expect(found[0]).toMatch(new RegExp(`^${name} (contains a value published|is too easy to guess)`));
+      expect(found[0]).toContain(how);
+    };
+    refused('AUTH_SECRET', `${DEV_AUTH_SECRET}x`);
+    refused('ADMIN_TOKEN', `${DEV_ADMIN_TOKEN}=`);
+    refused('PAYMENT_WEBHOOK_SECRET', `${DEV_PAYMENT_WEBHOOK_SECRET.toUpperCase().slice(0, 20)}${DEV_PAYMENT_WEBHOOK_SECRET.slice(20)} `);
+    refused('AUTH_SECRET', 'passwordpasswordpassword12345678');
+    refused('PAYMENT_WEBHOOK_SECRET', 'passwordpasswordpassword12345678');
+    expect(problems({})).toEqual([]);
   });
 
   it('keeps taking any well-formed secret outside production', () => {

@@ -2,6 +2,7 @@ import express, { Router } from 'express';
 import { z } from 'zod';
 import { AppError, checkPaymentSignature, saleIdOfReservation } from '@flashsale/domain';
 import { summarisedLog } from '@flashsale/runtime';
+import { clientAddress } from '../client-address.ts';
 import type { PaymentEventInput } from '@flashsale/order-store';
 import { payReservation, type Door } from '@flashsale/sales';
 import type { GatewayDeps } from '../deps.ts';
@@ -52,7 +53,8 @@ export function paymentsRouter({ config, redis, prisma, logger }: GatewayDeps, d
       const raw = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
       const problem = checkPaymentSignature(req.headers['payment-signature'] as string | undefined, raw, config.PAYMENT_WEBHOOK_SECRET, Math.floor(Date.now() / 1000));
       if (problem) {
-        refusals(problem);
+        // The address as TRUST_PROXY gives it (the summary's lastAddress): whom to block, as operations.md says.
+        refusals(problem, { lastAddress: clientAddress(req, config.TRUST_PROXY) });
         throw new AppError('UNAUTHORIZED', `the Payment-Signature is ${problem === 'stale' ? 'too old or too far ahead' : problem === 'mismatch' ? 'not valid' : problem}`);
       }
       let body: unknown;
