@@ -7,8 +7,19 @@ import type { AddressInfo } from 'node:net';
  * use it to kill a process at a precise crash point (say, when a worker sends XACK, after its MySQL
  * commit) without any hook in the code under test.
  */
+/**
+ * A fault on the link, for what the proxy forwards from now on (the fault matrix's link faults):
+ * `latency` delays every chunk, each way, by a random time in [minMs, maxMs] (order kept); `blackhole`
+ * keeps connections open and accepts new ones but forwards nothing either way (a server that accepts
+ * and never answers); `reset-mid-reply` lets the next reply's first chunk through, then destroys the
+ * connection (RST) before the rest.
+ */
+export type LinkFault = { kind: 'latency'; minMs: number; maxMs: number } | { kind: 'blackhole' } | { kind: 'reset-mid-reply' };
+
 export interface FaultProxy {
   port: number;
+  /** Sets the link's fault (null: none, forwarding as usual). What a blackhole held back is dropped. */
+  setFault(fault: LinkFault | null): void;
   /** Drops every connection and refuses new ones, as if the server were unreachable. */
   cut(): void;
   /** Accepts connections again. */
@@ -28,6 +39,7 @@ export async function startFaultProxy(
   const sockets = new Set<Socket>();
   let isCut = false;
   let target = targetPort;
+  let fault: LinkFault | null = null;
   const server: Server = createServer((client) => {
     if (isCut) {
       client.destroy();
@@ -35,10 +47,27 @@ export async function startFaultProxy(
     }
     const upstream = connect(target, '127.0.0.1');
     sockets.add(client).add(upstream);
+    // Each direction keeps its order under latency: a chunk leaves no sooner than the one before it.
+    const after = { up: 0, down: 0 };
+    const pass = (direction: 'up' | 'down', to: Socket, chunk: Buffer) => {
+      if (fault?.kind === 'blackhole') return;
+      if (fault?.kind === 'latency') {
+        const at = Math.max(after[direction], Date.now() + fault.minMs + Math.random() * (fault.maxMs - fault.minMs));
+        after[direction] = at;
+        setTimeout(() => to.write(chunk), at - Date.now());
+        return;
+      }
+      if (fault?.kind === 'reset-mid-reply' && direction === 'down') {
+        to.write(chunk.subarray(0, Math.max(1, Math.floor(chunk.length / 2))));
+        to.resetAndDestroy();
+        return;
+      }
+      to.write(chunk);
+    };
     client.on('data', (chunk) => {
-      if (onClientData(chunk) === 'forward') upstream.write(chunk);
+      if (onClientData(chunk) === 'forward') pass('up', upstream, chunk);
     });
-    upstream.on('data', (chunk) => client.write(chunk));
+    upstream.on('data', (chunk) => pass('down', client, chunk));
     const closeBoth = () => {
       client.destroy();
       upstream.destroy();
@@ -51,6 +80,9 @@ export async function startFaultProxy(
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
     port: (server.address() as AddressInfo).port,
+    setFault(next) {
+      fault = next;
+    },
     cut() {
       isCut = true;
       for (const socket of sockets) socket.destroy();

@@ -7,7 +7,7 @@ export { createHttpClient, mapConcurrently, percentile, type HttpClient, type Ht
 export { ledgerOf, faultLedgerOf, compareLedger, compareFaultLedger, ordersOf, pendingCount, type Ledger, type FaultLedger, type LedgerOrder } from './ledger.ts';
 // The reconciler's own drain wait, for the tests and runners that count orders once a sale has drained.
 export { waitForDrain } from '@flashsale/redis-store';
-export { startFaultProxy, type FaultProxy } from './fault-proxy.ts';
+export { startFaultProxy, type FaultProxy, type LinkFault } from './fault-proxy.ts';
 export { buyerToken, signBuyerTokens } from './tokens.ts';
 export { startRedisServer, askRedis, type RedisServer, type RedisServerOptions } from './redis-server.ts';
 export { freePort } from './server-start.ts';
