@@ -5,6 +5,9 @@ import { saleKeys } from '@flashsale/redis-store';
 import { startSystem, type System } from '../support/system.ts';
 import { createQueuedSale, type QueuedSaleOptions } from '../support/door.ts';
 import { bearer } from '../support/http.ts';
+import { sampleOf, scrape } from '../support/metrics-text.ts';
+import { doorBuyer } from '../support/door.ts';
+import { until } from '../support/until.ts';
 
 // The door against account farms (issue 41), through real gateway processes: the join budgets, the
 // queue's cap, the claim a sale may require, and the proof of work a sale may ask at join.
@@ -122,11 +125,10 @@ describe('a join costs work', () => {
     await expectProblem(await join(url(), id, buyerToken('pow-a'), { solution: Buffer.from(JSON.stringify(wrong)).toString('base64') }), 403, 'CHALLENGE_REQUIRED');
     // Bound to its buyer: another account cannot use it.
     await expectProblem(await join(url(), id, buyerToken('pow-b'), { solution: payload }), 403, 'CHALLENGE_REQUIRED');
-    // A buyer joins twice a second at most (QUEUE_JOINS_PER_SECOND): refusals count too.
-    await pause(1100);
-    await expectProblem(await join(url(), id, buyerToken('pow-a'), { solution: 'not an ALTCHA payload' }), 403, 'CHALLENGE_REQUIRED');
+    await expectProblem(await join(url(), id, buyerToken('pow-c'), { solution: 'not an ALTCHA payload' }), 403, 'CHALLENGE_REQUIRED');
     expect(await queued(id)).toEqual([]);
 
+    // A buyer joins twice a second at most (QUEUE_JOINS_PER_SECOND): refusals count too.
     await pause(1100);
     expect((await join(url(), id, buyerToken('pow-a'), { solution: payload })).status).toBe(200);
     expect(await queued(id)).toEqual(['pow-a']);
@@ -138,5 +140,52 @@ describe('a join costs work', () => {
     const { id } = await sale({ stock: 5, startsIn: 60_000 });
     await expectProblem(await join(url(), id, buyerToken('body-a'), { solution: 42 }), 400, 'INVALID_REQUEST');
     await expectProblem(await join(url(), id, buyerToken('body-a'), { other: 'x' }), 400, 'INVALID_REQUEST');
+  });
+});
+
+describe('the shadow queue', () => {
+  it('a token the shop flags is answered exactly like a waiting buyer, with a place that moves, and is never admitted while everyone else is; counted', async () => {
+    const before = sampleOf(await scrape(system.gateways[0]!), 'flashsale_door_shadow_joins_total{reason="flagged"}') ?? 0;
+    const { id } = await sale({ stock: 20, admitPerSecond: 50, admissionTtlSeconds: 600, startsIn: 1500 });
+    const honest = Array.from({ length: 6 }, (_, i) => doorBuyer(url(), id, `honest-${i}`));
+    for (const b of honest) expect((await b.join()).status).toBe(200);
+    const flaggedToken = buyerToken('farm-1', { claims: { flagged: true } });
+    const joined = await join(url(), id, flaggedToken);
+    const body = (await joined.json()) as { state: string; ticket: string };
+    // The same answer a waiting buyer gets before the start: its fields, its headers, a ticket of the same form.
+    expect(joined.status).toBe(200);
+    expect(joined.headers.get('retry-after')).not.toBeNull();
+    expect(body).toMatchObject({ state: 'waiting', position: null, ticket: expect.stringMatching(/^q2\.\d+\.[\w-]+\.\d+\.-\.\d+\.[\w-]+$/) });
+
+    for (const b of honest) await b.waitFor('admitted');
+    let ticket = body.ticket;
+    const told: unknown[] = [];
+    for (let i = 0; i < 5; i += 1) {
+      const res = await fetch(`${url()}/api/sales/${id}/queue`, { headers: { ...bearer(flaggedToken), 'queue-ticket': ticket } });
+      const answer = (await res.json()) as { state: string; position: number; ticket: string };
+      told.push(answer);
+      ticket = answer.ticket;
+      expect(answer).toMatchObject({ state: 'waiting', position: expect.any(Number) });
+    }
+    expect(told.every((t) => (t as { position: number }).position >= 1)).toBe(true);
+    expect((await fetch(`${url()}/api/sales/${id}/purchase`, { method: 'POST', headers: bearer(flaggedToken) })).status).toBe(403);
+    expect(await queued(id)).not.toContain('farm-1');
+    await until(() => scrape(system.gateways[0]!), (text) => (sampleOf(text, 'flashsale_door_shadow_joins_total{reason="flagged"}') ?? 0) === before + 1, 10_000);
+  });
+
+  it('an account whose solutions are refused again and again is set aside: its third strike and every join after, its own good solution too, are shadow answers', async () => {
+    const before = sampleOf(await scrape(system.gateways[0]!), 'flashsale_door_shadow_joins_total{reason="challenge"}') ?? 0;
+    const { id } = await sale({ stock: 5, startsIn: 60_000, challenge: 'pow', challengeMaxNumber: 2000 });
+    await expectProblem(await join(url(), id, buyerToken('striker')), 403, 'CHALLENGE_REQUIRED');
+    await expectProblem(await join(url(), id, buyerToken('striker'), { solution: 'bad' }), 403, 'CHALLENGE_REQUIRED');
+    await pause(1100);
+    const third = await join(url(), id, buyerToken('striker'), { solution: 'bad again' });
+    expect(third.status).toBe(200);
+    expect(await third.json()).toMatchObject({ state: 'waiting' });
+    await pause(1100);
+    const good = await join(url(), id, buyerToken('striker'), { solution: await solved(id, 'striker') });
+    expect(await good.json()).toMatchObject({ state: 'waiting' });
+    expect(await queued(id)).toEqual([]);
+    expect(sampleOf(await scrape(system.gateways[0]!), 'flashsale_door_shadow_joins_total{reason="challenge"}')).toBe(before + 2);
   });
 });

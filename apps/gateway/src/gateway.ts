@@ -77,6 +77,8 @@ export function createGateway(deps: GatewayDeps, metrics: GatewayMetrics = creat
     prefix: config.REDIS_PREFIX,
     authSecret: config.AUTH_SECRET,
     frontiers: new DoorFrontiers(deps.redis, config.REDIS_PREFIX, config.DOOR_FRONTIER_MAX_AGE_MS),
+    flagClaim: config.QUEUE_FLAG_CLAIM,
+    onShadowJoin: (reason) => metrics.shadowJoins.inc({ reason }),
   });
   const queueLimits = createRequestLimits(config, deps.now);
   const joinLimits = createJoinLimits(config, deps.now);

@@ -126,6 +126,11 @@ const schema = z
      */
     QUEUE_JOINS_PER_ADDRESS_PER_SECOND: intFrom(0, 10_000_000).default(20),
     /**
+     * The buyer-token claim by which the shop's identity system flags an account, default `flagged`: a
+     * token with it set to true is answered from the shadow queue (told waiting, never admitted).
+     */
+    QUEUE_FLAG_CLAIM: z.string().regex(/^[A-Za-z_][A-Za-z0-9_.:-]{0,63}$/, 'must be a claim name').default('flagged'),
+    /**
      * Payment events one client address may post per second to one gateway process before 429, default
      * 200; 0 = no limit. Checked before the signature: an unsigned flood is turned away for the cost of a
      * count, and a provider's retry (it retries on 429) comes through the next second.

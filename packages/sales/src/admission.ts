@@ -1,5 +1,6 @@
 import {
   AppError,
+  ARRIVAL_SCORE_BASE,
   queueAnswer,
   createQueueTicketReader,
   queueTicketKey,
@@ -16,6 +17,7 @@ import { findOrderByReservation, findSale, type PrismaClient, type SaleRecord } 
 import type { DoorFrontiers } from './door-frontier.ts';
 import { challengeDifficulty, createDoorChallenges, type SolvedChallenge } from './door-challenge.ts';
 import { JoinRates } from './join-rates.ts';
+import { SetAside, type SetAsideReason } from './set-aside.ts';
 import type { Challenge } from 'altcha-lib/v1/types';
 
 /**
@@ -41,6 +43,10 @@ export interface DoorDeps {
   /** The buyer-token secret, from which the ticket key is derived. */
   authSecret: string;
   frontiers: DoorFrontiers;
+  /** The buyer-token claim by which the shop's identity system flags an account (true: set aside). */
+  flagClaim?: string;
+  /** Told of every join answered from the shadow queue, with why (metrics). */
+  onShadowJoin?: (reason: SetAsideReason) => void;
 }
 
 export interface QueueReply {
@@ -64,6 +70,11 @@ export interface Door {
   join(saleId: number, userId: string, request?: JoinRequest): Promise<QueueReply>;
   /** A proof-of-work challenge bound to this buyer and sale, at the sale's difficulty now (ALTCHA's format). */
   challenge(saleId: number, userId: string): Promise<Challenge>;
+  /**
+   * A join the gateway refused past the buyer's budget: a strike against the account; once it is set
+   * aside, the join is answered from the shadow queue (else null, and the gateway refuses it 429).
+   */
+  flooded(saleId: number, userId: string): Promise<QueueReply | null>;
   status(saleId: number, userId: string, rawTicket: string | undefined): Promise<QueueReply>;
   changeAdmission(saleId: number, change: { admitPerSecond?: number; paused?: boolean }): Promise<{ sale: SaleRecord; door: DoorView }>;
   /** After a payment was recorded in MySQL: the order's units can never come back (queued sales only). */
@@ -76,6 +87,11 @@ export function createDoor(deps: DoorDeps): Door {
   const readQueueTicket = createQueueTicketReader(ticketKey);
   const challenges = createDoorChallenges(deps.authSecret);
   const joinRates = new JoinRates();
+  // The shadow queue's tickets: the same form, signed with a key of their own, so only the gateway tells them apart.
+  const shadowKey = queueTicketKey(`${deps.authSecret}\u0000shadow queue`);
+  const readShadowTicket = createQueueTicketReader(shadowKey);
+  const setAside = new SetAside();
+  const flagClaim = deps.flagClaim ?? 'flagged';
 
   // Not in Redis: no such sale, or Redis lost it and the reconciler is rebuilding it from MySQL.
   async function missing(saleId: number): Promise<never> {
@@ -90,9 +106,14 @@ export function createDoor(deps: DoorDeps): Door {
     return { door: reading.door, now };
   }
 
-  function readTicket(saleId: number, userId: string, rawTicket: string): QueueTicket {
-    const ticket = readQueueTicket(rawTicket, { saleId, userId });
+  function readTicket(saleId: number, userId: string, rawTicket: string): QueueTicket & { shadow?: true } {
+    let ticket = readQueueTicket(rawTicket, { saleId, userId });
     if (typeof ticket !== 'string') return ticket;
+    if (ticket === 'bad_signature') {
+      const shadow = readShadowTicket(rawTicket, { saleId, userId });
+      if (typeof shadow !== 'string') return { ...shadow, shadow: true };
+      ticket = shadow === 'bad_signature' ? ticket : shadow;
+    }
     const why = { malformed: 'is malformed', bad_signature: 'has a signature that does not match', other_buyer: "is another buyer's", other_sale: "is another sale's" }[ticket];
     throw new AppError('INVALID_QUEUE_TICKET', `the Queue-Ticket ${why}; ask without it to get yours`);
   }
@@ -161,6 +182,31 @@ export function createDoor(deps: DoorDeps): Door {
     return { saleId, answer: queueAnswer(door, place, now), ticket: signed };
   }
 
+  /**
+   * The shadow queue: an answer exactly like a waiting buyer's, from the copy of the door alone (no Redis
+   * call, nothing written), with a place at the end of the line as it stands; as the frontier moves the
+   * place moves with it, then holds a few places short of the front (the door held by its stock, as far
+   * as the client can tell). Never admitted: the buyer is in no queue the reserve script knows.
+   */
+  async function shadowReply(saleId: number, userId: string, ticket: QueueTicket | null, rawTicket?: string): Promise<QueueReply> {
+    const { door, now } = await doorOf(saleId);
+    const started = now >= door.startsAt;
+    const offset = 1 + (ticket?.score ?? 0) % 17;
+    let place: QueuePlace = ticket ?? { score: ARRIVAL_SCORE_BASE + door.queued + 1_000_000 + Math.floor(Math.random() * 1000), rank: null };
+    if (started && place.rank === null) place = { score: place.score, rank: door.queued + offset };
+    const shown: QueuePlace = place.rank === null ? place : { score: place.score, rank: Math.max(place.rank, door.front + offset), turn: null };
+    const unchanged = ticket !== null && ticket.rank === place.rank && ticket.epoch === door.epoch;
+    const signed = unchanged && rawTicket !== undefined ? rawTicket : signQueueTicket(shadowKey, { saleId, userId, score: place.score, rank: place.rank, epoch: door.epoch });
+    // Held short of the front: no ETA, as for a waiting buyer the stock holds back.
+    const answer = queueAnswer({ ...door, unused: shown.rank !== null && place.rank! < door.front + offset ? Number.MAX_SAFE_INTEGER : door.unused }, shown, now);
+    return { saleId, answer, ticket: signed };
+  }
+
+  async function shadowJoin(saleId: number, userId: string, reason: SetAsideReason): Promise<QueueReply> {
+    deps.onShadowJoin?.(reason);
+    return shadowReply(saleId, userId, null);
+  }
+
   // The checks of a join the gateway makes from its copy of the door (no Redis call): the claim, then the
   // solved challenge, each refused with its own code. A ticket proves a place taken before: no challenge.
   async function admittedToJoin(door: DoorView, saleId: number, userId: string, request: JoinRequest, proven: boolean): Promise<SolvedChallenge | undefined> {
@@ -179,11 +225,29 @@ export function createDoor(deps: DoorDeps): Door {
   return {
     async join(saleId, userId, request = {}) {
       // A ticket's score is used only if the buyer is missing from the queue: Redis lost the door.
-      const proven = request.ticket === undefined ? undefined : readTicket(saleId, userId, request.ticket).score;
+      const ticket = request.ticket === undefined ? undefined : readTicket(saleId, userId, request.ticket);
+      if (ticket?.shadow) return shadowReply(saleId, userId, ticket, request.ticket);
       const { door, now } = await doorOf(saleId);
       joinRates.saw(door, now);
-      const solved = await admittedToJoin(door, saleId, userId, request, proven !== undefined);
-      return reply(saleId, userId, await joined(saleId, await joinQueue(redis, prefix, saleId, userId, undefined, proven, solved)), false, undefined, undefined, true);
+      if (request.claims?.[flagClaim] === true) return shadowJoin(saleId, userId, 'flagged');
+      if (setAside.has(userId)) return shadowJoin(saleId, userId, 'challenge');
+      let solved: SolvedChallenge | undefined;
+      let outcome: JoinOutcome;
+      try {
+        solved = await admittedToJoin(door, saleId, userId, request, ticket !== undefined);
+        outcome = await joinQueue(redis, prefix, saleId, userId, undefined, ticket?.score, solved);
+        if (outcome.kind === 'solution_replayed') await joined(saleId, outcome);
+      } catch (error) {
+        // Solutions missing, wrong or replayed again and again: the account is set aside (its third strike
+        // within a minute is answered from the shadow queue, and every join after it).
+        if (error instanceof AppError && error.code === 'CHALLENGE_REQUIRED' && setAside.strike(userId)) return shadowJoin(saleId, userId, 'challenge');
+        throw error;
+      }
+      return reply(saleId, userId, await joined(saleId, outcome), false, undefined, undefined, true);
+    },
+
+    async flooded(saleId, userId) {
+      return setAside.strike(userId) ? shadowJoin(saleId, userId, 'flood') : null;
     },
 
     async challenge(saleId, userId) {
@@ -198,6 +262,7 @@ export function createDoor(deps: DoorDeps): Door {
       // again: the same place, and the ticket.
       if (rawTicket === undefined) return reply(saleId, userId, null, false);
       const ticket = readTicket(saleId, userId, rawTicket);
+      if (ticket.shadow) return shadowReply(saleId, userId, ticket, rawTicket);
       return reply(saleId, userId, { score: ticket.score, rank: ticket.rank }, false, ticket, rawTicket);
     },
 

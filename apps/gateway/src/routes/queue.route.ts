@@ -29,10 +29,18 @@ export function queueRouter(buyerOf: BuyerGate, limits: RequestLimits, joinLimit
     // A join costs a Redis call and makes a place: its own budgets first (the address's before the token).
     joinLimits.checkAddress(req);
     const userId = buyerOf(req, limits);
-    joinLimits.checkBuyer(userId);
+    const saleId = saleIdParam(req.params.saleId);
+    try {
+      joinLimits.checkBuyer(userId);
+    } catch (error) {
+      // An account joining again and again past its budget: set aside after a few strikes (the shadow queue).
+      const shadowed = await door.flooded(saleId, userId);
+      if (!shadowed) throw error;
+      return sendRendered(res, renderQueueReply(shadowed));
+    }
     const { solution } = parseOrThrow(joinBody, req.body ?? {});
     const ticket = req.headers['queue-ticket'];
-    const joined = await door.join(saleIdParam(req.params.saleId), userId, {
+    const joined = await door.join(saleId, userId, {
       ...(typeof ticket === 'string' && { ticket }),
       ...(solution !== undefined && { solution }),
       claims: tokenClaims(req.headers.authorization),
