@@ -76,6 +76,12 @@ export interface Door {
    */
   flooded(saleId: number, userId: string): Promise<QueueReply | null>;
   status(saleId: number, userId: string, rawTicket: string | undefined): Promise<QueueReply>;
+  /**
+   * The buyer shows up for their turn (POST .../queue/here with their ticket): answers their state as a
+   * status does. The door records no show-up window yet (showUpSeconds is kept with the sale's terms):
+   * every turn runs its full admissionTtlSeconds, so showing up changes nothing today.
+   */
+  here(saleId: number, userId: string, rawTicket: string | undefined): Promise<QueueReply>;
   changeAdmission(saleId: number, change: { admitPerSecond?: number; paused?: boolean }): Promise<{ sale: SaleRecord; door: DoorView }>;
   /** After a payment was recorded in MySQL: the order's units can never come back (queued sales only). */
   paid(saleId: number, reservationId: string): Promise<void>;
@@ -264,6 +270,13 @@ export function createDoor(deps: DoorDeps): Door {
       const ticket = readTicket(saleId, userId, rawTicket);
       if (ticket.shadow) return shadowReply(saleId, userId, ticket, rawTicket);
       return reply(saleId, userId, { score: ticket.score, rank: ticket.rank }, false, ticket, rawTicket);
+    },
+
+    async here(saleId, userId, rawTicket) {
+      // The sale first (404, 409 for an open one), from the copy: then the ticket the call needs.
+      await doorOf(saleId);
+      if (rawTicket === undefined) throw new AppError('INVALID_QUEUE_TICKET', 'showing up needs your Queue-Ticket: send the ticket your join or status answered');
+      return this.status(saleId, userId, rawTicket);
     },
 
     async changeAdmission(saleId, change) {

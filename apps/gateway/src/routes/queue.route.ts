@@ -15,6 +15,7 @@ const joinBody = z.strictObject({ solution: z.string().min(1).max(2048).optional
  * The waiting room of a queued sale (packages/sales: the door):
  *   POST /api/sales/:saleId/queue   join (idempotent: the same place again), here; body { solution? }
  *   GET  /api/sales/:saleId/queue/challenge   a proof-of-work challenge for this buyer and sale
+ *   POST /api/sales/:saleId/queue/here   the buyer shows up for their turn (Queue-Ticket)
  *   GET  /api/sales/:saleId/queue   where the buyer stands, with Retry-After: answered ahead of
  *                                   Express (routes/queue-status.ts); here for HEAD, and for the
  *                                   methods Express lists to OPTIONS
@@ -46,6 +47,11 @@ export function queueRouter(buyerOf: BuyerGate, limits: RequestLimits, joinLimit
       claims: tokenClaims(req.headers.authorization),
     });
     sendRendered(res, renderQueueReply(joined));
+  });
+  router.post('/api/sales/:saleId/queue/here', async (req, res) => {
+    const userId = buyerOf(req, limits);
+    const ticket = req.headers['queue-ticket'];
+    sendRendered(res, renderQueueReply(await door.here(saleIdParam(req.params.saleId), userId, typeof ticket === 'string' ? ticket : undefined)));
   });
   router.get('/api/sales/:saleId/queue/challenge', async (req, res) => {
     const userId = buyerOf(req, limits);
