@@ -28,6 +28,8 @@ export interface BuyerParts {
   buyingLimits: RequestLimits;
   /** The waiting room's budgets: a join and a status poll spend them alike. */
   queueLimits: RequestLimits;
+  /** The budgets of joins, on top of the queue's (request-limits.ts). */
+  joinLimits: RequestLimits;
   /** The door's use cases (packages/sales). */
   door: Door;
   /**
@@ -44,7 +46,7 @@ export interface BuyerParts {
  * (routes/front-door.ts, ahead of this app), around the buyer parts and the dashboard's live parts (feed,
  * views, streams) `createGateway` built: the one construction of the gateway, for `main.ts` and the tests alike.
  */
-export function createApp(deps: GatewayDeps, { buyerOf, buyingLimits, queueLimits, door, fail, misses }: BuyerParts, metrics: GatewayMetrics, dashboard: DashboardParts): Express {
+export function createApp(deps: GatewayDeps, { buyerOf, buyingLimits, queueLimits, joinLimits, door, fail, misses }: BuyerParts, metrics: GatewayMetrics, dashboard: DashboardParts): Express {
   const app = express();
   app.disable('x-powered-by');
   app.disable('etag');
@@ -54,7 +56,7 @@ export function createApp(deps: GatewayDeps, { buyerOf, buyingLimits, queueLimit
   // Reads anyone may make without a token: a budget per address, as a miss costs MySQL a query.
   const publicReads = addressBudget(deps.config.PUBLIC_READS_PER_ADDRESS_PER_SECOND, deps.config.TRUST_PROXY, deps.now);
   app.use(saleRouter(deps, publicReads, misses));
-  app.use(queueRouter(buyerOf, queueLimits, door));
+  app.use(queueRouter(buyerOf, queueLimits, joinLimits, door, deps.config.HTTP_MAX_BODY_BYTES));
   app.use(reservationRouter(deps, buyerOf, buyingLimits));
   // The payment provider's door, open to the internet: a budget per address before any signature is checked.
   app.use('/api/payments', addressBudget(deps.config.PAYMENT_EVENTS_PER_ADDRESS_PER_SECOND, deps.config.TRUST_PROXY, deps.now));

@@ -39,6 +39,13 @@ export function createGatewayMetrics() {
       labelNames: ['outcome'] as const,
       registers: [registry],
     }),
+    // By reason only (flagged, challenge, flood): a sale label would let a client add series.
+    shadowJoins: new Counter({
+      name: 'flashsale_door_shadow_joins_total',
+      help: 'Joins answered from the shadow queue (told waiting, never admitted), by why the account was set aside: flagged (the token), challenge (solutions refused again and again), flood (joins past its budget again and again).',
+      labelNames: ['reason'] as const,
+      registers: [registry],
+    }),
     storeErrors: createStoreErrorMetrics(registry, storeFailures),
   };
 }

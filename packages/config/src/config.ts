@@ -122,6 +122,23 @@ const schema = z
     /** How long a gateway remembers that MySQL has no sale of an id, default 1000; 0 = never (every miss asks MySQL). */
     SALE_MISS_TTL_MS: intFrom(0, 60_000).default(1000),
     /**
+     * Joins of a waiting room (each one Redis call, and a place) one buyer may send per second to one
+     * gateway process before 429, default 2: a buyer joins once; a second join answers the same place.
+     */
+    QUEUE_JOINS_PER_SECOND: intFrom(1, 1_000_000).default(2),
+    /**
+     * Joins one client address may send per second to one gateway process before 429, default 20; 0 = no
+     * limit (a load test from one machine, or a proxy that limits for us). A farm of accounts behind one
+     * address joins at this pace at most; an honest buyer refused before the start loses nothing (the
+     * draw at the start is random) and after it a second.
+     */
+    QUEUE_JOINS_PER_ADDRESS_PER_SECOND: intFrom(0, 10_000_000).default(20),
+    /**
+     * The buyer-token claim by which the shop's identity system flags an account, default `flagged`: a
+     * token with it set to true is answered from the shadow queue (told waiting, never admitted).
+     */
+    QUEUE_FLAG_CLAIM: z.string().regex(/^[A-Za-z_][A-Za-z0-9_.:-]{0,63}$/, 'must be a claim name').default('flagged'),
+    /**
      * Payment events one client address may post per second to one gateway process before 429, default
      * 200; 0 = no limit. Checked before the signature: an unsigned flood is turned away for the cost of a
      * count, and a provider's retry (it retries on 429) comes through the next second.

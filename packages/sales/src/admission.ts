@@ -1,5 +1,6 @@
 import {
   AppError,
+  ARRIVAL_SCORE_BASE,
   queueAnswer,
   createQueueTicketReader,
   queueTicketKey,
@@ -15,6 +16,10 @@ import { joinQueue, type JoinOutcome, readQueuePlace, recordPaid, saleKeys, type
 import { findOrderByReservation, findSale, type PrismaClient, type SaleRecord } from '@flashsale/order-store';
 import { findSaleUnlessMissing, type SaleMisses } from './sale-misses.ts';
 import type { DoorFrontiers } from './door-frontier.ts';
+import { challengeDifficulty, createDoorChallenges, type SolvedChallenge } from './door-challenge.ts';
+import { JoinRates } from './join-rates.ts';
+import { SetAside, type SetAsideReason } from './set-aside.ts';
+import type { Challenge } from 'altcha-lib/v1/types';
 
 /**
  * The door's use cases (issue 27): joining a sale's waiting room, a buyer's place in it, the operator's
@@ -30,7 +35,7 @@ import type { DoorFrontiers } from './door-frontier.ts';
  *
  * Redis losing the door (a flush, a failover to a replica behind): the reconciler rebuilds the sale and
  * begins a new door (a new epoch) that admits nobody for DOOR_RESTORE_GRACE_MS. A buyer whose ticket is
- * of an earlier epoch is put back at the place it proves, at their first ask (join-queue-5.lua).
+ * of an earlier epoch is put back at the place it proves, at their first ask (join-queue-6.lua).
  */
 export interface DoorDeps {
   redis: ScriptedRedis;
@@ -41,6 +46,10 @@ export interface DoorDeps {
   frontiers: DoorFrontiers;
   /** Ids MySQL was found to hold no sale of, remembered briefly (a queue polled for an unknown id). */
   misses?: SaleMisses;
+  /** The buyer-token claim by which the shop's identity system flags an account (true: set aside). */
+  flagClaim?: string;
+  /** Told of every join answered from the shadow queue, with why (metrics). */
+  onShadowJoin?: (reason: SetAsideReason) => void;
 }
 
 export interface QueueReply {
@@ -50,10 +59,32 @@ export interface QueueReply {
   ticket: string | null;
 }
 
+/** What a join brings besides the buyer: their ticket, their solved challenge, their token's claims. */
+export interface JoinRequest {
+  /** The buyer's ticket: with one of a door Redis lost, they come back at the place it proves (no challenge asked). */
+  ticket?: string;
+  /** An ALTCHA payload solving a challenge of GET .../queue/challenge (where the sale asks one). */
+  solution?: string;
+  /** The buyer token's claims (its signature checked by the gateway), for the sale's requireClaim. */
+  claims?: Record<string, unknown>;
+}
+
 export interface Door {
-  /** With the buyer's ticket of a door Redis lost, they come back at the place it proves. */
-  join(saleId: number, userId: string, rawTicket?: string): Promise<QueueReply>;
+  join(saleId: number, userId: string, request?: JoinRequest): Promise<QueueReply>;
+  /** A proof-of-work challenge bound to this buyer and sale, at the sale's difficulty now (ALTCHA's format). */
+  challenge(saleId: number, userId: string): Promise<Challenge>;
+  /**
+   * A join the gateway refused past the buyer's budget: a strike against the account; once it is set
+   * aside, the join is answered from the shadow queue (else null, and the gateway refuses it 429).
+   */
+  flooded(saleId: number, userId: string): Promise<QueueReply | null>;
   status(saleId: number, userId: string, rawTicket: string | undefined): Promise<QueueReply>;
+  /**
+   * The buyer shows up for their turn (POST .../queue/here with their ticket): answers their state as a
+   * status does. The door records no show-up window yet (showUpSeconds is kept with the sale's terms):
+   * every turn runs its full admissionTtlSeconds, so showing up changes nothing today.
+   */
+  here(saleId: number, userId: string, rawTicket: string | undefined): Promise<QueueReply>;
   changeAdmission(saleId: number, change: { admitPerSecond?: number; paused?: boolean }): Promise<{ sale: SaleRecord; door: DoorView }>;
   /** After a payment was recorded in MySQL: the order's units can never come back (queued sales only). */
   paid(saleId: number, reservationId: string): Promise<void>;
@@ -63,6 +94,13 @@ export function createDoor(deps: DoorDeps): Door {
   const { redis, prisma, prefix, frontiers } = deps;
   const ticketKey = queueTicketKey(deps.authSecret);
   const readQueueTicket = createQueueTicketReader(ticketKey);
+  const challenges = createDoorChallenges(deps.authSecret);
+  const joinRates = new JoinRates();
+  // The shadow queue's tickets: the same form, signed with a key of their own, so only the gateway tells them apart.
+  const shadowKey = queueTicketKey(`${deps.authSecret}\u0000shadow queue`);
+  const readShadowTicket = createQueueTicketReader(shadowKey);
+  const setAside = new SetAside();
+  const flagClaim = deps.flagClaim ?? 'flagged';
 
   // Not in Redis: no such sale, or Redis lost it and the reconciler is rebuilding it from MySQL.
   async function missing(saleId: number): Promise<never> {
@@ -77,15 +115,24 @@ export function createDoor(deps: DoorDeps): Door {
     return { door: reading.door, now };
   }
 
-  function readTicket(saleId: number, userId: string, rawTicket: string): QueueTicket {
-    const ticket = readQueueTicket(rawTicket, { saleId, userId });
+  function readTicket(saleId: number, userId: string, rawTicket: string): QueueTicket & { shadow?: true } {
+    let ticket = readQueueTicket(rawTicket, { saleId, userId });
     if (typeof ticket !== 'string') return ticket;
+    if (ticket === 'bad_signature') {
+      const shadow = readShadowTicket(rawTicket, { saleId, userId });
+      if (typeof shadow !== 'string') return { ...shadow, shadow: true };
+      ticket = shadow === 'bad_signature' ? ticket : shadow;
+    }
     const why = { malformed: 'is malformed', bad_signature: 'has a signature that does not match', other_buyer: "is another buyer's", other_sale: "is another sale's" }[ticket];
     throw new AppError('INVALID_QUEUE_TICKET', `the Queue-Ticket ${why}; ask without it to get yours`);
   }
 
   async function joined(saleId: number, outcome: JoinOutcome): Promise<QueuePlace> {
     switch (outcome.kind) {
+      case 'queue_full':
+        throw new AppError('QUEUE_FULL', `the waiting room of sale ${saleId} holds its most buyers (${outcome.cap})`, { maxQueueSize: outcome.cap });
+      case 'solution_replayed':
+        throw new AppError('CHALLENGE_REQUIRED', 'this solution was used before: get a new challenge (GET /api/sales/{saleId}/queue/challenge) and solve it');
       case 'sale_not_found':
         return missing(saleId);
       case 'sale_ended':
@@ -99,7 +146,8 @@ export function createDoor(deps: DoorDeps): Door {
     }
   }
 
-  async function reply(saleId: number, userId: string, known: QueuePlace | null, askRedis: boolean, ticket?: QueueTicket, rawTicket?: string): Promise<QueueReply> {
+  // `placedNow`: `known` is what the join script just answered, newer than any copy of the door.
+  async function reply(saleId: number, userId: string, known: QueuePlace | null, askRedis: boolean, ticket?: QueueTicket, rawTicket?: string, placedNow = false): Promise<QueueReply> {
     const cached = await doorOf(saleId);
     let now = cached.now;
     let door = cached.door;
@@ -115,7 +163,7 @@ export function createDoor(deps: DoorDeps): Door {
     // must be looked up (the queue only grows otherwise). Unless this gateway's copy of the door is older
     // than the ticket (buyers joined since it was read): the copy is read again first, one call shared by
     // every buyer asking meanwhile, and only a rank beyond that reading is looked up.
-    let beyondQueue = place?.rank != null && place.rank >= door.queued;
+    let beyondQueue = !placedNow && place?.rank != null && place.rank >= door.queued;
     if (beyondQueue) {
       const again = await doorOf(saleId, true);
       door = again.door;
@@ -132,8 +180,9 @@ export function createDoor(deps: DoorDeps): Door {
       if (read.kind === 'sale_not_found') return missing(saleId);
       if (read.kind === 'sale_not_queued') throw new AppError('SALE_NOT_QUEUED', `sale ${saleId} has no waiting room: buy directly`);
       place = read.kind === 'place' ? read.place : null;
-      // The place was read after the cached door: its front is the newer.
-      if (read.kind === 'place' && read.front > door.front) door = { ...door, front: read.front };
+      // The place was read after the cached door: its front is the newer, lower too when Redis went back
+      // (a replica behind promoted), so a rank is never judged against a frontier Redis no longer holds.
+      if (read.kind === 'place') door = { ...door, front: read.front };
     }
     // A ticket says the same again (a waiting buyer's poll, most often): the one the buyer sent is that
     // ticket, signed (readQueueTicket checked it, and only what was signed passes), so it is not signed again.
@@ -142,17 +191,95 @@ export function createDoor(deps: DoorDeps): Door {
     return { saleId, answer: queueAnswer(door, place, now), ticket: signed };
   }
 
+  /**
+   * The shadow queue: an answer exactly like a waiting buyer's, from the copy of the door alone (no Redis
+   * call, nothing written), with a place at the end of the line as it stands; as the frontier moves the
+   * place moves with it, then holds a few places short of the front (the door held by its stock, as far
+   * as the client can tell). Never admitted: the buyer is in no queue the reserve script knows.
+   */
+  async function shadowReply(saleId: number, userId: string, ticket: QueueTicket | null, rawTicket?: string): Promise<QueueReply> {
+    const { door, now } = await doorOf(saleId);
+    const started = now >= door.startsAt;
+    const offset = 1 + (ticket?.score ?? 0) % 17;
+    let place: QueuePlace = ticket ?? { score: ARRIVAL_SCORE_BASE + door.queued + 1_000_000 + Math.floor(Math.random() * 1000), rank: null };
+    if (started && place.rank === null) place = { score: place.score, rank: door.queued + offset };
+    const shown: QueuePlace = place.rank === null ? place : { score: place.score, rank: Math.max(place.rank, door.front + offset), turn: null };
+    const unchanged = ticket !== null && ticket.rank === place.rank && ticket.epoch === door.epoch;
+    const signed = unchanged && rawTicket !== undefined ? rawTicket : signQueueTicket(shadowKey, { saleId, userId, score: place.score, rank: place.rank, epoch: door.epoch });
+    // Held short of the front: no ETA, as for a waiting buyer the stock holds back.
+    const answer = queueAnswer({ ...door, unused: shown.rank !== null && place.rank! < door.front + offset ? Number.MAX_SAFE_INTEGER : door.unused }, shown, now);
+    return { saleId, answer, ticket: signed };
+  }
+
+  async function shadowJoin(saleId: number, userId: string, reason: SetAsideReason): Promise<QueueReply> {
+    deps.onShadowJoin?.(reason);
+    return shadowReply(saleId, userId, null);
+  }
+
+  // The checks of a join the gateway makes from its copy of the door (no Redis call): the claim, then the
+  // solved challenge, each refused with its own code. A ticket proves a place taken before: no challenge.
+  async function admittedToJoin(door: DoorView, saleId: number, userId: string, request: JoinRequest, proven: boolean): Promise<SolvedChallenge | undefined> {
+    if (door.requireClaim !== null && request.claims?.[door.requireClaim] !== true) {
+      throw new AppError('CLAIM_REQUIRED', `joining this waiting room needs the claim "${door.requireClaim}" set to true in the buyer token`, { claim: door.requireClaim });
+    }
+    if (door.challenge === 'off' || proven) return undefined;
+    if (request.solution === undefined) {
+      throw new AppError('CHALLENGE_REQUIRED', 'this waiting room asks a solved challenge: GET /api/sales/{saleId}/queue/challenge, solve it, and join with { "solution": "<ALTCHA payload>" }');
+    }
+    const solved = await challenges.verify(saleId, userId, request.solution);
+    if (!solved) throw new AppError('CHALLENGE_REQUIRED', "the solution does not solve a challenge of this sale's for this buyer (wrong, expired, or another's): get a new one");
+    return solved;
+  }
+
   return {
-    async join(saleId, userId, rawTicket) {
+    async join(saleId, userId, request = {}) {
       // A ticket's score is used only if the buyer is missing from the queue: Redis lost the door.
-      const proven = rawTicket === undefined ? undefined : readTicket(saleId, userId, rawTicket).score;
-      return reply(saleId, userId, await joined(saleId, await joinQueue(redis, prefix, saleId, userId, undefined, proven)), false);
+      const ticket = request.ticket === undefined ? undefined : readTicket(saleId, userId, request.ticket);
+      if (ticket?.shadow) return shadowReply(saleId, userId, ticket, request.ticket);
+      const { door, now } = await doorOf(saleId);
+      joinRates.saw(door, now);
+      if (request.claims?.[flagClaim] === true) return shadowJoin(saleId, userId, 'flagged');
+      if (setAside.has(userId)) return shadowJoin(saleId, userId, 'challenge');
+      let solved: SolvedChallenge | undefined;
+      let outcome: JoinOutcome;
+      try {
+        solved = await admittedToJoin(door, saleId, userId, request, ticket !== undefined);
+        outcome = await joinQueue(redis, prefix, saleId, userId, undefined, ticket?.score, solved);
+        if (outcome.kind === 'solution_replayed') await joined(saleId, outcome);
+      } catch (error) {
+        // Solutions missing, wrong or replayed again and again: the account is set aside (its third strike
+        // within a minute is answered from the shadow queue, and every join after it).
+        if (error instanceof AppError && error.code === 'CHALLENGE_REQUIRED' && setAside.strike(userId)) return shadowJoin(saleId, userId, 'challenge');
+        throw error;
+      }
+      return reply(saleId, userId, await joined(saleId, outcome), false, undefined, undefined, true);
+    },
+
+    async flooded(saleId, userId) {
+      return setAside.strike(userId) ? shadowJoin(saleId, userId, 'flood') : null;
+    },
+
+    async challenge(saleId, userId) {
+      const { door, now } = await doorOf(saleId);
+      const maxnumber = challengeDifficulty(door.challenge, door.challengeMaxNumber, joinRates.saw(door, now), door.admitPerSecond);
+      return challenges.issue(saleId, userId, maxnumber);
     },
 
     async status(saleId, userId, rawTicket) {
-      if (rawTicket === undefined) return reply(saleId, userId, null, true);
+      // Without a ticket nothing proves a place: answered from the gateway's copy of the door alone, never
+      // a Redis call (a flood of ticketless polls costs Redis nothing). A buyer who lost their ticket joins
+      // again: the same place, and the ticket.
+      if (rawTicket === undefined) return reply(saleId, userId, null, false);
       const ticket = readTicket(saleId, userId, rawTicket);
+      if (ticket.shadow) return shadowReply(saleId, userId, ticket, rawTicket);
       return reply(saleId, userId, { score: ticket.score, rank: ticket.rank }, false, ticket, rawTicket);
+    },
+
+    async here(saleId, userId, rawTicket) {
+      // The sale first (404, 409 for an open one), from the copy: then the ticket the call needs.
+      await doorOf(saleId);
+      if (rawTicket === undefined) throw new AppError('INVALID_QUEUE_TICKET', 'showing up needs your Queue-Ticket: send the ticket your join or status answered');
+      return this.status(saleId, userId, rawTicket);
     },
 
     async changeAdmission(saleId, change) {

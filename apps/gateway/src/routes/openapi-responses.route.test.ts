@@ -12,7 +12,7 @@ import { startReconciler } from '../../../../test/support/reconciler.ts';
 import { manualClock } from '../../../../test/support/clock.ts';
 import { until } from '../../../../test/support/until.ts';
 import { buyerToken } from '@flashsale/harness';
-import { newReservationId, signPaymentEvent } from '@flashsale/domain';
+import { newReservationId, signPaymentEvent, doorGuardsOff } from '@flashsale/domain';
 import { bearer, requestWithHost } from '../../../../test/support/http.ts';
 import { writeOrdersOf } from '../../../../test/support/orders.ts';
 import { insertSale } from '@flashsale/order-store';
@@ -740,7 +740,7 @@ describe('with Redis away', () => {
       perUserLimit: 1,
       startsAt: new Date(now),
       endsAt: new Date(now + 3_600_000),
-      admission: { mode: 'queue', preQueueSeconds: 60, admitPerSecond: 5, admissionTtlSeconds: 60, noShowFactor: 1, paused: false },
+      admission: { mode: 'queue', preQueueSeconds: 60, admitPerSecond: 5, admissionTtlSeconds: 60, noShowFactor: 1, paused: false, ...doorGuardsOff(60) },
     });
     await expectDescribed('POST /api/admin/sales/{saleId}/admission', 503, await fetch(`${away.url}/api/admin/sales/${door.id}/admission`, { method: 'POST', headers: { ...adminToken, ...asJson }, body: '{"paused":true}' }));
   });
@@ -794,12 +794,49 @@ describe('the door: POST and GET /api/sales/{saleId}/queue, POST /api/admin/sale
     expect(await expectDescribed(STATUS, 400, await status(later.id, { ...token, 'queue-ticket': 'forged' }))).toMatchObject({ code: 'INVALID_QUEUE_TICKET' });
     await expectDescribed(JOIN, 401, await join(later.id, {}));
     await expectDescribed(STATUS, 401, await status(later.id, {}));
-    await expectDescribed(JOIN, 404, await join(999_999_999, token));
+    // One buyer joins twice a second at most (QUEUE_JOINS_PER_SECOND): each join here is another's.
+    const fresh = () => bearer(buyerToken(newBuyer()));
+    await expectDescribed(JOIN, 404, await join(999_999_999, fresh()));
     await expectDescribed(STATUS, 404, await status(999_999_999, token));
-    expect(await expectDescribed(JOIN, 409, await join(open.id, token))).toMatchObject({ code: 'SALE_NOT_QUEUED' });
-    expect(await expectDescribed(JOIN, 409, await join(later.id, token))).toMatchObject({ code: 'QUEUE_NOT_OPEN', opensAt: expect.any(String) });
+    expect(await expectDescribed(JOIN, 409, await join(open.id, fresh()))).toMatchObject({ code: 'SALE_NOT_QUEUED' });
+    expect(await expectDescribed(JOIN, 409, await join(later.id, fresh()))).toMatchObject({ code: 'QUEUE_NOT_OPEN', opensAt: expect.any(String) });
     await expectDescribed(STATUS, 409, await status(open.id, token));
-    expect(await expectDescribed(JOIN, 410, await join(ended.id, token))).toMatchObject({ code: 'SALE_ENDED' });
+    expect(await expectDescribed(JOIN, 410, await join(ended.id, fresh()))).toMatchObject({ code: 'SALE_ENDED' });
+  });
+
+  it('the guards: 403 CHALLENGE_REQUIRED and CLAIM_REQUIRED at join; the challenge 200, 400, 401, 404, 409; showing up 200, 400, 401, 404, 409', async () => {
+    const now = await redisNow(ctx.redis);
+    const guarded = (admission: Record<string, unknown>) =>
+      fetch(`${gateway.url}/api/admin/sales`, {
+        method: 'POST',
+        headers: { ...admin(), ...asJson },
+        body: JSON.stringify({ name: `OpenAPI guards ${randomUUID()}`, stock: 5, startsAt: iso(now + 1000), endsAt: iso(now + 3_600_000), admission: { mode: 'queue', preQueueSeconds: 3600, admitPerSecond: 1000, ...admission } }),
+      }).then(async (res) => (await expectDescribed('POST /api/admin/sales', 201, res)) as { id: number });
+    const pow = await guarded({ challenge: 'pow' });
+    const claimed = await guarded({ requireClaim: 'verified' });
+    const open = await createLiveSale(ctx);
+    const token = bearer(buyerToken(newBuyer()));
+    expect(await expectDescribed(JOIN, 403, await join(pow.id, bearer(buyerToken(newBuyer()))))).toMatchObject({ code: 'CHALLENGE_REQUIRED' });
+    expect(await expectDescribed(JOIN, 403, await join(claimed.id, bearer(buyerToken(newBuyer()))))).toMatchObject({ code: 'CLAIM_REQUIRED', claim: 'verified' });
+
+    const CHALLENGE = 'GET /api/sales/{saleId}/queue/challenge';
+    const challenge = (saleId: number | string, headers: Record<string, string>) => fetch(`${gateway.url}/api/sales/${saleId}/queue/challenge`, { headers });
+    expect(await expectDescribed(CHALLENGE, 200, await challenge(pow.id, token))).toMatchObject({ algorithm: 'SHA-256', maxnumber: 100_000 });
+    await expectDescribed(CHALLENGE, 400, await challenge('%ZZ', token));
+    await expectDescribed(CHALLENGE, 401, await challenge(pow.id, {}));
+    await expectDescribed(CHALLENGE, 404, await challenge(999_999_999, token));
+    await expectDescribed(CHALLENGE, 409, await challenge(open.id, token));
+
+    const HERE = 'POST /api/sales/{saleId}/queue/here';
+    const here = (saleId: number | string, headers: Record<string, string>) => fetch(`${gateway.url}/api/sales/${saleId}/queue/here`, { method: 'POST', headers });
+    const joined = await expectDescribed(JOIN, 200, await join(claimed.id, bearer(buyerToken('openapi-known', { claims: { verified: true } }))));
+    const known = { ...bearer(buyerToken('openapi-known', { claims: { verified: true } })), 'queue-ticket': String(joined.ticket) };
+    await expectDescribed(HERE, 200, await here(claimed.id, known));
+    expect(await expectDescribed(HERE, 400, await here(claimed.id, token))).toMatchObject({ code: 'INVALID_QUEUE_TICKET' });
+    await expectDescribed(HERE, 400, await here('%ZZ', known));
+    await expectDescribed(HERE, 401, await here(claimed.id, {}));
+    await expectDescribed(HERE, 404, await here(999_999_999, known));
+    await expectDescribed(HERE, 409, await here(open.id, known));
   });
 
   it('steers: 200 with the settings and the door; 400, 401, 404, 409, 413, 415', async () => {
@@ -908,6 +945,13 @@ describe('docs/openapi.yaml', () => {
     'POST /api/sales/{saleId}/queue 500',
     'GET /api/sales/{saleId}/queue 500',
     'POST /api/admin/sales/{saleId}/admission 500',
+    'GET /api/sales/{saleId}/queue/challenge 500',
+    'POST /api/sales/{saleId}/queue/here 500',
+    // The budgets and the stores of these are the join's and the status's, whose 429 and 503 are caused above.
+    'GET /api/sales/{saleId}/queue/challenge 429',
+    'GET /api/sales/{saleId}/queue/challenge 503',
+    'POST /api/sales/{saleId}/queue/here 429',
+    'POST /api/sales/{saleId}/queue/here 503',
     // The reconciliation did not finish within the drain timeout + 30 s.
     'POST /api/admin/sales/{saleId}/reconcile 503',
     // Losses are MySQL's alone, and this file stops no MySQL; a 500 would be a bug.
