@@ -33,7 +33,7 @@ export const OUTSIDE_TOOLS: readonly OutsideTool[] = [
   { binary: 'promtool', debianPackage: 'prometheus', usedBy: "checking infra/prometheus's config, rules and rule tests", neededBy: 'suite' },
   { binary: 'prometheus', debianPackage: 'prometheus', usedBy: 'a real Prometheus scraping the processes (test/e2e/prometheus-infra.test.ts)', neededBy: 'suite' },
   { binary: 'docker-compose', debianPackage: 'docker-compose', usedBy: 'checking every documented compose command (docker-compose config)', neededBy: 'suite' },
-  { binary: chromiumPath(), debianPackage: 'chromium', usedBy: "the dashboard's browser tests (playwright-core drives Debian's Chromium)", neededBy: 'suite' },
+  { binary: chromiumPath(), debianPackage: 'chromium', usedBy: "the dashboard's and the buyer page's browser tests (playwright-core drives Debian's Chromium)", neededBy: 'suite' },
   { binary: 'prlimit', debianPackage: 'util-linux', usedBy: "lowering a gateway's open-file limit (test/faults/connection-flood.test.ts)", neededBy: 'suite' },
   { binary: 'k6', debianPackage: null, usedBy: 'the k6 scenarios smoke-run on a real k6 (outside CI, the Node runner runs them alone)', neededBy: 'ci' },
 ];
