@@ -47,17 +47,17 @@ async function redisCalls(redis: ScriptedRedis): Promise<number> {
 /** Removes what the door keeps of a sale (the purchase check removes the rest). */
 const dropDoor = (redis: ScriptedRedis, prefix: string, saleId: number) => {
   const keys = saleKeys(prefix, saleId);
-  return redis.unlink(keys.queue, keys.turns, keys.door, keys.paid);
+  return redis.unlink(keys.queue, keys.turns, keys.door, keys.paid, keys.pow);
 };
 
 /** Joins `buyers` (the join script, pipelined) and moves the door on until all of them are admitted. */
 async function admitAll(redis: ScriptedRedis, prefix: string, saleId: number, buyers: { id: string }[]): Promise<void> {
   const keys = saleKeys(prefix, saleId);
   for (let start = 0; start < buyers.length; start += JOIN_BATCH) {
-    // The join script (join-queue-5.lua), queued on a pipeline and sent by exec(); after the start the
+    // The join script (join-queue-6.lua), queued on a pipeline and sent by exec(); after the start the
     // draw is not used: each buyer gets the next arrival number.
     const pipeline = redis.pipeline() as unknown as ScriptCommands & { exec(): Promise<[Error | null, unknown][]> };
-    for (const buyer of buyers.slice(start, start + JOIN_BATCH)) void pipeline.joinQueue(keys.meta, keys.queue, keys.door, keys.turns, keys.buyers, buyer.id, '0', '');
+    for (const buyer of buyers.slice(start, start + JOIN_BATCH)) void pipeline.joinQueue(keys.meta, keys.queue, keys.door, keys.turns, keys.buyers, keys.pow, buyer.id, '0', '', '', '');
     for (const [error, reply] of await pipeline.exec()) {
       if (error || Number((reply as unknown[])[0]) !== 1) throw new Error(`door: a join answered ${error ? error.message : JSON.stringify(reply)}`);
     }

@@ -107,7 +107,7 @@ export async function runQueueDemo(input: QueueDemoInput): Promise<{ failed: boo
   // admitted buyer buys at once, except the one who walks away.
   const round = async () => {
     for (const b of buyers) {
-      if (b.reservationId || b.state === 'sold_out' || b.state === 'expired') continue;
+      if (b.reservationId || b.state === 'sold_out' || b.state === 'expired' || b.state === 'used') continue;
       const before = b.state;
       await ask(b);
       if (b.state === 'admitted' && b === walker && !walkerLeft) {

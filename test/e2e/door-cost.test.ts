@@ -65,4 +65,27 @@ describe('what the door costs Redis', () => {
     expect(calls.evalsha ?? 0).toBeLessThanOrEqual(Math.floor(elapsedMs / 5000) + 1);
     // About a thousand requests one after another: generous for a loaded machine.
   });
+
+  it('a status poll without a ticket costs no Redis call: 300 of them, from joined and unknown buyers, are answered from the copy of the door', async () => {
+    const { id } = await createQueuedSale(ctx, gateway.url, { stock: 1, admitPerSecond: 0.01, startsIn: 60_000 });
+    const joined = doorBuyer(gateway.url, id, 'ticketless-joined');
+    expect((await joined.join()).status).toBe(200);
+    const strangers = Array.from({ length: 299 }, (_, i) => doorBuyer(gateway.url, id, `ticketless-${i}`));
+
+    const before = await commandCounts(server.url);
+    const started = performance.now();
+    const asked = await joined.status(null);
+    for (const b of strangers) expect((await b.status(null)).body).toMatchObject({ state: 'not_joined', ticket: null });
+    const elapsedMs = performance.now() - started;
+    const calls = commandsBetween(before, await commandCounts(server.url));
+
+    // Nothing proves the joined buyer's place without their ticket: told to join again (the same place).
+    expect(asked.body).toMatchObject({ state: 'not_joined', ticket: null });
+    // Only the door's refresh, once per DOOR_FRONTIER_MAX_AGE_MS (5 s here), whoever asks; no place read.
+    expect(calls.zrank ?? 0).toBe(0);
+    expect(calls.zscore ?? 0).toBe(0);
+    expect((calls.evalsha ?? 0) + (calls.eval ?? 0)).toBeLessThanOrEqual(Math.floor(elapsedMs / 5000) + 1);
+    // The join again gives the place and its ticket back.
+    expect((await joined.join()).body).toMatchObject({ state: 'waiting', ticket: expect.any(String) });
+  });
 });

@@ -49,7 +49,7 @@ describe('the door through faults', () => {
     for (const b of [...order].reverse()) {
       const back = await until(() => b.status(), (answer) => answer.status !== 200 || answer.body.ticket?.split('.')[5] === epoch, 30_000);
       expect(back.status).toBe(200);
-      expect(back.body.state, `${b.userId}: ${JSON.stringify(back.body)}`).toBe(order.indexOf(b) < 2 ? 'admitted' : 'waiting');
+      expect(back.body.state, `${b.userId}: ${JSON.stringify(back.body)}`).toBe(order.indexOf(b) < 2 ? 'used' : 'waiting');
     }
     expect(await ctx.redis.zrange(keys.queue, 0, -1)).toEqual(order.map((b) => b.userId));
     // The two who bought have their turns used (never a second one); nobody is admitted while restoring.

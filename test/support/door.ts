@@ -28,6 +28,11 @@ export interface QueuedSaleOptions {
   admissionTtlSeconds?: number;
   noShowFactor?: number;
   paymentWindowSeconds?: number;
+  showUpSeconds?: number;
+  challenge?: 'off' | 'pow' | 'auto';
+  challengeMaxNumber?: number;
+  requireClaim?: string;
+  maxQueueSize?: number;
 }
 
 /** A sale behind the door, created through the admin API as an operator would. */

@@ -28,6 +28,8 @@ export interface BuyerParts {
   buyingLimits: RequestLimits;
   /** The waiting room's budgets: a join and a status poll spend them alike. */
   queueLimits: RequestLimits;
+  /** The budgets of joins, on top of the queue's (request-limits.ts). */
+  joinLimits: RequestLimits;
   /** The door's use cases (packages/sales). */
   door: Door;
   /**
@@ -42,7 +44,7 @@ export interface BuyerParts {
  * (routes/front-door.ts, ahead of this app), around the buyer parts and the dashboard's live parts (feed,
  * views, streams) `createGateway` built: the one construction of the gateway, for `main.ts` and the tests alike.
  */
-export function createApp(deps: GatewayDeps, { buyerOf, buyingLimits, queueLimits, door, fail }: BuyerParts, metrics: GatewayMetrics, dashboard: DashboardParts): Express {
+export function createApp(deps: GatewayDeps, { buyerOf, buyingLimits, queueLimits, joinLimits, door, fail }: BuyerParts, metrics: GatewayMetrics, dashboard: DashboardParts): Express {
   const app = express();
   app.disable('x-powered-by');
   app.disable('etag');
@@ -50,7 +52,7 @@ export function createApp(deps: GatewayDeps, { buyerOf, buyingLimits, queueLimit
   // Every other request is answered within the deadline, whatever Redis or MySQL do meanwhile.
   app.use(requestDeadline(deps.config.REQUEST_DEADLINE_MS, sendProblem));
   app.use(saleRouter(deps));
-  app.use(queueRouter(buyerOf, queueLimits, door));
+  app.use(queueRouter(buyerOf, queueLimits, joinLimits, door, deps.config.HTTP_MAX_BODY_BYTES));
   app.use(reservationRouter(deps, buyerOf, buyingLimits));
   // The payment provider's door, open to the internet: a budget per address before any signature is checked.
   app.use('/api/payments', addressBudget(deps.config.PAYMENT_EVENTS_PER_ADDRESS_PER_SECOND, deps.config.TRUST_PROXY, deps.now));

@@ -82,6 +82,16 @@ export function createBuyerAuthenticator(secret: string, clockToleranceSeconds =
   };
 }
 
+/**
+ * The claims of a buyer token the authenticator has just accepted (its signature and times checked): read
+ * only for a claim a sale asks (requireClaim), so the authenticator's hot path decodes nothing more.
+ */
+export function tokenClaims(authorization: string | undefined): Record<string, unknown> {
+  const token = bearerToken(authorization);
+  const firstDot = token.indexOf('.');
+  return decodeJsonObject(token.slice(firstDot + 1, token.indexOf('.', firstDot + 1))) ?? {};
+}
+
 /** Whether a string has at most `max` code points; a lone surrogate counts as one. */
 function atMostCodePoints(value: string, max: number): boolean {
   // Each code point is one or two UTF-16 units: only lengths between max and 2 * max need counting.

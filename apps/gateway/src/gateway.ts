@@ -3,7 +3,7 @@ import { readBuyers, redisTargetOf } from '@flashsale/redis-store';
 import { createDoor, DoorFrontiers } from '@flashsale/sales';
 import type { GatewayDeps } from './deps.ts';
 import { createApp } from './app.ts';
-import { createRequestLimits } from './request-limits.ts';
+import { createJoinLimits, createRequestLimits } from './request-limits.ts';
 import { createGatewayMetrics, type GatewayMetrics } from './metrics.ts';
 import { createPurchaseHandler } from './purchase/purchase-handler.ts';
 import { frontDoor } from './routes/front-door.ts';
@@ -79,8 +79,9 @@ export function createGateway(deps: GatewayDeps, metrics: GatewayMetrics = creat
     frontiers: new DoorFrontiers(deps.redis, config.REDIS_PREFIX, config.DOOR_FRONTIER_MAX_AGE_MS),
   });
   const queueLimits = createRequestLimits(config, deps.now);
+  const joinLimits = createJoinLimits(config, deps.now);
   const fail = failureAnswer(deps.logger, (error) => metrics.storeErrors.count(error));
-  const app = createApp(deps, { buyerOf, buyingLimits, queueLimits, door, fail }, metrics, { feed: liveFeed, views, streams: liveStreams });
+  const app = createApp(deps, { buyerOf, buyingLimits, queueLimits, joinLimits, door, fail }, metrics, { feed: liveFeed, views, streams: liveStreams });
   const queueStatus = createQueueStatusHandler({
     door,
     buyerOf,

@@ -27,9 +27,21 @@ export function createRequestLimits(
   config: Pick<Config, 'RATE_LIMIT_PER_SECOND' | 'RATE_LIMIT_PER_ADDRESS_PER_SECOND' | 'TRUST_PROXY'>,
   now?: () => number,
 ): RequestLimits {
-  const buyers = new RateLimiter(config.RATE_LIMIT_PER_SECOND, now);
-  const addresses = config.RATE_LIMIT_PER_ADDRESS_PER_SECOND > 0 ? new RateLimiter(config.RATE_LIMIT_PER_ADDRESS_PER_SECOND, now) : null;
-  const trustedProxies = config.TRUST_PROXY;
+  return budgets(config.RATE_LIMIT_PER_SECOND, config.RATE_LIMIT_PER_ADDRESS_PER_SECOND, config.TRUST_PROXY, now);
+}
+
+/**
+ * The budgets of waiting-room joins (QUEUE_JOINS_PER_SECOND per buyer, QUEUE_JOINS_PER_ADDRESS_PER_SECOND
+ * per address, 0 = none), counted on top of the queue's own: a join costs a Redis call and makes a place,
+ * where a poll with a ticket costs neither, so an account farm runs out of joins long before polls.
+ */
+export function createJoinLimits(config: Pick<Config, 'QUEUE_JOINS_PER_SECOND' | 'QUEUE_JOINS_PER_ADDRESS_PER_SECOND' | 'TRUST_PROXY'>, now?: () => number): RequestLimits {
+  return budgets(config.QUEUE_JOINS_PER_SECOND, config.QUEUE_JOINS_PER_ADDRESS_PER_SECOND, config.TRUST_PROXY, now);
+}
+
+function budgets(perBuyer: number, perAddress: number, trustedProxies: number, now?: () => number): RequestLimits {
+  const buyers = new RateLimiter(perBuyer, now);
+  const addresses = perAddress > 0 ? new RateLimiter(perAddress, now) : null;
   return {
     checkAddress(req) {
       if (addresses && !addresses.take(clientAddress(req, trustedProxies))) throw rateLimited();

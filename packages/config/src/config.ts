@@ -114,6 +114,18 @@ const schema = z
      */
     RATE_LIMIT_PER_ADDRESS_PER_SECOND: intFrom(0, 10_000_000).default(1000),
     /**
+     * Joins of a waiting room (each one Redis call, and a place) one buyer may send per second to one
+     * gateway process before 429, default 2: a buyer joins once; a second join answers the same place.
+     */
+    QUEUE_JOINS_PER_SECOND: intFrom(1, 1_000_000).default(2),
+    /**
+     * Joins one client address may send per second to one gateway process before 429, default 20; 0 = no
+     * limit (a load test from one machine, or a proxy that limits for us). A farm of accounts behind one
+     * address joins at this pace at most; an honest buyer refused before the start loses nothing (the
+     * draw at the start is random) and after it a second.
+     */
+    QUEUE_JOINS_PER_ADDRESS_PER_SECOND: intFrom(0, 10_000_000).default(20),
+    /**
      * Payment events one client address may post per second to one gateway process before 429, default
      * 200; 0 = no limit. Checked before the signature: an unsigned flood is turned away for the cost of a
      * count, and a provider's retry (it retries on 429) comes through the next second.

@@ -17,7 +17,23 @@ export interface QueueAdmission {
   noShowFactor: number;
   /** The operator's pause of the door: nobody new is admitted; admitted buyers keep their turn. */
   paused: boolean;
+  /**
+   * Seconds a new turn lasts until the buyer shows up (a purchase attempt, or POST .../queue/here);
+   * only a buyer who showed up has the full admissionTtlSeconds. Equal to admissionTtlSeconds: no window.
+   */
+  showUpSeconds: number;
+  /** A proof of work at join: 'off', 'pow' (always, at challengeMaxNumber), 'auto' (harder as joins outpace admissions). */
+  challenge: DoorChallenge;
+  /** The challenge's difficulty: ALTCHA's `maxnumber` (SHA-256 hashes an honest browser computes on average: half of it). */
+  challengeMaxNumber: number;
+  /** A buyer-token claim that must be `true` for the buyer to join (set by the shop's identity system); null: none. */
+  requireClaim: string | null;
+  /** The most buyers the queue holds; a join past it is 409 QUEUE_FULL. Null: no cap. */
+  maxQueueSize: number | null;
 }
+
+export const DOOR_CHALLENGES = ['off', 'pow', 'auto'] as const;
+export type DoorChallenge = (typeof DOOR_CHALLENGES)[number];
 
 /** Defaults of a queued sale's settings not given at create. */
 export const ADMISSION_DEFAULTS = {
@@ -25,6 +41,13 @@ export const ADMISSION_DEFAULTS = {
   admitPerSecond: 50,
   admissionTtlSeconds: 120,
   noShowFactor: 1,
+  /** Longer than the longest Retry-After a buyer near the front is told (5 s), so a polite client is never late. */
+  showUpSeconds: 20,
+  challenge: 'off',
+  /** About 50,000 SHA-256 on average: 30-100 ms in a browser, 25 ms of one core on the server side. */
+  challengeMaxNumber: 100_000,
+  requireClaim: null,
+  maxQueueSize: null,
 } as const;
 
 /** Bounds of each setting, enforced by the admin API. */
@@ -33,7 +56,21 @@ export const ADMISSION_LIMITS = {
   admitPerSecond: { min: 0.01, max: 100_000 },
   admissionTtlSeconds: { min: 1, max: 86_400 },
   noShowFactor: { min: 1, max: 10 },
+  showUpSeconds: { min: 1, max: 86_400 },
+  challengeMaxNumber: { min: 1000, max: 10_000_000 },
+  maxQueueSize: { min: 1, max: 100_000_000 },
 } as const;
+
+/**
+ * What a buyer-token claim named in `requireClaim` may be called: a JSON name of a plain claim, never one
+ * the token's validity rests on (registered claims: every token has or may have them).
+ */
+export const CLAIM_NAME = /^[A-Za-z_][A-Za-z0-9_.:-]{0,63}$/;
+export const REGISTERED_CLAIMS: readonly string[] = ['sub', 'exp', 'iat', 'nbf', 'iss', 'aud', 'jti'];
+
+/** A queued sale's door settings against account farms, for a sale recorded before they existed: none of them. */
+export const doorGuardsOff = (admissionTtlSeconds: number) =>
+  ({ showUpSeconds: admissionTtlSeconds, challenge: 'off', challengeMaxNumber: ADMISSION_DEFAULTS.challengeMaxNumber, requireClaim: null, maxQueueSize: null }) as const;
 
 /**
  * Queue scores (the order of the sale's queue, a Redis sorted set): a buyer who joined before startsAt

@@ -11,6 +11,17 @@ export { parseSaleId, MAX_SALE_ID, MAX_PER_USER_LIMIT, MAX_STOCK, SALE_TIME_RANG
 export { signPaymentEvent, checkPaymentSignature, SIGNATURE_TOLERANCE_SECONDS, type SignatureProblem } from './payment-signature.ts';
 export { planControl, type SaleControl, type SaleControlAction, type SaleControlState, type ControlledSale, type ControlPlan } from './sale-control.ts';
 export { REBUY_RULE_DEFAULTS, REBUY_RULE_LIMITS, type RebuyRule } from './rebuy-rule.ts';
-export { ADMISSION_DEFAULTS, ADMISSION_LIMITS, ARRIVAL_SCORE_BASE, isDraw, type QueueAdmission } from './admission.ts';
+export {
+  ADMISSION_DEFAULTS,
+  ADMISSION_LIMITS,
+  ARRIVAL_SCORE_BASE,
+  CLAIM_NAME,
+  DOOR_CHALLENGES,
+  REGISTERED_CLAIMS,
+  doorGuardsOff,
+  isDraw,
+  type DoorChallenge,
+  type QueueAdmission,
+} from './admission.ts';
 export { queueTicketKey, signQueueTicket, readQueueTicket, createQueueTicketReader, type QueueTicket, type QueueTicketReader, type TicketProblem } from './queue-ticket.ts';
 export { queueAnswer, isSoldOutForGood, turnNeedsLookup, MAX_RETRY_AFTER_SECONDS, DOOR_RESTORE_GRACE_MS, FINAL_RETRY_AFTER_SECONDS, type DoorView, type QueuePlace, type QueueAnswer, type QueueState } from './queue-status.ts';

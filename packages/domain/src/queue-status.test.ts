@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { queueAnswer, type DoorView } from './queue-status.ts';
+import { doorGuardsOff } from './admission.ts';
 import { createQueueTicketReader, queueTicketKey, readQueueTicket, signQueueTicket } from './queue-ticket.ts';
 
 const T0 = Date.UTC(2026, 10, 25, 12);
@@ -22,6 +23,7 @@ const door = (over: Partial<DoorView> = {}): DoorView => ({
   salePaused: false,
   epoch: T0 - 900_000,
   restoringUntil: 0,
+  ...doorGuardsOff(60),
   ...over,
 });
 
@@ -46,10 +48,15 @@ describe('queueAnswer', () => {
     }
   });
 
-  it('admitted while the turn runs (Retry-After its end), still admitted once used, expired after it ran out', () => {
+  it('admitted while the turn runs (Retry-After its end); used once a purchase used it, whatever became of the order; expired once it ran out', () => {
     expect(queueAnswer(door(), { score: 1, rank: 3, turn: T0 + 42_500 }, T0)).toEqual({ state: 'admitted', position: null, ahead: null, etaSeconds: null, admittedUntil: T0 + 42_500, retryAfterSeconds: 30 });
-    expect(queueAnswer(door(), { score: 1, rank: 3, turn: -(T0 + 1000) }, T0 + 5000)).toMatchObject({ state: 'admitted', admittedUntil: T0 + 1000 });
-    expect(queueAnswer(door(), { score: 1, rank: 3, turn: null }, T0)).toMatchObject({ state: 'expired', retryAfterSeconds: 3600 });
+    expect(queueAnswer(door(), { score: 1, rank: 3, turn: -(T0 + 1000) }, T0 + 5000)).toEqual({ state: 'used', position: null, ahead: null, etaSeconds: null, admittedUntil: null, retryAfterSeconds: 3600 });
+    expect(queueAnswer(door(), { score: 1, rank: 3, turn: 0 }, T0)).toMatchObject({ state: 'expired', admittedUntil: null, retryAfterSeconds: 3600 });
+    expect(queueAnswer(door(), { score: 1, rank: 3, turn: T0 - 1 }, T0)).toMatchObject({ state: 'expired' });
+  });
+
+  it('never a final state for a rank the frontier passed with no turn the door knows of (a store went back): waiting, asked back in 2 s', () => {
+    expect(queueAnswer(door(), { score: 1, rank: 3, turn: null }, T0)).toEqual({ state: 'waiting', position: null, ahead: null, etaSeconds: null, admittedUntil: null, retryAfterSeconds: 2 });
   });
 
   it('sold_out for everyone waiting once nothing is left and nothing can come back; ended over all; not_joined', () => {

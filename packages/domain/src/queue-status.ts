@@ -1,9 +1,11 @@
+import type { DoorChallenge } from './admission.ts';
+
 /**
  * What a buyer in a sale's waiting room is told (GET /api/sales/:id/queue): a pure function of the door
  * (the frontier every gateway caches) and the buyer's place (from a signed ticket, or from Redis), so a
  * waiting buyer is answered without a Redis call. Times are epoch ms on Redis's clock.
  */
-export type QueueState = 'not_joined' | 'waiting' | 'admitted' | 'sold_out' | 'ended' | 'expired';
+export type QueueState = 'not_joined' | 'waiting' | 'admitted' | 'used' | 'sold_out' | 'ended' | 'expired';
 
 /** The door of one sale as the admit script last reported it (admit-queue-5.lua). */
 export interface DoorView {
@@ -36,6 +38,12 @@ export interface DoorView {
   epoch: number;
   /** A door begun again after a loss admits nobody before this (0: not restoring). */
   restoringUntil: number;
+  /** The sale's guards against account farms, as its meta holds them (admission.ts). */
+  showUpSeconds: number;
+  challenge: DoorChallenge;
+  challengeMaxNumber: number;
+  requireClaim: string | null;
+  maxQueueSize: number | null;
 }
 
 /** Where one buyer stands: the queue score, the rank once drawn, and the turn when one was given. */
@@ -44,8 +52,9 @@ export interface QueuePlace {
   rank: number | null;
   /**
    * The buyer's turn: admittedUntil while it runs and is unused, minus admittedUntil once a purchase used
-   * it, null when no turn is running (never given, or expired). Undefined when not looked up (a ticket
-   * read without Redis), which is only allowed for ranks the frontier has not reached.
+   * it, 0 once it ran out unused (the door recorded its abandonment), null when Redis holds no turn
+   * (never given, or lost with a store that went back). Undefined when not looked up (a ticket read
+   * without Redis), which is only allowed for ranks the frontier has not reached.
    */
   turn?: number | null;
 }
@@ -87,11 +96,19 @@ export function queueAnswer(door: DoorView, place: QueuePlace | null, now: numbe
     return { state: 'not_joined', ...none, retryAfterSeconds: now < door.opensAt ? clampRetry((door.opensAt - now) / 1000) : 1 };
   }
   if (typeof place.turn === 'number') {
-    const admittedUntil = Math.abs(place.turn);
-    if (place.turn < 0) return { state: 'admitted', ...none, admittedUntil, retryAfterSeconds: FINAL_RETRY_AFTER_SECONDS };
-    if (place.turn > now) return { state: 'admitted', ...none, admittedUntil, retryAfterSeconds: clampRetry((place.turn - now) / 1000) };
+    // A used turn is said as such: the buyer's order (their reservation) says the rest, whatever became of it.
+    if (place.turn < 0) return { state: 'used', ...none, retryAfterSeconds: FINAL_RETRY_AFTER_SECONDS };
+    if (place.turn > now) return { state: 'admitted', ...none, admittedUntil: place.turn, retryAfterSeconds: clampRetry((place.turn - now) / 1000) };
+    // Abandoned: recorded (0), or run out and recorded at the door's next move, which nothing can undo but a
+    // store going back (and then the buyer is told again what the door holds).
+    return { state: 'expired', ...none, retryAfterSeconds: FINAL_RETRY_AFTER_SECONDS };
   }
-  if (place.rank !== null && place.rank < door.front) return { state: 'expired', ...none, retryAfterSeconds: FINAL_RETRY_AFTER_SECONDS };
+  if (place.turn === null && place.rank !== null && place.rank < door.front) {
+    // Passed by the frontier with no turn the door knows of: a store went back (a failover to a replica
+    // behind, a restore) and the door is being set right. Never a final state: asked again shortly, the
+    // buyer hears what the repaired door holds (their place again, a turn, or sold out).
+    return { state: 'waiting', ...none, retryAfterSeconds: 2 };
+  }
   if (isSoldOutForGood(door)) return { state: 'sold_out', ...none, retryAfterSeconds: MAX_RETRY_AFTER_SECONDS };
   if (place.rank === null || now < door.startsAt) {
     // Before the draw at startsAt nobody has a place yet; come back at the start.

@@ -9,7 +9,7 @@ import { createHmac, createSecretKey, timingSafeEqual, type KeyObject } from 'no
  * was fixed then: a position that does not follow from the draws is evidence against the shop.
  *
  * The ticket also names the door's epoch it was signed in: a ticket of an earlier epoch is of a door Redis
- * lost, and proves the buyer's place in it (the gateway puts them back there: join-queue-5.lua).
+ * lost, and proves the buyer's place in it (the gateway puts them back there: join-queue-6.lua).
  *
  * Form: `q2.<saleId>.<base64url(userId)>.<score>.<rank or ->.<epoch>.<base64url(signature)>`.
  */

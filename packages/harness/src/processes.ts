@@ -174,11 +174,11 @@ async function started(app: AppProcess, what: string): Promise<Record<string, un
 
 /**
  * A gateway process on a free port (its metrics on another); resolves once it listens. Every request of
- * a test, a demo or a load run comes from this one machine's address, so the per-address rate limit is
+ * a test, a demo or a load run comes from this one machine's address, so the per-address budgets are
  * off unless the caller sets it.
  */
 export async function spawnGateway(env: NodeJS.ProcessEnv, from: AppSource = 'source', root?: string): Promise<AppProcess & { url: string }> {
-  const gateway = spawnApp('gateway', { PORT: '0', METRICS_PORT: '0', RATE_LIMIT_PER_ADDRESS_PER_SECOND: '0', ...env }, from, root);
+  const gateway = spawnApp('gateway', { PORT: '0', METRICS_PORT: '0', RATE_LIMIT_PER_ADDRESS_PER_SECOND: '0', QUEUE_JOINS_PER_ADDRESS_PER_SECOND: '0', ...env }, from, root);
   const line = await started(gateway, 'gateway listening');
   return Object.assign(gateway, { url: `http://127.0.0.1:${String(line.port)}` });
 }

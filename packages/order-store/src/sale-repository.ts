@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { QueueAdmission, RebuyRule, SaleDefinition } from '@flashsale/domain';
+import { DOOR_CHALLENGES, doorGuardsOff, type DoorChallenge, type QueueAdmission, type RebuyRule, type SaleDefinition } from '@flashsale/domain';
 import type { PrismaClient } from './generated/prisma/client.ts';
 
 export interface NewSale {
@@ -26,6 +26,11 @@ export function admissionColumns(admission: QueueAdmission | undefined) {
     admissionTtlSeconds: admission.admissionTtlSeconds,
     noShowFactor: admission.noShowFactor,
     admissionPaused: admission.paused,
+    showUpSeconds: admission.showUpSeconds,
+    challenge: admission.challenge,
+    challengeMaxNumber: admission.challengeMaxNumber,
+    requireClaim: admission.requireClaim,
+    maxQueueSize: admission.maxQueueSize,
   };
 }
 
@@ -74,9 +79,16 @@ type SaleRow = {
   admissionTtlSeconds: number | null;
   noShowFactor: number | null;
   admissionPaused: boolean;
+  showUpSeconds: number | null;
+  challenge: string | null;
+  challengeMaxNumber: number | null;
+  requireClaim: string | null;
+  maxQueueSize: number | null;
   maxOrdersPerBuyer: number;
   rebuyCooldownSeconds: number;
 };
+
+const isDoorChallenge = (value: string | null): value is DoorChallenge => (DOOR_CHALLENGES as readonly (string | null)[]).includes(value);
 
 function admissionOf(row: SaleRow): QueueAdmission | undefined {
   if (row.admissionMode !== 'queue') return undefined;
@@ -87,6 +99,13 @@ function admissionOf(row: SaleRow): QueueAdmission | undefined {
     admissionTtlSeconds: row.admissionTtlSeconds ?? 60,
     noShowFactor: row.noShowFactor ?? 1,
     paused: row.admissionPaused,
+    // Recorded before the door's guards (all null): none of them, so the sale keeps the door it had.
+    ...doorGuardsOff(row.admissionTtlSeconds ?? 60),
+    ...(row.showUpSeconds !== null && { showUpSeconds: row.showUpSeconds }),
+    ...(isDoorChallenge(row.challenge) && { challenge: row.challenge }),
+    ...(row.challengeMaxNumber !== null && { challengeMaxNumber: row.challengeMaxNumber }),
+    requireClaim: row.requireClaim,
+    maxQueueSize: row.maxQueueSize,
   };
 }
 

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ARRIVAL_SCORE_BASE, newReservationId, type QueueAdmission, type SaleDefinition } from '@flashsale/domain';
+import { ARRIVAL_SCORE_BASE, newReservationId, type QueueAdmission, type SaleDefinition, doorGuardsOff } from '@flashsale/domain';
 import { createTestContext, redisNow, type TestContext } from '../../../test/support/context.ts';
 import { admitQueue, joinQueue, readQueuePlace, recordPaid } from './door.ts';
 import { saleKeys } from './keys.ts';
@@ -17,7 +17,7 @@ afterAll(async () => {
 });
 
 let nextId = 900_000_000 + Math.floor(Math.random() * 1_000_000);
-const ADMISSION: QueueAdmission = { mode: 'queue', preQueueSeconds: 60, admitPerSecond: 1000, admissionTtlSeconds: 60, noShowFactor: 1, paused: false };
+const ADMISSION: QueueAdmission = { mode: 'queue', preQueueSeconds: 60, admitPerSecond: 1000, admissionTtlSeconds: 60, noShowFactor: 1, paused: false, ...doorGuardsOff(60) };
 
 async function queuedSale(startsIn: number, stock = 3): Promise<SaleDefinition> {
   const now = await redisNow(ctx.redis);
@@ -35,6 +35,31 @@ describe('the door in Redis', () => {
     expect(await joinQueue(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, 'late', 5)).toEqual({ kind: 'joined', place: { score: ARRIVAL_SCORE_BASE + 1, rank: 1 }, isNew: true });
     expect(await joinQueue(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, 'later', 5)).toEqual({ kind: 'joined', place: { score: ARRIVAL_SCORE_BASE + 2, rank: 2 }, isNew: true });
     expect(await readQueuePlace(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, 'early')).toMatchObject({ kind: 'place', place: { score: 123, rank: 0 } });
+  });
+
+  it('a solved challenge joins once: a second new joiner with it is solution_replayed, nothing written; expired ones are forgotten', async () => {
+    const sale = await queuedSale(60_000);
+    const prefix = ctx.config.REDIS_PREFIX;
+    const now = await redisNow(ctx.redis);
+    const solution = { id: 'sig-1', expiresAt: now + 60_000 };
+    expect(await joinQueue(ctx.redis, prefix, sale.id, 'solver', 1, undefined, solution)).toMatchObject({ kind: 'joined', isNew: true });
+    // The same buyer again: their place, whatever they send.
+    expect(await joinQueue(ctx.redis, prefix, sale.id, 'solver', 2, undefined, solution)).toMatchObject({ kind: 'joined', isNew: false });
+    expect(await joinQueue(ctx.redis, prefix, sale.id, 'copier', 3, undefined, solution)).toEqual({ kind: 'solution_replayed' });
+    expect(await ctx.redis.zscore(saleKeys(prefix, sale.id).queue, 'copier')).toBeNull();
+    await joinQueue(ctx.redis, prefix, sale.id, 'stale', 4, undefined, { id: 'sig-old', expiresAt: now - 1 });
+    await joinQueue(ctx.redis, prefix, sale.id, 'fresh', 5, undefined, { id: 'sig-2', expiresAt: now + 60_000 });
+    expect((await ctx.redis.zrange(saleKeys(prefix, sale.id).pow, 0, -1)).sort()).toEqual(['sig-1', 'sig-2']);
+  });
+
+  it('a cap on the queue refuses new joiners past it (queue_full), never a buyer it holds nor one a ticket brings back', async () => {
+    const sale = await queuedSale(60_000);
+    const prefix = ctx.config.REDIS_PREFIX;
+    await ctx.redis.hset(saleKeys(prefix, sale.id).meta, 'q_max', '2');
+    for (const buyer of ['one', 'two']) expect(await joinQueue(ctx.redis, prefix, sale.id, buyer)).toMatchObject({ kind: 'joined' });
+    expect(await joinQueue(ctx.redis, prefix, sale.id, 'three')).toEqual({ kind: 'queue_full', cap: 2 });
+    expect(await joinQueue(ctx.redis, prefix, sale.id, 'one')).toMatchObject({ kind: 'joined', isNew: false });
+    expect(await joinQueue(ctx.redis, prefix, sale.id, 'back', 1, 77)).toMatchObject({ kind: 'joined', isNew: true });
   });
 
   it('admits at most floor(remaining x factor) unused turns; a purchase uses a turn (once), an open sale ignores the door', async () => {

@@ -2,7 +2,7 @@ import { randomInt } from 'node:crypto';
 import { ARRIVAL_SCORE_BASE, type DoorView, type QueuePlace } from '@flashsale/domain';
 import type { ScriptedRedis } from './scripts.ts';
 import { saleKeys } from './keys.ts';
-import { redisNow } from './sale-meta.ts';
+import { doorGuardsOf, redisNow } from './sale-meta.ts';
 
 /**
  * A sale's door in Redis (keys.ts: queue, turns, door, paid; lua/includes/door.lua says what each holds):
@@ -19,7 +19,15 @@ export type JoinOutcome =
   | { kind: 'sale_not_found' }
   | { kind: 'sale_ended' }
   | { kind: 'sale_not_queued' }
-  | { kind: 'queue_not_open'; opensAt: number };
+  | { kind: 'queue_not_open'; opensAt: number }
+  | { kind: 'queue_full'; cap: number }
+  | { kind: 'solution_replayed' };
+
+/** A solved challenge the gateway verified: its id (the signature) and when its challenge expires (epoch ms). */
+export interface JoinSolution {
+  id: string;
+  expiresAt: number;
+}
 
 /** A draw for a pre-start joiner: uniform over [0, 2^52), from the operating system's CSPRNG. */
 export function newDraw(): number {
@@ -29,13 +37,34 @@ export function newDraw(): number {
 
 /**
  * Joins the queue, or finds the buyer there. With `provenScore` (the score a signed ticket of a door Redis
- * lost proves), a buyer missing from the queue comes back at that place (join-queue-5.lua says when not).
+ * lost proves), a buyer missing from the queue comes back at that place (join-queue-6.lua says when not).
+ * With `solution`, a new joiner's solved challenge is taken once (a second use is `solution_replayed`).
  */
-export async function joinQueue(redis: ScriptedRedis, prefix: string, saleId: number, userId: string, draw: number = newDraw(), provenScore?: number): Promise<JoinOutcome> {
+export async function joinQueue(
+  redis: ScriptedRedis,
+  prefix: string,
+  saleId: number,
+  userId: string,
+  draw: number = newDraw(),
+  provenScore?: number,
+  solution?: JoinSolution,
+): Promise<JoinOutcome> {
   if (!(draw >= 0 && draw < ARRIVAL_SCORE_BASE && Number.isInteger(draw))) throw new Error(`a draw must be an integer in [0, 2^52), not ${draw}`);
   if (provenScore !== undefined && !(provenScore >= 0 && Number.isSafeInteger(provenScore))) throw new Error(`a proven score must be a safe integer, not ${provenScore}`);
   const keys = saleKeys(prefix, saleId);
-  const reply = await redis.joinQueue(keys.meta, keys.queue, keys.door, keys.turns, keys.buyers, userId, String(draw), provenScore === undefined ? '' : String(provenScore));
+  const reply = await redis.joinQueue(
+    keys.meta,
+    keys.queue,
+    keys.door,
+    keys.turns,
+    keys.buyers,
+    keys.pow,
+    userId,
+    String(draw),
+    provenScore === undefined ? '' : String(provenScore),
+    solution?.id ?? '',
+    solution === undefined ? '' : String(solution.expiresAt),
+  );
   const [code, a, b, c] = reply.map(Number);
   switch (code) {
     case 1:
@@ -48,6 +77,10 @@ export async function joinQueue(redis: ScriptedRedis, prefix: string, saleId: nu
       return { kind: 'sale_not_queued' };
     case -10:
       return { kind: 'queue_not_open', opensAt: a! };
+    case -11:
+      return { kind: 'queue_full', cap: a! };
+    case -12:
+      return { kind: 'solution_replayed' };
     default:
       throw new Error(`join-queue script returned an unknown code ${code}`);
   }
@@ -80,7 +113,9 @@ export async function admitQueue(
   if (code === -9) return { kind: 'sale_not_queued' };
   if (code !== 1) throw new Error(`admit-queue script returned an unknown code ${code}`);
   const [now, startsAt, endsAt, preQueueSeconds, front, queued, unused, remaining, mayComeBack, abandoned, rate, ttl, factor, doorPaused, salePaused, epoch, restoringUntil] =
-    reply.slice(1).map<number>(Number);
+    reply.slice(1, 18).map<number>(Number);
+  const [showUp, challenge, challengeMax, claim, cap] = reply.slice(18).map(String);
+  const guards = doorGuardsOf({ q_ttl: String(ttl), q_show: showUp, q_pow: challenge, q_pow_max: challengeMax, q_claim: claim, q_max: cap });
   return {
     kind: 'door',
     door: {
@@ -102,6 +137,7 @@ export async function admitQueue(
       salePaused: salePaused === 1,
       epoch: epoch!,
       restoringUntil: restoringUntil!,
+      ...guards,
     },
   };
 }

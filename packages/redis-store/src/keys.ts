@@ -52,13 +52,14 @@ export interface SaleKeys {
   /**
    * The door of a sale behind a waiting room (door.ts; lua/includes/door.lua says what each holds):
    * `queue` sorted set user -> draw or arrival score, `turns` sorted set user -> admittedUntil (minus it
-   * once used), `door` hash of the frontier's progress, `paid` hash of paid reservations. None exists
-   * for an open sale.
+   * once used, 0 once abandoned), `door` hash of the frontier's progress, `paid` hash of paid reservations,
+   * `pow` sorted set of the challenge solutions joins used (until they expire). None exists for an open sale.
    */
   queue: string;
   turns: string;
   door: string;
   paid: string;
+  pow: string;
 }
 
 export function saleKeys(prefix: string, saleId: number): SaleKeys {
@@ -78,6 +79,7 @@ export function saleKeys(prefix: string, saleId: number): SaleKeys {
     turns: `${base}:turns`,
     door: `${base}:door`,
     paid: `${base}:paid`,
+    pow: `${base}:pow`,
   };
 }
 

@@ -1,4 +1,4 @@
-import type { QueueAdmission, SaleDefinition } from '@flashsale/domain';
+import { doorGuardsOff, type QueueAdmission, type SaleDefinition } from '@flashsale/domain';
 import type { ScriptedRedis } from './scripts.ts';
 import { saleKeys } from './keys.ts';
 import { isClusterClient } from './redis-target.ts';
@@ -46,8 +46,21 @@ export async function readSaleState(redis: ScriptedRedis, prefix: string, saleId
         admissionTtlSeconds: Number(meta.q_ttl),
         noShowFactor: Number(meta.q_factor),
         paused: meta.q_paused === '1',
+        ...doorGuardsOf(meta),
       },
     }),
+  };
+}
+
+/** A queued sale's guards as its meta holds them (none for a sale published before them: door-terms.lua). */
+export function doorGuardsOf(meta: Record<string, string | undefined>): Pick<QueueAdmission, 'showUpSeconds' | 'challenge' | 'challengeMaxNumber' | 'requireClaim' | 'maxQueueSize'> {
+  const off = doorGuardsOff(Number(meta.q_ttl));
+  return {
+    showUpSeconds: meta.q_show ? Number(meta.q_show) : off.showUpSeconds,
+    challenge: meta.q_pow === 'pow' || meta.q_pow === 'auto' ? meta.q_pow : 'off',
+    challengeMaxNumber: meta.q_pow_max ? Number(meta.q_pow_max) : off.challengeMaxNumber,
+    requireClaim: meta.q_claim ? meta.q_claim : null,
+    maxQueueSize: meta.q_max ? Number(meta.q_max) : null,
   };
 }
 
@@ -67,6 +80,15 @@ export function saleTermsArgs(sale: SaleDefinition): [name: string, stock: numbe
 export function admissionArgs(admission: QueueAdmission | undefined): (string | number)[] {
   if (!admission) return ['', '', '', '', '', ''];
   return ['queue', admission.preQueueSeconds, admission.admitPerSecond, admission.admissionTtlSeconds, admission.noShowFactor, admission.paused ? '1' : '0'];
+}
+
+/**
+ * The door's guards in the order publish-sale-2.lua (ARGV[17..21]) and rebuild-sale-6.lua (ARGV[18..22])
+ * take them (lua/includes/door-terms.lua): show-up s, challenge, its maxnumber, claim ('' none), cap ('' none).
+ */
+export function doorGuardArgs(admission: QueueAdmission | undefined): (string | number)[] {
+  if (!admission) return ['', '', '', '', ''];
+  return [admission.showUpSeconds, admission.challenge, admission.challengeMaxNumber, admission.requireClaim ?? '', admission.maxQueueSize ?? ''];
 }
 
 export const SALE_COUNTER_FIELDS = ['stock', 'remaining', 'gen', 'paused', 'ret_units', 'ret_res', 'ctl', 'op_paused'] as const;

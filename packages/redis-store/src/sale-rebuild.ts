@@ -2,7 +2,7 @@ import { DOOR_RESTORE_GRACE_MS, type SaleDefinition } from '@flashsale/domain';
 import type { ScriptedRedis } from './scripts.ts';
 import { ORDER_WRITERS_GROUP, saleKeys, salesIndexKey } from './keys.ts';
 import { writeNextBuyers, type BuyerPages } from './buyer-record.ts';
-import { admissionArgs, saleTermsArgs } from './sale-meta.ts';
+import { admissionArgs, doorGuardArgs, saleTermsArgs } from './sale-meta.ts';
 
 /**
  * Writes a sale's Redis state from MySQL's record and leaves it paused: meta with the remaining stock
@@ -45,6 +45,7 @@ export async function rebuildSaleState(
     sale.controlsVersion,
     ...admissionArgs(sale.admission),
     doorRestoreMs,
+    ...doorGuardArgs(sale.admission),
   );
   return { written, doorLost: Number(answer) === 2 };
 }

@@ -1,7 +1,7 @@
 import type { SaleDefinition } from '@flashsale/domain';
 import type { ScriptedRedis } from './scripts.ts';
 import { ORDER_WRITERS_GROUP, saleKeys, salesIndexKey } from './keys.ts';
-import { admissionArgs, saleTermsArgs } from './sale-meta.ts';
+import { admissionArgs, doorGuardArgs, saleTermsArgs } from './sale-meta.ts';
 import { rebuyRuleArgs } from './buyer-history.ts';
 
 /**
@@ -34,6 +34,7 @@ export async function publishSale(
     notAfter === undefined ? '' : notAfter,
     ...admissionArgs(sale.admission),
     ...rebuyRuleArgs(sale.rebuyRule),
+    ...doorGuardArgs(sale.admission),
   );
   return reply === 1 ? 'published' : reply === 0 ? 'already_live' : 'too_late';
 }

@@ -8,7 +8,7 @@ import type { Redis } from 'ioredis';
  */
 export interface ScriptCommands {
   reserve(meta: string, buyers: string, stream: string, turns: string, closed: string, userId: string, quantity: number, reservationId: string): Promise<[number, string | number]>;
-  joinQueue(meta: string, queue: string, door: string, turns: string, buyers: string, userId: string, draw: string, provenScore: string): Promise<number[]>;
+  joinQueue(meta: string, queue: string, door: string, turns: string, buyers: string, pow: string, userId: string, draw: string, provenScore: string, solution: string, solutionExpires: string): Promise<number[]>;
   admitQueue(meta: string, queue: string, turns: string, door: string, paid: string, rate: string, paused: string): Promise<(number | string)[]>;
   queuePlace(meta: string, queue: string, turns: string, door: string, userId: string): Promise<(number | string)[]>;
   recordPaid(meta: string, paid: string, reservationId: string, units: number): Promise<number>;

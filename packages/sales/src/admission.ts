@@ -14,6 +14,9 @@ import {
 import { joinQueue, type JoinOutcome, readQueuePlace, recordPaid, saleKeys, type ScriptedRedis } from '@flashsale/redis-store';
 import { findOrderByReservation, findSale, type PrismaClient, type SaleRecord } from '@flashsale/order-store';
 import type { DoorFrontiers } from './door-frontier.ts';
+import { challengeDifficulty, createDoorChallenges, type SolvedChallenge } from './door-challenge.ts';
+import { JoinRates } from './join-rates.ts';
+import type { Challenge } from 'altcha-lib/v1/types';
 
 /**
  * The door's use cases (issue 27): joining a sale's waiting room, a buyer's place in it, the operator's
@@ -29,7 +32,7 @@ import type { DoorFrontiers } from './door-frontier.ts';
  *
  * Redis losing the door (a flush, a failover to a replica behind): the reconciler rebuilds the sale and
  * begins a new door (a new epoch) that admits nobody for DOOR_RESTORE_GRACE_MS. A buyer whose ticket is
- * of an earlier epoch is put back at the place it proves, at their first ask (join-queue-5.lua).
+ * of an earlier epoch is put back at the place it proves, at their first ask (join-queue-6.lua).
  */
 export interface DoorDeps {
   redis: ScriptedRedis;
@@ -47,9 +50,20 @@ export interface QueueReply {
   ticket: string | null;
 }
 
+/** What a join brings besides the buyer: their ticket, their solved challenge, their token's claims. */
+export interface JoinRequest {
+  /** The buyer's ticket: with one of a door Redis lost, they come back at the place it proves (no challenge asked). */
+  ticket?: string;
+  /** An ALTCHA payload solving a challenge of GET .../queue/challenge (where the sale asks one). */
+  solution?: string;
+  /** The buyer token's claims (its signature checked by the gateway), for the sale's requireClaim. */
+  claims?: Record<string, unknown>;
+}
+
 export interface Door {
-  /** With the buyer's ticket of a door Redis lost, they come back at the place it proves. */
-  join(saleId: number, userId: string, rawTicket?: string): Promise<QueueReply>;
+  join(saleId: number, userId: string, request?: JoinRequest): Promise<QueueReply>;
+  /** A proof-of-work challenge bound to this buyer and sale, at the sale's difficulty now (ALTCHA's format). */
+  challenge(saleId: number, userId: string): Promise<Challenge>;
   status(saleId: number, userId: string, rawTicket: string | undefined): Promise<QueueReply>;
   changeAdmission(saleId: number, change: { admitPerSecond?: number; paused?: boolean }): Promise<{ sale: SaleRecord; door: DoorView }>;
   /** After a payment was recorded in MySQL: the order's units can never come back (queued sales only). */
@@ -60,6 +74,8 @@ export function createDoor(deps: DoorDeps): Door {
   const { redis, prisma, prefix, frontiers } = deps;
   const ticketKey = queueTicketKey(deps.authSecret);
   const readQueueTicket = createQueueTicketReader(ticketKey);
+  const challenges = createDoorChallenges(deps.authSecret);
+  const joinRates = new JoinRates();
 
   // Not in Redis: no such sale, or Redis lost it and the reconciler is rebuilding it from MySQL.
   async function missing(saleId: number): Promise<never> {
@@ -83,6 +99,10 @@ export function createDoor(deps: DoorDeps): Door {
 
   async function joined(saleId: number, outcome: JoinOutcome): Promise<QueuePlace> {
     switch (outcome.kind) {
+      case 'queue_full':
+        throw new AppError('QUEUE_FULL', `the waiting room of sale ${saleId} holds its most buyers (${outcome.cap})`, { maxQueueSize: outcome.cap });
+      case 'solution_replayed':
+        throw new AppError('CHALLENGE_REQUIRED', 'this solution was used before: get a new challenge (GET /api/sales/{saleId}/queue/challenge) and solve it');
       case 'sale_not_found':
         return missing(saleId);
       case 'sale_ended':
@@ -96,7 +116,8 @@ export function createDoor(deps: DoorDeps): Door {
     }
   }
 
-  async function reply(saleId: number, userId: string, known: QueuePlace | null, askRedis: boolean, ticket?: QueueTicket, rawTicket?: string): Promise<QueueReply> {
+  // `placedNow`: `known` is what the join script just answered, newer than any copy of the door.
+  async function reply(saleId: number, userId: string, known: QueuePlace | null, askRedis: boolean, ticket?: QueueTicket, rawTicket?: string, placedNow = false): Promise<QueueReply> {
     const cached = await doorOf(saleId);
     let now = cached.now;
     let door = cached.door;
@@ -112,7 +133,7 @@ export function createDoor(deps: DoorDeps): Door {
     // must be looked up (the queue only grows otherwise). Unless this gateway's copy of the door is older
     // than the ticket (buyers joined since it was read): the copy is read again first, one call shared by
     // every buyer asking meanwhile, and only a rank beyond that reading is looked up.
-    let beyondQueue = place?.rank != null && place.rank >= door.queued;
+    let beyondQueue = !placedNow && place?.rank != null && place.rank >= door.queued;
     if (beyondQueue) {
       const again = await doorOf(saleId, true);
       door = again.door;
@@ -129,8 +150,9 @@ export function createDoor(deps: DoorDeps): Door {
       if (read.kind === 'sale_not_found') return missing(saleId);
       if (read.kind === 'sale_not_queued') throw new AppError('SALE_NOT_QUEUED', `sale ${saleId} has no waiting room: buy directly`);
       place = read.kind === 'place' ? read.place : null;
-      // The place was read after the cached door: its front is the newer.
-      if (read.kind === 'place' && read.front > door.front) door = { ...door, front: read.front };
+      // The place was read after the cached door: its front is the newer, lower too when Redis went back
+      // (a replica behind promoted), so a rank is never judged against a frontier Redis no longer holds.
+      if (read.kind === 'place') door = { ...door, front: read.front };
     }
     // A ticket says the same again (a waiting buyer's poll, most often): the one the buyer sent is that
     // ticket, signed (readQueueTicket checked it, and only what was signed passes), so it is not signed again.
@@ -139,15 +161,42 @@ export function createDoor(deps: DoorDeps): Door {
     return { saleId, answer: queueAnswer(door, place, now), ticket: signed };
   }
 
+  // The checks of a join the gateway makes from its copy of the door (no Redis call): the claim, then the
+  // solved challenge, each refused with its own code. A ticket proves a place taken before: no challenge.
+  async function admittedToJoin(door: DoorView, saleId: number, userId: string, request: JoinRequest, proven: boolean): Promise<SolvedChallenge | undefined> {
+    if (door.requireClaim !== null && request.claims?.[door.requireClaim] !== true) {
+      throw new AppError('CLAIM_REQUIRED', `joining this waiting room needs the claim "${door.requireClaim}" set to true in the buyer token`, { claim: door.requireClaim });
+    }
+    if (door.challenge === 'off' || proven) return undefined;
+    if (request.solution === undefined) {
+      throw new AppError('CHALLENGE_REQUIRED', 'this waiting room asks a solved challenge: GET /api/sales/{saleId}/queue/challenge, solve it, and join with { "solution": "<ALTCHA payload>" }');
+    }
+    const solved = await challenges.verify(saleId, userId, request.solution);
+    if (!solved) throw new AppError('CHALLENGE_REQUIRED', "the solution does not solve a challenge of this sale's for this buyer (wrong, expired, or another's): get a new one");
+    return solved;
+  }
+
   return {
-    async join(saleId, userId, rawTicket) {
+    async join(saleId, userId, request = {}) {
       // A ticket's score is used only if the buyer is missing from the queue: Redis lost the door.
-      const proven = rawTicket === undefined ? undefined : readTicket(saleId, userId, rawTicket).score;
-      return reply(saleId, userId, await joined(saleId, await joinQueue(redis, prefix, saleId, userId, undefined, proven)), false);
+      const proven = request.ticket === undefined ? undefined : readTicket(saleId, userId, request.ticket).score;
+      const { door, now } = await doorOf(saleId);
+      joinRates.saw(door, now);
+      const solved = await admittedToJoin(door, saleId, userId, request, proven !== undefined);
+      return reply(saleId, userId, await joined(saleId, await joinQueue(redis, prefix, saleId, userId, undefined, proven, solved)), false, undefined, undefined, true);
+    },
+
+    async challenge(saleId, userId) {
+      const { door, now } = await doorOf(saleId);
+      const maxnumber = challengeDifficulty(door.challenge, door.challengeMaxNumber, joinRates.saw(door, now), door.admitPerSecond);
+      return challenges.issue(saleId, userId, maxnumber);
     },
 
     async status(saleId, userId, rawTicket) {
-      if (rawTicket === undefined) return reply(saleId, userId, null, true);
+      // Without a ticket nothing proves a place: answered from the gateway's copy of the door alone, never
+      // a Redis call (a flood of ticketless polls costs Redis nothing). A buyer who lost their ticket joins
+      // again: the same place, and the ticket.
+      if (rawTicket === undefined) return reply(saleId, userId, null, false);
       const ticket = readTicket(saleId, userId, rawTicket);
       return reply(saleId, userId, { score: ticket.score, rank: ticket.rank }, false, ticket, rawTicket);
     },

@@ -1,6 +1,20 @@
 import express, { Router } from 'express';
 import { z } from 'zod';
-import { ADMISSION_DEFAULTS, ADMISSION_LIMITS, AppError, MAX_PER_USER_LIMIT, MAX_STOCK, REBUY_RULE_LIMITS, SALE_TIME_RANGE, saleIdOfReservation, withDeadline } from '@flashsale/domain';
+import {
+  ADMISSION_DEFAULTS,
+  ADMISSION_LIMITS,
+  AppError,
+  CLAIM_NAME,
+  DOOR_CHALLENGES,
+  MAX_PER_USER_LIMIT,
+  MAX_STOCK,
+  REBUY_RULE_LIMITS,
+  REGISTERED_CLAIMS,
+  SALE_TIME_RANGE,
+  saleIdOfReservation,
+  withDeadline,
+  type QueueAdmission,
+} from '@flashsale/domain';
 import { enqueueReconcile } from '@flashsale/jobs';
 import { findSale } from '@flashsale/order-store';
 import { LOSSES_PAGE, createSale, readSaleLosses, readSaleStats } from '@flashsale/sales';
@@ -48,8 +62,35 @@ const admissionBody = z.discriminatedUnion('mode', [
     admitPerSecond: setting(ADMISSION_LIMITS.admitPerSecond, false).default(ADMISSION_DEFAULTS.admitPerSecond),
     admissionTtlSeconds: setting(ADMISSION_LIMITS.admissionTtlSeconds, true).default(ADMISSION_DEFAULTS.admissionTtlSeconds),
     noShowFactor: setting(ADMISSION_LIMITS.noShowFactor, false).default(ADMISSION_DEFAULTS.noShowFactor),
-  }),
+    // Against account farms (docs/api.md, "The door"): each at its default when not given.
+    showUpSeconds: setting(ADMISSION_LIMITS.showUpSeconds, true).optional(),
+    challenge: z.enum(DOOR_CHALLENGES).default(ADMISSION_DEFAULTS.challenge),
+    challengeMaxNumber: setting(ADMISSION_LIMITS.challengeMaxNumber, true).default(ADMISSION_DEFAULTS.challengeMaxNumber),
+    requireClaim: z
+      .string()
+      .regex(CLAIM_NAME, 'must be a claim name: a letter or _, then up to 63 letters, digits or _ . : -')
+      .refine((name) => !REGISTERED_CLAIMS.includes(name), `must not be a registered claim (${REGISTERED_CLAIMS.join(', ')}): every token may carry those`)
+      .optional(),
+    maxQueueSize: setting(ADMISSION_LIMITS.maxQueueSize, true).optional(),
+  })
+    .refine((door) => door.showUpSeconds === undefined || door.showUpSeconds <= door.admissionTtlSeconds, {
+      path: ['showUpSeconds'],
+      message: 'must not exceed admissionTtlSeconds (the whole turn)',
+      when: whenValid('showUpSeconds', 'admissionTtlSeconds'),
+    }),
 ]);
+
+/** A queued sale's settings as parsed, with the defaults that depend on another setting filled in. */
+function queueAdmission(door: Extract<z.infer<typeof admissionBody>, { mode: 'queue' }>): QueueAdmission {
+  return {
+    ...door,
+    paused: false,
+    // The window never outlasts the turn: a turn shorter than the default window has none.
+    showUpSeconds: door.showUpSeconds ?? Math.min(ADMISSION_DEFAULTS.showUpSeconds, door.admissionTtlSeconds),
+    requireClaim: door.requireClaim ?? null,
+    maxQueueSize: door.maxQueueSize ?? null,
+  };
+}
 
 const newSaleBody = z
   .strictObject({
@@ -98,7 +139,7 @@ export function adminRouter(deps: GatewayDeps): Router {
       const input = {
         ...parsed,
         paymentWindowSeconds: parsed.paymentWindowSeconds ?? config.PAYMENT_WINDOW_SECONDS,
-        ...(admission?.mode === 'queue' && { admission: { ...admission, paused: false } }),
+        ...(admission?.mode === 'queue' && { admission: queueAdmission(admission) }),
         rebuyRule: {
           maxOrdersPerBuyer: maxOrdersPerBuyer ?? config.MAX_ORDERS_PER_BUYER,
           rebuyCooldownSeconds: rebuyCooldownSeconds ?? config.REBUY_COOLDOWN_SECONDS,

@@ -12,7 +12,7 @@ import { startReconciler } from '../../../../test/support/reconciler.ts';
 import { manualClock } from '../../../../test/support/clock.ts';
 import { until } from '../../../../test/support/until.ts';
 import { buyerToken } from '@flashsale/harness';
-import { newReservationId, signPaymentEvent } from '@flashsale/domain';
+import { newReservationId, signPaymentEvent, doorGuardsOff } from '@flashsale/domain';
 import { bearer, requestWithHost } from '../../../../test/support/http.ts';
 import { writeOrdersOf } from '../../../../test/support/orders.ts';
 import { insertSale } from '@flashsale/order-store';
@@ -740,7 +740,7 @@ describe('with Redis away', () => {
       perUserLimit: 1,
       startsAt: new Date(now),
       endsAt: new Date(now + 3_600_000),
-      admission: { mode: 'queue', preQueueSeconds: 60, admitPerSecond: 5, admissionTtlSeconds: 60, noShowFactor: 1, paused: false },
+      admission: { mode: 'queue', preQueueSeconds: 60, admitPerSecond: 5, admissionTtlSeconds: 60, noShowFactor: 1, paused: false, ...doorGuardsOff(60) },
     });
     await expectDescribed('POST /api/admin/sales/{saleId}/admission', 503, await fetch(`${away.url}/api/admin/sales/${door.id}/admission`, { method: 'POST', headers: { ...adminToken, ...asJson }, body: '{"paused":true}' }));
   });

@@ -52,6 +52,11 @@ describe('POST /api/admin/sales with admission', () => {
       admissionTtlSeconds: ADMISSION_DEFAULTS.admissionTtlSeconds,
       noShowFactor: ADMISSION_DEFAULTS.noShowFactor,
       paused: false,
+      showUpSeconds: ADMISSION_DEFAULTS.showUpSeconds,
+      challenge: 'off',
+      challengeMaxNumber: ADMISSION_DEFAULTS.challengeMaxNumber,
+      requireClaim: null,
+      maxQueueSize: null,
     });
     expect(await ctx.prisma.sale.findUniqueOrThrow({ where: { id } })).toMatchObject({
       admissionMode: 'queue',
@@ -60,8 +65,25 @@ describe('POST /api/admin/sales with admission', () => {
       admissionTtlSeconds: ADMISSION_DEFAULTS.admissionTtlSeconds,
       noShowFactor: 1,
       admissionPaused: false,
+      showUpSeconds: ADMISSION_DEFAULTS.showUpSeconds,
+      challenge: 'off',
+      challengeMaxNumber: ADMISSION_DEFAULTS.challengeMaxNumber,
+      requireClaim: null,
+      maxQueueSize: null,
     });
-    expect(await ctx.redis.hgetall(keysOf(id).meta)).toMatchObject({ adm: '1', q_pre: '3600', q_rate: '7.5', q_ttl: String(ADMISSION_DEFAULTS.admissionTtlSeconds), q_factor: '1', q_paused: '0' });
+    expect(await ctx.redis.hgetall(keysOf(id).meta)).toMatchObject({
+      adm: '1',
+      q_pre: '3600',
+      q_rate: '7.5',
+      q_ttl: String(ADMISSION_DEFAULTS.admissionTtlSeconds),
+      q_factor: '1',
+      q_paused: '0',
+      q_show: String(ADMISSION_DEFAULTS.showUpSeconds),
+      q_pow: 'off',
+      q_pow_max: String(ADMISSION_DEFAULTS.challengeMaxNumber),
+      q_claim: '',
+      q_max: '',
+    });
     expect((await fetch(`${gateway.url}/api/sales/${id}`).then((r) => r.json())) as Record<string, unknown>).toMatchObject({ id, status: 'scheduled', admission: body.admission });
   });
 
@@ -151,7 +173,8 @@ describe('POST /api/sales/:id/queue (join)', () => {
     await expectProblem(await fetch(`${gateway.url}/api/sales/${open.id}/queue`, { headers: token }), 409, 'SALE_NOT_QUEUED', notQueued);
     await expectProblem(await setAdmission(open.id, { paused: true }), 409, 'SALE_NOT_QUEUED', `sale ${open.id} has no waiting room`);
     await expectProblem(await fetch(`${gateway.url}/api/sales/${ended.id}/queue`, { method: 'POST', headers: token }), 410, 'SALE_ENDED', `sale ${ended.id} has ended`);
-    await expectProblem(await fetch(`${gateway.url}/api/sales/999999999/queue`, { method: 'POST', headers: token }), 404, 'SALE_NOT_FOUND', 'no sale has the id 999999999');
+    // Another buyer: one buyer's joins are budgeted (QUEUE_JOINS_PER_SECOND), refusals too.
+    await expectProblem(await fetch(`${gateway.url}/api/sales/999999999/queue`, { method: 'POST', headers: bearer(buyerToken('someone-else')) }), 404, 'SALE_NOT_FOUND', 'no sale has the id 999999999');
     await expectProblem(await fetch(`${gateway.url}/api/sales/999999999/queue`, { headers: token }), 404, 'SALE_NOT_FOUND', 'no sale has the id 999999999');
     expect((await fetch(`${gateway.url}/api/sales/${ended.id}/queue`, { method: 'POST' })).status).toBe(401);
     expect((await fetch(`${gateway.url}/api/sales/${ended.id}/queue`)).status).toBe(401);
@@ -189,8 +212,8 @@ describe('purchases behind the door', () => {
     expect(bought).toMatchObject({ status: 202, body: { saleId: id, quantity: 1, status: 'pending' } });
     const again = await ahead!.purchase();
     expect(again).toMatchObject({ status: 409, body: { code: 'ALREADY_PURCHASED', reservationId: bought.body.reservationId } });
-    // The turn is used: it stays `admitted` (the purchase stands) and no longer counts as unused.
-    expect((await ahead!.status()).body).toMatchObject({ state: 'admitted' });
+    // The turn is used: said as such (the order says the rest), and no longer counts as unused.
+    expect((await ahead!.status()).body).toMatchObject({ state: 'used', admittedUntil: null });
     expect(Number(await ctx.redis.zscore(keysOf(id).turns, ahead!.userId))).toBeLessThan(0);
   });
 

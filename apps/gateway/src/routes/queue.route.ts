@@ -1,14 +1,20 @@
-import { Router } from 'express';
+import express, { Router } from 'express';
+import { z } from 'zod';
 import type { Door } from '@flashsale/sales';
 import type { BuyerGate } from '../buyer-gate.ts';
 import type { RequestLimits } from '../request-limits.ts';
 import { sendRendered } from '../problem.ts';
-import { saleIdParam } from '../validation.ts';
+import { jsonBodyOnly, parseOrThrow, saleIdParam } from '../validation.ts';
+import { tokenClaims } from '../auth.ts';
 import { renderQueueReply } from './queue-status.ts';
+
+// A join's body, optional: the ALTCHA payload solving the sale's challenge (base64 of a small JSON object).
+const joinBody = z.strictObject({ solution: z.string().min(1).max(2048).optional() });
 
 /**
  * The waiting room of a queued sale (packages/sales: the door):
- *   POST /api/sales/:saleId/queue   join (idempotent: the same place again), here
+ *   POST /api/sales/:saleId/queue   join (idempotent: the same place again), here; body { solution? }
+ *   GET  /api/sales/:saleId/queue/challenge   a proof-of-work challenge for this buyer and sale
  *   GET  /api/sales/:saleId/queue   where the buyer stands, with Retry-After: answered ahead of
  *                                   Express (routes/queue-status.ts); here for HEAD, and for the
  *                                   methods Express lists to OPTIONS
@@ -17,12 +23,26 @@ import { renderQueueReply } from './queue-status.ts';
  * purchases, with budgets of their own (`limits`, shared by both). A ticket of a door Redis lost puts its
  * buyer back at their place, on either route.
  */
-export function queueRouter(buyerOf: BuyerGate, limits: RequestLimits, door: Door): Router {
+export function queueRouter(buyerOf: BuyerGate, limits: RequestLimits, joinLimits: RequestLimits, door: Door, maxBodyBytes: number): Router {
   const router = Router();
-  router.post('/api/sales/:saleId/queue', async (req, res) => {
+  router.post('/api/sales/:saleId/queue', jsonBodyOnly, express.json({ limit: maxBodyBytes, strict: true }), async (req, res) => {
+    // A join costs a Redis call and makes a place: its own budgets first (the address's before the token).
+    joinLimits.checkAddress(req);
     const userId = buyerOf(req, limits);
+    joinLimits.checkBuyer(userId);
+    const { solution } = parseOrThrow(joinBody, req.body ?? {});
     const ticket = req.headers['queue-ticket'];
-    sendRendered(res, renderQueueReply(await door.join(saleIdParam(req.params.saleId), userId, typeof ticket === 'string' ? ticket : undefined)));
+    const joined = await door.join(saleIdParam(req.params.saleId), userId, {
+      ...(typeof ticket === 'string' && { ticket }),
+      ...(solution !== undefined && { solution }),
+      claims: tokenClaims(req.headers.authorization),
+    });
+    sendRendered(res, renderQueueReply(joined));
+  });
+  router.get('/api/sales/:saleId/queue/challenge', async (req, res) => {
+    const userId = buyerOf(req, limits);
+    const challenge = await door.challenge(saleIdParam(req.params.saleId), userId);
+    res.set('Cache-Control', 'no-store').json(challenge);
   });
   router.get('/api/sales/:saleId/queue', async (req, res) => {
     const userId = buyerOf(req, limits);

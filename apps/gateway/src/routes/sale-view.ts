@@ -17,8 +17,8 @@ export function saleView(sale: SaleDefinition, live?: { remaining: number; statu
 /** A queued sale's admission settings as the API shows them (an open sale shows none). */
 export function admissionView(admission: QueueAdmission | undefined) {
   if (!admission) return { mode: 'open' as const };
-  const { mode, preQueueSeconds, admitPerSecond, admissionTtlSeconds, noShowFactor, paused } = admission;
-  return { mode, preQueueSeconds, admitPerSecond, admissionTtlSeconds, noShowFactor, paused };
+  const { mode, preQueueSeconds, admitPerSecond, admissionTtlSeconds, noShowFactor, paused, showUpSeconds, challenge, challengeMaxNumber, requireClaim, maxQueueSize } = admission;
+  return { mode, preQueueSeconds, admitPerSecond, admissionTtlSeconds, noShowFactor, paused, showUpSeconds, challenge, challengeMaxNumber, requireClaim, maxQueueSize };
 }
 
 /** The door of a queued sale as the operator sees it. */

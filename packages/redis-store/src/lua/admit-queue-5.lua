@@ -14,7 +14,7 @@
   Units that may still come back (unpaid orders, entries on their way to MySQL) are not admitted against
   until they do come back: when one does (an expiry, a cancel, stock added), `remaining` rises and the
   next rank in the queue is admitted, never whoever asks fastest. A turn not used within q_ttl seconds
-  ends here (it is counted as abandoned) and frees its place in the bound. A door begun again after
+  ends here (it is counted and kept as abandoned: score 0) and frees its place in the bound. A door begun again after
   Redis lost it (rebuild-sale-6.lua) admits nobody before its restoring_until.
 
   Input:
@@ -29,14 +29,16 @@
     { -1 }  SaleNotFound
     { -9 }  SaleNotQueued (an open sale)
     { 1, now, starts, ends, q_pre, front, queued, unused, remaining, may_come_back, abandoned, rate,
-         q_ttl, q_factor, door paused (0/1), sale paused (0/1), epoch, restoring until (0: none) }
+         q_ttl, q_factor, door paused (0/1), sale paused (0/1), epoch, restoring until (0: none),
+         q_show, q_pow, q_pow_max, q_claim, q_max (the guards the gateway checks at join, as written:
+         '' when absent, includes/door-terms.lua) }
          numbers as strings where they may be fractional (rate, factor)
 ]]
 --@include "includes/sale-meta.lua"
 --@include "includes/door.lua"
 
 local meta, refusal = queued_sale_meta(KEYS[1], 'ends', 'q_pre', 'remaining', 'stock', 'q_rate', 'q_ttl', 'q_factor',
-  'q_paused', 'paused', 'op_paused')
+  'q_paused', 'paused', 'op_paused', 'q_show', 'q_pow', 'q_pow_max', 'q_claim', 'q_max')
 if not meta then
   return refusal
 end
@@ -55,9 +57,13 @@ local at = tonumber(door[3])
 local abandoned = tonumber(door[4]) or 0
 local restoring_until = tonumber(door[5]) or 0
 
--- Turns that ran out unused (used ones are negative and stay).
-local expired = redis.call('ZREMRANGEBYSCORE', KEYS[3], 0, now)
-abandoned = abandoned + expired
+-- Turns that ran out unused: their abandonment recorded (score 0), so a buyer is told `expired` only of
+-- a turn the door holds as abandoned, never of one a store lost (used ones are negative and stay).
+local expired = redis.call('ZRANGEBYSCORE', KEYS[3], '(0', now)
+for _, user_id in ipairs(expired) do
+  redis.call('ZADD', KEYS[3], 'XX', 0, user_id)
+end
+abandoned = abandoned + #expired
 local unused = redis.call('ZCOUNT', KEYS[3], '(' .. now, '+inf')
 local queued = redis.call('ZCARD', KEYS[2])
 
@@ -95,4 +101,4 @@ redis.call('HSET', KEYS[4], 'front', front, 'credit', tostring(credit), 'at', no
 local paid_units = tonumber(redis.call('HGET', KEYS[5], 'units')) or 0
 return { 1, now, starts, ends, tonumber(meta[4]), front, queued, unused, remaining, stock - remaining - paid_units,
   abandoned, tostring(rate), tonumber(meta[8]), tostring(factor), door_paused and 1 or 0, sale_paused and 1 or 0,
-  epoch, restoring_until }
+  epoch, restoring_until, meta[13] or '', meta[14] or '', meta[15] or '', meta[16] or '', meta[17] or '' }

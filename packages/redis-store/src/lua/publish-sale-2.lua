@@ -20,6 +20,8 @@
             (includes/door-terms.lua)
     ARGV[15..16] the rebuy rule: most orders per buyer, cooldown seconds; '' for none
             (includes/buyer-history.lua)
+    ARGV[17..21] the door's guards: show-up seconds, challenge, its maxnumber, claim, queue cap
+            (includes/door-terms.lua; unused for an open sale)
 
   Output:
     1  published now
@@ -43,6 +45,6 @@ if redis.call('EXISTS', KEYS[1]) == 1 then
 end
 
 write_sale_meta(KEYS[1], ARGV, { remaining = ARGV[2], paused = false, generation = ARGV[7] })
-write_door_terms(KEYS[1], ARGV, 9)
+write_door_terms(KEYS[1], ARGV, 9, 17)
 write_rebuy_rule(KEYS[1], ARGV, 15)
 return ensure_group(KEYS[2], ARGV[6]) or 1

@@ -35,8 +35,9 @@
              (queue, turns, door hash) is in keys of its own and survives the rebuild
     ARGV[17] the grace of a door found lost (ms): a queued sale whose door hash is gone gets a new door
              (a new epoch) that admits nobody for this long, so every waiting buyer can come back to
-             their place with their ticket (join-queue-5.lua) before the frontier moves; arrivals in the
+             their place with their ticket (join-queue-6.lua) before the frontier moves; arrivals in the
              new door queue behind every arrival of the lost one (see below)
+    ARGV[18..22] the door's guards as MySQL holds them (includes/door-terms.lua)
 
   Output:
     1   the door (if any) survived, or the sale has none
@@ -59,7 +60,7 @@ write_sale_meta(KEYS[1], ARGV, {
   operator_paused = ARGV[9] == '1',
   controls_version = ARGV[10],
 })
-write_door_terms(KEYS[1], ARGV, 11)
+write_door_terms(KEYS[1], ARGV, 11, 18)
 local door_lost = ARGV[11] == 'queue' and redis.call('EXISTS', KEYS[5]) == 0
 if door_lost then
   local now = redis_now_ms()

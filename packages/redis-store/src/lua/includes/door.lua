@@ -4,7 +4,8 @@
            [0, 2^52) made at join; a later one 2^52 + their arrival number. Ranks (ZRANK) are the order
            of admission: every pre-start joiner in draw order, then the rest in arrival order.
     turns  sorted set: user id -> admittedUntil (epoch ms, Redis's clock) of a running, unused turn;
-           -admittedUntil once a purchase used it. An expired unused turn is removed (and counted).
+           -admittedUntil once a purchase used it; 0 once it ran out unused (the abandonment recorded:
+           only then is the buyer told `expired`).
     door   hash: front (ranks given a turn so far), credit (admissions earned by the rate and not yet
            given), at (when credit was last earned), seq (arrivals after the start), drawn ('1' once
            anyone was admitted: no draw is made after that, whatever the clock says), abandoned (turns
@@ -13,6 +14,8 @@
            nobody until then, so every waiting buyer can bring their ticket back first).
     paid   hash: reservation id -> units, and `units` -> their sum: what was paid for, so can never come
            back (record-paid-2.lua).
+    pow    sorted set: solved challenge id (its signature) -> when the challenge expires: each solution
+           joins once (join-queue-6.lua); expired ones are dropped at the next join with a solution.
 ]]
 
 -- The sale's meta fields `adm`, `starts`, then those named, for a script of the door; or nil and the

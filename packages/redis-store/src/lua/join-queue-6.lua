@@ -13,16 +13,23 @@
   behind everyone, as a new arrival, so no rank below the frontier moves and nobody gets a second turn.
   A buyer who holds an order (the buyers hash, rebuilt from MySQL) comes back with their turn used.
 
+  A new joiner (not one a ticket brings back) is refused past the sale's cap (q_max), and, where the
+  gateway checked a solved challenge, with a solution used before: each is taken once, remembered until
+  its challenge expires (the gateway verified its signature and expiry; only the once is Redis's).
+
   Input:
     KEYS[1] sale meta hash (record: sale meta and door terms, includes/sale-meta.lua, door-terms.lua)
     KEYS[2] sale queue sorted set (includes/door.lua)
     KEYS[3] sale door hash        (includes/door.lua)
     KEYS[4] sale turns sorted set (includes/door.lua)
     KEYS[5] sale buyers hash      (includes/buyer-record.lua)
+    KEYS[6] sale used solutions sorted set (includes/door.lua)
 
     ARGV[1] user id
     ARGV[2] draw: an integer in [0, 2^52), used only if this join is a new one before starts
     ARGV[3] the score a signed ticket of a lost door proves, or '' (a plain join)
+    ARGV[4] the solved challenge's id (its signature), or '' (none checked)
+    ARGV[5] when that challenge expires (epoch ms), with ARGV[4]
 
   Output:
     { 1, score, rank, new }   in the queue: score, rank (0-based; -1 before starts, when ranks are not
@@ -31,11 +38,13 @@
     { -2 }                    SaleEnded (now >= ends)
     { -9 }                    SaleNotQueued (an open sale)
     { -10, opensAt }          QueueNotOpen (now < starts - q_pre): opensAt, epoch ms
+    { -11, cap }              QueueFull: a new joiner and the queue holds q_max buyers
+    { -12 }                   SolutionReplayed: a new joiner with a solution taken before
 ]]
 --@include "includes/sale-meta.lua"
 --@include "includes/door.lua"
 
-local meta, refusal = queued_sale_meta(KEYS[1], 'ends', 'q_pre')
+local meta, refusal = queued_sale_meta(KEYS[1], 'ends', 'q_pre', 'q_max')
 if not meta then
   return refusal
 end
@@ -51,6 +60,19 @@ if not score then
   local opens = starts - tonumber(meta[4]) * 1000
   if now < opens then
     return { -10, opens }
+  end
+  if ARGV[3] == '' then
+    local cap = tonumber(meta[5])
+    if cap and redis.call('ZCARD', KEYS[2]) >= cap then
+      return { -11, cap }
+    end
+    if ARGV[4] ~= '' then
+      -- Expired solutions are forgotten first: their challenges are refused by the gateway anyway.
+      redis.call('ZREMRANGEBYSCORE', KEYS[6], '-inf', now)
+      if redis.call('ZADD', KEYS[6], 'NX', ARGV[5], ARGV[4]) == 0 then
+        return { -12 }
+      end
+    end
   end
   if ARGV[3] ~= '' then
     score = tonumber(ARGV[3])
