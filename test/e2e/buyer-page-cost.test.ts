@@ -35,7 +35,7 @@ let gateway: TestGateway;
 beforeAll(async () => {
   server = await startRedisServer();
   // One client address for 500 pages: the per-address budgets off, as behind a proxy that caps.
-  ctx = createTestContext({ REDIS_URL: server.url, DOOR_FRONTIER_MAX_AGE_MS: '5000', RATE_LIMIT_PER_ADDRESS_PER_SECOND: '0', MAX_CONNECTIONS_PER_ADDRESS: '0' });
+  ctx = createTestContext({ REDIS_URL: server.url, DOOR_FRONTIER_MAX_AGE_MS: '5000', RATE_LIMIT_PER_ADDRESS_PER_SECOND: '0', QUEUE_JOINS_PER_ADDRESS_PER_SECOND: '0', MAX_CONNECTIONS_PER_ADDRESS: '0' });
   gateway = await startGateway(ctx);
   // The gateway's one Redis reader on a timer (the dashboard history) would be counted with the polls.
   await gateway.gateway.history.stop();

@@ -1,5 +1,6 @@
 import { createHash, createHmac, randomBytes, randomInt } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { solveChallenge } from 'altcha-lib/v1';
 import { get } from 'node:http';
 import { createRequire } from 'node:module';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
@@ -80,6 +81,18 @@ function rawGet(url: string, acceptEncoding: string): Promise<{ status: number; 
       res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks) }));
     }).on('error', reject);
   });
+}
+
+/** Joins the line of a sale that asks for a proof of work, solving it as any ALTCHA client does (altcha-lib's solver). */
+async function joinSolved(saleId: number, userId: string): Promise<number> {
+  const headers = bearer(buyerToken(userId));
+  const asked = await fetch(`${gateway.url}/api/sales/${saleId}/queue/challenge`, { headers });
+  expect(asked.status).toBe(200);
+  const challenge = (await asked.json()) as { algorithm: string; challenge: string; salt: string; signature: string; maxnumber: number };
+  const found = await solveChallenge(challenge.challenge, challenge.salt, challenge.algorithm, challenge.maxnumber).promise;
+  const solution = Buffer.from(JSON.stringify({ algorithm: challenge.algorithm, challenge: challenge.challenge, number: found!.number, salt: challenge.salt, signature: challenge.signature })).toString('base64');
+  const joined = await fetch(`${gateway.url}/api/sales/${saleId}/queue`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify({ solution }) });
+  return joined.status;
 }
 
 /** The buyer's token handed over as a shop hands it: in the fragment of the page's address. */
@@ -216,19 +229,26 @@ describe('the buyer page', () => {
     }
   });
 
-  it('a queued sale: the waiting room\'s countdown, the join, the place falling with polls no sooner than Retry-After, the turn, buy, pay, receipt', async () => {
-    // The room opens at the start (no pre-queue); six buyers join before the page (its join is held
-    // 1.5 s on the way, as by a slow network), so the page's buyer is seventh, in arrival order.
+  it('a queued sale: the waiting room\'s countdown, the join with the door\'s proof of work solved in the page, the place falling with polls no sooner than Retry-After, the turn, buy, pay, receipt', async () => {
+    // The room opens at the start (no pre-queue) and asks every joiner for a proof of work; six buyers
+    // join before the page (its join is held on the way until they have, as by a slow network), so the
+    // page's buyer is seventh, in arrival order.
     let saleId = 0;
     let stop = () => {};
     try {
       await withPage(async (page) => {
         // The browser ready first: the room opens 8 s after the sale is made, the page is open before.
         await page.goto('about:blank');
-        const sale = await createQueuedSale(ctx, gateway.url, { stock: 10, startsIn: 8000, preQueueSeconds: 0, admitPerSecond: 1, admissionTtlSeconds: 120 });
+        const sale = await createQueuedSale(ctx, gateway.url, { stock: 10, startsIn: 8000, preQueueSeconds: 0, admitPerSecond: 1, admissionTtlSeconds: 120, challenge: 'pow', challengeMaxNumber: 20_000 });
         saleId = sale.id;
         stop = writeOrdersEvery(sale.id);
-        const others = Array.from({ length: 6 }, (_, i) => doorBuyer(gateway.url, sale.id, `ahead-${sale.id}-${i}`));
+        let othersJoined = () => {};
+        const joinReleased = new Promise<void>((resolve) => (othersJoined = resolve));
+        let challengesFetched = 0;
+        let solutionSent: unknown;
+        page.on('request', (request) => {
+          if (request.url().endsWith('/queue/challenge')) challengesFetched += 1;
+        });
         // Each poll as the browser timed it: when it left, and when its answer's headers came back.
         const polls: { sentAt: number; answeredAt: number; retryAfter: number; position: number | null }[] = [];
         let joins = 0;
@@ -245,9 +265,13 @@ describe('the buyer page', () => {
             })(),
           );
         });
-        // The page's one join held 1.5 s on the way; then nothing is intercepted (the polls' timings are the browser's own).
+        // The page's one join held on the way until the others have joined; then nothing is intercepted
+        // (the polls' timings are the browser's own).
         await page.route('**/api/sales/*/queue', async (route) => {
-          if (route.request().method() === 'POST') await new Promise((resolve) => setTimeout(resolve, 1500));
+          if (route.request().method() === 'POST') {
+            solutionSent = (JSON.parse(route.request().postData() ?? '{}') as { solution?: unknown }).solution;
+            await joinReleased;
+          }
           await route.continue();
           await page.unroute('**/api/sales/*/queue');
         });
@@ -256,11 +280,19 @@ describe('the buyer page', () => {
         expect(await page.textContent('#state-title')).toBe('The waiting room opens soon');
         expect(await page.textContent('#countdown')).toMatch(/^Opens in [1-8] s$/);
         await expectAccessible(page, 'scheduled');
-        // The others join as soon as the room opens.
-        await expect.poll(async () => (await others[0]!.join()).status, { timeout: 30_000, interval: 100 }).toBe(200);
-        for (const other of others.slice(1)) expect((await other.join()).status).toBe(200);
+        // The room opens: the page fetches its challenge and solves it in its worker, a progress bar showing.
+        await untilState(page, 'checking', 30_000);
+        expect(await page.textContent('#state-title')).toBe('Checking your browser…');
+        expect(await page.isVisible('#progress-bar')).toBe(true);
+        await expectAccessible(page, 'checking');
+        // Meanwhile the others join, each with a solution of its own.
+        for (let i = 0; i < 6; i++) expect(await joinSolved(sale.id, `ahead-${sale.id}-${i}`)).toBe(200);
+        othersJoined();
 
         await untilState(page, 'waiting');
+        // One challenge fetched, and the join carried its solution (the door took it: the page waits in line).
+        expect(challengesFetched).toBe(1);
+        expect(solutionSent).toMatch(/^[A-Za-z0-9+/]+=*$/);
         await expect.poll(() => page.textContent('#position'), { timeout: 30_000 }).toMatch(/^[1-7]$/);
         await expectAccessible(page, 'waiting');
         expect(await page.getAttribute('#progress-bar', 'value')).toMatch(/^\d+$/);
