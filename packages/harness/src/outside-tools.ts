@@ -33,7 +33,7 @@ export const OUTSIDE_TOOLS: readonly OutsideTool[] = [
   { binary: 'promtool', debianPackage: 'prometheus', usedBy: "checking infra/prometheus's config, rules and rule tests", neededBy: 'suite' },
   { binary: 'prometheus', debianPackage: 'prometheus', usedBy: 'a real Prometheus scraping the processes (test/e2e/prometheus-infra.test.ts)', neededBy: 'suite' },
   { binary: 'docker-compose', debianPackage: 'docker-compose', usedBy: 'checking every documented compose command (docker-compose config)', neededBy: 'suite' },
-  { binary: chromiumPath(), debianPackage: 'chromium', usedBy: "the dashboard's browser tests (playwright-core drives Debian's Chromium)", neededBy: 'suite' },
+  { binary: chromiumPath(), debianPackage: 'chromium', usedBy: "the dashboard's and the buyer page's browser tests (playwright-core drives Debian's Chromium)", neededBy: 'suite' },
   { binary: 'haproxy', debianPackage: 'haproxy', usedBy: "the single address in front of the tests' Galera clusters (infra/galera/haproxy.cfg)", neededBy: 'suite' },
   { binary: '/usr/lib/galera/libgalera_smm.so', debianPackage: 'galera-4', usedBy: "the Galera provider the tests' clustered mariadbd load (wsrep)", neededBy: 'suite' },
   { binary: 'mysqldump', debianPackage: 'mariadb-client', usedBy: "a joining Galera node's state transfer (wsrep_sst_mysqldump)", neededBy: 'suite' },

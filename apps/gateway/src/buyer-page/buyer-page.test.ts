@@ -1,5 +1,6 @@
 import { createHash, createHmac, randomBytes, randomInt } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { solveChallenge } from 'altcha-lib/v1';
 import { get } from 'node:http';
 import { createRequire } from 'node:module';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
@@ -80,6 +81,18 @@ function rawGet(url: string, acceptEncoding: string): Promise<{ status: number; 
       res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks) }));
     }).on('error', reject);
   });
+}
+
+/** Joins the line of a sale that asks for a proof of work, solving it as any ALTCHA client does (altcha-lib's solver). */
+async function joinSolved(saleId: number, userId: string): Promise<number> {
+  const headers = bearer(buyerToken(userId));
+  const asked = await fetch(`${gateway.url}/api/sales/${saleId}/queue/challenge`, { headers });
+  expect(asked.status).toBe(200);
+  const challenge = (await asked.json()) as { algorithm: string; challenge: string; salt: string; signature: string; maxnumber: number };
+  const found = await solveChallenge(challenge.challenge, challenge.salt, challenge.algorithm, challenge.maxnumber).promise;
+  const solution = Buffer.from(JSON.stringify({ algorithm: challenge.algorithm, challenge: challenge.challenge, number: found!.number, salt: challenge.salt, signature: challenge.signature })).toString('base64');
+  const joined = await fetch(`${gateway.url}/api/sales/${saleId}/queue`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify({ solution }) });
+  return joined.status;
 }
 
 /** The buyer's token handed over as a shop hands it: in the fragment of the page's address. */
@@ -216,41 +229,70 @@ describe('the buyer page', () => {
     }
   });
 
-  it('a queued sale: the waiting room\'s countdown, the join, the place falling with polls no sooner than Retry-After, the turn, buy, pay, receipt', async () => {
-    // The room opens at the start (no pre-queue); six buyers join before the page (its join is held
-    // 1.5 s on the way, as by a slow network), so the page's buyer is seventh, in arrival order.
-    const sale = await createQueuedSale(ctx, gateway.url, { stock: 10, startsIn: 4000, preQueueSeconds: 0, admitPerSecond: 1, admissionTtlSeconds: 120 });
-    const stop = writeOrdersEvery(sale.id);
-    const others = Array.from({ length: 6 }, (_, i) => doorBuyer(gateway.url, sale.id, `ahead-${sale.id}-${i}`));
+  it('a queued sale: the waiting room\'s countdown, the join with the door\'s proof of work solved in the page, the place falling with polls no sooner than Retry-After, the turn, buy, pay, receipt', async () => {
+    // The room opens at the start (no pre-queue) and asks every joiner for a proof of work; six buyers
+    // join before the page (its join is held on the way until they have, as by a slow network), so the
+    // page's buyer is seventh, in arrival order.
+    let saleId = 0;
+    let stop = () => {};
     try {
       await withPage(async (page) => {
-        const polls: { at: number; retryAfter: number | null; position: number | null }[] = [];
+        // The browser ready first: the room opens 8 s after the sale is made, the page is open before.
+        await page.goto('about:blank');
+        const sale = await createQueuedSale(ctx, gateway.url, { stock: 10, startsIn: 8000, preQueueSeconds: 0, admitPerSecond: 1, admissionTtlSeconds: 120, challenge: 'pow', challengeMaxNumber: 20_000 });
+        saleId = sale.id;
+        stop = writeOrdersEvery(sale.id);
+        let othersJoined = () => {};
+        const joinReleased = new Promise<void>((resolve) => (othersJoined = resolve));
+        let challengesFetched = 0;
+        let solutionSent: unknown;
+        page.on('request', (request) => {
+          if (request.url().endsWith('/queue/challenge')) challengesFetched += 1;
+        });
+        // Each poll as the browser timed it: when it left, and when its answer's headers came back.
+        const polls: { sentAt: number; answeredAt: number; retryAfter: number; position: number | null }[] = [];
         let joins = 0;
+        const recording: Promise<void>[] = [];
         page.on('requestfinished', (request: Request) => {
           if (!/\/api\/sales\/\d+\/queue$/.test(request.url())) return;
-          if (request.method() === 'POST') joins += 1;
+          if (request.method() === 'POST') return void (joins += 1);
+          recording.push(
+            (async () => {
+              const response = (await request.response())!;
+              const { startTime, responseStart } = request.timing();
+              const body = (await response.json()) as { position: number | null };
+              polls.push({ sentAt: startTime, answeredAt: startTime + responseStart, retryAfter: Number(response.headers()['retry-after']), position: body.position });
+            })(),
+          );
         });
-        page.on('response', (response) => {
-          const request = response.request();
-          if (request.method() !== 'GET' || !/\/api\/sales\/\d+\/queue$/.test(request.url())) return;
-          void response.json().then((body: { position: number | null }) => polls.push({ at: Date.now(), retryAfter: Number(response.headers()['retry-after']), position: body.position }));
-        });
+        // The page's one join held on the way until the others have joined; then nothing is intercepted
+        // (the polls' timings are the browser's own).
         await page.route('**/api/sales/*/queue', async (route) => {
           if (route.request().method() === 'POST') {
-            await new Promise((resolve) => setTimeout(resolve, 1500));
+            solutionSent = (JSON.parse(route.request().postData() ?? '{}') as { solution?: unknown }).solution;
+            await joinReleased;
           }
           await route.continue();
+          await page.unroute('**/api/sales/*/queue');
         });
         await page.goto(pageOf(sale.id, `page-${sale.id}`));
         await untilState(page, 'scheduled');
         expect(await page.textContent('#state-title')).toBe('The waiting room opens soon');
-        expect(await page.textContent('#countdown')).toMatch(/^Opens in [1-4] s$/);
+        expect(await page.textContent('#countdown')).toMatch(/^Opens in [1-8] s$/);
         await expectAccessible(page, 'scheduled');
-        // The others join as soon as the room opens.
-        await expect.poll(async () => (await others[0]!.join()).status, { timeout: 30_000, interval: 100 }).toBe(200);
-        for (const other of others.slice(1)) expect((await other.join()).status).toBe(200);
+        // The room opens: the page fetches its challenge and solves it in its worker, a progress bar showing.
+        await untilState(page, 'checking', 30_000);
+        expect(await page.textContent('#state-title')).toBe('Checking your browser…');
+        expect(await page.isVisible('#progress-bar')).toBe(true);
+        await expectAccessible(page, 'checking');
+        // Meanwhile the others join, each with a solution of its own.
+        for (let i = 0; i < 6; i++) expect(await joinSolved(sale.id, `ahead-${sale.id}-${i}`)).toBe(200);
+        othersJoined();
 
         await untilState(page, 'waiting');
+        // One challenge fetched, and the join carried its solution (the door took it: the page waits in line).
+        expect(challengesFetched).toBe(1);
+        expect(solutionSent).toMatch(/^[A-Za-z0-9+/]+=*$/);
         await expect.poll(() => page.textContent('#position'), { timeout: 30_000 }).toMatch(/^[1-7]$/);
         await expectAccessible(page, 'waiting');
         expect(await page.getAttribute('#progress-bar', 'value')).toMatch(/^\d+$/);
@@ -260,11 +302,16 @@ describe('the buyer page', () => {
         expect(await page.textContent('#countdown')).toMatch(/^Your turn ends in \d+ (min \d+ )?s$/);
         expect(await page.evaluate('document.activeElement.id')).toBe('buy');
         await expectAccessible(page, 'turn');
-        // The place fell poll by poll, and no poll came sooner than the answer before it allowed.
+        // The place fell poll by poll, and no poll left sooner than the answer before it allowed.
+        await Promise.all(recording);
+        polls.sort((a, b) => a.sentAt - b.sentAt);
         const positions = polls.map((p) => p.position).filter((p): p is number => p !== null);
         expect(positions.length).toBeGreaterThanOrEqual(2);
         expect(positions[0]).toBeGreaterThan(positions.at(-1)!);
-        for (let i = 1; i < polls.length; i++) expect(polls[i]!.at - polls[i - 1]!.at).toBeGreaterThanOrEqual(polls[i - 1]!.retryAfter! * 1000 - 100);
+        for (let i = 1; i < polls.length; i++) {
+          expect(polls[i - 1]!.answeredAt).toBeGreaterThan(polls[i - 1]!.sentAt);
+          expect(polls[i]!.sentAt - polls[i - 1]!.answeredAt).toBeGreaterThanOrEqual(polls[i - 1]!.retryAfter * 1000);
+        }
         expect(joins).toBe(1);
 
         await page.click('#buy');
@@ -273,13 +320,13 @@ describe('the buyer page', () => {
         await untilState(page, 'receipt');
         await expectAccessible(page, 'receipt');
         // The receipt stays: the journey is over, the door is not asked again.
-        const asked = polls.length;
+        const asked = recording.length;
         await page.waitForTimeout(1500);
         expect(await stateOf(page)).toBe('receipt');
-        expect(polls.length).toBe(asked);
+        expect(recording.length).toBe(asked);
       });
-      const orders = await ctx.prisma.order.findMany({ where: { saleId: sale.id } });
-      expect(orders.map(({ userId, status }) => ({ userId, status }))).toEqual([{ userId: `page-${sale.id}`, status: 'paid' }]);
+      const orders = await ctx.prisma.order.findMany({ where: { saleId } });
+      expect(orders.map(({ userId, status }) => ({ userId, status }))).toEqual([{ userId: `page-${saleId}`, status: 'paid' }]);
     } finally {
       stop();
     }
