@@ -34,6 +34,21 @@ afterAll(async () => {
   await cluster?.stop();
 });
 
+/** The system's processes that have exited, with their last log lines: none may, whatever MySQL does. */
+function exitedProcesses() {
+  const all = [...system.gateways.map((p, i) => ({ name: `gateway ${i + 1}`, p })), ...system.workers.map((p, i) => ({ name: `worker ${i + 1}`, p })), { name: 'reconciler', p: system.reconciler! }];
+  return all.filter(({ p }) => p.child.exitCode !== null || p.child.signalCode !== null).map(({ name, p }) => ({ name, exit: p.child.exitCode ?? p.child.signalCode, last: p.logs.slice(-3) }));
+}
+
+/** `until`, and when it runs out, what exited meanwhile (a process dying is what a stall most often means). */
+async function untilOrExplain<T>(read: () => Promise<T>, done: (value: T) => boolean, timeoutMs: number): Promise<T> {
+  try {
+    return await until(read, done, timeoutMs);
+  } catch (error) {
+    throw new Error(`${(error as Error).message}; processes exited: ${JSON.stringify(exitedProcesses())}`, { cause: error });
+  }
+}
+
 /** A sale selling to fresh buyers; `fault` runs once some are in, and buying goes on after it. */
 async function sellThrough(label: string, fault: () => Promise<void>) {
   const saleId = await system.createSale({ stock: STOCK });
@@ -45,12 +60,12 @@ async function sellThrough(label: string, fault: () => Promise<void>) {
   const during = steadyLoad(urls, [saleId], `${label}-during`);
   await fault();
   const afterFault = during.accepted(saleId);
-  await until(async () => during.accepted(saleId), (n) => n >= afterFault + 150, 90_000);
+  await untilOrExplain(async () => during.accepted(saleId), (n) => n >= afterFault + 150, 90_000);
   const outcomes: BurstOutcome[] = [(await before.stop()).get(saleId)!, (await during.stop()).get(saleId)!];
   const all = mergeBursts(...outcomes);
 
   await waitForDrain(system.ctx.redis, prefix, saleId, 90_000);
-  await until(() => prisma.order.count({ where: { saleId } }), (n) => n === all.accepted.size, 90_000);
+  await untilOrExplain(() => prisma.order.count({ where: { saleId } }), (n) => n === all.accepted.size, 90_000);
   await pauses.stop();
   const uncertain = new Set([...all.failed, ...all.unknown]);
   const ledger = await faultLedgerOf(system.ctx.redis, prisma, prefix, saleId, all.accepted, uncertain);
@@ -66,7 +81,8 @@ async function sellThrough(label: string, fault: () => Promise<void>) {
     pausedPastBound: longestPause >= DRAIN_BOUND_MS,
     reconciled,
     identityChanged,
-  }).toEqual({ lost: [], duplicated: [], unexpected: [], oversold: 0, unaccounted: 0, pausedPastBound: false, reconciled: [], identityChanged: [] });
+    exited: exitedProcesses(),
+  }).toEqual({ lost: [], duplicated: [], unexpected: [], oversold: 0, unaccounted: 0, pausedPastBound: false, reconciled: [], identityChanged: [], exited: [] });
   console.info(`${label}: ${all.accepted.size} accepted, ${uncertain.size} answered 5xx or not at all, ${ledger.unitsInDb} units in orders, ${ledger.remaining} remaining; longest pause ${Math.round(longestPause)} ms`);
 }
 
