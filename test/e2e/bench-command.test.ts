@@ -27,7 +27,7 @@ describe('npm run bench: its settings', () => {
   });
 
   it('runs only the parts BENCH_PARTS names: the replica-wait, door and neighbours parts as any other', () => {
-    expect([...settings([], { BENCH_PARTS: 'replica-wait, door,neighbours' }).parts]).toEqual(['replica-wait', 'door', 'neighbours', 'galera']);
+    expect([...settings([], { BENCH_PARTS: 'replica-wait, door,neighbours' }).parts]).toEqual(['replica-wait', 'door', 'neighbours']);
     expect([...settings(['--quick'], { BENCH_PARTS: 'door' }).parts]).toEqual(['door']);
     expect(() => benchSettingsOf([], { BENCH_PARTS: 'replica_wait' })).toThrow(/^BENCH_PARTS: no part replica_wait \(the parts: /);
   });
