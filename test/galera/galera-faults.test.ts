@@ -86,13 +86,16 @@ async function sellThrough(label: string, fault: () => Promise<void>) {
   console.info(`${label}: ${all.accepted.size} accepted, ${uncertain.size} answered 5xx or not at all, ${ledger.unitsInDb} units in orders, ${ledger.remaining} remaining; longest pause ${Math.round(longestPause)} ms`);
 }
 
+/** The node HAProxy writes to; asked again while HAProxy has none up (a moment after a node rejoined). */
+const currentWriter = () => until(() => cluster.writer().catch(() => undefined), (writer) => writer !== undefined, 30_000);
+
 async function untilWriterIsNot(port: number) {
   return until(() => cluster.writer().catch(() => undefined), (writer) => writer !== undefined && writer.port !== port, 60_000);
 }
 
 describe('the orders on a 3-node Galera cluster behind HAProxy, a node lost mid-sale', () => {
   it('the writing node SIGKILLed mid-burst: HAProxy moves the writer, every 202 an order, no reconciliation', async () => {
-    const writer = await cluster.writer();
+    const writer = (await currentWriter())!;
     await sellThrough('killed', async () => {
       await sleep(300);
       await writer.kill('SIGKILL');
@@ -104,7 +107,7 @@ describe('the orders on a 3-node Galera cluster behind HAProxy, a node lost mid-
   });
 
   it('the writing node frozen past its eviction and thawed: it rejoins, nothing it held is lost or doubled', async () => {
-    const writer = await cluster.writer();
+    const writer = (await currentWriter())!;
     await sellThrough('frozen', async () => {
       await sleep(300);
       writer.freeze();
@@ -119,7 +122,7 @@ describe('the orders on a 3-node Galera cluster behind HAProxy, a node lost mid-
   });
 
   it('a node restarted and rejoined (IST) while buyers buy', async () => {
-    const writer = await cluster.writer();
+    const writer = (await currentWriter())!;
     const other = cluster.nodes.find((n) => n !== writer)!;
     await sellThrough('rejoined', async () => {
       await other.kill('SIGKILL');
