@@ -5,6 +5,7 @@ import { pipelineMarkdown } from './pipeline-report.ts';
 import { replicaWaitMarkdown, type ReplicaWaitResults } from './replica-wait.ts';
 import { doorMarkdown, type DoorResults } from './door.ts';
 import { neighboursMarkdown, type NeighboursResults } from './neighbours.ts';
+import type { GaleraResults } from './galera.ts';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
@@ -76,6 +77,8 @@ export interface BenchResults {
   door?: DoorResults;
   /** The buyer path quiet, beside a flooded metrics port, beside live streams at their caps (BENCH_PARTS neighbours). */
   neighbours?: NeighboursResults;
+  /** The order writes on one mariadbd against a 3-node Galera cluster (BENCH_PARTS galera; bench/galera.ts logs its figures). */
+  galera?: GaleraResults;
 }
 
 /** Medians of reserve-script runs (bench/reserve-load.ts), and every run. */

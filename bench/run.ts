@@ -30,6 +30,7 @@ import { evenlySpreadSales, reservePathRun, spreadRun, type ReserveRun } from '.
 import { callgrindAvailable, reserveInstructions, type ScriptInstructions } from './script-instructions.ts';
 import { printResults, writeResults, type BenchResults, type PathName, type ReserveSummary, type Summary } from './report.ts';
 import { measurePipeline } from './pipeline.ts';
+import { galeraPart } from './galera.ts';
 import { benchBuyers, DUPLICATE_BUYERS, openPathSale } from './path-sale.ts';
 import { BENCH_COMMAND, benchSettingsOf, type BenchSettings } from './options.ts';
 
@@ -393,6 +394,7 @@ try {
   if (PARTS.has('replica-wait')) results.replicaWait = await replicaWaitPart(part);
   if (PARTS.has('door')) results.door = await doorPart(part);
   if (PARTS.has('neighbours')) results.neighbours = await neighboursPart(part);
+  if (PARTS.has('galera')) results.galera = await galeraPart(part);
 
   if (settings.record) writeResults(results);
   else {

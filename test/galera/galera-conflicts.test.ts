@@ -34,27 +34,40 @@ afterAll(async () => {
 });
 
 /**
- * Writes `sql` on node 2 every 300 to 700 ms until stopped (its own conflicts are of no interest here): often
- * enough that some operations meet one, seldom enough that an operation's runs do not all meet one, even
- * on a machine so busy that one run takes a hundred milliseconds.
+ * Writes `sql` on node 2 a few times (WRITES_PER_OPERATION, 5 ms apart) after each operation the test
+ * finishes (`done()`), while the next one runs: operations meet writes of their rows, and none can meet
+ * one in each of its runs however slow the machine, as each write makes at most one run lose (4 < 8).
+ * Node 2's own conflicts are of no interest here.
  */
-function writingOnOtherNode(sql: string, values: unknown[]): { stop(): Promise<number> } {
+function writingOnOtherNode(sql: string, values: unknown[]): { done(): void; stop(): Promise<number> } {
   let running = true;
   let writes = 0;
+  let budget = 0;
+  let wake: (() => void) | undefined;
   const loop = (async () => {
     while (running) {
+      if (budget === 0) await new Promise<void>((resolve) => (wake = resolve));
+      if (!running) break;
+      budget -= 1;
       await onOtherNode.query(sql, values).then(() => (writes += 1), () => undefined);
-      await sleep(300 + Math.random() * 400);
+      await sleep(5);
     }
   })();
   return {
+    done() {
+      budget = WRITES_PER_OPERATION;
+      wake?.();
+    },
     async stop() {
       running = false;
+      wake?.();
       await loop;
       return writes;
     },
   };
 }
+
+const WRITES_PER_OPERATION = 4;
 
 const conflictsOf = (operation: ConflictOperation) => mysqlConflictsSoFar().get(operation) ?? 0;
 
@@ -82,64 +95,74 @@ async function saleWithOrders(buyers: number, label: string): Promise<{ sale: Sa
 describe('a conflict with a write on another Galera node, at COMMIT', () => {
   it("runs the worker's batch again: every reservation written once, sold_units exact, the conflicts counted", async () => {
     const sale = await createLiveSale(ctx, { stock: 1000 });
-    const all = await reservations(sale, 1000, 'batch');
+    const all = await reservations(sale, 300, 'batch');
     const before = conflictsOf('order_batch');
     const other = touchSaleRow(sale.id);
     let written = 0;
-    for (let i = 0; i < all.length; i += 5) written += (await writeOrderBatch(ctx.prisma, sale.id, all.slice(i, i + 5))).written.length;
+    for (let i = 0; i < all.length; i += 5) {
+      written += (await writeOrderBatch(ctx.prisma, sale.id, all.slice(i, i + 5))).written.length;
+      other.done();
+    }
     const otherWrites = await other.stop();
-    expect(written).toBe(1000);
-    expect(await ctx.prisma.order.count({ where: { saleId: sale.id } })).toBe(1000);
-    expect((await ctx.prisma.sale.findUniqueOrThrow({ where: { id: sale.id } })).soldUnits).toBe(1000);
+    expect(written).toBe(300);
+    expect(await ctx.prisma.order.count({ where: { saleId: sale.id } })).toBe(300);
+    expect((await ctx.prisma.sale.findUniqueOrThrow({ where: { id: sale.id } })).soldUnits).toBe(300);
     expect(conflictsOf('order_batch') - before).toBeGreaterThan(0);
     console.log(`order batches: ${conflictsOf('order_batch') - before} conflicts run again, against ${otherWrites} writes on node 2`);
   });
 
   it('runs a cancel again: every order cancelled once, its units owed back once', async () => {
-    const { sale, orders } = await saleWithOrders(150, 'cancel');
+    const { sale, orders } = await saleWithOrders(60, 'cancel');
     const before = conflictsOf('cancel');
     const other = touchSaleRow(sale.id);
     const outcomes = [];
-    for (const order of orders) outcomes.push(await cancelOrder(ctx.prisma, order.reservationId, order.userId));
+    for (const order of orders) {
+      outcomes.push(await cancelOrder(ctx.prisma, order.reservationId, order.userId));
+      other.done();
+    }
     await other.stop();
     expect(outcomes.every((o) => o?.kind === 'cancelled' && o.owed?.quantity === 1)).toBe(true);
-    expect(await ctx.prisma.order.count({ where: { saleId: sale.id, status: 'cancelled' } })).toBe(150);
-    expect(await ctx.prisma.stockReturn.count({ where: { saleId: sale.id } })).toBe(150);
+    expect(await ctx.prisma.order.count({ where: { saleId: sale.id, status: 'cancelled' } })).toBe(60);
+    expect(await ctx.prisma.stockReturn.count({ where: { saleId: sale.id } })).toBe(60);
     expect((await ctx.prisma.sale.findUniqueOrThrow({ where: { id: sale.id } })).soldUnits).toBe(0);
     expect(conflictsOf('cancel') - before).toBeGreaterThan(0);
     console.log(`cancels: ${conflictsOf('cancel') - before} conflicts run again`);
   });
 
   it('runs an expiry pass again: every due order expired once', async () => {
-    const { sale } = await saleWithOrders(150, 'expiry');
+    const { sale } = await saleWithOrders(60, 'expiry');
     await ctx.prisma.$executeRaw`UPDATE orders SET pay_by = NOW(3) - INTERVAL 1 SECOND WHERE sale_id = ${sale.id}`;
     const before = conflictsOf('expiry');
     const other = touchSaleRow(sale.id);
     let expired = 0;
     // Small passes, one transaction each, as the worker's expiry runs them.
-    for (let pass = 0; pass < 300 && expired < 150; pass++) {
+    for (let pass = 0; pass < 60 && expired < 60; pass++) {
       const outcome = await expireDueOrders(ctx.prisma, 2, (saleId) => heldPayments(ctx.redis, ctx.config.REDIS_PREFIX, saleId), []);
       expired += outcome.owed.length;
+      other.done();
     }
     await other.stop();
-    expect(expired).toBe(150);
-    expect(await ctx.prisma.order.count({ where: { saleId: sale.id, status: 'expired' } })).toBe(150);
+    expect(expired).toBe(60);
+    expect(await ctx.prisma.order.count({ where: { saleId: sale.id, status: 'expired' } })).toBe(60);
     expect((await ctx.prisma.sale.findUniqueOrThrow({ where: { id: sale.id } })).soldUnits).toBe(0);
     expect(conflictsOf('expiry') - before).toBeGreaterThan(0);
     console.log(`expiry: ${conflictsOf('expiry') - before} conflicts run again`);
   });
 
   it('runs a payment again: every order paid once, one outcome per event', async () => {
-    const { sale, orders } = await saleWithOrders(150, 'payment');
+    const { sale, orders } = await saleWithOrders(60, 'payment');
     const before = conflictsOf('payment');
     // The payment locks the order row: node 2 writes every order row of the sale (a payBy a second later).
     const other = writingOnOtherNode('UPDATE orders SET pay_by = pay_by + INTERVAL 1 SECOND WHERE sale_id = ?', [sale.id]);
     const outcomes = [];
-    for (const order of orders) outcomes.push(await recordPayment(ctx.prisma, { eventId: `evt_${randomUUID()}`, reservationId: order.reservationId, saleId: sale.id, amountCents: 100 }));
+    for (const order of orders) {
+      outcomes.push(await recordPayment(ctx.prisma, { eventId: `evt_${randomUUID()}`, reservationId: order.reservationId, saleId: sale.id, amountCents: 100 }));
+      other.done();
+    }
     await other.stop();
     expect(outcomes.every((o) => o === 'paid')).toBe(true);
-    expect(await ctx.prisma.order.count({ where: { saleId: sale.id, status: 'paid' } })).toBe(150);
-    expect(await ctx.prisma.paymentEvent.count({ where: { saleId: sale.id } })).toBe(150);
+    expect(await ctx.prisma.order.count({ where: { saleId: sale.id, status: 'paid' } })).toBe(60);
+    expect(await ctx.prisma.paymentEvent.count({ where: { saleId: sale.id } })).toBe(60);
     expect(conflictsOf('payment') - before).toBeGreaterThan(0);
     console.log(`payments: ${conflictsOf('payment') - before} conflicts run again`);
   });

@@ -34,6 +34,21 @@ afterAll(async () => {
   await cluster?.stop();
 });
 
+/** The system's processes that have exited, with their last log lines: none may, whatever MySQL does. */
+function exitedProcesses() {
+  const all = [...system.gateways.map((p, i) => ({ name: `gateway ${i + 1}`, p })), ...system.workers.map((p, i) => ({ name: `worker ${i + 1}`, p })), { name: 'reconciler', p: system.reconciler! }];
+  return all.filter(({ p }) => p.child.exitCode !== null || p.child.signalCode !== null).map(({ name, p }) => ({ name, exit: p.child.exitCode ?? p.child.signalCode, last: p.logs.slice(-3) }));
+}
+
+/** `until`, and when it runs out, what exited meanwhile (a process dying is what a stall most often means). */
+async function untilOrExplain<T>(read: () => Promise<T>, done: (value: T) => boolean, timeoutMs: number): Promise<T> {
+  try {
+    return await until(read, done, timeoutMs);
+  } catch (error) {
+    throw new Error(`${(error as Error).message}; processes exited: ${JSON.stringify(exitedProcesses())}`, { cause: error });
+  }
+}
+
 /** A sale selling to fresh buyers; `fault` runs once some are in, and buying goes on after it. */
 async function sellThrough(label: string, fault: () => Promise<void>) {
   const saleId = await system.createSale({ stock: STOCK });
@@ -45,12 +60,12 @@ async function sellThrough(label: string, fault: () => Promise<void>) {
   const during = steadyLoad(urls, [saleId], `${label}-during`);
   await fault();
   const afterFault = during.accepted(saleId);
-  await until(async () => during.accepted(saleId), (n) => n >= afterFault + 150, 90_000);
+  await untilOrExplain(async () => during.accepted(saleId), (n) => n >= afterFault + 150, 90_000);
   const outcomes: BurstOutcome[] = [(await before.stop()).get(saleId)!, (await during.stop()).get(saleId)!];
   const all = mergeBursts(...outcomes);
 
   await waitForDrain(system.ctx.redis, prefix, saleId, 90_000);
-  await until(() => prisma.order.count({ where: { saleId } }), (n) => n === all.accepted.size, 90_000);
+  await untilOrExplain(() => prisma.order.count({ where: { saleId } }), (n) => n === all.accepted.size, 90_000);
   await pauses.stop();
   const uncertain = new Set([...all.failed, ...all.unknown]);
   const ledger = await faultLedgerOf(system.ctx.redis, prisma, prefix, saleId, all.accepted, uncertain);
@@ -66,9 +81,13 @@ async function sellThrough(label: string, fault: () => Promise<void>) {
     pausedPastBound: longestPause >= DRAIN_BOUND_MS,
     reconciled,
     identityChanged,
-  }).toEqual({ lost: [], duplicated: [], unexpected: [], oversold: 0, unaccounted: 0, pausedPastBound: false, reconciled: [], identityChanged: [] });
+    exited: exitedProcesses(),
+  }).toEqual({ lost: [], duplicated: [], unexpected: [], oversold: 0, unaccounted: 0, pausedPastBound: false, reconciled: [], identityChanged: [], exited: [] });
   console.info(`${label}: ${all.accepted.size} accepted, ${uncertain.size} answered 5xx or not at all, ${ledger.unitsInDb} units in orders, ${ledger.remaining} remaining; longest pause ${Math.round(longestPause)} ms`);
 }
+
+/** The node HAProxy writes to; asked again while HAProxy has none up (a moment after a node rejoined). */
+const currentWriter = () => until(() => cluster.writer().catch(() => undefined), (writer) => writer !== undefined, 30_000);
 
 async function untilWriterIsNot(port: number) {
   return until(() => cluster.writer().catch(() => undefined), (writer) => writer !== undefined && writer.port !== port, 60_000);
@@ -76,7 +95,7 @@ async function untilWriterIsNot(port: number) {
 
 describe('the orders on a 3-node Galera cluster behind HAProxy, a node lost mid-sale', () => {
   it('the writing node SIGKILLed mid-burst: HAProxy moves the writer, every 202 an order, no reconciliation', async () => {
-    const writer = await cluster.writer();
+    const writer = (await currentWriter())!;
     await sellThrough('killed', async () => {
       await sleep(300);
       await writer.kill('SIGKILL');
@@ -88,7 +107,7 @@ describe('the orders on a 3-node Galera cluster behind HAProxy, a node lost mid-
   });
 
   it('the writing node frozen past its eviction and thawed: it rejoins, nothing it held is lost or doubled', async () => {
-    const writer = await cluster.writer();
+    const writer = (await currentWriter())!;
     await sellThrough('frozen', async () => {
       await sleep(300);
       writer.freeze();
@@ -103,7 +122,7 @@ describe('the orders on a 3-node Galera cluster behind HAProxy, a node lost mid-
   });
 
   it('a node restarted and rejoined (IST) while buyers buy', async () => {
-    const writer = await cluster.writer();
+    const writer = (await currentWriter())!;
     const other = cluster.nodes.find((n) => n !== writer)!;
     await sellThrough('rejoined', async () => {
       await other.kill('SIGKILL');

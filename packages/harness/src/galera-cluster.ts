@@ -19,6 +19,8 @@ export interface GaleraCluster {
   nodes: GaleraNode[];
   /** HAProxy's port: every connection goes to the writer (node 1, or the backup that took over). */
   port: number;
+  /** The processes a cluster runs now (every running mariadbd, HAProxy): whose CPU a benchmark counts. */
+  pids(): number[];
   /** DATABASE_URL of a database through HAProxy. */
   url(database: string): string;
   /** The node HAProxy sends new connections to now (asks it through HAProxy). */
@@ -34,6 +36,8 @@ export interface GaleraNode {
   port: number;
   /** DATABASE_URL of a database on this node directly. */
   url(database: string): string;
+  /** Its mariadbd's pid while it runs. */
+  readonly pid: number | undefined;
   /** Starts (or restarts) the node; `bootstrap` makes it a new primary component of its own (--wsrep-new-cluster). */
   start(options?: { bootstrap?: boolean }): Promise<void>;
   kill(signal?: NodeJS.Signals): Promise<void>;
@@ -71,6 +75,7 @@ export async function startGaleraCluster(options: GaleraClusterOptions = {}): Pr
     nodes,
     port: proxyPort,
     url: (database) => `mysql://root@127.0.0.1:${proxyPort}/${database}`,
+    pids: () => [...nodes.flatMap((n) => (n.pid === undefined ? [] : [n.pid])), ...(haproxy?.pid === undefined ? [] : [haproxy.pid])],
     async writer() {
       const connection = await createConnection({ host: '127.0.0.1', port: proxyPort, user: 'root', password: '', connectTimeout: 2000 });
       try {
@@ -128,6 +133,9 @@ function galeraNode(index: number, dir: string, ports: { mysql: number; group: n
     index,
     port: ports.mysql,
     url: (database) => `mysql://root@127.0.0.1:${ports.mysql}/${database}`,
+    get pid() {
+      return child && child.exitCode === null && child.signalCode === null ? child.pid : undefined;
+    },
     async start({ bootstrap = false } = {}) {
       const provider = [`gmcast.listen_addr=tcp://127.0.0.1:${ports.group}`, `ist.recv_addr=127.0.0.1:${ports.ist}`, ...(providerOptions ? [providerOptions] : [])].join(';');
       const started = spawnInGroup(

@@ -27,7 +27,7 @@ export const OUTSIDE_TOOLS: readonly OutsideTool[] = [
   { binary: 'redis-cli', debianPackage: 'redis-tools', usedBy: 'creating a Redis Cluster (redis-cli --cluster create)', neededBy: 'suite' },
   { binary: 'mariadbd', debianPackage: 'mariadb-server', usedBy: "the fault tests' own MariaDB servers (replicas, restores, outages)", neededBy: 'suite' },
   { binary: 'mariadb-install-db', debianPackage: 'mariadb-server', usedBy: "installing the fault tests' MariaDB data directories", neededBy: 'suite' },
-  { binary: 'mariadb', debianPackage: 'mariadb-client', usedBy: 'restoring a dump (test/faults/mysql-restore.test.ts)', neededBy: 'suite' },
+  { binary: 'mariadb', debianPackage: 'mariadb-client', usedBy: "restoring a dump (test/faults/mysql-restore.test.ts); HAProxy's Galera check (infra/galera/wsrep-check.sh)", neededBy: 'suite' },
   { binary: 'faketime', debianPackage: 'faketime', usedBy: 'processes run with their clocks set wrong (libfaketime, test/faults/clock-skew.test.ts)', neededBy: 'suite' },
   { binary: 'wrk', debianPackage: 'wrk', usedBy: "the soak's load (loadtest/soak) and the benchmark", neededBy: 'suite' },
   { binary: 'promtool', debianPackage: 'prometheus', usedBy: "checking infra/prometheus's config, rules and rule tests", neededBy: 'suite' },

@@ -1,0 +1,98 @@
+/**
+ * The galera part (BENCH_PARTS=galera): what synchronous replication costs the order writes. The same
+ * backlog of reservations (accepted by the real reserve script) is drained by two worker processes into
+ * (a) one mariadbd and (b) a 3-node MariaDB Galera cluster behind HAProxy (the harness's
+ * startGaleraCluster, infra/galera/haproxy.cfg: one writer), alternated round by round in the same run.
+ * The gateway never touches MySQL, so this is the pipeline's MySQL side: orders per second from the
+ * signal to the drain, and CPU per order of the workers, every mariadbd and HAProxy.
+ */
+import { createConnection } from 'mariadb';
+import { deleteKeysWithPrefix, startGaleraCluster, startMariaDbServer } from '@flashsale/harness';
+import { createPrisma, migrate, poolConfigFromUrl } from '@flashsale/order-store';
+import { drainByWorkers, startWorkerPool, type WorkerPool } from './drain.ts';
+import { median } from './load.ts';
+import type { PartContext } from './part-context.ts';
+import { mariadbPidOf } from './pipeline-servers.ts';
+import { cpuSeconds } from './servers.ts';
+
+export interface GaleraDrain {
+  ordersPerSecond: number;
+  cpuUsPerOrder: { workers: number; mysql: number; total: number };
+}
+
+export interface GaleraResults {
+  orders: number;
+  one: GaleraDrain[];
+  cluster: GaleraDrain[];
+}
+
+const ORDERS = 20_000;
+const DATABASE = 'flashsale_bench_galera';
+
+interface Contender {
+  url: string;
+  /** The MySQL side's processes now (one mariadbd; or three and HAProxy). */
+  mysqlPids(): Promise<number[]>;
+}
+
+export async function galeraPart(part: PartContext): Promise<GaleraResults> {
+  part.log(`galera: ${ORDERS} orders drained by 2 workers into one mariadbd and into a 3-node Galera cluster behind HAProxy, ${part.settings.rounds} rounds alternating`);
+  const one = await startMariaDbServer();
+  part.stops.push(() => one.stop());
+  const began = performance.now();
+  const cluster = await startGaleraCluster();
+  part.stops.push(() => cluster.stop());
+  part.log(`galera: cluster started in ${Math.round((performance.now() - began) / 1000)} s`);
+  const contenders: Record<'one' | 'cluster', Contender> = {
+    one: { url: one.url(DATABASE), mysqlPids: async () => [await pidOf(one.url(DATABASE))] },
+    cluster: { url: cluster.url(DATABASE), mysqlPids: async () => cluster.pids() },
+  };
+  const pools = new Map<string, WorkerPool>();
+  const results: GaleraResults = { orders: ORDERS, one: [], cluster: [] };
+  // A Redis prefix per contender: each database numbers its sales from 1, and sale 1 of one must not be
+  // sale 1 of the other in Redis.
+  const prefixOf = (name: string) => `${part.prefix}-${name}`;
+  for (const [name, c] of Object.entries(contenders)) {
+    await migrate(c.url);
+    part.stops.push(() => deleteKeysWithPrefix(part.redis, prefixOf(name)));
+    const pool = await startWorkerPool(part.redis, { ...part.env, DATABASE_URL: c.url }, prefixOf(name), 2);
+    part.stops.push(() => pool.stop());
+    pools.set(name, pool);
+  }
+  for (let round = 0; round <= part.settings.rounds; round++) {
+    for (const [name, c] of Object.entries(contenders) as ['one' | 'cluster', Contender][]) {
+      const prisma = createPrisma(c.url, 2);
+      try {
+        const pool = pools.get(name)!;
+        const pids = await c.mysqlPids();
+        const workerPids = pool.workers.map((w) => w.child.pid!);
+        const cpu = () => ({ workers: sum(workerPids.map(cpuSeconds)), mysql: sum(pids.map(cpuSeconds)) });
+        const before = cpu();
+        const seconds = await drainByWorkers(part.redis, prisma, prefixOf(name), pool, { count: ORDERS, sales: 1, workers: 2 });
+        const after = cpu();
+        const us = (s: number) => Number(((s * 1e6) / ORDERS).toFixed(1));
+        const drain = { ordersPerSecond: Math.round(ORDERS / seconds), cpuUsPerOrder: { workers: us(after.workers - before.workers), mysql: us(after.mysql - before.mysql), total: us(after.workers - before.workers + after.mysql - before.mysql) } };
+        // Round 0 warms the workers and the servers up; it is logged, not kept.
+        if (round > 0) results[name].push(drain);
+        part.log(`galera: round ${round}${round === 0 ? ' (warm-up)' : ''} ${name}: ${drain.ordersPerSecond} orders/s, CPU per order ${JSON.stringify(drain.cpuUsPerOrder)} us`);
+      } finally {
+        await prisma.$disconnect();
+      }
+    }
+  }
+  const medianOf = (runs: GaleraDrain[]) => ({ ordersPerSecond: median(runs.map((r) => r.ordersPerSecond)), cpuUsPerOrder: median(runs.map((r) => r.cpuUsPerOrder.total)), workers: median(runs.map((r) => r.cpuUsPerOrder.workers)), mysql: median(runs.map((r) => r.cpuUsPerOrder.mysql)) });
+  const [a, b] = [medianOf(results.one), medianOf(results.cluster)];
+  part.log(`galera: medians: one server ${a.ordersPerSecond} orders/s, ${a.cpuUsPerOrder} us CPU per order (workers ${a.workers}, mariadbd ${a.mysql}); Galera ${b.ordersPerSecond} orders/s, ${b.cpuUsPerOrder} us (workers ${b.workers}, 3 mariadbd + HAProxy ${b.mysql}); rate ${(b.ordersPerSecond / a.ordersPerSecond).toFixed(2)}x, CPU ${(b.cpuUsPerOrder / a.cpuUsPerOrder).toFixed(2)}x`);
+  return results;
+}
+
+const sum = (values: number[]) => values.reduce((s, v) => s + v, 0);
+
+async function pidOf(url: string): Promise<number> {
+  const connection = await createConnection(poolConfigFromUrl(url));
+  try {
+    return await mariadbPidOf(connection);
+  } finally {
+    await connection.end();
+  }
+}
