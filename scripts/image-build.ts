@@ -135,6 +135,16 @@ async function nodeContext(): Promise<{ dir: string; version: string }> {
     renameSync(join(cache, packed.stdout.trim().split('\n').pop()!), tarball);
   }
   await run('tar', ['-xzf', tarball, '-C', join(dir, 'npm'), '--strip-components=1']);
+  // npm in the image trusts what npm here trusts: a machine whose TLS to the registry goes through a
+  // certificate authority of its own names it in npm's cafile, and the Dockerfile's `npm ci` steps need it too.
+  mkdirSync(join(dir, 'etc'));
+  const cafile = (await run('npm', ['config', 'get', 'cafile'])).stdout.trim();
+  if (cafile !== 'null' && cafile !== 'undefined' && cafile !== '' && existsSync(cafile)) {
+    copyFileSync(cafile, join(dir, 'etc/npm-ca.crt'));
+    writeFileSync(join(dir, 'etc/npmrc'), 'cafile=/usr/local/etc/npm-ca.crt\n');
+  } else {
+    writeFileSync(join(dir, 'etc/npmrc'), '');
+  }
   return { dir, version: `node ${version}, npm ${npmVersion}` };
 }
 

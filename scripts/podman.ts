@@ -2,7 +2,6 @@
  * podman as `npm run image:build` and `npm run image:check` drive it (Debian's podman, as root). Its
  * defaults fail on these machines (setrlimit refused, then crun's "cgroups in hybrid mode not supported"):
  * runc, the cgroupfs manager and no default ulimits work, set in a containers.conf of our own
- * (with Debian's tini as the `init` podman mounts: its default, catatonit, is not installed)
  * (CONTAINERS_CONF), which `podman system service` (the Docker-compatible API compose talks to) reads too.
  * The image names are read from the Dockerfile and the compose files, so they cannot drift apart.
  */
@@ -20,8 +19,6 @@ export const DEFAULT_CACHE = process.env.FLASHSALE_IMAGE_CACHE ?? join(homedir()
 const CONTAINERS_CONF = `# Written by scripts/podman.ts: what podman needs on these machines.
 [containers]
 default_ulimits = []
-# The compose files' \`init: true\`: Debian's static tini (package tini), mounted into the container as PID 1.
-init_path = "/usr/bin/tini-static"
 
 [engine]
 runtime = "runc"
