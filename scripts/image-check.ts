@@ -315,8 +315,8 @@ async function checkCompose(): Promise<void> {
   // 20000 and cannot be raised, and HAProxy refuses to start when infra/haproxy.cfg's maxconn 20000
   // needs more descriptors than that (two a connection). The proxy gets that file with maxconn 9000.
   const haproxyCfg = readFileSync(join(ROOT, 'infra/haproxy.cfg'), 'utf8');
-  must('infra/haproxy.cfg sets maxconn 20000 (the line the check lowers)', /^  maxconn 20000$/m.test(haproxyCfg));
-  writeFileSync(join(socketDir, 'haproxy.cfg'), haproxyCfg.replace(/^  maxconn 20000$/m, '  maxconn 9000'));
+  must('infra/haproxy.cfg sets maxconn 20000 (the line the check lowers)', /^ {2}maxconn 20000$/m.test(haproxyCfg));
+  writeFileSync(join(socketDir, 'haproxy.cfg'), haproxyCfg.replace(/^ {2}maxconn 20000$/m, '  maxconn 9000'));
   writeFileSync(
     join(socketDir, 'docker-compose.check.yml'),
     // JSON is YAML.
@@ -436,7 +436,8 @@ async function demoCrowd(stack: ComposeStack, redis: ReturnType<typeof createRed
  * and may have become an order or nothing, never two.
  */
 async function faultsCrowd(stack: ComposeStack, redis: ReturnType<typeof createRedis>, prisma: PrismaClient, gateways: string[], workers: string[]): Promise<void> {
-  const stock = 3000;
+  // Long enough (60 s) for two gateway restarts and a worker's SIGKILL on a slow, shared machine.
+  const stock = 6000;
   const pace = 100;
   step(`faults: a sale of ${stock}, ${stock} buyers at ${pace}/s through HAProxy; rolling restart of ${gateways.join(', ')}; SIGKILL to ${workers[0]}`);
   const admin = createHttpClient(stack.proxyUrl, 2);
@@ -444,7 +445,8 @@ async function faultsCrowd(stack: ComposeStack, redis: ReturnType<typeof createR
   admin.close();
   const buyers = Array.from({ length: stock }, (_, i) => `fault-buyer-${i}`);
   const tokens = signBuyerTokens(buyers, { secret: SECRETS.AUTH_SECRET });
-  const burst = crowd(stack.proxyUrl, saleId, buyers.map((userId, i) => ({ userId, token: tokens[i]!, quantity: 1 })), 16, pace);
+  let burstOver = false;
+  const burst = crowd(stack.proxyUrl, saleId, buyers.map((userId, i) => ({ userId, token: tokens[i]!, quantity: 1 })), 16, pace).finally(() => (burstOver = true));
   const faults = (async () => {
     await sleep(3000);
     for (const gateway of gateways) {
@@ -464,6 +466,7 @@ async function faultsCrowd(stack: ComposeStack, redis: ReturnType<typeof createR
       // before sending it buyers. The next gateway stops only once this one answers purchases (its own
       // counter of them, read inside it), or the crowd would meet no gateway at all.
       await until(`${gateway} serving purchases through HAProxy again`, 60_000, async () => {
+        if (burstOver) return true;
         const served = await podman(env, ['exec', gateway, 'node', '-e', SERVED_PURCHASES], { allowFailure: true });
         return Number(served.stdout.trim()) > 0 ? true : undefined;
       });
