@@ -5,8 +5,8 @@
 # unprivileged `node` user. No tsx, no TypeScript, no Prisma CLI at run time.
 #   docker build -t flashsale .
 #   docker run --rm -e DATABASE_URL=... -e AUTH_SECRET=... -e ADMIN_TOKEN=... flashsale migrate
-# Never built on the project's machines (no Docker engine there): test/e2e/built-processes.test.ts starts
-# the same command lines from a build. See the README's "Deploying".
+# Built and run on the project's machines with podman (no Docker engine there): `npm run image:build`, then
+# `npm run image:check` runs every role and the compose stack, in CI too (docs/operations.md, "Deploying").
 
 ARG NODE_IMAGE=node:24-bookworm-slim
 

@@ -121,6 +121,24 @@ describe('the built roles on the command line', () => {
     }
   }
 
+  it('in production without the secrets, every role refuses to start: one line naming each missing secret, exit 2, no stack trace', async () => {
+    const roles = [['gateway'], ['worker'], ['reconciler'], ['migrate'], ['reconcile', '--sale', '1']];
+    const noSecrets = { NODE_ENV: 'production', AUTH_SECRET: undefined, ADMIN_TOKEN: undefined, PAYMENT_WEBHOOK_SECRET: undefined };
+    for (const role of roles) {
+      let refused: { code: number; stdout: string; stderr: string };
+      try {
+        refused = { code: 0, ...(await startRole(noSecrets, ...role)) };
+      } catch (error) {
+        refused = error as { code: number; stdout: string; stderr: string };
+      }
+      expect({ role, code: refused.code, stderr: refused.stderr }).toEqual({
+        role,
+        code: 2,
+        stderr: 'Invalid configuration: AUTH_SECRET is required in production; ADMIN_TOKEN is required in production; PAYMENT_WEBHOOK_SECRET is required in production\n',
+      });
+    }
+  });
+
   it('npm run start:<role> -- --help prints the role usage and exits 0; an unknown option: usage on stderr, exit 2, no stack trace (no secrets needed for either)', async () => {
     const roles = { gateway: 'gateway', worker: 'worker', reconciler: 'reconciler', migrate: 'db:migrate', reconcile: 'reconcile' };
     for (const [role, script] of Object.entries(roles)) {

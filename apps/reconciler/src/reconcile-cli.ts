@@ -1,5 +1,5 @@
 import type { Worker } from 'bullmq';
-import { exitWithUsage, loadConfig, parseCommandLine } from '@flashsale/config';
+import { exitWithUsage, loadConfigOrExit, parseCommandLine } from '@flashsale/config';
 import { createLogger } from '@flashsale/runtime';
 import { DeadlineExceeded, SaleNotFound, withDeadline } from '@flashsale/domain';
 import { announceSaleChanged, redisTargetOf } from '@flashsale/redis-store';
@@ -25,7 +25,7 @@ const { values } = parseCommandLine(COMMAND);
 const saleId = Number(values.sale);
 if (!Number.isInteger(saleId) || saleId < 1) exitWithUsage(COMMAND, values.sale === undefined ? '--sale is required' : `--sale must be a sale id, not ${values.sale}`);
 
-const config = loadConfig();
+const config = loadConfigOrExit();
 // Its stdout is the result alone: the logs go to stderr (pino's stdout is asynchronous, and a log line
 // written before the result could reach stdout after it).
 const logger = createLogger('reconcile', config.LOG_LEVEL, { stream: 2 });

@@ -1,6 +1,6 @@
 import cluster from 'node:cluster';
 import type { Server } from 'node:http';
-import { loadConfig, parseCommandLine, type Config } from '@flashsale/config';
+import { loadConfigOrExit, parseCommandLine, type Config } from '@flashsale/config';
 import { createLogger, serveMetricsPort, type Logger, type MetricsSource, type Readiness } from '@flashsale/runtime';
 import { refuseEvictingRedis, type ScriptedRedis } from '@flashsale/redis-store';
 import { checkConnectionBudget, type ProcessRole } from '@flashsale/order-store';
@@ -21,7 +21,7 @@ export interface ProcessBoot<R extends ProcessRole = ProcessRole> {
  */
 export function bootProcess<R extends ProcessRole>(role: R, usage: string): ProcessBoot<R> {
   parseCommandLine({ usage });
-  const config = loadConfig();
+  const config = loadConfigOrExit();
   const logger = createLogger(role, config.LOG_LEVEL);
   if (cluster.isPrimary) void checkConnectionBudget(config, role, logger, { processes: role === 'gateway' ? config.GATEWAY_WORKERS : 1 });
   return { role, config, logger };

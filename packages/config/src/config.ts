@@ -534,3 +534,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     PAYMENT_WEBHOOK_SECRET: parsed.data.PAYMENT_WEBHOOK_SECRET ?? DEV_PAYMENT_WEBHOOK_SECRET,
   };
 }
+
+/**
+ * loadConfig at a process's start: an invalid configuration is told in one line on stderr, every bad
+ * variable named (ConfigError's message), and the process exits 2, as for a bad command line. Not a stack
+ * trace: the operator who started a container without its secrets reads what to set, nothing else.
+ */
+export function loadConfigOrExit(env: NodeJS.ProcessEnv = process.env): Config {
+  try {
+    return loadConfig(env);
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    process.stderr.write(`${error.message}\n`);
+    process.exit(2);
+  }
+}

@@ -38,6 +38,9 @@ export const OUTSIDE_TOOLS: readonly OutsideTool[] = [
   { binary: '/usr/lib/galera/libgalera_smm.so', debianPackage: 'galera-4', usedBy: "the Galera provider the tests' clustered mariadbd load (wsrep)", neededBy: 'suite' },
   { binary: 'mysqldump', debianPackage: 'mariadb-client', usedBy: "a joining Galera node's state transfer (wsrep_sst_mysqldump)", neededBy: 'suite' },
   { binary: 'prlimit', debianPackage: 'util-linux', usedBy: "lowering a gateway's open-file limit (test/faults/connection-flood.test.ts)", neededBy: 'suite' },
+  { binary: 'podman', debianPackage: 'podman', usedBy: 'building and running the image and the compose stack (npm run image:build, image:check)', neededBy: 'ci' },
+  { binary: '/usr/libexec/podman/catatonit', debianPackage: 'catatonit', usedBy: "podman's init, for the compose files' `init: true` (npm run image:check)", neededBy: 'ci' },
+  { binary: 'debootstrap', debianPackage: 'debootstrap', usedBy: 'the Debian root filesystem of the local base images (npm run image:build)', neededBy: 'ci' },
   { binary: 'k6', debianPackage: null, usedBy: 'the k6 scenarios smoke-run on a real k6 (outside CI, the Node runner runs them alone)', neededBy: 'ci' },
 ];
 
