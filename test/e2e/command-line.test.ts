@@ -23,6 +23,8 @@ const COMMANDS = [
   'db:migrate',
   'services',
   'preflight',
+  'image:build',
+  'image:check',
   'demo',
   'admin',
   'token',

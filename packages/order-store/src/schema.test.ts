@@ -156,6 +156,7 @@ describe('migrate', () => {
     '20261126030000_sale_order_counters',
     '20261126040000_checkpoint_replication_id',
     '20261126090000_order_batch_procedures',
+    '20261129040000_door_guards',
   ];
   let first: MigrationResult;
   let second: MigrationResult;

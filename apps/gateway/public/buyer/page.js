@@ -344,9 +344,11 @@ async function openSale() {
 /** The proof of work the door asks of a joining buyer, solved in a worker with a progress bar. */
 async function solveChallenge() {
   show('checking', 'Checking your browser…', 'This takes a few seconds and keeps bots out of the line.');
+  // The bar comes with the state, at nought until the worker reports: never a 'checking' without it.
+  $('progress-bar').value = 0;
+  $('progress').hidden = false;
   const answer = await askThroughBusy(() => api.challenge(), 'Checking your browser…');
   if (answer.status !== 200) return null;
-  $('progress').hidden = false;
   const worker = new Worker(new URL('./pow-worker.js', import.meta.url));
   try {
     return await new Promise((resolve, reject) => {

@@ -117,6 +117,11 @@ describe('POST /api/admin/sales', () => {
       admissionTtlSeconds: null,
       noShowFactor: null,
       admissionPaused: false,
+      showUpSeconds: null,
+      challenge: null,
+      challengeMaxNumber: null,
+      requireClaim: null,
+      maxQueueSize: null,
       maxOrdersPerBuyer: 3,
       rebuyCooldownSeconds: 30,
       // Nothing ordered yet (sale-counters.ts).
