@@ -61,7 +61,7 @@ export default tseslint.config(
     languageOptions: {
       sourceType: 'module',
       globals: {
-        document: 'readonly', window: 'readonly', location: 'readonly', history: 'readonly', navigator: 'readonly', localStorage: 'readonly',
+        document: 'readonly', window: 'readonly', location: 'readonly', history: 'readonly', navigator: 'readonly', localStorage: 'readonly', indexedDB: 'readonly',
         fetch: 'readonly', setTimeout: 'readonly', setInterval: 'readonly', clearInterval: 'readonly', Option: 'readonly', Worker: 'readonly',
         URL: 'readonly', btoa: 'readonly', atob: 'readonly', self: 'readonly', crypto: 'readonly', performance: 'readonly', TextEncoder: 'readonly',
       },

@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { createConnection, type Connection } from 'mariadb';
-import { askRedis, createHttpClient, mapConcurrently, signBuyerTokens, type BurstOutcome, type RedisSentinels, type RedisServer } from '@flashsale/harness';
+import { askRedis, createHttpClient, mapConcurrently, signBuyerTokens, tcpPortsOfGroup, type BurstOutcome, type RedisSentinels, type RedisServer } from '@flashsale/harness';
 import { LIVE_BUYERS_PER_PAGE, LIVE_ORDER_STATUSES, poolConfigFromUrl, writeOrderBatch } from '@flashsale/order-store';
 import { saleKeys } from '@flashsale/redis-store';
 import { startSentinelSystem, type SentinelSystem } from '../support/system.ts';
@@ -256,9 +256,21 @@ async function expectHoldersKnown(s: SentinelSystem, saleId: number, live: Map<s
   expect(await buyAgain(s, saleId, live)).toEqual([]);
 }
 
-/** How many statements of other sessions whose text is like `pattern` MySQL is running now (waiting on a lock of the test's, here). */
+/**
+ * How many statements of this system's reconciler whose text is like `pattern` MySQL is running now
+ * (waiting on a lock of the test's, here). The reconciler's alone, told by its connections' ports: the
+ * server and its database are shared with every other test file running beside this one, whose
+ * reconcilers run the same statements for their own sales (one recording a checkpoint once let this test
+ * go on before its own rebuild had got there).
+ */
 async function running(mysql: Connection, pattern: string): Promise<number> {
-  const [row] = await mysql.query<{ running: bigint }[]>('SELECT COUNT(*) AS running FROM information_schema.PROCESSLIST WHERE ID <> CONNECTION_ID() AND INFO LIKE ?', [pattern]);
+  const ports = [...tcpPortsOfGroup(system!.reconciler!.child.pid!)];
+  if (ports.length === 0) return 0;
+  const [row] = await mysql.query<{ running: bigint }[]>(
+    `SELECT COUNT(*) AS running FROM information_schema.PROCESSLIST
+      WHERE INFO LIKE ? AND CAST(SUBSTRING_INDEX(HOST, ':', -1) AS UNSIGNED) IN (${ports.map(() => '?').join(', ')})`,
+    [pattern, ...ports],
+  );
   return Number(row!.running);
 }
 

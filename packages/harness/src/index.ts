@@ -11,6 +11,7 @@ export { startFaultProxy, type FaultProxy, type LinkFault } from './fault-proxy.
 export { buyerToken, signBuyerTokens } from './tokens.ts';
 export { startRedisServer, askRedis, type RedisServer, type RedisServerOptions } from './redis-server.ts';
 export { freePort } from './server-start.ts';
+export { tcpPortsOfGroup } from './process-sockets.ts';
 export { purchaseBurst, mergeBursts, type BurstOutcome } from './purchase-burst.ts';
 export { startMariaDbServer, type MariaDbServer } from './mariadb-server.ts';
 export { startGaleraCluster, type GaleraCluster, type GaleraNode, type GaleraClusterOptions } from './galera-cluster.ts';

@@ -165,7 +165,50 @@ let sale;
 function storageFor(buyer) {
   const key = (name) => `flashsale.sale.${saleId}.${buyer}.${name}`;
   const item = (name) => ({ get: () => localStorage.getItem(key(name)), set: (value) => localStorage.setItem(key(name), String(value)) });
-  return { ticket: item('ticket'), reservation: item('reservation'), firstAhead: item('firstAhead') };
+  return { ticket: sharedItem(key('ticket')), reservation: item('reservation'), firstAhead: item('firstAhead') };
+}
+
+/**
+ * A value every tab reads the same, for the ticket: kept in IndexedDB, whose transactions the browser
+ * orders across tabs. localStorage is copied into each tab and another tab's write reaches the copy a
+ * moment later: a tab taking the join lock right after another joined could read no ticket and join
+ * again. `get` is this tab's copy (mirrored in localStorage); `load` reads what the tabs agreed on; `set`
+ * writes both and resolves once IndexedDB has it. Without IndexedDB (a browser that refuses it), the
+ * copy in localStorage is all there is.
+ */
+function sharedItem(key) {
+  let copy = localStorage.getItem(key);
+  return {
+    get: () => copy,
+    async load() {
+      // Nothing in IndexedDB: a ticket kept before it was used, or no ticket at all.
+      const kept = await inKept('readonly', (store) => store.get(key)).catch(() => undefined);
+      copy = kept ?? localStorage.getItem(key);
+      return copy;
+    },
+    set(value) {
+      copy = String(value);
+      localStorage.setItem(key, copy);
+      return inKept('readwrite', (store) => store.put(copy, key)).catch(() => undefined);
+    },
+  };
+}
+
+let keptStore;
+/** Runs one request in a transaction of the page's IndexedDB store; resolves with its result once committed. */
+async function inKept(mode, step) {
+  keptStore ??= new Promise((resolve, reject) => {
+    const opening = indexedDB.open('flashsale', 1);
+    opening.onupgradeneeded = () => opening.result.createObjectStore('kept');
+    opening.onsuccess = () => resolve(opening.result);
+    opening.onerror = () => reject(opening.error);
+  });
+  const transaction = (await keptStore).transaction('kept', mode);
+  const request = step(transaction.objectStore('kept'));
+  return new Promise((resolve, reject) => {
+    transaction.oncomplete = () => resolve(request.result);
+    transaction.onerror = transaction.onabort = () => reject(transaction.error);
+  });
 }
 
 function showSale() {
@@ -370,11 +413,12 @@ async function solveChallenge() {
 
 /**
  * Joins the line once per buyer, whatever the tabs: the join runs under a lock named for the sale and
- * buyer, and a tab that finds a ticket kept by another does not join again.
+ * buyer, the ticket is stored where every tab reads the same before the lock is let go, and a tab that
+ * finds a ticket kept by another does not join again.
  */
 async function joinOnce() {
   const join = async () => {
-    if (saved.ticket.get()) return null;
+    if (await saved.ticket.load()) return null;
     const asks = sale.admission?.challenge;
     let solution = asks === 'pow' ? await solveChallenge() : undefined;
     for (;;) {
@@ -384,7 +428,7 @@ async function joinOnce() {
         solution = await solveChallenge();
         continue;
       }
-      if (answer.status === 200 && answer.body.ticket) saved.ticket.set(answer.body.ticket);
+      if (answer.status === 200 && answer.body.ticket) await saved.ticket.set(answer.body.ticket);
       return answer;
     }
   };
@@ -436,7 +480,7 @@ async function queuedSale() {
       continue;
     }
     if (state === 'not_joined') {
-      saved.ticket.set('');
+      await saved.ticket.set('');
       await joinOnce();
       continue;
     }

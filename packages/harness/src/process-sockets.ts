@@ -1,0 +1,48 @@
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+
+/**
+ * The local ports of the TCP connections the processes of one process group hold now, read from Linux's
+ * /proc (the group's processes, their sockets' inodes, the kernel's TCP tables). A test that watches a
+ * shared server (MariaDB's PROCESSLIST, whose HOST column is `address:port`) tells the statements of the
+ * processes it started from those of every other test file with it.
+ */
+export function tcpPortsOfGroup(groupId: number): Set<number> {
+  const inodes = new Set<string>();
+  for (const pid of readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    const stat = readOrUndefined(`/proc/${pid}/stat`);
+    // After the command name (in parentheses, which may hold spaces): state, parent, process group.
+    if (stat === undefined || Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]) !== groupId) continue;
+    let fds: string[];
+    try {
+      fds = readdirSync(`/proc/${pid}/fd`);
+    } catch {
+      continue; // gone meanwhile
+    }
+    for (const fd of fds) {
+      try {
+        const socket = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`));
+        if (socket) inodes.add(socket[1]!);
+      } catch {
+        // closed meanwhile
+      }
+    }
+  }
+  const ports = new Set<number>();
+  for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    // Columns: sl, local_address (hex address:port), rem_address, st, tx:rx queues, tr:when, retrnsmt, uid, timeout, inode.
+    for (const line of (readOrUndefined(table) ?? '').split('\n').slice(1)) {
+      const columns = line.trim().split(/\s+/);
+      if (columns.length > 9 && inodes.has(columns[9]!)) ports.add(Number.parseInt(columns[1]!.split(':')[1]!, 16));
+    }
+  }
+  return ports;
+}
+
+function readOrUndefined(path: string): string | undefined {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch {
+    return undefined;
+  }
+}
