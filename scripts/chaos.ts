@@ -2,10 +2,13 @@
  * `npm run chaos`: a flash crowd while components are killed (SIGKILL) and restarted on a schedule:
  * workers, a gateway, Redis, MariaDB, the reconciler. Everything runs on servers of its own (a
  * redis-server with appendfsync always, a mariadbd in a temporary directory), so nothing else is touched.
- * Ends with the ledger as a table; exits 1 if an invariant broke.
+ * Ends with the ledger as a table; exits 1 if an invariant broke. `--matrix` runs the fault matrix
+ * instead (scripts/chaos-matrix.ts).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { parseCommandLine } from '@flashsale/config';
+import { exitWithUsage, parseCommandLine } from '@flashsale/config';
+import { MATRIX_FAULTS, MATRIX_LINKS, MATRIX_SALES } from '@flashsale/harness';
+import { runMatrix } from './chaos-matrix.ts';
 import { createRedis } from '@flashsale/redis-store';
 import { createPrisma, migrate } from '@flashsale/order-store';
 import {
@@ -26,13 +29,37 @@ const STOCK = 5000;
 const RATE_PER_SECOND = 150;
 const LOAD_MS = 34_000;
 
-parseCommandLine({
-  usage: `usage: npm run chaos
+const { values } = parseCommandLine({
+  usage: `usage: npm run chaos [-- --matrix [--fault F,...] [--link L,...] [--sale plain|queued]]
 
-A flash crowd (${RATE_PER_SECOND} purchases/s for ${LOAD_MS / 1000} s over two gateways, ${STOCK} units) while workers, a gateway,
-Redis, MariaDB and the reconciler are SIGKILLed and restarted on a schedule, on a redis-server and a
-mariadbd of its own (nothing else touched); then the ledger. Exit 1 if an invariant broke. No options.`,
+Without options: a flash crowd (${RATE_PER_SECOND} purchases/s for ${LOAD_MS / 1000} s over two gateways, ${STOCK} units) while
+workers, a gateway, Redis, MariaDB and the reconciler are SIGKILLed and restarted on a schedule, on a
+redis-server and a mariadbd of its own (nothing else touched); then the ledger. Exit 1 if an invariant broke.
+
+--matrix     the fault matrix instead: every fault on every link, on a plain and a queued sale, each cell
+             with its own processes behind fault proxies and its own ledger; one table at the end
+             (about 30 s a cell, 60 cells). Exit 1 if a cell broke.
+--fault      only these faults: ${MATRIX_FAULTS.join(', ')}
+--link       only these links: ${MATRIX_LINKS.join(', ')}
+--sale       only this sale kind: ${MATRIX_SALES.join(', ')}`,
+  options: { matrix: { type: 'boolean' }, fault: { type: 'string' }, link: { type: 'string' }, sale: { type: 'string' } },
 });
+
+if (values.matrix) {
+  const pick = <T extends string>(given: string | undefined, all: readonly T[], what: string): T[] => {
+    if (given === undefined) return [...all];
+    const chosen = given.split(',').map((v) => v.trim());
+    const unknown = chosen.filter((v) => !(all as readonly string[]).includes(v));
+    if (unknown.length > 0) exitWithUsage({ usage: `--${what} takes ${all.join(', ')}` }, `unknown ${what}: ${unknown.join(', ')}`);
+    return chosen as T[];
+  };
+  const cells = pick(values.fault, MATRIX_FAULTS, 'fault').flatMap((fault) =>
+    pick(values.link, MATRIX_LINKS, 'link').flatMap((link) => pick(values.sale, MATRIX_SALES, 'sale').map((sale) => ({ fault, link, sale }))),
+  );
+  process.exit(await runMatrix(cells));
+} else if (values.fault !== undefined || values.link !== undefined || values.sale !== undefined) {
+  exitWithUsage({ usage: 'npm run chaos -- --matrix [--fault F,...] [--link L,...] [--sale plain|queued]' }, '--fault, --link and --sale go with --matrix');
+}
 
 const t0 = Date.now();
 const log = (text: string) => console.log(`[${((Date.now() - t0) / 1000).toFixed(1).padStart(5)} s] ${text}`);

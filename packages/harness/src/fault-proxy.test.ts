@@ -1,3 +1,5 @@
+import { once } from 'node:events';
+import { connect } from 'node:net';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFaultProxy, type FaultProxy } from './fault-proxy.ts';
@@ -59,6 +61,32 @@ describe('the fault proxy', () => {
       expect(await fresh.ping()).toBe('PONG');
     } finally {
       fresh.disconnect();
+    }
+  });
+
+  it('blackhole lifted: a connection whose bytes it dropped is closed (never carried on with a hole), an untouched one is kept', async () => {
+    const connectRaw = async () => {
+      const socket = connect(proxy.port, '127.0.0.1');
+      await once(socket, 'connect');
+      socket.on('error', () => undefined);
+      return socket;
+    };
+    const [holed, untouched] = [await connectRaw(), await connectRaw()];
+    try {
+      proxy.setFault({ kind: 'blackhole' });
+      holed.write('PING\r\n');
+      // The proxy (this process) has the chunk, and drops it, once its event loop has turned.
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      const closed = once(holed, 'close');
+      proxy.setFault(null);
+      await closed;
+      untouched.write('PING\r\n');
+      const [reply] = (await once(untouched, 'data')) as [Buffer];
+      expect(reply.toString()).toBe('+PONG\r\n');
+    } finally {
+      proxy.setFault(null);
+      holed.destroy();
+      untouched.destroy();
     }
   });
 

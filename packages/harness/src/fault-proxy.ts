@@ -11,7 +11,7 @@ import type { AddressInfo } from 'node:net';
  * A fault on the link, for what the proxy forwards from now on (the fault matrix's link faults):
  * `latency` delays every chunk, each way, by a random time in [minMs, maxMs] (order kept); `blackhole`
  * keeps connections open and accepts new ones but forwards nothing either way (a server that accepts
- * and never answers); `reset-mid-reply` lets the next reply's first chunk through, then destroys the
+ * and never answers; the connections it held are dropped when it ends); `reset-mid-reply` lets the next reply's first chunk through, then destroys the
  * connection (RST) before the rest.
  */
 export type LinkFault = { kind: 'latency'; minMs: number; maxMs: number } | { kind: 'blackhole' } | { kind: 'reset-mid-reply' };
@@ -20,6 +20,8 @@ export interface FaultProxy {
   port: number;
   /** Sets the link's fault (null: none, forwarding as usual). What a blackhole held back is dropped. */
   setFault(fault: LinkFault | null): void;
+  /** Drops every connection open now (new ones are accepted): the server end of the link restarted. */
+  dropConnections(): void;
   /** Drops every connection and refuses new ones, as if the server were unreachable. */
   cut(): void;
   /** Accepts connections again. */
@@ -40,6 +42,8 @@ export async function startFaultProxy(
   let isCut = false;
   let target = targetPort;
   let fault: LinkFault | null = null;
+  /** Connections a blackhole dropped bytes of. */
+  const holed = new Set<Socket>();
   const server: Server = createServer((client) => {
     if (isCut) {
       client.destroy();
@@ -50,7 +54,12 @@ export async function startFaultProxy(
     // Each direction keeps its order under latency: a chunk leaves no sooner than the one before it.
     const after = { up: 0, down: 0 };
     const pass = (direction: 'up' | 'down', to: Socket, chunk: Buffer) => {
-      if (fault?.kind === 'blackhole') return;
+      if (fault?.kind === 'blackhole') {
+        // Its stream has a hole now: when the blackhole ends, the connection is dropped (as a TCP
+        // connection whose peer stayed silent is, in the end), never carried on with bytes missing.
+        holed.add(client);
+        return;
+      }
       if (fault?.kind === 'latency') {
         const at = Math.max(after[direction], Date.now() + fault.minMs + Math.random() * (fault.maxMs - fault.minMs));
         after[direction] = at;
@@ -69,6 +78,7 @@ export async function startFaultProxy(
     });
     upstream.on('data', (chunk) => pass('down', client, chunk));
     const closeBoth = () => {
+      holed.delete(client);
       client.destroy();
       upstream.destroy();
       sockets.delete(client);
@@ -82,6 +92,13 @@ export async function startFaultProxy(
     port: (server.address() as AddressInfo).port,
     setFault(next) {
       fault = next;
+      if (next?.kind !== 'blackhole') {
+        for (const socket of holed) socket.destroy();
+        holed.clear();
+      }
+    },
+    dropConnections() {
+      for (const socket of sockets) socket.destroy();
     },
     cut() {
       isCut = true;

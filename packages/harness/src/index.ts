@@ -8,6 +8,7 @@ export { ledgerOf, faultLedgerOf, compareLedger, compareFaultLedger, ordersOf, p
 // The reconciler's own drain wait, for the tests and runners that count orders once a sale has drained.
 export { waitForDrain } from '@flashsale/redis-store';
 export { startFaultProxy, type FaultProxy, type LinkFault } from './fault-proxy.ts';
+export { runMatrixCell, matrixTable, MATRIX_FAULTS, MATRIX_LINKS, MATRIX_SALES, FAULT_MEANING, type MatrixCell, type CellResult, type MatrixStores, type MatrixFault, type MatrixLink, type MatrixSale } from './fault-matrix.ts';
 export { buyerToken, signBuyerTokens } from './tokens.ts';
 export { startRedisServer, askRedis, type RedisServer, type RedisServerOptions } from './redis-server.ts';
 export { freePort } from './server-start.ts';
