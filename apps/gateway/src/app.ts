@@ -18,7 +18,7 @@ import { openApiRouter } from './routes/openapi.route.ts';
 import { buyerPageRouter } from './buyer-page/buyer-page.route.ts';
 import type { BuyerGate } from './buyer-gate.ts';
 import type { GatewayMetrics } from './metrics.ts';
-import { addressBudget, type RequestLimits } from './request-limits.ts';
+import { addressBudget, type AddressBudget, type RequestLimits } from './request-limits.ts';
 
 /** What the buyer routes share with the routes ahead of the app (routes/front-door.ts), made once in `createGateway`. */
 export interface BuyerParts {
@@ -39,6 +39,11 @@ export interface BuyerParts {
   fail: FailureAnswer;
   /** Ids MySQL holds no sale of, remembered briefly (GET /api/sales/:id, the queue's). */
   misses?: SaleMisses;
+  /**
+   * The budget of reads anyone may make without a token, per address (a miss costs MySQL a query),
+   * which the front door also looks at; made here when not given.
+   */
+  publicReads?: AddressBudget;
 }
 
 /**
@@ -46,15 +51,13 @@ export interface BuyerParts {
  * (routes/front-door.ts, ahead of this app), around the buyer parts and the dashboard's live parts (feed,
  * views, streams) `createGateway` built: the one construction of the gateway, for `main.ts` and the tests alike.
  */
-export function createApp(deps: GatewayDeps, { buyerOf, buyingLimits, queueLimits, joinLimits, door, fail, misses }: BuyerParts, metrics: GatewayMetrics, dashboard: DashboardParts): Express {
+export function createApp(deps: GatewayDeps, { buyerOf, buyingLimits, queueLimits, joinLimits, door, fail, misses, publicReads = publicReadBudget(deps) }: BuyerParts, metrics: GatewayMetrics, dashboard: DashboardParts): Express {
   const app = express();
   app.disable('x-powered-by');
   app.disable('etag');
   app.set('trust proxy', false);
   // Every other request is answered within the deadline, whatever Redis or MySQL do meanwhile.
   app.use(requestDeadline(deps.config.REQUEST_DEADLINE_MS, sendProblem));
-  // Reads anyone may make without a token: a budget per address, as a miss costs MySQL a query.
-  const publicReads = addressBudget(deps.config.PUBLIC_READS_PER_ADDRESS_PER_SECOND, deps.config.TRUST_PROXY, deps.now);
   app.use(saleRouter(deps, publicReads, misses));
   app.use(queueRouter(buyerOf, queueLimits, joinLimits, door, deps.config.HTTP_MAX_BODY_BYTES));
   app.use(reservationRouter(deps, buyerOf, buyingLimits));
@@ -76,4 +79,9 @@ export function createApp(deps: GatewayDeps, { buyerOf, buyingLimits, queueLimit
   app.use(notFound);
   app.use(errorHandler(fail));
   return app;
+}
+
+/** Reads anyone may make without a token: a budget per address, as a miss costs MySQL a query. */
+export function publicReadBudget(deps: GatewayDeps): AddressBudget {
+  return addressBudget(deps.config.PUBLIC_READS_PER_ADDRESS_PER_SECOND, deps.config.TRUST_PROXY, deps.now);
 }

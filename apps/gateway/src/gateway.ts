@@ -2,7 +2,7 @@ import type { RequestListener } from 'node:http';
 import { readBuyers, redisTargetOf } from '@flashsale/redis-store';
 import { createDoor, DoorFrontiers, SaleMisses } from '@flashsale/sales';
 import type { GatewayDeps } from './deps.ts';
-import { createApp } from './app.ts';
+import { createApp, publicReadBudget } from './app.ts';
 import { createJoinLimits, createRequestLimits } from './request-limits.ts';
 import { createGatewayMetrics, type GatewayMetrics } from './metrics.ts';
 import { createPurchaseHandler } from './purchase/purchase-handler.ts';
@@ -85,7 +85,8 @@ export function createGateway(deps: GatewayDeps, metrics: GatewayMetrics = creat
   const queueLimits = createRequestLimits(config, deps.now);
   const joinLimits = createJoinLimits(config, deps.now);
   const fail = failureAnswer(deps.logger, (error) => metrics.storeErrors.count(error));
-  const app = createApp(deps, { buyerOf, buyingLimits, queueLimits, joinLimits, door, fail, misses }, metrics, { feed: liveFeed, views, streams: liveStreams });
+  const publicReads = publicReadBudget(deps);
+  const app = createApp(deps, { buyerOf, buyingLimits, queueLimits, joinLimits, door, fail, misses, publicReads }, metrics, { feed: liveFeed, views, streams: liveStreams });
   const queueStatus = createQueueStatusHandler({
     door,
     buyerOf,
@@ -95,7 +96,7 @@ export function createGateway(deps: GatewayDeps, metrics: GatewayMetrics = creat
   });
   let events: SaleEventsListener | undefined;
   return {
-    listener: frontDoor({ purchase: handlePurchase, queueStatus }, app),
+    listener: frontDoor({ purchase: handlePurchase, queueStatus, publicReads }, app),
     verdicts,
     liveSales,
     metrics,

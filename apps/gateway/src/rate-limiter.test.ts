@@ -24,6 +24,19 @@ describe('RateLimiter', () => {
     expect(limiter.take('ann')).toBe(false);
   });
 
+  it('says whether a key is past its budget this second without counting it', () => {
+    const clock = manualClock(10_000);
+    const limiter = new RateLimiter(1, clock.now);
+    expect(limiter.over('ann')).toBe(false);
+    expect(limiter.take('ann')).toBe(true);
+    // At its budget, not past it: a look counts nothing, so the next take is the refused one.
+    expect([limiter.over('ann'), limiter.over('ann')]).toEqual([false, false]);
+    expect(limiter.take('ann')).toBe(false);
+    expect([limiter.over('ann'), limiter.over('bob')]).toEqual([true, false]);
+    clock.set(11_000);
+    expect(limiter.over('ann')).toBe(false);
+  });
+
   it('gives a fresh budget when the next second starts', () => {
     const clock = manualClock(10_500);
     const limiter = new RateLimiter(1, clock.now);

@@ -13,7 +13,8 @@ export interface RequestLimits {
   checkBuyer(buyer: string): void;
 }
 
-const rateLimited = () => new AppError('RATE_LIMITED', undefined, {}, { 'Retry-After': '1' });
+/** 429 RATE_LIMITED, to be asked again in a second (a budget's window). */
+export const rateLimited = () => new AppError('RATE_LIMITED', undefined, {}, { 'Retry-After': '1' });
 
 /**
  * Per-buyer (RATE_LIMIT_PER_SECOND) and per-address (RATE_LIMIT_PER_ADDRESS_PER_SECOND, 0 = none)
@@ -52,14 +53,21 @@ function budgets(perBuyer: number, perAddress: number, trustedProxies: number, n
   };
 }
 
+/** A per-address budget as middleware, and a look at whether a request's address has spent it already. */
+export interface AddressBudget extends RequestHandler {
+  /** Whether the request's address is past its budget this second (counting nothing): it would be refused. */
+  spent(req: IncomingMessage): boolean;
+}
+
 /**
  * A per-address budget alone (`perSecond` requests a second from one client address, per process; 0 =
  * none), as middleware: for an endpoint whose callers are not buyers, such as the payment provider's.
  */
-export function addressBudget(perSecond: number, trustedProxies: number, now?: () => number): RequestHandler {
+export function addressBudget(perSecond: number, trustedProxies: number, now?: () => number): AddressBudget {
   const addresses = perSecond > 0 ? new RateLimiter(perSecond, now) : null;
-  return (req, _res, next) => {
+  const budget: RequestHandler = (req, _res, next) => {
     if (addresses && !addresses.take(clientAddress(req, trustedProxies))) throw rateLimited();
     next();
   };
+  return Object.assign(budget, { spent: (req: IncomingMessage) => addresses !== null && addresses.over(clientAddress(req, trustedProxies)) });
 }

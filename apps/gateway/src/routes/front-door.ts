@@ -3,6 +3,7 @@ import { AppError } from '@flashsale/domain';
 import type { PurchaseHandler } from '../purchase/purchase-handler.ts';
 import type { QueueStatusHandler } from './queue-status.ts';
 import { sendProblem } from '../problem.ts';
+import { rateLimited } from '../request-limits.ts';
 
 /**
  * The paths as Express's router would read `/api/sales/:saleId/purchase` and `/api/sales/:saleId/queue`,
@@ -10,6 +11,8 @@ import { sendProblem } from '../problem.ts';
  * fragment) not part of it. The sale id is one path segment, percent-decoded below.
  */
 const CROWD_PATH = /^\/api\/sales\/([^/?#]+)\/(purchase|queue)\/?(?:[?#]|$)/i;
+/** `/api/sales/:saleId`, a sale's public read, as Express's router would match it. */
+const SALE_READ_PATH = /^\/api\/sales\/[^/?#]+\/?(?:[?#]|$)/i;
 /** An absolute-form request target (`http://host/path`, as sent to a proxy): its path is what routes. */
 const ABSOLUTE_FORM = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/?#]*(\/.*)$/;
 
@@ -28,6 +31,12 @@ export interface CrowdHandlers {
   purchase: PurchaseHandler;
   /** GET /api/sales/:saleId/queue, a waiting buyer's poll (routes/queue-status.ts). */
   queueStatus: QueueStatusHandler;
+  /**
+   * The budget of public reads (request-limits.ts): a `GET /api/sales/:saleId` from an address that has
+   * spent it this second is refused here, before Express, as the app would refuse it. A flood of made-up
+   * ids from one address costs the process as little as it can, and its neighbours' requests wait less.
+   */
+  publicReads?: { spent(req: IncomingMessage): boolean };
 }
 
 /**
@@ -41,11 +50,12 @@ export interface CrowdHandlers {
  * percent-escape, `Allow: POST` to OPTIONS on the purchase. The queue's join (POST), HEAD and OPTIONS go
  * on to the app, as rare as they are.
  */
-export function frontDoor({ purchase, queueStatus }: CrowdHandlers, app: RequestListener): RequestListener {
+export function frontDoor({ purchase, queueStatus, publicReads }: CrowdHandlers, app: RequestListener): RequestListener {
   return (req: IncomingMessage, res: ServerResponse) => {
     const method = req.method;
     if (method === 'POST' || method === 'OPTIONS' || method === 'GET') {
       const path = pathOf(req.url ?? '');
+      if (method === 'GET' && publicReads && path !== undefined && SALE_READ_PATH.test(path) && publicReads.spent(req)) return sendProblem(res, rateLimited());
       const match = path === undefined ? null : CROWD_PATH.exec(path);
       // The path's last segment, any letter case: 'purchase' is 8 letters, 'queue' 5.
       const isPurchase = match !== null && match[2]!.length === 8;
