@@ -57,17 +57,22 @@ function budgets(perBuyer: number, perAddress: number, trustedProxies: number, n
 export interface AddressBudget extends RequestHandler {
   /** Whether the request's address is past its budget this second (counting nothing): it would be refused. */
   spent(req: IncomingMessage): boolean;
+  /** Milliseconds until the budget's next second, when every address has its budget again. */
+  untilNextSecond(): number;
 }
 
 /**
  * A per-address budget alone (`perSecond` requests a second from one client address, per process; 0 =
  * none), as middleware: for an endpoint whose callers are not buyers, such as the payment provider's.
  */
-export function addressBudget(perSecond: number, trustedProxies: number, now?: () => number): AddressBudget {
+export function addressBudget(perSecond: number, trustedProxies: number, now: () => number = () => performance.now()): AddressBudget {
   const addresses = perSecond > 0 ? new RateLimiter(perSecond, now) : null;
   const budget: RequestHandler = (req, _res, next) => {
     if (addresses && !addresses.take(clientAddress(req, trustedProxies))) throw rateLimited();
     next();
   };
-  return Object.assign(budget, { spent: (req: IncomingMessage) => addresses !== null && addresses.over(clientAddress(req, trustedProxies)) });
+  return Object.assign(budget, {
+    spent: (req: IncomingMessage) => addresses !== null && addresses.over(clientAddress(req, trustedProxies)),
+    untilNextSecond: () => 1000 - (now() % 1000),
+  });
 }

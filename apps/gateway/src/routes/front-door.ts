@@ -26,17 +26,27 @@ function answerOptions(res: ServerResponse): void {
   res.writeHead(200, { Allow: 'POST', 'Content-Length': '4', 'Content-Type': 'text/plain', 'X-Content-Type-Options': 'nosniff' }).end('POST');
 }
 
+/** 429 RATE_LIMITED, sent in `ms` (unless the client has gone by then). */
+function refuseLater(res: ServerResponse, ms: number): void {
+  const timer = setTimeout(() => sendProblem(res, rateLimited()), ms);
+  res.once('close', () => clearTimeout(timer));
+}
+
 export interface CrowdHandlers {
   /** POST /api/sales/:saleId/purchase (purchase/purchase-handler.ts). */
   purchase: PurchaseHandler;
   /** GET /api/sales/:saleId/queue, a waiting buyer's poll (routes/queue-status.ts). */
   queueStatus: QueueStatusHandler;
   /**
-   * The budget of public reads (request-limits.ts): a `GET /api/sales/:saleId` from an address that has
-   * spent it this second is refused here, before Express, as the app would refuse it. A flood of made-up
-   * ids from one address costs the process as little as it can, and its neighbours' requests wait less.
+   * The budget of public reads (request-limits.ts). A `GET /api/sales/:saleId` from an address that has
+   * spent it this second, and has been told so (429, Retry-After 1), is refused here, before Express,
+   * with the app's own answer, sent when the next second starts: when the address may send again. A
+   * client that waits for its answers then sends no faster than its budget plus one request a second per
+   * connection (at most MAX_CONNECTIONS_PER_ADDRESS), however fast it asks: a flood of made-up ids from
+   * one address stops taking the process's time from its neighbours. A client that honours Retry-After
+   * never meets the wait.
    */
-  publicReads?: { spent(req: IncomingMessage): boolean };
+  publicReads?: { spent(req: IncomingMessage): boolean; untilNextSecond(): number };
 }
 
 /**
@@ -55,7 +65,7 @@ export function frontDoor({ purchase, queueStatus, publicReads }: CrowdHandlers,
     const method = req.method;
     if (method === 'POST' || method === 'OPTIONS' || method === 'GET') {
       const path = pathOf(req.url ?? '');
-      if (method === 'GET' && publicReads && path !== undefined && SALE_READ_PATH.test(path) && publicReads.spent(req)) return sendProblem(res, rateLimited());
+      if (method === 'GET' && publicReads && path !== undefined && SALE_READ_PATH.test(path) && publicReads.spent(req)) return refuseLater(res, publicReads.untilNextSecond());
       const match = path === undefined ? null : CROWD_PATH.exec(path);
       // The path's last segment, any letter case: 'purchase' is 8 letters, 'queue' 5.
       const isPurchase = match !== null && match[2]!.length === 8;
