@@ -5,12 +5,12 @@ import GithubSlugger from 'github-slugger';
 import { describe, expect, it } from 'vitest';
 
 /**
- * Every relative link in the README, the docs and the changelog resolves: the file it names exists, and
+ * Every relative link in the README, the docs (runbooks included) and the changelog resolves: the file it names exists, and
  * the heading its `#anchor` names exists in that file, as GitHub renders the anchor (github-slugger,
  * GitHub's own algorithm). A file moved or a heading renamed fails here, not for the reader.
  */
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
-const DOCS = ['README.md', 'CHANGELOG.md', ...readdirSync(join(ROOT, 'docs')).filter((name) => name.endsWith('.md')).map((name) => `docs/${name}`)];
+const DOCS = ['README.md', 'CHANGELOG.md', ...readdirSync(join(ROOT, 'docs'), { recursive: true, encoding: 'utf8' }).filter((name) => name.endsWith('.md')).map((name) => `docs/${name}`)];
 
 /** The anchors GitHub gives the headings of a Markdown file (fenced code left out). */
 function anchorsOf(file: string): Set<string> {
@@ -36,5 +36,19 @@ describe('links in the docs', () => {
       return !anchorsOf(target).has(decodeURIComponent(anchor));
     });
     expect(broken, `broken links in ${relative(ROOT, from)}`).toEqual([]);
+  });
+});
+
+describe('links in the alert rules', () => {
+  it('every docs/ path an alert names (infra/prometheus/alerts.yml) resolves, to a file and a heading', () => {
+    const rules = readFileSync(join(ROOT, 'infra/prometheus/alerts.yml'), 'utf8');
+    const broken = [...rules.matchAll(/docs\/[\w/.-]+\.md(?:#[\w-]+)?/g)]
+      .map(([link]) => link)
+      .filter((link) => {
+        const [path, anchor] = link.split('#') as [string, string | undefined];
+        const target = join(ROOT, path);
+        return !existsSync(target) || (anchor !== undefined && !anchorsOf(target).has(anchor));
+      });
+    expect(broken).toEqual([]);
   });
 });

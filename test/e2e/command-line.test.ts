@@ -22,6 +22,7 @@ const COMMANDS = [
   'reconciler',
   'db:migrate',
   'services',
+  'docs:config',
   'preflight',
   'image:build',
   'image:check',

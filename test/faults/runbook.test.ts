@@ -3,7 +3,7 @@ import { createHttpClient, faultLedgerOf, purchaseBurst, spawnInGroup, spawnReco
 import { startSystem, type System } from '../support/system.ts';
 import { until } from '../support/until.ts';
 
-// The README's runbook "Redis was lost mid-sale", followed step by step as an on-call engineer would,
+// The runbook "Redis was lost mid-sale" (docs/runbooks/redis-lost.md), followed step by step as an on-call engineer would,
 // with the reconciler down when Redis lost its data.
 
 let system: System | undefined;
