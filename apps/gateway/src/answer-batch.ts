@@ -10,7 +10,7 @@ import { sendRendered, type RenderedAnswer } from './problem.ts';
  * from memory, so each answer used to go out in the same callback that read its request) put 53 % of the
  * gateway's CPU in the socket write, 33 us per answer; written from one `setImmediate` after the poll
  * phase, the same answers cost 22-36 us per request in all and the gateway answered 1.6-2.3 times as
- * many (docs/performance.md, "Answers written after the reads"). Answers that wait on Redis gain less:
+ * many (CHANGELOG.md, "The crowd's answers written after the loop's reads"). Answers that wait on Redis gain less:
  * the replies of one read from Redis already resolve together.
  *
  * The wait is the rest of the current loop turn (the check phase), not a timer: no answer is held

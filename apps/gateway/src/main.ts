@@ -13,7 +13,7 @@ const proc = bootProcess(
 
 The HTTP gateway (purchases, reservations, payments, the admin API and dashboard), in the foreground
 until SIGTERM. No options: configured by the environment only (PORT, REDIS_URL, DATABASE_URL,
-AUTH_SECRET, ADMIN_TOKEN, GATEWAY_WORKERS, ...; docs/operations.md, "Configuration").`,
+AUTH_SECRET, ADMIN_TOKEN, GATEWAY_WORKERS, ...; docs/configuration.md).`,
 );
 const { config, logger } = proc;
 

@@ -11,7 +11,7 @@ const proc = bootProcess(
 The reconciler: watches every live sale's Redis state against MySQL, reconciles a sale whose state was
 lost or went back (pause, drain, rebuild, resume), audits the ledger; in the foreground until SIGTERM.
 No options: configured by the environment only (REDIS_URL, DATABASE_URL, RECONCILER_PORT, ...;
-docs/operations.md, "Configuration"). One sale now, by hand: npm run reconcile -- --sale <id>.`,
+docs/configuration.md). One sale now, by hand: npm run reconcile -- --sale <id>.`,
 );
 const { config, logger } = proc;
 const metrics = createReconcilerMetrics(() => readRedisMemory(stores.redis));

@@ -12,7 +12,7 @@ const proc = bootProcess(
 The order workers: read the sales' reservation streams, write the orders to MySQL in batches, expire
 unpaid orders; in the foreground until SIGTERM (finishes the batch in hand, then exits). No options:
 configured by the environment only (REDIS_URL, DATABASE_URL, WORKER_PORT, WORKER_BATCH_SIZE, ...;
-docs/operations.md, "Configuration").`,
+docs/configuration.md).`,
 );
 const { config, logger } = proc;
 const metrics = createWorkerMetrics();
