@@ -136,7 +136,7 @@ export const configSchema = z
     PUBLIC_READS_PER_ADDRESS_PER_SECOND: intFrom(0, 10_000_000)
       .default(200)
       .describe(
-        'Unauthenticated reads (`GET /api/sales/:id`, `/readyz`) one client address may send per second to one gateway process; past it `429` with `Retry-After: 1`; 0 = no limit. A miss costs MySQL a query: this keeps a flood of made-up ids from reaching it unbounded.',
+        'Unauthenticated reads (`GET /api/sales/:id`, `/readyz`) one client address may send per second to one gateway process; past it `429` with `Retry-After: 1`, and a sale read asked again within the same second is answered when the next second starts; 0 = no limit. A miss costs MySQL a query: this keeps a flood of made-up ids from reaching it unbounded.',
       ),
     SALE_MISS_TTL_MS: intFrom(0, 60_000)
       .default(1000)
