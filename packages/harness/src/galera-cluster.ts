@@ -1,8 +1,9 @@
-import type { ChildProcess } from 'node:child_process';
+import { execFile, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createConnection } from 'mariadb';
 import { killChild } from './child-process.ts';
@@ -38,8 +39,20 @@ export interface GaleraNode {
   url(database: string): string;
   /** Its mariadbd's pid while it runs. */
   readonly pid: number | undefined;
-  /** Starts (or restarts) the node; `bootstrap` makes it a new primary component of its own (--wsrep-new-cluster). */
-  start(options?: { bootstrap?: boolean }): Promise<void>;
+  /**
+   * Starts (or restarts) the node; `bootstrap` makes it a new primary component of its own
+   * (--wsrep-new-cluster). `recover`: first reads its last committed position from InnoDB
+   * (`mariadbd --wsrep-recover`, what systemd's galera_recovery does before every start) and starts from
+   * it, so a node that crashed rejoins by IST from a donor's cache. Without it a crashed node's saved
+   * position is -1 and it takes a full SST (mysqldump here), during which its donor is Desynced.
+   */
+  start(options?: { bootstrap?: boolean; recover?: boolean }): Promise<void>;
+  /**
+   * How the node's last start took the cluster's state, from its log: 'SST' (a full copy from a donor,
+   * Desynced meanwhile), 'IST' (only the write-sets it lacked, from a donor's cache), or undefined (none
+   * was needed, or it bootstrapped).
+   */
+  readonly joinedBy: 'SST' | 'IST' | undefined;
   kill(signal?: NodeJS.Signals): Promise<void>;
   /** SIGSTOP: the node neither answers nor leaves; SIGCONT to thaw it. */
   freeze(): void;
@@ -61,6 +74,7 @@ export interface GaleraClusterOptions {
 const START_TIMEOUT_MS = 120_000;
 const SYNCED = '4';
 const LOG_TAIL_CHARS = 3000;
+const runFile = promisify(execFile);
 const INFRA = resolve(dirname(fileURLToPath(import.meta.url)), '../../../infra/galera');
 
 export async function startGaleraCluster(options: GaleraClusterOptions = {}): Promise<GaleraCluster> {
@@ -129,6 +143,7 @@ function galeraNode(index: number, dir: string, ports: { mysql: number; group: n
   freshDataDirectory(datadir);
   let child: ChildProcess | undefined;
   let log = '';
+  let joinedBy: GaleraNode['joinedBy'];
   const node: GaleraNode = {
     index,
     port: ports.mysql,
@@ -136,38 +151,40 @@ function galeraNode(index: number, dir: string, ports: { mysql: number; group: n
     get pid() {
       return child && child.exitCode === null && child.signalCode === null ? child.pid : undefined;
     },
-    async start({ bootstrap = false } = {}) {
+    get joinedBy() {
+      return joinedBy;
+    },
+    async start({ bootstrap = false, recover = false } = {}) {
       const provider = [`gmcast.listen_addr=tcp://127.0.0.1:${ports.group}`, `ist.recv_addr=127.0.0.1:${ports.ist}`, ...(providerOptions ? [providerOptions] : [])].join(';');
-      const started = spawnInGroup(
-        'mariadbd',
-        [
-          '--no-defaults',
-          `--datadir=${datadir}`,
-          `--port=${ports.mysql}`,
-          `--socket=${join(dir, 'sock')}`,
-          '--user=root',
-          '--bind-address=127.0.0.1',
-          '--skip-name-resolve',
-          '--binlog-format=ROW',
-          '--innodb-autoinc-lock-mode=2',
-          '--wsrep-on=ON',
-          '--wsrep-provider=/usr/lib/galera/libgalera_smm.so',
-          `--wsrep-cluster-address=${clusterAddress}`,
-          `--wsrep-node-address=127.0.0.1:${ports.group}`,
-          `--wsrep-node-name=node${index}`,
-          `--server-id=${index}`,
-          `--wsrep-provider-options=${provider}`,
-          '--wsrep-sst-method=mysqldump',
-          '--wsrep-sst-auth=root:',
-          `--wsrep-sst-receive-address=127.0.0.1:${ports.mysql}`,
-          ...(bootstrap ? ['--wsrep-new-cluster'] : []),
-        ],
-        { stdio: ['ignore', 'ignore', 'pipe'] },
-      );
+      const settings = [
+        '--no-defaults',
+        `--datadir=${datadir}`,
+        `--port=${ports.mysql}`,
+        `--socket=${join(dir, 'sock')}`,
+        '--user=root',
+        '--bind-address=127.0.0.1',
+        '--skip-name-resolve',
+        '--binlog-format=ROW',
+        '--innodb-autoinc-lock-mode=2',
+        '--wsrep-on=ON',
+        '--wsrep-provider=/usr/lib/galera/libgalera_smm.so',
+        `--wsrep-cluster-address=${clusterAddress}`,
+        `--wsrep-node-address=127.0.0.1:${ports.group}`,
+        `--wsrep-node-name=node${index}`,
+        `--server-id=${index}`,
+        `--wsrep-provider-options=${provider}`,
+        '--wsrep-sst-method=mysqldump',
+        '--wsrep-sst-auth=root:',
+        `--wsrep-sst-receive-address=127.0.0.1:${ports.mysql}`,
+      ];
+      const position = recover ? [`--wsrep-start-position=${await recoveredPosition(settings)}`] : [];
+      const started = spawnInGroup('mariadbd', [...settings, ...position, ...(bootstrap ? ['--wsrep-new-cluster'] : [])], { stdio: ['ignore', 'ignore', 'pipe'] });
       child = started;
       log = '';
+      joinedBy = undefined;
       started.stderr.setEncoding('utf8').on('data', (chunk: string) => {
         log = (log + chunk).slice(-LOG_TAIL_CHARS);
+        joinedBy ??= stateTransferIn(log);
       });
       await waitUntilServing(
         started,
@@ -209,6 +226,25 @@ function galeraNode(index: number, dir: string, ports: { mysql: number; group: n
     },
   };
   return node;
+}
+
+/**
+ * The state transfer a joiner's log announces. Galera logs an IST as an SST that is bypassed ("SST setting
+ * local position to P current P": the position it has), and a full SST as one from nothing ("current
+ * 00000000-…:-1"), followed by a short IST of what came meanwhile.
+ */
+function stateTransferIn(log: string): 'SST' | 'IST' | undefined {
+  const found = /SST setting local position to ([0-9a-f-]+:-?\d+)\S* current ([0-9a-f-]+:-?\d+)/.exec(log);
+  if (!found) return undefined;
+  return found[1] === found[2] ? 'IST' : 'SST';
+}
+
+/** The last committed position InnoDB holds (`uuid:seqno`), as `mariadbd --wsrep-recover` logs it. */
+async function recoveredPosition(settings: string[]): Promise<string> {
+  const { stderr } = await runFile('mariadbd', [...settings, '--wsrep-recover'], { timeout: START_TIMEOUT_MS });
+  const found = /WSREP: Recovered position: (\S+:-?\d+)/.exec(stderr);
+  if (!found) throw new Error(`mariadbd --wsrep-recover named no position; its log ends:\n${stderr.slice(-LOG_TAIL_CHARS)}`);
+  return found[1]!;
 }
 
 /** HAProxy with infra/galera/haproxy.cfg, its addresses from the environment as in a deployment. */
