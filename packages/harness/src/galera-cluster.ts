@@ -183,8 +183,9 @@ function galeraNode(index: number, dir: string, ports: { mysql: number; group: n
       log = '';
       joinedBy = undefined;
       started.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+        // Read before the tail is cut: a busy machine hands over tens of kB of log in one chunk.
+        joinedBy ??= stateTransferIn(log + chunk);
         log = (log + chunk).slice(-LOG_TAIL_CHARS);
-        joinedBy ??= stateTransferIn(log);
       });
       await waitUntilServing(
         started,
