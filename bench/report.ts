@@ -6,6 +6,7 @@ import { replicaWaitMarkdown, type ReplicaWaitResults } from './replica-wait.ts'
 import { doorMarkdown, type DoorResults } from './door.ts';
 import { neighboursMarkdown, type NeighboursResults } from './neighbours.ts';
 import type { GaleraResults } from './galera.ts';
+import type { ReadyResults } from './ready.ts';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
@@ -79,6 +80,8 @@ export interface BenchResults {
   neighbours?: NeighboursResults;
   /** The order writes on one mariadbd against a 3-node Galera cluster (BENCH_PARTS galera; bench/galera.ts logs its figures). */
   galera?: GaleraResults;
+  /** Spawn to /readyz 200 of each role, built and from source (bench/ready.ts). */
+  ready?: ReadyResults;
 }
 
 /** Medians of reserve-script runs (bench/reserve-load.ts), and every run. */

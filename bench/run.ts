@@ -23,6 +23,7 @@ import type { MeasureOptions, PartContext, Run } from './part-context.ts';
 import { replicaWaitPart } from './replica-wait.ts';
 import { doorPart } from './door.ts';
 import { neighboursPart } from './neighbours.ts';
+import { readyPart } from './ready.ts';
 import { cpuSeconds, peakRssMiB, startBaseline, startGatewayProcess, type BenchServer } from './servers.ts';
 import { drainByWorker, drainByWorkers, drainRaw, startWorkerPool } from './drain.ts';
 import { expiryByWorker } from './expiry.ts';
@@ -395,6 +396,7 @@ try {
   if (PARTS.has('door')) results.door = await doorPart(part);
   if (PARTS.has('neighbours')) results.neighbours = await neighboursPart(part);
   if (PARTS.has('galera')) results.galera = await galeraPart(part);
+  if (PARTS.has('ready')) results.ready = await readyPart(part);
 
   if (settings.record) writeResults(results);
   else {
