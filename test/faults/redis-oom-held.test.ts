@@ -31,7 +31,7 @@ const overLimit = (m: Memory) => m.max > 0 && m.counted > m.max;
 const HEALS_WITHIN_MS = 20_000;
 
 describe('Redis held past its memory limit after the load stops', () => {
-  it('says paused while Redis refuses writes, then sells again within 20 s with no command from outside; the reconciler says it once', async () => {
+  it('says paused while Redis refuses writes, then sells again within 20 s with no command from outside; the reconciler says when the condition starts and ends, not every pass', async () => {
     system = await startSystem({ workers: 1 });
     const { ctx } = system;
     const saleId = await system.createSale({ stock: 1_000_000 });
