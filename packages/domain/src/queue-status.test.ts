@@ -23,6 +23,9 @@ const door = (over: Partial<DoorView> = {}): DoorView => ({
   salePaused: false,
   epoch: T0 - 900_000,
   restoringUntil: 0,
+  awaitingShowUp: 0,
+  noShowRate: 0,
+  room: 48,
   ...doorGuardsOff(60),
   ...over,
 });
@@ -43,7 +46,7 @@ describe('queueAnswer', () => {
   });
 
   it('no ETA while nothing moves the door: paused, the sale paused, or held by the stock bound', () => {
-    for (const held of [door({ doorPaused: true }), door({ salePaused: true }), door({ unused: 50 }), door({ remaining: 0, mayComeBack: 3, unused: 0 })]) {
+    for (const held of [door({ doorPaused: true }), door({ salePaused: true }), door({ unused: 50, room: 0 }), door({ remaining: 0, mayComeBack: 3, unused: 0, room: 0 })]) {
       expect(queueAnswer(held, { score: 1, rank: 20 }, T0)).toMatchObject({ state: 'waiting', position: 11, etaSeconds: null, retryAfterSeconds: 5 });
     }
   });

@@ -7,7 +7,7 @@ import type { DoorChallenge } from './admission.ts';
  */
 export type QueueState = 'not_joined' | 'waiting' | 'admitted' | 'used' | 'sold_out' | 'ended' | 'expired';
 
-/** The door of one sale as the admit script last reported it (admit-queue-5.lua). */
+/** The door of one sale as the admit script last reported it (admit-queue-6.lua). */
 export interface DoorView {
   saleId: number;
   /** Redis's clock when this view was read (a cache moves it on by its own monotonic clock). */
@@ -38,6 +38,12 @@ export interface DoorView {
   epoch: number;
   /** A door begun again after a loss admits nobody before this (0: not restoring). */
   restoringUntil: number;
+  /** Admitted buyers whose turn runs in its show-up window: they have not shown up yet. */
+  awaitingShowUp: number;
+  /** The no-show rate of recent turns, as the door measured it (0 until a turn's window lapses; at most 0.9). */
+  noShowRate: number;
+  /** Admissions the stock bound allows now (0: held by the stock until buyers buy or turns end). */
+  room: number;
   /** The sale's guards against account farms, as its meta holds them (admission.ts). */
   showUpSeconds: number;
   challenge: DoorChallenge;
@@ -117,8 +123,8 @@ export function queueAnswer(door: DoorView, place: QueuePlace | null, now: numbe
   }
   const ahead = place.rank - door.front;
   // No ETA while nothing moves the door: paused, restoring after a loss, or held by the stock bound (as many admitted buyers as
-  // units, until they buy or their turns end).
-  const stalled = door.doorPaused || door.salePaused || now < door.restoringUntil || door.unused >= Math.floor(door.remaining * door.noShowFactor);
+  // units, no-shows allowed for, until they buy or their turns end).
+  const stalled = door.doorPaused || door.salePaused || now < door.restoringUntil || door.room <= 0;
   // Otherwise the door's pace: a lower bound, as the stock may hold it back later.
   const etaSeconds = stalled ? null : Math.ceil((ahead + 1) / door.admitPerSecond);
   return {

@@ -17,10 +17,23 @@
   ends here (it is counted and kept as abandoned: score 0) and frees its place in the bound. A door begun again after
   Redis lost it (rebuild-sale-6.lua) admits nobody before its restoring_until.
 
+  No-shows (a sale whose q_show is below q_ttl): a new turn runs q_show seconds until its buyer shows up
+  (a purchase attempt, or show-up-3.lua), and only then to admission + q_ttl; a turn whose window lapses
+  is a no-show, abandoned here. The door counts, of the turns given a window, those whose buyer came and
+  those who did not, weighs the recent ones (NO_SHOW_DECAY per turn counted: about the last 100), and
+  admits ahead of the measured no-show rate p (at most NO_SHOW_RATE_MAX): a turn still in its window
+  counts (1 - p) of a buyer in the stock bound, a turn whose buyer came counts 1:
+
+      came + (1 - p) x in window <= floor(remaining x q_factor)
+
+  so at most floor(remaining x q_factor) / (1 - NO_SHOW_RATE_MAX) turns run unused, ten times the units
+  on sale. The rate still paces every admission, and the reserve script still guards the stock: a buyer
+  admitted ahead who finds the units gone is refused SoldOut, never sold what is not there.
+
   Input:
     KEYS[1] sale meta hash   (record: sale meta and door terms, includes/sale-meta.lua, door-terms.lua)
     KEYS[2] sale queue sorted set, KEYS[3] sale turns sorted set, KEYS[4] sale door hash,
-    KEYS[5] sale paid hash   (all: includes/door.lua)
+    KEYS[5] sale paid hash, KEYS[6] sale show-up sorted set   (all: includes/door.lua)
 
     ARGV[1] new admit rate per second, or '' to keep it
     ARGV[2] new door pause '1' / '0', or '' to keep it
@@ -31,11 +44,13 @@
     { 1, now, starts, ends, q_pre, front, queued, unused, remaining, may_come_back, abandoned, rate,
          q_ttl, q_factor, door paused (0/1), sale paused (0/1), epoch, restoring until (0: none),
          q_show, q_pow, q_pow_max, q_claim, q_max (the guards the gateway checks at join, as written:
-         '' when absent, includes/door-terms.lua) }
-         numbers as strings where they may be fractional (rate, factor)
+         '' when absent, includes/door-terms.lua), awaiting_show_up (unused turns whose buyer has not shown up),
+         no-show rate (the measured p), room (admissions the stock bound allows now, at least 0) }
+         numbers as strings where they may be fractional (rate, factor, no-show rate)
 ]]
 --@include "includes/sale-meta.lua"
 --@include "includes/door.lua"
+--@include "includes/door-no-shows.lua"
 
 local meta, refusal = queued_sale_meta(KEYS[1], 'ends', 'q_pre', 'remaining', 'stock', 'q_rate', 'q_ttl', 'q_factor',
   'q_paused', 'paused', 'op_paused', 'q_show', 'q_pow', 'q_pow_max', 'q_claim', 'q_max')
@@ -50,22 +65,40 @@ local sale_paused = meta[11] == '1' or meta[12] == '1'
 
 local now = redis_now_ms()
 local epoch = door_epoch(KEYS[4], now)
-local door = redis.call('HMGET', KEYS[4], 'front', 'credit', 'at', 'abandoned', 'restoring_until')
+local door = redis.call('HMGET', KEYS[4], 'front', 'credit', 'at', 'abandoned', 'restoring_until',
+  'given', 'missed', 'shown', 'w_shown', 'w_missed')
 local front = tonumber(door[1]) or 0
 local credit = tonumber(door[2]) or 0
 local at = tonumber(door[3])
 local abandoned = tonumber(door[4]) or 0
 local restoring_until = tonumber(door[5]) or 0
+local measure = {
+  given = tonumber(door[6]) or 0,
+  missed = tonumber(door[7]) or 0,
+  shown = tonumber(door[8]) or 0,
+  w_shown = tonumber(door[9]) or 0,
+  w_missed = tonumber(door[10]) or 0,
+}
+local show_ms = tonumber(meta[13] or '')
+local windowed = show_ms ~= nil and show_ms * 1000 < ttl_ms
+if windowed then
+  show_ms = show_ms * 1000
+end
 
 -- Turns that ran out unused: their abandonment recorded (score 0), so a buyer is told `expired` only of
--- a turn the door holds as abandoned, never of one a store lost (used ones are negative and stay).
+-- a turn the door holds as abandoned, never of one a store lost (used ones are negative and stay). One
+-- still in its show-up window is a no-show.
 local expired = redis.call('ZRANGEBYSCORE', KEYS[3], '(0', now)
+local missed = 0
 for _, user_id in ipairs(expired) do
   redis.call('ZADD', KEYS[3], 'XX', 0, user_id)
+  missed = missed + redis.call('ZREM', KEYS[6], user_id)
 end
 abandoned = abandoned + #expired
 local unused = redis.call('ZCOUNT', KEYS[3], '(' .. now, '+inf')
+local awaiting_show_up = math.min(redis.call('ZCARD', KEYS[6]), unused)
 local queued = redis.call('ZCARD', KEYS[2])
+local no_show_rate = measure_no_shows(measure, missed, awaiting_show_up)
 
 local open = now >= starts and now < ends and now >= restoring_until and not door_paused and not sale_paused
 if open then
@@ -73,12 +106,16 @@ if open then
   local since = math.max(at or starts, starts)
   credit = credit + rate * math.max(0, now - since) / 1000
   credit = math.min(credit, math.max(rate, 1))
-  local room = math.floor(remaining * factor) - unused
-  local n = math.min(math.floor(credit), room, queued - front)
+  local n = math.min(math.floor(credit), admission_room(remaining, factor, unused, awaiting_show_up, no_show_rate), queued - front)
   if n > 0 then
-    local until_ms = now + ttl_ms
+    local full_until = now + ttl_ms
+    local turn_until = windowed and now + show_ms or full_until
     for _, user_id in ipairs(redis.call('ZRANGE', KEYS[2], front, front + n - 1)) do
-      redis.call('ZADD', KEYS[3], 'NX', until_ms, user_id)
+      if redis.call('ZADD', KEYS[3], 'NX', turn_until, user_id) == 1 and windowed then
+        redis.call('ZADD', KEYS[6], full_until, user_id)
+        measure.given = measure.given + 1
+        awaiting_show_up = awaiting_show_up + 1
+      end
     end
     front = front + n
     credit = credit - n
@@ -96,9 +133,12 @@ if ARGV[2] ~= '' then
   redis.call('HSET', KEYS[1], 'q_paused', ARGV[2])
   door_paused = ARGV[2] == '1'
 end
-redis.call('HSET', KEYS[4], 'front', front, 'credit', tostring(credit), 'at', now, 'abandoned', abandoned)
+redis.call('HSET', KEYS[4], 'front', front, 'credit', tostring(credit), 'at', now, 'abandoned', abandoned,
+  'given', measure.given, 'missed', measure.missed, 'shown', measure.shown,
+  'w_shown', tostring(measure.w_shown), 'w_missed', tostring(measure.w_missed), 'no_show_rate', tostring(no_show_rate))
 
 local paid_units = tonumber(redis.call('HGET', KEYS[5], 'units')) or 0
 return { 1, now, starts, ends, tonumber(meta[4]), front, queued, unused, remaining, stock - remaining - paid_units,
   abandoned, tostring(rate), tonumber(meta[8]), tostring(factor), door_paused and 1 or 0, sale_paused and 1 or 0,
-  epoch, restoring_until, meta[13] or '', meta[14] or '', meta[15] or '', meta[16] or '', meta[17] or '' }
+  epoch, restoring_until, meta[13] or '', meta[14] or '', meta[15] or '', meta[16] or '', meta[17] or '',
+  awaiting_show_up, tostring(no_show_rate), math.max(0, admission_room(remaining, factor, unused, awaiting_show_up, no_show_rate)) }
