@@ -20,8 +20,9 @@
   No-shows (a sale whose q_show is below q_ttl): a new turn runs q_show seconds until its buyer shows up
   (a purchase attempt, or show-up-3.lua), and only then to admission + q_ttl; a turn whose window lapses
   is a no-show, abandoned here. The door counts, of the turns given a window, those whose buyer came and
-  those who did not, weighs the recent ones (NO_SHOW_DECAY per turn counted: about the last 100), and
-  admits ahead of the measured no-show rate p (at most NO_SHOW_RATE_MAX): a turn still in its window
+  those who did not, weighs the recent ones (NO_SHOW_DECAY per turn counted: about the last 100), counts
+  a turn half its window old whose buyer has not come as a no-show until it is resolved, and admits
+  ahead of the measured no-show rate p (at most NO_SHOW_RATE_MAX): a turn still in its window
   counts (1 - p) of a buyer in the stock bound, a turn whose buyer came counts 1:
 
       came + (1 - p) x in window <= floor(remaining x q_factor)
@@ -98,7 +99,12 @@ abandoned = abandoned + #expired
 local unused = redis.call('ZCOUNT', KEYS[3], '(' .. now, '+inf')
 local awaiting_show_up = math.min(redis.call('ZCARD', KEYS[6]), unused)
 local queued = redis.call('ZCARD', KEYS[2])
-local no_show_rate = measure_no_shows(measure, missed, awaiting_show_up)
+-- Turns given at least half a window ago whose buyer has not come (the set holds each one's full end).
+local overdue = 0
+if windowed then
+  overdue = redis.call('ZCOUNT', KEYS[6], '-inf', now - show_ms / 2 + ttl_ms)
+end
+local no_show_rate = measure_no_shows(measure, missed, awaiting_show_up, overdue)
 
 local open = now >= starts and now < ends and now >= restoring_until and not door_paused and not sale_paused
 if open then
