@@ -77,13 +77,14 @@ export const NO_SHOW_RATE_MAX = 0.9;
 
 /**
  * Admissions the stock bound allows (may be negative): of the `unused` running turns, those whose buyer
- * showed up count one buyer each, the `awaitingShowUp` ones still in their show-up window 1 - noShowRate each,
- * against floor(remaining x factor). The door's own count is admit-queue-6.lua's (door-no-shows.lua,
- * the same formula); this one is for readings of the door that do not move it.
+ * showed up count one buyer each, the `awaitingShowUp` ones still in their show-up window 1 - noShowRate
+ * each (`overdue` of them, whose buyer did not come in 7 s, none), against floor(remaining x factor). The
+ * door's own count is admit-queue-6.lua's (door-no-shows.lua, the same formula); this one is for
+ * readings of the door that do not move it.
  */
-export function admissionRoom(remaining: number, factor: number, unused: number, awaitingShowUp: number, noShowRate: number): number {
-  const bound = Math.floor(remaining * factor);
-  return Math.floor((bound - (unused - awaitingShowUp)) / (1 - Math.min(noShowRate, NO_SHOW_RATE_MAX)) - awaitingShowUp + 1e-9);
+export function admissionRoom(remaining: number, factor: number, unused: number, awaitingShowUp: number, overdue: number, noShowRate: number): number {
+  const came = unused - awaitingShowUp;
+  return Math.floor((Math.floor(remaining * factor) - came) / (1 - Math.min(noShowRate, NO_SHOW_RATE_MAX)) - (awaitingShowUp - overdue) + 1e-9);
 }
 
 /**

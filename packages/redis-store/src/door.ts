@@ -208,7 +208,8 @@ export interface DoorGauges {
   noShowRate: number;
   /**
    * Admissions the stock bound allows now, at least 0: floor(remaining x factor) - unused, with the turns
-   * in their show-up window counted (1 - noShowRate) each (admit-queue-6.lua).
+   * in their show-up window counted (1 - noShowRate) each (admit-queue-6.lua; counting none as overdue,
+   * which only the door's own move does: at most the door's room).
    */
   room: number;
   admitPerSecond: number;
@@ -253,7 +254,8 @@ export async function readDoorGauges(redis: ScriptedRedis, prefix: string, saleI
     abandoned: abandoned!,
     awaitingShowUp,
     noShowRate: noShowRate!,
-    room: Math.max(0, admissionRoom(Number(remaining), Number(factor), unused, awaitingShowUp, noShowRate!)),
+    // Every turn in its window counted as fresh (none overdue): at most the room the door itself sees.
+    room: Math.max(0, admissionRoom(Number(remaining), Number(factor), unused, awaitingShowUp, 0, noShowRate!)),
     admitPerSecond: Number(rate),
     doorPaused: doorPaused === '1',
     open: at >= Number(starts) && at < Number(ends) && at >= restoringUntil! && doorPaused !== '1' && paused !== '1' && operatorPaused !== '1',

@@ -21,14 +21,15 @@
   (a purchase attempt, or show-up-3.lua), and only then to admission + q_ttl; a turn whose window lapses
   is a no-show, abandoned here. The door counts, of the turns given a window, those whose buyer came and
   those who did not, weighs the recent ones (NO_SHOW_DECAY per turn counted: about the last 100), counts
-  a turn half its window old whose buyer has not come as a no-show until it is resolved, and admits
-  ahead of the measured no-show rate p (at most NO_SHOW_RATE_MAX): a turn still in its window
-  counts (1 - p) of a buyer in the stock bound, a turn whose buyer came counts 1:
+  a turn whose buyer has not come within OVERDUE_AFTER_MS, or half the window if shorter (overdue: a
+  buyer who honours Retry-After hears of a turn within 5 s), as a no-show until it is resolved, and admits ahead of the measured no-show rate p
+  (at most NO_SHOW_RATE_MAX): a turn whose buyer came counts 1 buyer in the stock bound, a turn still in
+  its window (1 - p), an overdue one 0:
 
-      came + (1 - p) x in window <= floor(remaining x q_factor)
+      came + (1 - p) x fresh <= floor(remaining x q_factor)
 
-  so at most floor(remaining x q_factor) / (1 - NO_SHOW_RATE_MAX) turns run unused, ten times the units
-  on sale. The rate still paces every admission, and the reserve script still guards the stock: a buyer
+  so at most ten turns a unit on sale run that are not overdue; an overdue one lapses with its window
+  (includes/door-no-shows.lua). The rate still paces every admission, and the reserve script still guards the stock: a buyer
   admitted ahead who finds the units gone is refused SoldOut, never sold what is not there.
 
   Input:
@@ -99,10 +100,11 @@ abandoned = abandoned + #expired
 local unused = redis.call('ZCOUNT', KEYS[3], '(' .. now, '+inf')
 local awaiting_show_up = math.min(redis.call('ZCARD', KEYS[6]), unused)
 local queued = redis.call('ZCARD', KEYS[2])
--- Turns given at least half a window ago whose buyer has not come (the set holds each one's full end).
+-- Turns whose buyer has not come though OVERDUE_AFTER_MS (or half the window, if shorter) have passed
+-- since they were given (the set holds each one's full end: given + q_ttl).
 local overdue = 0
 if windowed then
-  overdue = redis.call('ZCOUNT', KEYS[6], '-inf', now - show_ms / 2 + ttl_ms)
+  overdue = redis.call('ZCOUNT', KEYS[6], '-inf', now - math.min(show_ms / 2, OVERDUE_AFTER_MS) + ttl_ms)
 end
 local no_show_rate = measure_no_shows(measure, missed, awaiting_show_up, overdue)
 
@@ -112,7 +114,7 @@ if open then
   local since = math.max(at or starts, starts)
   credit = credit + rate * math.max(0, now - since) / 1000
   credit = math.min(credit, math.max(rate, 1))
-  local n = math.min(math.floor(credit), admission_room(remaining, factor, unused, awaiting_show_up, no_show_rate), queued - front)
+  local n = math.min(math.floor(credit), admission_room(remaining, factor, unused, awaiting_show_up, overdue, no_show_rate), queued - front)
   if n > 0 then
     local full_until = now + ttl_ms
     local turn_until = windowed and now + show_ms or full_until
@@ -147,4 +149,4 @@ local paid_units = tonumber(redis.call('HGET', KEYS[5], 'units')) or 0
 return { 1, now, starts, ends, tonumber(meta[4]), front, queued, unused, remaining, stock - remaining - paid_units,
   abandoned, tostring(rate), tonumber(meta[8]), tostring(factor), door_paused and 1 or 0, sale_paused and 1 or 0,
   epoch, restoring_until, meta[13] or '', meta[14] or '', meta[15] or '', meta[16] or '', meta[17] or '',
-  awaiting_show_up, tostring(no_show_rate), math.max(0, admission_room(remaining, factor, unused, awaiting_show_up, no_show_rate)) }
+  awaiting_show_up, tostring(no_show_rate), math.max(0, admission_room(remaining, factor, unused, awaiting_show_up, overdue, no_show_rate)) }
