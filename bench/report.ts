@@ -6,6 +6,7 @@ import { replicaWaitMarkdown, type ReplicaWaitResults } from './replica-wait.ts'
 import { doorMarkdown, type DoorResults } from './door.ts';
 import { neighboursMarkdown, type NeighboursResults } from './neighbours.ts';
 import type { GaleraResults } from './galera.ts';
+import type { DoorBotsResults } from './door-bots.ts';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
@@ -75,6 +76,8 @@ export interface BenchResults {
   replicaWait?: ReplicaWaitResults;
   /** The door's paths against an open sale's (BENCH_PARTS door). */
   door?: DoorResults;
+  /** Honest buyers against a farm of accounts at the door (BENCH_PARTS door-bots; bench/door-bots.ts logs its figures). */
+  doorBots?: DoorBotsResults;
   /** The buyer path quiet, beside a flooded metrics port, beside live streams at their caps (BENCH_PARTS neighbours). */
   neighbours?: NeighboursResults;
   /** The order writes on one mariadbd against a 3-node Galera cluster (BENCH_PARTS galera; bench/galera.ts logs its figures). */

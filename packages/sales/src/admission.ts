@@ -88,6 +88,8 @@ export interface Door {
   changeAdmission(saleId: number, change: { admitPerSecond?: number; paused?: boolean }): Promise<{ sale: SaleRecord; door: DoorView }>;
   /** After a payment was recorded in MySQL: the order's units can never come back (queued sales only). */
   paid(saleId: number, reservationId: string): Promise<void>;
+  /** The joins of `saleId` this gateway process answered from the shadow queue, by reason (the dashboard). */
+  shadowJoins(saleId: number): Record<SetAsideReason, number>;
 }
 
 export function createDoor(deps: DoorDeps): Door {
@@ -100,6 +102,8 @@ export function createDoor(deps: DoorDeps): Door {
   const shadowKey = queueTicketKey(`${deps.authSecret}\u0000shadow queue`);
   const readShadowTicket = createQueueTicketReader(shadowKey);
   const setAside = new SetAside();
+  // Per sale, only of sales that exist (counted once the answer is made): ids a client makes up add nothing.
+  const shadowTally = new Map<number, Record<SetAsideReason, number>>();
   const flagClaim = deps.flagClaim ?? 'flagged';
 
   // Not in Redis: no such sale, or Redis lost it and the reconciler is rebuilding it from MySQL.
@@ -212,8 +216,12 @@ export function createDoor(deps: DoorDeps): Door {
   }
 
   async function shadowJoin(saleId: number, userId: string, reason: SetAsideReason): Promise<QueueReply> {
+    const answer = await shadowReply(saleId, userId, null);
     deps.onShadowJoin?.(reason);
-    return shadowReply(saleId, userId, null);
+    const tally = shadowTally.get(saleId) ?? { flagged: 0, challenge: 0, flood: 0 };
+    tally[reason] += 1;
+    shadowTally.set(saleId, tally);
+    return answer;
   }
 
   // The checks of a join the gateway makes from its copy of the door (no Redis call): the claim, then the
@@ -307,6 +315,10 @@ export function createDoor(deps: DoorDeps): Door {
       const reading = await frontiers.admit(saleId, change);
       if (reading.kind !== 'door') throw new AppError('SERVICE_UNAVAILABLE', 'the sale is not in Redis now (being restored); the change is recorded and applies when it is', {}, { 'Retry-After': '2' });
       return { sale: { ...record, admission }, door: reading.door };
+    },
+
+    shadowJoins(saleId) {
+      return { ...(shadowTally.get(saleId) ?? { flagged: 0, challenge: 0, flood: 0 }) };
     },
 
     async paid(saleId, reservationId) {
