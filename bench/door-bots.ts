@@ -120,7 +120,17 @@ async function runScenario(part: PartContext, url: string, scenario: Scenario, i
   const tag = `${part.prefix}-bots${index}`;
   const honest = clients(signBuyerTokens(names(`${tag}-h`, HONEST), { claims: { verified: true } }), `${tag}-h`, (i) => `10.${index + 1}.${i >> 8}.${i & 255}`);
   const farm = scenario.farm === 'none' ? [] : clients(signBuyerTokens(names(`${tag}-f`, FARM)), `${tag}-f`, (i) => (scenario.farm === 'one address' ? FARM_ADDRESS : `10.${index + 101}.${i >> 8}.${i & 255}`));
-  const call = async (client: Client, method: string, path: string, body?: unknown) => {
+  // A connection the gateway closed as it was reused (its keep-alive timeout) fails the fetch: sent again,
+  // as a client does (a join and a purchase are safe to repeat: the same place, or 409 with the reservation).
+  const call = async (client: Client, method: string, path: string, body?: unknown, attempt = 1): Promise<{ status: number; body: Record<string, unknown>; retryAfter: number }> => {
+    try {
+      return await callOnce(client, method, path, body);
+    } catch (error) {
+      if (attempt >= 3 || !(error instanceof TypeError)) throw error;
+      return call(client, method, path, body, attempt + 1);
+    }
+  };
+  const callOnce = async (client: Client, method: string, path: string, body?: unknown) => {
     const res = await fetch(`${url}${path}`, {
       method,
       headers: {
@@ -189,7 +199,7 @@ async function runScenario(part: PartContext, url: string, scenario: Scenario, i
         const state = answer.body.state as string;
         if (state === 'admitted') {
           const bought = await call(client, 'POST', `/api/sales/${saleId}/purchase`, { quantity: 1 });
-          if (bought.status === 202) {
+          if (bought.status === 202 || bought.body.code === 'ALREADY_PURCHASED') {
             const at = sinceStart();
             await pay(part, url, client, bought.body.reservationId as string);
             return { outcome: 'bought', at };

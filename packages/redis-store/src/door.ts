@@ -116,7 +116,7 @@ export async function admitQueue(
   const [now, startsAt, endsAt, preQueueSeconds, front, queued, unused, remaining, mayComeBack, abandoned, rate, ttl, factor, doorPaused, salePaused, epoch, restoringUntil] =
     reply.slice(1, 18).map<number>(Number);
   const [showUp, challenge, challengeMax, claim, cap] = reply.slice(18, 23).map(String);
-  const [awaitingShowUp, noShowRate, room] = reply.slice(23, 26).map<number>(Number);
+  const [awaitingShowUp, noShowRate, room, nextOverdueAt] = reply.slice(23, 27).map<number>(Number);
   const guards = doorGuardsOf({ q_ttl: String(ttl), q_show: showUp, q_pow: challenge, q_pow_max: challengeMax, q_claim: claim, q_max: cap });
   return {
     kind: 'door',
@@ -142,6 +142,7 @@ export async function admitQueue(
       awaitingShowUp: awaitingShowUp!,
       noShowRate: noShowRate!,
       room: room!,
+      nextOverdueAt: nextOverdueAt!,
       ...guards,
     },
   };

@@ -47,7 +47,8 @@
          q_ttl, q_factor, door paused (0/1), sale paused (0/1), epoch, restoring until (0: none),
          q_show, q_pow, q_pow_max, q_claim, q_max (the guards the gateway checks at join, as written:
          '' when absent, includes/door-terms.lua), awaiting_show_up (unused turns whose buyer has not shown up),
-         no-show rate (the measured p), room (admissions the stock bound allows now, at least 0) }
+         no-show rate (the measured p), room (admissions the stock bound allows now, at least 0),
+         next overdue at (epoch ms when the next fresh turn becomes overdue; 0: none) }
          numbers as strings where they may be fractional (rate, factor, no-show rate)
 ]]
 --@include "includes/sale-meta.lua"
@@ -141,6 +142,16 @@ if ARGV[2] ~= '' then
   redis.call('HSET', KEYS[1], 'q_paused', ARGV[2])
   door_paused = ARGV[2] == '1'
 end
+-- When the next turn still fresh becomes overdue (and may let the door move): waiting buyers held by the
+-- stock are asked back then rather than after the usual 5 s.
+local next_overdue_at = 0
+if windowed then
+  local overdue_ms = math.min(show_ms / 2, OVERDUE_AFTER_MS)
+  local first = redis.call('ZRANGEBYSCORE', KEYS[6], '(' .. (now - overdue_ms + ttl_ms), '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+  if first[2] then
+    next_overdue_at = tonumber(first[2]) - ttl_ms + overdue_ms
+  end
+end
 redis.call('HSET', KEYS[4], 'front', front, 'credit', tostring(credit), 'at', now, 'abandoned', abandoned,
   'given', measure.given, 'missed', measure.missed, 'shown', measure.shown,
   'w_shown', tostring(measure.w_shown), 'w_missed', tostring(measure.w_missed), 'no_show_rate', tostring(no_show_rate))
@@ -149,4 +160,5 @@ local paid_units = tonumber(redis.call('HGET', KEYS[5], 'units')) or 0
 return { 1, now, starts, ends, tonumber(meta[4]), front, queued, unused, remaining, stock - remaining - paid_units,
   abandoned, tostring(rate), tonumber(meta[8]), tostring(factor), door_paused and 1 or 0, sale_paused and 1 or 0,
   epoch, restoring_until, meta[13] or '', meta[14] or '', meta[15] or '', meta[16] or '', meta[17] or '',
-  awaiting_show_up, tostring(no_show_rate), math.max(0, admission_room(remaining, factor, unused, awaiting_show_up, overdue, no_show_rate)) }
+  awaiting_show_up, tostring(no_show_rate), math.max(0, admission_room(remaining, factor, unused, awaiting_show_up, overdue, no_show_rate)),
+  next_overdue_at }
