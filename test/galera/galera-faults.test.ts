@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { faultLedgerOf, mergeBursts, startGaleraCluster, testDatabaseName, waitForDrain, type BurstOutcome, type GaleraCluster } from '@flashsale/harness';
+import { faultLedgerOf, mergeBursts, startGaleraCluster, testDatabaseName, waitForDrain, type BurstOutcome, type GaleraCluster, type GaleraNode } from '@flashsale/harness';
 import { createPrisma, migrate, type PrismaClient } from '@flashsale/order-store';
 import { startSystem, type System } from '../support/system.ts';
 import { steadyLoad, watchPauses } from '../support/steady-load.ts';
@@ -13,8 +13,15 @@ import { until } from '../support/until.ts';
 // past the drain bound, and not one reconciliation of the live sale (moving between nodes of one cluster
 // is no MySQL gone back: the reconciler's identity is the cluster's, mysql-identity.ts).
 
-const STOCK = 5000;
+// More than buyers can take while a fault runs, however slow the machine makes it. With 5,000, buyers took
+// 4,360 during one node's rejoin at a load average of 12 (2026-11-29): a slower rejoin sells the sale out,
+// and the wait for 150 purchases after the fault then waits on a sale that has nothing left to sell.
+const STOCK = 1_000_000;
 const DRAIN_BOUND_MS = 20_000;
+// Each wait below fails on its own, naming what it waited for, long before a test's whole time runs
+// out: a test stopped by vitest's timeout says nothing of where it stood.
+const WAIT_MS = 90_000;
+const TEST_TIMEOUT_MS = 900_000;
 // A frozen node is evicted in about 2 to 4 s rather than Galera's default of about 15 s.
 const EVICTION = 'evs.keepalive_period=PT0.5S;evs.suspect_timeout=PT2S;evs.inactive_timeout=PT4S';
 
@@ -40,12 +47,18 @@ function exitedProcesses() {
   return all.filter(({ p }) => p.child.exitCode !== null || p.child.signalCode !== null).map(({ name, p }) => ({ name, exit: p.child.exitCode ?? p.child.signalCode, last: p.logs.slice(-3) }));
 }
 
-/** `until`, and when it runs out, what exited meanwhile (a process dying is what a stall most often means). */
-async function untilOrExplain<T>(read: () => Promise<T>, done: (value: T) => boolean, timeoutMs: number): Promise<T> {
+/**
+ * `until`, and when it runs out: what it waited for, the last value, what exited meanwhile (a process
+ * dying is what a stall most often means) and each node's Galera state.
+ */
+async function untilOrExplain<T>(what: string, read: () => Promise<T>, done: (value: T) => boolean, timeoutMs = WAIT_MS): Promise<T> {
   try {
     return await until(read, done, timeoutMs);
   } catch (error) {
-    throw new Error(`${(error as Error).message}; processes exited: ${JSON.stringify(exitedProcesses())}`, { cause: error });
+    const nodes = await Promise.all(cluster.nodes.map(async (n) => ({ node: n.index, state: (await n.status())?.wsrep_local_state_comment ?? 'no answer' })));
+    throw new Error(`waited ${timeoutMs} ms for ${what}: ${(error as Error).message}; processes exited: ${JSON.stringify(exitedProcesses())}; nodes: ${JSON.stringify(nodes)}`, {
+      cause: error,
+    });
   }
 }
 
@@ -56,16 +69,21 @@ async function sellThrough(label: string, fault: () => Promise<void>) {
   const urls = system.gateways.map((g) => g.url);
   const pauses = watchPauses(system.ctx.redis, prefix, [saleId]);
   const before = steadyLoad(urls, [saleId], `${label}-before`);
-  await until(async () => before.accepted(saleId), (n) => n >= 150, 60_000);
+  await untilOrExplain('150 purchases accepted before the fault', async () => before.accepted(saleId), (n) => n >= 150);
   const during = steadyLoad(urls, [saleId], `${label}-during`);
+  const outcomes: BurstOutcome[] = [(await before.stop()).get(saleId)!];
   await fault();
   const afterFault = during.accepted(saleId);
-  await untilOrExplain(async () => during.accepted(saleId), (n) => n >= afterFault + 150, 90_000);
-  const outcomes: BurstOutcome[] = [(await before.stop()).get(saleId)!, (await during.stop()).get(saleId)!];
+  await untilOrExplain('150 more purchases accepted after the fault', async () => during.accepted(saleId), (n) => n >= afterFault + 150);
+  outcomes.push((await during.stop()).get(saleId)!);
   const all = mergeBursts(...outcomes);
 
-  await waitForDrain(system.ctx.redis, prefix, saleId, 90_000);
-  await untilOrExplain(() => prisma.order.count({ where: { saleId } }), (n) => n === all.accepted.size, 90_000);
+  await waitForDrain(system.ctx.redis, prefix, saleId, WAIT_MS);
+  await untilOrExplain(
+    `an order for each of the ${all.accepted.size} purchases accepted`,
+    () => prisma.order.count({ where: { saleId } }),
+    (n) => n === all.accepted.size,
+  );
   await pauses.stop();
   const uncertain = new Set([...all.failed, ...all.unknown]);
   const ledger = await faultLedgerOf(system.ctx.redis, prisma, prefix, saleId, all.accepted, uncertain);
@@ -87,33 +105,33 @@ async function sellThrough(label: string, fault: () => Promise<void>) {
 }
 
 /** The node HAProxy writes to; asked again while HAProxy has none up (a moment after a node rejoined). */
-const currentWriter = () => until(() => cluster.writer().catch(() => undefined), (writer) => writer !== undefined, 30_000);
+const currentWriter = () => untilOrExplain('HAProxy to reach a writer', () => cluster.writer().catch(() => undefined), (writer) => writer !== undefined);
 
-async function untilWriterIsNot(port: number) {
-  return until(() => cluster.writer().catch(() => undefined), (writer) => writer !== undefined && writer.port !== port, 60_000);
+async function untilWriterIsNot(node: GaleraNode) {
+  return untilOrExplain(`HAProxy to move the writer off node ${node.index}`, () => cluster.writer().catch(() => undefined), (writer) => writer !== undefined && writer !== node);
 }
 
 describe('the orders on a 3-node Galera cluster behind HAProxy, a node lost mid-sale', () => {
-  it('the writing node SIGKILLed mid-burst: HAProxy moves the writer, every 202 an order, no reconciliation', async () => {
+  it('the writing node SIGKILLed mid-burst: HAProxy moves the writer, every 202 an order, no reconciliation', { timeout: TEST_TIMEOUT_MS }, async () => {
     const writer = (await currentWriter())!;
     await sellThrough('killed', async () => {
       await sleep(300);
       await writer.kill('SIGKILL');
-      const moved = await untilWriterIsNot(writer.port);
+      const moved = await untilWriterIsNot(writer);
       console.info(`writer node ${writer.index} SIGKILLed; node ${moved!.index} writes`);
     });
     await writer.start();
     await cluster.waitSynced(3);
   });
 
-  it('the writing node frozen past its eviction and thawed: it rejoins, nothing it held is lost or doubled', async () => {
+  it('the writing node frozen past its eviction and thawed: it rejoins, nothing it held is lost or doubled', { timeout: TEST_TIMEOUT_MS }, async () => {
     const writer = (await currentWriter())!;
     await sellThrough('frozen', async () => {
       await sleep(300);
       writer.freeze();
-      const moved = await untilWriterIsNot(writer.port);
+      const moved = await untilWriterIsNot(writer);
       // Past its eviction: the two others form the primary component without it.
-      await until(() => moved!.status(), (s) => s?.wsrep_cluster_size === '2', 60_000);
+      await untilOrExplain(`node ${moved!.index} in a primary component of 2, node ${writer.index} evicted`, () => moved!.status(), (s) => s?.wsrep_cluster_size === '2');
       await sleep(2_000);
       writer.thaw();
       console.info(`writer node ${writer.index} frozen past its eviction and thawed; node ${moved!.index} writes`);
@@ -121,7 +139,7 @@ describe('the orders on a 3-node Galera cluster behind HAProxy, a node lost mid-
     await cluster.waitSynced(3);
   });
 
-  it('a node restarted and rejoined (IST) while buyers buy', async () => {
+  it('a node restarted and rejoined (IST) while buyers buy', { timeout: TEST_TIMEOUT_MS }, async () => {
     const writer = (await currentWriter())!;
     const other = cluster.nodes.find((n) => n !== writer)!;
     await sellThrough('rejoined', async () => {

@@ -11,11 +11,13 @@ import type { PrismaClient } from './generated/prisma/client.ts';
  *   that left early keeps the UUID but its seqno goes back, and that is a server gone back.
  *
  * The status is read with `wsrep_sync_wait` for that one statement: a node that just became the writer may
- * not have applied the last write-sets it holds, and its seqno would look behind the one last seen.
+ * not have applied the last write-sets it holds, and its seqno would look behind the one last seen. Bit 8,
+ * SHOW's: with bit 1 (reads) MariaDB 10.11 answers SHOW at once, the unapplied seqno with it
+ * (test/galera/galera-reads.test.ts).
  */
 export async function mysqlServerIdentity(prisma: PrismaClient): Promise<string> {
   const rows = await prisma.$queryRawUnsafe<{ Variable_name: string; Value: string }[]>(
-    `/*M!100300 SET STATEMENT wsrep_sync_wait = 1 FOR */ SHOW GLOBAL STATUS WHERE Variable_name IN ('wsrep_cluster_state_uuid', 'wsrep_last_committed')`,
+    `/*M!100300 SET STATEMENT wsrep_sync_wait = 8 FOR */ SHOW GLOBAL STATUS WHERE Variable_name IN ('wsrep_cluster_state_uuid', 'wsrep_last_committed')`,
   );
   const status = new Map(rows.map((row) => [row.Variable_name, row.Value]));
   const cluster = status.get('wsrep_cluster_state_uuid');
