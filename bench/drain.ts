@@ -20,7 +20,7 @@ export async function saleWithBacklog(redis: ScriptedRedis, prisma: PrismaClient
     const pipeline = redis.pipeline();
     for (let i = start; i < Math.min(count, start + 1000); i += 1) {
       // Queued on the pipeline, not sent: exec() below sends them all.
-      void (pipeline as unknown as ScriptedRedis).reserve(keys.meta, keys.buyers, keys.stream, keys.turns, keys.closed, `drain-${i}`, 1, newReservationId(sale.id));
+      void (pipeline as unknown as ScriptedRedis).reserve(keys.meta, keys.buyers, keys.stream, keys.turns, keys.closed, keys.showUp, `drain-${i}`, 1, newReservationId(sale.id));
     }
     await pipeline.exec();
   }

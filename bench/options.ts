@@ -1,7 +1,7 @@
 import { readCommandLine, UsageError } from '@flashsale/config';
 
 /** Every part of `npm run bench`, in the order it runs them. */
-export const BENCH_PARTS = ['purchase', 'scaling', 'fsync', 'drain', 'expiry', 'script', 'cluster', 'workers', 'reconciler', 'pipeline', 'replica-wait', 'door', 'neighbours', 'galera'] as const;
+export const BENCH_PARTS = ['purchase', 'scaling', 'fsync', 'drain', 'expiry', 'script', 'cluster', 'workers', 'reconciler', 'pipeline', 'replica-wait', 'door', 'door-bots', 'neighbours', 'galera', 'ready'] as const;
 export type BenchPart = (typeof BENCH_PARTS)[number];
 
 /** What one `npm run bench` runs: the command line and the BENCH_* variables, defaults filled in. */
@@ -44,9 +44,11 @@ The gateway's purchase endpoint against node:http baselines, the workers' drain 
 Redis fsync policies, GATEWAY_WORKERS scaling, the order expiry, the reserve script alone, a Redis
 Cluster against one node, the drain by 1, 2 and 4 workers, the reconciler's CPU, the whole pipeline's
 CPU per order by process (pipeline), the accept path with REDIS_WAIT_REPLICAS (replica-wait), the
-door's paths (door), and the buyer path beside a flooded metrics port and the dashboard's live streams
+door's paths (door), honest buyers against a farm of accounts at the door (door-bots, its figures
+logged, not recorded), and the buyer path beside a flooded metrics port and the dashboard's live streams
 at their caps (neighbours), and the order writes on one mariadbd against a 3-node Galera cluster behind
-HAProxy (galera, its figures logged, not recorded): all on this machine, contenders alternated, medians printed as the tables
+HAProxy (galera, its figures logged, not recorded), and each role's time from spawn to /readyz 200,
+built and from source (ready, logged, not recorded): all on this machine, contenders alternated, medians printed as the tables
 of docs/BENCHMARKS.md. About thirty minutes (an estimate from the parts' own runs on this box).
 
   --quick    every part shorter and once (2 s runs, 1 round, 5,000 rows, 10 s of reconciler): a minute

@@ -36,7 +36,7 @@ export async function openPathSale(prisma: PrismaClient, redis: ScriptedRedis, p
   const prebuy = path === 'sold_out' ? ['someone'] : path === 'duplicate' ? ids.slice(0, DUPLICATE_BUYERS) : [];
   for (let start = 0; start < prebuy.length; start += 1000) {
     const pipeline = redis.pipeline() as unknown as ScriptedRedis & { exec(): Promise<unknown> };
-    for (const buyer of prebuy.slice(start, start + 1000)) void pipeline.reserve(keys.meta, keys.buyers, keys.stream, keys.turns, keys.closed, buyer, 1, newReservationId(sale.id));
+    for (const buyer of prebuy.slice(start, start + 1000)) void pipeline.reserve(keys.meta, keys.buyers, keys.stream, keys.turns, keys.closed, keys.showUp, buyer, 1, newReservationId(sale.id));
     await pipeline.exec();
   }
   return sale.id;

@@ -6,6 +6,8 @@ import { replicaWaitMarkdown, type ReplicaWaitResults } from './replica-wait.ts'
 import { doorMarkdown, type DoorResults } from './door.ts';
 import { neighboursMarkdown, type NeighboursResults } from './neighbours.ts';
 import type { GaleraResults } from './galera.ts';
+import type { ReadyResults } from './ready.ts';
+import type { DoorBotsResults } from './door-bots.ts';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
@@ -75,10 +77,14 @@ export interface BenchResults {
   replicaWait?: ReplicaWaitResults;
   /** The door's paths against an open sale's (BENCH_PARTS door). */
   door?: DoorResults;
+  /** Honest buyers against a farm of accounts at the door (BENCH_PARTS door-bots; bench/door-bots.ts logs its figures). */
+  doorBots?: DoorBotsResults;
   /** The buyer path quiet, beside a flooded metrics port, beside live streams at their caps (BENCH_PARTS neighbours). */
   neighbours?: NeighboursResults;
   /** The order writes on one mariadbd against a 3-node Galera cluster (BENCH_PARTS galera; bench/galera.ts logs its figures). */
   galera?: GaleraResults;
+  /** Spawn to /readyz 200 of each role, built and from source (bench/ready.ts). */
+  ready?: ReadyResults;
 }
 
 /** Medians of reserve-script runs (bench/reserve-load.ts), and every run. */
@@ -174,7 +180,7 @@ export function scaleMarkdown(r: BenchResults): string {
   ];
   const us = (value: number) => value.toFixed(1);
   const costs = (s: ReserveSummary) => `${us(s.clientCpuUs)} | ${us(s.redisScriptUs)} | ${us(s.redisCpuUs)}`;
-  const pipelining = `\`reserve\` (EVALSHA of reserve-5.lua) from one ioredis client in pipelines of ${r.settings.scriptBatch} calls, ${r.settings.scriptInFlight} under way, ${r.settings.scriptSeconds} s per run`;
+  const pipelining = `\`reserve\` (EVALSHA of reserve-6.lua) from one ioredis client in pipelines of ${r.settings.scriptBatch} calls, ${r.settings.scriptInFlight} under way, ${r.settings.scriptSeconds} s per run`;
   if (r.script) {
     const { accept, duplicate, sold_out: soldOut } = r.script;
     lines.push(

@@ -22,7 +22,9 @@ import { chooseLoadGenerator, median } from './load.ts';
 import type { MeasureOptions, PartContext, Run } from './part-context.ts';
 import { replicaWaitPart } from './replica-wait.ts';
 import { doorPart } from './door.ts';
+import { doorBotsPart } from './door-bots.ts';
 import { neighboursPart } from './neighbours.ts';
+import { readyPart } from './ready.ts';
 import { cpuSeconds, peakRssMiB, startBaseline, startGatewayProcess, type BenchServer } from './servers.ts';
 import { drainByWorker, drainByWorkers, drainRaw, startWorkerPool } from './drain.ts';
 import { expiryByWorker } from './expiry.ts';
@@ -393,8 +395,10 @@ try {
   const part: PartContext = { settings, config, env, prefix, redis, prisma, buyers, log, stops, measure, alternate, summary, warmUp };
   if (PARTS.has('replica-wait')) results.replicaWait = await replicaWaitPart(part);
   if (PARTS.has('door')) results.door = await doorPart(part);
+  if (PARTS.has('door-bots')) results.doorBots = await doorBotsPart(part);
   if (PARTS.has('neighbours')) results.neighbours = await neighboursPart(part);
   if (PARTS.has('galera')) results.galera = await galeraPart(part);
+  if (PARTS.has('ready')) results.ready = await readyPart(part);
 
   if (settings.record) writeResults(results);
   else {

@@ -1,12 +1,14 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createHttpClient, ledgerOf, signBuyerTokens, waitForDrain, type HttpResult } from '@flashsale/harness';
+import { ADMISSION_DEFAULTS } from '@flashsale/domain';
+import { createHttpClient, ledgerOf, signBuyerTokens, solveDoorChallenge, waitForDrain, type DoorChallenge, type HttpResult } from '@flashsale/harness';
 import type { PrismaClient } from '@flashsale/order-store';
 import { redisNow, type ScriptedRedis } from '@flashsale/redis-store';
 import { paymentSender, tally } from './demo-lifecycle.ts';
 
 /**
  * `npm run demo -- --queue`: a sale behind the door (issue 27), from the pre-queue to sold out, told in
- * lines a person reads. Buyers join before the start and get their places by a draw at the start; the
+ * lines a person reads. Buyers join before the start, each with a solved proof of work (the sale asks
+ * one), and get their places by a draw at the start; the
  * door admits a few a second, never more admitted-and-unused buyers than units left; one admitted buyer
  * walks away and the frontier moves on when the turn runs out; once every unit is sold the crowd waits
  * (an unpaid order may come back); a winner cancels and the returned unit goes to the next in line; the
@@ -28,6 +30,8 @@ const LATE = 3;
 const RATE = 4;
 const TTL_SECONDS = 3;
 const START_IN_MS = 6000;
+/** The sale's challenge at join: the door's default difficulty (ALTCHA's maxnumber). */
+const CHALLENGE_MAX_NUMBER = ADMISSION_DEFAULTS.challengeMaxNumber;
 /** The one admitted buyer who never buys: their turn ends unused. */
 const WALKS_AWAY = 2;
 
@@ -56,7 +60,18 @@ export async function runQueueDemo(input: QueueDemoInput): Promise<{ failed: boo
     b.state = res.body.state as string;
     return res;
   };
-  const join = async (b: Buyer) => remember(b, await http.send('POST', `/api/sales/${saleId}/queue`, { headers: auth(b) }));
+  // Every join brings a solved proof of work (the sale asks one): the challenge fetched, ALTCHA's search
+  // run (solveDoorChallenge, node:crypto), the solution sent with the join.
+  const work = { joins: 0, cpuUs: 0 };
+  const join = async (b: Buyer) => {
+    const challenge = (await http.send('GET', `/api/sales/${saleId}/queue/challenge`, { headers: auth(b) })).body as unknown as DoorChallenge;
+    const cpu = process.cpuUsage();
+    const { solution } = solveDoorChallenge(challenge);
+    const used = process.cpuUsage(cpu);
+    work.joins += 1;
+    work.cpuUs += used.user + used.system;
+    return remember(b, await http.send('POST', `/api/sales/${saleId}/queue`, { headers: auth(b), body: { solution } }));
+  };
   const ask = async (b: Buyer) => remember(b, await http.send('GET', `/api/sales/${saleId}/queue`, { headers: auth(b) }));
   const door = async () => (await http.send('POST', `/api/admin/sales/${saleId}/admission`, { headers: admin, body: {} })).body.door as Record<string, number>;
 
@@ -71,7 +86,7 @@ export async function runQueueDemo(input: QueueDemoInput): Promise<{ failed: boo
       startsAt: new Date(startsAt).toISOString(),
       endsAt: new Date(startsAt + 3_600_000).toISOString(),
       paymentWindowSeconds: 600,
-      admission: { mode: 'queue', preQueueSeconds: 60, admitPerSecond: RATE, admissionTtlSeconds: TTL_SECONDS, noShowFactor: 1 },
+      admission: { mode: 'queue', preQueueSeconds: 60, admitPerSecond: RATE, admissionTtlSeconds: TTL_SECONDS, noShowFactor: 1, challenge: 'pow' },
     },
   });
   if (created.status !== 201) throw new Error(`creating the sale failed: ${created.status} ${JSON.stringify(created.body)}`);
@@ -80,8 +95,9 @@ export async function runQueueDemo(input: QueueDemoInput): Promise<{ failed: boo
   say(`its waiting room on the dashboard: ${input.gatewayUrl}/admin/#sale=${saleId}`);
   say(`its page for buyers: ${input.gatewayUrl}/s/${saleId} (outside production it offers a development sign-in)`);
 
-  input.step(`pre-queue: ${EARLY} buyers join before the start, one after another`);
+  input.step(`pre-queue: ${EARLY} buyers join before the start, one after another, each with a solved proof of work`);
   for (const b of buyers.slice(0, EARLY)) await join(b);
+  say(`each join solved a challenge first (ALTCHA, SHA-256, maxnumber ${CHALLENGE_MAX_NUMBER}): ${(work.cpuUs / 1000 / work.joins).toFixed(1)} ms of CPU per join on average`);
   const first = buyers[0]!;
   say(`${first.id} joined first: "${first.state}", no place yet (everyone who joins before the start is placed by a draw at the start)`);
   const early = await http.send('POST', `/api/sales/${saleId}/purchase`, { headers: auth(first), body: { quantity: 1 } });

@@ -4,7 +4,9 @@
  *
  * A crowd through the door of a queued sale (issue 27). setup() creates the sale through the admin API
  * (STOCK units, ADMIT_PER_SECOND, starting START_IN_SECONDS after setup, the waiting room open already);
- * each virtual user is one buyer who joins at once (all before the start: the draw decides their order),
+ * each virtual user is one buyer who joins at once (all before the start: the draw decides their order)
+ * with a solved proof of work where the sale asks one (CHALLENGE: the challenge fetched, ALTCHA's SHA-256
+ * search done with k6/crypto, the solution sent with the join, as a browser's ALTCHA client does),
  * then asks for their state honouring Retry-After with their Queue-Ticket, buys once admitted, and pays
  * (a signed payment event, as the provider would send it; a share UNPAID_PERCENT never pays, so their
  * orders expire after PAYMENT_WINDOW_SECONDS and the units go to the next in line). Once every unit is
@@ -14,7 +16,9 @@
  *
  * Environment: BUYERS (default 500), STOCK (100), ADMIT_PER_SECOND (50), TTL_SECONDS (30),
  * START_IN_SECONDS (10), MAX_SECONDS (120, the longest a buyer keeps going), PAYMENT_WINDOW_SECONDS (30),
- * UNPAID_PERCENT (0).
+ * UNPAID_PERCENT (0), CHALLENGE (pow; off or auto), CHALLENGE_MAX_NUMBER (10000: k6's SHA-256 is a call
+ * into Go per hash, and 500 virtual users search on the same two cores as the gateway; a browser pays the
+ * sale's, by default 100000).
  * Thresholds: no 5xx or transport error (a payment's 503 is delivered again, as a provider does); no
  * more paid orders than STOCK; no purchase refused NOT_ADMITTED to a buyer the door said was admitted
  * (before the turn's end); the ledger consistent.
@@ -39,6 +43,8 @@ const START_IN_SECONDS = Number(__ENV.START_IN_SECONDS || 10);
 const MAX_SECONDS = Number(__ENV.MAX_SECONDS || 120);
 const PAYMENT_WINDOW_SECONDS = Number(__ENV.PAYMENT_WINDOW_SECONDS || 30);
 const UNPAID_PERCENT = Number(__ENV.UNPAID_PERCENT || 0);
+const CHALLENGE = __ENV.CHALLENGE || 'pow';
+const CHALLENGE_MAX_NUMBER = Number(__ENV.CHALLENGE_MAX_NUMBER || 10000);
 
 const bought = new Counter('door_bought');
 const paid = new Counter('door_paid');
@@ -48,6 +54,7 @@ const ended = new Counter('door_ended');
 const refusedAdmitted = new Counter('door_purchase_refused_while_admitted');
 const errors = new Counter('door_errors');
 const polls = new Counter('door_polls');
+const hashes = new Counter('door_challenge_hashes');
 const waited = new Trend('door_seconds_to_admission');
 
 export const options = {
@@ -90,7 +97,7 @@ export function setup() {
       paymentWindowSeconds: PAYMENT_WINDOW_SECONDS,
       startsAt: new Date(startsAt).toISOString(),
       endsAt: new Date(startsAt + 3600000).toISOString(),
-      admission: { mode: 'queue', preQueueSeconds: 3600, admitPerSecond: ADMIT_PER_SECOND, admissionTtlSeconds: TTL_SECONDS },
+      admission: { mode: 'queue', preQueueSeconds: 3600, admitPerSecond: ADMIT_PER_SECOND, admissionTtlSeconds: TTL_SECONDS, challenge: CHALLENGE, challengeMaxNumber: CHALLENGE_MAX_NUMBER },
     }),
     { headers: adminHeaders },
   );
@@ -125,16 +132,40 @@ function pay(reservationId) {
   }
 }
 
+/**
+ * The join's body: with the sale's challenge solved where it asks one (ALTCHA: the number in
+ * 0..maxnumber whose SHA-256 after the salt is the challenge; sent base64 of the JSON with the rest).
+ * @param {string} url the queue's address
+ * @param {Record<string, string>} headers
+ */
+function joinBody(url, headers) {
+  if (CHALLENGE === 'off') return null;
+  const res = http.get(`${url}/challenge`, { headers, tags: { name: 'queue_challenge' } });
+  countError(res);
+  /** @type {any} */
+  const challenge = res.json();
+  for (let number = 0; number <= challenge.maxnumber; number += 1) {
+    if (crypto.sha256(`${challenge.salt}${number}`, 'hex') !== challenge.challenge) continue;
+    hashes.add(number + 1);
+    const { algorithm, salt, signature } = challenge;
+    return JSON.stringify({ solution: encoding.b64encode(JSON.stringify({ algorithm, challenge: challenge.challenge, number, salt, signature }), 'std') });
+  }
+  errors.add(1);
+  return null;
+}
+
 /** @param {{ saleId: number, startsAt: number }} data */
 export default function (data) {
   const token = signToken(`k6-door-${RUN}-${exec.vu.idInTest}`);
   const headers = { authorization: `Bearer ${token}` };
   const url = `${BASE_URL}/api/sales/${data.saleId}/queue`;
-  let res = http.post(url, null, { headers, tags: { name: 'queue_join' } });
+  const body = joinBody(url, headers);
+  let res = http.post(url, body, { headers: body === null ? headers : Object.assign({ 'content-type': 'application/json' }, headers), tags: { name: 'queue_join' } });
   const deadline = Date.now() + MAX_SECONDS * 1000;
   while (Date.now() < deadline) {
-    countError(res);
-    if (res.status !== 200) return;
+    // A join refused (403 CHALLENGE_REQUIRED: a solution the gateway did not take; 429: a budget) is an
+    // error too: this crowd is honest.
+    if (res.status !== 200) return void errors.add(1);
     const state = String(res.json('state'));
     if (state === 'admitted') {
       waited.add((Date.now() - data.startsAt) / 1000);

@@ -12,7 +12,7 @@ describe('npm run bench: its settings', () => {
   it('runs every part by default, the full length, and records nothing', () => {
     expect(settings([])).toMatchObject({ seconds: 5, rounds: 3, drainRows: 20_000, drainRounds: 5, scriptSeconds: 2, scriptCalls: 2_000, reconcilerSeconds: 40, pipelineSeconds: 10, quick: false, record: false });
     expect([...settings([]).parts]).toEqual([...BENCH_PARTS]);
-    expect(BENCH_PARTS).toEqual(['purchase', 'scaling', 'fsync', 'drain', 'expiry', 'script', 'cluster', 'workers', 'reconciler', 'pipeline', 'replica-wait', 'door', 'neighbours', 'galera']);
+    expect(BENCH_PARTS).toEqual(['purchase', 'scaling', 'fsync', 'drain', 'expiry', 'script', 'cluster', 'workers', 'reconciler', 'pipeline', 'replica-wait', 'door', 'door-bots', 'neighbours', 'galera', 'ready']);
   });
 
   it('--quick: every part, shorter and once; a BENCH_ variable still wins', () => {
@@ -34,7 +34,7 @@ describe('npm run bench: its settings', () => {
 
   it('refuses a part that does not exist, a variable that is not a number and an unknown option', () => {
     expect(() => benchSettingsOf([], { BENCH_PARTS: 'purchase,expirey' })).toThrow(
-      new UsageError('BENCH_PARTS: no part expirey (the parts: purchase, scaling, fsync, drain, expiry, script, cluster, workers, reconciler, pipeline, replica-wait, door, neighbours, galera)'),
+      new UsageError('BENCH_PARTS: no part expirey (the parts: purchase, scaling, fsync, drain, expiry, script, cluster, workers, reconciler, pipeline, replica-wait, door, door-bots, neighbours, galera, ready)'),
     );
     expect(() => benchSettingsOf([], { BENCH_ROUNDS: 'three' })).toThrow(new UsageError('BENCH_ROUNDS must be a number above 0, not "three"'));
     expect(() => benchSettingsOf(['--fast'], {})).toThrow(UsageError);

@@ -22,13 +22,15 @@ afterAll(async () => {
 });
 
 describe('npm run demo -- --queue', () => {
-  it('tells a queued sale from the pre-queue to sold out: the draw, admission within the stock, an abandoned turn, a returned unit to the next in line, sold_out to the rest, the ledger exact', async () => {
+  it('tells a queued sale from the pre-queue to sold out: joins with a solved proof of work, the draw, admission within the stock, an abandoned turn, a returned unit to the next in line, sold_out to the rest, the ledger exact', async () => {
     const run = await runScript('scripts/demo.ts', { REDIS_URL: server.url, DATABASE_URL: databaseUrl.toString() }, ['--queue']);
     const out = run.stdout;
 
     expect(run.code, `${out.slice(-3000)}\n${run.stderr.slice(-2000)}`).toBe(0);
     expect(out).toContain('== a queued sale: 8 units, 1 per buyer, behind a waiting room that admits 4 a second');
     expect(out).toMatch(/its page for buyers: http:\/\/127\.0\.0\.1:\d+\/s\/\d+ \(outside production it offers a development sign-in\)\n/);
+    // The sale asks a proof of work at join: every buyer solved one (the demo's joins would be 403 without).
+    expect(out).toMatch(/each join solved a challenge first \(ALTCHA, SHA-256, maxnumber 100000\): [\d.]+ ms of CPU per join on average\n/);
     expect(out).toMatch(/early-1 joined first: "waiting", no place yet/);
     expect(out).toContain('early-1 tries to buy anyway: 403 SALE_NOT_STARTED');
     expect(out).toMatch(/places by join order: early-1 #\d+, early-2 #\d+/);

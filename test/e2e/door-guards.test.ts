@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { solveChallenge } from 'altcha-lib/v1';
-import { buyerToken, spawnGateway, type AppProcess } from '@flashsale/harness';
+import { buyerToken, solveDoorChallenge, spawnGateway, type AppProcess, type DoorChallenge } from '@flashsale/harness';
 import { saleKeys } from '@flashsale/redis-store';
 import { startSystem, type System } from '../support/system.ts';
 import { createQueuedSale, type QueuedSaleOptions } from '../support/door.ts';
@@ -134,6 +134,48 @@ describe('a join costs work', () => {
     expect(await queued(id)).toEqual(['pow-a']);
     // Taken once: remembered in Redis until its challenge expires.
     expect(await system.ctx.redis.zcard(saleKeys(system.ctx.config.REDIS_PREFIX, id).pow)).toBe(1);
+  });
+
+  it('challenge auto: the base difficulty while joins keep to the door\'s pace; raised (to 100x) while a crowd joins faster than it admits, and back down once the joins stop', async () => {
+    // One admission a hundred seconds: any crowd outpaces it, however slow this machine joins.
+    const { id } = await sale({ stock: 5, startsIn: 120_000, challenge: 'auto', challengeMaxNumber: 1000, admitPerSecond: 0.01 });
+    const challengeOf = async (userId: string) => {
+      const res = await fetch(`${url()}/api/sales/${id}/queue/challenge`, { headers: bearer(buyerToken(userId)) });
+      expect(res.status).toBe(200);
+      return (await res.json()) as DoorChallenge;
+    };
+    expect((await challengeOf('auto-first')).maxnumber).toBe(1000);
+
+    // A crowd of 40 accounts joins over about three seconds, each with the solution of its own challenge
+    // (the door judges the join rate over spans of a second or more).
+    let joinedCount = 0;
+    let raised = 0;
+    for (let i = 0; i < 40; i += 1) {
+      await pause(75);
+      const challenge = await challengeOf(`auto-${i}`);
+      raised = Math.max(raised, challenge.maxnumber);
+      expect((await join(url(), id, buyerToken(`auto-${i}`), { solution: solveDoorChallenge(challenge).solution })).status).toBe(200);
+      joinedCount += 1;
+    }
+    expect(joinedCount).toBe(40);
+    // Raised within the crowd, at most 100x.
+    const during = await challengeOf('auto-late');
+    expect(Math.max(raised, during.maxnumber)).toBe(100_000);
+    // A harder challenge still joins once solved.
+    expect((await join(url(), id, buyerToken('auto-late'), { solution: solveDoorChallenge(during).solution })).status).toBe(200);
+
+    // Joins stopped: the rate the door sees decays (halved each second) and the base comes back.
+    let asked = 0;
+    const calm = await until(
+      async () => {
+        await pause(250);
+        return challengeOf(`auto-calm-${asked++}`);
+      },
+      (challenge) => challenge.maxnumber <= 2000,
+      60_000,
+    );
+    expect(calm.maxnumber).toBeGreaterThanOrEqual(1000);
+    expect((await queued(id)).length).toBe(41);
   });
 
   it('400 INVALID_REQUEST for a join body that is not { solution: string }', async () => {

@@ -26,7 +26,7 @@ describe("the door's metrics", () => {
     const read = async () => {
       const text = await scrape(system!.reconciler!);
       return Object.fromEntries(
-        ['waiting', 'admitted_unused', 'front', 'abandoned_turns', 'room', 'admit_per_second', 'open'].map((n) => [n, sampleOf(text, series(`flashsale_door_${n}`))]),
+        ['waiting', 'admitted_unused', 'front', 'abandoned_turns', 'room', 'awaiting_show_up', 'no_show_rate', 'admit_per_second', 'open'].map((n) => [n, sampleOf(text, series(`flashsale_door_${n}`))]),
       );
     };
 
@@ -42,7 +42,8 @@ describe("the door's metrics", () => {
       },
       (m) => m.front === 3 && m.admitted_unused === 3,
     );
-    expect(held).toMatchObject({ waiting: 5, room: 0, open: 1 });
+    // No show-up window (it is as long as the turn): nobody awaits showing up, no no-show measured.
+    expect(held).toMatchObject({ waiting: 5, room: 0, awaiting_show_up: 0, no_show_rate: 0, open: 1 });
 
     // The turns run out unused (TTL 2 s): counted as abandoned once the door moves on, and the next three admitted.
     const moved = await until(

@@ -31,7 +31,7 @@ const overLimit = (m: Memory) => m.max > 0 && m.counted > m.max;
 const HEALS_WITHIN_MS = 20_000;
 
 describe('Redis held past its memory limit after the load stops', () => {
-  it('says paused while Redis refuses writes, then sells again within 20 s with no command from outside; the reconciler says it once', async () => {
+  it('says paused while Redis refuses writes, then sells again within 20 s with no command from outside; the reconciler says when the condition starts and ends, not every pass', async () => {
     system = await startSystem({ workers: 1 });
     const { ctx } = system;
     const saleId = await system.createSale({ stock: 1_000_000 });
@@ -100,8 +100,12 @@ describe('Redis held past its memory limit after the load stops', () => {
     );
     expect(inARow).toBe(10);
     expect(await status()).toBe('active');
-    // The condition said once, the sale's look never failed for it.
-    expect(lines.filter((l) => typeof l.msg === 'string' && l.msg.startsWith('Redis refuses writes')).length).toBe(1);
+    // The condition said when it starts and when it ends, never twice in a row: a condition, not a line a
+    // pass (memory this close to the limit may cross it again as the buyers come back, on a busy machine).
+    const memoryLines = lines.map((l) => String(l.msg)).filter((msg) => msg.startsWith('Redis refuses writes') || msg.startsWith('Redis takes writes again'));
+    expect(memoryLines.length).toBeGreaterThanOrEqual(1);
+    expect(memoryLines.map((msg) => msg.startsWith('Redis refuses writes'))).toEqual(memoryLines.map((_, i) => i % 2 === 0));
+    // The sale's look never failed for it.
     expect(lines.filter((l) => typeof l.msg === 'string' && l.msg.includes('not watched this pass')).length).toBe(0);
     client.close();
 

@@ -41,6 +41,9 @@ export async function createQueuedSale(ctx: TestContext, url: string, options: Q
   const startsAt = now + (options.startsIn ?? 1500);
   const { stock = 10, perUserLimit = 1, endsIn = (options.startsIn ?? 1500) + 3_600_000, paymentWindowSeconds, ...admission } = options;
   delete (admission as { startsIn?: number }).startsIn;
+  // A test that sets the turn's length has that whole turn from the admission on, unless it asks for a
+  // show-up window too (test/e2e/door-show-up.test.ts); a test of the defaults sets neither.
+  if (admission.admissionTtlSeconds !== undefined) admission.showUpSeconds ??= admission.admissionTtlSeconds;
   const res = await fetch(`${url}/api/admin/sales`, {
     method: 'POST',
     headers: { ...bearer(ctx.config.ADMIN_TOKEN), 'content-type': 'application/json' },

@@ -69,9 +69,6 @@ export function createGateway(deps: GatewayDeps, metrics: GatewayMetrics = creat
     liveSaleIds: () => liveSales.liveSaleIds(),
     extraSeries: [doorSeries(deps.redis, config.REDIS_PREFIX)],
   });
-  const views = createLiveViews(deps, history);
-  const liveFeed = new LiveFeed((topic) => views.read(topic), config.DASHBOARD_INTERVAL_MS, deps.logger);
-  const liveStreams = new LiveStreams(config.DASHBOARD_STREAMS_PER_SESSION, config.DASHBOARD_STREAMS_PER_PROCESS);
   const door = createDoor({
     redis: deps.redis,
     prisma: deps.prisma,
@@ -82,6 +79,9 @@ export function createGateway(deps: GatewayDeps, metrics: GatewayMetrics = creat
     flagClaim: config.QUEUE_FLAG_CLAIM,
     onShadowJoin: (reason) => metrics.shadowJoins.inc({ reason }),
   });
+  const views = createLiveViews(deps, history, (saleId) => door.shadowJoins(saleId));
+  const liveFeed = new LiveFeed((topic) => views.read(topic), config.DASHBOARD_INTERVAL_MS, deps.logger);
+  const liveStreams = new LiveStreams(config.DASHBOARD_STREAMS_PER_SESSION, config.DASHBOARD_STREAMS_PER_PROCESS);
   const queueLimits = createRequestLimits(config, deps.now);
   const joinLimits = createJoinLimits(config, deps.now);
   const fail = failureAnswer(deps.logger, (error) => metrics.storeErrors.count(error));

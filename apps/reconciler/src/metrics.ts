@@ -34,10 +34,12 @@ export function createReconcilerMetrics(readRedisMemory?: () => Promise<RedisMem
   const doorUnused = perSale('flashsale_door_admitted_unused', 'Admitted buyers of a queued sale whose turn runs and who have not bought.');
   const doorFront = perSale('flashsale_door_front', "A queued sale's frontier: places given a turn so far (its rate of change is the admission rate achieved).");
   const doorAbandoned = perSale('flashsale_door_abandoned_turns', 'Turns of a queued sale that ended without a purchase (counted by the door as it moves on).');
-  const doorRoom = perSale('flashsale_door_room', 'Admissions the stock bound allows a queued sale now: floor(remaining x no-show factor) - admitted and unused.');
+  const doorRoom = perSale('flashsale_door_room', 'Admissions the stock bound allows a queued sale now: floor(remaining x no-show factor) - admitted and unused, a turn in its show-up window counted (1 - no-show rate).');
+  const doorAwaiting = perSale('flashsale_door_awaiting_show_up', 'Admitted buyers of a queued sale whose turn is still in its show-up window (they have neither called .../queue/here nor tried to buy).');
+  const doorNoShows = perSale('flashsale_door_no_show_rate', "The share of a queued sale's recent turns whose show-up window lapsed, as the door measured it (0..0.9); the door admits ahead of it.");
   const doorRate = perSale('flashsale_door_admit_per_second', "A queued sale's admission rate, as the operator set it.");
   const doorOpen = perSale('flashsale_door_open', '1 while a queued sale\'s door may admit (started, not ended, neither it nor the sale paused, not restoring after a loss), else 0.');
-  const doorGauges = [doorWaiting, doorUnused, doorFront, doorAbandoned, doorRoom, doorRate, doorOpen];
+  const doorGauges = [doorWaiting, doorUnused, doorFront, doorAbandoned, doorRoom, doorAwaiting, doorNoShows, doorRate, doorOpen];
   const gauges = [drift, paused, remaining, stock, lag, pending, ...doorGauges];
   const live = new Set<number>();
 
@@ -122,6 +124,8 @@ export function createReconcilerMetrics(readRedisMemory?: () => Promise<RedisMem
       doorFront.set(labels, door.front);
       doorAbandoned.set(labels, door.abandoned);
       doorRoom.set(labels, door.room);
+      doorAwaiting.set(labels, door.awaitingShowUp);
+      doorNoShows.set(labels, door.noShowRate);
       doorRate.set(labels, door.admitPerSecond);
       doorOpen.set(labels, door.open ? 1 : 0);
     },

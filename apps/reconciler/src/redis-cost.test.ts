@@ -39,7 +39,7 @@ async function saleWithAcknowledgedEntries(ctx: TestContext, entries: number, de
   const sale = await createLiveSale(ctx, { stock: entries });
   const keys = saleKeys(prefix, sale.id);
   for (let from = 0; from < entries; from += CHUNK) {
-    const commands = Array.from({ length: Math.min(CHUNK, entries - from) }, (_, k) => ['reserve', keys.meta, keys.buyers, keys.stream, keys.turns, keys.closed, `buyer-${from + k}`, '1', newReservationId(sale.id)]);
+    const commands = Array.from({ length: Math.min(CHUNK, entries - from) }, (_, k) => ['reserve', keys.meta, keys.buyers, keys.stream, keys.turns, keys.closed, keys.showUp, `buyer-${from + k}`, '1', newReservationId(sale.id)]);
     for (const [error] of (await ctx.redis.pipeline(commands).exec())!) expect(error).toBeNull();
   }
   const every = Math.floor(entries / deadLetters);

@@ -143,7 +143,7 @@ describe('stream retention', () => {
     for (let tick = 0; tick < ticks; tick++) {
       await sleep(Math.max(0, started + tick * tickMs - performance.now()));
       const batch = Array.from({ length: perTick }, (_, k) => ({ userId: `buyer-${tick * perTick + k}`, reservationId: newReservationId(sale.id) }));
-      const replies = await env.ctx.redis.pipeline(batch.map(({ userId, reservationId }) => ['reserve', keys.meta, keys.buyers, keys.stream, keys.turns, keys.closed, userId, '1', reservationId])).exec();
+      const replies = await env.ctx.redis.pipeline(batch.map(({ userId, reservationId }) => ['reserve', keys.meta, keys.buyers, keys.stream, keys.turns, keys.closed, keys.showUp, userId, '1', reservationId])).exec();
       replies!.forEach(([error, reply], k) => {
         expect(error).toBeNull();
         expect(toReserveOutcome(reply as [number, string | number]).kind).toBe('reserved');

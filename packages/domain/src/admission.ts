@@ -72,6 +72,21 @@ export const REGISTERED_CLAIMS: readonly string[] = ['sub', 'exp', 'iat', 'nbf',
 export const doorGuardsOff = (admissionTtlSeconds: number) =>
   ({ showUpSeconds: admissionTtlSeconds, challenge: 'off', challengeMaxNumber: ADMISSION_DEFAULTS.challengeMaxNumber, requireClaim: null, maxQueueSize: null }) as const;
 
+/** The most the door admits ahead of no-shows: a measured rate above it counts as this (ten turns a unit). */
+export const NO_SHOW_RATE_MAX = 0.9;
+
+/**
+ * Admissions the stock bound allows (may be negative): of the `unused` running turns, those whose buyer
+ * showed up count one buyer each, the `awaitingShowUp` ones still in their show-up window 1 - noShowRate
+ * each (`overdue` of them, whose buyer did not come in 7 s, none), against floor(remaining x factor). The
+ * door's own count is admit-queue-6.lua's (door-no-shows.lua, the same formula); this one is for
+ * readings of the door that do not move it.
+ */
+export function admissionRoom(remaining: number, factor: number, unused: number, awaitingShowUp: number, overdue: number, noShowRate: number): number {
+  const came = unused - awaitingShowUp;
+  return Math.floor((Math.floor(remaining * factor) - came) / (1 - Math.min(noShowRate, NO_SHOW_RATE_MAX)) - (awaitingShowUp - overdue) + 1e-9);
+}
+
 /**
  * Queue scores (the order of the sale's queue, a Redis sorted set): a buyer who joined before startsAt
  * holds a draw in [0, 2^52), a buyer who joined later 2^52 + their arrival number, so every pre-start

@@ -17,6 +17,8 @@ export {
   ARRIVAL_SCORE_BASE,
   CLAIM_NAME,
   DOOR_CHALLENGES,
+  NO_SHOW_RATE_MAX,
+  admissionRoom,
   REGISTERED_CLAIMS,
   doorGuardsOff,
   isDraw,

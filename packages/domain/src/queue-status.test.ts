@@ -23,6 +23,10 @@ const door = (over: Partial<DoorView> = {}): DoorView => ({
   salePaused: false,
   epoch: T0 - 900_000,
   restoringUntil: 0,
+  awaitingShowUp: 0,
+  noShowRate: 0,
+  room: 48,
+  nextOverdueAt: 0,
   ...doorGuardsOff(60),
   ...over,
 });
@@ -43,9 +47,16 @@ describe('queueAnswer', () => {
   });
 
   it('no ETA while nothing moves the door: paused, the sale paused, or held by the stock bound', () => {
-    for (const held of [door({ doorPaused: true }), door({ salePaused: true }), door({ unused: 50 }), door({ remaining: 0, mayComeBack: 3, unused: 0 })]) {
+    for (const held of [door({ doorPaused: true }), door({ salePaused: true }), door({ unused: 50, room: 0 }), door({ remaining: 0, mayComeBack: 3, unused: 0, room: 0 })]) {
       expect(queueAnswer(held, { score: 1, rank: 20 }, T0)).toMatchObject({ state: 'waiting', position: 11, etaSeconds: null, retryAfterSeconds: 5 });
     }
+  });
+
+  it('held by the stock with a turn about to be overdue: asked back when it is (the door may move then), never later than 5 s', () => {
+    const held = door({ unused: 50, room: 0 });
+    expect(queueAnswer({ ...held, nextOverdueAt: T0 + 2300 }, { score: 1, rank: 20 }, T0)).toMatchObject({ state: 'waiting', etaSeconds: null, retryAfterSeconds: 3 });
+    expect(queueAnswer({ ...held, nextOverdueAt: T0 + 20_000 }, { score: 1, rank: 20 }, T0)).toMatchObject({ retryAfterSeconds: 5 });
+    expect(queueAnswer({ ...held, nextOverdueAt: T0 + 2300, doorPaused: true }, { score: 1, rank: 20 }, T0)).toMatchObject({ retryAfterSeconds: 5 });
   });
 
   it('admitted while the turn runs (Retry-After its end); used once a purchase used it, whatever became of the order; expired once it ran out', () => {

@@ -7,7 +7,7 @@ import type { DoorChallenge } from './admission.ts';
  */
 export type QueueState = 'not_joined' | 'waiting' | 'admitted' | 'used' | 'sold_out' | 'ended' | 'expired';
 
-/** The door of one sale as the admit script last reported it (admit-queue-5.lua). */
+/** The door of one sale as the admit script last reported it (admit-queue-6.lua). */
 export interface DoorView {
   saleId: number;
   /** Redis's clock when this view was read (a cache moves it on by its own monotonic clock). */
@@ -38,6 +38,17 @@ export interface DoorView {
   epoch: number;
   /** A door begun again after a loss admits nobody before this (0: not restoring). */
   restoringUntil: number;
+  /** Admitted buyers whose turn runs in its show-up window: they have not shown up yet. */
+  awaitingShowUp: number;
+  /** The no-show rate of recent turns, as the door measured it (0 until a turn's window lapses; at most 0.9). */
+  noShowRate: number;
+  /** Admissions the stock bound allows now (0: held by the stock until buyers buy or turns end). */
+  room: number;
+  /**
+   * When the next turn in its show-up window becomes overdue (its buyer not come in 7 s: counted as nobody
+   * in the stock bound, so the door may move then); Redis's clock, 0 when none will.
+   */
+  nextOverdueAt: number;
   /** The sale's guards against account farms, as its meta holds them (admission.ts). */
   showUpSeconds: number;
   challenge: DoorChallenge;
@@ -89,6 +100,12 @@ export const isSoldOutForGood = (door: DoorView): boolean => door.remaining <= 0
 /** Whether a buyer at `rank` needs their turn looked up in Redis (the frontier has reached them). */
 export const turnNeedsLookup = (door: DoorView, rank: number | null): boolean => rank !== null && rank < door.front;
 
+/** Ms until a door held only by its stock bound may move because a turn becomes overdue (Infinity: not so). */
+function heldUntil(door: DoorView, now: number): number {
+  const heldByStockOnly = !door.doorPaused && !door.salePaused && now >= door.restoringUntil;
+  return heldByStockOnly && door.nextOverdueAt > now ? door.nextOverdueAt - now : Number.POSITIVE_INFINITY;
+}
+
 export function queueAnswer(door: DoorView, place: QueuePlace | null, now: number): QueueAnswer {
   const none = { position: null, ahead: null, etaSeconds: null, admittedUntil: null };
   if (now >= door.endsAt) return { state: 'ended', ...none, retryAfterSeconds: FINAL_RETRY_AFTER_SECONDS };
@@ -117,8 +134,8 @@ export function queueAnswer(door: DoorView, place: QueuePlace | null, now: numbe
   }
   const ahead = place.rank - door.front;
   // No ETA while nothing moves the door: paused, restoring after a loss, or held by the stock bound (as many admitted buyers as
-  // units, until they buy or their turns end).
-  const stalled = door.doorPaused || door.salePaused || now < door.restoringUntil || door.unused >= Math.floor(door.remaining * door.noShowFactor);
+  // units, no-shows allowed for, until they buy or their turns end).
+  const stalled = door.doorPaused || door.salePaused || now < door.restoringUntil || door.room <= 0;
   // Otherwise the door's pace: a lower bound, as the stock may hold it back later.
   const etaSeconds = stalled ? null : Math.ceil((ahead + 1) / door.admitPerSecond);
   return {
@@ -127,7 +144,8 @@ export function queueAnswer(door: DoorView, place: QueuePlace | null, now: numbe
     ahead,
     etaSeconds,
     admittedUntil: null,
-    // Half the way to the turn, so a buyer hears of it well inside their admission's TTL.
-    retryAfterSeconds: etaSeconds === null ? 5 : clampRetry(etaSeconds / 2),
+    // Half the way to the turn, so a buyer hears of it well inside their admission's TTL; held by the stock,
+    // 5 s, or sooner when a turn's buyer will be overdue (the door may move then).
+    retryAfterSeconds: etaSeconds !== null ? clampRetry(etaSeconds / 2) : clampRetry(Math.min(5, heldUntil(door, now) / 1000)),
   };
 }

@@ -1,5 +1,5 @@
 /**
- * The first element of the reserve script's reply (reserve-5.lua, whose header says what comes with
+ * The first element of the reserve script's reply (reserve-6.lua, whose header says what comes with
  * each): one TypeScript name for every number the script answers, as BullMQ's error-code.ts does.
  */
 export enum ReserveCode {
@@ -12,10 +12,10 @@ export enum ReserveCode {
   AlreadyPurchased = -6,
   SoldOut = -7,
   InsufficientStock = -8,
-  /** The sale is behind the door and this buyer holds no running turn (reserve-5.lua). */
+  /** The sale is behind the door and this buyer holds no running turn (reserve-6.lua). */
   NotAdmitted = -9,
-  /** The sale's rebuy rule makes this buyer wait after their closed orders (reserve-5.lua). */
+  /** The sale's rebuy rule makes this buyer wait after their closed orders (reserve-6.lua). */
   RebuyCooldown = -10,
-  /** This buyer has opened as many orders in the sale as its rebuy rule allows (reserve-5.lua). */
+  /** This buyer has opened as many orders in the sale as its rebuy rule allows (reserve-6.lua). */
   OrderLimitReached = -11,
 }

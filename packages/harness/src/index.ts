@@ -21,5 +21,6 @@ export { startRedisCluster, type RedisCluster, type ClusterNode } from './redis-
 export { startRedisSentinels, type RedisSentinels, type SentinelProcess, type RedisSentinelOptions } from './redis-sentinel.ts';
 export { gitRevision } from './git-revision.ts';
 export { paymentEventRequest, type PaymentSucceeded } from './payment-events.ts';
+export { solveDoorChallenge, type DoorChallenge } from './door-challenge-solver.ts';
 export { launchChromium, signInToDashboard } from './chromium.ts';
 export { findLeftovers, removeLeftovers, describeLeftovers, isClean, processesOfRun, type Leftovers } from './leftovers.ts';

@@ -39,7 +39,7 @@ async function expectRefused(saleId: number, userId: string, expected: ReserveOu
   expect([await snapshotSale(env.ctx, saleId), await env.ctx.redis.hgetall(closedKey)]).toEqual(before);
 }
 
-describe('the rebuy rule (reserve-5.lua, return-units-4.lua)', () => {
+describe('the rebuy rule (reserve-6.lua, return-units-4.lua)', () => {
   it('lets a buyer buy again at once after a first closed order, makes them wait the cooldown after the second, doubled after the third', async () => {
     const sale = await saleWithRule({ maxOrdersPerBuyer: 5, rebuyCooldownSeconds: 1 });
 

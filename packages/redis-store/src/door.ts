@@ -1,5 +1,5 @@
 import { randomInt } from 'node:crypto';
-import { ARRIVAL_SCORE_BASE, type DoorView, type QueuePlace } from '@flashsale/domain';
+import { admissionRoom, ARRIVAL_SCORE_BASE, type DoorView, type QueuePlace } from '@flashsale/domain';
 import type { ScriptedRedis } from './scripts.ts';
 import { saleKeys } from './keys.ts';
 import { doorGuardsOf, redisNow } from './sale-meta.ts';
@@ -105,6 +105,7 @@ export async function admitQueue(
     keys.turns,
     keys.door,
     keys.paid,
+    keys.showUp,
     change.admitPerSecond === undefined ? '' : String(change.admitPerSecond),
     change.paused === undefined ? '' : change.paused ? '1' : '0',
   );
@@ -114,7 +115,8 @@ export async function admitQueue(
   if (code !== 1) throw new Error(`admit-queue script returned an unknown code ${code}`);
   const [now, startsAt, endsAt, preQueueSeconds, front, queued, unused, remaining, mayComeBack, abandoned, rate, ttl, factor, doorPaused, salePaused, epoch, restoringUntil] =
     reply.slice(1, 18).map<number>(Number);
-  const [showUp, challenge, challengeMax, claim, cap] = reply.slice(18).map(String);
+  const [showUp, challenge, challengeMax, claim, cap] = reply.slice(18, 23).map(String);
+  const [awaitingShowUp, noShowRate, room, nextOverdueAt] = reply.slice(23, 27).map<number>(Number);
   const guards = doorGuardsOf({ q_ttl: String(ttl), q_show: showUp, q_pow: challenge, q_pow_max: challengeMax, q_claim: claim, q_max: cap });
   return {
     kind: 'door',
@@ -137,6 +139,10 @@ export async function admitQueue(
       salePaused: salePaused === 1,
       epoch: epoch!,
       restoringUntil: restoringUntil!,
+      awaitingShowUp: awaitingShowUp!,
+      noShowRate: noShowRate!,
+      room: room!,
+      nextOverdueAt: nextOverdueAt!,
       ...guards,
     },
   };
@@ -164,6 +170,20 @@ export async function readQueuePlace(redis: ScriptedRedis, prefix: string, saleI
   };
 }
 
+export type ShowUpOutcome = { kind: 'shown'; turn: number | null } | { kind: 'sale_not_found' } | { kind: 'sale_not_queued' };
+
+/**
+ * The buyer shows up for their turn (show-up-3.lua): a turn in its show-up window runs to its full end
+ * from now on. Answers the turn as the turns set holds it after (null: none).
+ */
+export async function showUp(redis: ScriptedRedis, prefix: string, saleId: number, userId: string): Promise<ShowUpOutcome> {
+  const keys = saleKeys(prefix, saleId);
+  const [code, turn] = await redis.showUp(keys.meta, keys.turns, keys.showUp, userId);
+  if (Number(code) === -1) return { kind: 'sale_not_found' };
+  if (Number(code) === -9) return { kind: 'sale_not_queued' };
+  return { kind: 'shown', turn: turn === '' || turn === undefined ? null : Number(turn) };
+}
+
 /**
  * Records a paid order of a queued sale (idempotent; nothing for an open sale): its units will never come
  * back, which is how the door learns that nothing can (and tells the crowd `sold_out`).
@@ -183,7 +203,15 @@ export interface DoorGauges {
   front: number;
   /** Turns that ended unused (counted when the door next moved). */
   abandoned: number;
-  /** Admissions the stock bound allows now: floor(remaining x factor) - unused, at least 0. */
+  /** Admitted buyers whose turn runs in its show-up window (they have not shown up yet). */
+  awaitingShowUp: number;
+  /** The no-show rate of recent turns the door admits ahead of, as its last move measured it (0..0.9). */
+  noShowRate: number;
+  /**
+   * Admissions the stock bound allows now, at least 0: floor(remaining x factor) - unused, with the turns
+   * in their show-up window counted (1 - noShowRate) each (admit-queue-6.lua; counting none as overdue,
+   * which only the door's own move does: at most the door's room).
+   */
   room: number;
   admitPerSecond: number;
   /** The operator's pause of the door. */
@@ -207,23 +235,28 @@ export async function readDoorGauges(redis: ScriptedRedis, prefix: string, saleI
   const replies = await redis
     .multi()
     .hmget(keys.meta, 'adm', 'starts', 'ends', 'remaining', 'q_rate', 'q_factor', 'q_paused', 'paused', 'op_paused')
-    .hmget(keys.door, 'front', 'abandoned', 'restoring_until')
+    .hmget(keys.door, 'front', 'abandoned', 'restoring_until', 'no_show_rate')
     .zcard(keys.queue)
     .zcount(keys.turns, `(${at}`, '+inf')
+    .zcard(keys.showUp)
     .exec();
   if (!replies) throw new Error('door reading transaction was discarded');
   for (const [error] of replies) if (error) throw error;
   const [adm, starts, ends, remaining, rate, factor, doorPaused, paused, operatorPaused] = replies[0]![1] as (string | null)[];
   if (adm !== '1') return null;
-  const [front, abandoned, restoringUntil] = (replies[1]![1] as (string | null)[]).map((v) => Number(v ?? 0));
+  const [front, abandoned, restoringUntil, noShowRate] = (replies[1]![1] as (string | null)[]).map((v) => Number(v ?? 0));
   const queued = Number(replies[2]![1]);
   const unused = Number(replies[3]![1]);
+  const awaitingShowUp = Math.min(unused, Number(replies[4]![1]));
   return {
     waiting: Math.max(0, queued - front!),
     unused,
     front: front!,
     abandoned: abandoned!,
-    room: Math.max(0, Math.floor(Number(remaining) * Number(factor)) - unused),
+    awaitingShowUp,
+    noShowRate: noShowRate!,
+    // Every turn in its window counted as fresh (none overdue): at most the room the door itself sees.
+    room: Math.max(0, admissionRoom(Number(remaining), Number(factor), unused, awaitingShowUp, 0, noShowRate!)),
     admitPerSecond: Number(rate),
     doorPaused: doorPaused === '1',
     open: at >= Number(starts) && at < Number(ends) && at >= restoringUntil! && doorPaused !== '1' && paused !== '1' && operatorPaused !== '1',

@@ -33,6 +33,8 @@ export {
   joinQueue,
   admitQueue,
   readQueuePlace,
+  showUp,
+  type ShowUpOutcome,
   readDoorGauges,
   recordPaid,
   type JoinOutcome,

@@ -53,13 +53,15 @@ export interface SaleKeys {
    * The door of a sale behind a waiting room (door.ts; lua/includes/door.lua says what each holds):
    * `queue` sorted set user -> draw or arrival score, `turns` sorted set user -> admittedUntil (minus it
    * once used, 0 once abandoned), `door` hash of the frontier's progress, `paid` hash of paid reservations,
-   * `pow` sorted set of the challenge solutions joins used (until they expire). None exists for an open sale.
+   * `pow` sorted set of the challenge solutions joins used (until they expire), `showUp` sorted set user ->
+   * the full end of each running turn whose buyer has not shown up yet. None exists for an open sale.
    */
   queue: string;
   turns: string;
   door: string;
   paid: string;
   pow: string;
+  showUp: string;
 }
 
 export function saleKeys(prefix: string, saleId: number): SaleKeys {
@@ -80,6 +82,7 @@ export function saleKeys(prefix: string, saleId: number): SaleKeys {
     door: `${base}:door`,
     paid: `${base}:paid`,
     pow: `${base}:pow`,
+    showUp: `${base}:show-up`,
   };
 }
 

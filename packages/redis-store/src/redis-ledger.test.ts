@@ -69,7 +69,7 @@ describe('readRedisLedger', () => {
     const reserveAll = async (from: number, count: number) => {
       const pipeline = env.ctx.redis.pipeline();
       const keys = saleKeys(prefix(), sale.id);
-      for (let i = from; i < from + count; i++) void (pipeline as unknown as ScriptCommands).reserve(keys.meta, keys.buyers, keys.stream, keys.turns, keys.closed, `buyer-${i}`, 1, newReservationId(sale.id));
+      for (let i = from; i < from + count; i++) void (pipeline as unknown as ScriptCommands).reserve(keys.meta, keys.buyers, keys.stream, keys.turns, keys.closed, keys.showUp, `buyer-${i}`, 1, newReservationId(sale.id));
       await pipeline.exec();
     };
     await reserveAll(0, AUDIT_MAX_IN_FLIGHT);

@@ -188,7 +188,7 @@ describe('toReserveOutcome', () => {
   });
 
   it('has a ReserveCode for each code the script names in its header, and no other', () => {
-    const header = readFileSync(new URL('./lua/reserve-5.lua', import.meta.url), 'utf8').split(']]')[0]!;
+    const header = readFileSync(new URL('./lua/reserve-6.lua', import.meta.url), 'utf8').split(']]')[0]!;
     const codes = [...header.matchAll(/^ +\{ (-?\d+), /gm)].map((match) => Number(match[1]));
 
     expect(codes).toEqual(Object.values(ReserveCode).filter((code) => typeof code === 'number'));

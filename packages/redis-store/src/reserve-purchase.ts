@@ -10,7 +10,7 @@ export interface PurchaseRequest {
   reservationId: string;
 }
 
-/** What the reserve script decided; one variant per return code of reserve-5.lua (ReserveCode). */
+/** What the reserve script decided; one variant per return code of reserve-6.lua (ReserveCode). */
 export type ReserveOutcome =
   | { kind: 'reserved'; remaining: number }
   | { kind: 'sale_not_found' }
@@ -81,7 +81,7 @@ export async function reservePurchase(redis: ScriptedRedis, prefix: string, requ
 export async function reservePurchase(redis: ScriptedRedis, prefix: string, request: PurchaseRequest, wait: ReplicaWait | undefined): Promise<ReserveOutcome | UnreplicatedOutcome>;
 export async function reservePurchase(redis: ScriptedRedis, prefix: string, request: PurchaseRequest, wait?: ReplicaWait): Promise<ReserveOutcome | UnreplicatedOutcome> {
   const keys = saleKeys(prefix, request.saleId);
-  const args = [keys.meta, keys.buyers, keys.stream, keys.turns, keys.closed, request.userId, request.quantity, request.reservationId] as const;
+  const args = [keys.meta, keys.buyers, keys.stream, keys.turns, keys.closed, keys.showUp, request.userId, request.quantity, request.reservationId] as const;
   if (!wait) return toReserveOutcome(await redis.reserve(...args));
   const pipeline = redis.pipeline() as unknown as WaitPipeline;
   const [[scriptError, reply], [waitError, acknowledged]] = (await pipeline.reserve(...args).wait(wait.replicas, wait.timeoutMs).exec()) as [[Error | null, unknown], [Error | null, unknown]];

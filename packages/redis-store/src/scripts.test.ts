@@ -94,6 +94,7 @@ describe('loadScripts', () => {
       'restoreClosed',
       'returnUnits',
       'setPaused',
+      'showUp',
       'snapshotSale',
       'trimAcknowledged',
       'withdrawSale',
@@ -102,7 +103,7 @@ describe('loadScripts', () => {
     // The hot path's script defines only what it calls (one closure made per call for each).
     const reserve = scripts.find((script) => script.name === 'reserve')!.lua;
     const defined = [...reserve.matchAll(/^local function ([a-z_]+)\(/gm)].map((match) => match[1]).sort();
-    expect(defined).toEqual(['add_reservation', 'read_sale_terms', 'rebuy_refusal', 'record_buyer', 'redis_now_ms', 'running_turn', 'take_sale_stock', 'use_turn']);
+    expect(defined).toEqual(['add_reservation', 'read_sale_terms', 'rebuy_refusal', 'record_buyer', 'redis_now_ms', 'refuse', 'running_turn', 'show_up', 'take_sale_stock', 'use_turn']);
     const creatingGroups = scripts.filter(({ lua }) => lua.includes("'XGROUP', 'CREATE'"));
     expect(creatingGroups.map((script) => script.name).sort()).toEqual(['publishSale', 'rebuildSale']);
     for (const { lua } of creatingGroups) expect(lua).toContain('local function ensure_group(stream, group)');

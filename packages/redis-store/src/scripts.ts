@@ -7,9 +7,10 @@ import type { Redis } from 'ioredis';
  * on NOSCRIPT (e.g. after a Redis restart), so the hot path sends the script body at most once.
  */
 export interface ScriptCommands {
-  reserve(meta: string, buyers: string, stream: string, turns: string, closed: string, userId: string, quantity: number, reservationId: string): Promise<[number, string | number]>;
+  reserve(meta: string, buyers: string, stream: string, turns: string, closed: string, showUp: string, userId: string, quantity: number, reservationId: string): Promise<[number, string | number]>;
   joinQueue(meta: string, queue: string, door: string, turns: string, buyers: string, pow: string, userId: string, draw: string, provenScore: string, solution: string, solutionExpires: string): Promise<number[]>;
-  admitQueue(meta: string, queue: string, turns: string, door: string, paid: string, rate: string, paused: string): Promise<(number | string)[]>;
+  admitQueue(meta: string, queue: string, turns: string, door: string, paid: string, showUp: string, rate: string, paused: string): Promise<(number | string)[]>;
+  showUp(meta: string, turns: string, showUp: string, userId: string): Promise<(number | string)[]>;
   queuePlace(meta: string, queue: string, turns: string, door: string, userId: string): Promise<(number | string)[]>;
   recordPaid(meta: string, paid: string, reservationId: string, units: number): Promise<number>;
   publishSale(meta: string, stream: string, ...args: (string | number)[]): Promise<number>;

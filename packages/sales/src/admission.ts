@@ -12,7 +12,7 @@ import {
   type QueuePlace,
   type QueueTicket,
 } from '@flashsale/domain';
-import { joinQueue, type JoinOutcome, readQueuePlace, recordPaid, saleKeys, type ScriptedRedis } from '@flashsale/redis-store';
+import { joinQueue, type JoinOutcome, readQueuePlace, recordPaid, saleKeys, showUp, type ScriptedRedis } from '@flashsale/redis-store';
 import { findOrderByReservation, findSale, type PrismaClient, type SaleRecord } from '@flashsale/order-store';
 import { findSaleUnlessMissing, type SaleMisses } from './sale-misses.ts';
 import type { DoorFrontiers } from './door-frontier.ts';
@@ -24,7 +24,7 @@ import type { Challenge } from 'altcha-lib/v1/types';
 /**
  * The door's use cases (issue 27): joining a sale's waiting room, a buyer's place in it, the operator's
  * control of it, and telling it of paid units. The admission itself, and the purchase check, are in
- * Redis scripts (admit-queue-5.lua, reserve-5.lua); these put the two stores and the ticket together.
+ * Redis scripts (admit-queue-6.lua, reserve-6.lua); these put the two stores and the ticket together.
  *
  * Crash points: a join is one script call (joined or not); a status reads only. The operator's change is
  * MySQL first (the record a rebuild writes back), then Redis; dying between, Redis keeps the old setting
@@ -80,14 +80,16 @@ export interface Door {
   flooded(saleId: number, userId: string): Promise<QueueReply | null>;
   status(saleId: number, userId: string, rawTicket: string | undefined): Promise<QueueReply>;
   /**
-   * The buyer shows up for their turn (POST .../queue/here with their ticket): answers their state as a
-   * status does. The door records no show-up window yet (showUpSeconds is kept with the sale's terms):
-   * every turn runs its full admissionTtlSeconds, so showing up changes nothing today.
+   * The buyer shows up for their turn (POST .../queue/here with their ticket): a turn in its show-up
+   * window (showUpSeconds) runs its full admissionTtlSeconds from the admission on; then answers their
+   * state as a status does. A buyer whose turn has not come, or ran out, is only answered.
    */
   here(saleId: number, userId: string, rawTicket: string | undefined): Promise<QueueReply>;
   changeAdmission(saleId: number, change: { admitPerSecond?: number; paused?: boolean }): Promise<{ sale: SaleRecord; door: DoorView }>;
   /** After a payment was recorded in MySQL: the order's units can never come back (queued sales only). */
   paid(saleId: number, reservationId: string): Promise<void>;
+  /** The joins of `saleId` this gateway process answered from the shadow queue, by reason (the dashboard). */
+  shadowJoins(saleId: number): Record<SetAsideReason, number>;
 }
 
 export function createDoor(deps: DoorDeps): Door {
@@ -100,6 +102,8 @@ export function createDoor(deps: DoorDeps): Door {
   const shadowKey = queueTicketKey(`${deps.authSecret}\u0000shadow queue`);
   const readShadowTicket = createQueueTicketReader(shadowKey);
   const setAside = new SetAside();
+  // Per sale, only of sales that exist (counted once the answer is made): ids a client makes up add nothing.
+  const shadowTally = new Map<number, Record<SetAsideReason, number>>();
   const flagClaim = deps.flagClaim ?? 'flagged';
 
   // Not in Redis: no such sale, or Redis lost it and the reconciler is rebuilding it from MySQL.
@@ -212,8 +216,12 @@ export function createDoor(deps: DoorDeps): Door {
   }
 
   async function shadowJoin(saleId: number, userId: string, reason: SetAsideReason): Promise<QueueReply> {
+    const answer = await shadowReply(saleId, userId, null);
     deps.onShadowJoin?.(reason);
-    return shadowReply(saleId, userId, null);
+    const tally = shadowTally.get(saleId) ?? { flagged: 0, challenge: 0, flood: 0 };
+    tally[reason] += 1;
+    shadowTally.set(saleId, tally);
+    return answer;
   }
 
   // The checks of a join the gateway makes from its copy of the door (no Redis call): the claim, then the
@@ -277,9 +285,18 @@ export function createDoor(deps: DoorDeps): Door {
 
     async here(saleId, userId, rawTicket) {
       // The sale first (404, 409 for an open one), from the copy: then the ticket the call needs.
-      await doorOf(saleId);
+      const { door } = await doorOf(saleId);
       if (rawTicket === undefined) throw new AppError('INVALID_QUEUE_TICKET', 'showing up needs your Queue-Ticket: send the ticket your join or status answered');
-      return this.status(saleId, userId, rawTicket);
+      const ticket = readTicket(saleId, userId, rawTicket);
+      if (ticket.shadow) return shadowReply(saleId, userId, ticket, rawTicket);
+      // Only a rank the frontier reached can hold a turn: a buyer further back than this copy of the door
+      // could be behind (a second's admissions: the most the door banks) costs no Redis call.
+      const reachable = ticket.rank !== null && ticket.rank < door.front + Math.ceil(door.admitPerSecond) + 1;
+      if (!reachable || ticket.epoch !== door.epoch) return reply(saleId, userId, { score: ticket.score, rank: ticket.rank }, false, ticket, rawTicket);
+      const shown = await showUp(redis, prefix, saleId, userId);
+      if (shown.kind === 'sale_not_found') return missing(saleId);
+      if (shown.kind === 'sale_not_queued') throw new AppError('SALE_NOT_QUEUED', `sale ${saleId} has no waiting room: buy directly`);
+      return reply(saleId, userId, { score: ticket.score, rank: ticket.rank }, true, ticket, rawTicket);
     },
 
     async changeAdmission(saleId, change) {
@@ -298,6 +315,10 @@ export function createDoor(deps: DoorDeps): Door {
       const reading = await frontiers.admit(saleId, change);
       if (reading.kind !== 'door') throw new AppError('SERVICE_UNAVAILABLE', 'the sale is not in Redis now (being restored); the change is recorded and applies when it is', {}, { 'Retry-After': '2' });
       return { sale: { ...record, admission }, door: reading.door };
+    },
+
+    shadowJoins(saleId) {
+      return { ...(shadowTally.get(saleId) ?? { flagged: 0, challenge: 0, flood: 0 }) };
     },
 
     async paid(saleId, reservationId) {

@@ -25,21 +25,26 @@ function etaInWords(door) {
 function renderDoor(door) {
   $('door-panel').hidden = !door;
   if (!door) return;
-  const row = (label, field, text, hint) => {
+  const row = (label, field, text, hint, value = door[field]) => {
     const dt = el('dt', label);
     if (hint) dt.append(el('span', ` ${hint}`, 'muted'));
     const dd = el('dd', text);
     dd.dataset.field = field;
-    dd.dataset.value = String(door[field]);
+    dd.dataset.value = String(value);
     return [dt, dd];
   };
+  const shadow = door.shadowJoins;
+  const shadowTotal = shadow.flagged + shadow.challenge + shadow.flood;
   $('door-figures').replaceChildren(
     ...row('Waiting', 'waiting', count(door.waiting), 'not reached by the frontier'),
     ...row('Admitted, not bought yet', 'unused', count(door.unused), `turns of ${door.admissionTtlSeconds} s`),
     ...row('Frontier', 'front', count(door.front), 'places given a turn'),
     ...row('Admission rate', 'admitPerSecond', `${door.admitPerSecond} /s`),
     ...row('Abandoned turns', 'abandoned', count(door.abandoned), 'ended without a purchase'),
-    ...row('Room under the stock bound', 'room', count(door.room), `remaining × ${door.noShowFactor} − admitted`),
+    ...row('Not shown up yet', 'awaitingShowUp', count(door.awaitingShowUp), `of those admitted; a turn lapses after ${door.showUpSeconds} s without`),
+    ...row('No-show rate', 'noShowRate', `${Math.round(door.noShowRate * 100)}%`, 'of recent turns; the door admits ahead of it'),
+    ...row('Room under the stock bound', 'room', count(door.room), `remaining × ${door.noShowFactor} − admitted, no-shows allowed for`),
+    ...row('Shadow queue', 'shadowJoins', count(shadowTotal), `joins answered and never admitted, by this gateway: ${shadow.flagged} flagged, ${shadow.challenge} refused solutions, ${shadow.flood} floods`, shadowTotal),
     ...row('Last in line admitted in', 'etaLastSeconds', etaInWords(door)),
     ...row('Door', 'open', door.doorPaused ? 'paused by the operator' : door.open ? 'admitting' : 'closed (not started, ended, sale paused or restoring)'),
   );

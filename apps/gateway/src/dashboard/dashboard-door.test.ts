@@ -1,10 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
-import { launchChromium, signInToDashboard } from '@flashsale/harness';
+import { buyerToken, launchChromium, signInToDashboard } from '@flashsale/harness';
 import { createLiveSale, redisNow, type TestContext } from '../../../../test/support/context.ts';
 import { gatewayPerFile, type TestGateway } from '../../../../test/support/gateway.ts';
 import { createQueuedSale, doorBuyer } from '../../../../test/support/door.ts';
 import { until } from '../../../../test/support/until.ts';
+import { bearer } from '../../../../test/support/http.ts';
 
 // A queued sale's waiting room on the dashboard (issue 27), in a real headless Chromium against a real
 // gateway, Redis and MariaDB: the panel's figures as the door moves, its chart, and the operator's
@@ -96,6 +97,39 @@ describe("the dashboard's waiting room", () => {
       await expect.poll(() => page.locator('#sale-name').textContent(), { timeout: 60_000 }).toContain('Open');
       expect(await page.isHidden('#door-panel')).toBe(true);
       expect(await page.locator('#chart-door').count()).toBe(0);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it("shows the turns not shown up yet, the no-show rate the door admits ahead of, and the shadow queue's joins", async () => {
+    const { id, startsAt } = await createQueuedSale(ctx, gateway.url, { stock: 1, admitPerSecond: 5, admissionTtlSeconds: 600, showUpSeconds: 2, startsIn: 3000 });
+    // Five accounts that never show up, and one the shop's identity system flags (QUEUE_FLAG_CLAIM).
+    const buyers = Array.from({ length: 5 }, (_, i) => doorBuyer(gateway.url, id, `no-show-${id}-${i}`));
+    for (const b of buyers) await b.join();
+    const flagged = await fetch(`${gateway.url}/api/sales/${id}/queue`, { method: 'POST', headers: bearer(buyerToken(`flagged-${id}`, { claims: { flagged: true } })) });
+    expect(flagged.status).toBe(200);
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    try {
+      const page = await context.newPage();
+      await openSale(page, id);
+      await page.waitForSelector('#door-panel:not([hidden])');
+      await expect.poll(() => panel(page), { timeout: 15_000 }).toMatchObject({ awaitingShowUp: '0', noShowRate: '0', shadowJoins: '1' });
+      expect(await page.textContent('#door-figures dd[data-field="shadowJoins"]')).toBe('1');
+
+      // After the start the door moves while someone asks (a poll is not showing up): the first turn's
+      // window lapses unused, and the rate measured sends the door ahead of it.
+      await until(() => redisNow(ctx.redis), (now) => now >= startsAt);
+      const shown = await until(
+        async () => {
+          await buyers[0]!.status();
+          return panel(page);
+        },
+        (values) => Number(values.noShowRate) > 0 && Number(values.front) > 1,
+        60_000,
+      );
+      expect(Number(shown.awaitingShowUp)).toBeLessThanOrEqual(Number(shown.unused));
+      expect(await page.textContent('#door-figures dd[data-field="noShowRate"]')).toBe(`${Math.round(Number(shown.noShowRate) * 100)}%`);
     } finally {
       await context.close();
     }

@@ -15,10 +15,23 @@ export interface DoorPanel extends DoorGauges {
   etaLastSeconds: number | null;
   admissionTtlSeconds: number;
   noShowFactor: number;
+  showUpSeconds: number;
+  /**
+   * The shadow queue: joins of accounts the door set aside (flagged by the shop, refused solutions again
+   * and again, joins past their budget), answered like waiting buyers and never admitted; as this gateway
+   * process answered them (each process sets aside what it saw; the metric sums them).
+   */
+  shadowJoins: { flagged: number; challenge: number; flood: number };
 }
 
 /** The door's figures for the sale view, or null for an open sale (or one Redis does not hold now). */
-export async function readDoorPanel(redis: ScriptedRedis, prefix: string, saleId: number, admission: QueueAdmission | undefined): Promise<DoorPanel | null> {
+export async function readDoorPanel(
+  redis: ScriptedRedis,
+  prefix: string,
+  saleId: number,
+  admission: QueueAdmission | undefined,
+  shadowJoins: DoorPanel['shadowJoins'],
+): Promise<DoorPanel | null> {
   if (!admission) return null;
   const door = await readDoorGauges(redis, prefix, saleId);
   if (!door) return null;
@@ -28,6 +41,8 @@ export async function readDoorPanel(redis: ScriptedRedis, prefix: string, saleId
     etaLastSeconds: moving ? Math.ceil(door.waiting / door.admitPerSecond) : null,
     admissionTtlSeconds: admission.admissionTtlSeconds,
     noShowFactor: admission.noShowFactor,
+    showUpSeconds: admission.showUpSeconds,
+    shadowJoins,
   };
 }
 

@@ -117,7 +117,7 @@ describe('the live views', () => {
     const sale = await createLiveSale(ctx, { name: 'Own pool' });
     // Nothing listens on port 1: a read through this client fails at once.
     const unreachable = createPrisma('mysql://root@127.0.0.1:1/nowhere', 1);
-    const views = createLiveViews({ config: ctx.config, redis: ctx.redis, prisma: unreachable, dashboardPrisma: ctx.prisma, logger: createLogger('test', 'silent'), jobs: undefined as never }, gateway.gateway.history);
+    const views = createLiveViews({ config: ctx.config, redis: ctx.redis, prisma: unreachable, dashboardPrisma: ctx.prisma, logger: createLogger('test', 'silent'), jobs: undefined as never }, gateway.gateway.history, () => ({ flagged: 0, challenge: 0, flood: 0 }));
     try {
       expect(await views.saleExists(sale.id)).toBe(true);
       await expect(views.read('overview')).resolves.toMatchObject({ sales: expect.arrayContaining([expect.objectContaining({ id: sale.id })]) });
@@ -129,7 +129,7 @@ describe('the live views', () => {
 
   it('say which store failed, in words, never with the driver\'s message (the page shows it)', async () => {
     const unreachable = createPrisma('mysql://root@127.0.0.1:1/nowhere', 1);
-    const views = createLiveViews({ config: ctx.config, redis: ctx.redis, prisma: ctx.prisma, dashboardPrisma: unreachable, logger: createLogger('test', 'silent'), jobs: undefined as never }, gateway.gateway.history);
+    const views = createLiveViews({ config: ctx.config, redis: ctx.redis, prisma: ctx.prisma, dashboardPrisma: unreachable, logger: createLogger('test', 'silent'), jobs: undefined as never }, gateway.gateway.history, () => ({ flagged: 0, challenge: 0, flood: 0 }));
     try {
       await expect(views.read('overview')).rejects.toThrow(/^MySQL did not answer in time$/);
     } finally {

@@ -4,7 +4,7 @@ import { openQueueCounts, reconcileJobId } from '@flashsale/jobs';
 import type { GatewayDeps } from '../deps.ts';
 import { listAdminSales, readAdminSale, readSaleStats, saleExists, storeFailures } from '@flashsale/sales';
 import type { SaleHistory } from './sale-history.ts';
-import { readDoorPanel } from './door-view.ts';
+import { readDoorPanel, type DoorPanel } from './door-view.ts';
 
 /**
  * What the dashboard's topics hold, read from the stores each time (LiveFeed calls it once per interval
@@ -18,7 +18,7 @@ import { readDoorPanel } from './door-view.ts';
  *   door-view.ts; null for an open one), and the newest points of its history and the process's (the
  *   page appends them to the history it got when its stream opened).
  */
-export function createLiveViews(deps: GatewayDeps, history: SaleHistory) {
+export function createLiveViews(deps: GatewayDeps, history: SaleHistory, shadowJoins: (saleId: number) => DoorPanel['shadowJoins']) {
   const { redis, config, jobs, dashboardPrisma: prisma } = deps;
   const prefix = config.REDIS_PREFIX;
   const queues = openQueueCounts(redisTargetOf(config), prefix);
@@ -39,7 +39,7 @@ export function createLiveViews(deps: GatewayDeps, history: SaleHistory) {
       jobs.queue.getJob(reconcileJobId(saleId)),
     ]);
     if (!view) throw new AppError('SALE_NOT_FOUND', `no sale has the id ${saleId}`);
-    const door = await readDoorPanel(redis, prefix, saleId, view.admission);
+    const door = await readDoorPanel(redis, prefix, saleId, view.admission, shadowJoins(saleId));
     const points = history.salePoints(saleId, recent);
     return {
       // One read of remaining for every panel that shows it (the header, the ledger, the sale's row in

@@ -29,6 +29,8 @@ export function doorView(door: DoorView) {
     waiting,
     admitted: door.front,
     admittedUnused: door.unused,
+    awaitingShowUp: door.awaitingShowUp,
+    noShowRate: door.noShowRate,
     abandoned: door.abandoned,
     remaining: door.remaining,
     mayComeBack: door.mayComeBack,

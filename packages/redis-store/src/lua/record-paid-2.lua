@@ -1,6 +1,6 @@
 --[[
   Records that an order of a queued sale was paid, so its units can never come back: the door tells the
-  buyers still waiting `sold_out` once nothing is left and nothing unpaid remains (admit-queue-5.lua).
+  buyers still waiting `sold_out` once nothing is left and nothing unpaid remains (admit-queue-6.lua).
   Idempotent per reservation. Nothing for an open sale.
 
   Input:

@@ -14,6 +14,8 @@
     KEYS[4] sale turns       (the door's admissions, includes/door-admission.lua; untouched for an
                               open sale)
     KEYS[5] sale closed hash (the buyers' closed orders, includes/buyer-history.lua; read only)
+    KEYS[6] sale show-up set (turns waiting for their buyer, includes/door.lua; untouched for an open
+                              sale)
 
     ARGV[1] user id
     ARGV[2] quantity (a positive integer; the gateway has validated its form)
@@ -36,7 +38,9 @@
     { -11, maxOrders }               OrderLimitReached: the buyer has opened as many orders in this sale
                                      as its rebuy rule allows
 
-  Every refusal returns before the first write. A buyer who already holds a reservation is told so
+  Every refusal returns before the first write but one: a buyer whose turn is in its show-up window and
+  who is refused after the turn check (-5, -7, -8, -10, -11) has shown up, and their turn runs to its
+  full end (includes/door-admission.lua, show_up). A buyer who already holds a reservation is told so
   (-6, with its id) before any other refusal: the answer a retry needs (after a dropped connection, a
   timeout) whether the sale has since sold out, ended or been paused.
 ]]
@@ -77,16 +81,24 @@ if sale.queued then
   end
 end
 
+-- A refusal from here on is of a buyer who came for their turn (a purchase attempt is showing up).
+local function refuse(code, value)
+  if turn then
+    show_up(KEYS[4], KEYS[6], ARGV[1], turn)
+  end
+  return { code, value }
+end
+
 local quantity = tonumber(ARGV[2])
 if quantity > sale.limit then
-  return { -5, sale.limit }
+  return refuse(-5, sale.limit)
 end
 
 if sale.remaining <= 0 then
-  return { -7, '' }
+  return refuse(-7, '')
 end
 if sale.remaining < quantity then
-  return { -8, sale.remaining }
+  return refuse(-8, sale.remaining)
 end
 
 -- The rebuy rule, last: one HGET, only for a buyer about to be accepted (no live record, units left), so
@@ -94,7 +106,7 @@ end
 if sale.rebuy then
   local refusal, value = rebuy_refusal(KEYS[5], ARGV[1], sale.rebuy, now)
   if refusal then
-    return { refusal, value }
+    return refuse(refusal, value)
   end
 end
 
@@ -107,6 +119,6 @@ add_reservation(KEYS[3], ARGV[3], ARGV[1], ARGV[2], now, sale.generation)
 local remaining = take_sale_stock(KEYS[1], quantity)
 record_buyer(KEYS[2], ARGV[1], ARGV[3], ARGV[2], now)
 if turn then
-  use_turn(KEYS[4], ARGV[1], turn)
+  use_turn(KEYS[4], KEYS[6], ARGV[1], turn)
 end
 return { 1, remaining }
