@@ -77,8 +77,12 @@ describe('500 buyer pages waiting on one gateway', () => {
       return { api: buyerApi.createBuyerApi({ base: gateway.url, saleId: id, token: buyerToken(`cost-page-${page}`), fetchImpl }), tickets: { get: () => ticket, set: (value: string) => void (ticket = value) } };
     });
     await until(() => redisNow(ctx.redis), (now) => now >= startsAt + 100);
-    // The unit's holder joins first: admitted at once, and holding the unit it does not buy.
-    expect((await doorBuyer(gateway.url, id, 'cost-holder').join()).status).toBe(200);
+    // The unit's holder joins first: admitted at once, there for the turn (so its turn runs its full length
+    // rather than lapsing after the show-up window), and holding the unit it does not buy.
+    const holder = doorBuyer(gateway.url, id, 'cost-holder');
+    expect((await holder.join()).status).toBe(200);
+    await holder.waitFor('admitted');
+    expect((await holder.here()).status).toBe(200);
     for (const page of pages) {
       const joined = await page.api.join();
       expect(joined.status).toBe(200);

@@ -87,6 +87,8 @@ export function doorBuyer(url: string, saleId: number, userId: string, tokenTtlS
     /** GET with the ticket last received (none before the first answer), or with `withTicket`. */
     status: async (withTicket: string | null = ticket) =>
       read(await fetch(`${url}/api/sales/${saleId}/queue`, { headers: { ...headers, ...(withTicket !== null && { 'queue-ticket': withTicket }) } })),
+    /** POST /queue/here with the ticket last received: the buyer has come for the turn, which then runs its full length. */
+    here: async () => read(await fetch(`${url}/api/sales/${saleId}/queue/here`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json', ...(ticket !== null && { 'queue-ticket': ticket }) }, body: '{}' })),
     purchase: async (quantity = 1) => {
       const res = await fetch(`${url}/api/sales/${saleId}/purchase`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify({ quantity }) });
       return { status: res.status, body: (await res.json()) as Record<string, unknown> };
