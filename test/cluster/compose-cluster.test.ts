@@ -118,7 +118,9 @@ describe('the compose file: its cluster nodes and the one-shot job, run', () => 
     // Loopback addresses of this test's own (any 127.x.y.z is this machine), one port for all, as in Docker.
     const block = () => `127.${randomInt(64, 250)}.${randomInt(1, 250)}`;
     const [first, second] = [block(), block()];
-    const port = await freePort();
+    // A cluster node's bus port is its port + 10,000: redis-server refuses a port above 55535 and exits.
+    let port = await freePort();
+    while (port > 55_535) port = await freePort();
     const addresses = [1, 2, 3, 4, 5, 6].map((n) => `${first}.${n}`);
     const init = (nodes: string[]) => runProcess('sh', ['infra/redis-cluster-init.sh'], { REDIS_CLUSTER_CREATE_NODES: nodes.join(' '), REDIS_CLUSTER_REPLICAS: '1', REDIS_PORT: String(port) });
     const services = (nodes: string[]) => runScript('infra/ensure-services.ts', { REDIS_CLUSTER_NODES: nodes.slice(0, 3).map((a) => `${a}:${port}`).join(',') });
