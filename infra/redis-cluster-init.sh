@@ -36,8 +36,11 @@ if [ "$assigned" = 0 ]; then
   addresses=""
   for node in $NODES; do addresses="$addresses $(address_of "$node"):$PORT"; done
   say "creating the cluster of$addresses ($REPLICAS replicas per master)"
+  # Bounded: redis-cli waits for the nodes to join with no limit of its own (a node that cannot reach
+  # another's bus port would hold the job forever).
   # shellcheck disable=SC2086 # one word per node
-  redis-cli --cluster create $addresses --cluster-replicas "$REPLICAS" --cluster-yes
+  timeout 120 redis-cli --cluster create $addresses --cluster-replicas "$REPLICAS" --cluster-yes ||
+    fail "redis-cli --cluster create did not finish within 120 s (exit $?)"
 else
   say "the cluster exists ($assigned slots assigned); introducing the nodes at their current addresses"
   for node in $NODES; do
