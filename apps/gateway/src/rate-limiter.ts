@@ -48,22 +48,16 @@ export class RateLimiter {
     const window = Math.floor(this.now() / 1000);
     if (window !== this.window) this.startWindow(window);
     const hash = keyHash(key, this.seed);
-    const slots = this.slots;
-    let slot = hash & this.mask;
-    for (;;) {
-      const at = slot * SLOT_WIDTH;
-      const count = slots[at + 3]!;
-      if (count === 0) break;
-      if (slots[at] === hash && this.holds(at, key)) {
-        // A key over its budget stays there (the count stops one past it): refusals count too.
-        if (count > this.perSecond) return false;
-        slots[at + 3] = count + 1;
-        return count + 1 <= this.perSecond;
-      }
-      slot = (slot + 1) & this.mask;
+    const at = this.slotOf(hash, key);
+    const count = this.slots[at + 3]!;
+    if (count === 0) {
+      this.insert(at / SLOT_WIDTH, hash, key);
+      return 1 <= this.perSecond;
     }
-    this.insert(slot, hash, key);
-    return 1 <= this.perSecond;
+    // A key over its budget stays there (the count stops one past it): refusals count too.
+    if (count > this.perSecond) return false;
+    this.slots[at + 3] = count + 1;
+    return count + 1 <= this.perSecond;
   }
 
   /**
@@ -72,14 +66,16 @@ export class RateLimiter {
    */
   over(key: string): boolean {
     if (Math.floor(this.now() / 1000) !== this.window) return false;
-    const hash = keyHash(key, this.seed);
+    return this.slots[this.slotOf(keyHash(key, this.seed), key) + 3]! > this.perSecond;
+  }
+
+  /** Where the key's slot starts in the table: its own, or the empty one where it would go (count 0). */
+  private slotOf(hash: number, key: string): number {
     const slots = this.slots;
     let slot = hash & this.mask;
     for (;;) {
       const at = slot * SLOT_WIDTH;
-      const count = slots[at + 3]!;
-      if (count === 0) return false;
-      if (slots[at] === hash && this.holds(at, key)) return count > this.perSecond;
+      if (slots[at + 3] === 0 || (slots[at] === hash && this.holds(at, key))) return at;
       slot = (slot + 1) & this.mask;
     }
   }

@@ -65,7 +65,6 @@ export function frontDoor({ purchase, queueStatus, publicReads }: CrowdHandlers,
     const method = req.method;
     if (method === 'POST' || method === 'OPTIONS' || method === 'GET') {
       const path = pathOf(req.url ?? '');
-      if (method === 'GET' && publicReads && path !== undefined && SALE_READ_PATH.test(path) && publicReads.spent(req)) return refuseLater(res, publicReads.untilNextSecond());
       const match = path === undefined ? null : CROWD_PATH.exec(path);
       // The path's last segment, any letter case: 'purchase' is 8 letters, 'queue' 5.
       const isPurchase = match !== null && match[2]!.length === 8;
@@ -82,6 +81,8 @@ export function frontDoor({ purchase, queueStatus, publicReads }: CrowdHandlers,
         if (!isPurchase) return queueStatus(req, res, saleId);
         return method === 'POST' ? purchase(req, res, saleId) : answerOptions(res);
       }
+      // Not a crowd path (a purchase or a poll never pays for this look).
+      if (method === 'GET' && publicReads && path !== undefined && SALE_READ_PATH.test(path) && publicReads.spent(req)) return refuseLater(res, publicReads.untilNextSecond());
     }
     app(req, res);
   };
