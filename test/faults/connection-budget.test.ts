@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createConnection, type Connection } from 'mariadb';
-import { createHttpClient, ledgerOf, purchaseBurst, spawnGateway, spawnWorker, startMariaDbServer, testDatabaseName, waitForDrain, type AppProcess, type MariaDbServer } from '@flashsale/harness';
+import { createHttpClient, ledgerOf, purchaseBurst, spawnGateway, spawnWorker, startMariaDbServer, tcpPortsByProcess, testDatabaseName, waitForDrain, type AppProcess, type MariaDbServer } from '@flashsale/harness';
 import { migrate } from '@flashsale/order-store';
 import { createTestContext, type TestContext } from '../support/context.ts';
 import { until } from '../support/until.ts';
@@ -48,8 +48,24 @@ async function connectionsOf(user: 'gateway' | 'worker'): Promise<number> {
   return Number(row!.n);
 }
 
+/**
+ * The gateway's connections to the server, by the gateway process that holds them (the processes of the
+ * gateway's group that hold any: its serving processes; the supervisor holds none once its check at start
+ * is done).
+ */
+async function gatewayConnectionsByProcess(groupId: number): Promise<Map<number, number>> {
+  const rows = await admin.query<{ HOST: string }[]>("SELECT HOST FROM information_schema.PROCESSLIST WHERE USER = 'gateway'");
+  const ports = rows.map((row) => Number(row.HOST.slice(row.HOST.lastIndexOf(':') + 1)));
+  const byProcess = new Map<number, number>();
+  for (const [pid, local] of tcpPortsByProcess(groupId)) {
+    const n = ports.filter((port) => local.has(port)).length;
+    if (n > 0) byProcess.set(pid, n);
+  }
+  return byProcess;
+}
+
 describe(`${GATEWAY_PROCESSES} gateway processes and a worker on a MariaDB with max_connections ${MAX_CONNECTIONS}`, () => {
-  it('warns at start that full pools cannot fit, yet every 202 becomes an order, and idle gateways come down to one connection each', async () => {
+  it('warns at start that full pools cannot fit, yet every 202 becomes an order, and idle gateway processes come down to one or two connections each', async () => {
     const env = { REDIS_URL: ctx.config.REDIS_URL, REDIS_PREFIX: ctx.config.REDIS_PREFIX };
     const gateway = await spawnGateway({ ...env, DATABASE_URL: urls.gateway, GATEWAY_WORKERS: String(GATEWAY_PROCESSES), DB_POOL_IDLE_TIMEOUT_MS: String(IDLE_TIMEOUT_MS) });
     processes.push(gateway);
@@ -100,18 +116,27 @@ describe(`${GATEWAY_PROCESSES} gateway processes and a worker on a MariaDB with 
     const gatewayPeak = await connectionsOf('gateway');
     // ...and shrink once idle: each process keeps the one connection its live-sale refresh uses every
     // 2 s and closes the rest after DB_POOL_IDLE_TIMEOUT_MS. The driver opens a spare while that one is
-    // busy (closed again a second later), so a sample may catch a few: none ever goes below one.
-    await until(() => connectionsOf('gateway'), (n) => n === GATEWAY_PROCESSES, 60_000);
-    const samples: number[] = [];
+    // busy (the pool keeps one idle), and on a busy machine, where the refresh takes longer, a process may
+    // keep that spare for minutes (seen beside stress-ng: one of eight at two for a whole minute). So the
+    // count is read process by process: every serving process holds one or two, never none, never more:
+    // 16 at most of the 48 their pools may open.
+    await until(
+      () => gatewayConnectionsByProcess(gateway.child.pid!),
+      (byProcess) => byProcess.size === GATEWAY_PROCESSES && [...byProcess.values()].every((n) => n <= 2),
+      60_000,
+    );
+    // Then, for 4 s: held so.
+    const samples: number[][] = [];
     for (let i = 0; i < 40; i += 1) {
-      samples.push(await connectionsOf('gateway'));
+      samples.push([...(await gatewayConnectionsByProcess(gateway.child.pid!)).values()]);
       await sleep(100);
     }
-    expect(Math.min(...samples)).toBeGreaterThanOrEqual(GATEWAY_PROCESSES);
-    expect(Math.max(...samples)).toBeLessThanOrEqual(2 * GATEWAY_PROCESSES);
+    expect(samples.filter((sample) => sample.length !== GATEWAY_PROCESSES)).toEqual([]);
+    const counts = samples.flat();
+    expect(Math.max(...counts)).toBeLessThanOrEqual(2);
     console.log(
       `connection budget: 500 202s became 500 orders ${drainMs} ms after the burst began (the worker held ${workerHeld} connections); ` +
-        `gateways held ${gatewayPeak} after the reads, then ${Math.min(...samples)}-${Math.max(...samples)} idle`,
+        `gateways held ${gatewayPeak} after the reads, then ${Math.min(...counts)}-${Math.max(...counts)} each idle`,
     );
   });
 });

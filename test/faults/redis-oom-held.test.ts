@@ -59,7 +59,12 @@ describe('Redis held past its memory limit after the load stops', () => {
       scripts = now;
     }
     signalGroup(system.reconciler!.child, 'SIGSTOP');
-    await ctx.redis.config('SET', 'maxmemory', String((await memoryOf(system)).counted + 400_000));
+    // The margin is what retention can give back: about half of what a reservation costs is its stream
+    // entry (the buyer's record stays), so a 1.2 MB fill frees some 600 KB, well above how far the
+    // clients' buffers move the count on their own (up to 160 KB between two looks, measured beside
+    // stress-ng): once healed, ten buyers do not take Redis back over its limit by chance. With 400 KB
+    // (200 KB freed), they did once in four runs under load, and the sale rightly said paused again.
+    await ctx.redis.config('SET', 'maxmemory', String((await memoryOf(system)).counted + 1_200_000));
     // Fill until purchases are refused with nothing in flight and Redis quiet: the workers'
     // acknowledgements free a little (their pending entries), and so does Redis shrinking idle clients'
     // buffers within a couple of seconds; a fill is drained, left alone, and tried again until Redis stays
@@ -71,14 +76,13 @@ describe('Redis held past its memory limit after the load stops', () => {
       expect(full).toBe(true);
       await waitForDrain(ctx.redis, ctx.config.REDIS_PREFIX, saleId, 60_000);
       await new Promise((resolve) => setTimeout(resolve, 3000));
-      held = overLimit(await memoryOf(system));
+      // Held: over the limit, and five buyers refused (were one let in, the count moved under the limit
+      // since, and the fill goes on).
+      held = overLimit(await memoryOf(system)) && (await burst(5)).failed.size === 5;
     }
     expect(held).toBe(true);
     const reservationsAtFull = accepted.size;
-
-    // Held: every purchase refused, and the sale says paused.
-    const refused = await burst(5);
-    expect(refused.failed.size).toBe(5);
+    // And the sale says it cannot sell.
     expect(await status()).toBe('paused');
 
     const linesBefore = system.reconciler!.logs.length;

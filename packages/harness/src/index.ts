@@ -12,7 +12,7 @@ export { runMatrixCell, matrixTable, MATRIX_FAULTS, MATRIX_LINKS, MATRIX_SALES, 
 export { buyerToken, signBuyerTokens } from './tokens.ts';
 export { startRedisServer, askRedis, type RedisServer, type RedisServerOptions } from './redis-server.ts';
 export { freePort } from './server-start.ts';
-export { tcpPortsOfGroup } from './process-sockets.ts';
+export { tcpPortsByProcess, tcpPortsOfGroup } from './process-sockets.ts';
 export { purchaseBurst, mergeBursts, type BurstOutcome } from './purchase-burst.ts';
 export { startMariaDbServer, type MariaDbServer } from './mariadb-server.ts';
 export { startGaleraCluster, type GaleraCluster, type GaleraNode, type GaleraClusterOptions } from './galera-cluster.ts';

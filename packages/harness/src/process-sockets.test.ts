@@ -2,14 +2,14 @@ import { once } from 'node:events';
 import { createServer, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { killGroup, spawnInGroup } from './process-group.ts';
-import { tcpPortsOfGroup } from './process-sockets.ts';
+import { tcpPortsByProcess, tcpPortsOfGroup } from './process-sockets.ts';
 
 const children: ReturnType<typeof spawnInGroup>[] = [];
 afterEach(() => {
   for (const child of children.splice(0)) killGroup(child);
 });
 
-describe('tcpPortsOfGroup', () => {
+describe('tcpPortsOfGroup and tcpPortsByProcess', () => {
   it("names the local ports of a process group's connections, a grandchild's included, and none of another group's", async () => {
     const peers: number[] = [];
     const server = createServer((socket: Socket) => peers.push(socket.remotePort!));
@@ -30,6 +30,14 @@ describe('tcpPortsOfGroup', () => {
     expect([...ours].filter((peer) => theirs.has(peer))).toEqual([]);
     // The server's own side is this process's, in neither group.
     expect(ours.has(port) || theirs.has(port)).toBe(false);
+
+    // Process by process: the shell holds no connection, its node child the one.
+    const byProcess = tcpPortsByProcess(group.pid!);
+    expect(byProcess.get(group.pid!)).toEqual(new Set());
+    const holders = [...byProcess].filter(([, ports]) => peers.some((peer) => ports.has(peer)));
+    expect(holders).toHaveLength(1);
+    expect(holders[0]![0]).not.toBe(group.pid);
+    expect(holders[0]![1]).toEqual(new Set(peers.filter((peer) => ours.has(peer))));
     server.close();
   });
 });

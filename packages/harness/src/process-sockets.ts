@@ -7,7 +7,16 @@ import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
  * processes it started from those of every other test file with it.
  */
 export function tcpPortsOfGroup(groupId: number): Set<number> {
-  const inodes = new Set<string>();
+  return new Set([...tcpPortsByProcess(groupId).values()].flatMap((ports) => [...ports]));
+}
+
+/**
+ * The same, process by process: each process of the group (by pid) with the local ports of its TCP
+ * connections (empty when it holds none). A test that counts a server's connections per client process
+ * (a gateway's cluster of processes, each with its own pool) tells them apart with it.
+ */
+export function tcpPortsByProcess(groupId: number): Map<number, Set<number>> {
+  const inodesOf = new Map<number, Set<string>>();
   for (const pid of readdirSync('/proc')) {
     if (!/^\d+$/.test(pid)) continue;
     const stat = readOrUndefined(`/proc/${pid}/stat`);
@@ -19,6 +28,7 @@ export function tcpPortsOfGroup(groupId: number): Set<number> {
     } catch {
       continue; // gone meanwhile
     }
+    const inodes = new Set<string>();
     for (const fd of fds) {
       try {
         const socket = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`));
@@ -27,16 +37,21 @@ export function tcpPortsOfGroup(groupId: number): Set<number> {
         // closed meanwhile
       }
     }
+    inodesOf.set(Number(pid), inodes);
   }
-  const ports = new Set<number>();
+  const portOfInode = new Map<string, number>();
   for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
     // Columns: sl, local_address (hex address:port), rem_address, st, tx:rx queues, tr:when, retrnsmt, uid, timeout, inode.
     for (const line of (readOrUndefined(table) ?? '').split('\n').slice(1)) {
       const columns = line.trim().split(/\s+/);
-      if (columns.length > 9 && inodes.has(columns[9]!)) ports.add(Number.parseInt(columns[1]!.split(':')[1]!, 16));
+      if (columns.length > 9) portOfInode.set(columns[9]!, Number.parseInt(columns[1]!.split(':')[1]!, 16));
     }
   }
-  return ports;
+  const byProcess = new Map<number, Set<number>>();
+  for (const [pid, inodes] of inodesOf) {
+    byProcess.set(pid, new Set([...inodes].flatMap((inode) => (portOfInode.has(inode) ? [portOfInode.get(inode)!] : []))));
+  }
+  return byProcess;
 }
 
 function readOrUndefined(path: string): string | undefined {
