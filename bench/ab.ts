@@ -27,7 +27,7 @@ import { ensureServices } from '../infra/ensure-services.ts';
 import { chooseLoadGenerator, median } from './load.ts';
 import { cpuSeconds, mainThreadCpuSeconds, startBaseline, startGatewayProcess, type BenchServer } from './servers.ts';
 import { benchBuyers, DUPLICATE_BUYERS, openPathSale } from './path-sale.ts';
-import type { PathName } from './report.ts';
+import type { PathName } from './summary.ts';
 
 const COMMAND = {
   usage: `usage: npm run bench:ab -- [--against <commit>] [--path accept|duplicate|sold_out] [--rounds N]

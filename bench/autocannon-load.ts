@@ -1,5 +1,5 @@
 import autocannon from 'autocannon';
-import type { LoadResult, PurchaseLoadOptions } from './load.ts';
+import type { LoadResult, PurchaseLoadOptions } from './load-result.ts';
 
 /**
  * The purchase load with autocannon, in this process: `connections` keep-alive connections for

@@ -1,8 +1,7 @@
 /**
  * What one sale of many buyers costs when it is reconciled and when its stats are read, at sizes given on
- * the command line (issue 23: at 300,000 buyers a rebuild held Redis 122 ms, the reconciler grew from 207
- * to 550 MB, the stats' GROUP BY took 364-659 ms). For each size, in a database and a redis-server of its
- * own (both removed at the end):
+ * the command line (CHANGELOG.md tells what they cost before). For each size, in a database and a
+ * redis-server of its own (both removed at the end):
  *
  *   1. fills MySQL in bulk (INSERT ... SELECT from MariaDB's sequence engine, 100,000 rows a statement):
  *      N orders of one sale, 1 unit each, one in twenty cancelled, one in twenty expired, one in five paid,

@@ -1,6 +1,6 @@
 /**
  * The door-bots part (BENCH_PARTS=door-bots): honest buyers against a farm of accounts, through a real
- * gateway and worker, on queued sales at the default settings (issue 41). H honest buyers join before
+ * gateway and worker, on queued sales at the default settings. H honest buyers join before
  * the start, each from an address of their own, poll honouring Retry-After, buy when admitted and pay;
  * M = 3H farm accounts join and never come back. Scenarios, each on a sale of its own:
  * - the honest crowd alone (the time to sell out the farm is judged against);

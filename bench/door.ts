@@ -1,5 +1,5 @@
 /**
- * The `door` part (issue 27): what the waiting room costs, on one gateway process, contenders
+ * The `door` part: what the waiting room costs, on one gateway process, contenders
  * alternated in each round:
  * - accept, `admission` absent: today's path (a sale created through the admin API without it);
  * - accept, `{"mode":"open"}`: the same create with the open door named;
@@ -13,7 +13,7 @@ import os from 'node:os';
 import { startRedisServer } from '@flashsale/harness';
 import { admitQueue, createRedis, saleKeys, type ScriptCommands, type ScriptedRedis } from '@flashsale/redis-store';
 import { loadRange, operatorSale, ratioText, roundRatios, runLine, type PartContext, type RoundRatios, type Run } from './part-context.ts';
-import type { BenchResults, Summary } from './report.ts';
+import type { RunInfo, Summary } from './summary.ts';
 import { cpuSeconds, startGatewayProcess, type BenchServer } from './servers.ts';
 import { wrkRequests } from './wrk-load.ts';
 
@@ -156,7 +156,7 @@ export async function doorPart(part: PartContext): Promise<DoorResults> {
 }
 
 /** The section of docs/BENCHMARKS.md between the door markers. */
-export function doorMarkdown(r: BenchResults, d: DoorResults): string {
+export function doorMarkdown(r: RunInfo, d: DoorResults): string {
   const row = (label: string, s: Summary, ratio: string) => `| ${label} | ${s.rps} | ${s.p50.toFixed(1)} / ${s.p99.toFixed(1)} | ${s.cpuUsPerRequest?.toFixed(0)} | ${ratio} |`;
   const within = (value: number, goal: number) => (value >= goal ? `met (goal ${goal})` : `**not met** (goal ${goal})`);
   return [
@@ -172,6 +172,6 @@ export function doorMarkdown(r: BenchResults, d: DoorResults): string {
     row('`GET /api/sales/:id/queue`, waiting buyers', d.status, `status / sold out ${ratioText(d.ratios.statusToSoldOut)}`),
     row('purchase, sold out', d.soldOut, '1'),
     '',
-    `Issue 27's bars, by the medians: open within the noise of absent: ${d.ratios.openToAbsent.low <= 1 && d.ratios.openToAbsent.high >= 1 ? 'the rounds straddle 1' : '**every round on one side of 1**'}, gateway CPU ${d.open.cpuUsPerRequest?.toFixed(0)} against ${d.absent.cpuUsPerRequest?.toFixed(0)} µs/request; the status poll at least the sold-out path's rate: ${within(d.ratios.statusToSoldOut.median, 1)}; the admitted purchase within 0.9 of the open accept path: ${within(d.ratios.admittedToOpen.median, 0.9)}.`,
+    `The bars, by the medians: open within the noise of absent: ${d.ratios.openToAbsent.low <= 1 && d.ratios.openToAbsent.high >= 1 ? 'the rounds straddle 1' : '**every round on one side of 1**'}, gateway CPU ${d.open.cpuUsPerRequest?.toFixed(0)} against ${d.absent.cpuUsPerRequest?.toFixed(0)} µs/request; the status poll at least the sold-out path's rate: ${within(d.ratios.statusToSoldOut.median, 1)}; the admitted purchase within 0.9 of the open accept path: ${within(d.ratios.admittedToOpen.median, 0.9)}.`,
   ].join('\n');
 }

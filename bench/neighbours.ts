@@ -1,5 +1,5 @@
 /**
- * The `neighbours` part (issue 22, items 3 and 4): the buyer path (the accept path, as the purchase part
+ * The `neighbours` part: the buyer path (the accept path, as the purchase part
  * measures it) on one gateway process with its defaults, quiet, and beside what an outsider or an
  * operator may do to the same process meanwhile, contenders alternated in each round:
  * - metrics port held: 1,000 idle connections to the metrics port from 1,000 loopback addresses (the
@@ -13,13 +13,13 @@
  * and beside wrk flooding GET /api/sales/<an id no sale has> on 32 connections from 127.0.0.1, with the
  * gateway's default budget of unauthenticated reads (PUBLIC_READS_PER_ADDRESS_PER_SECOND): the flood
  * is answered 429 past the budget and its misses are remembered, so the lookup's p99 should stay within
- * 2x of its quiet value (issue 40; before, 21 ms became 225 ms).
+ * 2x of its quiet value.
  */
 import { connect, type Socket } from 'node:net';
 import { Pool } from 'undici';
 import { buyerToken, percentile } from '@flashsale/harness';
 import { loadRange, operatorSale, ratioText, roundRatios, runLine, type PartContext, type RoundRatios, type Run } from './part-context.ts';
-import type { BenchResults, Summary } from './report.ts';
+import type { RunInfo, Summary } from './summary.ts';
 import { startGatewayProcess, type BenchServer } from './servers.ts';
 import { wrkRequests } from './wrk-load.ts';
 
@@ -249,7 +249,7 @@ export async function neighboursPart(part: PartContext): Promise<NeighboursResul
 }
 
 /** The section of docs/BENCHMARKS.md between the neighbours markers. */
-export function neighboursMarkdown(r: BenchResults, n: NeighboursResults): string {
+export function neighboursMarkdown(r: RunInfo, n: NeighboursResults): string {
   const row = (label: string, s: Summary, ratio: string, beside: string) => `| ${label} | ${s.rps} | ${s.p50.toFixed(1)} / ${s.p99.toFixed(1)} | ${s.cpuUsPerRequest?.toFixed(0)} | ${ratio} | ${beside} |`;
   const list = (values: number[]) => values.join(', ');
   return [

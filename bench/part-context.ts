@@ -6,9 +6,10 @@
 import type { Config } from '@flashsale/config';
 import type { PrismaClient } from '@flashsale/order-store';
 import type { ScriptedRedis } from '@flashsale/redis-store';
-import { median, type LoadResult } from './load.ts';
+import type { LoadResult } from './load-result.ts';
+import { median } from './load.ts';
 import type { BenchSettings } from './options.ts';
-import type { BenchResults, PathName, Summary } from './report.ts';
+import type { PathName, RunInfo, Summary } from './summary.ts';
 import type { BenchServer } from './servers.ts';
 
 /**
@@ -69,7 +70,7 @@ export interface RoundRatios {
 export const ratioText = (r: RoundRatios) => `**${r.median.toFixed(2)}** (rounds ${r.low.toFixed(2)} to ${r.high.toFixed(2)})`;
 
 /** The first line of a part's section: when, what command, on which code and machine, how measured. */
-export function runLine(r: BenchResults): string {
+export function runLine(r: RunInfo): string {
   return `${r.date.slice(0, 10)}, \`${r.command}\` on ${r.commit}, load by ${r.loadGenerator}, ${r.settings.connections} connections, ${r.settings.seconds} s per run, ${r.settings.rounds} rounds alternating the contenders; medians. Machine: ${r.machine}; Node ${r.node}.`;
 }
 

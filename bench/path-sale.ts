@@ -2,7 +2,7 @@ import { insertSale, type PrismaClient } from '@flashsale/order-store';
 import { publishSale, saleKeys, type ScriptedRedis } from '@flashsale/redis-store';
 import { newReservationId } from '@flashsale/domain';
 import { signBuyerTokens } from '@flashsale/harness';
-import type { PathName } from './report.ts';
+import type { PathName } from './summary.ts';
 
 /**
  * The bench's buyers, each with an HS256 token signed with `secret`: more than the fastest contender

@@ -1,4 +1,5 @@
-import { PIPELINE_PROCESSES, type ContenderResults, type PipelineResults } from './pipeline.ts';
+import { PIPELINE_PROCESSES } from './pipeline-run.ts';
+import type { ContenderResults, PipelineResults } from './pipeline.ts';
 
 const row = (name: string, s: ContenderResults['closed']) =>
   `| ${name} | ${s.acceptRate} | ${s.sustainedRate} | ${s.backlogAtEnd} | ${s.drainSeconds} | ${s.p50} | ${s.p99} | ${PIPELINE_PROCESSES.map((proc) => s.cpuUsPerOrder[proc]).join(' | ')} | **${s.cpuUsPerOrder.pipeline}** | ${s.cpuUsPerOrder.total} | ${s.redoBytesPerOrder}${s.binlogBytesPerOrder ? ` + binlog ${s.binlogBytesPerOrder}` : ''} |`;

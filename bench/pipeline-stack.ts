@@ -6,7 +6,7 @@ import { publishSale, retireSale, saleKeys, streamBacklog, waitForDrain, type Sc
 import { createPrisma, type PrismaClient } from '@flashsale/order-store';
 import { spawnGateway, spawnReconciler, spawnWorker, type AppProcess } from '@flashsale/harness';
 import { processTree, readProcesses } from '../loadtest/soak/sampler.ts';
-import { PIPELINE_PROCESSES, type GatewayAloneRun, type PipelineProcess, type PipelineRun } from './pipeline.ts';
+import { PIPELINE_PROCESSES, type GatewayAloneRun, type PipelineProcess, type PipelineRun } from './pipeline-run.ts';
 import { redisCommandCosts, statusCounter } from './pipeline-servers.ts';
 import { runWrk, WRK_SCRIPTS } from './pipeline-wrk.ts';
 

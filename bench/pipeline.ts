@@ -27,10 +27,8 @@ import { gitRevision, startMariaDbServer, startRedisServer } from '@flashsale/ha
 import { median } from './load.ts';
 import { checkoutOf } from './pipeline-checkout.ts';
 import { innodbSettingsOf, mariadbPidOf, type CommandCost } from './pipeline-servers.ts';
+import { PIPELINE_PROCESSES, type GatewayAloneRun, type PipelineRun } from './pipeline-run.ts';
 import { startStack, type Stack } from './pipeline-stack.ts';
-
-export const PIPELINE_PROCESSES = ['gateway', 'worker-1', 'worker-2', 'reconciler', 'redis-server', 'mariadbd', 'wrk'] as const;
-export type PipelineProcess = (typeof PIPELINE_PROCESSES)[number];
 
 export interface PipelineOptions {
   seconds: number;
@@ -47,37 +45,6 @@ export interface PipelineOptions {
   /** A directory for --cpu-prof profiles of the gateway and workers, and performance_schema on: a profiling run, not figures to quote. */
   profileDir?: string;
   log(text: string): void;
-}
-
-export interface PipelineRun {
-  loadAverage: number;
-  targetRate?: number;
-  requests: number;
-  accepted: number;
-  errors: number;
-  loadSeconds: number;
-  /** Accepted per second of load (the gateway's side). */
-  acceptRate: number;
-  p50: number;
-  p99: number;
-  /** Entries not yet written (lag + pending) when the load stopped, and the seconds until every one was. */
-  backlogAtEnd: number;
-  drainSeconds: number;
-  /** Orders committed / (load + drain seconds). */
-  sustainedRate: number;
-  /** By process; `pipeline` sums every process but wrk (the system's own cost), `total` adds wrk. */
-  cpuUsPerOrder: Record<PipelineProcess, number> & { pipeline: number; total: number };
-  redoBytesPerOrder: number;
-  binlogBytesPerOrder: number;
-  redis: CommandCost[];
-}
-
-export interface GatewayAloneRun {
-  loadAverage: number;
-  rps: number;
-  p50: number;
-  p99: number;
-  cpuUsPerRequest: number;
 }
 
 /** One contender's medians: this checkout's, or the revision it ran against. */

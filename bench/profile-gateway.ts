@@ -19,7 +19,7 @@ import { deleteKeysWithPrefix } from '@flashsale/harness';
 import { chooseLoadGenerator } from './load.ts';
 import { startBaseline, startGatewayProcess } from './servers.ts';
 import { benchBuyers, DUPLICATE_BUYERS, openPathSale } from './path-sale.ts';
-import type { PathName } from './report.ts';
+import type { PathName } from './summary.ts';
 
 interface ProfileNode {
   id: number;

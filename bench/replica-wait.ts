@@ -1,5 +1,5 @@
 /**
- * The `replica-wait` part (issue 21): what REDIS_WAIT_REPLICAS costs the accept path. A redis-server
+ * The `replica-wait` part: what REDIS_WAIT_REPLICAS costs the accept path. A redis-server
  * primary of the bench's own with two real replicas (`--replicaof`, loopback), and three gateway
  * processes on that primary: WAIT off (REDIS_WAIT_REPLICAS=0, no WAIT sent), WAIT 1 and WAIT 2 (every
  * replica), the timeout at its default. The replicas copy every write whichever gateway made it, so the
@@ -10,7 +10,7 @@ import { createRedis, type ScriptedRedis } from '@flashsale/redis-store';
 import { startGatewayProcess } from './servers.ts';
 import { median } from './load.ts';
 import { loadRange, ratioText, roundRatios, runLine, type PartContext, type RoundRatios, type Run } from './part-context.ts';
-import type { BenchResults, Summary } from './report.ts';
+import type { RunInfo, Summary } from './summary.ts';
 
 const REPLICAS = 2;
 /** How long the replicas have to be in sync with the primary before the part gives up. */
@@ -82,7 +82,7 @@ export async function replicaWaitPart(part: PartContext): Promise<ReplicaWaitRes
 }
 
 /** The section of docs/BENCHMARKS.md between the replica-wait markers. */
-export function replicaWaitMarkdown(r: BenchResults, w: ReplicaWaitResults): string {
+export function replicaWaitMarkdown(r: RunInfo, w: ReplicaWaitResults): string {
   const row = (wait: string, label: string) => {
     const s = w.byWait[wait]!;
     return `| ${label} | ${s.acceptsPerSecond} | ${s.p50.toFixed(1)} / ${s.p99.toFixed(1)} | ${s.cpuUsPerRequest?.toFixed(0)} | ${s.notAcknowledged} | ${wait === '0' ? '1' : ratioText(w.ratios[wait]!)} |`;

@@ -8,31 +8,12 @@ import { neighboursMarkdown, type NeighboursResults } from './neighbours.ts';
 import type { GaleraResults } from './galera.ts';
 import type { ReadyResults } from './ready.ts';
 import type { DoorBotsResults } from './door-bots.ts';
+import type { PathName, ReserveSummary, RunInfo, Summary } from './summary.ts';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
-export type PathName = 'accept' | 'duplicate' | 'sold_out';
-
-export interface Summary {
-  /** Medians of the runs. */
-  rps: number;
-  p50: number;
-  p99: number;
-  /** CPU time (user + system) of the server process per request answered, in microseconds. */
-  cpuUsPerRequest?: number;
-  runs: unknown[];
-}
-
 /** One `npm run bench`, as appended to bench/results.json; a part left out (BENCH_PARTS) is absent. */
-export interface BenchResults {
-  date: string;
-  machine: string;
-  node: string;
-  command: string;
-  /** HEAD when the bench ran, `+changes` when the working tree differed from it. */
-  commit: string;
-  loadGenerator: string;
-  settings: Record<string, number>;
+export interface BenchResults extends RunInfo {
   paths?: Record<
     PathName,
     {
@@ -87,14 +68,6 @@ export interface BenchResults {
   ready?: ReadyResults;
 }
 
-/** Medians of reserve-script runs (bench/reserve-load.ts), and every run. */
-export interface ReserveSummary {
-  callsPerSecond: number;
-  clientCpuUs: number;
-  redisScriptUs: number;
-  redisCpuUs: number;
-  runs: unknown[];
-}
 
 const RESULTS = fileURLToPath(new URL('./results.json', import.meta.url));
 const DOC = fileURLToPath(new URL('../docs/BENCHMARKS.md', import.meta.url));
@@ -103,7 +76,7 @@ const END = '<!-- bench-results:end -->';
 const SCALE_START = '<!-- bench-scale:start -->';
 const SCALE_END = '<!-- bench-scale:end -->';
 
-/** The goals the table is read against (issue 12): against the authenticated baseline. */
+/** The goals the table is read against: against the authenticated baseline. */
 const GOALS: Record<PathName, { goal: number; floor: number }> = {
   accept: { goal: 0.9, floor: 0.8 },
   duplicate: { goal: 0.9, floor: 0.8 },

@@ -30,7 +30,8 @@ import { drainByWorker, drainByWorkers, drainRaw, startWorkerPool } from './drai
 import { expiryByWorker } from './expiry.ts';
 import { evenlySpreadSales, reservePathRun, spreadRun, type ReserveRun } from './reserve-load.ts';
 import { callgrindAvailable, reserveInstructions, type ScriptInstructions } from './script-instructions.ts';
-import { printResults, writeResults, type BenchResults, type PathName, type ReserveSummary, type Summary } from './report.ts';
+import { printResults, writeResults, type BenchResults } from './report.ts';
+import type { PathName, ReserveSummary, Summary } from './summary.ts';
 import { measurePipeline } from './pipeline.ts';
 import { galeraPart } from './galera.ts';
 import { benchBuyers, DUPLICATE_BUYERS, openPathSale } from './path-sale.ts';

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { LoadResult, PurchaseLoadOptions } from './load.ts';
+import type { LoadResult, PurchaseLoadOptions } from './load-result.ts';
 
 const SCRIPT = fileURLToPath(new URL('./wrk/purchase.lua', import.meta.url));
 const REQUESTS_SCRIPT = fileURLToPath(new URL('./wrk/requests.lua', import.meta.url));

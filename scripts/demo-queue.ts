@@ -6,7 +6,7 @@ import { redisNow, type ScriptedRedis } from '@flashsale/redis-store';
 import { paymentSender, tally } from './demo-lifecycle.ts';
 
 /**
- * `npm run demo -- --queue`: a sale behind the door (issue 27), from the pre-queue to sold out, told in
+ * `npm run demo -- --queue`: a sale behind the door, from the pre-queue to sold out, told in
  * lines a person reads. Buyers join before the start, each with a solved proof of work (the sale asks
  * one), and get their places by a draw at the start; the
  * door admits a few a second, never more admitted-and-unused buyers than units left; one admitted buyer

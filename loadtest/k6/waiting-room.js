@@ -2,7 +2,7 @@
 /**
  * k6 run loadtest/k6/waiting-room.js   (k6 >= 0.45; BASE_URL, ADMIN_TOKEN, AUTH_SECRET from the environment)
  *
- * A crowd through the door of a queued sale (issue 27). setup() creates the sale through the admin API
+ * A crowd through the door of a queued sale. setup() creates the sale through the admin API
  * (STOCK units, ADMIT_PER_SECOND, starting START_IN_SECONDS after setup, the waiting room open already);
  * each virtual user is one buyer who joins at once (all before the start: the draw decides their order)
  * with a solved proof of work where the sale asks one (CHALLENGE: the challenge fetched, ALTCHA's SHA-256

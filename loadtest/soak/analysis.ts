@@ -3,15 +3,7 @@
  * of a histogram's increase over an interval, least-squares slopes, a log-bucketed latency histogram for
  * the Node pacer, and the per-interval series the report draws from the raw samples.
  */
-import type { Sample } from './sample.ts';
-
-/** What the soak reads from the gateway's `/metrics`: cumulative since the gateway started. */
-export interface GatewayCounters {
-  /** flashsale_purchases_total by outcome (`reserved`, or the refusal's code). */
-  outcomes: Record<string, number>;
-  /** flashsale_purchase_duration_seconds: upper bounds in seconds (the last one +Inf) and cumulative counts. */
-  latency: { bounds: number[]; counts: number[] };
-}
+import type { GatewayCounters, Sample } from './sample.ts';
 
 const LINE = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{([^}]*)\})?\s+(\S+)/;
 

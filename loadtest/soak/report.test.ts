@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { histogramQuantile, leastSquaresSlope, LogHistogram, parseGatewayMetrics, processSummaries, runTotals, seriesOf, type GatewayCounters } from './analysis.ts';
+import { histogramQuantile, leastSquaresSlope, LogHistogram, parseGatewayMetrics, processSummaries, runTotals, seriesOf } from './analysis.ts';
+import type { GatewayCounters } from './sample.ts';
 import { chartSvg, niceTicks, pathOf, renderReport } from './report.ts';
 import { judgeLedger, type SaleStats } from './ledger.ts';
 import { parseSoakArgs, stockFor } from './options.ts';

@@ -1,5 +1,4 @@
 /** The soak's records: one sample, the load generator's summary, the ledger verdict, and the whole run (the raw JSON next to the report). */
-import type { GatewayCounters } from './analysis.ts';
 
 /** A process at one instant: resident memory, and CPU used since it started (user + system, its descendants summed). */
 export interface ProcessReading {
@@ -101,4 +100,12 @@ export interface SoakRun {
   logExcerpts: Record<string, string[]>;
   /** Things the runner noticed that do not fail the ledger (the feed ending early, a sample that failed). */
   notes: string[];
+}
+
+/** What the soak reads from the gateway's `/metrics`: cumulative since the gateway started. */
+export interface GatewayCounters {
+  /** flashsale_purchases_total by outcome (`reserved`, or the refusal's code). */
+  outcomes: Record<string, number>;
+  /** flashsale_purchase_duration_seconds: upper bounds in seconds (the last one +Inf) and cumulative counts. */
+  latency: { bounds: number[]; counts: number[] };
 }

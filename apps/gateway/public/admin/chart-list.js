@@ -1,4 +1,4 @@
-// What the dashboard charts (issue 28), as lists dashboard.js draws with charts.js: a classic script
+// What the dashboard charts, as lists dashboard.js draws with charts.js: a classic script
 // loaded before dashboard.js, no build step.
 /* exported SALE_CHARTS, PROCESS_CHARTS */
 'use strict';

@@ -1,4 +1,4 @@
-// The sale's ledger as a person reads it, and the one-line verdict (issue 28): a classic script beside
+// The sale's ledger as a person reads it, and the one-line verdict: a classic script beside
 // dashboard.js (which calls renderLedger with every push of the sale's view), using its el, $ and count.
 /* global el, $, count */
 /* exported renderLedger, resetVerdict */

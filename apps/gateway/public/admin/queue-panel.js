@@ -1,4 +1,4 @@
-// A queued sale's waiting room on the dashboard (issue 27): its figures as the sale's view pushes them
+// A queued sale's waiting room on the dashboard: its figures as the sale's view pushes them
 // (door-view.ts on the gateway), and the operator's controls of admission (POST
 // /api/admin/sales/:id/admission: pause, resume, the rate). A classic script beside dashboard.js, using
 // its el, $ and count; every value goes in through textContent.
