@@ -27,8 +27,8 @@ import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createConnection } from 'mariadb';
 import { exitWithUsage, parseCommandLine } from '@flashsale/config';
-import { createPrisma, dropDatabase, insertSale, migrate, poolConfigFromUrl, saleOrderLedger, type PrismaClient } from '@flashsale/order-store';
-import { createRedis, publishSale, redisNow, saleKeys } from '@flashsale/redis-store';
+import { createOrderStore, createPrisma, dropDatabase, migrate, poolConfigFromUrl, type PrismaClient } from '@flashsale/order-store';
+import { createRedis, redisNow, saleKeys, createSaleStore } from '@flashsale/redis-store';
 import { startRedisServer } from '@flashsale/harness';
 import { readSaleStats } from '@flashsale/sales';
 
@@ -100,7 +100,7 @@ async function measureSize(buyers: number, mysqlServer: string, reconcilerRoot: 
     await migrate(databaseUrl);
     const filled = performance.now();
     const now = await redisNow(redis);
-    const sale = await insertSale(prisma, { name: `big sale of ${buyers}`, stock: buyers, perUserLimit: 1, startsAt: new Date(now - 60_000), endsAt: new Date(now + 3_600_000) });
+    const sale = await createOrderStore(prisma).insertSale({ name: `big sale of ${buyers}`, stock: buyers, perUserLimit: 1, startsAt: new Date(now - 60_000), endsAt: new Date(now + 3_600_000) });
     const { database: _db, ...serverConfig } = poolConfigFromUrl(databaseUrl);
     const connection = await createConnection({ ...serverConfig, database });
     try {
@@ -132,7 +132,7 @@ async function measureSize(buyers: number, mysqlServer: string, reconcilerRoot: 
       await connection.end();
     }
     const live = await prisma.order.count({ where: { saleId: sale.id, status: { in: ['created', 'paid'] } } });
-    await publishSale(redis, prefix, { ...sale, stock: buyers }, sale.generation);
+    await createSaleStore(redis, prefix).publish({ ...sale, stock: buyers }, sale.generation);
     await redis.hset(saleKeys(prefix, sale.id).meta, 'remaining', String(buyers - live));
     const buyersKey = saleKeys(prefix, sale.id).buyers;
     for (let from = 1; from <= buyers; from += 10_000) {
@@ -151,7 +151,7 @@ async function measureSize(buyers: number, mysqlServer: string, reconcilerRoot: 
     const stats = await timed(10, () => readSaleStats({ redis, prisma, prefix }, sale.id));
     const groupByBefore = await timed(10, () => prisma.order.groupBy({ by: ['status'], where: { saleId: sale.id }, _count: { _all: true }, _sum: { quantity: true } }));
 
-    const rowsRead = { stats: await rowsReadBy(databaseUrl, (one) => saleOrderLedger(one, sale.id)), groupByBefore: await rowsReadBy(databaseUrl, (one) => one.order.groupBy({ by: ['status'], where: { saleId: sale.id }, _count: { _all: true }, _sum: { quantity: true } })) };
+    const rowsRead = { stats: await rowsReadBy(databaseUrl, (one) => createOrderStore(one).sale(sale.id).orderLedger()), groupByBefore: await rowsReadBy(databaseUrl, (one) => one.order.groupBy({ by: ['status'], where: { saleId: sale.id }, _count: { _all: true }, _sum: { quantity: true } })) };
 
     await redis.config('SET', 'slowlog-log-slower-than', '0');
     await redis.slowlog('RESET');

@@ -1,8 +1,8 @@
 import { afterAll, afterEach, beforeAll, beforeEach } from 'vitest';
 import { loadConfig, type Config } from '@flashsale/config';
-import { createRedis, publishSale, redisNow, redisTargetOf, type ScriptedRedis } from '@flashsale/redis-store';
+import { createRedis, redisNow, redisTargetOf, type ScriptedRedis, createSaleStore } from '@flashsale/redis-store';
 import { deleteKeysWithPrefix, testDatabaseName, testRedisPrefix } from '@flashsale/harness';
-import { createPrisma, insertSale, migrate, poolConfigFromUrl, type PrismaClient, type SaleRecord } from '@flashsale/order-store';
+import { createOrderStore, createPrisma, migrate, poolConfigFromUrl, type PrismaClient, type SaleRecord } from '@flashsale/order-store';
 import { createConnection } from 'mariadb';
 import type { RebuyRule } from '@flashsale/domain';
 
@@ -93,7 +93,7 @@ export interface SaleOptions {
 /** A sale in MySQL and live in Redis, published exactly as the admin endpoint does. */
 export async function createLiveSale(ctx: TestContext, options: SaleOptions = {}): Promise<SaleRecord> {
   const now = await redisNow(ctx.redis);
-  const sale = await insertSale(ctx.prisma, {
+  const sale = await createOrderStore(ctx.prisma).insertSale({
     name: options.name ?? 'Test sale',
     stock: options.stock ?? 10,
     perUserLimit: options.perUserLimit ?? 1,
@@ -102,7 +102,7 @@ export async function createLiveSale(ctx: TestContext, options: SaleOptions = {}
     ...(options.paymentWindowSeconds !== undefined && { paymentWindowSeconds: options.paymentWindowSeconds }),
     ...(options.rebuyRule && { rebuyRule: options.rebuyRule }),
   });
-  await publishSale(ctx.redis, ctx.config.REDIS_PREFIX, sale, sale.generation);
+  await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).publish(sale, sale.generation);
   return sale;
 }
 

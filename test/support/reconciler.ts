@@ -1,5 +1,5 @@
 import { createLogger } from '@flashsale/runtime';
-import { announceSaleChanged } from '@flashsale/redis-store';
+import { createSaleStore } from '@flashsale/redis-store';
 import { bullConnection, createReconcileJobs, type ReconcileResult } from '@flashsale/jobs';
 import { Reconciler } from '../../apps/reconciler/src/reconciler.ts';
 import type { ReconcileDeps } from '@flashsale/sales';
@@ -15,7 +15,7 @@ export function reconcileDeps(ctx: TestContext, drainTimeoutMs = 10_000): Reconc
     prefix: ctx.config.REDIS_PREFIX,
     logger: createLogger('reconcile-test', 'silent'),
     drainTimeoutMs,
-    announce: (saleId) => announceSaleChanged(ctx.redis, ctx.config.REDIS_PREFIX, saleId),
+    announce: (saleId) => createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(saleId).announceChanged(),
   };
 }
 

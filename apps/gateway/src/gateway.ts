@@ -1,5 +1,5 @@
 import type { RequestListener } from 'node:http';
-import { readBuyers, redisTargetOf } from '@flashsale/redis-store';
+import { redisTargetOf, createSaleStore } from '@flashsale/redis-store';
 import { createDoor, DoorFrontiers, SaleMisses } from '@flashsale/sales';
 import type { GatewayDeps } from './deps.ts';
 import { createApp, publicReadBudget } from './app.ts';
@@ -53,7 +53,7 @@ export interface Gateway {
 export function createGateway(deps: GatewayDeps, metrics: GatewayMetrics = createGatewayMetrics()): Gateway {
   const { config } = deps;
   const verdicts = new SaleVerdictCache(config.SALE_VERDICT_TTL_MS, deps.now ?? (() => performance.now()), (saleId) =>
-    readBuyers(deps.redis, config.REDIS_PREFIX, saleId, config.SALE_VERDICT_MAX_HOLDERS),
+    createSaleStore(deps.redis, config.REDIS_PREFIX).sale(saleId).buyers(config.SALE_VERDICT_MAX_HOLDERS),
   );
   const misses = new SaleMisses(config.SALE_MISS_TTL_MS, deps.now ?? (() => performance.now()));
   const liveSales = new LiveSaleDirectory(deps.prisma, deps.logger, config.LIVE_SALES_REFRESH_MS);

@@ -1,5 +1,5 @@
 import { announceStarted, bootProcess, openStores, serveInternalPort, stopOnSignal, storesReadiness } from '@flashsale/bootstrap';
-import { readRedisMemory, redisTargetOf } from '@flashsale/redis-store';
+import { createSaleStore, redisTargetOf } from '@flashsale/redis-store';
 import { bullConnection } from '@flashsale/jobs';
 import { Reconciler } from './reconciler.ts';
 import { createReconcilerMetrics } from './metrics.ts';
@@ -14,7 +14,7 @@ No options: configured by the environment only (REDIS_URL, DATABASE_URL, RECONCI
 docs/configuration.md). One sale now, by hand: npm run reconcile -- --sale <id>.`,
 );
 const { config, logger } = proc;
-const metrics = createReconcilerMetrics(() => readRedisMemory(stores.redis));
+const metrics = createReconcilerMetrics(() => createSaleStore(stores.redis, proc.config.REDIS_PREFIX).memory());
 const stores = openStores(proc, metrics.storeErrors);
 
 const reconciler = new Reconciler(

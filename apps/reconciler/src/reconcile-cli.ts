@@ -2,7 +2,7 @@ import type { Worker } from 'bullmq';
 import { exitWithUsage, loadConfigOrExit, parseCommandLine } from '@flashsale/config';
 import { createLogger } from '@flashsale/runtime';
 import { DeadlineExceeded, SaleNotFound, withDeadline } from '@flashsale/domain';
-import { announceSaleChanged, redisTargetOf } from '@flashsale/redis-store';
+import { redisTargetOf, createSaleStore } from '@flashsale/redis-store';
 import { openCommandStores } from '@flashsale/bootstrap';
 import { saleExists } from '@flashsale/sales';
 import { bullConnection, createReconcileJobs, enqueueReconcile, type ReconcileJobData, type ReconcileResult } from '@flashsale/jobs';
@@ -47,7 +47,7 @@ try {
       prefix: config.REDIS_PREFIX,
       logger,
       drainTimeoutMs: config.RECONCILE_DRAIN_TIMEOUT_MS,
-      announce: (id) => announceSaleChanged(redis, config.REDIS_PREFIX, id),
+      announce: (id) => createSaleStore(redis, config.REDIS_PREFIX).sale(id).announceChanged(),
     },
     { connection: workerConnection, concurrency: 1 },
   );

@@ -11,7 +11,7 @@ import {
   type ReconcileResult,
   type ReconcileJobs,
 } from '@flashsale/jobs';
-import { announceSaleChanged, readDoorGauges, snapshotSale, type DoorGauges, type SaleSnapshot, type ScriptedRedis } from '@flashsale/redis-store';
+import { createSaleStore, type DoorGauges, type SaleSnapshot, type ScriptedRedis } from '@flashsale/redis-store';
 import { createReconcileWorker } from './reconcile-worker.ts';
 import {
   auditAndReport,
@@ -156,7 +156,7 @@ export class Reconciler {
       prefix: options.prefix,
       logger,
       drainTimeoutMs: options.drainTimeoutMs,
-      announce: (saleId: number) => announceSaleChanged(redis, options.prefix, saleId),
+      announce: (saleId: number) => createSaleStore(redis, options.prefix).sale(saleId).announceChanged(),
     };
     this.reconcileWorker = createReconcileWorker(reconcileDeps, {
       connection: connection(),
@@ -242,7 +242,7 @@ export class Reconciler {
   /** The door's gauges of a queued sale: one MULTI of reads; its failure is this sale's alone. */
   private async lookAtDoor(saleId: number, at: number): Promise<void> {
     try {
-      const door = await readDoorGauges(this.deps.redis, this.options.prefix, saleId, at);
+      const door = await createSaleStore(this.deps.redis, this.options.prefix).sale(saleId).doorGauges(at);
       if (door) this.deps.onDoorSeen?.(saleId, door);
     } catch (error) {
       this.deps.onSaleError(saleId, error);
@@ -377,7 +377,7 @@ export class Reconciler {
       // Paused with no reconciliation in the queue: but one may have resumed the sale and finished
       // since the watcher looked. Only a sale still paused now, with no job, is taken up.
       if (await reconcileUnfinished(this.deps.jobs.queue, saleId)) return;
-      if (!(await snapshotSale(this.deps.redis, this.options.prefix, saleId)).paused) return;
+      if (!(await createSaleStore(this.deps.redis, this.options.prefix).sale(saleId).snapshot()).paused) return;
     }
     await enqueueReconcile(this.deps.jobs.queue, saleId, reason);
   }

@@ -1,10 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '@flashsale/runtime';
 import { newReservationId } from '@flashsale/domain';
-import { decodeReservation, saleKeys, type ReservationEntry, type StreamEntry } from '@flashsale/redis-store';
-import { acknowledge, deadLetter } from '@flashsale/redis-store/testing';
+import { decodeReservation, saleKeys, type ReservationEntry, type StreamEntry, createSaleStore } from '@flashsale/redis-store';
 import { ORDER_WRITERS_GROUP } from '@flashsale/redis-store/testing';
-import { writeOrderBatch } from '@flashsale/order-store';
+import { createOrderStore } from '@flashsale/order-store';
 import { startRedisServer, type RedisServer } from '@flashsale/harness';
 import { createIsolatedContext, createLiveSale, type TestContext } from '../../../test/support/context.ts';
 import { redisWorkOf, type RedisWork } from '../../../test/support/command-stats.ts';
@@ -58,9 +57,9 @@ async function saleWithAcknowledgedEntries(ctx: TestContext, entries: number, de
         orders.push(decoded.reservation);
       }
     }
-    expect((await writeOrderBatch(ctx.prisma, sale.id, orders)).written).toHaveLength(orders.length);
-    await acknowledge(ctx.redis, prefix, sale.id, orders.map((r) => r.entryId));
-    await Promise.all(setAside.map((entry) => deadLetter(ctx.redis, prefix, sale.id, entry, 'OVER_STOCK', 1)));
+    expect((await createOrderStore(ctx.prisma).sale(sale.id).writeOrderBatch(orders)).written).toHaveLength(orders.length);
+    await createSaleStore(ctx.redis, prefix).sale(sale.id).acknowledge(orders.map((r) => r.entryId));
+    await Promise.all(setAside.map((entry) => createSaleStore(ctx.redis, prefix).sale(sale.id).deadLetter(entry, 'OVER_STOCK', 1)));
   }
   expect(await ctx.redis.xlen(keys.stream)).toBe(entries);
   expect(await ctx.redis.xlen(keys.deadLetter)).toBe(deadLetters);

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { claimIdleEntriesOf, keepHeld, listSaleIds, readNewEntries } from '@flashsale/redis-store';
+import { createSaleStore } from '@flashsale/redis-store';
 import { Abandoned, backoffMs, OrderIntake, type OrderIntakeObserver, type OrderIntakeStats, type SalesDeps, type StreamDelivery } from '@flashsale/sales';
 import { SaleBackoff, type SaleFaultKind, type SaleStage } from './sale-backoff.ts';
 import { SaleLanes } from './sale-lanes.ts';
@@ -133,7 +133,7 @@ export class OrderWorker {
 
   private async keepHeldAlive(): Promise<void> {
     for (const [saleId, ids] of this.held) {
-      await keepHeld(this.deps.redis, this.deps.prefix, this.consumer, saleId, [...ids.keys()]).catch(() => undefined);
+      await createSaleStore(this.deps.redis, this.deps.prefix).keepHeld(this.consumer, saleId, [...ids.keys()]).catch(() => undefined);
     }
   }
 
@@ -186,7 +186,7 @@ export class OrderWorker {
         // A signal for a sale not on the list means one was published since: read the list again, but
         // not more than every 100 ms, whoever signals.
         if (now - salesReadAt >= this.options.salesRefreshMs || (this.schedule.wantsSales() && now - salesReadAt >= 100)) {
-          sales = await listSaleIds(redis, prefix);
+          sales = await createSaleStore(redis, prefix).listSaleIds();
           this.backoff.keepOnly(sales);
           this.schedule.setSales(sales, performance.now());
           salesReadAt = now = performance.now();
@@ -231,7 +231,7 @@ export class OrderWorker {
    * are written before a failure that is not one sale's own fails the round.
    */
   private async readAndDispatch(sales: number[]): Promise<boolean> {
-    const round = await readNewEntries(this.deps.redis, this.deps.prefix, this.consumer, sales, this.options.batchSize);
+    const round = await createSaleStore(this.deps.redis, this.deps.prefix).readNewEntries(this.consumer, sales, this.options.batchSize);
     const now = performance.now();
     for (const saleId of sales) {
       // Read in part (or not at all, another worker having just read it): what arrives next gathers into one batch.
@@ -254,7 +254,7 @@ export class OrderWorker {
 
   /** Takes over entries idle on other consumers and starts their batches; true when there were any. */
   private async reclaim(sales: number[]): Promise<boolean> {
-    const round = await claimIdleEntriesOf(this.deps.redis, this.deps.prefix, this.consumer, sales, this.options.claimIdleMs, this.options.batchSize);
+    const round = await createSaleStore(this.deps.redis, this.deps.prefix).claimIdleEntriesOf(this.consumer, sales, this.options.claimIdleMs, this.options.batchSize);
     let roundFailure: { error: unknown } | undefined;
     for (const saleId of sales) {
       const failure = round.failures.get(saleId);

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { WorkerStores } from '@flashsale/bootstrap';
 import type { Logger } from '@flashsale/runtime';
-import { checkServerSettings } from '@flashsale/order-store';
+import { createOrderStore } from '@flashsale/order-store';
 
 /**
  * Opens the connections (and loads Prisma's query compiler, which it does on the first query) before
@@ -14,5 +14,5 @@ export async function warmUp({ redis, prisma }: WorkerStores, logger: Logger): P
     Promise.race([promise.then(() => undefined), sleep(2000).then(() => Promise.reject(new Error(`${what} did not answer within 2 s`)))]).catch((err: unknown) =>
       logger.warn({ err }, `${what} not reachable at start; the worker will retry`),
     );
-  await Promise.all([within(redis.ping(), 'Redis'), within(checkServerSettings(prisma, logger), 'MySQL')]);
+  await Promise.all([within(redis.ping(), 'Redis'), within(createOrderStore(prisma).checkServerSettings(logger), 'MySQL')]);
 }

@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { redisNow, saleKeys } from '@flashsale/redis-store';
-import { readClosedOrders } from '@flashsale/redis-store/testing';
+import { redisNow, saleKeys, createSaleStore } from '@flashsale/redis-store';
 import { contextPerFile, createLiveSale } from '../../../test/support/context.ts';
 import { orderRow } from '../../../test/support/orders.ts';
 import { restoreBuyerHistory } from './buyer-history.ts';
@@ -27,7 +26,7 @@ describe('restoreBuyerHistory', () => {
 
     expect(await ctx.redis.hgetall(keys.closed)).toEqual(restored);
     expect(Object.keys(restored).sort()).toEqual(buyers);
-    const last = await readClosedOrders(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, 'buyer-0999');
+    const last = await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).closedOrders('buyer-0999');
     expect(last!.closedOrders).toBe(3);
     // Its last close 10 s before the restore, on Redis's clock (MySQL's elapsed time; the margin is the test's pace).
     expect(before - last!.lastClosedAt).toBeGreaterThanOrEqual(9_000);

@@ -1,5 +1,5 @@
 import type { RebuyRule } from '@flashsale/domain';
-import { closedOrdersPage, type PrismaClient } from '@flashsale/order-store';
+import { createOrderStore, type PrismaClient } from '@flashsale/order-store';
 import type { ScriptedRedis } from '@flashsale/redis-store';
 import { saleInRedis } from './sales-deps.ts';
 
@@ -24,7 +24,7 @@ export async function restoreBuyerHistory(deps: BuyerHistoryDeps, saleId: number
   let after = '';
   let buyers = 0;
   for (;;) {
-    const page = await closedOrdersPage(deps.prisma, saleId, after, BUYERS_PER_PAGE);
+    const page = await createOrderStore(deps.prisma).sale(saleId).closedOrdersPage(after, BUYERS_PER_PAGE);
     // MySQL's elapsed time put on Redis's clock, the one the reserve script judges the cooldown by.
     const now = await inRedis.now();
     const history = page.map((row) => ({ userId: row.userId, closedOrders: row.closedOrders, lastClosedAt: now - row.msSinceLastClosed }));

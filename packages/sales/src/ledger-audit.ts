@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { findSale, unitsAcceptedBy, type PrismaClient } from '@flashsale/order-store';
-import { readDeadLettered, readRedisLedger, writeAuditRecord, type ScriptedRedis } from '@flashsale/redis-store';
+import { createOrderStore, type PrismaClient } from '@flashsale/order-store';
+import { createSaleStore, type ScriptedRedis } from '@flashsale/redis-store';
 import type { SalesDeps } from './sales-deps.ts';
 
 /**
@@ -35,7 +35,7 @@ export interface AuditReport {
  * state.
  */
 export async function auditSale(redis: ScriptedRedis, prisma: PrismaClient, prefix: string, saleId: number): Promise<AuditReport | null> {
-  const ledger = await readRedisLedger(redis, prefix, saleId);
+  const ledger = await createSaleStore(redis, prefix).sale(saleId).ledger();
   if (!ledger) return null;
   const { at, stock, remaining, inFlight, generation, returnedUnits } = ledger;
   const sum = (m: Map<string, number>) => [...m.values()].reduce((a, b) => a + b, 0);
@@ -51,10 +51,10 @@ export async function auditSale(redis: ScriptedRedis, prisma: PrismaClient, pref
     unitsInDb,
     drift: remaining - returnedUnits + inFlightUnits + deadLetteredUnits + unitsInDb - stock,
   });
-  const counted = reportOf(ledger.deadLetteredUnits, await unitsAcceptedBy(prisma, saleId, at, new Set(inFlight.keys()), generation));
+  const counted = reportOf(ledger.deadLetteredUnits, await createOrderStore(prisma).sale(saleId).unitsAcceptedBy(at, new Set(inFlight.keys()), generation));
   if (counted.drift === 0) return counted;
-  const deadLettered = await readDeadLettered(redis, prefix, saleId, { generation: ledger.generation, upTo: ledger.lastDeadLetterId });
-  return reportOf(sum(deadLettered), await unitsAcceptedBy(prisma, saleId, at, new Set([...inFlight.keys(), ...deadLettered.keys()]), generation));
+  const deadLettered = await createSaleStore(redis, prefix).sale(saleId).deadLettered({ generation: ledger.generation, upTo: ledger.lastDeadLetterId });
+  return reportOf(sum(deadLettered), await createOrderStore(prisma).sale(saleId).unitsAcceptedBy(at, new Set([...inFlight.keys(), ...deadLettered.keys()]), generation));
 }
 
 export interface AuditDeps extends SalesDeps {
@@ -67,7 +67,7 @@ export interface AuditDeps extends SalesDeps {
  * both times is reported as confirmed. Writes only its report (the audit hash), never the sale's state.
  */
 export async function auditAndReport(deps: AuditDeps, saleId: number, recheckMs = 250): Promise<AuditReport | null> {
-  if (!(await findSale(deps.prisma, saleId))) return null;
+  if (!(await createOrderStore(deps.prisma).sale(saleId).find())) return null;
   let report = await auditSale(deps.redis, deps.prisma, deps.prefix, saleId);
   if (!report) return null;
   let confirmed = false;
@@ -78,7 +78,7 @@ export async function auditAndReport(deps: AuditDeps, saleId: number, recheckMs 
     confirmed = again.drift !== 0;
     report = again;
   }
-  await writeAuditRecord(deps.redis, deps.prefix, saleId, {
+  await createSaleStore(deps.redis, deps.prefix).sale(saleId).writeAuditRecord({
     drift: confirmed ? report.drift : 0,
     checkedAt: report.at,
     remaining: report.remaining,

@@ -1,4 +1,4 @@
-import { expireDueOrders, pendingReturns } from '@flashsale/order-store';
+import { createOrderStore } from '@flashsale/order-store';
 import { emptyTally, settleReturns, type ReturnTally } from './order-returns.ts';
 import { saleInRedis, type SalesDeps } from './sales-deps.ts';
 
@@ -29,10 +29,10 @@ export async function runExpiryPass(deps: SalesDeps, batchSize: number): Promise
       unreadable.push(saleId);
       return null;
     });
-  let { owed, paid, settledArrivals } = await expireDueOrders(deps.prisma, batchSize, arrivedPayments);
+  let { owed, paid, settledArrivals } = await createOrderStore(deps.prisma).expireDueOrders(batchSize, arrivedPayments);
   if (unreadable.length > 0) {
     // Their orders come first by payBy and would take every batch: the other sales' go now.
-    const others = await expireDueOrders(deps.prisma, batchSize, arrivedPayments, [...unreadable]);
+    const others = await createOrderStore(deps.prisma).expireDueOrders(batchSize, arrivedPayments, [...unreadable]);
     owed = [...owed, ...others.owed];
     paid += others.paid;
     settledArrivals = new Map([...settledArrivals, ...others.settledArrivals]);
@@ -49,7 +49,7 @@ export async function runExpiryPass(deps: SalesDeps, batchSize: number): Promise
   // The returns left over, oldest first, skipping sales that cannot take them now (a rebuild will):
   // a sale whose Redis state was lost must not hold up every other sale's returns.
   for (let page = 0; page < MAX_PAGES; page++) {
-    const left = await pendingReturns(deps.prisma, batchSize, [...tally.waitingSales]);
+    const left = await createOrderStore(deps.prisma).pendingReturns(batchSize, [...tally.waitingSales]);
     if (left.length === 0) break;
     await settleReturns(deps, left, tally);
     if (left.length < batchSize) break;

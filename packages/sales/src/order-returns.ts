@@ -1,4 +1,4 @@
-import { markReturned, type OwedReturn } from '@flashsale/order-store';
+import { createOrderStore, type OwedReturn } from '@flashsale/order-store';
 import { saleInRedis, type SalesDeps } from './sales-deps.ts';
 
 /** What one call did with the returns it was given. */
@@ -73,7 +73,7 @@ export async function settleReturns(deps: SalesDeps, owed: OwedReturn[], tally =
     });
     // Gateways that knew the sale as sold out (and who held its units) forget it: the units sell again.
     if (unitsBack > 0) await inRedis.announceChanged();
-    await markReturned(deps.prisma, settled);
+    await createOrderStore(deps.prisma).markReturned(settled);
   }
   return tally;
 }

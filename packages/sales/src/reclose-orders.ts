@@ -1,4 +1,4 @@
-import { recloseOrders, type PrismaClient, type ReclosedOrder } from '@flashsale/order-store';
+import { createOrderStore, type PrismaClient, type ReclosedOrder } from '@flashsale/order-store';
 import type { SaleRedis } from '@flashsale/redis-store';
 
 /** Reservation ids per HSCAN page and per transaction. */
@@ -15,6 +15,6 @@ export async function recloseOrdersFromRedis(inRedis: SaleRedis, prisma: PrismaC
   const generation = await inRedis.generation();
   if (generation === null) return [];
   const reclosed: ReclosedOrder[] = [];
-  for await (const ids of inRedis.returnedReservationPages(PAGE)) reclosed.push(...(await recloseOrders(prisma, inRedis.saleId, generation, ids)));
+  for await (const ids of inRedis.returnedReservationPages(PAGE)) reclosed.push(...(await createOrderStore(prisma).sale(inRedis.saleId).recloseOrders(generation, ids)));
   return reclosed;
 }

@@ -1,4 +1,4 @@
-import { findLostReservation, findOrderByReservation } from '@flashsale/order-store';
+import { createOrderStore } from '@flashsale/order-store';
 import { saleInRedis, type SalesDeps } from './sales-deps.ts';
 
 /** A reservation of the asking buyer that is not an order (yet, or ever). */
@@ -21,7 +21,7 @@ type Deps = Pick<SalesDeps, 'redis' | 'prisma' | 'prefix'>;
  * so ids cannot be probed. Reads only: nothing to converge after a crash.
  */
 export async function findReservationStatus(deps: Deps, saleId: number, reservationId: string, userId: string): Promise<ReservationStatus> {
-  const order = await findOrderByReservation(deps.prisma, reservationId);
+  const order = await createOrderStore(deps.prisma).findOrderByReservation(reservationId);
   if (order) return order.userId === userId ? { kind: 'order', quantity: order.quantity, status: order.status, payBy: order.payBy } : null;
   const before = await findReservationBeforeOrder(deps, saleId, reservationId, userId);
   return before && { kind: 'before-order', reservation: before };
@@ -49,6 +49,6 @@ async function heldInRedis(deps: Deps, saleId: number, reservationId: string, us
 
 /** A named loss of this buyer (see lost_reservations), or null. */
 async function lostReservation(deps: Deps, reservationId: string, userId: string): Promise<ReservationBeforeOrder | null> {
-  const lost = await findLostReservation(deps.prisma, reservationId);
+  const lost = await createOrderStore(deps.prisma).findLostReservation(reservationId);
   return lost && lost.userId === userId ? { reservationId, saleId: lost.saleId, quantity: lost.quantity, status: 'lost', reason: lost.reason } : null;
 }

@@ -1,5 +1,5 @@
 import type { RejectReason, Reservation } from '@flashsale/domain';
-import { reservationsWithOrders, writeOrderBatch, type PrismaClient } from '@flashsale/order-store';
+import { createOrderStore, type PrismaClient } from '@flashsale/order-store';
 import type { SaleRedis } from '@flashsale/redis-store';
 
 /** Why a reservation Redis holds could not be written again as an order. */
@@ -40,7 +40,7 @@ export async function restoreOrdersFromRedis(inRedis: SaleRedis, prisma: PrismaC
   for await (const page of inRedis.heldReservationPages(PAGE)) {
     if (page.length === 0) continue;
     const ids = page.map((held) => held.reservationId);
-    const known = await reservationsWithOrders(prisma, ids);
+    const known = await createOrderStore(prisma).reservationsWithOrders(ids);
     const setAside = await inRedis.areSetAside(ids);
     const missing: Reservation[] = [];
     page.forEach(({ reservationId, userId, quantity, reservedAt }, i) => {
@@ -49,7 +49,7 @@ export async function restoreOrdersFromRedis(inRedis: SaleRedis, prisma: PrismaC
       else missing.push({ reservationId, saleId, userId, quantity, reservedAt, generation });
     });
     if (missing.length === 0) continue;
-    const written = await writeOrderBatch(prisma, saleId, missing);
+    const written = await createOrderStore(prisma).sale(saleId).writeOrderBatch(missing);
     outcome.restored.push(...written.written);
     for (const { reservation, reason } of written.rejected) {
       const { reservationId, userId, quantity, reservedAt } = reservation;

@@ -1,5 +1,5 @@
 import { AppError, planControl, type SaleControl } from '@flashsale/domain';
-import { controlSaleInMysql, controlStateOf, type SaleRecord } from '@flashsale/order-store';
+import { createOrderStore, controlStateOf, type SaleRecord } from '@flashsale/order-store';
 import { adminSaleView, type AdminSaleView } from './admin-sale-view.ts';
 import { saleInRedis, type SalesDeps } from './sales-deps.ts';
 
@@ -36,7 +36,7 @@ export async function runSaleControl(
   const inRedis = saleInRedis(deps, saleId);
   // The sale's clock: a close ends it at the instant the reserve script will judge by.
   const now = await inRedis.now();
-  const outcome = await controlSaleInMysql(prisma, saleId, now, (sale) => planControl(sale, control, now));
+  const outcome = await createOrderStore(prisma).sale(saleId).control(now, (sale) => planControl(sale, control, now));
   if (outcome.kind === 'not_found') throw new AppError('SALE_NOT_FOUND', `no sale has the id ${saleId}`);
   const redisOutcome = await inRedis.applyControls(controlStateOf(outcome.sale));
   if (redisOutcome === 'applied') await inRedis.announceChanged();

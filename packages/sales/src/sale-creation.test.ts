@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '@flashsale/runtime';
 import { newReservationId } from '@flashsale/domain';
-import { listWatchedSales } from '@flashsale/order-store';
-import { readSaleState, redisNow, reservePurchase } from '@flashsale/redis-store';
+import { createOrderStore } from '@flashsale/order-store';
+import { redisNow, createSaleStore } from '@flashsale/redis-store';
 import type { ReconcileReason } from '@flashsale/jobs';
 import { createSale, watchOneSale, type StateWatcherDeps } from '@flashsale/sales';
 import { createIsolatedContext, type TestContext } from '../../../test/support/context.ts';
@@ -48,10 +48,10 @@ describe('creating a sale', () => {
     });
 
     // The replica holds the sale, then stops receiving; the master answers three buyers it never sees.
-    await until(() => readSaleState(pair!.onReplica, prefix, sale.id), (state) => state !== null);
+    await until(() => createSaleStore(pair!.onReplica, prefix).sale(sale.id).state(), (state) => state !== null);
     await pair.onReplica.replicaof('NO', 'ONE');
     for (const userId of ['a', 'b', 'c']) {
-      const outcome = await reservePurchase(pair.redis, prefix, { saleId: sale.id, userId, quantity: 1, reservationId: newReservationId(sale.id) });
+      const outcome = await createSaleStore(pair.redis, prefix).reserve({ saleId: sale.id, userId, quantity: 1, reservationId: newReservationId(sale.id) });
       expect(outcome.kind).toBe('reserved');
     }
     await pair.failover();
@@ -74,7 +74,7 @@ describe('creating a sale', () => {
         requested.push([saleId, reason]);
       },
     };
-    const [listed] = await listWatchedSales(prisma, { watchAfterEndMs: deps.watchAfterEndMs });
+    const [listed] = await createOrderStore(prisma).listWatchedSales({ watchAfterEndMs: deps.watchAfterEndMs });
     // Until the client has found the promoted replica behind the moved address (a look that cannot reach Redis throws).
     const visit = await until(() => watchOneSale(deps, listed!), (seen) => seen !== undefined);
     expect(visit!.snapshot).toMatchObject({ buyers: 0, remaining: 10 });

@@ -1,5 +1,5 @@
 import { AppError, serviceUnavailable } from '@flashsale/domain';
-import { abandonSale, adoptSale, beginSaleCreation, markPublished, type CreationKey, type NewSale, type SaleRecord } from '@flashsale/order-store';
+import { createOrderStore, type CreationKey, type NewSale, type SaleRecord } from '@flashsale/order-store';
 import { saleInRedis, type SalesDeps } from './sales-deps.ts';
 import { publishCheckpoint } from './state-checkpoint.ts';
 
@@ -32,7 +32,7 @@ export async function createSale(
   stillWanted: () => boolean,
 ): Promise<SaleRecord> {
   const { prisma, logger, publishTimeoutMs } = deps;
-  const start = await beginSaleCreation(prisma, input, key);
+  const start = await createOrderStore(prisma).beginSaleCreation(input, key);
   if (start.kind === 'existing') {
     if (start.requestHash !== key?.requestHash) {
       throw new AppError('IDEMPOTENCY_KEY_REUSED', 'this Idempotency-Key was used with another request body');
@@ -54,7 +54,7 @@ export async function createSale(
     const published = await inRedis.publish(sale, sale.generation, { notAfter: before.at + publishTimeoutMs });
     if (published === 'too_late') throw serviceUnavailable('Redis answered too late to publish the sale; nothing was created');
     giveUpIfAnswered();
-    if (!(await markPublished(prisma, sale.id, publishCheckpoint(before)))) throw serviceUnavailable('the sale could not be published in time; nothing was created');
+    if (!(await createOrderStore(prisma).sale(sale.id).markPublished(publishCheckpoint(before)))) throw serviceUnavailable('the sale could not be published in time; nothing was created');
     // Every gateway process that remembers this id as missing (SaleMisses) forgets it now; one that
     // misses the news forgets it within SALE_MISS_TTL_MS anyway, so a lost announcement fails nothing.
     await inRedis.announceChanged().catch((error: unknown) => logger.warn({ err: error, saleId: sale.id }, 'the new sale could not be announced; gateways learn of it within SALE_MISS_TTL_MS'));
@@ -68,7 +68,7 @@ export async function createSale(
 
   async function takeBack(created: SaleRecord): Promise<void> {
     const withdrawn = await inRedis.withdraw(created.generation);
-    if (withdrawn === 'withdrawn' || withdrawn === 'absent') await abandonSale(prisma, created.id);
+    if (withdrawn === 'withdrawn' || withdrawn === 'absent') await createOrderStore(prisma).sale(created.id).abandon();
   }
 }
 
@@ -84,9 +84,9 @@ export async function createSale(
 export async function settleStalledCreation(deps: SalesDeps, sale: { id: number; generation: string }): Promise<void> {
   const withdrawn = await saleInRedis(deps, sale.id).withdraw(sale.generation);
   if (withdrawn === 'has_buyers') {
-    await adoptSale(deps.prisma, sale.id);
+    await createOrderStore(deps.prisma).sale(sale.id).adopt();
     deps.logger.error({ saleId: sale.id }, 'an unfinished create took reservations before it could be abandoned: the sale stands');
-  } else if (await abandonSale(deps.prisma, sale.id)) {
+  } else if (await createOrderStore(deps.prisma).sale(sale.id).abandon()) {
     deps.logger.warn({ saleId: sale.id, redis: withdrawn }, 'unfinished sale create abandoned: it will never go live');
   }
 }

@@ -1,4 +1,4 @@
-import { findSale, listSalesPage, type SaleRecord } from '@flashsale/order-store';
+import { createOrderStore, type SaleRecord } from '@flashsale/order-store';
 import { createSaleStore, type SaleState } from '@flashsale/redis-store';
 import { adminSaleView, type AdminSaleView } from './admin-sale-view.ts';
 import { saleInRedis, type SalesDeps } from './sales-deps.ts';
@@ -19,7 +19,7 @@ export async function listAdminSales(
   { limit, cursor }: { limit: number; cursor?: number },
 ): Promise<AdminSalePage> {
   const redis = createSaleStore(deps.redis, deps.prefix);
-  const [page, now] = await Promise.all([listSalesPage(deps.prisma, { limit, before: cursor }), redis.now()]);
+  const [page, now] = await Promise.all([createOrderStore(deps.prisma).listSalesPage({ limit, before: cursor }), redis.now()]);
   const states = await Promise.all(page.sales.map((sale) => redis.sale(sale.id).state()));
   return { sales: page.sales.map((sale, i) => adminSaleView(sale, states[i]!, now)), nextCursor: page.next === null ? null : String(page.next) };
 }
@@ -27,13 +27,13 @@ export async function listAdminSales(
 /** One sale as operators see it, with its admission terms (the dashboard's sale view); null when MySQL has no such sale. */
 export async function readAdminSale(deps: Pick<SalesDeps, 'redis' | 'prisma' | 'prefix'>, saleId: number): Promise<{ sale: AdminSaleView; admission: SaleRecord['admission'] } | null> {
   const inRedis = saleInRedis(deps, saleId);
-  const [record, state, now] = await Promise.all([findSale(deps.prisma, saleId), inRedis.state(), inRedis.now()]);
+  const [record, state, now] = await Promise.all([createOrderStore(deps.prisma).sale(saleId).find(), inRedis.state(), inRedis.now()]);
   return record && { sale: adminSaleView(record, state, now), admission: record.admission };
 }
 
 /** Whether MySQL holds the sale. */
 export async function saleExists(prisma: SalesDeps['prisma'], saleId: number): Promise<boolean> {
-  return (await findSale(prisma, saleId)) !== null;
+  return (await createOrderStore(prisma).sale(saleId).find()) !== null;
 }
 
 /**

@@ -1,4 +1,4 @@
-import { findSale, type PrismaClient, type SaleRecord } from '@flashsale/order-store';
+import { createOrderStore, type PrismaClient, type SaleRecord } from '@flashsale/order-store';
 
 /** The most ids one process remembers as missing: a flood of distinct made-up ids is the address budget's to stop. */
 const MAX_REMEMBERED = 100_000;
@@ -68,12 +68,12 @@ export class SaleMisses {
  * SaleMisses), and once for all the requests that ask for the same id while the query is on its way.
  */
 export async function findSaleUnlessMissing(prisma: PrismaClient, misses: SaleMisses | undefined, saleId: number): Promise<SaleRecord | null> {
-  if (!misses) return findSale(prisma, saleId);
+  if (!misses) return createOrderStore(prisma).sale(saleId).find();
   if (misses.has(saleId)) return null;
   const already = misses.finding.get(saleId);
   if (already) return already;
   const ticket = misses.ticket();
-  const finding = findSale(prisma, saleId).then((record) => {
+  const finding = createOrderStore(prisma).sale(saleId).find().then((record) => {
     if (!record) misses.remember(saleId, ticket);
     return record;
   });

@@ -1,5 +1,5 @@
 import { AppError, ledgerConsistent } from '@flashsale/domain';
-import { findSale, saleOrderLedger } from '@flashsale/order-store';
+import { createOrderStore } from '@flashsale/order-store';
 import { saleInRedis, type SalesDeps } from './sales-deps.ts';
 
 /**
@@ -13,7 +13,7 @@ export async function readSaleStats(deps: Pick<SalesDeps, 'redis' | 'prisma' | '
   // of MySQL taken before Redis's can only fall short of the stock while a sale sells, never exceed it.
   // Read the other way round (or side by side, each waiting for its connection), the orders written
   // between the two reads were counted twice, and a selling sale looked oversold.
-  const [record, orders] = await Promise.all([findSale(prisma, saleId), saleOrderLedger(prisma, saleId)]);
+  const [record, orders] = await Promise.all([createOrderStore(prisma).sale(saleId).find(), createOrderStore(prisma).sale(saleId).orderLedger()]);
   const [state, backlog, audit] = await Promise.all([inRedis.state(), inRedis.backlog(), inRedis.auditRecord()]);
   if (!record) throw new AppError('SALE_NOT_FOUND', `no sale has the id ${saleId}`);
   const inFlight = backlog.lag + backlog.pending;

@@ -1,14 +1,9 @@
-import { findCheckpoint, findSale, listStalledCreations, listWatchedSales, recordCheckpoint, type WatchedSale } from '@flashsale/order-store';
+import { createOrderStore, type WatchedSale } from '@flashsale/order-store';
 import {
   acceptedUnits,
+  createSaleStore,
   isDrained,
-  keepListed,
-  listSaleIds,
   redisNow,
-  retireSale,
-  snapshotSale,
-  streamBacklog,
-  trimAcknowledged,
   type RetentionBounds,
   type SaleSnapshot,
 } from '@flashsale/redis-store';
@@ -58,7 +53,7 @@ export interface StateWatcherDeps extends SalesDeps {
  */
 export async function listSalesToWatch(deps: StateWatcherDeps): Promise<WatchedSale[]> {
   await settleStalledCreations(deps);
-  const watched = await listWatchedSales(deps.prisma, { watchAfterEndMs: deps.watchAfterEndMs, publishGraceMs: deps.publishGraceMs });
+  const watched = await createOrderStore(deps.prisma).listWatchedSales({ watchAfterEndMs: deps.watchAfterEndMs, publishGraceMs: deps.publishGraceMs });
   const listed = new Set(watched.map((sale) => sale.id));
   for (const id of deps.pausedLastPass) if (!listed.has(id)) deps.pausedLastPass.delete(id);
   return watched;
@@ -66,7 +61,7 @@ export async function listSalesToWatch(deps: StateWatcherDeps): Promise<WatchedS
 
 /** The ids of the sales the watch covers now (MySQL's list, as listSalesToWatch reads it), for a pass that makes no look of its own. */
 export async function watchedSaleIds(deps: Pick<SalesDeps, 'prisma'>, watchAfterEndMs: number): Promise<number[]> {
-  return (await listWatchedSales(deps.prisma, { watchAfterEndMs })).map((sale) => sale.id);
+  return (await createOrderStore(deps.prisma).listWatchedSales({ watchAfterEndMs })).map((sale) => sale.id);
 }
 
 /** One look at one sale: its verdict, its record as it stands after the look, and what Redis showed. */
@@ -103,7 +98,7 @@ async function watchSale(deps: StateWatcherDeps, listed: WatchedSale, signal?: A
   // have moved on since), and logs no verdict (the next look judges again).
   const stillWanted = () => signal?.throwIfAborted();
   let sale = listed;
-  let snapshot = await snapshotSale(deps.redis, deps.prefix, sale.id);
+  let snapshot = await createSaleStore(deps.redis, deps.prefix).sale(sale.id).snapshot();
   // Counters can catch up with the checkpoint within one pass after Redis went back (a restart from an
   // older AOF or a lagging replica under load); the checkpoint's last stream entry cannot come back.
   let checkpointEntryPresent = await holdsCheckpointEntry(saleInRedis(deps, sale.id), sale.checkpoint, snapshot);
@@ -112,21 +107,21 @@ async function watchSale(deps: StateWatcherDeps, listed: WatchedSale, signal?: A
   // after reading it (so its counters are not older than the checkpoint's). A few times, should that
   // reconciler be quick enough to move on again in between; a checkpoint that stays put is the verdict.
   for (let attempt = 0; !checkpointEntryPresent && attempt < 3; attempt++) {
-    const fresh = await findCheckpoint(deps.prisma, sale.id);
+    const fresh = await createOrderStore(deps.prisma).sale(sale.id).findCheckpoint();
     if (!fresh || fresh.at === sale.checkpoint?.at) break;
     sale = { ...sale, checkpoint: fresh };
-    snapshot = await snapshotSale(deps.redis, deps.prefix, sale.id);
+    snapshot = await createSaleStore(deps.redis, deps.prefix).sale(sale.id).snapshot();
     checkpointEntryPresent = await holdsCheckpointEntry(saleInRedis(deps, sale.id), sale.checkpoint, snapshot);
   }
   let verdict = judge(sale, snapshot, checkpointEntryPresent);
   if (verdict.kind === 'reconcile' && verdict.reason === 'stale') {
     // The sales were listed before this snapshot: a reconciliation may have switched the generation
     // in between. Judged again against MySQL now, so a rebuild just done is not started over.
-    const fresh = await findSale(deps.prisma, sale.id);
+    const fresh = await createOrderStore(deps.prisma).sale(sale.id).find();
     if (fresh && fresh.generation !== sale.generation) {
       verdict = judge({ ...sale, generation: fresh.generation, checkpoint: null }, snapshot);
       // The record the next look starts from: the new generation, and whatever checkpoint it has now.
-      sale = { ...sale, generation: fresh.generation, checkpoint: await findCheckpoint(deps.prisma, sale.id) };
+      sale = { ...sale, generation: fresh.generation, checkpoint: await createOrderStore(deps.prisma).sale(sale.id).findCheckpoint() };
     }
   }
   const visit = (changed: boolean): SaleVisit => ({ verdict, sale, snapshot, changed });
@@ -152,7 +147,7 @@ async function watchSale(deps: StateWatcherDeps, listed: WatchedSale, signal?: A
   } else {
     const checkpoint = checkpointOf(snapshot);
     stillWanted();
-    const recorded = await recordCheckpoint(deps.prisma, sale.id, sale.generation, checkpoint, sale.checkpoint);
+    const recorded = await createOrderStore(deps.prisma).sale(sale.id).recordCheckpoint(sale.generation, checkpoint, sale.checkpoint);
     // Retention: what the workers have acknowledged is an order (or a dead letter) now, and goes, up to
     // the checkpoint this pass found in place and replaced: a checkpoint is only ever replaced by one
     // recorded after its entry was seen, so every reconciler checks an entry at or after it. Not when
@@ -160,7 +155,7 @@ async function watchSale(deps: StateWatcherDeps, listed: WatchedSale, signal?: A
     const verified = sale.checkpoint?.streamId;
     if (recorded && verified && !signal?.aborted) await retain(deps, sale.id, retentionBounds(deps, verified, snapshot));
     // The next look compares with the checkpoint MySQL holds: this one, or (refused) the one that won.
-    sale = { ...sale, checkpoint: recorded ? checkpoint : await findCheckpoint(deps.prisma, sale.id) };
+    sale = { ...sale, checkpoint: recorded ? checkpoint : await createOrderStore(deps.prisma).sale(sale.id).findCheckpoint() };
     return visit(true);
   }
 }
@@ -179,7 +174,7 @@ function unchangedSince(checkpoint: WatchedSale['checkpoint'], snapshot: SaleSna
 
 /** Finishes the creates left unfinished for longer than the grace (settleStalledCreation), each on its own. */
 async function settleStalledCreations(deps: StateWatcherDeps): Promise<void> {
-  for (const sale of await listStalledCreations(deps.prisma, deps.createGraceMs)) {
+  for (const sale of await createOrderStore(deps.prisma).listStalledCreations(deps.createGraceMs)) {
     await forOneSale(deps, sale.id, 'create not settled this pass', () => settleStalledCreation(deps, sale));
   }
 }
@@ -198,7 +193,7 @@ function retentionBounds(deps: StateWatcherDeps, keepFrom: string | null, snapsh
 /** Trims the stream (see trimAcknowledged); a failure is logged, and the next pass trims instead. */
 async function retain(deps: StateWatcherDeps, saleId: number, bounds: RetentionBounds): Promise<void> {
   try {
-    const removed = await trimAcknowledged(deps.redis, deps.prefix, saleId, bounds);
+    const removed = await createSaleStore(deps.redis, deps.prefix).sale(saleId).trimAcknowledged(bounds);
     if (removed > 0) deps.logger.debug({ saleId, removed }, 'acknowledged stream entries trimmed');
   } catch (error) {
     deps.logger.warn({ err: error, saleId }, 'stream not trimmed this pass');
@@ -215,20 +210,20 @@ export async function retireFinishedSales(deps: StateWatcherDeps, watched: Watch
   const now = await redisNow(deps.redis);
   // Retiring frees (SREM, allowed when Redis is out of memory) and goes first; putting sales back adds
   // (SADD, refused then) and goes last.
-  for (const saleId of await listSaleIds(deps.redis, deps.prefix)) {
-    const endsAt = endsAtOfWatched.get(saleId) ?? (await findSale(deps.prisma, saleId))?.endsAt;
+  for (const saleId of await createSaleStore(deps.redis, deps.prefix).listSaleIds()) {
+    const endsAt = endsAtOfWatched.get(saleId) ?? (await createOrderStore(deps.prisma).sale(saleId).find())?.endsAt;
     if (endsAt === undefined || now < endsAt + deps.retireAfterEndMs) continue;
     await forOneSale(deps, saleId, 'not retired this pass', async () => {
-      const backlog = await streamBacklog(deps.redis, deps.prefix, saleId);
+      const backlog = await createSaleStore(deps.redis, deps.prefix).sale(saleId).backlog();
       if (isDrained(backlog)) {
-        await retireSale(deps.redis, deps.prefix, saleId);
+        await createSaleStore(deps.redis, deps.prefix).sale(saleId).retire();
         deps.logger.info({ saleId }, 'sale ended and drained: no longer polled by the workers');
       }
     });
   }
   // The list itself may have been lost on its own (on a cluster, with the one master that holds it):
   // every watched sale not yet due to retire is put back (see keepListed).
-  await keepListed(deps.redis, deps.prefix, watched.filter((sale) => now < sale.endsAt + deps.retireAfterEndMs).map((sale) => sale.id));
+  await createSaleStore(deps.redis, deps.prefix).keepListed(watched.filter((sale) => now < sale.endsAt + deps.retireAfterEndMs).map((sale) => sale.id));
 }
 
 /**

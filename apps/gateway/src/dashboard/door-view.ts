@@ -1,5 +1,5 @@
 import type { QueueAdmission } from '@flashsale/domain';
-import { readDoorGauges, type DoorGauges, type ScriptedRedis } from '@flashsale/redis-store';
+import { createSaleStore, type DoorGauges, type ScriptedRedis } from '@flashsale/redis-store';
 import type { SaleSeriesSource } from './sale-history.ts';
 
 /**
@@ -33,7 +33,7 @@ export async function readDoorPanel(
   shadowJoins: DoorPanel['shadowJoins'],
 ): Promise<DoorPanel | null> {
   if (!admission) return null;
-  const door = await readDoorGauges(redis, prefix, saleId);
+  const door = await createSaleStore(redis, prefix).sale(saleId).doorGauges();
   if (!door) return null;
   const moving = door.open && door.room > 0 && door.admitPerSecond > 0;
   return {
@@ -49,7 +49,7 @@ export async function readDoorPanel(
 /** The history's door series (4 of SaleHistory's extra room): waiting, admitted and unused, the frontier, abandoned turns. */
 export function doorSeries(redis: ScriptedRedis, prefix: string): SaleSeriesSource {
   return async (saleId): Promise<Record<string, number | null>> => {
-    const door = await readDoorGauges(redis, prefix, saleId);
+    const door = await createSaleStore(redis, prefix).sale(saleId).doorGauges();
     return door ? { waiting: door.waiting, admittedUnused: door.unused, front: door.front, abandoned: door.abandoned } : {};
   };
 }

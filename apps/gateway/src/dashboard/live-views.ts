@@ -1,5 +1,5 @@
 import { AppError, parseSaleId } from '@flashsale/domain';
-import { recentDeadLettersByReason, redisTargetOf, streamBacklog } from '@flashsale/redis-store';
+import { redisTargetOf, createSaleStore } from '@flashsale/redis-store';
 import { openQueueCounts, reconcileJobId } from '@flashsale/jobs';
 import type { GatewayDeps } from '../deps.ts';
 import { listAdminSales, readAdminSale, readSaleStats, saleExists, storeFailures } from '@flashsale/sales';
@@ -34,8 +34,8 @@ export function createLiveViews(deps: GatewayDeps, history: SaleHistory, shadowJ
     const [view, stats, backlog, deadLetters, job] = await Promise.all([
       readAdminSale({ redis, prisma, prefix }, saleId),
       readSaleStats({ redis, prisma, prefix }, saleId),
-      streamBacklog(redis, prefix, saleId),
-      recentDeadLettersByReason(redis, prefix, saleId),
+      createSaleStore(redis, prefix).sale(saleId).backlog(),
+      createSaleStore(redis, prefix).sale(saleId).recentDeadLettersByReason(),
       jobs.queue.getJob(reconcileJobId(saleId)),
     ]);
     if (!view) throw new AppError('SALE_NOT_FOUND', `no sale has the id ${saleId}`);

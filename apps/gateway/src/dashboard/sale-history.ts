@@ -1,5 +1,5 @@
 import type { Logger } from '@flashsale/runtime';
-import { orderWritersProgress, readSaleState, type ScriptedRedis } from '@flashsale/redis-store';
+import { type ScriptedRedis, createSaleStore } from '@flashsale/redis-store';
 import { SeriesRing, type SeriesPoints } from './series-ring.ts';
 import type { TrafficSampler } from './traffic-sampler.ts';
 
@@ -114,8 +114,8 @@ export class SaleHistory {
 
   private async sampleSale(saleId: number, at: number): Promise<void> {
     const [state, progress, ...extra] = await Promise.all([
-      readSaleState(this.redis, this.prefix, saleId),
-      orderWritersProgress(this.redis, this.prefix, saleId),
+      createSaleStore(this.redis, this.prefix).sale(saleId).state(),
+      createSaleStore(this.redis, this.prefix).sale(saleId).writersProgress(),
       ...(this.options.extraSeries ?? []).map((source) => source(saleId)),
     ]);
     const sold = state ? state.stock - state.remaining : null;

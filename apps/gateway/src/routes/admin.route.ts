@@ -16,7 +16,7 @@ import {
   type QueueAdmission,
 } from '@flashsale/domain';
 import { enqueueReconcile } from '@flashsale/jobs';
-import { findSale } from '@flashsale/order-store';
+import { createOrderStore } from '@flashsale/order-store';
 import { LOSSES_PAGE, createSale, readSaleLosses, readSaleStats } from '@flashsale/sales';
 import type { GatewayDeps } from '../deps.ts';
 import { admissionView, saleView } from './sale-view.ts';
@@ -170,7 +170,7 @@ export function adminRouter(deps: GatewayDeps): Router {
   // through the reconciler's queue: never two at once for a sale.
   router.post('/api/admin/sales/:saleId/reconcile', jsonBodyOnly, async (req, res) => {
     const saleId = saleIdParam(req.params.saleId);
-    if (!(await findSale(prisma, saleId))) throw new AppError('SALE_NOT_FOUND', `no sale has the id ${saleId}`);
+    if (!(await createOrderStore(prisma).sale(saleId).find())) throw new AppError('SALE_NOT_FOUND', `no sale has the id ${saleId}`);
     // BullMQ's connection waits for Redis rather than failing: the enqueue gets the request's deadline.
     const { job, running } = await withDeadline(enqueueReconcile(jobs.queue, saleId, 'operator'), config.REDIS_COMMAND_TIMEOUT_MS, 'the reconcile queue');
     liftRequestDeadline(res);
