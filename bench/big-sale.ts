@@ -30,7 +30,8 @@ import { exitWithUsage, parseCommandLine } from '@flashsale/config';
 import { createOrderStore, createPrisma, dropDatabase, migrate, poolConfigFromUrl, type PrismaClient } from '@flashsale/order-store';
 import { createRedis, redisNow, saleKeys, createSaleStore } from '@flashsale/redis-store';
 import { startRedisServer } from '@flashsale/harness';
-import { readSaleStats } from '@flashsale/sales';
+import { createSales } from '@flashsale/sales';
+import { createLogger } from '@flashsale/runtime';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
@@ -96,6 +97,7 @@ async function measureSize(buyers: number, mysqlServer: string, reconcilerRoot: 
   const server = await startRedisServer({ args: ['--slowlog-max-len', '100000'] });
   const redis = createRedis(server.url, { name: 'bench-big-sale' });
   const prisma = createPrisma(databaseUrl, 4);
+  const sales = createSales({ redis, prisma, prefix, logger: createLogger('bench-big-sale', 'silent'), options: { databaseUrl, publishTimeoutMs: 5_000, drainTimeoutMs: 60_000 } });
   try {
     await migrate(databaseUrl);
     const filled = performance.now();
@@ -148,7 +150,7 @@ async function measureSize(buyers: number, mysqlServer: string, reconcilerRoot: 
     }
     const fillSeconds = (performance.now() - filled) / 1000;
 
-    const stats = await timed(10, () => readSaleStats({ redis, prisma, prefix }, sale.id));
+    const stats = await timed(10, () => sales.readSaleStats(sale.id));
     const groupByBefore = await timed(10, () => prisma.order.groupBy({ by: ['status'], where: { saleId: sale.id }, _count: { _all: true }, _sum: { quantity: true } }));
 
     const rowsRead = { stats: await rowsReadBy(databaseUrl, (one) => createOrderStore(one).sale(sale.id).orderLedger()), groupByBefore: await rowsReadBy(databaseUrl, (one) => one.order.groupBy({ by: ['status'], where: { saleId: sale.id }, _count: { _all: true }, _sum: { quantity: true } })) };
@@ -171,7 +173,7 @@ async function measureSize(buyers: number, mysqlServer: string, reconcilerRoot: 
     if (buyersAfter !== live) throw new Error(`the rebuilt buyers hash holds ${buyersAfter} buyers, MySQL ${live} live orders`);
 
     // Again once the reconcile is over: MySQL is still flushing the bulk fill when the first reading runs.
-    const statsLater = await timed(10, () => readSaleStats({ redis, prisma, prefix }, sale.id));
+    const statsLater = await timed(10, () => sales.readSaleStats(sale.id));
     const deleted = performance.now();
     await redis.del(buyersKey);
     const delOfBuyersHashMs = performance.now() - deleted;

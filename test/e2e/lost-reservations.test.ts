@@ -8,7 +8,7 @@ import { gatewayPerFile, type TestGateway } from '../support/gateway.ts';
 import { bearer, expectProblem } from '../support/http.ts';
 import { writeOrdersOf } from '../support/orders.ts';
 import { reconcileDeps } from '../support/reconciler.ts';
-import { reconcileSale } from '@flashsale/sales';
+import { reconcileSale } from '@flashsale/sales/testing';
 
 // A reservation answered 202 that neither store holds any more. MySQL goes back to before a
 // reconciliation of the sale (a dump restored, a replica promoted behind): the order of a buyer who

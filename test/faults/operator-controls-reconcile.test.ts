@@ -6,7 +6,7 @@ import { newReservationId, planControl } from '@flashsale/domain';
 import { createOrderStore } from '@flashsale/order-store';
 import { saleKeys, createSaleStore } from '@flashsale/redis-store';
 import { ORDER_WRITERS_GROUP } from '@flashsale/redis-store/testing';
-import { reconcileSale, runSaleControl } from '@flashsale/sales';
+import { reconcileSale, runSaleControl, salesDeps } from '@flashsale/sales/testing';
 import { watchOnce } from '../support/watch-once.ts';
 import { contextPerFile, createIsolatedContext, createLiveSale, redisNow, type TestContext } from '../support/context.ts';
 import { reconcileDeps } from '../support/reconciler.ts';
@@ -17,16 +17,13 @@ import { until } from '../support/until.ts';
 
 const env = contextPerFile();
 const logger = createLogger('controls-test', 'silent');
-const controls = (ctx: TestContext) => ({ redis: ctx.redis, prisma: ctx.prisma, prefix: ctx.config.REDIS_PREFIX, logger });
+const controls = (ctx: TestContext) => salesDeps({ redis: ctx.redis, prisma: ctx.prisma, prefix: ctx.config.REDIS_PREFIX, logger });
 const buy = (ctx: TestContext, saleId: number) =>
   createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).reserve({ saleId, userId: `buyer-${randomUUID()}`, quantity: 1, reservationId: newReservationId(saleId) });
 
 function watcherDeps(own: TestContext) {
   return {
-    redis: own.redis,
-    prisma: own.prisma,
-    prefix: own.config.REDIS_PREFIX,
-    logger,
+    ...salesDeps({ redis: own.redis, prisma: own.prisma, prefix: own.config.REDIS_PREFIX, logger }),
     publishGraceMs: 0,
     createGraceMs: 60_000,
     retentionMs: 60_000,

@@ -4,6 +4,9 @@ import { createRedis, redisNow, redisTargetOf, type ScriptedRedis, createSaleSto
 import { deleteKeysWithPrefix, testDatabaseName, testRedisPrefix } from '@flashsale/harness';
 import { createOrderStore, createPrisma, migrate, poolConfigFromUrl, type PrismaClient, type SaleRecord } from '@flashsale/order-store';
 import { createConnection } from 'mariadb';
+import { salesOf } from '@flashsale/bootstrap';
+import { createLogger, type Logger } from '@flashsale/runtime';
+import type { Sales } from '@flashsale/sales';
 import type { RebuyRule } from '@flashsale/domain';
 
 
@@ -11,6 +14,8 @@ export interface TestContext {
   config: Config;
   redis: ScriptedRedis;
   prisma: PrismaClient;
+  /** The use cases over this context's stores, as a process's bootstrap builds them. */
+  sales: Sales;
   /** Deletes every key under this context's prefix and closes the clients. */
   close(): Promise<void>;
 }
@@ -25,6 +30,7 @@ export function createTestContext(overrides: NodeJS.ProcessEnv = {}): TestContex
     config,
     redis,
     prisma,
+    sales: salesOf(config, createLogger('test', 'silent'), { redis, prisma }),
     async close() {
       // One server or each master of a cluster.
       await deleteKeysWithPrefix(redis, config.REDIS_PREFIX);
@@ -32,6 +38,14 @@ export function createTestContext(overrides: NodeJS.ProcessEnv = {}): TestContex
       await prisma.$disconnect();
     },
   };
+}
+
+/** The use cases over `ctx`'s stores, or over a client, pool or prefix a test puts in their place. */
+export function salesWith(
+  ctx: TestContext,
+  { redis = ctx.redis, prisma = ctx.prisma, prefix = ctx.config.REDIS_PREFIX, logger = createLogger('test', 'silent') }: { redis?: ScriptedRedis; prisma?: PrismaClient; prefix?: string; logger?: Logger } = {},
+): Sales {
+  return salesOf({ ...ctx.config, REDIS_PREFIX: prefix }, logger, { redis, prisma });
 }
 
 /** Registers vitest hooks giving the file's tests one context, made before the first and closed after the last. */

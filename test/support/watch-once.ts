@@ -1,4 +1,5 @@
-import { listSalesToWatch, retireFinishedSales, watchOneSale, type StateWatcherDeps, type Verdict } from '@flashsale/sales';
+import type { Verdict } from '@flashsale/sales';
+import { listSalesToWatch, retireFinishedSales, watchOneSale, type StateWatcherDeps } from '@flashsale/sales/testing';
 
 /**
  * One whole pass of the reconciler's watch, as its loop spreads over the rota (watch-rota.ts): finish

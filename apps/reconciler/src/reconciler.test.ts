@@ -85,7 +85,7 @@ describe('the reconciler process', () => {
     await createSaleStore(env.ctx.redis, env.ctx.config.REDIS_PREFIX).reserve({ saleId: sale.id, userId: 'a', quantity: 1, reservationId: newReservationId(sale.id) });
     const [[entryA]] = (await env.ctx.redis.xrange(saleKeys(env.ctx.config.REDIS_PREFIX, sale.id).stream, '-', '+')) as [[string, string[]]];
     const worker = new OrderWorker(
-      { redis: env.ctx.redis, prisma: env.ctx.prisma, prefix: env.ctx.config.REDIS_PREFIX, logger: createLogger('w', 'silent') },
+      { sales: env.ctx.sales, logger: createLogger('w', 'silent') },
       { batchSize: 10, idleMs: 5, claimIdleMs: 500, maxDeliveries: 5, salesRefreshMs: 50, writesInFlight: 2 },
     );
     const reconciler = await startReconciler(env.ctx);
@@ -172,7 +172,7 @@ describe('npm run reconcile -- --sale <id>', () => {
     // The reservation is still in flight and no worker runs: the command must wait for it, so a worker
     // is started in this process once the command has paused the sale.
     const worker = new OrderWorker(
-      { redis: env.ctx.redis, prisma: env.ctx.prisma, prefix: env.ctx.config.REDIS_PREFIX, logger: createLogger('w', 'silent') },
+      { sales: env.ctx.sales, logger: createLogger('w', 'silent') },
       { batchSize: 10, idleMs: 5, claimIdleMs: 500, maxDeliveries: 5, salesRefreshMs: 50, writesInFlight: 2 },
     );
     env.stops.push(() => worker.stop());

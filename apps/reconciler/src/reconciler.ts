@@ -2,39 +2,28 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Queue, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from '@flashsale/runtime';
+import { createReconcileWorker } from './reconcile-worker.ts';
 import {
   AUDIT_QUEUE,
   bullPrefix,
-  enqueueReconcile,
-  reconcileUnfinished,
-  type ReconcileJobData,
-  type ReconcileResult,
-  type ReconcileJobs,
-} from '@flashsale/jobs';
-import { createSaleStore, type DoorGauges, type SaleSnapshot, type ScriptedRedis } from '@flashsale/redis-store';
-import { createReconcileWorker } from './reconcile-worker.ts';
-import {
-  auditAndReport,
   isStoreUnavailable,
-  listSalesToWatch,
-  retireFinishedSales,
-  watchedSaleIds,
-  watchMysqlServer,
-  watchOneSale,
   WatchStepOverdueError,
   withinDeadline,
   type AuditReport,
+  type DoorGauges,
+  type ReconcileJobData,
+  type ReconcileResult,
+  type Sales,
+  type SaleSnapshot,
   type SaleVisit,
-  type SalesDeps,
-  type StateWatcherDeps,
   type WatchedSale,
 } from '@flashsale/sales';
 import { WatchRota } from './watch-rota.ts';
 import { ErrorBackoff, type Restable } from './error-backoff.ts';
 
 export interface ReconcilerOptions {
+  /** REDIS_PREFIX: BullMQ's keys are under it too. */
   prefix: string;
-  databaseUrl: string;
   watchEveryMs: number;
   /** Sales younger than this are not judged yet (their publish may be under way). */
   publishGraceMs: number;
@@ -49,7 +38,6 @@ export interface ReconcilerOptions {
   /** How long after its end a drained sale stays in the workers' list (RECONCILER_RETIRE_AFTER_END_MS). */
   retireAfterEndMs: number;
   auditEveryMs: number;
-  drainTimeoutMs: number;
   /** Reconciliations of different sales run side by side; one sale never has two (one job id per sale). */
   concurrency: number;
   /** The most sales watched per second (RECONCILER_WATCH_PER_SECOND; see WatchRota). */
@@ -63,9 +51,8 @@ export interface ReconcilerOptions {
 }
 
 export interface ReconcilerDeps {
-  redis: ScriptedRedis;
-  prisma: SalesDeps['prisma'];
-  jobs: ReconcileJobs;
+  /** The use cases (packages/sales), with the reconcile queue. */
+  sales: Sales;
   /** Connections for BullMQ's workers and the audit queue (BullMQ needs maxRetriesPerRequest: null). */
   bullConnection: () => Redis;
   logger: Logger;
@@ -109,7 +96,7 @@ export class Reconciler {
   private watchInProgress = false;
   private readonly pausedLastPass = new Set<number>();
   private readonly rota: WatchRota;
-  private readonly watcherDeps: StateWatcherDeps;
+  private readonly saleWatch: ReturnType<Sales['saleWatch']>;
   /** When the list of sales was last read, and the audit's schedule last set (monotonic ms). */
   private listedAt = -Infinity;
   private scheduledAt = -Infinity;
@@ -125,7 +112,7 @@ export class Reconciler {
     private readonly deps: ReconcilerDeps,
     private readonly options: ReconcilerOptions,
   ) {
-    const { redis, prisma, logger } = deps;
+    const { sales, logger } = deps;
     this.watchErrors = new ErrorBackoff(logger, 'watch');
     const prefix = bullPrefix(options.prefix);
     const connection = () => {
@@ -134,11 +121,7 @@ export class Reconciler {
       return c;
     };
     this.rota = new WatchRota({ everyMs: options.watchEveryMs, perSecond: options.watchPerSecond });
-    this.watcherDeps = {
-      redis,
-      prisma,
-      prefix: options.prefix,
-      logger,
+    this.saleWatch = sales.saleWatch({
       publishGraceMs: options.publishGraceMs,
       createGraceMs: options.createGraceMs,
       retentionMs: options.streamRetentionMs,
@@ -147,18 +130,9 @@ export class Reconciler {
       retireAfterEndMs: options.retireAfterEndMs,
       pausedLastPass: this.pausedLastPass,
       onSaleError: deps.onSaleError,
-      requestReconcile: (saleId, reason) => this.requestReconcile(saleId, reason),
-    };
-    const reconcileDeps = {
-      redis,
-      prisma,
-      databaseUrl: options.databaseUrl,
+    });
+    this.reconcileWorker = createReconcileWorker(sales, logger, {
       prefix: options.prefix,
-      logger,
-      drainTimeoutMs: options.drainTimeoutMs,
-      announce: (saleId: number) => createSaleStore(redis, options.prefix).sale(saleId).announceChanged(),
-    };
-    this.reconcileWorker = createReconcileWorker(reconcileDeps, {
       connection: connection(),
       concurrency: options.concurrency,
       autorun: false,
@@ -176,11 +150,10 @@ export class Reconciler {
     this.auditWorker = new Worker(
       AUDIT_QUEUE,
       async () => {
-        const auditDeps = { redis, prisma, prefix: options.prefix, logger, onReport: deps.onAudit };
         for (const saleId of await this.salesToAudit()) {
           const fingerprint = this.observed.get(saleId);
           // One sale whose keys cannot be read (the wrong type) must not keep the others from their audit.
-          const report = await auditAndReport(auditDeps, saleId).catch((error: unknown) => {
+          const report = await sales.auditAndReport(saleId, deps.onAudit).catch((error: unknown) => {
             if (isStoreUnavailable(error)) throw error;
             deps.onSaleError(saleId, error);
             logger.error({ err: error, saleId }, 'sale not audited: its state could not be read');
@@ -194,7 +167,7 @@ export class Reconciler {
           // commits between the two stores' reads, a busy machine can show the same passing double count
           // twice in a row, and a reconciliation pauses the sale; a store that went back still shows its
           // drift once the sale is quiet.
-          if (report && report.drift !== 0 && report.inFlightUnits === 0) await this.requestReconcile(saleId, 'drift');
+          if (report && report.drift !== 0 && report.inFlightUnits === 0) await sales.queueReconciliation(saleId, 'drift');
         }
       },
       { connection: connection(), prefix, concurrency: 1, autorun: false },
@@ -242,7 +215,7 @@ export class Reconciler {
   /** The door's gauges of a queued sale: one MULTI of reads; its failure is this sale's alone. */
   private async lookAtDoor(saleId: number, at: number): Promise<void> {
     try {
-      const door = await createSaleStore(this.deps.redis, this.options.prefix).sale(saleId).doorGauges(at);
+      const door = await this.deps.sales.doorGauges(saleId, at);
       if (door) this.deps.onDoorSeen?.(saleId, door);
     } catch (error) {
       this.deps.onSaleError(saleId, error);
@@ -254,7 +227,7 @@ export class Reconciler {
       const now = performance.now();
       let listed: WatchedSale[] | undefined;
       if (now - this.listedAt >= this.rota.roundMs()) {
-        listed = await this.step('list', undefined, () => listSalesToWatch(this.watcherDeps));
+        listed = await this.step('list', undefined, () => this.saleWatch.listSales());
         this.rota.setSales(listed.filter((sale) => sale.settled), now);
         const ids = new Set(listed.map((sale) => sale.id));
         for (const saleId of this.observed.keys()) if (!ids.has(saleId)) this.deps.onSaleGone?.(saleId);
@@ -268,7 +241,7 @@ export class Reconciler {
       for (const sale of this.rota.due(performance.now())) {
         let visit: SaleVisit | undefined;
         try {
-          visit = await this.step('look', sale.id, (signal) => watchOneSale(this.watcherDeps, sale, signal));
+          visit = await this.step('look', sale.id, (signal) => this.saleWatch.look(sale, signal));
         } catch (error) {
           if (!(error instanceof WatchStepOverdueError)) throw error;
           // Passed over (logged and counted): looked at again soon, as a sale that changed, while the
@@ -293,11 +266,11 @@ export class Reconciler {
           this.rota.visited(sale, performance.now(), false);
         }
       }
-      if (listed) await this.afterLooks('retire', () => retireFinishedSales(this.watcherDeps, listed));
+      if (listed) await this.afterLooks('retire', () => this.saleWatch.retireFinished(listed));
       // Once a round, after the looks: MySQL's identity against the one Redis remembers (watchMysqlServer).
       if (listed) {
         const saleIds = listed.filter((sale) => sale.settled).map((sale) => sale.id);
-        await this.afterLooks('mysql_identity', async () => void (await watchMysqlServer(this.watcherDeps, saleIds)));
+        await this.afterLooks('mysql_identity', async () => void (await this.saleWatch.watchMysqlServer(saleIds)));
       }
       // The audit's schedule lives in Redis; a Redis that lost its data lost it too, so it is set again
       // now and then (upserting an existing scheduler changes nothing).
@@ -372,16 +345,6 @@ export class Reconciler {
     return drained && snapshot.at >= sale.endsAt + this.options.retireAfterEndMs;
   }
 
-  private async requestReconcile(saleId: number, reason: ReconcileJobData['reason']): Promise<void> {
-    if (reason === 'interrupted') {
-      // Paused with no reconciliation in the queue: but one may have resumed the sale and finished
-      // since the watcher looked. Only a sale still paused now, with no job, is taken up.
-      if (await reconcileUnfinished(this.deps.jobs.queue, saleId)) return;
-      if (!(await createSaleStore(this.deps.redis, this.options.prefix).sale(saleId).snapshot()).paused) return;
-    }
-    await enqueueReconcile(this.deps.jobs.queue, saleId, reason);
-  }
-
   /**
    * The sales one audit run checks: at most auditPerSecond x auditEveryMs / 1000 of them, those never
    * audited (by this process) or changed since their last audit first, then the longest unaudited. A sale
@@ -390,7 +353,7 @@ export class Reconciler {
    * watcher's last look (same process); until the watcher has listed the sales, MySQL's list.
    */
   private async salesToAudit(): Promise<number[]> {
-    const sales = this.rota.size > 0 ? this.rota.saleIds() : await watchedSaleIds(this.deps, this.options.watchAfterEndMs);
+    const sales = this.rota.size > 0 ? this.rota.saleIds() : await this.deps.sales.watchedSaleIds(this.options.watchAfterEndMs);
     const now = performance.now();
     const due = sales.filter((saleId) => {
       const last = this.audited.get(saleId);

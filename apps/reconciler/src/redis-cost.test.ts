@@ -7,8 +7,8 @@ import { createOrderStore } from '@flashsale/order-store';
 import { startRedisServer, type RedisServer } from '@flashsale/harness';
 import { createIsolatedContext, createLiveSale, type TestContext } from '../../../test/support/context.ts';
 import { redisWorkOf, type RedisWork } from '../../../test/support/command-stats.ts';
-import { auditAndReport, type AuditReport } from '@flashsale/sales';
-import type { StateWatcherDeps } from '@flashsale/sales';
+import type { AuditReport } from '@flashsale/sales';
+import { auditAndReport, salesDeps, type StateWatcherDeps } from '@flashsale/sales/testing';
 import { watchOnce } from '../../../test/support/watch-once.ts';
 
 // What the reconciler's per-sale work costs Redis, counted by a redis-server of the test's own (INFO
@@ -79,10 +79,7 @@ async function measure(entries: number, deadLetters: number): Promise<Measured> 
     const sale = await saleWithAcknowledgedEntries(ctx, entries, deadLetters);
     const requested: unknown[] = [];
     const watchDeps: StateWatcherDeps = {
-      redis: ctx.redis,
-      prisma: ctx.prisma,
-      prefix: ctx.config.REDIS_PREFIX,
-      logger: createLogger('cost-test', 'silent'),
+      ...salesDeps({ redis: ctx.redis, prisma: ctx.prisma, prefix: ctx.config.REDIS_PREFIX, logger: createLogger('cost-test', 'silent') }),
       publishGraceMs: 0,
       createGraceMs: 30_000,
       retentionMs: ctx.config.RECONCILER_STREAM_RETENTION_MS,
@@ -94,7 +91,7 @@ async function measure(entries: number, deadLetters: number): Promise<Measured> 
     // The first pass records the sale's first checkpoint; the measured one verifies it and trims.
     await watchOnce(watchDeps);
     let report: AuditReport | null = null;
-    const auditDeps = { redis: ctx.redis, prisma: ctx.prisma, prefix: ctx.config.REDIS_PREFIX, logger: watchDeps.logger, onReport: () => undefined };
+    const auditDeps = { ...salesDeps({ redis: ctx.redis, prisma: ctx.prisma, prefix: ctx.config.REDIS_PREFIX, logger: watchDeps.logger }), onReport: () => undefined };
     const audit = await redisWorkOf(server.url, async () => {
       report = await auditAndReport(auditDeps, sale.id, 0);
     });

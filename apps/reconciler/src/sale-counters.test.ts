@@ -7,7 +7,7 @@ import { saleKeys, createSaleStore } from '@flashsale/redis-store';
 import { ORDER_WRITERS_GROUP } from '@flashsale/redis-store/testing';
 import { createIsolatedContext, createLiveSale, type TestContext } from '../../../test/support/context.ts';
 import { reconcileDeps } from '../../../test/support/reconciler.ts';
-import { reconcileSale } from '@flashsale/sales';
+import { reconcileSale } from '@flashsale/sales/testing';
 
 // A database of the file's own: an expiry pass looks at every sale's orders.
 let ctx: TestContext;

@@ -5,17 +5,14 @@ import { createSaleStore } from '@flashsale/redis-store';
 import { salesIndexKey } from '@flashsale/redis-store/testing';
 import { createOrderStore } from '@flashsale/order-store';
 import { isolatedContextPerTest, redisNow } from '../../../test/support/context.ts';
-import type { StateWatcherDeps } from '@flashsale/sales';
+import { salesDeps, type StateWatcherDeps } from '@flashsale/sales/testing';
 import { watchOnce } from '../../../test/support/watch-once.ts';
 
 const env = isolatedContextPerTest();
 
 function watcherDeps(createGraceMs: number): StateWatcherDeps {
   return {
-    redis: env.ctx.redis,
-    prisma: env.ctx.prisma,
-    prefix: env.ctx.config.REDIS_PREFIX,
-    logger: createLogger('watch-test', 'silent'),
+    ...salesDeps({ redis: env.ctx.redis, prisma: env.ctx.prisma, prefix: env.ctx.config.REDIS_PREFIX, logger: createLogger('watch-test', 'silent') }),
     publishGraceMs: 0,
     createGraceMs,
     retentionMs: 0,

@@ -10,14 +10,14 @@ import { createLiveSale, isolatedContextPerTest } from '../../../test/support/co
 import { startReconciler } from '../../../test/support/reconciler.ts';
 import { until } from '../../../test/support/until.ts';
 import { OrderWorker } from '../../worker/src/order-worker.ts';
-import type { StateWatcherDeps } from '@flashsale/sales';
+import { salesDeps, type StateWatcherDeps } from '@flashsale/sales/testing';
 import { watchOnce } from '../../../test/support/watch-once.ts';
 
 const env = isolatedContextPerTest();
 
 function startWorker(batchSize = 20): OrderWorker {
   const worker = new OrderWorker(
-    { redis: env.ctx.redis, prisma: env.ctx.prisma, prefix: env.ctx.config.REDIS_PREFIX, logger: createLogger('w', 'silent') },
+    { sales: env.ctx.sales, logger: createLogger('w', 'silent') },
     { batchSize, idleMs: 5, claimIdleMs: 500, maxDeliveries: 5, salesRefreshMs: 50, writesInFlight: 2 },
   );
   worker.start();
@@ -37,10 +37,7 @@ async function reserveMany(saleId: number, from: number, count: number, accepted
 function watcherDeps(prisma: PrismaClient = env.ctx.prisma): StateWatcherDeps & { requested: [number, string][] } {
   const requested: [number, string][] = [];
   return {
-    redis: env.ctx.redis,
-    prisma,
-    prefix: env.ctx.config.REDIS_PREFIX,
-    logger: createLogger('watch-test', 'silent'),
+    ...salesDeps({ redis: env.ctx.redis, prisma, prefix: env.ctx.config.REDIS_PREFIX, logger: createLogger('watch-test', 'silent') }),
     publishGraceMs: 0,
     createGraceMs: 30_000,
     retentionMs: 0,

@@ -4,7 +4,7 @@ import { createLogger } from '@flashsale/runtime';
 import { newReservationId } from '@flashsale/domain';
 import { createSaleStore, listenForWork, redisNow } from '@flashsale/redis-store';
 import { startRedisServer, type RedisServer } from '@flashsale/harness';
-import { createLiveSale, createTestContext, type TestContext } from '../../../test/support/context.ts';
+import { createLiveSale, createTestContext, salesWith, type TestContext } from '../../../test/support/context.ts';
 import { commandCounts, commandsBetween } from '../../../test/support/command-stats.ts';
 import { until } from '../../../test/support/until.ts';
 import { OrderWorker, type OrderWorkerOptions } from './order-worker.ts';
@@ -38,7 +38,7 @@ async function publishSales(prefix: string, count: number): Promise<void> {
 }
 
 function startWorker(prefix: string, options: Partial<OrderWorkerOptions> = {}): OrderWorker {
-  const worker = new OrderWorker({ redis: ctx.redis, prisma: ctx.prisma, prefix, logger: createLogger('worker-test', 'silent') }, { ...OPTIONS, ...options });
+  const worker = new OrderWorker({ sales: salesWith(ctx, { prefix }), logger: createLogger('worker-test', 'silent') }, { ...OPTIONS, ...options });
   worker.start();
   return worker;
 }

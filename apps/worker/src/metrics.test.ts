@@ -38,7 +38,7 @@ describe('worker metrics', () => {
 
     const metrics = createWorkerMetrics();
     worker = new OrderWorker(
-      { redis: ctx.redis, prisma: ctx.prisma, prefix: ctx.config.REDIS_PREFIX, logger: createLogger('worker-test', 'silent'), observer: metrics.observer },
+      { sales: ctx.sales, logger: createLogger('worker-test', 'silent'), observer: metrics.observer },
       { batchSize: 100, idleMs: 5, claimIdleMs: 200, maxDeliveries: 3, salesRefreshMs: 50, writesInFlight: 2 },
     );
     metrics.watch(worker);

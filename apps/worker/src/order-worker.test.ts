@@ -5,7 +5,7 @@ import { saleKeys, createSaleStore } from '@flashsale/redis-store';
 import { ORDER_WRITERS_GROUP } from '@flashsale/redis-store/testing';
 import { createPrisma, poolConfigFromUrl } from '@flashsale/order-store';
 import { createConnection } from 'mariadb';
-import { createLiveSale, createTestContext, type TestContext } from '../../../test/support/context.ts';
+import { createLiveSale, createTestContext, salesWith, type TestContext } from '../../../test/support/context.ts';
 import { until } from '../../../test/support/until.ts';
 import { ledgerOf, ordersOf, pendingCount, startFaultProxy } from '@flashsale/harness';
 import { OrderWorker, type OrderWorkerOptions } from './order-worker.ts';
@@ -26,7 +26,7 @@ afterEach(async () => {
 
 function startWorker(options: Partial<OrderWorkerOptions> = {}, prisma = ctx.prisma): OrderWorker {
   const worker = new OrderWorker(
-    { redis: ctx.redis, prisma, prefix: ctx.config.REDIS_PREFIX, logger: createLogger('worker-test', 'silent') },
+    { sales: salesWith(ctx, { prisma }), logger: createLogger('worker-test', 'silent') },
     { ...OPTIONS, ...options },
   );
   workers.push(worker);

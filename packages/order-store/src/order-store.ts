@@ -1,6 +1,6 @@
 import type { PrismaClient } from './generated/prisma/client.ts';
 import type { Logger } from '@flashsale/runtime';
-import { findSale, insertSale, listLiveSales } from './sale-repository.ts';
+import { changeAdmission, findSale, insertSale, listLiveSales } from './sale-repository.ts';
 import { saleOrderLedger } from './sale-counters.ts';
 import { abandonSale, adoptSale, beginSaleCreation, listStalledCreations, markPublished } from './sale-publication.ts';
 import { findOrderByReservation, paidOrderPages, reservationsWithOrders } from './order-repository.ts';
@@ -61,6 +61,8 @@ function bindSale(prisma: PrismaClient, saleId: number) {
   return {
     saleId,
     find: bound(findSale),
+    /** The operator's change of a queued sale's door, MySQL's record of it. */
+    changeAdmission: bound(changeAdmission),
     /** Its orders and units by status, from the counters the transactions keep (sale-counters.ts). */
     orderLedger: bound(saleOrderLedger),
     markPublished: bound(markPublished),

@@ -3,13 +3,14 @@
 // (redis, prefix, ...), are not exported: what only tests use is in './testing'.
 export { saleKeys, workSignalChannel, saleEventsChannel, type SaleKeys } from './keys.ts';
 export { createSaleStore, type SaleStore, type SaleRedis } from './sale-store.ts';
-export { type AdminSession } from './admin-session.ts';
+export { type AdminSession, type AdminSessionLifetime } from './admin-session.ts';
 export { type ScriptedRedis, type ScriptCommands } from './scripts.ts';
 export { createRedis, isRedisUnavailable } from './redis-client.ts';
-export { type ReserveOutcome, type UnreplicatedOutcome } from './reserve-purchase.ts';
+export { type ReserveOutcome, type UnreplicatedOutcome, type PurchaseRequest, type ReplicaWait } from './reserve-purchase.ts';
 export { redisNow, type SaleState } from './sale-meta.ts';
-export { decodeReservation, type StreamEntry, type ReservationEntry } from './reservation-stream.ts';
+export { decodeReservation, type StreamEntry, type ReservationEntry, type ReadRound, type ClaimRound } from './reservation-stream.ts';
 export { isDrained } from './stream-drain.ts';
+export { type StreamBacklog, type OrderWritersProgress } from './stream-backlog.ts';
 export { acceptedUnits, type SaleSnapshot } from './sale-snapshot.ts';
 export { type WorkSignaller, listenForWork } from './work-signal.ts';
 export { connectRedis, redisTargetOf, isClusterClient, type RedisTarget, type RedisTargetLike } from './redis-target.ts';

@@ -2,7 +2,7 @@ import type { DeadLetterReason, RebuyRule, SaleControlState, SaleDefinition } fr
 import type { ScriptedRedis } from './scripts.ts';
 import { saleKeys } from './keys.ts';
 import { publishSale, setSalePaused, withdrawSale } from './sale-state.ts';
-import { readGeneration, readSaleState, redisNow } from './sale-meta.ts';
+import { isQueued, readGeneration, readSaleState, redisNow } from './sale-meta.ts';
 import { keepListed, listSaleIds, retireSale } from './sale-state.ts';
 import { lastSeenMysqlServer, recordMysqlServerSeen } from './mysql-server-record.ts';
 import { createAdminSession, deleteAdminSession, readAdminSession, type AdminSessionLifetime } from './admin-session.ts';
@@ -97,6 +97,7 @@ function bindSale(redis: ScriptedRedis, prefix: string, saleId: number) {
     now: () => redisNow(redis, keys.meta),
     state: () => readSaleState(redis, prefix, saleId),
     generation: () => readGeneration(redis, prefix, saleId),
+    isQueued: () => isQueued(redis, prefix, saleId),
     snapshot: () => snapshotSale(redis, prefix, saleId),
     /** The memory of the sale's Redis server against its limit: over it, every purchase is refused (OOM). */
     memoryLimit: () => readMemoryLimit(redis, prefix, saleId),

@@ -3,6 +3,8 @@ import { redisNow, saleKeys, createSaleStore } from '@flashsale/redis-store';
 import { contextPerFile, createLiveSale } from '../../../test/support/context.ts';
 import { orderRow } from '../../../test/support/orders.ts';
 import { restoreBuyerHistory } from './buyer-history.ts';
+import { createLogger } from '@flashsale/runtime';
+import { salesDeps } from './testing.ts';
 
 const env = contextPerFile();
 
@@ -20,9 +22,9 @@ describe('restoreBuyerHistory', () => {
     const keys = saleKeys(ctx.config.REDIS_PREFIX, sale.id);
 
     const before = await redisNow(ctx.redis);
-    expect(await restoreBuyerHistory({ redis: ctx.redis, prisma: ctx.prisma, prefix: ctx.config.REDIS_PREFIX }, sale.id, sale.rebuyRule)).toBe(2500);
+    expect(await restoreBuyerHistory(salesDeps({ redis: ctx.redis, prisma: ctx.prisma, prefix: ctx.config.REDIS_PREFIX, logger: createLogger('test', 'silent') }), sale.id, sale.rebuyRule)).toBe(2500);
     const restored = await ctx.redis.hgetall(keys.closed);
-    expect(await restoreBuyerHistory({ redis: ctx.redis, prisma: ctx.prisma, prefix: ctx.config.REDIS_PREFIX }, sale.id, sale.rebuyRule)).toBe(2500);
+    expect(await restoreBuyerHistory(salesDeps({ redis: ctx.redis, prisma: ctx.prisma, prefix: ctx.config.REDIS_PREFIX, logger: createLogger('test', 'silent') }), sale.id, sale.rebuyRule)).toBe(2500);
 
     expect(await ctx.redis.hgetall(keys.closed)).toEqual(restored);
     expect(Object.keys(restored).sort()).toEqual(buyers);

@@ -26,7 +26,7 @@ describe('DoorFrontiers', () => {
       calls += 1;
       return ctx.redis.admitQueue(...args);
     };
-    const frontiers = new DoorFrontiers(counted, ctx.config.REDIS_PREFIX, 250, clock.now);
+    const frontiers = new DoorFrontiers(createSaleStore(counted, ctx.config.REDIS_PREFIX), 250, clock.now);
 
     const first = await Promise.all(Array.from({ length: 20 }, () => frontiers.read(sale.id)));
     expect(calls).toBe(1);
@@ -41,7 +41,7 @@ describe('DoorFrontiers', () => {
   });
 
   it('keeps no entry for a sale that does not exist', async () => {
-    const frontiers = new DoorFrontiers(ctx.redis, ctx.config.REDIS_PREFIX);
+    const frontiers = new DoorFrontiers(createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX));
     expect((await frontiers.read(880_000_999)).reading).toEqual({ kind: 'sale_not_found' });
   });
 });

@@ -5,6 +5,7 @@ import { decodeReservation, saleKeys, type StreamEntry, createSaleStore } from '
 import { createOrderStore, type SaleRecord } from '@flashsale/order-store';
 import { createLiveSale, createTestContext, type TestContext } from '../../../test/support/context.ts';
 import { auditAndReport, auditSale, type AuditReport } from './ledger-audit.ts';
+import { salesDeps } from './testing.ts';
 
 // The audit against the real Redis and MariaDB, each place a unit can be in put there by hand: no worker
 // runs, so nothing moves between the steps and each count is exact.
@@ -45,7 +46,7 @@ const ack = (sale: SaleRecord, entries: StreamEntry[]) => createSaleStore(ctx.re
 
 /** What an audit counts, less the instant it was read at. */
 async function counts(sale: SaleRecord, returned = 0): Promise<Omit<AuditReport, 'at' | 'returnedUnits'> | null> {
-  const report = await auditSale(ctx.redis, ctx.prisma, prefix(), sale.id);
+  const report = await auditSale(salesDeps({ redis: ctx.redis, prisma: ctx.prisma, prefix: prefix(), logger: createLogger('audit-test', 'silent') }), sale.id);
   if (!report) return null;
   const { at, returnedUnits, ...rest } = report;
   expect(at).toBeGreaterThan(0);
@@ -178,13 +179,13 @@ describe('auditSale', () => {
     await reserve(sale, 'ann');
     await arrange(sale);
 
-    expect(await auditSale(ctx.redis, ctx.prisma, prefix(), sale.id)).toBeNull();
+    expect(await auditSale(salesDeps({ redis: ctx.redis, prisma: ctx.prisma, prefix: prefix(), logger: createLogger('audit-test', 'silent') }), sale.id)).toBeNull();
   });
 });
 
 describe('auditAndReport', () => {
   const reported: (AuditReport & { confirmed: boolean })[] = [];
-  const deps = () => ({ redis: ctx.redis, prisma: ctx.prisma, prefix: prefix(), logger: createLogger('audit-test', 'silent'), onReport: (report: AuditReport & { confirmed: boolean }) => reported.push(report) });
+  const deps = () => ({ ...salesDeps({ redis: ctx.redis, prisma: ctx.prisma, prefix: prefix(), logger: createLogger('audit-test', 'silent') }), onReport: (report: AuditReport & { confirmed: boolean }) => reported.push(report) });
 
   it('records a balanced ledger as drift 0, unconfirmed', async () => {
     const sale = await createLiveSale(ctx, { stock: 10 });

@@ -1,6 +1,5 @@
 import type { ReconcileReason } from '@flashsale/jobs';
-import { createOrderStore, judgeMysqlServer } from '@flashsale/order-store';
-import { createSaleStore } from '@flashsale/redis-store';
+import { judgeMysqlServer } from '@flashsale/order-store';
 import type { SalesDeps } from './sales-deps.ts';
 
 export interface MysqlServerWatchDeps extends SalesDeps {
@@ -24,14 +23,14 @@ export interface MysqlServerWatchDeps extends SalesDeps {
  * before this round's: a cluster that goes on never looks behind it.
  */
 export async function watchMysqlServer(deps: MysqlServerWatchDeps, liveSaleIds: readonly number[]): Promise<boolean> {
-  const seen = await createSaleStore(deps.redis, deps.prefix).lastSeenMysqlServer();
-  const now = await createOrderStore(deps.prisma).serverIdentity();
+  const seen = await deps.redis.lastSeenMysqlServer();
+  const now = await deps.mysql.serverIdentity();
   if (seen === now) return false;
   const changed = seen !== null && judgeMysqlServer(seen, now) === 'changed';
   if (changed) {
     deps.logger.error({ was: seen, now, sales: liveSaleIds.length }, 'MySQL is another server than the one last seen (a replica promoted, a Galera cluster bootstrapped from a node behind?): reconciling every live sale');
     for (const saleId of liveSaleIds) await deps.requestReconcile(saleId, 'mysql_changed');
   }
-  await createSaleStore(deps.redis, deps.prefix).recordMysqlServerSeen(now);
+  await deps.redis.recordMysqlServerSeen(now);
   return changed;
 }

@@ -10,13 +10,14 @@ import { runExpiryPass } from './order-expiry.ts';
 import { settleReturns } from './order-returns.ts';
 import { receivePayment } from './payment-intake.ts';
 import type { SalesDeps } from './sales-deps.ts';
+import { salesDeps } from './testing.ts';
 
 // A database of the file's own: an expiry pass looks at every sale's orders.
 let ctx: TestContext;
 let deps: SalesDeps;
 beforeAll(async () => {
   ctx = await createIsolatedContext();
-  deps = { redis: ctx.redis, prisma: ctx.prisma, prefix: ctx.config.REDIS_PREFIX, logger: createLogger('test', 'silent') };
+  deps = salesDeps({ redis: ctx.redis, prisma: ctx.prisma, prefix: ctx.config.REDIS_PREFIX, logger: createLogger('test', 'silent') });
 });
 afterAll(() => ctx.close());
 

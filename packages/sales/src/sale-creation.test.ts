@@ -4,7 +4,7 @@ import { newReservationId } from '@flashsale/domain';
 import { createOrderStore } from '@flashsale/order-store';
 import { redisNow, createSaleStore } from '@flashsale/redis-store';
 import type { ReconcileReason } from '@flashsale/jobs';
-import { createSale, watchOneSale, type StateWatcherDeps } from '@flashsale/sales';
+import { createSale, salesDeps, watchOneSale, type StateWatcherDeps } from '@flashsale/sales/testing';
 import { createIsolatedContext, type TestContext } from '../../../test/support/context.ts';
 import { startReplicatedRedis, type ReplicatedRedis } from '../../../test/support/replicated-redis.ts';
 import { until } from '../../../test/support/until.ts';
@@ -34,7 +34,7 @@ describe('creating a sale', () => {
     const logger = createLogger('sale-creation-test', 'silent');
     const now = await redisNow(pair.redis);
     const sale = await createSale(
-      { redis: pair.redis, prisma, prefix, logger, publishTimeoutMs: 5_000 },
+      { ...salesDeps({ redis: pair.redis, prisma, prefix, logger }), publishTimeoutMs: 5_000 },
       { name: 'published before the failover', stock: 10, perUserLimit: 1, startsAt: new Date(now - 60_000), endsAt: new Date(now + 3_600_000) },
       undefined,
       () => true,
@@ -60,10 +60,7 @@ describe('creating a sale', () => {
     // and only the checkpoint's replication id tells them apart.
     const requested: [number, ReconcileReason][] = [];
     const deps: StateWatcherDeps = {
-      redis: pair.redis,
-      prisma,
-      prefix,
-      logger,
+      ...salesDeps({ redis: pair.redis, prisma, prefix, logger }),
       publishGraceMs: 0,
       createGraceMs: 30_000,
       retentionMs: 60_000,

@@ -10,8 +10,7 @@ import { createLiveSale, createTestContext, type TestContext } from '../../../te
 import { reconcileDeps } from '../../../test/support/reconciler.ts';
 import { orderRow } from '../../../test/support/orders.ts';
 import { OrderWorker } from '../../../apps/worker/src/order-worker.ts';
-import { reconcileSale, type ReconcileDeps } from '@flashsale/sales';
-import { auditSale } from '@flashsale/sales';
+import { auditSale, reconcileSale, salesDeps, type ReconcileDeps } from '@flashsale/sales/testing';
 import { capturedLog } from '../../../test/support/logs.ts';
 
 let ctx: TestContext;
@@ -28,7 +27,7 @@ afterEach(async () => {
 
 function startWorker() {
   worker = new OrderWorker(
-    { redis: ctx.redis, prisma: ctx.prisma, prefix: ctx.config.REDIS_PREFIX, logger: createLogger('w', 'silent') },
+    { sales: ctx.sales, logger: createLogger('w', 'silent') },
     { batchSize: 50, idleMs: 5, claimIdleMs: 200, maxDeliveries: 5, salesRefreshMs: 50, writesInFlight: 2 },
   );
   worker.start();
@@ -85,7 +84,7 @@ describe('reconciling a sale', () => {
     expect(faithful(after)).toEqual(faithful(before));
     expect(after.every((o) => o.payBy.getTime() === o.reservedAt.getTime() + 600_000)).toBe(true);
     expect(await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).state()).toMatchObject({ remaining: 5, paused: false });
-    expect(await auditSale(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, sale.id)).toMatchObject({ drift: 0, unitsInDb: 5 });
+    expect(await auditSale(salesDeps({ redis: ctx.redis, prisma: ctx.prisma, prefix: ctx.config.REDIS_PREFIX, logger: createLogger('audit', 'silent') }), sale.id)).toMatchObject({ drift: 0, unitsInDb: 5 });
   });
 
   it('waits for the reservations in flight, then rebuilds remaining and buyers from MySQL and resumes', async () => {
@@ -303,13 +302,13 @@ describe('auditing the ledger', () => {
   it('balances remaining + in flight + dead-lettered + in MySQL against stock, and sees drift', async () => {
     const sale = await createLiveSale(ctx, { stock: 20, perUserLimit: 3 });
     for (const [buyer, quantity] of [['a', 3], ['b', 1], ['c', 2]] as const) await reserve(sale.id, buyer, quantity);
-    expect(await auditSale(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, sale.id)).toMatchObject({ remaining: 14, inFlightUnits: 6, unitsInDb: 0, deadLetteredUnits: 0, drift: 0 });
+    expect(await auditSale(salesDeps({ redis: ctx.redis, prisma: ctx.prisma, prefix: ctx.config.REDIS_PREFIX, logger: createLogger('audit', 'silent') }), sale.id)).toMatchObject({ remaining: 14, inFlightUnits: 6, unitsInDb: 0, deadLetteredUnits: 0, drift: 0 });
 
     startWorker();
     await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).waitForDrain();
     await reserve(sale.id, 'd', 1);
     await sleep(5);
-    const mixed = await auditSale(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, sale.id);
+    const mixed = await auditSale(salesDeps({ redis: ctx.redis, prisma: ctx.prisma, prefix: ctx.config.REDIS_PREFIX, logger: createLogger('audit', 'silent') }), sale.id);
     expect(mixed?.drift).toBe(0);
     expect(mixed!.inFlightUnits + mixed!.unitsInDb).toBe(7);
 
@@ -317,7 +316,7 @@ describe('auditing the ledger', () => {
     await ctx.redis.hincrby(saleKeys(ctx.config.REDIS_PREFIX, sale.id).meta, 'remaining', 2);
     await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).waitForDrain();
     const before = await ctx.redis.hgetall(saleKeys(ctx.config.REDIS_PREFIX, sale.id).meta);
-    expect(await auditSale(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, sale.id)).toMatchObject({ remaining: 15, inFlightUnits: 0, unitsInDb: 7, drift: 2 });
+    expect(await auditSale(salesDeps({ redis: ctx.redis, prisma: ctx.prisma, prefix: ctx.config.REDIS_PREFIX, logger: createLogger('audit', 'silent') }), sale.id)).toMatchObject({ remaining: 15, inFlightUnits: 0, unitsInDb: 7, drift: 2 });
     expect(await ctx.redis.hgetall(saleKeys(ctx.config.REDIS_PREFIX, sale.id).meta)).toEqual(before);
   });
 });

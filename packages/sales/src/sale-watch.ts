@@ -1,17 +1,10 @@
-import { createOrderStore, type WatchedSale } from '@flashsale/order-store';
-import {
-  acceptedUnits,
-  createSaleStore,
-  isDrained,
-  redisNow,
-  type RetentionBounds,
-  type SaleSnapshot,
-} from '@flashsale/redis-store';
+import type { WatchedSale } from '@flashsale/order-store';
+import { acceptedUnits, isDrained, type RetentionBounds, type SaleSnapshot } from '@flashsale/redis-store';
 import type { ReconcileReason } from '@flashsale/jobs';
 import { holdsCheckpointEntry, judgeLoss } from './loss-judgement.ts';
 import { settleStalledCreation } from './sale-creation.ts';
 import { catchUpControls } from './sale-controls.ts';
-import { saleInRedis, type SalesDeps } from './sales-deps.ts';
+import type { SalesDeps } from './sales-deps.ts';
 import { checkpointOf } from './state-checkpoint.ts';
 import { isStoreUnavailable } from './store-failures.ts';
 import { WatchStepOverdueError } from './watch-deadline.ts';
@@ -53,15 +46,15 @@ export interface StateWatcherDeps extends SalesDeps {
  */
 export async function listSalesToWatch(deps: StateWatcherDeps): Promise<WatchedSale[]> {
   await settleStalledCreations(deps);
-  const watched = await createOrderStore(deps.prisma).listWatchedSales({ watchAfterEndMs: deps.watchAfterEndMs, publishGraceMs: deps.publishGraceMs });
+  const watched = await deps.mysql.listWatchedSales({ watchAfterEndMs: deps.watchAfterEndMs, publishGraceMs: deps.publishGraceMs });
   const listed = new Set(watched.map((sale) => sale.id));
   for (const id of deps.pausedLastPass) if (!listed.has(id)) deps.pausedLastPass.delete(id);
   return watched;
 }
 
 /** The ids of the sales the watch covers now (MySQL's list, as listSalesToWatch reads it), for a pass that makes no look of its own. */
-export async function watchedSaleIds(deps: Pick<SalesDeps, 'prisma'>, watchAfterEndMs: number): Promise<number[]> {
-  return (await createOrderStore(deps.prisma).listWatchedSales({ watchAfterEndMs })).map((sale) => sale.id);
+export async function watchedSaleIds(deps: Pick<SalesDeps, 'mysql'>, watchAfterEndMs: number): Promise<number[]> {
+  return (await deps.mysql.listWatchedSales({ watchAfterEndMs })).map((sale) => sale.id);
 }
 
 /** One look at one sale: its verdict, its record as it stands after the look, and what Redis showed. */
@@ -98,30 +91,30 @@ async function watchSale(deps: StateWatcherDeps, listed: WatchedSale, signal?: A
   // have moved on since), and logs no verdict (the next look judges again).
   const stillWanted = () => signal?.throwIfAborted();
   let sale = listed;
-  let snapshot = await createSaleStore(deps.redis, deps.prefix).sale(sale.id).snapshot();
+  let snapshot = await deps.redis.sale(sale.id).snapshot();
   // Counters can catch up with the checkpoint within one pass after Redis went back (a restart from an
   // older AOF or a lagging replica under load); the checkpoint's last stream entry cannot come back.
-  let checkpointEntryPresent = await holdsCheckpointEntry(saleInRedis(deps, sale.id), sale.checkpoint, snapshot);
+  let checkpointEntryPresent = await holdsCheckpointEntry(deps.redis.sale(sale.id), sale.checkpoint, snapshot);
   // Another reconciler may have recorded a newer checkpoint and trimmed the stream up to the one listed
   // here since the list was read: judged again on the checkpoint MySQL holds now, with a snapshot taken
   // after reading it (so its counters are not older than the checkpoint's). A few times, should that
   // reconciler be quick enough to move on again in between; a checkpoint that stays put is the verdict.
   for (let attempt = 0; !checkpointEntryPresent && attempt < 3; attempt++) {
-    const fresh = await createOrderStore(deps.prisma).sale(sale.id).findCheckpoint();
+    const fresh = await deps.mysql.sale(sale.id).findCheckpoint();
     if (!fresh || fresh.at === sale.checkpoint?.at) break;
     sale = { ...sale, checkpoint: fresh };
-    snapshot = await createSaleStore(deps.redis, deps.prefix).sale(sale.id).snapshot();
-    checkpointEntryPresent = await holdsCheckpointEntry(saleInRedis(deps, sale.id), sale.checkpoint, snapshot);
+    snapshot = await deps.redis.sale(sale.id).snapshot();
+    checkpointEntryPresent = await holdsCheckpointEntry(deps.redis.sale(sale.id), sale.checkpoint, snapshot);
   }
   let verdict = judge(sale, snapshot, checkpointEntryPresent);
   if (verdict.kind === 'reconcile' && verdict.reason === 'stale') {
     // The sales were listed before this snapshot: a reconciliation may have switched the generation
     // in between. Judged again against MySQL now, so a rebuild just done is not started over.
-    const fresh = await createOrderStore(deps.prisma).sale(sale.id).find();
+    const fresh = await deps.mysql.sale(sale.id).find();
     if (fresh && fresh.generation !== sale.generation) {
       verdict = judge({ ...sale, generation: fresh.generation, checkpoint: null }, snapshot);
       // The record the next look starts from: the new generation, and whatever checkpoint it has now.
-      sale = { ...sale, generation: fresh.generation, checkpoint: await createOrderStore(deps.prisma).sale(sale.id).findCheckpoint() };
+      sale = { ...sale, generation: fresh.generation, checkpoint: await deps.mysql.sale(sale.id).findCheckpoint() };
     }
   }
   const visit = (changed: boolean): SaleVisit => ({ verdict, sale, snapshot, changed });
@@ -147,7 +140,7 @@ async function watchSale(deps: StateWatcherDeps, listed: WatchedSale, signal?: A
   } else {
     const checkpoint = checkpointOf(snapshot);
     stillWanted();
-    const recorded = await createOrderStore(deps.prisma).sale(sale.id).recordCheckpoint(sale.generation, checkpoint, sale.checkpoint);
+    const recorded = await deps.mysql.sale(sale.id).recordCheckpoint(sale.generation, checkpoint, sale.checkpoint);
     // Retention: what the workers have acknowledged is an order (or a dead letter) now, and goes, up to
     // the checkpoint this pass found in place and replaced: a checkpoint is only ever replaced by one
     // recorded after its entry was seen, so every reconciler checks an entry at or after it. Not when
@@ -155,7 +148,7 @@ async function watchSale(deps: StateWatcherDeps, listed: WatchedSale, signal?: A
     const verified = sale.checkpoint?.streamId;
     if (recorded && verified && !signal?.aborted) await retain(deps, sale.id, retentionBounds(deps, verified, snapshot));
     // The next look compares with the checkpoint MySQL holds: this one, or (refused) the one that won.
-    sale = { ...sale, checkpoint: recorded ? checkpoint : await createOrderStore(deps.prisma).sale(sale.id).findCheckpoint() };
+    sale = { ...sale, checkpoint: recorded ? checkpoint : await deps.mysql.sale(sale.id).findCheckpoint() };
     return visit(true);
   }
 }
@@ -174,7 +167,7 @@ function unchangedSince(checkpoint: WatchedSale['checkpoint'], snapshot: SaleSna
 
 /** Finishes the creates left unfinished for longer than the grace (settleStalledCreation), each on its own. */
 async function settleStalledCreations(deps: StateWatcherDeps): Promise<void> {
-  for (const sale of await createOrderStore(deps.prisma).listStalledCreations(deps.createGraceMs)) {
+  for (const sale of await deps.mysql.listStalledCreations(deps.createGraceMs)) {
     await forOneSale(deps, sale.id, 'create not settled this pass', () => settleStalledCreation(deps, sale));
   }
 }
@@ -193,7 +186,7 @@ function retentionBounds(deps: StateWatcherDeps, keepFrom: string | null, snapsh
 /** Trims the stream (see trimAcknowledged); a failure is logged, and the next pass trims instead. */
 async function retain(deps: StateWatcherDeps, saleId: number, bounds: RetentionBounds): Promise<void> {
   try {
-    const removed = await createSaleStore(deps.redis, deps.prefix).sale(saleId).trimAcknowledged(bounds);
+    const removed = await deps.redis.sale(saleId).trimAcknowledged(bounds);
     if (removed > 0) deps.logger.debug({ saleId, removed }, 'acknowledged stream entries trimmed');
   } catch (error) {
     deps.logger.warn({ err: error, saleId }, 'stream not trimmed this pass');
@@ -207,23 +200,23 @@ async function retain(deps: StateWatcherDeps, saleId: number, bounds: RetentionB
  */
 export async function retireFinishedSales(deps: StateWatcherDeps, watched: WatchedSale[]): Promise<void> {
   const endsAtOfWatched = new Map(watched.map((sale) => [sale.id, sale.endsAt]));
-  const now = await redisNow(deps.redis);
+  const now = await deps.redis.now();
   // Retiring frees (SREM, allowed when Redis is out of memory) and goes first; putting sales back adds
   // (SADD, refused then) and goes last.
-  for (const saleId of await createSaleStore(deps.redis, deps.prefix).listSaleIds()) {
-    const endsAt = endsAtOfWatched.get(saleId) ?? (await createOrderStore(deps.prisma).sale(saleId).find())?.endsAt;
+  for (const saleId of await deps.redis.listSaleIds()) {
+    const endsAt = endsAtOfWatched.get(saleId) ?? (await deps.mysql.sale(saleId).find())?.endsAt;
     if (endsAt === undefined || now < endsAt + deps.retireAfterEndMs) continue;
     await forOneSale(deps, saleId, 'not retired this pass', async () => {
-      const backlog = await createSaleStore(deps.redis, deps.prefix).sale(saleId).backlog();
+      const backlog = await deps.redis.sale(saleId).backlog();
       if (isDrained(backlog)) {
-        await createSaleStore(deps.redis, deps.prefix).sale(saleId).retire();
+        await deps.redis.sale(saleId).retire();
         deps.logger.info({ saleId }, 'sale ended and drained: no longer polled by the workers');
       }
     });
   }
   // The list itself may have been lost on its own (on a cluster, with the one master that holds it):
   // every watched sale not yet due to retire is put back (see keepListed).
-  await createSaleStore(deps.redis, deps.prefix).keepListed(watched.filter((sale) => now < sale.endsAt + deps.retireAfterEndMs).map((sale) => sale.id));
+  await deps.redis.keepListed(watched.filter((sale) => now < sale.endsAt + deps.retireAfterEndMs).map((sale) => sale.id));
 }
 
 /**
