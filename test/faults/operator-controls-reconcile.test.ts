@@ -29,7 +29,6 @@ function watcherDeps(own: TestContext) {
     retentionMs: 60_000,
     watchAfterEndMs: own.config.RECONCILER_WATCH_AFTER_END_MS,
     retireAfterEndMs: own.config.RECONCILER_RETIRE_AFTER_END_MS,
-    pausedLastPass: new Set<number>(),
   };
 }
 

@@ -8,7 +8,7 @@ import { startRedisServer, type RedisServer } from '@flashsale/harness';
 import { createIsolatedContext, createLiveSale, type TestContext } from '../../../test/support/context.ts';
 import { redisWorkOf, type RedisWork } from '../../../test/support/command-stats.ts';
 import type { AuditReport } from '@flashsale/sales';
-import { auditAndReport, salesDeps, type StateWatcherDeps } from '@flashsale/sales/testing';
+import { auditAndReport, salesDeps, type SaleWatch } from '@flashsale/sales/testing';
 import { watchOnce } from '../../../test/support/watch-once.ts';
 
 // What the reconciler's per-sale work costs Redis, counted by a redis-server of the test's own (INFO
@@ -78,14 +78,13 @@ async function measure(entries: number, deadLetters: number): Promise<Measured> 
   try {
     const sale = await saleWithAcknowledgedEntries(ctx, entries, deadLetters);
     const requested: unknown[] = [];
-    const watchDeps: StateWatcherDeps = {
+    const watchDeps: SaleWatch = {
       ...salesDeps({ redis: ctx.redis, prisma: ctx.prisma, prefix: ctx.config.REDIS_PREFIX, logger: createLogger('cost-test', 'silent') }),
       publishGraceMs: 0,
       createGraceMs: 30_000,
       retentionMs: ctx.config.RECONCILER_STREAM_RETENTION_MS,
       watchAfterEndMs: ctx.config.RECONCILER_WATCH_AFTER_END_MS,
       retireAfterEndMs: ctx.config.RECONCILER_RETIRE_AFTER_END_MS,
-      pausedLastPass: new Set(),
       requestReconcile: async (saleId, reason) => void requested.push([saleId, reason]),
     };
     // The first pass records the sale's first checkpoint; the measured one verifies it and trims.

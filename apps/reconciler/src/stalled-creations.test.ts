@@ -5,12 +5,12 @@ import { createSaleStore } from '@flashsale/redis-store';
 import { salesIndexKey } from '@flashsale/redis-store/testing';
 import { createOrderStore } from '@flashsale/order-store';
 import { isolatedContextPerTest, redisNow } from '../../../test/support/context.ts';
-import { salesDeps, type StateWatcherDeps } from '@flashsale/sales/testing';
+import { salesDeps, type SaleWatch } from '@flashsale/sales/testing';
 import { watchOnce } from '../../../test/support/watch-once.ts';
 
 const env = isolatedContextPerTest();
 
-function watcherDeps(createGraceMs: number): StateWatcherDeps {
+function watcherDeps(createGraceMs: number): SaleWatch {
   return {
     ...salesDeps({ redis: env.ctx.redis, prisma: env.ctx.prisma, prefix: env.ctx.config.REDIS_PREFIX, logger: createLogger('watch-test', 'silent') }),
     publishGraceMs: 0,
@@ -18,7 +18,6 @@ function watcherDeps(createGraceMs: number): StateWatcherDeps {
     retentionMs: 0,
     watchAfterEndMs: env.ctx.config.RECONCILER_WATCH_AFTER_END_MS,
     retireAfterEndMs: env.ctx.config.RECONCILER_RETIRE_AFTER_END_MS,
-    pausedLastPass: new Set(),
     requestReconcile: async () => undefined,
   };
 }

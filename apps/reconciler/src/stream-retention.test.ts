@@ -10,7 +10,7 @@ import { createLiveSale, isolatedContextPerTest } from '../../../test/support/co
 import { startReconciler } from '../../../test/support/reconciler.ts';
 import { until } from '../../../test/support/until.ts';
 import { OrderWorker } from '../../worker/src/order-worker.ts';
-import { salesDeps, type StateWatcherDeps } from '@flashsale/sales/testing';
+import { salesDeps, type SaleWatch } from '@flashsale/sales/testing';
 import { watchOnce } from '../../../test/support/watch-once.ts';
 
 const env = isolatedContextPerTest();
@@ -34,7 +34,7 @@ async function reserveMany(saleId: number, from: number, count: number, accepted
   }
 }
 
-function watcherDeps(prisma: PrismaClient = env.ctx.prisma): StateWatcherDeps & { requested: [number, string][] } {
+function watcherDeps(prisma: PrismaClient = env.ctx.prisma): SaleWatch & { requested: [number, string][] } {
   const requested: [number, string][] = [];
   return {
     ...salesDeps({ redis: env.ctx.redis, prisma, prefix: env.ctx.config.REDIS_PREFIX, logger: createLogger('watch-test', 'silent') }),
@@ -43,7 +43,6 @@ function watcherDeps(prisma: PrismaClient = env.ctx.prisma): StateWatcherDeps & 
     retentionMs: 0,
     watchAfterEndMs: env.ctx.config.RECONCILER_WATCH_AFTER_END_MS,
     retireAfterEndMs: env.ctx.config.RECONCILER_RETIRE_AFTER_END_MS,
-    pausedLastPass: new Set(),
     requested,
     requestReconcile: async (saleId, reason) => {
       requested.push([saleId, reason]);

@@ -15,7 +15,7 @@ export type { ReturnTally } from './order-returns.ts';
 export { ReconcileUnfinished, type ReconcileRequest } from './reconcile-request.ts';
 export { storeFailures, isStoreUnavailable } from './store-failures.ts';
 export type { AuditReport } from './ledger-audit.ts';
-export { judge, type SaleVisit, type Verdict } from './sale-watch.ts';
+export { judge, type LookTerms, type SaleVisit, type Verdict } from './sale-watch.ts';
 export { withinDeadline, WatchStepOverdueError } from './watch-deadline.ts';
 export { Abandoned, backoffMs, type OrderIntake, type OrderIntakeObserver, type OrderIntakeStats, type StreamDelivery } from './order-intake.ts';
 // The stores' and the reconcile queue's vocabulary, as the facade's methods take and return it.

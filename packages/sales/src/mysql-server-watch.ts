@@ -1,10 +1,5 @@
-import type { ReconcileReason } from '@flashsale/jobs';
 import { judgeMysqlServer } from '@flashsale/order-store';
-import type { SalesDeps } from './sales-deps.ts';
-
-export interface MysqlServerWatchDeps extends SalesDeps {
-  requestReconcile(saleId: number, reason: ReconcileReason): Promise<void>;
-}
+import type { SaleWatch } from './sale-watch.ts';
 
 /**
  * Notices MySQL replaced by another server: an asynchronous replica promoted behind its primary lacks its
@@ -22,7 +17,7 @@ export interface MysqlServerWatchDeps extends SalesDeps {
  * is read before MySQL, so the seqno last recorded (by this reconciler or another) was read from MySQL
  * before this round's: a cluster that goes on never looks behind it.
  */
-export async function watchMysqlServer(deps: MysqlServerWatchDeps, liveSaleIds: readonly number[]): Promise<boolean> {
+export async function watchMysqlServer(deps: Pick<SaleWatch, 'redis' | 'mysql' | 'logger' | 'requestReconcile'>, liveSaleIds: readonly number[]): Promise<boolean> {
   const seen = await deps.redis.lastSeenMysqlServer();
   const now = await deps.mysql.serverIdentity();
   if (seen === now) return false;

@@ -4,7 +4,7 @@ import { newReservationId } from '@flashsale/domain';
 import { createOrderStore } from '@flashsale/order-store';
 import { redisNow, createSaleStore } from '@flashsale/redis-store';
 import type { ReconcileReason } from '@flashsale/jobs';
-import { createSale, salesDeps, watchOneSale, type StateWatcherDeps } from '@flashsale/sales/testing';
+import { createSale, salesDeps, watchOneSale, type SaleWatch } from '@flashsale/sales/testing';
 import { createIsolatedContext, type TestContext } from '../../../test/support/context.ts';
 import { startReplicatedRedis, type ReplicatedRedis } from '../../../test/support/replicated-redis.ts';
 import { until } from '../../../test/support/until.ts';
@@ -59,14 +59,13 @@ describe('creating a sale', () => {
     // The watch's first look: the promoted replica's counts are those of a sale nobody bought from yet,
     // and only the checkpoint's replication id tells them apart.
     const requested: [number, ReconcileReason][] = [];
-    const deps: StateWatcherDeps = {
+    const deps: SaleWatch = {
       ...salesDeps({ redis: pair.redis, prisma, prefix, logger }),
       publishGraceMs: 0,
       createGraceMs: 30_000,
       retentionMs: 60_000,
       watchAfterEndMs: 3_600_000,
       retireAfterEndMs: 3_600_000,
-      pausedLastPass: new Set(),
       requestReconcile: async (saleId, reason) => {
         requested.push([saleId, reason]);
       },

@@ -19,7 +19,12 @@ export function judge(sale: WatchedSale, snapshot: SaleSnapshot, checkpointEntry
   return snapshot.paused ? { kind: 'paused' } : { kind: 'healthy' };
 }
 
-export interface StateWatcherDeps extends SalesDeps {
+/**
+ * The reconciler's watch over the sales: the stores, the watch's settings, and where its requests and
+ * failures go. It holds no state of its own: what one look leaves for the next (a sale seen paused) is
+ * kept by the loop that makes the looks (apps/reconciler/src/watch-loop.ts) and passed back in.
+ */
+export interface SaleWatch extends SalesDeps {
   /** A sale published less than this ago (MySQL's clock) is left alone: its publish may not have landed yet. */
   publishGraceMs: number;
   /** How long a create may stay unfinished before the watcher abandons it (MySQL's clock). */
@@ -32,8 +37,6 @@ export interface StateWatcherDeps extends SalesDeps {
   watchAfterEndMs: number;
   /** How long after its end a drained sale stays in the workers' list (RECONCILER_RETIRE_AFTER_END_MS, Redis's clock). */
   retireAfterEndMs: number;
-  /** Sales the previous pass found paused; filled in by this pass for the next. */
-  pausedLastPass: Set<number>;
   /** Told of a sale whose watch failed this pass (counted in the reconciler's metrics). */
   onSaleError?(saleId: number, error: unknown): void;
   requestReconcile(saleId: number, reason: ReconcileReason): Promise<void>;
@@ -41,20 +44,24 @@ export interface StateWatcherDeps extends SalesDeps {
 
 /**
  * The start of a round of looks: finishes the creates left unfinished, then lists the sales to watch
- * (settled ones are looked at; see WatchedSale.settled). Sales no longer listed are forgotten by
- * pausedLastPass.
+ * (settled ones are looked at; see WatchedSale.settled).
  */
-export async function listSalesToWatch(deps: StateWatcherDeps): Promise<WatchedSale[]> {
+export async function listSalesToWatch(deps: SaleWatch): Promise<WatchedSale[]> {
   await settleStalledCreations(deps);
-  const watched = await deps.mysql.listWatchedSales({ watchAfterEndMs: deps.watchAfterEndMs, publishGraceMs: deps.publishGraceMs });
-  const listed = new Set(watched.map((sale) => sale.id));
-  for (const id of deps.pausedLastPass) if (!listed.has(id)) deps.pausedLastPass.delete(id);
-  return watched;
+  return deps.mysql.listWatchedSales({ watchAfterEndMs: deps.watchAfterEndMs, publishGraceMs: deps.publishGraceMs });
 }
 
 /** The ids of the sales the watch covers now (MySQL's list, as listSalesToWatch reads it), for a pass that makes no look of its own. */
 export async function watchedSaleIds(deps: Pick<SalesDeps, 'mysql'>, watchAfterEndMs: number): Promise<number[]> {
   return (await deps.mysql.listWatchedSales({ watchAfterEndMs })).map((sale) => sale.id);
+}
+
+/** What a look is told by the loop that makes it. */
+export interface LookTerms {
+  /** Whether the previous look at this sale found it paused (by a reconciliation): see watchSale. */
+  pausedBefore?: boolean;
+  /** Aborted once the look is overdue (see withinDeadline): it writes nothing more. */
+  signal?: AbortSignal;
 }
 
 /** One look at one sale: its verdict, its record as it stands after the look, and what Redis showed. */
@@ -73,20 +80,18 @@ export interface SaleVisit {
  * what a later loss destroyed). Run by the reconciler's own loop, not as a BullMQ job, because a Redis
  * that lost its data has lost BullMQ's schedules too. Its own failure is logged and counted
  * (forOneSale) and yields undefined; Redis or MySQL being away throws. A sale seen paused at two looks
- * running is taken up again (see watchSale). Once `signal` is aborted (the look is overdue: see
- * withinDeadline) it writes nothing more.
+ * running (`pausedBefore`, this one's verdict `paused`) is taken up again (see watchSale). Once `signal`
+ * is aborted (the look is overdue: see withinDeadline) it writes nothing more.
  */
-export async function watchOneSale(deps: StateWatcherDeps, sale: WatchedSale, signal?: AbortSignal): Promise<SaleVisit | undefined> {
+export async function watchOneSale(deps: SaleWatch, sale: WatchedSale, { pausedBefore = false, signal }: LookTerms = {}): Promise<SaleVisit | undefined> {
   let visit: SaleVisit | undefined;
   await forOneSale(deps, sale.id, 'not watched this pass', async () => {
-    visit = await watchSale(deps, sale, signal);
+    visit = await watchSale(deps, sale, pausedBefore, signal);
   });
-  if (visit?.verdict.kind === 'paused') deps.pausedLastPass.add(sale.id);
-  else if (visit) deps.pausedLastPass.delete(sale.id);
   return visit;
 }
 
-async function watchSale(deps: StateWatcherDeps, listed: WatchedSale, signal?: AbortSignal): Promise<SaleVisit> {
+async function watchSale(deps: SaleWatch, listed: WatchedSale, pausedBefore: boolean, signal?: AbortSignal): Promise<SaleVisit> {
   // Called before each write: a look given up on writes nothing from what it read (a newer look may
   // have moved on since), and logs no verdict (the next look judges again).
   const stillWanted = () => signal?.throwIfAborted();
@@ -129,7 +134,7 @@ async function watchSale(deps: StateWatcherDeps, listed: WatchedSale, signal?: A
     // if it died and gave up (BullMQ failed it after its retries or stalls), the sale would stay paused
     // forever: this takes it up again. Only when seen paused two passes running, so a reconciliation
     // that resumed the sale a moment ago is not started again.
-    if (deps.pausedLastPass.has(sale.id)) await deps.requestReconcile(sale.id, 'interrupted');
+    if (pausedBefore) await deps.requestReconcile(sale.id, 'interrupted');
     return visit(true);
   } else if (unchangedSince(sale.checkpoint, snapshot)) {
     // Nothing accepted since the checkpoint: it stands as it is (an idle sale costs no MySQL write per
@@ -166,7 +171,7 @@ function unchangedSince(checkpoint: WatchedSale['checkpoint'], snapshot: SaleSna
 }
 
 /** Finishes the creates left unfinished for longer than the grace (settleStalledCreation), each on its own. */
-async function settleStalledCreations(deps: StateWatcherDeps): Promise<void> {
+async function settleStalledCreations(deps: SaleWatch): Promise<void> {
   for (const sale of await deps.mysql.listStalledCreations(deps.createGraceMs)) {
     await forOneSale(deps, sale.id, 'create not settled this pass', () => settleStalledCreation(deps, sale));
   }
@@ -178,13 +183,13 @@ async function settleStalledCreations(deps: StateWatcherDeps): Promise<void> {
  * thing the system can free by itself (they are orders in MySQL, or dead letters with their own copy),
  * and waiting out RECONCILER_STREAM_RETENTION_MS would leave every purchase refused meanwhile.
  */
-function retentionBounds(deps: StateWatcherDeps, keepFrom: string | null, snapshot: SaleSnapshot): RetentionBounds {
+function retentionBounds(deps: SaleWatch, keepFrom: string | null, snapshot: SaleSnapshot): RetentionBounds {
   if (snapshot.memory.refusesWrites) return { keepFrom, keepSinceMs: null };
   return { keepFrom, keepSinceMs: snapshot.at - deps.retentionMs, maxEntries: deps.retentionEntries ?? null };
 }
 
 /** Trims the stream (see trimAcknowledged); a failure is logged, and the next pass trims instead. */
-async function retain(deps: StateWatcherDeps, saleId: number, bounds: RetentionBounds): Promise<void> {
+async function retain(deps: SaleWatch, saleId: number, bounds: RetentionBounds): Promise<void> {
   try {
     const removed = await deps.redis.sale(saleId).trimAcknowledged(bounds);
     if (removed > 0) deps.logger.debug({ saleId, removed }, 'acknowledged stream entries trimmed');
@@ -198,7 +203,7 @@ async function retain(deps: StateWatcherDeps, saleId: number, bounds: RetentionB
  * ago (on Redis's clock) whose stream has drained is taken out, so idle workers do not poll every sale
  * ever published.
  */
-export async function retireFinishedSales(deps: StateWatcherDeps, watched: WatchedSale[]): Promise<void> {
+export async function retireFinishedSales(deps: SaleWatch, watched: WatchedSale[]): Promise<void> {
   const endsAtOfWatched = new Map(watched.map((sale) => [sale.id, sale.endsAt]));
   const now = await deps.redis.now();
   // Retiring frees (SREM, allowed when Redis is out of memory) and goes first; putting sales back adds
@@ -224,7 +229,7 @@ export async function retireFinishedSales(deps: StateWatcherDeps, watched: Watch
  * and counted, and the pass goes on with the other sales. Redis or MySQL being away is not one sale's:
  * it fails the pass (logged once), and the next pass tries again.
  */
-async function forOneSale(deps: StateWatcherDeps, saleId: number, what: string, work: () => Promise<void>): Promise<void> {
+async function forOneSale(deps: SaleWatch, saleId: number, what: string, work: () => Promise<void>): Promise<void> {
   try {
     await work();
   } catch (error) {

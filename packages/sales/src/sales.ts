@@ -19,7 +19,7 @@ import { OrderIntake, type OrderIntakeObserver } from './order-intake.ts';
 import { reconcileSale } from './sale-reconciliation.ts';
 import { auditAndReport, type AuditReport } from './ledger-audit.ts';
 import { lastReconciliation, queueReconciliation, requestReconciliation, type ReconcileRequest } from './reconcile-request.ts';
-import { listSalesToWatch, retireFinishedSales, watchedSaleIds, watchOneSale, type StateWatcherDeps } from './sale-watch.ts';
+import { listSalesToWatch, retireFinishedSales, watchedSaleIds, watchOneSale, type LookTerms, type SaleWatch } from './sale-watch.ts';
 import { watchMysqlServer } from './mysql-server-watch.ts';
 import type { WatchedSale } from '@flashsale/order-store';
 import type { SalesDeps } from './sales-deps.ts';
@@ -51,8 +51,8 @@ export type DoorParts = Pick<DoorDeps, 'authSecret' | 'misses' | 'flagClaim' | '
   frontierMaxAgeMs: number;
 };
 
-/** The reconciler watch's settings (its own loop's, per process): see StateWatcherDeps. */
-export type WatchSettings = Omit<StateWatcherDeps, keyof SalesDeps | 'requestReconcile'>;
+/** The reconciler watch's settings (its own loop's, per process): see SaleWatch. */
+export type WatchSettings = Omit<SaleWatch, keyof SalesDeps | 'requestReconcile'>;
 
 /**
  * The application layer's one door for the apps, built once per process (packages/bootstrap): every use
@@ -121,10 +121,10 @@ export function createSales({ redis, prisma, prefix, logger, options, jobs }: Sa
     auditAndReport: (saleId: number, onReport: (report: AuditReport & { confirmed: boolean }) => void) => auditAndReport({ ...deps, onReport }, saleId),
     /** The reconciler's watch over the sales (sale-watch.ts), with its loop's settings. */
     saleWatch: (settings: WatchSettings) => {
-      const watch: StateWatcherDeps = { ...deps, ...settings, requestReconcile: queueFor };
+      const watch: SaleWatch = { ...deps, ...settings, requestReconcile: queueFor };
       return {
         listSales: () => listSalesToWatch(watch),
-        look: (sale: WatchedSale, signal?: AbortSignal) => watchOneSale(watch, sale, signal),
+        look: (sale: WatchedSale, terms?: LookTerms) => watchOneSale(watch, sale, terms),
         retireFinished: (listed: WatchedSale[]) => retireFinishedSales(watch, listed),
         watchMysqlServer: (liveSaleIds: readonly number[]) => watchMysqlServer(watch, liveSaleIds),
       };

@@ -16,5 +16,5 @@ export { createSale } from './sale-creation.ts';
 export { runSaleControl } from './sale-controls.ts';
 export { reconcileSale, type ReconcileDeps } from './sale-reconciliation.ts';
 export { auditSale, auditAndReport, type AuditDeps } from './ledger-audit.ts';
-export { listSalesToWatch, retireFinishedSales, watchOneSale, type StateWatcherDeps } from './sale-watch.ts';
+export { listSalesToWatch, retireFinishedSales, watchOneSale, type SaleWatch } from './sale-watch.ts';
 export { watchMysqlServer } from './mysql-server-watch.ts';
