@@ -134,9 +134,10 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     const file = options.buyersFile(targetRate === undefined ? enough(fastest.pipeline) : enough(targetRate, true));
     const wrk = await runWrk(gateway.url, targetRate === undefined ? WRK_SCRIPTS.closed : WRK_SCRIPTS.open, [file, String(saleId), ...(targetRate === undefined ? [] : [String(targetRate)])], connections, seconds);
     const loadSeconds = wrk.durationUs / 1e6;
-    const { lag, pending } = await createSaleStore(redis, prefix).sale(saleId).backlog();
+    const inRedis = createSaleStore(redis, prefix).sale(saleId);
+    const { lag, pending } = await inRedis.backlog();
     const drainStarted = performance.now();
-    await createSaleStore(redis, prefix).sale(saleId).waitForDrain(300_000, 5);
+    await inRedis.waitForDrain(300_000, 5);
     const drainSeconds = (performance.now() - drainStarted) / 1000;
     const after = await counters();
     const orders = await prisma.order.count({ where: { saleId } });

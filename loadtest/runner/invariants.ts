@@ -31,11 +31,12 @@ export async function checkSaleInvariants(
   saleId: number,
   accepted?: Map<string, { userId: string; quantity: number }>,
 ): Promise<SaleInvariants> {
-  await createSaleStore(redis, prefix).sale(saleId).waitForDrain(120_000);
+  const inRedis = createSaleStore(redis, prefix).sale(saleId);
+  await inRedis.waitForDrain(120_000);
   let reservations = accepted;
   if (!reservations) {
     reservations = new Map();
-    for (const { userId, reservationId, quantity } of await createSaleStore(redis, prefix).sale(saleId).allBuyers()) reservations.set(reservationId, { userId, quantity });
+    for (const { userId, reservationId, quantity } of await inRedis.allBuyers()) reservations.set(reservationId, { userId, quantity });
   }
   const ledger = await ledgerOf(redis, prisma, prefix, saleId, reservations);
   return {
