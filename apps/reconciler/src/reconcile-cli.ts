@@ -35,7 +35,6 @@ let exitCode = 0;
 let redisAway = false;
 let worker: Worker<ReconcileJobData, ReconcileResult> | undefined;
 try {
-  worker = createReconcileWorker(sales, logger, { prefix: config.REDIS_PREFIX, connection: workerConnection, concurrency: 1 });
   const result = await sales.requestReconciliation(saleId, {
     // The queue's connection waits for Redis for as long as it is away (as BullMQ needs): an operator
     // asking while Redis is away or frozen is told so within the command's deadline (the one its other
@@ -45,7 +44,10 @@ try {
     // then gives up waiting (the job goes on, in a reconciler process if one runs).
     waitMs: config.RECONCILE_DRAIN_TIMEOUT_MS + 30_000,
     ifRunning: 'wait',
+    // The command's own worker, once the sale is known and the job queued: it runs the job whether or not
+    // a reconciler process does.
     onQueued: (running) => {
+      worker = createReconcileWorker(sales, logger, { prefix: config.REDIS_PREFIX, connection: workerConnection, concurrency: 1 });
       if (running) console.error(`a reconciliation of sale ${saleId} is already running; waiting for it`);
     },
   });
