@@ -18,10 +18,11 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createHmac, createSecretKey, randomUUID, timingSafeEqual } from 'node:crypto';
 import { DEV_AUTH_SECRET } from '@flashsale/config';
-import { createRedis, reservePurchase } from '@flashsale/redis-store';
+import { createRedis, createSaleStore } from '@flashsale/redis-store';
 
 const redis = createRedis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', { name: 'bench-baseline' });
 const prefix = process.env.BENCH_PREFIX ?? 'bench';
+const store = createSaleStore(redis, prefix);
 const auth = process.env.BASELINE_AUTH ?? 'none';
 if (auth !== 'none' && auth !== 'hs256') throw new Error(`BASELINE_AUTH must be none or hs256, not ${auth}`);
 const PATH = /^\/api\/sales\/(\d+)\/purchase$/;
@@ -52,7 +53,7 @@ const server = createServer((req, res) => {
     res.writeHead(401).end();
     return;
   }
-  reservePurchase(redis, prefix, { saleId, userId, quantity: 1, reservationId: `${saleId}-${randomUUID()}` }).then(
+  store.reserve({ saleId, userId, quantity: 1, reservationId: `${saleId}-${randomUUID()}` }).then(
     (outcome) => {
       const body = JSON.stringify(outcome);
       res.writeHead(outcome.kind === 'reserved' ? 202 : 409, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });

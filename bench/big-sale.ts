@@ -26,10 +26,11 @@ import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createConnection } from 'mariadb';
 import { exitWithUsage, parseCommandLine } from '@flashsale/config';
-import { createPrisma, dropDatabase, insertSale, migrate, poolConfigFromUrl, saleOrderLedger, type PrismaClient } from '@flashsale/order-store';
-import { createRedis, publishSale, redisNow, saleKeys } from '@flashsale/redis-store';
+import { createOrderStore, createPrisma, dropDatabase, migrate, poolConfigFromUrl, type PrismaClient } from '@flashsale/order-store';
+import { createRedis, redisNow, saleKeys, createSaleStore } from '@flashsale/redis-store';
 import { startRedisServer } from '@flashsale/harness';
-import { readSaleStats } from '@flashsale/sales';
+import { createSales } from '@flashsale/sales';
+import { createLogger } from '@flashsale/runtime';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
@@ -95,11 +96,12 @@ async function measureSize(buyers: number, mysqlServer: string, reconcilerRoot: 
   const server = await startRedisServer({ args: ['--slowlog-max-len', '100000'] });
   const redis = createRedis(server.url, { name: 'bench-big-sale' });
   const prisma = createPrisma(databaseUrl, 4);
+  const sales = createSales({ redis, prisma, prefix, logger: createLogger('bench-big-sale', 'silent'), options: { databaseUrl, publishTimeoutMs: 5_000, drainTimeoutMs: 60_000 } });
   try {
     await migrate(databaseUrl);
     const filled = performance.now();
     const now = await redisNow(redis);
-    const sale = await insertSale(prisma, { name: `big sale of ${buyers}`, stock: buyers, perUserLimit: 1, startsAt: new Date(now - 60_000), endsAt: new Date(now + 3_600_000) });
+    const sale = await createOrderStore(prisma).insertSale({ name: `big sale of ${buyers}`, stock: buyers, perUserLimit: 1, startsAt: new Date(now - 60_000), endsAt: new Date(now + 3_600_000) });
     const { database: _db, ...serverConfig } = poolConfigFromUrl(databaseUrl);
     const connection = await createConnection({ ...serverConfig, database });
     try {
@@ -131,7 +133,7 @@ async function measureSize(buyers: number, mysqlServer: string, reconcilerRoot: 
       await connection.end();
     }
     const live = await prisma.order.count({ where: { saleId: sale.id, status: { in: ['created', 'paid'] } } });
-    await publishSale(redis, prefix, { ...sale, stock: buyers }, sale.generation);
+    await createSaleStore(redis, prefix).publish({ ...sale, stock: buyers }, sale.generation);
     await redis.hset(saleKeys(prefix, sale.id).meta, 'remaining', String(buyers - live));
     const buyersKey = saleKeys(prefix, sale.id).buyers;
     for (let from = 1; from <= buyers; from += 10_000) {
@@ -147,10 +149,10 @@ async function measureSize(buyers: number, mysqlServer: string, reconcilerRoot: 
     }
     const fillSeconds = (performance.now() - filled) / 1000;
 
-    const stats = await timed(10, () => readSaleStats({ redis, prisma, prefix }, sale.id));
+    const stats = await timed(10, () => sales.readSaleStats(sale.id));
     const groupByBefore = await timed(10, () => prisma.order.groupBy({ by: ['status'], where: { saleId: sale.id }, _count: { _all: true }, _sum: { quantity: true } }));
 
-    const rowsRead = { stats: await rowsReadBy(databaseUrl, (one) => saleOrderLedger(one, sale.id)), groupByBefore: await rowsReadBy(databaseUrl, (one) => one.order.groupBy({ by: ['status'], where: { saleId: sale.id }, _count: { _all: true }, _sum: { quantity: true } })) };
+    const rowsRead = { stats: await rowsReadBy(databaseUrl, (one) => createOrderStore(one).sale(sale.id).orderLedger()), groupByBefore: await rowsReadBy(databaseUrl, (one) => one.order.groupBy({ by: ['status'], where: { saleId: sale.id }, _count: { _all: true }, _sum: { quantity: true } })) };
 
     await redis.config('SET', 'slowlog-log-slower-than', '0');
     await redis.slowlog('RESET');
@@ -170,7 +172,7 @@ async function measureSize(buyers: number, mysqlServer: string, reconcilerRoot: 
     if (buyersAfter !== live) throw new Error(`the rebuilt buyers hash holds ${buyersAfter} buyers, MySQL ${live} live orders`);
 
     // Again once the reconcile is over: MySQL is still flushing the bulk fill when the first reading runs.
-    const statsLater = await timed(10, () => readSaleStats({ redis, prisma, prefix }, sale.id));
+    const statsLater = await timed(10, () => sales.readSaleStats(sale.id));
     const deleted = performance.now();
     await redis.del(buyersKey);
     const delOfBuyersHashMs = performance.now() - deleted;

@@ -11,7 +11,7 @@
  */
 import os from 'node:os';
 import { startRedisServer } from '@flashsale/harness';
-import { admitQueue, createRedis, saleKeys, type ScriptCommands, type ScriptedRedis } from '@flashsale/redis-store';
+import { createRedis, saleKeys, type ScriptCommands, type ScriptedRedis, createSaleStore } from '@flashsale/redis-store';
 import { loadRange, operatorSale, ratioText, roundRatios, runLine, type PartContext, type RoundRatios, type Run } from './part-context.ts';
 import type { RunInfo, Summary } from './summary.ts';
 import { cpuSeconds, startGatewayProcess, type BenchServer } from './servers.ts';
@@ -65,7 +65,7 @@ async function admitAll(redis: ScriptedRedis, prefix: string, saleId: number, bu
   // The door admits up to its rate per second of Redis's clock (100,000 here), banked up to one second.
   const deadline = Date.now() + 120_000;
   for (;;) {
-    const reading = await admitQueue(redis, prefix, saleId);
+    const reading = await createSaleStore(redis, prefix).sale(saleId).admitQueue();
     if (reading.kind !== 'door') throw new Error(`door: sale ${saleId} answered ${reading.kind}`);
     if (reading.door.front >= buyers.length) return;
     if (Date.now() > deadline) throw new Error(`door: ${reading.door.front} of ${buyers.length} buyers admitted after 120 s`);

@@ -1,11 +1,11 @@
 import { createConnection } from 'mariadb';
 import { newReservationId } from '@flashsale/domain';
-import { publishSale, saleKeys, workSignalChannel, type ScriptedRedis } from '@flashsale/redis-store';
-import { insertSale, poolConfigFromUrl, type PrismaClient } from '@flashsale/order-store';
-import { spawnWorker, waitForDrain, type AppProcess } from '@flashsale/harness';
+import { saleKeys, workSignalChannel, type ScriptedRedis, createSaleStore } from '@flashsale/redis-store';
+import { createOrderStore, poolConfigFromUrl, type PrismaClient } from '@flashsale/order-store';
+import { spawnWorker, type AppProcess } from '@flashsale/harness';
 
 async function newSale(prisma: PrismaClient, prefix: string, stock: number) {
-  return insertSale(prisma, { name: `${prefix} drain`, stock, perUserLimit: 1, startsAt: new Date(Date.now() - 60_000), endsAt: new Date(Date.now() + 3_600_000) });
+  return createOrderStore(prisma).insertSale({ name: `${prefix} drain`, stock, perUserLimit: 1, startsAt: new Date(Date.now() - 60_000), endsAt: new Date(Date.now() + 3_600_000) });
 }
 
 /**
@@ -14,7 +14,7 @@ async function newSale(prisma: PrismaClient, prefix: string, stock: number) {
  */
 export async function saleWithBacklog(redis: ScriptedRedis, prisma: PrismaClient, prefix: string, count: number) {
   const sale = await newSale(prisma, prefix, count);
-  await publishSale(redis, prefix, sale, sale.generation);
+  await createSaleStore(redis, prefix).publish(sale, sale.generation);
   const keys = saleKeys(prefix, sale.id);
   for (let start = 0; start < count; start += 1000) {
     const pipeline = redis.pipeline();
@@ -40,7 +40,7 @@ export async function drainByWorker(redis: ScriptedRedis, prisma: PrismaClient, 
   try {
     // Looked at every 5 ms, so that the clock stops within 5 ms of the last acknowledgement (the raw
     // baseline's stops when its last INSERT returns).
-    await waitForDrain(redis, prefix, sale.id, 600_000, 5);
+    await createSaleStore(redis, prefix).sale(sale.id).waitForDrain(600_000, 5);
     const seconds = (performance.now() - started) / 1000;
     const written = await prisma.order.count({ where: { saleId: sale.id } });
     if (written !== count) throw new Error(`the worker wrote ${written} orders of ${count}`);
@@ -147,7 +147,7 @@ export async function drainByWorkers(
     for (const id of ids) await redis.publish(workSignalChannel(prefix), String(id));
     // One sale after the other: each is looked at after the ones before it drained, so the clock stops
     // within 5 ms of the last sale's drain whatever their order.
-    for (const id of ids) await waitForDrain(redis, prefix, id, 600_000, 5);
+    for (const id of ids) await createSaleStore(redis, prefix).sale(id).waitForDrain(600_000, 5);
   } finally {
     for (const worker of running) worker.child.kill('SIGSTOP');
     pool.stoppedAt = performance.now();

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { readSaleState, type ScriptedRedis } from '@flashsale/redis-store';
+import { type ScriptedRedis, createSaleStore } from '@flashsale/redis-store';
 import type { PrismaClient } from '@flashsale/order-store';
-import { spawnWorker, waitForDrain } from '@flashsale/harness';
+import { spawnWorker } from '@flashsale/harness';
 import { saleWithBacklog } from './drain.ts';
 
 /**
@@ -14,16 +14,17 @@ import { saleWithBacklog } from './drain.ts';
  */
 export async function expiryByWorker(redis: ScriptedRedis, prisma: PrismaClient, env: NodeJS.ProcessEnv, prefix: string, count: number) {
   const sale = await saleWithBacklog(redis, prisma, prefix, count);
+  const inRedis = createSaleStore(redis, prefix).sale(sale.id);
   // A sweep every 50 ms: the measure is of the passes, not of the wait for the next one.
   const worker = await spawnWorker({ ...env, REDIS_PREFIX: prefix, EXPIRY_SWEEP_MS: '50' });
   try {
     const drainStarted = performance.now();
-    await waitForDrain(redis, prefix, sale.id, 600_000, 5);
+    await inRedis.waitForDrain(600_000, 5);
     const drainSeconds = (performance.now() - drainStarted) / 1000;
     const expiryStarted = performance.now();
     await prisma.$executeRaw`UPDATE orders SET pay_by = NOW(3) - INTERVAL 1 SECOND WHERE sale_id = ${sale.id}`;
     for (;;) {
-      const remaining = (await readSaleState(redis, prefix, sale.id))?.remaining ?? 0;
+      const remaining = (await inRedis.state())?.remaining ?? 0;
       if (remaining === count) break;
       if (performance.now() - expiryStarted > 600_000) throw new Error(`the expiry left ${count - remaining} units unreturned after 10 minutes`);
       await sleep(5);

@@ -12,7 +12,7 @@ import { randomUUID } from 'node:crypto';
 import { createConnection } from 'mariadb';
 import { exitWithUsage, loadConfig, parseCommandLine } from '@flashsale/config';
 import { newReservationId, type Reservation } from '@flashsale/domain';
-import { createPrisma, insertSale, migrate, writeOrderBatch } from '@flashsale/order-store';
+import { createOrderStore, createPrisma, migrate } from '@flashsale/order-store';
 import { startMariaDbServer } from '@flashsale/harness';
 import { cpuSeconds } from './servers.ts';
 import { mariadbPidOf } from './pipeline-servers.ts';
@@ -52,7 +52,7 @@ try {
       const url = server.url(`order_ids_${i}`);
       await migrate(url);
       const prisma = createPrisma(url, 2);
-      const sale = await insertSale(prisma, { name: `order ids ${kind}`, stock: ORDERS, perUserLimit: 1, startsAt: new Date(Date.now() - 1000), endsAt: new Date(Date.now() + 86_400_000) });
+      const sale = await createOrderStore(prisma).insertSale({ name: `order ids ${kind}`, stock: ORDERS, perUserLimit: 1, startsAt: new Date(Date.now() - 1000), endsAt: new Date(Date.now() + 86_400_000) });
       return { kind, prisma, sale, written: 0, cpu: 0, wall: 0 };
     }),
   );
@@ -74,7 +74,7 @@ try {
           // Buyers in no order (Knuth's multiplicative hash of the count): a crowd, not a queue.
           batch.push({ reservationId: kinds[side.kind](side.sale.id), saleId: side.sale.id, userId: `buyer-${(n * 2654435761) % 4294967296}`, quantity: 1, reservedAt: now, generation: side.sale.generation });
         }
-        const outcome = await writeOrderBatch(side.prisma, side.sale.id, batch);
+        const outcome = await createOrderStore(side.prisma).sale(side.sale.id).writeOrderBatch(batch);
         if (outcome.written.length !== batch.length) throw new Error(`${side.kind}: ${outcome.written.length} of ${batch.length} orders written`);
       }
       side.written += size;

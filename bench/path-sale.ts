@@ -1,5 +1,5 @@
-import { insertSale, type PrismaClient } from '@flashsale/order-store';
-import { publishSale, saleKeys, type ScriptedRedis } from '@flashsale/redis-store';
+import { createOrderStore, type PrismaClient } from '@flashsale/order-store';
+import { saleKeys, type ScriptedRedis, createSaleStore } from '@flashsale/redis-store';
 import { newReservationId } from '@flashsale/domain';
 import { signBuyerTokens } from '@flashsale/harness';
 import type { PathName } from './summary.ts';
@@ -24,14 +24,14 @@ export const DUPLICATE_BUYERS = 20_000;
  * one (duplicate). Returns its id.
  */
 export async function openPathSale(prisma: PrismaClient, redis: ScriptedRedis, prefix: string, path: PathName, ids: readonly string[], name: string): Promise<number> {
-  const sale = await insertSale(prisma, {
+  const sale = await createOrderStore(prisma).insertSale({
     name,
     stock: path === 'sold_out' ? 1 : 100_000_000,
     perUserLimit: 1,
     startsAt: new Date(Date.now() - 60_000),
     endsAt: new Date(Date.now() + 3_600_000),
   });
-  await publishSale(redis, prefix, sale, sale.generation);
+  await createSaleStore(redis, prefix).publish(sale, sale.generation);
   const keys = saleKeys(prefix, sale.id);
   const prebuy = path === 'sold_out' ? ['someone'] : path === 'duplicate' ? ids.slice(0, DUPLICATE_BUYERS) : [];
   for (let start = 0; start < prebuy.length; start += 1000) {

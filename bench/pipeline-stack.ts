@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import os from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Connection } from 'mariadb';
-import { publishSale, retireSale, saleKeys, streamBacklog, waitForDrain, type ScriptedRedis } from '@flashsale/redis-store';
+import { saleKeys, type ScriptedRedis, createSaleStore } from '@flashsale/redis-store';
 import { createPrisma, type PrismaClient } from '@flashsale/order-store';
 import { spawnGateway, spawnReconciler, spawnWorker, type AppProcess } from '@flashsale/harness';
 import { processTree, readProcesses } from '../loadtest/soak/sampler.ts';
@@ -90,12 +90,12 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       select: { id: true, redisGeneration: true, maxOrdersPerBuyer: true, rebuyCooldownSeconds: true },
     });
     rebuyRule = { maxOrdersPerBuyer: row.maxOrdersPerBuyer, rebuyCooldownSeconds: row.rebuyCooldownSeconds };
-    await publishSale(redis, prefix, { ...sale, id: row.id, rebuyRule }, row.redisGeneration!);
+    await createSaleStore(redis, prefix).publish({ ...sale, id: row.id, rebuyRule }, row.redisGeneration!);
     return row.id;
   };
   // A sale's Redis state, off the workers' list and deleted.
   const forget = async (onPrefix: string, saleId: number) => {
-    await retireSale(redis, onPrefix, saleId);
+    await createSaleStore(redis, onPrefix).sale(saleId).retire();
     await redis.del(...(Object.values(saleKeys(onPrefix, saleId)) as string[]));
   };
   // A run's sale is ended in MySQL, longer ago than the reconciler watches an ended sale, before its Redis
@@ -111,7 +111,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   const aloneSale = async () => {
     aloneSales += 1;
     const id = 1_000_000_000 + aloneSales;
-    await publishSale(redis, `${prefix}-alone`, { ...terms(), id, ...(rebuyRule && { rebuyRule }) }, randomUUID());
+    await createSaleStore(redis, `${prefix}-alone`).publish({ ...terms(), id, ...(rebuyRule && { rebuyRule }) }, randomUUID());
     return id;
   };
   const pidsOf = (name: PipelineProcess): number[] => {
@@ -134,9 +134,10 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     const file = options.buyersFile(targetRate === undefined ? enough(fastest.pipeline) : enough(targetRate, true));
     const wrk = await runWrk(gateway.url, targetRate === undefined ? WRK_SCRIPTS.closed : WRK_SCRIPTS.open, [file, String(saleId), ...(targetRate === undefined ? [] : [String(targetRate)])], connections, seconds);
     const loadSeconds = wrk.durationUs / 1e6;
-    const { lag, pending } = await streamBacklog(redis, prefix, saleId);
+    const inRedis = createSaleStore(redis, prefix).sale(saleId);
+    const { lag, pending } = await inRedis.backlog();
     const drainStarted = performance.now();
-    await waitForDrain(redis, prefix, saleId, 300_000, 5);
+    await inRedis.waitForDrain(300_000, 5);
     const drainSeconds = (performance.now() - drainStarted) / 1000;
     const after = await counters();
     const orders = await prisma.order.count({ where: { saleId } });

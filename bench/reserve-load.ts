@@ -13,7 +13,7 @@ import os from 'node:os';
 import { Redis } from 'ioredis';
 import { newReservationId, REBUY_RULE_DEFAULTS, type SaleDefinition } from '@flashsale/domain';
 import type { RedisCluster } from '@flashsale/harness';
-import { pipelineBySlotGroup, publishSale, saleKeys, type ScriptCommands, type ScriptedRedis, type SaleKeys } from '@flashsale/redis-store';
+import { pipelineBySlotGroup, saleKeys, type ScriptCommands, type ScriptedRedis, type SaleKeys, createSaleStore } from '@flashsale/redis-store';
 
 export interface ReserveRun {
   calls: number;
@@ -128,7 +128,7 @@ export async function reserveLoad(client: ScriptedRedis, nodes: NodeUrls, option
 export async function benchSale(client: ScriptedRedis, prefix: string, id: number, stock: number): Promise<{ saleId: number; keys: SaleKeys }> {
   // With the rebuy rule every created sale carries: an accepted call reads the buyer's closed orders.
   const sale: SaleDefinition = { id, name: `${prefix} reserve load`, stock, perUserLimit: 1, startsAt: Date.now() - 60_000, endsAt: Date.now() + 3_600_000, rebuyRule: REBUY_RULE_DEFAULTS };
-  await publishSale(client, prefix, sale, 'bench');
+  await createSaleStore(client, prefix).publish(sale, 'bench');
   return { saleId: sale.id, keys: saleKeys(prefix, sale.id) };
 }
 

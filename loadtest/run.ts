@@ -17,9 +17,9 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { exitWithUsage, loadConfig, parseCommandLine } from '@flashsale/config';
-import { createRedis, redisTargetOf } from '@flashsale/redis-store';
+import { createRedis, redisTargetOf, createSaleStore } from '@flashsale/redis-store';
 import { createPrisma, dropDatabase, migrate, poolConfigFromUrl } from '@flashsale/order-store';
-import { deleteKeysWithPrefix, redisEnvOf, spawnGateway, spawnWorker, waitForDrain, type AppProcess } from '@flashsale/harness';
+import { deleteKeysWithPrefix, redisEnvOf, spawnGateway, spawnWorker, type AppProcess } from '@flashsale/harness';
 import { ensureServicesOrExit } from '../infra/ensure-services.ts';
 import { SCENARIOS, smokeOf, type ScenarioName } from './k6/lib/shapes.js';
 import { runScenario } from './runner/scenario-run.ts';
@@ -121,7 +121,7 @@ try {
     // k6 wrote the Node runner's report, less the invariants it cannot read: they are added here, after
     // the streams have drained.
     const report = JSON.parse(readFileSync(summaryPath, 'utf8')) as { saleIds: number[]; invariants: unknown[]; passed: boolean };
-    for (const saleId of report.saleIds) await waitForDrain(redis, prefix, saleId, 60_000);
+    for (const saleId of report.saleIds) await createSaleStore(redis, prefix).sale(saleId).waitForDrain(60_000);
     const invariants = [];
     for (const saleId of report.saleIds) invariants.push(await checkSaleInvariants(redis, prisma, prefix, saleId));
     console.table(invariants);

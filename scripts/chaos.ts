@@ -9,7 +9,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { exitWithUsage, parseCommandLine } from '@flashsale/config';
 import { MATRIX_FAULTS, MATRIX_LINKS, MATRIX_SALES } from '@flashsale/harness';
 import { runMatrix } from './chaos-matrix.ts';
-import { createRedis } from '@flashsale/redis-store';
+import { createRedis, createSaleStore } from '@flashsale/redis-store';
 import { createPrisma, migrate } from '@flashsale/order-store';
 import {
   buyerToken,
@@ -21,7 +21,6 @@ import {
   spawnWorker,
   startMariaDbServer,
   startRedisServer,
-  waitForDrain,
   type AppProcess,
 } from '@flashsale/harness';
 
@@ -162,7 +161,7 @@ try {
   await chaos;
   for (const c of clients) c.close();
   log('load over; waiting for the workers to drain the stream');
-  await waitForDrain(redis, 'chaos', saleId, 180_000);
+  await createSaleStore(redis, 'chaos').sale(saleId).waitForDrain(180_000);
 
   const ledger = await faultLedgerOf(redis, prisma, 'chaos', saleId, accepted, uncertain);
   const sale = await prisma.sale.findUniqueOrThrow({ where: { id: saleId } });

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createHttpClient, mapConcurrently, paymentEventRequest, signBuyerTokens, waitForDrain, type HttpClient, type HttpResult } from '@flashsale/harness';
+import { createHttpClient, mapConcurrently, paymentEventRequest, signBuyerTokens, type HttpClient, type HttpResult } from '@flashsale/harness';
 import type { ScriptedRedis } from '@flashsale/redis-store';
+import { createSaleStore } from '@flashsale/redis-store';
 
 /**
  * The demo's second act: what happens to the orders after the flash crowd. Most winners pay, some
@@ -70,7 +71,7 @@ export async function runLifecycle(input: LifecycleInput): Promise<{ failed: boo
   const resaleTokens = signBuyerTokens(Array.from({ length: (returned ?? 0) + 100 }, (_, i) => `resale-buyer-${i}`));
   const crowd = await mapConcurrently(resaleTokens, 32, (token) => http.send('POST', `/api/sales/${input.saleId}/purchase`, { headers: { authorization: `Bearer ${token}` } }));
   console.log(`re-sale purchases sent: ${crowd.length}, answered ${tally(crowd)}`);
-  await waitForDrain(input.redis, input.prefix, input.saleId, 60_000);
+  await createSaleStore(input.redis, input.prefix).sale(input.saleId).waitForDrain(60_000);
   const resold = crowd.filter((r) => r.status === 202).map((r) => r.body.reservationId as string);
   const resalePaid = await mapConcurrently(resold, 16, (reservationId) => pay(reservationId));
   console.log(`re-sale payment events sent: ${resalePaid.length}, answered ${tally(resalePaid)}`);

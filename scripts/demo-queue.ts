@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ADMISSION_DEFAULTS } from '@flashsale/domain';
-import { createHttpClient, ledgerOf, signBuyerTokens, solveDoorChallenge, waitForDrain, type DoorChallenge, type HttpResult } from '@flashsale/harness';
+import { createHttpClient, ledgerOf, signBuyerTokens, solveDoorChallenge, type DoorChallenge, type HttpResult } from '@flashsale/harness';
 import type { PrismaClient } from '@flashsale/order-store';
-import { redisNow, type ScriptedRedis } from '@flashsale/redis-store';
+import { redisNow, type ScriptedRedis, createSaleStore } from '@flashsale/redis-store';
 import { paymentSender, tally } from './demo-lifecycle.ts';
 
 /**
@@ -177,7 +177,7 @@ export async function runQueueDemo(input: QueueDemoInput): Promise<{ failed: boo
   say(`${waiting().length} buyers still waiting; next in line: ${nextInLine().id}`);
 
   input.step('a winner cancels: the unit goes back on sale, to the next in line (not to whoever asks fastest)');
-  await waitForDrain(input.redis, input.prefix, saleId, 60_000);
+  await createSaleStore(input.redis, input.prefix).sale(saleId).waitForDrain(60_000);
   const canceller = bought.shift()!;
   const cancelled = await http.send('POST', `/api/reservations/${canceller.reservationId}/cancel`, { headers: { authorization: `Bearer ${canceller.token}` } });
   say(`${canceller.id} cancels: ${cancelled.status} ${String(cancelled.body.status ?? cancelled.body.code)}`);
@@ -190,7 +190,7 @@ export async function runQueueDemo(input: QueueDemoInput): Promise<{ failed: boo
   say(`the returned unit went to ${returnedTo.id}, who was next in line (${next.id}): ${returnedTo === next ? 'yes' : 'NO'}`);
 
   input.step('payments: every winner pays; now nothing can come back');
-  await waitForDrain(input.redis, input.prefix, saleId, 60_000);
+  await createSaleStore(input.redis, input.prefix).sale(saleId).waitForDrain(60_000);
   const pay = paymentSender(http, input.webhookSecret);
   const paid: HttpResult[] = [];
   for (const b of bought) paid.push(await pay(b.reservationId!));

@@ -12,7 +12,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createConnection } from 'mariadb';
 import { exitWithUsage, loadConfig, parseCommandLine } from '@flashsale/config';
-import { createRedis, redisTargetOf } from '@flashsale/redis-store';
+import { createRedis, redisTargetOf, createSaleStore } from '@flashsale/redis-store';
 import { createPrisma, migrate, poolConfigFromUrl } from '@flashsale/order-store';
 import {
   signBuyerTokens,
@@ -27,7 +27,6 @@ import {
   spawnGateway,
   spawnReconciler,
   spawnWorker,
-  waitForDrain,
   type AppProcess,
 } from '@flashsale/harness';
 import { ensureServicesOrExit } from '../infra/ensure-services.ts';
@@ -178,7 +177,7 @@ try {
 
     step('drain: waiting for the workers to write every reservation to MySQL');
     const drainStarted = performance.now();
-    await waitForDrain(redis, prefix, saleId, 120_000);
+    await createSaleStore(redis, prefix).sale(saleId).waitForDrain(120_000);
     const drainSeconds = (performance.now() - drainStarted) / 1000;
     const ledger = await ledgerOf(redis, prisma, prefix, saleId, accepted);
     const stats = await admin.send('GET', `/api/admin/sales/${saleId}/stats`, { headers: adminAuth });

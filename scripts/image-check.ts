@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createConnection } from 'mariadb';
 import { exitWithUsage, loadConfig, parseCommandLine } from '@flashsale/config';
-import { createRedis } from '@flashsale/redis-store';
+import { createRedis, createSaleStore } from '@flashsale/redis-store';
 import { createPrisma, poolConfigFromUrl, type PrismaClient } from '@flashsale/order-store';
 import {
   createHttpClient,
@@ -26,7 +26,6 @@ import {
   ledgerOf,
   mapConcurrently,
   signBuyerTokens,
-  waitForDrain,
   type HttpClient,
   type HttpResult,
 } from '@flashsale/harness';
@@ -173,7 +172,7 @@ async function checkRoles(): Promise<void> {
     for (const { userId, answer } of answers) if (answer.status === 202) accepted.set(answer.body.reservationId as string, { userId, quantity: 1 });
     const refusals = answers.filter((a) => a.answer.status !== 202).map((a) => String(a.answer.body.code));
     check('30 accepted, 10 SOLD_OUT', accepted.size === 30 && refusals.length === 10 && refusals.every((c) => c === 'SOLD_OUT'), `${accepted.size} accepted, refusals ${[...new Set(refusals)].join(',')}`);
-    await waitForDrain(redis, prefix, saleId, 60_000);
+    await createSaleStore(redis, prefix).sale(saleId).waitForDrain(60_000);
     const ledger = await ledgerOf(redis, prisma, prefix, saleId, accepted);
     check('the ledger: every 202 an order, none doubled or unexpected, units + remaining = stock', ledger.lost.length + ledger.duplicated.length + ledger.unexpected.length === 0 && ledger.unitsInDb + ledger.remaining === ledger.stock && ledger.unitsInDb === 30, JSON.stringify(ledger));
 
@@ -418,7 +417,7 @@ async function demoCrowd(stack: ComposeStack, redis: ReturnType<typeof createRed
   const unanswered = results.filter((r) => r.answer === undefined || r.answer.status >= 500);
   check('every purchase answered 202 or a 4xx refusal (no 5xx, no error)', unanswered.length === 0, unanswered.slice(0, 3).map((r) => JSON.stringify(r.answer ?? r.error)).join(' '));
   const accepted = acceptedOf(results);
-  await waitForDrain(redis, 'flashsale', saleId, 120_000);
+  await createSaleStore(redis, 'flashsale').sale(saleId).waitForDrain(120_000);
   const ledger = await ledgerOf(redis, prisma, 'flashsale', saleId, accepted);
   const units = [...accepted.values()].reduce((sum, a) => sum + a.quantity, 0);
   check(
@@ -490,7 +489,7 @@ async function faultsCrowd(stack: ComposeStack, redis: ReturnType<typeof createR
     console.log(`${killed}: ${state} after the SIGKILL (podman did not apply restart: unless-stopped here); started again by the check`);
     await podman(env, ['start', killed]);
   }
-  await waitForDrain(redis, 'flashsale', saleId, 120_000);
+  await createSaleStore(redis, 'flashsale').sale(saleId).waitForDrain(120_000);
   const ledger = await faultLedgerOf(redis, prisma, 'flashsale', saleId, accepted, uncertain);
   check(
     'the ledger after the faults: every 202 an order, no duplicate, nothing oversold, units + remaining = stock',

@@ -72,6 +72,13 @@ describe('the layers', () => {
     expect(both).toEqual([]);
   });
 
+  it('a file of an app imports no store and no reconcile queue: only the facade of packages/sales, bootstrap, domain, runtime and config', () => {
+    const allowed = [SALES, '@flashsale/bootstrap', '@flashsale/domain', '@flashsale/runtime', '@flashsale/config'];
+    expect(
+      violations(apps, (file, specifier) => (specifier.startsWith('@flashsale/') && !allowed.includes(specifier)) || (resolvedPath(file.path, specifier)?.startsWith('packages/') ?? false)),
+    ).toEqual([]);
+  });
+
   it('packages never import apps', () => {
     expect(
       violations(packages, (file, specifier) => APP_PACKAGES.some((name) => isPackage(specifier, name)) || (resolvedPath(file.path, specifier)?.startsWith('apps/') ?? false)),

@@ -1,6 +1,6 @@
-import { readAllBuyers, type ScriptedRedis } from '@flashsale/redis-store';
+import { type ScriptedRedis, createSaleStore } from '@flashsale/redis-store';
 import type { PrismaClient } from '@flashsale/order-store';
-import { ledgerOf, waitForDrain } from '@flashsale/harness';
+import { ledgerOf } from '@flashsale/harness';
 
 export interface SaleInvariants {
   saleId: number;
@@ -31,11 +31,12 @@ export async function checkSaleInvariants(
   saleId: number,
   accepted?: Map<string, { userId: string; quantity: number }>,
 ): Promise<SaleInvariants> {
-  await waitForDrain(redis, prefix, saleId, 120_000);
+  const inRedis = createSaleStore(redis, prefix).sale(saleId);
+  await inRedis.waitForDrain(120_000);
   let reservations = accepted;
   if (!reservations) {
     reservations = new Map();
-    for (const { userId, reservationId, quantity } of await readAllBuyers(redis, prefix, saleId)) reservations.set(reservationId, { userId, quantity });
+    for (const { userId, reservationId, quantity } of await inRedis.allBuyers()) reservations.set(reservationId, { userId, quantity });
   }
   const ledger = await ledgerOf(redis, prisma, prefix, saleId, reservations);
   return {

@@ -19,9 +19,9 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createConnection, type Connection } from 'mariadb';
 import { exitWithUsage, loadConfig, parseCommandLine, UsageError } from '@flashsale/config';
-import { createRedis, readAuditRecord, redisNow, saleKeys } from '@flashsale/redis-store';
+import { createRedis, redisNow, saleKeys, createSaleStore } from '@flashsale/redis-store';
 import { migrate, poolConfigFromUrl } from '@flashsale/order-store';
-import { createHttpClient, deleteKeysWithPrefix, gitRevision, spawnGateway, spawnReconciler, spawnWorker, waitForDrain, type AppProcess } from '@flashsale/harness';
+import { createHttpClient, deleteKeysWithPrefix, gitRevision, spawnGateway, spawnReconciler, spawnWorker, type AppProcess } from '@flashsale/harness';
 import { ensureServicesOrExit } from '../../infra/ensure-services.ts';
 import { SOAK_COMMAND, soakOptionsOf, stockFor, type SoakOptions } from './options.ts';
 import { preparePacedLoad, prepareWrkLoad, type PreparedLoad, type RunningLoad } from './load.ts';
@@ -58,6 +58,7 @@ const stamp = startedAt.toISOString().replace(/\.\d+Z$/, 'Z').replace(/:/g, '-')
 await ensureServicesOrExit();
 await migrate(databaseUrl.toString());
 const redis = createRedis(config.REDIS_URL);
+const store = createSaleStore(redis, prefix);
 let db: Connection | undefined;
 const apps: { name: string; process: AppProcess }[] = [];
 let prepared: PreparedLoad | undefined;
@@ -174,7 +175,7 @@ try {
   const drainStarted = performance.now();
   // A drain that does not finish is the run's finding, not a reason to lose it: the ledger then fails
   // on what is still in flight, and the report shows the stream.
-  await waitForDrain(redis, prefix, saleId, DRAIN_TIMEOUT_MS, 100).catch((error: unknown) => failures.push(`drain: ${(error as Error).message}`));
+  await store.sale(saleId).waitForDrain(DRAIN_TIMEOUT_MS, 100).catch((error: unknown) => failures.push(`drain: ${(error as Error).message}`));
   clearInterval(drainTimer);
   const drainSeconds = (performance.now() - drainStarted) / 1000;
   const drainedAt = await redisNow(redis);
@@ -184,7 +185,7 @@ try {
   const auditDeadline = Date.now() + Math.max(60_000, 3 * config.AUDIT_EVERY_MS);
   let auditAfterDrain = false;
   while (Date.now() < auditDeadline) {
-    const audit = await readAuditRecord(redis, prefix, saleId);
+    const audit = await store.sale(saleId).auditRecord();
     if (audit && audit.checkedAt >= drainedAt) {
       auditAfterDrain = true;
       break;

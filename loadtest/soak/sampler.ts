@@ -5,7 +5,7 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import type { Connection } from 'mariadb';
-import { saleKeys, streamBacklog, type ScriptedRedis } from '@flashsale/redis-store';
+import { saleKeys, type ScriptedRedis, createSaleStore } from '@flashsale/redis-store';
 import { parseGatewayMetrics } from './analysis.ts';
 import type { ProcessReading, Sample } from './sample.ts';
 
@@ -106,7 +106,7 @@ export async function takeSample(target: SamplerTarget, t: number, failures: str
         target.redis.memory('USAGE', keys.buyers),
         target.redis.memory('USAGE', keys.stream),
         target.redis.xlen(keys.stream),
-        streamBacklog(target.redis, target.prefix, target.saleId),
+        createSaleStore(target.redis, target.prefix).sale(target.saleId).backlog(),
       ]);
       sample.redis = { usedMiB: (infoField(memory, 'used_memory') ?? 0) / MiB, rssMiB: (infoField(memory, 'used_memory_rss') ?? 0) / MiB, saleKeysMiB: (Number(buyers ?? 0) + Number(stream ?? 0)) / MiB };
       // Redis's own account of its CPU (getrusage), its RSS from INFO: no pid needed, local or not.

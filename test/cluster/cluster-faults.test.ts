@@ -1,10 +1,11 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
-import { faultLedgerOf, ledgerOf, mergeBursts, purchaseBurst, waitForDrain, type BurstOutcome } from '@flashsale/harness';
+import { faultLedgerOf, ledgerOf, mergeBursts, purchaseBurst, type BurstOutcome } from '@flashsale/harness';
 import { startClusterSystem, type ClusterSystem } from '../support/system.ts';
 import { saleStats, salesOnEveryMaster } from '../support/cluster-sales.ts';
 import { until } from '../support/until.ts';
 import { convergedOnPrimary } from '../support/converged.ts';
+import { createSaleStore } from '@flashsale/redis-store';
 
 // Faults on a real Redis Cluster, with real processes told only REDIS_CLUSTER_NODES. Every test ends with
 // the ledger of every sale.
@@ -48,7 +49,7 @@ describe('a Redis Cluster under faults', () => {
     for (const sale of sales) {
       const burst = bursts.get(sale.id)!;
       expect({ sale: sale.id, accepted: burst.accepted.size, unknown: burst.unknown.size, failed: burst.failed.size }).toEqual({ sale: sale.id, accepted: 100, unknown: 0, failed: 0 });
-      await waitForDrain(ctx.redis, prefix, sale.id, 60_000);
+      await createSaleStore(ctx.redis, prefix).sale(sale.id).waitForDrain(60_000);
       const ledger = await ledgerOf(ctx.redis, ctx.prisma, prefix, sale.id, burst.accepted);
       expect({ sale: sale.id, ...ledger }).toEqual({ sale: sale.id, lost: [], duplicated: [], unexpected: [], unitsInDb: 100, remaining: 0, stock: 100 });
     }
@@ -84,12 +85,12 @@ describe('a Redis Cluster under faults', () => {
       // The rebuilt state is in Redis, paused, before the reconciliation resumes it: the burst below waits.
       await convergedOnPrimary(s, sale.id);
     }
-    for (const sale of others) await waitForDrain(ctx.redis, prefix, sale.id, 60_000);
+    for (const sale of others) await createSaleStore(ctx.redis, prefix).sale(sale.id).waitForDrain(60_000);
 
     // Selling goes on: new buyers take what is left, on every master.
     const second = await burstAll(s, sales, 'late', 100);
     for (const sale of sales) {
-      await waitForDrain(ctx.redis, prefix, sale.id, 60_000);
+      await createSaleStore(ctx.redis, prefix).sale(sale.id).waitForDrain(60_000);
       const both = mergeBursts(first.get(sale.id)!, second.get(sale.id)!);
       const ledger = await faultLedgerOf(ctx.redis, ctx.prisma, prefix, sale.id, both.accepted, new Set());
       const lostFirst = [...first.get(sale.id)!.accepted.keys()].filter((id) => ledger.lost.includes(id));
@@ -124,7 +125,7 @@ describe('a Redis Cluster under faults', () => {
     const failing = (await cluster.masters()).find((m) => m.port === sales[0]!.master)!;
     const [replica] = await cluster.replicasOf(failing);
     const first = await burstAll(s, sales, 'early', 60);
-    for (const sale of sales) await waitForDrain(ctx.redis, prefix, sale.id, 60_000);
+    for (const sale of sales) await createSaleStore(ctx.redis, prefix).sale(sale.id).waitForDrain(60_000);
     await checkpointed(s, sales, 60);
     // What the replica will come back with: its state now (an RDB it loads when it starts again).
     const snapshot = new Redis(replica!.url);
@@ -164,7 +165,7 @@ describe('a Redis Cluster under faults', () => {
     }
     const late = await burstAll(s, sales, 'late', 200);
     for (const sale of sales) {
-      await waitForDrain(ctx.redis, prefix, sale.id, 60_000);
+      await createSaleStore(ctx.redis, prefix).sale(sale.id).waitForDrain(60_000);
       const all = mergeBursts(first.get(sale.id)!, missed.get(sale.id)!, late.get(sale.id)!);
       const ledger = await faultLedgerOf(ctx.redis, ctx.prisma, prefix, sale.id, all.accepted, new Set([...all.unknown, ...all.failed]));
       const failedOver = sale.master === failing.port;

@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createHttpClient, ledgerOf, purchaseBurst, waitForDrain, type BurstOutcome } from '@flashsale/harness';
+import { createHttpClient, ledgerOf, purchaseBurst, type BurstOutcome } from '@flashsale/harness';
 import { until } from '../support/until.ts';
 import { salesOnEveryMaster, type SaleStats } from '../support/cluster-sales.ts';
 import { startClusterSystem, type ClusterSystem } from '../support/system.ts';
+import { createSaleStore } from '@flashsale/redis-store';
 
 // The whole system on a real 3-master Redis Cluster, the processes told only REDIS_CLUSTER_NODES (their
 // REDIS_URL points at a closed port): two gateways, two workers, two reconcilers, sales on every master.
@@ -40,7 +41,7 @@ describe('a flash crowd on a Redis Cluster', () => {
         unknown: 0,
         failed: 0,
       });
-      await waitForDrain(ctx.redis, prefix, sale.id, 60_000);
+      await createSaleStore(ctx.redis, prefix).sale(sale.id).waitForDrain(60_000);
       const ledger = await ledgerOf(ctx.redis, ctx.prisma, prefix, sale.id, burst.accepted);
       expect({ sale: sale.id, ...ledger }).toEqual({ sale: sale.id, lost: [], duplicated: [], unexpected: [], unitsInDb: 60, remaining: 0, stock: 60 });
     }

@@ -1,11 +1,12 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
-import { createHttpClient, faultLedgerOf, mergeBursts, signBuyerTokens, waitForDrain, type BurstOutcome, type ClusterNode } from '@flashsale/harness';
+import { createHttpClient, faultLedgerOf, mergeBursts, signBuyerTokens, type BurstOutcome, type ClusterNode } from '@flashsale/harness';
 import { startClusterSystem, type ClusterSystem } from '../support/system.ts';
 import { saleStats, salesOnEveryMaster } from '../support/cluster-sales.ts';
 import { steadyLoad, watchPauses } from '../support/steady-load.ts';
 import { until } from '../support/until.ts';
 import { convergedOnPrimary } from '../support/converged.ts';
+import { createSaleStore } from '@flashsale/redis-store';
 
 // Issue 21's probe on a Redis Cluster: 3 masters and a replica each (cluster-node-timeout 1 s), 2
 // gateways, 2 workers and a reconciler told only REDIS_CLUSTER_NODES, buyers coming steadily to a sale
@@ -109,7 +110,7 @@ async function expectRecovered({ s, prefix, ids, pauses, urls }: Selling, firstL
   const secondLoad = await after.stop();
 
   // Quiet: the audit judges a drift once nothing is in flight, and the reconciliation it asks for ends.
-  for (const id of ids) await waitForDrain(s.ctx.redis, prefix, id, 60_000);
+  for (const id of ids) await createSaleStore(s.ctx.redis, prefix).sale(id).waitForDrain(60_000);
   for (const id of ids) {
     await until(() => saleStats(s, id), (st) => st.consistent && st.audit?.drift === 0, DRAIN_BOUND_MS + 30_000);
     // Consistent holds from the moment a rebuilt state is switched in, paused, before its resume.
@@ -140,7 +141,7 @@ async function expectRecovered({ s, prefix, ids, pauses, urls }: Selling, firstL
       );
     }
 
-    await waitForDrain(s.ctx.redis, prefix, id, 60_000);
+    await createSaleStore(s.ctx.redis, prefix).sale(id).waitForDrain(60_000);
     const ledger = await faultLedgerOf(s.ctx.redis, s.ctx.prisma, prefix, id, all.accepted, new Set(uncertain));
     const admin = createHttpClient(urls[0]!, 1);
     const losses = await admin.send('GET', `/api/admin/sales/${id}/losses?limit=1000`, { headers: { authorization: `Bearer ${s.ctx.config.ADMIN_TOKEN}` } });

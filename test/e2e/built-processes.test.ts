@@ -12,7 +12,6 @@ import {
   spawnGateway,
   spawnReconciler,
   spawnWorker,
-  waitForDrain,
   type AppProcess,
   type HttpResult,
   testDatabaseName,
@@ -20,6 +19,7 @@ import {
 import { poolConfigFromUrl } from '@flashsale/order-store';
 import { migrationNames } from '@flashsale/order-store/testing';
 import { createTestContext, type TestContext } from '../support/context.ts';
+import { createSaleStore } from '@flashsale/redis-store';
 
 // The deployable build, started as the image starts it: `npm run build`, then `node scripts/start.mjs
 // <role>` (the Dockerfile's ENTRYPOINT and CMD) for migrate, gateway, worker, reconciler and the runbook's
@@ -93,7 +93,7 @@ describe('the built processes', () => {
     for (const [userId, answer] of answers) if (answer.status === 202) accepted.set(answer.body.reservationId as string, { userId, quantity: 1 });
     expect([...answers.values()].filter((a) => a.status !== 202).map((a) => a.body.code)).toEqual(Array(10).fill('SOLD_OUT'));
 
-    await waitForDrain(ctx.redis, ctx.config.REDIS_PREFIX, saleId);
+    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(saleId).waitForDrain();
     const ledger = await ledgerOf(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, saleId, accepted);
     expect(ledger).toEqual({ lost: [], duplicated: [], unexpected: [], unitsInDb: 30, remaining: 0, stock: 30 });
     const [reservationId, { userId }] = [...accepted][0]!;

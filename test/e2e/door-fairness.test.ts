@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createHttpClient, ledgerOf, mapConcurrently, signBuyerTokens, spawnGateway, spawnWorker, waitForDrain, type AppProcess } from '@flashsale/harness';
-import { redisNow, saleKeys } from '@flashsale/redis-store';
+import { createHttpClient, ledgerOf, mapConcurrently, signBuyerTokens, spawnGateway, spawnWorker, type AppProcess } from '@flashsale/harness';
+import { redisNow, saleKeys, createSaleStore } from '@flashsale/redis-store';
 import { createTestContext, type TestContext } from '../support/context.ts';
 import { CHI_SQUARE_9DF, chiSquareUniform, spearmanRho } from '../support/statistics.ts';
 import { until } from '../support/until.ts';
@@ -136,7 +136,7 @@ describe('the door is fair', () => {
     const refused = await http.send('POST', `/api/sales/${saleId}/purchase`, { headers: auth(inOrder[STOCK]!) });
     expect([403, 410]).toContain(refused.status);
 
-    await waitForDrain(ctx.redis, ctx.config.REDIS_PREFIX, saleId, 30_000);
+    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(saleId).waitForDrain(30_000);
     const ledger = await ledgerOf(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, saleId, accepted);
     expect(ledger).toMatchObject({ lost: [], duplicated: [], unexpected: [], unitsInDb: STOCK, remaining: 0, stock: STOCK });
     const buyers = (await ctx.prisma.order.findMany({ where: { saleId }, select: { userId: true } })).map((o) => o.userId).sort();

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestContext, type TestContext } from '../support/context.ts';
-import { createHttpClient, type HttpResult, ledgerOf, waitForDrain, spawnGateway, spawnWorker, type AppProcess, signBuyerTokens } from '@flashsale/harness';
+import { createHttpClient, type HttpResult, ledgerOf, spawnGateway, spawnWorker, type AppProcess, signBuyerTokens } from '@flashsale/harness';
+import { createSaleStore } from '@flashsale/redis-store';
 
 // The whole pipeline with real processes: one gateway, two workers, the real Redis and MariaDB.
 // 1,000 buyers each send 4 purchase requests at once (quantity 1 or 2, per-user limit 2) for 500 units.
@@ -75,7 +76,7 @@ describe('flash crowd, end to end', () => {
     expect(refusals.ALREADY_PURCHASED).toBeGreaterThan(0);
     expect(refusals.SOLD_OUT).toBeGreaterThan(0);
 
-    await waitForDrain(ctx.redis, ctx.config.REDIS_PREFIX, saleId, 60_000);
+    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(saleId).waitForDrain(60_000);
     const ledger = await ledgerOf(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, saleId, accepted);
     expect({ lost: ledger.lost, duplicated: ledger.duplicated, unexpected: ledger.unexpected }).toEqual({ lost: [], duplicated: [], unexpected: [] });
     expect(ledger.unitsInDb + ledger.remaining).toBe(STOCK);

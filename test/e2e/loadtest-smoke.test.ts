@@ -3,13 +3,14 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SOURCE_NODE_ARGS, spawnGateway, spawnWorker, waitForDrain, type AppProcess } from '@flashsale/harness';
+import { SOURCE_NODE_ARGS, spawnGateway, spawnWorker, type AppProcess } from '@flashsale/harness';
 import { poolConfigFromUrl } from '@flashsale/order-store';
 import { SCENARIOS, smokeOf } from '../../loadtest/k6/lib/shapes.js';
 import { runScenario, type ScenarioReport, type ScenarioTarget } from '../../loadtest/runner/scenario-run.ts';
 import { checkSaleInvariants, invariantsHold } from '../../loadtest/runner/invariants.ts';
 import { createTestContext, type TestContext } from '../support/context.ts';
 import { runProcess } from '../support/run-process.ts';
+import { createSaleStore } from '@flashsale/redis-store';
 
 /**
  * A short run of every load scenario through the Node runner (what `npm run loadtest` plays where k6 is
@@ -101,7 +102,7 @@ describe.skipIf(!k6OnPath && process.env.CI !== 'true')('load scenarios, smoke r
     });
     expect(k6.status, k6.stdout + k6.stderr).toBe(0);
     const report = JSON.parse(readFileSync(summaryPath, 'utf8')) as ScenarioReport;
-    for (const saleId of report.saleIds) await waitForDrain(ctx.redis, ctx.config.REDIS_PREFIX, saleId);
+    for (const saleId of report.saleIds) await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(saleId).waitForDrain();
     const invariants = [];
     for (const saleId of report.saleIds) invariants.push(await checkSaleInvariants(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, saleId));
     return { report, invariants };

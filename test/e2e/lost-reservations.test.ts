@@ -2,13 +2,13 @@ import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { newReservationId, signPaymentEvent } from '@flashsale/domain';
 import { buyerToken } from '@flashsale/harness';
-import { saleKeys, snapshotSale } from '@flashsale/redis-store';
+import { saleKeys, createSaleStore } from '@flashsale/redis-store';
 import { createLiveSale, type TestContext } from '../support/context.ts';
 import { gatewayPerFile, type TestGateway } from '../support/gateway.ts';
 import { bearer, expectProblem } from '../support/http.ts';
 import { writeOrdersOf } from '../support/orders.ts';
 import { reconcileDeps } from '../support/reconciler.ts';
-import { reconcileSale } from '@flashsale/sales';
+import { reconcileSale } from '@flashsale/sales/testing';
 
 // A reservation answered 202 that neither store holds any more. MySQL goes back to before a
 // reconciliation of the sale (a dump restored, a replica promoted behind): the order of a buyer who
@@ -110,7 +110,7 @@ describe('a reservation no store holds any more', () => {
     // Redis loses a reservation no worker wrote, after the checkpoint saw it: counted, not named.
     const sale = await createLiveSale(ctx, { stock: 5 });
     const unnamed = await reserve(sale.id, `x-${randomUUID()}`);
-    const snap = await snapshotSale(ctx.redis, ctx.config.REDIS_PREFIX, sale.id);
+    const snap = await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).snapshot();
     await ctx.prisma.sale.update({ where: { id: sale.id }, data: { checkpointReservations: snap.buyers, checkpointUnits: 1, checkpointAt: new Date(snap.at), checkpointStreamId: snap.lastEntryId } });
     const keys = saleKeys(ctx.config.REDIS_PREFIX, sale.id);
     await ctx.redis.del(keys.meta, keys.buyers, keys.stream);

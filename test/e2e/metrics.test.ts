@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort, mergeBursts, purchaseBurst, spawnGateway, spawnReconciler, spawnWorker, waitForDrain, type AppProcess } from '@flashsale/harness';
-import { setSalePaused } from '@flashsale/redis-store/testing';
+import { freePort, mergeBursts, purchaseBurst, spawnGateway, spawnReconciler, spawnWorker, type AppProcess } from '@flashsale/harness';
 import { startSystem, type System } from '../support/system.ts';
 import { sampleOf, scrape, seriesWithLabel } from '../support/metrics-text.ts';
 import { until } from '../support/until.ts';
+import { createSaleStore } from '@flashsale/redis-store';
 
 // The metrics as an operator reads them: real gateway, worker and reconciler processes on a redis-server
 // and a database of the test's own, scraped on their metrics ports.
@@ -28,7 +28,7 @@ describe('the metrics of a running system', () => {
     // The same buyers again: each is told ALREADY_PURCHASED or SOLD_OUT, never a second reservation.
     const again = await purchaseBurst(gateway.url, saleId, buyers.slice(0, 10), { connections: 4 });
     const answers = mergeBursts(first, again);
-    await waitForDrain(system.ctx.redis, prefix(), saleId);
+    await createSaleStore(system.ctx.redis, prefix()).sale(saleId).waitForDrain();
 
     const text = await scrape(gateway);
 
@@ -85,7 +85,7 @@ describe('the metrics of a running system', () => {
 
     // Paused behind the reconciler's back, as a reconciliation that died would leave it: seen paused,
     // then taken up again (reason "interrupted"), rebuilt and resumed.
-    expect(await setSalePaused(system.ctx.redis, prefix(), saleId, true)).toBe(true);
+    expect(await createSaleStore(system.ctx.redis, prefix()).sale(saleId).setPaused(true)).toBe(true);
     await until(
       () => scrape(reconciler),
       (t) => sampleOf(t, `flashsale_sale_paused${sale}`) === 1,

@@ -3,9 +3,9 @@ import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { newReservationId } from '@flashsale/domain';
-import { reservePurchase, streamBacklog } from '@flashsale/redis-store';
+import { createSaleStore } from '@flashsale/redis-store';
 import { createLiveSale, createTestContext, type TestContext } from '../support/context.ts';
-import { startFaultProxy, type FaultProxy, ledgerOf, ordersOf, pendingCount, waitForDrain, spawnApp, spawnWorker, type AppProcess } from '@flashsale/harness';
+import { startFaultProxy, type FaultProxy, ledgerOf, ordersOf, pendingCount, spawnApp, spawnWorker, type AppProcess } from '@flashsale/harness';
 
 // Real worker processes, killed with SIGKILL at an exact point of their conversation with Redis or
 // MariaDB: a proxy in front of the server sees the command go out and kills the worker before it lands.
@@ -29,7 +29,7 @@ async function acceptedReservations(saleId: number, count: number) {
   const accepted = new Map<string, { userId: string; quantity: number }>();
   for (let i = 0; i < count; i++) {
     const reservationId = newReservationId(saleId);
-    const outcome = await reservePurchase(ctx.redis, ctx.config.REDIS_PREFIX, { saleId, userId: `buyer-${i}`, quantity: 1, reservationId });
+    const outcome = await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).reserve({ saleId, userId: `buyer-${i}`, quantity: 1, reservationId });
     expect(outcome.kind).toBe('reserved');
     accepted.set(reservationId, { userId: `buyer-${i}`, quantity: 1 });
   }
@@ -86,7 +86,7 @@ describe('a worker killed mid-batch', () => {
 
     const survivor = await spawnWorker(workerEnv());
     processes.push(survivor);
-    await waitForDrain(ctx.redis, ctx.config.REDIS_PREFIX, sale.id);
+    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).waitForDrain();
 
     const ledger = await ledgerOf(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, sale.id, accepted);
     expect(ledger).toEqual({ lost: [], duplicated: [], unexpected: [], unitsInDb: 40, remaining: 60, stock: 100 });
@@ -118,7 +118,7 @@ describe('a worker killed mid-batch', () => {
 
     const survivor = await spawnWorker(workerEnv());
     processes.push(survivor);
-    await waitForDrain(ctx.redis, ctx.config.REDIS_PREFIX, sale.id);
+    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).waitForDrain();
 
     const ledger = await ledgerOf(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, sale.id, accepted);
     expect(ledger).toEqual({ lost: [], duplicated: [], unexpected: [], unitsInDb: 40, remaining: 60, stock: 100 });
@@ -130,7 +130,7 @@ describe('a worker killed mid-batch', () => {
     const accepted = await acceptedReservations(sale.id, 30);
     const worker = await spawnWorker(workerEnv());
     processes.push(worker);
-    await waitForDrain(ctx.redis, ctx.config.REDIS_PREFIX, sale.id);
+    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).waitForDrain();
     expect(await worker.kill('SIGTERM')).toBe(0);
     const totals = await worker.waitForLog('worker totals');
     expect(totals).toMatchObject({ written: 30, replayed: 0, deadLettered: 0 });
@@ -151,12 +151,12 @@ describe('MySQL unreachable', () => {
     await worker.waitForLog({ matches: (l) => l.msg === 'order batch failed' && l.mysqlUp === false && l.attempt === 2, what: '"order batch failed" with mysqlUp false at attempt 2' });
     expect((await ordersOf(ctx.prisma, sale.id)).length).toBe(0);
     // Nothing acknowledged: every entry is either held by the worker retrying it, or not yet read.
-    const backlog = await streamBacklog(ctx.redis, ctx.config.REDIS_PREFIX, sale.id);
+    const backlog = await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).backlog();
     expect(backlog.pending + backlog.lag).toBe(25);
     expect(backlog.pending).toBeGreaterThan(0);
 
     proxy!.restore();
-    await waitForDrain(ctx.redis, ctx.config.REDIS_PREFIX, sale.id);
+    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).waitForDrain();
     const ledger = await ledgerOf(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, sale.id, accepted);
     expect(ledger).toEqual({ lost: [], duplicated: [], unexpected: [], unitsInDb: 25, remaining: 75, stock: 100 });
     expect(worker.logs.filter((l) => l.msg === 'entry moved to the dead-letter stream')).toEqual([]);
@@ -187,7 +187,7 @@ describe('a batch held through a long MySQL outage', () => {
     expect(pending.every(([, , , deliveries]) => deliveries === 1)).toBe(true);
 
     proxy!.restore();
-    await waitForDrain(ctx.redis, ctx.config.REDIS_PREFIX, sale.id);
+    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).waitForDrain();
     const ledger = await ledgerOf(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, sale.id, accepted);
     expect(ledger).toEqual({ lost: [], duplicated: [], unexpected: [], unitsInDb: 20, remaining: 80, stock: 100 });
     expect([...holder.logs, ...other.logs].filter((l) => l.msg === 'entry moved to the dead-letter stream' || l.msg === 'took over entries left pending by another consumer')).toEqual([]);
@@ -204,7 +204,7 @@ describe('a worker whose metrics port is taken', () => {
       const worker = await spawnWorker(workerEnv({ WORKER_PORT: String(taken) }));
       processes.push(worker);
       const accepted = await acceptedReservations(sale.id, 5);
-      await waitForDrain(ctx.redis, ctx.config.REDIS_PREFIX, sale.id);
+      await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).waitForDrain();
 
       expect(worker.logs.find((l) => l.msg === 'metrics port unavailable: this worker serves no /metrics (give it its own WORKER_PORT)')).toMatchObject({ port: taken });
       expect(await ledgerOf(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, sale.id, accepted)).toEqual({ lost: [], duplicated: [], unexpected: [], unitsInDb: 5, remaining: 5, stock: 10 });

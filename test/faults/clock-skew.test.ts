@@ -1,7 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { faultLedgerOf, purchaseBurst, skewedClockEnv, waitForDrain } from '@flashsale/harness';
+import { faultLedgerOf, purchaseBurst, skewedClockEnv } from '@flashsale/harness';
 import { startSystem, type System } from '../support/system.ts';
 import { until } from '../support/until.ts';
+import { createSaleStore } from '@flashsale/redis-store';
 
 // Processes whose wall clocks are set wrong (libfaketime), against a MySQL and a Redis whose clocks are
 // right. Every comparison of times made by different processes must use MySQL's or Redis's clock; a
@@ -44,7 +45,7 @@ describe('clocks of the processes set wrong', () => {
 
     await until(() => ctx.prisma.sale.findUniqueOrThrow({ where: { id: saleId } }), (s) => s.lostReservations > 0, 60_000);
     system.dbProxy!.restore();
-    await waitForDrain(ctx.redis, ctx.config.REDIS_PREFIX, saleId, 60_000);
+    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(saleId).waitForDrain(60_000);
     const ledger = await faultLedgerOf(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, saleId, burst.accepted, new Set());
     expect(ledger.lost.length).toBe(400);
     expect(await ctx.prisma.sale.findUniqueOrThrow({ where: { id: saleId } })).toMatchObject({ lostReservations: 400, lostUnits: 400, soldUnits: 0 });
@@ -57,7 +58,7 @@ describe('clocks of the processes set wrong', () => {
     const saleId = await system.createSale({ stock: 500, endsInMs: 30 * 60_000 });
     const audited = await purchaseBurst(system.gateways[0]!.url, saleId, buyers('audited', 10));
     expect(audited.accepted.size).toBe(10);
-    await waitForDrain(ctx.redis, ctx.config.REDIS_PREFIX, saleId);
+    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(saleId).waitForDrain();
     // The audit runs for it: its report lands in Redis with a balanced ledger.
     const audit = await until(() => ctx.redis.hgetall(`${ctx.config.REDIS_PREFIX}:{s${saleId}}:audit`), (a) => a.unitsInDb === '10', 60_000);
     expect(audit.drift).toBe('0');
@@ -71,7 +72,7 @@ describe('clocks of the processes set wrong', () => {
     system.dbProxy!.restore();
     const after = await purchaseBurst(system.gateways[0]!.url, saleId, buyers('after', 5));
     expect(after.accepted.size).toBe(5);
-    await waitForDrain(ctx.redis, ctx.config.REDIS_PREFIX, saleId, 60_000);
+    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(saleId).waitForDrain(60_000);
     const ledger = await faultLedgerOf(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, saleId, new Map([...audited.accepted, ...lost.accepted, ...after.accepted]), new Set());
     expect(ledger.lost.sort()).toEqual([...lost.accepted.keys()].sort());
     expect({ duplicated: ledger.duplicated, unexpected: ledger.unexpected, oversold: ledger.oversold, unitsInDb: ledger.unitsInDb }).toEqual({ duplicated: [], unexpected: [], oversold: 0, unitsInDb: 15 });

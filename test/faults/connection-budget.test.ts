@@ -1,10 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createConnection, type Connection } from 'mariadb';
-import { createHttpClient, ledgerOf, purchaseBurst, spawnGateway, spawnWorker, startMariaDbServer, tcpPortsByProcess, testDatabaseName, waitForDrain, type AppProcess, type MariaDbServer } from '@flashsale/harness';
+import { createHttpClient, ledgerOf, purchaseBurst, spawnGateway, spawnWorker, startMariaDbServer, tcpPortsByProcess, testDatabaseName, type AppProcess, type MariaDbServer } from '@flashsale/harness';
 import { migrate } from '@flashsale/order-store';
 import { createTestContext, type TestContext } from '../support/context.ts';
 import { until } from '../support/until.ts';
+import { createSaleStore } from '@flashsale/redis-store';
 
 // The incident at small scale: 16 gateway processes on a MariaDB of 151 connections held them all from
 // their start, idle, and the workers got "pool timeout": 500 202s, 0 orders after 30 s. Here 8 gateway
@@ -102,7 +103,7 @@ describe(`${GATEWAY_PROCESSES} gateway processes and a worker on a MariaDB with 
     const started = Date.now();
     const burst = await purchaseBurst(gateway.url, saleId, Array.from({ length: 500 }, (_, i) => `buyer-${i}`));
     expect(burst.accepted.size).toBe(500);
-    await waitForDrain(ctx.redis, ctx.config.REDIS_PREFIX, saleId, 60_000);
+    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(saleId).waitForDrain(60_000);
     const drainMs = Date.now() - started;
     const ledger = await ledgerOf(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, saleId, burst.accepted);
     expect({ lost: ledger.lost, duplicated: ledger.duplicated, unexpected: ledger.unexpected }).toEqual({ lost: [], duplicated: [], unexpected: [] });

@@ -1,7 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { faultLedgerOf, mergeBursts, ordersOf, purchaseBurst, waitForDrain } from '@flashsale/harness';
+import { faultLedgerOf, mergeBursts, ordersOf, purchaseBurst } from '@flashsale/harness';
 import { startSystem, type System } from '../support/system.ts';
+import { createSaleStore } from '@flashsale/redis-store';
 
 let system: System | undefined;
 afterEach(async () => {
@@ -15,7 +16,7 @@ describe('MariaDB unreachable for about 10 s mid-sale', () => {
     const { ctx, gateways, dbProxy } = system;
     const saleId = await system.createSale({ stock: 400 });
     const before = await purchaseBurst(gateways[0]!.url, saleId, Array.from({ length: 100 }, (_, i) => `before-${i}`));
-    await waitForDrain(ctx.redis, ctx.config.REDIS_PREFIX, saleId);
+    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(saleId).waitForDrain();
 
     dbProxy!.cut();
     const outageStarted = Date.now();
@@ -27,7 +28,7 @@ describe('MariaDB unreachable for about 10 s mid-sale', () => {
     await sleep(Math.max(0, 10_000 - (Date.now() - outageStarted)));
     dbProxy!.restore();
 
-    await waitForDrain(ctx.redis, ctx.config.REDIS_PREFIX, saleId, 60_000);
+    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(saleId).waitForDrain(60_000);
     const all = mergeBursts(before, during);
     const ledger = await faultLedgerOf(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, saleId, all.accepted, new Set());
     expect({ lost: ledger.lost, duplicated: ledger.duplicated, unexpected: ledger.unexpected, oversold: ledger.oversold }).toEqual({ lost: [], duplicated: [], unexpected: [], oversold: 0 });

@@ -3,10 +3,11 @@ import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createConnection, type Connection } from 'mariadb';
 import { signPaymentEvent } from '@flashsale/domain';
-import { buyerToken, createHttpClient, faultLedgerOf, purchaseBurst, startFaultProxy, startMariaDbServer, testDatabaseName, waitForDrain, type FaultProxy, type MariaDbServer } from '@flashsale/harness';
+import { buyerToken, createHttpClient, faultLedgerOf, purchaseBurst, startFaultProxy, startMariaDbServer, testDatabaseName, type FaultProxy, type MariaDbServer } from '@flashsale/harness';
 import { createPrisma, migrate, type PrismaClient } from '@flashsale/order-store';
 import { startSystem, type System } from '../support/system.ts';
 import { until } from '../support/until.ts';
+import { createSaleStore } from '@flashsale/redis-store';
 
 // The proof on real replicated stores: a MariaDB primary with an asynchronous replica (binlog,
 // GTID), the system reaching MySQL through one address (a proxy standing for the failover's virtual IP).
@@ -103,7 +104,7 @@ async function replicatedSale(stock: number, env: NodeJS.ProcessEnv = {}) {
     /** A burst of buyers, drained and written (to the primary) before it returns. */
     async buy(label: string, n: number, ordersAfter: number) {
       const burst = await purchaseBurst(gateway, saleId, buyers(label, n));
-      await waitForDrain(redis, prefix, saleId);
+      await createSaleStore(redis, prefix).sale(saleId).waitForDrain();
       await until(() => db.order.count({ where: { saleId } }), (count) => count === ordersAfter);
       return burst;
     },

@@ -4,8 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createHttpClient, faultLedgerOf, purchaseBurst, waitForDrain } from '@flashsale/harness';
-import { readSaleState, saleKeys } from '@flashsale/redis-store';
+import { createHttpClient, faultLedgerOf, purchaseBurst } from '@flashsale/harness';
+import { saleKeys, createSaleStore } from '@flashsale/redis-store';
 import { startSystem, type System } from '../support/system.ts';
 import { until } from '../support/until.ts';
 
@@ -61,13 +61,13 @@ describe('MySQL restored from a dump mid-sale', () => {
     const dumpFile = join(dir, 'dump.sql');
 
     const beforeDump = await purchaseBurst(gateways[0]!.url, saleId, buyers('before-dump', 150));
-    await waitForDrain(ctx.redis, prefix, saleId);
+    await createSaleStore(ctx.redis, prefix).sale(saleId).waitForDrain();
     await until(() => ctx.prisma.order.count({ where: { saleId } }), (n) => n === 150);
     const dump = await run('mariadb-dump', [...args, '--single-transaction', database], { maxBuffer: 64 * 1024 * 1024 });
     await writeFile(dumpFile, dump.stdout);
 
     const afterDump = await purchaseBurst(gateways[0]!.url, saleId, buyers('after-dump', 150));
-    await waitForDrain(ctx.redis, prefix, saleId);
+    await createSaleStore(ctx.redis, prefix).sale(saleId).waitForDrain();
     // Written and acknowledged, and trimmed from the stream by retention.
     await until(() => ctx.prisma.order.count({ where: { saleId } }), (n) => n === 300);
     await until(() => ctx.redis.xlen(saleKeys(prefix, saleId).stream), (n) => n <= 1, 20_000);
@@ -90,7 +90,7 @@ describe('MySQL restored from a dump mid-sale', () => {
     const afterRestore = await purchaseBurst(gateways[0]!.url, saleId, buyers('after-restore', 100));
     for (let round = 0; afterRestore.accepted.size < 100 && round < 20; round++) {
       expect(Object.keys(afterRestore.refused).filter((code) => code !== 'SALE_PAUSED')).toEqual([]);
-      await until(() => readSaleState(ctx.redis, prefix, saleId), (state) => state?.paused === false);
+      await until(() => createSaleStore(ctx.redis, prefix).sale(saleId).state(), (state) => state?.paused === false);
       const answered = new Set([...afterRestore.accepted.values()].map((a) => a.userId));
       const retry = await purchaseBurst(gateways[0]!.url, saleId, buyers('after-restore', 100).filter((b) => !answered.has(b)));
       for (const [id, value] of retry.accepted) afterRestore.accepted.set(id, value);

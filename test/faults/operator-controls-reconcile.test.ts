@@ -3,10 +3,10 @@ import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { createLogger } from '@flashsale/runtime';
 import { newReservationId, planControl } from '@flashsale/domain';
-import { controlSaleInMysql } from '@flashsale/order-store';
-import { readSaleState, reservePurchase, saleKeys } from '@flashsale/redis-store';
+import { createOrderStore } from '@flashsale/order-store';
+import { saleKeys, createSaleStore } from '@flashsale/redis-store';
 import { ORDER_WRITERS_GROUP } from '@flashsale/redis-store/testing';
-import { reconcileSale, runSaleControl } from '@flashsale/sales';
+import { reconcileSale, runSaleControl, salesDeps } from '@flashsale/sales/testing';
 import { watchOnce } from '../support/watch-once.ts';
 import { contextPerFile, createIsolatedContext, createLiveSale, redisNow, type TestContext } from '../support/context.ts';
 import { reconcileDeps } from '../support/reconciler.ts';
@@ -17,22 +17,18 @@ import { until } from '../support/until.ts';
 
 const env = contextPerFile();
 const logger = createLogger('controls-test', 'silent');
-const controls = (ctx: TestContext) => ({ redis: ctx.redis, prisma: ctx.prisma, prefix: ctx.config.REDIS_PREFIX, logger });
+const controls = (ctx: TestContext) => salesDeps({ redis: ctx.redis, prisma: ctx.prisma, prefix: ctx.config.REDIS_PREFIX, logger });
 const buy = (ctx: TestContext, saleId: number) =>
-  reservePurchase(ctx.redis, ctx.config.REDIS_PREFIX, { saleId, userId: `buyer-${randomUUID()}`, quantity: 1, reservationId: newReservationId(saleId) });
+  createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).reserve({ saleId, userId: `buyer-${randomUUID()}`, quantity: 1, reservationId: newReservationId(saleId) });
 
 function watcherDeps(own: TestContext) {
   return {
-    redis: own.redis,
-    prisma: own.prisma,
-    prefix: own.config.REDIS_PREFIX,
-    logger,
+    ...salesDeps({ redis: own.redis, prisma: own.prisma, prefix: own.config.REDIS_PREFIX, logger }),
     publishGraceMs: 0,
     createGraceMs: 60_000,
     retentionMs: 60_000,
     watchAfterEndMs: own.config.RECONCILER_WATCH_AFTER_END_MS,
     retireAfterEndMs: own.config.RECONCILER_RETIRE_AFTER_END_MS,
-    pausedLastPass: new Set<number>(),
   };
 }
 
@@ -47,7 +43,7 @@ describe('the operator\'s controls and the reconciler', () => {
     await ctx.redis.xreadgroup('GROUP', ORDER_WRITERS_GROUP, 'ghost', 'COUNT', 10, 'STREAMS', stream, '>');
     let finished = false;
     const reconciling = reconcileSale(reconcileDeps(ctx, 20_000), sale.id, 'operator').finally(() => (finished = true));
-    await until(() => readSaleState(ctx.redis, ctx.config.REDIS_PREFIX, sale.id), (state) => state?.paused === true);
+    await until(() => createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).state(), (state) => state?.paused === true);
 
     const resumed = await runSaleControl(controls(ctx), sale.id, { action: 'resume' }, 'api');
 
@@ -67,7 +63,7 @@ describe('the operator\'s controls and the reconciler', () => {
 
     await reconcileSale(reconcileDeps(ctx), sale.id, 'operator');
 
-    expect(await readSaleState(ctx.redis, ctx.config.REDIS_PREFIX, sale.id)).toMatchObject({ paused: false, operatorPaused: true, controlsVersion: 1 });
+    expect(await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).state()).toMatchObject({ paused: false, operatorPaused: true, controlsVersion: 1 });
     expect(await buy(ctx, sale.id)).toEqual({ kind: 'sale_paused' });
     await runSaleControl(controls(ctx), sale.id, { action: 'resume' }, 'api');
     expect(await buy(ctx, sale.id)).toMatchObject({ kind: 'reserved', remaining: 4 });
@@ -84,7 +80,7 @@ describe('the operator\'s controls and the reconciler', () => {
     await reconcileSale(reconcileDeps(ctx), sale.id, 'lost');
 
     // The reservation was not an order yet: lost with Redis, as any; the units come back to remaining.
-    expect(await readSaleState(ctx.redis, ctx.config.REDIS_PREFIX, sale.id)).toMatchObject({
+    expect(await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).state()).toMatchObject({
       stock: 15,
       remaining: 15,
       endsAt: new Date(paused.endsAt).getTime(),
@@ -100,8 +96,8 @@ describe('the operator\'s controls and the reconciler', () => {
     try {
       const sale = await createLiveSale(own, { stock: 5 });
       const now = await redisNow(own.redis);
-      await controlSaleInMysql(own.prisma, sale.id, now, (state) => planControl(state, { action: 'pause' }, now));
-      await controlSaleInMysql(own.prisma, sale.id, now, (state) => planControl(state, { action: 'add_stock', units: 2 }, now));
+      await createOrderStore(own.prisma).sale(sale.id).control(now, (state) => planControl(state, { action: 'pause' }, now));
+      await createOrderStore(own.prisma).sale(sale.id).control(now, (state) => planControl(state, { action: 'add_stock', units: 2 }, now));
       expect(await buy(own, sale.id)).toMatchObject({ kind: 'reserved', remaining: 4 });
 
       const requested: number[] = [];
@@ -109,7 +105,7 @@ describe('the operator\'s controls and the reconciler', () => {
 
       await watchOnce(watch);
 
-      expect(await readSaleState(own.redis, own.config.REDIS_PREFIX, sale.id)).toMatchObject({ stock: 7, remaining: 6, operatorPaused: true, controlsVersion: 2 });
+      expect(await createSaleStore(own.redis, own.config.REDIS_PREFIX).sale(sale.id).state()).toMatchObject({ stock: 7, remaining: 6, operatorPaused: true, controlsVersion: 2 });
       expect(await buy(own, sale.id)).toEqual({ kind: 'sale_paused' });
       // Paused by an operator at two looks running is not a reconciliation that died: nothing is queued.
       await watchOnce(watch);

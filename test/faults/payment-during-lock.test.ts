@@ -1,9 +1,8 @@
 import { createConnection, type Connection } from 'mariadb';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createHttpClient, paymentEventRequest, purchaseBurst, waitForDrain } from '@flashsale/harness';
+import { createHttpClient, paymentEventRequest, purchaseBurst } from '@flashsale/harness';
 import { poolConfigFromUrl } from '@flashsale/order-store';
-import { readSaleState } from '@flashsale/redis-store';
-import { heldPayments } from '@flashsale/redis-store/testing';
+import { createSaleStore } from '@flashsale/redis-store';
 import { startSystem, type System } from '../support/system.ts';
 import { until } from '../support/until.ts';
 
@@ -32,7 +31,7 @@ describe('a payment sent before payBy while the orders table is locked', () => {
     const saleId = await system.createSale({ stock: 30, paymentWindowSeconds: 30 });
     const burst = await purchaseBurst(system.gateways[0]!.url, saleId, Array.from({ length: 30 }, (_, i) => `payer-${i}`));
     expect(burst.accepted.size).toBe(30);
-    await waitForDrain(ctx.redis, ctx.config.REDIS_PREFIX, saleId, 30_000);
+    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(saleId).waitForDrain(30_000);
     const orders = await ctx.prisma.order.findMany({ where: { saleId }, orderBy: { payBy: 'asc' } });
     const firstPayBy = orders[0]!.payBy.getTime();
     // Three providers' habits, 7 + 7 + 6 orders; the last 10 orders nobody pays.
@@ -52,7 +51,7 @@ describe('a payment sent before payBy while the orders table is locked', () => {
     expect(Date.now()).toBeLessThan(firstPayBy);
     expect(during.map((r) => r.status)).toEqual(Array(20).fill(503));
     // Each arrival is on record in Redis, stamped before payBy on Redis's clock.
-    const held = await heldPayments(ctx.redis, ctx.config.REDIS_PREFIX, saleId);
+    const held = await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(saleId).heldPayments();
     expect(held.payments).toHaveLength(20);
     expect(held.payments.every((p) => p.receivedAtMs < firstPayBy)).toBe(true);
 
@@ -79,7 +78,7 @@ describe('a payment sent before payBy while the orders table is locked', () => {
     const outcomes = await ctx.prisma.paymentEvent.groupBy({ by: ['outcome'], where: { saleId }, _count: { _all: true } });
     expect(Object.fromEntries(outcomes.map((o) => [o.outcome, o._count._all]))).toEqual({ paid: 20 });
     // The ledger: the 10 expired units back on sale, once; nothing held in Redis any more.
-    expect(await until(async () => (await readSaleState(ctx.redis, ctx.config.REDIS_PREFIX, saleId))?.remaining, (r) => r === 10, 60_000)).toBe(10);
-    expect((await heldPayments(ctx.redis, ctx.config.REDIS_PREFIX, saleId)).payments).toEqual([]);
+    expect(await until(async () => (await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(saleId).state())?.remaining, (r) => r === 10, 60_000)).toBe(10);
+    expect((await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(saleId).heldPayments()).payments).toEqual([]);
   });
 });

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { faultLedgerOf, mergeBursts, purchaseBurst, waitForDrain } from '@flashsale/harness';
+import { faultLedgerOf, mergeBursts, purchaseBurst } from '@flashsale/harness';
 import { startSystem, type System } from '../support/system.ts';
+import { createSaleStore } from '@flashsale/redis-store';
 
 let system: System | undefined;
 afterEach(async () => {
@@ -24,7 +25,7 @@ describe('a process killed during a burst', () => {
     });
     expect(await killed).toBe('SIGKILL');
     expect(burst.accepted.size).toBe(500);
-    await waitForDrain(ctx.redis, ctx.config.REDIS_PREFIX, saleId, 60_000);
+    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(saleId).waitForDrain(60_000);
 
     const ledger = await faultLedgerOf(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, saleId, burst.accepted, new Set());
     expect({ lost: ledger.lost, duplicated: ledger.duplicated, unexpected: ledger.unexpected, oversold: ledger.oversold }).toEqual({ lost: [], duplicated: [], unexpected: [], oversold: 0 });
@@ -48,7 +49,7 @@ describe('a process killed during a burst', () => {
     // Buyers whose request went unanswered retry on the surviving gateway, as a client would.
     const retried = await purchaseBurst(gateways[1]!.url, saleId, [...first.unknown]);
     const rest = await purchaseBurst(gateways[1]!.url, saleId, buyers('second', 300));
-    await waitForDrain(ctx.redis, ctx.config.REDIS_PREFIX, saleId, 60_000);
+    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(saleId).waitForDrain(60_000);
 
     const all = mergeBursts(first, retried, rest);
     const ledger = await faultLedgerOf(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, saleId, all.accepted, first.unknown);

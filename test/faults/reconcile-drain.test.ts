@@ -1,9 +1,8 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createHttpClient, faultLedgerOf, mergeBursts, purchaseBurst, waitForDrain } from '@flashsale/harness';
-import { announceSaleChanged, readSaleState, streamBacklog } from '@flashsale/redis-store';
-import { rebuildSaleState, setSalePaused } from '@flashsale/redis-store/testing';
-import { liveBuyerPages, lockSaleForRebuild } from '@flashsale/order-store';
+import { createHttpClient, faultLedgerOf, mergeBursts, purchaseBurst } from '@flashsale/harness';
+import { createSaleStore } from '@flashsale/redis-store';
+import { createOrderStore } from '@flashsale/order-store';
 import { startSystem, type System } from '../support/system.ts';
 
 let system: System | undefined;
@@ -25,15 +24,15 @@ describe('a reconciliation requested while reservations are in flight', () => {
     // Both sales sell out while no worker runs: all 100 units are in flight, none in MySQL yet.
     const sold = await purchaseBurst(gateways[0]!.url, saleId, Array.from({ length: 150 }, (_, i) => `buyer-${i}`));
     expect(sold.accepted.size).toBe(100);
-    expect(await streamBacklog(ctx.redis, prefix, saleId)).toMatchObject({ lag: 100, pending: 0 });
+    expect(await createSaleStore(ctx.redis, prefix).sale(saleId).backlog()).toMatchObject({ lag: 100, pending: 0 });
     expect((await purchaseBurst(gateways[0]!.url, control, Array.from({ length: 100 }, (_, i) => `c-${i}`))).accepted.size).toBe(100);
 
     // The control: rebuild it the naive way, without waiting for the drain. MySQL knows none of the 100
     // reservations, so the rebuilt state hands all 100 units out again: 200 buyers told yes for 100 units.
-    const naive = await lockSaleForRebuild(ctx.prisma, control, (locked) => locked.switchGeneration({ lost: false }));
-    await rebuildSaleState(ctx.redis, prefix, naive!.sale, { ...naive!, buyers: liveBuyerPages(ctx.prisma, control) });
-    await setSalePaused(ctx.redis, prefix, control, false);
-    await announceSaleChanged(ctx.redis, prefix, control);
+    const naive = await createOrderStore(ctx.prisma).sale(control).lockForRebuild((locked) => locked.switchGeneration({ lost: false }));
+    await createSaleStore(ctx.redis, prefix).rebuild(naive!.sale, { ...naive!, buyers: createOrderStore(ctx.prisma).sale(control).liveBuyerPages() });
+    await createSaleStore(ctx.redis, prefix).sale(control).setPaused(false);
+    await createSaleStore(ctx.redis, prefix).sale(control).announceChanged();
     // Until the gateway hears the announcement it answers from its cached "sold out" (410, nothing
     // written); the first buyer is asked again until the gateway sells, then the other 99 come.
     const firstAgain = await vi.waitFor(
@@ -50,9 +49,9 @@ describe('a reconciliation requested while reservations are in flight', () => {
     const admin = createHttpClient(gateways[0]!.url, 2);
     const reconciling = admin.send('POST', `/api/admin/sales/${saleId}/reconcile`, { headers: { authorization: `Bearer ${ctx.config.ADMIN_TOKEN}` } });
     // Paused, and still waiting: the reservations are not in MySQL, so it must not rebuild.
-    await expect.poll(async () => (await readSaleState(ctx.redis, prefix, saleId))?.paused, { timeout: 60_000 }).toBe(true);
+    await expect.poll(async () => (await createSaleStore(ctx.redis, prefix).sale(saleId).state())?.paused, { timeout: 60_000 }).toBe(true);
     await sleep(1500);
-    expect(await readSaleState(ctx.redis, prefix, saleId)).toMatchObject({ paused: true, remaining: 0 });
+    expect(await createSaleStore(ctx.redis, prefix).sale(saleId).state()).toMatchObject({ paused: true, remaining: 0 });
     const whilePaused = await purchaseBurst(gateways[0]!.url, saleId, ['late-1']);
     expect(whilePaused.refused).toEqual({ SALE_PAUSED: 1 });
 
@@ -66,7 +65,7 @@ describe('a reconciliation requested while reservations are in flight', () => {
     const after = await purchaseBurst(gateways[0]!.url, saleId, Array.from({ length: 50 }, (_, i) => `after-${i}`));
     expect(after.accepted.size).toBe(0);
     expect(after.refused).toEqual({ SOLD_OUT: 50 });
-    await waitForDrain(ctx.redis, prefix, saleId);
+    await createSaleStore(ctx.redis, prefix).sale(saleId).waitForDrain();
     const all = mergeBursts(sold, after);
     const ledger = await faultLedgerOf(ctx.redis, ctx.prisma, prefix, saleId, all.accepted, new Set());
     expect({ lost: ledger.lost, duplicated: ledger.duplicated, unexpected: ledger.unexpected, oversold: ledger.oversold }).toEqual({ lost: [], duplicated: [], unexpected: [], oversold: 0 });

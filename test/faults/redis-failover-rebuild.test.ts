@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { createConnection, type Connection } from 'mariadb';
 import { askRedis, createHttpClient, mapConcurrently, signBuyerTokens, tcpPortsOfGroup, type BurstOutcome, type RedisSentinels, type RedisServer } from '@flashsale/harness';
-import { LIVE_BUYERS_PER_PAGE, LIVE_ORDER_STATUSES, poolConfigFromUrl, writeOrderBatch } from '@flashsale/order-store';
+import { createOrderStore, LIVE_BUYERS_PER_PAGE, LIVE_ORDER_STATUSES, poolConfigFromUrl } from '@flashsale/order-store';
 import { saleKeys } from '@flashsale/redis-store';
 import { startSentinelSystem, type SentinelSystem } from '../support/system.ts';
 import { burst, buyUntilAnswered, expectLedger, sellOn } from '../support/sentinel-sales.ts';
@@ -171,7 +171,7 @@ async function ordersBehindRedis(s: SentinelSystem, saleId: number): Promise<Bur
       reservedAt: Date.now(),
       generation: redisGeneration!,
     }));
-    const outcome = await writeOrderBatch(prisma, saleId, batch);
+    const outcome = await createOrderStore(prisma).sale(saleId).writeOrderBatch(batch);
     expect(outcome.written.length).toBe(batch.length);
     for (const r of batch) accepted.set(r.reservationId, { userId: r.userId, quantity: r.quantity });
   }

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { createHttpClient, faultLedgerOf, purchaseBurst, signBuyerTokens, waitForDrain } from '@flashsale/harness';
-import { readSaleState, saleKeys } from '@flashsale/redis-store';
+import { createHttpClient, faultLedgerOf, purchaseBurst, signBuyerTokens } from '@flashsale/harness';
+import { saleKeys, createSaleStore } from '@flashsale/redis-store';
 import { startReplicatedRedis, type ReplicatedRedis } from '../support/replicated-redis.ts';
 import { startSystem, type System } from '../support/system.ts';
 import { until } from '../support/until.ts';
@@ -38,12 +38,12 @@ describe('a Redis master failed over to a replica that missed its last reservati
     const { buyers: buyersKey } = saleKeys(prefix, saleId);
 
     const before = await purchaseBurst(gateways[0]!.url, saleId, buyers('before', BEFORE));
-    await waitForDrain(redis, prefix, saleId);
+    await createSaleStore(redis, prefix).sale(saleId).waitForDrain();
     await until(() => onReplica.hlen(buyersKey), (n) => n === BEFORE);
     // The replica stops receiving: what the master takes from here on, it never sees.
     await onReplica.replicaof('NO', 'ONE');
     const missed = await purchaseBurst(gateways[0]!.url, saleId, buyers('missed', MISSED));
-    await waitForDrain(redis, prefix, saleId);
+    await createSaleStore(redis, prefix).sale(saleId).waitForDrain();
     await until(() => ctx.prisma.order.count({ where: { saleId } }), (n) => n === BEFORE + MISSED);
     // The watch's checkpoint in MySQL saw them: the evidence that survives the failover.
     await until(() => ctx.prisma.sale.findUniqueOrThrow({ where: { id: saleId } }), (s) => (s.checkpointReservations ?? 0) >= BEFORE + MISSED);
@@ -54,7 +54,7 @@ describe('a Redis master failed over to a replica that missed its last reservati
 
     // The watch finds fewer buyers than its checkpoint and rebuilds the sale from MySQL.
     await until(() => onReplica.hlen(buyersKey), (n) => n === BEFORE + MISSED, 120_000);
-    await until(() => readSaleState(onReplica, prefix, saleId), (state) => state?.paused === false, 120_000);
+    await until(() => createSaleStore(onReplica, prefix).sale(saleId).state(), (state) => state?.paused === false, 120_000);
 
     const tokens = signBuyerTokens(buyers('missed', MISSED));
     const client = createHttpClient(gateways[0]!.url, 4);

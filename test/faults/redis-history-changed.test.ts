@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { createHttpClient, faultLedgerOf, mergeBursts, purchaseBurst, signBuyerTokens, spawnReconciler, waitForDrain, type AppProcess, type BurstOutcome } from '@flashsale/harness';
-import { readSaleState, saleKeys } from '@flashsale/redis-store';
+import { createHttpClient, faultLedgerOf, mergeBursts, purchaseBurst, signBuyerTokens, spawnReconciler, type AppProcess, type BurstOutcome } from '@flashsale/harness';
+import { saleKeys, createSaleStore } from '@flashsale/redis-store';
 import { startReplicatedRedis, type ReplicatedRedis } from '../support/replicated-redis.ts';
 import { startSystem, type System } from '../support/system.ts';
 import { until } from '../support/until.ts';
@@ -45,7 +45,7 @@ describe('a Redis master failed over to a replica whose counts caught up with th
     const sale = () => ctx.prisma.sale.findUniqueOrThrow({ where: { id: saleId } });
 
     const before = await purchaseBurst(gateways[0]!.url, saleId, buyers('before', BEFORE));
-    await waitForDrain(redis, prefix, saleId);
+    await createSaleStore(redis, prefix).sale(saleId).waitForDrain();
     const checkpoint = await until(sale, (s) => s.checkpointReservations === BEFORE && s.checkpointReplicationId !== null);
     expect(checkpoint.checkpointReplicationId).toBe(/master_replid:(\w+)/.exec(await redis.info('replication'))?.[1]);
     // No look from here until the failover is over: the checkpoint stays the one of BEFORE.
@@ -56,9 +56,9 @@ describe('a Redis master failed over to a replica whose counts caught up with th
     // its own) and the master takes more, written to MySQL.
     await pair.caughtUp();
     await onReplica.replicaof('NO', 'ONE');
-    expect({ buyers: await onReplica.hlen(buyersKey), remaining: (await readSaleState(onReplica, prefix, saleId))?.remaining }).toEqual({ buyers: BEFORE, remaining: STOCK - BEFORE });
+    expect({ buyers: await onReplica.hlen(buyersKey), remaining: (await createSaleStore(onReplica, prefix).sale(saleId).state())?.remaining }).toEqual({ buyers: BEFORE, remaining: STOCK - BEFORE });
     const missed = await purchaseBurst(gateways[0]!.url, saleId, buyers('missed', MISSED));
-    await waitForDrain(redis, prefix, saleId);
+    await createSaleStore(redis, prefix).sale(saleId).waitForDrain();
     await until(() => ctx.prisma.order.count({ where: { saleId } }), (n) => n === BEFORE + MISSED);
 
     // The failover, then as many new buyers on the promoted replica: its counts pass the checkpoint's.
@@ -77,8 +77,8 @@ describe('a Redis master failed over to a replica whose counts caught up with th
     );
     const after = mergeBursts(...probes, await purchaseBurst(gateways[0]!.url, saleId, others));
     expect(after.accepted.size).toBeGreaterThanOrEqual(AFTER - 1);
-    await waitForDrain(redis, prefix, saleId);
-    expect({ buyers: await onReplica.hlen(buyersKey), remaining: (await readSaleState(onReplica, prefix, saleId))?.remaining }).toEqual({
+    await createSaleStore(redis, prefix).sale(saleId).waitForDrain();
+    expect({ buyers: await onReplica.hlen(buyersKey), remaining: (await createSaleStore(onReplica, prefix).sale(saleId).state())?.remaining }).toEqual({
       buyers: BEFORE + AFTER,
       remaining: STOCK - BEFORE - AFTER,
     });
@@ -86,7 +86,7 @@ describe('a Redis master failed over to a replica whose counts caught up with th
     // A reconciler looks again: another history than the checkpoint's, so the sale is rebuilt from MySQL.
     reconciler = await spawnReconciler(system.env);
     await until(() => onReplica.hlen(buyersKey), (n) => n === BEFORE + MISSED + AFTER, 60_000);
-    await until(() => readSaleState(onReplica, prefix, saleId), (state) => state?.paused === false && state.remaining === STOCK - BEFORE - MISSED - AFTER, 60_000);
+    await until(() => createSaleStore(onReplica, prefix).sale(saleId).state(), (state) => state?.paused === false && state.remaining === STOCK - BEFORE - MISSED - AFTER, 60_000);
 
     // The missed buyers asking again are told the reservation the old master gave them.
     const tokens = signBuyerTokens(buyers('missed', MISSED));
@@ -102,7 +102,7 @@ describe('a Redis master failed over to a replica whose counts caught up with th
     // What is left sells once: every 202 an order, the stock exactly.
     const rest = await purchaseBurst(gateways[0]!.url, saleId, buyers('rest', 60));
     expect(rest.accepted.size).toBe(STOCK - BEFORE - MISSED - AFTER);
-    await waitForDrain(redis, prefix, saleId);
+    await createSaleStore(redis, prefix).sale(saleId).waitForDrain();
     const all = mergeBursts(before, missed, after, rest);
     const ledger = await faultLedgerOf(redis, ctx.prisma, prefix, saleId, all.accepted, new Set([probe!]));
     expect({ lost: ledger.lost, duplicated: ledger.duplicated, unexpected: ledger.unexpected, oversold: ledger.oversold, unitsInDb: ledger.unitsInDb, remaining: ledger.remaining }).toEqual({

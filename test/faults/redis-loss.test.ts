@@ -1,7 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { faultLedgerOf, mergeBursts, purchaseBurst, waitForDrain } from '@flashsale/harness';
+import { faultLedgerOf, mergeBursts, purchaseBurst } from '@flashsale/harness';
 import { startSystem, type System } from '../support/system.ts';
 import { until } from '../support/until.ts';
+import { createSaleStore } from '@flashsale/redis-store';
 
 let system: System | undefined;
 afterEach(async () => {
@@ -22,7 +23,7 @@ describe('Redis loses everything mid-sale (no persistence)', () => {
     // 50 reservations become orders.
     const written = await purchaseBurst(gateways[0]!.url, saleId, buyers('early', 50));
     expect(written.accepted.size).toBe(50);
-    await waitForDrain(ctx.redis, prefix, saleId);
+    await createSaleStore(ctx.redis, prefix).sale(saleId).waitForDrain();
 
     // 100 more are accepted while the worker cannot reach MySQL: they are in flight, in Redis only.
     dbProxy!.cut();
@@ -41,7 +42,7 @@ describe('Redis loses everything mid-sale (no persistence)', () => {
     const after = await purchaseBurst(gateways[0]!.url, saleId, buyers('after', 400));
     expect(after.accepted.size).toBe(250);
     expect(after.refused).toEqual({ SOLD_OUT: 150 });
-    await waitForDrain(ctx.redis, prefix, saleId, 60_000);
+    await createSaleStore(ctx.redis, prefix).sale(saleId).waitForDrain(60_000);
 
     const all = mergeBursts(written, inFlight, after);
     const ledger = await faultLedgerOf(ctx.redis, ctx.prisma, prefix, saleId, all.accepted, new Set([...all.unknown, ...all.failed]));

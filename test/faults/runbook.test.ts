@@ -1,7 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { createHttpClient, faultLedgerOf, purchaseBurst, spawnInGroup, spawnReconciler, waitForDrain } from '@flashsale/harness';
+import { createHttpClient, faultLedgerOf, purchaseBurst, spawnInGroup, spawnReconciler } from '@flashsale/harness';
 import { startSystem, type System } from '../support/system.ts';
 import { until } from '../support/until.ts';
+import { createSaleStore } from '@flashsale/redis-store';
 
 // The runbook "Redis was lost mid-sale" (docs/runbooks/redis-lost.md), followed step by step as an on-call engineer would,
 // with the reconciler down when Redis lost its data.
@@ -49,7 +50,7 @@ describe('runbook: Redis was lost mid-sale while no reconciler ran', () => {
 
     // 200 reservations become orders; 300 more are accepted while the workers cannot reach MySQL.
     const written = await purchaseBurst(gateways[0]!.url, saleId, buyers('written', 200));
-    await waitForDrain(ctx.redis, prefix, saleId);
+    await createSaleStore(ctx.redis, prefix).sale(saleId).waitForDrain();
     dbProxy!.cut();
     const inRedisOnly = await purchaseBurst(gateways[0]!.url, saleId, buyers('in-redis', 300));
     expect([written.accepted.size, inRedisOnly.accepted.size]).toEqual([200, 300]);
@@ -68,7 +69,7 @@ describe('runbook: Redis was lost mid-sale while no reconciler ran', () => {
 
     // MySQL comes back for the workers; the batch they held of the lost state is refused, not written.
     dbProxy!.restore();
-    await waitForDrain(ctx.redis, prefix, saleId, 60_000);
+    await createSaleStore(ctx.redis, prefix).sale(saleId).waitForDrain(60_000);
     // A reconciler started again finds the rebuilt state healthy and counts nothing a second time.
     const restarted = await spawnReconciler(env);
     await until(() => ctx.prisma.sale.findUniqueOrThrow({ where: { id: saleId } }), (s) => s.checkpointReservations === 200);
@@ -88,7 +89,7 @@ describe('runbook: Redis was lost mid-sale while no reconciler ran', () => {
     const { ctx, gateways, env, redisServer } = system;
     const saleId = await system.createSale({ stock: 100 });
     const bought = await purchaseBurst(gateways[0]!.url, saleId, buyers('before', 10));
-    await waitForDrain(ctx.redis, ctx.config.REDIS_PREFIX, saleId);
+    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(saleId).waitForDrain();
     // The command's Redis deadline (REDIS_BACKGROUND_COMMAND_TIMEOUT_MS, 30 s by default) made short.
     const commandEnv = { ...env, REDIS_BACKGROUND_COMMAND_TIMEOUT_MS: '2000' };
 

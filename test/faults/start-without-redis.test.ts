@@ -3,9 +3,8 @@ import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { AUDIT_QUEUE, bullPrefix } from '@flashsale/jobs';
-import { buyerToken, faultLedgerOf, freePort, signalGroup, spawnGateway, spawnReconciler, spawnWorker, startRedisServer, waitForDrain, type AppProcess, type RedisServer } from '@flashsale/harness';
-import { announceSaleChanged, saleEventsChannel } from '@flashsale/redis-store';
-import { setSalePaused } from '@flashsale/redis-store/testing';
+import { buyerToken, faultLedgerOf, freePort, signalGroup, spawnGateway, spawnReconciler, spawnWorker, startRedisServer, type AppProcess, type RedisServer } from '@flashsale/harness';
+import { saleEventsChannel, createSaleStore } from '@flashsale/redis-store';
 import { createIsolatedContext, type TestContext } from '../support/context.ts';
 import { bearer, expectProblem } from '../support/http.ts';
 import { until } from '../support/until.ts';
@@ -159,17 +158,17 @@ describe('gateway, worker and reconciler started while Redis is down', () => {
     // and resumes it within a second or so: it is frozen meanwhile, so this pause stays the test's own.
     signalGroup(reconciler.child, 'SIGSTOP');
     try {
-      await setSalePaused(ctx.redis, prefix, saleId, true);
+      await createSaleStore(ctx.redis, prefix).sale(saleId).setPaused(true);
       await expect.poll(async () => (await purchase('buyer-d')).status, { interval: 10, timeout: 60_000 }).toBe(410);
       await expectProblem(await purchase('buyer-d'), 410, 'SOLD_OUT');
       // Announced, as the reconciler announces every change: the verdict is dropped and Redis answers.
       // The verdict's TTL is a minute here, and this waits half of it: only the announcement can have dropped it.
-      await announceSaleChanged(ctx.redis, prefix, saleId);
+      await createSaleStore(ctx.redis, prefix).sale(saleId).announceChanged();
       const paused = await until(() => purchase('buyer-d'), (res) => res.status === 503, 30_000);
       expect(paused.headers.get('retry-after')).toBe('2');
       await expectProblem(paused, 503, 'SALE_PAUSED');
-      await setSalePaused(ctx.redis, prefix, saleId, false);
-      await announceSaleChanged(ctx.redis, prefix, saleId);
+      await createSaleStore(ctx.redis, prefix).sale(saleId).setPaused(false);
+      await createSaleStore(ctx.redis, prefix).sale(saleId).announceChanged();
     } finally {
       signalGroup(reconciler.child, 'SIGCONT');
     }
@@ -180,7 +179,7 @@ describe('gateway, worker and reconciler started while Redis is down', () => {
     expect(await reconciled.json()).toMatchObject({ saleId, remaining: 0, buyers: 3 });
 
     // The worker wrote every 202 as one order.
-    await waitForDrain(ctx.redis, prefix, saleId);
+    await createSaleStore(ctx.redis, prefix).sale(saleId).waitForDrain();
     const ledger = await faultLedgerOf(ctx.redis, ctx.prisma, prefix, saleId, accepted, new Set());
     expect({ lost: ledger.lost, duplicated: ledger.duplicated, unexpected: ledger.unexpected, oversold: ledger.oversold }).toEqual({ lost: [], duplicated: [], unexpected: [], oversold: 0 });
     expect({ accepted: accepted.size, unitsInDb: ledger.unitsInDb, remaining: ledger.remaining }).toEqual({ accepted: 3, unitsInDb: 3, remaining: 0 });

@@ -5,7 +5,7 @@ import { deleteKeysWithPrefix, startGaleraCluster, testRedisPrefix, type GaleraC
 import { createPrisma } from '@flashsale/order-store';
 import { createRedis } from '@flashsale/redis-store';
 import { createLogger } from '@flashsale/runtime';
-import { watchMysqlServer } from '@flashsale/sales';
+import { salesDeps, watchMysqlServer } from '@flashsale/sales/testing';
 import { runScript } from '../support/run-process.ts';
 import { until } from '../support/until.ts';
 
@@ -124,7 +124,7 @@ describe("the reconciler's view of MySQL on a Galera cluster", () => {
   const requested: { saleId: number; reason: ReconcileReason }[] = [];
   const watch = () =>
     watchMysqlServer(
-      { redis, prisma, prefix, logger: createLogger('galera-identity-test', 'silent'), requestReconcile: async (saleId, reason) => void requested.push({ saleId, reason }) },
+      { ...salesDeps({ redis, prisma, prefix, logger: createLogger('galera-identity-test', 'silent') }), requestReconcile: async (saleId, reason) => void requested.push({ saleId, reason }) },
       [7, 8],
     );
   // A pool's connection to a node HAProxy dropped fails its next query, as in the reconciler, whose next round asks again.

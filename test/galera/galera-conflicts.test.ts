@@ -4,9 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createConnection, type Connection } from 'mariadb';
 import type { Reservation } from '@flashsale/domain';
 import { startGaleraCluster, testDatabaseName, type GaleraCluster } from '@flashsale/harness';
-import { cancelOrder, expireDueOrders, migrate, mysqlConflictsSoFar, recordPayment, writeOrderBatch, type ConflictOperation, type SaleRecord } from '@flashsale/order-store';
-import { readSaleState, reservePurchase } from '@flashsale/redis-store';
-import { heldPayments } from '@flashsale/redis-store/testing';
+import { createOrderStore, migrate, mysqlConflictsSoFar, type ConflictOperation, type SaleRecord } from '@flashsale/order-store';
+import { createSaleStore } from '@flashsale/redis-store';
 import { createLiveSale, createTestContext, type TestContext } from '../support/context.ts';
 
 // A conflict surfaces at COMMIT (or at the next statement) as 1213, after the work was done: a Galera
@@ -76,10 +75,10 @@ const touchSaleRow = (saleId: number) => writingOnOtherNode(`UPDATE sales SET na
 
 async function reservations(sale: SaleRecord, buyers: number, label: string): Promise<Reservation[]> {
   const out: Reservation[] = [];
-  const generation = (await readSaleState(ctx.redis, ctx.config.REDIS_PREFIX, sale.id))!.generation;
+  const generation = (await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).state())!.generation;
   for (let i = 0; i < buyers; i++) {
     const request = { saleId: sale.id, userId: `${label}-${i}`, quantity: 1, reservationId: `${sale.id}-${randomUUID()}` };
-    expect((await reservePurchase(ctx.redis, ctx.config.REDIS_PREFIX, request)).kind).toBe('reserved');
+    expect((await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).reserve(request)).kind).toBe('reserved');
     out.push({ ...request, reservedAt: Date.now(), generation });
   }
   return out;
@@ -88,7 +87,7 @@ async function reservations(sale: SaleRecord, buyers: number, label: string): Pr
 async function saleWithOrders(buyers: number, label: string): Promise<{ sale: SaleRecord; orders: Reservation[] }> {
   const sale = await createLiveSale(ctx, { stock: 1000, paymentWindowSeconds: 600 });
   const orders = await reservations(sale, buyers, label);
-  expect((await writeOrderBatch(ctx.prisma, sale.id, orders)).written).toHaveLength(buyers);
+  expect((await createOrderStore(ctx.prisma).sale(sale.id).writeOrderBatch(orders)).written).toHaveLength(buyers);
   return { sale, orders };
 }
 
@@ -100,7 +99,7 @@ describe('a conflict with a write on another Galera node, at COMMIT', () => {
     const other = touchSaleRow(sale.id);
     let written = 0;
     for (let i = 0; i < all.length; i += 5) {
-      written += (await writeOrderBatch(ctx.prisma, sale.id, all.slice(i, i + 5))).written.length;
+      written += (await createOrderStore(ctx.prisma).sale(sale.id).writeOrderBatch(all.slice(i, i + 5))).written.length;
       other.done();
     }
     const otherWrites = await other.stop();
@@ -117,7 +116,7 @@ describe('a conflict with a write on another Galera node, at COMMIT', () => {
     const other = touchSaleRow(sale.id);
     const outcomes = [];
     for (const order of orders) {
-      outcomes.push(await cancelOrder(ctx.prisma, order.reservationId, order.userId));
+      outcomes.push(await createOrderStore(ctx.prisma).cancelOrder(order.reservationId, order.userId));
       other.done();
     }
     await other.stop();
@@ -137,7 +136,7 @@ describe('a conflict with a write on another Galera node, at COMMIT', () => {
     let expired = 0;
     // Small passes, one transaction each, as the worker's expiry runs them.
     for (let pass = 0; pass < 60 && expired < 60; pass++) {
-      const outcome = await expireDueOrders(ctx.prisma, 2, (saleId) => heldPayments(ctx.redis, ctx.config.REDIS_PREFIX, saleId), []);
+      const outcome = await createOrderStore(ctx.prisma).expireDueOrders(2, (saleId) => createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(saleId).heldPayments(), []);
       expired += outcome.owed.length;
       other.done();
     }
@@ -156,7 +155,7 @@ describe('a conflict with a write on another Galera node, at COMMIT', () => {
     const other = writingOnOtherNode('UPDATE orders SET pay_by = pay_by + INTERVAL 1 SECOND WHERE sale_id = ?', [sale.id]);
     const outcomes = [];
     for (const order of orders) {
-      outcomes.push(await recordPayment(ctx.prisma, { eventId: `evt_${randomUUID()}`, reservationId: order.reservationId, saleId: sale.id, amountCents: 100 }));
+      outcomes.push(await createOrderStore(ctx.prisma).recordPayment({ eventId: `evt_${randomUUID()}`, reservationId: order.reservationId, saleId: sale.id, amountCents: 100 }));
       other.done();
     }
     await other.stop();

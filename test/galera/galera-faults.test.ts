@@ -1,10 +1,11 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { faultLedgerOf, mergeBursts, startGaleraCluster, testDatabaseName, waitForDrain, type BurstOutcome, type GaleraCluster, type GaleraNode } from '@flashsale/harness';
+import { faultLedgerOf, mergeBursts, startGaleraCluster, testDatabaseName, type BurstOutcome, type GaleraCluster, type GaleraNode } from '@flashsale/harness';
 import { createPrisma, migrate, type PrismaClient } from '@flashsale/order-store';
 import { startSystem, type System } from '../support/system.ts';
 import { steadyLoad, watchPauses } from '../support/steady-load.ts';
 import { until } from '../support/until.ts';
+import { createSaleStore } from '@flashsale/redis-store';
 
 // The orders on a real 3-node MariaDB Galera cluster behind HAProxy (infra/galera/haproxy.cfg: one writer,
 // two backups), the whole system running (2 gateways, 2 workers, a reconciler), buyers buying throughout.
@@ -78,7 +79,7 @@ async function sellThrough(label: string, fault: () => Promise<void>) {
   outcomes.push((await during.stop()).get(saleId)!);
   const all = mergeBursts(...outcomes);
 
-  await waitForDrain(system.ctx.redis, prefix, saleId, WAIT_MS);
+  await createSaleStore(system.ctx.redis, prefix).sale(saleId).waitForDrain(WAIT_MS);
   await untilOrExplain(
     `an order for each of the ${all.accepted.size} purchases accepted`,
     () => prisma.order.count({ where: { saleId } }),

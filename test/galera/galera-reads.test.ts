@@ -4,14 +4,10 @@ import { createConnection, type Connection } from 'mariadb';
 import type { Reservation } from '@flashsale/domain';
 import { startGaleraCluster, testDatabaseName, type GaleraCluster } from '@flashsale/harness';
 import {
+  createOrderStore,
   createPrisma,
-  insertSale,
   judgeMysqlServer,
-  lockSaleForRebuild,
   migrate,
-  mysqlServerIdentity,
-  unitsAcceptedBy,
-  writeOrderBatch,
   type PrismaClient,
   type SaleRecord,
 } from '@flashsale/order-store';
@@ -97,7 +93,7 @@ async function readOnSecondBehind<T>(write: () => Promise<void>, read: () => Pro
 
 async function saleOnBothNodes(): Promise<SaleRecord> {
   const now = Date.now();
-  const sale = await insertSale(onFirst, { name: `reads-${randomUUID()}`, stock: STOCK, perUserLimit: 1, startsAt: new Date(now - 60_000), endsAt: new Date(now + 3_600_000) });
+  const sale = await createOrderStore(onFirst).insertSale({ name: `reads-${randomUUID()}`, stock: STOCK, perUserLimit: 1, startsAt: new Date(now - 60_000), endsAt: new Date(now + 3_600_000) });
   // On node 2 before its applier is held: only the orders are what it lacks.
   await until(() => onSecond.sale.count({ where: { id: sale.id } }), (n) => n === 1, 30_000);
   return sale;
@@ -113,7 +109,7 @@ async function ordersOnFirst(sale: SaleRecord): Promise<void> {
     reservedAt: Date.now(),
     generation: sale.generation,
   }));
-  expect((await writeOrderBatch(onFirst, sale.id, batch)).written).toHaveLength(ORDERS);
+  expect((await createOrderStore(onFirst).sale(sale.id).writeOrderBatch(batch)).written).toHaveLength(ORDERS);
 }
 
 describe('a read on the node the writer moves to, of what another node committed (wsrep_sync_wait)', () => {
@@ -121,7 +117,7 @@ describe('a read on the node the writer moves to, of what another node committed
     const sale = await saleOnBothNodes();
     const units = await readOnSecondBehind(
       () => ordersOnFirst(sale),
-      () => unitsAcceptedBy(onSecond, sale.id, Date.now() + 60_000, new Set()),
+      () => createOrderStore(onSecond).sale(sale.id).unitsAcceptedBy(Date.now() + 60_000, new Set()),
     );
     expect(units).toBe(ORDERS);
   });
@@ -130,7 +126,7 @@ describe('a read on the node the writer moves to, of what another node committed
     const sale = await saleOnBothNodes();
     const plan = await readOnSecondBehind(
       () => ordersOnFirst(sale),
-      () => lockSaleForRebuild(onSecond, sale.id, (locked) => locked.switchGeneration({ lost: false })),
+      () => createOrderStore(onSecond).sale(sale.id).lockForRebuild((locked) => locked.switchGeneration({ lost: false })),
     );
     expect({ remaining: plan?.remaining, buyers: plan?.buyerCount }).toEqual({ remaining: STOCK - ORDERS, buyers: ORDERS });
   });
@@ -141,9 +137,9 @@ describe('a read on the node the writer moves to, of what another node committed
     const now = await readOnSecondBehind(
       async () => {
         await ordersOnFirst(sale);
-        seen = await mysqlServerIdentity(onFirst);
+        seen = await createOrderStore(onFirst).serverIdentity();
       },
-      () => mysqlServerIdentity(onSecond),
+      () => createOrderStore(onSecond).serverIdentity(),
     );
     expect(now).toBe(seen);
     expect(judgeMysqlServer(seen, now)).toBe('same');

@@ -1,9 +1,12 @@
 import { afterAll, afterEach, beforeAll, beforeEach } from 'vitest';
 import { loadConfig, type Config } from '@flashsale/config';
-import { createRedis, publishSale, redisNow, redisTargetOf, type ScriptedRedis } from '@flashsale/redis-store';
+import { createRedis, redisNow, redisTargetOf, type ScriptedRedis, createSaleStore } from '@flashsale/redis-store';
 import { deleteKeysWithPrefix, testDatabaseName, testRedisPrefix } from '@flashsale/harness';
-import { createPrisma, insertSale, migrate, poolConfigFromUrl, type PrismaClient, type SaleRecord } from '@flashsale/order-store';
+import { createOrderStore, createPrisma, migrate, poolConfigFromUrl, type PrismaClient, type SaleRecord } from '@flashsale/order-store';
 import { createConnection } from 'mariadb';
+import { salesOf } from '@flashsale/bootstrap';
+import { createLogger, type Logger } from '@flashsale/runtime';
+import type { Sales } from '@flashsale/sales';
 import type { RebuyRule } from '@flashsale/domain';
 
 
@@ -11,6 +14,8 @@ export interface TestContext {
   config: Config;
   redis: ScriptedRedis;
   prisma: PrismaClient;
+  /** The use cases over this context's stores, as a process's bootstrap builds them. */
+  sales: Sales;
   /** Deletes every key under this context's prefix and closes the clients. */
   close(): Promise<void>;
 }
@@ -25,6 +30,7 @@ export function createTestContext(overrides: NodeJS.ProcessEnv = {}): TestContex
     config,
     redis,
     prisma,
+    sales: salesOf(config, createLogger('test', 'silent'), { redis, prisma }),
     async close() {
       // One server or each master of a cluster.
       await deleteKeysWithPrefix(redis, config.REDIS_PREFIX);
@@ -32,6 +38,14 @@ export function createTestContext(overrides: NodeJS.ProcessEnv = {}): TestContex
       await prisma.$disconnect();
     },
   };
+}
+
+/** The use cases over `ctx`'s stores, or over a client, pool or prefix a test puts in their place. */
+export function salesWith(
+  ctx: TestContext,
+  { redis = ctx.redis, prisma = ctx.prisma, prefix = ctx.config.REDIS_PREFIX, logger = createLogger('test', 'silent') }: { redis?: ScriptedRedis; prisma?: PrismaClient; prefix?: string; logger?: Logger } = {},
+): Sales {
+  return salesOf({ ...ctx.config, REDIS_PREFIX: prefix }, logger, { redis, prisma });
 }
 
 /** Registers vitest hooks giving the file's tests one context, made before the first and closed after the last. */
@@ -93,7 +107,7 @@ export interface SaleOptions {
 /** A sale in MySQL and live in Redis, published exactly as the admin endpoint does. */
 export async function createLiveSale(ctx: TestContext, options: SaleOptions = {}): Promise<SaleRecord> {
   const now = await redisNow(ctx.redis);
-  const sale = await insertSale(ctx.prisma, {
+  const sale = await createOrderStore(ctx.prisma).insertSale({
     name: options.name ?? 'Test sale',
     stock: options.stock ?? 10,
     perUserLimit: options.perUserLimit ?? 1,
@@ -102,7 +116,7 @@ export async function createLiveSale(ctx: TestContext, options: SaleOptions = {}
     ...(options.paymentWindowSeconds !== undefined && { paymentWindowSeconds: options.paymentWindowSeconds }),
     ...(options.rebuyRule && { rebuyRule: options.rebuyRule }),
   });
-  await publishSale(ctx.redis, ctx.config.REDIS_PREFIX, sale, sale.generation);
+  await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).publish(sale, sale.generation);
   return sale;
 }
 

@@ -1,6 +1,6 @@
 import { expect } from 'vitest';
-import { faultLedgerOf, waitForDrain } from '@flashsale/harness';
-import { redisNow, saleKeys } from '@flashsale/redis-store';
+import { faultLedgerOf } from '@flashsale/harness';
+import { redisNow, saleKeys, createSaleStore } from '@flashsale/redis-store';
 import type { System } from './system.ts';
 import { doorBuyer } from './door.ts';
 import { until } from './until.ts';
@@ -54,7 +54,7 @@ export function doorPurchases(running: Running) {
     /** Once drained: every 202 one order, nothing else, nothing oversold, `units` in live orders. */
     async expectLedgerExact(saleId: number, units: number): Promise<void> {
       const { ctx } = running;
-      await waitForDrain(ctx.redis, ctx.config.REDIS_PREFIX, saleId, 60_000);
+      await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(saleId).waitForDrain(60_000);
       const ledger = await faultLedgerOf(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, saleId, accepted, new Set());
       expect({ lost: ledger.lost, duplicated: ledger.duplicated, unexpected: ledger.unexpected, oversold: ledger.oversold }).toEqual({ lost: [], duplicated: [], unexpected: [], oversold: 0 });
       expect(ledger.unitsInDb).toBe(units);

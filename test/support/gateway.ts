@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { createLogger, type Logger } from '@flashsale/runtime';
 import { createReconcileJobs } from '@flashsale/jobs';
 import { createPrisma } from '@flashsale/order-store';
+import { salesOf, storesReadiness } from '@flashsale/bootstrap';
 import { createGateway, type Gateway } from '../../apps/gateway/src/gateway.ts';
 import { afterAll, beforeAll } from 'vitest';
 import { createIsolatedContext, createTestContext, type TestContext } from './context.ts';
@@ -29,7 +30,15 @@ export async function startGateway(ctx: TestContext, { now, logger = createLogge
   const jobs = createReconcileJobs(ctx.config.REDIS_URL, ctx.config.REDIS_PREFIX);
   // The dashboard's pool of its own, as the gateway process has it (openStores).
   const dashboardPrisma = createPrisma(ctx.config.DATABASE_URL, ctx.config.DASHBOARD_DB_POOL_SIZE);
-  const gateway = createGateway({ config: ctx.config, redis: ctx.redis, prisma: ctx.prisma, dashboardPrisma, logger, jobs, now });
+  const stores = { redis: ctx.redis, prisma: ctx.prisma, jobs };
+  const gateway = createGateway({
+    config: ctx.config,
+    sales: salesOf(ctx.config, logger, stores),
+    dashboardSales: salesOf(ctx.config, logger, { ...stores, prisma: dashboardPrisma }),
+    logger,
+    readiness: storesReadiness(stores),
+    now,
+  });
   await gateway.start();
   const server: Server = createServer(gateway.listener);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { writeOrderBatch } from '@flashsale/order-store';
-import { decodeReservation, readNewEntries } from '@flashsale/redis-store';
-import { acknowledge } from '@flashsale/redis-store/testing';
+import { createOrderStore } from '@flashsale/order-store';
+import { createSaleStore, decodeReservation } from '@flashsale/redis-store';
 import type { TestContext } from './context.ts';
 
 /**
@@ -9,14 +8,14 @@ import type { TestContext } from './context.ts';
  * batch, acknowledge), for in-process tests that run a gateway without workers. Returns the orders written.
  */
 export async function writeOrdersOf(ctx: TestContext, saleId: number): Promise<number> {
-  const round = await readNewEntries(ctx.redis, ctx.config.REDIS_PREFIX, 'test-writer', [saleId], 1000);
+  const round = await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).readNewEntries('test-writer', [saleId], 1000);
   const entries = round.entries.get(saleId) ?? [];
   const reservations = entries.flatMap(({ id, fields }) => {
     const decoded = decodeReservation(saleId, id, fields);
     return decoded.ok ? [decoded.reservation] : [];
   });
-  const outcome = await writeOrderBatch(ctx.prisma, saleId, reservations);
-  await acknowledge(ctx.redis, ctx.config.REDIS_PREFIX, saleId, entries.map((e) => e.id));
+  const outcome = await createOrderStore(ctx.prisma).sale(saleId).writeOrderBatch(reservations);
+  await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(saleId).acknowledge(entries.map((e) => e.id));
   return outcome.written.length;
 }
 

@@ -1,21 +1,19 @@
 import { createLogger } from '@flashsale/runtime';
-import { announceSaleChanged } from '@flashsale/redis-store';
+import { salesOptionsOf } from '@flashsale/bootstrap';
+import { createSaleStore } from '@flashsale/redis-store';
 import { bullConnection, createReconcileJobs, type ReconcileResult } from '@flashsale/jobs';
 import { Reconciler } from '../../apps/reconciler/src/reconciler.ts';
-import type { ReconcileDeps } from '@flashsale/sales';
-import type { AuditReport } from '@flashsale/sales';
+import { createSales, type AuditReport } from '@flashsale/sales';
+import { salesDeps, type ReconcileDeps } from '@flashsale/sales/testing';
 import type { TestContext } from './context.ts';
 
 /** What reconcileSale needs, from a test context. */
 export function reconcileDeps(ctx: TestContext, drainTimeoutMs = 10_000): ReconcileDeps {
   return {
-    redis: ctx.redis,
-    prisma: ctx.prisma,
+    ...salesDeps({ redis: ctx.redis, prisma: ctx.prisma, prefix: ctx.config.REDIS_PREFIX, logger: createLogger('reconcile-test', 'silent') }),
     databaseUrl: ctx.config.DATABASE_URL,
-    prefix: ctx.config.REDIS_PREFIX,
-    logger: createLogger('reconcile-test', 'silent'),
     drainTimeoutMs,
-    announce: (saleId) => announceSaleChanged(ctx.redis, ctx.config.REDIS_PREFIX, saleId),
+    announce: (saleId) => createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(saleId).announceChanged(),
   };
 }
 
@@ -25,20 +23,20 @@ export async function startReconciler(ctx: TestContext, options: { watchEveryMs?
   const audits: (AuditReport & { confirmed: boolean })[] = [];
   const reconciled: ReconcileResult[] = [];
   const saleErrors: { saleId: number; error: unknown }[] = [];
+  const logger = createLogger('reconciler-test', 'silent');
+  const salesOptions = { ...salesOptionsOf(ctx.config), drainTimeoutMs: options.drainTimeoutMs ?? 10_000 };
+  const sales = createSales({ redis: ctx.redis, prisma: ctx.prisma, prefix: ctx.config.REDIS_PREFIX, logger, options: salesOptions, jobs });
   const reconciler = new Reconciler(
     {
-      redis: ctx.redis,
-      prisma: ctx.prisma,
-      jobs,
+      sales,
       bullConnection: () => bullConnection(ctx.config.REDIS_URL),
-      logger: createLogger('reconciler-test', 'silent'),
+      logger,
       onAudit: (report) => audits.push(report),
       onReconciled: (result) => reconciled.push(result),
       onSaleError: (saleId, error) => saleErrors.push({ saleId, error }),
     },
     {
       prefix: ctx.config.REDIS_PREFIX,
-      databaseUrl: ctx.config.DATABASE_URL,
       watchEveryMs: options.watchEveryMs ?? 100,
       publishGraceMs: options.publishGraceMs ?? 0,
       createGraceMs: 30_000,
@@ -47,7 +45,6 @@ export async function startReconciler(ctx: TestContext, options: { watchEveryMs?
       watchAfterEndMs: ctx.config.RECONCILER_WATCH_AFTER_END_MS,
       retireAfterEndMs: ctx.config.RECONCILER_RETIRE_AFTER_END_MS,
       auditEveryMs: options.auditEveryMs ?? 200,
-      drainTimeoutMs: options.drainTimeoutMs ?? 10_000,
       concurrency: 2,
       watchPerSecond: ctx.config.RECONCILER_WATCH_PER_SECOND,
       watchStepTimeoutMs: ctx.config.RECONCILER_WATCH_STEP_TIMEOUT_MS,

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { mergeBursts, purchaseBurst, type BurstOutcome } from '@flashsale/harness';
-import { readSaleState, type ScriptedRedis } from '@flashsale/redis-store';
+import { type ScriptedRedis, createSaleStore } from '@flashsale/redis-store';
 
 /** Buyers that keep coming to some sales until stopped: what a fault meets in a sale that is selling. */
 export interface SteadyLoad {
@@ -62,7 +62,7 @@ export function watchPauses(redis: ScriptedRedis, prefix: string, saleIds: numbe
   };
   const loops = saleIds.map(async (saleId) => {
     while (!stopped) {
-      const paused = await readSaleState(redis, prefix, saleId).then(
+      const paused = await createSaleStore(redis, prefix).sale(saleId).state().then(
         (state) => state?.paused ?? false,
         () => undefined,
       );

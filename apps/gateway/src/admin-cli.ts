@@ -2,7 +2,7 @@ import { AppError, MAX_STOCK, parseSaleId, saleIdOfReservation, type SaleControl
 import { exitWithUsage, loadConfig, parseCommandLine } from '@flashsale/config';
 import { createLogger } from '@flashsale/runtime';
 import { openCommandStores } from '@flashsale/bootstrap';
-import { LOSSES_PAGE, listAdminSales, readSaleLosses, runSaleControl, storeFailures } from '@flashsale/sales';
+import { LOSSES_PAGE, storeFailures } from '@flashsale/sales';
 
 /**
  * npm run admin -- <pause|resume|close|list|losses> [--sale <id>] [--add <units>] [--limit <n>] [--cursor <c>]
@@ -75,16 +75,15 @@ function lossesPage(saleId: number): { saleId: number; limit: number; cursor?: s
 
 const config = loadConfig();
 const logger = createLogger('admin-cli', config.LOG_LEVEL, { stream: 2 });
-const stores = openCommandStores(config, { name: 'admin-cli', poolSize: 2 });
-const { redis, prisma } = stores;
-const deps = { redis, prisma, prefix: config.REDIS_PREFIX, logger };
+const stores = openCommandStores(config, logger, { name: 'admin-cli', poolSize: 2 });
+const { sales } = stores;
 let exitCode = 0;
 try {
   const result = control
-    ? await runSaleControl(deps, control.saleId, control.action, 'cli')
+    ? await sales.runSaleControl(control.saleId, control.action, 'cli')
     : losses
-      ? await readSaleLosses(prisma, losses.saleId, losses)
-      : await listAdminSales(deps, page!);
+      ? await sales.readSaleLosses(losses.saleId, losses)
+      : await sales.listAdminSales(page!);
   process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
 } catch (error) {
   exitCode = 1;

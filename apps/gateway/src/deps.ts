@@ -1,21 +1,24 @@
 import type { Config } from '@flashsale/config';
-import type { Logger } from '@flashsale/runtime';
-import type { GatewayStores } from '@flashsale/bootstrap';
+import type { Logger, Readiness } from '@flashsale/runtime';
+import type { Sales } from '@flashsale/sales';
 
-/** Everything the gateway talks to, passed in so a test can build the app around its own prefix and database. */
+/**
+ * What the gateway is given, so a test can build it around its own prefix and database: the use cases
+ * (packages/sales, built once by packages/bootstrap) and what is truly the HTTP process's own.
+ */
 export interface GatewayDeps {
   config: Config;
-  redis: GatewayStores['redis'];
-  /** The buyers' MySQL pool (GATEWAY_DB_POOL_SIZE): reservation lookups, sale reads, the admin API. */
-  prisma: GatewayStores['prisma'];
+  /** The use cases over the buyers' MySQL pool (GATEWAY_DB_POOL_SIZE) and Redis. */
+  sales: Sales;
   /**
-   * The dashboard's own MySQL pool (DASHBOARD_DB_POOL_SIZE): its live views read through it alone, so
-   * however many pages watch, they never wait for, nor hold, a connection a buyer's request needs.
+   * The use cases over the dashboard's own MySQL pool (DASHBOARD_DB_POOL_SIZE): its live views read
+   * through it alone, so however many pages watch, they never wait for, nor hold, a connection a buyer's
+   * request needs.
    */
-  dashboardPrisma: GatewayStores['dashboardPrisma'];
+  dashboardSales: Sales;
   logger: Logger;
-  /** The reconcile queue, for the admin endpoint that asks for a reconciliation and waits for it. */
-  jobs: GatewayStores['jobs'];
+  /** Whether Redis and MySQL answer now (`/readyz`). */
+  readiness: () => Promise<Readiness>;
   /**
    * A monotonic clock in ms for the rate-limit windows and the verdict cache's TTL, default
    * `performance.now()`; a test passes one it moves by hand instead of waiting for the next second.

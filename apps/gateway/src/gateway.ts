@@ -1,6 +1,6 @@
 import type { RequestListener } from 'node:http';
-import { readBuyers, redisTargetOf } from '@flashsale/redis-store';
-import { createDoor, DoorFrontiers, SaleMisses } from '@flashsale/sales';
+import { saleEventsSubscription } from '@flashsale/bootstrap';
+import { SaleMisses } from '@flashsale/sales';
 import type { GatewayDeps } from './deps.ts';
 import { createApp, publicReadBudget } from './app.ts';
 import { createJoinLimits, createRequestLimits } from './request-limits.ts';
@@ -51,30 +51,27 @@ export interface Gateway {
  * is main.ts's, made before the Redis client so its connection errors are counted from the first.
  */
 export function createGateway(deps: GatewayDeps, metrics: GatewayMetrics = createGatewayMetrics()): Gateway {
-  const { config } = deps;
+  const { config, sales } = deps;
   const verdicts = new SaleVerdictCache(config.SALE_VERDICT_TTL_MS, deps.now ?? (() => performance.now()), (saleId) =>
-    readBuyers(deps.redis, config.REDIS_PREFIX, saleId, config.SALE_VERDICT_MAX_HOLDERS),
+    sales.saleBuyers(saleId, config.SALE_VERDICT_MAX_HOLDERS),
   );
   const misses = new SaleMisses(config.SALE_MISS_TTL_MS, deps.now ?? (() => performance.now()));
-  const liveSales = new LiveSaleDirectory(deps.prisma, deps.logger, config.LIVE_SALES_REFRESH_MS);
+  const liveSales = new LiveSaleDirectory(sales, deps.logger, config.LIVE_SALES_REFRESH_MS);
   // One purchase budget per buyer and address, spent by purchases and cancels alike: a cancel is the
   // other half of a buy-and-give-back loop, and costs MySQL where a purchase costs Redis.
   const buyingLimits = createRequestLimits(config, deps.now);
   const buyerOf = createBuyerGate(config);
   const handlePurchase = createPurchaseHandler(deps, metrics, { verdicts, liveSales, limits: buyingLimits, buyerOf });
-  const history = new SaleHistory(deps.redis, config.REDIS_PREFIX, new TrafficSampler(metrics), deps.logger, {
+  const history = new SaleHistory(deps.dashboardSales, new TrafficSampler(metrics), deps.logger, {
     stepMs: config.DASHBOARD_HISTORY_STEP_MS,
     windowMs: config.DASHBOARD_HISTORY_SECONDS * 1000,
     maxSales: config.DASHBOARD_HISTORY_MAX_SALES,
     liveSaleIds: () => liveSales.liveSaleIds(),
-    extraSeries: [doorSeries(deps.redis, config.REDIS_PREFIX)],
+    extraSeries: [doorSeries(deps.dashboardSales)],
   });
-  const door = createDoor({
-    redis: deps.redis,
-    prisma: deps.prisma,
-    prefix: config.REDIS_PREFIX,
+  const door = sales.openDoor({
     authSecret: config.AUTH_SECRET,
-    frontiers: new DoorFrontiers(deps.redis, config.REDIS_PREFIX, config.DOOR_FRONTIER_MAX_AGE_MS),
+    frontierMaxAgeMs: config.DOOR_FRONTIER_MAX_AGE_MS,
     misses,
     flagClaim: config.QUEUE_FLAG_CLAIM,
     onShadowJoin: (reason) => metrics.shadowJoins.inc({ reason }),
@@ -104,7 +101,7 @@ export function createGateway(deps: GatewayDeps, metrics: GatewayMetrics = creat
     history,
     liveStreams,
     async start() {
-      events = listenToSaleEvents(redisTargetOf(deps.config), deps.config.REDIS_PREFIX, [verdicts, misses], deps.logger);
+      events = listenToSaleEvents(saleEventsSubscription(config), config.REDIS_PREFIX, [verdicts, misses], deps.logger);
       await Promise.all([events.subscribed, liveSales.start()]);
       history.start();
     },

@@ -1,5 +1,5 @@
 import cluster from 'node:cluster';
-import { announceStarted, bootProcess, openStores, serveInternalPort, stopOnSignal, type InternalPort } from '@flashsale/bootstrap';
+import { announceStarted, bootProcess, openStores, serveInternalPort, stopOnSignal, storesReadiness, type InternalPort } from '@flashsale/bootstrap';
 import { createGateway } from './gateway.ts';
 import { createGatewayMetrics } from './metrics.ts';
 import { runGatewayCluster } from './gateway-cluster.ts';
@@ -28,7 +28,10 @@ if (config.GATEWAY_WORKERS > 1 && cluster.isPrimary) {
   const metrics = createGatewayMetrics();
   const stores = openStores(proc, metrics.storeErrors);
   const graceful = new GracefulStop();
-  const gateway = createGateway({ config, logger, ...stores, stopping: () => graceful.stopping }, metrics);
+  const gateway = createGateway(
+    { config, logger, sales: stores.sales, dashboardSales: stores.dashboardSales, readiness: storesReadiness(stores), stopping: () => graceful.stopping },
+    metrics,
+  );
   // `/metrics` (and `/healthz`) apart from the buyers' port: this process's own, or the supervisor's.
   let internalPort: InternalPort;
   if (cluster.isWorker) {

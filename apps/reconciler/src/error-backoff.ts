@@ -12,6 +12,9 @@ export interface Restable {
   resume(): Promise<void> | void;
 }
 
+/** A queue (or a loop that rests by itself) has nothing to rest: its errors are only summed up in the log. */
+export const NOT_RESTABLE: Restable = { pause: async () => undefined, resume: () => undefined };
+
 /**
  * Backs a BullMQ worker off while Redis refuses it, instead of letting it spin. BullMQ's fetch loop
  * answers an error that is not a lost connection (Redis out of memory, `BUSY`, `READONLY`, `LOADING`)

@@ -1,6 +1,4 @@
-import { announceStarted, bootProcess, openStores, serveInternalPort, stopOnSignal, storesReadiness } from '@flashsale/bootstrap';
-import { readRedisMemory, redisTargetOf } from '@flashsale/redis-store';
-import { bullConnection } from '@flashsale/jobs';
+import { announceStarted, bootProcess, bullConnectionOf, openStores, serveInternalPort, stopOnSignal, storesReadiness } from '@flashsale/bootstrap';
 import { Reconciler } from './reconciler.ts';
 import { createReconcilerMetrics } from './metrics.ts';
 
@@ -14,13 +12,13 @@ No options: configured by the environment only (REDIS_URL, DATABASE_URL, RECONCI
 docs/configuration.md). One sale now, by hand: npm run reconcile -- --sale <id>.`,
 );
 const { config, logger } = proc;
-const metrics = createReconcilerMetrics(() => readRedisMemory(stores.redis));
+const metrics = createReconcilerMetrics(() => stores.sales.redisMemory());
 const stores = openStores(proc, metrics.storeErrors);
 
 const reconciler = new Reconciler(
   {
-    ...stores,
-    bullConnection: () => bullConnection(redisTargetOf(config)),
+    sales: stores.sales,
+    bullConnection: () => bullConnectionOf(config),
     logger,
     onAudit: (report) => metrics.saleAudited(report.saleId, report.confirmed ? report.drift : 0),
     onReconciled: (result, reason) => metrics.reconciled(result, reason),
@@ -34,7 +32,6 @@ const reconciler = new Reconciler(
   },
   {
     prefix: config.REDIS_PREFIX,
-    databaseUrl: config.DATABASE_URL,
     watchEveryMs: config.RECONCILER_WATCH_MS,
     publishGraceMs: config.RECONCILER_PUBLISH_GRACE_MS,
     createGraceMs: config.RECONCILER_CREATE_GRACE_MS,
@@ -43,7 +40,6 @@ const reconciler = new Reconciler(
     watchAfterEndMs: config.RECONCILER_WATCH_AFTER_END_MS,
     retireAfterEndMs: config.RECONCILER_RETIRE_AFTER_END_MS,
     auditEveryMs: config.AUDIT_EVERY_MS,
-    drainTimeoutMs: config.RECONCILE_DRAIN_TIMEOUT_MS,
     concurrency: config.RECONCILER_CONCURRENCY,
     watchPerSecond: config.RECONCILER_WATCH_PER_SECOND,
     watchStepTimeoutMs: config.RECONCILER_WATCH_STEP_TIMEOUT_MS,

@@ -1,8 +1,6 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { createStoreErrorMetrics } from '@flashsale/runtime';
-import type { DoorGauges, RedisMemory, SaleSnapshot } from '@flashsale/redis-store';
-import { storeFailures } from '@flashsale/sales';
-import type { ReconcileReason, ReconcileResult } from '@flashsale/jobs';
+import { storeFailures, type DoorGauges, type ReconcileReason, type ReconcileResult, type RedisMemory, type SaleSnapshot } from '@flashsale/sales';
 import { Failure } from '@flashsale/domain';
 
 /**

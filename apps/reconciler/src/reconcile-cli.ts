@@ -1,11 +1,9 @@
 import type { Worker } from 'bullmq';
 import { exitWithUsage, loadConfigOrExit, parseCommandLine } from '@flashsale/config';
 import { createLogger } from '@flashsale/runtime';
-import { DeadlineExceeded, SaleNotFound, withDeadline } from '@flashsale/domain';
-import { announceSaleChanged, redisTargetOf } from '@flashsale/redis-store';
-import { openCommandStores } from '@flashsale/bootstrap';
-import { saleExists } from '@flashsale/sales';
-import { bullConnection, createReconcileJobs, enqueueReconcile, type ReconcileJobData, type ReconcileResult } from '@flashsale/jobs';
+import { DeadlineExceeded, withDeadline } from '@flashsale/domain';
+import { bullConnectionOf, openCommandStores } from '@flashsale/bootstrap';
+import type { ReconcileJobData, ReconcileResult } from '@flashsale/sales';
 import { createReconcileWorker } from './reconcile-worker.ts';
 
 // `npm run reconcile -- --sale <id>`: reconciles one sale now and prints the result. It goes through the
@@ -29,36 +27,30 @@ const config = loadConfigOrExit();
 // Its stdout is the result alone: the logs go to stderr (pino's stdout is asynchronous, and a log line
 // written before the result could reach stdout after it).
 const logger = createLogger('reconcile', config.LOG_LEVEL, { stream: 2 });
-const stores = openCommandStores(config, { name: 'reconcile-cli', poolSize: config.RECONCILER_DB_POOL_SIZE });
-const { redis, prisma } = stores;
-const jobs = createReconcileJobs(redisTargetOf(config), config.REDIS_PREFIX);
-const workerConnection = bullConnection(redisTargetOf(config));
+const stores = openCommandStores(config, logger, { name: 'reconcile-cli', poolSize: config.RECONCILER_DB_POOL_SIZE, reconcileQueue: true });
+const { sales } = stores;
+const workerConnection = bullConnectionOf(config);
 let exitCode = 0;
 // Set when the queue did not answer in time: Redis is away (or unreachable) for this command.
 let redisAway = false;
 let worker: Worker<ReconcileJobData, ReconcileResult> | undefined;
 try {
-  if (!(await saleExists(prisma, saleId))) throw new SaleNotFound(`sale ${saleId} is not in MySQL`);
-  worker = createReconcileWorker(
-    {
-      redis,
-      prisma,
-      databaseUrl: config.DATABASE_URL,
-      prefix: config.REDIS_PREFIX,
-      logger,
-      drainTimeoutMs: config.RECONCILE_DRAIN_TIMEOUT_MS,
-      announce: (id) => announceSaleChanged(redis, config.REDIS_PREFIX, id),
+  const result = await sales.requestReconciliation(saleId, {
+    // The queue's connection waits for Redis for as long as it is away (as BullMQ needs): an operator
+    // asking while Redis is away or frozen is told so within the command's deadline (the one its other
+    // Redis commands have) rather than left waiting in silence.
+    enqueueWithin: { ms: config.REDIS_BACKGROUND_COMMAND_TIMEOUT_MS, what: 'the reconcile queue (Redis)' },
+    // A failed attempt is retried by the queue; the command waits for one drain timeout and a margin,
+    // then gives up waiting (the job goes on, in a reconciler process if one runs).
+    waitMs: config.RECONCILE_DRAIN_TIMEOUT_MS + 30_000,
+    ifRunning: 'wait',
+    // The command's own worker, once the sale is known and the job queued: it runs the job whether or not
+    // a reconciler process does.
+    onQueued: (running) => {
+      worker = createReconcileWorker(sales, logger, { prefix: config.REDIS_PREFIX, connection: workerConnection, concurrency: 1 });
+      if (running) console.error(`a reconciliation of sale ${saleId} is already running; waiting for it`);
     },
-    { connection: workerConnection, concurrency: 1 },
-  );
-  // The queue's connection waits for Redis for as long as it is away (as BullMQ needs): an operator asking
-  // while Redis is away or frozen is told so within the command's deadline (the one its other Redis
-  // commands have) rather than left waiting in silence.
-  const { job, running } = await withDeadline(enqueueReconcile(jobs.queue, saleId, 'operator'), config.REDIS_BACKGROUND_COMMAND_TIMEOUT_MS, 'the reconcile queue (Redis)');
-  if (running) console.error(`a reconciliation of sale ${saleId} is already running; waiting for it`);
-  // A failed attempt is retried by the queue; the command waits for one drain timeout and a margin,
-  // then gives up waiting (the job goes on, in a reconciler process if one runs).
-  const result = await job.waitUntilFinished(jobs.events, config.RECONCILE_DRAIN_TIMEOUT_MS + 30_000);
+  });
   console.log(JSON.stringify(result));
 } catch (error) {
   redisAway = error instanceof DeadlineExceeded;
@@ -71,7 +63,7 @@ try {
   // buyer's command deadline (a job it held would be found stalled and run again by a reconciler).
   const closing = (async () => {
     await worker?.close(redisAway);
-    await jobs.close();
+    await stores.jobs?.close();
   })();
   if (redisAway) await withDeadline(closing, config.REDIS_COMMAND_TIMEOUT_MS, 'closing the reconcile queue').catch(() => undefined);
   else await closing;

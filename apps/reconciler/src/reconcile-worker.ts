@@ -1,11 +1,13 @@
 import { UnrecoverableError, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { SaleNotFound } from '@flashsale/domain';
-import { RECONCILE_QUEUE, bullPrefix, type ReconcileJobData, type ReconcileResult } from '@flashsale/jobs';
-import { reconcileSale, type ReconcileDeps } from '@flashsale/sales';
+import type { Logger } from '@flashsale/runtime';
+import { RECONCILE_QUEUE, bullPrefix, type ReconcileJobData, type ReconcileResult, type Sales } from '@flashsale/sales';
 import { ErrorBackoff } from './error-backoff.ts';
 
 export interface ReconcileWorkerOptions {
+  /** REDIS_PREFIX: the queue's keys are under it. */
+  prefix: string;
   /** BullMQ's connection (maxRetriesPerRequest: null), for this worker alone. */
   connection: Redis;
   /** Reconciliations of different sales run side by side; one sale never has two (one job id per sale). */
@@ -23,14 +25,15 @@ export interface ReconcileWorkerOptions {
  * any other failure is retried by the queue, the sale kept paused meanwhile.
  */
 export function createReconcileWorker(
-  deps: ReconcileDeps,
-  { connection, concurrency, autorun = true, onReconciled, backoff = new ErrorBackoff(deps.logger, 'reconcile') }: ReconcileWorkerOptions,
+  sales: Pick<Sales, 'reconcileSale'>,
+  logger: Logger,
+  { prefix, connection, concurrency, autorun = true, onReconciled, backoff = new ErrorBackoff(logger, 'reconcile') }: ReconcileWorkerOptions,
 ): Worker<ReconcileJobData, ReconcileResult> {
   const worker = new Worker<ReconcileJobData, ReconcileResult>(
     RECONCILE_QUEUE,
     async (job) => {
       try {
-        const result = await reconcileSale(deps, job.data.saleId, job.data.reason);
+        const result = await sales.reconcileSale(job.data.saleId, job.data.reason);
         onReconciled?.(result, job.data.reason);
         return result;
       } catch (error) {
@@ -38,7 +41,7 @@ export function createReconcileWorker(
         throw error;
       }
     },
-    { connection, prefix: bullPrefix(deps.prefix), concurrency, autorun },
+    { connection, prefix: bullPrefix(prefix), concurrency, autorun },
   );
   // BullMQ emits Redis trouble as 'error' events (unheard, an EventEmitter error ends the process), and
   // asks again at once: the worker rests instead, logged once per interval (error-backoff.ts).

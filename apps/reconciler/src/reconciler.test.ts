@@ -2,8 +2,8 @@ import { createLogger } from '@flashsale/runtime';
 import { describe, expect, it } from 'vitest';
 import { newReservationId } from '@flashsale/domain';
 import { SOURCE_NODE_ARGS, spawnInGroup } from '@flashsale/harness';
-import { readSaleState, reservePurchase, saleKeys } from '@flashsale/redis-store';
-import { ORDER_WRITERS_GROUP, salesIndexKey, setSalePaused } from '@flashsale/redis-store/testing';
+import { saleKeys, createSaleStore } from '@flashsale/redis-store';
+import { ORDER_WRITERS_GROUP, salesIndexKey } from '@flashsale/redis-store/testing';
 import { createLiveSale, isolatedContextPerTest } from '../../../test/support/context.ts';
 import { startGateway } from '../../../test/support/gateway.ts';
 import { startReconciler } from '../../../test/support/reconciler.ts';
@@ -23,7 +23,7 @@ describe('the reconciler process', () => {
 
     // The job reports after it has resumed the sale.
     await until(async () => reconciler.reconciled.length, (n) => n > 0);
-    const state = await readSaleState(env.ctx.redis, env.ctx.config.REDIS_PREFIX, sale.id);
+    const state = await createSaleStore(env.ctx.redis, env.ctx.config.REDIS_PREFIX).sale(sale.id).state();
 
     expect(state).toMatchObject({ stock: 8, remaining: 8, paused: false });
     const record = await env.ctx.prisma.sale.findUniqueOrThrow({ where: { id: sale.id } });
@@ -40,7 +40,7 @@ describe('the reconciler process', () => {
     // An operator's or a bug's write: the key now holds a string (every command of another type fails WRONGTYPE).
     await env.ctx.redis.del(badKeys[poisoned]);
     await env.ctx.redis.set(badKeys[poisoned], 'oops');
-    await reservePurchase(env.ctx.redis, env.ctx.config.REDIS_PREFIX, { saleId: good.id, userId: 'a', quantity: 1, reservationId: newReservationId(good.id) });
+    await createSaleStore(env.ctx.redis, env.ctx.config.REDIS_PREFIX).reserve({ saleId: good.id, userId: 'a', quantity: 1, reservationId: newReservationId(good.id) });
     const reconciler = await startReconciler(env.ctx);
     env.stops.push(reconciler.stop);
 
@@ -56,14 +56,14 @@ describe('the reconciler process', () => {
   it('takes up a sale left paused by a reconciliation that died, and resumes it', async () => {
     const sale = await createLiveSale(env.ctx, { stock: 5 });
     // What a reconciler killed between its pause and its resume leaves behind, with no job left to finish it.
-    await setSalePaused(env.ctx.redis, env.ctx.config.REDIS_PREFIX, sale.id, true);
+    await createSaleStore(env.ctx.redis, env.ctx.config.REDIS_PREFIX).sale(sale.id).setPaused(true);
     const reconciler = await startReconciler(env.ctx);
     env.stops.push(reconciler.stop);
 
     // The job reports after it has resumed the sale.
     await until(async () => reconciler.reconciled.length, (n) => n > 0);
 
-    expect(await readSaleState(env.ctx.redis, env.ctx.config.REDIS_PREFIX, sale.id)).toMatchObject({ remaining: 5, paused: false });
+    expect(await createSaleStore(env.ctx.redis, env.ctx.config.REDIS_PREFIX).sale(sale.id).state()).toMatchObject({ remaining: 5, paused: false });
     expect(reconciler.reconciled.map((r) => r.saleId)).toEqual([sale.id]);
   });
 
@@ -82,10 +82,10 @@ describe('the reconciler process', () => {
 
   it('notices Redis going back in time even when its counters have caught up since', async () => {
     const sale = await createLiveSale(env.ctx, { stock: 5 });
-    await reservePurchase(env.ctx.redis, env.ctx.config.REDIS_PREFIX, { saleId: sale.id, userId: 'a', quantity: 1, reservationId: newReservationId(sale.id) });
+    await createSaleStore(env.ctx.redis, env.ctx.config.REDIS_PREFIX).reserve({ saleId: sale.id, userId: 'a', quantity: 1, reservationId: newReservationId(sale.id) });
     const [[entryA]] = (await env.ctx.redis.xrange(saleKeys(env.ctx.config.REDIS_PREFIX, sale.id).stream, '-', '+')) as [[string, string[]]];
     const worker = new OrderWorker(
-      { redis: env.ctx.redis, prisma: env.ctx.prisma, prefix: env.ctx.config.REDIS_PREFIX, logger: createLogger('w', 'silent') },
+      { sales: env.ctx.sales, logger: createLogger('w', 'silent') },
       { batchSize: 10, idleMs: 5, claimIdleMs: 500, maxDeliveries: 5, salesRefreshMs: 50, writesInFlight: 2 },
     );
     const reconciler = await startReconciler(env.ctx);
@@ -100,7 +100,7 @@ describe('the reconciler process', () => {
     await env.ctx.redis.xdel(keys.stream, entryA);
     await env.ctx.redis.hdel(keys.buyers, 'a');
     await env.ctx.redis.hincrby(keys.meta, 'remaining', 1);
-    await reservePurchase(env.ctx.redis, env.ctx.config.REDIS_PREFIX, { saleId: sale.id, userId: 'b', quantity: 1, reservationId: newReservationId(sale.id) });
+    await createSaleStore(env.ctx.redis, env.ctx.config.REDIS_PREFIX).reserve({ saleId: sale.id, userId: 'b', quantity: 1, reservationId: newReservationId(sale.id) });
     worker.start();
     env.stops.push(() => worker.stop());
     const again = await startReconciler(env.ctx);
@@ -136,7 +136,7 @@ describe('POST /api/admin/sales/:saleId/reconcile', () => {
   it('answers 200 with the rebuilt state once the reconciliation is done, 409 while one runs, 404 for no sale', async () => {
     const sale = await createLiveSale(env.ctx, { stock: 6 });
     // An entry held by a consumer that died: the drain waits until a worker reclaims it (none runs here).
-    await reservePurchase(env.ctx.redis, env.ctx.config.REDIS_PREFIX, { saleId: sale.id, userId: 'a', quantity: 1, reservationId: newReservationId(sale.id) });
+    await createSaleStore(env.ctx.redis, env.ctx.config.REDIS_PREFIX).reserve({ saleId: sale.id, userId: 'a', quantity: 1, reservationId: newReservationId(sale.id) });
     await env.ctx.redis.xreadgroup('GROUP', ORDER_WRITERS_GROUP, 'ghost', 'COUNT', 10, 'STREAMS', saleKeys(env.ctx.config.REDIS_PREFIX, sale.id).stream, '>');
     const reconciler = await startReconciler(env.ctx, { publishGraceMs: 3_600_000 });
     env.stops.push(reconciler.stop);
@@ -145,7 +145,7 @@ describe('POST /api/admin/sales/:saleId/reconcile', () => {
     const reconcile = (saleId: number) => fetch(`${gateway.url}/api/admin/sales/${saleId}/reconcile`, { method: 'POST', headers: { authorization: `Bearer ${env.ctx.config.ADMIN_TOKEN}` } });
 
     const first = reconcile(sale.id);
-    await until(() => readSaleState(env.ctx.redis, env.ctx.config.REDIS_PREFIX, sale.id), (s) => s?.paused === true);
+    await until(() => createSaleStore(env.ctx.redis, env.ctx.config.REDIS_PREFIX).sale(sale.id).state(), (s) => s?.paused === true);
     const second = await reconcile(sale.id);
     expect(second.status).toBe(409);
     expect(await second.json()).toMatchObject({ code: 'RECONCILE_IN_PROGRESS', jobId: `sale-${sale.id}` });
@@ -157,7 +157,7 @@ describe('POST /api/admin/sales/:saleId/reconcile', () => {
     expect(done.status).toBe(200);
     const body = (await done.json()) as Record<string, unknown>;
     expect(body).toEqual({ saleId: sale.id, remaining: 5, buyers: 1, tookMs: body.tookMs, lost: { reservations: 0, units: 0 }, judgement: 'intact', restored: { reservations: 1, units: 1 } });
-    expect(await readSaleState(env.ctx.redis, env.ctx.config.REDIS_PREFIX, sale.id)).toMatchObject({ paused: false, remaining: 5 });
+    expect(await createSaleStore(env.ctx.redis, env.ctx.config.REDIS_PREFIX).sale(sale.id).state()).toMatchObject({ paused: false, remaining: 5 });
 
     const missing = await reconcile(2_000_000_000);
     expect(missing.status).toBe(404);
@@ -168,24 +168,24 @@ describe('POST /api/admin/sales/:saleId/reconcile', () => {
 describe('npm run reconcile -- --sale <id>', () => {
   it('reconciles one sale as a one-shot process and prints the result', async () => {
     const sale = await createLiveSale(env.ctx, { stock: 4 });
-    await reservePurchase(env.ctx.redis, env.ctx.config.REDIS_PREFIX, { saleId: sale.id, userId: 'a', quantity: 1, reservationId: newReservationId(sale.id) });
+    await createSaleStore(env.ctx.redis, env.ctx.config.REDIS_PREFIX).reserve({ saleId: sale.id, userId: 'a', quantity: 1, reservationId: newReservationId(sale.id) });
     // The reservation is still in flight and no worker runs: the command must wait for it, so a worker
     // is started in this process once the command has paused the sale.
     const worker = new OrderWorker(
-      { redis: env.ctx.redis, prisma: env.ctx.prisma, prefix: env.ctx.config.REDIS_PREFIX, logger: createLogger('w', 'silent') },
+      { sales: env.ctx.sales, logger: createLogger('w', 'silent') },
       { batchSize: 10, idleMs: 5, claimIdleMs: 500, maxDeliveries: 5, salesRefreshMs: 50, writesInFlight: 2 },
     );
     env.stops.push(() => worker.stop());
 
     const running = runCli(['--sale', String(sale.id)]);
-    await expect.poll(async () => (await readSaleState(env.ctx.redis, env.ctx.config.REDIS_PREFIX, sale.id))?.paused, { timeout: 60_000 }).toBe(true);
+    await expect.poll(async () => (await createSaleStore(env.ctx.redis, env.ctx.config.REDIS_PREFIX).sale(sale.id).state())?.paused, { timeout: 60_000 }).toBe(true);
     worker.start();
     const { stdout, code } = await running;
 
     expect(code).toBe(0);
     const result = JSON.parse(stdout.trim().split('\n').at(-1)!) as Record<string, unknown>;
     expect(result).toEqual({ saleId: sale.id, remaining: 3, buyers: 1, tookMs: result.tookMs, lost: { reservations: 0, units: 0 }, judgement: 'intact', restored: { reservations: 0, units: 0 } });
-    expect(await readSaleState(env.ctx.redis, env.ctx.config.REDIS_PREFIX, sale.id)).toMatchObject({ paused: false, remaining: 3 });
+    expect(await createSaleStore(env.ctx.redis, env.ctx.config.REDIS_PREFIX).sale(sale.id).state()).toMatchObject({ paused: false, remaining: 3 });
   });
 
   it('refuses a missing or unknown sale with a non-zero exit', async () => {

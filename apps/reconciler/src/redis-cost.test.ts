@@ -1,15 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '@flashsale/runtime';
 import { newReservationId } from '@flashsale/domain';
-import { decodeReservation, saleKeys, type ReservationEntry, type StreamEntry } from '@flashsale/redis-store';
-import { acknowledge, deadLetter } from '@flashsale/redis-store/testing';
+import { decodeReservation, saleKeys, type ReservationEntry, type StreamEntry, createSaleStore } from '@flashsale/redis-store';
 import { ORDER_WRITERS_GROUP } from '@flashsale/redis-store/testing';
-import { writeOrderBatch } from '@flashsale/order-store';
+import { createOrderStore } from '@flashsale/order-store';
 import { startRedisServer, type RedisServer } from '@flashsale/harness';
 import { createIsolatedContext, createLiveSale, type TestContext } from '../../../test/support/context.ts';
 import { redisWorkOf, type RedisWork } from '../../../test/support/command-stats.ts';
-import { auditAndReport, type AuditReport } from '@flashsale/sales';
-import type { StateWatcherDeps } from '@flashsale/sales';
+import type { AuditReport } from '@flashsale/sales';
+import { auditAndReport, salesDeps, type SaleWatch } from '@flashsale/sales/testing';
 import { watchOnce } from '../../../test/support/watch-once.ts';
 
 // What the reconciler's per-sale work costs Redis, counted by a redis-server of the test's own (INFO
@@ -58,9 +57,9 @@ async function saleWithAcknowledgedEntries(ctx: TestContext, entries: number, de
         orders.push(decoded.reservation);
       }
     }
-    expect((await writeOrderBatch(ctx.prisma, sale.id, orders)).written).toHaveLength(orders.length);
-    await acknowledge(ctx.redis, prefix, sale.id, orders.map((r) => r.entryId));
-    await Promise.all(setAside.map((entry) => deadLetter(ctx.redis, prefix, sale.id, entry, 'OVER_STOCK', 1)));
+    expect((await createOrderStore(ctx.prisma).sale(sale.id).writeOrderBatch(orders)).written).toHaveLength(orders.length);
+    await createSaleStore(ctx.redis, prefix).sale(sale.id).acknowledge(orders.map((r) => r.entryId));
+    await Promise.all(setAside.map((entry) => createSaleStore(ctx.redis, prefix).sale(sale.id).deadLetter(entry, 'OVER_STOCK', 1)));
   }
   expect(await ctx.redis.xlen(keys.stream)).toBe(entries);
   expect(await ctx.redis.xlen(keys.deadLetter)).toBe(deadLetters);
@@ -79,23 +78,19 @@ async function measure(entries: number, deadLetters: number): Promise<Measured> 
   try {
     const sale = await saleWithAcknowledgedEntries(ctx, entries, deadLetters);
     const requested: unknown[] = [];
-    const watchDeps: StateWatcherDeps = {
-      redis: ctx.redis,
-      prisma: ctx.prisma,
-      prefix: ctx.config.REDIS_PREFIX,
-      logger: createLogger('cost-test', 'silent'),
+    const watchDeps: SaleWatch = {
+      ...salesDeps({ redis: ctx.redis, prisma: ctx.prisma, prefix: ctx.config.REDIS_PREFIX, logger: createLogger('cost-test', 'silent') }),
       publishGraceMs: 0,
       createGraceMs: 30_000,
       retentionMs: ctx.config.RECONCILER_STREAM_RETENTION_MS,
       watchAfterEndMs: ctx.config.RECONCILER_WATCH_AFTER_END_MS,
       retireAfterEndMs: ctx.config.RECONCILER_RETIRE_AFTER_END_MS,
-      pausedLastPass: new Set(),
       requestReconcile: async (saleId, reason) => void requested.push([saleId, reason]),
     };
     // The first pass records the sale's first checkpoint; the measured one verifies it and trims.
     await watchOnce(watchDeps);
     let report: AuditReport | null = null;
-    const auditDeps = { redis: ctx.redis, prisma: ctx.prisma, prefix: ctx.config.REDIS_PREFIX, logger: watchDeps.logger, onReport: () => undefined };
+    const auditDeps = { ...salesDeps({ redis: ctx.redis, prisma: ctx.prisma, prefix: ctx.config.REDIS_PREFIX, logger: watchDeps.logger }), onReport: () => undefined };
     const audit = await redisWorkOf(server.url, async () => {
       report = await auditAndReport(auditDeps, sale.id, 0);
     });

@@ -1,27 +1,23 @@
 import { describe, expect, it } from 'vitest';
 import { createLogger } from '@flashsale/runtime';
 import { newReservationId } from '@flashsale/domain';
-import { publishSale, readSaleState, reservePurchase } from '@flashsale/redis-store';
+import { createSaleStore } from '@flashsale/redis-store';
 import { salesIndexKey } from '@flashsale/redis-store/testing';
-import { beginSaleCreation, findSale } from '@flashsale/order-store';
+import { createOrderStore } from '@flashsale/order-store';
 import { isolatedContextPerTest, redisNow } from '../../../test/support/context.ts';
-import type { StateWatcherDeps } from '@flashsale/sales';
+import { salesDeps, type SaleWatch } from '@flashsale/sales/testing';
 import { watchOnce } from '../../../test/support/watch-once.ts';
 
 const env = isolatedContextPerTest();
 
-function watcherDeps(createGraceMs: number): StateWatcherDeps {
+function watcherDeps(createGraceMs: number): SaleWatch {
   return {
-    redis: env.ctx.redis,
-    prisma: env.ctx.prisma,
-    prefix: env.ctx.config.REDIS_PREFIX,
-    logger: createLogger('watch-test', 'silent'),
+    ...salesDeps({ redis: env.ctx.redis, prisma: env.ctx.prisma, prefix: env.ctx.config.REDIS_PREFIX, logger: createLogger('watch-test', 'silent') }),
     publishGraceMs: 0,
     createGraceMs,
     retentionMs: 0,
     watchAfterEndMs: env.ctx.config.RECONCILER_WATCH_AFTER_END_MS,
     retireAfterEndMs: env.ctx.config.RECONCILER_RETIRE_AFTER_END_MS,
-    pausedLastPass: new Set(),
     requestReconcile: async () => undefined,
   };
 }
@@ -30,9 +26,9 @@ function watcherDeps(createGraceMs: number): StateWatcherDeps {
 async function stalledCreate(key: string) {
   const now = await redisNow(env.ctx.redis);
   const body = { name: 'Stalled', stock: 5, perUserLimit: 1, startsAt: new Date(now - 60_000), endsAt: new Date(now + 3_600_000) };
-  const start = await beginSaleCreation(env.ctx.prisma, body, { idempotencyKey: key, requestHash: 'h'.repeat(64) });
+  const start = await createOrderStore(env.ctx.prisma).beginSaleCreation(body, { idempotencyKey: key, requestHash: 'h'.repeat(64) });
   if (start.kind !== 'started') throw new Error('expected a new create');
-  await publishSale(env.ctx.redis, env.ctx.config.REDIS_PREFIX, start.sale, start.sale.generation);
+  await createSaleStore(env.ctx.redis, env.ctx.config.REDIS_PREFIX).publish(start.sale, start.sale.generation);
   return { sale: start.sale, body };
 }
 
@@ -48,7 +44,7 @@ describe('creates left unfinished (the request died, or could not take back a fa
     await watchOnce(watcherDeps(60_000));
 
     expect((await env.ctx.prisma.sale.findUniqueOrThrow({ where: { id: sale.id } })).publishState).toBe('publishing');
-    expect(await readSaleState(env.ctx.redis, env.ctx.config.REDIS_PREFIX, sale.id)).not.toBeNull();
+    expect(await createSaleStore(env.ctx.redis, env.ctx.config.REDIS_PREFIX).sale(sale.id).state()).not.toBeNull();
   });
 
   it('are abandoned after it, their Redis state withdrawn and their key released, so they never go live', async () => {
@@ -58,23 +54,23 @@ describe('creates left unfinished (the request died, or could not take back a fa
     await watchOnce(watcherDeps(1000));
 
     expect(await env.ctx.prisma.sale.findUniqueOrThrow({ where: { id: sale.id } })).toMatchObject({ publishState: 'abandoned', idempotencyKey: null });
-    expect(await findSale(env.ctx.prisma, sale.id)).toBeNull();
-    expect(await readSaleState(env.ctx.redis, env.ctx.config.REDIS_PREFIX, sale.id)).toBeNull();
+    expect(await createOrderStore(env.ctx.prisma).sale(sale.id).find()).toBeNull();
+    expect(await createSaleStore(env.ctx.redis, env.ctx.config.REDIS_PREFIX).sale(sale.id).state()).toBeNull();
     expect(await env.ctx.redis.smembers(salesIndexKey(env.ctx.config.REDIS_PREFIX))).not.toContain(String(sale.id));
     // The operator's retry with the same key now makes the sale, once.
-    const retry = await beginSaleCreation(env.ctx.prisma, body, { idempotencyKey: 'stalled', requestHash: 'h'.repeat(64) });
+    const retry = await createOrderStore(env.ctx.prisma).beginSaleCreation(body, { idempotencyKey: 'stalled', requestHash: 'h'.repeat(64) });
     expect(retry.kind).toBe('started');
   });
 
   it('stand when they already took a reservation: those buyers were told yes', async () => {
     const { sale } = await stalledCreate('bought');
     const reservationId = newReservationId(sale.id);
-    await reservePurchase(env.ctx.redis, env.ctx.config.REDIS_PREFIX, { saleId: sale.id, userId: 'early', quantity: 1, reservationId });
+    await createSaleStore(env.ctx.redis, env.ctx.config.REDIS_PREFIX).reserve({ saleId: sale.id, userId: 'early', quantity: 1, reservationId });
     await backdate(sale.id, 1100);
 
     await watchOnce(watcherDeps(1000));
 
     expect((await env.ctx.prisma.sale.findUniqueOrThrow({ where: { id: sale.id } })).publishState).toBe('published');
-    expect(await readSaleState(env.ctx.redis, env.ctx.config.REDIS_PREFIX, sale.id)).toMatchObject({ remaining: 4 });
+    expect(await createSaleStore(env.ctx.redis, env.ctx.config.REDIS_PREFIX).sale(sale.id).state()).toMatchObject({ remaining: 4 });
   });
 });

@@ -2,22 +2,22 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { createLogger } from '@flashsale/runtime';
 import { newReservationId } from '@flashsale/domain';
-import { readSaleState, reservePurchase, saleKeys, trimAcknowledged } from '@flashsale/redis-store';
+import { saleKeys, createSaleStore } from '@flashsale/redis-store';
 import { ORDER_WRITERS_GROUP, toReserveOutcome } from '@flashsale/redis-store/testing';
-import { recordCheckpoint, type PrismaClient } from '@flashsale/order-store';
-import { ledgerOf, waitForDrain } from '@flashsale/harness';
+import { createOrderStore, type PrismaClient } from '@flashsale/order-store';
+import { ledgerOf } from '@flashsale/harness';
 import { createLiveSale, isolatedContextPerTest } from '../../../test/support/context.ts';
 import { startReconciler } from '../../../test/support/reconciler.ts';
 import { until } from '../../../test/support/until.ts';
 import { OrderWorker } from '../../worker/src/order-worker.ts';
-import type { StateWatcherDeps } from '@flashsale/sales';
+import { salesDeps, type SaleWatch } from '@flashsale/sales/testing';
 import { watchOnce } from '../../../test/support/watch-once.ts';
 
 const env = isolatedContextPerTest();
 
 function startWorker(batchSize = 20): OrderWorker {
   const worker = new OrderWorker(
-    { redis: env.ctx.redis, prisma: env.ctx.prisma, prefix: env.ctx.config.REDIS_PREFIX, logger: createLogger('w', 'silent') },
+    { sales: env.ctx.sales, logger: createLogger('w', 'silent') },
     { batchSize, idleMs: 5, claimIdleMs: 500, maxDeliveries: 5, salesRefreshMs: 50, writesInFlight: 2 },
   );
   worker.start();
@@ -28,25 +28,21 @@ function startWorker(batchSize = 20): OrderWorker {
 async function reserveMany(saleId: number, from: number, count: number, accepted: Map<string, { userId: string; quantity: number }>) {
   for (let i = from; i < from + count; i++) {
     const reservationId = newReservationId(saleId);
-    const outcome = await reservePurchase(env.ctx.redis, env.ctx.config.REDIS_PREFIX, { saleId, userId: `buyer-${i}`, quantity: 1, reservationId });
+    const outcome = await createSaleStore(env.ctx.redis, env.ctx.config.REDIS_PREFIX).reserve({ saleId, userId: `buyer-${i}`, quantity: 1, reservationId });
     expect(outcome.kind).toBe('reserved');
     accepted.set(reservationId, { userId: `buyer-${i}`, quantity: 1 });
   }
 }
 
-function watcherDeps(prisma: PrismaClient = env.ctx.prisma): StateWatcherDeps & { requested: [number, string][] } {
+function watcherDeps(prisma: PrismaClient = env.ctx.prisma): SaleWatch & { requested: [number, string][] } {
   const requested: [number, string][] = [];
   return {
-    redis: env.ctx.redis,
-    prisma,
-    prefix: env.ctx.config.REDIS_PREFIX,
-    logger: createLogger('watch-test', 'silent'),
+    ...salesDeps({ redis: env.ctx.redis, prisma, prefix: env.ctx.config.REDIS_PREFIX, logger: createLogger('watch-test', 'silent') }),
     publishGraceMs: 0,
     createGraceMs: 30_000,
     retentionMs: 0,
     watchAfterEndMs: env.ctx.config.RECONCILER_WATCH_AFTER_END_MS,
     retireAfterEndMs: env.ctx.config.RECONCILER_RETIRE_AFTER_END_MS,
-    pausedLastPass: new Set(),
     requested,
     requestReconcile: async (saleId, reason) => {
       requested.push([saleId, reason]);
@@ -65,7 +61,7 @@ describe('stream retention', () => {
 
     for (let round = 0; round < 5; round++) {
       await reserveMany(sale.id, round * 60, 60, accepted);
-      await waitForDrain(env.ctx.redis, env.ctx.config.REDIS_PREFIX, sale.id);
+      await createSaleStore(env.ctx.redis, env.ctx.config.REDIS_PREFIX).sale(sale.id).waitForDrain();
     }
     // Passes after the last drain: the checkpoint catches up with the last entry, and the stream is
     // trimmed to it: exactly one entry, the checkpoint's own.
@@ -81,7 +77,7 @@ describe('stream retention', () => {
     expect(reconciler.reconciled).toEqual([]);
     expect(await reconciler.jobs.queue.getJobCounts()).toMatchObject({ waiting: 0, active: 0, delayed: 0, completed: 0, failed: 0 });
     expect([record.redisGeneration, record.lostReservations]).toEqual([sale.generation, 0]);
-    expect(await readSaleState(env.ctx.redis, env.ctx.config.REDIS_PREFIX, sale.id)).toMatchObject({ paused: false, remaining: 200 });
+    expect(await createSaleStore(env.ctx.redis, env.ctx.config.REDIS_PREFIX).sale(sale.id).state()).toMatchObject({ paused: false, remaining: 200 });
   });
 
   it('keeps acknowledged entries for the retention time', async () => {
@@ -92,7 +88,7 @@ describe('stream retention', () => {
     const accepted = new Map<string, { userId: string; quantity: number }>();
     for (let round = 0; round < 3; round++) {
       await reserveMany(sale.id, round * 20, 20, accepted);
-      await waitForDrain(env.ctx.redis, env.ctx.config.REDIS_PREFIX, sale.id);
+      await createSaleStore(env.ctx.redis, env.ctx.config.REDIS_PREFIX).sale(sale.id).waitForDrain();
       await watchOnce({ ...deps, retentionMs: 600_000 });
     }
 
@@ -131,7 +127,7 @@ describe('stream retention', () => {
         .filter((id): id is string => id !== null)
         .reduce((a, b) => (compareIds(a, b) <= 0 ? a : b));
 
-      await trimAcknowledged(env.ctx.redis, prefix, sale.id, { keepFrom: checkpoint, keepSinceMs: Number(now[0]) * 1000 - 600_000, maxEntries });
+      await createSaleStore(env.ctx.redis, prefix).sale(sale.id).trimAcknowledged({ keepFrom: checkpoint, keepSinceMs: Number(now[0]) * 1000 - 600_000, maxEntries });
 
       const after = await env.ctx.redis.multi().xlen(keys.stream).xrange(keys.stream, keptFrom, '+').exec();
       const [length, held] = after!.map(([, reply]) => reply) as [number, unknown[]];
@@ -156,7 +152,7 @@ describe('stream retention', () => {
     // flight plus the entries since the checkpoint, at every pass.
     expect(passes.filter(({ length, bound }) => length > bound)).toEqual([]);
     expect(Math.max(...passes.map(({ length }) => length))).toBeLessThan(accepted.size / 2);
-    await waitForDrain(env.ctx.redis, prefix, sale.id);
+    await createSaleStore(env.ctx.redis, prefix).sale(sale.id).waitForDrain();
     expect(await ledgerOf(env.ctx.redis, env.ctx.prisma, prefix, sale.id, accepted)).toEqual({ lost: [], duplicated: [], unexpected: [], unitsInDb: 10_000, remaining: 0, stock: 10_000 });
   });
 
@@ -166,7 +162,7 @@ describe('stream retention', () => {
     const accepted = new Map<string, { userId: string; quantity: number }>();
     const first = watcherDeps();
     await reserveMany(sale.id, 0, 30, accepted);
-    await waitForDrain(env.ctx.redis, env.ctx.config.REDIS_PREFIX, sale.id);
+    await createSaleStore(env.ctx.redis, env.ctx.config.REDIS_PREFIX).sale(sale.id).waitForDrain();
     await watchOnce(first);
     // What a second reconciler read at this moment: the sale with the checkpoint just recorded.
     const staleRows = await env.ctx.prisma.sale.findMany({ where: { id: sale.id } });
@@ -175,7 +171,7 @@ describe('stream retention', () => {
     // The first goes on: two more checkpoints, and the stream trimmed past the one the second holds.
     for (const from of [30, 60]) {
       await reserveMany(sale.id, from, 30, accepted);
-      await waitForDrain(env.ctx.redis, env.ctx.config.REDIS_PREFIX, sale.id);
+      await createSaleStore(env.ctx.redis, env.ctx.config.REDIS_PREFIX).sale(sale.id).waitForDrain();
       await watchOnce(first);
     }
     const stream = saleKeys(env.ctx.config.REDIS_PREFIX, sale.id).stream;
@@ -196,20 +192,20 @@ describe('stream retention', () => {
       return [row.checkpointReservations, row.checkpointStreamId];
     };
     const first = { reservations: 5, units: 5, at: 2_000_000, streamId: '2000000-0' };
-    expect(await recordCheckpoint(env.ctx.prisma, sale.id, sale.generation, first, null)).toBe(true);
+    expect(await createOrderStore(env.ctx.prisma).sale(sale.id).recordCheckpoint(sale.generation, first, null)).toBe(true);
 
     // A reconciler that judged against no checkpoint, or against one since replaced, is refused: with a
     // later clock, the same one, or an earlier one.
     for (const at of [3_000_000, 2_000_000, 1_000_000]) {
-      expect(await recordCheckpoint(env.ctx.prisma, sale.id, sale.generation, { reservations: 1, units: 1, at, streamId: `${at}-9` }, null)).toBe(false);
-      expect(await recordCheckpoint(env.ctx.prisma, sale.id, sale.generation, { reservations: 1, units: 1, at, streamId: `${at}-9` }, { at: 1_500_000 })).toBe(false);
+      expect(await createOrderStore(env.ctx.prisma).sale(sale.id).recordCheckpoint(sale.generation, { reservations: 1, units: 1, at, streamId: `${at}-9` }, null)).toBe(false);
+      expect(await createOrderStore(env.ctx.prisma).sale(sale.id).recordCheckpoint(sale.generation, { reservations: 1, units: 1, at, streamId: `${at}-9` }, { at: 1_500_000 })).toBe(false);
     }
     expect(await read()).toEqual([5, '2000000-0']);
     // Judged against the one in place: recorded, even with a clock that went back.
-    expect(await recordCheckpoint(env.ctx.prisma, sale.id, sale.generation, { reservations: 6, units: 6, at: 1_900_000, streamId: '1900000-0' }, first)).toBe(true);
+    expect(await createOrderStore(env.ctx.prisma).sale(sale.id).recordCheckpoint(sale.generation, { reservations: 6, units: 6, at: 1_900_000, streamId: '1900000-0' }, first)).toBe(true);
     expect(await read()).toEqual([6, '1900000-0']);
     // Never for another generation.
-    expect(await recordCheckpoint(env.ctx.prisma, sale.id, 'another-generation', { reservations: 7, units: 7, at: 4_000_000, streamId: '4000000-0' }, { at: 1_900_000 })).toBe(false);
+    expect(await createOrderStore(env.ctx.prisma).sale(sale.id).recordCheckpoint('another-generation', { reservations: 7, units: 7, at: 4_000_000, streamId: '4000000-0' }, { at: 1_900_000 })).toBe(false);
   });
 });
 

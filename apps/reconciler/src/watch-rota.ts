@@ -1,4 +1,4 @@
-import type { WatchedSale } from '@flashsale/order-store';
+import type { WatchedSale } from '@flashsale/sales';
 
 export interface WatchRotaOptions {
   /** A sale that changed at its last look is looked at again this soon (RECONCILER_WATCH_MS). */

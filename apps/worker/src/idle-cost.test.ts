@@ -2,9 +2,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createLogger } from '@flashsale/runtime';
 import { newReservationId } from '@flashsale/domain';
-import { listenForWork, publishSale, redisNow, reservePurchase, WorkSignaller } from '@flashsale/redis-store';
+import { createSaleStore, listenForWork, redisNow } from '@flashsale/redis-store';
 import { startRedisServer, type RedisServer } from '@flashsale/harness';
-import { createLiveSale, createTestContext, type TestContext } from '../../../test/support/context.ts';
+import { createLiveSale, createTestContext, salesWith, type TestContext } from '../../../test/support/context.ts';
 import { commandCounts, commandsBetween } from '../../../test/support/command-stats.ts';
 import { until } from '../../../test/support/until.ts';
 import { OrderWorker, type OrderWorkerOptions } from './order-worker.ts';
@@ -31,14 +31,14 @@ async function publishSales(prefix: string, count: number): Promise<void> {
   for (let first = 1; first <= count; first += 200) {
     await Promise.all(
       Array.from({ length: Math.min(200, count - first + 1) }, (_, i) =>
-        publishSale(ctx.redis, prefix, { id: first + i, name: 'idle', stock: 10, perUserLimit: 1, startsAt: now - 60_000, endsAt: now + 3_600_000 }, 'g1'),
+        createSaleStore(ctx.redis, prefix).publish({ id: first + i, name: 'idle', stock: 10, perUserLimit: 1, startsAt: now - 60_000, endsAt: now + 3_600_000 }, 'g1'),
       ),
     );
   }
 }
 
 function startWorker(prefix: string, options: Partial<OrderWorkerOptions> = {}): OrderWorker {
-  const worker = new OrderWorker({ redis: ctx.redis, prisma: ctx.prisma, prefix, logger: createLogger('worker-test', 'silent') }, { ...OPTIONS, ...options });
+  const worker = new OrderWorker({ sales: salesWith(ctx, { prefix }), logger: createLogger('worker-test', 'silent') }, { ...OPTIONS, ...options });
   worker.start();
   return worker;
 }
@@ -82,9 +82,9 @@ describe('an idle worker', () => {
     try {
       await sleep(300); // the first whole sweep, at start, is over
       const reservationId = newReservationId(signalled.id);
-      expect((await reservePurchase(ctx.redis, prefix, { saleId: signalled.id, userId: 'buyer', quantity: 1, reservationId })).kind).toBe('reserved');
+      expect((await createSaleStore(ctx.redis, prefix).reserve({ saleId: signalled.id, userId: 'buyer', quantity: 1, reservationId })).kind).toBe('reserved');
       const started = performance.now();
-      new WorkSignaller(ctx.redis, prefix).reserved(signalled.id);
+      createSaleStore(ctx.redis, prefix).workSignaller().reserved(signalled.id);
       await until(() => ctx.prisma.order.count({ where: { reservationId } }), (n) => n === 1, 60_000);
       // Long before the 10-minute sweep could have read it (a tenth of it: room for a busy machine).
       expect(performance.now() - started).toBeLessThan(60_000);
@@ -96,7 +96,7 @@ describe('an idle worker', () => {
       try {
         await sleep(300);
         const unsignalled = newReservationId(quiet.id);
-        await reservePurchase(ctx.redis, prefix, { saleId: quiet.id, userId: 'buyer', quantity: 1, reservationId: unsignalled });
+        await createSaleStore(ctx.redis, prefix).reserve({ saleId: quiet.id, userId: 'buyer', quantity: 1, reservationId: unsignalled });
         await until(() => ctx.prisma.order.count({ where: { reservationId: unsignalled } }), (n) => n === 1, 60_000);
       } finally {
         await sweeping.stop();

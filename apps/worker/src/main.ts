@@ -1,5 +1,4 @@
-import { announceStarted, bootProcess, openStores, serveInternalPort, stopOnSignal, storesReadiness } from '@flashsale/bootstrap';
-import { connectRedis, listenForWork, redisTargetOf } from '@flashsale/redis-store';
+import { announceStarted, bootProcess, listenForWorkSignals, openStores, serveInternalPort, stopOnSignal, storesReadiness } from '@flashsale/bootstrap';
 import { OrderWorker } from './order-worker.ts';
 import { createWorkerMetrics } from './metrics.ts';
 import { OrderExpiry } from './order-expiry.ts';
@@ -17,10 +16,10 @@ docs/configuration.md).`,
 const { config, logger } = proc;
 const metrics = createWorkerMetrics();
 const stores = openStores(proc, metrics.storeErrors);
-const { redis, prisma } = stores;
+const { redis, sales } = stores;
 
 const worker = new OrderWorker(
-  { redis, prisma, prefix: config.REDIS_PREFIX, logger, observer: metrics.observer },
+  { sales, logger, observer: metrics.observer },
   {
     batchSize: config.WORKER_BATCH_SIZE,
     idleMs: config.WORKER_IDLE_MS,
@@ -35,14 +34,10 @@ const worker = new OrderWorker(
 );
 // The gateways' "work waiting" signal, on a connection of its own (a subscribed connection runs nothing
 // else). Not awaited: with Redis away the worker starts all the same, and the sweep reads every sale.
-const subscriber = connectRedis(redisTargetOf(config), { connectionName: 'worker-signals', maxRetriesPerRequest: null });
-subscriber.on('error', () => undefined);
-void listenForWork(subscriber, config.REDIS_PREFIX, { onSale: (saleId) => worker.signal(saleId), onResubscribed: () => worker.sweepAll() }).catch((err: unknown) =>
-  logger.warn({ err }, 'not subscribed to work signals yet; ioredis subscribes when Redis answers'),
-);
+const subscriber = listenForWorkSignals(config, logger, { onSale: (saleId) => worker.signal(saleId), onResubscribed: () => worker.sweepAll() });
 metrics.watch(worker);
 const expiry = new OrderExpiry(
-  { redis, prisma, prefix: config.REDIS_PREFIX, logger },
+  { sales, logger },
   { everyMs: config.EXPIRY_SWEEP_MS, batchSize: config.EXPIRY_BATCH_SIZE },
   metrics.expiryObserver,
 );

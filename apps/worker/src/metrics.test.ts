@@ -3,8 +3,7 @@ import { once } from 'node:events';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createLogger, serveMetrics } from '@flashsale/runtime';
 import { newReservationId } from '@flashsale/domain';
-import { reservePurchase, saleKeys } from '@flashsale/redis-store';
-import { waitForDrain } from '@flashsale/harness';
+import { saleKeys, createSaleStore } from '@flashsale/redis-store';
 import { createLiveSale, createTestContext, type TestContext } from '../../../test/support/context.ts';
 import { OrderWorker } from './order-worker.ts';
 import { createWorkerMetrics } from './metrics.ts';
@@ -30,7 +29,7 @@ describe('worker metrics', () => {
   it('count orders written, entries set aside by reason and batches, served on /metrics with /healthz', async () => {
     const sale = await createLiveSale(ctx, { stock: 3 });
     for (const buyer of ['a', 'b', 'c']) {
-      expect((await reservePurchase(ctx.redis, ctx.config.REDIS_PREFIX, { saleId: sale.id, userId: buyer, quantity: 1, reservationId: newReservationId(sale.id) })).kind).toBe('reserved');
+      expect((await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).reserve({ saleId: sale.id, userId: buyer, quantity: 1, reservationId: newReservationId(sale.id) })).kind).toBe('reserved');
     }
     // One entry over stock (Redis was told of more units than MySQL has) and one malformed.
     const stream = saleKeys(ctx.config.REDIS_PREFIX, sale.id).stream;
@@ -39,7 +38,7 @@ describe('worker metrics', () => {
 
     const metrics = createWorkerMetrics();
     worker = new OrderWorker(
-      { redis: ctx.redis, prisma: ctx.prisma, prefix: ctx.config.REDIS_PREFIX, logger: createLogger('worker-test', 'silent'), observer: metrics.observer },
+      { sales: ctx.sales, logger: createLogger('worker-test', 'silent'), observer: metrics.observer },
       { batchSize: 100, idleMs: 5, claimIdleMs: 200, maxDeliveries: 3, salesRefreshMs: 50, writesInFlight: 2 },
     );
     metrics.watch(worker);
@@ -47,7 +46,7 @@ describe('worker metrics', () => {
     await once(server, 'listening');
     try {
       worker.start();
-      await waitForDrain(ctx.redis, ctx.config.REDIS_PREFIX, sale.id);
+      await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).waitForDrain();
       const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
       const response = await fetch(`${base}/metrics`);
       expect(response.status).toBe(200);

@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { runExpiryPass, type ExpiryPassResult, type SalesDeps } from '@flashsale/sales';
+import type { Logger } from '@flashsale/runtime';
+import type { ExpiryPassResult, Sales } from '@flashsale/sales';
 
 export interface OrderExpiryOptions {
   /** Time between passes (EXPIRY_SWEEP_MS). */
@@ -27,7 +28,7 @@ export class OrderExpiry {
   readonly totals = { expired: 0, returnedOrders: 0, returnedUnits: 0, failures: 0 };
 
   constructor(
-    private readonly deps: SalesDeps,
+    private readonly deps: { sales: Pick<Sales, 'runExpiryPass'>; logger: Logger },
     private readonly options: OrderExpiryOptions,
     private readonly observer?: OrderExpiryObserver,
   ) {}
@@ -49,7 +50,7 @@ export class OrderExpiry {
     while (this.running) {
       const started = performance.now();
       try {
-        const result = await runExpiryPass(this.deps, this.options.batchSize);
+        const result = await this.deps.sales.runExpiryPass(this.options.batchSize);
         this.totals.expired += result.expired;
         this.totals.returnedOrders += result.orders;
         this.totals.returnedUnits += result.units;

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { claimIdleEntriesOf, keepHeld, listSaleIds, readNewEntries } from '@flashsale/redis-store';
-import { Abandoned, backoffMs, OrderIntake, type OrderIntakeObserver, type OrderIntakeStats, type SalesDeps, type StreamDelivery } from '@flashsale/sales';
+import type { Logger } from '@flashsale/runtime';
+import { Abandoned, backoffMs, type OrderIntake, type OrderIntakeObserver, type OrderIntakeStats, type Sales, type StreamDelivery } from '@flashsale/sales';
 import { SaleBackoff, type SaleFaultKind, type SaleStage } from './sale-backoff.ts';
 import { SaleLanes } from './sale-lanes.ts';
 import { SaleSchedule } from './sale-schedule.ts';
@@ -33,7 +33,10 @@ const HOT_MS = 2000;
 /** Most sales one round sweeps: bounds one pipeline. */
 const SWEEP_BURST = 1000;
 
-export interface OrderWorkerDeps extends SalesDeps {
+export interface OrderWorkerDeps {
+  /** The use cases (packages/sales): the stream's reads, and each sale's batch written (OrderIntake). */
+  sales: Sales;
+  logger: Logger;
   /** Told of every batch written, entry set aside, failed write and failing sale (the worker's metrics). */
   observer?: OrderWorkerObserver;
 }
@@ -90,7 +93,7 @@ export class OrderWorker {
       burst: SWEEP_BURST,
     });
     this.backoff = new SaleBackoff(deps.logger, (saleId, stage, kind) => deps.observer?.saleFailed(saleId, stage, kind));
-    this.intake = new OrderIntake(deps, { maxDeliveries: options.maxDeliveries, stillRunning: () => this.running });
+    this.intake = deps.sales.orderIntake(deps.observer, { maxDeliveries: options.maxDeliveries, stillRunning: () => this.running });
     this.stats = this.intake.stats;
   }
 
@@ -133,7 +136,7 @@ export class OrderWorker {
 
   private async keepHeldAlive(): Promise<void> {
     for (const [saleId, ids] of this.held) {
-      await keepHeld(this.deps.redis, this.deps.prefix, this.consumer, saleId, [...ids.keys()]).catch(() => undefined);
+      await this.deps.sales.keepHeld(this.consumer, saleId, [...ids.keys()]).catch(() => undefined);
     }
   }
 
@@ -171,7 +174,7 @@ export class OrderWorker {
    * sale's (Redis or MySQL away) fails the round and the loop retries with backoff, entries kept pending.
    */
   private async run(): Promise<void> {
-    const { redis, prefix, logger } = this.deps;
+    const { logger } = this.deps;
     let sales: number[] = [];
     let salesReadAt = -Infinity;
     let failures = 0;
@@ -186,7 +189,7 @@ export class OrderWorker {
         // A signal for a sale not on the list means one was published since: read the list again, but
         // not more than every 100 ms, whoever signals.
         if (now - salesReadAt >= this.options.salesRefreshMs || (this.schedule.wantsSales() && now - salesReadAt >= 100)) {
-          sales = await listSaleIds(redis, prefix);
+          sales = await this.deps.sales.listSaleIds();
           this.backoff.keepOnly(sales);
           this.schedule.setSales(sales, performance.now());
           salesReadAt = now = performance.now();
@@ -231,7 +234,7 @@ export class OrderWorker {
    * are written before a failure that is not one sale's own fails the round.
    */
   private async readAndDispatch(sales: number[]): Promise<boolean> {
-    const round = await readNewEntries(this.deps.redis, this.deps.prefix, this.consumer, sales, this.options.batchSize);
+    const round = await this.deps.sales.readNewEntries(this.consumer, sales, this.options.batchSize);
     const now = performance.now();
     for (const saleId of sales) {
       // Read in part (or not at all, another worker having just read it): what arrives next gathers into one batch.
@@ -254,7 +257,7 @@ export class OrderWorker {
 
   /** Takes over entries idle on other consumers and starts their batches; true when there were any. */
   private async reclaim(sales: number[]): Promise<boolean> {
-    const round = await claimIdleEntriesOf(this.deps.redis, this.deps.prefix, this.consumer, sales, this.options.claimIdleMs, this.options.batchSize);
+    const round = await this.deps.sales.claimIdleEntriesOf(this.consumer, sales, this.options.claimIdleMs, this.options.batchSize);
     let roundFailure: { error: unknown } | undefined;
     for (const saleId of sales) {
       const failure = round.failures.get(saleId);

@@ -1,5 +1,5 @@
 import type { Logger } from '@flashsale/runtime';
-import { isRedisUnavailable } from '@flashsale/redis-store';
+import { storeFailures } from '@flashsale/sales';
 
 /** The step of the worker that failed for a sale: reading its new entries, claiming idle ones, or a batch (write, XACK, dead letters). */
 export type SaleStage = 'read' | 'claim' | 'batch';
@@ -16,7 +16,7 @@ export type SaleFaultKind = 'wrong_type' | 'redis_error';
  * about one sale: undefined, and the loop retries as a whole, as it always did.
  */
 export function saleFaultOf(error: unknown): SaleFaultKind | undefined {
-  if (!(error instanceof Error) || error.name !== 'ReplyError' || isRedisUnavailable(error)) return undefined;
+  if (!(error instanceof Error) || error.name !== 'ReplyError' || storeFailures.isRedisUnavailable(error)) return undefined;
   if (/^(NOAUTH|WRONGPASS) /.test(error.message)) return undefined;
   return error.message.startsWith('WRONGTYPE ') ? 'wrong_type' : 'redis_error';
 }

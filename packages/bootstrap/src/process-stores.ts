@@ -1,13 +1,17 @@
 import type { StoreErrorMetrics } from '@flashsale/runtime';
-import { readinessProbe, type Readiness } from '@flashsale/runtime';
+import { readinessProbe, type Logger, type Readiness } from '@flashsale/runtime';
 import { createRedis, redisTargetOf, type ScriptedRedis } from '@flashsale/redis-store';
 import { createPrisma, type PrismaClient } from '@flashsale/order-store';
 import { createReconcileJobs, type ReconcileJobs } from '@flashsale/jobs';
+import type { Sales } from '@flashsale/sales';
 import type { ProcessBoot } from './process-boot.ts';
+import { salesOf } from './process-sales.ts';
 
 export interface WorkerStores {
   redis: ScriptedRedis;
   prisma: PrismaClient;
+  /** The use cases over these connections (packages/sales): what the app calls. */
+  sales: Sales;
 }
 
 export interface ReconcilerStores extends WorkerStores {
@@ -18,6 +22,8 @@ export interface ReconcilerStores extends WorkerStores {
 export interface GatewayStores extends ReconcilerStores {
   /** The dashboard's own MySQL pool: its reads never wait for, nor hold, a connection a buyer needs. */
   dashboardPrisma: PrismaClient;
+  /** The use cases over the dashboard's pool: its live views read through it alone. */
+  dashboardSales: Sales;
 }
 
 /** What any process holds of the stores, closed when it stops. */
@@ -45,21 +51,33 @@ export function openStores({ role, config, logger }: ProcessBoot, storeErrors: P
     const redis = createRedis(target, { name: role, commandTimeoutMs: config.REDIS_COMMAND_TIMEOUT_MS, onError });
     const prisma = createPrisma(config.DATABASE_URL, config.GATEWAY_DB_POOL_SIZE, 0, timed);
     const dashboardPrisma = createPrisma(config.DATABASE_URL, config.DASHBOARD_DB_POOL_SIZE, 0, timed);
-    return { redis, prisma, dashboardPrisma, jobs: createReconcileJobs(target, config.REDIS_PREFIX) };
+    const jobs = createReconcileJobs(target, config.REDIS_PREFIX);
+    return {
+      redis,
+      prisma,
+      dashboardPrisma,
+      jobs,
+      sales: salesOf(config, logger, { redis, prisma, jobs }),
+      dashboardSales: salesOf(config, logger, { redis, prisma: dashboardPrisma, jobs }),
+    };
   }
   // No per-command retry limit: the worker's and the reconciler's own loops retry, and an entry is never
   // dropped for it.
   const redis = createRedis(target, { name: role, commandTimeoutMs: config.REDIS_BACKGROUND_COMMAND_TIMEOUT_MS, onError, maxRetriesPerRequest: null });
   if (role === 'worker') {
     // 16 prepared statements per connection: the quick pass's two, and room for the careful pass's.
-    return { redis, prisma: createPrisma(config.DATABASE_URL, config.WORKER_DB_POOL_SIZE, 16, pools) };
+    const prisma = createPrisma(config.DATABASE_URL, config.WORKER_DB_POOL_SIZE, 16, pools);
+    return { redis, prisma, sales: salesOf(config, logger, { redis, prisma }) };
   }
   const prisma = createPrisma(config.DATABASE_URL, config.RECONCILER_DB_POOL_SIZE, 0, pools);
-  return { redis, prisma, jobs: createReconcileJobs(target, config.REDIS_PREFIX) };
+  const jobs = createReconcileJobs(target, config.REDIS_PREFIX);
+  return { redis, prisma, jobs, sales: salesOf(config, logger, { redis, prisma, jobs }) };
 }
 
 /** The connections of a one-shot command (`npm run admin`, `npm run reconcile`), and their close. */
 export interface CommandStores extends WorkerStores {
+  /** The reconcile queue, when the command asked for it (`reconcileQueue`); closed by the command itself. */
+  jobs?: ReconcileJobs;
   close(): Promise<void>;
 }
 
@@ -68,12 +86,19 @@ export interface CommandStores extends WorkerStores {
  * (a command waits, it answers no buyer), MySQL with a pool of `poolSize`. Nothing waits for either to
  * answer before the use case runs; its first call fails if a store is away.
  */
-export function openCommandStores(config: ProcessBoot['config'], options: { name: string; poolSize: number }): CommandStores {
+export function openCommandStores(
+  config: ProcessBoot['config'],
+  logger: Logger,
+  options: { name: string; poolSize: number; reconcileQueue?: boolean },
+): CommandStores {
   const redis = createRedis(redisTargetOf(config), { name: options.name, commandTimeoutMs: config.REDIS_BACKGROUND_COMMAND_TIMEOUT_MS });
   const prisma = createPrisma(config.DATABASE_URL, options.poolSize, 0, { idleTimeoutMs: config.DB_POOL_IDLE_TIMEOUT_MS });
+  const jobs = options.reconcileQueue ? createReconcileJobs(redisTargetOf(config), config.REDIS_PREFIX) : undefined;
   return {
     redis,
     prisma,
+    jobs,
+    sales: salesOf(config, logger, { redis, prisma, jobs }),
     async close() {
       // The goodbye waits no longer than a buyer's command would (REDIS_COMMAND_TIMEOUT_MS): a frozen Redis
       // must not hold the command's exit for the background deadline; cut, QUIT fails and ends here.
@@ -86,6 +111,6 @@ export function openCommandStores(config: ProcessBoot['config'], options: { name
 }
 
 /** `/readyz`: ready when Redis and MySQL both answer. */
-export function storesReadiness({ redis, prisma }: WorkerStores): () => Promise<Readiness> {
+export function storesReadiness({ redis, prisma }: Pick<WorkerStores, 'redis' | 'prisma'>): () => Promise<Readiness> {
   return readinessProbe({ redis: () => redis.ping(), mysql: () => prisma.$queryRaw`SELECT 1` });
 }

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { PrismaClient } from '@flashsale/order-store';
-import { readSaleState, waitForDrain, type ScriptedRedis } from '@flashsale/redis-store';
+import { type ScriptedRedis, createSaleStore } from '@flashsale/redis-store';
 import { startFaultProxy, type FaultProxy, type LinkFault } from './fault-proxy.ts';
 import { compareFaultLedger, ordersOf } from './ledger.ts';
 import { signalGroup } from './process-group.ts';
@@ -207,12 +207,12 @@ export async function runMatrixCell(stores: MatrixStores, cell: MatrixCell): Pro
     const settled = await settle(stores, prefix, saleId);
     const probe = await sellsAgain(gatewayUrl, saleId, cell.sale);
     // The probe's own purchase written too.
-    const drained = settled && (await waitForDrain(stores.redis, prefix, saleId, SETTLE_MS).then(() => true, () => false));
+    const drained = settled && (await createSaleStore(stores.redis, prefix).sale(saleId).waitForDrain(SETTLE_MS).then(() => true, () => false));
     const all = [...purchases, ...probe];
     const accepted = new Map(all.filter((p) => p.status === 202).map((p) => [p.reservationId!, { userId: p.userId, quantity: 1 }]));
     const uncertain = new Set(all.filter((p) => p.status === null || (p.status >= 500 && p.code !== 'SALE_PAUSED')).map((p) => p.userId));
     const orders = await ordersOf(stores.prisma, saleId);
-    const state = await readSaleState(stores.redis, prefix, saleId);
+    const state = await createSaleStore(stores.redis, prefix).sale(saleId).state();
     const ledger = compareFaultLedger(accepted, orders, uncertain, { remaining: state?.remaining ?? Number.NaN, stock: STOCK });
     const named = new Set((await stores.prisma.lostReservation.findMany({ where: { saleId }, select: { reservationId: true } })).map((l) => l.reservationId));
     const unnamed = ledger.lost.filter((id) => !named.has(id));
@@ -380,15 +380,15 @@ async function queuedCrowd(gatewayUrl: string, saleId: number, loadStart: number
 async function settle(stores: MatrixStores, prefix: string, saleId: number): Promise<boolean> {
   const deadline = Date.now() + SETTLE_MS;
   try {
-    await waitForDrain(stores.redis, prefix, saleId, SETTLE_MS);
+    await createSaleStore(stores.redis, prefix).sale(saleId).waitForDrain(SETTLE_MS);
   } catch {
     return false;
   }
   while (Date.now() < deadline) {
-    const state = await readSaleState(stores.redis, prefix, saleId);
+    const state = await createSaleStore(stores.redis, prefix).sale(saleId).state();
     if (state && !state.paused) {
       // Drained again: a rebuild that resumed the sale may have come after entries written meanwhile.
-      await waitForDrain(stores.redis, prefix, saleId, Math.max(1000, deadline - Date.now())).catch(() => undefined);
+      await createSaleStore(stores.redis, prefix).sale(saleId).waitForDrain(Math.max(1000, deadline - Date.now())).catch(() => undefined);
       return true;
     }
     await sleep(250);

@@ -5,8 +5,6 @@ export { TEST_RUN_VARIABLE, testRunId, newTestRunId, testRedisPrefix, testRedisP
 export { deleteKeysWithPrefix } from './redis-keys.ts';
 export { createHttpClient, mapConcurrently, percentile, type HttpClient, type HttpResult } from './http-client.ts';
 export { ledgerOf, faultLedgerOf, compareLedger, compareFaultLedger, ordersOf, pendingCount, type Ledger, type FaultLedger, type LedgerOrder } from './ledger.ts';
-// The reconciler's own drain wait, for the tests and runners that count orders once a sale has drained.
-export { waitForDrain } from '@flashsale/redis-store';
 export { startFaultProxy, type FaultProxy, type LinkFault } from './fault-proxy.ts';
 export { runMatrixCell, matrixTable, MATRIX_FAULTS, MATRIX_LINKS, MATRIX_SALES, FAULT_MEANING, type MatrixCell, type CellResult, type MatrixStores, type MatrixFault, type MatrixLink, type MatrixSale } from './fault-matrix.ts';
 export { buyerToken, signBuyerTokens } from './tokens.ts';

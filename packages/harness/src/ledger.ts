@@ -1,4 +1,4 @@
-import { streamBacklog, readSaleState, type ScriptedRedis } from '@flashsale/redis-store';
+import { type ScriptedRedis, createSaleStore } from '@flashsale/redis-store';
 import { LIVE_ORDER_STATUSES, type PrismaClient } from '@flashsale/order-store';
 
 /** Every order of a sale, by reservation id. */
@@ -72,7 +72,7 @@ export async function ledgerOf(
   // before a test or the demo looks). Two collections in a row that agree are a moment's true state.
   const collect = async () => {
     const orders = await ordersOf(prisma, saleId);
-    const state = await readSaleState(redis, prefix, saleId);
+    const state = await createSaleStore(redis, prefix).sale(saleId).state();
     return compareLedger(accepted, orders, { remaining: state?.remaining ?? Number.NaN, stock: sale.stock });
   };
   let ledger = await collect();
@@ -86,7 +86,7 @@ export async function ledgerOf(
 
 /** Entries of a sale's stream still pending in the order writers' group. */
 export async function pendingCount(redis: ScriptedRedis, prefix: string, saleId: number): Promise<number> {
-  return (await streamBacklog(redis, prefix, saleId)).pending;
+  return (await createSaleStore(redis, prefix).sale(saleId).backlog()).pending;
 }
 
 export interface FaultLedger extends Ledger {
@@ -135,7 +135,7 @@ export async function faultLedgerOf(
   uncertainBuyers: ReadonlySet<string>,
 ): Promise<FaultLedger> {
   const orders = await ordersOf(prisma, saleId);
-  const state = await readSaleState(redis, prefix, saleId);
+  const state = await createSaleStore(redis, prefix).sale(saleId).state();
   const sale = await prisma.sale.findUniqueOrThrow({ where: { id: saleId } });
   return compareFaultLedger(accepted, orders, uncertainBuyers, { remaining: state?.remaining ?? Number.NaN, stock: sale.stock });
 }

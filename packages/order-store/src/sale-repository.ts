@@ -143,6 +143,17 @@ export async function findSale(prisma: PrismaClient, saleId: number): Promise<Sa
 }
 
 /**
+ * The operator's change of a queued sale's door (admit rate, door paused): MySQL's record, which publish
+ * and every rebuild write into Redis, so it is written before Redis is told (admission.ts in packages/sales).
+ */
+export async function changeAdmission(prisma: PrismaClient, saleId: number, change: { admitPerSecond?: number; paused?: boolean }): Promise<void> {
+  await prisma.sale.update({
+    where: { id: saleId },
+    data: { ...(change.admitPerSecond !== undefined && { admitPerSecond: change.admitPerSecond }), ...(change.paused !== undefined && { admissionPaused: change.paused }) },
+  });
+}
+
+/**
  * Published sales not yet ended, each with the milliseconds left until its end, both judged on MySQL's
  * clock (NOW(3)): a caller turns `msLeft` into a deadline on its own monotonic clock, so a process whose
  * wall clock is off never takes an ended sale for live or a live one for ended.

@@ -52,6 +52,11 @@ export async function readSaleState(redis: ScriptedRedis, prefix: string, saleId
   };
 }
 
+/** Whether the sale sits behind a door: one HGET of its meta (an open sale's payment pays only this for the door). */
+export async function isQueued(redis: ScriptedRedis, prefix: string, saleId: number): Promise<boolean> {
+  return (await redis.hget(saleKeys(prefix, saleId).meta, 'adm')) === '1';
+}
+
 /** A queued sale's guards as its meta holds them (none for a sale published before them: door-terms.lua). */
 export function doorGuardsOf(meta: Record<string, string | undefined>): Pick<QueueAdmission, 'showUpSeconds' | 'challenge' | 'challengeMaxNumber' | 'requireClaim' | 'maxQueueSize'> {
   const off = doorGuardsOff(Number(meta.q_ttl));

@@ -1,9 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { redisNow, saleKeys } from '@flashsale/redis-store';
-import { readClosedOrders } from '@flashsale/redis-store/testing';
+import { redisNow, saleKeys, createSaleStore } from '@flashsale/redis-store';
 import { contextPerFile, createLiveSale } from '../../../test/support/context.ts';
 import { orderRow } from '../../../test/support/orders.ts';
 import { restoreBuyerHistory } from './buyer-history.ts';
+import { createLogger } from '@flashsale/runtime';
+import { salesDeps } from './testing.ts';
 
 const env = contextPerFile();
 
@@ -21,13 +22,13 @@ describe('restoreBuyerHistory', () => {
     const keys = saleKeys(ctx.config.REDIS_PREFIX, sale.id);
 
     const before = await redisNow(ctx.redis);
-    expect(await restoreBuyerHistory({ redis: ctx.redis, prisma: ctx.prisma, prefix: ctx.config.REDIS_PREFIX }, sale.id, sale.rebuyRule)).toBe(2500);
+    expect(await restoreBuyerHistory(salesDeps({ redis: ctx.redis, prisma: ctx.prisma, prefix: ctx.config.REDIS_PREFIX, logger: createLogger('test', 'silent') }), sale.id, sale.rebuyRule)).toBe(2500);
     const restored = await ctx.redis.hgetall(keys.closed);
-    expect(await restoreBuyerHistory({ redis: ctx.redis, prisma: ctx.prisma, prefix: ctx.config.REDIS_PREFIX }, sale.id, sale.rebuyRule)).toBe(2500);
+    expect(await restoreBuyerHistory(salesDeps({ redis: ctx.redis, prisma: ctx.prisma, prefix: ctx.config.REDIS_PREFIX, logger: createLogger('test', 'silent') }), sale.id, sale.rebuyRule)).toBe(2500);
 
     expect(await ctx.redis.hgetall(keys.closed)).toEqual(restored);
     expect(Object.keys(restored).sort()).toEqual(buyers);
-    const last = await readClosedOrders(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, 'buyer-0999');
+    const last = await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).closedOrders('buyer-0999');
     expect(last!.closedOrders).toBe(3);
     // Its last close 10 s before the restore, on Redis's clock (MySQL's elapsed time; the margin is the test's pace).
     expect(before - last!.lastClosedAt).toBeGreaterThanOrEqual(9_000);

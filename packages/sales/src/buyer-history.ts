@@ -1,13 +1,5 @@
 import type { RebuyRule } from '@flashsale/domain';
-import { closedOrdersPage, type PrismaClient } from '@flashsale/order-store';
-import type { ScriptedRedis } from '@flashsale/redis-store';
-import { saleInRedis } from './sales-deps.ts';
-
-export interface BuyerHistoryDeps {
-  redis: ScriptedRedis;
-  prisma: PrismaClient;
-  prefix: string;
-}
+import type { SalesDeps } from './sales-deps.ts';
 
 /** Buyers read from MySQL per page: bounded memory and query time, whatever the sale's size. */
 const BUYERS_PER_PAGE = 1000;
@@ -19,12 +11,12 @@ const BUYERS_PER_PAGE = 1000;
  * data would let every buyer start over. Safe to repeat (the merge keeps the larger count); returns the
  * buyers written, or 'absent' when the sale is not in Redis (the rebuild's caller fails on that first).
  */
-export async function restoreBuyerHistory(deps: BuyerHistoryDeps, saleId: number, rule: RebuyRule): Promise<number | 'absent'> {
-  const inRedis = saleInRedis(deps, saleId);
+export async function restoreBuyerHistory(deps: Pick<SalesDeps, 'redis' | 'mysql'>, saleId: number, rule: RebuyRule): Promise<number | 'absent'> {
+  const inRedis = deps.redis.sale(saleId);
   let after = '';
   let buyers = 0;
   for (;;) {
-    const page = await closedOrdersPage(deps.prisma, saleId, after, BUYERS_PER_PAGE);
+    const page = await deps.mysql.sale(saleId).closedOrdersPage(after, BUYERS_PER_PAGE);
     // MySQL's elapsed time put on Redis's clock, the one the reserve script judges the cooldown by.
     const now = await inRedis.now();
     const history = page.map((row) => ({ userId: row.userId, closedOrders: row.closedOrders, lastClosedAt: now - row.msSinceLastClosed }));

@@ -2,7 +2,7 @@ import { doorGuardsOff } from '@flashsale/domain';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestContext, redisNow, type TestContext } from '../../../test/support/context.ts';
 import { manualClock } from '../../../test/support/clock.ts';
-import { publishSale } from '@flashsale/redis-store';
+import { createSaleStore } from '@flashsale/redis-store';
 import { DoorFrontiers } from './door-frontier.ts';
 
 let ctx: TestContext;
@@ -17,7 +17,7 @@ describe('DoorFrontiers', () => {
   it('reads each door at most once per max age, one call in flight however many ask, and moves now on by its own clock', async () => {
     const now = await redisNow(ctx.redis);
     const sale = { id: 880_000_001, name: 'Door', stock: 5, perUserLimit: 1, startsAt: now + 60_000, endsAt: now + 3_600_000 };
-    await publishSale(ctx.redis, ctx.config.REDIS_PREFIX, { ...sale, admission: { mode: 'queue', preQueueSeconds: 600, admitPerSecond: 5, admissionTtlSeconds: 60, noShowFactor: 1, paused: false, ...doorGuardsOff(60) } }, 'g');
+    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).publish({ ...sale, admission: { mode: 'queue', preQueueSeconds: 600, admitPerSecond: 5, admissionTtlSeconds: 60, noShowFactor: 1, paused: false, ...doorGuardsOff(60) } }, 'g');
     const clock = manualClock();
     // The real client, with its admit calls counted.
     let calls = 0;
@@ -26,7 +26,7 @@ describe('DoorFrontiers', () => {
       calls += 1;
       return ctx.redis.admitQueue(...args);
     };
-    const frontiers = new DoorFrontiers(counted, ctx.config.REDIS_PREFIX, 250, clock.now);
+    const frontiers = new DoorFrontiers(createSaleStore(counted, ctx.config.REDIS_PREFIX), 250, clock.now);
 
     const first = await Promise.all(Array.from({ length: 20 }, () => frontiers.read(sale.id)));
     expect(calls).toBe(1);
@@ -41,7 +41,7 @@ describe('DoorFrontiers', () => {
   });
 
   it('keeps no entry for a sale that does not exist', async () => {
-    const frontiers = new DoorFrontiers(ctx.redis, ctx.config.REDIS_PREFIX);
+    const frontiers = new DoorFrontiers(createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX));
     expect((await frontiers.read(880_000_999)).reading).toEqual({ kind: 'sale_not_found' });
   });
 });

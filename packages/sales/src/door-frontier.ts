@@ -1,4 +1,4 @@
-import { admitQueue, type DoorReading, type ScriptedRedis } from '@flashsale/redis-store';
+import type { DoorReading, SaleStore } from '@flashsale/redis-store';
 
 /**
  * Every gateway's copy of the doors its buyers ask about: one admit call per sale at most every
@@ -11,8 +11,7 @@ export class DoorFrontiers {
   readonly #inFlight = new Map<number, Promise<{ reading: DoorReading; at: number }>>();
 
   constructor(
-    private readonly redis: ScriptedRedis,
-    private readonly prefix: string,
+    private readonly redis: SaleStore,
     private readonly maxAgeMs = 250,
     /** A monotonic clock in ms (a test moves its own). */
     private readonly clock: () => number = () => performance.now(),
@@ -31,7 +30,7 @@ export class DoorFrontiers {
   /** Moves the door on now and keeps what it reports (the operator's change passes through here too). */
   async admit(saleId: number, change: { admitPerSecond?: number; paused?: boolean }): Promise<DoorReading> {
     const at = this.clock();
-    const reading = await admitQueue(this.redis, this.prefix, saleId, change);
+    const reading = await this.redis.sale(saleId).admitQueue(change);
     this.#keep(saleId, reading, at);
     return reading;
   }
@@ -40,7 +39,7 @@ export class DoorFrontiers {
     let pending = this.#inFlight.get(saleId);
     if (!pending) {
       const at = this.clock();
-      pending = admitQueue(this.redis, this.prefix, saleId)
+      pending = this.redis.sale(saleId).admitQueue()
         .then((reading) => this.#keep(saleId, reading, at))
         .finally(() => this.#inFlight.delete(saleId));
       this.#inFlight.set(saleId, pending);

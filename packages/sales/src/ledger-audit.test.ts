@@ -1,12 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '@flashsale/runtime';
 import { newReservationId } from '@flashsale/domain';
-import { decodeReservation, readAuditRecord, readNewEntries, reservePurchase, saleKeys, type StreamEntry } from '@flashsale/redis-store';
-import { acknowledge, deadLetter } from '@flashsale/redis-store/testing';
-import { returnUnits } from '@flashsale/redis-store/testing';
-import { cancelOrder, writeOrderBatch, type SaleRecord } from '@flashsale/order-store';
+import { decodeReservation, saleKeys, type StreamEntry, createSaleStore } from '@flashsale/redis-store';
+import { createOrderStore, type SaleRecord } from '@flashsale/order-store';
 import { createLiveSale, createTestContext, type TestContext } from '../../../test/support/context.ts';
 import { auditAndReport, auditSale, type AuditReport } from './ledger-audit.ts';
+import { salesDeps } from './testing.ts';
 
 // The audit against the real Redis and MariaDB, each place a unit can be in put there by hand: no worker
 // runs, so nothing moves between the steps and each count is exact.
@@ -23,13 +22,13 @@ const prefix = () => ctx.config.REDIS_PREFIX;
 const keysOf = (sale: SaleRecord) => saleKeys(prefix(), sale.id);
 
 async function reserve(sale: SaleRecord, buyer: string, quantity = 1): Promise<void> {
-  const outcome = await reservePurchase(ctx.redis, prefix(), { saleId: sale.id, userId: buyer, quantity, reservationId: newReservationId(sale.id) });
+  const outcome = await createSaleStore(ctx.redis, prefix()).reserve({ saleId: sale.id, userId: buyer, quantity, reservationId: newReservationId(sale.id) });
   expect(outcome.kind).toBe('reserved');
 }
 
 /** Delivers the sale's new entries to a consumer, as a worker's read does; they stay pending until acknowledged. */
 async function deliver(sale: SaleRecord): Promise<StreamEntry[]> {
-  const round = await readNewEntries(ctx.redis, prefix(), 'audit-test', [sale.id], 100);
+  const round = await createSaleStore(ctx.redis, prefix()).readNewEntries('audit-test', [sale.id], 100);
   return round.entries.get(sale.id) ?? [];
 }
 
@@ -40,14 +39,14 @@ async function writeOrders(sale: SaleRecord, entries: StreamEntry[]): Promise<vo
     if (!decoded.ok) throw new Error(`entry ${entry.id} is malformed`);
     return decoded.reservation;
   });
-  expect((await writeOrderBatch(ctx.prisma, sale.id, batch)).written).toHaveLength(batch.length);
+  expect((await createOrderStore(ctx.prisma).sale(sale.id).writeOrderBatch(batch)).written).toHaveLength(batch.length);
 }
 
-const ack = (sale: SaleRecord, entries: StreamEntry[]) => acknowledge(ctx.redis, prefix(), sale.id, entries.map((e) => e.id));
+const ack = (sale: SaleRecord, entries: StreamEntry[]) => createSaleStore(ctx.redis, prefix()).sale(sale.id).acknowledge(entries.map((e) => e.id));
 
 /** What an audit counts, less the instant it was read at. */
 async function counts(sale: SaleRecord, returned = 0): Promise<Omit<AuditReport, 'at' | 'returnedUnits'> | null> {
-  const report = await auditSale(ctx.redis, ctx.prisma, prefix(), sale.id);
+  const report = await auditSale(salesDeps({ redis: ctx.redis, prisma: ctx.prisma, prefix: prefix(), logger: createLogger('audit-test', 'silent') }), sale.id);
   if (!report) return null;
   const { at, returnedUnits, ...rest } = report;
   expect(at).toBeGreaterThan(0);
@@ -77,7 +76,7 @@ describe('auditSale', () => {
         const [ann, , cy] = await deliver(sale);
         await writeOrders(sale, [ann!]);
         await ack(sale, [ann!]);
-        await deadLetter(ctx.redis, prefix(), sale.id, cy!, 'DUPLICATE_BUYER', 1);
+        await createSaleStore(ctx.redis, prefix()).sale(sale.id).deadLetter(cy!, 'DUPLICATE_BUYER', 1);
       },
       { inFlightUnits: 2, deadLetteredUnits: 3, unitsInDb: 1 },
     ],
@@ -100,7 +99,7 @@ describe('auditSale', () => {
     const [ann, bob] = await deliver(sale);
     await writeOrders(sale, [ann!, bob!]);
     await ack(sale, [ann!]);
-    await deadLetter(ctx.redis, prefix(), sale.id, bob!, 'MAX_DELIVERIES', 6);
+    await createSaleStore(ctx.redis, prefix()).sale(sale.id).deadLetter(bob!, 'MAX_DELIVERIES', 6);
 
     expect(await counts(sale)).toEqual({ saleId: sale.id, stock: 10, remaining: 7, inFlightUnits: 0, deadLetteredUnits: 2, unitsInDb: 1, drift: 0 });
   });
@@ -109,7 +108,7 @@ describe('auditSale', () => {
     const sale = await createLiveSale(ctx, { stock: 10, perUserLimit: 3 });
     await reserve(sale, 'ann', 3);
     const [ann] = await deliver(sale);
-    await deadLetter(ctx.redis, prefix(), sale.id, ann!, 'DUPLICATE_BUYER', 1);
+    await createSaleStore(ctx.redis, prefix()).sale(sale.id).deadLetter(ann!, 'DUPLICATE_BUYER', 1);
     await ctx.redis.hdel(keysOf(sale).rejected, `units:${sale.generation}`);
 
     expect(await counts(sale)).toEqual({ saleId: sale.id, stock: 10, remaining: 7, inFlightUnits: 0, deadLetteredUnits: 3, unitsInDb: 0, drift: 0 });
@@ -124,7 +123,7 @@ describe('auditSale', () => {
     const [ann, intruder] = await deliver(sale);
     await writeOrders(sale, [ann!]);
     await ack(sale, [ann!]);
-    await deadLetter(ctx.redis, prefix(), sale.id, intruder!, 'OVER_USER_LIMIT', 1);
+    await createSaleStore(ctx.redis, prefix()).sale(sale.id).deadLetter(intruder!, 'OVER_USER_LIMIT', 1);
 
     expect(await counts(sale)).toEqual({ saleId: sale.id, stock: 10, remaining: 8, inFlightUnits: 0, deadLetteredUnits: 0, unitsInDb: 2, drift: 0 });
     // The kept count balances by itself: the audit's first look is its last.
@@ -141,10 +140,10 @@ describe('auditSale', () => {
     await ack(sale, entries);
     const reservationOf = (entry: StreamEntry) => (decodeReservation(sale.id, entry.id, entry.fields) as { reservation: { reservationId: string } }).reservation.reservationId;
     // Ann's cancel reached Redis; Bob's is committed in MySQL, its return not applied yet.
-    const annCancel = await cancelOrder(ctx.prisma, reservationOf(entries[0]!), 'ann');
-    await cancelOrder(ctx.prisma, reservationOf(entries[1]!), 'bob');
+    const annCancel = await createOrderStore(ctx.prisma).cancelOrder(reservationOf(entries[0]!), 'ann');
+    await createOrderStore(ctx.prisma).cancelOrder(reservationOf(entries[1]!), 'bob');
     if (annCancel?.kind !== 'cancelled' || !annCancel.owed) throw new Error('ann was not cancelled');
-    await returnUnits(ctx.redis, prefix(), sale.id, annCancel.owed.generation, [annCancel.owed]);
+    await createSaleStore(ctx.redis, prefix()).sale(sale.id).returnUnits(annCancel.owed.generation, [annCancel.owed]);
 
     // remaining 4 + 1 of Ann's = 5; MySQL: Cid's 3 live, Ann's 1 and Bob's 2 closed in this state.
     expect(await counts(sale, 1)).toEqual({ saleId: sale.id, stock: 10, remaining: 5, inFlightUnits: 0, deadLetteredUnits: 0, unitsInDb: 6, drift: 0 });
@@ -180,13 +179,13 @@ describe('auditSale', () => {
     await reserve(sale, 'ann');
     await arrange(sale);
 
-    expect(await auditSale(ctx.redis, ctx.prisma, prefix(), sale.id)).toBeNull();
+    expect(await auditSale(salesDeps({ redis: ctx.redis, prisma: ctx.prisma, prefix: prefix(), logger: createLogger('audit-test', 'silent') }), sale.id)).toBeNull();
   });
 });
 
 describe('auditAndReport', () => {
   const reported: (AuditReport & { confirmed: boolean })[] = [];
-  const deps = () => ({ redis: ctx.redis, prisma: ctx.prisma, prefix: prefix(), logger: createLogger('audit-test', 'silent'), onReport: (report: AuditReport & { confirmed: boolean }) => reported.push(report) });
+  const deps = () => ({ ...salesDeps({ redis: ctx.redis, prisma: ctx.prisma, prefix: prefix(), logger: createLogger('audit-test', 'silent') }), onReport: (report: AuditReport & { confirmed: boolean }) => reported.push(report) });
 
   it('records a balanced ledger as drift 0, unconfirmed', async () => {
     const sale = await createLiveSale(ctx, { stock: 10 });
@@ -196,7 +195,7 @@ describe('auditAndReport', () => {
     const report = await auditAndReport(deps(), sale.id, 0);
 
     expect(reported).toEqual([{ ...report, confirmed: false }]);
-    expect(await readAuditRecord(ctx.redis, prefix(), sale.id)).toMatchObject({ drift: 0, checkedAt: report!.at });
+    expect(await createSaleStore(ctx.redis, prefix()).sale(sale.id).auditRecord()).toMatchObject({ drift: 0, checkedAt: report!.at });
   });
 
   it('records a drift seen twice in a row as confirmed, with its size', async () => {
@@ -208,7 +207,7 @@ describe('auditAndReport', () => {
 
     expect(report).toMatchObject({ remaining: 13, drift: 3 });
     expect(reported).toEqual([{ ...report, confirmed: true }]);
-    expect(await readAuditRecord(ctx.redis, prefix(), sale.id)).toMatchObject({ drift: 3, checkedAt: report!.at });
+    expect(await createSaleStore(ctx.redis, prefix()).sale(sale.id).auditRecord()).toMatchObject({ drift: 3, checkedAt: report!.at });
   });
 
   it('audits nothing of a sale MySQL does not hold, and records nothing', async () => {
@@ -218,6 +217,6 @@ describe('auditAndReport', () => {
 
     expect(await auditAndReport(deps(), sale.id, 0)).toBeNull();
     expect(reported).toEqual([]);
-    expect(await readAuditRecord(ctx.redis, prefix(), sale.id)).toBeNull();
+    expect(await createSaleStore(ctx.redis, prefix()).sale(sale.id).auditRecord()).toBeNull();
   });
 });

@@ -1,6 +1,4 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { findSale, unitsAcceptedBy, type PrismaClient } from '@flashsale/order-store';
-import { readDeadLettered, readRedisLedger, writeAuditRecord, type ScriptedRedis } from '@flashsale/redis-store';
 import type { SalesDeps } from './sales-deps.ts';
 
 /**
@@ -34,8 +32,9 @@ export interface AuditReport {
  * as set aside, not again in MySQL; the kept count cannot tell which those are. Never writes the sale's
  * state.
  */
-export async function auditSale(redis: ScriptedRedis, prisma: PrismaClient, prefix: string, saleId: number): Promise<AuditReport | null> {
-  const ledger = await readRedisLedger(redis, prefix, saleId);
+export async function auditSale({ redis, mysql }: Pick<SalesDeps, 'redis' | 'mysql'>, saleId: number): Promise<AuditReport | null> {
+  const inRedis = redis.sale(saleId);
+  const ledger = await inRedis.ledger();
   if (!ledger) return null;
   const { at, stock, remaining, inFlight, generation, returnedUnits } = ledger;
   const sum = (m: Map<string, number>) => [...m.values()].reduce((a, b) => a + b, 0);
@@ -51,10 +50,10 @@ export async function auditSale(redis: ScriptedRedis, prisma: PrismaClient, pref
     unitsInDb,
     drift: remaining - returnedUnits + inFlightUnits + deadLetteredUnits + unitsInDb - stock,
   });
-  const counted = reportOf(ledger.deadLetteredUnits, await unitsAcceptedBy(prisma, saleId, at, new Set(inFlight.keys()), generation));
+  const counted = reportOf(ledger.deadLetteredUnits, await mysql.sale(saleId).unitsAcceptedBy(at, new Set(inFlight.keys()), generation));
   if (counted.drift === 0) return counted;
-  const deadLettered = await readDeadLettered(redis, prefix, saleId, { generation: ledger.generation, upTo: ledger.lastDeadLetterId });
-  return reportOf(sum(deadLettered), await unitsAcceptedBy(prisma, saleId, at, new Set([...inFlight.keys(), ...deadLettered.keys()]), generation));
+  const deadLettered = await inRedis.deadLettered({ generation: ledger.generation, upTo: ledger.lastDeadLetterId });
+  return reportOf(sum(deadLettered), await mysql.sale(saleId).unitsAcceptedBy(at, new Set([...inFlight.keys(), ...deadLettered.keys()]), generation));
 }
 
 export interface AuditDeps extends SalesDeps {
@@ -67,18 +66,18 @@ export interface AuditDeps extends SalesDeps {
  * both times is reported as confirmed. Writes only its report (the audit hash), never the sale's state.
  */
 export async function auditAndReport(deps: AuditDeps, saleId: number, recheckMs = 250): Promise<AuditReport | null> {
-  if (!(await findSale(deps.prisma, saleId))) return null;
-  let report = await auditSale(deps.redis, deps.prisma, deps.prefix, saleId);
+  if (!(await deps.mysql.sale(saleId).find())) return null;
+  let report = await auditSale(deps, saleId);
   if (!report) return null;
   let confirmed = false;
   if (report.drift !== 0) {
     await sleep(recheckMs);
-    const again = await auditSale(deps.redis, deps.prisma, deps.prefix, saleId);
+    const again = await auditSale(deps, saleId);
     if (!again) return null;
     confirmed = again.drift !== 0;
     report = again;
   }
-  await writeAuditRecord(deps.redis, deps.prefix, saleId, {
+  await deps.redis.sale(saleId).writeAuditRecord({
     drift: confirmed ? report.drift : 0,
     checkedAt: report.at,
     remaining: report.remaining,

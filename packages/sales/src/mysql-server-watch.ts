@@ -1,11 +1,5 @@
-import type { ReconcileReason } from '@flashsale/jobs';
-import { judgeMysqlServer, mysqlServerIdentity } from '@flashsale/order-store';
-import { lastSeenMysqlServer, recordMysqlServerSeen } from '@flashsale/redis-store';
-import type { SalesDeps } from './sales-deps.ts';
-
-export interface MysqlServerWatchDeps extends SalesDeps {
-  requestReconcile(saleId: number, reason: ReconcileReason): Promise<void>;
-}
+import { judgeMysqlServer } from '@flashsale/order-store';
+import type { SaleWatch } from './sale-watch.ts';
 
 /**
  * Notices MySQL replaced by another server: an asynchronous replica promoted behind its primary lacks its
@@ -23,15 +17,15 @@ export interface MysqlServerWatchDeps extends SalesDeps {
  * is read before MySQL, so the seqno last recorded (by this reconciler or another) was read from MySQL
  * before this round's: a cluster that goes on never looks behind it.
  */
-export async function watchMysqlServer(deps: MysqlServerWatchDeps, liveSaleIds: readonly number[]): Promise<boolean> {
-  const seen = await lastSeenMysqlServer(deps.redis, deps.prefix);
-  const now = await mysqlServerIdentity(deps.prisma);
+export async function watchMysqlServer(deps: Pick<SaleWatch, 'redis' | 'mysql' | 'logger' | 'requestReconcile'>, liveSaleIds: readonly number[]): Promise<boolean> {
+  const seen = await deps.redis.lastSeenMysqlServer();
+  const now = await deps.mysql.serverIdentity();
   if (seen === now) return false;
   const changed = seen !== null && judgeMysqlServer(seen, now) === 'changed';
   if (changed) {
     deps.logger.error({ was: seen, now, sales: liveSaleIds.length }, 'MySQL is another server than the one last seen (a replica promoted, a Galera cluster bootstrapped from a node behind?): reconciling every live sale');
     for (const saleId of liveSaleIds) await deps.requestReconcile(saleId, 'mysql_changed');
   }
-  await recordMysqlServerSeen(deps.redis, deps.prefix, now);
+  await deps.redis.recordMysqlServerSeen(now);
   return changed;
 }

@@ -1,5 +1,4 @@
 import { AppError } from '@flashsale/domain';
-import { cancelOrder } from '@flashsale/order-store';
 import { settleReturns } from './order-returns.ts';
 import { findReservationBeforeOrder } from './reservation-status.ts';
 import type { SalesDeps } from './sales-deps.ts';
@@ -18,7 +17,7 @@ import type { SalesDeps } from './sales-deps.ts';
  * and its units come back once. An order already closed is answered from one read, without the lock.
  */
 export async function cancelReservation(deps: SalesDeps, saleId: number, reservationId: string, userId: string, retryAfterSeconds: number): Promise<{ repeated: boolean }> {
-  const outcome = await cancelOrder(deps.prisma, reservationId, userId);
+  const outcome = await deps.mysql.cancelOrder(reservationId, userId);
   if (!outcome) {
     const before = await findReservationBeforeOrder(deps, saleId, reservationId, userId);
     if (!before) throw new AppError('RESERVATION_NOT_FOUND', 'no such reservation for this buyer');

@@ -1,6 +1,5 @@
-import { expireDueOrders, pendingReturns } from '@flashsale/order-store';
 import { emptyTally, settleReturns, type ReturnTally } from './order-returns.ts';
-import { saleInRedis, type SalesDeps } from './sales-deps.ts';
+import type { SalesDeps } from './sales-deps.ts';
 
 /** What one pass did. */
 export interface ExpiryPassResult extends ReturnTally {
@@ -23,16 +22,16 @@ export async function runExpiryPass(deps: SalesDeps, batchSize: number): Promise
   // an order may not be expired under a payment that arrived in time. Late, never wrongly.
   const unreadable: number[] = [];
   const arrivedPayments = (saleId: number) =>
-    saleInRedis(deps, saleId)
+    deps.redis.sale(saleId)
       .heldPayments()
       .catch(() => {
       unreadable.push(saleId);
       return null;
     });
-  let { owed, paid, settledArrivals } = await expireDueOrders(deps.prisma, batchSize, arrivedPayments);
+  let { owed, paid, settledArrivals } = await deps.mysql.expireDueOrders(batchSize, arrivedPayments);
   if (unreadable.length > 0) {
     // Their orders come first by payBy and would take every batch: the other sales' go now.
-    const others = await expireDueOrders(deps.prisma, batchSize, arrivedPayments, [...unreadable]);
+    const others = await deps.mysql.expireDueOrders(batchSize, arrivedPayments, [...unreadable]);
     owed = [...owed, ...others.owed];
     paid += others.paid;
     settledArrivals = new Map([...settledArrivals, ...others.settledArrivals]);
@@ -40,7 +39,7 @@ export async function runExpiryPass(deps: SalesDeps, batchSize: number): Promise
   }
   for (const [saleId, eventIds] of settledArrivals) {
     // Best effort: a record left behind is read again by the next expiry of the sale and found settled.
-    await saleInRedis(deps, saleId).forgetPaymentArrivals(eventIds).catch((error: unknown) =>
+    await deps.redis.sale(saleId).forgetPaymentArrivals(eventIds).catch((error: unknown) =>
       deps.logger.warn({ err: error, saleId }, 'payment arrival records not dropped; the next expiry pass drops them'),
     );
   }
@@ -49,7 +48,7 @@ export async function runExpiryPass(deps: SalesDeps, batchSize: number): Promise
   // The returns left over, oldest first, skipping sales that cannot take them now (a rebuild will):
   // a sale whose Redis state was lost must not hold up every other sale's returns.
   for (let page = 0; page < MAX_PAGES; page++) {
-    const left = await pendingReturns(deps.prisma, batchSize, [...tally.waitingSales]);
+    const left = await deps.mysql.pendingReturns(batchSize, [...tally.waitingSales]);
     if (left.length === 0) break;
     await settleReturns(deps, left, tally);
     if (left.length < batchSize) break;

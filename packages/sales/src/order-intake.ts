@@ -1,8 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { DeadLetterReason } from '@flashsale/domain';
-import { isLostRefusal, isPermanentWriteError, mysqlAnswers, recordRefusalsLost, writeOrderBatch, type BatchOutcome, type LostRefusal } from '@flashsale/order-store';
+import { isLostRefusal, isPermanentWriteError, type BatchOutcome, type LostRefusal } from '@flashsale/order-store';
 import { decodeReservation, type ReservationEntry, type StreamEntry } from '@flashsale/redis-store';
-import { saleInRedis, type SalesDeps } from './sales-deps.ts';
+import type { SalesDeps } from './sales-deps.ts';
 
 /** An entry of a sale's stream in a worker's hands, with how many times it was delivered. */
 export interface StreamDelivery {
@@ -57,7 +57,7 @@ export class OrderIntake {
   /** Writes one sale's batch of entries this worker holds: orders, acknowledged after the commit, or set aside. */
   async take(saleId: number, deliveries: StreamDelivery[]): Promise<void> {
     const { logger } = this.deps;
-    const inRedis = saleInRedis(this.deps, saleId);
+    const inRedis = this.deps.redis.sale(saleId);
     const reservations: ReservationEntry[] = [];
     const rawById = new Map<string, StreamDelivery>();
     const setAside: { delivery: StreamDelivery; reason: DeadLetterReason }[] = [];
@@ -103,7 +103,7 @@ export class OrderIntake {
    * entry and the one refused alone is set aside as WRITE_FAILED, so one bad entry cannot stall a sale.
    */
   private async write(saleId: number, reservations: ReservationEntry[]): Promise<WriteOutcome> {
-    return this.untilMysqlTakes(saleId, reservations.length, 'order batch failed', () => writeOrderBatch(this.deps.prisma, saleId, reservations), (error) => {
+    return this.untilMysqlTakes(saleId, reservations.length, 'order batch failed', () => this.deps.mysql.sale(saleId).writeOrderBatch(reservations), (error) => {
       this.deps.logger.error({ err: error, saleId, entries: reservations.length }, 'MySQL refuses an entry of the batch');
       if (reservations.length > 1) return this.writeOneByOne(saleId, reservations);
       return { written: [], replayed: [], rejected: [{ reservation: reservations[0]!, reason: 'WRITE_FAILED' }] };
@@ -117,7 +117,7 @@ export class OrderIntake {
    * it would repeat): they are set aside unnamed then, with an error line, rather than stall the sale.
    */
   private async nameLost(saleId: number, lost: { reservation: ReservationEntry; reason: LostRefusal }[]): Promise<boolean> {
-    return this.untilMysqlTakes(saleId, lost.length, 'naming lost reservations failed', () => recordRefusalsLost(this.deps.prisma, saleId, lost).then(() => true), (error) => {
+    return this.untilMysqlTakes(saleId, lost.length, 'naming lost reservations failed', () => this.deps.mysql.sale(saleId).recordRefusalsLost(lost).then(() => true), (error) => {
       this.deps.logger.error({ err: error, saleId, reservations: lost.map((r) => [r.reservation.reservationId, r.reason]) }, 'MySQL refuses to name reservations answered 202 that can never be orders; set aside unnamed');
       return false;
     });
@@ -135,7 +135,7 @@ export class OrderIntake {
       } catch (error) {
         if (isPermanentWriteError(error)) return refused(error);
         this.deps.observer?.writeFailed();
-        const mysqlUp = await mysqlAnswers(this.deps.prisma);
+        const mysqlUp = await this.deps.mysql.answers();
         this.deps.logger.error({ err: error, saleId, entries, attempt, mysqlUp }, failure);
         if (!this.options.stillRunning()) throw new Abandoned(`stopping while MySQL cannot take it (${failure})`);
         await sleep(backoffMs(attempt));
@@ -155,7 +155,7 @@ export class OrderIntake {
   }
 
   private async setAside(saleId: number, delivery: StreamDelivery, reason: DeadLetterReason): Promise<void> {
-    await saleInRedis(this.deps, saleId).deadLetter(delivery.entry, reason, delivery.deliveries);
+    await this.deps.redis.sale(saleId).deadLetter(delivery.entry, reason, delivery.deliveries);
     this.stats.deadLettered += 1;
     this.deps.observer?.deadLettered(reason);
     this.deps.logger.error({ saleId, entryId: delivery.entry.id, reason, deliveries: delivery.deliveries }, 'entry moved to the dead-letter stream');

@@ -2,27 +2,27 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '@flashsale/runtime';
-import { cancelOrder, expireDueOrders, isMysqlUnavailable, liveBuyerPages, lockSaleForRebuild, recordPayment, writeOrderBatch, type SaleRecord, type PaymentEventInput } from '@flashsale/order-store';
+import { createOrderStore, isMysqlUnavailable, type SaleRecord, type PaymentEventInput } from '@flashsale/order-store';
 import type { Reservation } from '@flashsale/domain';
-import { readSaleState, reservePurchase } from '@flashsale/redis-store';
-import { heldPayments, rebuildSaleState, recordPaymentArrival } from '@flashsale/redis-store/testing';
+import { createSaleStore } from '@flashsale/redis-store';
 import { createIsolatedContext, createLiveSale, type TestContext } from '../../../test/support/context.ts';
 import { runExpiryPass } from './order-expiry.ts';
 import { settleReturns } from './order-returns.ts';
 import { receivePayment } from './payment-intake.ts';
 import type { SalesDeps } from './sales-deps.ts';
+import { salesDeps } from './testing.ts';
 
 // A database of the file's own: an expiry pass looks at every sale's orders.
 let ctx: TestContext;
 let deps: SalesDeps;
 beforeAll(async () => {
   ctx = await createIsolatedContext();
-  deps = { redis: ctx.redis, prisma: ctx.prisma, prefix: ctx.config.REDIS_PREFIX, logger: createLogger('test', 'silent') };
+  deps = salesDeps({ redis: ctx.redis, prisma: ctx.prisma, prefix: ctx.config.REDIS_PREFIX, logger: createLogger('test', 'silent') });
 });
 afterAll(() => ctx.close());
 
 /** The expiry's view of Redis (its clock, the payments that arrived), as runExpiryPass reads it. */
-const arrivals = (saleId: number) => heldPayments(ctx.redis, ctx.config.REDIS_PREFIX, saleId);
+const arrivals = (saleId: number) => createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(saleId).heldPayments();
 
 /**
  * A payment event as the provider delivers it: a failure that says MySQL could not serve it now (on a
@@ -32,7 +32,7 @@ const arrivals = (saleId: number) => heldPayments(ctx.redis, ctx.config.REDIS_PR
 async function deliverPayment(event: PaymentEventInput) {
   for (let attempt = 1; ; attempt += 1) {
     try {
-      return await recordPayment(ctx.prisma, event);
+      return await createOrderStore(ctx.prisma).recordPayment(event);
     } catch (error) {
       if (!isMysqlUnavailable(error) || attempt === 5) throw error;
       await sleep(100);
@@ -56,10 +56,10 @@ async function reserve(sale: SaleRecord, buyers: string[]): Promise<Reservation[
   const reservations: Reservation[] = [];
   for (const userId of buyers) {
     const request = { saleId: sale.id, userId, quantity: 1, reservationId: `${sale.id}-${randomUUID()}` };
-    expect((await reservePurchase(ctx.redis, ctx.config.REDIS_PREFIX, request)).kind).toBe('reserved');
-    reservations.push({ ...request, reservedAt: Date.now(), generation: (await readSaleState(ctx.redis, ctx.config.REDIS_PREFIX, sale.id))!.generation });
+    expect((await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).reserve(request)).kind).toBe('reserved');
+    reservations.push({ ...request, reservedAt: Date.now(), generation: (await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).state())!.generation });
   }
-  const outcome = await writeOrderBatch(ctx.prisma, sale.id, reservations);
+  const outcome = await createOrderStore(ctx.prisma).sale(sale.id).writeOrderBatch(reservations);
   expect(outcome.written).toHaveLength(buyers.length);
   return reservations;
 }
@@ -75,7 +75,7 @@ async function ledger(sale: SaleRecord) {
   const returns = await ctx.prisma.stockReturn.findMany({ where: { saleId: sale.id } });
   const row = await ctx.prisma.sale.findUniqueOrThrow({ where: { id: sale.id } });
   const live = orders.filter((o) => o.status === 'created' || o.status === 'paid').reduce((sum, o) => sum + o.quantity, 0);
-  const remaining = (await readSaleState(ctx.redis, ctx.config.REDIS_PREFIX, sale.id))?.remaining ?? null;
+  const remaining = (await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).state())?.remaining ?? null;
   const byStatus: Record<string, number> = {};
   for (const o of orders) byStatus[o.status] = (byStatus[o.status] ?? 0) + 1;
   return { live, remaining, soldUnits: row.soldUnits, byStatus, pendingReturns: returns.filter((r) => r.state === 'pending').length, returns: returns.length };
@@ -110,7 +110,7 @@ describe('the expiry pass', () => {
     const { sale } = await saleWithOrders(5, 3);
     await makeDue(sale.id);
     // The first half of a pass, as a worker SIGKILLed right after its commit leaves it.
-    const { owed } = await expireDueOrders(ctx.prisma, 100, arrivals);
+    const { owed } = await createOrderStore(ctx.prisma).expireDueOrders(100, arrivals);
     expect(await ledger(sale)).toMatchObject({ live: 0, remaining: 2, soldUnits: 0, pendingReturns: 3 });
 
     const pass = await runExpiryPass(deps, 100);
@@ -124,11 +124,11 @@ describe('the expiry pass', () => {
   it('Redis rebuilt while returns are owed: the rebuild counts them and settles them, and no return adds them again', async () => {
     const { sale } = await saleWithOrders(6, 4);
     await makeDue(sale.id);
-    const { owed } = await expireDueOrders(ctx.prisma, 2, arrivals);
+    const { owed } = await createOrderStore(ctx.prisma).expireDueOrders(2, arrivals);
     expect(owed).toHaveLength(2);
     // The reconciler's rebuild (Redis lost, say): MySQL's live orders are 2, so remaining is 4.
-    const plan = await lockSaleForRebuild(ctx.prisma, sale.id, (locked) => locked.switchGeneration({ lost: false }));
-    await rebuildSaleState(ctx.redis, ctx.config.REDIS_PREFIX, plan!.sale, { ...plan!, buyers: liveBuyerPages(ctx.prisma, sale.id) });
+    const plan = await createOrderStore(ctx.prisma).sale(sale.id).lockForRebuild((locked) => locked.switchGeneration({ lost: false }));
+    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).rebuild(plan!.sale, { ...plan!, buyers: createOrderStore(ctx.prisma).sale(sale.id).liveBuyerPages() });
     const late = await settleReturns(deps, owed);
     const pass = await runExpiryPass(deps, 100);
 
@@ -171,7 +171,7 @@ describe('races, each many times over', () => {
     const results = await Promise.all(
       orders.map((o, i) =>
         Promise.all([
-          cancelOrder(ctx.prisma, o.reservationId, o.userId),
+          createOrderStore(ctx.prisma).cancelOrder(o.reservationId, o.userId),
           deliverPayment({ eventId: `evt-cancel-${sale.id}-${i}`, reservationId: o.reservationId, saleId: sale.id, amountCents: 500 }),
         ]),
       ),
@@ -204,17 +204,17 @@ describe('races, each many times over', () => {
   it('the same event delivered ten times at once: one outcome, one payment', async () => {
     const { sale, orders } = await saleWithOrders(3, 1);
     const event = { eventId: `evt-dup-${sale.id}`, reservationId: orders[0]!.reservationId, saleId: sale.id, amountCents: 999 };
-    const outcomes = await Promise.all(Array.from({ length: 10 }, () => recordPayment(ctx.prisma, event)));
+    const outcomes = await Promise.all(Array.from({ length: 10 }, () => createOrderStore(ctx.prisma).recordPayment(event)));
 
     expect(new Set(outcomes)).toEqual(new Set(['paid']));
     expect(await ctx.prisma.paymentEvent.count({ where: { reservationId: event.reservationId } })).toBe(1);
     // Another event for the paid order is a second payment: owed back, never a second "paid".
-    expect(await recordPayment(ctx.prisma, { ...event, eventId: `evt-dup-${sale.id}-other` })).toBe('refund_due');
+    expect(await createOrderStore(ctx.prisma).recordPayment({ ...event, eventId: `evt-dup-${sale.id}-other` })).toBe('refund_due');
     // A paid order is neither expired nor cancelled.
     await makeDue(sale.id);
     await ctx.prisma.$executeRaw`UPDATE orders SET pay_by = NOW(3) - INTERVAL 1 SECOND WHERE sale_id = ${sale.id}`;
     await runExpiryPass(deps, 100);
-    expect(await cancelOrder(ctx.prisma, event.reservationId, orders[0]!.userId)).toEqual({ kind: 'not-cancellable', status: 'paid' });
+    expect(await createOrderStore(ctx.prisma).cancelOrder(event.reservationId, orders[0]!.userId)).toEqual({ kind: 'not-cancellable', status: 'paid' });
     expect(await ledger(sale)).toMatchObject({ live: 1, remaining: 2, byStatus: { paid: 1 } });
   });
 });
@@ -228,7 +228,7 @@ describe('a payment that arrived in time stands, whenever MySQL takes it', () =>
     const { sale, orders } = await saleWithOrders(4, 3);
     await ctx.prisma.$executeRaw`UPDATE orders SET pay_by = NOW(3) + INTERVAL 300000 MICROSECOND WHERE sale_id = ${sale.id}`;
     const arrived = event(sale, orders[0]!.reservationId, 'evt-in-time');
-    await recordPaymentArrival(ctx.redis, ctx.config.REDIS_PREFIX, arrived);
+    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).recordPaymentArrival(arrived);
     await sleep(400);
 
     const pass = await runExpiryPass(deps, 100);
@@ -245,7 +245,7 @@ describe('a payment that arrived in time stands, whenever MySQL takes it', () =>
     const { sale, orders } = await saleWithOrders(4, 1);
     await makeDue(sale.id);
     const late = event(sale, orders[0]!.reservationId, 'evt-late');
-    await recordPaymentArrival(ctx.redis, ctx.config.REDIS_PREFIX, late);
+    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).recordPaymentArrival(late);
 
     const pass = await runExpiryPass(deps, 100);
 
@@ -258,7 +258,7 @@ describe('a payment that arrived in time stands, whenever MySQL takes it', () =>
     const { sale } = await saleWithOrders(2, 1);
     // Due on MySQL's clock; on Redis's (the clock payBy is computed on) still a minute to go.
     await ctx.prisma.$executeRaw`UPDATE orders SET pay_by = NOW(3) - INTERVAL 1 SECOND WHERE sale_id = ${sale.id}`;
-    const { owed } = await expireDueOrders(ctx.prisma, 100, async (saleId) => ({ ...(await arrivals(saleId)), nowMs: Date.now() - 60_000 }));
+    const { owed } = await createOrderStore(ctx.prisma).expireDueOrders(100, async (saleId) => ({ ...(await arrivals(saleId)), nowMs: Date.now() - 60_000 }));
     expect(owed).toEqual([]);
     expect(await ledger(sale)).toMatchObject({ byStatus: { created: 1 } });
   });
@@ -280,7 +280,7 @@ describe('a payment event id is tied to its contents', () => {
   it('refused while the first is still only recorded in Redis (MySQL not reached yet)', async () => {
     const { sale, orders } = await saleWithOrders(4, 2);
     const first = { eventId: `evt-held-${sale.id}`, reservationId: orders[0]!.reservationId, saleId: sale.id, amountCents: 500 };
-    await recordPaymentArrival(ctx.redis, ctx.config.REDIS_PREFIX, first);
+    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).recordPaymentArrival(first);
 
     await expect(receivePayment(deps, { ...first, reservationId: orders[1]!.reservationId })).rejects.toMatchObject({ code: 'PAYMENT_EVENT_REUSED' });
     expect(await ledger(sale)).toMatchObject({ byStatus: { created: 2 } });

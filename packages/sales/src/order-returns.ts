@@ -1,5 +1,5 @@
-import { markReturned, type OwedReturn } from '@flashsale/order-store';
-import { saleInRedis, type SalesDeps } from './sales-deps.ts';
+import { type OwedReturn } from '@flashsale/order-store';
+import type { SalesDeps } from './sales-deps.ts';
 
 /** What one call did with the returns it was given. */
 export interface ReturnTally {
@@ -45,7 +45,7 @@ export async function settleReturns(deps: SalesDeps, owed: OwedReturn[], tally =
   }
   for (const group of groups.values()) {
     const { saleId, generation } = group[0]!;
-    const inRedis = saleInRedis(deps, saleId);
+    const inRedis = deps.redis.sale(saleId);
     const outcome = await inRedis.returnUnits(generation, group);
     if (outcome.kind !== 'applied') {
       tally.waiting += group.length;
@@ -73,7 +73,7 @@ export async function settleReturns(deps: SalesDeps, owed: OwedReturn[], tally =
     });
     // Gateways that knew the sale as sold out (and who held its units) forget it: the units sell again.
     if (unitsBack > 0) await inRedis.announceChanged();
-    await markReturned(deps.prisma, settled);
+    await deps.mysql.markReturned(settled);
   }
   return tally;
 }

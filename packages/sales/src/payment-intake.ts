@@ -1,8 +1,8 @@
 import type { Logger } from '@flashsale/runtime';
 import { AppError } from '@flashsale/domain';
-import { countLostReservations, findLostReservation, findSale, recordOrderlessPayment, recordPayment, type PaymentEventInput, type PaymentOutcome, type PaymentRecord, type PrismaClient } from '@flashsale/order-store';
-import type { Door } from './admission.ts';
-import { saleInRedis, type SalesDeps } from './sales-deps.ts';
+import type { PaymentEventInput, PaymentOutcome, PaymentRecord } from '@flashsale/order-store';
+import type { Door } from './door.ts';
+import type { SalesDeps } from './sales-deps.ts';
 
 /** Seconds a provider is asked to wait before it delivers an event for a reservation still pending. */
 const NOT_READY_RETRY_AFTER_SECONDS = '2';
@@ -28,7 +28,7 @@ const NOT_READY_RETRY_AFTER_SECONDS = '2';
  * was answered 200 for is one the system owes: those are in MySQL's payment_events, never only in Redis.
  */
 export async function receivePayment(deps: SalesDeps, event: PaymentEventInput): Promise<PaymentOutcome> {
-  const inRedis = saleInRedis(deps, event.saleId);
+  const inRedis = deps.redis.sale(event.saleId);
   const arrival = await inRedis.recordPaymentArrival(event).catch((error: unknown) => {
     deps.logger.warn({ err: error, eventId: event.eventId }, 'payment arrival not recorded in Redis; MySQL alone decides');
     return null;
@@ -39,11 +39,11 @@ export async function receivePayment(deps: SalesDeps, event: PaymentEventInput):
     if (typeof record === 'object') throw reusedEventId(deps.logger, event, record.reused);
     return record;
   };
-  const recorded = await recordPayment(deps.prisma, event);
+  const recorded = await deps.mysql.recordPayment(event);
   if (recorded) return settle(recorded);
-  if (await inRedis.deadLetterOf(event.reservationId)) return settle(await recordOrderlessPayment(deps.prisma, event));
+  if (await inRedis.deadLetterOf(event.reservationId)) return settle(await deps.mysql.recordOrderlessPayment(event));
   // A named loss never becomes an order: the money is owed back, at once.
-  if (await findLostReservation(deps.prisma, event.reservationId)) return settle(await recordOrderlessPayment(deps.prisma, event));
+  if (await deps.mysql.findLostReservation(event.reservationId)) return settle(await deps.mysql.recordOrderlessPayment(event));
   // Pending or unknown: the event names no buyer, so which of the two is told by the sale's backlog,
   // read after MySQL said "no order". While anything is on its way, this may be one of them (the
   // arrival record stays, so an order written later and falling due is paid by it); once nothing is,
@@ -53,12 +53,12 @@ export async function receivePayment(deps: SalesDeps, event: PaymentEventInput):
   if (backlog.lag + backlog.pending > 0) {
     throw new AppError('ORDER_NOT_READY', 'the reservation is not an order yet; deliver the event again shortly', {}, { 'Retry-After': NOT_READY_RETRY_AFTER_SECONDS });
   }
-  const again = await recordPayment(deps.prisma, event);
+  const again = await deps.mysql.recordPayment(event);
   if (again) return settle(again);
   // No store knows it. If the sale lost reservations it cannot name, this may be one of them: its ids
   // are known only to their buyers (and so to the provider), so the payment is kept, `unmatched`, for
   // the operator (GET /api/admin/sales/:id/losses) rather than answered 404 and dropped.
-  if (await hasUnnamedLosses(deps.prisma, event.saleId)) return settle(await recordOrderlessPayment(deps.prisma, event, 'unmatched'));
+  if (await hasUnnamedLosses(deps.mysql, event.saleId)) return settle(await deps.mysql.recordOrderlessPayment(event, 'unmatched'));
   await inRedis.forgetPaymentArrivals([event.eventId]).catch(() => undefined);
   throw new AppError('RESERVATION_NOT_FOUND', 'no such reservation');
 }
@@ -80,10 +80,10 @@ export async function payReservation(deps: SalesDeps & { door: Pick<Door, 'paid'
   return status;
 }
 
-async function hasUnnamedLosses(prisma: PrismaClient, saleId: number): Promise<boolean> {
-  const sale = await findSale(prisma, saleId);
+async function hasUnnamedLosses(mysql: SalesDeps['mysql'], saleId: number): Promise<boolean> {
+  const sale = await mysql.sale(saleId).find();
   if (!sale || sale.lostReservations === 0) return false;
-  return sale.lostReservations > (await countLostReservations(prisma, saleId)).reservations;
+  return sale.lostReservations > (await mysql.sale(saleId).countLostReservations()).reservations;
 }
 
 function reusedEventId(logger: Logger, event: PaymentEventInput, stored: { reservationId: string; amountCents: number }): AppError {

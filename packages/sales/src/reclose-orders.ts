@@ -1,4 +1,4 @@
-import { recloseOrders, type PrismaClient, type ReclosedOrder } from '@flashsale/order-store';
+import type { OrderStore, ReclosedOrder } from '@flashsale/order-store';
 import type { SaleRedis } from '@flashsale/redis-store';
 
 /** Reservation ids per HSCAN page and per transaction. */
@@ -11,10 +11,10 @@ const PAGE = 1000;
  * again from Redis (restoreOrdersFromRedis): the stock those closes freed is what the buyers who bought
  * since hold, and without them the restore would refuse those buyers as over stock.
  */
-export async function recloseOrdersFromRedis(inRedis: SaleRedis, prisma: PrismaClient): Promise<ReclosedOrder[]> {
+export async function recloseOrdersFromRedis(inRedis: SaleRedis, mysql: OrderStore): Promise<ReclosedOrder[]> {
   const generation = await inRedis.generation();
   if (generation === null) return [];
   const reclosed: ReclosedOrder[] = [];
-  for await (const ids of inRedis.returnedReservationPages(PAGE)) reclosed.push(...(await recloseOrders(prisma, inRedis.saleId, generation, ids)));
+  for await (const ids of inRedis.returnedReservationPages(PAGE)) reclosed.push(...(await mysql.sale(inRedis.saleId).recloseOrders(generation, ids)));
   return reclosed;
 }

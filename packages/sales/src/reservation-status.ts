@@ -1,5 +1,4 @@
-import { findLostReservation, findOrderByReservation } from '@flashsale/order-store';
-import { saleInRedis, type SalesDeps } from './sales-deps.ts';
+import type { SalesDeps } from './sales-deps.ts';
 
 /** A reservation of the asking buyer that is not an order (yet, or ever). */
 export type ReservationBeforeOrder =
@@ -12,7 +11,7 @@ export type ReservationStatus =
   | { kind: 'before-order'; reservation: ReservationBeforeOrder }
   | null;
 
-type Deps = Pick<SalesDeps, 'redis' | 'prisma' | 'prefix'>;
+type Deps = Pick<SalesDeps, 'redis' | 'mysql'>;
 
 /**
  * A buyer's reservation wherever it is: MySQL's order first (one indexed read), then, for an id MySQL has
@@ -21,7 +20,7 @@ type Deps = Pick<SalesDeps, 'redis' | 'prisma' | 'prefix'>;
  * so ids cannot be probed. Reads only: nothing to converge after a crash.
  */
 export async function findReservationStatus(deps: Deps, saleId: number, reservationId: string, userId: string): Promise<ReservationStatus> {
-  const order = await findOrderByReservation(deps.prisma, reservationId);
+  const order = await deps.mysql.findOrderByReservation(reservationId);
   if (order) return order.userId === userId ? { kind: 'order', quantity: order.quantity, status: order.status, payBy: order.payBy } : null;
   const before = await findReservationBeforeOrder(deps, saleId, reservationId, userId);
   return before && { kind: 'before-order', reservation: before };
@@ -38,7 +37,7 @@ export async function findReservationBeforeOrder(deps: Deps, saleId: number, res
 
 /** This buyer's reservation as Redis holds it: set aside by the workers, or on its way; null otherwise. */
 async function heldInRedis(deps: Deps, saleId: number, reservationId: string, userId: string): Promise<ReservationBeforeOrder | null> {
-  const inRedis = saleInRedis(deps, saleId);
+  const inRedis = deps.redis.sale(saleId);
   const rejected = await inRedis.deadLetterOf(reservationId);
   if (rejected) {
     return rejected.userId === userId ? { reservationId, saleId, quantity: rejected.quantity, status: 'rejected', reason: rejected.reason } : null;
@@ -49,6 +48,6 @@ async function heldInRedis(deps: Deps, saleId: number, reservationId: string, us
 
 /** A named loss of this buyer (see lost_reservations), or null. */
 async function lostReservation(deps: Deps, reservationId: string, userId: string): Promise<ReservationBeforeOrder | null> {
-  const lost = await findLostReservation(deps.prisma, reservationId);
+  const lost = await deps.mysql.findLostReservation(reservationId);
   return lost && lost.userId === userId ? { reservationId, saleId: lost.saleId, quantity: lost.quantity, status: 'lost', reason: lost.reason } : null;
 }

@@ -1,5 +1,5 @@
 import type { RejectReason, Reservation } from '@flashsale/domain';
-import { reservationsWithOrders, writeOrderBatch, type PrismaClient } from '@flashsale/order-store';
+import type { OrderStore } from '@flashsale/order-store';
 import type { SaleRedis } from '@flashsale/redis-store';
 
 /** Why a reservation Redis holds could not be written again as an order. */
@@ -32,7 +32,7 @@ const PAGE = 1000;
  * The rebuild that follows then counts them: remaining = stock - units in MySQL agrees with what Redis
  * had, and no unit of a reservation answered 202 is put back on sale.
  */
-export async function restoreOrdersFromRedis(inRedis: SaleRedis, prisma: PrismaClient): Promise<RestoreOutcome> {
+export async function restoreOrdersFromRedis(inRedis: SaleRedis, mysql: OrderStore): Promise<RestoreOutcome> {
   const { saleId } = inRedis;
   const outcome: RestoreOutcome = { restored: [], refused: [] };
   const generation = await inRedis.generation();
@@ -40,7 +40,7 @@ export async function restoreOrdersFromRedis(inRedis: SaleRedis, prisma: PrismaC
   for await (const page of inRedis.heldReservationPages(PAGE)) {
     if (page.length === 0) continue;
     const ids = page.map((held) => held.reservationId);
-    const known = await reservationsWithOrders(prisma, ids);
+    const known = await mysql.reservationsWithOrders(ids);
     const setAside = await inRedis.areSetAside(ids);
     const missing: Reservation[] = [];
     page.forEach(({ reservationId, userId, quantity, reservedAt }, i) => {
@@ -49,7 +49,7 @@ export async function restoreOrdersFromRedis(inRedis: SaleRedis, prisma: PrismaC
       else missing.push({ reservationId, saleId, userId, quantity, reservedAt, generation });
     });
     if (missing.length === 0) continue;
-    const written = await writeOrderBatch(prisma, saleId, missing);
+    const written = await mysql.sale(saleId).writeOrderBatch(missing);
     outcome.restored.push(...written.written);
     for (const { reservation, reason } of written.rejected) {
       const { reservationId, userId, quantity, reservedAt } = reservation;

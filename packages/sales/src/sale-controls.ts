@@ -1,7 +1,7 @@
 import { AppError, planControl, type SaleControl } from '@flashsale/domain';
-import { controlSaleInMysql, controlStateOf, type SaleRecord } from '@flashsale/order-store';
+import { controlStateOf, type SaleRecord } from '@flashsale/order-store';
 import { adminSaleView, type AdminSaleView } from './admin-sale-view.ts';
-import { saleInRedis, type SalesDeps } from './sales-deps.ts';
+import type { SalesDeps } from './sales-deps.ts';
 
 /** Who sent a control, for the audit log: the admin API, the dashboard (its session) or the CLI. */
 export type ControlActor = 'api' | 'dashboard' | 'cli';
@@ -32,11 +32,11 @@ export async function runSaleControl(
   /** The client's address as TRUST_PROXY tells it (an HTTP control), for the audit line. */
   address?: string,
 ): Promise<AdminSaleView> {
-  const { prisma, logger } = deps;
-  const inRedis = saleInRedis(deps, saleId);
+  const { mysql, logger } = deps;
+  const inRedis = deps.redis.sale(saleId);
   // The sale's clock: a close ends it at the instant the reserve script will judge by.
   const now = await inRedis.now();
-  const outcome = await controlSaleInMysql(prisma, saleId, now, (sale) => planControl(sale, control, now));
+  const outcome = await mysql.sale(saleId).control(now, (sale) => planControl(sale, control, now));
   if (outcome.kind === 'not_found') throw new AppError('SALE_NOT_FOUND', `no sale has the id ${saleId}`);
   const redisOutcome = await inRedis.applyControls(controlStateOf(outcome.sale));
   if (redisOutcome === 'applied') await inRedis.announceChanged();
@@ -70,6 +70,6 @@ function controlled(sale: SaleRecord) {
  * from MySQL's record. Versioned, so a control applied since is not undone.
  */
 export async function catchUpControls(deps: SalesDeps, sale: SaleRecord, redisVersion: number): Promise<void> {
-  const applied = await saleInRedis(deps, sale.id).applyControls(controlStateOf(sale));
+  const applied = await deps.redis.sale(sale.id).applyControls(controlStateOf(sale));
   deps.logger.warn({ saleId: sale.id, version: sale.controlsVersion, was: redisVersion, applied }, "operator's controls brought into Redis from MySQL");
 }

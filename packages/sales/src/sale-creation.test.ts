@@ -1,10 +1,10 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '@flashsale/runtime';
 import { newReservationId } from '@flashsale/domain';
-import { listWatchedSales } from '@flashsale/order-store';
-import { readSaleState, redisNow, reservePurchase } from '@flashsale/redis-store';
+import { createOrderStore } from '@flashsale/order-store';
+import { redisNow, createSaleStore } from '@flashsale/redis-store';
 import type { ReconcileReason } from '@flashsale/jobs';
-import { createSale, watchOneSale, type StateWatcherDeps } from '@flashsale/sales';
+import { createSale, salesDeps, watchOneSale, type SaleWatch } from '@flashsale/sales/testing';
 import { createIsolatedContext, type TestContext } from '../../../test/support/context.ts';
 import { startReplicatedRedis, type ReplicatedRedis } from '../../../test/support/replicated-redis.ts';
 import { until } from '../../../test/support/until.ts';
@@ -34,7 +34,7 @@ describe('creating a sale', () => {
     const logger = createLogger('sale-creation-test', 'silent');
     const now = await redisNow(pair.redis);
     const sale = await createSale(
-      { redis: pair.redis, prisma, prefix, logger, publishTimeoutMs: 5_000 },
+      { ...salesDeps({ redis: pair.redis, prisma, prefix, logger }), publishTimeoutMs: 5_000 },
       { name: 'published before the failover', stock: 10, perUserLimit: 1, startsAt: new Date(now - 60_000), endsAt: new Date(now + 3_600_000) },
       undefined,
       () => true,
@@ -48,10 +48,10 @@ describe('creating a sale', () => {
     });
 
     // The replica holds the sale, then stops receiving; the master answers three buyers it never sees.
-    await until(() => readSaleState(pair!.onReplica, prefix, sale.id), (state) => state !== null);
+    await until(() => createSaleStore(pair!.onReplica, prefix).sale(sale.id).state(), (state) => state !== null);
     await pair.onReplica.replicaof('NO', 'ONE');
     for (const userId of ['a', 'b', 'c']) {
-      const outcome = await reservePurchase(pair.redis, prefix, { saleId: sale.id, userId, quantity: 1, reservationId: newReservationId(sale.id) });
+      const outcome = await createSaleStore(pair.redis, prefix).reserve({ saleId: sale.id, userId, quantity: 1, reservationId: newReservationId(sale.id) });
       expect(outcome.kind).toBe('reserved');
     }
     await pair.failover();
@@ -59,22 +59,18 @@ describe('creating a sale', () => {
     // The watch's first look: the promoted replica's counts are those of a sale nobody bought from yet,
     // and only the checkpoint's replication id tells them apart.
     const requested: [number, ReconcileReason][] = [];
-    const deps: StateWatcherDeps = {
-      redis: pair.redis,
-      prisma,
-      prefix,
-      logger,
+    const deps: SaleWatch = {
+      ...salesDeps({ redis: pair.redis, prisma, prefix, logger }),
       publishGraceMs: 0,
       createGraceMs: 30_000,
       retentionMs: 60_000,
       watchAfterEndMs: 3_600_000,
       retireAfterEndMs: 3_600_000,
-      pausedLastPass: new Set(),
       requestReconcile: async (saleId, reason) => {
         requested.push([saleId, reason]);
       },
     };
-    const [listed] = await listWatchedSales(prisma, { watchAfterEndMs: deps.watchAfterEndMs });
+    const [listed] = await createOrderStore(prisma).listWatchedSales({ watchAfterEndMs: deps.watchAfterEndMs });
     // Until the client has found the promoted replica behind the moved address (a look that cannot reach Redis throws).
     const visit = await until(() => watchOneSale(deps, listed!), (seen) => seen !== undefined);
     expect(visit!.snapshot).toMatchObject({ buyers: 0, remaining: 10 });

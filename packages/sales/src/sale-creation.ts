@@ -1,6 +1,6 @@
 import { AppError, serviceUnavailable } from '@flashsale/domain';
-import { abandonSale, adoptSale, beginSaleCreation, markPublished, type CreationKey, type NewSale, type SaleRecord } from '@flashsale/order-store';
-import { saleInRedis, type SalesDeps } from './sales-deps.ts';
+import type { CreationKey, NewSale, SaleRecord } from '@flashsale/order-store';
+import type { SalesDeps } from './sales-deps.ts';
 import { publishCheckpoint } from './state-checkpoint.ts';
 
 /**
@@ -31,8 +31,8 @@ export async function createSale(
   /** False once the request has been answered (its deadline passed): the create must not go on. */
   stillWanted: () => boolean,
 ): Promise<SaleRecord> {
-  const { prisma, logger, publishTimeoutMs } = deps;
-  const start = await beginSaleCreation(prisma, input, key);
+  const { mysql, logger, publishTimeoutMs } = deps;
+  const start = await mysql.beginSaleCreation(input, key);
   if (start.kind === 'existing') {
     if (start.requestHash !== key?.requestHash) {
       throw new AppError('IDEMPOTENCY_KEY_REUSED', 'this Idempotency-Key was used with another request body');
@@ -41,7 +41,7 @@ export async function createSale(
     throw serviceUnavailable('the first request with this Idempotency-Key has not finished yet; retry shortly');
   }
   const { sale } = start;
-  const inRedis = saleInRedis(deps, sale.id);
+  const inRedis = deps.redis.sale(sale.id);
   const giveUpIfAnswered = () => {
     if (!stillWanted()) throw serviceUnavailable('the request was answered before the sale could be published; nothing was created');
   };
@@ -54,7 +54,7 @@ export async function createSale(
     const published = await inRedis.publish(sale, sale.generation, { notAfter: before.at + publishTimeoutMs });
     if (published === 'too_late') throw serviceUnavailable('Redis answered too late to publish the sale; nothing was created');
     giveUpIfAnswered();
-    if (!(await markPublished(prisma, sale.id, publishCheckpoint(before)))) throw serviceUnavailable('the sale could not be published in time; nothing was created');
+    if (!(await mysql.sale(sale.id).markPublished(publishCheckpoint(before)))) throw serviceUnavailable('the sale could not be published in time; nothing was created');
     // Every gateway process that remembers this id as missing (SaleMisses) forgets it now; one that
     // misses the news forgets it within SALE_MISS_TTL_MS anyway, so a lost announcement fails nothing.
     await inRedis.announceChanged().catch((error: unknown) => logger.warn({ err: error, saleId: sale.id }, 'the new sale could not be announced; gateways learn of it within SALE_MISS_TTL_MS'));
@@ -68,7 +68,7 @@ export async function createSale(
 
   async function takeBack(created: SaleRecord): Promise<void> {
     const withdrawn = await inRedis.withdraw(created.generation);
-    if (withdrawn === 'withdrawn' || withdrawn === 'absent') await abandonSale(prisma, created.id);
+    if (withdrawn === 'withdrawn' || withdrawn === 'absent') await mysql.sale(created.id).abandon();
   }
 }
 
@@ -82,11 +82,11 @@ export async function createSale(
  * between leaves the row unfinished, and the next look withdraws again (absent) and abandons it.
  */
 export async function settleStalledCreation(deps: SalesDeps, sale: { id: number; generation: string }): Promise<void> {
-  const withdrawn = await saleInRedis(deps, sale.id).withdraw(sale.generation);
+  const withdrawn = await deps.redis.sale(sale.id).withdraw(sale.generation);
   if (withdrawn === 'has_buyers') {
-    await adoptSale(deps.prisma, sale.id);
+    await deps.mysql.sale(sale.id).adopt();
     deps.logger.error({ saleId: sale.id }, 'an unfinished create took reservations before it could be abandoned: the sale stands');
-  } else if (await abandonSale(deps.prisma, sale.id)) {
+  } else if (await deps.mysql.sale(sale.id).abandon()) {
     deps.logger.warn({ saleId: sale.id, redis: withdrawn }, 'unfinished sale create abandoned: it will never go live');
   }
 }

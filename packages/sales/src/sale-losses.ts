@@ -1,5 +1,5 @@
 import { AppError } from '@flashsale/domain';
-import { countLostReservations, findSale, listLostReservations, listUnmatchedPayments, type PrismaClient } from '@flashsale/order-store';
+import type { OrderStore } from '@flashsale/order-store';
 
 /** Named losses per page: `default` when the caller gives no limit, at most `max`. */
 export const LOSSES_PAGE = { default: 100, max: 1000 } as const;
@@ -32,13 +32,13 @@ export interface SaleLossesPage {
  * time (keyset on the reservation id), and the payments that matched nothing. MySQL only: the losses
  * are what neither store's live state holds any more.
  */
-export async function readSaleLosses(prisma: PrismaClient, saleId: number, page: { limit: number; cursor?: string }): Promise<SaleLossesPage> {
-  const sale = await findSale(prisma, saleId);
+export async function readSaleLosses(mysql: OrderStore, saleId: number, page: { limit: number; cursor?: string }): Promise<SaleLossesPage> {
+  const sale = await mysql.sale(saleId).find();
   if (!sale) throw new AppError('SALE_NOT_FOUND', `no sale has the id ${saleId}`);
   const [named, listed, unmatched] = await Promise.all([
-    countLostReservations(prisma, saleId),
-    listLostReservations(prisma, saleId, { limit: page.limit, after: page.cursor }),
-    listUnmatchedPayments(prisma, saleId, UNMATCHED_SHOWN),
+    mysql.sale(saleId).countLostReservations(),
+    mysql.sale(saleId).listLostReservations({ limit: page.limit, after: page.cursor }),
+    mysql.sale(saleId).listUnmatchedPayments(UNMATCHED_SHOWN),
   ]);
   const lost = { reservations: sale.lostReservations, units: sale.lostUnits };
   return {

@@ -1,4 +1,4 @@
-import { findSale, type PrismaClient, type SaleRecord } from '@flashsale/order-store';
+import type { OrderStore, SaleRecord } from '@flashsale/order-store';
 
 /** The most ids one process remembers as missing: a flood of distinct made-up ids is the address budget's to stop. */
 const MAX_REMEMBERED = 100_000;
@@ -67,13 +67,13 @@ export class SaleMisses {
  * MySQL's record of a sale, or null, asking MySQL only for an id not remembered as missing (see
  * SaleMisses), and once for all the requests that ask for the same id while the query is on its way.
  */
-export async function findSaleUnlessMissing(prisma: PrismaClient, misses: SaleMisses | undefined, saleId: number): Promise<SaleRecord | null> {
-  if (!misses) return findSale(prisma, saleId);
+export async function findSaleUnlessMissing(mysql: OrderStore, misses: SaleMisses | undefined, saleId: number): Promise<SaleRecord | null> {
+  if (!misses) return mysql.sale(saleId).find();
   if (misses.has(saleId)) return null;
   const already = misses.finding.get(saleId);
   if (already) return already;
   const ticket = misses.ticket();
-  const finding = findSale(prisma, saleId).then((record) => {
+  const finding = mysql.sale(saleId).find().then((record) => {
     if (!record) misses.remember(saleId, ticket);
     return record;
   });

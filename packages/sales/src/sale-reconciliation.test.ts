@@ -2,16 +2,15 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createLogger } from '@flashsale/runtime';
 import { DrainTimeout, newReservationId, SaleLockBusy } from '@flashsale/domain';
-import { decodeReservation, readSaleState, reservePurchase, saleKeys, snapshotSale, type ReservationEntry } from '@flashsale/redis-store';
+import { decodeReservation, saleKeys, type ReservationEntry, createSaleStore } from '@flashsale/redis-store';
 import { ORDER_WRITERS_GROUP } from '@flashsale/redis-store/testing';
-import { writeOrderBatch } from '@flashsale/order-store';
-import { ordersOf, waitForDrain } from '@flashsale/harness';
+import { createOrderStore } from '@flashsale/order-store';
+import { ordersOf } from '@flashsale/harness';
 import { createLiveSale, createTestContext, type TestContext } from '../../../test/support/context.ts';
 import { reconcileDeps } from '../../../test/support/reconciler.ts';
 import { orderRow } from '../../../test/support/orders.ts';
 import { OrderWorker } from '../../../apps/worker/src/order-worker.ts';
-import { reconcileSale, type ReconcileDeps } from '@flashsale/sales';
-import { auditSale } from '@flashsale/sales';
+import { auditSale, reconcileSale, salesDeps, type ReconcileDeps } from '@flashsale/sales/testing';
 import { capturedLog } from '../../../test/support/logs.ts';
 
 let ctx: TestContext;
@@ -28,7 +27,7 @@ afterEach(async () => {
 
 function startWorker() {
   worker = new OrderWorker(
-    { redis: ctx.redis, prisma: ctx.prisma, prefix: ctx.config.REDIS_PREFIX, logger: createLogger('w', 'silent') },
+    { sales: ctx.sales, logger: createLogger('w', 'silent') },
     { batchSize: 50, idleMs: 5, claimIdleMs: 200, maxDeliveries: 5, salesRefreshMs: 50, writesInFlight: 2 },
   );
   worker.start();
@@ -50,7 +49,7 @@ function startingWorkerOncePaused(deps: ReconcileDeps): ReconcileDeps {
 
 async function reserve(saleId: number, userId: string, quantity = 1) {
   const reservationId = newReservationId(saleId);
-  const outcome = await reservePurchase(ctx.redis, ctx.config.REDIS_PREFIX, { saleId, userId, quantity, reservationId });
+  const outcome = await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).reserve({ saleId, userId, quantity, reservationId });
   expect(outcome.kind).toBe('reserved');
   return reservationId;
 }
@@ -69,7 +68,7 @@ describe('reconciling a sale', () => {
     const sale = await createLiveSale(ctx, { stock: 10, perUserLimit: 2, paymentWindowSeconds: 600 });
     const ids = [await reserve(sale.id, 'a', 2), await reserve(sale.id, 'b', 1), await reserve(sale.id, 'c', 2)];
     startWorker();
-    await waitForDrain(ctx.redis, ctx.config.REDIS_PREFIX, sale.id);
+    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).waitForDrain();
     const before = await ordersOf(ctx.prisma, sale.id);
     // MySQL goes back to before b's and c's orders (a restored dump, a replica promoted behind); their
     // stream entries were acknowledged, and retention may have trimmed them.
@@ -84,8 +83,8 @@ describe('reconciling a sale', () => {
     const faithful = (orders: typeof before) => orders.map((o) => [o.reservationId, o.userId, o.quantity, o.status, o.reservedAt.getTime(), o.payBy.getTime()]).sort();
     expect(faithful(after)).toEqual(faithful(before));
     expect(after.every((o) => o.payBy.getTime() === o.reservedAt.getTime() + 600_000)).toBe(true);
-    expect(await readSaleState(ctx.redis, ctx.config.REDIS_PREFIX, sale.id)).toMatchObject({ remaining: 5, paused: false });
-    expect(await auditSale(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, sale.id)).toMatchObject({ drift: 0, unitsInDb: 5 });
+    expect(await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).state()).toMatchObject({ remaining: 5, paused: false });
+    expect(await auditSale(salesDeps({ redis: ctx.redis, prisma: ctx.prisma, prefix: ctx.config.REDIS_PREFIX, logger: createLogger('audit', 'silent') }), sale.id)).toMatchObject({ drift: 0, unitsInDb: 5 });
   });
 
   it('waits for the reservations in flight, then rebuilds remaining and buyers from MySQL and resumes', async () => {
@@ -97,7 +96,7 @@ describe('reconciling a sale', () => {
 
     expect((await ordersOf(ctx.prisma, sale.id)).map((o) => o.reservationId)).toEqual(ids);
     expect(result).toEqual({ saleId: sale.id, remaining: 5, buyers: 3, tookMs: result.tookMs, lost: { reservations: 0, units: 0 }, judgement: 'intact', restored: { reservations: 0, units: 0 } });
-    const state = await readSaleState(ctx.redis, ctx.config.REDIS_PREFIX, sale.id);
+    const state = await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).state();
     expect(state).toMatchObject({ remaining: 5, paused: false });
     const orders = await ordersOf(ctx.prisma, sale.id);
     const recordOf = (i: number) => `${ids[i]}|${orders[i]!.quantity}|${orders[i]!.reservedAt.getTime()}`;
@@ -107,13 +106,13 @@ describe('reconciling a sale', () => {
     expect(state?.generation).toBe(record.redisGeneration);
     expect(state?.generation).not.toBe(sale.generation);
     // Selling goes on from the rebuilt state, and a returning buyer gets the id of the order they hold.
-    expect(await reservePurchase(ctx.redis, ctx.config.REDIS_PREFIX, { saleId: sale.id, userId: 'a', quantity: 1, reservationId: newReservationId(sale.id) })).toEqual({
+    expect(await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).reserve({ saleId: sale.id, userId: 'a', quantity: 1, reservationId: newReservationId(sale.id) })).toEqual({
       kind: 'already_purchased',
       reservationId: ids[0],
       quantity: 2,
     });
     await reserve(sale.id, 'd', 2);
-    await waitForDrain(ctx.redis, ctx.config.REDIS_PREFIX, sale.id);
+    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).waitForDrain();
     expect((await ordersOf(ctx.prisma, sale.id)).length).toBe(4);
   });
 
@@ -123,8 +122,8 @@ describe('reconciling a sale', () => {
 
     await expect(reconcileSale(reconcileDeps(ctx, 300), sale.id, 'operator')).rejects.toBeInstanceOf(DrainTimeout);
 
-    expect(await readSaleState(ctx.redis, ctx.config.REDIS_PREFIX, sale.id)).toMatchObject({ paused: true, remaining: 9 });
-    expect(await reservePurchase(ctx.redis, ctx.config.REDIS_PREFIX, { saleId: sale.id, userId: 'b', quantity: 1, reservationId: newReservationId(sale.id) })).toEqual({ kind: 'sale_paused' });
+    expect(await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).state()).toMatchObject({ paused: true, remaining: 9 });
+    expect(await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).reserve({ saleId: sale.id, userId: 'b', quantity: 1, reservationId: newReservationId(sale.id) })).toEqual({ kind: 'sale_paused' });
   });
 
   it('never runs twice at once for a sale: a second run while the first waits for the drain is refused', async () => {
@@ -132,7 +131,7 @@ describe('reconciling a sale', () => {
     await reserve(sale.id, 'a');
     const first = reconcileSale(reconcileDeps(ctx), sale.id, 'operator');
     // Paused: the first run holds the sale's lock, and waits for the drain no worker makes.
-    await expect.poll(async () => (await readSaleState(ctx.redis, ctx.config.REDIS_PREFIX, sale.id))?.paused).toBe(true);
+    await expect.poll(async () => (await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).state())?.paused).toBe(true);
 
     await expect(reconcileSale(reconcileDeps(ctx), sale.id, 'operator')).rejects.toBeInstanceOf(SaleLockBusy);
 
@@ -148,8 +147,8 @@ describe('reconciling a sale', () => {
     await ctx.redis.hdel(saleKeys(ctx.config.REDIS_PREFIX, sale.id).buyers, 'a');
     await reserve(sale.id, 'a');
     startWorker();
-    await waitForDrain(ctx.redis, ctx.config.REDIS_PREFIX, sale.id);
-    expect((await snapshotSale(ctx.redis, ctx.config.REDIS_PREFIX, sale.id)).remaining).toBe(3);
+    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).waitForDrain();
+    expect((await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).snapshot()).remaining).toBe(3);
 
     const result = await reconcileSale(reconcileDeps(ctx), sale.id, 'operator');
 
@@ -158,7 +157,7 @@ describe('reconciling a sale', () => {
 
   /** The replication id of the Redis server that holds the sale, as the reconciler reads it. */
   async function replicationIdOf(saleId: number) {
-    const { replicationId } = await snapshotSale(ctx.redis, ctx.config.REDIS_PREFIX, saleId);
+    const { replicationId } = await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(saleId).snapshot();
     expect(replicationId).toMatch(/^[0-9a-f]{40}$/);
     return replicationId;
   }
@@ -168,13 +167,13 @@ describe('reconciling a sale', () => {
     const sale = await createLiveSale(ctx, { stock: 10 });
     const written = await reserve(sale.id, 'a');
     startWorker();
-    await waitForDrain(ctx.redis, ctx.config.REDIS_PREFIX, sale.id);
+    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).waitForDrain();
     await worker!.stop();
     worker = undefined;
     await reserve(sale.id, 'b', 1);
     await reserve(sale.id, 'c', 1);
     // The reconciler's checkpoint of what Redis had accepted: 3 reservations, 3 units.
-    const snap = await snapshotSale(ctx.redis, ctx.config.REDIS_PREFIX, sale.id);
+    const snap = await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).snapshot();
     await ctx.prisma.sale.update({
       where: { id: sale.id },
       data: { checkpointReservations: snap.buyers, checkpointUnits: 3, checkpointAt: new Date(snap.at), checkpointStreamId: snap.lastEntryId },
@@ -223,8 +222,8 @@ describe('reconciling a sale', () => {
 
     await reconcileSale(reconcileDeps(ctx), sale.id, 'lost');
 
-    expect((await readSaleState(ctx.redis, ctx.config.REDIS_PREFIX, sale.id))!.rebuyRule).toEqual(rebuyRule);
-    const buy = (userId: string) => reservePurchase(ctx.redis, ctx.config.REDIS_PREFIX, { saleId: sale.id, userId, quantity: 1, reservationId: newReservationId(sale.id) });
+    expect((await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).state())!.rebuyRule).toEqual(rebuyRule);
+    const buy = (userId: string) => createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).reserve({ saleId: sale.id, userId, quantity: 1, reservationId: newReservationId(sale.id) });
     // Closed 5 s ago, second close: 600 s of cooldown, 595 s left (the margin: the test's own pace).
     const twice = await buy('twice');
     expect(twice.kind).toBe('rebuy_cooldown');
@@ -292,7 +291,7 @@ describe('reconciling a sale', () => {
     expect(result.remaining).toBe(3);
     // The worker comes back with the entry it read before the loss: writing it would sell a unit the
     // rebuilt state has handed out again.
-    const outcome = await writeOrderBatch(ctx.prisma, sale.id, [held!]);
+    const outcome = await createOrderStore(ctx.prisma).sale(sale.id).writeOrderBatch([held!]);
 
     expect(outcome).toEqual({ written: [], replayed: [], rejected: [{ reservation: held, reason: 'STALE_GENERATION' }] });
     expect(await ordersOf(ctx.prisma, sale.id)).toEqual([]);
@@ -303,21 +302,21 @@ describe('auditing the ledger', () => {
   it('balances remaining + in flight + dead-lettered + in MySQL against stock, and sees drift', async () => {
     const sale = await createLiveSale(ctx, { stock: 20, perUserLimit: 3 });
     for (const [buyer, quantity] of [['a', 3], ['b', 1], ['c', 2]] as const) await reserve(sale.id, buyer, quantity);
-    expect(await auditSale(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, sale.id)).toMatchObject({ remaining: 14, inFlightUnits: 6, unitsInDb: 0, deadLetteredUnits: 0, drift: 0 });
+    expect(await auditSale(salesDeps({ redis: ctx.redis, prisma: ctx.prisma, prefix: ctx.config.REDIS_PREFIX, logger: createLogger('audit', 'silent') }), sale.id)).toMatchObject({ remaining: 14, inFlightUnits: 6, unitsInDb: 0, deadLetteredUnits: 0, drift: 0 });
 
     startWorker();
-    await waitForDrain(ctx.redis, ctx.config.REDIS_PREFIX, sale.id);
+    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).waitForDrain();
     await reserve(sale.id, 'd', 1);
     await sleep(5);
-    const mixed = await auditSale(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, sale.id);
+    const mixed = await auditSale(salesDeps({ redis: ctx.redis, prisma: ctx.prisma, prefix: ctx.config.REDIS_PREFIX, logger: createLogger('audit', 'silent') }), sale.id);
     expect(mixed?.drift).toBe(0);
     expect(mixed!.inFlightUnits + mixed!.unitsInDb).toBe(7);
 
     // Redis holding two units more than it should: the audit reports it and writes nothing else.
     await ctx.redis.hincrby(saleKeys(ctx.config.REDIS_PREFIX, sale.id).meta, 'remaining', 2);
-    await waitForDrain(ctx.redis, ctx.config.REDIS_PREFIX, sale.id);
+    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).waitForDrain();
     const before = await ctx.redis.hgetall(saleKeys(ctx.config.REDIS_PREFIX, sale.id).meta);
-    expect(await auditSale(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, sale.id)).toMatchObject({ remaining: 15, inFlightUnits: 0, unitsInDb: 7, drift: 2 });
+    expect(await auditSale(salesDeps({ redis: ctx.redis, prisma: ctx.prisma, prefix: ctx.config.REDIS_PREFIX, logger: createLogger('audit', 'silent') }), sale.id)).toMatchObject({ remaining: 15, inFlightUnits: 0, unitsInDb: 7, drift: 2 });
     expect(await ctx.redis.hgetall(saleKeys(ctx.config.REDIS_PREFIX, sale.id).meta)).toEqual(before);
   });
 });

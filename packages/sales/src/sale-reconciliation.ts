@@ -1,12 +1,12 @@
 import { SaleNotFound } from '@flashsale/domain';
 import type { ReconcileReason, ReconcileResult } from '@flashsale/jobs';
-import { controlStateOf, findSale, liveBuyerPages, lockSaleForRebuild, paidOrderPages, recordCheckpoint, withSaleLock } from '@flashsale/order-store';
+import { controlStateOf, withSaleLock } from '@flashsale/order-store';
 import type { SaleRedis, SaleSnapshot } from '@flashsale/redis-store';
 import { restoreBuyerHistory } from './buyer-history.ts';
 import { observeLoss } from './loss-judgement.ts';
 import { recloseOrdersFromRedis } from './reclose-orders.ts';
 import { restoreOrdersFromRedis } from './restore-orders.ts';
-import { saleInRedis, type SalesDeps } from './sales-deps.ts';
+import type { SalesDeps } from './sales-deps.ts';
 import { checkpointOf } from './state-checkpoint.ts';
 
 export interface ReconcileDeps extends SalesDeps {
@@ -42,8 +42,8 @@ export async function reconcileSale(deps: ReconcileDeps, saleId: number, reason:
 }
 
 async function reconcileLocked(deps: ReconcileDeps, saleId: number, reason: ReconcileReason): Promise<ReconcileResult> {
-  const { prisma, logger } = deps;
-  const inRedis = saleInRedis(deps, saleId);
+  const { mysql, logger } = deps;
+  const inRedis = deps.redis.sale(saleId);
   const started = performance.now();
   logger.info({ saleId, reason }, 'reconcile: pausing intake');
   await inRedis.setPaused(true);
@@ -60,9 +60,9 @@ async function reconcileLocked(deps: ReconcileDeps, saleId: number, reason: Reco
   // unit of a reservation answered 202 back on sale. What MySQL refuses is lost: counted with the rest.
   // First the closes MySQL lost (orders live there that Redis gave back): the stock they freed is what
   // the buyers since hold, and the restore would refuse them without it.
-  const reclosed = await recloseOrdersFromRedis(inRedis, prisma);
+  const reclosed = await recloseOrdersFromRedis(inRedis, mysql);
   if (reclosed.length > 0) logger.error({ saleId, reclosed }, 'reconcile: MySQL had reopened orders Redis had given back (it lost their cancel or expiry); closed again');
-  const restore = await restoreOrdersFromRedis(inRedis, prisma);
+  const restore = await restoreOrdersFromRedis(inRedis, mysql);
   const restored = { reservations: restore.restored.length, units: restore.restored.reduce((sum, r) => sum + r.quantity, 0) };
   if (restored.reservations > 0) logger.error({ saleId, ...restored }, 'reconcile: MySQL had lost orders Redis still held (it went back in time); written again with their reservation ids');
   const unrestorable = { reservations: restore.refused.length, units: restore.refused.reduce((sum, r) => sum + r.quantity, 0) };
@@ -75,7 +75,7 @@ async function reconcileLocked(deps: ReconcileDeps, saleId: number, reason: Reco
   // Whatever the reason given (an operator's request can beat the watcher to a loss), the state about to
   // be replaced is judged against the checkpoint first, with the sale row locked, and what it lost is
   // counted in the transaction that replaces the checkpoint.
-  const plan = await lockSaleForRebuild(prisma, saleId, async (locked) => {
+  const plan = await mysql.sale(saleId).lockForRebuild(async (locked) => {
     const replaced = await inRedis.snapshot();
     pauseHeld(saleId, replaced, pausedIn);
     return locked.switchGeneration(await observeLoss(inRedis, locked.recorded, replaced), { ...unrestorable, named });
@@ -86,7 +86,7 @@ async function reconcileLocked(deps: ReconcileDeps, saleId: number, reason: Reco
   if (plan.judgement.lost) logger.warn({ saleId, reason, why: plan.judgement.why, lost: plan.lost }, 'reconcile: the Redis state replaced was gone or had gone back');
   // The buyers stream from MySQL into Redis a page at a time (neither side holds them all, nor blocks on
   // them): memory and the longest Redis command stay flat whatever the number of buyers.
-  const { doorLost } = await inRedis.rebuild(plan.sale, { ...plan, buyers: liveBuyerPages(prisma, saleId) });
+  const { doorLost } = await inRedis.rebuild(plan.sale, { ...plan, buyers: mysql.sale(saleId).liveBuyerPages() });
   // The rebuy rule's state is derived from MySQL's closed orders too, before the sale resumes: a buyer
   // who closed orders does not start over because Redis lost its data.
   if ((await restoreBuyerHistory(deps, saleId, plan.sale.rebuyRule)) === 'absent') throw new Error(`sale ${saleId} vanished from Redis during its rebuild`);
@@ -94,7 +94,7 @@ async function reconcileLocked(deps: ReconcileDeps, saleId: number, reason: Reco
     // The door's record of paid units went with it: written again from MySQL (idempotent per
     // reservation), so the crowd is told sold_out once nothing can come back, as before the loss.
     let paidOrders = 0;
-    for await (const page of paidOrderPages(prisma, saleId)) {
+    for await (const page of mysql.sale(saleId).paidOrderPages()) {
       for (const order of page) await inRedis.recordPaid(order.reservationId, order.quantity);
       paidOrders += page.length;
     }
@@ -104,7 +104,7 @@ async function reconcileLocked(deps: ReconcileDeps, saleId: number, reason: Reco
   // rebuild replaced the state, and been overwritten with the older controls: MySQL's are written again
   // while the sale is still paused, so it never resumes on controls older than MySQL's. A control
   // committed after this read reaches Redis after the rebuild, and applies over it.
-  const current = await findSale(prisma, saleId);
+  const current = await mysql.sale(saleId).find();
   if (current) await inRedis.applyControls(controlStateOf(current));
   await recordRebuiltCheckpoint(deps, inRedis, plan.generation, pausedIn);
   // Only the state this rebuild wrote is resumed. A failover since the check above, to a replica the
@@ -180,7 +180,7 @@ async function recordRebuiltCheckpoint(deps: ReconcileDeps, inRedis: SaleRedis, 
         'the new primary may lack part of what the rebuild wrote, so the sale stays paused and is rebuilt again',
     );
   }
-  const recorded = await recordCheckpoint(deps.prisma, inRedis.saleId, generation, checkpointOf(rebuilt, history), null);
+  const recorded = await deps.mysql.sale(inRedis.saleId).recordCheckpoint(generation, checkpointOf(rebuilt, history), null);
   // Refused only if a checkpoint of this generation is recorded already (the watch records none of a
   // paused sale): that one stands.
   if (!recorded) deps.logger.warn({ saleId: inRedis.saleId }, 'reconcile: the rebuilt state had a checkpoint already; kept');

@@ -1,19 +1,17 @@
 import { AppError, ledgerConsistent } from '@flashsale/domain';
-import { findSale, saleOrderLedger } from '@flashsale/order-store';
-import { saleInRedis, type SalesDeps } from './sales-deps.ts';
+import type { SalesDeps } from './sales-deps.ts';
 
 /**
  * The ledger of a sale: GET /api/admin/sales/:saleId/stats answers it, and the dashboard's live view
  * pushes it as it is (it reads the members generically, so a member added here shows there).
  */
-export async function readSaleStats(deps: Pick<SalesDeps, 'redis' | 'prisma' | 'prefix'>, saleId: number) {
-  const { prisma } = deps;
-  const inRedis = saleInRedis(deps, saleId);
+export async function readSaleStats(deps: Pick<SalesDeps, 'redis' | 'mysql'>, saleId: number) {
+  const inRedis = deps.redis.sale(saleId);
   // MySQL first, then Redis: units only move from Redis (remaining, then in flight) to MySQL, so counts
   // of MySQL taken before Redis's can only fall short of the stock while a sale sells, never exceed it.
   // Read the other way round (or side by side, each waiting for its connection), the orders written
   // between the two reads were counted twice, and a selling sale looked oversold.
-  const [record, orders] = await Promise.all([findSale(prisma, saleId), saleOrderLedger(prisma, saleId)]);
+  const [record, orders] = await Promise.all([deps.mysql.sale(saleId).find(), deps.mysql.sale(saleId).orderLedger()]);
   const [state, backlog, audit] = await Promise.all([inRedis.state(), inRedis.backlog(), inRedis.auditRecord()]);
   if (!record) throw new AppError('SALE_NOT_FOUND', `no sale has the id ${saleId}`);
   const inFlight = backlog.lag + backlog.pending;

@@ -1,17 +1,15 @@
 import type { Logger } from '@flashsale/runtime';
-import type { PrismaClient } from '@flashsale/order-store';
-import { createSaleStore, type SaleRedis, type ScriptedRedis } from '@flashsale/redis-store';
+import type { OrderStore } from '@flashsale/order-store';
+import type { SaleStore } from '@flashsale/redis-store';
 
-/** What every use case of both stores is given: the two stores, the Redis key prefix, the log. */
+/**
+ * What every use case of both stores is given: each store bound once to its client (and Redis's to the
+ * key prefix), and the log. Made once, by createSales (sales.ts).
+ */
 export interface SalesDeps {
-  redis: ScriptedRedis;
-  prisma: PrismaClient;
-  /** REDIS_PREFIX: every key of the deployment starts with it. */
-  prefix: string;
+  /** Redis: createSaleStore(redis, prefix). */
+  redis: SaleStore;
+  /** MySQL: createOrderStore(prisma). */
+  mysql: OrderStore;
   logger: Logger;
-}
-
-/** The sale's Redis records, bound to the deployment's client and prefix. */
-export function saleInRedis(deps: Pick<SalesDeps, 'redis' | 'prefix'>, saleId: number): SaleRedis {
-  return createSaleStore(deps.redis, deps.prefix).sale(saleId);
 }

@@ -2,7 +2,7 @@ import { createHmac } from 'node:crypto';
 import express, { Router, type Response } from 'express';
 import { z } from 'zod';
 import { AppError, parseSaleId, saleIdOfReservation } from '@flashsale/domain';
-import { findReservationStatus, payReservation, readBuyerSale, type Door } from '@flashsale/sales';
+import type { Door } from '@flashsale/sales';
 import type { GatewayDeps } from '../deps.ts';
 import type { BuyerGate } from '../buyer-gate.ts';
 import type { RequestLimits } from '../request-limits.ts';
@@ -59,10 +59,9 @@ function signDevToken(secret: string, sub: string): string {
  * (404): the shop hands the page its buyer's token and takes the payment (docs/operations.md).
  */
 export function buyerPageRouter(deps: GatewayDeps, buyerOf: BuyerGate, buyingLimits: RequestLimits, door: Door): Router {
-  const { config } = deps;
+  const { config, sales } = deps;
   const development = config.NODE_ENV !== 'production';
   const assets = loadPageAssets({ development, paymentUrl: config.BUYER_PAGE_PAYMENT_URL, signInUrl: config.BUYER_PAGE_SIGN_IN_URL });
-  const store = { redis: deps.redis, prisma: deps.prisma, prefix: config.REDIS_PREFIX, logger: deps.logger };
   const router = Router({ strict: true });
 
   router.get('/s/assets/:file', (req, res) => {
@@ -73,7 +72,7 @@ export function buyerPageRouter(deps: GatewayDeps, buyerOf: BuyerGate, buyingLim
 
   router.get('/s/:saleId', async (req, res) => {
     const saleId = parseSaleId(req.params.saleId);
-    const found = saleId === null ? null : await readBuyerSale(store, saleId);
+    const found = saleId === null ? null : await sales.readBuyerSale(saleId);
     send(res, found ? assets.page : assets.notFound, req.headers['accept-encoding'], found ? 200 : 404, PAGE_HEADERS);
   });
 
@@ -88,12 +87,12 @@ export function buyerPageRouter(deps: GatewayDeps, buyerOf: BuyerGate, buyingLim
     const userId = buyerOf(req, buyingLimits);
     const { reservationId } = parseOrThrow(demoPayment, req.body ?? {});
     const saleId = saleIdOfReservation(reservationId);
-    const found = saleId === null ? null : await findReservationStatus(store, saleId, reservationId, userId);
+    const found = saleId === null ? null : await sales.findReservationStatus(saleId, reservationId, userId);
     // Only the buyer's own order: anyone else's is as unknown as a made-up id.
     if (saleId === null || !found) throw new AppError('RESERVATION_NOT_FOUND', 'no such reservation for this buyer');
     if (found.kind !== 'order') throw new AppError('ORDER_NOT_READY', 'the reservation is not an order yet; retry shortly', {}, { 'Retry-After': '1' });
     // One event per reservation: paying twice answers what the first payment came to.
-    const status = await payReservation({ ...store, door }, { eventId: `demo_${reservationId}`, reservationId, saleId, amountCents: 100 * found.quantity });
+    const status = await sales.payReservation({ eventId: `demo_${reservationId}`, reservationId, saleId, amountCents: 100 * found.quantity }, door);
     res.set('Cache-Control', 'no-store').json({ status });
   });
   return router;

@@ -2,7 +2,7 @@ import { timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Request, RequestHandler } from 'express';
 import { AppError } from '@flashsale/domain';
-import { readAdminSession, type AdminSession } from '@flashsale/redis-store';
+import type { AdminSession } from '@flashsale/sales';
 import type { GatewayDeps } from '../deps.ts';
 import type { AdminGuard } from './admin-guard.ts';
 
@@ -58,7 +58,7 @@ function originHost(origin: string): string | undefined {
 export async function sessionOf(deps: GatewayDeps, req: Request): Promise<{ id: string; session: AdminSession } | null> {
   const id = sessionIdOf(req.headers);
   if (id === undefined) return null;
-  const session = await readAdminSession(deps.redis, deps.config.REDIS_PREFIX, id, deps.config.ADMIN_TOKEN, { idleMs: deps.config.ADMIN_SESSION_IDLE_SECONDS * 1000 });
+  const session = await deps.sales.readAdminSession(id, deps.config.ADMIN_TOKEN, { idleMs: deps.config.ADMIN_SESSION_IDLE_SECONDS * 1000 });
   return session && { id, session };
 }
 

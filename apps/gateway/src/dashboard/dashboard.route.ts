@@ -2,7 +2,6 @@ import { readFileSync } from 'node:fs';
 import express, { Router, type Request, type Response } from 'express';
 import { z } from 'zod';
 import { AppError, parseSaleId } from '@flashsale/domain';
-import { createAdminSession, deleteAdminSession, readAdminSession } from '@flashsale/redis-store';
 import type { GatewayDeps } from '../deps.ts';
 import { clientAddress } from '../client-address.ts';
 import { liftRequestDeadline } from '../deadline.ts';
@@ -53,7 +52,7 @@ const signIn = z.strictObject({ token: z.string().min(1).max(4096) });
  * to /api/admin/*, with the session cookie and its CSRF token (admin-auth.ts).
  */
 export function dashboardRouter(deps: GatewayDeps, { feed, views, streams }: DashboardParts, guard: AdminGuard): Router {
-  const { config, redis } = deps;
+  const { config, sales } = deps;
   // Strict: /admin and /admin/ are two paths here (the first redirects to the second).
   const router = Router({ strict: true });
   // Audit lines name the client as TRUST_PROXY says, not the proxy in front.
@@ -62,7 +61,7 @@ export function dashboardRouter(deps: GatewayDeps, { feed, views, streams }: Das
   const secure = (config.ADMIN_COOKIE_SECURE ?? (config.NODE_ENV === 'production' ? '1' : '0')) === '1';
   const cookie = (value: string, maxAgeSeconds: number) =>
     `${SESSION_COOKIE}=${value}; Path=/; HttpOnly; SameSite=Strict; Max-Age=${maxAgeSeconds}${secure ? '; Secure' : ''}`;
-  const sessions = new SessionChecks((id) => readAdminSession(redis, config.REDIS_PREFIX, id, config.ADMIN_TOKEN));
+  const sessions = new SessionChecks((id) => sales.readAdminSession(id, config.ADMIN_TOKEN));
   // A topic's event, built once for all the streams the feed hands it to (one after the other, in one
   // turn of the loop); kept until that turn ends, so nothing here outlives a tick.
   const framesOfTurn = new Map<string, { data: string; frame: string }>();
@@ -100,7 +99,7 @@ export function dashboardRouter(deps: GatewayDeps, { feed, views, streams }: Das
     async (req, res) => {
       const { token } = parseOrThrow(signIn, req.body ?? {});
       guard.checkToken(req, `Bearer ${token}`);
-      const { id, session } = await createAdminSession(redis, config.REDIS_PREFIX, config.ADMIN_TOKEN, lifetime);
+      const { id, session } = await sales.createAdminSession(config.ADMIN_TOKEN, lifetime);
       deps.logger.info({ audit: 'dashboard_sign_in', address: addressOf(req) }, 'dashboard: signed in');
       res.set({ 'Set-Cookie': cookie(id, config.ADMIN_SESSION_TTL_SECONDS), 'Cache-Control': 'no-store' }).json({ csrfToken: session.csrfToken, expiresAt: new Date(session.expiresAt).toISOString() });
     },
@@ -116,7 +115,7 @@ export function dashboardRouter(deps: GatewayDeps, { feed, views, streams }: Das
     const open = await sessionOf(deps, req);
     if (open) {
       checkSameOriginChange(req, open.session);
-      await deleteAdminSession(redis, config.REDIS_PREFIX, open.id);
+      await sales.deleteAdminSession(open.id);
       // Its streams on this process end now; on other processes, at their next event (the check below).
       streams.endSession(open.id);
       deps.logger.info({ audit: 'dashboard_sign_out', address: addressOf(req) }, 'dashboard: signed out');

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { buyerToken, launchChromium, purchaseBurst, signInToDashboard, startFaultProxy } from '@flashsale/harness';
-import { readSaleState } from '@flashsale/redis-store';
+import { createSaleStore } from '@flashsale/redis-store';
 import { createLiveSale, type TestContext } from '../../../../test/support/context.ts';
 import { gatewayPerFile, type TestGateway } from '../../../../test/support/gateway.ts';
 import { bearer } from '../../../../test/support/http.ts';
@@ -142,7 +142,7 @@ describe('the dashboard', () => {
       page.once('dialog', (dialog) => void dialog.dismiss());
       await page.click('#close');
       await page.waitForTimeout(300);
-      expect((await readSaleState(ctx.redis, ctx.config.REDIS_PREFIX, sale.id))!.endsAt).toBe(sale.endsAt);
+      expect((await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).state())!.endsAt).toBe(sale.endsAt);
 
       page.once('dialog', (dialog) => void dialog.accept());
       await page.click('#close');
@@ -175,7 +175,7 @@ describe('the dashboard', () => {
           return { status: r.status, code: ((await r.json()) as { code: string }).code };
         }, sale.id);
         expect(noToken).toEqual({ status: 403, code: 'CSRF_REJECTED' });
-        expect(await readSaleState(ctx.redis, ctx.config.REDIS_PREFIX, sale.id)).toMatchObject({ operatorPaused: false, controlsVersion: 0 });
+        expect(await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).state()).toMatchObject({ operatorPaused: false, controlsVersion: 0 });
       });
     } finally {
       await new Promise((resolve) => evil.close(resolve));
@@ -213,7 +213,7 @@ describe('the dashboard', () => {
 
       await page.waitForSelector('#sign-in:not([hidden])');
       expect(await page.textContent('#sign-in-error')).toBe('Your session has ended: sign in again.');
-      expect(await readSaleState(ctx.redis, ctx.config.REDIS_PREFIX, sale.id)).toMatchObject({ operatorPaused: false });
+      expect(await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).state()).toMatchObject({ operatorPaused: false });
     });
   });
 

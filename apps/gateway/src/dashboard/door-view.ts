@@ -1,5 +1,5 @@
 import type { QueueAdmission } from '@flashsale/domain';
-import { readDoorGauges, type DoorGauges, type ScriptedRedis } from '@flashsale/redis-store';
+import type { DoorGauges, Sales } from '@flashsale/sales';
 import type { SaleSeriesSource } from './sale-history.ts';
 
 /**
@@ -26,14 +26,13 @@ export interface DoorPanel extends DoorGauges {
 
 /** The door's figures for the sale view, or null for an open sale (or one Redis does not hold now). */
 export async function readDoorPanel(
-  redis: ScriptedRedis,
-  prefix: string,
+  sales: Pick<Sales, 'doorGauges'>,
   saleId: number,
   admission: QueueAdmission | undefined,
   shadowJoins: DoorPanel['shadowJoins'],
 ): Promise<DoorPanel | null> {
   if (!admission) return null;
-  const door = await readDoorGauges(redis, prefix, saleId);
+  const door = await sales.doorGauges(saleId);
   if (!door) return null;
   const moving = door.open && door.room > 0 && door.admitPerSecond > 0;
   return {
@@ -47,9 +46,9 @@ export async function readDoorPanel(
 }
 
 /** The history's door series (4 of SaleHistory's extra room): waiting, admitted and unused, the frontier, abandoned turns. */
-export function doorSeries(redis: ScriptedRedis, prefix: string): SaleSeriesSource {
+export function doorSeries(sales: Pick<Sales, 'doorGauges'>): SaleSeriesSource {
   return async (saleId): Promise<Record<string, number | null>> => {
-    const door = await readDoorGauges(redis, prefix, saleId);
+    const door = await sales.doorGauges(saleId);
     return door ? { waiting: door.waiting, admittedUnused: door.unused, front: door.front, abandoned: door.abandoned } : {};
   };
 }

@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { createLogger } from '@flashsale/runtime';
 import { createPrisma } from '@flashsale/order-store';
-import { createLiveSale, type TestContext } from '../../../../test/support/context.ts';
+import { createLiveSale, salesWith, type TestContext } from '../../../../test/support/context.ts';
 import { gatewayPerFile, type TestGateway } from '../../../../test/support/gateway.ts';
 import { openLiveStream, signInSession, signOutSession, type DashboardSession } from '../../../../test/support/live-stream.ts';
 import { createLiveViews } from './live-views.ts';
@@ -117,7 +117,7 @@ describe('the live views', () => {
     const sale = await createLiveSale(ctx, { name: 'Own pool' });
     // Nothing listens on port 1: a read through this client fails at once.
     const unreachable = createPrisma('mysql://root@127.0.0.1:1/nowhere', 1);
-    const views = createLiveViews({ config: ctx.config, redis: ctx.redis, prisma: unreachable, dashboardPrisma: ctx.prisma, logger: createLogger('test', 'silent'), jobs: undefined as never }, gateway.gateway.history, () => ({ flagged: 0, challenge: 0, flood: 0 }));
+    const views = createLiveViews({ config: ctx.config, sales: salesWith(ctx, { prisma: unreachable }), dashboardSales: ctx.sales, logger: createLogger('test', 'silent'), readiness: undefined as never }, gateway.gateway.history, () => ({ flagged: 0, challenge: 0, flood: 0 }));
     try {
       expect(await views.saleExists(sale.id)).toBe(true);
       await expect(views.read('overview')).resolves.toMatchObject({ sales: expect.arrayContaining([expect.objectContaining({ id: sale.id })]) });
@@ -129,7 +129,7 @@ describe('the live views', () => {
 
   it('say which store failed, in words, never with the driver\'s message (the page shows it)', async () => {
     const unreachable = createPrisma('mysql://root@127.0.0.1:1/nowhere', 1);
-    const views = createLiveViews({ config: ctx.config, redis: ctx.redis, prisma: ctx.prisma, dashboardPrisma: unreachable, logger: createLogger('test', 'silent'), jobs: undefined as never }, gateway.gateway.history, () => ({ flagged: 0, challenge: 0, flood: 0 }));
+    const views = createLiveViews({ config: ctx.config, sales: ctx.sales, dashboardSales: salesWith(ctx, { prisma: unreachable }), logger: createLogger('test', 'silent'), readiness: undefined as never }, gateway.gateway.history, () => ({ flagged: 0, challenge: 0, flood: 0 }));
     try {
       await expect(views.read('overview')).rejects.toThrow(/^MySQL did not answer in time$/);
     } finally {

@@ -1,15 +1,14 @@
 import { AppError, parseSaleId } from '@flashsale/domain';
-import { recentDeadLettersByReason, redisTargetOf, streamBacklog } from '@flashsale/redis-store';
-import { openQueueCounts, reconcileJobId } from '@flashsale/jobs';
+import { queueCountsOf } from '@flashsale/bootstrap';
 import type { GatewayDeps } from '../deps.ts';
-import { listAdminSales, readAdminSale, readSaleStats, saleExists, storeFailures } from '@flashsale/sales';
+import { storeFailures } from '@flashsale/sales';
 import type { SaleHistory } from './sale-history.ts';
 import { readDoorPanel, type DoorPanel } from './door-view.ts';
 
 /**
  * What the dashboard's topics hold, read from the stores each time (LiveFeed calls it once per interval
  * per topic, for every page watching). Every MySQL read goes through the dashboard's own pool
- * (`dashboardPrisma`, DASHBOARD_DB_POOL_SIZE), never the buyers' (GATEWAY_DB_POOL_SIZE):
+ * (`dashboardSales`, over DASHBOARD_DB_POOL_SIZE), never the buyers' (GATEWAY_DB_POOL_SIZE):
  * - `overview`: the newest sales with their live state, the BullMQ queues' counts (the queue view), this
  *   process's purchases per second by outcome and latency (the history's newest point);
  * - `sale:<id>`: the sale (its remaining the ledger's own read), its ledger as GET .../stats answers it, the stream's backlog (lag: not yet
@@ -19,27 +18,26 @@ import { readDoorPanel, type DoorPanel } from './door-view.ts';
  *   page appends them to the history it got when its stream opened).
  */
 export function createLiveViews(deps: GatewayDeps, history: SaleHistory, shadowJoins: (saleId: number) => DoorPanel['shadowJoins']) {
-  const { redis, config, jobs, dashboardPrisma: prisma } = deps;
-  const prefix = config.REDIS_PREFIX;
-  const queues = openQueueCounts(redisTargetOf(config), prefix);
+  const { config, dashboardSales: sales } = deps;
+  const queues = queueCountsOf(config);
   // Enough points to bridge two pushes, and a little more should one push come late.
   const recent = Math.ceil(config.DASHBOARD_INTERVAL_MS / config.DASHBOARD_HISTORY_STEP_MS) + 2;
 
   async function overview() {
-    const [page, counts] = await Promise.all([listAdminSales({ redis, prisma, prefix }, { limit: 20 }), queues.read()]);
+    const [page, counts] = await Promise.all([sales.listAdminSales({ limit: 20 }), queues.read()]);
     return { at: new Date().toISOString(), sales: page.sales, queues: counts, purchases: history.process.latest() ?? null, processHistory: history.process.points(recent) };
   }
 
   async function sale(saleId: number) {
-    const [view, stats, backlog, deadLetters, job] = await Promise.all([
-      readAdminSale({ redis, prisma, prefix }, saleId),
-      readSaleStats({ redis, prisma, prefix }, saleId),
-      streamBacklog(redis, prefix, saleId),
-      recentDeadLettersByReason(redis, prefix, saleId),
-      jobs.queue.getJob(reconcileJobId(saleId)),
+    const [view, stats, backlog, deadLetters, reconciliation] = await Promise.all([
+      sales.readAdminSale(saleId),
+      sales.readSaleStats(saleId),
+      sales.saleBacklog(saleId),
+      sales.recentDeadLettersByReason(saleId),
+      sales.lastReconciliation(saleId),
     ]);
     if (!view) throw new AppError('SALE_NOT_FOUND', `no sale has the id ${saleId}`);
-    const door = await readDoorPanel(redis, prefix, saleId, view.admission, shadowJoins(saleId));
+    const door = await readDoorPanel(sales, saleId, view.admission, shadowJoins(saleId));
     const points = history.salePoints(saleId, recent);
     return {
       // One read of remaining for every panel that shows it (the header, the ledger, the sale's row in
@@ -51,9 +49,7 @@ export function createLiveViews(deps: GatewayDeps, history: SaleHistory, shadowJ
       backlog: { lag: backlog.lag, pending: backlog.pending },
       unitsAcceptedPerSecond: points?.series.acceptedPerSecond?.at(-1) ?? null,
       deadLetters,
-      reconciliation: job
-        ? { state: await job.getState(), reason: job.data.reason, finishedAt: job.finishedOn ? new Date(job.finishedOn).toISOString() : null, result: job.returnvalue ?? null }
-        : null,
+      reconciliation,
       history: points ?? null,
       door,
     };
@@ -75,7 +71,7 @@ export function createLiveViews(deps: GatewayDeps, history: SaleHistory, shadowJ
     },
     /** Whether MySQL holds the sale: asked before a stream of it opens. */
     async saleExists(saleId: number): Promise<boolean> {
-      return saleExists(prisma, saleId);
+      return sales.saleExists(saleId);
     },
     /** What a page gets when its stream opens: the whole history of the sale it shows and of the process. */
     snapshot(saleId: number | null) {

@@ -24,8 +24,7 @@ function historyOf(ids: () => number[], options: { stepMs?: number; windowMs?: n
   let now = 1_000_000;
   const metrics = createGatewayMetrics();
   const history = new SaleHistory(
-    ctx.redis,
-    ctx.config.REDIS_PREFIX,
+    ctx.sales,
     new TrafficSampler(metrics, () => now),
     logger,
     { stepMs: options.stepMs ?? 1000, windowMs: options.windowMs ?? 60_000, maxSales: options.maxSales ?? 16, liveSaleIds: ids },

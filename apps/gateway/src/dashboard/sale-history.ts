@@ -1,5 +1,5 @@
 import type { Logger } from '@flashsale/runtime';
-import { orderWritersProgress, readSaleState, type ScriptedRedis } from '@flashsale/redis-store';
+import type { Sales } from '@flashsale/sales';
 import { SeriesRing, type SeriesPoints } from './series-ring.ts';
 import type { TrafficSampler } from './traffic-sampler.ts';
 
@@ -51,8 +51,7 @@ export class SaleHistory {
   private step: Promise<void> | undefined;
 
   constructor(
-    private readonly redis: ScriptedRedis,
-    private readonly prefix: string,
+    private readonly stores: Pick<Sales, 'saleState' | 'writersProgress'>,
     private readonly traffic: TrafficSampler,
     private readonly logger: Logger,
     private readonly options: SaleHistoryOptions,
@@ -114,8 +113,8 @@ export class SaleHistory {
 
   private async sampleSale(saleId: number, at: number): Promise<void> {
     const [state, progress, ...extra] = await Promise.all([
-      readSaleState(this.redis, this.prefix, saleId),
-      orderWritersProgress(this.redis, this.prefix, saleId),
+      this.stores.saleState(saleId),
+      this.stores.writersProgress(saleId),
       ...(this.options.extraSeries ?? []).map((source) => source(saleId)),
     ]);
     const sold = state ? state.stock - state.remaining : null;

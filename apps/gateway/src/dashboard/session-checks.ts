@@ -1,4 +1,4 @@
-import type { AdminSession } from '@flashsale/redis-store';
+import type { AdminSession } from '@flashsale/sales';
 
 /**
  * The live streams' session checks (dashboard.route.ts), one Redis read per session at a time: a check

@@ -1,5 +1,5 @@
 import type { Logger } from '@flashsale/runtime';
-import { listLiveSales, type PrismaClient } from '@flashsale/order-store';
+import type { Sales } from '@flashsale/sales';
 
 /**
  * The sales MySQL knows as not yet ended, kept in memory and refreshed in the background, never read
@@ -14,7 +14,7 @@ export class LiveSaleDirectory {
   private timer: NodeJS.Timeout | undefined;
 
   constructor(
-    private readonly prisma: PrismaClient,
+    private readonly sales: Pick<Sales, 'listLiveSales'>,
     private readonly logger: Logger,
     /** Refresh period in ms (LIVE_SALES_REFRESH_MS). */
     private readonly refreshMs: number,
@@ -37,7 +37,7 @@ export class LiveSaleDirectory {
     // its own wall clock with the sale's end (a gateway whose clock runs ahead would answer 404 for a
     // live sale being rebuilt, one behind 503 for a sale long ended).
     const asked = performance.now();
-    const rows = await listLiveSales(this.prisma);
+    const rows = await this.sales.listLiveSales();
     this.endById = new Map(rows.map((row) => [row.id, asked + row.msLeft]));
   }
 

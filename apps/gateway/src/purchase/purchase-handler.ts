@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { summarisedLog } from '@flashsale/runtime';
 import { AppError, newReservationId } from '@flashsale/domain';
-import { reservePurchase, WorkSignaller, type ReserveOutcome, type UnreplicatedOutcome } from '@flashsale/redis-store';
+import type { ReserveOutcome, UnreplicatedOutcome } from '@flashsale/sales';
 import type { GatewayDeps } from '../deps.ts';
 import type { GatewayMetrics } from '../metrics.ts';
 import type { RequestLimits } from '../request-limits.ts';
@@ -73,12 +73,11 @@ export interface PurchaseHandlerParts {
  * calls it ahead of Express (routes/front-door.ts), whose request and response objects the profile
  * showed costing on every call.
  */
-export function createPurchaseHandler({ config, redis, logger }: GatewayDeps, metrics: GatewayMetrics, { verdicts, liveSales, limits, buyerOf }: PurchaseHandlerParts): PurchaseHandler {
+export function createPurchaseHandler({ config, sales, logger }: GatewayDeps, metrics: GatewayMetrics, { verdicts, liveSales, limits, buyerOf }: PurchaseHandlerParts): PurchaseHandler {
   const readPurchaseBody = createPurchaseBodyReader(config.HTTP_MAX_BODY_BYTES);
-  const prefix = config.REDIS_PREFIX;
   // Tells the workers a sale has work (a debounced PUBLISH, off the answer's path): they read it at once
   // rather than polling every live sale.
-  const workSignal = new WorkSignaller(redis, prefix);
+  const workSignal = sales.workSignaller();
   const count = (outcome: string) => metrics.purchases.inc(outcome);
   const refuse = (res: ServerResponse, problem: Problem | AppError) => {
     count(problem.code);
@@ -124,7 +123,7 @@ export function createPurchaseHandler({ config, redis, logger }: GatewayDeps, me
       const called = performance.now();
       let returned: number;
       try {
-        outcome = await reservePurchase(redis, prefix, { saleId, userId, quantity, reservationId }, replicaWait);
+        outcome = await sales.reserve({ saleId, userId, quantity, reservationId }, replicaWait);
         returned = performance.now();
         metrics.reserveScriptSeconds.observe((returned - called) / 1000);
       } catch (error) {

@@ -1,5 +1,5 @@
 import type { Logger } from '@flashsale/runtime';
-import { connectRedis, saleEventsChannel, type RedisTargetLike } from '@flashsale/redis-store';
+import type { SaleEventsSubscription } from '@flashsale/bootstrap';
 
 /** What a gateway holds about sales that an announcement makes wrong: the verdict cache, the remembered misses. */
 export interface SaleNewsHolder {
@@ -22,14 +22,14 @@ export interface SaleEventsListener {
  * serves at once, and caches nothing until it hears the announcements. Returns at once; the subscription
  * is made whenever Redis answers.
  */
-export function listenToSaleEvents(target: RedisTargetLike, prefix: string, holders: SaleNewsHolder[], logger: Logger): SaleEventsListener {
+export function listenToSaleEvents(events: SaleEventsSubscription, prefix: string, holders: SaleNewsHolder[], logger: Logger): SaleEventsListener {
   const cache: SaleNewsHolder = {
     forget: (saleId) => holders.forEach((holder) => holder.forget(saleId)),
     forgetAll: () => holders.forEach((holder) => holder.forgetAll()),
     setListening: (listening) => holders.forEach((holder) => holder.setListening(listening)),
   };
-  const channel = saleEventsChannel(prefix);
-  const subscriber = connectRedis(target, {
+  const { channel } = events;
+  const subscriber = events.connect({
     // Named after the prefix, so an operator (or a test) can find this deployment's subscriber.
     connectionName: `gateway-sale-events:${prefix}`,
     // ioredis resubscribes by itself after a reconnect; 'ready' below then switches the cache back on.

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { announceSaleChanged, saleKeys } from '@flashsale/redis-store';
-import { insertSale } from '@flashsale/order-store';
+import { saleKeys, createSaleStore } from '@flashsale/redis-store';
+import { createOrderStore } from '@flashsale/order-store';
 import { createLiveSale, redisNow, type TestContext } from '../../../../test/support/context.ts';
 import { gatewayPerFile, startGateway, type TestGateway } from '../../../../test/support/gateway.ts';
 import { buyerToken } from '@flashsale/harness';
@@ -72,7 +72,7 @@ describe('the sold-out fast path', () => {
   it('sells again as soon as the reconciler announces the sale changed', async () => {
     const saleId = await soldOutSaleWithUnitsBackInRedis(gateway);
 
-    await announceSaleChanged(ctx.redis, ctx.config.REDIS_PREFIX, saleId);
+    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(saleId).announceChanged();
     await expect.poll(() => gateway.gateway.verdicts.get(saleId), BACKGROUND).toBeUndefined();
 
     expect((await purchase(gateway.url, saleId)).status).toBe(202);
@@ -139,7 +139,7 @@ describe('a live sale that Redis lost', () => {
 
   it('answers a sale MySQL holds as ended, and Redis lost, with 404 SALE_NOT_FOUND as before', async () => {
     const now = await redisNow(ctx.redis);
-    const sale = await insertSale(ctx.prisma, { name: 'Over', stock: 3, perUserLimit: 1, startsAt: new Date(now - 120_000), endsAt: new Date(now - 60_000) });
+    const sale = await createOrderStore(ctx.prisma).insertSale({ name: 'Over', stock: 3, perUserLimit: 1, startsAt: new Date(now - 120_000), endsAt: new Date(now - 60_000) });
     await gateway.gateway.liveSales.refresh();
 
     await expectProblem(await purchase(gateway.url, sale.id), 404, 'SALE_NOT_FOUND');

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { saleKeys } from '@flashsale/redis-store';
 import { ORDER_WRITERS_GROUP } from '@flashsale/redis-store/testing';
-import { writeOrderBatch } from '@flashsale/order-store';
+import { createOrderStore } from '@flashsale/order-store';
 import { createLiveSale, createTestContext, redisNow, type TestContext } from '../../../../test/support/context.ts';
 import { gatewayPerFile, startGateway, type TestGateway } from '../../../../test/support/gateway.ts';
 import { buyerToken } from '@flashsale/harness';
@@ -267,7 +267,7 @@ describe('GET /api/admin/sales/:saleId/stats', () => {
     // A stand-in for the worker: take the entry, write the order, acknowledge.
     const stream = saleKeys(ctx.config.REDIS_PREFIX, sale.id).stream;
     const [[, [[entryId]]]] = (await ctx.redis.xreadgroup('GROUP', ORDER_WRITERS_GROUP, 'test', 'COUNT', 1, 'STREAMS', stream, '>')) as [[string, [[string, string[]]]]];
-    await writeOrderBatch(ctx.prisma, sale.id, [{ reservationId, saleId: sale.id, userId: buyer, quantity: 1, reservedAt: Date.now(), generation: sale.generation }]);
+    await createOrderStore(ctx.prisma).sale(sale.id).writeOrderBatch([{ reservationId, saleId: sale.id, userId: buyer, quantity: 1, reservedAt: Date.now(), generation: sale.generation }]);
     await ctx.redis.xack(stream, ORDER_WRITERS_GROUP, entryId);
 
     expect(await (await stats(sale.id)).json()).toEqual({ saleId: sale.id, stock: 5, remaining: 4, inFlight: 0, ordersInDb: 1, unitsInDb: 1, ordersByStatus: { created: { orders: 1, units: 1 }, paid: { orders: 0, units: 0 }, cancelled: { orders: 0, units: 0 }, expired: { orders: 0, units: 0 } }, unitsReturned: 0, unitsAwaitingReturn: 0, refundsDue: { count: 0, amountCents: 0 }, deadLettered: 0, consistent: true, lost: { reservations: 0, units: 0 }, audit: null });
@@ -275,7 +275,7 @@ describe('GET /api/admin/sales/:saleId/stats', () => {
 
   it('reports the ledger as inconsistent when MySQL holds units Redis still counts as remaining', async () => {
     const sale = await createLiveSale(ctx, { stock: 5 });
-    await writeOrderBatch(ctx.prisma, sale.id, [{ reservationId: `${sale.id}-${randomUUID()}`, saleId: sale.id, userId: 'ghost', quantity: 1, reservedAt: Date.now(), generation: sale.generation }]);
+    await createOrderStore(ctx.prisma).sale(sale.id).writeOrderBatch([{ reservationId: `${sale.id}-${randomUUID()}`, saleId: sale.id, userId: 'ghost', quantity: 1, reservedAt: Date.now(), generation: sale.generation }]);
 
     expect(await (await stats(sale.id)).json()).toEqual({ saleId: sale.id, stock: 5, remaining: 5, inFlight: 0, ordersInDb: 1, unitsInDb: 1, ordersByStatus: { created: { orders: 1, units: 1 }, paid: { orders: 0, units: 0 }, cancelled: { orders: 0, units: 0 }, expired: { orders: 0, units: 0 } }, unitsReturned: 0, unitsAwaitingReturn: 0, refundsDue: { count: 0, amountCents: 0 }, deadLettered: 0, consistent: false, lost: { reservations: 0, units: 0 }, audit: null });
   });

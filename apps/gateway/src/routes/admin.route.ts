@@ -12,12 +12,9 @@ import {
   REGISTERED_CLAIMS,
   SALE_TIME_RANGE,
   saleIdOfReservation,
-  withDeadline,
   type QueueAdmission,
 } from '@flashsale/domain';
-import { enqueueReconcile } from '@flashsale/jobs';
-import { findSale } from '@flashsale/order-store';
-import { LOSSES_PAGE, createSale, readSaleLosses, readSaleStats } from '@flashsale/sales';
+import { LOSSES_PAGE, ReconcileUnfinished } from '@flashsale/sales';
 import type { GatewayDeps } from '../deps.ts';
 import { admissionView, saleView } from './sale-view.ts';
 import { creationKeyOf } from './creation-key.ts';
@@ -126,8 +123,7 @@ const lossesQuery = (saleId: number) =>
 /** /api/admin/*: creating sales and reading their ledger. app.ts puts the admin authentication in front. */
 
 export function adminRouter(deps: GatewayDeps): Router {
-  const { config, prisma, jobs } = deps;
-  const store = { redis: deps.redis, prisma, prefix: config.REDIS_PREFIX, logger: deps.logger };
+  const { config, sales } = deps;
   const router = Router();
 
   router.post(
@@ -145,7 +141,7 @@ export function adminRouter(deps: GatewayDeps): Router {
           rebuyCooldownSeconds: rebuyCooldownSeconds ?? config.REBUY_COOLDOWN_SECONDS,
         },
       };
-      const sale = await createSale({ ...store, publishTimeoutMs: config.REDIS_COMMAND_TIMEOUT_MS }, input, creationKeyOf(req.headers['idempotency-key'], input), () => !res.headersSent);
+      const sale = await sales.createSale(input, creationKeyOf(req.headers['idempotency-key'], input), () => !res.headersSent);
       // An open sale's answer is exactly what it was before the door.
       res.status(201).json({
         ...saleView(sale),
@@ -157,31 +153,32 @@ export function adminRouter(deps: GatewayDeps): Router {
   );
 
   router.get('/api/admin/sales/:saleId/stats', async (req, res) => {
-    res.json(await readSaleStats(store, saleIdParam(req.params.saleId)));
+    res.json(await sales.readSaleStats(saleIdParam(req.params.saleId)));
   });
 
   // The reservations answered 202 that no store holds any more: counted, and named where known.
   router.get('/api/admin/sales/:saleId/losses', async (req, res) => {
     const saleId = saleIdParam(req.params.saleId);
-    res.json(await readSaleLosses(prisma, saleId, parseOrThrow(lossesQuery(saleId), req.query)));
+    res.json(await sales.readSaleLosses(saleId, parseOrThrow(lossesQuery(saleId), req.query)));
   });
 
   // Pauses the sale, waits for its stream to drain, rebuilds its Redis state from MySQL and resumes it,
   // through the reconciler's queue: never two at once for a sale.
   router.post('/api/admin/sales/:saleId/reconcile', jsonBodyOnly, async (req, res) => {
     const saleId = saleIdParam(req.params.saleId);
-    if (!(await findSale(prisma, saleId))) throw new AppError('SALE_NOT_FOUND', `no sale has the id ${saleId}`);
-    // BullMQ's connection waits for Redis rather than failing: the enqueue gets the request's deadline.
-    const { job, running } = await withDeadline(enqueueReconcile(jobs.queue, saleId, 'operator'), config.REDIS_COMMAND_TIMEOUT_MS, 'the reconcile queue');
-    liftRequestDeadline(res);
-    if (running) throw new AppError('RECONCILE_IN_PROGRESS', `a reconciliation of sale ${saleId} is already running`, { jobId: job.id });
-    let result;
-    try {
-      // One drain timeout and a margin; the reconciliation goes on regardless of this answer.
-      result = await job.waitUntilFinished(jobs.events, config.RECONCILE_DRAIN_TIMEOUT_MS + 30_000);
-    } catch (error) {
-      throw new AppError('SERVICE_UNAVAILABLE', `the reconciliation did not finish: ${(error as Error).message}; is a reconciler running?`, { jobId: job.id });
-    }
+    const result = await sales
+      .requestReconciliation(saleId, {
+        // BullMQ's connection waits for Redis rather than failing: the enqueue gets the request's deadline.
+        enqueueWithin: { ms: config.REDIS_COMMAND_TIMEOUT_MS, what: 'the reconcile queue' },
+        // One drain timeout and a margin; the reconciliation goes on regardless of this answer.
+        waitMs: config.RECONCILE_DRAIN_TIMEOUT_MS + 30_000,
+        ifRunning: 'refuse',
+        onQueued: () => liftRequestDeadline(res),
+      })
+      .catch((error: unknown) => {
+        if (!(error instanceof ReconcileUnfinished)) throw error;
+        throw new AppError('SERVICE_UNAVAILABLE', `the reconciliation did not finish: ${error.message}; is a reconciler running?`, { jobId: error.jobId });
+      });
     // What was lost is told to whoever asked: the rebuild judged the replaced state against the last
     // checkpoint whatever the reason it was asked for.
     res.json({ saleId, remaining: result.remaining, buyers: result.buyers, tookMs: result.tookMs, lost: result.lost, judgement: result.judgement, restored: result.restored ?? { reservations: 0, units: 0 } });

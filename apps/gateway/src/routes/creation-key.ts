@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { AppError, REBUY_RULE_DEFAULTS } from '@flashsale/domain';
-import type { CreationKey, NewSale } from '@flashsale/order-store';
+import type { CreationKey, NewSale } from '@flashsale/sales';
 
 // An Idempotency-Key (draft-ietf-httpapi-idempotency-key-header) is an opaque string; here, 1 to 255
 // visible ASCII characters, which every client library can send and MySQL can index.

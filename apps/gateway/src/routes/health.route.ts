@@ -1,5 +1,4 @@
 import { Router, type RequestHandler } from 'express';
-import { storesReadiness } from '@flashsale/bootstrap';
 import type { GatewayDeps } from '../deps.ts';
 
 /**
@@ -8,9 +7,8 @@ import type { GatewayDeps } from '../deps.ts';
  * asks the traffic, the outcomes and the process's insides, so it is served on the internal METRICS_PORT
  * only.
  */
-export function healthRouter({ redis, prisma, stopping }: GatewayDeps, budget: RequestHandler): Router {
+export function healthRouter({ readiness, stopping }: GatewayDeps, budget: RequestHandler): Router {
   const router = Router();
-  const readiness = storesReadiness({ redis, prisma });
   // 200 while the process runs (it is alive, stopping or not); the body says `stopping` during the
   // drain, for a balancer that checks liveness rather than readiness (infra/haproxy.cfg).
   router.get('/healthz', (_req, res) => {

@@ -4,8 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
-import { createAdminSession, createRedis, readSaleState, reservePurchase, saleKeys } from '@flashsale/redis-store';
-import { ORDER_WRITERS_GROUP, returnUnits, setSalePaused } from '@flashsale/redis-store/testing';
+import { createRedis, saleKeys, createSaleStore } from '@flashsale/redis-store';
+import { ORDER_WRITERS_GROUP } from '@flashsale/redis-store/testing';
 import { createIsolatedContext, createLiveSale, createTestContext, redisNow, type TestContext } from '../../../../test/support/context.ts';
 import { gatewayPerFile, startGateway, type TestGateway } from '../../../../test/support/gateway.ts';
 import { startReconciler } from '../../../../test/support/reconciler.ts';
@@ -15,7 +15,7 @@ import { buyerToken } from '@flashsale/harness';
 import { newReservationId, signPaymentEvent, doorGuardsOff } from '@flashsale/domain';
 import { bearer, requestWithHost } from '../../../../test/support/http.ts';
 import { writeOrdersOf } from '../../../../test/support/orders.ts';
-import { insertSale } from '@flashsale/order-store';
+import { createOrderStore } from '@flashsale/order-store';
 import { recordLostReservations } from '@flashsale/order-store/testing';
 import { OPENAPI_DOCUMENT } from './openapi.route.ts';
 
@@ -328,8 +328,8 @@ describe('POST /api/sales/{saleId}/purchase', () => {
     const buyer = newBuyer();
     const openAndClose = async (sale: { id: number; generation: string }) => {
       const reservationId = newReservationId(sale.id);
-      expect((await reservePurchase(ctx.redis, ctx.config.REDIS_PREFIX, { saleId: sale.id, userId: buyer, quantity: 1, reservationId })).kind).toBe('reserved');
-      await returnUnits(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, sale.generation, [{ reservationId, userId: buyer, quantity: 1 }]);
+      expect((await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).reserve({ saleId: sale.id, userId: buyer, quantity: 1, reservationId })).kind).toBe('reserved');
+      await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).returnUnits(sale.generation, [{ reservationId, userId: buyer, quantity: 1 }]);
     };
     const capped = await createLiveSale(ctx, { rebuyRule: { maxOrdersPerBuyer: 1, rebuyCooldownSeconds: 0 } });
     const cooling = await createLiveSale(ctx, { rebuyRule: { maxOrdersPerBuyer: 3, rebuyCooldownSeconds: 600 } });
@@ -345,7 +345,7 @@ describe('POST /api/sales/{saleId}/purchase', () => {
 
   it('503 SALE_PAUSED with Retry-After while the sale is paused', async () => {
     const sale = await createLiveSale(ctx);
-    await setSalePaused(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, true);
+    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).setPaused(true);
 
     expect(await expectDescribed(OPERATION, 503, await purchase(gateway.url, sale.id, asBuyer()))).toMatchObject({ code: 'SALE_PAUSED' });
   });
@@ -630,7 +630,7 @@ describe('POST /api/admin/sales/{saleId}/reconcile', () => {
       const reconcile = () => fetch(`${ownGateway.url}/api/admin/sales/${sale.id}/reconcile`, { method: 'POST', headers: bearer(own.config.ADMIN_TOKEN) });
 
       const first = reconcile();
-      await until(() => readSaleState(own.redis, own.config.REDIS_PREFIX, sale.id), (state) => state?.paused === true);
+      await until(() => createSaleStore(own.redis, own.config.REDIS_PREFIX).sale(sale.id).state(), (state) => state?.paused === true);
       expect(await expectDescribed(OPERATION, 409, await reconcile())).toMatchObject({ jobId: `sale-${sale.id}` });
       await own.redis.xack(stream, ORDER_WRITERS_GROUP, (await own.redis.xrange(stream, '-', '+'))[0]![0]);
       expect(await expectDescribed(OPERATION, 200, await first)).toMatchObject({ saleId: sale.id });
@@ -665,7 +665,7 @@ describe('the operator\'s controls and the sales list', () => {
     const body = action === 'stock' ? '{"add":2}' : undefined;
     const sale = await createLiveSale(ctx);
     if (action === 'resume') await post(sale.id, 'pause');
-    const { id } = await createAdminSession(ctx.redis, ctx.config.REDIS_PREFIX, ctx.config.ADMIN_TOKEN, { ttlMs: 60_000, idleMs: 60_000 });
+    const { id } = await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).createAdminSession(ctx.config.ADMIN_TOKEN, { ttlMs: 60_000, idleMs: 60_000 });
 
     await expectDescribed(OPERATION, 200, await post(sale.id, action, admin(), body));
     await expectDescribed(OPERATION, 400, await post(action === 'stock' ? sale.id : '%ZZ', action, admin(), action === 'stock' ? '{"add":0}' : undefined));
@@ -734,7 +734,7 @@ describe('with Redis away', () => {
     await expectDescribed('POST /api/sales/{saleId}/queue', 503, await fetch(`${away.url}/api/sales/${sale.id}/queue`, { method: 'POST', headers: token }));
     await expectDescribed('GET /api/sales/{saleId}/queue', 503, await fetch(`${away.url}/api/sales/${sale.id}/queue`, { headers: token }));
     // A queued sale in MySQL: the change is recorded there, and Redis cannot take it.
-    const door = await insertSale(own.prisma, {
+    const door = await createOrderStore(own.prisma).insertSale({
       name: 'Door away',
       stock: 5,
       perUserLimit: 1,

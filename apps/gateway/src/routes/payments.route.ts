@@ -3,8 +3,7 @@ import { z } from 'zod';
 import { AppError, checkPaymentSignature, saleIdOfReservation } from '@flashsale/domain';
 import { summarisedLog } from '@flashsale/runtime';
 import { clientAddress } from '../client-address.ts';
-import type { PaymentEventInput } from '@flashsale/order-store';
-import { payReservation, type Door } from '@flashsale/sales';
+import type { Door, PaymentEventInput } from '@flashsale/sales';
 import type { GatewayDeps } from '../deps.ts';
 import { parseOrThrow, jsonBodyOnly } from '../validation.ts';
 
@@ -39,11 +38,10 @@ const paymentEvent = z.object({
  *   503 SERVICE_UNAVAILABLE       MySQL could not take it now; its arrival is recorded, a retry answers
  *                                 what it came to (paid, if it arrived before payBy)
  */
-export function paymentsRouter({ config, redis, prisma, logger }: GatewayDeps, door: Door): Router {
+export function paymentsRouter({ config, sales, logger }: GatewayDeps, door: Door): Router {
   const router = Router();
   // Refusals summed up (the first at once, then counts every 10 s): an unsigned flood is no log flood.
   const refusals = summarisedLog<string>(logger, 'payment events refused: bad signature', 'refused');
-  const intake = { redis, prisma, prefix: config.REDIS_PREFIX, logger, door };
   router.post(
     '/api/payments/events',
     jsonBodyOnly,
@@ -67,7 +65,7 @@ export function paymentsRouter({ config, redis, prisma, logger }: GatewayDeps, d
       const saleId = saleIdOfReservation(parsed.reservationId);
       if (saleId === null) throw new AppError('RESERVATION_NOT_FOUND', 'no such reservation');
       const event: PaymentEventInput = { eventId: parsed.id, reservationId: parsed.reservationId, saleId, amountCents: parsed.amountCents };
-      const status = await payReservation(intake, event);
+      const status = await sales.payReservation(event, door);
       logger.info({ eventId: event.eventId, reservationId: event.reservationId, amountCents: event.amountCents, status }, 'payment event');
       res.json({ status });
     },

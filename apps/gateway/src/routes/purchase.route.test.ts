@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { setSalePaused } from '@flashsale/redis-store/testing';
 import { createLiveSale, createTestContext, type TestContext } from '../../../../test/support/context.ts';
 import { gatewayPerFile, startGateway, type TestGateway } from '../../../../test/support/gateway.ts';
 import { buyerToken } from '@flashsale/harness';
 import { bearer, expectProblem } from '../../../../test/support/http.ts';
 import { ordersOfSale, snapshotSale } from '../../../../test/support/sale-snapshot.ts';
 import { manualClock } from '../../../../test/support/clock.ts';
+import { createSaleStore } from '@flashsale/redis-store';
 
 let ctx: TestContext;
 let gateway: TestGateway;
@@ -138,7 +138,7 @@ describe('POST /api/sales/:saleId/purchase', () => {
 
   it('refuses a purchase while the sale is paused with 503 SALE_PAUSED and Retry-After', async () => {
     const sale = await createLiveSale(ctx);
-    await setSalePaused(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, true);
+    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).setPaused(true);
 
     await expectNoChange(sale.id, async () => {
       const res = await purchase(gateway.url, sale.id, newBuyer());

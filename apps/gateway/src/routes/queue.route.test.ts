@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { ADMISSION_DEFAULTS, signPaymentEvent } from '@flashsale/domain';
 import { buyerToken } from '@flashsale/harness';
-import { readSaleState, saleKeys } from '@flashsale/redis-store';
+import { saleKeys, createSaleStore } from '@flashsale/redis-store';
 import { createLiveSale, redisNow, type TestContext } from '../../../../test/support/context.ts';
 import { gatewayPerFile, type TestGateway } from '../../../../test/support/gateway.ts';
 import { bearer, expectProblem } from '../../../../test/support/http.ts';
@@ -410,7 +410,7 @@ describe('the stock bound, sold out, and units that come back', () => {
       [inLine[2]!.userId, 'paid'],
       [inLine[3]!.userId, 'paid'],
     ]);
-    const state = await readSaleState(ctx.redis, ctx.config.REDIS_PREFIX, id);
+    const state = await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(id).state();
     expect(state?.remaining).toBe(0);
   });
 });

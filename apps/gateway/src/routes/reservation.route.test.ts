@@ -1,8 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { newReservationId } from '@flashsale/domain';
-import { saleKeys } from '@flashsale/redis-store';
-import { deadLetter } from '@flashsale/redis-store/testing';
+import { saleKeys, createSaleStore } from '@flashsale/redis-store';
 import { ORDER_WRITERS_GROUP } from '@flashsale/redis-store/testing';
 import { createLiveSale, createTestContext, type TestContext } from '../../../../test/support/context.ts';
 import { gatewayPerFile, startGateway, type TestGateway } from '../../../../test/support/gateway.ts';
@@ -52,7 +51,7 @@ describe('GET /api/reservations/:reservationId', () => {
     // What a worker does with a reservation that cannot become an order (dead-letter-4.lua).
     const keys = saleKeys(ctx.config.REDIS_PREFIX, sale.id);
     const [[, [[entryId, fields]]]] = (await ctx.redis.xreadgroup('GROUP', ORDER_WRITERS_GROUP, 'test', 'COUNT', 1, 'STREAMS', keys.stream, '>')) as unknown as [[string, [[string, string[]]]]];
-    await deadLetter(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, { id: entryId, fields }, 'OVER_STOCK', 1);
+    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).deadLetter({ id: entryId, fields }, 'OVER_STOCK', 1);
 
     const res = await lookup(reservationId, buyer);
 

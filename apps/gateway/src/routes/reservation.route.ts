@@ -1,6 +1,5 @@
 import { Router, type Request } from 'express';
 import { AppError, saleIdOfReservation } from '@flashsale/domain';
-import { cancelReservation, findReservationStatus } from '@flashsale/sales';
 import type { GatewayDeps } from '../deps.ts';
 import type { BuyerGate } from '../buyer-gate.ts';
 import { createRequestLimits, type RequestLimits } from '../request-limits.ts';
@@ -25,7 +24,7 @@ import { requireJsonBodyOf } from '../validation.ts';
  * unique, already the buyer's, stable across a Redis loss and a rebuild, and an order is found from it
  * with the unique index. Null while there is no order yet.
  */
-export function reservationRouter({ config, redis, prisma, logger, now }: GatewayDeps, buyerOf: BuyerGate, buyingLimits: RequestLimits): Router {
+export function reservationRouter({ config, sales, logger, now }: GatewayDeps, buyerOf: BuyerGate, buyingLimits: RequestLimits): Router {
   const router = Router();
   const notFound = () => new AppError('RESERVATION_NOT_FOUND', 'no such reservation for this buyer');
   /** The calling buyer and the reservation the path names, within `limits`' budgets; 404 for an id that names no sale. */
@@ -37,10 +36,9 @@ export function reservationRouter({ config, redis, prisma, logger, now }: Gatewa
     return { userId, reservationId, saleId };
   };
   const limits = createRequestLimits(config, now);
-  const store = { redis, prisma, prefix: config.REDIS_PREFIX, logger };
   router.get('/api/reservations/:reservationId', async (req, res) => {
     const { userId, reservationId, saleId } = buyerAndReservation(req, limits);
-    const found = await findReservationStatus(store, saleId, reservationId, userId);
+    const found = await sales.findReservationStatus(saleId, reservationId, userId);
     if (!found) throw notFound();
     if (found.kind === 'order') {
       res.json({ reservationId, saleId, quantity: found.quantity, status: found.status, orderId: reservationId, payBy: found.payBy.toISOString() });
@@ -60,7 +58,7 @@ export function reservationRouter({ config, redis, prisma, logger, now }: Gatewa
     // No body is read; one that is not JSON is refused (415), as on every other route.
     requireJsonBodyOf(req);
     const { userId, reservationId, saleId } = buyerAndReservation(req, buyingLimits);
-    const { repeated } = await cancelReservation(store, saleId, reservationId, userId, config.PAUSED_RETRY_AFTER_SECONDS);
+    const { repeated } = await sales.cancelReservation(saleId, reservationId, userId, config.PAUSED_RETRY_AFTER_SECONDS);
     logger.info({ reservationId, saleId, userId, repeated }, 'order cancelled');
     res.json({ reservationId, status: 'cancelled' });
   });

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { MAX_STOCK } from '@flashsale/domain';
-import { controlSaleInMysql } from '@flashsale/order-store';
-import { readSaleState, saleKeys } from '@flashsale/redis-store';
+import { createOrderStore } from '@flashsale/order-store';
+import { saleKeys, createSaleStore } from '@flashsale/redis-store';
 import { buyerToken } from '@flashsale/harness';
 import { createIsolatedContext, createLiveSale, redisNow, type TestContext } from '../../../../test/support/context.ts';
 import { gatewayPerFile, startGateway, type TestGateway } from '../../../../test/support/gateway.ts';
@@ -180,13 +180,13 @@ describe('every control', () => {
   it('completes a control whose process died between MySQL and Redis when the operator retries it', async () => {
     const sale = await createLiveSale(ctx);
     // The crash point: MySQL committed the pause, the Redis script never ran.
-    await controlSaleInMysql(ctx.prisma, sale.id, await redisNow(ctx.redis), () => ({ kind: 'change', change: { operatorPaused: true } }));
+    await createOrderStore(ctx.prisma).sale(sale.id).control(await redisNow(ctx.redis), () => ({ kind: 'change', change: { operatorPaused: true } }));
     expect((await purchase(sale.id)).status).toBe(202);
 
     const retried = await control(sale.id, 'pause');
 
     expect(retried.status).toBe(200);
-    expect(await readSaleState(ctx.redis, ctx.config.REDIS_PREFIX, sale.id)).toMatchObject({ operatorPaused: true, controlsVersion: 1 });
+    expect(await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).state()).toMatchObject({ operatorPaused: true, controlsVersion: 1 });
     expect((await purchase(sale.id)).status).toBe(503);
   });
 });

@@ -2,7 +2,7 @@ import express, { Router, type RequestHandler } from 'express';
 import { z } from 'zod';
 import { MAX_STOCK, MAX_SALE_ID, type SaleControl } from '@flashsale/domain';
 import type { GatewayDeps } from '../deps.ts';
-import { listAdminSales, runSaleControl, type ControlActor } from '@flashsale/sales';
+import type { ControlActor } from '@flashsale/sales';
 import { clientAddress } from '../client-address.ts';
 import { parseOrThrow, jsonBodyOnly, saleIdParam } from '../validation.ts';
 
@@ -31,9 +31,8 @@ const listQuery = z.strictObject({
  * runSaleControl, the path the CLI takes too, and answers the sale.
  */
 export function saleControlsRouter(deps: GatewayDeps): Router {
-  const { config, redis, prisma, logger } = deps;
+  const { config, sales } = deps;
   const router = Router();
-  const controls = { redis, prisma, prefix: config.REDIS_PREFIX, logger };
   // The dashboard's requests carry its session; everything else is the admin API's bearer token.
   const actorOf = (res: express.Response): ControlActor => (res.locals.adminSession ? 'dashboard' : 'api');
 
@@ -41,11 +40,11 @@ export function saleControlsRouter(deps: GatewayDeps): Router {
     (toControl: (body: unknown) => SaleControl): RequestHandler =>
     async (req, res) => {
       const saleId = saleIdParam(req.params.saleId);
-      res.json(await runSaleControl(controls, saleId, toControl(req.body), actorOf(res), clientAddress(req, config.TRUST_PROXY)));
+      res.json(await sales.runSaleControl(saleId, toControl(req.body), actorOf(res), clientAddress(req, config.TRUST_PROXY)));
     };
 
   router.get('/api/admin/sales', async (req, res) => {
-    res.json(await listAdminSales(controls, parseOrThrow(listQuery, req.query)));
+    res.json(await sales.listAdminSales(parseOrThrow(listQuery, req.query)));
   });
   // No body is read, but one that is not JSON is refused as on every other route (415), rather than
   // ignored: a client sending a form or text here is not speaking this API.

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { readSaleState, saleKeys } from '@flashsale/redis-store';
+import { saleKeys, createSaleStore } from '@flashsale/redis-store';
 import { createTestContext, type TestContext } from '../../../../test/support/context.ts';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -70,7 +70,7 @@ describe('POST /api/admin/sales while Redis is unreachable', () => {
     // The same database and prefix, but a Redis nobody listens on.
     const down = createTestContext({ REDIS_PREFIX: ctx.config.REDIS_PREFIX, REDIS_URL: 'redis://127.0.0.1:1' });
     // The gateway not started: the create path needs neither the sale events subscription nor the reconcile queue.
-    const { listener } = createGateway({ config: down.config, redis: down.redis, prisma: down.prisma, dashboardPrisma: down.prisma, logger: createLogger('test', 'silent'), jobs: undefined as never });
+    const { listener } = createGateway({ config: down.config, sales: down.sales, dashboardSales: down.sales, logger: createLogger('test', 'silent'), readiness: undefined as never });
     const server = createServer(listener).listen(0, '127.0.0.1');
     await once(server, 'listening');
     const broken = { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => new Promise((resolve) => server.close(resolve)) };
@@ -93,7 +93,7 @@ describe('POST /api/admin/sales while Redis is unreachable', () => {
     // which abandons it; nothing watches or sells it meanwhile.
     expect(row?.publishState).toBe('publishing');
     expect((await fetch(`${gateway.url}/api/sales/${row!.id}`)).status).toBe(404);
-    expect(await readSaleState(ctx.redis, ctx.config.REDIS_PREFIX, row!.id)).toBeNull();
+    expect(await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(row!.id).state()).toBeNull();
 
     // While the first attempt is unfinished, its key answers "retry shortly", never a second sale.
     await expectProblem(

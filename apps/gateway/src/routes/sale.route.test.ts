@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { setSalePaused } from '@flashsale/redis-store/testing';
-import { insertSale, type SaleRecord } from '@flashsale/order-store';
+import { createOrderStore, type SaleRecord } from '@flashsale/order-store';
 import { createLiveSale, redisNow, type TestContext } from '../../../../test/support/context.ts';
 import { gatewayPerFile, type TestGateway } from '../../../../test/support/gateway.ts';
 import { buyerToken } from '@flashsale/harness';
 import { bearer, expectProblem } from '../../../../test/support/http.ts';
+import { createSaleStore } from '@flashsale/redis-store';
 
 let ctx: TestContext;
 let gateway: TestGateway;
@@ -70,14 +70,14 @@ describe('GET /api/sales/:saleId', () => {
 
   it('shows a paused sale as paused', async () => {
     const sale = await createLiveSale(ctx, { stock: 4 });
-    await setSalePaused(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, true);
+    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).setPaused(true);
 
     expect(await (await getSale(sale.id)).json()).toEqual(saleView(sale, 4, 'paused'));
   });
 
   it('shows a sale MySQL holds but Redis does not as paused, with the stock MySQL has not sold', async () => {
     const now = await redisNow(ctx.redis);
-    const sale = await insertSale(ctx.prisma, { name: 'Not live', stock: 6, perUserLimit: 1, startsAt: new Date(now - 60_000), endsAt: new Date(now + 3_600_000) });
+    const sale = await createOrderStore(ctx.prisma).insertSale({ name: 'Not live', stock: 6, perUserLimit: 1, startsAt: new Date(now - 60_000), endsAt: new Date(now + 3_600_000) });
     await ctx.prisma.sale.update({ where: { id: sale.id }, data: { soldUnits: 2 } });
 
     expect(await (await getSale(sale.id)).json()).toEqual(saleView(sale, 4, 'paused'));

@@ -1,17 +1,16 @@
 import { Router, type RequestHandler } from 'express';
 import { AppError, saleStatus } from '@flashsale/domain';
-import { readBuyerSale, type SaleMisses } from '@flashsale/sales';
+import type { SaleMisses } from '@flashsale/sales';
 import type { GatewayDeps } from '../deps.ts';
 import { saleIdParam } from '../validation.ts';
 import { admissionView, saleView } from './sale-view.ts';
 
 /** GET /api/sales/:saleId: the sale as buyers see it, with live stock and status from Redis. */
-export function saleRouter({ redis, prisma, config }: GatewayDeps, budget: RequestHandler, misses?: SaleMisses): Router {
+export function saleRouter({ sales }: GatewayDeps, budget: RequestHandler, misses?: SaleMisses): Router {
   const router = Router();
-  const store = { redis, prisma, prefix: config.REDIS_PREFIX, misses };
   router.get('/api/sales/:saleId', budget, async (req, res) => {
     const saleId = saleIdParam(req.params.saleId);
-    const found = await readBuyerSale(store, saleId);
+    const found = await sales.readBuyerSale(saleId, misses);
     if (!found) throw new AppError('SALE_NOT_FOUND', `no sale has the id ${saleId}`);
     const { now, writesRefused } = found;
     if ('state' in found) {

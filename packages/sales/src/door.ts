@@ -12,8 +12,9 @@ import {
   type QueuePlace,
   type QueueTicket,
 } from '@flashsale/domain';
-import { joinQueue, type JoinOutcome, readQueuePlace, recordPaid, saleKeys, showUp, type ScriptedRedis } from '@flashsale/redis-store';
-import { findOrderByReservation, findSale, type PrismaClient, type SaleRecord } from '@flashsale/order-store';
+import type { JoinOutcome } from '@flashsale/redis-store';
+import type { SaleRecord } from '@flashsale/order-store';
+import type { SalesDeps } from './sales-deps.ts';
 import { findSaleUnlessMissing, type SaleMisses } from './sale-misses.ts';
 import type { DoorFrontiers } from './door-frontier.ts';
 import { challengeDifficulty, createDoorChallenges, type SolvedChallenge } from './door-challenge.ts';
@@ -37,10 +38,7 @@ import type { Challenge } from 'altcha-lib/v1/types';
  * begins a new door (a new epoch) that admits nobody for DOOR_RESTORE_GRACE_MS. A buyer whose ticket is
  * of an earlier epoch is put back at the place it proves, at their first ask (join-queue-6.lua).
  */
-export interface DoorDeps {
-  redis: ScriptedRedis;
-  prisma: PrismaClient;
-  prefix: string;
+export interface DoorDeps extends SalesDeps {
   /** The buyer-token secret, from which the ticket key is derived. */
   authSecret: string;
   frontiers: DoorFrontiers;
@@ -93,7 +91,7 @@ export interface Door {
 }
 
 export function createDoor(deps: DoorDeps): Door {
-  const { redis, prisma, prefix, frontiers } = deps;
+  const { redis, mysql, frontiers } = deps;
   const ticketKey = queueTicketKey(deps.authSecret);
   const readQueueTicket = createQueueTicketReader(ticketKey);
   const challenges = createDoorChallenges(deps.authSecret);
@@ -108,7 +106,7 @@ export function createDoor(deps: DoorDeps): Door {
 
   // Not in Redis: no such sale, or Redis lost it and the reconciler is rebuilding it from MySQL.
   async function missing(saleId: number): Promise<never> {
-    if (await findSaleUnlessMissing(prisma, deps.misses, saleId)) throw new AppError('SALE_PAUSED', 'the sale is being restored; retry shortly', {}, { 'Retry-After': '2' });
+    if (await findSaleUnlessMissing(mysql, deps.misses, saleId)) throw new AppError('SALE_PAUSED', 'the sale is being restored; retry shortly', {}, { 'Retry-After': '2' });
     throw new AppError('SALE_NOT_FOUND', `no sale has the id ${saleId}`);
   }
 
@@ -160,7 +158,7 @@ export function createDoor(deps: DoorDeps): Door {
     if (ticket && ticket.epoch !== door.epoch) {
       // A ticket of a door Redis lost: the buyer comes back at the place it proves (or is found there),
       // then their turn is read (used, if they bought before the loss). Once per buyer per loss.
-      await joined(saleId, await joinQueue(redis, prefix, saleId, userId, undefined, ticket.score));
+      await joined(saleId, await redis.sale(saleId).joinQueue(userId, undefined, ticket.score));
       lookUp = true;
     }
     // A rank beyond the queue Redis holds: Redis went back (a failover to a replica behind) and the place
@@ -175,11 +173,11 @@ export function createDoor(deps: DoorDeps): Door {
       beyondQueue = place!.rank! >= door.queued;
     }
     if (lookUp || beyondQueue || (place !== null && ((place.rank === null && now >= door.startsAt) || turnNeedsLookup(door, place.rank)))) {
-      let read = await readQueuePlace(redis, prefix, saleId, userId);
+      let read = await redis.sale(saleId).queuePlace(userId);
       if (read.kind === 'not_joined' && ticket) {
         // Missing from a door that was not lost, only set back: the ticket still proves the place.
-        await joined(saleId, await joinQueue(redis, prefix, saleId, userId, undefined, ticket.score));
-        read = await readQueuePlace(redis, prefix, saleId, userId);
+        await joined(saleId, await redis.sale(saleId).joinQueue(userId, undefined, ticket.score));
+        read = await redis.sale(saleId).queuePlace(userId);
       }
       if (read.kind === 'sale_not_found') return missing(saleId);
       if (read.kind === 'sale_not_queued') throw new AppError('SALE_NOT_QUEUED', `sale ${saleId} has no waiting room: buy directly`);
@@ -252,7 +250,7 @@ export function createDoor(deps: DoorDeps): Door {
       let outcome: JoinOutcome;
       try {
         solved = await admittedToJoin(door, saleId, userId, request, ticket !== undefined);
-        outcome = await joinQueue(redis, prefix, saleId, userId, undefined, ticket?.score, solved);
+        outcome = await redis.sale(saleId).joinQueue(userId, undefined, ticket?.score, solved);
         if (outcome.kind === 'solution_replayed') await joined(saleId, outcome);
       } catch (error) {
         // Solutions missing, wrong or replayed again and again: the account is set aside (its third strike
@@ -293,20 +291,18 @@ export function createDoor(deps: DoorDeps): Door {
       // could be behind (a second's admissions: the most the door banks) costs no Redis call.
       const reachable = ticket.rank !== null && ticket.rank < door.front + Math.ceil(door.admitPerSecond) + 1;
       if (!reachable || ticket.epoch !== door.epoch) return reply(saleId, userId, { score: ticket.score, rank: ticket.rank }, false, ticket, rawTicket);
-      const shown = await showUp(redis, prefix, saleId, userId);
+      const shown = await redis.sale(saleId).showUp(userId);
       if (shown.kind === 'sale_not_found') return missing(saleId);
       if (shown.kind === 'sale_not_queued') throw new AppError('SALE_NOT_QUEUED', `sale ${saleId} has no waiting room: buy directly`);
       return reply(saleId, userId, { score: ticket.score, rank: ticket.rank }, true, ticket, rawTicket);
     },
 
     async changeAdmission(saleId, change) {
-      const record = await findSale(prisma, saleId);
+      const inMysql = mysql.sale(saleId);
+      const record = await inMysql.find();
       if (!record) throw new AppError('SALE_NOT_FOUND', `no sale has the id ${saleId}`);
       if (!record.admission) throw new AppError('SALE_NOT_QUEUED', `sale ${saleId} has no waiting room`);
-      await prisma.sale.update({
-        where: { id: saleId },
-        data: { ...(change.admitPerSecond !== undefined && { admitPerSecond: change.admitPerSecond }), ...(change.paused !== undefined && { admissionPaused: change.paused }) },
-      });
+      await inMysql.changeAdmission(change);
       const admission: QueueAdmission = {
         ...record.admission,
         ...(change.admitPerSecond !== undefined && { admitPerSecond: change.admitPerSecond }),
@@ -323,9 +319,9 @@ export function createDoor(deps: DoorDeps): Door {
 
     async paid(saleId, reservationId) {
       // An open sale's payment pays one HGET for the door, and reads nothing more.
-      if ((await redis.hget(saleKeys(prefix, saleId).meta, 'adm')) !== '1') return;
-      const order = await findOrderByReservation(prisma, reservationId);
-      if (order?.status === 'paid') await recordPaid(redis, prefix, order.saleId, reservationId, order.quantity);
+      if (!(await redis.sale(saleId).isQueued())) return;
+      const order = await mysql.findOrderByReservation(reservationId);
+      if (order?.status === 'paid') await redis.sale(order.saleId).recordPaid(reservationId, order.quantity);
     },
   };
 }
