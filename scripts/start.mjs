@@ -4,10 +4,12 @@
 import { existsSync } from 'node:fs';
 import { URL, fileURLToPath } from 'node:url';
 
+// The three processes run their bundle (scripts/bundle.mjs: one file each, read and compiled once, the
+// first thing between a spawn and a ready process); the one-off commands run tsc's output as it is.
 const ROLES = {
-  gateway: '../apps/gateway/dist/main.js',
-  worker: '../apps/worker/dist/main.js',
-  reconciler: '../apps/reconciler/dist/main.js',
+  gateway: '../apps/gateway/dist/bundle/main.js',
+  worker: '../apps/worker/dist/bundle/main.js',
+  reconciler: '../apps/reconciler/dist/bundle/main.js',
   migrate: '../packages/order-store/dist/migrate-cli.js',
   // The runbook's one-off reconciliation: `start.mjs reconcile --sale <id>`.
   reconcile: '../apps/reconciler/dist/reconcile-cli.js',

@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { DEV_ADMIN_TOKEN, DEV_AUTH_SECRET, DEV_PAYMENT_WEBHOOK_SECRET } from './config.ts';
-import { PUBLISHED_SECRETS, weakSecretReason } from './secret-strength.ts';
+import { JUDGED_PREFIX, PUBLISHED_SECRETS, weakSecretReason } from './secret-strength.ts';
 
 const root = new URL('../../../', import.meta.url);
 
@@ -61,6 +61,10 @@ describe('weakSecretReason', () => {
     ['a keyboard walk', 'qwertyuiopasdfghjklzxcvbnm123456'],
     ['a common password in l33t with a year', 'P@ssw0rdP@ssw0rd2026!Summer2026!'],
     ['a random value padded with spaces to look long', `  ${'Kx9#pQ2m'}                        `],
+    ['a word repeated past the first 32 characters', 'passwordpassword'.repeat(4)],
+    // Its first 32 characters pass the plain bar (10^20.6: "correcthor" cut short is priced as random
+    // characters), not the prefix's (10^24); the whole is a repeat and is read.
+    ['words whose first 32 characters would pass on their own', 'zxcvbnmabcdef-correcthorsecorrecthorse'],
   ])('refuses %s: the estimator finds it guessable', (_, value) => {
     expect(weakSecretReason(value)).toMatch(GUESSABLE);
   });
@@ -71,6 +75,11 @@ describe('weakSecretReason', () => {
       expect(weakSecretReason(randomBytes(48).toString('base64'))).toBeNull();
       expect(weakSecretReason(randomBytes(32).toString('hex'))).toBeNull();
     }
+  });
+
+  it('reads the whole of a secret whose first 32 characters fall short: one whose randomness starts late passes', () => {
+    expect(weakSecretReason(`flashsale-production-auth-${randomBytes(32).toString('hex')}`)).toBeNull();
+    expect(weakSecretReason(`${'a'.repeat(JUDGED_PREFIX)}${randomBytes(24).toString('base64')}`)).toBeNull();
   });
 
   it('refuses every secret the repository prints for operators to read or run', () => {

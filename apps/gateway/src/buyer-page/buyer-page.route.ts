@@ -34,10 +34,11 @@ const DEV_TOKEN_TTL_SECONDS = 4 * 3600;
 const devSignIn = z.strictObject({ buyer: z.string().min(1).max(64).refine((id) => id.isWellFormed(), 'must be well-formed Unicode') });
 const demoPayment = z.strictObject({ reservationId: z.string().min(1).max(64) });
 
-function send(res: Response, asset: PageAsset, acceptEncoding: string | undefined, status: number, headers: Record<string, string>): void {
+async function send(res: Response, asset: PageAsset, acceptEncoding: string | undefined, status: number, headers: Record<string, string>): Promise<void> {
   const encoding = encodingFor(acceptEncoding);
+  const body = await asset.body(encoding);
   res.status(status).set({ ...headers, 'Content-Type': asset.type, ...(encoding !== 'identity' && { 'Content-Encoding': encoding }) });
-  res.send(asset[encoding]);
+  res.send(body);
 }
 
 /** An HS256 buyer token as `npm run token` signs one: for the development sign-in only. */
@@ -64,16 +65,16 @@ export function buyerPageRouter(deps: GatewayDeps, buyerOf: BuyerGate, buyingLim
   const assets = loadPageAssets({ development, paymentUrl: config.BUYER_PAGE_PAYMENT_URL, signInUrl: config.BUYER_PAGE_SIGN_IN_URL });
   const router = Router({ strict: true });
 
-  router.get('/s/assets/:file', (req, res) => {
+  router.get('/s/assets/:file', async (req, res) => {
     const asset = assets.statics.get(req.params.file);
     if (!asset) return send(res, assets.notFound, req.headers['accept-encoding'], 404, PAGE_HEADERS);
-    send(res, asset, req.headers['accept-encoding'], 200, { 'Cache-Control': IMMUTABLE, 'X-Content-Type-Options': 'nosniff', Vary: 'Accept-Encoding' });
+    await send(res, asset, req.headers['accept-encoding'], 200, { 'Cache-Control': IMMUTABLE, 'X-Content-Type-Options': 'nosniff', Vary: 'Accept-Encoding' });
   });
 
   router.get('/s/:saleId', async (req, res) => {
     const saleId = parseSaleId(req.params.saleId);
     const found = saleId === null ? null : await sales.readBuyerSale(saleId);
-    send(res, found ? assets.page : assets.notFound, req.headers['accept-encoding'], found ? 200 : 404, PAGE_HEADERS);
+    await send(res, found ? assets.page : assets.notFound, req.headers['accept-encoding'], found ? 200 : 404, PAGE_HEADERS);
   });
 
   if (!development) return router;

@@ -1,13 +1,23 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
+import { promisify } from 'node:util';
+import { brotliCompress, constants, gzip } from 'node:zlib';
 
-/** One file of the buyer's page, as sent: its bytes, and the same compressed once at start. */
+const brotliAsync = promisify(brotliCompress);
+const gzipAsync = promisify(gzip);
+
+export type PageEncoding = 'br' | 'gzip' | 'identity';
+
+/**
+ * One file of the buyer's page, as sent: its bytes, and the same compressed once, at the first request
+ * that asks for that encoding (in libuv's thread pool, off the event loop), then kept: no process pays
+ * for it before it is ready (about 45 ms of CPU for the page's files, brotli at quality 11), and the
+ * crowd that loads the page pays a lookup and a write.
+ */
 export interface PageAsset {
   type: string;
   identity: Buffer;
-  gzip: Buffer;
-  br: Buffer;
+  body(encoding: PageEncoding): Promise<Buffer>;
 }
 
 /** The page's files, by the name the page asks for (the static ones carry their content's hash). */
@@ -33,22 +43,22 @@ const TYPES: Record<string, string> = { '.js': 'text/javascript; charset=utf-8',
 /** The page's files, leaves first: a file's references to those before it are rewritten to their hashed names. */
 const STATIC_FILES = ['buyer-api.js', 'pow-worker.js', 'page.css', 'page.js'];
 
-function assetOf(type: string, body: Buffer): PageAsset {
-  return {
-    type,
-    identity: body,
-    gzip: gzipSync(body, { level: 9 }),
-    br: brotliCompressSync(body, { params: { [constants.BROTLI_PARAM_QUALITY]: 11, [constants.BROTLI_PARAM_SIZE_HINT]: body.length } }),
-  };
+function assetOf(type: string, identity: Buffer): PageAsset {
+  const compressed: Partial<Record<PageEncoding, Promise<Buffer>>> = { identity: Promise.resolve(identity) };
+  const compress = (encoding: PageEncoding) =>
+    encoding === 'br'
+      ? brotliAsync(identity, { params: { [constants.BROTLI_PARAM_QUALITY]: 11, [constants.BROTLI_PARAM_SIZE_HINT]: identity.length } })
+      : gzipAsync(identity, { level: 9 });
+  return { type, identity, body: (encoding) => (compressed[encoding] ??= compress(encoding)) };
 }
 
 const escapeAttribute = (value: string) => value.replaceAll('&', '&amp;').replaceAll('"', '&quot;').replaceAll('<', '&lt;').replaceAll('>', '&gt;');
 
 /**
  * Reads the page's files once, names each static file by its content's hash (page.js's imports of the
- * others and the HTML's links rewritten to match), and compresses everything once: the crowd that
- * loads the page costs the gateway a lookup and a write, no compression per request. No build step:
- * these are the files in public/buyer as written, renamed.
+ * others and the HTML's links rewritten to match), each compressed once when first asked for (assetOf):
+ * the crowd that loads the page costs the gateway a lookup and a write, no compression per request. No
+ * build step: these are the files in public/buyer as written, renamed.
  */
 export function loadPageAssets(settings: PageSettings): PageAssets {
   const hashed = new Map<string, string>();
@@ -79,7 +89,7 @@ export function loadPageAssets(settings: PageSettings): PageAssets {
 }
 
 /** The encoding to send an asset in for a request's Accept-Encoding: brotli, then gzip, else none. */
-export function encodingFor(acceptEncoding: string | undefined): 'br' | 'gzip' | 'identity' {
+export function encodingFor(acceptEncoding: string | undefined): PageEncoding {
   const accepted = new Set<string>();
   for (const part of (acceptEncoding ?? '').split(',')) {
     const [coding, ...params] = part.split(';');
