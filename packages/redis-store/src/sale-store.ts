@@ -1,6 +1,6 @@
 import type { DeadLetterReason, RebuyRule, SaleControlState, SaleDefinition } from '@flashsale/domain';
 import type { ScriptedRedis } from './scripts.ts';
-import { saleKeys } from './keys.ts';
+import { saleKeys, type SaleKeys } from './keys.ts';
 import { publishSale, setSalePaused, withdrawSale } from './sale-state.ts';
 import { isQueued, readGeneration, readSaleState, redisNow } from './sale-meta.ts';
 import { keepListed, listSaleIds, retireSale } from './sale-state.ts';
@@ -47,7 +47,7 @@ export function createSaleStore(redis: ScriptedRedis, prefix: string) {
     /** Redis's clock (TIME), the one every script judges by. */
     now: () => redisNow(redis),
     /** One sale's records. */
-    sale: (saleId: number) => bindSale(redis, prefix, saleId),
+    sale: (saleId: number) => new SaleRecords(redis, prefix, saleId),
     /**
      * The whole purchase decision, one script (reserve-6.lua); with `wait`, the replicas it needs. Bound
      * here rather than per sale: the purchase path builds no object of a sale's records per request.
@@ -86,70 +86,78 @@ export function createSaleStore(redis: ScriptedRedis, prefix: string) {
 }
 
 export type SaleStore = ReturnType<typeof createSaleStore>;
-export type SaleRedis = ReturnType<typeof bindSale>;
+export type SaleRedis = SaleRecords;
 
-function bindSale(redis: ScriptedRedis, prefix: string, saleId: number) {
-  const keys = saleKeys(prefix, saleId);
-  return {
-    saleId,
-    keys,
-    /** Redis's clock on the master of the sale's slot (a cluster's masters' clocks differ). */
-    now: () => redisNow(redis, keys.meta),
-    state: () => readSaleState(redis, prefix, saleId),
-    generation: () => readGeneration(redis, prefix, saleId),
-    isQueued: () => isQueued(redis, prefix, saleId),
-    snapshot: () => snapshotSale(redis, prefix, saleId),
-    /** The memory of the sale's Redis server against its limit: over it, every purchase is refused (OOM). */
-    memoryLimit: () => readMemoryLimit(redis, prefix, saleId),
-    publish: (sale: SaleDefinition, generation: string, options: { notAfter?: number }) => publishSale(redis, prefix, { ...sale, id: saleId }, generation, options),
-    withdraw: (generation: string) => withdrawSale(redis, prefix, saleId, generation),
-    /** False when the sale is not in Redis, or holds another generation than `generation` (when given). */
-    setPaused: (paused: boolean, generation?: string) => setSalePaused(redis, prefix, saleId, paused, generation),
-    applyControls: (controls: SaleControlState) => applySaleControls(redis, prefix, saleId, controls),
-    /** Tells every gateway the sale changed, so none answers from a cached verdict. */
-    announceChanged: () => announceSaleChanged(redis, prefix, saleId),
-    backlog: () => streamBacklog(redis, prefix, saleId),
-    waitForDrain: (timeoutMs?: number, pollMs?: number) => waitForDrain(redis, prefix, saleId, timeoutMs, pollMs),
-    hasEntry: (entryId: string) => streamHasEntry(redis, prefix, saleId, entryId),
-    /** Acknowledges entries the order writers are done with (written, or found written already). */
-    acknowledge: (entryIds: string[]) => acknowledge(redis, prefix, saleId, entryIds),
-    /** Sets an entry aside, with its reason, in one step with its acknowledgement (dead-letter-4.lua). */
-    deadLetter: (entry: StreamEntry, reason: DeadLetterReason, deliveries: number) => deadLetter(redis, prefix, saleId, entry, reason, deliveries),
-    auditRecord: () => readAuditRecord(redis, prefix, saleId),
-    deadLetterOf: (reservationId: string) => findDeadLetter(redis, prefix, saleId, reservationId),
-    reservationOf: (userId: string) => findBuyerReservation(redis, prefix, saleId, userId),
-    heldReservationPages: (pageSize: number) => heldReservationPages(redis, prefix, saleId, pageSize),
-    areSetAside: (reservationIds: readonly string[]) => areSetAside(redis, prefix, saleId, reservationIds),
-    recordPaymentArrival: (event: Omit<PaymentContents, 'saleId'>) => recordPaymentArrival(redis, prefix, { ...event, saleId }),
-    heldPayments: () => heldPayments(redis, prefix, saleId),
-    forgetPaymentArrivals: (eventIds: string[]) => forgetPaymentArrivals(redis, prefix, saleId, eventIds),
-    returnUnits: (generation: string, orders: UnitsToReturn[]) => returnUnits(redis, prefix, saleId, generation, orders),
-    returnedReservationPages: (pageSize: number) => returnedReservationPages(redis, prefix, saleId, pageSize),
-    rebuild: (sale: SaleDefinition & { operatorPaused: boolean; controlsVersion: number }, rebuilt: { remaining: number; generation: string; buyers: BuyerPages }) =>
-      rebuildSaleState(redis, prefix, { ...sale, id: saleId }, rebuilt),
-    restoreClosedOrders: (rule: RebuyRule, buyers: BuyerClosedOrders[]) => restoreClosedOrders(redis, prefix, saleId, rule, buyers),
-    /** Tells the sale's door that a paid order's units can never come back. */
-    recordPaid: (reservationId: string, units: number) => recordPaid(redis, prefix, saleId, reservationId, units),
-    /** The buyers' records, or null past `max` of them (the verdict cache holds small sales only). */
-    buyers: (max: number) => readBuyers(redis, prefix, saleId, max),
-    allBuyers: () => readAllBuyers(redis, prefix, saleId),
-    writersProgress: () => orderWritersProgress(redis, prefix, saleId),
-    deadLettered: (upTo: { generation: string; upTo: string | null }) => readDeadLettered(redis, prefix, saleId, upTo),
-    recentDeadLettersByReason: (count?: number) => recentDeadLettersByReason(redis, prefix, saleId, count),
-    ledger: () => readRedisLedger(redis, prefix, saleId),
-    writeAuditRecord: (record: AuditRecord) => writeAuditRecord(redis, prefix, saleId, record),
-    trimAcknowledged: (bounds: RetentionBounds) => trimAcknowledged(redis, prefix, saleId, bounds),
-    /** Takes the sale out of the workers' list (it ended and drained). */
-    retire: () => retireSale(redis, prefix, saleId),
-    /** The door (door.ts): join, admit, a buyer's place, showing up, its gauges. */
-    joinQueue: (userId: string, draw?: number, provenScore?: number, solution?: JoinSolution) => joinQueue(redis, prefix, saleId, userId, draw, provenScore, solution),
-    admitQueue: (change?: { admitPerSecond?: number; paused?: boolean }) => admitQueue(redis, prefix, saleId, change),
-    queuePlace: (userId: string) => readQueuePlace(redis, prefix, saleId, userId),
-    showUp: (userId: string) => showUp(redis, prefix, saleId, userId),
-    doorGauges: (at?: number) => readDoorGauges(redis, prefix, saleId, at),
-    /** A buyer's closed orders as the rebuy rule counts them (buyer-history.ts). */
-    closedOrders: (userId: string) => readClosedOrders(redis, prefix, saleId, userId),
-  };
+/**
+ * One sale's records, bound to the store's client and prefix: a small object whose methods live on the
+ * class (binding costs one allocation and the sale's key names, not a closure per record), made afresh
+ * for each call of `sale(id)`.
+ */
+export class SaleRecords {
+  readonly keys: SaleKeys;
+
+  constructor(
+    private readonly redis: ScriptedRedis,
+    private readonly prefix: string,
+    readonly saleId: number,
+  ) {
+    this.keys = saleKeys(prefix, saleId);
+  }
+  /** Redis's clock on the master of the sale's slot (a cluster's masters' clocks differ). */
+  now() { return redisNow(this.redis, this.keys.meta); }
+  state() { return readSaleState(this.redis, this.prefix, this.saleId); }
+  generation() { return readGeneration(this.redis, this.prefix, this.saleId); }
+  isQueued() { return isQueued(this.redis, this.prefix, this.saleId); }
+  snapshot() { return snapshotSale(this.redis, this.prefix, this.saleId); }
+  /** The memory of the sale's Redis server against its limit: over it, every purchase is refused (OOM). */
+  memoryLimit() { return readMemoryLimit(this.redis, this.prefix, this.saleId); }
+  publish(sale: SaleDefinition, generation: string, options: { notAfter?: number }) { return publishSale(this.redis, this.prefix, { ...sale, id: this.saleId }, generation, options); }
+  withdraw(generation: string) { return withdrawSale(this.redis, this.prefix, this.saleId, generation); }
+  /** False when the sale is not in Redis, or holds another generation than `generation` (when given). */
+  setPaused(paused: boolean, generation?: string) { return setSalePaused(this.redis, this.prefix, this.saleId, paused, generation); }
+  applyControls(controls: SaleControlState) { return applySaleControls(this.redis, this.prefix, this.saleId, controls); }
+  /** Tells every gateway the sale changed, so none answers from a cached verdict. */
+  announceChanged() { return announceSaleChanged(this.redis, this.prefix, this.saleId); }
+  backlog() { return streamBacklog(this.redis, this.prefix, this.saleId); }
+  waitForDrain(timeoutMs?: number, pollMs?: number) { return waitForDrain(this.redis, this.prefix, this.saleId, timeoutMs, pollMs); }
+  hasEntry(entryId: string) { return streamHasEntry(this.redis, this.prefix, this.saleId, entryId); }
+  /** Acknowledges entries the order writers are done with (written, or found written already). */
+  acknowledge(entryIds: string[]) { return acknowledge(this.redis, this.prefix, this.saleId, entryIds); }
+  /** Sets an entry aside, with its reason, in one step with its acknowledgement (dead-letter-4.lua). */
+  deadLetter(entry: StreamEntry, reason: DeadLetterReason, deliveries: number) { return deadLetter(this.redis, this.prefix, this.saleId, entry, reason, deliveries); }
+  auditRecord() { return readAuditRecord(this.redis, this.prefix, this.saleId); }
+  deadLetterOf(reservationId: string) { return findDeadLetter(this.redis, this.prefix, this.saleId, reservationId); }
+  reservationOf(userId: string) { return findBuyerReservation(this.redis, this.prefix, this.saleId, userId); }
+  heldReservationPages(pageSize: number) { return heldReservationPages(this.redis, this.prefix, this.saleId, pageSize); }
+  areSetAside(reservationIds: readonly string[]) { return areSetAside(this.redis, this.prefix, this.saleId, reservationIds); }
+  recordPaymentArrival(event: Omit<PaymentContents, 'saleId'>) { return recordPaymentArrival(this.redis, this.prefix, { ...event, saleId: this.saleId }); }
+  heldPayments() { return heldPayments(this.redis, this.prefix, this.saleId); }
+  forgetPaymentArrivals(eventIds: string[]) { return forgetPaymentArrivals(this.redis, this.prefix, this.saleId, eventIds); }
+  returnUnits(generation: string, orders: UnitsToReturn[]) { return returnUnits(this.redis, this.prefix, this.saleId, generation, orders); }
+  returnedReservationPages(pageSize: number) { return returnedReservationPages(this.redis, this.prefix, this.saleId, pageSize); }
+  rebuild(sale: SaleDefinition & { operatorPaused: boolean; controlsVersion: number }, rebuilt: { remaining: number; generation: string; buyers: BuyerPages }) { return rebuildSaleState(this.redis, this.prefix, { ...sale, id: this.saleId }, rebuilt); }
+  restoreClosedOrders(rule: RebuyRule, buyers: BuyerClosedOrders[]) { return restoreClosedOrders(this.redis, this.prefix, this.saleId, rule, buyers); }
+  /** Tells the sale's door that a paid order's units can never come back. */
+  recordPaid(reservationId: string, units: number) { return recordPaid(this.redis, this.prefix, this.saleId, reservationId, units); }
+  /** The buyers' records, or null past `max` of them (the verdict cache holds small sales only). */
+  buyers(max: number) { return readBuyers(this.redis, this.prefix, this.saleId, max); }
+  allBuyers() { return readAllBuyers(this.redis, this.prefix, this.saleId); }
+  writersProgress() { return orderWritersProgress(this.redis, this.prefix, this.saleId); }
+  deadLettered(upTo: { generation: string; upTo: string | null }) { return readDeadLettered(this.redis, this.prefix, this.saleId, upTo); }
+  recentDeadLettersByReason(count?: number) { return recentDeadLettersByReason(this.redis, this.prefix, this.saleId, count); }
+  ledger() { return readRedisLedger(this.redis, this.prefix, this.saleId); }
+  writeAuditRecord(record: AuditRecord) { return writeAuditRecord(this.redis, this.prefix, this.saleId, record); }
+  trimAcknowledged(bounds: RetentionBounds) { return trimAcknowledged(this.redis, this.prefix, this.saleId, bounds); }
+  /** Takes the sale out of the workers' list (it ended and drained). */
+  retire() { return retireSale(this.redis, this.prefix, this.saleId); }
+  /** The door (door.ts): join, admit, a buyer's place, showing up, its gauges. */
+  joinQueue(userId: string, draw?: number, provenScore?: number, solution?: JoinSolution) { return joinQueue(this.redis, this.prefix, this.saleId, userId, draw, provenScore, solution); }
+  admitQueue(change?: { admitPerSecond?: number; paused?: boolean }) { return admitQueue(this.redis, this.prefix, this.saleId, change); }
+  queuePlace(userId: string) { return readQueuePlace(this.redis, this.prefix, this.saleId, userId); }
+  showUp(userId: string) { return showUp(this.redis, this.prefix, this.saleId, userId); }
+  doorGauges(at?: number) { return readDoorGauges(this.redis, this.prefix, this.saleId, at); }
+  /** A buyer's closed orders as the rebuy rule counts them (buyer-history.ts). */
+  closedOrders(userId: string) { return readClosedOrders(this.redis, this.prefix, this.saleId, userId); }
 }
 
 /** The bound purchase, its two shapes kept (with a replica wait it may answer `unreplicated`). */
