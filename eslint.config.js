@@ -43,48 +43,119 @@ export default tseslint.config(
     files: ['apps/*/src/**/*.ts'],
     ignores: ['**/*.test.ts'],
     rules: {
-      'no-restricted-imports': ['error', {
-        patterns: [
-          {
-            group: ['@flashsale/*', '!@flashsale/sales', '!@flashsale/bootstrap', '!@flashsale/domain', '!@flashsale/runtime', '!@flashsale/config'],
-            message: 'an app imports only @flashsale/sales (the use cases: createSales), bootstrap, domain, runtime and config; a store or the reconcile queue is reached through the facade',
-          },
-          { group: ['@flashsale/*/*'], message: "an app imports a package's main entry, never its testing entry or one of its files" },
-          { group: ['**/packages/**'], message: 'an app imports a package by its name, never one of its files by path' },
-        ],
-      }],
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: [
+                '@flashsale/*',
+                '!@flashsale/sales',
+                '!@flashsale/bootstrap',
+                '!@flashsale/domain',
+                '!@flashsale/runtime',
+                '!@flashsale/config',
+              ],
+              message:
+                'an app imports only @flashsale/sales (the use cases: createSales), bootstrap, domain, runtime and config; a store or the reconcile queue is reached through the facade',
+            },
+            { group: ['@flashsale/*/*'], message: "an app imports a package's main entry, never its testing entry or one of its files" },
+            { group: ['**/packages/**'], message: 'an app imports a package by its name, never one of its files by path' },
+          ],
+        },
+      ],
       // no-restricted-imports does not look at import(): the same rule for a dynamic import.
-      'no-restricted-syntax': ['error', {
-        selector: 'ImportExpression[source.value=/^@flashsale\\/(?!(sales|bootstrap|domain|runtime|config)$)|\\/packages\\//]',
-        message: 'an app imports only @flashsale/sales, bootstrap, domain, runtime and config, by name, dynamically too',
-      }],
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector: 'ImportExpression[source.value=/^@flashsale\\/(?!(sales|bootstrap|domain|runtime|config)$)|\\/packages\\//]',
+          message: 'an app imports only @flashsale/sales, bootstrap, domain, runtime and config, by name, dynamically too',
+        },
+      ],
     },
   },
   {
     files: ['packages/redis-store/src/**/*.ts'],
     ignores: ['**/*.test.ts'],
-    rules: { 'no-restricted-imports': ['error', { patterns: [
-      { group: ['@flashsale/order-store', '@flashsale/order-store/*', '@flashsale/sales', '@flashsale/sales/*', '**/order-store/**', '**/sales/**'], message: 'a store imports neither the other store nor the application layer (packages/sales)' },
-      { group: ['@flashsale/gateway', '@flashsale/worker', '@flashsale/reconciler', '**/apps/**'], message: 'a package never imports an app' },
-    ] }] },
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: [
+                '@flashsale/order-store',
+                '@flashsale/order-store/*',
+                '@flashsale/sales',
+                '@flashsale/sales/*',
+                '**/order-store/**',
+                '**/sales/**',
+              ],
+              message: 'a store imports neither the other store nor the application layer (packages/sales)',
+            },
+            {
+              group: ['@flashsale/gateway', '@flashsale/worker', '@flashsale/reconciler', '**/apps/**'],
+              message: 'a package never imports an app',
+            },
+          ],
+        },
+      ],
+    },
   },
   {
     files: ['packages/order-store/src/**/*.ts'],
     ignores: ['**/*.test.ts'],
-    rules: { 'no-restricted-imports': ['error', { patterns: [
-      { group: ['@flashsale/redis-store', '@flashsale/redis-store/*', '@flashsale/sales', '@flashsale/sales/*', '**/redis-store/**', '**/sales/**'], message: 'a store imports neither the other store nor the application layer (packages/sales)' },
-      { group: ['@flashsale/gateway', '@flashsale/worker', '@flashsale/reconciler', '**/apps/**'], message: 'a package never imports an app' },
-    ] }] },
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: [
+                '@flashsale/redis-store',
+                '@flashsale/redis-store/*',
+                '@flashsale/sales',
+                '@flashsale/sales/*',
+                '**/redis-store/**',
+                '**/sales/**',
+              ],
+              message: 'a store imports neither the other store nor the application layer (packages/sales)',
+            },
+            {
+              group: ['@flashsale/gateway', '@flashsale/worker', '@flashsale/reconciler', '**/apps/**'],
+              message: 'a package never imports an app',
+            },
+          ],
+        },
+      ],
+    },
   },
   {
     files: ['packages/domain/src/**/*.ts'],
     ignores: ['**/*.test.ts'],
-    rules: { 'no-restricted-imports': ['error', { patterns: [{ group: ['@flashsale/*', '**/packages/**', '**/apps/**'], message: 'the domain imports no other package' }] }] },
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        { patterns: [{ group: ['@flashsale/*', '**/packages/**', '**/apps/**'], message: 'the domain imports no other package' }] },
+      ],
+    },
   },
   {
     files: ['packages/*/src/**/*.ts'],
     ignores: ['**/*.test.ts', 'packages/redis-store/**', 'packages/order-store/**', 'packages/domain/**'],
-    rules: { 'no-restricted-imports': ['error', { patterns: [{ group: ['@flashsale/gateway', '@flashsale/worker', '@flashsale/reconciler', '**/apps/**'], message: 'a package never imports an app' }] }] },
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: ['@flashsale/gateway', '@flashsale/worker', '@flashsale/reconciler', '**/apps/**'],
+              message: 'a package never imports an app',
+            },
+          ],
+        },
+      ],
+    },
   },
   {
     // Matchers (`expect.any(Number)`, `expect.objectContaining`) are typed `any` on purpose.
@@ -105,7 +176,15 @@ export default tseslint.config(
     files: ['apps/gateway/public/admin/**/*.js'],
     languageOptions: {
       sourceType: 'script',
-      globals: { document: 'readonly', window: 'readonly', location: 'readonly', fetch: 'readonly', EventSource: 'readonly', setTimeout: 'readonly', confirm: 'readonly' },
+      globals: {
+        document: 'readonly',
+        window: 'readonly',
+        location: 'readonly',
+        fetch: 'readonly',
+        EventSource: 'readonly',
+        setTimeout: 'readonly',
+        confirm: 'readonly',
+      },
     },
   },
   {
@@ -115,9 +194,26 @@ export default tseslint.config(
     languageOptions: {
       sourceType: 'module',
       globals: {
-        document: 'readonly', window: 'readonly', location: 'readonly', history: 'readonly', navigator: 'readonly', localStorage: 'readonly', indexedDB: 'readonly',
-        fetch: 'readonly', setTimeout: 'readonly', setInterval: 'readonly', clearInterval: 'readonly', Option: 'readonly', Worker: 'readonly',
-        URL: 'readonly', btoa: 'readonly', atob: 'readonly', self: 'readonly', crypto: 'readonly', performance: 'readonly', TextEncoder: 'readonly',
+        document: 'readonly',
+        window: 'readonly',
+        location: 'readonly',
+        history: 'readonly',
+        navigator: 'readonly',
+        localStorage: 'readonly',
+        indexedDB: 'readonly',
+        fetch: 'readonly',
+        setTimeout: 'readonly',
+        setInterval: 'readonly',
+        clearInterval: 'readonly',
+        Option: 'readonly',
+        Worker: 'readonly',
+        URL: 'readonly',
+        btoa: 'readonly',
+        atob: 'readonly',
+        self: 'readonly',
+        crypto: 'readonly',
+        performance: 'readonly',
+        TextEncoder: 'readonly',
       },
     },
   },

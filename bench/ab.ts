@@ -46,7 +46,8 @@ Defaults: the accept path, 6 rounds. BENCH_SECONDS (5) and BENCH_CONNECTIONS (64
 
 const { values } = parseCommandLine(COMMAND);
 const path = values.path as PathName;
-if (!['accept', 'duplicate', 'sold_out'].includes(path)) exitWithUsage(COMMAND, `--path must be accept, duplicate or sold_out, not ${values.path}`);
+if (!['accept', 'duplicate', 'sold_out'].includes(path))
+  exitWithUsage(COMMAND, `--path must be accept, duplicate or sold_out, not ${values.path}`);
 const ROUNDS = Number(values.rounds);
 if (!Number.isInteger(ROUNDS) || ROUNDS < 1) exitWithUsage(COMMAND, `--rounds must be a positive integer, not ${values.rounds}`);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
@@ -91,9 +92,19 @@ try {
       await prisma.$disconnect();
     },
   );
-  const contenders = [{ name: 'gateway', root: undefined as string | undefined }, ...(worktree ? [{ name: `gateway@${against}`, root: worktree }] : []), { name: 'authenticated', root: undefined }];
+  const contenders = [
+    { name: 'gateway', root: undefined as string | undefined },
+    ...(worktree ? [{ name: `gateway@${against}`, root: worktree }] : []),
+    { name: 'authenticated', root: undefined },
+  ];
   const { ids, buyers } = benchBuyers(SECONDS, config.AUTH_SECRET);
-  const env = { REDIS_PREFIX: prefix, BENCH_PREFIX: prefix, DATABASE_URL: config.DATABASE_URL, REDIS_URL: config.REDIS_URL, AUTH_SECRET: config.AUTH_SECRET };
+  const env = {
+    REDIS_PREFIX: prefix,
+    BENCH_PREFIX: prefix,
+    DATABASE_URL: config.DATABASE_URL,
+    REDIS_URL: config.REDIS_URL,
+    AUTH_SECRET: config.AUTH_SECRET,
+  };
   const servers: { name: string; server: BenchServer }[] = [];
   for (const { name, root } of contenders) {
     const server = name === 'authenticated' ? await startBaseline(env, 'hs256') : await startGatewayProcess(env, 1, '', root);
@@ -106,7 +117,14 @@ try {
       const saleId = await openPathSale(prisma, redis, prefix, path, ids, `${prefix} ${name}`);
       saleIds.push(saleId);
       const [cpuBefore, mainBefore] = [cpuSeconds(server.pid), mainThreadCpuSeconds(server.pid)];
-      const result = await load.run({ url: server.url, saleId, buyers, cycle: path === 'duplicate' ? DUPLICATE_BUYERS : undefined, connections: CONNECTIONS, seconds: SECONDS });
+      const result = await load.run({
+        url: server.url,
+        saleId,
+        buyers,
+        cycle: path === 'duplicate' ? DUPLICATE_BUYERS : undefined,
+        connections: CONNECTIONS,
+        seconds: SECONDS,
+      });
       const cpu = ((cpuSeconds(server.pid) - cpuBefore) * 1e6) / result.requests;
       const main = ((mainThreadCpuSeconds(server.pid) - mainBefore) * 1e6) / result.requests;
       if (result.errors > 0 || (path === 'accept' ? result.ok !== result.requests : result.ok > 0)) {
@@ -116,7 +134,9 @@ try {
       m.rps.push(result.rps);
       m.cpu.push(cpu);
       m.main.push(main);
-      log(`round ${round} ${name}: ${Math.round(result.rps)} req/s, ${cpu.toFixed(1)} us CPU per request, main thread ${main.toFixed(1)} us`);
+      log(
+        `round ${round} ${name}: ${Math.round(result.rps)} req/s, ${cpu.toFixed(1)} us CPU per request, main thread ${main.toFixed(1)} us`,
+      );
     }
   }
   const medians = new Map([...measured].map(([name, m]) => [name, { rps: median(m.rps), cpu: median(m.cpu), main: median(m.main) }]));
@@ -124,11 +144,14 @@ try {
   console.log(`\n${path}, ${ROUNDS} rounds of ${SECONDS} s under ${load.name}, ${CONNECTIONS} connections; medians:\n`);
   console.log('| server | req/s | CPU us per request | main thread us per request | req/s against the authenticated baseline |');
   console.log('|---|---|---|---|---|');
-  for (const [name, m] of medians) console.log(`| ${name} | ${Math.round(m.rps)} | ${m.cpu.toFixed(1)} | ${m.main.toFixed(1)} | ${(m.rps / base.rps).toFixed(2)} |`);
+  for (const [name, m] of medians)
+    console.log(`| ${name} | ${Math.round(m.rps)} | ${m.cpu.toFixed(1)} | ${m.main.toFixed(1)} | ${(m.rps / base.rps).toFixed(2)} |`);
   if (against !== undefined) {
     const self = medians.get('gateway')!;
     const other = medians.get(`gateway@${against}`)!;
-    console.log(`\nThis gateway against ${against}: ${(self.rps / other.rps).toFixed(3)}x the requests a second, main thread ${self.main.toFixed(1)} against ${other.main.toFixed(1)} us per request.`);
+    console.log(
+      `\nThis gateway against ${against}: ${(self.rps / other.rps).toFixed(3)}x the requests a second, main thread ${self.main.toFixed(1)} against ${other.main.toFixed(1)} us per request.`,
+    );
   }
 } finally {
   for (const stop of stops.reverse()) await stop().catch(() => undefined);

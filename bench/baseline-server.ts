@@ -38,7 +38,10 @@ function tokenBuyer(authorization: string | undefined): string | undefined {
   const given = Buffer.from(authorization.slice(lastDot + 1), 'base64url');
   if (given.length !== expected.length || !timingSafeEqual(given, expected)) return undefined;
   try {
-    const claims = JSON.parse(Buffer.from(authorization.slice(firstDot + 1, lastDot), 'base64url').toString('utf8')) as { exp?: unknown; sub?: unknown };
+    const claims = JSON.parse(Buffer.from(authorization.slice(firstDot + 1, lastDot), 'base64url').toString('utf8')) as {
+      exp?: unknown;
+      sub?: unknown;
+    };
     return typeof claims.exp === 'number' && claims.exp > Date.now() / 1000 && typeof claims.sub === 'string' ? claims.sub : undefined;
   } catch {
     return undefined;
@@ -56,7 +59,10 @@ const server = createServer((req, res) => {
   store.reserve({ saleId, userId, quantity: 1, reservationId: `${saleId}-${randomUUID()}` }).then(
     (outcome) => {
       const body = JSON.stringify(outcome);
-      res.writeHead(outcome.kind === 'reserved' ? 202 : 409, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+      res.writeHead(outcome.kind === 'reserved' ? 202 : 409, {
+        'content-type': 'application/json',
+        'content-length': Buffer.byteLength(body),
+      });
       res.end(body);
     },
     () => {

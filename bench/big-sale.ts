@@ -96,12 +96,24 @@ async function measureSize(buyers: number, mysqlServer: string, reconcilerRoot: 
   const server = await startRedisServer({ args: ['--slowlog-max-len', '100000'] });
   const redis = createRedis(server.url, { name: 'bench-big-sale' });
   const prisma = createPrisma(databaseUrl, 4);
-  const sales = createSales({ redis, prisma, prefix, logger: createLogger('bench-big-sale', 'silent'), options: { databaseUrl, publishTimeoutMs: 5_000, drainTimeoutMs: 60_000 } });
+  const sales = createSales({
+    redis,
+    prisma,
+    prefix,
+    logger: createLogger('bench-big-sale', 'silent'),
+    options: { databaseUrl, publishTimeoutMs: 5_000, drainTimeoutMs: 60_000 },
+  });
   try {
     await migrate(databaseUrl);
     const filled = performance.now();
     const now = await redisNow(redis);
-    const sale = await createOrderStore(prisma).insertSale({ name: `big sale of ${buyers}`, stock: buyers, perUserLimit: 1, startsAt: new Date(now - 60_000), endsAt: new Date(now + 3_600_000) });
+    const sale = await createOrderStore(prisma).insertSale({
+      name: `big sale of ${buyers}`,
+      stock: buyers,
+      perUserLimit: 1,
+      startsAt: new Date(now - 60_000),
+      endsAt: new Date(now + 3_600_000),
+    });
     const { database: _db, ...serverConfig } = poolConfigFromUrl(databaseUrl);
     const connection = await createConnection({ ...serverConfig, database });
     try {
@@ -128,7 +140,10 @@ async function measureSize(buyers: number, mysqlServer: string, reconcilerRoot: 
            s.expired_orders = t.eo, s.expired_units = t.eu, s.sold_units = t.live WHERE s.id = ?`,
         [sale.id, sale.id],
       );
-      await connection.query(`INSERT INTO sale_paid_counts (sale_id, slot, orders, units) SELECT sale_id, 0, COUNT(*), SUM(quantity) FROM orders WHERE sale_id = ? AND status = 'paid' GROUP BY sale_id`, [sale.id]);
+      await connection.query(
+        `INSERT INTO sale_paid_counts (sale_id, slot, orders, units) SELECT sale_id, 0, COUNT(*), SUM(quantity) FROM orders WHERE sale_id = ? AND status = 'paid' GROUP BY sale_id`,
+        [sale.id],
+      );
     } finally {
       await connection.end();
     }
@@ -150,23 +165,45 @@ async function measureSize(buyers: number, mysqlServer: string, reconcilerRoot: 
     const fillSeconds = (performance.now() - filled) / 1000;
 
     const stats = await timed(10, () => sales.readSaleStats(sale.id));
-    const groupByBefore = await timed(10, () => prisma.order.groupBy({ by: ['status'], where: { saleId: sale.id }, _count: { _all: true }, _sum: { quantity: true } }));
+    const groupByBefore = await timed(10, () =>
+      prisma.order.groupBy({ by: ['status'], where: { saleId: sale.id }, _count: { _all: true }, _sum: { quantity: true } }),
+    );
 
-    const rowsRead = { stats: await rowsReadBy(databaseUrl, (one) => createOrderStore(one).sale(sale.id).orderLedger()), groupByBefore: await rowsReadBy(databaseUrl, (one) => one.order.groupBy({ by: ['status'], where: { saleId: sale.id }, _count: { _all: true }, _sum: { quantity: true } })) };
+    const rowsRead = {
+      stats: await rowsReadBy(databaseUrl, (one) => createOrderStore(one).sale(sale.id).orderLedger()),
+      groupByBefore: await rowsReadBy(databaseUrl, (one) =>
+        one.order.groupBy({ by: ['status'], where: { saleId: sale.id }, _count: { _all: true }, _sum: { quantity: true } }),
+      ),
+    };
 
     await redis.config('SET', 'slowlog-log-slower-than', '0');
     await redis.slowlog('RESET');
-    const reconcile = await reconcileInProcess(reconcilerRoot, nodeArgs, sale.id, { DATABASE_URL: databaseUrl, REDIS_URL: server.url, REDIS_PREFIX: prefix });
+    const reconcile = await reconcileInProcess(reconcilerRoot, nodeArgs, sale.id, {
+      DATABASE_URL: databaseUrl,
+      REDIS_URL: server.url,
+      REDIS_PREFIX: prefix,
+    });
     const entries = (await redis.slowlog('GET', '-1')) as [number, number, number, string[]][];
     await redis.config('SET', 'slowlog-log-slower-than', '10000');
     // The longest command, and the longest besides the first call of each script (EVAL after NOSCRIPT:
     // Redis compiles the script then, once per Redis start, whatever the sale's size).
-    const longest = entries.reduce((max, entry) => (entry[2] > max[2] ? entry : max), [0, 0, 0, ['none']] as [number, number, number, string[]]);
-    const top = [...entries].sort((a, b) => b[2] - a[2]).slice(0, 5).map((e) => `${(e[2] / 1000).toFixed(2)} ms ${e[3][0]}${e[3][0]?.toLowerCase() === 'eval' ? '' : ` ${e[3][1] ?? ""}`}`);
+    const longest = entries.reduce((max, entry) => (entry[2] > max[2] ? entry : max), [0, 0, 0, ['none']] as [
+      number,
+      number,
+      number,
+      string[],
+    ]);
+    const top = [...entries]
+      .sort((a, b) => b[2] - a[2])
+      .slice(0, 5)
+      .map((e) => `${(e[2] / 1000).toFixed(2)} ms ${e[3][0]}${e[3][0]?.toLowerCase() === 'eval' ? '' : ` ${e[3][1] ?? ''}`}`);
     // SLOWLOG keeps 32 arguments of a command: a buyers chunk (2,001) shows as 32.
     // PEXPIRE is O(1) and follows every chunk: its longest is what the machine's load alone adds to a
     // command (Redis descheduled mid-command), the floor under which no chunk size can go.
-    const pexpires = entries.filter((e) => e[3][0]?.toLowerCase() === 'pexpire').map((e) => e[2]).sort((a, b) => a - b);
+    const pexpires = entries
+      .filter((e) => e[3][0]?.toLowerCase() === 'pexpire')
+      .map((e) => e[2])
+      .sort((a, b) => a - b);
     const hsets = entries.filter((e) => e[3][0]?.toLowerCase() === 'hset' && e[3].length >= 32).map((e) => e[2]);
     const buyersAfter = await redis.hlen(buyersKey);
     if (buyersAfter !== live) throw new Error(`the rebuilt buyers hash holds ${buyersAfter} buyers, MySQL ${live} live orders`);
@@ -188,7 +225,12 @@ async function measureSize(buyers: number, mysqlServer: string, reconcilerRoot: 
         ...reconcile,
         longestRedisCommand: { micros: longest[2], command: longest[3][0] ?? '' },
         top,
-        hsetMicros: { count: hsets.length, median: hsets.sort((a, b) => a - b)[Math.floor(hsets.length / 2)] ?? 0, p99: hsets[Math.floor(hsets.length * 0.99)] ?? 0, max: hsets.at(-1) ?? 0 },
+        hsetMicros: {
+          count: hsets.length,
+          median: hsets.sort((a, b) => a - b)[Math.floor(hsets.length / 2)] ?? 0,
+          p99: hsets[Math.floor(hsets.length * 0.99)] ?? 0,
+          max: hsets.at(-1) ?? 0,
+        },
         pexpireMicros: { median: pexpires[Math.floor(pexpires.length / 2)] ?? 0, max: pexpires.at(-1) ?? 0 },
       },
       delOfBuyersHashMs: round(delOfBuyersHashMs),
@@ -235,14 +277,23 @@ async function timed(runs: number, work: () => Promise<unknown>): Promise<Timing
 }
 
 /** Runs the reconcile command as its own process; its peak RSS from /proc (VmHWM, read until it exits). */
-async function reconcileInProcess(root: string, nodeArgs: string[], saleId: number, env: Record<string, string>): Promise<{ seconds: number; peakRssMb: number; liveHeapMaxMb: number | null }> {
+async function reconcileInProcess(
+  root: string,
+  nodeArgs: string[],
+  saleId: number,
+  env: Record<string, string>,
+): Promise<{ seconds: number; peakRssMb: number; liveHeapMaxMb: number | null }> {
   const started = performance.now();
   const startedAt = Date.now();
-  const child = spawn(process.execPath, [...nodeArgs, '--conditions=@flashsale/source', '--import', 'tsx', 'apps/reconciler/src/reconcile-cli.ts', '--sale', String(saleId)], {
-    cwd: root,
-    env: { ...process.env, ...env, LOG_LEVEL: 'info', RECONCILE_DRAIN_TIMEOUT_MS: '600000' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    [...nodeArgs, '--conditions=@flashsale/source', '--import', 'tsx', 'apps/reconciler/src/reconcile-cli.ts', '--sale', String(saleId)],
+    {
+      cwd: root,
+      env: { ...process.env, ...env, LOG_LEVEL: 'info', RECONCILE_DRAIN_TIMEOUT_MS: '600000' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let output = '';
   let errors = '';
   child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
@@ -268,7 +319,11 @@ async function reconcileInProcess(root: string, nodeArgs: string[], saleId: numb
     if (entry?.msg?.startsWith('reconcile:')) console.log(`    ${round(((entry.time ?? 0) - startedAt) / 1000)} s  ${entry.msg}`);
   }
   const liveHeap = /^live-heap-max-mb=(\d+)$/m.exec(errors);
-  return { seconds: round((performance.now() - started) / 1000), peakRssMb: round(peakKb / 1024), liveHeapMaxMb: liveHeap ? Number(liveHeap[1]) : null };
+  return {
+    seconds: round((performance.now() - started) / 1000),
+    peakRssMb: round(peakKb / 1024),
+    liveHeapMaxMb: liveHeap ? Number(liveHeap[1]) : null,
+  };
 }
 
 const round = (value: number) => Math.round(value * 10) / 10;
@@ -289,9 +344,11 @@ export function describeBigSale(f: BigSaleFigures): string {
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   const { values } = parseCommandLine(COMMAND);
   const sizes = values.buyers.split(',').map(Number);
-  if (sizes.some((n) => !Number.isInteger(n) || n < 1 || n > 10_000_000)) exitWithUsage(COMMAND, `--buyers must be whole numbers from 1 to 10,000,000, not ${values.buyers}`);
+  if (sizes.some((n) => !Number.isInteger(n) || n < 1 || n > 10_000_000))
+    exitWithUsage(COMMAND, `--buyers must be whole numbers from 1 to 10,000,000, not ${values.buyers}`);
   const heapMb = values['reconciler-heap-mb'] === undefined ? undefined : Number(values['reconciler-heap-mb']);
-  if (heapMb !== undefined && !(Number.isInteger(heapMb) && heapMb >= 16)) exitWithUsage(COMMAND, `--reconciler-heap-mb must be a whole number of MB, at least 16, not ${values['reconciler-heap-mb']}`);
+  if (heapMb !== undefined && !(Number.isInteger(heapMb) && heapMb >= 16))
+    exitWithUsage(COMMAND, `--reconciler-heap-mb must be a whole number of MB, at least 16, not ${values['reconciler-heap-mb']}`);
   const nodeArgs = [
     ...(heapMb === undefined ? [] : [`--max-old-space-size=${heapMb}`]),
     ...(values['live-heap'] ? ['--expose-gc', '--import', fileURLToPath(new URL('./live-heap.mjs', import.meta.url))] : []),

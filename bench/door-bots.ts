@@ -64,7 +64,9 @@ export interface DoorBotsResults {
 }
 
 export async function doorBotsPart(part: PartContext): Promise<DoorBotsResults> {
-  part.log(`door-bots: ${HONEST} honest buyers, ${FARM} farm accounts that never come back, ${STOCK} units a sale, the door's default settings`);
+  part.log(
+    `door-bots: ${HONEST} honest buyers, ${FARM} farm accounts that never come back, ${STOCK} units a sale, the door's default settings`,
+  );
   const env = {
     ...part.env,
     TRUST_PROXY: '1',
@@ -93,15 +95,25 @@ export async function doorBotsPart(part: PartContext): Promise<DoorBotsResults> 
   }
   const alone = results.scenarios[0]!.soldOutSeconds;
   for (const s of results.scenarios.slice(1)) {
-    const behind = s.soldOutSeconds === null || alone === null ? 'never sold out' : `${(s.soldOutSeconds - alone).toFixed(1)} s after the honest crowd alone (target: within 30 s)`;
-    part.log(`door-bots: ${s.name}: sold out ${behind}; honest buyers' share of the units ${Math.round((100 * s.honestUnits) / STOCK)}%; farm places ${s.farmPlaces} of ${FARM}`);
+    const behind =
+      s.soldOutSeconds === null || alone === null
+        ? 'never sold out'
+        : `${(s.soldOutSeconds - alone).toFixed(1)} s after the honest crowd alone (target: within 30 s)`;
+    part.log(
+      `door-bots: ${s.name}: sold out ${behind}; honest buyers' share of the units ${Math.round((100 * s.honestUnits) / STOCK)}%; farm places ${s.farmPlaces} of ${FARM}`,
+    );
   }
   return results;
 }
 
 function describe(s: DoorBotsScenario): string {
-  const challenge = s.challenge ? `; the farm's challenge maxnumber ${s.challenge.first} to ${s.challenge.last}, ${s.challenge.cpuMsPerAccount} ms of CPU (${s.challenge.wallMsPerAccount} ms) per account` : '';
-  const refused = Object.entries(s.farmRefused).map(([code, n]) => `${n} ${code}`).join(', ') || 'none';
+  const challenge = s.challenge
+    ? `; the farm's challenge maxnumber ${s.challenge.first} to ${s.challenge.last}, ${s.challenge.cpuMsPerAccount} ms of CPU (${s.challenge.wallMsPerAccount} ms) per account`
+    : '';
+  const refused =
+    Object.entries(s.farmRefused)
+      .map(([code, n]) => `${n} ${code}`)
+      .join(', ') || 'none';
   return (
     `${s.name}: sold out ${s.soldOutSeconds === null ? 'never' : `${s.soldOutSeconds.toFixed(1)} s`} after the start, every honest buyer answered at ${s.honestDoneSeconds.toFixed(1)} s; ` +
     `${s.honestUnits} of ${STOCK} units to honest buyers; farm: ${s.farmPlaces} places, ${s.farmShadowed} shadowed, refused ${refused}; ` +
@@ -118,11 +130,26 @@ interface Client {
 
 async function runScenario(part: PartContext, url: string, scenario: Scenario, index: number): Promise<DoorBotsScenario> {
   const tag = `${part.prefix}-bots${index}`;
-  const honest = clients(signBuyerTokens(names(`${tag}-h`, HONEST), { claims: { verified: true } }), `${tag}-h`, (i) => `10.${index + 1}.${i >> 8}.${i & 255}`);
-  const farm = scenario.farm === 'none' ? [] : clients(signBuyerTokens(names(`${tag}-f`, FARM)), `${tag}-f`, (i) => (scenario.farm === 'one address' ? FARM_ADDRESS : `10.${index + 101}.${i >> 8}.${i & 255}`));
+  const honest = clients(
+    signBuyerTokens(names(`${tag}-h`, HONEST), { claims: { verified: true } }),
+    `${tag}-h`,
+    (i) => `10.${index + 1}.${i >> 8}.${i & 255}`,
+  );
+  const farm =
+    scenario.farm === 'none'
+      ? []
+      : clients(signBuyerTokens(names(`${tag}-f`, FARM)), `${tag}-f`, (i) =>
+          scenario.farm === 'one address' ? FARM_ADDRESS : `10.${index + 101}.${i >> 8}.${i & 255}`,
+        );
   // A connection the gateway closed as it was reused (its keep-alive timeout) fails the fetch: sent again,
   // as a client does (a join and a purchase are safe to repeat: the same place, or 409 with the reservation).
-  const call = async (client: Client, method: string, path: string, body?: unknown, attempt = 1): Promise<{ status: number; body: Record<string, unknown>; retryAfter: number }> => {
+  const call = async (
+    client: Client,
+    method: string,
+    path: string,
+    body?: unknown,
+    attempt = 1,
+  ): Promise<{ status: number; body: Record<string, unknown>; retryAfter: number }> => {
     try {
       return await callOnce(client, method, path, body);
     } catch (error) {
@@ -217,7 +244,9 @@ async function runScenario(part: PartContext, url: string, scenario: Scenario, i
   let farmPlaces = 0;
   for (const client of farm) if ((await part.redis.zscore(keys.queue, client.id)) !== null) farmPlaces++;
   const farmRefused: Record<string, number> = {};
-  for (const answer of farmAnswers.values()) if (answer.status !== 200) farmRefused[answer.code ?? String(answer.status)] = (farmRefused[answer.code ?? String(answer.status)] ?? 0) + 1;
+  for (const answer of farmAnswers.values())
+    if (answer.status !== 200)
+      farmRefused[answer.code ?? String(answer.status)] = (farmRefused[answer.code ?? String(answer.status)] ?? 0) + 1;
   const bought = outcomes.filter((o) => o.outcome === 'bought');
   const n = challengeCost.maxnumbers.length;
   return {
@@ -243,13 +272,16 @@ async function runScenario(part: PartContext, url: string, scenario: Scenario, i
 }
 
 const names = (tag: string, n: number) => Array.from({ length: n }, (_, i) => `${tag}-${i}`);
-const clients = (tokens: string[], tag: string, address: (i: number) => string): Client[] => tokens.map((token, i) => ({ id: `${tag}-${i}`, token, address: address(i), ticket: null }));
+const clients = (tokens: string[], tag: string, address: (i: number) => string): Client[] =>
+  tokens.map((token, i) => ({ id: `${tag}-${i}`, token, address: address(i), ticket: null }));
 
 async function inParallel<T>(items: T[], width: number, each: (item: T) => Promise<void>): Promise<void> {
   let next = 0;
-  await Promise.all(Array.from({ length: Math.min(width, items.length) }, async () => {
-    while (next < items.length) await each(items[next++]!);
-  }));
+  await Promise.all(
+    Array.from({ length: Math.min(width, items.length) }, async () => {
+      while (next < items.length) await each(items[next++]!);
+    }),
+  );
 }
 
 async function createSale(part: PartContext, url: string, scenario: Scenario, startsAt: number, tag: string): Promise<number> {
@@ -263,11 +295,16 @@ async function createSale(part: PartContext, url: string, scenario: Scenario, st
       startsAt: new Date(startsAt).toISOString(),
       endsAt: new Date(startsAt + 3_600_000).toISOString(),
       // The door's defaults but for what the scenario is about.
-      admission: { mode: 'queue', ...(scenario.requireClaim && { requireClaim: 'verified' }), ...(scenario.challenge && { challenge: scenario.challenge }) },
+      admission: {
+        mode: 'queue',
+        ...(scenario.requireClaim && { requireClaim: 'verified' }),
+        ...(scenario.challenge && { challenge: scenario.challenge }),
+      },
     }),
   });
   const body = (await res.json()) as { id?: number };
-  if (res.status !== 201 || body.id === undefined) throw new Error(`door-bots: creating the sale answered ${res.status} ${JSON.stringify(body)}`);
+  if (res.status !== 201 || body.id === undefined)
+    throw new Error(`door-bots: creating the sale answered ${res.status} ${JSON.stringify(body)}`);
   return body.id;
 }
 
@@ -277,21 +314,35 @@ async function createSale(part: PartContext, url: string, scenario: Scenario, st
  */
 async function pay(part: PartContext, url: string, client: Client, reservationId: string): Promise<void> {
   for (;;) {
-    const res = await fetch(`${url}/api/reservations/${reservationId}`, { headers: { authorization: `Bearer ${client.token}`, 'x-forwarded-for': client.address } });
+    const res = await fetch(`${url}/api/reservations/${reservationId}`, {
+      headers: { authorization: `Bearer ${client.token}`, 'x-forwarded-for': client.address },
+    });
     const { status } = (await res.json()) as { status?: string };
     if (res.status === 200 && status !== 'pending') break;
     await sleep(200);
   }
   const event = paymentEventRequest(part.config.PAYMENT_WEBHOOK_SECRET, { id: `evt_${randomUUID()}`, reservationId, amountCents: 4999 });
   for (let attempt = 1; attempt <= 20; attempt++) {
-    const res = await fetch(`${url}/api/payments/events`, { method: 'POST', headers: { ...event.headers, 'content-type': 'application/json', 'x-forwarded-for': client.address }, body: JSON.stringify(event.body) });
+    const res = await fetch(`${url}/api/payments/events`, {
+      method: 'POST',
+      headers: { ...event.headers, 'content-type': 'application/json', 'x-forwarded-for': client.address },
+      body: JSON.stringify(event.body),
+    });
     await res.arrayBuffer();
     if (res.status !== 503 && res.status !== 429) return;
     await sleep(Number(res.headers.get('retry-after') ?? 1) * 1000);
   }
 }
 
-async function readDoor(part: PartContext, url: string, saleId: number): Promise<{ admitted: number; abandoned: number; noShowRate: number }> {
-  const res = await fetch(`${url}/api/admin/sales/${saleId}/admission`, { method: 'POST', headers: { authorization: `Bearer ${part.config.ADMIN_TOKEN}`, 'content-type': 'application/json' }, body: '{}' });
+async function readDoor(
+  part: PartContext,
+  url: string,
+  saleId: number,
+): Promise<{ admitted: number; abandoned: number; noShowRate: number }> {
+  const res = await fetch(`${url}/api/admin/sales/${saleId}/admission`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${part.config.ADMIN_TOKEN}`, 'content-type': 'application/json' },
+    body: '{}',
+  });
   return ((await res.json()) as { door: { admitted: number; abandoned: number; noShowRate: number } }).door;
 }

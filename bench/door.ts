@@ -57,9 +57,11 @@ async function admitAll(redis: ScriptedRedis, prefix: string, saleId: number, bu
     // The join script (join-queue-6.lua), queued on a pipeline and sent by exec(); after the start the
     // draw is not used: each buyer gets the next arrival number.
     const pipeline = redis.pipeline() as unknown as ScriptCommands & { exec(): Promise<[Error | null, unknown][]> };
-    for (const buyer of buyers.slice(start, start + JOIN_BATCH)) void pipeline.joinQueue(keys.meta, keys.queue, keys.door, keys.turns, keys.buyers, keys.pow, buyer.id, '0', '', '', '');
+    for (const buyer of buyers.slice(start, start + JOIN_BATCH))
+      void pipeline.joinQueue(keys.meta, keys.queue, keys.door, keys.turns, keys.buyers, keys.pow, buyer.id, '0', '', '', '');
     for (const [error, reply] of await pipeline.exec()) {
-      if (error || Number((reply as unknown[])[0]) !== 1) throw new Error(`door: a join answered ${error ? error.message : JSON.stringify(reply)}`);
+      if (error || Number((reply as unknown[])[0]) !== 1)
+        throw new Error(`door: a join answered ${error ? error.message : JSON.stringify(reply)}`);
     }
   }
   // The door admits up to its rate per second of Redis's clock (100,000 here), banked up to one second.
@@ -80,9 +82,13 @@ async function joinOverHttp(gateway: BenchServer, saleId: number, buyers: { id: 
   const lane = async () => {
     while (next < buyers.length) {
       const i = next++;
-      const res = await fetch(`${gateway.url}/api/sales/${saleId}/queue`, { method: 'POST', headers: { authorization: `Bearer ${buyers[i]!.token}` } });
+      const res = await fetch(`${gateway.url}/api/sales/${saleId}/queue`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${buyers[i]!.token}` },
+      });
       const body = (await res.json()) as { state?: string; ticket?: string };
-      if (res.status !== 200 || body.state !== 'waiting' || !body.ticket) throw new Error(`door: a join answered ${res.status} ${JSON.stringify(body)}`);
+      if (res.status !== 200 || body.state !== 'waiting' || !body.ticket)
+        throw new Error(`door: a join answered ${res.status} ${JSON.stringify(body)}`);
       tickets[i] = body.ticket;
     }
   };
@@ -94,7 +100,9 @@ export async function doorPart(part: PartContext): Promise<DoorResults> {
   const { settings, env, prefix, buyers, log, stops, measure, alternate, summary, warmUp } = part;
   const admittedBuyers = buyers.slice(0, Math.min(buyers.length, Math.ceil(settings.seconds * ADMITTED_PER_SECOND_OF_LOAD)));
   const waitingBuyers = buyers.slice(-WAITING_BUYERS);
-  log(`the door: accept with admission absent, {mode:open}, by ${admittedBuyers.length} admitted buyers of a queued sale; the queue status polled by ${waitingBuyers.length} waiting buyers; the sold-out path`);
+  log(
+    `the door: accept with admission absent, {mode:open}, by ${admittedBuyers.length} admitted buyers of a queued sale; the queue status polled by ${waitingBuyers.length} waiting buyers; the sold-out path`,
+  );
   // A redis-server of the part's own: its INFO then counts the Redis calls of the status poll alone.
   const server = await startRedisServer();
   stops.push(() => server.stop());
@@ -104,7 +112,12 @@ export async function doorPart(part: PartContext): Promise<DoorResults> {
   await warmUp(gateway, redis);
 
   const admitted = async () => {
-    const saleId = await operatorSale(part, gateway, 'door admitted', { mode: 'queue', admitPerSecond: 100_000, admissionTtlSeconds: 3600, preQueueSeconds: 0 });
+    const saleId = await operatorSale(part, gateway, 'door admitted', {
+      mode: 'queue',
+      admitPerSecond: 100_000,
+      admissionTtlSeconds: 3600,
+      preQueueSeconds: 0,
+    });
     await admitAll(redis, prefix, saleId, admittedBuyers);
     try {
       return await measure(gateway, 'accept', { client: redis, saleId, buyers: admittedBuyers });
@@ -115,9 +128,18 @@ export async function doorPart(part: PartContext): Promise<DoorResults> {
   const redisCallsPerPoll: number[] = [];
   const status = async (): Promise<Run> => {
     // A door at its slowest (one buyer per 100 s): every poller stays waiting behind the frontier.
-    const saleId = await operatorSale(part, gateway, 'door waiting', { mode: 'queue', admitPerSecond: 0.01, admissionTtlSeconds: 3600, preQueueSeconds: 0 });
+    const saleId = await operatorSale(part, gateway, 'door waiting', {
+      mode: 'queue',
+      admitPerSecond: 0.01,
+      admissionTtlSeconds: 3600,
+      preQueueSeconds: 0,
+    });
     const tickets = await joinOverHttp(gateway, saleId, waitingBuyers);
-    const requests = waitingBuyers.map((buyer, i) => ({ method: 'GET', path: `/api/sales/${saleId}/queue`, headers: { Authorization: `Bearer ${buyer.token}`, 'Queue-Ticket': tickets[i]! } }));
+    const requests = waitingBuyers.map((buyer, i) => ({
+      method: 'GET',
+      path: `/api/sales/${saleId}/queue`,
+      headers: { Authorization: `Bearer ${buyer.token}`, 'Queue-Ticket': tickets[i]! },
+    }));
     const loadAverage = Number(os.loadavg()[0]!.toFixed(2));
     const cpuBefore = cpuSeconds(gateway.pid);
     const callsBefore = await redisCalls(redis);
@@ -128,12 +150,16 @@ export async function doorPart(part: PartContext): Promise<DoorResults> {
     const keys = saleKeys(prefix, saleId);
     await redis.unlink(keys.meta, keys.buyers, keys.stream);
     await dropDoor(redis, prefix, saleId);
-    if (result.refused > 0 || result.errors > 0 || result.requests === 0) throw new Error(`queue status: ${result.ok} 2xx, ${result.refused} refused, ${result.errors} errors; every poll must be answered 200`);
+    if (result.refused > 0 || result.errors > 0 || result.requests === 0)
+      throw new Error(
+        `queue status: ${result.ok} 2xx, ${result.refused} refused, ${result.errors} errors; every poll must be answered 200`,
+      );
     return { ...result, cpuUsPerRequest, loadAverage };
   };
   const runs = await alternate({
     absent: async () => measure(gateway, 'accept', { client: redis, saleId: await operatorSale(part, gateway, 'door absent') }),
-    open: async () => measure(gateway, 'accept', { client: redis, saleId: await operatorSale(part, gateway, 'door open', { mode: 'open' }) }),
+    open: async () =>
+      measure(gateway, 'accept', { client: redis, saleId: await operatorSale(part, gateway, 'door open', { mode: 'open' }) }),
     admitted,
     status,
     'sold out': () => measure(gateway, 'sold_out', { client: redis }),
@@ -151,13 +177,18 @@ export async function doorPart(part: PartContext): Promise<DoorResults> {
     admitted: summary(runs.admitted),
     status: summary(runs.status),
     soldOut: summary(runs['sold out']),
-    ratios: { openToAbsent: roundRatios(runs.open, runs.absent), admittedToOpen: roundRatios(runs.admitted, runs.open), statusToSoldOut: roundRatios(runs.status, runs['sold out']) },
+    ratios: {
+      openToAbsent: roundRatios(runs.open, runs.absent),
+      admittedToOpen: roundRatios(runs.admitted, runs.open),
+      statusToSoldOut: roundRatios(runs.status, runs['sold out']),
+    },
   };
 }
 
 /** The section of docs/BENCHMARKS.md between the door markers. */
 export function doorMarkdown(r: RunInfo, d: DoorResults): string {
-  const row = (label: string, s: Summary, ratio: string) => `| ${label} | ${s.rps} | ${s.p50.toFixed(1)} / ${s.p99.toFixed(1)} | ${s.cpuUsPerRequest?.toFixed(0)} | ${ratio} |`;
+  const row = (label: string, s: Summary, ratio: string) =>
+    `| ${label} | ${s.rps} | ${s.p50.toFixed(1)} / ${s.p99.toFixed(1)} | ${s.cpuUsPerRequest?.toFixed(0)} | ${ratio} |`;
   const within = (value: number, goal: number) => (value >= goal ? `met (goal ${goal})` : `**not met** (goal ${goal})`);
   return [
     runLine(r),

@@ -5,7 +5,13 @@ import { createOrderStore, poolConfigFromUrl, type PrismaClient } from '@flashsa
 import { spawnWorker, type AppProcess } from '@flashsale/harness';
 
 async function newSale(prisma: PrismaClient, prefix: string, stock: number) {
-  return createOrderStore(prisma).insertSale({ name: `${prefix} drain`, stock, perUserLimit: 1, startsAt: new Date(Date.now() - 60_000), endsAt: new Date(Date.now() + 3_600_000) });
+  return createOrderStore(prisma).insertSale({
+    name: `${prefix} drain`,
+    stock,
+    perUserLimit: 1,
+    startsAt: new Date(Date.now() - 60_000),
+    endsAt: new Date(Date.now() + 3_600_000),
+  });
 }
 
 /**
@@ -20,7 +26,17 @@ export async function saleWithBacklog(redis: ScriptedRedis, prisma: PrismaClient
     const pipeline = redis.pipeline();
     for (let i = start; i < Math.min(count, start + 1000); i += 1) {
       // Queued on the pipeline, not sent: exec() below sends them all.
-      void (pipeline as unknown as ScriptedRedis).reserve(keys.meta, keys.buyers, keys.stream, keys.turns, keys.closed, keys.showUp, `drain-${i}`, 1, newReservationId(sale.id));
+      void (pipeline as unknown as ScriptedRedis).reserve(
+        keys.meta,
+        keys.buyers,
+        keys.stream,
+        keys.turns,
+        keys.closed,
+        keys.showUp,
+        `drain-${i}`,
+        1,
+        newReservationId(sale.id),
+      );
     }
     await pipeline.exec();
   }
@@ -33,7 +49,13 @@ export async function saleWithBacklog(redis: ScriptedRedis, prisma: PrismaClient
  * in a sale's stream; then one worker process starts and the clock runs from its "worker started" line
  * until the stream's group has neither lag nor pending entries, i.e. every order is committed in MySQL.
  */
-export async function drainByWorker(redis: ScriptedRedis, prisma: PrismaClient, env: NodeJS.ProcessEnv, prefix: string, count: number): Promise<number> {
+export async function drainByWorker(
+  redis: ScriptedRedis,
+  prisma: PrismaClient,
+  env: NodeJS.ProcessEnv,
+  prefix: string,
+  count: number,
+): Promise<number> {
   const sale = await saleWithBacklog(redis, prisma, prefix, count);
   const worker = await spawnWorker({ ...env, REDIS_PREFIX: prefix });
   const started = performance.now();
@@ -55,7 +77,13 @@ export async function drainByWorker(redis: ScriptedRedis, prisma: PrismaClient, 
  * of the workers' batch size (WORKER_BATCH_SIZE, the same the worker process gets), one connection,
  * autocommit: what MySQL itself takes to store them.
  */
-export async function drainRaw(prisma: PrismaClient, databaseUrl: string, prefix: string, count: number, batchSize: number): Promise<number> {
+export async function drainRaw(
+  prisma: PrismaClient,
+  databaseUrl: string,
+  prefix: string,
+  count: number,
+  batchSize: number,
+): Promise<number> {
   const sale = await newSale(prisma, prefix, count);
   const connection = await createConnection(poolConfigFromUrl(databaseUrl));
   try {
@@ -69,7 +97,10 @@ export async function drainRaw(prisma: PrismaClient, databaseUrl: string, prefix
       const rows = Math.min(batchSize, count - start);
       const values: unknown[] = [];
       for (let i = 0; i < rows; i += 1) values.push(newReservationId(sale.id), sale.id, `drain-${start + i}`, 1, now, payBy);
-      await connection.query(`INSERT INTO orders (reservation_id, sale_id, user_id, quantity, reserved_at, pay_by) VALUES ${Array(rows).fill('(?, ?, ?, ?, ?, ?)').join(', ')}`, values);
+      await connection.query(
+        `INSERT INTO orders (reservation_id, sale_id, user_id, quantity, reserved_at, pay_by) VALUES ${Array(rows).fill('(?, ?, ?, ?, ?, ?)').join(', ')}`,
+        values,
+      );
     }
     return (performance.now() - started) / 1000;
   } finally {

@@ -26,7 +26,8 @@ export async function expiryByWorker(redis: ScriptedRedis, prisma: PrismaClient,
     for (;;) {
       const remaining = (await inRedis.state())?.remaining ?? 0;
       if (remaining === count) break;
-      if (performance.now() - expiryStarted > 600_000) throw new Error(`the expiry left ${count - remaining} units unreturned after 10 minutes`);
+      if (performance.now() - expiryStarted > 600_000)
+        throw new Error(`the expiry left ${count - remaining} units unreturned after 10 minutes`);
       await sleep(5);
     }
     const expirySeconds = (performance.now() - expiryStarted) / 1000;

@@ -36,7 +36,9 @@ interface Contender {
 }
 
 export async function galeraPart(part: PartContext): Promise<GaleraResults> {
-  part.log(`galera: ${ORDERS} orders drained by 2 workers into one mariadbd and into a 3-node Galera cluster behind HAProxy, ${part.settings.rounds} rounds alternating`);
+  part.log(
+    `galera: ${ORDERS} orders drained by 2 workers into one mariadbd and into a 3-node Galera cluster behind HAProxy, ${part.settings.rounds} rounds alternating`,
+  );
   const one = await startMariaDbServer();
   part.stops.push(() => one.stop());
   const began = performance.now();
@@ -71,18 +73,34 @@ export async function galeraPart(part: PartContext): Promise<GaleraResults> {
         const seconds = await drainByWorkers(part.redis, prisma, prefixOf(name), pool, { count: ORDERS, sales: 1, workers: 2 });
         const after = cpu();
         const us = (s: number) => Number(((s * 1e6) / ORDERS).toFixed(1));
-        const drain = { ordersPerSecond: Math.round(ORDERS / seconds), cpuUsPerOrder: { workers: us(after.workers - before.workers), mysql: us(after.mysql - before.mysql), total: us(after.workers - before.workers + after.mysql - before.mysql) } };
+        const drain = {
+          ordersPerSecond: Math.round(ORDERS / seconds),
+          cpuUsPerOrder: {
+            workers: us(after.workers - before.workers),
+            mysql: us(after.mysql - before.mysql),
+            total: us(after.workers - before.workers + after.mysql - before.mysql),
+          },
+        };
         // Round 0 warms the workers and the servers up; it is logged, not kept.
         if (round > 0) results[name].push(drain);
-        part.log(`galera: round ${round}${round === 0 ? ' (warm-up)' : ''} ${name}: ${drain.ordersPerSecond} orders/s, CPU per order ${JSON.stringify(drain.cpuUsPerOrder)} us`);
+        part.log(
+          `galera: round ${round}${round === 0 ? ' (warm-up)' : ''} ${name}: ${drain.ordersPerSecond} orders/s, CPU per order ${JSON.stringify(drain.cpuUsPerOrder)} us`,
+        );
       } finally {
         await prisma.$disconnect();
       }
     }
   }
-  const medianOf = (runs: GaleraDrain[]) => ({ ordersPerSecond: median(runs.map((r) => r.ordersPerSecond)), cpuUsPerOrder: median(runs.map((r) => r.cpuUsPerOrder.total)), workers: median(runs.map((r) => r.cpuUsPerOrder.workers)), mysql: median(runs.map((r) => r.cpuUsPerOrder.mysql)) });
+  const medianOf = (runs: GaleraDrain[]) => ({
+    ordersPerSecond: median(runs.map((r) => r.ordersPerSecond)),
+    cpuUsPerOrder: median(runs.map((r) => r.cpuUsPerOrder.total)),
+    workers: median(runs.map((r) => r.cpuUsPerOrder.workers)),
+    mysql: median(runs.map((r) => r.cpuUsPerOrder.mysql)),
+  });
   const [a, b] = [medianOf(results.one), medianOf(results.cluster)];
-  part.log(`galera: medians: one server ${a.ordersPerSecond} orders/s, ${a.cpuUsPerOrder} us CPU per order (workers ${a.workers}, mariadbd ${a.mysql}); Galera ${b.ordersPerSecond} orders/s, ${b.cpuUsPerOrder} us (workers ${b.workers}, 3 mariadbd + HAProxy ${b.mysql}); rate ${(b.ordersPerSecond / a.ordersPerSecond).toFixed(2)}x, CPU ${(b.cpuUsPerOrder / a.cpuUsPerOrder).toFixed(2)}x`);
+  part.log(
+    `galera: medians: one server ${a.ordersPerSecond} orders/s, ${a.cpuUsPerOrder} us CPU per order (workers ${a.workers}, mariadbd ${a.mysql}); Galera ${b.ordersPerSecond} orders/s, ${b.cpuUsPerOrder} us (workers ${b.workers}, 3 mariadbd + HAProxy ${b.mysql}); rate ${(b.ordersPerSecond / a.ordersPerSecond).toFixed(2)}x, CPU ${(b.cpuUsPerOrder / a.cpuUsPerOrder).toFixed(2)}x`,
+  );
   return results;
 }
 

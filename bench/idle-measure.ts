@@ -13,7 +13,16 @@ import { createConnection, type Connection } from 'mariadb';
 import { Redis } from 'ioredis';
 import { loadConfig } from '@flashsale/config';
 import { migrate, poolConfigFromUrl } from '@flashsale/order-store';
-import { createHttpClient, mapConcurrently, signBuyerTokens, redisEnvOf, spawnApp, startRedisServer, type AppProcess, type RedisServer } from '@flashsale/harness';
+import {
+  createHttpClient,
+  mapConcurrently,
+  signBuyerTokens,
+  redisEnvOf,
+  spawnApp,
+  startRedisServer,
+  type AppProcess,
+  type RedisServer,
+} from '@flashsale/harness';
 import { cpuSeconds } from './servers.ts';
 
 export interface IdleOptions {
@@ -129,14 +138,25 @@ async function sampleRedis(probe: Redis): Promise<RedisSample> {
  * should they all land on one sale), `concurrency` at a time, each with an Idempotency-Key so a
  * retry (after a 5xx or a cut connection) never makes a second sale. Resolves with the ids and retries.
  */
-async function createSales(url: string, adminToken: string, count: number, stock: number, concurrency: number, label: string, log: (text: string) => void): Promise<{ ids: number[]; retries: number }> {
+async function createSales(
+  url: string,
+  adminToken: string,
+  count: number,
+  stock: number,
+  concurrency: number,
+  label: string,
+  log: (text: string) => void,
+): Promise<{ ids: number[]; retries: number }> {
   const client = createHttpClient(url, concurrency);
   const startsAt = new Date(Date.now() - 60_000).toISOString();
   const endsAt = new Date(Date.now() + 2 * 3_600_000).toISOString();
   let retries = 0;
   let done = 0;
   const started = performance.now();
-  const progress = setInterval(() => log(`creating: ${done} of ${count} after ${((performance.now() - started) / 1000).toFixed(0)} s`), 10_000);
+  const progress = setInterval(
+    () => log(`creating: ${done} of ${count} after ${((performance.now() - started) / 1000).toFixed(0)} s`),
+    10_000,
+  );
   try {
     const ids = await mapConcurrently(
       Array.from({ length: count }, (_, i) => i),
@@ -155,7 +175,8 @@ async function createSales(url: string, adminToken: string, count: number, stock
             done += 1;
             return answer.body.id as number;
           }
-          if ((answer.status !== 0 && answer.status < 500) || attempt === 5) throw new Error(`creating sale ${i} failed: ${answer.status} ${JSON.stringify(answer.body)}`);
+          if ((answer.status !== 0 && answer.status < 500) || attempt === 5)
+            throw new Error(`creating sale ${i} failed: ${answer.status} ${JSON.stringify(answer.body)}`);
           retries += 1;
           await sleep(200 * attempt);
         }
@@ -235,12 +256,24 @@ export async function measureIdle(options: IdleOptions, register: (teardown: Tea
     const gateway = Object.assign(started.process, { url: `http://127.0.0.1:${String(started.line.port)}` });
     // The processes run `node --import tsx <main.ts>`: the pid is the app itself (cpuSeconds adds any children anyway).
     const pids = { gateway: gateway.child.pid!, worker: worker.child.pid!, reconciler: reconciler.child.pid! };
-    log(`${options.sales} sales: redis-server ${redisServer.url}, database ${database.pathname.slice(1)}, prefix ${prefix}; pids ${JSON.stringify(pids)}`);
+    log(
+      `${options.sales} sales: redis-server ${redisServer.url}, database ${database.pathname.slice(1)}, prefix ${prefix}; pids ${JSON.stringify(pids)}`,
+    );
 
     const createStarted = performance.now();
-    const created = await createSales(gateway.url, config.ADMIN_TOKEN, options.sales, Math.max(10, options.purchases), options.concurrency, prefix, log);
+    const created = await createSales(
+      gateway.url,
+      config.ADMIN_TOKEN,
+      options.sales,
+      Math.max(10, options.purchases),
+      options.concurrency,
+      prefix,
+      log,
+    );
     const createSeconds = (performance.now() - createStarted) / 1000;
-    log(`${options.sales} sales created in ${createSeconds.toFixed(1)} s (${Math.round(options.sales / createSeconds)}/s, ${options.concurrency} in flight, ${created.retries} retries); settling ${options.settleSeconds} s`);
+    log(
+      `${options.sales} sales created in ${createSeconds.toFixed(1)} s (${Math.round(options.sales / createSeconds)}/s, ${options.concurrency} in flight, ${created.retries} retries); settling ${options.settleSeconds} s`,
+    );
     await sleep(options.settleSeconds * 1000);
 
     probe = new Redis(redisServer.url, { lazyConnect: true });
@@ -278,19 +311,31 @@ export async function measureIdle(options: IdleOptions, register: (teardown: Tea
     const ours = cpuPercent.worker + cpuPercent.reconciler + cpuPercent.gateway + cpuPercent.redis;
     const commandsByName = Object.fromEntries(
       [...redisAfter.byName]
-        .map(([name, calls]) => [name, (calls - (redisBefore.byName.get(name) ?? 0) - (name === 'info' ? ownCommands : 0)) / windowSeconds] as const)
+        .map(
+          ([name, calls]) =>
+            [name, (calls - (redisBefore.byName.get(name) ?? 0) - (name === 'info' ? ownCommands : 0)) / windowSeconds] as const,
+        )
         .filter(([, perSecond]) => perSecond > 0)
         .sort((a, b) => b[1] - a[1])
         .map(([name, perSecond]) => [name, Math.round(perSecond)]),
     );
-    const [{ checkpointed }] = await db.query<[{ checkpointed: bigint }]>('SELECT COUNT(*) AS checkpointed FROM sales WHERE checkpoint_at IS NOT NULL');
+    const [{ checkpointed }] = await db.query<[{ checkpointed: bigint }]>(
+      'SELECT COUNT(*) AS checkpointed FROM sales WHERE checkpoint_at IS NOT NULL',
+    );
 
     const toOrder = await timePurchases(gateway.url, db, created.ids, options, prefix);
-    log(`${options.sales} sales: ${toOrder.orders}/${toOrder.purchases} purchases became orders, 202 -> order median ${toOrder.medianMs} ms, max ${toOrder.maxMs} ms`);
+    log(
+      `${options.sales} sales: ${toOrder.orders}/${toOrder.purchases} purchases became orders, 202 -> order median ${toOrder.medianMs} ms, max ${toOrder.maxMs} ms`,
+    );
 
     return {
       sales: options.sales,
-      create: { seconds: round(createSeconds, 2), perSecond: Math.round(options.sales / createSeconds), concurrency: options.concurrency, retries: created.retries },
+      create: {
+        seconds: round(createSeconds, 2),
+        perSecond: Math.round(options.sales / createSeconds),
+        concurrency: options.concurrency,
+        retries: created.retries,
+      },
       publishedSales,
       settleSeconds: options.settleSeconds,
       window: {
@@ -301,7 +346,10 @@ export async function measureIdle(options: IdleOptions, register: (teardown: Tea
         othersCpuPercent: round(Math.max(0, machineBusyPercent * os.availableParallelism() - ours)),
       },
       cpuPercent,
-      cpuWaitPercent: { worker: percent(waitAfter.worker - waitBefore.worker), reconciler: percent(waitAfter.reconciler - waitBefore.reconciler) },
+      cpuWaitPercent: {
+        worker: percent(waitAfter.worker - waitBefore.worker),
+        reconciler: percent(waitAfter.reconciler - waitBefore.reconciler),
+      },
       redis: { commandsPerSecond: Math.round((redisAfter.commands - redisBefore.commands - ownCommands) / windowSeconds), commandsByName },
       checkpointedSales: Number(checkpointed),
       toOrder,
@@ -318,7 +366,13 @@ export async function measureIdle(options: IdleOptions, register: (teardown: Tea
  * of the bench's own: the buyer's lookup API allows a buyer 10 a second), then one lookup through the
  * API, whose status is counted (`created` for an order; a purchase refused is counted as `purchase <status>`).
  */
-async function timePurchases(url: string, db: Connection, saleIds: number[], options: IdleOptions, label: string): Promise<IdleResult['toOrder']> {
+async function timePurchases(
+  url: string,
+  db: Connection,
+  saleIds: number[],
+  options: IdleOptions,
+  label: string,
+): Promise<IdleResult['toOrder']> {
   const client = createHttpClient(url, 1);
   const buyers = Array.from({ length: options.purchases }, (_, i) => `${label}-buyer-${i}`);
   const tokens = signBuyerTokens(buyers);

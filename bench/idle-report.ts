@@ -46,10 +46,18 @@ export function idleMarkdown(run: IdleRun): string {
   }
   const measured = run.results.filter((r): r is IdleResult => !isFailure(r));
   if (measured.length > 0) {
-    lines.push('', 'Busiest Redis commands over the window, per second (INFO commandstats: commands run by scripts and MULTI counted one by one):', '');
+    lines.push(
+      '',
+      'Busiest Redis commands over the window, per second (INFO commandstats: commands run by scripts and MULTI counted one by one):',
+      '',
+    );
     for (const r of measured) {
-      const top = Object.entries(r.redis.commandsByName).slice(0, 6).map(([name, perSecond]) => `${name} ${perSecond}`);
-      lines.push(`- ${r.sales} sales: ${top.join(', ') || 'none'}; ${r.publishedSales} published, ${r.checkpointedSales} checkpointed by the reconciler`);
+      const top = Object.entries(r.redis.commandsByName)
+        .slice(0, 6)
+        .map(([name, perSecond]) => `${name} ${perSecond}`);
+      lines.push(
+        `- ${r.sales} sales: ${top.join(', ') || 'none'}; ${r.publishedSales} published, ${r.checkpointedSales} checkpointed by the reconciler`,
+      );
     }
   }
   return lines.join('\n');

@@ -50,7 +50,8 @@ const { values } = parseCommandLine(COMMAND);
 
 function positive(name: string, text: string, min = 1): number {
   const value = Number(text);
-  if (!Number.isInteger(value) || value < min) exitWithUsage(COMMAND, `--${name} must be a whole number of at least ${min}, not ${JSON.stringify(text)}`);
+  if (!Number.isInteger(value) || value < min)
+    exitWithUsage(COMMAND, `--${name} must be a whole number of at least ${min}, not ${JSON.stringify(text)}`);
   return value;
 }
 
@@ -58,7 +59,8 @@ const config = loadConfig();
 const counts = values.sales.split(',').map((n) => positive('sales', n.trim()));
 const seconds = positive('seconds', values.seconds);
 // The reconciler watches a sale only once RECONCILER_PUBLISH_GRACE_MS has passed since it was created.
-const settleSeconds = values.settle === undefined ? Math.ceil(config.RECONCILER_PUBLISH_GRACE_MS / 1000) + 2 : positive('settle', values.settle, 0);
+const settleSeconds =
+  values.settle === undefined ? Math.ceil(config.RECONCILER_PUBLISH_GRACE_MS / 1000) + 2 : positive('settle', values.settle, 0);
 const concurrency = positive('concurrency', values.concurrency);
 const purchases = positive('purchases', values.purchases);
 const pauseMs = positive('pause-ms', values['pause-ms'], 0);
@@ -105,12 +107,16 @@ function finish(): void {
   const failed = run.results.filter(isFailure);
   const missing = run.results.filter((r) => !isFailure(r) && r.toOrder.orders < r.toOrder.purchases);
   if (failed.length > 0 || missing.length > 0) {
-    log(`not measured: ${failed.map((r) => r.sales).join(', ') || 'none'}; purchases without an order: ${missing.map((r) => r.sales).join(', ') || 'none'}`);
+    log(
+      `not measured: ${failed.map((r) => r.sales).join(', ') || 'none'}; purchases without an order: ${missing.map((r) => r.sales).join(', ') || 'none'}`,
+    );
     process.exitCode = 1;
   }
 }
 
-log(`sales ${counts.join(', ')}; ${seconds} s window after ${settleSeconds} s; ${purchases} purchases; commit ${run.commit}; load average ${run.loadAverage}`);
+log(
+  `sales ${counts.join(', ')}; ${seconds} s window after ${settleSeconds} s; ${purchases} purchases; commit ${run.commit}; load average ${run.loadAverage}`,
+);
 if (changes.length > 0) log(`tracked files differ from HEAD: ${changes.join(', ')}`);
 await ensureServices();
 for (const sales of counts) {

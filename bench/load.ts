@@ -15,7 +15,8 @@ export interface LoadGenerator {
  * its own and caps every contender near the same figure). BENCH_LOADGEN=wrk|autocannon chooses.
  */
 export function chooseLoadGenerator(wanted = process.env.BENCH_LOADGEN): LoadGenerator {
-  if (wanted !== undefined && wanted !== 'wrk' && wanted !== 'autocannon') throw new Error(`BENCH_LOADGEN must be wrk or autocannon, not ${wanted}`);
+  if (wanted !== undefined && wanted !== 'wrk' && wanted !== 'autocannon')
+    throw new Error(`BENCH_LOADGEN must be wrk or autocannon, not ${wanted}`);
   const wrk = wanted === 'autocannon' ? undefined : wrkVersion();
   if (wanted === 'wrk' && wrk === undefined) throw new Error('BENCH_LOADGEN=wrk, but wrk is not on PATH');
   if (wrk !== undefined) return { name: `wrk ${wrk} -t1`, run: wrkLoad };

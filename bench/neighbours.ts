@@ -62,7 +62,11 @@ async function honestLookups(url: string, holders: { token: string; reservationI
     for (let i = 0; performance.now() < until; i += 1) {
       const { token, reservationId } = holders[i % holders.length]!;
       const started = performance.now();
-      const res = await pool.request({ method: 'GET', path: `/api/reservations/${reservationId}`, headers: { authorization: `Bearer ${token}` } });
+      const res = await pool.request({
+        method: 'GET',
+        path: `/api/reservations/${reservationId}`,
+        headers: { authorization: `Bearer ${token}` },
+      });
       await res.body.dump();
       if (res.statusCode !== 200) throw new Error(`neighbours: the honest lookup answered ${res.statusCode}`);
       latencies.push(performance.now() - started);
@@ -109,7 +113,8 @@ async function openStream(url: string, cookie: string, saleId: number): Promise<
   if (res.status === 200) {
     void (async () => {
       try {
-        for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) events += Buffer.from(chunk).toString('utf8').split('\n\n').length - 1;
+        for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>)
+          events += Buffer.from(chunk).toString('utf8').split('\n\n').length - 1;
       } catch {
         // Closed here.
       }
@@ -119,7 +124,11 @@ async function openStream(url: string, cookie: string, saleId: number): Promise<
 }
 
 async function signIn(url: string, token: string): Promise<string> {
-  const res = await fetch(`${url}/admin/session`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token }) });
+  const res = await fetch(`${url}/admin/session`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ token }),
+  });
   if (res.status !== 200) throw new Error(`neighbours: the dashboard sign-in answered ${res.status}`);
   await res.body?.cancel();
   return /^([^;]+)/.exec(res.headers.get('set-cookie') ?? '')![1]!;
@@ -130,7 +139,9 @@ export async function neighboursPart(part: PartContext): Promise<NeighboursResul
   const perSession = config.DASHBOARD_STREAMS_PER_SESSION;
   const perProcess = config.DASHBOARD_STREAMS_PER_PROCESS;
   const sessions = Math.ceil(perProcess / perSession);
-  log(`the accept path quiet, beside ${IDLE_CONNECTIONS} idle connections to the metrics port, beside /metrics scraped, beside ${perProcess} live streams (${sessions} sessions)`);
+  log(
+    `the accept path quiet, beside ${IDLE_CONNECTIONS} idle connections to the metrics port, beside /metrics scraped, beside ${perProcess} live streams (${sessions} sessions)`,
+  );
   // The budget of unauthenticated reads at its default (the harness turns it off for one-address load).
   const gatewayEnv = { PUBLIC_READS_PER_ADDRESS_PER_SECOND: config.PUBLIC_READS_PER_ADDRESS_PER_SECOND };
   const gateway: BenchServer & { process: { logs: Record<string, unknown>[] } } = await startGatewayProcess({
@@ -164,8 +175,12 @@ export async function neighboursPart(part: PartContext): Promise<NeighboursResul
   };
   const metricsScraped = async (): Promise<Run> => {
     // A second longer than the buyer run, which first sets up its sale: the scrapes cover it.
-    const [run, scrape] = await Promise.all([measure(gateway, 'accept'), wrkRequests(metricsUrl, [{ method: 'GET', path: '/metrics' }], scrapeConnections, settings.seconds + 1)]);
-    if (scrape.refused > 0 || scrape.ok === 0) throw new Error(`neighbours: /metrics answered ${scrape.ok} 2xx, ${scrape.refused} refused, ${scrape.errors} errors`);
+    const [run, scrape] = await Promise.all([
+      measure(gateway, 'accept'),
+      wrkRequests(metricsUrl, [{ method: 'GET', path: '/metrics' }], scrapeConnections, settings.seconds + 1),
+    ]);
+    if (scrape.refused > 0 || scrape.ok === 0)
+      throw new Error(`neighbours: /metrics answered ${scrape.ok} 2xx, ${scrape.refused} refused, ${scrape.errors} errors`);
     scrapes.push(Math.round(scrape.rps));
     return run;
   };
@@ -203,7 +218,10 @@ export async function neighboursPart(part: PartContext): Promise<NeighboursResul
   const holders = await Promise.all(
     Array.from({ length: 10 }, async (_, i) => {
       const token = buyerToken(`${part.prefix}-honest-${i}`, { secret: config.AUTH_SECRET });
-      const bought = await fetch(`${gateway.url}/api/sales/${honestSale}/purchase`, { method: 'POST', headers: { authorization: `Bearer ${token}` } });
+      const bought = await fetch(`${gateway.url}/api/sales/${honestSale}/purchase`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}` },
+      });
       const reservationId = ((await bought.json()) as { reservationId?: string }).reservationId;
       if (bought.status !== 202 || !reservationId) throw new Error(`neighbours: an honest buyer's purchase answered ${bought.status}`);
       return { token, reservationId };
@@ -221,9 +239,16 @@ export async function neighboursPart(part: PartContext): Promise<NeighboursResul
     floodedLookups.push(...latencies);
     floodRates.push(Math.round(flood.rps));
   }
-  log(`honest lookups quiet p50/p99 ${lookupSummary(quietLookups).p50.toFixed(1)}/${lookupSummary(quietLookups).p99.toFixed(1)} ms, beside the unknown-id flood ${lookupSummary(floodedLookups).p50.toFixed(1)}/${lookupSummary(floodedLookups).p99.toFixed(1)} ms (flood answers/s ${floodRates.join(', ')})`);
+  log(
+    `honest lookups quiet p50/p99 ${lookupSummary(quietLookups).p50.toFixed(1)}/${lookupSummary(quietLookups).p99.toFixed(1)} ms, beside the unknown-id flood ${lookupSummary(floodedLookups).p50.toFixed(1)}/${lookupSummary(floodedLookups).p99.toFixed(1)} ms (flood answers/s ${floodRates.join(', ')})`,
+  );
 
-  const runs = await alternate({ quiet: () => measure(gateway, 'accept'), 'metrics port held': metricsHeld, 'metrics port scraped': metricsScraped, 'live streams at the caps': liveStreams });
+  const runs = await alternate({
+    quiet: () => measure(gateway, 'accept'),
+    'metrics port held': metricsHeld,
+    'metrics port scraped': metricsScraped,
+    'live streams at the caps': liveStreams,
+  });
 
   await gateway.stop();
   return {
@@ -250,7 +275,8 @@ export async function neighboursPart(part: PartContext): Promise<NeighboursResul
 
 /** The section of docs/BENCHMARKS.md between the neighbours markers. */
 export function neighboursMarkdown(r: RunInfo, n: NeighboursResults): string {
-  const row = (label: string, s: Summary, ratio: string, beside: string) => `| ${label} | ${s.rps} | ${s.p50.toFixed(1)} / ${s.p99.toFixed(1)} | ${s.cpuUsPerRequest?.toFixed(0)} | ${ratio} | ${beside} |`;
+  const row = (label: string, s: Summary, ratio: string, beside: string) =>
+    `| ${label} | ${s.rps} | ${s.p50.toFixed(1)} / ${s.p99.toFixed(1)} | ${s.cpuUsPerRequest?.toFixed(0)} | ${ratio} | ${beside} |`;
   const list = (values: number[]) => values.join(', ');
   return [
     runLine(r),
@@ -260,15 +286,31 @@ export function neighboursMarkdown(r: RunInfo, n: NeighboursResults): string {
     '| beside the buyers | accepts/s | p50 / p99 ms | gateway CPU µs/request | accepts/s / quiet | what the neighbour did (each round) |',
     '|---|---|---|---|---|---|',
     row('nothing (quiet)', n.quiet, '1', ''),
-    row(`${IDLE_CONNECTIONS} idle connections to the metrics port`, n.metricsHeld, ratioText(n.ratios.metricsHeld), `connections the port held open at the run's end: ${list(n.metricsHeld.held)}`),
-    row('/metrics scraped by wrk', n.metricsScraped, ratioText(n.ratios.metricsScraped), `scrapes/s: ${list(n.metricsScraped.scrapesPerSecond)}`),
-    row(`${n.streamsPerProcess} live streams (both caps reached)`, n.liveStreams, ratioText(n.ratios.liveStreams), `events pushed during the run: ${list(n.liveStreams.events)}`),
+    row(
+      `${IDLE_CONNECTIONS} idle connections to the metrics port`,
+      n.metricsHeld,
+      ratioText(n.ratios.metricsHeld),
+      `connections the port held open at the run's end: ${list(n.metricsHeld.held)}`,
+    ),
+    row(
+      '/metrics scraped by wrk',
+      n.metricsScraped,
+      ratioText(n.ratios.metricsScraped),
+      `scrapes/s: ${list(n.metricsScraped.scrapesPerSecond)}`,
+    ),
+    row(
+      `${n.streamsPerProcess} live streams (both caps reached)`,
+      n.liveStreams,
+      ratioText(n.ratios.liveStreams),
+      `events pushed during the run: ${list(n.liveStreams.events)}`,
+    ),
     ...(n.lookups ? ['', lookupsMarkdown(n.lookups)] : []),
   ].join('\n');
 }
 
 function lookupsMarkdown(l: NonNullable<NeighboursResults['lookups']>): string {
-  const row = (label: string, s: LookupSummary, beside: string) => `| ${label} | ${s.lookups} | ${s.p50.toFixed(1)} / ${s.p99.toFixed(1)} | ${beside} |`;
+  const row = (label: string, s: LookupSummary, beside: string) =>
+    `| ${label} | ${s.lookups} | ${s.p50.toFixed(1)} / ${s.p99.toFixed(1)} | ${beside} |`;
   return [
     `Honest buyers' reservation lookups (ten buyers in turn, one lookup at a time, about 50 a second, from 127.0.0.2), quiet and beside wrk flooding \`GET /api/sales/${UNKNOWN_SALE}\` (no such sale) on ${FLOOD_CONNECTIONS} connections from 127.0.0.1, PUBLIC_READS_PER_ADDRESS_PER_SECOND ${l.publicReadsPerAddress}; p99 flooded / quiet: **${(l.flooded.p99 / l.quiet.p99).toFixed(2)}**.`,
     '',

@@ -1,7 +1,24 @@
 import { readCommandLine, UsageError } from '@flashsale/config';
 
 /** Every part of `npm run bench`, in the order it runs them. */
-export const BENCH_PARTS = ['purchase', 'scaling', 'fsync', 'drain', 'expiry', 'script', 'cluster', 'workers', 'reconciler', 'pipeline', 'replica-wait', 'door', 'door-bots', 'neighbours', 'galera', 'ready'] as const;
+export const BENCH_PARTS = [
+  'purchase',
+  'scaling',
+  'fsync',
+  'drain',
+  'expiry',
+  'script',
+  'cluster',
+  'workers',
+  'reconciler',
+  'pipeline',
+  'replica-wait',
+  'door',
+  'door-bots',
+  'neighbours',
+  'galera',
+  'ready',
+] as const;
 export type BenchPart = (typeof BENCH_PARTS)[number];
 
 /** What one `npm run bench` runs: the command line and the BENCH_* variables, defaults filled in. */
@@ -29,13 +46,31 @@ export interface BenchSettings {
   record: boolean;
 }
 
-const FULL = { seconds: 5, rounds: 3, drainRows: 20_000, drainRounds: 5, scriptSeconds: 2, scriptCalls: 2_000, reconcilerSeconds: 40, pipelineSeconds: 10 };
+const FULL = {
+  seconds: 5,
+  rounds: 3,
+  drainRows: 20_000,
+  drainRounds: 5,
+  scriptSeconds: 2,
+  scriptCalls: 2_000,
+  reconcilerSeconds: 40,
+  pipelineSeconds: 10,
+};
 /**
  * `--quick`: every part, shorter and once: about 75 s of load and some 15 process starts, so a minute or
  * two on an idle 2-core box (an estimate: see docs/BENCHMARKS.md for what was measured). A check that it
  * all runs, not figures to quote.
  */
-const QUICK = { seconds: 2, rounds: 1, drainRows: 5_000, drainRounds: 1, scriptSeconds: 1, scriptCalls: 500, reconcilerSeconds: 10, pipelineSeconds: 3 };
+const QUICK = {
+  seconds: 2,
+  rounds: 1,
+  drainRows: 5_000,
+  drainRounds: 1,
+  scriptSeconds: 1,
+  scriptCalls: 500,
+  reconcilerSeconds: 10,
+  pipelineSeconds: 3,
+};
 
 export const BENCH_COMMAND = {
   usage: `usage: npm run bench -- [--quick] [--record]

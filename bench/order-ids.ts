@@ -34,7 +34,8 @@ const { values } = parseCommandLine(COMMAND);
 const ORDERS = Number(values.orders);
 const CHUNK = Number(values.chunk);
 if (!Number.isInteger(ORDERS) || ORDERS < 1) exitWithUsage(COMMAND, `--orders must be a positive integer, not ${values.orders}`);
-if (!Number.isInteger(CHUNK) || CHUNK < 1 || CHUNK > ORDERS) exitWithUsage(COMMAND, `--chunk must be a positive integer up to --orders, not ${values.chunk}`);
+if (!Number.isInteger(CHUNK) || CHUNK < 1 || CHUNK > ORDERS)
+  exitWithUsage(COMMAND, `--chunk must be a positive integer up to --orders, not ${values.chunk}`);
 const BATCH = loadConfig().WORKER_BATCH_SIZE;
 
 const kinds = {
@@ -52,7 +53,13 @@ try {
       const url = server.url(`order_ids_${i}`);
       await migrate(url);
       const prisma = createPrisma(url, 2);
-      const sale = await createOrderStore(prisma).insertSale({ name: `order ids ${kind}`, stock: ORDERS, perUserLimit: 1, startsAt: new Date(Date.now() - 1000), endsAt: new Date(Date.now() + 86_400_000) });
+      const sale = await createOrderStore(prisma).insertSale({
+        name: `order ids ${kind}`,
+        stock: ORDERS,
+        perUserLimit: 1,
+        startsAt: new Date(Date.now() - 1000),
+        endsAt: new Date(Date.now() + 86_400_000),
+      });
       return { kind, prisma, sale, written: 0, cpu: 0, wall: 0 };
     }),
   );
@@ -72,10 +79,18 @@ try {
         for (let i = done; i < Math.min(size, done + BATCH); i += 1) {
           const n = side.written + i;
           // Buyers in no order (Knuth's multiplicative hash of the count): a crowd, not a queue.
-          batch.push({ reservationId: kinds[side.kind](side.sale.id), saleId: side.sale.id, userId: `buyer-${(n * 2654435761) % 4294967296}`, quantity: 1, reservedAt: now, generation: side.sale.generation });
+          batch.push({
+            reservationId: kinds[side.kind](side.sale.id),
+            saleId: side.sale.id,
+            userId: `buyer-${(n * 2654435761) % 4294967296}`,
+            quantity: 1,
+            reservedAt: now,
+            generation: side.sale.generation,
+          });
         }
         const outcome = await createOrderStore(side.prisma).sale(side.sale.id).writeOrderBatch(batch);
-        if (outcome.written.length !== batch.length) throw new Error(`${side.kind}: ${outcome.written.length} of ${batch.length} orders written`);
+        if (outcome.written.length !== batch.length)
+          throw new Error(`${side.kind}: ${outcome.written.length} of ${batch.length} orders written`);
       }
       side.written += size;
       const cpu = (cpuSeconds(pid) - cpuBefore) * 1e6;
@@ -91,10 +106,15 @@ try {
   const sizes = await admin.query<{ db: string; index_mb: number }[]>(
     "SELECT table_schema AS db, ROUND(index_length / 1048576) AS index_mb FROM information_schema.tables WHERE table_name = 'orders' AND table_schema LIKE 'order_ids_%' ORDER BY table_schema",
   );
-  for (const side of sides) console.log(`${side.kind}: ${(side.cpu / side.written).toFixed(1)} us of mariadbd CPU and ${(side.wall / side.written).toFixed(1)} us of wall time per order over ${side.written} orders`);
+  for (const side of sides)
+    console.log(
+      `${side.kind}: ${(side.cpu / side.written).toFixed(1)} us of mariadbd CPU and ${(side.wall / side.written).toFixed(1)} us of wall time per order over ${side.written} orders`,
+    );
   console.log(`secondary indexes: ${sizes.map((s, i) => `${sides[i]!.kind} ${s.index_mb} MiB`).join(', ')}`);
   const [random, ordered] = sides;
-  console.log(`time-ordered ids: mariadbd CPU per order ${(random!.cpu / ordered!.cpu).toFixed(2)}x lower, wall time ${(random!.wall / ordered!.wall).toFixed(2)}x lower`);
+  console.log(
+    `time-ordered ids: mariadbd CPU per order ${(random!.cpu / ordered!.cpu).toFixed(2)}x lower, wall time ${(random!.wall / ordered!.wall).toFixed(2)}x lower`,
+  );
   await Promise.all(sides.map((side) => side.prisma.$disconnect()));
   await admin.end();
 } finally {

@@ -98,6 +98,7 @@ export async function operatorSale(part: PartContext, gateway: BenchServer, labe
     }),
   });
   const body = (await res.json()) as { id?: number };
-  if (res.status !== 201 || body.id === undefined) throw new Error(`creating the sale ${label} answered ${res.status} ${JSON.stringify(body)}`);
+  if (res.status !== 201 || body.id === undefined)
+    throw new Error(`creating the sale ${label} answered ${res.status} ${JSON.stringify(body)}`);
   return body.id;
 }

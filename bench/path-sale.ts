@@ -23,7 +23,14 @@ export const DUPLICATE_BUYERS = 20_000;
  * (accept), one unit already taken (sold out), or the first DUPLICATE_BUYERS of `ids` already holding
  * one (duplicate). Returns its id.
  */
-export async function openPathSale(prisma: PrismaClient, redis: ScriptedRedis, prefix: string, path: PathName, ids: readonly string[], name: string): Promise<number> {
+export async function openPathSale(
+  prisma: PrismaClient,
+  redis: ScriptedRedis,
+  prefix: string,
+  path: PathName,
+  ids: readonly string[],
+  name: string,
+): Promise<number> {
   const sale = await createOrderStore(prisma).insertSale({
     name,
     stock: path === 'sold_out' ? 1 : 100_000_000,
@@ -36,7 +43,8 @@ export async function openPathSale(prisma: PrismaClient, redis: ScriptedRedis, p
   const prebuy = path === 'sold_out' ? ['someone'] : path === 'duplicate' ? ids.slice(0, DUPLICATE_BUYERS) : [];
   for (let start = 0; start < prebuy.length; start += 1000) {
     const pipeline = redis.pipeline() as unknown as ScriptedRedis & { exec(): Promise<unknown> };
-    for (const buyer of prebuy.slice(start, start + 1000)) void pipeline.reserve(keys.meta, keys.buyers, keys.stream, keys.turns, keys.closed, keys.showUp, buyer, 1, newReservationId(sale.id));
+    for (const buyer of prebuy.slice(start, start + 1000))
+      void pipeline.reserve(keys.meta, keys.buyers, keys.stream, keys.turns, keys.closed, keys.showUp, buyer, 1, newReservationId(sale.id));
     await pipeline.exec();
   }
   return sale.id;

@@ -44,7 +44,12 @@ export function checkoutOf(revision: string): Checkout {
   return {
     root,
     commit,
-    migrate: (databaseUrl) => void execFileSync(process.execPath, [...SOURCE_NODE_ARGS, 'packages/order-store/src/migrate-cli.ts'], { cwd: root, env: { ...process.env, DATABASE_URL: databaseUrl }, stdio: 'ignore' }),
+    migrate: (databaseUrl) =>
+      void execFileSync(process.execPath, [...SOURCE_NODE_ARGS, 'packages/order-store/src/migrate-cli.ts'], {
+        cwd: root,
+        env: { ...process.env, DATABASE_URL: databaseUrl },
+        stdio: 'ignore',
+      }),
     remove,
   };
 }

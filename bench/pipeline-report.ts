@@ -4,7 +4,10 @@ import type { ContenderResults, PipelineResults } from './pipeline.ts';
 const row = (name: string, s: ContenderResults['closed']) =>
   `| ${name} | ${s.acceptRate} | ${s.sustainedRate} | ${s.backlogAtEnd} | ${s.drainSeconds} | ${s.p50} | ${s.p99} | ${PIPELINE_PROCESSES.map((proc) => s.cpuUsPerOrder[proc]).join(' | ')} | **${s.cpuUsPerOrder.pipeline}** | ${s.cpuUsPerOrder.total} | ${s.redoBytesPerOrder}${s.binlogBytesPerOrder ? ` + binlog ${s.binlogBytesPerOrder}` : ''} |`;
 
-const rows = (label: string, c: ContenderResults) => [row(`${label} closed loop, full speed`, c.closed), row(`${label} open loop, ${c.open.targetRate ?? '?'}/s`, c.open)];
+const rows = (label: string, c: ContenderResults) => [
+  row(`${label} closed loop, full speed`, c.closed),
+  row(`${label} open loop, ${c.open.targetRate ?? '?'}/s`, c.open),
+];
 
 const alone = (label: string, c: ContenderResults) =>
   `${label}the gateway alone (no worker reads its prefix), same rounds: ${c.gatewayAlone.rps} req/s, p50 ${c.gatewayAlone.p50} ms, p99 ${c.gatewayAlone.p99} ms, ${c.gatewayAlone.cpuUsPerRequest} us CPU/request.`;
@@ -15,7 +18,9 @@ export function pipelineMarkdown(p: PipelineResults): string {
   const lines = [
     `Load average ${p.loadAverage} at the start; ${p.rounds} rounds of ${p.seconds} s runs, wrk -t1 -c${p.connections}, medians; CPU in us per order committed, from /proc, over the load and the drain after it. InnoDB: flush_log_at_trx_commit ${p.innodb.innodb_flush_log_at_trx_commit}, buffer pool ${Math.round(Number(p.innodb.innodb_buffer_pool_size) / 2 ** 20)} MiB, redo log ${Math.round(Number(p.innodb.innodb_log_file_size) / 2 ** 20)} MiB, binlog ${p.innodb.log_bin === '1' ? `on (sync_binlog ${p.innodb.sync_binlog})` : 'off'}.`,
     '',
-    '| run | accepted/s | sustained orders/s | backlog at end | drain s | p50 ms | p99 ms | ' + PIPELINE_PROCESSES.join(' | ') + ' | pipeline us/order | with wrk | redo B/order |',
+    '| run | accepted/s | sustained orders/s | backlog at end | drain s | p50 ms | p99 ms | ' +
+      PIPELINE_PROCESSES.join(' | ') +
+      ' | pipeline us/order | with wrk | redo B/order |',
     '|---|---|---|---|---|---|---|' + PIPELINE_PROCESSES.map(() => '---').join('|') + '|---|---|---|',
     ...(p.against ? rows(labels.theirs, p.against) : []),
     ...rows(labels.mine, p),
@@ -27,7 +32,13 @@ export function pipelineMarkdown(p: PipelineResults): string {
           '',
         ]
       : []),
-    `Redis (${labels.mine || 'this run'}), the median run's commands by server time per order, closed loop: ${p.closed.redis.slice(0, 8).map((c) => `${c.command} ${c.callsPerOrder} calls ${c.usPerOrder} us`).join('; ')}; open loop: ${p.open.redis.slice(0, 8).map((c) => `${c.command} ${c.callsPerOrder} calls ${c.usPerOrder} us`).join('; ')}.`,
+    `Redis (${labels.mine || 'this run'}), the median run's commands by server time per order, closed loop: ${p.closed.redis
+      .slice(0, 8)
+      .map((c) => `${c.command} ${c.callsPerOrder} calls ${c.usPerOrder} us`)
+      .join('; ')}; open loop: ${p.open.redis
+      .slice(0, 8)
+      .map((c) => `${c.command} ${c.callsPerOrder} calls ${c.usPerOrder} us`)
+      .join('; ')}.`,
   ];
   return lines.join('\n');
 }

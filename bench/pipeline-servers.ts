@@ -3,7 +3,17 @@ import type { Connection } from 'mariadb';
 
 /** The InnoDB and binlog settings a pipeline run had, as the run's record states them. */
 export async function innodbSettingsOf(db: Connection): Promise<Record<string, string>> {
-  const names = ['innodb_flush_log_at_trx_commit', 'innodb_buffer_pool_size', 'innodb_log_file_size', 'innodb_log_buffer_size', 'innodb_doublewrite', 'innodb_flush_method', 'log_bin', 'sync_binlog', 'version'];
+  const names = [
+    'innodb_flush_log_at_trx_commit',
+    'innodb_buffer_pool_size',
+    'innodb_log_file_size',
+    'innodb_log_buffer_size',
+    'innodb_doublewrite',
+    'innodb_flush_method',
+    'log_bin',
+    'sync_binlog',
+    'version',
+  ];
   const [row] = await db.query<Record<string, unknown>[]>(`SELECT ${names.map((name) => `@@${name} AS ${name}`).join(', ')}`);
   return Object.fromEntries(names.map((name) => [name, String(row?.[name])]));
 }
@@ -18,7 +28,9 @@ export interface CommandCost {
 /** The commands that ran between two INFO commandstats, most time first, per order. */
 export function redisCommandCosts(before: string, after: string, orders: number): CommandCost[] {
   const read = (info: string) =>
-    new Map([...info.matchAll(/^cmdstat_([^:]+):calls=(\d+),usec=(\d+)/gm)].map((m) => [m[1]!, { calls: Number(m[2]), usec: Number(m[3]) }]));
+    new Map(
+      [...info.matchAll(/^cmdstat_([^:]+):calls=(\d+),usec=(\d+)/gm)].map((m) => [m[1]!, { calls: Number(m[2]), usec: Number(m[3]) }]),
+    );
   const was = read(before);
   return [...read(after)]
     .map(([command, now]) => ({

@@ -53,9 +53,16 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   const { redis, db } = servers;
   const databaseUrl = servers.mariadbUrl(options.database);
   const prisma: PrismaClient = createPrisma(databaseUrl, 2);
-  const env = { REDIS_PREFIX: prefix, REDIS_URL: servers.redisUrl, DATABASE_URL: databaseUrl, AUTH_SECRET: options.authSecret, ...(options.nodeOptions ? { NODE_OPTIONS: options.nodeOptions } : {}) };
+  const env = {
+    REDIS_PREFIX: prefix,
+    REDIS_URL: servers.redisUrl,
+    DATABASE_URL: databaseUrl,
+    AUTH_SECRET: options.authSecret,
+    ...(options.nodeOptions ? { NODE_OPTIONS: options.nodeOptions } : {}),
+  };
   const apps: Partial<Record<PipelineProcess | 'gateway alone', AppProcess & { url?: string }>> = {};
-  const track = async <A extends AppProcess>(name: PipelineProcess | 'gateway alone', started: Promise<A>): Promise<A> => (apps[name] = await started);
+  const track = async <A extends AppProcess>(name: PipelineProcess | 'gateway alone', started: Promise<A>): Promise<A> =>
+    (apps[name] = await started);
   const all = await Promise.allSettled([
     track('gateway', spawnGateway(env, 'source', options.root)),
     track('gateway alone', spawnGateway({ ...env, REDIS_PREFIX: `${prefix}-alone` }, 'source', options.root)),
@@ -78,7 +85,13 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   const alone = apps['gateway alone'] as AppProcess & { url: string };
 
   // A sale's terms: ample stock, started a minute ago, an hour to go.
-  const terms = () => ({ name: 'pipeline', stock: 100_000_000, perUserLimit: 1, startsAt: Date.now() - 60_000, endsAt: Date.now() + 3_600_000 });
+  const terms = () => ({
+    name: 'pipeline',
+    stock: 100_000_000,
+    perUserLimit: 1,
+    startsAt: Date.now() - 60_000,
+    endsAt: Date.now() + 3_600_000,
+  });
   // The rebuy rule a sale gets by default (its columns' defaults), which the gateway alone's sales copy.
   let rebuyRule: { maxOrdersPerBuyer: number; rebuyCooldownSeconds: number } | undefined;
   // The row is made with this checkout's client in the stack's database, which the other revision's
@@ -120,8 +133,14 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     return processTree(apps[name]!.child.pid!);
   };
   const measured = PIPELINE_PROCESSES.filter((name) => name !== 'wrk');
-  const cpuNow = () => Object.fromEntries(measured.map((name) => [name, readProcesses(pidsOf(name))?.cpuSeconds ?? 0])) as Record<PipelineProcess, number>;
-  const counters = async () => ({ cpu: cpuNow(), redo: await statusCounter(db, 'Innodb_os_log_written'), binlog: await statusCounter(db, 'Binlog_bytes_written'), redis: await redis.info('commandstats') });
+  const cpuNow = () =>
+    Object.fromEntries(measured.map((name) => [name, readProcesses(pidsOf(name))?.cpuSeconds ?? 0])) as Record<PipelineProcess, number>;
+  const counters = async () => ({
+    cpu: cpuNow(),
+    redo: await statusCounter(db, 'Innodb_os_log_written'),
+    binlog: await statusCounter(db, 'Binlog_bytes_written'),
+    redis: await redis.info('commandstats'),
+  });
   // A closed run may go at three times the fastest before it (the warm-up runs cold); an open one keeps
   // its pace. The first runs take the whole list.
   const fastest = { pipeline: 0, alone: 0 };
@@ -132,7 +151,13 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     const loadAverage = Number(os.loadavg()[0]!.toFixed(2));
     const before = await counters();
     const file = options.buyersFile(targetRate === undefined ? enough(fastest.pipeline) : enough(targetRate, true));
-    const wrk = await runWrk(gateway.url, targetRate === undefined ? WRK_SCRIPTS.closed : WRK_SCRIPTS.open, [file, String(saleId), ...(targetRate === undefined ? [] : [String(targetRate)])], connections, seconds);
+    const wrk = await runWrk(
+      gateway.url,
+      targetRate === undefined ? WRK_SCRIPTS.closed : WRK_SCRIPTS.open,
+      [file, String(saleId), ...(targetRate === undefined ? [] : [String(targetRate)])],
+      connections,
+      seconds,
+    );
     const loadSeconds = wrk.durationUs / 1e6;
     const inRedis = createSaleStore(redis, prefix).sale(saleId);
     const { lag, pending } = await inRedis.backlog();
@@ -146,10 +171,15 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     // wrk stops counting with requests in flight: up to one per connection more were accepted than it saw.
     // A refusal: a buyer met twice (the buyers file too short for the run) or a sale that broke.
     if (orders !== holders || orders < accepted || orders > accepted + connections || wrk.errors.status > 0) {
-      throw new Error(`${options.name}: ${accepted} accepted, ${wrk.errors.status} refused, ${holders} buyers in Redis, ${orders} orders in MySQL`);
+      throw new Error(
+        `${options.name}: ${accepted} accepted, ${wrk.errors.status} refused, ${holders} buyers in Redis, ${orders} orders in MySQL`,
+      );
     }
     const perOrder = (cpuSeconds: number) => Number(((cpuSeconds * 1e6) / orders).toFixed(1));
-    const cpuUsPerOrder = Object.fromEntries(measured.map((name) => [name, perOrder(after.cpu[name] - before.cpu[name])])) as Record<PipelineProcess, number>;
+    const cpuUsPerOrder = Object.fromEntries(measured.map((name) => [name, perOrder(after.cpu[name] - before.cpu[name])])) as Record<
+      PipelineProcess,
+      number
+    >;
     cpuUsPerOrder.wrk = perOrder(wrk.cpuSeconds);
     const pipeline = Number(measured.reduce((sum, name) => sum + cpuUsPerOrder[name], 0).toFixed(1));
     await dropSale(saleId);
@@ -184,17 +214,30 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       const loadAverage = Number(os.loadavg()[0]!.toFixed(2));
       const pids = processTree(alone.child.pid!);
       const before = readProcesses(pids)!.cpuSeconds;
-      const wrk = await runWrk(alone.url, WRK_SCRIPTS.closed, [options.buyersFile(enough(fastest.alone)), String(saleId)], connections, seconds);
+      const wrk = await runWrk(
+        alone.url,
+        WRK_SCRIPTS.closed,
+        [options.buyersFile(enough(fastest.alone)), String(saleId)],
+        connections,
+        seconds,
+      );
       const cpu = readProcesses(pids)!.cpuSeconds - before;
       fastest.alone = Math.max(fastest.alone, wrk.requests / (wrk.durationUs / 1e6));
       await forget(`${prefix}-alone`, saleId);
       if (wrk.errors.status > 0) throw new Error(`${options.name}, gateway alone: ${wrk.errors.status} refused`);
-      return { loadAverage, rps: Math.round(wrk.requests / (wrk.durationUs / 1e6)), p50: wrk.latencyUs.p50 / 1000, p99: wrk.latencyUs.p99 / 1000, cpuUsPerRequest: Number(((cpu * 1e6) / wrk.requests).toFixed(1)) };
+      return {
+        loadAverage,
+        rps: Math.round(wrk.requests / (wrk.durationUs / 1e6)),
+        p50: wrk.latencyUs.p50 / 1000,
+        p99: wrk.latencyUs.p99 / 1000,
+        cpuUsPerRequest: Number(((cpu * 1e6) / wrk.requests).toFixed(1)),
+      };
     },
     async pause(pause) {
       if (pause === paused) return;
       paused = pause;
-      for (const app of Object.values(apps)) for (const pid of processTree(app.child.pid!)) process.kill(pid, pause ? 'SIGSTOP' : 'SIGCONT');
+      for (const app of Object.values(apps))
+        for (const pid of processTree(app.child.pid!)) process.kill(pid, pause ? 'SIGSTOP' : 'SIGCONT');
       // Resumed processes catch up with their timers (and the workers with their claims) before a run is measured.
       if (!pause) await sleep(300);
     },

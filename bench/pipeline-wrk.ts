@@ -2,7 +2,10 @@ import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
 /** The closed loop (bench/wrk/purchase.lua) and the paced open loop (bench/wrk/paced-purchase.lua). */
-export const WRK_SCRIPTS = { closed: fileURLToPath(new URL('./wrk/purchase.lua', import.meta.url)), open: fileURLToPath(new URL('./wrk/paced-purchase.lua', import.meta.url)) };
+export const WRK_SCRIPTS = {
+  closed: fileURLToPath(new URL('./wrk/purchase.lua', import.meta.url)),
+  open: fileURLToPath(new URL('./wrk/paced-purchase.lua', import.meta.url)),
+};
 
 export interface WrkOutcome {
   requests: number;
@@ -16,7 +19,9 @@ export interface WrkOutcome {
 /** wrk -t1 under sh, whose `times` then prints wrk's CPU (user, system) once it has exited, when /proc no longer has it. */
 export function runWrk(url: string, script: string, args: string[], connections: number, seconds: number): Promise<WrkOutcome> {
   const wrkArgs = ['-t1', `-c${connections}`, `-d${seconds}s`, '--latency', '-s', script, url, '--', ...args];
-  const child = spawn('sh', ['-c', 'wrk "$@"; status=$?; times >&2; exit $status', 'wrk', ...wrkArgs], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn('sh', ['-c', 'wrk "$@"; status=$?; times >&2; exit $status', 'wrk', ...wrkArgs], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   let err = '';
   child.stdout.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
@@ -28,7 +33,10 @@ export function runWrk(url: string, script: string, args: string[], connections:
       const times = [...children.matchAll(/(\d+)m([\d.]+)s/g)].map((m) => Number(m[1]) * 60 + Number(m[2]));
       if (code !== 0 || times.length !== 2) return reject(new Error(`wrk failed (${code}): ${out}\n${err}`));
       try {
-        resolve({ ...(JSON.parse(out.trim().split('\n').at(-1) ?? '') as Omit<WrkOutcome, 'cpuSeconds'>), cpuSeconds: times[0]! + times[1]! });
+        resolve({
+          ...(JSON.parse(out.trim().split('\n').at(-1) ?? '') as Omit<WrkOutcome, 'cpuSeconds'>),
+          cpuSeconds: times[0]! + times[1]!,
+        });
       } catch {
         reject(new Error(`wrk printed no report:\n${out}\n${err}`));
       }

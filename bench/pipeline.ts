@@ -69,8 +69,11 @@ export interface PipelineResults extends ContenderResults {
   against?: ContenderResults & { ratios: { closedCpu: number; openCpu: number; closedRate: number; openRate: number; aloneRps: number } };
 }
 
-export type PipelineSummary = Omit<PipelineRun, 'loadAverage' | 'redis' | 'targetRate' | 'requests' | 'errors' | 'loadSeconds'> & { targetRate?: number; redis: CommandCost[]; runs: PipelineRun[] };
-
+export type PipelineSummary = Omit<PipelineRun, 'loadAverage' | 'redis' | 'targetRate' | 'requests' | 'errors' | 'loadSeconds'> & {
+  targetRate?: number;
+  redis: CommandCost[];
+  runs: PipelineRun[];
+};
 
 /** Runs the pipeline part: see the file's comment. */
 export async function measurePipeline(options: PipelineOptions): Promise<PipelineResults> {
@@ -105,13 +108,26 @@ export async function measurePipeline(options: PipelineOptions): Promise<Pipelin
       let file = buyersFiles.get(lines);
       if (!file) {
         file = join(dir, `buyers-${lines}.txt`);
-        writeFileSync(file, options.buyers.slice(0, lines).map((buyer) => `${buyer.id} ${buyer.token}\n`).join(''));
+        writeFileSync(
+          file,
+          options.buyers
+            .slice(0, lines)
+            .map((buyer) => `${buyer.id} ${buyer.token}\n`)
+            .join(''),
+        );
         buyersFiles.set(lines, file);
       }
       return file;
     };
     const nodeOptions = profiling ? `${process.env.NODE_OPTIONS ?? ''} --cpu-prof --cpu-prof-dir=${options.profileDir}`.trim() : undefined;
-    const common = { servers, buyersFile, authSecret: options.authSecret, connections: options.connections, seconds: options.seconds, nodeOptions };
+    const common = {
+      servers,
+      buyersFile,
+      authSecret: options.authSecret,
+      connections: options.connections,
+      seconds: options.seconds,
+      nodeOptions,
+    };
 
     const stacks: Stack[] = [];
     if (options.against) {
@@ -119,22 +135,41 @@ export async function measurePipeline(options: PipelineOptions): Promise<Pipelin
       stops.push(async () => checkout.remove());
       const database = 'flashsale_against';
       checkout.migrate(mariadb.url(database));
-      stacks.push(await startStack({ ...common, name: `against ${checkout.commit}`, commit: checkout.commit, root: checkout.root, prefix: 'against', database }));
+      stacks.push(
+        await startStack({
+          ...common,
+          name: `against ${checkout.commit}`,
+          commit: checkout.commit,
+          root: checkout.root,
+          prefix: 'against',
+          database,
+        }),
+      );
       stops.push(() => stacks[0]!.stop());
     }
     await migrate(mariadb.url('flashsale_bench'));
-    const current = await startStack({ ...common, name: 'this checkout', commit: gitRevision().commit, prefix: 'current', database: 'flashsale_bench' });
+    const current = await startStack({
+      ...common,
+      name: 'this checkout',
+      commit: gitRevision().commit,
+      prefix: 'current',
+      database: 'flashsale_bench',
+    });
     stacks.push(current);
     stops.push(() => current.stop());
 
-    log(`pipeline: warm-up of ${stacks.map((s) => `${s.name} (${s.commit})`).join(' and ')}; redis-server ${servers.redisPid}, mariadbd ${servers.mariadbPid}`);
+    log(
+      `pipeline: warm-up of ${stacks.map((s) => `${s.name} (${s.commit})`).join(' and ')}; redis-server ${servers.redisPid}, mariadbd ${servers.mariadbPid}`,
+    );
     for (const stack of stacks) {
       for (const other of stacks) await other.pause(other !== stack);
       await stack.closed();
       await stack.alone();
     }
     const loadAverage = Number(os.loadavg()[0]!.toFixed(2));
-    const runs = new Map(stacks.map((stack) => [stack, { closed: [] as PipelineRun[], open: [] as PipelineRun[], alone: [] as GatewayAloneRun[] }]));
+    const runs = new Map(
+      stacks.map((stack) => [stack, { closed: [] as PipelineRun[], open: [] as PipelineRun[], alone: [] as GatewayAloneRun[] }]),
+    );
     const describe = (r: PipelineRun) =>
       `${r.accepted} accepted at ${r.acceptRate}/s${r.targetRate ? ` (target ${r.targetRate}/s)` : ''}, backlog ${r.backlogAtEnd} at the end, drained in ${r.drainSeconds} s, sustained ${r.sustainedRate} orders/s, p50 ${r.p50} ms, p99 ${r.p99} ms, ${r.cpuUsPerOrder.pipeline} us CPU/order in the pipeline, ${r.cpuUsPerOrder.total} with wrk (${PIPELINE_PROCESSES.map((p) => `${p} ${r.cpuUsPerOrder[p]}`).join(', ')}), redo ${r.redoBytesPerOrder} B/order, load average ${r.loadAverage}`;
     for (let round = 0; round < options.rounds; round += 1) {
@@ -155,14 +190,21 @@ export async function measurePipeline(options: PipelineOptions): Promise<Pipelin
         log(`${stack.name}, open: ${describe(open)}`);
         const alone = await stack.alone();
         mine.alone.push(alone);
-        log(`${stack.name}, gateway alone: ${alone.rps} req/s, p50 ${alone.p50} ms, p99 ${alone.p99} ms, ${alone.cpuUsPerRequest} us CPU/request, load average ${alone.loadAverage}`);
+        log(
+          `${stack.name}, gateway alone: ${alone.rps} req/s, p50 ${alone.p50} ms, p99 ${alone.p99} ms, ${alone.cpuUsPerRequest} us CPU/request, load average ${alone.loadAverage}`,
+        );
       }
     }
     for (const stack of stacks) await stack.pause(false);
     if (options.profileDir) {
       // The statements MySQL spent its time on, by digest, beside the Node processes' profiles.
-      const digests = await db.query<Record<string, unknown>[]>('SELECT DIGEST_TEXT, COUNT_STAR, SUM_TIMER_WAIT / 1e6 AS total_us, SUM_ROWS_AFFECTED, SUM_ROWS_EXAMINED FROM performance_schema.events_statements_summary_by_digest ORDER BY SUM_TIMER_WAIT DESC LIMIT 25');
-      writeFileSync(join(options.profileDir, 'mariadb-digests.json'), JSON.stringify(digests, (_, v: unknown) => (typeof v === 'bigint' ? Number(v) : v), 2));
+      const digests = await db.query<Record<string, unknown>[]>(
+        'SELECT DIGEST_TEXT, COUNT_STAR, SUM_TIMER_WAIT / 1e6 AS total_us, SUM_ROWS_AFFECTED, SUM_ROWS_EXAMINED FROM performance_schema.events_statements_summary_by_digest ORDER BY SUM_TIMER_WAIT DESC LIMIT 25',
+      );
+      writeFileSync(
+        join(options.profileDir, 'mariadb-digests.json'),
+        JSON.stringify(digests, (_, v: unknown) => (typeof v === 'bigint' ? Number(v) : v), 2),
+      );
       log(`profiles and MariaDB's statement digests in ${options.profileDir}`);
     }
     const resultsOf = (stack: Stack): ContenderResults => {
@@ -180,7 +222,14 @@ export async function measurePipeline(options: PipelineOptions): Promise<Pipelin
         },
       };
     };
-    const results: PipelineResults = { loadAverage, seconds: options.seconds, rounds: options.rounds, connections: options.connections, innodb, ...resultsOf(current) };
+    const results: PipelineResults = {
+      loadAverage,
+      seconds: options.seconds,
+      rounds: options.rounds,
+      connections: options.connections,
+      innodb,
+      ...resultsOf(current),
+    };
     if (stacks.length > 1) {
       const base = runs.get(stacks[0]!)!;
       const mine = runs.get(current)!;
@@ -194,7 +243,10 @@ export async function measurePipeline(options: PipelineOptions): Promise<Pipelin
           openCpu: ratio(cpu(base.open), cpu(mine.open)),
           closedRate: ratio(rate(mine.closed), rate(base.closed)),
           openRate: ratio(rate(mine.open), rate(base.open)),
-          aloneRps: ratio(mine.alone.map((a) => a.rps), base.alone.map((a) => a.rps)),
+          aloneRps: ratio(
+            mine.alone.map((a) => a.rps),
+            base.alone.map((a) => a.rps),
+          ),
         },
       };
     }
@@ -207,7 +259,9 @@ export async function measurePipeline(options: PipelineOptions): Promise<Pipelin
 /** Medians of the runs, field by field; the Redis commands of the median run by total CPU. */
 function summarise(runs: PipelineRun[]): PipelineSummary {
   const med = (pick: (r: PipelineRun) => number, digits = 1) => Number(median(runs.map(pick)).toFixed(digits));
-  const cpuUsPerOrder = Object.fromEntries([...PIPELINE_PROCESSES, 'pipeline' as const, 'total' as const].map((name) => [name, med((r) => r.cpuUsPerOrder[name])])) as PipelineRun['cpuUsPerOrder'];
+  const cpuUsPerOrder = Object.fromEntries(
+    [...PIPELINE_PROCESSES, 'pipeline' as const, 'total' as const].map((name) => [name, med((r) => r.cpuUsPerOrder[name])]),
+  ) as PipelineRun['cpuUsPerOrder'];
   const byTotal = [...runs].sort((a, b) => a.cpuUsPerOrder.total - b.cpuUsPerOrder.total);
   return {
     ...(runs[0]?.targetRate === undefined ? {} : { targetRate: med((r) => r.targetRate ?? 0, 0) }),

@@ -36,8 +36,10 @@ BENCH_LOADGEN as for npm run bench.`,
   allowPositionals: true,
 } as const;
 const [path = 'accept', target = 'gateway', ...extra] = parseCommandLine(COMMAND).positionals;
-if (!['accept', 'duplicate', 'sold_out'].includes(path)) exitWithUsage(COMMAND, `the path must be accept, duplicate or sold_out, not ${path}`);
-if (!['gateway', 'authenticated', 'bare'].includes(target)) exitWithUsage(COMMAND, `the server must be gateway, authenticated or bare, not ${target}`);
+if (!['accept', 'duplicate', 'sold_out'].includes(path))
+  exitWithUsage(COMMAND, `the path must be accept, duplicate or sold_out, not ${path}`);
+if (!['gateway', 'authenticated', 'bare'].includes(target))
+  exitWithUsage(COMMAND, `the server must be gateway, authenticated or bare, not ${target}`);
 if (extra.length > 0) exitWithUsage(COMMAND, `unexpected arguments: ${extra.join(' ')}`);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 64);
@@ -53,10 +55,19 @@ const { ids, buyers } = benchBuyers(SECONDS, config.AUTH_SECRET);
 const saleId = await openPathSale(prisma, redis, prefix, path as PathName, ids, `${prefix} profile`);
 
 const gcFile = join(dir, 'gc.jsonl');
-const env = { REDIS_PREFIX: prefix, BENCH_PREFIX: prefix, DATABASE_URL: config.DATABASE_URL, REDIS_URL: config.REDIS_URL, AUTH_SECRET: config.AUTH_SECRET, BENCH_GC_FILE: gcFile };
+const env = {
+  REDIS_PREFIX: prefix,
+  BENCH_PREFIX: prefix,
+  DATABASE_URL: config.DATABASE_URL,
+  REDIS_URL: config.REDIS_URL,
+  AUTH_SECRET: config.AUTH_SECRET,
+  BENCH_GC_FILE: gcFile,
+};
 const profiling = ['--cpu-prof', `--cpu-prof-dir=${dir}`, `--import=${fileURLToPath(new URL('./gc-watch.mjs', import.meta.url))}`];
 const server =
-  target === 'gateway' ? await startGatewayProcess(env, 1, profiling.join(' ')) : await startBaseline(env, target === 'authenticated' ? 'hs256' : 'none', profiling);
+  target === 'gateway'
+    ? await startGatewayProcess(env, 1, profiling.join(' '))
+    : await startBaseline(env, target === 'authenticated' ? 'hs256' : 'none', profiling);
 
 type GcTotals = Record<'minor' | 'major' | 'incremental' | 'weakcb', { count: number; ms: number }>;
 /** The server's garbage-collection totals so far (bench/gc-watch.mjs), asked for with SIGUSR2. */
@@ -75,10 +86,19 @@ async function gcTotals(): Promise<GcTotals> {
 const gcBefore = await gcTotals();
 // The profile's clock is the monotonic one that process.hrtime reads, in microseconds.
 const loadStarted = Number(process.hrtime.bigint() / 1000n);
-const result = await load.run({ url: server.url, saleId, buyers, cycle: path === 'duplicate' ? DUPLICATE_BUYERS : undefined, connections: CONNECTIONS, seconds: SECONDS });
+const result = await load.run({
+  url: server.url,
+  saleId,
+  buyers,
+  cycle: path === 'duplicate' ? DUPLICATE_BUYERS : undefined,
+  connections: CONNECTIONS,
+  seconds: SECONDS,
+});
 const loadEnded = Number(process.hrtime.bigint() / 1000n);
 const gcAfter = await gcTotals();
-console.log(`${target}, ${path}, under ${load.name}: ${Math.round(result.rps)} req/s, p50 ${result.p50.toFixed(1)} ms, p99 ${result.p99.toFixed(1)} ms, ${result.ok} 2xx, ${result.refused} refused, ${result.errors} errors`);
+console.log(
+  `${target}, ${path}, under ${load.name}: ${Math.round(result.rps)} req/s, p50 ${result.p50.toFixed(1)} ms, p99 ${result.p99.toFixed(1)} ms, ${result.ok} 2xx, ${result.refused} refused, ${result.errors} errors`,
+);
 await server.stop();
 await deleteKeysWithPrefix(redis, prefix);
 await redis.quit();
@@ -87,7 +107,12 @@ await prisma.$disconnect();
 
 const file = readdirSync(dir).find((name) => name.endsWith('.cpuprofile'));
 if (!file) throw new Error(`no profile written in ${dir}`);
-const profile = JSON.parse(readFileSync(join(dir, file), 'utf8')) as { nodes: ProfileNode[]; samples: number[]; timeDeltas: number[]; startTime: number };
+const profile = JSON.parse(readFileSync(join(dir, file), 'utf8')) as {
+  nodes: ProfileNode[];
+  samples: number[];
+  timeDeltas: number[];
+  startTime: number;
+};
 const byNode = new Map(profile.nodes.map((node) => [node.id, node]));
 const byFunction = new Map<string, number>();
 const byArea = new Map<string, number>();
@@ -102,13 +127,18 @@ for (const [i, sample] of profile.samples.entries()) {
   if (functionName === '(idle)') continue;
   busyUs += delta;
   busySamples += 1;
-  const area = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url)?.[1] ?? (url.startsWith('node:') ? 'node core' : url.includes('/work/') || url.includes('file:') ? 'project code' : functionName || '(native)');
+  const area =
+    /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url)?.[1] ??
+    (url.startsWith('node:') ? 'node core' : url.includes('/work/') || url.includes('file:') ? 'project code' : functionName || '(native)');
   const key = `${functionName || '(anonymous)'} ${url.split('/').slice(-2).join('/')}:${lineNumber + 1}`;
   byFunction.set(key, (byFunction.get(key) ?? 0) + 1);
   byArea.set(area, (byArea.get(area) ?? 0) + 1);
 }
 const top = (map: Map<string, number>, n: number) =>
-  [...map].sort((a, b) => b[1] - a[1]).slice(0, n).map(([name, count]) => `${((100 * count) / busySamples).toFixed(1).padStart(5)}%  ${name}`);
+  [...map]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, n)
+    .map(([name, count]) => `${((100 * count) / busySamples).toFixed(1).padStart(5)}%  ${name}`);
 console.log(`\nprofile: ${join(dir, file)}
 busy ${(busyUs / 1e6).toFixed(2)} s of the ${((loadEnded - loadStarted) / 1e6).toFixed(2)} s of load (the main thread, sampled): ${(busyUs / result.requests).toFixed(1)} us per request
 

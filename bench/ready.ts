@@ -23,7 +23,10 @@ const READY_PORT: Record<Role, string> = { gateway: 'PORT', worker: 'WORKER_PORT
  * (user + system, from /proc; absent where there is none). The CPU is the figure a busy machine moves
  * least: the wall time waits for a core whenever other work holds both.
  */
-export type ReadyResults = Record<AppSource, Record<Role, { medianMs: number; runsMs: number[]; medianCpuMs?: number; runsCpuMs?: number[] }>>;
+export type ReadyResults = Record<
+  AppSource,
+  Record<Role, { medianMs: number; runsMs: number[]; medianCpuMs?: number; runsCpuMs?: number[] }>
+>;
 
 /** The CPU (ms, user + system) process `pid` has used, from /proc/<pid>/stat; undefined where it cannot be read. */
 function cpuMsOf(pid: number | undefined): number | undefined {
@@ -64,7 +67,11 @@ export async function readyPart({ settings, env, log }: PartContext): Promise<Re
     execFileSync('npm', ['run', '--silent', 'build'], { stdio: 'inherit' });
   }
   // Production settings for the built roles, as the image runs them, with secrets of their own.
-  const secrets = { AUTH_SECRET: randomBytes(24).toString('hex'), ADMIN_TOKEN: randomBytes(12).toString('hex'), PAYMENT_WEBHOOK_SECRET: randomBytes(24).toString('hex') };
+  const secrets = {
+    AUTH_SECRET: randomBytes(24).toString('hex'),
+    ADMIN_TOKEN: randomBytes(12).toString('hex'),
+    PAYMENT_WEBHOOK_SECRET: randomBytes(24).toString('hex'),
+  };
   const production = { ...env, NODE_ENV: 'production', ...secrets, LOG_LEVEL: 'warn' };
   const results = { build: {}, source: {} } as ReadyResults;
   for (const from of ['build', 'source'] as const) {

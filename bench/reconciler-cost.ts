@@ -36,14 +36,34 @@ export function measureReconcilerCost(rate: number, seconds: number): Reconciler
   try {
     const run = spawnSync(
       process.execPath,
-      ['--conditions=@flashsale/source', '--import', 'tsx', 'loadtest/soak/run.ts', '--seconds', String(seconds), '--rate', String(rate), '--sample-seconds', '5', '--out', out],
+      [
+        '--conditions=@flashsale/source',
+        '--import',
+        'tsx',
+        'loadtest/soak/run.ts',
+        '--seconds',
+        String(seconds),
+        '--rate',
+        String(rate),
+        '--sample-seconds',
+        '5',
+        '--out',
+        out,
+      ],
       { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] },
     );
     const report = readdirSync(out).find((file) => file.endsWith('.json'));
     if (!report) throw new Error(`the soak wrote no report (exit ${run.status}):\n${run.stdout}`);
     const { totals, ledger } = JSON.parse(readFileSync(join(out, report), 'utf8')) as { totals: RunTotals; ledger: { passed: boolean } };
     const cores = Object.fromEntries(totals.processes.filter((p) => p.cpuPercent !== null).map((p) => [p.name, p.cpuPercent! / 100]));
-    return { rate, seconds, acceptsPerSecond: totals.acceptsPerSecond, cores, reconcilerToGateway: totals.reconcilerToGatewayCpu, ledgerPassed: ledger.passed };
+    return {
+      rate,
+      seconds,
+      acceptsPerSecond: totals.acceptsPerSecond,
+      cores,
+      reconcilerToGateway: totals.reconcilerToGatewayCpu,
+      ledgerPassed: ledger.passed,
+    };
   } finally {
     rmSync(out, { recursive: true, force: true });
   }
@@ -73,7 +93,9 @@ against the gateway's. Exit 1 when the soak's ledger check fails.
   const { values } = parseCommandLine(command);
   const whole = (name: 'rate' | 'seconds') => {
     const value = Number(values[name]);
-    return Number.isInteger(value) && value >= 1 ? value : exitWithUsage(command, `--${name} must be a whole number of at least 1, not ${values[name]}`);
+    return Number.isInteger(value) && value >= 1
+      ? value
+      : exitWithUsage(command, `--${name} must be a whole number of at least 1, not ${values[name]}`);
   };
   const cost = measureReconcilerCost(whole('rate'), whole('seconds'));
   console.log(describeReconcilerCost(cost));

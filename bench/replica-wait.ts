@@ -34,7 +34,8 @@ async function replicasInSync(primary: ScriptedRedis): Promise<void> {
     const offset = Number(/^master_repl_offset:(\d+)/m.exec(info)?.[1] ?? -1);
     const online = [...info.matchAll(/^slave\d+:.*state=online,offset=(\d+)/gm)].filter((m) => Number(m[1]) === offset);
     if (online.length === REPLICAS) return;
-    if (Date.now() > deadline) throw new Error(`replica-wait: ${online.length} of ${REPLICAS} replicas in sync after ${SYNC_TIMEOUT_MS} ms:\n${info}`);
+    if (Date.now() > deadline)
+      throw new Error(`replica-wait: ${online.length} of ${REPLICAS} replicas in sync after ${SYNC_TIMEOUT_MS} ms:\n${info}`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }
@@ -52,7 +53,9 @@ export async function replicaWaitPart(part: PartContext): Promise<ReplicaWaitRes
   await replicasInSync(client);
   const waits = ['0', '1', String(REPLICAS)];
   const gateways = Object.fromEntries(
-    await Promise.all(waits.map(async (wait) => [wait, await startGatewayProcess({ ...env, REDIS_URL: primary.url, REDIS_WAIT_REPLICAS: wait })] as const)),
+    await Promise.all(
+      waits.map(async (wait) => [wait, await startGatewayProcess({ ...env, REDIS_URL: primary.url, REDIS_WAIT_REPLICAS: wait })] as const),
+    ),
   );
   for (const gateway of Object.values(gateways)) {
     stops.push(gateway.stop);
@@ -61,7 +64,9 @@ export async function replicaWaitPart(part: PartContext): Promise<ReplicaWaitRes
   // A 503 of WAIT (fewer replicas acknowledged within REDIS_WAIT_TIMEOUT_MS) leaves the reservation on
   // the primary: the check counts it as one, and the table counts such answers apart.
   const runs = await alternate(
-    Object.fromEntries(waits.map((wait) => [wait, () => measure(gateways[wait]!, 'accept', { client, refusalsHoldReservations: wait !== '0' })])) as Record<string, () => Promise<Run>>,
+    Object.fromEntries(
+      waits.map((wait) => [wait, () => measure(gateways[wait]!, 'accept', { client, refusalsHoldReservations: wait !== '0' })]),
+    ) as Record<string, () => Promise<Run>>,
   );
   await Promise.all(Object.values(gateways).map((gateway) => gateway.stop()));
   await client.quit();
@@ -69,7 +74,14 @@ export async function replicaWaitPart(part: PartContext): Promise<ReplicaWaitRes
   const acceptRuns = (of: Run[]) => of.map((r) => ({ ...r, rps: accepts(r) }));
   const byWait = Object.fromEntries(
     waits.map((wait) => {
-      return [wait, { ...summary(runs[wait]!), acceptsPerSecond: Math.round(median(runs[wait]!.map(accepts))), notAcknowledged: runs[wait]!.reduce((sum, r) => sum + r.refused, 0) }];
+      return [
+        wait,
+        {
+          ...summary(runs[wait]!),
+          acceptsPerSecond: Math.round(median(runs[wait]!.map(accepts))),
+          notAcknowledged: runs[wait]!.reduce((sum, r) => sum + r.refused, 0),
+        },
+      ];
     }),
   );
   return {

@@ -28,7 +28,12 @@ export interface BenchResults extends RunInfo {
   fsync?: { always: Summary; everysec: Summary };
   drain?: { workerSeconds: number; rawSeconds: number; workerRuns: number[]; rawRuns: number[] };
   /** Unpaid orders expired and returned to Redis per second against the same worker's drain (BENCH_PARTS expiry). */
-  expiry?: { rows: number; drainOrdersPerSecond: number; expiryOrdersPerSecond: number; runs: { drainSeconds: number; expirySeconds: number }[] };
+  expiry?: {
+    rows: number;
+    drainOrdersPerSecond: number;
+    expiryOrdersPerSecond: number;
+    runs: { drainSeconds: number; expirySeconds: number }[];
+  };
   peakRssMiB?: { gateway: number; bare: number; authenticated: number };
   /** The reconciler's CPU while one sale takes a fixed rate (BENCH_PARTS reconciler; bench/reconciler-cost.ts). */
   reconciler?: { loadAverage: number } & ReconcilerCost;
@@ -48,7 +53,10 @@ export interface BenchResults extends RunInfo {
     loadAverage: number;
     rows: number;
     sales: number;
-    byWorkers: Record<string, { ordersPerSecond: number; seconds: number; runs: { seconds: number; ordersPerSecond: number; loadAverage: number }[] }>;
+    byWorkers: Record<
+      string,
+      { ordersPerSecond: number; seconds: number; runs: { seconds: number; ordersPerSecond: number; loadAverage: number }[] }
+    >;
     /** Medians of the rounds' ratios of orders per second. */
     ratios: { twoToOne: number; fourToTwo: number };
   };
@@ -68,7 +76,6 @@ export interface BenchResults extends RunInfo {
   ready?: ReadyResults;
 }
 
-
 const RESULTS = fileURLToPath(new URL('./results.json', import.meta.url));
 const DOC = fileURLToPath(new URL('../docs/BENCHMARKS.md', import.meta.url));
 const START = '<!-- bench-results:start -->';
@@ -86,7 +93,11 @@ const GOALS: Record<PathName, { goal: number; floor: number }> = {
 const ratio = (value: number) => value.toFixed(2);
 const latency = (s: Summary) => `${s.p50.toFixed(1)} / ${s.p99.toFixed(1)}`;
 const verdict = (value: number, { goal, floor }: { goal: number; floor: number }) =>
-  value >= goal ? `met (goal ${goal})` : value >= floor ? `above the floor ${floor}, below the goal ${goal}` : `**not met** (floor ${floor})`;
+  value >= goal
+    ? `met (goal ${goal})`
+    : value >= floor
+      ? `above the floor ${floor}, below the goal ${goal}`
+      : `**not met** (floor ${floor})`;
 
 /** The results section, as it goes between the markers of docs/BENCHMARKS.md. */
 export function resultsMarkdown(r: BenchResults): string {
@@ -117,9 +128,18 @@ export function resultsMarkdown(r: BenchResults): string {
       `Against the authenticated baseline: ${(['accept', 'duplicate', 'sold_out'] as const).map((path) => `${path.replace('_', ' ')} ${verdict(paths[path].ratios.gatewayToAuthenticated, GOALS[path])}`).join('; ')}.`,
     );
   }
-  if (r.peakRssMiB) lines.push('', `Peak RSS under load: gateway ${r.peakRssMiB.gateway} MiB, bare baseline ${r.peakRssMiB.bare} MiB, authenticated baseline ${r.peakRssMiB.authenticated} MiB.`);
+  if (r.peakRssMiB)
+    lines.push(
+      '',
+      `Peak RSS under load: gateway ${r.peakRssMiB.gateway} MiB, bare baseline ${r.peakRssMiB.bare} MiB, authenticated baseline ${r.peakRssMiB.authenticated} MiB.`,
+    );
   if (r.scaling) {
-    lines.push('', '| GATEWAY_WORKERS, accept path | req/s | p50 / p99 ms |', '|---|---|---|', ...Object.entries(r.scaling).map(([workers, s]) => `| ${workers} | ${s.rps} | ${latency(s)} |`));
+    lines.push(
+      '',
+      '| GATEWAY_WORKERS, accept path | req/s | p50 / p99 ms |',
+      '|---|---|---|',
+      ...Object.entries(r.scaling).map(([workers, s]) => `| ${workers} | ${s.rps} | ${latency(s)} |`),
+    );
   }
   if (r.fsync) {
     lines.push(
@@ -168,7 +188,8 @@ export function scaleMarkdown(r: BenchResults): string {
     );
     const counted = r.script.instructions;
     if (counted) {
-      const each = (path: 'accept' | 'duplicate' | 'sold_out') => `${counted.perCall[path].toLocaleString('en-US')} (${counted.runs[path].map((n) => n.toLocaleString('en-US')).join(', ')})`;
+      const each = (path: 'accept' | 'duplicate' | 'sold_out') =>
+        `${counted.perCall[path].toLocaleString('en-US')} (${counted.runs[path].map((n) => n.toLocaleString('en-US')).join(', ')})`;
       lines.push(
         '',
         `Instructions per call in redis-server (valgrind's callgrind, ${counted.calls} calls per path and round, ${counted.rounds} rounds; the median, then every round): accept ${each('accept')}; duplicate ${each('duplicate')}; sold out ${each('sold_out')}.`,
@@ -221,7 +242,9 @@ function partSections(r: BenchResults): { start: string; end: string; markdown: 
     { name: 'door', markdown: r.door && doorMarkdown(r, r.door) },
     { name: 'neighbours', markdown: r.neighbours && neighboursMarkdown(r, r.neighbours) },
   ];
-  return sections.flatMap(({ name, markdown }) => (markdown ? [{ start: `<!-- bench-${name}:start -->`, end: `<!-- bench-${name}:end -->`, markdown }] : []));
+  return sections.flatMap(({ name, markdown }) =>
+    markdown ? [{ start: `<!-- bench-${name}:start -->`, end: `<!-- bench-${name}:end -->`, markdown }] : [],
+  );
 }
 
 /** Prints the run's tables (the markdown of docs/BENCHMARKS.md's sections). */

@@ -13,7 +13,14 @@ import os from 'node:os';
 import { Redis } from 'ioredis';
 import { newReservationId, REBUY_RULE_DEFAULTS, type SaleDefinition } from '@flashsale/domain';
 import type { RedisCluster } from '@flashsale/harness';
-import { pipelineBySlotGroup, saleKeys, type ScriptCommands, type ScriptedRedis, type SaleKeys, createSaleStore } from '@flashsale/redis-store';
+import {
+  pipelineBySlotGroup,
+  saleKeys,
+  type ScriptCommands,
+  type ScriptedRedis,
+  type SaleKeys,
+  createSaleStore,
+} from '@flashsale/redis-store';
 
 export interface ReserveRun {
   calls: number;
@@ -61,7 +68,10 @@ async function nodeCounters(urls: NodeUrls): Promise<NodeCounters> {
       const redis = new Redis(url, { maxRetriesPerRequest: 1 });
       try {
         const [commandstats, cpu] = [await redis.info('commandstats'), await redis.info('cpu')];
-        const scriptUs = [...commandstats.matchAll(/^cmdstat_(?:evalsha|eval):calls=\d+,usec=(\d+)/gm)].reduce((sum, m) => sum + Number(m[1]), 0);
+        const scriptUs = [...commandstats.matchAll(/^cmdstat_(?:evalsha|eval):calls=\d+,usec=(\d+)/gm)].reduce(
+          (sum, m) => sum + Number(m[1]),
+          0,
+        );
         const field = (name: string) => Number(new RegExp(`^${name}:([\\d.]+)`, 'm').exec(cpu)?.[1] ?? 0);
         return { scriptUs, cpuSeconds: field('used_cpu_user') + field('used_cpu_sys') };
       } finally {
@@ -69,7 +79,10 @@ async function nodeCounters(urls: NodeUrls): Promise<NodeCounters> {
       }
     }),
   );
-  return each.reduce((a, b) => ({ scriptUs: a.scriptUs + b.scriptUs, cpuSeconds: a.cpuSeconds + b.cpuSeconds }), { scriptUs: 0, cpuSeconds: 0 });
+  return each.reduce((a, b) => ({ scriptUs: a.scriptUs + b.scriptUs, cpuSeconds: a.cpuSeconds + b.cpuSeconds }), {
+    scriptUs: 0,
+    cpuSeconds: 0,
+  });
 }
 
 /**
@@ -96,12 +109,23 @@ export async function reserveLoad(client: ScriptedRedis, nodes: NodeUrls, option
         (pipeline, _key, index) => {
           const { saleId, keys, buyer } = calls[index]!;
           // Queued on the pipeline, not sent: pipelineBySlotGroup's exec() sends them.
-          void (pipeline as unknown as ScriptCommands).reserve(keys.meta, keys.buyers, keys.stream, keys.turns, keys.closed, keys.showUp, buyer, 1, newReservationId(saleId));
+          void (pipeline as unknown as ScriptCommands).reserve(
+            keys.meta,
+            keys.buyers,
+            keys.stream,
+            keys.turns,
+            keys.closed,
+            keys.showUp,
+            buyer,
+            1,
+            newReservationId(saleId),
+          );
         },
       );
       for (const [error, result] of replies) {
         const code = (result as [number, unknown] | null)?.[0];
-        if (error || code !== expect) throw new Error(`reserve answered ${error ? error.message : JSON.stringify(result)}, expected code ${expect}`);
+        if (error || code !== expect)
+          throw new Error(`reserve answered ${error ? error.message : JSON.stringify(result)}, expected code ${expect}`);
       }
       answered += calls.length;
     }
@@ -125,9 +149,22 @@ export async function reserveLoad(client: ScriptedRedis, nodes: NodeUrls, option
  * Redis servers are the bench's own and serve nothing else). Each run drops its sales' keys at its end,
  * so the next may use the same ids.
  */
-export async function benchSale(client: ScriptedRedis, prefix: string, id: number, stock: number): Promise<{ saleId: number; keys: SaleKeys }> {
+export async function benchSale(
+  client: ScriptedRedis,
+  prefix: string,
+  id: number,
+  stock: number,
+): Promise<{ saleId: number; keys: SaleKeys }> {
   // With the rebuy rule every created sale carries: an accepted call reads the buyer's closed orders.
-  const sale: SaleDefinition = { id, name: `${prefix} reserve load`, stock, perUserLimit: 1, startsAt: Date.now() - 60_000, endsAt: Date.now() + 3_600_000, rebuyRule: REBUY_RULE_DEFAULTS };
+  const sale: SaleDefinition = {
+    id,
+    name: `${prefix} reserve load`,
+    stock,
+    perUserLimit: 1,
+    startsAt: Date.now() - 60_000,
+    endsAt: Date.now() + 3_600_000,
+    rebuyRule: REBUY_RULE_DEFAULTS,
+  };
   await createSaleStore(client, prefix).publish(sale, 'bench');
   return { saleId: sale.id, keys: saleKeys(prefix, sale.id) };
 }
@@ -160,11 +197,19 @@ export async function reservePathRun(
   try {
     const buyer = (i: number) => ({ saleId, keys, buyer: `b${i}` });
     const prebuy = path === 'sold_out' ? 1 : path === 'duplicate' ? options.duplicateBuyers : 0;
-    if (prebuy > 0) await reserveLoad(client, nodes, { ...options, seconds: undefined, calls: prebuy, expect: 1, call: (i) => ({ saleId, keys, buyer: path === 'sold_out' ? 'someone' : `b${i}` }) });
+    if (prebuy > 0)
+      await reserveLoad(client, nodes, {
+        ...options,
+        seconds: undefined,
+        calls: prebuy,
+        expect: 1,
+        call: (i) => ({ saleId, keys, buyer: path === 'sold_out' ? 'someone' : `b${i}` }),
+      });
     const call = path === 'duplicate' ? (i: number) => buyer(i % options.duplicateBuyers) : buyer;
     const run = await reserveLoad(client, nodes, { ...options, call, expect: EXPECTED_CODE[path] });
     const holders = await client.hlen(keys.buyers);
-    if (holders !== prebuy + (path === 'accept' ? run.calls : 0)) throw new Error(`${path}: ${holders} buyers hold a reservation after ${run.calls} calls; not what this path must leave`);
+    if (holders !== prebuy + (path === 'accept' ? run.calls : 0))
+      throw new Error(`${path}: ${holders} buyers hold a reservation after ${run.calls} calls; not what this path must leave`);
     return run;
   } finally {
     await dropSale(client, keys);
@@ -175,7 +220,13 @@ export async function reservePathRun(
  * One run of accepted calls spread over the sales `saleIds` (call i goes to the (i mod n)th sale, every
  * call a new buyer), checked as reservePathRun's accept path.
  */
-export async function spreadRun(client: ScriptedRedis, nodes: NodeUrls, prefix: string, saleIds: number[], options: { seconds: number; batch: number; inFlight: number }): Promise<ReserveRun> {
+export async function spreadRun(
+  client: ScriptedRedis,
+  nodes: NodeUrls,
+  prefix: string,
+  saleIds: number[],
+  options: { seconds: number; batch: number; inFlight: number },
+): Promise<ReserveRun> {
   const made: { saleId: number; keys: SaleKeys }[] = [];
   try {
     for (const id of saleIds) made.push(await benchSale(client, prefix, id, 100_000_000));
@@ -194,7 +245,11 @@ export async function spreadRun(client: ScriptedRedis, nodes: NodeUrls, prefix: 
  * the lowest ids, skipping those whose master already has its share. Sales with ids 1 to 30 would put
  * 13, 9 and 8 on the three masters of a fresh cluster.
  */
-export async function evenlySpreadSales(cluster: RedisCluster, prefix: string, count: number): Promise<{ ids: number[]; perMaster: number[] }> {
+export async function evenlySpreadSales(
+  cluster: RedisCluster,
+  prefix: string,
+  count: number,
+): Promise<{ ids: number[]; perMaster: number[] }> {
   const masters = (await cluster.masters()).map((node) => node.port);
   const share = masters.map((_, i) => Math.floor(count / masters.length) + (i < count % masters.length ? 1 : 0));
   const taken = masters.map(() => 0);

@@ -66,11 +66,16 @@ const SCRIPT_IN_FLIGHT = 2;
 const CLUSTER_SALES = settings.clusterSales;
 const DRAIN_SALES = settings.drainSales;
 
-
 const config = loadConfig();
 const load = chooseLoadGenerator();
 const prefix = `bench-${randomBytes(3).toString('hex')}`;
-const env = { REDIS_PREFIX: prefix, BENCH_PREFIX: prefix, DATABASE_URL: config.DATABASE_URL, REDIS_URL: config.REDIS_URL, AUTH_SECRET: config.AUTH_SECRET };
+const env = {
+  REDIS_PREFIX: prefix,
+  BENCH_PREFIX: prefix,
+  DATABASE_URL: config.DATABASE_URL,
+  REDIS_URL: config.REDIS_URL,
+  AUTH_SECRET: config.AUTH_SECRET,
+};
 const log = (text: string) => console.log(`[bench] ${text}`);
 
 await ensureServices();
@@ -93,21 +98,37 @@ function saleFor(path: PathName, client: ScriptedRedis = redis): Promise<number>
  * path every answer is a 2xx and every answered buyer holds a reservation (a buyer met twice would be
  * refused), on the other paths every answer is a refusal and nobody was added.
  */
-async function measure(server: BenchServer, path: PathName, { client = redis, saleId: prepared, buyers: from = buyers, refusalsHoldReservations = false }: MeasureOptions = {}): Promise<Run> {
+async function measure(
+  server: BenchServer,
+  path: PathName,
+  { client = redis, saleId: prepared, buyers: from = buyers, refusalsHoldReservations = false }: MeasureOptions = {},
+): Promise<Run> {
   const saleId = prepared ?? (await saleFor(path, client));
   const keys = saleKeys(prefix, saleId);
   const holdersBefore = await client.hlen(keys.buyers);
   const loadAverage = Number(os.loadavg()[0]!.toFixed(2));
   const cpuBefore = cpuSeconds(server.pid);
-  const result = await load.run({ url: server.url, saleId, buyers: from, cycle: path === 'duplicate' ? DUPLICATE_BUYERS : undefined, connections: CONNECTIONS, seconds: SECONDS });
+  const result = await load.run({
+    url: server.url,
+    saleId,
+    buyers: from,
+    cycle: path === 'duplicate' ? DUPLICATE_BUYERS : undefined,
+    connections: CONNECTIONS,
+    seconds: SECONDS,
+  });
   const cpuUsPerRequest = ((cpuSeconds(server.pid) - cpuBefore) * 1e6) / result.requests;
   const added = (await client.hlen(keys.buyers)) - holdersBefore;
   await client.del(keys.meta, keys.buyers, keys.stream);
   // wrk stops counting with requests still in flight: the server may have answered up to one per connection more.
   const held = refusalsHoldReservations ? result.ok + result.refused : result.ok;
-  const expected = path === 'accept' ? (refusalsHoldReservations || result.refused === 0) && added >= held && added <= held + CONNECTIONS : result.ok === 0 && added === 0;
+  const expected =
+    path === 'accept'
+      ? (refusalsHoldReservations || result.refused === 0) && added >= held && added <= held + CONNECTIONS
+      : result.ok === 0 && added === 0;
   if (!expected || result.errors > 0 || result.requests === 0) {
-    throw new Error(`${path} against ${server.url}: ${result.ok} 2xx, ${result.refused} refused, ${result.errors} errors, ${added} buyers added; not what this path must answer`);
+    throw new Error(
+      `${path} against ${server.url}: ${result.ok} 2xx, ${result.refused} refused, ${result.errors} errors, ${added} buyers added; not what this path must answer`,
+    );
   }
   return { ...result, cpuUsPerRequest, loadAverage };
 }
@@ -127,7 +148,9 @@ async function alternate<K extends string>(contenders: Record<K, () => Promise<R
       const result = await run();
       runs[name].push(result);
       const answers = result.statuses ? JSON.stringify(result.statuses) : `${result.ok} 2xx, ${result.refused} refused`;
-      log(`${name}: ${Math.round(result.rps)} req/s, p50 ${result.p50.toFixed(1)} ms, p99 ${result.p99.toFixed(1)} ms, ${Math.round(result.cpuUsPerRequest)} us CPU/request, load average ${result.loadAverage}, ${answers}`);
+      log(
+        `${name}: ${Math.round(result.rps)} req/s, p50 ${result.p50.toFixed(1)} ms, p99 ${result.p99.toFixed(1)} ms, ${Math.round(result.cpuUsPerRequest)} us CPU/request, load average ${result.loadAverage}, ${answers}`,
+      );
     }
   }
   return runs;
@@ -156,7 +179,9 @@ const results: BenchResults = {
   machine: `${os.cpus()[0]?.model ?? 'unknown CPU'}, ${os.availableParallelism()} cores, ${Math.round(os.totalmem() / 2 ** 30)} GiB, ${os.type()} ${os.release()}`,
   node: process.version,
   command: [
-    ...Object.entries(process.env).filter(([name]) => name.startsWith('BENCH_')).map(([name, value]) => `${name}=${value}`),
+    ...Object.entries(process.env)
+      .filter(([name]) => name.startsWith('BENCH_'))
+      .map(([name, value]) => `${name}=${value}`),
     'npm run bench',
     ...(process.argv.length > 2 ? ['--', ...process.argv.slice(2)] : []),
   ].join(' '),
@@ -177,7 +202,10 @@ const results: BenchResults = {
 };
 
 /** Runs each contender once per round, in turn, and keeps every result: alternate() for what is not an HTTP load run. */
-async function inRounds<K extends string, R>(contenders: Record<K, () => Promise<R>>, describe: (result: R) => string): Promise<Record<K, R[]>> {
+async function inRounds<K extends string, R>(
+  contenders: Record<K, () => Promise<R>>,
+  describe: (result: R) => string,
+): Promise<Record<K, R[]>> {
   const runs = Object.fromEntries(Object.keys(contenders).map((k) => [k, [] as R[]])) as Record<K, R[]>;
   for (let round = 0; round < ROUNDS; round += 1) {
     for (const [name, run] of Object.entries(contenders) as [K, () => Promise<R>][]) {
@@ -208,10 +236,11 @@ const reserveSummary = (runs: ReserveRun[]): ReserveSummary => ({
 /** Median of the rounds' ratios of `of` to `to` (the contenders of a round run back to back). */
 const roundRatio = (of: number[], to: number[]) => Number(median(of.map((value, i) => value / to[i]!)).toFixed(3));
 
-
 const stops: (() => Promise<unknown>)[] = [];
 try {
-  log(`load generator: ${load.name}; prefix ${prefix}, ${SECONDS} s per run, ${ROUNDS} rounds, ${CONNECTIONS} connections; parts ${[...PARTS].join(', ')}${settings.quick ? ' (--quick)' : ''}`);
+  log(
+    `load generator: ${load.name}; prefix ${prefix}, ${SECONDS} s per run, ${ROUNDS} rounds, ${CONNECTIONS} connections; parts ${[...PARTS].join(', ')}${settings.quick ? ' (--quick)' : ''}`,
+  );
   // The gateway of the purchase and scaling parts, started only for them.
   const gateway = PARTS.has('purchase') || PARTS.has('scaling') ? await startGatewayProcess(env, 1) : undefined;
   if (gateway) {
@@ -228,18 +257,30 @@ try {
     const paths = {} as NonNullable<BenchResults['paths']>;
     for (const path of ['accept', 'duplicate', 'sold_out'] as const) {
       log(`path ${path}: bare baseline, authenticated baseline, gateway`);
-      const runs = await alternate({ bare: () => measure(bare, path), authenticated: () => measure(authenticated, path), gateway: () => measure(gateway, path) });
+      const runs = await alternate({
+        bare: () => measure(bare, path),
+        authenticated: () => measure(authenticated, path),
+        gateway: () => measure(gateway, path),
+      });
       // Each round runs the three back to back: a round's ratio is the fairest on a box whose speed drifts.
       const ratios = (of: Run[], to: Run[]) => Number(median(of.map((run, i) => run.rps / to[i]!.rps)).toFixed(3));
       paths[path] = {
         bare: summary(runs.bare),
         authenticated: summary(runs.authenticated),
         gateway: summary(runs.gateway),
-        ratios: { gatewayToAuthenticated: ratios(runs.gateway, runs.authenticated), gatewayToBare: ratios(runs.gateway, runs.bare), authenticatedToBare: ratios(runs.authenticated, runs.bare) },
+        ratios: {
+          gatewayToAuthenticated: ratios(runs.gateway, runs.authenticated),
+          gatewayToBare: ratios(runs.gateway, runs.bare),
+          authenticatedToBare: ratios(runs.authenticated, runs.bare),
+        },
       };
     }
     results.paths = paths;
-    results.peakRssMiB = { gateway: Math.round(peakRssMiB(gateway.pid)), bare: Math.round(peakRssMiB(bare.pid)), authenticated: Math.round(peakRssMiB(authenticated.pid)) };
+    results.peakRssMiB = {
+      gateway: Math.round(peakRssMiB(gateway.pid)),
+      bare: Math.round(peakRssMiB(bare.pid)),
+      authenticated: Math.round(peakRssMiB(authenticated.pid)),
+    };
     await Promise.all([bare.stop(), authenticated.stop()]);
   }
 
@@ -257,8 +298,14 @@ try {
 
   if (PARTS.has('fsync')) {
     log('Redis appendfsync always vs everysec, accept path, gateway');
-    const servers = { always: await startRedisServer({ appendfsync: 'always' }), everysec: await startRedisServer({ appendfsync: 'everysec' }) };
-    stops.push(() => servers.always.stop(), () => servers.everysec.stop());
+    const servers = {
+      always: await startRedisServer({ appendfsync: 'always' }),
+      everysec: await startRedisServer({ appendfsync: 'everysec' }),
+    };
+    stops.push(
+      () => servers.always.stop(),
+      () => servers.everysec.stop(),
+    );
     const clients = { always: createRedis(servers.always.url), everysec: createRedis(servers.everysec.url) };
     const gateways = {
       always: await startGatewayProcess({ ...env, REDIS_URL: servers.always.url }),
@@ -266,7 +313,10 @@ try {
     };
     await warmUp(gateways.always);
     await warmUp(gateways.everysec);
-    const fsync = await alternate({ always: () => measure(gateways.always, 'accept', { client: clients.always }), everysec: () => measure(gateways.everysec, 'accept', { client: clients.everysec }) });
+    const fsync = await alternate({
+      always: () => measure(gateways.always, 'accept', { client: clients.always }),
+      everysec: () => measure(gateways.everysec, 'accept', { client: clients.everysec }),
+    });
     await Promise.all([gateways.always.stop(), gateways.everysec.stop(), clients.always.quit(), clients.everysec.quit()]);
     await Promise.all([servers.always.stop(), servers.everysec.stop()]);
     results.fsync = { always: summary(fsync.always), everysec: summary(fsync.everysec) };
@@ -290,7 +340,9 @@ try {
     for (let round = 0; round < DRAIN_ROUNDS; round += 1) {
       const run = await expiryByWorker(redis, prisma, env, prefix, DRAIN_ROWS);
       runs.push({ drainSeconds: Number(run.drainSeconds.toFixed(3)), expirySeconds: Number(run.expirySeconds.toFixed(3)) });
-      log(`drain ${Math.round(DRAIN_ROWS / run.drainSeconds)} orders/s, expiry ${Math.round(DRAIN_ROWS / run.expirySeconds)} orders expired and returned/s`);
+      log(
+        `drain ${Math.round(DRAIN_ROWS / run.drainSeconds)} orders/s, expiry ${Math.round(DRAIN_ROWS / run.expirySeconds)} orders expired and returned/s`,
+      );
     }
     const drainRate = median(runs.map((r) => DRAIN_ROWS / r.drainSeconds));
     const expiryRate = median(runs.map((r) => DRAIN_ROWS / r.expirySeconds));
@@ -299,15 +351,21 @@ try {
 
   const reserveOptions = { seconds: SCRIPT_SECONDS, batch: SCRIPT_BATCH, inFlight: SCRIPT_IN_FLIGHT };
   if (PARTS.has('script')) {
-    log(`the reserve script on one Redis node, no HTTP: pipelines of ${SCRIPT_BATCH} reserve calls, ${SCRIPT_IN_FLIGHT} under way, ${SCRIPT_SECONDS} s per run`);
+    log(
+      `the reserve script on one Redis node, no HTTP: pipelines of ${SCRIPT_BATCH} reserve calls, ${SCRIPT_IN_FLIGHT} under way, ${SCRIPT_SECONDS} s per run`,
+    );
     const loadAverage = loadAverageNow();
     // A redis-server of the bench's own: INFO then counts this load alone, which the shared one would not.
     const server = await startRedisServer();
     stops.push(() => server.stop());
     const client = createRedis(server.url);
-    const run = (path: PathName, seconds = SCRIPT_SECONDS) => reservePathRun(client, [server.url], prefix, path, { ...reserveOptions, seconds, duplicateBuyers: DUPLICATE_BUYERS });
+    const run = (path: PathName, seconds = SCRIPT_SECONDS) =>
+      reservePathRun(client, [server.url], prefix, path, { ...reserveOptions, seconds, duplicateBuyers: DUPLICATE_BUYERS });
     await run('accept', 1);
-    const runs = await inRounds({ accept: () => run('accept'), duplicate: () => run('duplicate'), sold_out: () => run('sold_out') }, describeReserve);
+    const runs = await inRounds(
+      { accept: () => run('accept'), duplicate: () => run('duplicate'), sold_out: () => run('sold_out') },
+      describeReserve,
+    );
     await client.quit();
     await server.stop();
     // The same calls counted in instructions, which a shared VM's speed does not move (script-instructions.ts).
@@ -315,12 +373,20 @@ try {
     if (callgrindAvailable()) {
       log(`the reserve script's instructions in redis-server under callgrind: ${settings.scriptCalls} calls per path, ${ROUNDS} rounds`);
       const counted = await reserveInstructions(prefix, { calls: settings.scriptCalls, rounds: ROUNDS });
-      log(`instructions per call: ${(['accept', 'duplicate', 'sold_out'] as const).map((path) => `${path} ${counted.perCall[path]} (${counted.runs[path].join(', ')})`).join('; ')}`);
+      log(
+        `instructions per call: ${(['accept', 'duplicate', 'sold_out'] as const).map((path) => `${path} ${counted.perCall[path]} (${counted.runs[path].join(', ')})`).join('; ')}`,
+      );
       instructions = counted;
     } else {
       log("valgrind is not installed: the reserve script's instructions are not counted (apt-get install valgrind)");
     }
-    results.script = { loadAverage, accept: reserveSummary(runs.accept), duplicate: reserveSummary(runs.duplicate), sold_out: reserveSummary(runs.sold_out), ...(instructions && { instructions }) };
+    results.script = {
+      loadAverage,
+      accept: reserveSummary(runs.accept),
+      duplicate: reserveSummary(runs.duplicate),
+      sold_out: reserveSummary(runs.sold_out),
+      ...(instructions && { instructions }),
+    };
   }
 
   if (PARTS.has('cluster')) {
@@ -330,11 +396,15 @@ try {
     stops.push(() => single.stop());
     const cluster = await startRedisCluster({ masters: 3 });
     stops.push(() => cluster.stop());
-    const clients = { single: createRedis(single.url), cluster: createRedis({ clusterNodes: cluster.nodes.map(({ host, port }) => ({ host, port })) }) };
+    const clients = {
+      single: createRedis(single.url),
+      cluster: createRedis({ clusterNodes: cluster.nodes.map(({ host, port }) => ({ host, port })) }),
+    };
     const nodes = { single: [single.url], cluster: (await cluster.masters()).map((node) => node.url) };
     // The same sales on both: on the cluster, as many on each master.
     const sales = await evenlySpreadSales(cluster, prefix, CLUSTER_SALES);
-    const run = (on: 'single' | 'cluster', seconds = SCRIPT_SECONDS) => spreadRun(clients[on], nodes[on], prefix, sales.ids, { ...reserveOptions, seconds });
+    const run = (on: 'single' | 'cluster', seconds = SCRIPT_SECONDS) =>
+      spreadRun(clients[on], nodes[on], prefix, sales.ids, { ...reserveOptions, seconds });
     await run('single', 1);
     await run('cluster', 1);
     const runs = await inRounds({ '1 node': () => run('single'), '3 masters': () => run('cluster') }, describeReserve);
@@ -364,7 +434,10 @@ try {
     };
     // The warm-up: every worker of the pool writes its first batches (JIT, Prisma's first queries).
     await run(4);
-    const runs = await inRounds({ '1': () => run(1), '2': () => run(2), '4': () => run(4) }, (r) => `${r.ordersPerSecond} orders/s (${r.seconds.toFixed(2)} s), load average ${r.loadAverage}`);
+    const runs = await inRounds(
+      { '1': () => run(1), '2': () => run(2), '4': () => run(4) },
+      (r) => `${r.ordersPerSecond} orders/s (${r.seconds.toFixed(2)} s), load average ${r.loadAverage}`,
+    );
     await pool.stop();
     const rate = (workers: '1' | '2' | '4') => runs[workers].map((r) => r.ordersPerSecond);
     results.drainWorkers = {
@@ -372,14 +445,19 @@ try {
       rows: DRAIN_ROWS,
       sales: DRAIN_SALES,
       byWorkers: Object.fromEntries(
-        (['1', '2', '4'] as const).map((workers) => [workers, { ordersPerSecond: Math.round(median(rate(workers))), seconds: median(runs[workers].map((r) => r.seconds)), runs: runs[workers] }]),
+        (['1', '2', '4'] as const).map((workers) => [
+          workers,
+          { ordersPerSecond: Math.round(median(rate(workers))), seconds: median(runs[workers].map((r) => r.seconds)), runs: runs[workers] },
+        ]),
       ),
       ratios: { twoToOne: roundRatio(rate('2'), rate('1')), fourToTwo: roundRatio(rate('4'), rate('2')) },
     };
   }
 
   if (PARTS.has('reconciler')) {
-    log(`the reconciler's CPU per second of sale: the soak at ${RECONCILER_RATE} purchases/s for ${RECONCILER_SECONDS} s (bench/reconciler-cost.ts)`);
+    log(
+      `the reconciler's CPU per second of sale: the soak at ${RECONCILER_RATE} purchases/s for ${RECONCILER_SECONDS} s (bench/reconciler-cost.ts)`,
+    );
     const loadAverage = loadAverageNow();
     const cost = measureReconcilerCost(RECONCILER_RATE, RECONCILER_SECONDS);
     log(describeReconcilerCost(cost));
@@ -387,10 +465,23 @@ try {
   }
 
   if (PARTS.has('pipeline')) {
-    log(`the whole pipeline (bench/pipeline.ts): ${ROUNDS} rounds of closed loop, open loop at half its rate, gateway alone; ${settings.pipelineSeconds} s runs`);
+    log(
+      `the whole pipeline (bench/pipeline.ts): ${ROUNDS} rounds of closed loop, open loop at half its rate, gateway alone; ${settings.pipelineSeconds} s runs`,
+    );
     if (!load.name.startsWith('wrk')) throw new Error('the pipeline part needs wrk on PATH');
     const profileDir = process.env.BENCH_PIPELINE_PROFILE || undefined;
-    results.pipeline = await measurePipeline({ seconds: settings.pipelineSeconds, rounds: ROUNDS, connections: CONNECTIONS, buyers, authSecret: config.AUTH_SECRET, openRate: settings.pipelineRate, mariadbArgs: [], profileDir, against: process.env.BENCH_PIPELINE_AGAINST || undefined, log });
+    results.pipeline = await measurePipeline({
+      seconds: settings.pipelineSeconds,
+      rounds: ROUNDS,
+      connections: CONNECTIONS,
+      buyers,
+      authSecret: config.AUTH_SECRET,
+      openRate: settings.pipelineRate,
+      mariadbArgs: [],
+      profileDir,
+      against: process.env.BENCH_PIPELINE_AGAINST || undefined,
+      log,
+    });
   }
   // The parts in files of their own (bench/part-context.ts says what they are handed).
   const part: PartContext = { settings, config, env, prefix, redis, prisma, buyers, log, stops, measure, alternate, summary, warmUp };

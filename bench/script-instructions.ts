@@ -43,7 +43,10 @@ export function callgrindAvailable(): boolean {
  * reservation; sold out: a sale whose one unit is taken), `rounds` times, paths alternated, on a
  * redis-server under callgrind; the instructions each call cost it.
  */
-export async function reserveInstructions(prefix: string, { calls, rounds }: { calls: number; rounds: number }): Promise<ScriptInstructions> {
+export async function reserveInstructions(
+  prefix: string,
+  { calls, rounds }: { calls: number; rounds: number },
+): Promise<ScriptInstructions> {
   const dir = mkdtempSync(join(tmpdir(), 'flashsale-callgrind-'));
   // serverCron once a second rather than ten times: its work is counted too, and it depends on how long
   // the calls took (valgrind slows Redis fifty times), not on the calls.
@@ -65,7 +68,13 @@ export async function reserveInstructions(prefix: string, { calls, rounds }: { c
           const buyer = (i: number) => ({ saleId, keys, buyer: `b${i}` });
           const prebuy = path === 'sold_out' ? 1 : path === 'duplicate' ? calls : 0;
           const load = { batch: 500, inFlight: 1, seconds: undefined };
-          if (prebuy > 0) await reserveLoad(client, [], { ...load, calls: prebuy, expect: 1, call: (i) => (path === 'sold_out' ? { saleId, keys, buyer: 'someone' } : buyer(i)) });
+          if (prebuy > 0)
+            await reserveLoad(client, [], {
+              ...load,
+              calls: prebuy,
+              expect: 1,
+              call: (i) => (path === 'sold_out' ? { saleId, keys, buyer: 'someone' } : buyer(i)),
+            });
           control('-z');
           await reserveLoad(client, [], { ...load, calls, expect: EXPECTED_CODE[path], call: buyer });
           control('-d', `${path}-${round}`);
@@ -77,7 +86,12 @@ export async function reserveInstructions(prefix: string, { calls, rounds }: { c
       }
     }
     const perCall = Object.fromEntries(paths.map((path) => [path, Math.round(median(runs[path]))])) as Record<ScriptPath, number>;
-    return { calls, rounds, perCall, runs: Object.fromEntries(paths.map((path) => [path, runs[path].map(Math.round)])) as Record<ScriptPath, number[]> };
+    return {
+      calls,
+      rounds,
+      perCall,
+      runs: Object.fromEntries(paths.map((path) => [path, runs[path].map(Math.round)])) as Record<ScriptPath, number[]>,
+    };
   } finally {
     await client.quit();
     await server.stop();

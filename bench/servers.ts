@@ -15,7 +15,11 @@ export interface BenchServer {
  * bare (`none`: the buyer from a header) or authenticated (`hs256`: the buyer from a checked token).
  */
 export async function startBaseline(env: NodeJS.ProcessEnv, auth: 'none' | 'hs256', nodeArgs: string[] = []): Promise<BenchServer> {
-  const child = spawnInGroup(process.execPath, [...nodeArgs, ...SOURCE_NODE_ARGS, 'bench/baseline-server.ts'], { cwd: ROOT, env: { ...process.env, ...env, BASELINE_AUTH: auth, PORT: '0' }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawnInGroup(process.execPath, [...nodeArgs, ...SOURCE_NODE_ARGS, 'bench/baseline-server.ts'], {
+    cwd: ROOT,
+    env: { ...process.env, ...env, BASELINE_AUTH: auth, PORT: '0' },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const exited = new Promise((resolve) => child.once('exit', resolve));
   const port = await new Promise<number>((resolve, reject) => {
     let out = '';
@@ -30,8 +34,22 @@ export async function startBaseline(env: NodeJS.ProcessEnv, auth: 'none' | 'hs25
 }
 
 /** A gateway process (apps/gateway/src/main.ts, of this checkout or of the one at `root`) with `workers` cluster processes; resolves once all listen. */
-export async function startGatewayProcess(env: NodeJS.ProcessEnv, workers = 1, extraNodeOptions = '', root?: string): Promise<BenchServer & { process: AppProcess }> {
-  const gateway = await spawnGateway({ ...env, GATEWAY_WORKERS: String(workers), LOG_LEVEL: 'info', NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} ${extraNodeOptions}`.trim() }, 'source', root);
+export async function startGatewayProcess(
+  env: NodeJS.ProcessEnv,
+  workers = 1,
+  extraNodeOptions = '',
+  root?: string,
+): Promise<BenchServer & { process: AppProcess }> {
+  const gateway = await spawnGateway(
+    {
+      ...env,
+      GATEWAY_WORKERS: String(workers),
+      LOG_LEVEL: 'info',
+      NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} ${extraNodeOptions}`.trim(),
+    },
+    'source',
+    root,
+  );
   const deadline = Date.now() + 20_000;
   while (gateway.logs.filter((line) => line.msg === 'gateway listening').length < workers) {
     if (Date.now() > deadline) throw new Error('gateway processes did not all listen');
@@ -40,7 +58,12 @@ export async function startGatewayProcess(env: NodeJS.ProcessEnv, workers = 1, e
   // Load starts once /readyz answers 200, as a balancer's would: the gateway listens before its stores
   // have answered, and its first MySQL query (the probe's) loads Prisma's query compiler, tens of ms of
   // its main thread that would otherwise land in the first run.
-  while ((await fetch(`${gateway.url}/readyz`).then((res) => res.status, () => 0)) !== 200) {
+  while (
+    (await fetch(`${gateway.url}/readyz`).then(
+      (res) => res.status,
+      () => 0,
+    )) !== 200
+  ) {
     if (Date.now() > deadline) throw new Error('the gateway did not become ready');
     await new Promise((resolve) => setTimeout(resolve, 50));
   }

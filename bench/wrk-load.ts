@@ -57,9 +57,22 @@ export function wrkLoad(options: PurchaseLoadOptions): Promise<LoadResult> {
  * Any other load with wrk: each request the next line of `requests`, in turn (bench/wrk/requests.lua),
  * a line being the method, the path and the headers. The answers are counted as wrkLoad counts them.
  */
-export function wrkRequests(url: string, requests: { method: string; path: string; headers?: Record<string, string> }[], connections: number, seconds: number): Promise<LoadResult> {
+export function wrkRequests(
+  url: string,
+  requests: { method: string; path: string; headers?: Record<string, string> }[],
+  connections: number,
+  seconds: number,
+): Promise<LoadResult> {
   const file = join(tempDir(), `requests-${Math.random().toString(36).slice(2)}.txt`);
-  writeFileSync(file, requests.map(({ method, path, headers = {} }) => [`${method} ${path}`, ...Object.entries(headers).map(([name, value]) => `${name}: ${value}`)].join('\t') + '\n').join(''));
+  writeFileSync(
+    file,
+    requests
+      .map(
+        ({ method, path, headers = {} }) =>
+          [`${method} ${path}`, ...Object.entries(headers).map(([name, value]) => `${name}: ${value}`)].join('\t') + '\n',
+      )
+      .join(''),
+  );
   return wrkRun(REQUESTS_SCRIPT, url, [file], connections, seconds).finally(() => rmSync(file, { force: true }));
 }
 

@@ -22,7 +22,26 @@ import { poolConfigFromUrl } from '@flashsale/order-store';
 const LOCAL = new Set(['127.0.0.1', 'localhost', '::1']);
 
 const startRedis = (port: number) =>
-  ['redis-server', ['--daemonize', 'yes', '--bind', '127.0.0.1', '-::1', '--port', String(port), '--save', '', '--appendonly', 'no', '--dir', '/var/lib/redis', '--logfile', `/var/log/redis/flashsale-${port}.log`]] as const;
+  [
+    'redis-server',
+    [
+      '--daemonize',
+      'yes',
+      '--bind',
+      '127.0.0.1',
+      '-::1',
+      '--port',
+      String(port),
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      '--dir',
+      '/var/lib/redis',
+      '--logfile',
+      `/var/log/redis/flashsale-${port}.log`,
+    ],
+  ] as const;
 const START_MARIADB = ['start-stop-daemon', ['--start', '--oknodo', '--background', '--exec', '/usr/sbin/mariadbd']] as const;
 
 /** What to do about a service that cannot be reached, in one line. */
@@ -54,14 +73,21 @@ async function mariadbAnswers(databaseUrl: string): Promise<boolean> {
   }
 }
 
-async function ensure(name: string, url: URL, answers: () => Promise<boolean>, start: readonly [string, readonly string[]] | null, variable: string): Promise<void> {
+async function ensure(
+  name: string,
+  url: URL,
+  answers: () => Promise<boolean>,
+  start: readonly [string, readonly string[]] | null,
+  variable: string,
+): Promise<void> {
   if (await answers()) return;
   const where = `${url.hostname}:${url.port || (url.protocol.startsWith('redis') ? 6379 : 3306)}`;
   const todo = `start it (e.g. docker compose -f infra/docker-compose.yml up -d ${name === 'Redis' ? 'redis' : 'mariadb'}) or set ${variable} to where it runs`;
   if (!LOCAL.has(url.hostname) || !start) throw new ServiceUnreachable(`${name} does not answer at ${where}: ${todo}`);
   console.log(`${name} does not answer at ${where}; starting the local server: ${start[0]} ${start[1].join(' ')}`);
   const result = spawnSync(start[0], [...start[1]], { stdio: 'inherit' });
-  if (result.error || result.status !== 0) throw new ServiceUnreachable(`${name} does not answer at ${where} and ${start[0]} could not start it: ${todo}`);
+  if (result.error || result.status !== 0)
+    throw new ServiceUnreachable(`${name} does not answer at ${where} and ${start[0]} could not start it: ${todo}`);
   for (let attempt = 0; attempt < 100; attempt++) {
     if (await answers()) return;
     await new Promise((resolve) => setTimeout(resolve, 200));
@@ -75,7 +101,15 @@ const messageOf = (error: unknown) => (error instanceof Error ? error.message : 
 
 /** One command on one node of a cluster, on a connection of its own: no retries, 1 s to connect, 2 s to answer. */
 async function askNode<T>(node: ClusterNode, command: (redis: Redis) => Promise<T>): Promise<T> {
-  const redis = new Redis({ host: node.host, port: node.port, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 1000, commandTimeout: 2000 });
+  const redis = new Redis({
+    host: node.host,
+    port: node.port,
+    lazyConnect: true,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+    connectTimeout: 1000,
+    commandTimeout: 2000,
+  });
   // A refused or failed connect rejects with "Connection is closed."; the socket's own error says more.
   let socketError: Error | undefined;
   redis.on('error', (error: Error) => (socketError = error));
@@ -94,7 +128,8 @@ function clusterNodesOf(value: string): ClusterNode[] {
   try {
     return loadConfig({ REDIS_CLUSTER_NODES: value }).REDIS_CLUSTER_NODES ?? [];
   } catch (error) {
-    if (error instanceof ConfigError) throw new ServiceUnreachable(`REDIS_CLUSTER_NODES=${value} is not valid: ${error.problems.join('; ')}`);
+    if (error instanceof ConfigError)
+      throw new ServiceUnreachable(`REDIS_CLUSTER_NODES=${value} is not valid: ${error.problems.join('; ')}`);
     throw error;
   }
 }
@@ -178,10 +213,15 @@ async function ensureSentinels(value: string, masterName: string): Promise<strin
     try {
       await sentinel.connect();
       const address = (await sentinel.call('SENTINEL', 'get-master-addr-by-name', masterName)) as [string, string] | null;
-      if (!address) throw new ServiceUnreachable(`Redis Sentinel at ${host}:${port} monitors no primary named ${masterName}: set REDIS_SENTINEL_MASTER to the name in its \`sentinel monitor\` line`);
+      if (!address)
+        throw new ServiceUnreachable(
+          `Redis Sentinel at ${host}:${port} monitors no primary named ${masterName}: set REDIS_SENTINEL_MASTER to the name in its \`sentinel monitor\` line`,
+        );
       const [primaryHost, primaryPort] = address;
       if (!(await redisAnswers(`redis://${primaryHost}:${primaryPort}`))) {
-        throw new ServiceUnreachable(`Redis Sentinel names ${primaryHost}:${primaryPort} as the primary ${masterName}, and it does not answer from this machine`);
+        throw new ServiceUnreachable(
+          `Redis Sentinel names ${primaryHost}:${primaryPort} as the primary ${masterName}, and it does not answer from this machine`,
+        );
       }
       return `Redis primary ${masterName} at ${primaryHost}:${primaryPort} (named by the sentinel at ${host}:${port})`;
     } catch (error) {
@@ -191,7 +231,9 @@ async function ensureSentinels(value: string, masterName: string): Promise<strin
       sentinel.disconnect();
     }
   }
-  throw new ServiceUnreachable(`Redis Sentinel: no sentinel in REDIS_SENTINELS answers (${silent.join('; ')}): start them or correct REDIS_SENTINELS`);
+  throw new ServiceUnreachable(
+    `Redis Sentinel: no sentinel in REDIS_SENTINELS answers (${silent.join('; ')}): start them or correct REDIS_SENTINELS`,
+  );
 }
 
 /**
@@ -234,9 +276,14 @@ async function galeraNodeOf(databaseUrl: string, minNodes: number): Promise<stri
     const size = Number(status.get('wsrep_cluster_size'));
     const where = `the Galera node at DATABASE_URL (cluster ${status.get('wsrep_cluster_state_uuid')})`;
     if (status.get('wsrep_local_state') !== '4' || status.get('wsrep_ready') !== 'ON') {
-      throw new ServiceUnreachable(`${where} is ${status.get('wsrep_local_state_comment')}, ready ${status.get('wsrep_ready')}: it takes no queries; point DATABASE_URL at HAProxy (infra/galera/haproxy.cfg), which sends clients to a Synced node`);
+      throw new ServiceUnreachable(
+        `${where} is ${status.get('wsrep_local_state_comment')}, ready ${status.get('wsrep_ready')}: it takes no queries; point DATABASE_URL at HAProxy (infra/galera/haproxy.cfg), which sends clients to a Synced node`,
+      );
     }
-    if (size < minNodes) throw new ServiceUnreachable(`${where} is in a cluster of ${size} nodes, fewer than GALERA_MIN_NODES=${minNodes}: start the missing nodes`);
+    if (size < minNodes)
+      throw new ServiceUnreachable(
+        `${where} is in a cluster of ${size} nodes, fewer than GALERA_MIN_NODES=${minNodes}: start the missing nodes`,
+      );
     return ` (a Galera node, Synced, cluster of ${size})`;
   } finally {
     await connection.end();

@@ -25,7 +25,12 @@ k6 is needed only in CI (CI=true); elsewhere its scenarios run on the Node runne
 } as const;
 
 const describe = (tools: readonly OutsideTool[]) =>
-  tools.map((tool) => `  ${tool.binary} (${tool.debianPackage ? `Debian package ${tool.debianPackage}` : 'no Debian package: put it on PATH'}): ${tool.usedBy}`).join('\n');
+  tools
+    .map(
+      (tool) =>
+        `  ${tool.binary} (${tool.debianPackage ? `Debian package ${tool.debianPackage}` : 'no Debian package: put it on PATH'}): ${tool.usedBy}`,
+    )
+    .join('\n');
 
 function installFromDebian(tools: readonly OutsideTool[]): boolean {
   const packages = [...new Set(tools.flatMap((tool) => (tool.debianPackage ? [tool.debianPackage] : [])))];
@@ -38,7 +43,8 @@ function installFromDebian(tools: readonly OutsideTool[]): boolean {
 
 const { values } = parseCommandLine(spec);
 if (values.list) {
-  for (const tool of OUTSIDE_TOOLS) console.log(`${tool.binary}\t${tool.debianPackage ?? '-'}\t${whereIs(tool.binary) ?? 'missing'}\t${tool.neededBy}\t${tool.usedBy}`);
+  for (const tool of OUTSIDE_TOOLS)
+    console.log(`${tool.binary}\t${tool.debianPackage ?? '-'}\t${whereIs(tool.binary) ?? 'missing'}\t${tool.neededBy}\t${tool.usedBy}`);
 }
 let missing = missingTools();
 if (missing.length > 0 && values.install && installFromDebian(missing)) missing = missingTools();
@@ -47,8 +53,12 @@ if (missing.length > 0) {
   console.error(
     `preflight: the test suite starts programs this machine does not have on PATH:\n${describe(missing)}\n` +
       (command ? `Install them (as root): ${command}\n` : '') +
-      (missing.some((tool) => !tool.debianPackage) ? 'A program without a Debian package must be put on PATH by hand (CI puts its k6 there).\n' : ''),
+      (missing.some((tool) => !tool.debianPackage)
+        ? 'A program without a Debian package must be put on PATH by hand (CI puts its k6 there).\n'
+        : ''),
   );
   process.exit(1);
 }
-console.log(`preflight: all ${OUTSIDE_TOOLS.filter((tool) => tool.neededBy === 'suite' || process.env.CI === 'true').length} outside programs the suite starts are on PATH`);
+console.log(
+  `preflight: all ${OUTSIDE_TOOLS.filter((tool) => tool.neededBy === 'suite' || process.env.CI === 'true').length} outside programs the suite starts are on PATH`,
+);

@@ -30,7 +30,8 @@ const readSummary = (path: string): number[] => {
 const saleIds = args.flatMap((arg) => (arg.endsWith('.json') ? readSummary(arg) : [Number(arg)]));
 if (saleIds.length === 0) exitWithUsage(COMMAND, 'no sale given');
 const notIds = args.filter((arg) => !arg.endsWith('.json') && !(Number.isInteger(Number(arg)) && Number(arg) >= 1));
-if (notIds.length > 0 || saleIds.some((id) => !Number.isInteger(id) || id < 1)) exitWithUsage(COMMAND, `not sale ids: ${notIds.join(' ') || 'in the summary'}`);
+if (notIds.length > 0 || saleIds.some((id) => !Number.isInteger(id) || id < 1))
+  exitWithUsage(COMMAND, `not sale ids: ${notIds.join(' ') || 'in the summary'}`);
 const config = loadConfig();
 const redis = createRedis(redisTargetOf(config));
 const prisma = createPrisma(config.DATABASE_URL, 2);

@@ -42,7 +42,12 @@ afterwards; with BASE_URL it loads that system and checks it in DATABASE_URL und
   --node            the Node runner even where k6 is on PATH
   --keep            keep the run's database and Redis keys (removed by default)
   --out DIR         where the report goes (default loadtest/results)`,
-  options: { smoke: { type: 'boolean', default: false }, node: { type: 'boolean', default: false }, keep: { type: 'boolean', default: false }, out: { type: 'string', default: 'loadtest/results' } },
+  options: {
+    smoke: { type: 'boolean', default: false },
+    node: { type: 'boolean', default: false },
+    keep: { type: 'boolean', default: false },
+    out: { type: 'string', default: 'loadtest/results' },
+  },
   allowPositionals: true,
 } as const;
 const { values: options, positionals } = parseCommandLine(COMMAND);
@@ -116,7 +121,14 @@ try {
     const summaryPath = join(options.out, `${scenario}-k6.json`);
     const k6 = spawnSync('k6', ['run', `loadtest/k6/${scenario}.js`], {
       stdio: 'inherit',
-      env: { ...process.env, BASE_URL: baseUrl, ADMIN_TOKEN: config.ADMIN_TOKEN, AUTH_SECRET: config.AUTH_SECRET, SUMMARY_PATH: summaryPath, ...(options.smoke ? { SMOKE_SECONDS: '2' } : {}) },
+      env: {
+        ...process.env,
+        BASE_URL: baseUrl,
+        ADMIN_TOKEN: config.ADMIN_TOKEN,
+        AUTH_SECRET: config.AUTH_SECRET,
+        SUMMARY_PATH: summaryPath,
+        ...(options.smoke ? { SMOKE_SECONDS: '2' } : {}),
+      },
     });
     // k6 wrote the Node runner's report, less the invariants it cannot read: they are added here, after
     // the streams have drained.
@@ -130,8 +142,14 @@ try {
   } else {
     const shape = options.smoke ? smokeOf(SCENARIOS[scenario], 2) : SCENARIOS[scenario];
     console.log(`${scenario}${options.smoke ? ' (smoke)' : ''}: ${shape.description}`);
-    const report = await runScenario(scenario, shape, { baseUrl: baseUrl!, adminToken: config.ADMIN_TOKEN, authSecret: config.AUTH_SECRET, redis, prisma, prefix }, (p) =>
-      console.log(`  ${p.elapsedSeconds.toFixed(0).padStart(4)} s  sent ${p.sent}  in flight ${p.inFlight}  dropped ${p.dropped}  ${JSON.stringify(p.outcomes)}`),
+    const report = await runScenario(
+      scenario,
+      shape,
+      { baseUrl: baseUrl!, adminToken: config.ADMIN_TOKEN, authSecret: config.AUTH_SECRET, redis, prisma, prefix },
+      (p) =>
+        console.log(
+          `  ${p.elapsedSeconds.toFixed(0).padStart(4)} s  sent ${p.sent}  in flight ${p.inFlight}  dropped ${p.dropped}  ${JSON.stringify(p.outcomes)}`,
+        ),
     );
     writeFileSync(join(options.out, `${scenario}-node.json`), `${JSON.stringify(report, null, 2)}\n`);
     printReport(report);

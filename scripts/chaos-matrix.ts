@@ -6,7 +6,15 @@
 import { DEV_ADMIN_TOKEN } from '@flashsale/config';
 import { createPrisma, migrate } from '@flashsale/order-store';
 import { createRedis } from '@flashsale/redis-store';
-import { FAULT_MEANING, matrixTable, runMatrixCell, startMariaDbServer, startRedisServer, type CellResult, type MatrixCell } from '@flashsale/harness';
+import {
+  FAULT_MEANING,
+  matrixTable,
+  runMatrixCell,
+  startMariaDbServer,
+  startRedisServer,
+  type CellResult,
+  type MatrixCell,
+} from '@flashsale/harness';
 
 /** Runs `cells` one after another and prints the table; the exit code: 1 if a cell broke or failed to run. */
 export async function runMatrix(cells: MatrixCell[]): Promise<number> {
@@ -34,7 +42,9 @@ export async function runMatrix(cells: MatrixCell[]): Promise<number> {
       try {
         const result = await runMatrixCell(stores, cell);
         results.push(result);
-        log(`${cell.fault} / ${cell.link} / ${cell.sale}: ${result.verdict}${result.broken.length > 0 ? `: ${result.broken.join('; ')}` : ''}`);
+        log(
+          `${cell.fault} / ${cell.link} / ${cell.sale}: ${result.verdict}${result.broken.length > 0 ? `: ${result.broken.join('; ')}` : ''}`,
+        );
       } catch (error) {
         failed += 1;
         log(`${cell.fault} / ${cell.link} / ${cell.sale}: did not run: ${(error as Error).message}`);
@@ -45,7 +55,9 @@ export async function runMatrix(cells: MatrixCell[]): Promise<number> {
     await prisma.$disconnect();
     await Promise.all([redisServer.stop(), mariadb.stop()]);
   }
-  console.log(`\nThe fault matrix, ${new Date().toISOString().slice(0, 10)}, ${results.length} cells in ${Math.round((Date.now() - began) / 1000)} s\n`);
+  console.log(
+    `\nThe fault matrix, ${new Date().toISOString().slice(0, 10)}, ${results.length} cells in ${Math.round((Date.now() - began) / 1000)} s\n`,
+  );
   console.log(matrixTable(results));
   console.log('\nFaults:');
   for (const [fault, meaning] of Object.entries(FAULT_MEANING)) console.log(`- ${fault}: ${meaning}`);

@@ -53,11 +53,16 @@ if (values.matrix) {
     return chosen as T[];
   };
   const cells = pick(values.fault, MATRIX_FAULTS, 'fault').flatMap((fault) =>
-    pick(values.link, MATRIX_LINKS, 'link').flatMap((link) => pick(values.sale, MATRIX_SALES, 'sale').map((sale) => ({ fault, link, sale }))),
+    pick(values.link, MATRIX_LINKS, 'link').flatMap((link) =>
+      pick(values.sale, MATRIX_SALES, 'sale').map((sale) => ({ fault, link, sale })),
+    ),
   );
   process.exit(await runMatrix(cells));
 } else if (values.fault !== undefined || values.link !== undefined || values.sale !== undefined) {
-  exitWithUsage({ usage: 'npm run chaos -- --matrix [--fault F,...] [--link L,...] [--sale plain|queued]' }, '--fault, --link and --sale go with --matrix');
+  exitWithUsage(
+    { usage: 'npm run chaos -- --matrix [--fault F,...] [--link L,...] [--sale plain|queued]' },
+    '--fault, --link and --sale go with --matrix',
+  );
 }
 
 const t0 = Date.now();
@@ -97,7 +102,13 @@ try {
   const admin = createHttpClient(urls[0]!, 1);
   const created = await admin.send('POST', '/api/admin/sales', {
     headers: { authorization: `Bearer ${process.env.ADMIN_TOKEN ?? 'dev-only-admin-token'}` },
-    body: { name: 'Chaos sale', stock: STOCK, perUserLimit: 2, startsAt: new Date(Date.now() - 1000).toISOString(), endsAt: new Date(Date.now() + 3_600_000).toISOString() },
+    body: {
+      name: 'Chaos sale',
+      stock: STOCK,
+      perUserLimit: 2,
+      startsAt: new Date(Date.now() - 1000).toISOString(),
+      endsAt: new Date(Date.now() + 3_600_000).toISOString(),
+    },
   });
   admin.close();
   if (created.status !== 201) throw new Error(`creating the sale failed: ${JSON.stringify(created.body)}`);
@@ -145,7 +156,10 @@ try {
       (async () => {
         const token = buyerToken(userId);
         try {
-          const res = await clients[gateway]!.send('POST', `/api/sales/${saleId}/purchase`, { headers: { authorization: `Bearer ${token}` }, body: { quantity } });
+          const res = await clients[gateway]!.send('POST', `/api/sales/${saleId}/purchase`, {
+            headers: { authorization: `Bearer ${token}` },
+            body: { quantity },
+          });
           const label = res.status === 202 ? '202 accepted' : `${res.status} ${String(res.body.code)}`;
           outcomes[label] = (outcomes[label] ?? 0) + 1;
           if (res.status === 202) accepted.set(res.body.reservationId as string, { userId, quantity });
@@ -166,17 +180,23 @@ try {
   const ledger = await faultLedgerOf(redis, prisma, 'chaos', saleId, accepted, uncertain);
   const sale = await prisma.sale.findUniqueOrThrow({ where: { id: saleId } });
   console.log('\nOutcomes of the purchase requests');
-  console.table(Object.fromEntries(Object.entries(outcomes).sort().map(([k, v]) => [k, { requests: v }])));
+  console.table(
+    Object.fromEntries(
+      Object.entries(outcomes)
+        .sort()
+        .map(([k, v]) => [k, { requests: v }]),
+    ),
+  );
   console.log('Ledger');
   console.table({
-    'stock': { value: STOCK },
+    stock: { value: STOCK },
     '202 accepted': { value: accepted.size },
     'units accepted (202)': { value: [...accepted.values()].reduce((s, a) => s + a.quantity, 0) },
     'units in MySQL orders': { value: ledger.unitsInDb },
     'remaining in Redis': { value: ledger.remaining },
     'units + remaining (= stock?)': { value: `${ledger.unitsInDb + ledger.remaining} / ${STOCK}` },
     'lost (202 without order)': { value: ledger.lost.length },
-    'duplicated': { value: ledger.duplicated.length },
+    duplicated: { value: ledger.duplicated.length },
     'unexpected (order without 202)': { value: ledger.unexpected.length },
     'oversold units': { value: ledger.oversold },
     'no clear answer -> order': { value: ledger.unknownBecameOrders },
@@ -184,8 +204,14 @@ try {
     'lost with Redis data (reconciler)': { value: sale.lostReservations },
   });
   const broken =
-    ledger.lost.length > 0 || ledger.duplicated.length > 0 || ledger.unexpected.length > 0 || ledger.oversold > 0 || ledger.unitsInDb + ledger.remaining !== STOCK;
-  console.log(broken ? 'INVARIANT BROKEN' : 'All invariants hold: nothing lost, doubled, unexpected or oversold, and units + remaining = stock.');
+    ledger.lost.length > 0 ||
+    ledger.duplicated.length > 0 ||
+    ledger.unexpected.length > 0 ||
+    ledger.oversold > 0 ||
+    ledger.unitsInDb + ledger.remaining !== STOCK;
+  console.log(
+    broken ? 'INVARIANT BROKEN' : 'All invariants hold: nothing lost, doubled, unexpected or oversold, and units + remaining = stock.',
+  );
   exitCode = broken ? 1 : 0;
 } catch (error) {
   console.error(error);

@@ -38,7 +38,9 @@ export async function screenshotBuyerPage({ gatewayUrl, redis, adminToken, authS
   if (created.status !== 201) throw new Error(`creating the page's sale failed: ${created.status} ${JSON.stringify(created.body)}`);
   const saleId = created.body.id as number;
   say(`the buyer's page: ${gatewayUrl}/s/${saleId}`);
-  const [pageToken, ...aheadTokens] = signBuyerTokens(['page-buyer', ...Array.from({ length: AHEAD }, (_, i) => `page-ahead-${i + 1}`)], { secret: authSecret });
+  const [pageToken, ...aheadTokens] = signBuyerTokens(['page-buyer', ...Array.from({ length: AHEAD }, (_, i) => `page-ahead-${i + 1}`)], {
+    secret: authSecret,
+  });
   while ((await redisNow(redis)) < startsAt) await sleep(100);
   for (const token of aheadTokens) {
     const joined = await http.send('POST', `/api/sales/${saleId}/queue`, { headers: { authorization: `Bearer ${token}` } });

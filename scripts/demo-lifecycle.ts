@@ -1,6 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createHttpClient, mapConcurrently, paymentEventRequest, signBuyerTokens, type HttpClient, type HttpResult } from '@flashsale/harness';
+import {
+  createHttpClient,
+  mapConcurrently,
+  paymentEventRequest,
+  signBuyerTokens,
+  type HttpClient,
+  type HttpResult,
+} from '@flashsale/harness';
 import type { ScriptedRedis } from '@flashsale/redis-store';
 import { createSaleStore } from '@flashsale/redis-store';
 
@@ -42,13 +49,16 @@ export async function runLifecycle(input: LifecycleInput): Promise<{ failed: boo
   const cancelling = orders.slice(paying.length, paying.length + Math.floor(orders.length * CANCEL_SHARE));
   const expiring = orders.slice(paying.length + cancelling.length);
 
-  input.step(`payments: ${paying.length} winners pay (signed provider events), ${cancelling.length} cancel, ${expiring.length} let the window run out`);
+  input.step(
+    `payments: ${paying.length} winners pay (signed provider events), ${cancelling.length} cancel, ${expiring.length} let the window run out`,
+  );
   const cancelTokens = signBuyerTokens(cancelling.map(([, { userId }]) => userId));
   const paid = await mapConcurrently(paying, 16, ([reservationId]) => pay(reservationId));
   const cancelled = await mapConcurrently(
     cancelling.map(([reservationId], i) => ({ reservationId, token: cancelTokens[i]! })),
     16,
-    ({ reservationId, token }) => http.send('POST', `/api/reservations/${reservationId}/cancel`, { headers: { authorization: `Bearer ${token}` } }),
+    ({ reservationId, token }) =>
+      http.send('POST', `/api/reservations/${reservationId}/cancel`, { headers: { authorization: `Bearer ${token}` } }),
   );
   console.log(`payment events sent: ${paying.length}, answered ${tally(paid)}`);
   console.log(`cancels sent: ${cancelling.length}, answered ${tally(cancelled)}`);
@@ -58,18 +68,23 @@ export async function runLifecycle(input: LifecycleInput): Promise<{ failed: boo
   const started = performance.now();
   let now = await stats();
   while (now.ordersByStatus.created.orders > 0 || now.unitsAwaitingReturn > 0) {
-    if (performance.now() - started > (input.paymentWindowSeconds + 60) * 1000) throw new Error(`orders still awaiting payment past their window and a minute: ${JSON.stringify(now.ordersByStatus)}`);
+    if (performance.now() - started > (input.paymentWindowSeconds + 60) * 1000)
+      throw new Error(`orders still awaiting payment past their window and a minute: ${JSON.stringify(now.ordersByStatus)}`);
     await sleep(500);
     now = await stats();
   }
-  console.log(`orders expired: ${now.ordersByStatus.expired.orders}, after ${((performance.now() - started) / 1000).toFixed(1)} s; units remaining on sale: ${now.remaining}`);
+  console.log(
+    `orders expired: ${now.ordersByStatus.expired.orders}, after ${((performance.now() - started) / 1000).toFixed(1)} s; units remaining on sale: ${now.remaining}`,
+  );
   const late = await mapConcurrently(expiring.slice(0, LATE_PAYMENTS), 4, ([reservationId]) => pay(reservationId));
   console.log(`payment events for ${LATE_PAYMENTS} expired orders, answered ${tally(late)}`);
 
   const returned = now.remaining;
   input.step(`re-sale: ${(returned ?? 0) + 100} new buyers for the ${returned} units that came back; every winner pays`);
   const resaleTokens = signBuyerTokens(Array.from({ length: (returned ?? 0) + 100 }, (_, i) => `resale-buyer-${i}`));
-  const crowd = await mapConcurrently(resaleTokens, 32, (token) => http.send('POST', `/api/sales/${input.saleId}/purchase`, { headers: { authorization: `Bearer ${token}` } }));
+  const crowd = await mapConcurrently(resaleTokens, 32, (token) =>
+    http.send('POST', `/api/sales/${input.saleId}/purchase`, { headers: { authorization: `Bearer ${token}` } }),
+  );
   console.log(`re-sale purchases sent: ${crowd.length}, answered ${tally(crowd)}`);
   await createSaleStore(input.redis, input.prefix).sale(input.saleId).waitForDrain(60_000);
   const resold = crowd.filter((r) => r.status === 202).map((r) => r.body.reservationId as string);
@@ -101,7 +116,10 @@ export async function runLifecycle(input: LifecycleInput): Promise<{ failed: boo
     final.unitsAwaitingReturn !== 0 ||
     final.refundsDue.count !== refusedAsLate ||
     !final.consistent;
-  if (refusedAsLate > LATE_PAYMENTS) console.log(`${refusedAsLate - LATE_PAYMENTS} payments reached the gateway after their order's payBy on this machine: answered refund_due, their units back on sale`);
+  if (refusedAsLate > LATE_PAYMENTS)
+    console.log(
+      `${refusedAsLate - LATE_PAYMENTS} payments reached the gateway after their order's payBy on this machine: answered refund_due, their units back on sale`,
+    );
   console.log(
     failed
       ? '\nLIFECYCLE INVARIANT BROKEN: see the ledger above'

@@ -78,7 +78,8 @@ export async function runQueueDemo(input: QueueDemoInput): Promise<{ failed: boo
   // run (solveDoorChallenge, node:crypto), the solution sent with the join.
   const work = { joins: 0, cpuUs: 0 };
   const join = async (b: Buyer) => {
-    const challenge = (await http.send('GET', `/api/sales/${saleId}/queue/challenge`, { headers: auth(b) })).body as unknown as DoorChallenge;
+    const challenge = (await http.send('GET', `/api/sales/${saleId}/queue/challenge`, { headers: auth(b) }))
+      .body as unknown as DoorChallenge;
     const cpu = process.cpuUsage();
     const { solution } = solveDoorChallenge(challenge);
     const used = process.cpuUsage(cpu);
@@ -87,10 +88,13 @@ export async function runQueueDemo(input: QueueDemoInput): Promise<{ failed: boo
     return remember(b, await http.send('POST', `/api/sales/${saleId}/queue`, { headers: auth(b), body: { solution } }));
   };
   const ask = async (b: Buyer) => remember(b, await http.send('GET', `/api/sales/${saleId}/queue`, { headers: auth(b) }));
-  const door = async () => (await http.send('POST', `/api/admin/sales/${saleId}/admission`, { headers: admin, body: {} })).body.door as Record<string, number>;
+  const door = async () =>
+    (await http.send('POST', `/api/admin/sales/${saleId}/admission`, { headers: admin, body: {} })).body.door as Record<string, number>;
 
   const startsAt = (await redisNow(input.redis)) + startInMs();
-  input.step(`a queued sale: ${STOCK} units, 1 per buyer, behind a waiting room that admits ${RATE} a second; a turn lasts ${TTL_SECONDS} s`);
+  input.step(
+    `a queued sale: ${STOCK} units, 1 per buyer, behind a waiting room that admits ${RATE} a second; a turn lasts ${TTL_SECONDS} s`,
+  );
   const created = await http.send('POST', '/api/admin/sales', {
     headers: admin,
     body: {
@@ -100,7 +104,14 @@ export async function runQueueDemo(input: QueueDemoInput): Promise<{ failed: boo
       startsAt: new Date(startsAt).toISOString(),
       endsAt: new Date(startsAt + 3_600_000).toISOString(),
       paymentWindowSeconds: 600,
-      admission: { mode: 'queue', preQueueSeconds: 60, admitPerSecond: RATE, admissionTtlSeconds: TTL_SECONDS, noShowFactor: 1, challenge: 'pow' },
+      admission: {
+        mode: 'queue',
+        preQueueSeconds: 60,
+        admitPerSecond: RATE,
+        admissionTtlSeconds: TTL_SECONDS,
+        noShowFactor: 1,
+        challenge: 'pow',
+      },
     },
   });
   if (created.status !== 201) throw new Error(`creating the sale failed: ${created.status} ${JSON.stringify(created.body)}`);
@@ -111,21 +122,35 @@ export async function runQueueDemo(input: QueueDemoInput): Promise<{ failed: boo
 
   input.step(`pre-queue: ${EARLY} buyers join before the start, one after another, each with a solved proof of work`);
   for (const b of buyers.slice(0, EARLY)) await join(b);
-  say(`each join solved a challenge first (ALTCHA, SHA-256, maxnumber ${CHALLENGE_MAX_NUMBER}): ${(work.cpuUs / 1000 / work.joins).toFixed(1)} ms of CPU per join on average`);
+  say(
+    `each join solved a challenge first (ALTCHA, SHA-256, maxnumber ${CHALLENGE_MAX_NUMBER}): ${(work.cpuUs / 1000 / work.joins).toFixed(1)} ms of CPU per join on average`,
+  );
   const first = buyers[0]!;
   say(`${first.id} joined first: "${first.state}", no place yet (everyone who joins before the start is placed by a draw at the start)`);
   const early = await http.send('POST', `/api/sales/${saleId}/purchase`, { headers: auth(first), body: { quantity: 1 } });
   say(`${first.id} tries to buy anyway: ${early.status} ${String(early.body.code)}`);
 
-  input.step('the start: the draw places the pre-queue at random (joining first buys nothing), later joiners queue behind in arrival order');
+  input.step(
+    'the start: the draw places the pre-queue at random (joining first buys nothing), later joiners queue behind in arrival order',
+  );
   while ((await redisNow(input.redis)) < startsAt) await sleep(200);
   // A buyer's place in the queue (1 = first), as their signed ticket carries it once drawn: the position
   // an answer gives counts from the frontier, which moves from the start on.
   const place = (b: Buyer) => Number(b.ticket!.split('.')[4]) + 1;
   for (const b of buyers.slice(0, EARLY)) await ask(b);
-  say(`places by join order: ${buyers.slice(0, 8).map((b) => `${b.id} #${place(b)}`).join(', ')}, …`);
+  say(
+    `places by join order: ${buyers
+      .slice(0, 8)
+      .map((b) => `${b.id} #${place(b)}`)
+      .join(', ')}, …`,
+  );
   for (const b of buyers.slice(EARLY)) await join(b);
-  say(`joined after the start: ${buyers.slice(EARLY).map((b) => `${b.id} #${place(b)}`).join(', ')}`);
+  say(
+    `joined after the start: ${buyers
+      .slice(EARLY)
+      .map((b) => `${b.id} #${place(b)}`)
+      .join(', ')}`,
+  );
 
   input.step(`admission: ${RATE} a second, never more admitted-and-unused buyers than units left`);
   const walker = buyers.find((b) => place(b) === WALKS_AWAY)!;
@@ -179,7 +204,9 @@ export async function runQueueDemo(input: QueueDemoInput): Promise<{ failed: boo
   input.step('a winner cancels: the unit goes back on sale, to the next in line (not to whoever asks fastest)');
   await createSaleStore(input.redis, input.prefix).sale(saleId).waitForDrain(60_000);
   const canceller = bought.shift()!;
-  const cancelled = await http.send('POST', `/api/reservations/${canceller.reservationId}/cancel`, { headers: { authorization: `Bearer ${canceller.token}` } });
+  const cancelled = await http.send('POST', `/api/reservations/${canceller.reservationId}/cancel`, {
+    headers: { authorization: `Bearer ${canceller.token}` },
+  });
   say(`${canceller.id} cancels: ${cancelled.status} ${String(cancelled.body.status ?? cancelled.body.code)}`);
   const next = nextInLine();
   while (bought.length < STOCK && inTime()) {
@@ -224,6 +251,10 @@ export async function runQueueDemo(input: QueueDemoInput): Promise<{ failed: boo
     ledger.lost.length > 0 ||
     ledger.duplicated.length > 0 ||
     ledger.unexpected.length > 0;
-  console.log(failed ? '\nDOOR INVARIANT BROKEN: see above' : `\nThe door held: ${STOCK} units to ${STOCK} buyers in queue order, the returned unit to the next in line, the rest told sold_out at once.`);
+  console.log(
+    failed
+      ? '\nDOOR INVARIANT BROKEN: see above'
+      : `\nThe door held: ${STOCK} units to ${STOCK} buyers in queue order, the returned unit to the next in line, the rest told sold_out at once.`,
+  );
   return { failed };
 }

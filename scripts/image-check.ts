@@ -29,7 +29,18 @@ import {
   type HttpClient,
   type HttpResult,
 } from '@flashsale/harness';
-import { DEFAULT_CACHE, ROOT, imageExists, podman, podmanEnv, projectImages, qualified, run, secondsSince, type RunResult } from './podman.ts';
+import {
+  DEFAULT_CACHE,
+  ROOT,
+  imageExists,
+  podman,
+  podmanEnv,
+  projectImages,
+  qualified,
+  run,
+  secondsSince,
+  type RunResult,
+} from './podman.ts';
 
 const COMMAND = {
   usage: `usage: npm run image:check -- [--only roles|compose] [--cache <dir>]
@@ -49,14 +60,19 @@ Everything it started is removed at the end. Exit 1 when a check fails.
 } as const;
 
 const { values: options } = parseCommandLine(COMMAND);
-if (options.only !== undefined && options.only !== 'roles' && options.only !== 'compose') exitWithUsage(COMMAND, `--only takes roles or compose, not ${options.only}`);
+if (options.only !== undefined && options.only !== 'roles' && options.only !== 'compose')
+  exitWithUsage(COMMAND, `--only takes roles or compose, not ${options.only}`);
 
 const env = podmanEnv(options.cache ?? DEFAULT_CACHE);
 const images = projectImages();
 const IMAGE = qualified(images.app);
 /** Every container this run starts carries it (compose's carry their project's name), for the cleanup. */
 const RUN = `fscheck${process.pid}`;
-const SECRETS = { AUTH_SECRET: randomBytes(24).toString('hex'), ADMIN_TOKEN: randomBytes(12).toString('hex'), PAYMENT_WEBHOOK_SECRET: randomBytes(24).toString('hex') };
+const SECRETS = {
+  AUTH_SECRET: randomBytes(24).toString('hex'),
+  ADMIN_TOKEN: randomBytes(12).toString('hex'),
+  PAYMENT_WEBHOOK_SECRET: randomBytes(24).toString('hex'),
+};
 const ROLES = [['migrate'], ['gateway'], ['worker'], ['reconciler'], ['reconcile', '--sale', '1']] as const;
 
 const step = (text: string) => console.log(`\n== ${text}`);
@@ -119,25 +135,44 @@ async function checkRoles(): Promise<void> {
   check('the image runs as the node user', user === 'node', `USER ${user}`);
   const id = await podman(env, ['run', '--rm', ...runArgs, '--entrypoint', 'id', IMAGE]);
   check('a container of it runs as node (uid 1000)', /^uid=1000\(node\)/.test(id.stdout), id.stdout.trim());
-  const write = await podman(env, ['run', '--rm', '--network=host', '--entrypoint', 'node', IMAGE, '-e', "require('fs').writeFileSync('/app/package.json', '')"], { allowFailure: true });
-  check('node cannot write the application (/app owned by root), even without --read-only', write.code !== 0 && /EACCES/.test(write.stderr), /Error: \S+/.exec(write.stderr)?.[0] ?? '');
+  const write = await podman(
+    env,
+    ['run', '--rm', '--network=host', '--entrypoint', 'node', IMAGE, '-e', "require('fs').writeFileSync('/app/package.json', '')"],
+    { allowFailure: true },
+  );
+  check(
+    'node cannot write the application (/app owned by root), even without --read-only',
+    write.code !== 0 && /EACCES/.test(write.stderr),
+    /Error: \S+/.exec(write.stderr)?.[0] ?? '',
+  );
 
-  step('every role refused without the production secrets (NODE_ENV=production is the image\'s)');
+  step("every role refused without the production secrets (NODE_ENV=production is the image's)");
   for (const role of ROLES) {
     const refused = await podman(env, ['run', '--rm', ...runArgs, ...envArgs(roleEnv), IMAGE, ...role], { allowFailure: true });
     const said = `${refused.stdout}${refused.stderr}`;
-    check(`${role.join(' ')} without secrets: refused`, refused.code !== 0 && /AUTH_SECRET/.test(said) && /ADMIN_TOKEN/.test(said), `exit ${refused.code}, ${said.trim().split('\n')[0]!.slice(0, 160)}`);
+    check(
+      `${role.join(' ')} without secrets: refused`,
+      refused.code !== 0 && /AUTH_SECRET/.test(said) && /ADMIN_TOKEN/.test(said),
+      `exit ${refused.code}, ${said.trim().split('\n')[0]!.slice(0, 160)}`,
+    );
   }
 
   const withSecrets = { ...roleEnv, ...SECRETS };
   step('migrate');
   const migrated = await podman(env, ['run', '--rm', ...runArgs, ...envArgs(withSecrets), IMAGE, 'migrate'], { allowFailure: true });
-  must('migrate applies the migrations', migrated.code === 0 && /applied/.test(migrated.stdout), `exit ${migrated.code}, ${(migrated.stdout + migrated.stderr).trim().split('\n').pop()}`);
+  must(
+    'migrate applies the migrations',
+    migrated.code === 0 && /applied/.test(migrated.stdout),
+    `exit ${migrated.code}, ${(migrated.stdout + migrated.stderr).trim().split('\n').pop()}`,
+  );
 
   step('gateway (two processes), worker, reconciler: detached containers, read-only');
   const [port, metricsPort, workerPort, reconcilerPort] = await Promise.all([freePort(), freePort(), freePort(), freePort()]);
   const processes = {
-    gateway: { vars: { PORT: String(port), METRICS_PORT: String(metricsPort), GATEWAY_WORKERS: '2' }, ready: `http://127.0.0.1:${port}/readyz` },
+    gateway: {
+      vars: { PORT: String(port), METRICS_PORT: String(metricsPort), GATEWAY_WORKERS: '2' },
+      ready: `http://127.0.0.1:${port}/readyz`,
+    },
     worker: { vars: { WORKER_PORT: String(workerPort) }, ready: `http://127.0.0.1:${workerPort}/readyz` },
     reconciler: { vars: { RECONCILER_PORT: String(reconcilerPort) }, ready: `http://127.0.0.1:${reconcilerPort}/readyz` },
   };
@@ -169,22 +204,41 @@ async function checkRoles(): Promise<void> {
       async ({ userId, token }) => ({ userId, answer: await purchase(http, saleId, token, 1) }),
     );
     const accepted = new Map<string, { userId: string; quantity: number }>();
-    for (const { userId, answer } of answers) if (answer.status === 202) accepted.set(answer.body.reservationId as string, { userId, quantity: 1 });
+    for (const { userId, answer } of answers)
+      if (answer.status === 202) accepted.set(answer.body.reservationId as string, { userId, quantity: 1 });
     const refusals = answers.filter((a) => a.answer.status !== 202).map((a) => String(a.answer.body.code));
-    check('30 accepted, 10 SOLD_OUT', accepted.size === 30 && refusals.length === 10 && refusals.every((c) => c === 'SOLD_OUT'), `${accepted.size} accepted, refusals ${[...new Set(refusals)].join(',')}`);
+    check(
+      '30 accepted, 10 SOLD_OUT',
+      accepted.size === 30 && refusals.length === 10 && refusals.every((c) => c === 'SOLD_OUT'),
+      `${accepted.size} accepted, refusals ${[...new Set(refusals)].join(',')}`,
+    );
     await createSaleStore(redis, prefix).sale(saleId).waitForDrain(60_000);
     const ledger = await ledgerOf(redis, prisma, prefix, saleId, accepted);
-    check('the ledger: every 202 an order, none doubled or unexpected, units + remaining = stock', ledger.lost.length + ledger.duplicated.length + ledger.unexpected.length === 0 && ledger.unitsInDb + ledger.remaining === ledger.stock && ledger.unitsInDb === 30, JSON.stringify(ledger));
+    check(
+      'the ledger: every 202 an order, none doubled or unexpected, units + remaining = stock',
+      ledger.lost.length + ledger.duplicated.length + ledger.unexpected.length === 0 &&
+        ledger.unitsInDb + ledger.remaining === ledger.stock &&
+        ledger.unitsInDb === 30,
+      JSON.stringify(ledger),
+    );
 
-    step('reconcile --sale (the runbook\'s command)');
-    const reconciled = await podman(env, ['run', '--rm', ...runArgs, ...envArgs({ ...withSecrets, LOG_LEVEL: 'warn' }), IMAGE, 'reconcile', '--sale', String(saleId)], { allowFailure: true });
+    step("reconcile --sale (the runbook's command)");
+    const reconciled = await podman(
+      env,
+      ['run', '--rm', ...runArgs, ...envArgs({ ...withSecrets, LOG_LEVEL: 'warn' }), IMAGE, 'reconcile', '--sale', String(saleId)],
+      { allowFailure: true },
+    );
     let judgement: unknown;
     try {
       judgement = (JSON.parse(reconciled.stdout) as { judgement?: unknown }).judgement;
     } catch {
       judgement = `not JSON: ${reconciled.stdout.slice(0, 200)}${reconciled.stderr.slice(0, 200)}`;
     }
-    check('reconcile --sale judges the sale intact', reconciled.code === 0 && judgement === 'intact', `exit ${reconciled.code}, judgement ${String(judgement)}`);
+    check(
+      'reconcile --sale judges the sale intact',
+      reconciled.code === 0 && judgement === 'intact',
+      `exit ${reconciled.code}, judgement ${String(judgement)}`,
+    );
   } finally {
     http.close();
     redis.disconnect();
@@ -222,9 +276,19 @@ async function deleteRedisPrefix(url: string, prefix: string): Promise<void> {
 async function createSale(http: HttpClient, { stock, perUserLimit }: { stock: number; perUserLimit: number }): Promise<number> {
   const created = await http.send('POST', '/api/admin/sales', {
     headers: { authorization: `Bearer ${SECRETS.ADMIN_TOKEN}` },
-    body: { name: 'image:check', stock, perUserLimit, startsAt: new Date(Date.now() - 1000).toISOString(), endsAt: new Date(Date.now() + 3_600_000).toISOString() },
+    body: {
+      name: 'image:check',
+      stock,
+      perUserLimit,
+      startsAt: new Date(Date.now() - 1000).toISOString(),
+      endsAt: new Date(Date.now() + 3_600_000).toISOString(),
+    },
   });
-  must(`a sale of ${stock} created through the admin API`, created.status === 201, `${created.status} ${JSON.stringify(created.body).slice(0, 200)}`);
+  must(
+    `a sale of ${stock} created through the admin API`,
+    created.status === 201,
+    `${created.status} ${JSON.stringify(created.body).slice(0, 200)}`,
+  );
   return created.body.id as number;
 }
 
@@ -251,15 +315,18 @@ async function startApiService(socketDir: string): Promise<{ socket: string; chi
   const child = spawn('podman', ['system', 'service', '--time=0', `unix://${socket}`], { env, stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr = (stderr + chunk).slice(-4000)));
-  await until('podman system service answering /_ping', 30_000, () =>
-    new Promise<true | undefined>((resolve) => {
-      const req = request({ socketPath: socket, path: '/_ping', timeout: 1000 }, (res) => {
-        res.resume();
-        resolve(res.statusCode === 200 ? true : undefined);
-      });
-      req.on('error', () => resolve(undefined));
-      req.end();
-    }),
+  await until(
+    'podman system service answering /_ping',
+    30_000,
+    () =>
+      new Promise<true | undefined>((resolve) => {
+        const req = request({ socketPath: socket, path: '/_ping', timeout: 1000 }, (res) => {
+          res.resume();
+          resolve(res.statusCode === 200 ? true : undefined);
+        });
+        req.on('error', () => resolve(undefined));
+        req.end();
+      }),
   ).catch((error: unknown) => {
     console.log(stderr);
     throw error;
@@ -278,10 +345,15 @@ function healthTicker(project: string): { stop(): Promise<void> } {
   let stopped = false;
   const loop = (async () => {
     while (!stopped) {
-      const listed = await podman(env, ['ps', '--filter', `label=com.docker.compose.project=${project}`, '--format', '{{.Names}} {{.Status}}'], { allowFailure: true });
+      const listed = await podman(
+        env,
+        ['ps', '--filter', `label=com.docker.compose.project=${project}`, '--format', '{{.Names}} {{.Status}}'],
+        { allowFailure: true },
+      );
       for (const line of listed.stdout.trim().split('\n').filter(Boolean)) {
         const [name, ...status] = line.split(' ');
-        if (/\((healthy|unhealthy|starting)\)/.test(status.join(' '))) await podman(env, ['healthcheck', 'run', name!], { allowFailure: true });
+        if (/\((healthy|unhealthy|starting)\)/.test(status.join(' ')))
+          await podman(env, ['healthcheck', 'run', name!], { allowFailure: true });
       }
       await sleep(2000);
     }
@@ -325,7 +397,16 @@ async function checkCompose(): Promise<void> {
   const stack: ComposeStack = {
     compose: (args, opts = {}) => run('docker-compose', [...files, ...args], { env: composeEnv, ...opts }),
     async containers(service) {
-      const listed = await podman(env, ['ps', '-a', '--filter', `label=com.docker.compose.project=${RUN}`, '--filter', `label=com.docker.compose.service=${service}`, '--format', '{{.Names}}']);
+      const listed = await podman(env, [
+        'ps',
+        '-a',
+        '--filter',
+        `label=com.docker.compose.project=${RUN}`,
+        '--filter',
+        `label=com.docker.compose.service=${service}`,
+        '--format',
+        '{{.Names}}',
+      ]);
       return listed.stdout.trim().split('\n').filter(Boolean).sort();
     },
     proxyUrl: `http://127.0.0.1:${proxyPort}`,
@@ -337,22 +418,58 @@ async function checkCompose(): Promise<void> {
     step(`docker-compose ${files.join(' ')} up -d --no-build (project ${RUN}, through podman's API)`);
     const started = performance.now();
     const up = await stack.compose(['up', '-d', '--no-build'], { allowFailure: true });
-    must('compose brings the stack up (migrate completed, stores healthy)', up.code === 0, up.code === 0 ? secondsSince(started) : `${up.stderr.trim().split('\n').slice(-8).join('\n')}`);
-    const ps = await podman(env, ['ps', '-a', '--filter', `label=com.docker.compose.project=${RUN}`, '--format', '{{.Names}}\t{{.Status}}']);
+    must(
+      'compose brings the stack up (migrate completed, stores healthy)',
+      up.code === 0,
+      up.code === 0 ? secondsSince(started) : `${up.stderr.trim().split('\n').slice(-8).join('\n')}`,
+    );
+    const ps = await podman(env, [
+      'ps',
+      '-a',
+      '--filter',
+      `label=com.docker.compose.project=${RUN}`,
+      '--format',
+      '{{.Names}}\t{{.Status}}',
+    ]);
     console.log(ps.stdout.trim());
     const healthStarted = performance.now();
     const health = await until('every container with a health check healthy', 120_000, async () => {
-      const listed = (await podman(env, ['ps', '--filter', `label=com.docker.compose.project=${RUN}`, '--format', '{{.Names}} {{.Status}}'])).stdout.trim().split('\n');
+      const listed = (
+        await podman(env, ['ps', '--filter', `label=com.docker.compose.project=${RUN}`, '--format', '{{.Names}} {{.Status}}'])
+      ).stdout
+        .trim()
+        .split('\n');
       const checked = listed.filter((line) => /\((healthy|unhealthy|starting)\)/.test(line));
       return checked.length > 0 && checked.every((line) => line.endsWith('(healthy)')) ? checked.length : undefined;
     });
-    check('every container with a health check healthy (its compose test run in it)', true, `${health} containers, ${secondsSince(healthStarted)}`);
+    check(
+      'every container with a health check healthy (its compose test run in it)',
+      true,
+      `${health} containers, ${secondsSince(healthStarted)}`,
+    );
     const gateways = await stack.containers('gateway');
     const workers = await stack.containers('worker');
-    check('two gateway and two worker containers', gateways.length === 2 && workers.length === 2, `${gateways.join(', ')}; ${workers.join(', ')}`);
-    const migrateExit = (await podman(env, ['ps', '-a', '--filter', `label=com.docker.compose.project=${RUN}`, '--filter', 'label=com.docker.compose.service=migrate', '--format', '{{.Status}}'])).stdout.trim();
+    check(
+      'two gateway and two worker containers',
+      gateways.length === 2 && workers.length === 2,
+      `${gateways.join(', ')}; ${workers.join(', ')}`,
+    );
+    const migrateExit = (
+      await podman(env, [
+        'ps',
+        '-a',
+        '--filter',
+        `label=com.docker.compose.project=${RUN}`,
+        '--filter',
+        'label=com.docker.compose.service=migrate',
+        '--format',
+        '{{.Status}}',
+      ])
+    ).stdout.trim();
     check('migrate ran once and exited 0', /^Exited \(0\)/.test(migrateExit), migrateExit);
-    await until('HAProxy answering /healthz from a gateway', 90_000, async () => ((await httpStatus(`${stack.proxyUrl}/healthz`)) === 200 ? true : undefined)).catch(async (error: unknown) => {
+    await until('HAProxy answering /healthz from a gateway', 90_000, async () =>
+      (await httpStatus(`${stack.proxyUrl}/healthz`)) === 200 ? true : undefined,
+    ).catch(async (error: unknown) => {
       for (const name of [...(await stack.containers('proxy')), ...gateways]) console.log(`-- ${name}\n${await logsOf(name)}`);
       throw error;
     });
@@ -373,14 +490,24 @@ async function checkCompose(): Promise<void> {
     let down = await stack.compose(['down', '-v', '--remove-orphans', '-t', '30'], { allowFailure: true });
     // A container its restart policy was bringing back as compose removed the others holds the network: once more.
     if (down.code !== 0) down = await stack.compose(['down', '-v', '--remove-orphans', '-t', '30'], { allowFailure: true });
-    check('compose removes the stack (containers, network, volumes)', down.code === 0, down.code === 0 ? '' : down.stderr.trim().split('\n').slice(-3).join(' '));
+    check(
+      'compose removes the stack (containers, network, volumes)',
+      down.code === 0,
+      down.code === 0 ? '' : down.stderr.trim().split('\n').slice(-3).join(' '),
+    );
     api.child.kill('SIGTERM');
     rmSync(socketDir, { recursive: true, force: true });
   }
 }
 
 /** Purchases, each buyer's attempts in order, every answer kept (a request that got none is an error answer). */
-async function crowd(url: string, saleId: number, requests: { userId: string; token: string; quantity: number }[], connections: number, pace?: number) {
+async function crowd(
+  url: string,
+  saleId: number,
+  requests: { userId: string; token: string; quantity: number }[],
+  connections: number,
+  pace?: number,
+) {
   const http = createHttpClient(url, connections);
   const started = performance.now();
   try {
@@ -408,21 +535,35 @@ async function demoCrowd(stack: ComposeStack, redis: ReturnType<typeof createRed
   admin.close();
   const buyers = Array.from({ length: DEMO.buyers }, (_, i) => `demo-buyer-${i}`);
   const tokens = signBuyerTokens(buyers, { secret: SECRETS.AUTH_SECRET });
-  const requests = buyers.flatMap((userId, b) => Array.from({ length: DEMO.attempts }, (_, a) => ({ userId, token: tokens[b]!, quantity: ((b + a) % 2) + 1 })));
+  const requests = buyers.flatMap((userId, b) =>
+    Array.from({ length: DEMO.attempts }, (_, a) => ({ userId, token: tokens[b]!, quantity: ((b + a) % 2) + 1 })),
+  );
   const started = performance.now();
   const results = await crowd(stack.proxyUrl, saleId, requests, DEMO.connections);
   const seconds = (performance.now() - started) / 1000;
   const outcomes = tally(results);
-  console.log(`${results.length} purchases in ${seconds.toFixed(1)} s (${Math.round(results.length / seconds)}/s): ${JSON.stringify(outcomes)}`);
+  console.log(
+    `${results.length} purchases in ${seconds.toFixed(1)} s (${Math.round(results.length / seconds)}/s): ${JSON.stringify(outcomes)}`,
+  );
   const unanswered = results.filter((r) => r.answer === undefined || r.answer.status >= 500);
-  check('every purchase answered 202 or a 4xx refusal (no 5xx, no error)', unanswered.length === 0, unanswered.slice(0, 3).map((r) => JSON.stringify(r.answer ?? r.error)).join(' '));
+  check(
+    'every purchase answered 202 or a 4xx refusal (no 5xx, no error)',
+    unanswered.length === 0,
+    unanswered
+      .slice(0, 3)
+      .map((r) => JSON.stringify(r.answer ?? r.error))
+      .join(' '),
+  );
   const accepted = acceptedOf(results);
   await createSaleStore(redis, 'flashsale').sale(saleId).waitForDrain(120_000);
   const ledger = await ledgerOf(redis, prisma, 'flashsale', saleId, accepted);
   const units = [...accepted.values()].reduce((sum, a) => sum + a.quantity, 0);
   check(
     'the ledger: every 202 an order, no duplicate, units + remaining = stock, sold out',
-    ledger.lost.length + ledger.duplicated.length + ledger.unexpected.length === 0 && ledger.unitsInDb === units && ledger.unitsInDb + ledger.remaining === ledger.stock && ledger.remaining === 0,
+    ledger.lost.length + ledger.duplicated.length + ledger.unexpected.length === 0 &&
+      ledger.unitsInDb === units &&
+      ledger.unitsInDb + ledger.remaining === ledger.stock &&
+      ledger.remaining === 0,
     `${accepted.size} orders, ${ledger.unitsInDb} units in MariaDB + ${ledger.remaining} remaining = ${ledger.unitsInDb + ledger.remaining} / ${ledger.stock}; lost ${ledger.lost.length}, duplicated ${ledger.duplicated.length}, unexpected ${ledger.unexpected.length}`,
   );
 }
@@ -434,18 +575,32 @@ async function demoCrowd(stack: ComposeStack, redis: ReturnType<typeof createRed
  * entries are claimed). Every 202 must be exactly one order; a request cut by the restart got no answer
  * and may have become an order or nothing, never two.
  */
-async function faultsCrowd(stack: ComposeStack, redis: ReturnType<typeof createRedis>, prisma: PrismaClient, gateways: string[], workers: string[]): Promise<void> {
+async function faultsCrowd(
+  stack: ComposeStack,
+  redis: ReturnType<typeof createRedis>,
+  prisma: PrismaClient,
+  gateways: string[],
+  workers: string[],
+): Promise<void> {
   // Long enough (60 s) for two gateway restarts and a worker's SIGKILL on a slow, shared machine.
   const stock = 6000;
   const pace = 100;
-  step(`faults: a sale of ${stock}, ${stock} buyers at ${pace}/s through HAProxy; rolling restart of ${gateways.join(', ')}; SIGKILL to ${workers[0]}`);
+  step(
+    `faults: a sale of ${stock}, ${stock} buyers at ${pace}/s through HAProxy; rolling restart of ${gateways.join(', ')}; SIGKILL to ${workers[0]}`,
+  );
   const admin = createHttpClient(stack.proxyUrl, 2);
   const saleId = await createSale(admin, { stock, perUserLimit: 1 });
   admin.close();
   const buyers = Array.from({ length: stock }, (_, i) => `fault-buyer-${i}`);
   const tokens = signBuyerTokens(buyers, { secret: SECRETS.AUTH_SECRET });
   let burstOver = false;
-  const burst = crowd(stack.proxyUrl, saleId, buyers.map((userId, i) => ({ userId, token: tokens[i]!, quantity: 1 })), 16, pace).finally(() => (burstOver = true));
+  const burst = crowd(
+    stack.proxyUrl,
+    saleId,
+    buyers.map((userId, i) => ({ userId, token: tokens[i]!, quantity: 1 })),
+    16,
+    pace,
+  ).finally(() => (burstOver = true));
   const faults = (async () => {
     await sleep(3000);
     for (const gateway of gateways) {
@@ -458,7 +613,9 @@ async function faultsCrowd(stack: ComposeStack, redis: ReturnType<typeof createR
       }).catch(async (error: unknown) => {
         const health = await podman(env, ['healthcheck', 'run', gateway], { allowFailure: true });
         const state = await podman(env, ['inspect', '--format', '{{.State.Status}} {{.State.ExitCode}}', gateway], { allowFailure: true });
-        console.log(`-- ${gateway}: ${state.stdout.trim()}; healthcheck ${health.code} ${health.stdout}${health.stderr}\n${await logsOf(gateway)}`);
+        console.log(
+          `-- ${gateway}: ${state.stdout.trim()}; healthcheck ${health.code} ${health.stdout}${health.stderr}\n${await logsOf(gateway)}`,
+        );
         throw error;
       });
       // Healthy is not yet in service: HAProxy finds the new container's address by DNS and checks it
@@ -481,7 +638,11 @@ async function faultsCrowd(stack: ComposeStack, redis: ReturnType<typeof createR
   const accepted = acceptedOf(results);
   const uncertain = new Set(results.filter((r) => r.answer === undefined || r.answer.status >= 500).map((r) => r.userId));
   const killed = workers[0]!;
-  check('every purchase answered during the rolling restart (202, or a 4xx refusal)', uncertain.size === 0, `${uncertain.size} without an answer`);
+  check(
+    'every purchase answered during the rolling restart (202, or a 4xx refusal)',
+    uncertain.size === 0,
+    `${uncertain.size} without an answer`,
+  );
   // podman applies a restart policy from the exiting container's cleanup process, which does not bring
   // it back on these machines (seen with \`podman run --restart unless-stopped\` alone): the check plays it.
   const state = (await podman(env, ['inspect', '--format', '{{.State.Status}}', killed])).stdout.trim();
@@ -493,7 +654,8 @@ async function faultsCrowd(stack: ComposeStack, redis: ReturnType<typeof createR
   const ledger = await faultLedgerOf(redis, prisma, 'flashsale', saleId, accepted, uncertain);
   check(
     'the ledger after the faults: every 202 an order, no duplicate, nothing oversold, units + remaining = stock',
-    ledger.lost.length + ledger.duplicated.length + ledger.unexpected.length + ledger.oversold === 0 && ledger.unitsInDb + ledger.remaining === ledger.stock,
+    ledger.lost.length + ledger.duplicated.length + ledger.unexpected.length + ledger.oversold === 0 &&
+      ledger.unitsInDb + ledger.remaining === ledger.stock,
     `${accepted.size} accepted, ${ledger.unitsInDb} units in MariaDB + ${ledger.remaining} remaining = ${ledger.unitsInDb + ledger.remaining} / ${ledger.stock}; lost ${ledger.lost.length}, duplicated ${ledger.duplicated.length}, unexpected ${ledger.unexpected.length}; without an answer ${uncertain.size} (became orders ${ledger.unknownBecameOrders})`,
   );
 }
@@ -504,15 +666,23 @@ const SERVED_PURCHASES = `fetch('http://127.0.0.1:3003/metrics').then((r) => r.t
 function tally(results: { answer?: HttpResult; error?: string }[]): Record<string, number> {
   const outcomes: Record<string, number> = {};
   for (const r of results) {
-    const label = r.answer === undefined ? `no answer (${r.error})` : r.answer.status === 202 ? '202' : `${r.answer.status} ${String(r.answer.body.code)}`;
+    const label =
+      r.answer === undefined
+        ? `no answer (${r.error})`
+        : r.answer.status === 202
+          ? '202'
+          : `${r.answer.status} ${String(r.answer.body.code)}`;
     outcomes[label] = (outcomes[label] ?? 0) + 1;
   }
   return outcomes;
 }
 
-function acceptedOf(results: { userId: string; quantity: number; answer?: HttpResult }[]): Map<string, { userId: string; quantity: number }> {
+function acceptedOf(
+  results: { userId: string; quantity: number; answer?: HttpResult }[],
+): Map<string, { userId: string; quantity: number }> {
   const accepted = new Map<string, { userId: string; quantity: number }>();
-  for (const r of results) if (r.answer?.status === 202) accepted.set(r.answer.body.reservationId as string, { userId: r.userId, quantity: r.quantity });
+  for (const r of results)
+    if (r.answer?.status === 202) accepted.set(r.answer.body.reservationId as string, { userId: r.userId, quantity: r.quantity });
   return accepted;
 }
 
@@ -520,16 +690,34 @@ function acceptedOf(results: { userId: string; quantity: number; answer?: HttpRe
 
 /** Whatever is left of this run: its containers (the roles', compose's), its compose networks and volumes. */
 async function removeEverything(): Promise<void> {
-  const containers = (await podman(env, ['ps', '-aq', '--filter', `label=org.flashsale.check=${RUN}`], { allowFailure: true })).stdout.split('\n');
-  const composed = (await podman(env, ['ps', '-aq', '--filter', `label=com.docker.compose.project=${RUN}`], { allowFailure: true })).stdout.split('\n');
+  const containers = (
+    await podman(env, ['ps', '-aq', '--filter', `label=org.flashsale.check=${RUN}`], { allowFailure: true })
+  ).stdout.split('\n');
+  const composed = (
+    await podman(env, ['ps', '-aq', '--filter', `label=com.docker.compose.project=${RUN}`], { allowFailure: true })
+  ).stdout.split('\n');
   const ids = [...containers, ...composed].filter(Boolean);
   if (ids.length > 0) await podman(env, ['rm', '-f', '-t', '0', ...ids], { allowFailure: true });
-  const volumes = (await podman(env, ['volume', 'ls', '-q', '--filter', `label=com.docker.compose.project=${RUN}`], { allowFailure: true })).stdout.split('\n').filter(Boolean);
+  const volumes = (
+    await podman(env, ['volume', 'ls', '-q', '--filter', `label=com.docker.compose.project=${RUN}`], { allowFailure: true })
+  ).stdout
+    .split('\n')
+    .filter(Boolean);
   if (volumes.length > 0) await podman(env, ['volume', 'rm', '-f', ...volumes], { allowFailure: true });
-  const networks = (await podman(env, ['network', 'ls', '-q', '--filter', `label=com.docker.compose.project=${RUN}`], { allowFailure: true })).stdout.split('\n').filter(Boolean);
+  const networks = (
+    await podman(env, ['network', 'ls', '-q', '--filter', `label=com.docker.compose.project=${RUN}`], { allowFailure: true })
+  ).stdout
+    .split('\n')
+    .filter(Boolean);
   if (networks.length > 0) await podman(env, ['network', 'rm', '-f', ...networks], { allowFailure: true });
-  const left = (await podman(env, ['ps', '-aq', '--filter', `label=com.docker.compose.project=${RUN}`], { allowFailure: true })).stdout.trim();
-  check('nothing of this run left in podman', left === '' && (await podman(env, ['ps', '-aq', '--filter', `label=org.flashsale.check=${RUN}`], { allowFailure: true })).stdout.trim() === '');
+  const left = (
+    await podman(env, ['ps', '-aq', '--filter', `label=com.docker.compose.project=${RUN}`], { allowFailure: true })
+  ).stdout.trim();
+  check(
+    'nothing of this run left in podman',
+    left === '' &&
+      (await podman(env, ['ps', '-aq', '--filter', `label=org.flashsale.check=${RUN}`], { allowFailure: true })).stdout.trim() === '',
+  );
 }
 
 let interrupted = false;

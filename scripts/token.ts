@@ -21,7 +21,6 @@ const UNIT_SECONDS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86_400 }
 // What the gateway takes as a buyer id (the token's `sub`): 1 to 64 characters.
 const MAX_BUYER_ID = 64;
 
-
 /** Seconds of a duration such as `90`, `90s`, `15m`, `1h`, `7d`; undefined when it is not one. */
 function secondsOf(duration: string): number | undefined {
   const match = /^([1-9][0-9]*)([smhd]?)$/.exec(duration);
@@ -33,7 +32,8 @@ const [buyer, ...extra] = parsed.positionals;
 if (buyer === undefined) exitWithUsage(COMMAND, 'no buyer given');
 if (extra.length > 0) exitWithUsage(COMMAND, `unexpected arguments: ${extra.join(' ')}`);
 const length = [...buyer].length;
-if (length < 1 || length > MAX_BUYER_ID || !buyer.isWellFormed()) exitWithUsage(COMMAND, `the buyer id must be 1 to ${MAX_BUYER_ID} characters`);
+if (length < 1 || length > MAX_BUYER_ID || !buyer.isWellFormed())
+  exitWithUsage(COMMAND, `the buyer id must be 1 to ${MAX_BUYER_ID} characters`);
 const ttlSeconds = secondsOf(parsed.values['expires-in']);
 if (ttlSeconds === undefined) exitWithUsage(COMMAND, `--expires-in ${parsed.values['expires-in']} is not a duration`);
 

@@ -41,7 +41,9 @@ function sourcesUnder(dir: string): SourceFile[] {
 /** The repository path a relative import points to (null for a package's). */
 function resolvedPath(from: string, specifier: string): string | null {
   if (!specifier.startsWith('.')) return null;
-  return relative(ROOT, resolve(ROOT, from, '..', specifier)).split('\\').join('/');
+  return relative(ROOT, resolve(ROOT, from, '..', specifier))
+    .split('\\')
+    .join('/');
 }
 
 /** Whether `specifier` is the package `name` or one of its subpaths (`@flashsale/redis-store/testing`). */
@@ -54,7 +56,9 @@ const packages = readdirSync(join(ROOT, 'packages')).flatMap((name) => sourcesUn
 
 /** Every import of `files` that `forbidden` refuses, as "file -> import". */
 function violations(files: SourceFile[], forbidden: (file: SourceFile, specifier: string) => boolean): string[] {
-  return files.flatMap((file) => file.imports.filter((specifier) => forbidden(file, specifier)).map((specifier) => `${file.path} -> ${specifier}`));
+  return files.flatMap((file) =>
+    file.imports.filter((specifier) => forbidden(file, specifier)).map((specifier) => `${file.path} -> ${specifier}`),
+  );
 }
 
 describe('the layers', () => {
@@ -75,18 +79,29 @@ describe('the layers', () => {
   it('a file of an app imports no store and no reconcile queue: only the facade of packages/sales, bootstrap, domain, runtime and config', () => {
     const allowed = [SALES, '@flashsale/bootstrap', '@flashsale/domain', '@flashsale/runtime', '@flashsale/config'];
     expect(
-      violations(apps, (file, specifier) => (specifier.startsWith('@flashsale/') && !allowed.includes(specifier)) || (resolvedPath(file.path, specifier)?.startsWith('packages/') ?? false)),
+      violations(
+        apps,
+        (file, specifier) =>
+          (specifier.startsWith('@flashsale/') && !allowed.includes(specifier)) ||
+          (resolvedPath(file.path, specifier)?.startsWith('packages/') ?? false),
+      ),
     ).toEqual([]);
   });
 
   it('packages never import apps', () => {
     expect(
-      violations(packages, (file, specifier) => APP_PACKAGES.some((name) => isPackage(specifier, name)) || (resolvedPath(file.path, specifier)?.startsWith('apps/') ?? false)),
+      violations(
+        packages,
+        (file, specifier) =>
+          APP_PACKAGES.some((name) => isPackage(specifier, name)) || (resolvedPath(file.path, specifier)?.startsWith('apps/') ?? false),
+      ),
     ).toEqual([]);
   });
 
   it('the store packages import neither the application layer nor each other', () => {
-    const stores = packages.filter((file) => file.path.startsWith('packages/redis-store/') || file.path.startsWith('packages/order-store/'));
+    const stores = packages.filter(
+      (file) => file.path.startsWith('packages/redis-store/') || file.path.startsWith('packages/order-store/'),
+    );
     expect(
       violations(stores, (file, specifier) => {
         const other = file.path.startsWith('packages/redis-store/') ? ORDER_STORE : REDIS_STORE;

@@ -10,7 +10,13 @@ import { describe, expect, it } from 'vitest';
  * GitHub's own algorithm). A file moved or a heading renamed fails here, not for the reader.
  */
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
-const DOCS = ['README.md', 'CHANGELOG.md', ...readdirSync(join(ROOT, 'docs'), { recursive: true, encoding: 'utf8' }).filter((name) => name.endsWith('.md')).map((name) => `docs/${name}`)];
+const DOCS = [
+  'README.md',
+  'CHANGELOG.md',
+  ...readdirSync(join(ROOT, 'docs'), { recursive: true, encoding: 'utf8' })
+    .filter((name) => name.endsWith('.md'))
+    .map((name) => `docs/${name}`),
+];
 
 /** The anchors GitHub gives the headings of a Markdown file (fenced code left out). */
 function anchorsOf(file: string): Set<string> {
@@ -21,8 +27,12 @@ function anchorsOf(file: string): Set<string> {
 
 /** The relative links of a Markdown file (`[text](target)`, images included; code spans and fences left out). */
 function linksOf(file: string): string[] {
-  const text = readFileSync(file, 'utf8').replace(/^```[\s\S]*?^```/gm, '').replace(/`[^`\n]*`/g, '');
-  return [...text.matchAll(/\]\(([^)\s]+)(?: "[^"]*")?\)/g)].map(([, target]) => target!).filter((target) => !/^[a-z][a-z0-9+.-]*:/i.test(target));
+  const text = readFileSync(file, 'utf8')
+    .replace(/^```[\s\S]*?^```/gm, '')
+    .replace(/`[^`\n]*`/g, '');
+  return [...text.matchAll(/\]\(([^)\s]+)(?: "[^"]*")?\)/g)]
+    .map(([, target]) => target!)
+    .filter((target) => !/^[a-z][a-z0-9+.-]*:/i.test(target));
 }
 
 describe('links in the docs', () => {

@@ -21,6 +21,8 @@ export default async function setup(): Promise<() => Promise<void>> {
     const left = await findLeftovers(run, { redisUrl, databaseUrl });
     if (isClean(left)) return;
     await removeLeftovers(left, { redisUrl, databaseUrl });
-    throw new Error(`the test run ${run} left these behind (now removed); a test or the harness does not clean up:\n${describeLeftovers(left)}`);
+    throw new Error(
+      `the test run ${run} left these behind (now removed); a test or the harness does not clean up:\n${describeLeftovers(left)}`,
+    );
   };
 }

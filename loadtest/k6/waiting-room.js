@@ -97,7 +97,14 @@ export function setup() {
       paymentWindowSeconds: PAYMENT_WINDOW_SECONDS,
       startsAt: new Date(startsAt).toISOString(),
       endsAt: new Date(startsAt + 3600000).toISOString(),
-      admission: { mode: 'queue', preQueueSeconds: 3600, admitPerSecond: ADMIT_PER_SECOND, admissionTtlSeconds: TTL_SECONDS, challenge: CHALLENGE, challengeMaxNumber: CHALLENGE_MAX_NUMBER },
+      admission: {
+        mode: 'queue',
+        preQueueSeconds: 3600,
+        admitPerSecond: ADMIT_PER_SECOND,
+        admissionTtlSeconds: TTL_SECONDS,
+        challenge: CHALLENGE,
+        challengeMaxNumber: CHALLENGE_MAX_NUMBER,
+      },
     }),
     { headers: adminHeaders },
   );
@@ -148,7 +155,9 @@ function joinBody(url, headers) {
     if (crypto.sha256(`${challenge.salt}${number}`, 'hex') !== challenge.challenge) continue;
     hashes.add(number + 1);
     const { algorithm, salt, signature } = challenge;
-    return JSON.stringify({ solution: encoding.b64encode(JSON.stringify({ algorithm, challenge: challenge.challenge, number, salt, signature }), 'std') });
+    return JSON.stringify({
+      solution: encoding.b64encode(JSON.stringify({ algorithm, challenge: challenge.challenge, number, salt, signature }), 'std'),
+    });
   }
   errors.add(1);
   return null;
@@ -160,7 +169,10 @@ export default function (data) {
   const headers = { authorization: `Bearer ${token}` };
   const url = `${BASE_URL}/api/sales/${data.saleId}/queue`;
   const body = joinBody(url, headers);
-  let res = http.post(url, body, { headers: body === null ? headers : Object.assign({ 'content-type': 'application/json' }, headers), tags: { name: 'queue_join' } });
+  let res = http.post(url, body, {
+    headers: body === null ? headers : Object.assign({ 'content-type': 'application/json' }, headers),
+    tags: { name: 'queue_join' },
+  });
   const deadline = Date.now() + MAX_SECONDS * 1000;
   while (Date.now() < deadline) {
     // A join refused (403 CHALLENGE_REQUIRED: a solution the gateway did not take; 429: a budget) is an
@@ -169,13 +181,16 @@ export default function (data) {
     const state = String(res.json('state'));
     if (state === 'admitted') {
       waited.add((Date.now() - data.startsAt) / 1000);
-      const purchase = http.post(`${BASE_URL}/api/sales/${data.saleId}/purchase`, null, { headers, tags: { name: 'purchase' }, responseCallback: http.expectedStatuses(202, 403, 409, 410) });
+      const purchase = http.post(`${BASE_URL}/api/sales/${data.saleId}/purchase`, null, {
+        headers,
+        tags: { name: 'purchase' },
+        responseCallback: http.expectedStatuses(202, 403, 409, 410),
+      });
       countError(purchase);
       if (purchase.status === 202) {
         bought.add(1);
         if (exec.vu.idInTest % 100 >= UNPAID_PERCENT) pay(String(purchase.json('reservationId')));
-      }
-      else if (purchase.status === 403 && Date.now() < Date.parse(String(res.json('admittedUntil')))) refusedAdmitted.add(1);
+      } else if (purchase.status === 403 && Date.now() < Date.parse(String(res.json('admittedUntil')))) refusedAdmitted.add(1);
       else if (purchase.status === 410) soldOut.add(1);
       return;
     }
@@ -185,7 +200,10 @@ export default function (data) {
     // Retry-After as the gateway says: polling faster changes nothing.
     sleep(Math.max(1, Number(res.headers['Retry-After'] || 1)));
     polls.add(1);
-    res = http.get(url, { headers: { authorization: headers.authorization, 'queue-ticket': String(res.json('ticket')) }, tags: { name: 'queue_status' } });
+    res = http.get(url, {
+      headers: { authorization: headers.authorization, 'queue-ticket': String(res.json('ticket')) },
+      tags: { name: 'queue_status' },
+    });
   }
 }
 
@@ -200,6 +218,8 @@ export function teardown(data) {
   }
   const door = http.post(`${BASE_URL}/api/admin/sales/${data.saleId}/admission`, '{}', { headers: adminHeaders }).json('door');
   // k6's console (the type library of this folder has no DOM).
-  /** @type {{ log(line: string): void }} */ (/** @type {any} */ (globalThis).console).log(`waiting room: sale ${data.saleId} ledger consistent=${String(stats && stats.consistent)} ordersInDb=${String(stats && stats.ordersInDb)} remaining=${String(stats && stats.remaining)}; door ${JSON.stringify(door)}`);
+  /** @type {{ log(line: string): void }} */ (/** @type {any} */ (globalThis).console).log(
+    `waiting room: sale ${data.saleId} ledger consistent=${String(stats && stats.consistent)} ordersInDb=${String(stats && stats.ordersInDb)} remaining=${String(stats && stats.remaining)}; door ${JSON.stringify(door)}`,
+  );
   if (!stats || stats.consistent !== true) exec.test.abort(`the ledger of sale ${data.saleId} is not consistent: ${JSON.stringify(stats)}`);
 }

@@ -32,17 +32,34 @@ const TICK_MS = 10;
  * (the harness's HTTP client), and an arrival that finds every connection busy is dropped and counted,
  * like k6's dropped iterations. `next(i)` says who buys what for the i-th arrival.
  */
-export async function playArrivals(baseUrl: string, shape: Shape, next: (i: number) => Purchase, onProgress?: (progress: LoadProgress) => void): Promise<LoadOutcome> {
+export async function playArrivals(
+  baseUrl: string,
+  shape: Shape,
+  next: (i: number) => Purchase,
+  onProgress?: (progress: LoadProgress) => void,
+): Promise<LoadOutcome> {
   const client = createHttpClient(baseUrl, shape.maxInFlight);
   const outcomes = Object.fromEntries(OUTCOMES.map((o) => [o, 0])) as Record<Outcome, number>;
-  const state: LoadOutcome = { elapsedSeconds: 0, sent: 0, inFlight: 0, dropped: 0, outcomes, latencies: [], accepted: new Map(), statuses: {} };
+  const state: LoadOutcome = {
+    elapsedSeconds: 0,
+    sent: 0,
+    inFlight: 0,
+    dropped: 0,
+    outcomes,
+    latencies: [],
+    accepted: new Map(),
+    statuses: {},
+  };
   const pending = new Set<Promise<void>>();
 
   const fire = (purchase: Purchase) => {
     state.sent += 1;
     state.inFlight += 1;
     const request = client
-      .send('POST', `/api/sales/${purchase.saleId}/purchase`, { headers: { authorization: `Bearer ${purchase.token}` }, body: { quantity: 1 } })
+      .send('POST', `/api/sales/${purchase.saleId}/purchase`, {
+        headers: { authorization: `Bearer ${purchase.token}` },
+        body: { quantity: 1 },
+      })
       .then(({ status, body, latencyMs }) => {
         state.latencies.push(latencyMs);
         state.statuses[status] = (state.statuses[status] ?? 0) + 1;

@@ -35,7 +35,12 @@ export interface ScenarioReport {
  * One scenario through the Node runner: the sales made through the admin API (as k6's setup() does),
  * buyer tokens signed here, the arrivals played, the streams drained, the invariants checked.
  */
-export async function runScenario(scenario: string, shape: Shape, target: ScenarioTarget, onProgress?: (progress: LoadProgress) => void): Promise<ScenarioReport> {
+export async function runScenario(
+  scenario: string,
+  shape: Shape,
+  target: ScenarioTarget,
+  onProgress?: (progress: LoadProgress) => void,
+): Promise<ScenarioReport> {
   const run = `${Date.now().toString(36)}${Math.floor(Math.random() * 1e6).toString(36)}`;
   const saleIds: number[] = [];
   for (let i = 0; i < shape.sales; i += 1) {

@@ -38,7 +38,12 @@ export function parseGatewayMetrics(text: string): GatewayCounters {
  * Prometheus's histogram_quantile estimates it: linear within the bucket it falls in (from 0 for the
  * first), the largest finite bound when it falls in +Inf. Null when nothing was observed.
  */
-export function histogramQuantile(q: number, bounds: readonly number[], before: readonly number[], after: readonly number[]): number | null {
+export function histogramQuantile(
+  q: number,
+  bounds: readonly number[],
+  before: readonly number[],
+  after: readonly number[],
+): number | null {
   const counts = after.map((count, i) => count - (before[i] ?? 0));
   const total = counts.at(-1) ?? 0;
   if (!(total > 0)) return null;
@@ -142,7 +147,8 @@ function intervalStart(samples: readonly Sample[], i: number, minSeconds: number
 /** Intervals shorter than this are not drawn (see intervalStart). */
 const MIN_INTERVAL_SECONDS = 0.5;
 
-const sumValues = (record: Record<string, number>, skip?: string) => Object.entries(record).reduce((sum, [key, value]) => (key === skip ? sum : sum + value), 0);
+const sumValues = (record: Record<string, number>, skip?: string) =>
+  Object.entries(record).reduce((sum, [key, value]) => (key === skip ? sum : sum + value), 0);
 
 /** The per-interval series of a run (each point at the end of its interval) and the per-sample ones. */
 export function seriesOf(samples: readonly Sample[]): SoakSeries {
@@ -178,11 +184,15 @@ export function seriesOf(samples: readonly Sample[]): SoakSeries {
     const previous = intervalStart(samples, i, MIN_INTERVAL_SECONDS);
     if (!previous) return;
     const dt = sample.t - previous.t;
-    const rate = (now: number | undefined, before: number | undefined): number | null => (now === undefined || before === undefined ? null : (now - before) / dt);
+    const rate = (now: number | undefined, before: number | undefined): number | null =>
+      now === undefined || before === undefined ? null : (now - before) / dt;
     const gw = sample.gateway;
     const gwBefore = previous.gateway;
     series.acceptsPerSecond.push([t, rate(gw?.outcomes.reserved ?? 0, gwBefore?.outcomes.reserved ?? 0)]);
-    series.refusalsPerSecond.push([t, gw && gwBefore ? rate(sumValues(gw.outcomes, 'reserved'), sumValues(gwBefore.outcomes, 'reserved')) : null]);
+    series.refusalsPerSecond.push([
+      t,
+      gw && gwBefore ? rate(sumValues(gw.outcomes, 'reserved'), sumValues(gwBefore.outcomes, 'reserved')) : null,
+    ]);
     series.ordersWrittenPerSecond.push([t, rate(sample.unitsWritten ?? undefined, previous.unitsWritten ?? undefined)]);
     const quantile = (q: number) => {
       if (!gw || !gwBefore) return null;

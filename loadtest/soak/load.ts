@@ -97,7 +97,20 @@ export async function prepareWrkLoad(options: LoadOptions): Promise<PreparedLoad
     throw error;
   });
   const seconds = Math.max(1, Math.round(options.seconds));
-  const args = ['-t1', `-c${options.connections}`, `-d${seconds}s`, '--timeout', '10s', '--latency', '-s', LUA, options.url, '--', fifo, String(recordLength)];
+  const args = [
+    '-t1',
+    `-c${options.connections}`,
+    `-d${seconds}s`,
+    '--timeout',
+    '10s',
+    '--latency',
+    '-s',
+    LUA,
+    options.url,
+    '--',
+    fifo,
+    String(recordLength),
+  ];
   const description = `wrk -t1 -c${options.connections} -d${seconds}s --timeout 10s -s loadtest/soak/purchase-feed.lua (requests signed as it goes by feed-writer.ts)`;
   return {
     description,

@@ -54,7 +54,8 @@ export function soakOptionsOf(values: SoakValues): SoakOptions {
     const text = values[name] as string | undefined;
     if (text === undefined) return fallback;
     const v = Number(text);
-    if (!Number.isFinite(v) || (above ? v <= min : v < min)) throw new UsageError(`--${name} must be a number ${above ? 'more than' : 'of at least'} ${min} (got "${text}")`);
+    if (!Number.isFinite(v) || (above ? v <= min : v < min))
+      throw new UsageError(`--${name} must be a number ${above ? 'more than' : 'of at least'} ${min} (got "${text}")`);
     return v;
   };
   if (values.minutes !== undefined && values.seconds !== undefined) throw new UsageError('--minutes and --seconds: give one');

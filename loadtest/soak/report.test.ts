@@ -1,5 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { histogramQuantile, leastSquaresSlope, LogHistogram, parseGatewayMetrics, processSummaries, runTotals, seriesOf } from './analysis.ts';
+import {
+  histogramQuantile,
+  leastSquaresSlope,
+  LogHistogram,
+  parseGatewayMetrics,
+  processSummaries,
+  runTotals,
+  seriesOf,
+} from './analysis.ts';
 import type { GatewayCounters } from './sample.ts';
 import { chartSvg, niceTicks, pathOf, renderReport } from './report.ts';
 import { judgeLedger, type SaleStats } from './ledger.ts';
@@ -52,13 +60,33 @@ describe('histogramQuantile', () => {
 
 describe('leastSquaresSlope', () => {
   it('is the slope of a line through the points, leaving out gaps', () => {
-    expect(leastSquaresSlope([[0, 1], [1, 3], [2, 5], [3, null], [4, 9]])).toBeCloseTo(2, 12);
-    expect(leastSquaresSlope([[0, 10], [1, 9], [2, 10], [3, 9]])).toBeCloseTo(-0.2, 12);
+    expect(
+      leastSquaresSlope([
+        [0, 1],
+        [1, 3],
+        [2, 5],
+        [3, null],
+        [4, 9],
+      ]),
+    ).toBeCloseTo(2, 12);
+    expect(
+      leastSquaresSlope([
+        [0, 10],
+        [1, 9],
+        [2, 10],
+        [3, 9],
+      ]),
+    ).toBeCloseTo(-0.2, 12);
   });
 
   it('is null with fewer than two points or all at one x', () => {
     expect(leastSquaresSlope([[0, 1]])).toBeNull();
-    expect(leastSquaresSlope([[1, 1], [1, 2]])).toBeNull();
+    expect(
+      leastSquaresSlope([
+        [1, 1],
+        [1, 2],
+      ]),
+    ).toBeNull();
   });
 });
 
@@ -84,7 +112,10 @@ function syntheticRun(seconds = 600): SoakRun {
   const samples: Sample[] = [];
   for (let t = 0; t <= seconds; t += 5) {
     const warm = t >= 0.1 * seconds;
-    const gateway: GatewayCounters = { outcomes: { reserved: 1000 * t }, latency: { bounds: BOUNDS, counts: cumulative([0, 0, 1000 * t, 0, 0, 0, 0, 0, 0, 0, 0]) } };
+    const gateway: GatewayCounters = {
+      outcomes: { reserved: 1000 * t },
+      latency: { bounds: BOUNDS, counts: cumulative([0, 0, 1000 * t, 0, 0, 0, 0, 0, 0, 0, 0]) },
+    };
     samples.push({
       t,
       at: new Date(Date.UTC(2026, 0, 1) + t * 1000).toISOString(),
@@ -99,7 +130,18 @@ function syntheticRun(seconds = 600): SoakRun {
       unitsWritten: Math.max(0, 1000 * t - 500),
     });
   }
-  const client: ClientSummary = { generator: 'wrk', requests: 1000 * seconds, ok: 1000 * seconds, refused: 0, errors: 0, dropped: 0, seconds, p50Ms: 1.5, p99Ms: 4, maxMs: 20 };
+  const client: ClientSummary = {
+    generator: 'wrk',
+    requests: 1000 * seconds,
+    ok: 1000 * seconds,
+    refused: 0,
+    errors: 0,
+    dropped: 0,
+    seconds,
+    p50Ms: 1.5,
+    p99Ms: 4,
+    maxMs: 20,
+  };
   return {
     parameters: {
       mode: 'wrk',
@@ -122,7 +164,14 @@ function syntheticRun(seconds = 600): SoakRun {
     samples,
     loadEndT: seconds,
     client,
-    ledger: judgeLedger({ stats: balancedStats(1000 * seconds), buyersInRedis: 1000 * seconds, client, connections: 64, auditAfterDrain: true, drainSeconds: 0.4 }),
+    ledger: judgeLedger({
+      stats: balancedStats(1000 * seconds),
+      buyersInRedis: 1000 * seconds,
+      client,
+      connections: 64,
+      auditAfterDrain: true,
+      drainSeconds: 0.4,
+    }),
     exits: { gateway: 0, 'worker-1': 0, reconciler: 0 },
     logExcerpts: { gateway: [] },
     notes: [],
@@ -198,14 +247,46 @@ describe('seriesOf', () => {
 
 describe('charts', () => {
   it('breaks a line at a gap and draws round ticks', () => {
-    expect(pathOf([[0, 1], [1, 2], [2, null], [3, 4]], (t) => t * 10, (v) => v)).toBe('M0.0 1.0L10.0 2.0M30.0 4.0');
+    expect(
+      pathOf(
+        [
+          [0, 1],
+          [1, 2],
+          [2, null],
+          [3, 4],
+        ],
+        (t) => t * 10,
+        (v) => v,
+      ),
+    ).toBe('M0.0 1.0L10.0 2.0M30.0 4.0');
     expect(niceTicks(0, 8.3, 4)).toEqual([0, 2.5, 5, 7.5, 10]);
     expect(niceTicks(0, 1234, 4)).toEqual([0, 500, 1000, 1500]);
   });
 
   it('renders a chart with a path and a legend entry per series', () => {
     const svg = chartSvg(
-      { title: 'Throughput', unit: 'per second', series: [{ name: 'accepted', color: '#123456', points: [[0, 1], [5, 3]] }, { name: 'written <ok>', color: '#654321', points: [[0, 2], [5, 2]] }] },
+      {
+        title: 'Throughput',
+        unit: 'per second',
+        series: [
+          {
+            name: 'accepted',
+            color: '#123456',
+            points: [
+              [0, 1],
+              [5, 3],
+            ],
+          },
+          {
+            name: 'written <ok>',
+            color: '#654321',
+            points: [
+              [0, 2],
+              [5, 2],
+            ],
+          },
+        ],
+      },
       { width: 600, height: 200, xMax: 5 },
     );
     expect(svg).toMatch(/^<svg xmlns="http:\/\/www.w3.org\/2000\/svg"/);
@@ -221,8 +302,28 @@ describe('renderReport', () => {
 
   it('draws every chart of the HTML report, each series a line', () => {
     expect(html.match(/<svg /g)).toHaveLength(7);
-    for (const title of ['Throughput', 'Accept latency', 'Resident memory per process', 'CPU per process', 'Redis memory', 'Sale stream', "Order writers' backlog"]) expect(html).toContain(`>${title}<`);
-    for (const series of ['accepted (202)', 'orders written', 'p50 gateway', 'p99 gateway', 'gateway', 'worker-1', 'reconciler', 'length (XLEN)', 'lag (not delivered)', 'pending (not acknowledged)']) {
+    for (const title of [
+      'Throughput',
+      'Accept latency',
+      'Resident memory per process',
+      'CPU per process',
+      'Redis memory',
+      'Sale stream',
+      "Order writers' backlog",
+    ])
+      expect(html).toContain(`>${title}<`);
+    for (const series of [
+      'accepted (202)',
+      'orders written',
+      'p50 gateway',
+      'p99 gateway',
+      'gateway',
+      'worker-1',
+      'reconciler',
+      'length (XLEN)',
+      'lag (not delivered)',
+      'pending (not acknowledged)',
+    ]) {
       expect(html).toContain(`data-series="${series}"`);
     }
   });
@@ -254,7 +355,17 @@ describe('renderReport', () => {
   });
 
   it('says FAIL and why when the ledger does not balance', () => {
-    const failed = { ...run, ledger: judgeLedger({ stats: { ...balancedStats(100), unitsInDb: 99 }, buyersInRedis: 100, client: { ...run.client, ok: 100 }, connections: 64, auditAfterDrain: true, drainSeconds: 1 }) };
+    const failed = {
+      ...run,
+      ledger: judgeLedger({
+        stats: { ...balancedStats(100), unitsInDb: 99 },
+        buyersInRedis: 100,
+        client: { ...run.client, ok: 100 },
+        connections: 64,
+        auditAfterDrain: true,
+        drainSeconds: 1,
+      }),
+    };
     const rendered = renderReport(failed);
     expect(rendered.html).toContain('Ledger FAIL: units taken in Redis (100) differ from units in MySQL (99)');
     expect(rendered.svg).toContain('ledger FAIL');
@@ -262,14 +373,33 @@ describe('renderReport', () => {
 });
 
 describe('judgeLedger', () => {
-  const client: ClientSummary = { generator: 'wrk', requests: 1000, ok: 1000, refused: 0, errors: 0, dropped: 0, seconds: 1, p50Ms: 1, p99Ms: 2, maxMs: 3 };
+  const client: ClientSummary = {
+    generator: 'wrk',
+    requests: 1000,
+    ok: 1000,
+    refused: 0,
+    errors: 0,
+    dropped: 0,
+    seconds: 1,
+    p50Ms: 1,
+    p99Ms: 2,
+    maxMs: 3,
+  };
   it('passes a drained, balanced sale whose buyers match the 2xx counted (up to one per connection more)', () => {
-    expect(judgeLedger({ stats: balancedStats(1010), buyersInRedis: 1010, client, connections: 64, auditAfterDrain: true, drainSeconds: 1 })).toMatchObject({ passed: true, failures: [], takenInRedis: 1010 });
+    expect(
+      judgeLedger({ stats: balancedStats(1010), buyersInRedis: 1010, client, connections: 64, auditAfterDrain: true, drainSeconds: 1 }),
+    ).toMatchObject({ passed: true, failures: [], takenInRedis: 1010 });
   });
 
   it('fails on anything in flight, dead-lettered, lost, drifting, refused, or buyers the load generator cannot account for', () => {
     const verdict = judgeLedger({
-      stats: { ...balancedStats(1000), inFlight: 2, deadLettered: 1, lost: { reservations: 3, units: 3 }, audit: { drift: -1, checkedAt: 'x' } },
+      stats: {
+        ...balancedStats(1000),
+        inFlight: 2,
+        deadLettered: 1,
+        lost: { reservations: 3, units: 3 },
+        audit: { drift: -1, checkedAt: 'x' },
+      },
       buyersInRedis: 1000,
       client: { ...client, ok: 900, refused: 100 },
       connections: 64,
@@ -278,15 +408,36 @@ describe('judgeLedger', () => {
     });
     expect(verdict.passed).toBe(false);
     expect(verdict.failures).toHaveLength(6);
-    expect(judgeLedger({ stats: { ...balancedStats(1000), audit: null }, buyersInRedis: 1000, client, connections: 64, auditAfterDrain: false, drainSeconds: 1 }).failures).toEqual(['no audit of the sale has run']);
+    expect(
+      judgeLedger({
+        stats: { ...balancedStats(1000), audit: null },
+        buyersInRedis: 1000,
+        client,
+        connections: 64,
+        auditAfterDrain: false,
+        drainSeconds: 1,
+      }).failures,
+    ).toEqual(['no audit of the sale has run']);
   });
 });
 
 describe('parseSoakArgs', () => {
   it('reads minutes, seconds, a rate and the rest, with defaults', () => {
-    expect(parseSoakArgs([])).toMatchObject({ seconds: 600, rate: undefined, connections: 64, sampleSeconds: 5, outDir: 'loadtest/results', keep: false });
+    expect(parseSoakArgs([])).toMatchObject({
+      seconds: 600,
+      rate: undefined,
+      connections: 64,
+      sampleSeconds: 5,
+      outDir: 'loadtest/results',
+      keep: false,
+    });
     expect(parseSoakArgs(['--minutes', '0.5', '--rate', '2000'])).toMatchObject({ seconds: 30, rate: 2000 });
-    expect(parseSoakArgs(['--seconds=8', '--sample-seconds', '1', '--out', '/tmp/x', '--keep'])).toMatchObject({ seconds: 8, sampleSeconds: 1, outDir: '/tmp/x', keep: true });
+    expect(parseSoakArgs(['--seconds=8', '--sample-seconds', '1', '--out', '/tmp/x', '--keep'])).toMatchObject({
+      seconds: 8,
+      sampleSeconds: 1,
+      outDir: '/tmp/x',
+      keep: true,
+    });
   });
 
   it('refuses what it cannot run', () => {

@@ -82,12 +82,16 @@ export function chartGroup(spec: ChartSpec, frame: ChartFrame): string {
   const yMin = yTicks[0]!;
   const yMax = yTicks.at(-1)!;
   const minutes = frame.xMax > 180;
-  const xTicks = niceTicks(0, minutes ? frame.xMax / 60 : frame.xMax, 8).filter((v) => v <= (minutes ? frame.xMax / 60 : frame.xMax) + 1e-9);
+  const xTicks = niceTicks(0, minutes ? frame.xMax / 60 : frame.xMax, 8).filter(
+    (v) => v <= (minutes ? frame.xMax / 60 : frame.xMax) + 1e-9,
+  );
   const x = (t: number) => MARGIN.left + (frame.xMax > 0 ? (t / frame.xMax) * plotW : 0);
   const y = (v: number) => MARGIN.top + plotH - ((v - yMin) / (yMax - yMin)) * plotH;
   const parts: string[] = [];
   parts.push(`<rect x="0" y="0" width="${frame.width}" height="${frame.height}" fill="#fff"/>`);
-  parts.push(`<text x="${MARGIN.left}" y="18" font-size="13" font-weight="600" fill="#222">${escapeXml(spec.title)}<tspan dx="6" font-weight="400" fill="#666">(${escapeXml(spec.unit)})</tspan></text>`);
+  parts.push(
+    `<text x="${MARGIN.left}" y="18" font-size="13" font-weight="600" fill="#222">${escapeXml(spec.title)}<tspan dx="6" font-weight="400" fill="#666">(${escapeXml(spec.unit)})</tspan></text>`,
+  );
   // Legend, right-aligned on the title's line.
   let legendX = frame.width - MARGIN.right;
   for (const series of [...spec.series].reverse()) {
@@ -98,13 +102,21 @@ export function chartGroup(spec: ChartSpec, frame: ChartFrame): string {
     );
   }
   for (const tick of yTicks) {
-    parts.push(`<line x1="${MARGIN.left}" y1="${y(tick).toFixed(1)}" x2="${MARGIN.left + plotW}" y2="${y(tick).toFixed(1)}" stroke="#e5e5e5"/>`);
-    parts.push(`<text x="${MARGIN.left - 6}" y="${(y(tick) + 4).toFixed(1)}" font-size="10" fill="#555" text-anchor="end">${formatNumber(tick)}</text>`);
+    parts.push(
+      `<line x1="${MARGIN.left}" y1="${y(tick).toFixed(1)}" x2="${MARGIN.left + plotW}" y2="${y(tick).toFixed(1)}" stroke="#e5e5e5"/>`,
+    );
+    parts.push(
+      `<text x="${MARGIN.left - 6}" y="${(y(tick) + 4).toFixed(1)}" font-size="10" fill="#555" text-anchor="end">${formatNumber(tick)}</text>`,
+    );
   }
   for (const tick of xTicks) {
     const px = x(minutes ? tick * 60 : tick);
-    parts.push(`<line x1="${px.toFixed(1)}" y1="${MARGIN.top + plotH}" x2="${px.toFixed(1)}" y2="${MARGIN.top + plotH + 4}" stroke="#999"/>`);
-    parts.push(`<text x="${px.toFixed(1)}" y="${MARGIN.top + plotH + 16}" font-size="10" fill="#555" text-anchor="middle">${formatNumber(tick)}${tick === xTicks.at(-1) ? (minutes ? ' min' : ' s') : ''}</text>`);
+    parts.push(
+      `<line x1="${px.toFixed(1)}" y1="${MARGIN.top + plotH}" x2="${px.toFixed(1)}" y2="${MARGIN.top + plotH + 4}" stroke="#999"/>`,
+    );
+    parts.push(
+      `<text x="${px.toFixed(1)}" y="${MARGIN.top + plotH + 16}" font-size="10" fill="#555" text-anchor="middle">${formatNumber(tick)}${tick === xTicks.at(-1) ? (minutes ? ' min' : ' s') : ''}</text>`,
+    );
   }
   parts.push(`<line x1="${MARGIN.left}" y1="${MARGIN.top + plotH}" x2="${MARGIN.left + plotW}" y2="${MARGIN.top + plotH}" stroke="#999"/>`);
   if (frame.loadEndT !== undefined && frame.loadEndT < frame.xMax) {
@@ -112,12 +124,19 @@ export function chartGroup(spec: ChartSpec, frame: ChartFrame): string {
     parts.push(`<line x1="${px}" y1="${MARGIN.top}" x2="${px}" y2="${MARGIN.top + plotH}" stroke="#888" stroke-dasharray="3 3"/>`);
     // The label on the side of the line with room for it.
     const right = frame.xMax - frame.loadEndT > 0.15 * frame.xMax;
-    parts.push(`<text x="${Number(px) + (right ? 3 : -3)}" y="${MARGIN.top + 10}" font-size="10" fill="#777" stroke="#fff" stroke-width="3" paint-order="stroke" text-anchor="${right ? 'start' : 'end'}">load stopped</text>`);
+    parts.push(
+      `<text x="${Number(px) + (right ? 3 : -3)}" y="${MARGIN.top + 10}" font-size="10" fill="#777" stroke="#fff" stroke-width="3" paint-order="stroke" text-anchor="${right ? 'start' : 'end'}">load stopped</text>`,
+    );
   }
   for (const series of spec.series) {
     const d = pathOf(series.points, x, y);
-    if (d) parts.push(`<path class="series" data-series="${escapeXml(series.name)}" d="${d}" fill="none" stroke="${series.color}" stroke-width="1.8" stroke-linejoin="round"${series.dashed ? ' stroke-dasharray="5 3"' : ''}/>`);
-    const lone = series.points.filter(([, v], i, all) => v !== null && (all[i - 1]?.[1] ?? null) === null && (all[i + 1]?.[1] ?? null) === null);
+    if (d)
+      parts.push(
+        `<path class="series" data-series="${escapeXml(series.name)}" d="${d}" fill="none" stroke="${series.color}" stroke-width="1.8" stroke-linejoin="round"${series.dashed ? ' stroke-dasharray="5 3"' : ''}/>`,
+      );
+    const lone = series.points.filter(
+      ([, v], i, all) => v !== null && (all[i - 1]?.[1] ?? null) === null && (all[i + 1]?.[1] ?? null) === null,
+    );
     for (const [t, v] of lone) parts.push(`<circle cx="${x(t).toFixed(1)}" cy="${y(v!).toFixed(1)}" r="2.5" fill="${series.color}"/>`);
   }
   return `<g class="chart" ${FONT}>${parts.join('')}</g>`;
@@ -129,10 +148,18 @@ export function chartSvg(spec: ChartSpec, frame: ChartFrame): string {
 }
 
 /** Several charts stacked in one SVG under a title and a line of key figures. */
-export function stackedSvg(title: string, subtitle: string, specs: readonly ChartSpec[], frame: Omit<ChartFrame, 'height'> & { chartHeight: number }): string {
+export function stackedSvg(
+  title: string,
+  subtitle: string,
+  specs: readonly ChartSpec[],
+  frame: Omit<ChartFrame, 'height'> & { chartHeight: number },
+): string {
   const head = 48;
   const height = head + specs.length * frame.chartHeight;
-  const charts = specs.map((spec, i) => `<g transform="translate(0 ${head + i * frame.chartHeight})">${chartGroup(spec, { ...frame, height: frame.chartHeight })}</g>`);
+  const charts = specs.map(
+    (spec, i) =>
+      `<g transform="translate(0 ${head + i * frame.chartHeight})">${chartGroup(spec, { ...frame, height: frame.chartHeight })}</g>`,
+  );
   return [
     `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ${frame.width} ${height}" width="${frame.width}" height="${height}">`,
     `<rect width="${frame.width}" height="${height}" fill="#fff"/>`,
@@ -212,7 +239,8 @@ export function chartSpecs(series: SoakSeries): ChartSpec[] {
 
 /** A count in full, with thousands separators. */
 const count = (value: number | null) => (value === null ? '–' : value.toLocaleString('en-US'));
-const fixed = (value: number | null | undefined, digits = 1) => (value === null || value === undefined || !Number.isFinite(value) ? '–' : value.toFixed(digits));
+const fixed = (value: number | null | undefined, digits = 1) =>
+  value === null || value === undefined || !Number.isFinite(value) ? '–' : value.toFixed(digits);
 const signed = (value: number | null, digits = 2) => (value === null ? '–' : `${value >= 0 ? '+' : ''}${value.toFixed(digits)}`);
 
 /** The one-line account of a run: rate, latency, ledger. */
@@ -244,7 +272,8 @@ export function renderReport(run: SoakRun): RenderedReport {
 }
 
 function table(head: string[], rows: (string | number)[][]): string {
-  const cells = (row: (string | number)[], tag: string) => row.map((cell) => `<${tag}>${typeof cell === 'number' ? formatNumber(cell) : cell}</${tag}>`).join('');
+  const cells = (row: (string | number)[], tag: string) =>
+    row.map((cell) => `<${tag}>${typeof cell === 'number' ? formatNumber(cell) : cell}</${tag}>`).join('');
   return `<table><thead><tr>${cells(head, 'th')}</tr></thead><tbody>${rows.map((row) => `<tr>${cells(row, 'td')}</tr>`).join('')}</tbody></table>`;
 }
 
@@ -265,7 +294,10 @@ function renderHtml(run: SoakRun, totals: RunTotals, specs: ChartSpec[], frame: 
     fixed(proc.cpuPercent),
     e(String(run.exits[proc.name] ?? '')),
   ]);
-  const refusals = Object.entries(totals.refusals).map(([code, n]) => `${e(code)} ${formatNumber(n)}`).join(', ') || 'none';
+  const refusals =
+    Object.entries(totals.refusals)
+      .map(([code, n]) => `${e(code)} ${formatNumber(n)}`)
+      .join(', ') || 'none';
   const logLines = Object.entries(run.logExcerpts).filter(([, lines]) => lines.length > 0);
   const warnings = run.samples.reduce<Record<string, number>>((sum, s) => {
     for (const [name, n] of Object.entries(s.warnings ?? {})) sum[name] = (sum[name] ?? 0) + n;
@@ -311,11 +343,29 @@ ${verdict}
 <p class="note">Three counts of accepted purchases, each true of what it counts: the load generator's 2xx are the answers it read before it stopped (up to one per connection more were still in flight); the gateway's accepted are its counter between the first and the last sample of the load (not the seconds before the first sample or after the last); the units taken in Redis (the ledger below) are every purchase the reserve script accepted, the in-flight ones included, and are the count held against MySQL.</p>
 <h2>Processes over the load</h2>
 ${table(['process', 'RSS start MiB', 'RSS end MiB', 'RSS peak MiB', `RSS slope MiB/min (after ${fixed(warmUp, 0)} s)`, 'CPU s', 'CPU % of a core', 'exit'], processRows)}
-<p class="note">RSS slope: least-squares over the samples after the first ${WARM_UP_FRACTION * 100} % of the load. redis: its own INFO (used_memory_rss, used_cpu_user + sys); mariadb: from /proc when local. Both serve the whole box, not only this run. ${Object.keys(warnings).length ? `Log lines at warn or above: ${Object.entries(warnings).map(([n, c]) => `${e(n)} ${c}`).join(', ')}.` : 'No log line at warn or above.'}</p>
+<p class="note">RSS slope: least-squares over the samples after the first ${WARM_UP_FRACTION * 100} % of the load. redis: its own INFO (used_memory_rss, used_cpu_user + sys); mariadb: from /proc when local. Both serve the whole box, not only this run. ${
+    Object.keys(warnings).length
+      ? `Log lines at warn or above: ${Object.entries(warnings)
+          .map(([n, c]) => `${e(n)} ${c}`)
+          .join(', ')}.`
+      : 'No log line at warn or above.'
+  }</p>
 <h2>Ledger after the drain</h2>
 ${table(
   ['stock', 'taken in Redis', 'buyers in Redis', 'orders in MySQL', 'units in MySQL', 'in flight', 'dead-lettered', 'lost', 'audit drift'],
-  [[ledger.stock, ledger.takenInRedis, ledger.buyersInRedis, ledger.ordersInDb, ledger.unitsInDb, ledger.inFlight, ledger.deadLettered, ledger.lostReservations, ledger.auditDrift].map(count)],
+  [
+    [
+      ledger.stock,
+      ledger.takenInRedis,
+      ledger.buyersInRedis,
+      ledger.ordersInDb,
+      ledger.unitsInDb,
+      ledger.inFlight,
+      ledger.deadLettered,
+      ledger.lostReservations,
+      ledger.auditDrift,
+    ].map(count),
+  ],
 )}
 <p class="note">Audit checked at ${e(ledger.auditCheckedAt ?? 'never')}${ledger.auditAfterDrain ? ' (after the drain)' : ' (before the drain: no audit ran after it in time)'}.</p>
 <h2>Charts</h2>

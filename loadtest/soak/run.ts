@@ -21,7 +21,15 @@ import { createConnection, type Connection } from 'mariadb';
 import { exitWithUsage, loadConfig, parseCommandLine, UsageError } from '@flashsale/config';
 import { createRedis, redisNow, saleKeys, createSaleStore } from '@flashsale/redis-store';
 import { migrate, poolConfigFromUrl } from '@flashsale/order-store';
-import { createHttpClient, deleteKeysWithPrefix, gitRevision, spawnGateway, spawnReconciler, spawnWorker, type AppProcess } from '@flashsale/harness';
+import {
+  createHttpClient,
+  deleteKeysWithPrefix,
+  gitRevision,
+  spawnGateway,
+  spawnReconciler,
+  spawnWorker,
+  type AppProcess,
+} from '@flashsale/harness';
 import { ensureServicesOrExit } from '../../infra/ensure-services.ts';
 import { SOAK_COMMAND, soakOptionsOf, stockFor, type SoakOptions } from './options.ts';
 import { preparePacedLoad, prepareWrkLoad, type PreparedLoad, type RunningLoad } from './load.ts';
@@ -53,7 +61,10 @@ const databaseUrl = new URL(config.DATABASE_URL);
 databaseUrl.pathname = `${databaseUrl.pathname}_soak_${runId}`;
 const { database, ...server } = poolConfigFromUrl(databaseUrl.toString());
 const startedAt = new Date();
-const stamp = startedAt.toISOString().replace(/\.\d+Z$/, 'Z').replace(/:/g, '-');
+const stamp = startedAt
+  .toISOString()
+  .replace(/\.\d+Z$/, 'Z')
+  .replace(/:/g, '-');
 
 await ensureServicesOrExit();
 await migrate(databaseUrl.toString());
@@ -121,15 +132,31 @@ try {
   const admin = createHttpClient(gateway.url, 2);
   const created = await admin.send('POST', '/api/admin/sales', {
     headers: { authorization: `Bearer ${config.ADMIN_TOKEN}` },
-    body: { name: `soak ${runId}`, stock, perUserLimit: 1, startsAt: new Date(Date.now() - 1000).toISOString(), endsAt: new Date(Date.now() + (options.seconds + 3600) * 1000).toISOString() },
+    body: {
+      name: `soak ${runId}`,
+      stock,
+      perUserLimit: 1,
+      startsAt: new Date(Date.now() - 1000).toISOString(),
+      endsAt: new Date(Date.now() + (options.seconds + 3600) * 1000).toISOString(),
+    },
   });
   if (created.status !== 201) throw new Error(`creating the sale failed: ${created.status} ${JSON.stringify(created.body)}`);
   const saleId = created.body.id as number;
   db = await createConnection({ ...server, database });
   const mariadb = await mariadbPid(db);
 
-  const loadOptions = { url: gateway.url, saleId, seconds: options.seconds, connections: options.connections, runId, secret: config.AUTH_SECRET, ttlSeconds: options.seconds + 3600 };
-  const processes: Record<string, ProcessSource> = Object.fromEntries(apps.map((app) => [app.name, { pids: () => [app.process.child.pid!], descendants: true }]));
+  const loadOptions = {
+    url: gateway.url,
+    saleId,
+    seconds: options.seconds,
+    connections: options.connections,
+    runId,
+    secret: config.AUTH_SECRET,
+    ttlSeconds: options.seconds + 3600,
+  };
+  const processes: Record<string, ProcessSource> = Object.fromEntries(
+    apps.map((app) => [app.name, { pids: () => [app.process.child.pid!], descendants: true }]),
+  );
   processes['load generator'] = { pids: () => load?.pids() ?? [], descendants: false };
   if (mariadb) processes.mariadb = { pids: () => [mariadb], descendants: false };
   const target = { redis, db, prefix, saleId, gatewayMetricsUrl: `http://127.0.0.1:${metricsPort}/metrics`, processes };
@@ -157,8 +184,13 @@ try {
       printProgress(samples);
     }));
 
-  log(`load: ${options.rate === undefined ? `closed loop, wrk -t1 -c${options.connections}` : `${options.rate}/s open loop`} for ${options.seconds} s; sale ${saleId}, stock ${stock}; a sample every ${options.sampleSeconds} s`);
-  prepared = options.rate === undefined ? await prepareWrkLoad(loadOptions) : preparePacedLoad({ ...loadOptions, rate: options.rate, maxInFlight: options.maxInFlight });
+  log(
+    `load: ${options.rate === undefined ? `closed loop, wrk -t1 -c${options.connections}` : `${options.rate}/s open loop`} for ${options.seconds} s; sale ${saleId}, stock ${stock}; a sample every ${options.sampleSeconds} s`,
+  );
+  prepared =
+    options.rate === undefined
+      ? await prepareWrkLoad(loadOptions)
+      : preparePacedLoad({ ...loadOptions, rate: options.rate, maxInFlight: options.maxInFlight });
   const loadAverageAtStart = Number(os.loadavg()[0]!.toFixed(2));
   t0 = performance.now();
   await sampleNow();
@@ -168,14 +200,19 @@ try {
   const loadEndT = elapsed();
   clearInterval(timer);
   await sampleNow();
-  log(`load over after ${loadEndT.toFixed(1)} s: ${client.requests} requests, ${client.ok} 2xx, ${client.refused} other, ${client.errors} errors; client p50 ${client.p50Ms?.toFixed(2)} ms, p99 ${client.p99Ms?.toFixed(2)} ms`);
+  log(
+    `load over after ${loadEndT.toFixed(1)} s: ${client.requests} requests, ${client.ok} 2xx, ${client.refused} other, ${client.errors} errors; client p50 ${client.p50Ms?.toFixed(2)} ms, p99 ${client.p99Ms?.toFixed(2)} ms`,
+  );
 
   // The drain, sampled as it goes; then an audit that read the sale after it.
   const drainTimer = setInterval(() => void sampleNow(), options.sampleSeconds * 1000);
   const drainStarted = performance.now();
   // A drain that does not finish is the run's finding, not a reason to lose it: the ledger then fails
   // on what is still in flight, and the report shows the stream.
-  await store.sale(saleId).waitForDrain(DRAIN_TIMEOUT_MS, 100).catch((error: unknown) => failures.push(`drain: ${(error as Error).message}`));
+  await store
+    .sale(saleId)
+    .waitForDrain(DRAIN_TIMEOUT_MS, 100)
+    .catch((error: unknown) => failures.push(`drain: ${(error as Error).message}`));
   clearInterval(drainTimer);
   const drainSeconds = (performance.now() - drainStarted) / 1000;
   const drainedAt = await redisNow(redis);
@@ -194,13 +231,22 @@ try {
   }
   // The stats count the sale's orders in MySQL: with millions of them, on a box still busy with the
   // audit, that can pass the gateway's request deadline (503): asked again for up to two minutes.
-  const askStats = () => admin.send('GET', `/api/admin/sales/${saleId}/stats`, { headers: { authorization: `Bearer ${config.ADMIN_TOKEN}` } });
+  const askStats = () =>
+    admin.send('GET', `/api/admin/sales/${saleId}/stats`, { headers: { authorization: `Bearer ${config.ADMIN_TOKEN}` } });
   let statsAnswer = await askStats();
-  for (const statsDeadline = Date.now() + 120_000; statsAnswer.status === 503 && Date.now() < statsDeadline; statsAnswer = await askStats()) await sleep(2000);
+  for (const statsDeadline = Date.now() + 120_000; statsAnswer.status === 503 && Date.now() < statsDeadline; statsAnswer = await askStats())
+    await sleep(2000);
   admin.close();
   if (statsAnswer.status !== 200) throw new Error(`the stats endpoint answered ${statsAnswer.status}: ${JSON.stringify(statsAnswer.body)}`);
   const buyersInRedis = await redis.hlen(saleKeys(prefix, saleId).buyers);
-  const ledger = judgeLedger({ stats: statsAnswer.body as unknown as SaleStats, buyersInRedis, client, connections: options.connections, auditAfterDrain, drainSeconds });
+  const ledger = judgeLedger({
+    stats: statsAnswer.body as unknown as SaleStats,
+    buyersInRedis,
+    client,
+    connections: options.connections,
+    auditAfterDrain,
+    drainSeconds,
+  });
 
   const exits: Record<string, number | string> = {};
   await Promise.all(apps.map(async (app) => (exits[app.name] = await app.process.kill('SIGTERM'))));
@@ -224,7 +270,16 @@ try {
     startedAt: startedAt.toISOString(),
   };
   const { notes: clientNotes, ...clientSummary } = client;
-  const run: SoakRun = { parameters, samples, loadEndT, client: clientSummary, ledger, exits, logExcerpts, notes: [...clientNotes, ...failures] };
+  const run: SoakRun = {
+    parameters,
+    samples,
+    loadEndT,
+    client: clientSummary,
+    ledger,
+    exits,
+    logExcerpts,
+    notes: [...clientNotes, ...failures],
+  };
   const report = renderReport(run);
   mkdirSync(options.outDir, { recursive: true });
   const base = join(options.outDir, `soak-${stamp}`);
@@ -234,10 +289,16 @@ try {
 
   const { totals } = report;
   console.log('');
-  log(`rate: ${Math.round(totals.acceptsPerSecond)} accepts/s over ${loadEndT.toFixed(1)} s (${totals.accepted} accepted${Object.keys(totals.refusals).length ? `, refused ${JSON.stringify(totals.refusals)}` : ''})`);
-  log(`latency: gateway p50 ${fmt(totals.gatewayP50Ms, 2)} ms, p99 ${fmt(totals.gatewayP99Ms, 2)} ms; client p50 ${fmt(client.p50Ms, 2)} ms, p99 ${fmt(client.p99Ms, 2)} ms`);
+  log(
+    `rate: ${Math.round(totals.acceptsPerSecond)} accepts/s over ${loadEndT.toFixed(1)} s (${totals.accepted} accepted${Object.keys(totals.refusals).length ? `, refused ${JSON.stringify(totals.refusals)}` : ''})`,
+  );
+  log(
+    `latency: gateway p50 ${fmt(totals.gatewayP50Ms, 2)} ms, p99 ${fmt(totals.gatewayP99Ms, 2)} ms; client p50 ${fmt(client.p50Ms, 2)} ms, p99 ${fmt(client.p99Ms, 2)} ms`,
+  );
   for (const proc of totals.processes) {
-    log(`${proc.name.padEnd(15)} RSS ${fmt(proc.rssStartMiB)} -> ${fmt(proc.rssEndMiB)} MiB, slope after warm-up ${fmt(proc.rssSlopeMiBPerMin, 2)} MiB/min; CPU ${fmt(proc.cpuSeconds)} s (${fmt(proc.cpuPercent)} % of a core)`);
+    log(
+      `${proc.name.padEnd(15)} RSS ${fmt(proc.rssStartMiB)} -> ${fmt(proc.rssEndMiB)} MiB, slope after warm-up ${fmt(proc.rssSlopeMiBPerMin, 2)} MiB/min; CPU ${fmt(proc.cpuSeconds)} s (${fmt(proc.cpuPercent)} % of a core)`,
+    );
   }
   log(`reconciler CPU / gateway CPU: ${totals.reconcilerToGatewayCpu === null ? '–' : totals.reconcilerToGatewayCpu.toFixed(3)}`);
   log(
@@ -267,10 +328,12 @@ function printProgress(samples: Sample[]): void {
   const value = (points: [number, number | null][] | undefined) => points?.at(-1)?.[1] ?? null;
   const rss = Object.entries(last.processes)
     .filter(([name]) => name !== 'mariadb' && name !== 'redis')
-    .map(([name, p]) => `${name.replace('worker-', 'w').replace('load generator', 'load').replace('reconciler', 'rec').replace('gateway', 'gw')} ${Math.round(p.rssMiB)}`)
+    .map(
+      ([name, p]) =>
+        `${name.replace('worker-', 'w').replace('load generator', 'load').replace('reconciler', 'rec').replace('gateway', 'gw')} ${Math.round(p.rssMiB)}`,
+    )
     .join(' ');
   log(
     `${last.t.toFixed(0).padStart(5)} s  accepts ${fmt(value(s.acceptsPerSecond), 0)}/s  p50 ${fmt(value(s.gatewayP50Ms), 2)} p99 ${fmt(value(s.gatewayP99Ms), 2)} ms  written ${fmt(value(s.ordersWrittenPerSecond), 0)}/s  RSS MiB ${rss}  stream ${last.stream?.length ?? '–'} lag ${last.stream?.lag ?? '–'} pending ${last.stream?.pending ?? '–'}  redis ${fmt(last.redis?.usedMiB, 0)} MiB`,
   );
 }
-

@@ -108,9 +108,16 @@ export async function takeSample(target: SamplerTarget, t: number, failures: str
         target.redis.xlen(keys.stream),
         createSaleStore(target.redis, target.prefix).sale(target.saleId).backlog(),
       ]);
-      sample.redis = { usedMiB: (infoField(memory, 'used_memory') ?? 0) / MiB, rssMiB: (infoField(memory, 'used_memory_rss') ?? 0) / MiB, saleKeysMiB: (Number(buyers ?? 0) + Number(stream ?? 0)) / MiB };
+      sample.redis = {
+        usedMiB: (infoField(memory, 'used_memory') ?? 0) / MiB,
+        rssMiB: (infoField(memory, 'used_memory_rss') ?? 0) / MiB,
+        saleKeysMiB: (Number(buyers ?? 0) + Number(stream ?? 0)) / MiB,
+      };
       // Redis's own account of its CPU (getrusage), its RSS from INFO: no pid needed, local or not.
-      sample.processes.redis = { rssMiB: sample.redis.rssMiB, cpuSeconds: (infoField(cpu, 'used_cpu_user') ?? 0) + (infoField(cpu, 'used_cpu_sys') ?? 0) };
+      sample.processes.redis = {
+        rssMiB: sample.redis.rssMiB,
+        cpuSeconds: (infoField(cpu, 'used_cpu_user') ?? 0) + (infoField(cpu, 'used_cpu_sys') ?? 0),
+      };
       sample.stream = { length, lag: backlog.lag, pending: backlog.pending, deadLettered: backlog.deadLettered };
     }),
     attempt('gateway /metrics', async () => {
@@ -119,7 +126,9 @@ export async function takeSample(target: SamplerTarget, t: number, failures: str
       sample.gateway = parseGatewayMetrics(await res.text());
     }),
     attempt('MySQL', async () => {
-      const [row] = await target.db.query<{ sold: number | bigint }[]>('SELECT sold_units AS sold FROM sales WHERE id = ?', [target.saleId]);
+      const [row] = await target.db.query<{ sold: number | bigint }[]>('SELECT sold_units AS sold FROM sales WHERE id = ?', [
+        target.saleId,
+      ]);
       sample.unitsWritten = Number(row?.sold ?? 0);
     }),
   ]);

@@ -12,7 +12,10 @@ afterAll(() => rmSync(out, { recursive: true, force: true }));
 
 /** Runs the soak command (`npm run soak`'s script) with its real processes; resolves with its exit code and output. */
 function soak(args: string[]): Promise<{ code: number | null; output: string }> {
-  const child = spawnInGroup(process.execPath, [...SOURCE_NODE_ARGS, 'loadtest/soak/run.ts', ...args, '--out', out], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawnInGroup(process.execPath, [...SOURCE_NODE_ARGS, 'loadtest/soak/run.ts', ...args, '--out', out], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let output = '';
   child.stdout.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
   child.stderr.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));

@@ -19,11 +19,20 @@ afterEach(async () => {
 const buyersOf = (saleId: number, label: string, count: number) => Array.from({ length: count }, (_, i) => `s${saleId}-${label}-${i}`);
 
 /** Bursts on every sale at once, through the gateways in turn. */
-async function burstAll(s: ClusterSystem, sales: { id: number }[], label: string, count: number, onAnswer?: () => void): Promise<Map<number, BurstOutcome>> {
+async function burstAll(
+  s: ClusterSystem,
+  sales: { id: number }[],
+  label: string,
+  count: number,
+  onAnswer?: () => void,
+): Promise<Map<number, BurstOutcome>> {
   const bursts = new Map<number, BurstOutcome>();
   await Promise.all(
     sales.map(async (sale, i) => {
-      bursts.set(sale.id, await purchaseBurst(s.gateways[i % s.gateways.length]!.url, sale.id, buyersOf(sale.id, label, count), { connections: 4, onAnswer }));
+      bursts.set(
+        sale.id,
+        await purchaseBurst(s.gateways[i % s.gateways.length]!.url, sale.id, buyersOf(sale.id, label, count), { connections: 4, onAnswer }),
+      );
     }),
   );
   return bursts;
@@ -31,7 +40,12 @@ async function burstAll(s: ClusterSystem, sales: { id: number }[], label: string
 
 /** Waits until the reconciler's checkpoint of every sale has seen `reservations` reservations. */
 async function checkpointed(s: ClusterSystem, sales: { id: number }[], reservations: number): Promise<void> {
-  for (const sale of sales) await until(() => s.ctx.prisma.sale.findUniqueOrThrow({ where: { id: sale.id } }), (row) => row.checkpointReservations === reservations, 60_000);
+  for (const sale of sales)
+    await until(
+      () => s.ctx.prisma.sale.findUniqueOrThrow({ where: { id: sale.id } }),
+      (row) => row.checkpointReservations === reservations,
+      60_000,
+    );
 }
 
 describe('a Redis Cluster under faults', () => {
@@ -48,14 +62,27 @@ describe('a Redis Cluster under faults', () => {
     await killed;
     for (const sale of sales) {
       const burst = bursts.get(sale.id)!;
-      expect({ sale: sale.id, accepted: burst.accepted.size, unknown: burst.unknown.size, failed: burst.failed.size }).toEqual({ sale: sale.id, accepted: 100, unknown: 0, failed: 0 });
+      expect({ sale: sale.id, accepted: burst.accepted.size, unknown: burst.unknown.size, failed: burst.failed.size }).toEqual({
+        sale: sale.id,
+        accepted: 100,
+        unknown: 0,
+        failed: 0,
+      });
       await createSaleStore(ctx.redis, prefix).sale(sale.id).waitForDrain(60_000);
       const ledger = await ledgerOf(ctx.redis, ctx.prisma, prefix, sale.id, burst.accepted);
-      expect({ sale: sale.id, ...ledger }).toEqual({ sale: sale.id, lost: [], duplicated: [], unexpected: [], unitsInDb: 100, remaining: 0, stock: 100 });
+      expect({ sale: sale.id, ...ledger }).toEqual({
+        sale: sale.id,
+        lost: [],
+        duplicated: [],
+        unexpected: [],
+        unitsInDb: 100,
+        remaining: 0,
+        stock: 100,
+      });
     }
   });
 
-  it("one master flushed mid-sale: only its sales lose reservations, counted; the others lose nothing; every sale sells exactly its stock", async () => {
+  it('one master flushed mid-sale: only its sales lose reservations, counted; the others lose nothing; every sale sells exactly its stock', async () => {
     // No worker during the first burst, so what the flush destroys is known exactly: every reservation
     // of the flushed master's sales, none of them written yet.
     system = await startClusterSystem({ gateways: 2, workers: 0 });
@@ -80,7 +107,11 @@ describe('a Redis Cluster under faults', () => {
     // The reconciler finds the flushed master's sales lost, waits for their (empty) drain and rebuilds
     // them from MySQL, counting what the checkpoint saw that never became an order.
     for (const sale of onFlushed) {
-      const stats = await until(() => saleStats(s, sale.id), (st) => st.lost.reservations > 0 && st.remaining === 100, 60_000);
+      const stats = await until(
+        () => saleStats(s, sale.id),
+        (st) => st.lost.reservations > 0 && st.remaining === 100,
+        60_000,
+      );
       expect({ sale: sale.id, lost: stats.lost }).toEqual({ sale: sale.id, lost: { reservations: 60, units: 60 } });
       // The rebuilt state is in Redis, paused, before the reconciliation resumes it: the burst below waits.
       await convergedOnPrimary(s, sale.id);
@@ -96,16 +127,33 @@ describe('a Redis Cluster under faults', () => {
       const lostFirst = [...first.get(sale.id)!.accepted.keys()].filter((id) => ledger.lost.includes(id));
       if (sale.master === flushed) {
         // Every early 202 of the flushed master went with its data; the late buyers bought all 100 units.
-        expect({ sale: sale.id, lost: lostFirst.length, lostTotal: ledger.lost.length, accepted: second.get(sale.id)!.accepted.size }).toEqual({ sale: sale.id, lost: 60, lostTotal: 60, accepted: 100 });
+        expect({
+          sale: sale.id,
+          lost: lostFirst.length,
+          lostTotal: ledger.lost.length,
+          accepted: second.get(sale.id)!.accepted.size,
+        }).toEqual({ sale: sale.id, lost: 60, lostTotal: 60, accepted: 100 });
       } else {
-        expect({ sale: sale.id, lost: ledger.lost.length, accepted: second.get(sale.id)!.accepted.size, lostCounted: (await saleStats(s, sale.id)).lost }).toEqual({
+        expect({
+          sale: sale.id,
+          lost: ledger.lost.length,
+          accepted: second.get(sale.id)!.accepted.size,
+          lostCounted: (await saleStats(s, sale.id)).lost,
+        }).toEqual({
           sale: sale.id,
           lost: 0,
           accepted: 40,
           lostCounted: { reservations: 0, units: 0 },
         });
       }
-      expect({ sale: sale.id, duplicated: ledger.duplicated, unexpected: ledger.unexpected, oversold: ledger.oversold, unitsInDb: ledger.unitsInDb, remaining: ledger.remaining }).toEqual({
+      expect({
+        sale: sale.id,
+        duplicated: ledger.duplicated,
+        unexpected: ledger.unexpected,
+        oversold: ledger.oversold,
+        unitsInDb: ledger.unitsInDb,
+        remaining: ledger.remaining,
+      }).toEqual({
         sale: sale.id,
         duplicated: [],
         unexpected: [],
@@ -158,7 +206,11 @@ describe('a Redis Cluster under faults', () => {
     // reservations the checkpoint saw that are not orders, and rebuilds it from MySQL.
     const onFailed = sales.filter((sale) => sale.master === failing.port);
     for (const sale of onFailed) {
-      const stats = await until(() => saleStats(s, sale.id), (st) => st.lost.reservations > 0 && st.remaining === 140, 60_000);
+      const stats = await until(
+        () => saleStats(s, sale.id),
+        (st) => st.lost.reservations > 0 && st.remaining === 140,
+        60_000,
+      );
       expect({ sale: sale.id, lost: stats.lost }).toEqual({ sale: sale.id, lost: { reservations: 60, units: 60 } });
       // The stale replica's own state already has 140 remaining: what counts is the rebuild, resumed.
       await convergedOnPrimary(s, sale.id);

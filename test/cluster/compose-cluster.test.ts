@@ -49,11 +49,16 @@ describe('the compose file: the Redis Cluster profile', () => {
       const service = compose.services[node]!;
       expect(service.profiles).toEqual(['cluster']);
       expect(service.command).toEqual(['redis-server', '/usr/local/etc/redis/redis-cluster.conf', '--cluster-announce-hostname', node]);
-      expect(service.volumes).toEqual(['./redis.conf:/usr/local/etc/redis/redis.conf:ro', './redis-cluster.conf:/usr/local/etc/redis/redis-cluster.conf:ro', `${node}-data:/data`]);
+      expect(service.volumes).toEqual([
+        './redis.conf:/usr/local/etc/redis/redis.conf:ro',
+        './redis-cluster.conf:/usr/local/etc/redis/redis-cluster.conf:ro',
+        `${node}-data:/data`,
+      ]);
     }
 
     expect(compose['x-app-env'].REDIS_CLUSTER_NODES).toBe('${REDIS_CLUSTER_NODES:-}');
-    for (const app of ['migrate', 'gateway', 'worker', 'reconciler']) expect(compose.services[app]!.environment!.REDIS_CLUSTER_NODES).toBe('${REDIS_CLUSTER_NODES:-}');
+    for (const app of ['migrate', 'gateway', 'worker', 'reconciler'])
+      expect(compose.services[app]!.environment!.REDIS_CLUSTER_NODES).toBe('${REDIS_CLUSTER_NODES:-}');
     // What the comments tell an operator to set, and what the variable is when it is not set.
     expect(loadConfig({ REDIS_CLUSTER_NODES: 'redis-node-1:6379,redis-node-2:6379,redis-node-3:6379' }).REDIS_CLUSTER_NODES).toEqual(
       [1, 2, 3].map((n) => ({ host: `redis-node-${n}`, port: 6379 })),
@@ -61,7 +66,6 @@ describe('the compose file: the Redis Cluster profile', () => {
     expect(loadConfig({ REDIS_CLUSTER_NODES: '' }).REDIS_CLUSTER_NODES).toBeUndefined();
   });
 });
-
 
 const work = mkdtempSync(join(tmpdir(), 'flashsale-compose-cluster-'));
 const running: ChildProcess[] = [];
@@ -85,14 +89,36 @@ async function stopNode(child: ChildProcess): Promise<void> {
  */
 async function startNodes(addresses: string[], port: number): Promise<ChildProcess[]> {
   const conf = join(work, 'redis-cluster.conf');
-  writeFileSync(conf, readFileSync('infra/redis-cluster.conf', 'utf8').replace('include /usr/local/etc/redis/redis.conf', `include ${join(process.cwd(), 'infra/redis.conf')}`));
+  writeFileSync(
+    conf,
+    readFileSync('infra/redis-cluster.conf', 'utf8').replace(
+      'include /usr/local/etc/redis/redis.conf',
+      `include ${join(process.cwd(), 'infra/redis.conf')}`,
+    ),
+  );
   const nodes = addresses.map((address, i) => {
     const dir = join(work, `node-${i + 1}`);
     mkdirSync(dir, { recursive: true });
-    const child = spawnInGroup('redis-server', [conf, '--bind', address, '--port', String(port), '--dir', dir, '--cluster-announce-hostname', address, '--cluster-announce-ip', address], {
-      cwd: dir,
-      stdio: 'ignore',
-    });
+    const child = spawnInGroup(
+      'redis-server',
+      [
+        conf,
+        '--bind',
+        address,
+        '--port',
+        String(port),
+        '--dir',
+        dir,
+        '--cluster-announce-hostname',
+        address,
+        '--cluster-announce-ip',
+        address,
+      ],
+      {
+        cwd: dir,
+        stdio: 'ignore',
+      },
+    );
     running.push(child);
     return child;
   });
@@ -122,8 +148,19 @@ describe('the compose file: its cluster nodes and the one-shot job, run', () => 
     let port = await freePort();
     while (port > 55_535) port = await freePort();
     const addresses = [1, 2, 3, 4, 5, 6].map((n) => `${first}.${n}`);
-    const init = (nodes: string[]) => runProcess('sh', ['infra/redis-cluster-init.sh'], { REDIS_CLUSTER_CREATE_NODES: nodes.join(' '), REDIS_CLUSTER_REPLICAS: '1', REDIS_PORT: String(port) });
-    const services = (nodes: string[]) => runScript('infra/ensure-services.ts', { REDIS_CLUSTER_NODES: nodes.slice(0, 3).map((a) => `${a}:${port}`).join(',') });
+    const init = (nodes: string[]) =>
+      runProcess('sh', ['infra/redis-cluster-init.sh'], {
+        REDIS_CLUSTER_CREATE_NODES: nodes.join(' '),
+        REDIS_CLUSTER_REPLICAS: '1',
+        REDIS_PORT: String(port),
+      });
+    const services = (nodes: string[]) =>
+      runScript('infra/ensure-services.ts', {
+        REDIS_CLUSTER_NODES: nodes
+          .slice(0, 3)
+          .map((a) => `${a}:${port}`)
+          .join(','),
+      });
 
     let nodes = await startNodes(addresses, port);
     const created = await init(addresses);
@@ -162,7 +199,9 @@ describe('the compose file: its cluster nodes and the one-shot job, run', () => 
     nodes = await startNodes(moved, port);
     const refound = await init(moved);
     expect(refound.code, refound.stdout + refound.stderr).toBe(0);
-    expect(refound.stdout).toContain('redis-cluster-init: the cluster exists (16384 slots assigned); introducing the nodes at their current addresses');
+    expect(refound.stdout).toContain(
+      'redis-cluster-init: the cluster exists (16384 slots assigned); introducing the nodes at their current addresses',
+    );
     const after = await services(moved);
     expect(after.stdout).toMatch(new RegExp(`^Redis Cluster of 3 masters \\(${second.replaceAll('.', '\\.')}\\.`));
     expect(after.code).toBe(0);

@@ -15,7 +15,6 @@ afterAll(async () => {
   await cluster?.stop();
 });
 
-
 const onCluster = () => ({ REDIS_CLUSTER_NODES: cluster.seeds, REDIS_URL: 'redis://127.0.0.1:1' });
 
 /** Keys under `prefix` on each node of the cluster. */
@@ -37,14 +36,18 @@ describe('npm run services with REDIS_CLUSTER_NODES', () => {
     const run = await runScript('infra/ensure-services.ts', onCluster());
 
     expect(run.stderr).toBe('');
-    expect(run.stdout).toMatch(/^Redis Cluster of 3 masters \(127\.0\.0\.1:\d+, 127\.0\.0\.1:\d+, 127\.0\.0\.1:\d+\) and MariaDB at .* answer\n$/);
+    expect(run.stdout).toMatch(
+      /^Redis Cluster of 3 masters \(127\.0\.0\.1:\d+, 127\.0\.0\.1:\d+, 127\.0\.0\.1:\d+\) and MariaDB at .* answer\n$/,
+    );
     expect(run.code).toBe(0);
   });
 
   it('says in one line that no seed node answers', async () => {
     const run = await runScript('infra/ensure-services.ts', { REDIS_CLUSTER_NODES: '127.0.0.1:1,127.0.0.1:2' });
 
-    expect(run.stderr).toMatch(/^Redis Cluster: no seed node in REDIS_CLUSTER_NODES answers \(127\.0\.0\.1:1 does not answer: connect ECONNREFUSED .*\): start it/);
+    expect(run.stderr).toMatch(
+      /^Redis Cluster: no seed node in REDIS_CLUSTER_NODES answers \(127\.0\.0\.1:1 does not answer: connect ECONNREFUSED .*\): start it/,
+    );
     expect(run.stderr.trim().split('\n')).toHaveLength(1);
     expect(run.code).toBe(1);
   });
@@ -54,11 +57,15 @@ describe('npm run services with REDIS_CLUSTER_NODES', () => {
     const lone = await startRedisServer({ args: ['--cluster-enabled', 'yes', '--cluster-config-file', '{dir}/nodes.conf'] });
     try {
       const notCluster = await runScript('infra/ensure-services.ts', { REDIS_CLUSTER_NODES: `127.0.0.1:${plain.port}` });
-      expect(notCluster.stderr).toContain(`REDIS_CLUSTER_NODES names 127.0.0.1:${plain.port}, a Redis that is not a cluster node (cluster support disabled)`);
+      expect(notCluster.stderr).toContain(
+        `REDIS_CLUSTER_NODES names 127.0.0.1:${plain.port}, a Redis that is not a cluster node (cluster support disabled)`,
+      );
       expect(notCluster.code).toBe(1);
 
       const uncreated = await runScript('infra/ensure-services.ts', { REDIS_CLUSTER_NODES: `127.0.0.1:${lone.port}` });
-      expect(uncreated.stderr).toContain(`Redis Cluster at 127.0.0.1:${lone.port} does not serve: cluster_state:fail, 0 of 16384 slots served`);
+      expect(uncreated.stderr).toContain(
+        `Redis Cluster at 127.0.0.1:${lone.port} does not serve: cluster_state:fail, 0 of 16384 slots served`,
+      );
       expect(uncreated.stderr).toContain('the cluster was never created');
       expect(uncreated.code).toBe(1);
     } finally {

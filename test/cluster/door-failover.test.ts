@@ -20,11 +20,16 @@ afterEach(async () => {
 });
 
 describe('the door on a Redis Cluster', () => {
-  it("its master fails over mid-queue: places, turns and the frontier carry on in the replica; nobody admitted twice, turns in queue order, the ledger exact", async () => {
+  it('its master fails over mid-queue: places, turns and the frontier carry on in the replica; nobody admitted twice, turns in queue order, the ledger exact', async () => {
     system = await startClusterSystem({ gateways: 1, workers: 1, replicasPerMaster: 1 });
     const { ctx, cluster } = system;
     const { buy, expectLedgerExact } = doorPurchases(system);
-    const { id, startsAt } = await createQueuedSale(ctx, system.gateways[0]!.url, { stock: 5, admitPerSecond: 2, admissionTtlSeconds: 600, startsIn: 2500 });
+    const { id, startsAt } = await createQueuedSale(ctx, system.gateways[0]!.url, {
+      stock: 5,
+      admitPerSecond: 2,
+      admissionTtlSeconds: 600,
+      startsIn: 2500,
+    });
     const order = await queueUp(system, id, startsAt, 10, 'failover');
 
     for (const b of order.slice(0, 2)) {
@@ -66,7 +71,12 @@ describe('the door on a Redis Cluster', () => {
     const { ctx, cluster } = system;
     const { accepted, expectLedgerExact } = doorPurchases(system);
     const buyers = 12;
-    const { id, startsAt } = await createQueuedSale(ctx, system.gateways[0]!.url, { stock: buyers, admitPerSecond: 10, admissionTtlSeconds: 600, startsIn: 4000 });
+    const { id, startsAt } = await createQueuedSale(ctx, system.gateways[0]!.url, {
+      stock: buyers,
+      admitPerSecond: 10,
+      admissionTtlSeconds: 600,
+      startsIn: 4000,
+    });
     const crowd = Array.from({ length: buyers }, (_, i) => doorBuyer(system!.gateways[0]!.url, id, `behind-${i}`));
     for (const b of crowd) expect((await b.join()).status).toBe(200);
 
@@ -80,7 +90,10 @@ describe('the door on a Redis Cluster', () => {
     replica!.freeze();
     try {
       await askRedis(master.url, (r) => r.client('KILL', 'TYPE', 'replica'));
-      await until(() => redisNow(ctx.redis), (now) => now >= startsAt);
+      await until(
+        () => redisNow(ctx.redis),
+        (now) => now >= startsAt,
+      );
       // Asked until the gateway's copy, read after the start, has turns to tell.
       await until(
         () => Promise.all(crowd.map((b) => b.status())),
@@ -92,11 +105,19 @@ describe('the door on a Redis Cluster', () => {
       replica!.thaw();
     }
     try {
-      await until(() => roleOf(replica!), (role) => role === 'master', 60_000);
+      await until(
+        () => roleOf(replica!),
+        (role) => role === 'master',
+        60_000,
+      );
     } finally {
       master.thaw();
     }
-    await until(() => roleOf(master), (role) => role === 'slave', 60_000);
+    await until(
+      () => roleOf(master),
+      (role) => role === 'slave',
+      60_000,
+    );
     // The promoted replica never had a turn: its frontier is where the start left it.
     expect(Number((await askRedis(replica!.url, (r) => r.hget(keys.door, 'front'))) ?? 0)).toBe(0);
 

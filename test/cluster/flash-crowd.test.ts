@@ -34,7 +34,13 @@ describe('a flash crowd on a Redis Cluster', () => {
     const burstsOver = Date.now();
     for (const sale of sales) {
       const burst = bursts.get(sale.id)!;
-      expect({ sale: sale.id, accepted: burst.accepted.size, soldOut: burst.refused.SOLD_OUT, unknown: burst.unknown.size, failed: burst.failed.size }).toEqual({
+      expect({
+        sale: sale.id,
+        accepted: burst.accepted.size,
+        soldOut: burst.refused.SOLD_OUT,
+        unknown: burst.unknown.size,
+        failed: burst.failed.size,
+      }).toEqual({
         sale: sale.id,
         accepted: 60,
         soldOut: 40,
@@ -43,7 +49,15 @@ describe('a flash crowd on a Redis Cluster', () => {
       });
       await createSaleStore(ctx.redis, prefix).sale(sale.id).waitForDrain(60_000);
       const ledger = await ledgerOf(ctx.redis, ctx.prisma, prefix, sale.id, burst.accepted);
-      expect({ sale: sale.id, ...ledger }).toEqual({ sale: sale.id, lost: [], duplicated: [], unexpected: [], unitsInDb: 60, remaining: 0, stock: 60 });
+      expect({ sale: sale.id, ...ledger }).toEqual({
+        sale: sale.id,
+        lost: [],
+        duplicated: [],
+        unexpected: [],
+        unitsInDb: 60,
+        remaining: 0,
+        stock: 60,
+      });
     }
 
     // The reconcilers audit every sale on the cluster (BullMQ's queues live in the {bull} slot), and an
@@ -57,11 +71,22 @@ describe('a flash crowd on a Redis Cluster', () => {
           (body) => body.audit !== null && Date.parse(body.audit.checkedAt) > burstsOver,
           20_000,
         );
-        expect({ sale: sale.id, consistent: stats.consistent, drift: stats.audit?.drift, lost: stats.lost }).toEqual({ sale: sale.id, consistent: true, drift: 0, lost: { reservations: 0, units: 0 } });
+        expect({ sale: sale.id, consistent: stats.consistent, drift: stats.audit?.drift, lost: stats.lost }).toEqual({
+          sale: sale.id,
+          consistent: true,
+          drift: 0,
+          lost: { reservations: 0, units: 0 },
+        });
       }
       const reconciled = await admin.send('POST', `/api/admin/sales/${sales[0]!.id}/reconcile`, { headers: auth });
       expect(reconciled.status).toBe(200);
-      expect(reconciled.body).toMatchObject({ saleId: sales[0]!.id, remaining: 0, buyers: 60, judgement: 'intact', lost: { reservations: 0, units: 0 } });
+      expect(reconciled.body).toMatchObject({
+        saleId: sales[0]!.id,
+        remaining: 0,
+        buyers: 60,
+        judgement: 'intact',
+        lost: { reservations: 0, units: 0 },
+      });
     } finally {
       admin.close();
     }

@@ -44,7 +44,13 @@ async function replicationIdOf(node: ClusterNode): Promise<string | undefined> {
 
 /** ROLE of a node, asked on a connection of its own ('unreachable' if it does not answer within 2 s). */
 async function roleOf(node: ClusterNode): Promise<string> {
-  const redis = new Redis(node.url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 2000, commandTimeout: 2000 });
+  const redis = new Redis(node.url, {
+    lazyConnect: true,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+    connectTimeout: 2000,
+    commandTimeout: 2000,
+  });
   redis.on('error', () => undefined);
   try {
     await redis.connect();
@@ -66,7 +72,10 @@ async function sellingCluster() {
   const pauses = watchPauses(s.ctx.redis, prefix, ids);
   const urls = s.gateways.map((g) => g.url);
   const before = steadyLoad(urls, ids, 'before');
-  await until(async () => ids.map((id) => before.accepted(id)), (counts) => counts.every((n) => n >= 50));
+  await until(
+    async () => ids.map((id) => before.accepted(id)),
+    (counts) => counts.every((n) => n >= 50),
+  );
   const failing = (await s.cluster.masters()).find((m) => m.port === sales[0]!.master)!;
   const [replica] = await s.cluster.replicasOf(failing);
   // What the rebuild is judged on: the failed master's history of writes, which the sale's checkpoint
@@ -78,7 +87,10 @@ async function sellingCluster() {
 
 /** The sale's Redis generation and its checkpoint's replication id, as MySQL records them. */
 async function checkpointOf(s: ClusterSystem, saleId: number): Promise<{ generation: string | null; replicationId: string | null }> {
-  const row = await s.ctx.prisma.sale.findUniqueOrThrow({ where: { id: saleId }, select: { redisGeneration: true, checkpointReplicationId: true } });
+  const row = await s.ctx.prisma.sale.findUniqueOrThrow({
+    where: { id: saleId },
+    select: { redisGeneration: true, checkpointReplicationId: true },
+  });
   return { generation: row.redisGeneration, replicationId: row.checkpointReplicationId };
 }
 
@@ -90,10 +102,19 @@ async function checkpointOf(s: ClusterSystem, saleId: number): Promise<{ generat
 async function expectRebuilt({ s, sales, generation }: Selling) {
   const saleId = sales[0]!.id;
   try {
-    await until(async () => (await checkpointOf(s, saleId)).generation, (now) => now !== generation, 90_000);
+    await until(
+      async () => (await checkpointOf(s, saleId)).generation,
+      (now) => now !== generation,
+      90_000,
+    );
   } catch (error) {
-    const said = (s.reconciler?.logs ?? []).filter((l) => l.saleId === saleId || l.part === 'watch' || (typeof l.msg === 'string' && /watch|overdue/.test(l.msg)));
-    throw new Error(`sale ${saleId} not rebuilt; the reconciler's lines on it and its watch:\n${said.map((l) => JSON.stringify(l)).join('\n')}`, { cause: error });
+    const said = (s.reconciler?.logs ?? []).filter(
+      (l) => l.saleId === saleId || l.part === 'watch' || (typeof l.msg === 'string' && /watch|overdue/.test(l.msg)),
+    );
+    throw new Error(
+      `sale ${saleId} not rebuilt; the reconciler's lines on it and its watch:\n${said.map((l) => JSON.stringify(l)).join('\n')}`,
+      { cause: error },
+    );
   }
 }
 
@@ -106,13 +127,21 @@ type Selling = Awaited<ReturnType<typeof sellingCluster>>;
  */
 async function expectRecovered({ s, prefix, ids, pauses, urls }: Selling, firstLoad: Map<number, BurstOutcome>) {
   const after = steadyLoad(urls, ids, 'after');
-  await until(async () => ids.map((id) => after.accepted(id)), (counts) => counts.every((n) => n >= 50), 60_000);
+  await until(
+    async () => ids.map((id) => after.accepted(id)),
+    (counts) => counts.every((n) => n >= 50),
+    60_000,
+  );
   const secondLoad = await after.stop();
 
   // Quiet: the audit judges a drift once nothing is in flight, and the reconciliation it asks for ends.
   for (const id of ids) await createSaleStore(s.ctx.redis, prefix).sale(id).waitForDrain(60_000);
   for (const id of ids) {
-    await until(() => saleStats(s, id), (st) => st.consistent && st.audit?.drift === 0, DRAIN_BOUND_MS + 30_000);
+    await until(
+      () => saleStats(s, id),
+      (st) => st.consistent && st.audit?.drift === 0,
+      DRAIN_BOUND_MS + 30_000,
+    );
     // Consistent holds from the moment a rebuilt state is switched in, paused, before its resume.
     await convergedOnPrimary(s, id);
   }
@@ -122,13 +151,19 @@ async function expectRecovered({ s, prefix, ids, pauses, urls }: Selling, firstL
   for (const id of ids) {
     const all = mergeBursts(firstLoad.get(id)!, secondLoad.get(id)!);
     const uncertain = [...all.failed, ...all.unknown];
-    const orders = await s.ctx.prisma.order.findMany({ where: { saleId: id, userId: { in: uncertain } }, select: { userId: true, reservationId: true } });
+    const orders = await s.ctx.prisma.order.findMany({
+      where: { saleId: id, userId: { in: uncertain } },
+      select: { userId: true, reservationId: true },
+    });
     const held = new Map(orders.map((o) => [o.userId, o.reservationId]));
     const tokens = signBuyerTokens(uncertain);
     const client = createHttpClient(urls[0]!, 4);
     const answers = [];
     for (const [i, userId] of uncertain.entries()) {
-      const res = await client.send('POST', `/api/sales/${id}/purchase`, { headers: { authorization: `Bearer ${tokens[i]!}` }, body: { quantity: 1 } });
+      const res = await client.send('POST', `/api/sales/${id}/purchase`, {
+        headers: { authorization: `Bearer ${tokens[i]!}` },
+        body: { quantity: 1 },
+      });
       answers.push({ userId, status: res.status, code: res.body.code, reservationId: res.body.reservationId, held: held.get(userId) });
       if (res.status === 202) all.accepted.set(res.body.reservationId as string, { userId, quantity: 1 });
     }
@@ -144,7 +179,9 @@ async function expectRecovered({ s, prefix, ids, pauses, urls }: Selling, firstL
     await createSaleStore(s.ctx.redis, prefix).sale(id).waitForDrain(60_000);
     const ledger = await faultLedgerOf(s.ctx.redis, s.ctx.prisma, prefix, id, all.accepted, new Set(uncertain));
     const admin = createHttpClient(urls[0]!, 1);
-    const losses = await admin.send('GET', `/api/admin/sales/${id}/losses?limit=1000`, { headers: { authorization: `Bearer ${s.ctx.config.ADMIN_TOKEN}` } });
+    const losses = await admin.send('GET', `/api/admin/sales/${id}/losses?limit=1000`, {
+      headers: { authorization: `Bearer ${s.ctx.config.ADMIN_TOKEN}` },
+    });
     admin.close();
     const listed = new Set((losses.body.reservations as { reservationId: string }[]).map((l) => l.reservationId));
     const stats = await saleStats(s, id);
@@ -175,11 +212,19 @@ describe('a Redis Cluster master lost under steady load', () => {
     const { s, failing, replica, before } = selling;
     failing.freeze();
     try {
-      await until(() => roleOf(replica), (role) => role === 'master', 60_000);
+      await until(
+        () => roleOf(replica),
+        (role) => role === 'master',
+        60_000,
+      );
     } finally {
       failing.thaw();
     }
-    await until(() => roleOf(failing), (role) => role === 'slave', 60_000);
+    await until(
+      () => roleOf(failing),
+      (role) => role === 'slave',
+      60_000,
+    );
     await s.cluster.waitUntilHealthy(60_000);
     await expectRebuilt(selling);
     await expectRecovered(selling, await before.stop());
@@ -189,9 +234,17 @@ describe('a Redis Cluster master lost under steady load', () => {
     const selling = await sellingCluster();
     const { s, failing, replica, before } = selling;
     await failing.kill('SIGKILL');
-    await until(() => roleOf(replica), (role) => role === 'master', 60_000);
+    await until(
+      () => roleOf(replica),
+      (role) => role === 'master',
+      60_000,
+    );
     await failing.start();
-    await until(() => roleOf(failing), (role) => role === 'slave', 60_000);
+    await until(
+      () => roleOf(failing),
+      (role) => role === 'slave',
+      60_000,
+    );
     await s.cluster.waitUntilHealthy(60_000);
     await expectRebuilt(selling);
     await expectRecovered(selling, await before.stop());

@@ -10,13 +10,51 @@ const settings = (args: string[], env: NodeJS.ProcessEnv = {}) => benchSettingsO
 
 describe('npm run bench: its settings', () => {
   it('runs every part by default, the full length, and records nothing', () => {
-    expect(settings([])).toMatchObject({ seconds: 5, rounds: 3, drainRows: 20_000, drainRounds: 5, scriptSeconds: 2, scriptCalls: 2_000, reconcilerSeconds: 40, pipelineSeconds: 10, quick: false, record: false });
+    expect(settings([])).toMatchObject({
+      seconds: 5,
+      rounds: 3,
+      drainRows: 20_000,
+      drainRounds: 5,
+      scriptSeconds: 2,
+      scriptCalls: 2_000,
+      reconcilerSeconds: 40,
+      pipelineSeconds: 10,
+      quick: false,
+      record: false,
+    });
     expect([...settings([]).parts]).toEqual([...BENCH_PARTS]);
-    expect(BENCH_PARTS).toEqual(['purchase', 'scaling', 'fsync', 'drain', 'expiry', 'script', 'cluster', 'workers', 'reconciler', 'pipeline', 'replica-wait', 'door', 'door-bots', 'neighbours', 'galera', 'ready']);
+    expect(BENCH_PARTS).toEqual([
+      'purchase',
+      'scaling',
+      'fsync',
+      'drain',
+      'expiry',
+      'script',
+      'cluster',
+      'workers',
+      'reconciler',
+      'pipeline',
+      'replica-wait',
+      'door',
+      'door-bots',
+      'neighbours',
+      'galera',
+      'ready',
+    ]);
   });
 
   it('--quick: every part, shorter and once; a BENCH_ variable still wins', () => {
-    expect(settings(['--quick'])).toMatchObject({ seconds: 2, rounds: 1, drainRows: 5_000, drainRounds: 1, scriptSeconds: 1, scriptCalls: 500, reconcilerSeconds: 10, pipelineSeconds: 3, quick: true });
+    expect(settings(['--quick'])).toMatchObject({
+      seconds: 2,
+      rounds: 1,
+      drainRows: 5_000,
+      drainRounds: 1,
+      scriptSeconds: 1,
+      scriptCalls: 500,
+      reconcilerSeconds: 10,
+      pipelineSeconds: 3,
+      quick: true,
+    });
     expect([...settings(['--quick']).parts]).toEqual([...BENCH_PARTS]);
     expect(settings(['--quick'], { BENCH_SECONDS: '3' }).seconds).toBe(3);
   });
@@ -34,9 +72,13 @@ describe('npm run bench: its settings', () => {
 
   it('refuses a part that does not exist, a variable that is not a number and an unknown option', () => {
     expect(() => benchSettingsOf([], { BENCH_PARTS: 'purchase,expirey' })).toThrow(
-      new UsageError('BENCH_PARTS: no part expirey (the parts: purchase, scaling, fsync, drain, expiry, script, cluster, workers, reconciler, pipeline, replica-wait, door, door-bots, neighbours, galera, ready)'),
+      new UsageError(
+        'BENCH_PARTS: no part expirey (the parts: purchase, scaling, fsync, drain, expiry, script, cluster, workers, reconciler, pipeline, replica-wait, door, door-bots, neighbours, galera, ready)',
+      ),
     );
-    expect(() => benchSettingsOf([], { BENCH_ROUNDS: 'three' })).toThrow(new UsageError('BENCH_ROUNDS must be a number above 0, not "three"'));
+    expect(() => benchSettingsOf([], { BENCH_ROUNDS: 'three' })).toThrow(
+      new UsageError('BENCH_ROUNDS must be a number above 0, not "three"'),
+    );
     expect(() => benchSettingsOf(['--fast'], {})).toThrow(UsageError);
   });
 });
@@ -48,11 +90,19 @@ describe('npm run bench without --record', () => {
     const before = { results: digest('bench/results.json'), doc: digest('docs/BENCHMARKS.md') };
 
     // One small part (the drain of 500 reservations, once): the bench's whole path from settings to report.
-    const run = await runProcess(process.execPath, [...SOURCE_NODE_ARGS, 'bench/run.ts'], { BENCH_PARTS: 'drain', BENCH_DRAIN_ROWS: '500', BENCH_DRAIN_ROUNDS: '1' });
+    const run = await runProcess(process.execPath, [...SOURCE_NODE_ARGS, 'bench/run.ts'], {
+      BENCH_PARTS: 'drain',
+      BENCH_DRAIN_ROWS: '500',
+      BENCH_DRAIN_ROUNDS: '1',
+    });
 
     expect(run.code, run.stdout + run.stderr).toBe(0);
-    expect(run.stdout).toMatch(/Drain of 500 reservations \(medians of 1 alternated runs\): one worker [\d.]+ s, raw multi-row INSERTs [\d.]+ s/);
-    expect(run.stdout).toContain('not recorded: bench/results.json and docs/BENCHMARKS.md are unchanged (--record to append and rewrite them)');
+    expect(run.stdout).toMatch(
+      /Drain of 500 reservations \(medians of 1 alternated runs\): one worker [\d.]+ s, raw multi-row INSERTs [\d.]+ s/,
+    );
+    expect(run.stdout).toContain(
+      'not recorded: bench/results.json and docs/BENCHMARKS.md are unchanged (--record to append and rewrite them)',
+    );
     expect({ results: digest('bench/results.json'), doc: digest('docs/BENCHMARKS.md') }).toEqual(before);
   });
 });

@@ -29,7 +29,11 @@ import { createSaleStore } from '@flashsale/redis-store';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const run = promisify(execFile);
-const SECRETS = { AUTH_SECRET: randomBytes(24).toString('hex'), ADMIN_TOKEN: randomBytes(12).toString('hex'), PAYMENT_WEBHOOK_SECRET: randomBytes(24).toString('hex') };
+const SECRETS = {
+  AUTH_SECRET: randomBytes(24).toString('hex'),
+  ADMIN_TOKEN: randomBytes(12).toString('hex'),
+  PAYMENT_WEBHOOK_SECRET: randomBytes(24).toString('hex'),
+};
 
 let databaseUrl: string;
 let ctx: TestContext | undefined;
@@ -64,21 +68,40 @@ describe('the built processes', () => {
     expect(migrated.stdout).toContain(`${migrationNames().length} applied, 0 already applied`);
 
     ctx = createTestContext({ DATABASE_URL: databaseUrl });
-    const env = { NODE_ENV: 'production', ...SECRETS, REDIS_URL: ctx.config.REDIS_URL, REDIS_PREFIX: ctx.config.REDIS_PREFIX, DATABASE_URL: databaseUrl };
+    const env = {
+      NODE_ENV: 'production',
+      ...SECRETS,
+      REDIS_URL: ctx.config.REDIS_URL,
+      REDIS_PREFIX: ctx.config.REDIS_PREFIX,
+      DATABASE_URL: databaseUrl,
+    };
     const track = <T extends AppProcess>(p: T) => (processes.push(p), p);
     const gateway = track(await spawnGateway({ ...env, GATEWAY_WORKERS: '2' }, 'build'));
     const worker = track(await spawnWorker(env, 'build'));
     const reconciler = track(await spawnReconciler(env, 'build'));
     // The gateway's cluster forks the built entry too (start.mjs hands it process.argv[1]).
-    await gateway.waitForLog({ matches: (l) => l.msg === 'gateway listening' && l.worker === 2, what: '"gateway listening" from cluster worker 2' });
-    for (const [app, p] of [['gateway', gateway], ['worker', worker], ['reconciler', reconciler]] as const) {
+    await gateway.waitForLog({
+      matches: (l) => l.msg === 'gateway listening' && l.worker === 2,
+      what: '"gateway listening" from cluster worker 2',
+    });
+    for (const [app, p] of [
+      ['gateway', gateway],
+      ['worker', worker],
+      ['reconciler', reconciler],
+    ] as const) {
       expect(p.child.spawnargs).toEqual([process.execPath, 'scripts/start.mjs', app]);
     }
 
     const http = createHttpClient(gateway.url, 8);
     const created = await http.send('POST', '/api/admin/sales', {
       headers: { authorization: `Bearer ${SECRETS.ADMIN_TOKEN}` },
-      body: { name: 'Built', stock: 30, perUserLimit: 1, startsAt: new Date(Date.now() - 60_000).toISOString(), endsAt: new Date(Date.now() + 3_600_000).toISOString() },
+      body: {
+        name: 'Built',
+        stock: 30,
+        perUserLimit: 1,
+        startsAt: new Date(Date.now() - 60_000).toISOString(),
+        endsAt: new Date(Date.now() + 3_600_000).toISOString(),
+      },
     });
     expect(created.status).toBe(201);
     const saleId = created.body.id as number;
@@ -87,23 +110,35 @@ describe('the built processes', () => {
     const answers = new Map<string, HttpResult>();
     await mapConcurrently(buyers, 8, async (userId) => {
       const token = buyerToken(userId, { secret: SECRETS.AUTH_SECRET });
-      answers.set(userId, await http.send('POST', `/api/sales/${saleId}/purchase`, { headers: { authorization: `Bearer ${token}` }, body: { quantity: 1 } }));
+      answers.set(
+        userId,
+        await http.send('POST', `/api/sales/${saleId}/purchase`, { headers: { authorization: `Bearer ${token}` }, body: { quantity: 1 } }),
+      );
     });
     const accepted = new Map<string, { userId: string; quantity: number }>();
-    for (const [userId, answer] of answers) if (answer.status === 202) accepted.set(answer.body.reservationId as string, { userId, quantity: 1 });
+    for (const [userId, answer] of answers)
+      if (answer.status === 202) accepted.set(answer.body.reservationId as string, { userId, quantity: 1 });
     expect([...answers.values()].filter((a) => a.status !== 202).map((a) => a.body.code)).toEqual(Array(10).fill('SOLD_OUT'));
 
     await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(saleId).waitForDrain();
     const ledger = await ledgerOf(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, saleId, accepted);
     expect(ledger).toEqual({ lost: [], duplicated: [], unexpected: [], unitsInDb: 30, remaining: 0, stock: 30 });
     const [reservationId, { userId }] = [...accepted][0]!;
-    const lookup = await http.send('GET', `/api/reservations/${reservationId}`, { headers: { authorization: `Bearer ${buyerToken(userId, { secret: SECRETS.AUTH_SECRET })}` } });
+    const lookup = await http.send('GET', `/api/reservations/${reservationId}`, {
+      headers: { authorization: `Bearer ${buyerToken(userId, { secret: SECRETS.AUTH_SECRET })}` },
+    });
     expect(lookup.body).toMatchObject({ reservationId, saleId, status: 'created', orderId: reservationId });
     http.close();
 
     // The runbook's command, from the same image: the built reconcile CLI with its arguments after the role.
     const reconciled = await startRole({ ...env, LOG_LEVEL: 'warn' }, 'reconcile', '--sale', String(saleId));
-    expect(JSON.parse(reconciled.stdout)).toMatchObject({ saleId, remaining: 0, buyers: 30, lost: { reservations: 0, units: 0 }, judgement: 'intact' });
+    expect(JSON.parse(reconciled.stdout)).toMatchObject({
+      saleId,
+      remaining: 0,
+      buyers: 30,
+      lost: { reservations: 0, units: 0 },
+      judgement: 'intact',
+    });
 
     expect(await Promise.all([gateway.kill('SIGTERM'), worker.kill('SIGTERM'), reconciler.kill('SIGTERM')])).toEqual([0, 0, 0]);
   });
@@ -134,7 +169,8 @@ describe('the built roles on the command line', () => {
       expect({ role, code: refused.code, stderr: refused.stderr }).toEqual({
         role,
         code: 2,
-        stderr: 'Invalid configuration: AUTH_SECRET is required in production; ADMIN_TOKEN is required in production; PAYMENT_WEBHOOK_SECRET is required in production\n',
+        stderr:
+          'Invalid configuration: AUTH_SECRET is required in production; ADMIN_TOKEN is required in production; PAYMENT_WEBHOOK_SECRET is required in production\n',
       });
     }
   });

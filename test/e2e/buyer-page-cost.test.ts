@@ -17,7 +17,10 @@ interface Answer {
   retryAfter: number | null;
 }
 interface BuyerApiModule {
-  createBuyerApi(options: { base: string; saleId: number; token: string; fetchImpl: typeof fetch }): { join(): Promise<Answer>; status(ticket: string | null): Promise<Answer> };
+  createBuyerApi(options: { base: string; saleId: number; token: string; fetchImpl: typeof fetch }): {
+    join(): Promise<Answer>;
+    status(ticket: string | null): Promise<Answer>;
+  };
   waitInLine(options: {
     api: { status(ticket: string | null): Promise<Answer> };
     tickets: { get(): string | null; set(ticket: string): void };
@@ -35,7 +38,13 @@ let gateway: TestGateway;
 beforeAll(async () => {
   server = await startRedisServer();
   // One client address for 500 pages: the per-address budgets off, as behind a proxy that caps.
-  ctx = createTestContext({ REDIS_URL: server.url, DOOR_FRONTIER_MAX_AGE_MS: '5000', RATE_LIMIT_PER_ADDRESS_PER_SECOND: '0', QUEUE_JOINS_PER_ADDRESS_PER_SECOND: '0', MAX_CONNECTIONS_PER_ADDRESS: '0' });
+  ctx = createTestContext({
+    REDIS_URL: server.url,
+    DOOR_FRONTIER_MAX_AGE_MS: '5000',
+    RATE_LIMIT_PER_ADDRESS_PER_SECOND: '0',
+    QUEUE_JOINS_PER_ADDRESS_PER_SECOND: '0',
+    MAX_CONNECTIONS_PER_ADDRESS: '0',
+  });
   gateway = await startGateway(ctx);
   // The gateway's one Redis reader on a timer (the dashboard history) would be counted with the polls.
   await gateway.gateway.history.stop();
@@ -51,7 +60,13 @@ describe('500 buyer pages waiting on one gateway', () => {
     const buyerApi = (await import(new URL('../../apps/gateway/public/buyer/buyer-api.js', import.meta.url).href)) as BuyerApiModule;
     // One unit, one admitted buyer holding it (noShowFactor 1): every page waits, told when to ask again.
     // The room opens at the start (no pre-queue): the holder first, then the pages, in arrival order.
-    const { id, startsAt } = await createQueuedSale(ctx, gateway.url, { stock: 1, startsIn: 1000, preQueueSeconds: 0, admitPerSecond: 50, noShowFactor: 1 });
+    const { id, startsAt } = await createQueuedSale(ctx, gateway.url, {
+      stock: 1,
+      startsIn: 1000,
+      preQueueSeconds: 0,
+      admitPerSecond: 50,
+      noShowFactor: 1,
+    });
     const requests: { page: number; at: number; retryAfter: number | null; status: number; watched: boolean }[] = [];
     // The joins and the first polls are the test's setting up, one page after another; the pages' own
     // pacing is judged from the watch on.
@@ -70,13 +85,25 @@ describe('500 buyer pages waiting on one gateway', () => {
             await new Promise((resolve) => setTimeout(resolve, 200));
           }
         }
-        requests.push({ page, at: performance.now(), retryAfter: res.headers.has('retry-after') ? Number(res.headers.get('retry-after')) : null, status: res.status, watched: watching });
+        requests.push({
+          page,
+          at: performance.now(),
+          retryAfter: res.headers.has('retry-after') ? Number(res.headers.get('retry-after')) : null,
+          status: res.status,
+          watched: watching,
+        });
         return res;
       };
       let ticket: string | null = null;
-      return { api: buyerApi.createBuyerApi({ base: gateway.url, saleId: id, token: buyerToken(`cost-page-${page}`), fetchImpl }), tickets: { get: () => ticket, set: (value: string) => void (ticket = value) } };
+      return {
+        api: buyerApi.createBuyerApi({ base: gateway.url, saleId: id, token: buyerToken(`cost-page-${page}`), fetchImpl }),
+        tickets: { get: () => ticket, set: (value: string) => void (ticket = value) },
+      };
     });
-    await until(() => redisNow(ctx.redis), (now) => now >= startsAt + 100);
+    await until(
+      () => redisNow(ctx.redis),
+      (now) => now >= startsAt + 100,
+    );
     // The unit's holder joins first: admitted at once, there for the turn (so its turn runs its full length
     // rather than lapsing after the show-up window), and holding the unit it does not buy.
     const holder = doorBuyer(gateway.url, id, 'cost-holder');

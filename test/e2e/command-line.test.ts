@@ -13,7 +13,8 @@ import { SOURCE_NODE_ARGS, mapConcurrently } from '@flashsale/harness';
  * on the build, in built-processes.test.ts.
  */
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const SCRIPTS = (JSON.parse(readFileSync(new URL('package.json', `file://${ROOT}`), 'utf8')) as { scripts: Record<string, string> }).scripts;
+const SCRIPTS = (JSON.parse(readFileSync(new URL('package.json', `file://${ROOT}`), 'utf8')) as { scripts: Record<string, string> })
+  .scripts;
 
 /** The scripts a user runs as commands; the rest (build, lint, test, typecheck, prisma:generate, postinstall) are the tools' own. */
 const COMMANDS = [
@@ -111,7 +112,12 @@ describe('the commands of package.json', () => {
   }, 600_000);
 
   it('a value a command cannot take is refused with the usage and exit 2, before any service is asked', async () => {
-    const runs = await Promise.all([run('demo', ['--pace', 'fast']), run('admin', ['stock', '--sale', '3', '--add', '0']), run('loadtest', ['stampede']), run('bench', ['--quick=yes'])]);
+    const runs = await Promise.all([
+      run('demo', ['--pace', 'fast']),
+      run('admin', ['stock', '--sale', '3', '--add', '0']),
+      run('loadtest', ['stampede']),
+      run('bench', ['--quick=yes']),
+    ]);
 
     expect(runs.map((r) => r.code)).toEqual([2, 2, 2, 2]);
     expect(runs.map((r) => r.stderr.split('\n')[0])).toEqual([

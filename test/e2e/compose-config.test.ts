@@ -61,7 +61,11 @@ function documentedCommands(): Documented[] {
   return found;
 }
 
-async function composeConfig(options: string[], env: Record<string, string | undefined>, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+async function composeConfig(
+  options: string[],
+  env: Record<string, string | undefined>,
+  ...args: string[]
+): Promise<{ code: number; stdout: string; stderr: string }> {
   const merged: NodeJS.ProcessEnv = { ...process.env };
   for (const [name, value] of Object.entries(env)) {
     if (value === undefined) delete merged[name];
@@ -94,7 +98,9 @@ describe('the documented compose commands, under docker-compose config', () => {
   // One check per set of files and profiles (docker-compose takes a few seconds a call), with every
   // service the commands of that set name.
   const bySet = Map.groupBy(documented, (d) => d.options.join(' '));
-  it.each([...bySet].map(([options, commands]) => [options, commands.map((c) => `${c.where}: ${c.text.trim()}`).join('; '), commands] as const))('%s (%s)', async (_options, _texts, commands) => {
+  it.each(
+    [...bySet].map(([options, commands]) => [options, commands.map((c) => `${c.where}: ${c.text.trim()}`).join('; '), commands] as const),
+  )('%s (%s)', async (_options, _texts, commands) => {
     const options = commands[0]!.options;
     const withApp = options.includes('infra/docker-compose.app.yml');
     const bare = await composeConfig(options, NO_SECRETS, '--services');
@@ -110,15 +116,22 @@ describe('the documented compose commands, under docker-compose config', () => {
     expect({ code: configured.code, stderr: configured.stderr }).toEqual({ code: 0, stderr: '' });
     const services = configured.stdout.trim().split('\n');
     for (const service of commands.flatMap((c) => c.services)) expect(services).toContain(service);
-    expect(services).toEqual(expect.arrayContaining(withApp ? ['redis', 'mariadb', 'migrate', 'gateway', 'worker', 'reconciler', 'proxy'] : ['redis', 'mariadb']));
+    expect(services).toEqual(
+      expect.arrayContaining(withApp ? ['redis', 'mariadb', 'migrate', 'gateway', 'worker', 'reconciler', 'proxy'] : ['redis', 'mariadb']),
+    );
     if (!withApp) expect(services).not.toContain('gateway');
   });
 
   it("the stores' MariaDB is what DATABASE_URL's default expects: root without a password, on 127.0.0.1:3306, database flashsale", async () => {
     const { stdout } = await composeConfig(['-f', 'infra/docker-compose.yml'], NO_SECRETS);
 
-    const mariadb = (parse(stdout) as { services: Record<string, { environment: Record<string, string>; ports: string[] }> }).services.mariadb!;
-    expect(mariadb.environment).toMatchObject({ MARIADB_ALLOW_EMPTY_ROOT_PASSWORD: 'yes', MARIADB_ROOT_PASSWORD: '', MARIADB_DATABASE: 'flashsale' });
+    const mariadb = (parse(stdout) as { services: Record<string, { environment: Record<string, string>; ports: string[] }> }).services
+      .mariadb!;
+    expect(mariadb.environment).toMatchObject({
+      MARIADB_ALLOW_EMPTY_ROOT_PASSWORD: 'yes',
+      MARIADB_ROOT_PASSWORD: '',
+      MARIADB_DATABASE: 'flashsale',
+    });
     expect(mariadb.ports).toEqual(['127.0.0.1:3306:3306/tcp']);
     expect(loadConfig({}).DATABASE_URL).toBe('mysql://root@127.0.0.1:3306/flashsale');
   });

@@ -14,7 +14,11 @@ import { openLiveStream, signInSession, type LiveStream } from '../support/live-
 let system: System;
 let url: string;
 beforeAll(async () => {
-  system = await startSystem({ workers: 1, reconciler: false, env: { DASHBOARD_INTERVAL_MS: process.env.DASHBOARD_STREAMS_TEST_INTERVAL_MS ?? '1000' } });
+  system = await startSystem({
+    workers: 1,
+    reconciler: false,
+    env: { DASHBOARD_INTERVAL_MS: process.env.DASHBOARD_STREAMS_TEST_INTERVAL_MS ?? '1000' },
+  });
   url = system.gateways[0]!.url;
 });
 afterAll(async () => {
@@ -52,7 +56,11 @@ describe('the buyer path with the dashboard streams at their caps (real processe
     const { reservationId } = (await bought.json()) as { reservationId: string };
     const lookup = () => fetch(`${url}/api/reservations/${reservationId}`, { headers: { authorization: `Bearer ${buyer}` } });
     await expect.poll(async () => ((await (await lookup()).json()) as { status: string }).status, { timeout: 60_000 }).toBe('created');
-    const purchase = (tag: string) => (i: number) => fetch(`${url}/api/sales/${buyerSale}/purchase`, { method: 'POST', headers: { authorization: `Bearer ${buyerToken(`${tag}-${i}`)}` } });
+    const purchase = (tag: string) => (i: number) =>
+      fetch(`${url}/api/sales/${buyerSale}/purchase`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${buyerToken(`${tag}-${i}`)}` },
+      });
 
     const before = { lookups: await measure(60, lookup), purchases: await measure(60, purchase('before')) };
 
@@ -68,12 +76,16 @@ describe('the buyer path with the dashboard streams at their caps (real processe
       // Past the session's cap, past the process's cap, and 200 sales that do not exist (the probe's attack).
       const overSession = await openLiveStream(url, sessions[0]!, `?sale=${sales[0]}`);
       const overProcess = await openLiveStream(url, sessions[8]!, `?sale=${sales[0]}`);
-      const unknown = await Promise.all(Array.from({ length: 200 }, (_, i) => openLiveStream(url, sessions[8]!, `?sale=${900_000_000 + i}`)));
+      const unknown = await Promise.all(
+        Array.from({ length: 200 }, (_, i) => openLiveStream(url, sessions[8]!, `?sale=${900_000_000 + i}`)),
+      );
       expect([overSession.code, overProcess.code]).toEqual(['LIVE_STREAM_LIMIT', 'LIVE_STREAM_LIMIT']);
       expect(new Set(unknown.map((stream) => stream.status))).toEqual(new Set([429]));
 
       // Every stream is being fed: its sale's view is read and pushed.
-      await expect.poll(() => streams.every((stream) => stream.events.filter((e) => e.event === 'sale').length >= 3), { timeout: 60_000 }).toBe(true);
+      await expect
+        .poll(() => streams.every((stream) => stream.events.filter((e) => e.event === 'sale').length >= 3), { timeout: 60_000 })
+        .toBe(true);
       const during = { lookups: await measure(60, lookup), purchases: await measure(60, purchase('during')) };
       const saleEvents = streams.reduce((sum, stream) => sum + stream.events.filter((e) => e.event === 'sale').length, 0);
 

@@ -21,16 +21,28 @@ afterAll(async () => {
 describe('what the door says of a turn', () => {
   it('a used turn is `used`, never `admitted`, also once its order expired unpaid; the buyer is not admitted again', async () => {
     const url = system.gateways[0]!.url;
-    const { id } = await createQueuedSale(system.ctx, url, { stock: 3, admitPerSecond: 10, admissionTtlSeconds: 600, startsIn: 1000, paymentWindowSeconds: 10 });
+    const { id } = await createQueuedSale(system.ctx, url, {
+      stock: 3,
+      admitPerSecond: 10,
+      admissionTtlSeconds: 600,
+      startsIn: 1000,
+      paymentWindowSeconds: 10,
+    });
     const b = doorBuyer(url, id, 'used-turn');
     expect((await b.join()).status).toBe(200);
     const admitted = await b.waitFor('admitted');
     // Showing up (the buyer's page calls it when it shows the turn): the state, the turn as it runs.
-    const here = await fetch(`${url}/api/sales/${id}/queue/here`, { method: 'POST', headers: { ...bearer(buyerToken(b.userId)), 'queue-ticket': b.ticket! } });
+    const here = await fetch(`${url}/api/sales/${id}/queue/here`, {
+      method: 'POST',
+      headers: { ...bearer(buyerToken(b.userId)), 'queue-ticket': b.ticket! },
+    });
     expect(here.status).toBe(200);
     expect(await here.json()).toMatchObject({ state: 'admitted', admittedUntil: admitted.admittedUntil });
     const noTicket = await fetch(`${url}/api/sales/${id}/queue/here`, { method: 'POST', headers: bearer(buyerToken(b.userId)) });
-    expect({ status: noTicket.status, code: ((await noTicket.json()) as { code: string }).code }).toEqual({ status: 400, code: 'INVALID_QUEUE_TICKET' });
+    expect({ status: noTicket.status, code: ((await noTicket.json()) as { code: string }).code }).toEqual({
+      status: 400,
+      code: 'INVALID_QUEUE_TICKET',
+    });
     const bought = await b.purchase();
     expect(bought.status).toBe(202);
     expect((await b.status()).body).toMatchObject({ state: 'used', position: null, admittedUntil: null });

@@ -42,7 +42,10 @@ describe('what the door costs Redis', () => {
     // One script call (the commands it ran inside are counted too, none of them a call of the gateway's).
     expect((joinCalls.evalsha ?? 0) + (joinCalls.eval ?? 0)).toBe(1);
     for (const b of buyers.slice(2)) await b.join();
-    await until(() => redisNow(ctx.redis), (now) => now >= startsAt);
+    await until(
+      () => redisNow(ctx.redis),
+      (now) => now >= startsAt,
+    );
     // Each buyer's first poll after the draw reads their rank once (the ticket then carries it).
     for (const b of buyers) await b.status();
 

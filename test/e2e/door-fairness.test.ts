@@ -1,5 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createHttpClient, ledgerOf, mapConcurrently, signBuyerTokens, spawnGateway, spawnWorker, type AppProcess } from '@flashsale/harness';
+import {
+  createHttpClient,
+  ledgerOf,
+  mapConcurrently,
+  signBuyerTokens,
+  spawnGateway,
+  spawnWorker,
+  type AppProcess,
+} from '@flashsale/harness';
 import { redisNow, saleKeys, createSaleStore } from '@flashsale/redis-store';
 import { createTestContext, type TestContext } from '../support/context.ts';
 import { CHI_SQUARE_9DF, chiSquareUniform, spearmanRho } from '../support/statistics.ts';
@@ -35,7 +43,13 @@ let http: ReturnType<typeof createHttpClient>;
 beforeAll(async () => {
   ctx = createTestContext();
   // All the test's buyers come from one address: no per-address budget to meet.
-  const env = { REDIS_PREFIX: ctx.config.REDIS_PREFIX, DATABASE_URL: ctx.config.DATABASE_URL, REDIS_URL: ctx.config.REDIS_URL, RATE_LIMIT_PER_SECOND: '1000', RATE_LIMIT_PER_ADDRESS_PER_SECOND: '0' };
+  const env = {
+    REDIS_PREFIX: ctx.config.REDIS_PREFIX,
+    DATABASE_URL: ctx.config.DATABASE_URL,
+    REDIS_URL: ctx.config.REDIS_URL,
+    RATE_LIMIT_PER_SECOND: '1000',
+    RATE_LIMIT_PER_ADDRESS_PER_SECOND: '0',
+  };
   [gateway, worker] = await Promise.all([spawnGateway(env), spawnWorker(env)]);
   http = createHttpClient(gateway.url, 16);
 });
@@ -85,7 +99,11 @@ describe('the door is fair', () => {
     console.info(`door fairness: ${EARLY} joins in ${((performance.now() - joinsStarted) / 1000).toFixed(1)} s`);
     const joinsDone = await redisNow(ctx.redis);
     expect(joinsDone).toBeLessThan(startsAt);
-    await until(() => redisNow(ctx.redis), (t) => t >= startsAt, 90_000);
+    await until(
+      () => redisNow(ctx.redis),
+      (t) => t >= startsAt,
+      90_000,
+    );
 
     for (const buyer of late) {
       const joined = await http.send('POST', `/api/sales/${saleId}/queue`, { headers: auth(buyer) });
@@ -94,7 +112,9 @@ describe('the door is fair', () => {
     }
     // The first status after the draw reads each early buyer's rank once and hands back a ticket with it.
     const ranks = await mapConcurrently([...early, ...late], 16, async (buyer) => {
-      const asked = await http.send('GET', `/api/sales/${saleId}/queue`, { headers: { ...auth(buyer), 'queue-ticket': tickets.get(buyer)! } });
+      const asked = await http.send('GET', `/api/sales/${saleId}/queue`, {
+        headers: { ...auth(buyer), 'queue-ticket': tickets.get(buyer)! },
+      });
       expect(asked.status).toBe(200);
       tickets.set(buyer, String(asked.body.ticket));
       return rankOf(asked.body.ticket)!;
@@ -105,11 +125,20 @@ describe('the door is fair', () => {
     // Every place given once; the queue in Redis is exactly this order (the order turns are given in).
     expect([...earlyRanks].sort((a, b) => a - b)).toEqual(early.map((_, i) => i));
     const queue = await ctx.redis.zrange(saleKeys(ctx.config.REDIS_PREFIX, saleId).queue, 0, -1);
-    expect(queue).toEqual([...early.map((buyer, i) => ({ buyer, rank: earlyRanks[i]! })).sort((a, b) => a.rank - b.rank).map(({ buyer }) => buyer), ...late]);
+    expect(queue).toEqual([
+      ...early
+        .map((buyer, i) => ({ buyer, rank: earlyRanks[i]! }))
+        .sort((a, b) => a.rank - b.rank)
+        .map(({ buyer }) => buyer),
+      ...late,
+    ]);
     // After the start: first come, first served, behind everyone who came before it.
     expect(lateRanks).toEqual(late.map((_, i) => EARLY + i));
 
-    const rho = spearmanRho(early.map((_, i) => i), earlyRanks);
+    const rho = spearmanRho(
+      early.map((_, i) => i),
+      earlyRanks,
+    );
     const firstTenth = early.map((_, i) => i).filter((i) => earlyRanks[i]! < EARLY / 10);
     const byDecile = Array.from({ length: 10 }, (_, d) => firstTenth.filter((i) => Math.floor(i / (EARLY / 10)) === d).length);
     const chi2 = chiSquareUniform(byDecile);
@@ -121,12 +150,17 @@ describe('the door is fair', () => {
     expect(chi2).toBeLessThan(CHI_SQUARE_9DF.p001);
 
     // The first 100 places are admitted (100 units, factor 1) and buy; nobody behind them can.
-    const inOrder = early.map((buyer, i) => ({ buyer, rank: earlyRanks[i]! })).sort((a, b) => a.rank - b.rank).map(({ buyer }) => buyer);
+    const inOrder = early
+      .map((buyer, i) => ({ buyer, rank: earlyRanks[i]! }))
+      .sort((a, b) => a.rank - b.rank)
+      .map(({ buyer }) => buyer);
     const accepted = new Map<string, { userId: string; quantity: number }>();
     await mapConcurrently(inOrder.slice(0, STOCK), 16, async (buyer) => {
       await until(
         // With the ticket: a poll without one is told `not_joined` from the gateway's copy, at no Redis call.
-        async () => (await http.send('GET', `/api/sales/${saleId}/queue`, { headers: { ...auth(buyer), 'queue-ticket': tickets.get(buyer)! } })).body.state,
+        async () =>
+          (await http.send('GET', `/api/sales/${saleId}/queue`, { headers: { ...auth(buyer), 'queue-ticket': tickets.get(buyer)! } })).body
+            .state,
         (state) => state === 'admitted',
       );
       const bought = await http.send('POST', `/api/sales/${saleId}/purchase`, { headers: auth(buyer) });

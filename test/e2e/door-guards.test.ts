@@ -49,7 +49,15 @@ async function solved(saleId: number, userId: string): Promise<string> {
   expect(res.status).toBe(200);
   const challenge = (await res.json()) as { algorithm: string; challenge: string; salt: string; signature: string; maxnumber: number };
   const solution = await solveChallenge(challenge.challenge, challenge.salt, challenge.algorithm, challenge.maxnumber).promise;
-  return Buffer.from(JSON.stringify({ algorithm: challenge.algorithm, challenge: challenge.challenge, number: solution!.number, salt: challenge.salt, signature: challenge.signature })).toString('base64');
+  return Buffer.from(
+    JSON.stringify({
+      algorithm: challenge.algorithm,
+      challenge: challenge.challenge,
+      number: solution!.number,
+      salt: challenge.salt,
+      signature: challenge.signature,
+    }),
+  ).toString('base64');
 }
 
 describe('budgets and the cap', () => {
@@ -91,12 +99,21 @@ describe('budgets and the cap', () => {
         stock: 5,
         startsAt: new Date(now + 60_000).toISOString(),
         endsAt: new Date(now + 3_600_000).toISOString(),
-        admission: { mode: 'queue', admissionTtlSeconds: 30, showUpSeconds: 60, challenge: 'hard', challengeMaxNumber: 10, requireClaim: 'exp', maxQueueSize: 0 },
+        admission: {
+          mode: 'queue',
+          admissionTtlSeconds: 30,
+          showUpSeconds: 60,
+          challenge: 'hard',
+          challengeMaxNumber: 10,
+          requireClaim: 'exp',
+          maxQueueSize: 0,
+        },
       }),
     });
     const problem = await expectProblem(res, 400, 'INVALID_REQUEST');
     const errors = (problem.errors as string[]).join('\n');
-    for (const field of ['admission.challenge', 'admission.challengeMaxNumber', 'admission.requireClaim', 'admission.maxQueueSize']) expect(errors).toContain(field);
+    for (const field of ['admission.challenge', 'admission.challengeMaxNumber', 'admission.requireClaim', 'admission.maxQueueSize'])
+      expect(errors).toContain(field);
   });
 });
 
@@ -114,7 +131,9 @@ describe('known customers', () => {
 describe('a join costs work', () => {
   it("challenge pow: no solution, a wrong one and another buyer's are 403 CHALLENGE_REQUIRED and queue nobody; the buyer's own solved challenge joins, and joins once", async () => {
     const { id } = await sale({ stock: 5, startsIn: 60_000, challenge: 'pow', challengeMaxNumber: 5000 });
-    const challenge = (await (await fetch(`${url()}/api/sales/${id}/queue/challenge`, { headers: bearer(buyerToken('pow-a')) })).json()) as Record<string, unknown>;
+    const challenge = (await (
+      await fetch(`${url()}/api/sales/${id}/queue/challenge`, { headers: bearer(buyerToken('pow-a')) })
+    ).json()) as Record<string, unknown>;
     expect(Object.keys(challenge).sort()).toEqual(['algorithm', 'challenge', 'maxnumber', 'salt', 'signature']);
     expect(challenge).toMatchObject({ algorithm: 'SHA-256', maxnumber: 5000 });
 
@@ -122,7 +141,11 @@ describe('a join costs work', () => {
     const payload = await solved(id, 'pow-a');
     const wrong = JSON.parse(Buffer.from(payload, 'base64').toString()) as { number: number };
     wrong.number += 1;
-    await expectProblem(await join(url(), id, buyerToken('pow-a'), { solution: Buffer.from(JSON.stringify(wrong)).toString('base64') }), 403, 'CHALLENGE_REQUIRED');
+    await expectProblem(
+      await join(url(), id, buyerToken('pow-a'), { solution: Buffer.from(JSON.stringify(wrong)).toString('base64') }),
+      403,
+      'CHALLENGE_REQUIRED',
+    );
     // Bound to its buyer: another account cannot use it.
     await expectProblem(await join(url(), id, buyerToken('pow-b'), { solution: payload }), 403, 'CHALLENGE_REQUIRED');
     await expectProblem(await join(url(), id, buyerToken('pow-c'), { solution: 'not an ALTCHA payload' }), 403, 'CHALLENGE_REQUIRED');
@@ -136,7 +159,7 @@ describe('a join costs work', () => {
     expect(await system.ctx.redis.zcard(saleKeys(system.ctx.config.REDIS_PREFIX, id).pow)).toBe(1);
   });
 
-  it('challenge auto: the base difficulty while joins keep to the door\'s pace; raised (to 100x) while a crowd joins faster than it admits, and back down once the joins stop', async () => {
+  it("challenge auto: the base difficulty while joins keep to the door's pace; raised (to 100x) while a crowd joins faster than it admits, and back down once the joins stop", async () => {
     // One admission a hundred seconds: any crowd outpaces it, however slow this machine joins.
     const { id } = await sale({ stock: 5, startsIn: 120_000, challenge: 'auto', challengeMaxNumber: 1000, admitPerSecond: 0.01 });
     const challengeOf = async (userId: string) => {
@@ -197,7 +220,11 @@ describe('the shadow queue', () => {
     // The same answer a waiting buyer gets before the start: its fields, its headers, a ticket of the same form.
     expect(joined.status).toBe(200);
     expect(joined.headers.get('retry-after')).not.toBeNull();
-    expect(body).toMatchObject({ state: 'waiting', position: null, ticket: expect.stringMatching(/^q2\.\d+\.[\w-]+\.\d+\.-\.\d+\.[\w-]+$/) });
+    expect(body).toMatchObject({
+      state: 'waiting',
+      position: null,
+      ticket: expect.stringMatching(/^q2\.\d+\.[\w-]+\.\d+\.-\.\d+\.[\w-]+$/),
+    });
 
     for (const b of honest) await b.waitFor('admitted');
     let ticket = body.ticket;
@@ -212,7 +239,11 @@ describe('the shadow queue', () => {
     expect(told.every((t) => (t as { position: number }).position >= 1)).toBe(true);
     expect((await fetch(`${url()}/api/sales/${id}/purchase`, { method: 'POST', headers: bearer(flaggedToken) })).status).toBe(403);
     expect(await queued(id)).not.toContain('farm-1');
-    await until(() => scrape(system.gateways[0]!), (text) => (sampleOf(text, 'flashsale_door_shadow_joins_total{reason="flagged"}') ?? 0) === before + 1, 10_000);
+    await until(
+      () => scrape(system.gateways[0]!),
+      (text) => (sampleOf(text, 'flashsale_door_shadow_joins_total{reason="flagged"}') ?? 0) === before + 1,
+      10_000,
+    );
   });
 
   it('an account whose solutions are refused again and again is set aside: its third strike and every join after, its own good solution too, are shadow answers', async () => {

@@ -19,22 +19,47 @@ describe("the door's metrics", () => {
   it('exports waiting, admitted and unused, the frontier, abandoned turns, room, rate and open per queued sale; a paused door reads closed', async () => {
     system = await startSystem({});
     const { ctx } = system;
-    const { id, startsAt } = await createQueuedSale(ctx, system.gateways[0]!.url, { stock: 3, admitPerSecond: 2, admissionTtlSeconds: 2, startsIn: 1500 });
+    const { id, startsAt } = await createQueuedSale(ctx, system.gateways[0]!.url, {
+      stock: 3,
+      admitPerSecond: 2,
+      admissionTtlSeconds: 2,
+      startsIn: 1500,
+    });
     const buyers = Array.from({ length: 8 }, (_, i) => doorBuyer(system!.gateways[0]!.url, id, `metrics-${i}`));
     for (const b of buyers) await b.join();
     const series = (name: string) => `${name}{sale_id="${id}"}`;
     const read = async () => {
       const text = await scrape(system!.reconciler!);
       return Object.fromEntries(
-        ['waiting', 'admitted_unused', 'front', 'abandoned_turns', 'room', 'awaiting_show_up', 'no_show_rate', 'admit_per_second', 'open'].map((n) => [n, sampleOf(text, series(`flashsale_door_${n}`))]),
+        [
+          'waiting',
+          'admitted_unused',
+          'front',
+          'abandoned_turns',
+          'room',
+          'awaiting_show_up',
+          'no_show_rate',
+          'admit_per_second',
+          'open',
+        ].map((n) => [n, sampleOf(text, series(`flashsale_door_${n}`))]),
       );
     };
 
     // Before the start: everyone waiting, the door closed.
-    expect(await until(read, (m) => m.waiting === 8)).toMatchObject({ waiting: 8, admitted_unused: 0, front: 0, room: 3, admit_per_second: 2, open: 0 });
+    expect(await until(read, (m) => m.waiting === 8)).toMatchObject({
+      waiting: 8,
+      admitted_unused: 0,
+      front: 0,
+      room: 3,
+      admit_per_second: 2,
+      open: 0,
+    });
 
     // After it, while the buyers ask: three admitted (the stock bound), none bought, five waiting.
-    await until(() => redisNow(ctx.redis), (now) => now >= startsAt);
+    await until(
+      () => redisNow(ctx.redis),
+      (now) => now >= startsAt,
+    );
     const held = await until(
       async () => {
         for (const b of buyers) await b.status();

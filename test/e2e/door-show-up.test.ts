@@ -22,7 +22,10 @@ afterAll(async () => {
 const url = () => system.gateways[0]!.url;
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const here = async (saleId: number, userId: string, ticket: string) => {
-  const res = await fetch(`${url()}/api/sales/${saleId}/queue/here`, { method: 'POST', headers: { ...bearer(buyerToken(userId)), 'queue-ticket': ticket } });
+  const res = await fetch(`${url()}/api/sales/${saleId}/queue/here`, {
+    method: 'POST',
+    headers: { ...bearer(buyerToken(userId)), 'queue-ticket': ticket },
+  });
   return { status: res.status, body: (await res.json()) as { state: string; admittedUntil: string | null } };
 };
 
@@ -34,12 +37,22 @@ async function operatorDoor(saleId: number) {
     body: '{}',
   });
   expect(res.status).toBe(200);
-  return ((await res.json()) as { door: { admitted: number; admittedUnused: number; awaitingShowUp: number; noShowRate: number; remaining: number } }).door;
+  return (
+    (await res.json()) as {
+      door: { admitted: number; admittedUnused: number; awaitingShowUp: number; noShowRate: number; remaining: number };
+    }
+  ).door;
 }
 
 describe('the show-up window', () => {
   it('a no-show loses the turn when the window lapses and the next buyer is admitted; a buyer who calls /queue/here keeps the full turn', async () => {
-    const { id } = await createQueuedSale(system.ctx, url(), { stock: 2, admitPerSecond: 50, admissionTtlSeconds: 300, showUpSeconds: 3, startsIn: 300 });
+    const { id } = await createQueuedSale(system.ctx, url(), {
+      stock: 2,
+      admitPerSecond: 50,
+      admissionTtlSeconds: 300,
+      showUpSeconds: 3,
+      startsIn: 300,
+    });
     await pause(600);
     // Joined after the start: placed in arrival order.
     const [comes, absent, next] = [doorBuyer(url(), id, 'comes'), doorBuyer(url(), id, 'absent'), doorBuyer(url(), id, 'next-in-line')];
@@ -77,7 +90,13 @@ describe('the show-up window', () => {
 
   it('with most accounts never coming, the frontier moves ahead of the no-show rate, at most ten turns a unit, and sells the stock to the buyers who come, no more', async () => {
     const stock = 3;
-    const { id } = await createQueuedSale(system.ctx, url(), { stock, admitPerSecond: 20, admissionTtlSeconds: 300, showUpSeconds: 1, startsIn: 300 });
+    const { id } = await createQueuedSale(system.ctx, url(), {
+      stock,
+      admitPerSecond: 20,
+      admissionTtlSeconds: 300,
+      showUpSeconds: 1,
+      startsIn: 300,
+    });
     await pause(600);
     // 45 accounts that never come back, then 4 buyers who do, last in line.
     for (let i = 0; i < 45; i++) expect((await doorBuyer(url(), id, `farm-${i}`).join()).status).toBe(200);
@@ -114,7 +133,10 @@ describe('the show-up window', () => {
 
     expect(outcomes.filter((outcome) => outcome === 202)).toHaveLength(stock);
     // The last one: still waiting for a unit that may come back, or refused at a turn admitted ahead (410).
-    expect(outcomes.filter((outcome) => outcome !== 202), JSON.stringify(outcomes)).toEqual([expect.toBeOneOf(['waiting', 410])]);
+    expect(
+      outcomes.filter((outcome) => outcome !== 202),
+      JSON.stringify(outcomes),
+    ).toEqual([expect.toBeOneOf(['waiting', 410])]);
     // Ahead of the no-show rate: more turns ran unused than there were units; ten a unit at most that are
     // not overdue, and overdue ones (a buyer who did not come in half the 1 s window) lapse with it: at
     // most a window's worth of admissions (20 a second) more.

@@ -1,6 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestContext, type TestContext } from '../support/context.ts';
-import { createHttpClient, type HttpResult, ledgerOf, spawnGateway, spawnWorker, type AppProcess, signBuyerTokens } from '@flashsale/harness';
+import {
+  createHttpClient,
+  type HttpResult,
+  ledgerOf,
+  spawnGateway,
+  spawnWorker,
+  type AppProcess,
+  signBuyerTokens,
+} from '@flashsale/harness';
 import { createSaleStore } from '@flashsale/redis-store';
 
 // The whole pipeline with real processes: one gateway, two workers, the real Redis and MariaDB.
@@ -29,7 +37,13 @@ describe('flash crowd, end to end', () => {
     const admin = createHttpClient(gateway.url, 4);
     const created = await admin.send('POST', '/api/admin/sales', {
       headers: { authorization: `Bearer ${ctx.config.ADMIN_TOKEN}` },
-      body: { name: 'Flash crowd', stock: STOCK, perUserLimit: 2, startsAt: new Date(Date.now() - 60_000).toISOString(), endsAt: new Date(Date.now() + 3_600_000).toISOString() },
+      body: {
+        name: 'Flash crowd',
+        stock: STOCK,
+        perUserLimit: 2,
+        startsAt: new Date(Date.now() - 60_000).toISOString(),
+        endsAt: new Date(Date.now() + 3_600_000).toISOString(),
+      },
     });
     expect(created.status).toBe(201);
     const saleId = created.body.id as number;
@@ -44,7 +58,10 @@ describe('flash crowd, end to end', () => {
     const client = createHttpClient(gateway.url, 128);
     const results: (HttpResult & { buyer: number; quantity: number })[] = await Promise.all(
       requests.map(async (r) => ({
-        ...(await client.send('POST', `/api/sales/${saleId}/purchase`, { headers: { authorization: `Bearer ${r.token}` }, body: { quantity: r.quantity } })),
+        ...(await client.send('POST', `/api/sales/${saleId}/purchase`, {
+          headers: { authorization: `Bearer ${r.token}` },
+          body: { quantity: r.quantity },
+        })),
         buyer: r.buyer,
         quantity: r.quantity,
       })),
@@ -78,18 +95,39 @@ describe('flash crowd, end to end', () => {
 
     await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(saleId).waitForDrain(60_000);
     const ledger = await ledgerOf(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, saleId, accepted);
-    expect({ lost: ledger.lost, duplicated: ledger.duplicated, unexpected: ledger.unexpected }).toEqual({ lost: [], duplicated: [], unexpected: [] });
+    expect({ lost: ledger.lost, duplicated: ledger.duplicated, unexpected: ledger.unexpected }).toEqual({
+      lost: [],
+      duplicated: [],
+      unexpected: [],
+    });
     expect(ledger.unitsInDb + ledger.remaining).toBe(STOCK);
     expect(ledger.unitsInDb).toBeLessThanOrEqual(STOCK);
     const acceptedUnits = [...accepted.values()].reduce((sum, a) => sum + a.quantity, 0);
     expect(ledger.unitsInDb).toBe(acceptedUnits);
 
-    const stats = await createHttpClient(gateway.url, 1).send('GET', `/api/admin/sales/${saleId}/stats`, { headers: { authorization: `Bearer ${ctx.config.ADMIN_TOKEN}` } });
-    expect(stats.body).toEqual({ saleId, stock: STOCK, remaining: ledger.remaining, inFlight: 0, ordersInDb: accepted.size, unitsInDb: acceptedUnits,
-      ordersByStatus: { created: { orders: accepted.size, units: acceptedUnits }, paid: { orders: 0, units: 0 }, cancelled: { orders: 0, units: 0 }, expired: { orders: 0, units: 0 } },
+    const stats = await createHttpClient(gateway.url, 1).send('GET', `/api/admin/sales/${saleId}/stats`, {
+      headers: { authorization: `Bearer ${ctx.config.ADMIN_TOKEN}` },
+    });
+    expect(stats.body).toEqual({
+      saleId,
+      stock: STOCK,
+      remaining: ledger.remaining,
+      inFlight: 0,
+      ordersInDb: accepted.size,
+      unitsInDb: acceptedUnits,
+      ordersByStatus: {
+        created: { orders: accepted.size, units: acceptedUnits },
+        paid: { orders: 0, units: 0 },
+        cancelled: { orders: 0, units: 0 },
+        expired: { orders: 0, units: 0 },
+      },
       unitsReturned: 0,
       unitsAwaitingReturn: 0,
       refundsDue: { count: 0, amountCents: 0 },
-      deadLettered: 0, consistent: true, lost: { reservations: 0, units: 0 }, audit: null });
+      deadLettered: 0,
+      consistent: true,
+      lost: { reservations: 0, units: 0 },
+      audit: null,
+    });
   });
 });

@@ -60,10 +60,14 @@ function isRunning(pid: number): boolean {
 /** A purchase over a connection of its own, so that the cluster's round-robin spreads them. */
 function purchase(url: string, saleId: number, token: string): Promise<number> {
   return new Promise((resolve, reject) => {
-    const req = request(`${url}/api/sales/${saleId}/purchase`, { method: 'POST', agent: false, headers: { authorization: `Bearer ${token}` } }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode!));
-    });
+    const req = request(
+      `${url}/api/sales/${saleId}/purchase`,
+      { method: 'POST', agent: false, headers: { authorization: `Bearer ${token}` } },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode!));
+      },
+    );
     req.on('error', reject);
     req.end();
   });
@@ -75,7 +79,9 @@ async function scrape(metricsPort: unknown): Promise<{ status: number; lines: st
 }
 
 async function listeningLines(gateway: AppProcess, count: number): Promise<Record<string, unknown>[]> {
-  await expect.poll(() => gateway.logs.filter((l) => l.msg === 'gateway listening').length, { timeout: 60_000 }).toBeGreaterThanOrEqual(count);
+  await expect
+    .poll(() => gateway.logs.filter((l) => l.msg === 'gateway listening').length, { timeout: 60_000 })
+    .toBeGreaterThanOrEqual(count);
   const lines = gateway.logs.filter((l) => l.msg === 'gateway listening');
   expect(lines).toHaveLength(count);
   return lines;
@@ -103,7 +109,12 @@ describe('a gateway process stopping', () => {
 
   it('exits 1 at SHUTDOWN_TIMEOUT_MS when a client holds a request open past it', async () => {
     // Request timeouts far away: only the shutdown deadline can end the stop.
-    const gateway = await spawnGateway({ ...env, SHUTDOWN_TIMEOUT_MS: '1000', HTTP_HEADERS_TIMEOUT_MS: '60000', HTTP_REQUEST_TIMEOUT_MS: '60000' });
+    const gateway = await spawnGateway({
+      ...env,
+      SHUTDOWN_TIMEOUT_MS: '1000',
+      HTTP_HEADERS_TIMEOUT_MS: '60000',
+      HTTP_REQUEST_TIMEOUT_MS: '60000',
+    });
     processes.push(gateway);
     await holdRequestOpen(gateway.url);
 
@@ -113,7 +124,10 @@ describe('a gateway process stopping', () => {
     expect(stopped.status).toBe(1);
     expect(stopped.ms).toBeGreaterThanOrEqual(950);
     expect(stopped.ms).toBeLessThan(30_000);
-    expect(gateway.logs.find((l) => l.level === 50)).toMatchObject({ timeoutMs: 1000, msg: 'still stopping at the shutdown deadline (SHUTDOWN_TIMEOUT_MS), exiting now' });
+    expect(gateway.logs.find((l) => l.level === 50)).toMatchObject({
+      timeoutMs: 1000,
+      msg: 'still stopping at the shutdown deadline (SHUTDOWN_TIMEOUT_MS), exiting now',
+    });
   });
 });
 
@@ -128,7 +142,13 @@ describe('a gateway stopping under a steady load of keep-alive connections (a ro
     ['GATEWAY_WORKERS=2', { GATEWAY_WORKERS: '2' }],
   ])('%s: SIGTERM cuts no request and exits 0 after the drain', async (_name, extra: NodeJS.ProcessEnv) => {
     const sale = await createLiveSale(ctx, { stock: 1_000_000 });
-    const gateway = await spawnGateway({ ...env, ...extra, SHUTDOWN_DRAIN_MS: '1500', SHUTDOWN_TIMEOUT_MS: '10000', RATE_LIMIT_PER_SECOND: '1000' });
+    const gateway = await spawnGateway({
+      ...env,
+      ...extra,
+      SHUTDOWN_DRAIN_MS: '1500',
+      SHUTDOWN_TIMEOUT_MS: '10000',
+      RATE_LIMIT_PER_SECOND: '1000',
+    });
     processes.push(gateway);
     if (extra.GATEWAY_WORKERS) await listeningLines(gateway, 2);
     const load = keepAliveLoad(gateway.url, sale.id, 16, `rolling-${extra.GATEWAY_WORKERS ?? '1'}`);
@@ -189,7 +209,9 @@ describe('the metrics of a gateway', () => {
       const gateway = await spawnGateway({ ...env, METRICS_PORT: String(taken) });
       processes.push(gateway);
 
-      expect(gateway.logs.find((l) => l.msg === 'metrics port unavailable: this gateway serves no /metrics (give it its own METRICS_PORT)')).toMatchObject({ level: 50, port: taken });
+      expect(
+        gateway.logs.find((l) => l.msg === 'metrics port unavailable: this gateway serves no /metrics (give it its own METRICS_PORT)'),
+      ).toMatchObject({ level: 50, port: taken });
       expect(gateway.logs.find((l) => l.msg === 'gateway listening')).not.toHaveProperty('metricsPort');
       expect((await fetch(`${gateway.url}/healthz`)).status).toBe(200);
     } finally {
@@ -241,7 +263,11 @@ describe('the GATEWAY_WORKERS supervisor', () => {
       const deaths = supervisor.logs.filter((l) => l.msg === 'gateway process died, starting another');
       expect(deaths.map((l) => l.restartInMs)).toEqual([100, 200, 400, 800]);
       expect(deaths.map((l) => [l.code, l.listened])).toEqual(Array(4).fill([1, false]));
-      expect(supervisor.logs.find((l) => l.msg === 'gateway processes keep dying before they listen, giving up')).toMatchObject({ level: 60, code: 1, startFailures: 5 });
+      expect(supervisor.logs.find((l) => l.msg === 'gateway processes keep dying before they listen, giving up')).toMatchObject({
+        level: 60,
+        code: 1,
+        startFailures: 5,
+      });
       const cannotListen = supervisor.logs.filter((l) => l.msg === 'gateway cannot listen');
       expect(cannotListen.length).toBeGreaterThanOrEqual(5);
       expect(cannotListen.every((l) => (l.err as { code?: string }).code === 'EADDRINUSE' && l.port === taken)).toBe(true);
@@ -258,7 +284,12 @@ describe('the GATEWAY_WORKERS supervisor', () => {
     process.kill(victim!.pid as number, 'SIGKILL');
     const replaced = await listeningLines(supervisor, 3);
 
-    expect(supervisor.logs.find((l) => l.msg === 'gateway process died, starting another')).toMatchObject({ level: 50, signal: 'SIGKILL', listened: true, restartInMs: 100 });
+    expect(supervisor.logs.find((l) => l.msg === 'gateway process died, starting another')).toMatchObject({
+      level: 50,
+      signal: 'SIGKILL',
+      listened: true,
+      restartInMs: 100,
+    });
     expect(replaced[2]!.pid).not.toBe(victim!.pid);
     expect((await fetch(`${supervisor.url}/healthz`)).status).toBe(200);
   });
@@ -278,7 +309,9 @@ describe('the GATEWAY_WORKERS supervisor', () => {
     expect(stopped.status).toBe(1);
     expect(stopped.ms).toBeGreaterThanOrEqual(9950);
     expect(stopped.ms).toBeLessThan(60_000);
-    expect(supervisor.logs.find((l) => l.msg === 'gateway processes still running at the shutdown deadline (SHUTDOWN_TIMEOUT_MS), killing them')).toMatchObject({
+    expect(
+      supervisor.logs.find((l) => l.msg === 'gateway processes still running at the shutdown deadline (SHUTDOWN_TIMEOUT_MS), killing them'),
+    ).toMatchObject({
       level: 50,
       timeoutMs: 10_000,
       pids: [hung],
@@ -288,10 +321,17 @@ describe('the GATEWAY_WORKERS supervisor', () => {
     // (Failed once in CI with no line of that process after 'gateway listening'; not reproduced: the whole
     // log is in the failure, to tell a silent death and its replacement from lines not read.)
     await expect
-      .poll(() => supervisor.logs.filter((l) => l.pid === healthy).map((l) => l.msg).slice(-2), {
-        timeout: 15_000,
-        message: `the healthy process ${healthy}'s last lines; the supervisor's whole log:\n${supervisor.logs.map((l) => JSON.stringify(l)).join('\n')}`,
-      })
+      .poll(
+        () =>
+          supervisor.logs
+            .filter((l) => l.pid === healthy)
+            .map((l) => l.msg)
+            .slice(-2),
+        {
+          timeout: 15_000,
+          message: `the healthy process ${healthy}'s last lines; the supervisor's whole log:\n${supervisor.logs.map((l) => JSON.stringify(l)).join('\n')}`,
+        },
+      )
       .toEqual(['stopping', 'stopped']);
     await expect.poll(() => isRunning(hung!), { timeout: 60_000 }).toBe(false);
   });

@@ -16,7 +16,10 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 async function benchIdle(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const { stdout, stderr } = await promisify(execFile)(process.execPath, [...SOURCE_NODE_ARGS, 'bench/idle-sales.ts', ...args], { env: process.env, timeout: 90_000 });
+    const { stdout, stderr } = await promisify(execFile)(process.execPath, [...SOURCE_NODE_ARGS, 'bench/idle-sales.ts', ...args], {
+      env: process.env,
+      timeout: 90_000,
+    });
     return { code: 0, stdout, stderr };
   } catch (error) {
     const { code, stdout, stderr } = error as { code: number; stdout: string; stderr: string };
@@ -27,14 +30,31 @@ async function benchIdle(args: string[]): Promise<{ code: number; stdout: string
 describe('npm run bench:idle', () => {
   it('measures a system of 3 idle sales and times 2 purchases to their orders', { timeout: 100_000 }, async () => {
     const out = join(dir, 'results-idle.json');
-    const { code, stdout, stderr } = await benchIdle(['--sales', '3', '--seconds', '3', '--settle', '1', '--purchases', '2', '--pause-ms', '100', '--out', out]);
+    const { code, stdout, stderr } = await benchIdle([
+      '--sales',
+      '3',
+      '--seconds',
+      '3',
+      '--settle',
+      '1',
+      '--purchases',
+      '2',
+      '--pause-ms',
+      '100',
+      '--out',
+      out,
+    ]);
 
     expect({ code, stderr }).toEqual({ code: 0, stderr: '' });
     expect(stdout).toContain('| live sales | create (s, per s) | worker CPU % | reconciler CPU % |');
     const { runs } = JSON.parse(readFileSync(out, 'utf8')) as { runs: IdleRun[] };
     expect(runs).toHaveLength(1);
     const run = runs[0]!;
-    expect(run).toMatchObject({ commit: expect.any(String), loadAverage: expect.any(Number), settings: { seconds: 3, settleSeconds: 1, purchases: 2 } });
+    expect(run).toMatchObject({
+      commit: expect.any(String),
+      loadAverage: expect.any(Number),
+      settings: { seconds: 3, settleSeconds: 1, purchases: 2 },
+    });
     expect(run.results).toHaveLength(1);
     const result = run.results[0] as IdleResult;
     expect(result).not.toHaveProperty('error');
@@ -42,7 +62,13 @@ describe('npm run bench:idle', () => {
     expect(result.publishedSales).toBe(3);
     expect(result.create.seconds).toBeGreaterThan(0);
     expect(result.window.seconds).toBeGreaterThanOrEqual(3);
-    for (const value of [...Object.values(result.cpuPercent), result.redis.commandsPerSecond, result.window.machineBusyPercent, result.window.othersCpuPercent, ...Object.values(result.cpuWaitPercent)]) {
+    for (const value of [
+      ...Object.values(result.cpuPercent),
+      result.redis.commandsPerSecond,
+      result.window.machineBusyPercent,
+      result.window.othersCpuPercent,
+      ...Object.values(result.cpuWaitPercent),
+    ]) {
       expect(value).toEqual(expect.any(Number));
       expect(value).toBeGreaterThanOrEqual(0);
     }

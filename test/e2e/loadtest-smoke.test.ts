@@ -25,9 +25,19 @@ beforeAll(async () => {
   ctx = createTestContext();
   processEnv = { REDIS_PREFIX: ctx.config.REDIS_PREFIX, DATABASE_URL: ctx.config.DATABASE_URL, REDIS_URL: ctx.config.REDIS_URL };
   // All the load comes from this one address, as `npm run loadtest` sets its own gateway up.
-  const [gateway, worker] = await Promise.all([spawnGateway({ ...processEnv, RATE_LIMIT_PER_ADDRESS_PER_SECOND: '0', MAX_CONNECTIONS_PER_ADDRESS: '0' }), spawnWorker(processEnv)]);
+  const [gateway, worker] = await Promise.all([
+    spawnGateway({ ...processEnv, RATE_LIMIT_PER_ADDRESS_PER_SECOND: '0', MAX_CONNECTIONS_PER_ADDRESS: '0' }),
+    spawnWorker(processEnv),
+  ]);
   processes = [gateway, worker];
-  target = { baseUrl: gateway.url, adminToken: ctx.config.ADMIN_TOKEN, authSecret: ctx.config.AUTH_SECRET, redis: ctx.redis, prisma: ctx.prisma, prefix: ctx.config.REDIS_PREFIX };
+  target = {
+    baseUrl: gateway.url,
+    adminToken: ctx.config.ADMIN_TOKEN,
+    authSecret: ctx.config.AUTH_SECRET,
+    redis: ctx.redis,
+    prisma: ctx.prisma,
+    prefix: ctx.config.REDIS_PREFIX,
+  };
 });
 afterAll(async () => {
   await Promise.all(processes.map((p) => p.kill('SIGTERM')));
@@ -63,7 +73,9 @@ describe('load scenarios, smoke runs through the Node runner', () => {
     expect(report.outcomes.duplicate).toBeGreaterThan(0);
     expect(report.outcomes.rate_limited).toBeGreaterThan(0);
     expect(report.outcomes.accepted + report.outcomes.duplicate + report.outcomes.rate_limited).toBe(report.requests);
-    expect(report.invariants).toEqual([expect.objectContaining({ ...noBreach, unitsInDb: shape.buyers, remaining: shape.stock - shape.buyers })]);
+    expect(report.invariants).toEqual([
+      expect.objectContaining({ ...noBreach, unitsInDb: shape.buyers, remaining: shape.stock - shape.buyers }),
+    ]);
   });
 
   it('sustained: spreads purchases over several sales, every one of them balanced', async () => {
@@ -74,7 +86,9 @@ describe('load scenarios, smoke runs through the Node runner', () => {
     expect(report.saleIds).toHaveLength(shape.sales);
     expect(report.outcomes.accepted).toBeGreaterThan(0);
     expect(report.outcomes.accepted + report.outcomes.duplicate).toBe(report.requests);
-    expect(report.invariants).toEqual(report.saleIds.map((saleId): unknown => expect.objectContaining({ saleId, ...noBreach, stock: shape.stock })));
+    expect(report.invariants).toEqual(
+      report.saleIds.map((saleId): unknown => expect.objectContaining({ saleId, ...noBreach, stock: shape.stock })),
+    );
     expect(report.invariants.reduce((sum, sale) => sum + sale.unitsInDb, 0)).toBe(report.outcomes.accepted);
   });
 });
@@ -98,7 +112,14 @@ describe.skipIf(!k6OnPath && process.env.CI !== 'true')('load scenarios, smoke r
     const summaryPath = join(mkdtempSync(join(tmpdir(), 'k6-')), `${scenario}.json`);
     const k6 = spawnSync('k6', ['run', '--quiet', '--no-color', `loadtest/k6/${scenario}.js`], {
       encoding: 'utf8',
-      env: { ...process.env, BASE_URL: target.baseUrl, ADMIN_TOKEN: ctx.config.ADMIN_TOKEN, AUTH_SECRET: ctx.config.AUTH_SECRET, SMOKE_SECONDS: String(SMOKE_SECONDS), SUMMARY_PATH: summaryPath },
+      env: {
+        ...process.env,
+        BASE_URL: target.baseUrl,
+        ADMIN_TOKEN: ctx.config.ADMIN_TOKEN,
+        AUTH_SECRET: ctx.config.AUTH_SECRET,
+        SMOKE_SECONDS: String(SMOKE_SECONDS),
+        SUMMARY_PATH: summaryPath,
+      },
     });
     expect(k6.status, k6.stdout + k6.stderr).toBe(0);
     const report = JSON.parse(readFileSync(summaryPath, 'utf8')) as ScenarioReport;
@@ -149,27 +170,38 @@ describe('npm run loadtest on a system of its own', () => {
   /** The runners to check: the Node runner always; k6 where it is on PATH (in CI it must be). */
   const runners = k6OnPath || process.env.CI === 'true' ? (['node', 'k6'] as const) : (['node'] as const);
 
-  it.each(runners)('%s: runs on a database and a Redis prefix of its own, and removes both afterwards', async (runner) => {
-    const out = mkdtempSync(join(tmpdir(), 'loadtest-'));
-    const run = await runProcess(process.execPath, [...SOURCE_NODE_ARGS, 'loadtest/run.ts', 'flash-crowd', '--smoke', '--out', out, ...(runner === 'node' ? ['--node'] : [])], {
-      BASE_URL: '',
-      LOG_LEVEL: 'warn',
-    });
+  it.each(runners)(
+    '%s: runs on a database and a Redis prefix of its own, and removes both afterwards',
+    async (runner) => {
+      const out = mkdtempSync(join(tmpdir(), 'loadtest-'));
+      const run = await runProcess(
+        process.execPath,
+        [...SOURCE_NODE_ARGS, 'loadtest/run.ts', 'flash-crowd', '--smoke', '--out', out, ...(runner === 'node' ? ['--node'] : [])],
+        {
+          BASE_URL: '',
+          LOG_LEVEL: 'warn',
+        },
+      );
 
-    expect(run.code, run.stdout + run.stderr).toBe(0);
-    const base = poolConfigFromUrl(ctx.config.DATABASE_URL).database;
-    const own = /database (\S+), Redis prefix (loadtest-[0-9a-f]+)/.exec(run.stdout);
-    expect(own, run.stdout).not.toBeNull();
-    const [, database, prefix] = own!;
-    expect(database).toMatch(new RegExp(`^${base}_loadtest_[0-9a-f]+$`));
-    expect(run.stdout).toContain(`removed the run's database ${database} and its Redis keys under ${prefix}`);
-    expect(run.stdout).toContain('PASSED');
-    const report = JSON.parse(readFileSync(join(out, `flash-crowd-${runner}.json`), 'utf8')) as ScenarioReport;
-    expect(report.invariants).toEqual([expect.objectContaining(noBreach)]);
+      expect(run.code, run.stdout + run.stderr).toBe(0);
+      const base = poolConfigFromUrl(ctx.config.DATABASE_URL).database;
+      const own = /database (\S+), Redis prefix (loadtest-[0-9a-f]+)/.exec(run.stdout);
+      expect(own, run.stdout).not.toBeNull();
+      const [, database, prefix] = own!;
+      expect(database).toMatch(new RegExp(`^${base}_loadtest_[0-9a-f]+$`));
+      expect(run.stdout).toContain(`removed the run's database ${database} and its Redis keys under ${prefix}`);
+      expect(run.stdout).toContain('PASSED');
+      const report = JSON.parse(readFileSync(join(out, `flash-crowd-${runner}.json`), 'utf8')) as ScenarioReport;
+      expect(report.invariants).toEqual([expect.objectContaining(noBreach)]);
 
-    // Nothing left: not its database (its sales and orders were there, none in the one it was pointed at), not a key.
-    const schemas = await ctx.prisma.$queryRawUnsafe<{ name: string }[]>('SELECT SCHEMA_NAME AS name FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = ?', database);
-    expect(schemas).toEqual([]);
-    expect(await ctx.redis.scan('0', 'MATCH', `${prefix}:*`, 'COUNT', 10_000)).toEqual(['0', []]);
-  }, 300_000);
+      // Nothing left: not its database (its sales and orders were there, none in the one it was pointed at), not a key.
+      const schemas = await ctx.prisma.$queryRawUnsafe<{ name: string }[]>(
+        'SELECT SCHEMA_NAME AS name FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = ?',
+        database,
+      );
+      expect(schemas).toEqual([]);
+      expect(await ctx.redis.scan('0', 'MATCH', `${prefix}:*`, 'COUNT', 10_000)).toEqual(['0', []]);
+    },
+    300_000,
+  );
 });

@@ -26,7 +26,8 @@ gatewayPerFile((started, server) => {
 
 const admin = () => bearer(ctx.config.ADMIN_TOKEN);
 const get = (path: string, headers: Record<string, string>) => fetch(`${gateway.url}${path}`, { headers });
-const post = (path: string, headers: Record<string, string>) => fetch(`${gateway.url}${path}`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: '{}' });
+const post = (path: string, headers: Record<string, string>) =>
+  fetch(`${gateway.url}${path}`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: '{}' });
 
 async function reserve(saleId: number, buyer: string): Promise<string> {
   const res = await post(`/api/sales/${saleId}/purchase`, bearer(buyerToken(buyer)));
@@ -38,7 +39,10 @@ function pay(reservationId: string, id = `evt_${randomUUID()}`) {
   const raw = JSON.stringify({ id, type: 'payment.succeeded', reservationId, amountCents: 1999 });
   return fetch(`${gateway.url}/api/payments/events`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', 'payment-signature': signPaymentEvent(ctx.config.PAYMENT_WEBHOOK_SECRET, Math.floor(Date.now() / 1000), raw) },
+    headers: {
+      'content-type': 'application/json',
+      'payment-signature': signPaymentEvent(ctx.config.PAYMENT_WEBHOOK_SECRET, Math.floor(Date.now() / 1000), raw),
+    },
     body: raw,
   });
 }
@@ -55,7 +59,10 @@ async function saleThatLostC() {
   await writeOrdersOf(ctx, sale.id);
   // What the dump holds: no order of c, the generation before the reconciliation.
   await ctx.prisma.$executeRaw`DELETE FROM orders WHERE reservation_id = ${rc}`;
-  await ctx.prisma.sale.update({ where: { id: sale.id }, data: { soldUnits: 1, redisGeneration: dumped.redisGeneration, generationAt: dumped.generationAt } });
+  await ctx.prisma.sale.update({
+    where: { id: sale.id },
+    data: { soldUnits: 1, redisGeneration: dumped.redisGeneration, generationAt: dumped.generationAt },
+  });
   return { sale, c, rc };
 }
 
@@ -65,7 +72,13 @@ describe('a reservation no store holds any more', () => {
 
     const result = await reconcileSale(reconcileDeps(ctx), sale.id, 'drift');
 
-    expect(result).toMatchObject({ remaining: 1, buyers: 1, lost: { reservations: 1, units: 1 }, named: { reservations: 1, units: 1 }, restored: { reservations: 0, units: 0 } });
+    expect(result).toMatchObject({
+      remaining: 1,
+      buyers: 1,
+      lost: { reservations: 1, units: 1 },
+      named: { reservations: 1, units: 1 },
+      restored: { reservations: 0, units: 0 },
+    });
     const res = await get(`/api/admin/sales/${sale.id}/losses`, admin());
     expect(res.status).toBe(200);
     const body = (await res.json()) as { reservations: { reservedAt: string; detectedAt: string }[] };
@@ -74,7 +87,16 @@ describe('a reservation no store holds any more', () => {
       lost: { reservations: 1, units: 1 },
       named: { reservations: 1, units: 1 },
       unnamed: { reservations: 0, units: 0 },
-      reservations: [{ reservationId: rc, userId: c, quantity: 1, reason: 'STALE_GENERATION', reservedAt: body.reservations[0]!.reservedAt, detectedAt: body.reservations[0]!.detectedAt }],
+      reservations: [
+        {
+          reservationId: rc,
+          userId: c,
+          quantity: 1,
+          reason: 'STALE_GENERATION',
+          reservedAt: body.reservations[0]!.reservedAt,
+          detectedAt: body.reservations[0]!.detectedAt,
+        },
+      ],
       nextCursor: null,
       unmatchedPayments: { total: 0, first: [] },
     });
@@ -95,15 +117,30 @@ describe('a reservation no store holds any more', () => {
       status: 200,
       body: { reservationId: rc, saleId: sale.id, quantity: 1, status: 'lost', reason: 'STALE_GENERATION', orderId: null, payBy: null },
     });
-    await expectProblem(await get(`/api/reservations/${rc}`, bearer(buyerToken('someone-else'))), 404, 'RESERVATION_NOT_FOUND', 'no such reservation for this buyer');
+    await expectProblem(
+      await get(`/api/reservations/${rc}`, bearer(buyerToken('someone-else'))),
+      404,
+      'RESERVATION_NOT_FOUND',
+      'no such reservation for this buyer',
+    );
     const cancel = await post(`/api/reservations/${rc}/cancel`, bearer(buyerToken(c)));
-    expect({ status: cancel.status, body: await cancel.json() }).toMatchObject({ status: 409, body: { code: 'ORDER_NOT_CANCELLABLE', orderStatus: 'lost', reason: 'STALE_GENERATION' } });
+    expect({ status: cancel.status, body: await cancel.json() }).toMatchObject({
+      status: 409,
+      body: { code: 'ORDER_NOT_CANCELLABLE', orderStatus: 'lost', reason: 'STALE_GENERATION' },
+    });
 
     const event = `evt_${randomUUID()}`;
     const first = await pay(rc, event);
     const replay = await pay(rc, event);
-    expect([first.status, await first.json(), replay.status, await replay.json()]).toEqual([200, { status: 'refund_due' }, 200, { status: 'refund_due' }]);
-    expect(await ctx.prisma.paymentEvent.findMany({ where: { reservationId: rc }, select: { eventId: true, outcome: true } })).toEqual([{ eventId: event, outcome: 'refund_due' }]);
+    expect([first.status, await first.json(), replay.status, await replay.json()]).toEqual([
+      200,
+      { status: 'refund_due' },
+      200,
+      { status: 'refund_due' },
+    ]);
+    expect(await ctx.prisma.paymentEvent.findMany({ where: { reservationId: rc }, select: { eventId: true, outcome: true } })).toEqual([
+      { eventId: event, outcome: 'refund_due' },
+    ]);
   });
 
   it('keeps a payment for a reservation no store knows, of a sale that lost reservations it cannot name, as unmatched; elsewhere 404 as before', async () => {
@@ -111,7 +148,15 @@ describe('a reservation no store holds any more', () => {
     const sale = await createLiveSale(ctx, { stock: 5 });
     const unnamed = await reserve(sale.id, `x-${randomUUID()}`);
     const snap = await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).snapshot();
-    await ctx.prisma.sale.update({ where: { id: sale.id }, data: { checkpointReservations: snap.buyers, checkpointUnits: 1, checkpointAt: new Date(snap.at), checkpointStreamId: snap.lastEntryId } });
+    await ctx.prisma.sale.update({
+      where: { id: sale.id },
+      data: {
+        checkpointReservations: snap.buyers,
+        checkpointUnits: 1,
+        checkpointAt: new Date(snap.at),
+        checkpointStreamId: snap.lastEntryId,
+      },
+    });
     const keys = saleKeys(ctx.config.REDIS_PREFIX, sale.id);
     await ctx.redis.del(keys.meta, keys.buyers, keys.stream);
     expect(await reconcileSale(reconcileDeps(ctx), sale.id, 'lost')).toMatchObject({ lost: { reservations: 1, units: 1 } });
@@ -150,9 +195,18 @@ describe('a reservation no store holds any more', () => {
 
     const result = await reconcileSale(reconcileDeps(ctx), sale.id, 'drift');
 
-    expect(result).toMatchObject({ remaining: 0, buyers: 2, lost: { reservations: 0, units: 0 }, restored: { reservations: 1, units: 1 }, reclosed: 1 });
+    expect(result).toMatchObject({
+      remaining: 0,
+      buyers: 2,
+      lost: { reservations: 0, units: 0 },
+      restored: { reservations: 1, units: 1 },
+      reclosed: 1,
+    });
     expect(result).not.toHaveProperty('named');
-    const statuses = await ctx.prisma.order.findMany({ where: { reservationId: { in: [ra, rc] } }, select: { reservationId: true, status: true } });
+    const statuses = await ctx.prisma.order.findMany({
+      where: { reservationId: { in: [ra, rc] } },
+      select: { reservationId: true, status: true },
+    });
     expect(Object.fromEntries(statuses.map((o) => [o.reservationId, o.status]))).toEqual({ [ra]: 'cancelled', [rc]: 'created' });
     expect(await ctx.prisma.sale.findUniqueOrThrow({ where: { id: sale.id } })).toMatchObject({ soldUnits: 2, lostReservations: 0 });
     expect(await ctx.prisma.lostReservation.count({ where: { saleId: sale.id } })).toBe(0);

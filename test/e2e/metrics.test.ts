@@ -35,7 +35,8 @@ describe('the metrics of a running system', () => {
     expect(answers.failed.size + answers.unknown.size).toBe(0);
     expect(answers.accepted.size).toBe(40);
     expect(sampleOf(text, 'flashsale_purchases_total{outcome="reserved"}')).toBe(40);
-    for (const [code, count] of Object.entries(answers.refused)) expect(sampleOf(text, `flashsale_purchases_total{outcome="${code}"}`)).toBe(count);
+    for (const [code, count] of Object.entries(answers.refused))
+      expect(sampleOf(text, `flashsale_purchases_total{outcome="${code}"}`)).toBe(count);
     // Nothing counted that was not answered: the outcomes add up to the 70 requests.
     const counted = text
       .split('\n')
@@ -71,7 +72,7 @@ describe('the metrics of a running system', () => {
     expect(sampleOf(seen, 'flashsale_lost_reservations_total')).toBe(0);
   });
 
-  it('show a paused sale, count the reconciliation that takes it up, and drop the sale\'s series once it retires', async () => {
+  it("show a paused sale, count the reconciliation that takes it up, and drop the sale's series once it retires", async () => {
     const other = await system.createSale({ stock: 5 });
     const saleId = await system.createSale({ stock: 5, endsInMs: 5000 });
     const burst = await purchaseBurst(system.gateways[0]!.url, saleId, ['retiring-a', 'retiring-b', 'retiring-c']);
@@ -92,14 +93,18 @@ describe('the metrics of a running system', () => {
     );
     const resumed = await until(
       () => scrape(reconciler),
-      (t) => sampleOf(t, 'flashsale_reconciliations_total{reason="interrupted"}') === 1 && sampleOf(t, `flashsale_sale_paused${sale}`) === 0,
+      (t) =>
+        sampleOf(t, 'flashsale_reconciliations_total{reason="interrupted"}') === 1 && sampleOf(t, `flashsale_sale_paused${sale}`) === 0,
     );
     expect(sampleOf(resumed, 'flashsale_reconciliation_duration_seconds_count')).toBe(1);
     expect(sampleOf(resumed, 'flashsale_lost_reservations_total')).toBe(0);
 
     // An operator's pause shows as paused too, and is no reason for a reconciliation.
     const control = (action: string) =>
-      fetch(`${system.gateways[0]!.url}/api/admin/sales/${other}/${action}`, { method: 'POST', headers: { authorization: `Bearer ${system.ctx.config.ADMIN_TOKEN}` } });
+      fetch(`${system.gateways[0]!.url}/api/admin/sales/${other}/${action}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${system.ctx.config.ADMIN_TOKEN}` },
+      });
     expect((await control('pause')).status).toBe(200);
     await until(
       () => scrape(reconciler),
@@ -118,7 +123,11 @@ describe('the metrics of a running system', () => {
       () => scrape(reconciler),
       (t) => seriesWithLabel(t, 'sale_id', String(saleId)).length === 0,
     );
-    expect(seriesWithLabel(retired, 'sale_id', String(other)).map((line) => line.split('{')[0]).sort()).toEqual([
+    expect(
+      seriesWithLabel(retired, 'sale_id', String(other))
+        .map((line) => line.split('{')[0])
+        .sort(),
+    ).toEqual([
       'flashsale_audit_drift_units',
       'flashsale_sale_paused',
       'flashsale_sale_remaining_units',
@@ -149,7 +158,12 @@ describe('the store error counters', () => {
     const created = await fetch(`${gateway.url}/api/admin/sales`, {
       method: 'POST',
       headers: { authorization: `Bearer ${system.ctx.config.ADMIN_TOKEN}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ name: 'Nowhere', stock: 1, startsAt: new Date().toISOString(), endsAt: new Date(Date.now() + 60_000).toISOString() }),
+      body: JSON.stringify({
+        name: 'Nowhere',
+        stock: 1,
+        startsAt: new Date().toISOString(),
+        endsAt: new Date(Date.now() + 60_000).toISOString(),
+      }),
     });
     expect(created.status).toBe(503);
 
@@ -158,9 +172,18 @@ describe('the store error counters', () => {
     // first: each pass that fails is counted.
     const failing = (t: string, name: string) => (sampleOf(t, name) ?? 0) > 0;
     const [gatewayText] = await Promise.all([
-      until(() => scrape(gateway), (t) => failing(t, 'flashsale_redis_errors_total') && failing(t, 'flashsale_mysql_errors_total')),
-      until(() => scrape(worker), (t) => failing(t, 'flashsale_redis_errors_total')),
-      until(() => scrape(reconciler), (t) => failing(t, 'flashsale_redis_errors_total') && failing(t, 'flashsale_mysql_errors_total')),
+      until(
+        () => scrape(gateway),
+        (t) => failing(t, 'flashsale_redis_errors_total') && failing(t, 'flashsale_mysql_errors_total'),
+      ),
+      until(
+        () => scrape(worker),
+        (t) => failing(t, 'flashsale_redis_errors_total'),
+      ),
+      until(
+        () => scrape(reconciler),
+        (t) => failing(t, 'flashsale_redis_errors_total') && failing(t, 'flashsale_mysql_errors_total'),
+      ),
     ]);
     expect(sampleOf(gatewayText, 'flashsale_mysql_errors_total')).toBe(1);
   });

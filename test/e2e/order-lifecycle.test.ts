@@ -1,7 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
-import { buyerToken, createHttpClient, ledgerOf, mergeBursts, paymentEventRequest, purchaseBurst, type HttpResult } from '@flashsale/harness';
+import {
+  buyerToken,
+  createHttpClient,
+  ledgerOf,
+  mergeBursts,
+  paymentEventRequest,
+  purchaseBurst,
+  type HttpResult,
+} from '@flashsale/harness';
 import { startSystem, type System } from '../support/system.ts';
 import { until } from '../support/until.ts';
 import { createSaleStore } from '@flashsale/redis-store';
@@ -23,15 +31,23 @@ function clientsOf(system: System) {
     /** As a provider sends an event: again, the same event, after Retry-After, while the answer is 503. */
     pay: async (reservationId: string, id = `evt_${randomUUID()}`): Promise<HttpResult> => {
       for (let attempt = 1; ; attempt++) {
-        const res = await http.send('POST', '/api/payments/events', paymentEventRequest(config.PAYMENT_WEBHOOK_SECRET, { id, reservationId, amountCents: 2500 }));
+        const res = await http.send(
+          'POST',
+          '/api/payments/events',
+          paymentEventRequest(config.PAYMENT_WEBHOOK_SECRET, { id, reservationId, amountCents: 2500 }),
+        );
         if (res.status !== 503 || attempt === 10) return res;
         await sleep(Number(res.headers['retry-after'] ?? 1) * 1000);
       }
     },
-    cancel: (reservationId: string, buyer: string) => http.send('POST', `/api/reservations/${reservationId}/cancel`, { headers: { authorization: `Bearer ${buyerToken(buyer)}` } }),
+    cancel: (reservationId: string, buyer: string) =>
+      http.send('POST', `/api/reservations/${reservationId}/cancel`, { headers: { authorization: `Bearer ${buyerToken(buyer)}` } }),
     lookup: async (reservationId: string, buyer: string) =>
-      (await http.send('GET', `/api/reservations/${reservationId}`, { headers: { authorization: `Bearer ${buyerToken(buyer)}` } })).body as { status: string; payBy: string },
-    stats: async (saleId: number) => (await http.send('GET', `/api/admin/sales/${saleId}/stats`, { headers: { authorization: `Bearer ${config.ADMIN_TOKEN}` } })).body as unknown as Stats,
+      (await http.send('GET', `/api/reservations/${reservationId}`, { headers: { authorization: `Bearer ${buyerToken(buyer)}` } }))
+        .body as { status: string; payBy: string },
+    stats: async (saleId: number) =>
+      (await http.send('GET', `/api/admin/sales/${saleId}/stats`, { headers: { authorization: `Bearer ${config.ADMIN_TOKEN}` } }))
+        .body as unknown as Stats,
   };
 }
 
@@ -61,7 +77,8 @@ describe('orders that get paid, cancelled or expire, with real processes', () =>
 
     // Ten pay at once, ten cancel: their units are back on sale before the cancel answers.
     for (const { reservationId } of a.slice(0, 10)) expect((await api.pay(reservationId)).body).toEqual({ status: 'paid' });
-    for (const { reservationId, userId } of a.slice(10, 20)) expect((await api.cancel(reservationId, userId)).body).toEqual({ reservationId, status: 'cancelled' });
+    for (const { reservationId, userId } of a.slice(10, 20))
+      expect((await api.cancel(reservationId, userId)).body).toEqual({ reservationId, status: 'cancelled' });
     expect((await api.stats(saleId)).remaining).toBe(10);
 
     // The cancelled units sell again, to new buyers and to two who cancelled; all of them pay.
@@ -79,17 +96,26 @@ describe('orders that get paid, cancelled or expire, with real processes', () =>
         return { reservationId, userId, outcome: (await api.pay(reservationId)).body as { status: string } };
       }),
     );
-    await until(() => api.stats(saleId), (s) => s.ordersByStatus.created.orders === 0 && s.unitsAwaitingReturn === 0, 60_000);
+    await until(
+      () => api.stats(saleId),
+      (s) => s.ordersByStatus.created.orders === 0 && s.unitsAwaitingReturn === 0,
+      60_000,
+    );
 
     // Exactly one of payment and expiry won each race: paid, or expired with the payment owed back.
     let expired = 10;
     for (const { reservationId, userId, outcome } of outcomes) {
       const { status } = await api.lookup(reservationId, userId);
-      expect({ status, outcome }).toEqual(status === 'paid' ? { status: 'paid', outcome: { status: 'paid' } } : { status: 'expired', outcome: { status: 'refund_due' } });
+      expect({ status, outcome }).toEqual(
+        status === 'paid' ? { status: 'paid', outcome: { status: 'paid' } } : { status: 'expired', outcome: { status: 'refund_due' } },
+      );
       if (status === 'expired') expired++;
     }
     const afterExpiry = await api.stats(saleId);
-    expect({ remaining: afterExpiry.remaining, refundsDue: afterExpiry.refundsDue.count }).toEqual({ remaining: expired, refundsDue: expired - 10 });
+    expect({ remaining: afterExpiry.remaining, refundsDue: afterExpiry.refundsDue.count }).toEqual({
+      remaining: expired,
+      refundsDue: expired - 10,
+    });
 
     // The expired units sell again, and are paid: the sale has sold exactly its stock.
     const third = await purchaseBurst(system.gateways[0]!.url, saleId, buyers('c', expired + 5));
@@ -97,17 +123,32 @@ describe('orders that get paid, cancelled or expire, with real processes', () =>
     await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(saleId).waitForDrain(60_000);
     for (const reservationId of third.accepted.keys()) expect((await api.pay(reservationId)).body).toEqual({ status: 'paid' });
 
-    const final = await until(() => api.stats(saleId), (s) => s.audit !== null && s.ordersByStatus.paid.orders === 40, 60_000);
+    const final = await until(
+      () => api.stats(saleId),
+      (s) => s.audit !== null && s.ordersByStatus.paid.orders === 40,
+      60_000,
+    );
     expect(final).toMatchObject({
       remaining: 0,
       unitsInDb: 40,
       consistent: true,
-      ordersByStatus: { created: { orders: 0, units: 0 }, paid: { orders: 40, units: 40 }, cancelled: { orders: 10, units: 10 }, expired: { orders: expired, units: expired } },
+      ordersByStatus: {
+        created: { orders: 0, units: 0 },
+        paid: { orders: 40, units: 40 },
+        cancelled: { orders: 10, units: 10 },
+        expired: { orders: expired, units: expired },
+      },
       unitsReturned: 10 + expired,
       unitsAwaitingReturn: 0,
     });
     const ledger = await ledgerOf(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, saleId, mergeBursts(first, second, third).accepted);
-    expect({ lost: ledger.lost, duplicated: ledger.duplicated, unexpected: ledger.unexpected, unitsInDb: ledger.unitsInDb, remaining: ledger.remaining }).toEqual({
+    expect({
+      lost: ledger.lost,
+      duplicated: ledger.duplicated,
+      unexpected: ledger.unexpected,
+      unitsInDb: ledger.unitsInDb,
+      remaining: ledger.remaining,
+    }).toEqual({
       lost: [],
       duplicated: [],
       unexpected: [],
@@ -115,8 +156,14 @@ describe('orders that get paid, cancelled or expire, with real processes', () =>
       remaining: 0,
     });
     // The reconciler's audit of the sale across both stores, once everything settled.
-    await until(() => api.stats(saleId), (s) => s.audit?.drift === 0, 60_000);
-    console.log(`lifecycle: 10 paid at once, 10 cancelled, ${20 - expired} paid at payBy against ${expired - 10} expired in the race, ${expired} expired in all and re-sold`);
+    await until(
+      () => api.stats(saleId),
+      (s) => s.audit?.drift === 0,
+      60_000,
+    );
+    console.log(
+      `lifecycle: 10 paid at once, 10 cancelled, ${20 - expired} paid at payBy against ${expired - 10} expired in the race, ${expired} expired in all and re-sold`,
+    );
     api.http.close();
   });
 });

@@ -31,7 +31,10 @@ function pathWithout(...without: string[]): string {
 async function preflight(env: NodeJS.ProcessEnv, ...args: string[]) {
   const started = Date.now();
   try {
-    const { stdout, stderr } = await promisify(execFile)(process.execPath, [...SOURCE_NODE_ARGS, 'infra/preflight.ts', ...args], { cwd: ROOT, env });
+    const { stdout, stderr } = await promisify(execFile)(process.execPath, [...SOURCE_NODE_ARGS, 'infra/preflight.ts', ...args], {
+      cwd: ROOT,
+      env,
+    });
     return { code: 0, stdout, stderr, ms: Date.now() - started };
   } catch (error) {
     const failed = error as { code: number; stdout: string; stderr: string };
@@ -44,7 +47,9 @@ describe('npm test preflight', () => {
     const run = await preflight({ PATH: pathWithout('wrk'), CHROMIUM_PATH: process.execPath });
     console.log(`preflight refused in ${run.ms} ms (the spawning tests' start-up wait it replaces: 60000 ms each)`);
     expect(run.code).toBe(1);
-    expect(run.stderr).toContain("the test suite starts programs this machine does not have on PATH:\n  wrk (Debian package wrk): the soak's load (loadtest/soak) and the benchmark\n");
+    expect(run.stderr).toContain(
+      "the test suite starts programs this machine does not have on PATH:\n  wrk (Debian package wrk): the soak's load (loadtest/soak) and the benchmark\n",
+    );
     expect(run.stderr).toContain('Install them (as root): apt-get update && apt-get install -y wrk\n');
     expect(run.stderr).not.toContain('redis-server');
     expect(run.ms).toBeLessThan(60_000);

@@ -43,7 +43,7 @@ afterAll(async () => {
 });
 
 describe('the Prometheus configuration and rules', () => {
-  it('pass promtool check config, check rules and the rules\' unit tests (alerts.test.yml)', async () => {
+  it("pass promtool check config, check rules and the rules' unit tests (alerts.test.yml)", async () => {
     const config = await run('promtool', ['check', 'config', join(PROMETHEUS_DIR, 'prometheus.yml')]);
     const rules = await run('promtool', ['check', 'rules', join(PROMETHEUS_DIR, 'alerts.yml')]);
     // Run from its folder: the test file names alerts.yml relative to itself.
@@ -57,18 +57,28 @@ describe('the Prometheus configuration and rules', () => {
 
   it('name in every rule and every dashboard panel only metrics the real processes export', async () => {
     const exported = new Set<string>();
-    for (const process of [system.gateways[0]!, system.workers[0]!, system.reconciler!]) for (const name of exportedNames(await scrape(process))) exported.add(name);
+    for (const process of [system.gateways[0]!, system.workers[0]!, system.reconciler!])
+      for (const name of exportedNames(await scrape(process))) exported.add(name);
     const dashboard = JSON.parse(await readFile(join(INFRA, 'grafana/flashsale-dashboard.json'), 'utf8')) as {
       panels: DashboardPanel[];
       templating: { list: { definition?: string }[] };
     };
-    const rules = (parse(await readFile(join(PROMETHEUS_DIR, 'alerts.yml'), 'utf8')) as { groups: { rules: { alert: string; expr: string }[] }[] }).groups.flatMap((g) => g.rules);
+    const rules = (
+      parse(await readFile(join(PROMETHEUS_DIR, 'alerts.yml'), 'utf8')) as { groups: { rules: { alert: string; expr: string }[] }[] }
+    ).groups.flatMap((g) => g.rules);
 
     const used = new Map<string, string[]>();
-    for (const panel of dashboard.panels.filter((p) => p.type !== 'row')) used.set(`panel "${panel.title}"`, (panel.targets ?? []).flatMap((t) => metricsOf(t.expr)));
+    for (const panel of dashboard.panels.filter((p) => p.type !== 'row'))
+      used.set(
+        `panel "${panel.title}"`,
+        (panel.targets ?? []).flatMap((t) => metricsOf(t.expr)),
+      );
     for (const rule of rules) used.set(`alert ${rule.alert}`, metricsOf(rule.expr));
-    for (const variable of dashboard.templating.list) if (variable.definition) used.set(`variable ${variable.definition}`, metricsOf(variable.definition));
-    const unknown = [...used].flatMap(([where, names]) => names.filter((name) => name !== 'up' && !exported.has(name)).map((name) => `${where}: ${name}`));
+    for (const variable of dashboard.templating.list)
+      if (variable.definition) used.set(`variable ${variable.definition}`, metricsOf(variable.definition));
+    const unknown = [...used].flatMap(([where, names]) =>
+      names.filter((name) => name !== 'up' && !exported.has(name)).map((name) => `${where}: ${name}`),
+    );
     const empty = [...used].filter(([, names]) => names.length === 0).map(([where]) => where);
 
     expect(used.size).toBe(dashboard.panels.filter((p) => p.type !== 'row').length + rules.length + 1);
@@ -104,12 +114,23 @@ describe('a real Prometheus with the shipped jobs and rules', () => {
     for (const job of config.scrape_configs) job.static_configs = [{ targets: [`127.0.0.1:${processOf[job.job_name]}`] }];
     await writeFile(join(dir, 'prometheus.yml'), stringify(config));
     const port = await freePort();
-    prometheus = spawnInGroup('prometheus', [`--config.file=${join(dir, 'prometheus.yml')}`, `--storage.tsdb.path=${join(dir, 'data')}`, `--web.listen-address=127.0.0.1:${port}`], { stdio: 'ignore' });
+    prometheus = spawnInGroup(
+      'prometheus',
+      [
+        `--config.file=${join(dir, 'prometheus.yml')}`,
+        `--storage.tsdb.path=${join(dir, 'data')}`,
+        `--web.listen-address=127.0.0.1:${port}`,
+      ],
+      { stdio: 'ignore' },
+    );
     const api = async <T>(path: string): Promise<T> => {
       const response = await fetch(`http://127.0.0.1:${port}${path}`).catch(() => undefined);
       return (response?.ok ? ((await response.json()) as { data: T }).data : undefined) as T;
     };
-    const query = (promql: string) => api<{ result: { metric: Record<string, string>; value: [number, string] }[] } | undefined>(`/api/v1/query?query=${encodeURIComponent(promql)}`);
+    const query = (promql: string) =>
+      api<{ result: { metric: Record<string, string>; value: [number, string] }[] } | undefined>(
+        `/api/v1/query?query=${encodeURIComponent(promql)}`,
+      );
 
     // Every process up, and the worker's dead letters scraped at 0 before the first one.
     const up = await until(

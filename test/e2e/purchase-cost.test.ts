@@ -38,7 +38,11 @@ describe('what a purchase costs in Redis', () => {
     const statuses = [];
     for (const buyer of ['a', 'b', 'a', 'c']) statuses.push((await send(buyer)).status);
     // The last unit went: the gateway reads the sale's holders once, in the background, then keeps the verdict.
-    await until(async () => gateway.gateway.verdicts.get(sale.id), (known) => known !== undefined, 60_000);
+    await until(
+      async () => gateway.gateway.verdicts.get(sale.id),
+      (known) => known !== undefined,
+      60_000,
+    );
     for (const buyer of ['d', 'e', 'c']) statuses.push((await send(buyer)).status);
     const after = await commandCounts(server.url);
 

@@ -81,7 +81,8 @@ describe('a bot loop of cancel and rebuy against an honest buyer, with real proc
       (rows) => rows.length === [...logs.values()].reduce((sum, log) => sum + log.orders, 1),
       60_000,
     );
-    for (const bot of bots) expect(orders.filter((o) => o.userId === bot).length).toBeLessThanOrEqual(REBUY_RULE_DEFAULTS.maxOrdersPerBuyer);
+    for (const bot of bots)
+      expect(orders.filter((o) => o.userId === bot).length).toBeLessThanOrEqual(REBUY_RULE_DEFAULTS.maxOrdersPerBuyer);
     expect(orders.filter((o) => o.userId === 'honest').map((o) => [o.reservationId, o.status])).toEqual([[honestReservation, 'created']]);
 
     // The ledger, once every cancel's units are back: units in live orders + remaining = stock.

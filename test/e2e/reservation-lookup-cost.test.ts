@@ -38,19 +38,56 @@ describe('what a reservation lookup costs in Redis', () => {
     const sale = await createLiveSale(ctx, { stock: 10 });
     const keys = saleKeys(ctx.config.REDIS_PREFIX, sale.id);
     const token = buyerToken('rejected-buyer');
-    const purchase = await fetch(`${gateway.url}/api/sales/${sale.id}/purchase`, { method: 'POST', headers: { authorization: `Bearer ${token}` } });
+    const purchase = await fetch(`${gateway.url}/api/sales/${sale.id}/purchase`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}` },
+    });
     expect(purchase.status).toBe(202);
     const { reservationId } = (await purchase.json()) as { reservationId: string };
     // Thousands of other entries, all set aside by the real dead-letter script before this buyer's.
     const filling = ctx.redis.pipeline();
     for (let i = 0; i < OTHER_DEAD_LETTERS; i += 1) {
-      filling.xadd(keys.stream, '*', 'r', newReservationId(sale.id), 'u', `other-${i}`, 'q', '1', 't', String(Date.now()), 'g', sale.generation);
+      filling.xadd(
+        keys.stream,
+        '*',
+        'r',
+        newReservationId(sale.id),
+        'u',
+        `other-${i}`,
+        'q',
+        '1',
+        't',
+        String(Date.now()),
+        'g',
+        sale.generation,
+      );
     }
     await filling.exec();
-    const [[, entries]] = (await ctx.redis.xreadgroup('GROUP', ORDER_WRITERS_GROUP, 'test', 'COUNT', OTHER_DEAD_LETTERS + 1, 'STREAMS', keys.stream, '>')) as [[string, Entry[]]];
+    const [[, entries]] = (await ctx.redis.xreadgroup(
+      'GROUP',
+      ORDER_WRITERS_GROUP,
+      'test',
+      'COUNT',
+      OTHER_DEAD_LETTERS + 1,
+      'STREAMS',
+      keys.stream,
+      '>',
+    )) as [[string, Entry[]]];
     const [own, ...others] = entries;
     const deadLettering = ctx.redis.pipeline(
-      [...others, own!].map(([entryId, fields]) => ['deadLetter', keys.stream, keys.deadLetter, keys.rejected, keys.buyers, ORDER_WRITERS_GROUP, entryId, 'OVER_STOCK', 1, '1', ...fields]),
+      [...others, own!].map(([entryId, fields]) => [
+        'deadLetter',
+        keys.stream,
+        keys.deadLetter,
+        keys.rejected,
+        keys.buyers,
+        ORDER_WRITERS_GROUP,
+        entryId,
+        'OVER_STOCK',
+        1,
+        '1',
+        ...fields,
+      ]),
     );
     for (const [error] of (await deadLettering.exec())!) expect(error).toBeNull();
     expect(await ctx.redis.xlen(keys.deadLetter)).toBe(OTHER_DEAD_LETTERS + 1);
@@ -60,7 +97,15 @@ describe('what a reservation lookup costs in Redis', () => {
     const after = await commandCounts(server.url);
 
     expect(res.status).toBe(200);
-    expect(await res.json()).toEqual({ reservationId, saleId: sale.id, quantity: 1, status: 'rejected', orderId: null, payBy: null, reason: 'OVER_STOCK' });
+    expect(await res.json()).toEqual({
+      reservationId,
+      saleId: sale.id,
+      quantity: 1,
+      status: 'rejected',
+      orderId: null,
+      payBy: null,
+      reason: 'OVER_STOCK',
+    });
     expect(commandsBetween(before, after)).toEqual({ hget: 1 });
     // The dead-letter stream is what it was: operators and the audit read it, its last entry this one.
     const [[, lastFields]] = (await ctx.redis.xrevrange(keys.deadLetter, '+', '-', 'COUNT', 1)) as [Entry];

@@ -19,7 +19,8 @@ async function token(args: string[]): Promise<{ code: number; stdout: string; st
   }
 }
 
-const claimsOf = (jwt: string) => JSON.parse(Buffer.from(jwt.split('.')[1]!, 'base64url').toString('utf8')) as { sub: string; iat: number; exp: number };
+const claimsOf = (jwt: string) =>
+  JSON.parse(Buffer.from(jwt.split('.')[1]!, 'base64url').toString('utf8')) as { sub: string; iat: number; exp: number };
 
 describe('npm run token -- <buyer>', () => {
   it('prints only a token the gateway takes as that buyer, signed with AUTH_SECRET, valid for an hour', async () => {

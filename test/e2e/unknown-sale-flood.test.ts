@@ -1,6 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createConnection, type Connection } from 'mariadb';
-import { createHttpClient, mapConcurrently, spawnGateway, startMariaDbServer, testDatabaseName, type AppProcess, type MariaDbServer } from '@flashsale/harness';
+import {
+  createHttpClient,
+  mapConcurrently,
+  spawnGateway,
+  startMariaDbServer,
+  testDatabaseName,
+  type AppProcess,
+  type MariaDbServer,
+} from '@flashsale/harness';
 import { migrate } from '@flashsale/order-store';
 import { createTestContext, type TestContext } from '../support/context.ts';
 import { until } from '../support/until.ts';
@@ -37,7 +45,11 @@ beforeAll(async () => {
     LIVE_SALES_REFRESH_MS: '600000',
   });
   // Both processes hear the sale events (until then they remember no miss).
-  await until(async () => gateway.logs.filter((l) => l.msg === 'sale events subscribed: verdict cache on').length, (n) => n === 2, 60_000);
+  await until(
+    async () => gateway.logs.filter((l) => l.msg === 'sale events subscribed: verdict cache on').length,
+    (n) => n === 2,
+    60_000,
+  );
 }, 180_000);
 afterAll(async () => {
   await gateway?.kill('SIGKILL');
@@ -56,7 +68,7 @@ async function flood(paths: (i: number) => string, n: number) {
   const client = createHttpClient(gateway.url, 16);
   // Counted from a quiet MySQL: the processes' own reads at start (their checks, the live sales) are done.
   let before = await selects();
-  for (let quiet = 0; quiet < 4; ) {
+  for (let quiet = 0; quiet < 4;) {
     await new Promise((resolve) => setTimeout(resolve, 250));
     const now = await selects();
     quiet = now === before ? quiet + 1 : 0;
@@ -83,7 +95,9 @@ async function flood(paths: (i: number) => string, n: number) {
 describe('GET /api/sales/:id for ids no sale has, unauthenticated, from one address', () => {
   it('one unknown id 2,000 times: a query per process per TTL at most, and 429 RATE_LIMITED with Retry-After past the budget', async () => {
     const outcome = await flood(() => '/api/sales/99999', 2000);
-    console.log(`one unknown id x 2000: ${JSON.stringify(outcome.statuses)} in ${outcome.seconds.toFixed(1)} s, ${outcome.queries} SELECTs`);
+    console.log(
+      `one unknown id x 2000: ${JSON.stringify(outcome.statuses)} in ${outcome.seconds.toFixed(1)} s, ${outcome.queries} SELECTs`,
+    );
     expect(Object.keys(outcome.statuses).sort()).toEqual(['404', '429']);
     // Two processes, each budgeting the address on its own: BUDGET a second each, plus a first second's.
     expect(outcome.statuses[404]).toBeLessThanOrEqual(2 * BUDGET * (Math.ceil(outcome.seconds) + 1));
@@ -94,7 +108,9 @@ describe('GET /api/sales/:id for ids no sale has, unauthenticated, from one addr
 
   it('1,000 distinct unknown ids: MySQL asked at most the budget a second', async () => {
     const outcome = await flood((i) => `/api/sales/${200_000 + i}`, 1000);
-    console.log(`distinct unknown ids x 1000: ${JSON.stringify(outcome.statuses)} in ${outcome.seconds.toFixed(1)} s, ${outcome.queries} SELECTs`);
+    console.log(
+      `distinct unknown ids x 1000: ${JSON.stringify(outcome.statuses)} in ${outcome.seconds.toFixed(1)} s, ${outcome.queries} SELECTs`,
+    );
     expect(outcome.statuses[429]).toBeGreaterThan(0);
     expect(outcome.queries).toBeLessThanOrEqual(outcome.statuses[404]!);
     expect(outcome.queries).toBeLessThanOrEqual(2 * BUDGET * (Math.ceil(outcome.seconds) + 1));
@@ -104,9 +120,10 @@ describe('GET /api/sales/:id for ids no sale has, unauthenticated, from one addr
     // The budget of the floods above is spent again within a second.
     await new Promise((resolve) => setTimeout(resolve, 1500));
     const client = createHttpClient(gateway.url, 4);
-    const [row] = await admin.query<{ next: number | bigint }[]>("SELECT AUTO_INCREMENT AS next FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = 'sales'", [
-      new URL(ctx.config.DATABASE_URL).pathname.slice(1),
-    ]);
+    const [row] = await admin.query<{ next: number | bigint }[]>(
+      "SELECT AUTO_INCREMENT AS next FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = 'sales'",
+      [new URL(ctx.config.DATABASE_URL).pathname.slice(1)],
+    );
     const nextId = Number(row!.next);
     // Asked on several connections, so both processes remember the miss.
     const asked = await Promise.all(Array.from({ length: 8 }, () => client.send('GET', `/api/sales/${nextId}`)));
@@ -114,7 +131,12 @@ describe('GET /api/sales/:id for ids no sale has, unauthenticated, from one addr
 
     const created = await client.send('POST', '/api/admin/sales', {
       headers: { authorization: `Bearer ${ctx.config.ADMIN_TOKEN}` },
-      body: { name: 'Late', stock: 5, startsAt: new Date(Date.now() - 60_000).toISOString(), endsAt: new Date(Date.now() + 3_600_000).toISOString() },
+      body: {
+        name: 'Late',
+        stock: 5,
+        startsAt: new Date(Date.now() - 60_000).toISOString(),
+        endsAt: new Date(Date.now() + 3_600_000).toISOString(),
+      },
     });
     expect(created.status).toBe(201);
     expect(created.body.id).toBe(nextId);

@@ -21,11 +21,18 @@ it('a purchase through a gateway becomes an order long before the sweep, on a ne
   const waited: number[] = [];
   try {
     for (const buyer of ['first', 'after-quiet']) {
-      const res = await client.send('POST', `/api/sales/${saleId}/purchase`, { headers: { authorization: `Bearer ${buyerToken(buyer)}` }, body: { quantity: 1 } });
+      const res = await client.send('POST', `/api/sales/${saleId}/purchase`, {
+        headers: { authorization: `Bearer ${buyerToken(buyer)}` },
+        body: { quantity: 1 },
+      });
       expect(res.status).toBe(202);
       const reservationId = res.body.reservationId as string;
       const started = performance.now();
-      await until(() => system.ctx.prisma.order.count({ where: { reservationId } }), (n) => n === 1, 60_000);
+      await until(
+        () => system.ctx.prisma.order.count({ where: { reservationId } }),
+        (n) => n === 1,
+        60_000,
+      );
       waited.push(performance.now() - started);
       // A sale stays hot 2 s after its last signal or entries: past that, only a signal brings the next.
       await sleep(2500);

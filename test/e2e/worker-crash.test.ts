@@ -5,7 +5,16 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { newReservationId } from '@flashsale/domain';
 import { createSaleStore } from '@flashsale/redis-store';
 import { createLiveSale, createTestContext, type TestContext } from '../support/context.ts';
-import { startFaultProxy, type FaultProxy, ledgerOf, ordersOf, pendingCount, spawnApp, spawnWorker, type AppProcess } from '@flashsale/harness';
+import {
+  startFaultProxy,
+  type FaultProxy,
+  ledgerOf,
+  ordersOf,
+  pendingCount,
+  spawnApp,
+  spawnWorker,
+  type AppProcess,
+} from '@flashsale/harness';
 
 // Real worker processes, killed with SIGKILL at an exact point of their conversation with Redis or
 // MariaDB: a proxy in front of the server sees the command go out and kills the worker before it lands.
@@ -29,7 +38,12 @@ async function acceptedReservations(saleId: number, count: number) {
   const accepted = new Map<string, { userId: string; quantity: number }>();
   for (let i = 0; i < count; i++) {
     const reservationId = newReservationId(saleId);
-    const outcome = await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).reserve({ saleId, userId: `buyer-${i}`, quantity: 1, reservationId });
+    const outcome = await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).reserve({
+      saleId,
+      userId: `buyer-${i}`,
+      quantity: 1,
+      reservationId,
+    });
     expect(outcome.kind).toBe('reserved');
     accepted.set(reservationId, { userId: `buyer-${i}`, quantity: 1 });
   }
@@ -91,7 +105,10 @@ describe('a worker killed mid-batch', () => {
     const ledger = await ledgerOf(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, sale.id, accepted);
     expect(ledger).toEqual({ lost: [], duplicated: [], unexpected: [], unitsInDb: 40, remaining: 60, stock: 100 });
     expect((await ctx.prisma.sale.findUniqueOrThrow({ where: { id: sale.id } })).soldUnits).toBe(40);
-    await survivor.waitForLog({ matches: (l) => l.msg === 'redelivered entries were already orders' && l.replayed === 40, what: '"redelivered entries were already orders" with replayed 40' });
+    await survivor.waitForLog({
+      matches: (l) => l.msg === 'redelivered entries were already orders' && l.replayed === 40,
+      what: '"redelivered entries were already orders" with replayed 40',
+    });
   });
 
   it('killed before the MySQL commit: its entries are left to another worker, which writes them once', async () => {
@@ -122,7 +139,10 @@ describe('a worker killed mid-batch', () => {
 
     const ledger = await ledgerOf(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, sale.id, accepted);
     expect(ledger).toEqual({ lost: [], duplicated: [], unexpected: [], unitsInDb: 40, remaining: 60, stock: 100 });
-    await survivor.waitForLog({ matches: (l) => l.msg === 'took over entries left pending by another consumer' && l.entries === 40, what: '"took over entries left pending by another consumer" with entries 40' });
+    await survivor.waitForLog({
+      matches: (l) => l.msg === 'took over entries left pending by another consumer' && l.entries === 40,
+      what: '"took over entries left pending by another consumer" with entries 40',
+    });
   });
 
   it('on SIGTERM finishes and acknowledges the batch in hand, then exits 0', async () => {
@@ -148,7 +168,10 @@ describe('MySQL unreachable', () => {
 
     proxy!.cut();
     const accepted = await acceptedReservations(sale.id, 25);
-    await worker.waitForLog({ matches: (l) => l.msg === 'order batch failed' && l.mysqlUp === false && l.attempt === 2, what: '"order batch failed" with mysqlUp false at attempt 2' });
+    await worker.waitForLog({
+      matches: (l) => l.msg === 'order batch failed' && l.mysqlUp === false && l.attempt === 2,
+      what: '"order batch failed" with mysqlUp false at attempt 2',
+    });
     expect((await ordersOf(ctx.prisma, sale.id)).length).toBe(0);
     // Nothing acknowledged: every entry is either held by the worker retrying it, or not yet read.
     const backlog = await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).backlog();
@@ -182,7 +205,12 @@ describe('a batch held through a long MySQL outage', () => {
     const other = await spawnWorker(workerEnv({ WORKER_CLAIM_IDLE_MS: '1000', WORKER_MAX_DELIVERIES: '2' }));
     processes.push(other);
     await new Promise((resolve) => setTimeout(resolve, 4000));
-    const pending = (await ctx.redis.xpending(`${ctx.config.REDIS_PREFIX}:{s${sale.id}}:stream`, 'order-writers', '-', '+', 100)) as [string, string, number, number][];
+    const pending = (await ctx.redis.xpending(`${ctx.config.REDIS_PREFIX}:{s${sale.id}}:stream`, 'order-writers', '-', '+', 100)) as [
+      string,
+      string,
+      number,
+      number,
+    ][];
     expect(new Set(pending.map(([, consumer]) => consumer)).size).toBe(1);
     expect(pending.every(([, , , deliveries]) => deliveries === 1)).toBe(true);
 
@@ -190,7 +218,11 @@ describe('a batch held through a long MySQL outage', () => {
     await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).waitForDrain();
     const ledger = await ledgerOf(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, sale.id, accepted);
     expect(ledger).toEqual({ lost: [], duplicated: [], unexpected: [], unitsInDb: 20, remaining: 80, stock: 100 });
-    expect([...holder.logs, ...other.logs].filter((l) => l.msg === 'entry moved to the dead-letter stream' || l.msg === 'took over entries left pending by another consumer')).toEqual([]);
+    expect(
+      [...holder.logs, ...other.logs].filter(
+        (l) => l.msg === 'entry moved to the dead-letter stream' || l.msg === 'took over entries left pending by another consumer',
+      ),
+    ).toEqual([]);
   });
 });
 
@@ -206,8 +238,17 @@ describe('a worker whose metrics port is taken', () => {
       const accepted = await acceptedReservations(sale.id, 5);
       await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).waitForDrain();
 
-      expect(worker.logs.find((l) => l.msg === 'metrics port unavailable: this worker serves no /metrics (give it its own WORKER_PORT)')).toMatchObject({ port: taken });
-      expect(await ledgerOf(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, sale.id, accepted)).toEqual({ lost: [], duplicated: [], unexpected: [], unitsInDb: 5, remaining: 5, stock: 10 });
+      expect(
+        worker.logs.find((l) => l.msg === 'metrics port unavailable: this worker serves no /metrics (give it its own WORKER_PORT)'),
+      ).toMatchObject({ port: taken });
+      expect(await ledgerOf(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, sale.id, accepted)).toEqual({
+        lost: [],
+        duplicated: [],
+        unexpected: [],
+        unitsInDb: 5,
+        remaining: 5,
+        stock: 10,
+      });
     } finally {
       squatter.close();
     }

@@ -25,7 +25,11 @@ async function loseReservationsAfterCheckpoint(running: System, saleId: number, 
   const burst = await purchaseBurst(gateways[0]!.url, saleId, buyers('skew', n));
   expect(burst.accepted.size).toBe(n);
   // Watched despite the skew: the reconciler records what Redis accepted.
-  await until(() => ctx.prisma.sale.findUniqueOrThrow({ where: { id: saleId } }), (s) => s.checkpointReservations === before + n, 60_000);
+  await until(
+    () => ctx.prisma.sale.findUniqueOrThrow({ where: { id: saleId } }),
+    (s) => s.checkpointReservations === before + n,
+    60_000,
+  );
   await ctx.redis.flushall();
   return burst;
 }
@@ -43,13 +47,25 @@ describe('clocks of the processes set wrong', () => {
 
     const burst = await loseReservationsAfterCheckpoint(system, saleId, 400);
 
-    await until(() => ctx.prisma.sale.findUniqueOrThrow({ where: { id: saleId } }), (s) => s.lostReservations > 0, 60_000);
+    await until(
+      () => ctx.prisma.sale.findUniqueOrThrow({ where: { id: saleId } }),
+      (s) => s.lostReservations > 0,
+      60_000,
+    );
     system.dbProxy!.restore();
     await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(saleId).waitForDrain(60_000);
     const ledger = await faultLedgerOf(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, saleId, burst.accepted, new Set());
     expect(ledger.lost.length).toBe(400);
-    expect(await ctx.prisma.sale.findUniqueOrThrow({ where: { id: saleId } })).toMatchObject({ lostReservations: 400, lostUnits: 400, soldUnits: 0 });
-    expect({ duplicated: ledger.duplicated, unexpected: ledger.unexpected, oversold: ledger.oversold }).toEqual({ duplicated: [], unexpected: [], oversold: 0 });
+    expect(await ctx.prisma.sale.findUniqueOrThrow({ where: { id: saleId } })).toMatchObject({
+      lostReservations: 400,
+      lostUnits: 400,
+      soldUnits: 0,
+    });
+    expect({ duplicated: ledger.duplicated, unexpected: ledger.unexpected, oversold: ledger.oversold }).toEqual({
+      duplicated: [],
+      unexpected: [],
+      oversold: 0,
+    });
   });
 
   it('a reconciler two hours ahead keeps watching, auditing and rebuilding a sale that ends in half an hour', async () => {
@@ -60,22 +76,42 @@ describe('clocks of the processes set wrong', () => {
     expect(audited.accepted.size).toBe(10);
     await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(saleId).waitForDrain();
     // The audit runs for it: its report lands in Redis with a balanced ledger.
-    const audit = await until(() => ctx.redis.hgetall(`${ctx.config.REDIS_PREFIX}:{s${saleId}}:audit`), (a) => a.unitsInDb === '10', 60_000);
+    const audit = await until(
+      () => ctx.redis.hgetall(`${ctx.config.REDIS_PREFIX}:{s${saleId}}:audit`),
+      (a) => a.unitsInDb === '10',
+      60_000,
+    );
     expect(audit.drift).toBe('0');
 
     const lost = await loseReservationsAfterCheckpoint(system, saleId, 200);
 
     // Rebuilt (buyers get 202 again rather than 503 for good), and the loss counted.
-    const meta = await until(() => ctx.redis.hgetall(`${ctx.config.REDIS_PREFIX}:{s${saleId}}:meta`), (m) => m.paused === '0', 60_000);
+    const meta = await until(
+      () => ctx.redis.hgetall(`${ctx.config.REDIS_PREFIX}:{s${saleId}}:meta`),
+      (m) => m.paused === '0',
+      60_000,
+    );
     expect(meta.remaining).toBe('490');
     expect(await ctx.prisma.sale.findUniqueOrThrow({ where: { id: saleId } })).toMatchObject({ lostReservations: 200, lostUnits: 200 });
     system.dbProxy!.restore();
     const after = await purchaseBurst(system.gateways[0]!.url, saleId, buyers('after', 5));
     expect(after.accepted.size).toBe(5);
     await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(saleId).waitForDrain(60_000);
-    const ledger = await faultLedgerOf(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, saleId, new Map([...audited.accepted, ...lost.accepted, ...after.accepted]), new Set());
+    const ledger = await faultLedgerOf(
+      ctx.redis,
+      ctx.prisma,
+      ctx.config.REDIS_PREFIX,
+      saleId,
+      new Map([...audited.accepted, ...lost.accepted, ...after.accepted]),
+      new Set(),
+    );
     expect(ledger.lost.sort()).toEqual([...lost.accepted.keys()].sort());
-    expect({ duplicated: ledger.duplicated, unexpected: ledger.unexpected, oversold: ledger.oversold, unitsInDb: ledger.unitsInDb }).toEqual({ duplicated: [], unexpected: [], oversold: 0, unitsInDb: 15 });
+    expect({
+      duplicated: ledger.duplicated,
+      unexpected: ledger.unexpected,
+      oversold: ledger.oversold,
+      unitsInDb: ledger.unitsInDb,
+    }).toEqual({ duplicated: [], unexpected: [], oversold: 0, unitsInDb: 15 });
   });
 
   it('a gateway two hours ahead answers 503 SALE_PAUSED, not 404, for a live sale whose Redis state is being rebuilt', async () => {

@@ -1,7 +1,18 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createConnection, type Connection } from 'mariadb';
-import { createHttpClient, ledgerOf, purchaseBurst, spawnGateway, spawnWorker, startMariaDbServer, tcpPortsByProcess, testDatabaseName, type AppProcess, type MariaDbServer } from '@flashsale/harness';
+import {
+  createHttpClient,
+  ledgerOf,
+  purchaseBurst,
+  spawnGateway,
+  spawnWorker,
+  startMariaDbServer,
+  tcpPortsByProcess,
+  testDatabaseName,
+  type AppProcess,
+  type MariaDbServer,
+} from '@flashsale/harness';
 import { migrate } from '@flashsale/order-store';
 import { createTestContext, type TestContext } from '../support/context.ts';
 import { until } from '../support/until.ts';
@@ -45,7 +56,9 @@ afterAll(async () => {
 
 /** Connections the server has open for `user`. */
 async function connectionsOf(user: 'gateway' | 'worker'): Promise<number> {
-  const [row] = await admin.query<{ n: number | bigint }[]>('SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE USER = ?', [user]);
+  const [row] = await admin.query<{ n: number | bigint }[]>('SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE USER = ?', [
+    user,
+  ]);
   return Number(row!.n);
 }
 
@@ -68,15 +81,33 @@ async function gatewayConnectionsByProcess(groupId: number): Promise<Map<number,
 describe(`${GATEWAY_PROCESSES} gateway processes and a worker on a MariaDB with max_connections ${MAX_CONNECTIONS}`, () => {
   it('warns at start that full pools cannot fit, yet every 202 becomes an order, and idle gateway processes come down to one or two connections each', async () => {
     const env = { REDIS_URL: ctx.config.REDIS_URL, REDIS_PREFIX: ctx.config.REDIS_PREFIX };
-    const gateway = await spawnGateway({ ...env, DATABASE_URL: urls.gateway, GATEWAY_WORKERS: String(GATEWAY_PROCESSES), DB_POOL_IDLE_TIMEOUT_MS: String(IDLE_TIMEOUT_MS) });
+    const gateway = await spawnGateway({
+      ...env,
+      DATABASE_URL: urls.gateway,
+      GATEWAY_WORKERS: String(GATEWAY_PROCESSES),
+      DB_POOL_IDLE_TIMEOUT_MS: String(IDLE_TIMEOUT_MS),
+    });
     processes.push(gateway);
-    await expect.poll(() => gateway.logs.filter((l) => l.msg === 'gateway listening').length, { timeout: 120_000 }).toBeGreaterThanOrEqual(GATEWAY_PROCESSES);
+    await expect
+      .poll(() => gateway.logs.filter((l) => l.msg === 'gateway listening').length, { timeout: 120_000 })
+      .toBeGreaterThanOrEqual(GATEWAY_PROCESSES);
     expect(gateway.logs.filter((l) => l.msg === 'gateway listening')).toHaveLength(GATEWAY_PROCESSES);
 
     // The supervisor, the one process that knows how many gateway processes there are, judges for all.
-    const warning = await gateway.waitForLog({ matches: (l) => String(l.msg).startsWith('MySQL connection budget exceeded'), what: 'the "MySQL connection budget exceeded" warning' });
+    const warning = await gateway.waitForLog({
+      matches: (l) => String(l.msg).startsWith('MySQL connection budget exceeded'),
+      what: 'the "MySQL connection budget exceeded" warning',
+    });
     // Each process's pools: the buyers' (GATEWAY_DB_POOL_SIZE 4) and the dashboard's (DASHBOARD_DB_POOL_SIZE 2).
-    expect(warning).toMatchObject({ level: 50, role: 'gateway', pool: 6, processes: GATEWAY_PROCESSES, demand: 48, workerHeadroom: 10, maxConnections: MAX_CONNECTIONS });
+    expect(warning).toMatchObject({
+      level: 50,
+      role: 'gateway',
+      pool: 6,
+      processes: GATEWAY_PROCESSES,
+      demand: 48,
+      workerHeadroom: 10,
+      maxConnections: MAX_CONNECTIONS,
+    });
     // At least this test's own connection is open, so the 48 do not fit in what is free either.
     const inUse = warning.connectionsInUse as number;
     expect(inUse).toBeGreaterThanOrEqual(1);
@@ -92,7 +123,13 @@ describe(`${GATEWAY_PROCESSES} gateway processes and a worker on a MariaDB with 
     const adminAuth = { authorization: `Bearer ${ctx.config.ADMIN_TOKEN}` };
     const created = await client.send('POST', '/api/admin/sales', {
       headers: adminAuth,
-      body: { name: 'Budget test', stock: 500, perUserLimit: 1, startsAt: new Date(Date.now() - 60_000).toISOString(), endsAt: new Date(Date.now() + 3_600_000).toISOString() },
+      body: {
+        name: 'Budget test',
+        stock: 500,
+        perUserLimit: 1,
+        startsAt: new Date(Date.now() - 60_000).toISOString(),
+        endsAt: new Date(Date.now() + 3_600_000).toISOString(),
+      },
     });
     expect(created.status).toBe(201);
     const saleId = created.body.id as number;
@@ -101,17 +138,27 @@ describe(`${GATEWAY_PROCESSES} gateway processes and a worker on a MariaDB with 
     const worker = await spawnWorker({ ...env, DATABASE_URL: urls.worker });
     processes.push(worker);
     const started = Date.now();
-    const burst = await purchaseBurst(gateway.url, saleId, Array.from({ length: 500 }, (_, i) => `buyer-${i}`));
+    const burst = await purchaseBurst(
+      gateway.url,
+      saleId,
+      Array.from({ length: 500 }, (_, i) => `buyer-${i}`),
+    );
     expect(burst.accepted.size).toBe(500);
     await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(saleId).waitForDrain(60_000);
     const drainMs = Date.now() - started;
     const ledger = await ledgerOf(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, saleId, burst.accepted);
-    expect({ lost: ledger.lost, duplicated: ledger.duplicated, unexpected: ledger.unexpected }).toEqual({ lost: [], duplicated: [], unexpected: [] });
+    expect({ lost: ledger.lost, duplicated: ledger.duplicated, unexpected: ledger.unexpected }).toEqual({
+      lost: [],
+      duplicated: [],
+      unexpected: [],
+    });
     expect({ unitsInDb: ledger.unitsInDb, remaining: ledger.remaining }).toEqual({ unitsInDb: 500, remaining: 0 });
     const workerHeld = await connectionsOf('worker');
 
     // Reads through every gateway process (one socket each, handed out round-robin): their pools grow...
-    const stats = await Promise.all(Array.from({ length: GATEWAY_PROCESSES }, () => client.send('GET', `/api/admin/sales/${saleId}/stats`, { headers: adminAuth })));
+    const stats = await Promise.all(
+      Array.from({ length: GATEWAY_PROCESSES }, () => client.send('GET', `/api/admin/sales/${saleId}/stats`, { headers: adminAuth })),
+    );
     client.close();
     expect(stats.map((s) => [s.status, s.body.ordersInDb])).toEqual(Array.from({ length: GATEWAY_PROCESSES }, () => [200, 500]));
     const gatewayPeak = await connectionsOf('gateway');

@@ -123,7 +123,11 @@ describe('a flood of idle connections against a gateway process', () => {
     expect(buyer.status).toBe(200);
     expect(flooding.open()).toBe(50);
     expect(gateway!.child.exitCode).toBeNull();
-    expect(gateway!.logs.find((l) => l.msg === 'connections refused')).toMatchObject({ level: 40, refused: { overMaxConnectionsPerAddress: 1 }, lastAddress: '::ffff:127.0.0.1' });
+    expect(gateway!.logs.find((l) => l.msg === 'connections refused')).toMatchObject({
+      level: 40,
+      refused: { overMaxConnectionsPerAddress: 1 },
+      lastAddress: '::ffff:127.0.0.1',
+    });
   });
 
   it('from everywhere (no per-address cap): it holds MAX_CONNECTIONS, refuses the rest, and serves again once the flood goes', async () => {
@@ -134,12 +138,25 @@ describe('a flood of idle connections against a gateway process', () => {
     await expect(healthzFrom(url, '127.0.0.2')).rejects.toThrow();
     for (const socket of flood.splice(0)) socket.destroy();
     // Refused (the connection closed) until the gateway has counted the flood's connections out.
-    await expect.poll(() => healthzFrom(url, '127.0.0.2').then((res) => res.status, () => 'refused'), { timeout: 60_000, interval: 25 }).toBe(200);
+    await expect
+      .poll(
+        () =>
+          healthzFrom(url, '127.0.0.2').then(
+            (res) => res.status,
+            () => 'refused',
+          ),
+        { timeout: 60_000, interval: 25 },
+      )
+      .toBe(200);
     expect(gateway!.child.exitCode).toBeNull();
-    expect(gateway!.logs.find((l) => l.msg === 'connection limits')).toMatchObject({ maxConnections: 200, maxConnectionsFrom: 'MAX_CONNECTIONS', maxConnectionsPerAddress: 0 });
+    expect(gateway!.logs.find((l) => l.msg === 'connection limits')).toMatchObject({
+      maxConnections: 200,
+      maxConnectionsFrom: 'MAX_CONNECTIONS',
+      maxConnectionsPerAddress: 0,
+    });
   });
 
-  it('against its metrics port, from many addresses: it holds METRICS_MAX_CONNECTIONS there, out of PORT\'s share, and buyers are answered', async () => {
+  it("against its metrics port, from many addresses: it holds METRICS_MAX_CONNECTIONS there, out of PORT's share, and buyers are answered", async () => {
     // Before the cap, 1,000 idle connections to the metrics port took every descriptor of a process
     // limited to 1,024, and every buyer connection on PORT failed. Now the metrics port holds 32 (a
     // quarter of them per address) and the descriptors left are PORT's.
@@ -152,7 +169,10 @@ describe('a flood of idle connections against a gateway process', () => {
 
     expect(answers.map((answer) => answer.status)).toEqual(Array.from({ length: 20 }, () => 200));
     expect(spawned.child.exitCode).toBeNull();
-    expect(spawned.logs.find((l) => l.msg === 'metrics port: connections refused')).toMatchObject({ level: 40, refused: { overMaxConnections: 1 } });
+    expect(spawned.logs.find((l) => l.msg === 'metrics port: connections refused')).toMatchObject({
+      level: 40,
+      refused: { overMaxConnections: 1 },
+    });
   });
 
   it('under GATEWAY_WORKERS=2: no process holds more than MAX_CONNECTIONS, the rest are closed, and nothing spins', async () => {
@@ -161,7 +181,9 @@ describe('a flood of idle connections against a gateway process', () => {
     // how many is node:cluster's round robin (a process busy starting up may be handed few): what must
     // hold is that none holds more than its 20, the supervisor holds none, and nobody spins.
     const supervisor = await spawnFlooded({ GATEWAY_WORKERS: '2', MAX_CONNECTIONS: '20', MAX_CONNECTIONS_PER_ADDRESS: '0' });
-    await expect.poll(() => supervisor.logs.filter((l) => l.msg === 'gateway listening').length, { timeout: 60_000 }).toBeGreaterThanOrEqual(2);
+    await expect
+      .poll(() => supervisor.logs.filter((l) => l.msg === 'gateway listening').length, { timeout: 60_000 })
+      .toBeGreaterThanOrEqual(2);
     const flooding = await floodWith(Number(new URL(supervisor.url).port), 100);
     await sleep(1000);
 

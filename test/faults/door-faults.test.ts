@@ -24,7 +24,12 @@ describe('the door through faults', () => {
     const { buy, expectLedgerExact } = doorPurchases(system);
     const { ctx } = system;
     const prefix = ctx.config.REDIS_PREFIX;
-    const { id, startsAt } = await createQueuedSale(ctx, system.gateways[0]!.url, { stock: 6, admitPerSecond: 1, admissionTtlSeconds: 600, startsIn: 2500 });
+    const { id, startsAt } = await createQueuedSale(ctx, system.gateways[0]!.url, {
+      stock: 6,
+      admitPerSecond: 1,
+      admissionTtlSeconds: 600,
+      startsIn: 2500,
+    });
     const order = await queueUp(system, id, startsAt, 12, 'flush');
 
     // Three turns given; the first two buy; the third holds an unused turn when Redis loses it.
@@ -36,7 +41,11 @@ describe('the door through faults', () => {
 
     await ctx.redis.flushall();
     const keys = saleKeys(prefix, id);
-    await until(() => ctx.redis.hgetall(keys.meta), (m) => m.paused === '0', 60_000);
+    await until(
+      () => ctx.redis.hgetall(keys.meta),
+      (m) => m.paused === '0',
+      60_000,
+    );
     const restoringUntil = Number(await ctx.redis.hget(keys.door, 'restoring_until'));
     expect(restoringUntil).toBeGreaterThan(await redisNow(ctx.redis));
 
@@ -47,7 +56,11 @@ describe('the door through faults', () => {
     // client honouring Retry-After does, until the answer is the new door's (its epoch in the ticket).
     const epoch = await ctx.redis.hget(keys.door, 'epoch');
     for (const b of [...order].reverse()) {
-      const back = await until(() => b.status(), (answer) => answer.status !== 200 || answer.body.ticket?.split('.')[5] === epoch, 30_000);
+      const back = await until(
+        () => b.status(),
+        (answer) => answer.status !== 200 || answer.body.ticket?.split('.')[5] === epoch,
+        30_000,
+      );
       expect(back.status).toBe(200);
       expect(back.body.state, `${b.userId}: ${JSON.stringify(back.body)}`).toBe(order.indexOf(b) < 2 ? 'used' : 'waiting');
     }
@@ -86,7 +99,12 @@ describe('the door through faults', () => {
     system = await startSystem({ gateways: 2 });
     const { buy, expectLedgerExact } = doorPurchases(system);
     const { ctx } = system;
-    const { id, startsAt } = await createQueuedSale(ctx, system.gateways[0]!.url, { stock: 6, admitPerSecond: 2, admissionTtlSeconds: 600, startsIn: 2500 });
+    const { id, startsAt } = await createQueuedSale(ctx, system.gateways[0]!.url, {
+      stock: 6,
+      admitPerSecond: 2,
+      admissionTtlSeconds: 600,
+      startsIn: 2500,
+    });
     const order = await queueUp(system, id, startsAt, 10, 'kill');
 
     await order[0]!.waitFor('admitted');
@@ -129,7 +147,12 @@ describe('the door through faults', () => {
     system = await startSystem({ gatewayEnv: skewedClockEnv(3600) });
     const { buy, expectLedgerExact } = doorPurchases(system);
     const { ctx } = system;
-    const { id, startsAt } = await createQueuedSale(ctx, system.gateways[0]!.url, { stock: 5, admitPerSecond: 1, admissionTtlSeconds: 600, startsIn: 4000 });
+    const { id, startsAt } = await createQueuedSale(ctx, system.gateways[0]!.url, {
+      stock: 5,
+      admitPerSecond: 1,
+      admissionTtlSeconds: 600,
+      startsIn: 4000,
+    });
     const buyers = Array.from({ length: 8 }, (_, i) => doorBuyer(system!.gateways[0]!.url, id, `skew-${i}`, 3 * 3600));
     for (const b of buyers) {
       const joined = await b.join();
@@ -139,8 +162,13 @@ describe('the door through faults', () => {
     expect((await buyers[0]!.purchase()).body.code).toBe('SALE_NOT_STARTED');
     expect(await ctx.redis.zcard(saleKeys(ctx.config.REDIS_PREFIX, id).turns)).toBe(0);
 
-    await until(() => redisNow(ctx.redis), (now) => now >= startsAt);
-    const ranked = (await Promise.all(buyers.map(async (b) => ({ b, rank: await b.rank() })))).sort((x, y) => x.rank - y.rank).map((r) => r.b);
+    await until(
+      () => redisNow(ctx.redis),
+      (now) => now >= startsAt,
+    );
+    const ranked = (await Promise.all(buyers.map(async (b) => ({ b, rank: await b.rank() }))))
+      .sort((x, y) => x.rank - y.rank)
+      .map((r) => r.b);
     await ranked[2]!.waitFor('admitted', 30_000);
     const now = await redisNow(ctx.redis);
     const turns = await turnsOf(system, id);

@@ -1,5 +1,14 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { buyerToken, createHttpClient, ledgerOf, purchaseBurst, spawnGateway, startFaultProxy, type FaultProxy, type HttpResult } from '@flashsale/harness';
+import {
+  buyerToken,
+  createHttpClient,
+  ledgerOf,
+  purchaseBurst,
+  spawnGateway,
+  startFaultProxy,
+  type FaultProxy,
+  type HttpResult,
+} from '@flashsale/harness';
 import { startSystem, type System } from '../support/system.ts';
 import { createSaleStore } from '@flashsale/redis-store';
 
@@ -24,7 +33,11 @@ const ANSWERED_BY_A_DEADLINE_MS = 15_000;
 /** Every answer a 503 SERVICE_UNAVAILABLE with Retry-After, given by a deadline, not by the store. */
 function expectFastUnavailable(results: HttpResult[]): void {
   for (const res of results) {
-    expect({ status: res.status, code: res.body.code, retryAfter: res.headers['retry-after'] }).toEqual({ status: 503, code: 'SERVICE_UNAVAILABLE', retryAfter: '1' });
+    expect({ status: res.status, code: res.body.code, retryAfter: res.headers['retry-after'] }).toEqual({
+      status: 503,
+      code: 'SERVICE_UNAVAILABLE',
+      retryAfter: '1',
+    });
     expect(res.latencyMs).toBeLessThan(ANSWERED_BY_A_DEADLINE_MS);
   }
 }
@@ -44,7 +57,14 @@ describe('a hung Redis (SIGSTOP: the connection stays open and nothing answers)'
     const admin = { authorization: `Bearer ${ctx.config.ADMIN_TOKEN}` };
     redisServer.freeze();
     const [purchases, reads] = await Promise.all([
-      Promise.all(frozenBuyers.map((b) => client.send('POST', `/api/sales/${saleId}/purchase`, { headers: { authorization: `Bearer ${tokens.get(b)!}` }, body: { quantity: 1 } }))),
+      Promise.all(
+        frozenBuyers.map((b) =>
+          client.send('POST', `/api/sales/${saleId}/purchase`, {
+            headers: { authorization: `Bearer ${tokens.get(b)!}` },
+            body: { quantity: 1 },
+          }),
+        ),
+      ),
       Promise.all([client.send('GET', `/api/sales/${saleId}`), client.send('GET', `/api/admin/sales/${saleId}/stats`, { headers: admin })]),
     ]);
     const ready = await client.send('GET', '/readyz');
@@ -61,7 +81,10 @@ describe('a hung Redis (SIGSTOP: the connection stays open and nothing answers)'
     const accepted = new Map(before.accepted);
     let toldExisting = 0;
     for (const b of frozenBuyers) {
-      const res = await client.send('POST', `/api/sales/${saleId}/purchase`, { headers: { authorization: `Bearer ${tokens.get(b)!}` }, body: { quantity: 1 } });
+      const res = await client.send('POST', `/api/sales/${saleId}/purchase`, {
+        headers: { authorization: `Bearer ${tokens.get(b)!}` },
+        body: { quantity: 1 },
+      });
       expect([202, 409]).toContain(res.status);
       if (res.status === 409) {
         expect(res.body.code).toBe('ALREADY_PURCHASED');
@@ -74,10 +97,16 @@ describe('a hung Redis (SIGSTOP: the connection stays open and nothing answers)'
     await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(saleId).waitForDrain(60_000);
 
     const ledger = await ledgerOf(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, saleId, accepted);
-    expect({ lost: ledger.lost, duplicated: ledger.duplicated, unexpected: ledger.unexpected }).toEqual({ lost: [], duplicated: [], unexpected: [] });
+    expect({ lost: ledger.lost, duplicated: ledger.duplicated, unexpected: ledger.unexpected }).toEqual({
+      lost: [],
+      duplicated: [],
+      unexpected: [],
+    });
     expect(ledger.unitsInDb).toBe(300);
     expect(ledger.unitsInDb + ledger.remaining).toBe(1000);
-    console.log(`hung redis: 200 answered 503 in at most ${Math.max(...purchases.map((r) => r.latencyMs))} ms; on retry ${toldExisting} learned their reservation, ${200 - toldExisting} reserved anew`);
+    console.log(
+      `hung redis: 200 answered 503 in at most ${Math.max(...purchases.map((r) => r.latencyMs))} ms; on retry ${toldExisting} learned their reservation, ${200 - toldExisting} reserved anew`,
+    );
   });
 });
 
@@ -105,12 +134,19 @@ describe('a hung MySQL (a network black hole between the gateway and MariaDB)', 
         client.send('GET', `/api/admin/sales/${saleId}/stats`, { headers: admin }),
         client.send('POST', '/api/admin/sales', {
           headers: admin,
-          body: { name: 'during the outage', stock: 5, startsAt: new Date(Date.now() + 60_000).toISOString(), endsAt: new Date(Date.now() + 3_600_000).toISOString() },
+          body: {
+            name: 'during the outage',
+            stock: 5,
+            startsAt: new Date(Date.now() + 60_000).toISOString(),
+            endsAt: new Date(Date.now() + 3_600_000).toISOString(),
+          },
         }),
       ]);
       expectFastUnavailable(answers);
       // The purchase path never touches MySQL.
-      const during = await client.send('POST', `/api/sales/${saleId}/purchase`, { headers: { authorization: `Bearer ${buyerToken('buyer-2')}` } });
+      const during = await client.send('POST', `/api/sales/${saleId}/purchase`, {
+        headers: { authorization: `Bearer ${buyerToken('buyer-2')}` },
+      });
       expect(during.status).toBe(202);
       client.close();
       // The create that timed out left no sale behind that will ever go live.

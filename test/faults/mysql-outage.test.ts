@@ -15,12 +15,20 @@ describe('MariaDB unreachable for about 10 s mid-sale', () => {
     system = await startSystem({ workers: 2, workerDbProxy: true });
     const { ctx, gateways, dbProxy } = system;
     const saleId = await system.createSale({ stock: 400 });
-    const before = await purchaseBurst(gateways[0]!.url, saleId, Array.from({ length: 100 }, (_, i) => `before-${i}`));
+    const before = await purchaseBurst(
+      gateways[0]!.url,
+      saleId,
+      Array.from({ length: 100 }, (_, i) => `before-${i}`),
+    );
     await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(saleId).waitForDrain();
 
     dbProxy!.cut();
     const outageStarted = Date.now();
-    const during = await purchaseBurst(gateways[0]!.url, saleId, Array.from({ length: 200 }, (_, i) => `during-${i}`));
+    const during = await purchaseBurst(
+      gateways[0]!.url,
+      saleId,
+      Array.from({ length: 200 }, (_, i) => `during-${i}`),
+    );
     // Purchases never wait on MySQL: all answered, none failed.
     expect(during.accepted.size).toBe(200);
     expect(during.failed.size + during.unknown.size).toBe(0);
@@ -31,7 +39,12 @@ describe('MariaDB unreachable for about 10 s mid-sale', () => {
     await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(saleId).waitForDrain(60_000);
     const all = mergeBursts(before, during);
     const ledger = await faultLedgerOf(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, saleId, all.accepted, new Set());
-    expect({ lost: ledger.lost, duplicated: ledger.duplicated, unexpected: ledger.unexpected, oversold: ledger.oversold }).toEqual({ lost: [], duplicated: [], unexpected: [], oversold: 0 });
+    expect({ lost: ledger.lost, duplicated: ledger.duplicated, unexpected: ledger.unexpected, oversold: ledger.oversold }).toEqual({
+      lost: [],
+      duplicated: [],
+      unexpected: [],
+      oversold: 0,
+    });
     expect({ unitsInDb: ledger.unitsInDb, remaining: ledger.remaining }).toEqual({ unitsInDb: 300, remaining: 100 });
     expect(system.workers.flatMap((w) => w.logs).filter((l) => l.msg === 'entry moved to the dead-letter stream')).toEqual([]);
   });

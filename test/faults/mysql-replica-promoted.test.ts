@@ -3,7 +3,17 @@ import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createConnection, type Connection } from 'mariadb';
 import { signPaymentEvent } from '@flashsale/domain';
-import { buyerToken, createHttpClient, faultLedgerOf, purchaseBurst, startFaultProxy, startMariaDbServer, testDatabaseName, type FaultProxy, type MariaDbServer } from '@flashsale/harness';
+import {
+  buyerToken,
+  createHttpClient,
+  faultLedgerOf,
+  purchaseBurst,
+  startFaultProxy,
+  startMariaDbServer,
+  testDatabaseName,
+  type FaultProxy,
+  type MariaDbServer,
+} from '@flashsale/harness';
 import { createPrisma, migrate, type PrismaClient } from '@flashsale/order-store';
 import { startSystem, type System } from '../support/system.ts';
 import { until } from '../support/until.ts';
@@ -62,7 +72,10 @@ const sequenceOf = (position: string) => Number(/^0-\d+-(\d+)$/.exec(position)?.
 
 function runbookReconcile(env: NodeJS.ProcessEnv, saleId: number): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn('npm', ['run', '--silent', 'reconcile', '--', '--sale', String(saleId)], { env: { ...process.env, ...env, LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn('npm', ['run', '--silent', 'reconcile', '--', '--sale', String(saleId)], {
+      env: { ...process.env, ...env, LOG_LEVEL: 'warn' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
@@ -78,7 +91,9 @@ async function replicatedSale(stock: number, env: NodeJS.ProcessEnv = {}) {
   const replica = await startMariaDbServer({ args: ['--server-id=2', '--log-bin=replica-bin', '--binlog-format=ROW', '--read-only=1'] });
   servers.push(replica);
   const [onPrimary, onReplica] = [await connectTo(primary), await connectTo(replica)];
-  await onReplica.query(`CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT=${primary.port}, MASTER_USER='root', MASTER_PASSWORD='', MASTER_USE_GTID=slave_pos`);
+  await onReplica.query(
+    `CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT=${primary.port}, MASTER_USER='root', MASTER_PASSWORD='', MASTER_USE_GTID=slave_pos`,
+  );
   await onReplica.query('START SLAVE');
   expect(await scalar(onPrimary, 'SELECT @@server_id')).not.toBe(await scalar(onReplica, 'SELECT @@server_id'));
 
@@ -105,20 +120,27 @@ async function replicatedSale(stock: number, env: NodeJS.ProcessEnv = {}) {
     async buy(label: string, n: number, ordersAfter: number) {
       const burst = await purchaseBurst(gateway, saleId, buyers(label, n));
       await createSaleStore(redis, prefix).sale(saleId).waitForDrain();
-      await until(() => db.order.count({ where: { saleId } }), (count) => count === ordersAfter);
+      await until(
+        () => db.order.count({ where: { saleId } }),
+        (count) => count === ordersAfter,
+      );
       return burst;
     },
     /** Waits until the replica has applied all the primary has, and holds `orders` of the sale. */
     async caughtUp(orders: number) {
       const target = sequenceOf(await scalar(onPrimary, 'SELECT @@gtid_binlog_pos'));
-      await until(() => scalar(onReplica, 'SELECT @@gtid_slave_pos'), (p) => sequenceOf(p) >= target);
+      await until(
+        () => scalar(onReplica, 'SELECT @@gtid_slave_pos'),
+        (p) => sequenceOf(p) >= target,
+      );
       expect(Number(await scalar(onReplica, `SELECT COUNT(*) FROM \`${database}\`.orders WHERE sale_id = ${saleId}`))).toBe(orders);
     },
     /** The replica stops applying what it receives. */
     stopApplying: () => onReplica.query('STOP SLAVE SQL_THREAD'),
     /** The failover: the replica promoted with what it applied, the address moved, the old primary dead. Returns how far behind it was. */
     async promote() {
-      const behind = sequenceOf(await scalar(onPrimary, 'SELECT @@gtid_binlog_pos')) - sequenceOf(await scalar(onReplica, 'SELECT @@gtid_slave_pos'));
+      const behind =
+        sequenceOf(await scalar(onPrimary, 'SELECT @@gtid_binlog_pos')) - sequenceOf(await scalar(onReplica, 'SELECT @@gtid_slave_pos'));
       await onReplica.query('STOP SLAVE');
       await onReplica.query('RESET SLAVE ALL');
       await onReplica.query('SET GLOBAL read_only = 0');
@@ -128,8 +150,10 @@ async function replicatedSale(stock: number, env: NodeJS.ProcessEnv = {}) {
     },
     losses: () => admin.send('GET', `/api/admin/sales/${saleId}/losses?limit=1000`, adminAuth),
     stats: async () => (await admin.send('GET', `/api/admin/sales/${saleId}/stats`, adminAuth)).body,
-    lookUp: async (reservationId: string, userId: string) => (await admin.send('GET', `/api/reservations/${reservationId}`, { headers: { authorization: `Bearer ${buyerToken(userId)}` } })).body,
-    cancel: (reservationId: string, userId: string) => admin.send('POST', `/api/reservations/${reservationId}/cancel`, { headers: { authorization: `Bearer ${buyerToken(userId)}` } }),
+    lookUp: async (reservationId: string, userId: string) =>
+      (await admin.send('GET', `/api/reservations/${reservationId}`, { headers: { authorization: `Bearer ${buyerToken(userId)}` } })).body,
+    cancel: (reservationId: string, userId: string) =>
+      admin.send('POST', `/api/reservations/${reservationId}/cancel`, { headers: { authorization: `Bearer ${buyerToken(userId)}` } }),
   };
 }
 
@@ -137,7 +161,10 @@ function pay(reservationId: string): Promise<Response> {
   const raw = JSON.stringify({ id: `evt_${randomUUID()}`, type: 'payment.succeeded', reservationId, amountCents: 1999 });
   return fetch(`${system!.gateways[0]!.url}/api/payments/events`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', 'payment-signature': signPaymentEvent(system!.ctx.config.PAYMENT_WEBHOOK_SECRET, Math.floor(Date.now() / 1000), raw) },
+    headers: {
+      'content-type': 'application/json',
+      'payment-signature': signPaymentEvent(system!.ctx.config.PAYMENT_WEBHOOK_SECRET, Math.floor(Date.now() / 1000), raw),
+    },
     body: raw,
   });
 }
@@ -160,12 +187,25 @@ describe('an asynchronous MySQL replica promoted behind its primary mid-sale', (
     expect(behind).toBeGreaterThan(0);
 
     // On its own: the audit sees MySQL short, a reconciliation closes and writes back.
-    await until(() => prisma!.order.count({ where: { saleId: sale.saleId } }), (n) => n === 270, 120_000);
+    await until(
+      () => prisma!.order.count({ where: { saleId: sale.saleId } }),
+      (n) => n === 270,
+      120_000,
+    );
     await until(sale.stats, (s) => s.consistent === true && s.remaining === 0 && s.unitsInDb === STOCK, 60_000);
     const accepted = new Map([...first.accepted, ...second.accepted, ...third.accepted]);
     const ledger = await faultLedgerOf(system!.ctx.redis, prisma!, sale.prefix, sale.saleId, accepted, new Set());
-    expect({ lost: ledger.lost, duplicated: ledger.duplicated, unexpected: ledger.unexpected, oversold: ledger.oversold }).toEqual({ lost: [], duplicated: [], unexpected: [], oversold: 0 });
-    expect((await sale.losses()).body).toMatchObject({ lost: { reservations: 0, units: 0 }, named: { reservations: 0, units: 0 }, reservations: [] });
+    expect({ lost: ledger.lost, duplicated: ledger.duplicated, unexpected: ledger.unexpected, oversold: ledger.oversold }).toEqual({
+      lost: [],
+      duplicated: [],
+      unexpected: [],
+      oversold: 0,
+    });
+    expect((await sale.losses()).body).toMatchObject({
+      lost: { reservations: 0, units: 0 },
+      named: { reservations: 0, units: 0 },
+      reservations: [],
+    });
     const [cancelledId, canceller] = cancelled[0]!;
     expect(await sale.lookUp(cancelledId, canceller.userId)).toMatchObject({ status: 'cancelled' });
     const [thirdId, thirdBuyer] = [...third.accepted][0]!;
@@ -173,7 +213,12 @@ describe('an asynchronous MySQL replica promoted behind its primary mid-sale', (
 
     const byHand = await runbookReconcile(sale.env, sale.saleId);
     expect(byHand.code).toBe(0);
-    expect(JSON.parse(byHand.stdout.trim().split('\n').at(-1)!)).toMatchObject({ saleId: sale.saleId, remaining: 0, lost: { reservations: 0, units: 0 }, restored: { reservations: 0, units: 0 } });
+    expect(JSON.parse(byHand.stdout.trim().split('\n').at(-1)!)).toMatchObject({
+      saleId: sale.saleId,
+      remaining: 0,
+      lost: { reservations: 0, units: 0 },
+      restored: { reservations: 0, units: 0 },
+    });
     expect(await sale.stats()).toMatchObject({ remaining: 0, unitsInDb: STOCK, consistent: true, lost: { reservations: 0, units: 0 } });
     sale.admin.close();
     console.log(`replica promoted ${behind} GTID transactions behind: 20 cancels closed again, 120 orders written back, nothing lost`);
@@ -182,19 +227,32 @@ describe('an asynchronous MySQL replica promoted behind its primary mid-sale', (
   it('with the audit an hour away: the reconciler sees another server_id than Redis remembers and reconciles every live sale (reason mysql_changed); the orders come back', async () => {
     const sale = await replicatedSale(250, { AUDIT_EVERY_MS: '3600000' });
     // The reconciler has recorded the primary's identity in Redis.
-    await until(() => system!.ctx.redis.get(`${sale.prefix}:mysql-server`), (seen) => seen === 'server_id=1');
+    await until(
+      () => system!.ctx.redis.get(`${sale.prefix}:mysql-server`),
+      (seen) => seen === 'server_id=1',
+    );
     const first = await sale.buy('first', 150, 150);
     await sale.caughtUp(150);
     await sale.stopApplying();
     const second = await sale.buy('second', 100, 250);
     expect(await sale.promote()).toBeGreaterThan(0);
 
-    await until(() => prisma!.order.count({ where: { saleId: sale.saleId } }), (n) => n === 250, 120_000);
+    await until(
+      () => prisma!.order.count({ where: { saleId: sale.saleId } }),
+      (n) => n === 250,
+      120_000,
+    );
     const accepted = new Map([...first.accepted, ...second.accepted]);
     const ledger = await faultLedgerOf(system!.ctx.redis, prisma!, sale.prefix, sale.saleId, accepted, new Set());
-    expect({ lost: ledger.lost, duplicated: ledger.duplicated, unexpected: ledger.unexpected, oversold: ledger.oversold }).toEqual({ lost: [], duplicated: [], unexpected: [], oversold: 0 });
+    expect({ lost: ledger.lost, duplicated: ledger.duplicated, unexpected: ledger.unexpected, oversold: ledger.oversold }).toEqual({
+      lost: [],
+      duplicated: [],
+      unexpected: [],
+      oversold: 0,
+    });
     const rebuilt = await until(
-      async () => system!.reconciler!.logs.find((line) => line.msg === 'reconcile: sale rebuilt and resumed' && line.saleId === sale.saleId),
+      async () =>
+        system!.reconciler!.logs.find((line) => line.msg === 'reconcile: sale rebuilt and resumed' && line.saleId === sale.saleId),
       (line) => line !== undefined,
     );
     expect(rebuilt).toMatchObject({ reason: 'mysql_changed', restored: { reservations: 100, units: 100 } });
@@ -219,15 +277,29 @@ describe('an asynchronous MySQL replica promoted behind its primary mid-sale', (
 
     // On its own: the watch sees Redis of another generation than MySQL's, the reconciliation names
     // what MySQL cannot take back.
-    const listed = await until(sale.losses, (res) => res.status === 200 && (res.body.lost as { reservations: number }).reservations > 0, 120_000);
-    expect(listed.body).toMatchObject({ lost: { reservations: 120, units: 120 }, named: { reservations: 120, units: 120 }, unnamed: { reservations: 0, units: 0 }, nextCursor: null });
+    const listed = await until(
+      sale.losses,
+      (res) => res.status === 200 && (res.body.lost as { reservations: number }).reservations > 0,
+      120_000,
+    );
+    expect(listed.body).toMatchObject({
+      lost: { reservations: 120, units: 120 },
+      named: { reservations: 120, units: 120 },
+      unnamed: { reservations: 0, units: 0 },
+      nextCursor: null,
+    });
     const named = listed.body.reservations as { reservationId: string; userId: string; reason: string }[];
     expect(new Set(named.map((l) => l.reason))).toEqual(new Set(['STALE_GENERATION']));
 
     const accepted = new Map([...first.accepted, ...second.accepted, ...third.accepted]);
     const ledger = await faultLedgerOf(system!.ctx.redis, prisma!, sale.prefix, sale.saleId, accepted, new Set());
     // Every 202 is an order, or named: the ledger's lost are exactly the listed ones, with their buyers.
-    expect({ lost: [...ledger.lost].sort(), duplicated: ledger.duplicated, unexpected: ledger.unexpected, oversold: ledger.oversold }).toEqual({
+    expect({
+      lost: [...ledger.lost].sort(),
+      duplicated: ledger.duplicated,
+      unexpected: ledger.unexpected,
+      oversold: ledger.oversold,
+    }).toEqual({
       lost: named.map((l) => l.reservationId).sort(),
       duplicated: [],
       unexpected: [],
@@ -237,17 +309,31 @@ describe('an asynchronous MySQL replica promoted behind its primary mid-sale', (
     await until(sale.stats, (s) => s.consistent === true && s.remaining === 120, 60_000);
 
     const [lost] = named;
-    expect(await sale.lookUp(lost!.reservationId, lost!.userId)).toMatchObject({ status: 'lost', reason: 'STALE_GENERATION', orderId: null });
-    expect(await sale.cancel(lost!.reservationId, lost!.userId)).toMatchObject({ status: 409, body: { code: 'ORDER_NOT_CANCELLABLE', orderStatus: 'lost' } });
+    expect(await sale.lookUp(lost!.reservationId, lost!.userId)).toMatchObject({
+      status: 'lost',
+      reason: 'STALE_GENERATION',
+      orderId: null,
+    });
+    expect(await sale.cancel(lost!.reservationId, lost!.userId)).toMatchObject({
+      status: 409,
+      body: { code: 'ORDER_NOT_CANCELLABLE', orderStatus: 'lost' },
+    });
     const paid = await pay(lost!.reservationId);
     expect({ status: paid.status, body: await paid.json() }).toEqual({ status: 200, body: { status: 'refund_due' } });
 
     const byHand = await runbookReconcile(sale.env, sale.saleId);
     expect(byHand.code).toBe(0);
-    expect(JSON.parse(byHand.stdout.trim().split('\n').at(-1)!)).toMatchObject({ saleId: sale.saleId, remaining: 120, lost: { reservations: 0, units: 0 }, restored: { reservations: 0, units: 0 } });
+    expect(JSON.parse(byHand.stdout.trim().split('\n').at(-1)!)).toMatchObject({
+      saleId: sale.saleId,
+      remaining: 120,
+      lost: { reservations: 0, units: 0 },
+      restored: { reservations: 0, units: 0 },
+    });
     expect((await sale.losses()).body).toMatchObject({ lost: { reservations: 120, units: 120 }, named: { reservations: 120, units: 120 } });
     expect(await sale.stats()).toMatchObject({ remaining: 120, unitsInDb: 150, consistent: true, lost: { reservations: 120, units: 120 } });
     sale.admin.close();
-    console.log(`replica promoted ${behind} GTID transactions behind, past a reconciliation: 120 named lost (STALE_GENERATION), no unit sold twice`);
+    console.log(
+      `replica promoted ${behind} GTID transactions behind, past a reconciliation: 120 named lost (STALE_GENERATION), no unit sold twice`,
+    );
   });
 });

@@ -31,12 +31,18 @@ const buyers = (label: string, n: number) => Array.from({ length: n }, (_, i) =>
 /** The mariadb client tools' arguments for the database of `url`. */
 function clientArgs(url: string): { args: string[]; database: string } {
   const parsed = new URL(url);
-  return { args: ['-h', parsed.hostname, '-P', parsed.port || '3306', '-u', decodeURIComponent(parsed.username)], database: parsed.pathname.slice(1) };
+  return {
+    args: ['-h', parsed.hostname, '-P', parsed.port || '3306', '-u', decodeURIComponent(parsed.username)],
+    database: parsed.pathname.slice(1),
+  };
 }
 
 function runbookReconcile(env: NodeJS.ProcessEnv, saleId: number): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn('npm', ['run', '--silent', 'reconcile', '--', '--sale', String(saleId)], { env: { ...process.env, ...env, LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn('npm', ['run', '--silent', 'reconcile', '--', '--sale', String(saleId)], {
+      env: { ...process.env, ...env, LOG_LEVEL: 'warn' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
@@ -55,22 +61,33 @@ describe('MySQL restored from a dump mid-sale', () => {
     const saleId = await system.createSale({ stock: 1000 });
     const admin = createHttpClient(gateways[0]!.url, 1);
     const stats = async () =>
-      (await admin.send('GET', `/api/admin/sales/${saleId}/stats`, { headers: { authorization: `Bearer ${ctx.config.ADMIN_TOKEN}` } })).body as { audit?: { drift: number }; consistent?: boolean; remaining?: number };
+      (await admin.send('GET', `/api/admin/sales/${saleId}/stats`, { headers: { authorization: `Bearer ${ctx.config.ADMIN_TOKEN}` } }))
+        .body as { audit?: { drift: number }; consistent?: boolean; remaining?: number };
     const { args, database } = clientArgs(ctx.config.DATABASE_URL);
     dir = await mkdtemp(join(tmpdir(), 'flashsale-dump-'));
     const dumpFile = join(dir, 'dump.sql');
 
     const beforeDump = await purchaseBurst(gateways[0]!.url, saleId, buyers('before-dump', 150));
     await createSaleStore(ctx.redis, prefix).sale(saleId).waitForDrain();
-    await until(() => ctx.prisma.order.count({ where: { saleId } }), (n) => n === 150);
+    await until(
+      () => ctx.prisma.order.count({ where: { saleId } }),
+      (n) => n === 150,
+    );
     const dump = await run('mariadb-dump', [...args, '--single-transaction', database], { maxBuffer: 64 * 1024 * 1024 });
     await writeFile(dumpFile, dump.stdout);
 
     const afterDump = await purchaseBurst(gateways[0]!.url, saleId, buyers('after-dump', 150));
     await createSaleStore(ctx.redis, prefix).sale(saleId).waitForDrain();
     // Written and acknowledged, and trimmed from the stream by retention.
-    await until(() => ctx.prisma.order.count({ where: { saleId } }), (n) => n === 300);
-    await until(() => ctx.redis.xlen(saleKeys(prefix, saleId).stream), (n) => n <= 1, 20_000);
+    await until(
+      () => ctx.prisma.order.count({ where: { saleId } }),
+      (n) => n === 300,
+    );
+    await until(
+      () => ctx.redis.xlen(saleKeys(prefix, saleId).stream),
+      (n) => n <= 1,
+      20_000,
+    );
 
     // The restore: what the mariadb client does with the dump, while every process runs.
     const restore = spawn('mariadb', [...args, database], { stdio: ['pipe', 'ignore', 'pipe'] });
@@ -90,9 +107,16 @@ describe('MySQL restored from a dump mid-sale', () => {
     const afterRestore = await purchaseBurst(gateways[0]!.url, saleId, buyers('after-restore', 100));
     for (let round = 0; afterRestore.accepted.size < 100 && round < 20; round++) {
       expect(Object.keys(afterRestore.refused).filter((code) => code !== 'SALE_PAUSED')).toEqual([]);
-      await until(() => createSaleStore(ctx.redis, prefix).sale(saleId).state(), (state) => state?.paused === false);
+      await until(
+        () => createSaleStore(ctx.redis, prefix).sale(saleId).state(),
+        (state) => state?.paused === false,
+      );
       const answered = new Set([...afterRestore.accepted.values()].map((a) => a.userId));
-      const retry = await purchaseBurst(gateways[0]!.url, saleId, buyers('after-restore', 100).filter((b) => !answered.has(b)));
+      const retry = await purchaseBurst(
+        gateways[0]!.url,
+        saleId,
+        buyers('after-restore', 100).filter((b) => !answered.has(b)),
+      );
       for (const [id, value] of retry.accepted) afterRestore.accepted.set(id, value);
       afterRestore.refused = retry.refused;
     }
@@ -100,7 +124,11 @@ describe('MySQL restored from a dump mid-sale', () => {
 
     // The audit sees -150, confirmed; the reconciliation it queues writes the 150 orders again.
     const accepted = new Map([...beforeDump.accepted, ...afterDump.accepted, ...afterRestore.accepted]);
-    await until(() => ctx.prisma.order.count({ where: { saleId } }), (n) => n === 400, 60_000);
+    await until(
+      () => ctx.prisma.order.count({ where: { saleId } }),
+      (n) => n === 400,
+      60_000,
+    );
     await until(stats, (s) => s.audit?.drift === 0 && s.consistent === true && s.remaining === 600, 30_000);
     const restored = await ctx.prisma.order.findMany({ where: { reservationId: { in: [...afterDump.accepted.keys()] } } });
     expect(restored.map((o) => o.reservationId).sort()).toEqual([...afterDump.accepted.keys()].sort());
@@ -109,10 +137,21 @@ describe('MySQL restored from a dump mid-sale', () => {
     // The runbook's command, by hand: it judges the sale intact and puts nothing back on sale.
     const byHand = await runbookReconcile(env, saleId);
     expect(byHand.code).toBe(0);
-    expect(JSON.parse(byHand.stdout.trim().split('\n').at(-1)!)).toMatchObject({ saleId, remaining: 600, buyers: 400, lost: { reservations: 0, units: 0 }, restored: { reservations: 0, units: 0 } });
+    expect(JSON.parse(byHand.stdout.trim().split('\n').at(-1)!)).toMatchObject({
+      saleId,
+      remaining: 600,
+      buyers: 400,
+      lost: { reservations: 0, units: 0 },
+      restored: { reservations: 0, units: 0 },
+    });
 
     const ledger = await faultLedgerOf(ctx.redis, ctx.prisma, prefix, saleId, accepted, new Set());
-    expect({ lost: ledger.lost, duplicated: ledger.duplicated, unexpected: ledger.unexpected, oversold: ledger.oversold }).toEqual({ lost: [], duplicated: [], unexpected: [], oversold: 0 });
+    expect({ lost: ledger.lost, duplicated: ledger.duplicated, unexpected: ledger.unexpected, oversold: ledger.oversold }).toEqual({
+      lost: [],
+      duplicated: [],
+      unexpected: [],
+      oversold: 0,
+    });
     expect(await stats()).toMatchObject({ remaining: 600, unitsInDb: 400, consistent: true, lost: { reservations: 0, units: 0 } });
     admin.close();
   });

@@ -19,7 +19,12 @@ const env = contextPerFile();
 const logger = createLogger('controls-test', 'silent');
 const controls = (ctx: TestContext) => salesDeps({ redis: ctx.redis, prisma: ctx.prisma, prefix: ctx.config.REDIS_PREFIX, logger });
 const buy = (ctx: TestContext, saleId: number) =>
-  createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).reserve({ saleId, userId: `buyer-${randomUUID()}`, quantity: 1, reservationId: newReservationId(saleId) });
+  createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).reserve({
+    saleId,
+    userId: `buyer-${randomUUID()}`,
+    quantity: 1,
+    reservationId: newReservationId(saleId),
+  });
 
 function watcherDeps(own: TestContext) {
   return {
@@ -32,8 +37,8 @@ function watcherDeps(own: TestContext) {
   };
 }
 
-describe('the operator\'s controls and the reconciler', () => {
-  it('an operator\'s resume during a reconciliation does not cut its drain short', async () => {
+describe("the operator's controls and the reconciler", () => {
+  it("an operator's resume during a reconciliation does not cut its drain short", async () => {
     const { ctx } = env;
     const sale = await createLiveSale(ctx, { stock: 5 });
     expect(await buy(ctx, sale.id)).toMatchObject({ kind: 'reserved' });
@@ -43,7 +48,10 @@ describe('the operator\'s controls and the reconciler', () => {
     await ctx.redis.xreadgroup('GROUP', ORDER_WRITERS_GROUP, 'ghost', 'COUNT', 10, 'STREAMS', stream, '>');
     let finished = false;
     const reconciling = reconcileSale(reconcileDeps(ctx, 20_000), sale.id, 'operator').finally(() => (finished = true));
-    await until(() => createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).state(), (state) => state?.paused === true);
+    await until(
+      () => createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).state(),
+      (state) => state?.paused === true,
+    );
 
     const resumed = await runSaleControl(controls(ctx), sale.id, { action: 'resume' }, 'api');
 
@@ -56,14 +64,18 @@ describe('the operator\'s controls and the reconciler', () => {
     expect(await buy(ctx, sale.id)).toMatchObject({ kind: 'reserved' });
   });
 
-  it('a reconciliation keeps the operator\'s pause: the sale stays refused until the operator resumes it', async () => {
+  it("a reconciliation keeps the operator's pause: the sale stays refused until the operator resumes it", async () => {
     const { ctx } = env;
     const sale = await createLiveSale(ctx, { stock: 5 });
     await runSaleControl(controls(ctx), sale.id, { action: 'pause' }, 'api');
 
     await reconcileSale(reconcileDeps(ctx), sale.id, 'operator');
 
-    expect(await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).state()).toMatchObject({ paused: false, operatorPaused: true, controlsVersion: 1 });
+    expect(await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).state()).toMatchObject({
+      paused: false,
+      operatorPaused: true,
+      controlsVersion: 1,
+    });
     expect(await buy(ctx, sale.id)).toEqual({ kind: 'sale_paused' });
     await runSaleControl(controls(ctx), sale.id, { action: 'resume' }, 'api');
     expect(await buy(ctx, sale.id)).toMatchObject({ kind: 'reserved', remaining: 4 });
@@ -90,14 +102,18 @@ describe('the operator\'s controls and the reconciler', () => {
     });
   });
 
-  it('the watch brings Redis level with a control MySQL committed and Redis never received (the process died between), and takes an operator\'s pause for no stuck reconciliation', async () => {
+  it("the watch brings Redis level with a control MySQL committed and Redis never received (the process died between), and takes an operator's pause for no stuck reconciliation", async () => {
     // The watcher looks at every sale of its database: this one sees only its own.
     const own = await createIsolatedContext();
     try {
       const sale = await createLiveSale(own, { stock: 5 });
       const now = await redisNow(own.redis);
-      await createOrderStore(own.prisma).sale(sale.id).control(now, (state) => planControl(state, { action: 'pause' }, now));
-      await createOrderStore(own.prisma).sale(sale.id).control(now, (state) => planControl(state, { action: 'add_stock', units: 2 }, now));
+      await createOrderStore(own.prisma)
+        .sale(sale.id)
+        .control(now, (state) => planControl(state, { action: 'pause' }, now));
+      await createOrderStore(own.prisma)
+        .sale(sale.id)
+        .control(now, (state) => planControl(state, { action: 'add_stock', units: 2 }, now));
       expect(await buy(own, sale.id)).toMatchObject({ kind: 'reserved', remaining: 4 });
 
       const requested: number[] = [];
@@ -105,7 +121,12 @@ describe('the operator\'s controls and the reconciler', () => {
 
       await watchOnce(watch);
 
-      expect(await createSaleStore(own.redis, own.config.REDIS_PREFIX).sale(sale.id).state()).toMatchObject({ stock: 7, remaining: 6, operatorPaused: true, controlsVersion: 2 });
+      expect(await createSaleStore(own.redis, own.config.REDIS_PREFIX).sale(sale.id).state()).toMatchObject({
+        stock: 7,
+        remaining: 6,
+        operatorPaused: true,
+        controlsVersion: 2,
+      });
       expect(await buy(own, sale.id)).toEqual({ kind: 'sale_paused' });
       // Paused by an operator at two looks running is not a reconciliation that died: nothing is queued.
       await watchOnce(watch);

@@ -84,7 +84,11 @@ describe('the expiry at its crash points', () => {
     expect(await ledger(system, saleId)).toEqual({ live: 0, expired: 30, remaining: 0, returns: { pending: 30 } });
 
     await system.addWorker();
-    const settled = await until(() => ledger(system!, saleId), (l) => l.returns.pending === undefined, 60_000);
+    const settled = await until(
+      () => ledger(system!, saleId),
+      (l) => l.returns.pending === undefined,
+      60_000,
+    );
     expect(settled).toEqual({ live: 0, expired: 30, remaining: 30, returns: { returned: 30 } });
     // And it stays so: later passes, and a second worker, give nothing more.
     await system.addWorker();
@@ -105,7 +109,11 @@ describe('the expiry at its crash points', () => {
 
     // Redis loses everything; the reconciler rebuilds the sale from MySQL, where no order is live.
     await ctx.redis.flushall();
-    await until(() => ledger(system!, saleId), (l) => l.remaining === 20, 60_000);
+    await until(
+      () => ledger(system!, saleId),
+      (l) => l.remaining === 20,
+      60_000,
+    );
     expect(await ledger(system, saleId)).toEqual({ live: 0, expired: 20, remaining: 20, returns: { rebuilt: 20 } });
 
     // A worker settling returns now finds none owed; the units are on sale once.
@@ -128,13 +136,21 @@ describe('the expiry at its crash points', () => {
     // A payment that lands late (the gateway reaches MySQL) pays its order: it was never expired.
     const paid = await ctx.prisma.order.findFirstOrThrow({ where: { saleId } });
     const http = createHttpClient(system.gateways[0]!.url, 1);
-    const event = paymentEventRequest(ctx.config.PAYMENT_WEBHOOK_SECRET, { id: 'evt_during_outage', reservationId: paid.reservationId, amountCents: 100 });
+    const event = paymentEventRequest(ctx.config.PAYMENT_WEBHOOK_SECRET, {
+      id: 'evt_during_outage',
+      reservationId: paid.reservationId,
+      amountCents: 100,
+    });
     expect((await http.send('POST', '/api/payments/events', event)).body).toEqual({ status: 'paid' });
     http.close();
 
     system.dbProxy!.restore();
     // Settled: the units back in Redis, and then their rows marked returned.
-    const after = await until(() => ledger(system!, saleId), (l) => l.remaining === 9 && l.returns.pending === undefined, 60_000);
+    const after = await until(
+      () => ledger(system!, saleId),
+      (l) => l.remaining === 9 && l.returns.pending === undefined,
+      60_000,
+    );
     expect(after).toEqual({ live: 1, expired: 9, remaining: 9, returns: { returned: 9 } });
     expect((await ctx.prisma.order.findUniqueOrThrow({ where: { id: paid.id } })).status).toBe('paid');
   });

@@ -24,19 +24,32 @@ afterEach(async () => {
 const LOCK_MS = 15_000;
 
 describe('a payment sent before payBy while the orders table is locked', () => {
-  it('ends paid whatever the provider\'s retry timing; orders nobody paid expire', async () => {
+  it("ends paid whatever the provider's retry timing; orders nobody paid expire", async () => {
     system = await startSystem({ workers: 1, reconciler: false, env: { EXPIRY_SWEEP_MS: '200', DB_STATEMENT_TIMEOUT_MS: '2000' } });
     const { ctx } = system;
     // A window long enough for the burst and the drain on a busy machine to end well before payBy.
     const saleId = await system.createSale({ stock: 30, paymentWindowSeconds: 30 });
-    const burst = await purchaseBurst(system.gateways[0]!.url, saleId, Array.from({ length: 30 }, (_, i) => `payer-${i}`));
+    const burst = await purchaseBurst(
+      system.gateways[0]!.url,
+      saleId,
+      Array.from({ length: 30 }, (_, i) => `payer-${i}`),
+    );
     expect(burst.accepted.size).toBe(30);
     await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(saleId).waitForDrain(30_000);
     const orders = await ctx.prisma.order.findMany({ where: { saleId }, orderBy: { payBy: 'asc' } });
     const firstPayBy = orders[0]!.payBy.getTime();
     // Three providers' habits, 7 + 7 + 6 orders; the last 10 orders nobody pays.
     const [atUnlock, afterExpiry, never, unpaid] = [orders.slice(0, 7), orders.slice(7, 14), orders.slice(14, 20), orders.slice(20)];
-    const events = new Map(orders.slice(0, 20).map((o) => [o.reservationId, paymentEventRequest(ctx.config.PAYMENT_WEBHOOK_SECRET, { id: `evt_lock_${o.reservationId}`, reservationId: o.reservationId, amountCents: 1999 })]));
+    const events = new Map(
+      orders.slice(0, 20).map((o) => [
+        o.reservationId,
+        paymentEventRequest(ctx.config.PAYMENT_WEBHOOK_SECRET, {
+          id: `evt_lock_${o.reservationId}`,
+          reservationId: o.reservationId,
+          amountCents: 1999,
+        }),
+      ]),
+    );
     const http = createHttpClient(system.gateways[0]!.url, 32);
     const deliver = (reservationId: string) => http.send('POST', '/api/payments/events', events.get(reservationId));
 
@@ -62,7 +75,11 @@ describe('a payment sent before payBy while the orders table is locked', () => {
     await locker.query('UNLOCK TABLES');
     const retriedAtUnlock = await Promise.all(atUnlock.map((o) => deliver(o.reservationId)));
     // The expiry has been through every due order once none is left awaiting payment.
-    await until(() => ctx.prisma.order.count({ where: { saleId, status: 'created' } }), (n) => n === 0, 60_000);
+    await until(
+      () => ctx.prisma.order.count({ where: { saleId, status: 'created' } }),
+      (n) => n === 0,
+      60_000,
+    );
     const retriedAfterExpiry = await Promise.all(afterExpiry.map((o) => deliver(o.reservationId)));
     http.close();
 
@@ -78,7 +95,13 @@ describe('a payment sent before payBy while the orders table is locked', () => {
     const outcomes = await ctx.prisma.paymentEvent.groupBy({ by: ['outcome'], where: { saleId }, _count: { _all: true } });
     expect(Object.fromEntries(outcomes.map((o) => [o.outcome, o._count._all]))).toEqual({ paid: 20 });
     // The ledger: the 10 expired units back on sale, once; nothing held in Redis any more.
-    expect(await until(async () => (await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(saleId).state())?.remaining, (r) => r === 10, 60_000)).toBe(10);
+    expect(
+      await until(
+        async () => (await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(saleId).state())?.remaining,
+        (r) => r === 10,
+        60_000,
+      ),
+    ).toBe(10);
     expect((await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(saleId).heldPayments()).payments).toEqual([]);
   });
 });

@@ -22,11 +22,18 @@ async function workerMetrics(worker: AppProcess): Promise<string> {
 /** The value of the sample of `name` carrying all of `labels` (in whatever order prom-client writes them). */
 function sample(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
   const wanted = Object.entries(labels).map(([k, v]) => `${k}="${v}"`);
-  const line = text.split('\n').find((l) => (wanted.length === 0 ? l.startsWith(`${name} `) : l.startsWith(`${name}{`) && wanted.every((pair) => l.slice(0, l.indexOf('}')).includes(pair))));
+  const line = text
+    .split('\n')
+    .find((l) =>
+      wanted.length === 0
+        ? l.startsWith(`${name} `)
+        : l.startsWith(`${name}{`) && wanted.every((pair) => l.slice(0, l.indexOf('}')).includes(pair)),
+    );
   return line === undefined ? undefined : Number(line.slice(line.lastIndexOf(' ') + 1));
 }
 
-const skippedLines = (worker: AppProcess, saleId: number) => worker.logs.filter((l) => l.msg === 'sale skipped for now: its Redis keys refuse the worker' && l.saleId === saleId);
+const skippedLines = (worker: AppProcess, saleId: number) =>
+  worker.logs.filter((l) => l.msg === 'sale skipped for now: its Redis keys refuse the worker' && l.saleId === saleId);
 
 // The reconciler is left out: how its own passes face a poisoned sale is its concern, tested with it.
 // These tests are about the workers: one sale they cannot serve must not stop them serving the others.
@@ -52,13 +59,29 @@ describe('a sale whose stream key holds the wrong type', () => {
     expect(burst.accepted.size).toBe(300);
     await createSaleStore(ctx.redis, prefix).sale(healthy).waitForDrain(60_000);
 
-    const ledger = await faultLedgerOf(ctx.redis, ctx.prisma, prefix, healthy, burst.accepted, new Set([...burst.unknown, ...burst.failed]));
-    expect({ lost: ledger.lost, duplicated: ledger.duplicated, unexpected: ledger.unexpected, oversold: ledger.oversold }).toEqual({ lost: [], duplicated: [], unexpected: [], oversold: 0 });
+    const ledger = await faultLedgerOf(
+      ctx.redis,
+      ctx.prisma,
+      prefix,
+      healthy,
+      burst.accepted,
+      new Set([...burst.unknown, ...burst.failed]),
+    );
+    expect({ lost: ledger.lost, duplicated: ledger.duplicated, unexpected: ledger.unexpected, oversold: ledger.oversold }).toEqual({
+      lost: [],
+      duplicated: [],
+      unexpected: [],
+      oversold: 0,
+    });
     expect({ unitsInDb: ledger.unitsInDb, remaining: ledger.remaining }).toEqual({ unitsInDb: 300, remaining: 0 });
     // Counted on each (backed-off) try of each step, logged once per sale and problem.
     const metrics = await until(
       () => workerMetrics(worker),
-      (text) => [broken, stray].every((saleId) => (sample(text, 'flashsale_worker_sale_errors_total', { sale_id: String(saleId), stage: 'read', kind: 'wrong_type' }) ?? 0) >= 1),
+      (text) =>
+        [broken, stray].every(
+          (saleId) =>
+            (sample(text, 'flashsale_worker_sale_errors_total', { sale_id: String(saleId), stage: 'read', kind: 'wrong_type' }) ?? 0) >= 1,
+        ),
     );
     expect(sample(metrics, 'flashsale_worker_sales_backed_off')).toBe(2);
     for (const saleId of [broken, stray]) expect(skippedLines(worker, saleId).map((l) => l.kind)).toEqual(['wrong_type']);
@@ -70,7 +93,10 @@ describe('a sale whose stream key holds the wrong type', () => {
     expect(after.accepted.size).toBe(5);
     await createSaleStore(ctx.redis, prefix).sale(broken).waitForDrain(60_000);
     expect((await ordersOf(ctx.prisma, broken)).map((o) => o.reservationId).sort()).toEqual([...after.accepted.keys()].sort());
-    await worker.waitForLog({ matches: (l) => l.msg === 'sale taken up again' && l.saleId === broken, what: `"sale taken up again" for sale ${broken}` });
+    await worker.waitForLog({
+      matches: (l) => l.msg === 'sale taken up again' && l.saleId === broken,
+      what: `"sale taken up again" for sale ${broken}`,
+    });
   });
 });
 
@@ -92,24 +118,49 @@ describe('a sale whose dead-letter key holds the wrong type', () => {
     expect([first.accepted.size, second.accepted.size, burst.accepted.size]).toEqual([10, 10, 300]);
 
     await createSaleStore(ctx.redis, prefix).sale(healthy).waitForDrain(60_000);
-    const ledger = await faultLedgerOf(ctx.redis, ctx.prisma, prefix, healthy, burst.accepted, new Set([...burst.unknown, ...burst.failed]));
-    expect({ lost: ledger.lost, duplicated: ledger.duplicated, unexpected: ledger.unexpected, oversold: ledger.oversold }).toEqual({ lost: [], duplicated: [], unexpected: [], oversold: 0 });
+    const ledger = await faultLedgerOf(
+      ctx.redis,
+      ctx.prisma,
+      prefix,
+      healthy,
+      burst.accepted,
+      new Set([...burst.unknown, ...burst.failed]),
+    );
+    expect({ lost: ledger.lost, duplicated: ledger.duplicated, unexpected: ledger.unexpected, oversold: ledger.oversold }).toEqual({
+      lost: [],
+      duplicated: [],
+      unexpected: [],
+      oversold: 0,
+    });
     expect({ unitsInDb: ledger.unitsInDb, remaining: ledger.remaining }).toEqual({ unitsInDb: 300, remaining: 0 });
     // The broken sale's 20 reservations are orders; only the entry to set aside is still pending.
-    await until(() => ordersOf(ctx.prisma, broken), (orders) => orders.length === 20);
+    await until(
+      () => ordersOf(ctx.prisma, broken),
+      (orders) => orders.length === 20,
+    );
     const [pendingCount, pendingId] = (await ctx.redis.xpending(keys.stream, ORDER_WRITERS_GROUP)) as [number, string];
     expect(pendingCount).toBe(1);
     expect(await ctx.redis.xrange(keys.stream, pendingId, pendingId)).toEqual([[pendingId, ['r', 'not-a-reservation']]]);
     const metrics = await workerMetrics(worker);
-    expect(sample(metrics, 'flashsale_worker_sale_errors_total', { sale_id: String(broken), stage: 'batch', kind: 'wrong_type' })).toBeGreaterThanOrEqual(1);
+    expect(
+      sample(metrics, 'flashsale_worker_sale_errors_total', { sale_id: String(broken), stage: 'batch', kind: 'wrong_type' }),
+    ).toBeGreaterThanOrEqual(1);
 
     await ctx.redis.del(keys.deadLetter);
     await createSaleStore(ctx.redis, prefix).sale(broken).waitForDrain(60_000);
     const dead = (await ctx.redis.xrange(keys.deadLetter, '-', '+')) as [string, string[]][];
-    expect(dead.map(([, fields]) => [fields[fields.indexOf('reason') + 1], fields[fields.indexOf('r') + 1]])).toEqual([['MALFORMED_ENTRY', 'not-a-reservation']]);
+    expect(dead.map(([, fields]) => [fields[fields.indexOf('reason') + 1], fields[fields.indexOf('r') + 1]])).toEqual([
+      ['MALFORMED_ENTRY', 'not-a-reservation'],
+    ]);
     const all = new Map([...first.accepted, ...second.accepted]);
     const brokenLedger = await faultLedgerOf(ctx.redis, ctx.prisma, prefix, broken, all, new Set());
-    expect({ lost: brokenLedger.lost, duplicated: brokenLedger.duplicated, unexpected: brokenLedger.unexpected, unitsInDb: brokenLedger.unitsInDb, remaining: brokenLedger.remaining }).toEqual({
+    expect({
+      lost: brokenLedger.lost,
+      duplicated: brokenLedger.duplicated,
+      unexpected: brokenLedger.unexpected,
+      unitsInDb: brokenLedger.unitsInDb,
+      remaining: brokenLedger.remaining,
+    }).toEqual({
       lost: [],
       duplicated: [],
       unexpected: [],

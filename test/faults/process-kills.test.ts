@@ -28,7 +28,12 @@ describe('a process killed during a burst', () => {
     await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(saleId).waitForDrain(60_000);
 
     const ledger = await faultLedgerOf(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, saleId, burst.accepted, new Set());
-    expect({ lost: ledger.lost, duplicated: ledger.duplicated, unexpected: ledger.unexpected, oversold: ledger.oversold }).toEqual({ lost: [], duplicated: [], unexpected: [], oversold: 0 });
+    expect({ lost: ledger.lost, duplicated: ledger.duplicated, unexpected: ledger.unexpected, oversold: ledger.oversold }).toEqual({
+      lost: [],
+      duplicated: [],
+      unexpected: [],
+      oversold: 0,
+    });
     expect({ unitsInDb: ledger.unitsInDb, remaining: ledger.remaining }).toEqual({ unitsInDb: 500, remaining: 0 });
   });
 
@@ -53,11 +58,18 @@ describe('a process killed during a burst', () => {
 
     const all = mergeBursts(first, retried, rest);
     const ledger = await faultLedgerOf(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, saleId, all.accepted, first.unknown);
-    expect({ lost: ledger.lost, duplicated: ledger.duplicated, unexpected: ledger.unexpected, oversold: ledger.oversold }).toEqual({ lost: [], duplicated: [], unexpected: [], oversold: 0 });
+    expect({ lost: ledger.lost, duplicated: ledger.duplicated, unexpected: ledger.unexpected, oversold: ledger.oversold }).toEqual({
+      lost: [],
+      duplicated: [],
+      unexpected: [],
+      oversold: 0,
+    });
     expect(ledger.unitsInDb + ledger.remaining).toBe(300);
     expect(ledger.unknownBecameOrders + ledger.unknownBecameNothing).toBe(first.unknown.size);
     // A retry of a request that had landed is refused with the reservation it got.
     expect((retried.refused.ALREADY_PURCHASED ?? 0) + retried.accepted.size + (retried.refused.SOLD_OUT ?? 0)).toBe(first.unknown.size);
-    console.log(`gateway kill: ${first.unknown.size} unanswered; ${ledger.unknownBecameOrders} became orders, ${ledger.unknownBecameNothing} nothing`);
+    console.log(
+      `gateway kill: ${first.unknown.size} unanswered; ${ledger.unknownBecameOrders} became orders, ${ledger.unknownBecameNothing} nothing`,
+    );
   });
 });

@@ -22,15 +22,32 @@ describe('a reconciliation requested while reservations are in flight', () => {
     const control = await system.createSale({ stock: 100 });
 
     // Both sales sell out while no worker runs: all 100 units are in flight, none in MySQL yet.
-    const sold = await purchaseBurst(gateways[0]!.url, saleId, Array.from({ length: 150 }, (_, i) => `buyer-${i}`));
+    const sold = await purchaseBurst(
+      gateways[0]!.url,
+      saleId,
+      Array.from({ length: 150 }, (_, i) => `buyer-${i}`),
+    );
     expect(sold.accepted.size).toBe(100);
     expect(await createSaleStore(ctx.redis, prefix).sale(saleId).backlog()).toMatchObject({ lag: 100, pending: 0 });
-    expect((await purchaseBurst(gateways[0]!.url, control, Array.from({ length: 100 }, (_, i) => `c-${i}`))).accepted.size).toBe(100);
+    expect(
+      (
+        await purchaseBurst(
+          gateways[0]!.url,
+          control,
+          Array.from({ length: 100 }, (_, i) => `c-${i}`),
+        )
+      ).accepted.size,
+    ).toBe(100);
 
     // The control: rebuild it the naive way, without waiting for the drain. MySQL knows none of the 100
     // reservations, so the rebuilt state hands all 100 units out again: 200 buyers told yes for 100 units.
-    const naive = await createOrderStore(ctx.prisma).sale(control).lockForRebuild((locked) => locked.switchGeneration({ lost: false }));
-    await createSaleStore(ctx.redis, prefix).rebuild(naive!.sale, { ...naive!, buyers: createOrderStore(ctx.prisma).sale(control).liveBuyerPages() });
+    const naive = await createOrderStore(ctx.prisma)
+      .sale(control)
+      .lockForRebuild((locked) => locked.switchGeneration({ lost: false }));
+    await createSaleStore(ctx.redis, prefix).rebuild(naive!.sale, {
+      ...naive!,
+      buyers: createOrderStore(ctx.prisma).sale(control).liveBuyerPages(),
+    });
     await createSaleStore(ctx.redis, prefix).sale(control).setPaused(false);
     await createSaleStore(ctx.redis, prefix).sale(control).announceChanged();
     // Until the gateway hears the announcement it answers from its cached "sold out" (410, nothing
@@ -43,11 +60,23 @@ describe('a reconciliation requested while reservations are in flight', () => {
       },
       { timeout: 60_000, interval: 20 },
     );
-    const oversold = mergeBursts(firstAgain, await purchaseBurst(gateways[0]!.url, control, Array.from({ length: 99 }, (_, i) => `c2-${i + 1}`)));
-    expect({ remainingAfterNaiveRebuild: naive!.remaining, acceptedAgain: oversold.accepted.size }).toEqual({ remainingAfterNaiveRebuild: 100, acceptedAgain: 100 });
+    const oversold = mergeBursts(
+      firstAgain,
+      await purchaseBurst(
+        gateways[0]!.url,
+        control,
+        Array.from({ length: 99 }, (_, i) => `c2-${i + 1}`),
+      ),
+    );
+    expect({ remainingAfterNaiveRebuild: naive!.remaining, acceptedAgain: oversold.accepted.size }).toEqual({
+      remainingAfterNaiveRebuild: 100,
+      acceptedAgain: 100,
+    });
 
     const admin = createHttpClient(gateways[0]!.url, 2);
-    const reconciling = admin.send('POST', `/api/admin/sales/${saleId}/reconcile`, { headers: { authorization: `Bearer ${ctx.config.ADMIN_TOKEN}` } });
+    const reconciling = admin.send('POST', `/api/admin/sales/${saleId}/reconcile`, {
+      headers: { authorization: `Bearer ${ctx.config.ADMIN_TOKEN}` },
+    });
     // Paused, and still waiting: the reservations are not in MySQL, so it must not rebuild.
     await expect.poll(async () => (await createSaleStore(ctx.redis, prefix).sale(saleId).state())?.paused, { timeout: 60_000 }).toBe(true);
     await sleep(1500);
@@ -62,13 +91,22 @@ describe('a reconciliation requested while reservations are in flight', () => {
     expect(Number(done.body.tookMs)).toBeGreaterThanOrEqual(1500);
     admin.close();
 
-    const after = await purchaseBurst(gateways[0]!.url, saleId, Array.from({ length: 50 }, (_, i) => `after-${i}`));
+    const after = await purchaseBurst(
+      gateways[0]!.url,
+      saleId,
+      Array.from({ length: 50 }, (_, i) => `after-${i}`),
+    );
     expect(after.accepted.size).toBe(0);
     expect(after.refused).toEqual({ SOLD_OUT: 50 });
     await createSaleStore(ctx.redis, prefix).sale(saleId).waitForDrain();
     const all = mergeBursts(sold, after);
     const ledger = await faultLedgerOf(ctx.redis, ctx.prisma, prefix, saleId, all.accepted, new Set());
-    expect({ lost: ledger.lost, duplicated: ledger.duplicated, unexpected: ledger.unexpected, oversold: ledger.oversold }).toEqual({ lost: [], duplicated: [], unexpected: [], oversold: 0 });
+    expect({ lost: ledger.lost, duplicated: ledger.duplicated, unexpected: ledger.unexpected, oversold: ledger.oversold }).toEqual({
+      lost: [],
+      duplicated: [],
+      unexpected: [],
+      oversold: 0,
+    });
     expect({ unitsInDb: ledger.unitsInDb, remaining: ledger.remaining }).toEqual({ unitsInDb: 100, remaining: 0 });
   });
 });

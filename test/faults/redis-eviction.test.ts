@@ -17,8 +17,17 @@ afterEach(async () => {
 });
 
 const ctx = createTestContext();
-const envOf = (server: RedisServer) => ({ ...redisEnvOf({ url: server.url }), DATABASE_URL: ctx.config.DATABASE_URL, REDIS_PREFIX: ctx.config.REDIS_PREFIX, PORT: '0', METRICS_PORT: '0', WORKER_PORT: '0', RECONCILER_PORT: '0' });
-const FATAL = "Redis may evict keys (maxmemory-policy is not noeviction): a sale's stock, buyers or stream could vanish silently. Set `maxmemory-policy noeviction` (infra/redis.conf) and start again";
+const envOf = (server: RedisServer) => ({
+  ...redisEnvOf({ url: server.url }),
+  DATABASE_URL: ctx.config.DATABASE_URL,
+  REDIS_PREFIX: ctx.config.REDIS_PREFIX,
+  PORT: '0',
+  METRICS_PORT: '0',
+  WORKER_PORT: '0',
+  RECONCILER_PORT: '0',
+});
+const FATAL =
+  "Redis may evict keys (maxmemory-policy is not noeviction): a sale's stock, buyers or stream could vanish silently. Set `maxmemory-policy noeviction` (infra/redis.conf) and start again";
 
 describe('maxmemory-policy', () => {
   it('allkeys-lru: the gateway, the worker and the reconciler each refuse to run (exit 1, one fatal line naming the policy)', async () => {
@@ -27,7 +36,11 @@ describe('maxmemory-policy', () => {
     const apps = (['gateway', 'worker', 'reconciler'] as const).map((app) => spawnApp(app, envOf(server)));
     processes.push(...apps);
 
-    expect(await Promise.all(apps.map((app) => Promise.race([app.exited, new Promise((resolve) => setTimeout(() => resolve('still running'), 30_000))])))).toEqual([1, 1, 1]);
+    expect(
+      await Promise.all(
+        apps.map((app) => Promise.race([app.exited, new Promise((resolve) => setTimeout(() => resolve('still running'), 30_000))])),
+      ),
+    ).toEqual([1, 1, 1]);
     for (const app of apps) expect(app.logs.find((l) => l.level === 60)).toMatchObject({ maxmemoryPolicy: 'allkeys-lru', msg: FATAL });
   });
 
@@ -37,7 +50,10 @@ describe('maxmemory-policy', () => {
     const reconciler = await spawnReconciler(envOf(server));
     processes.push(reconciler);
 
-    const warning = await reconciler.waitForLog({ matches: (l) => typeof l.msg === 'string' && l.msg.startsWith('cannot read Redis maxmemory-policy'), what: 'the "cannot read Redis maxmemory-policy" warning' });
+    const warning = await reconciler.waitForLog({
+      matches: (l) => typeof l.msg === 'string' && l.msg.startsWith('cannot read Redis maxmemory-policy'),
+      what: 'the "cannot read Redis maxmemory-policy" warning',
+    });
     expect(warning).toMatchObject({ level: 40 });
     expect(reconciler.child.exitCode).toBeNull();
   });
@@ -57,7 +73,11 @@ describe('maxmemory-policy', () => {
     // check would rightly stop the process, and on a busy machine it runs some time after "started".
     const admin = new Redis(server.url);
     try {
-      await until(() => admin.info('commandstats'), (stats) => /^cmdstat_config\|get:calls=[1-9]/m.test(stats), 60_000);
+      await until(
+        () => admin.info('commandstats'),
+        (stats) => /^cmdstat_config\|get:calls=[1-9]/m.test(stats),
+        60_000,
+      );
       await admin.config('SET', 'maxmemory', '4mb');
       await admin.config('SET', 'maxmemory-policy', 'allkeys-lru');
       for (let i = 0; i < 100; i++) await admin.set(`filler:${i}`, 'x'.repeat(100_000));
@@ -65,8 +85,14 @@ describe('maxmemory-policy', () => {
       admin.disconnect();
     }
 
-    const lines = await until(scrape, (l) => l.some((line) => /^flashsale_redis_evicted_keys_total\{node="[^"]+"\} [1-9]/.test(line)), 10_000);
+    const lines = await until(
+      scrape,
+      (l) => l.some((line) => /^flashsale_redis_evicted_keys_total\{node="[^"]+"\} [1-9]/.test(line)),
+      10_000,
+    );
     expect(lines).toContain(`flashsale_redis_maxmemory_bytes{node="${node}"} 4194304`);
-    expect(lines.some((line) => new RegExp(`^flashsale_redis_used_memory_bytes\\{node="${node.replace('.', '\\.')}"\\} \\d+`).test(line))).toBe(true);
+    expect(
+      lines.some((line) => new RegExp(`^flashsale_redis_used_memory_bytes\\{node="${node.replace('.', '\\.')}"\\} \\d+`).test(line)),
+    ).toBe(true);
   });
 });

@@ -3,7 +3,16 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { createConnection, type Connection } from 'mariadb';
-import { askRedis, createHttpClient, mapConcurrently, signBuyerTokens, tcpPortsOfGroup, type BurstOutcome, type RedisSentinels, type RedisServer } from '@flashsale/harness';
+import {
+  askRedis,
+  createHttpClient,
+  mapConcurrently,
+  signBuyerTokens,
+  tcpPortsOfGroup,
+  type BurstOutcome,
+  type RedisSentinels,
+  type RedisServer,
+} from '@flashsale/harness';
 import { createOrderStore, LIVE_BUYERS_PER_PAGE, LIVE_ORDER_STATUSES, poolConfigFromUrl } from '@flashsale/order-store';
 import { saleKeys } from '@flashsale/redis-store';
 import { startSentinelSystem, type SentinelSystem } from '../support/system.ts';
@@ -84,7 +93,12 @@ function writeGate(sentinels: RedisSentinels, server: RedisServer, prefix: strin
   const gate = {
     async hold(): Promise<Look> {
       await sentinels.setDownAfter(10 * HOLD_MS);
-      const replies = await redis.multi().call('CLIENT', 'PAUSE', String(HOLD_MS), 'WRITE').hlen(keys.nextBuyers).hmget(keys.meta, 'gen', 'paused').exec();
+      const replies = await redis
+        .multi()
+        .call('CLIENT', 'PAUSE', String(HOLD_MS), 'WRITE')
+        .hlen(keys.nextBuyers)
+        .hmget(keys.meta, 'gen', 'paused')
+        .exec();
       if (!replies) throw new Error('the gate transaction was discarded');
       for (const [error] of replies) if (error) throw error;
       const [generation, paused] = replies[2]![1] as (string | null)[];
@@ -125,7 +139,11 @@ async function cutOff(replicas: RedisServer[]) {
     });
   }
   for (const replica of replicas) {
-    await until(async () => infoField(await ask(replica, (r) => r.info('replication')), 'master_link_status'), (status) => status === 'down', 30_000);
+    await until(
+      async () => infoField(await ask(replica, (r) => r.info('replication')), 'master_link_status'),
+      (status) => status === 'down',
+      30_000,
+    );
   }
 }
 
@@ -137,7 +155,9 @@ async function reconnect(replicas: RedisServer[]) {
 /** How far each replica is behind the primary, in bytes of replication stream. */
 async function replicasBehind(primary: RedisServer, replicas: RedisServer[]): Promise<number[]> {
   const offset = Number(infoField(await ask(primary, (r) => r.info('replication')), 'master_repl_offset'));
-  return Promise.all(replicas.map(async (replica) => offset - Number(infoField(await ask(replica, (r) => r.info('replication')), 'slave_repl_offset'))));
+  return Promise.all(
+    replicas.map(async (replica) => offset - Number(infoField(await ask(replica, (r) => r.info('replication')), 'slave_repl_offset'))),
+  );
 }
 
 /** A MySQL connection of the test's own to the system's database (closed after the test). */
@@ -150,7 +170,10 @@ async function mysqlConnection(s: SentinelSystem): Promise<Connection> {
 
 /** The sale's row in MySQL, read on a connection of the test's own. */
 async function saleRow(mysql: Connection, saleId: number) {
-  const [row] = await mysql.query<{ redis_generation: string; checkpoint_at: Date | null }[]>('SELECT redis_generation, checkpoint_at FROM sales WHERE id = ?', [saleId]);
+  const [row] = await mysql.query<{ redis_generation: string; checkpoint_at: Date | null }[]>(
+    'SELECT redis_generation, checkpoint_at FROM sales WHERE id = ?',
+    [saleId],
+  );
   return row!;
 }
 
@@ -180,7 +203,10 @@ async function ordersBehindRedis(s: SentinelSystem, saleId: number): Promise<Bur
 
 /** The sale's live orders in MySQL: buyer -> reservation id. */
 async function holders(s: SentinelSystem, saleId: number): Promise<Map<string, string>> {
-  const orders = await s.ctx.prisma.order.findMany({ where: { saleId, status: { in: [...LIVE_ORDER_STATUSES] } }, select: { userId: true, reservationId: true } });
+  const orders = await s.ctx.prisma.order.findMany({
+    where: { saleId, status: { in: [...LIVE_ORDER_STATUSES] } },
+    select: { userId: true, reservationId: true },
+  });
   return new Map(orders.map((o) => [o.userId, o.reservationId]));
 }
 
@@ -191,12 +217,21 @@ async function holders(s: SentinelSystem, saleId: number): Promise<Map<string, s
  */
 function watchWhileOpen(s: SentinelSystem, saleId: number, expected: { remaining: number; buyers: number }) {
   const keys = saleKeys(s.ctx.config.REDIS_PREFIX, saleId);
-  const seen = { looks: 0, open: 0, wrong: [] as { remaining: number; buyers: number; generation: string | null; server: string | undefined }[] };
+  const seen = {
+    looks: 0,
+    open: 0,
+    wrong: [] as { remaining: number; buyers: number; generation: string | null; server: string | undefined }[],
+  };
   let stopped = false;
   const watching = (async () => {
     while (!stopped) {
       try {
-        const replies = await s.ctx.redis.multi().hmget(keys.meta, 'paused', 'op_paused', 'remaining', 'gen').hlen(keys.buyers).info('server').exec();
+        const replies = await s.ctx.redis
+          .multi()
+          .hmget(keys.meta, 'paused', 'op_paused', 'remaining', 'gen')
+          .hlen(keys.buyers)
+          .info('server')
+          .exec();
         if (!replies || replies.some(([error]) => error)) throw new Error('look failed');
         const [paused, operatorPaused, remaining, generation] = replies[0]![1] as (string | null)[];
         const buyers = Number(replies[1]![1]);
@@ -204,7 +239,12 @@ function watchWhileOpen(s: SentinelSystem, saleId: number, expected: { remaining
         if (paused === '0' && operatorPaused !== '1') {
           seen.open++;
           if (Number(remaining) !== expected.remaining || buyers !== expected.buyers) {
-            seen.wrong.push({ remaining: Number(remaining), buyers, generation: generation ?? null, server: infoField(String(replies[2]![1]), 'tcp_port') });
+            seen.wrong.push({
+              remaining: Number(remaining),
+              buyers,
+              generation: generation ?? null,
+              server: infoField(String(replies[2]![1]), 'tcp_port'),
+            });
           }
         }
         await sleep(2);
@@ -234,7 +274,10 @@ async function buyAgain(s: SentinelSystem, saleId: number, buyers: Map<string, s
       16,
       async ({ userId, token }) => {
         const client = clients[userId.length % clients.length]!;
-        const res = await client.send('POST', `/api/sales/${saleId}/purchase`, { headers: { authorization: `Bearer ${token}` }, body: { quantity: 1 } });
+        const res = await client.send('POST', `/api/sales/${saleId}/purchase`, {
+          headers: { authorization: `Bearer ${token}` },
+          body: { quantity: 1 },
+        });
         const right = res.status === 409 && res.body.code === 'ALREADY_PURCHASED' && res.body.reservationId === buyers.get(userId);
         return right ? null : { userId, status: res.status, body: res.body };
       },
@@ -287,7 +330,10 @@ async function boughtThroughGateways(stock: number, reconcilerEnv: NodeJS.Proces
   const saleId = await s.createSale({ stock });
   const before = await burst(s, saleId, 'before', BEFORE);
   expect(before.accepted.size).toBe(BEFORE);
-  await until(() => s.ctx.prisma.order.count({ where: { saleId } }), (n) => n === BEFORE);
+  await until(
+    () => s.ctx.prisma.order.count({ where: { saleId } }),
+    (n) => n === BEFORE,
+  );
   await convergedOnPrimary(s, saleId);
   const old = await s.sentinels.primary();
   return { s, saleId, before, old, replicas: s.sentinels.servers.filter((server) => server.port !== old.port) };
@@ -310,7 +356,13 @@ async function rebuildUnderWay() {
   cleanups.push(async () => gate.close());
   // The row's lock, the orders table's and stock_returns', a connection that watches what MySQL runs, and
   // one for the reconciliation's named lock.
-  const [row, table, returns, watching, named] = [await mysqlConnection(s), await mysqlConnection(s), await mysqlConnection(s), await mysqlConnection(s), await mysqlConnection(s)];
+  const [row, table, returns, watching, named] = [
+    await mysqlConnection(s),
+    await mysqlConnection(s),
+    await mysqlConnection(s),
+    await mysqlConnection(s),
+    await mysqlConnection(s),
+  ];
   cleanups.push(() => returns.query('UNLOCK TABLES'));
   const oldGeneration = (await saleRow(watching, saleId)).redis_generation;
   const oldHistory = infoField(await ask(old, (c) => c.info('replication')), 'master_replid');
@@ -323,7 +375,11 @@ async function rebuildUnderWay() {
   await row.beginTransaction();
   await row.query('SELECT id FROM sales WHERE id = ? FOR UPDATE', [saleId]);
   await named.query('SELECT RELEASE_LOCK(?)', [reconciliation]);
-  await until(() => running(watching, WAITING_FOR_THE_ROW), (n) => n > 0, 60_000);
+  await until(
+    () => running(watching, WAITING_FOR_THE_ROW),
+    (n) => n > 0,
+    60_000,
+  );
   expect(await gate.look()).toEqual({ generation: oldGeneration, paused: true, nextBuyers: 0 });
   // Nothing is bought from here to the end of the fault: whenever open, the sale must show this.
   const monitor = watchWhileOpen(s, saleId, { remaining: STOCK - live.size, buyers: live.size });
@@ -345,10 +401,18 @@ type Rebuild = Awaited<ReturnType<typeof rebuildUnderWay>>;
 async function switchInMysql(r: Rebuild): Promise<string> {
   await r.returns.query('LOCK TABLES stock_returns WRITE');
   await r.row.commit();
-  await until(() => running(r.watching, SETTLING_RETURNS), (n) => n > 0, 60_000);
+  await until(
+    () => running(r.watching, SETTLING_RETURNS),
+    (n) => n > 0,
+    60_000,
+  );
   await r.gate.hold();
   await r.returns.query('UNLOCK TABLES');
-  const { redis_generation: generation } = await until(() => saleRow(r.watching, r.saleId), (sale) => sale.redis_generation !== r.oldGeneration, 60_000);
+  const { redis_generation: generation } = await until(
+    () => saleRow(r.watching, r.saleId),
+    (sale) => sale.redis_generation !== r.oldGeneration,
+    60_000,
+  );
   return generation;
 }
 
@@ -364,13 +428,21 @@ async function holdAtCheckpoint(r: Rebuild) {
   await r.row.beginTransaction();
   await r.row.query('SELECT id FROM sales WHERE id = ? FOR UPDATE', [r.saleId]);
   await r.gate.release();
-  await until(() => running(r.watching, RECORDING_THE_CHECKPOINT), (n) => n > 0, 60_000);
+  await until(
+    () => running(r.watching, RECORDING_THE_CHECKPOINT),
+    (n) => n > 0,
+    60_000,
+  );
   expect(await r.gate.look()).toEqual({ generation, paused: true, nextBuyers: 0 });
   return {
     generation,
     async resume() {
       await r.row.commit();
-      await until(() => saleRow(r.watching, r.saleId), (sale) => sale.checkpoint_at !== null, 60_000);
+      await until(
+        () => saleRow(r.watching, r.saleId),
+        (sale) => sale.checkpoint_at !== null,
+        60_000,
+      );
     },
   };
 }
@@ -384,10 +456,18 @@ async function holdAtCheckpoint(r: Rebuild) {
 async function onePage(r: Rebuild): Promise<number> {
   await r.gate.hold();
   await r.table.query('UNLOCK TABLES');
-  await until(() => running(r.watching, READING_A_PAGE), (n) => n === 0, 60_000);
+  await until(
+    () => running(r.watching, READING_A_PAGE),
+    (n) => n === 0,
+    60_000,
+  );
   await r.table.query('LOCK TABLES orders WRITE');
   await r.gate.release();
-  await until(() => running(r.watching, READING_A_PAGE), (n) => n > 0, 60_000);
+  await until(
+    () => running(r.watching, READING_A_PAGE),
+    (n) => n > 0,
+    60_000,
+  );
   return (await r.gate.look()).nextBuyers;
 }
 
@@ -439,8 +519,14 @@ async function reconciliationAtTheRow() {
   const admin = createHttpClient(s.gateways[0]!.url, 1);
   cleanups.push(async () => admin.close());
   // Answered once the reconciliation is done, or not at all (its gateway may lose Redis meanwhile).
-  void admin.send('POST', `/api/admin/sales/${saleId}/reconcile`, { headers: { authorization: `Bearer ${s.ctx.config.ADMIN_TOKEN}` } }).catch(() => undefined);
-  await until(() => running(watching, WAITING_FOR_THE_ROW), (n) => n > 0, 60_000);
+  void admin
+    .send('POST', `/api/admin/sales/${saleId}/reconcile`, { headers: { authorization: `Bearer ${s.ctx.config.ADMIN_TOKEN}` } })
+    .catch(() => undefined);
+  await until(
+    () => running(watching, WAITING_FOR_THE_ROW),
+    (n) => n > 0,
+    60_000,
+  );
   const meta = saleKeys(s.ctx.config.REDIS_PREFIX, saleId).meta;
   expect(await ask(old, (c) => c.hget(meta, 'paused'))).toBe('1');
   return { s, saleId, old, replicas, row, before };
@@ -456,7 +542,11 @@ describe('a Redis Sentinel failover in the middle of a rebuild of a sale', () =>
     await table.query('LOCK TABLES orders WRITE');
     cleanups.push(() => table.query('UNLOCK TABLES'));
     await gate.release();
-    await until(() => running(r.watching, READING_A_PAGE), (n) => n > 0, 60_000);
+    await until(
+      () => running(r.watching, READING_A_PAGE),
+      (n) => n > 0,
+      60_000,
+    );
     // The first page written aside, and held by the replicas...
     expect(await onePage(r)).toBe(PAGE);
     // The rebuild waits for the orders table: it writes nothing meanwhile.
@@ -528,7 +618,11 @@ describe('a Redis Sentinel failover in the middle of a rebuild of a sale', () =>
     // Let go: it serves whatever still reaches it until the sentinels make it a replica of the promoted
     // one, which drops what it ran alone and closes its clients' connections.
     old.thaw();
-    await until(() => ask(old, async (c) => (await c.role())[0]).catch(() => 'away'), (role) => role === 'slave', 60_000);
+    await until(
+      () => ask(old, async (c) => (await c.role())[0]).catch(() => 'away'),
+      (role) => role === 'slave',
+      60_000,
+    );
 
     const { seen, ledger, failedAttempts } = await recovers(r);
     console.info(
@@ -557,6 +651,8 @@ describe('a Redis Sentinel failover in the middle of a rebuild of a sale', () =>
     const { ledger, counted } = await expectLedger(s, saleId, [before, during, ...probes, ...rest], 1000);
     expect({ lost: ledger.lost, counted }).toEqual({ lost: [], counted: 0 });
     await expectHoldersKnown(s, saleId, await holders(s, saleId));
-    console.info(`killed before the generation switch, the pause not replicated: ${during.accepted.size} accepted on the promoted replica, ${ledger.unitsInDb} units in orders, ${ledger.remaining} remaining`);
+    console.info(
+      `killed before the generation switch, the pause not replicated: ${during.accepted.size} accepted on the promoted replica, ${ledger.unitsInDb} units in orders, ${ledger.remaining} remaining`,
+    );
   });
 });

@@ -39,28 +39,48 @@ describe('a Redis master failed over to a replica that missed its last reservati
 
     const before = await purchaseBurst(gateways[0]!.url, saleId, buyers('before', BEFORE));
     await createSaleStore(redis, prefix).sale(saleId).waitForDrain();
-    await until(() => onReplica.hlen(buyersKey), (n) => n === BEFORE);
+    await until(
+      () => onReplica.hlen(buyersKey),
+      (n) => n === BEFORE,
+    );
     // The replica stops receiving: what the master takes from here on, it never sees.
     await onReplica.replicaof('NO', 'ONE');
     const missed = await purchaseBurst(gateways[0]!.url, saleId, buyers('missed', MISSED));
     await createSaleStore(redis, prefix).sale(saleId).waitForDrain();
-    await until(() => ctx.prisma.order.count({ where: { saleId } }), (n) => n === BEFORE + MISSED);
+    await until(
+      () => ctx.prisma.order.count({ where: { saleId } }),
+      (n) => n === BEFORE + MISSED,
+    );
     // The watch's checkpoint in MySQL saw them: the evidence that survives the failover.
-    await until(() => ctx.prisma.sale.findUniqueOrThrow({ where: { id: saleId } }), (s) => (s.checkpointReservations ?? 0) >= BEFORE + MISSED);
+    await until(
+      () => ctx.prisma.sale.findUniqueOrThrow({ where: { id: saleId } }),
+      (s) => (s.checkpointReservations ?? 0) >= BEFORE + MISSED,
+    );
     expect([before.accepted.size, missed.accepted.size, await onReplica.hlen(buyersKey)]).toEqual([BEFORE, MISSED, BEFORE]);
 
     // The failover: the address moves to the replica, the old master dies.
     await pair.failover();
 
     // The watch finds fewer buyers than its checkpoint and rebuilds the sale from MySQL.
-    await until(() => onReplica.hlen(buyersKey), (n) => n === BEFORE + MISSED, 120_000);
-    await until(() => createSaleStore(onReplica, prefix).sale(saleId).state(), (state) => state?.paused === false, 120_000);
+    await until(
+      () => onReplica.hlen(buyersKey),
+      (n) => n === BEFORE + MISSED,
+      120_000,
+    );
+    await until(
+      () => createSaleStore(onReplica, prefix).sale(saleId).state(),
+      (state) => state?.paused === false,
+      120_000,
+    );
 
     const tokens = signBuyerTokens(buyers('missed', MISSED));
     const client = createHttpClient(gateways[0]!.url, 4);
     const told = new Map<string, string>();
     for (const [i, userId] of buyers('missed', MISSED).entries()) {
-      const res = await client.send('POST', `/api/sales/${saleId}/purchase`, { headers: { authorization: `Bearer ${tokens[i]!}` }, body: { quantity: 1 } });
+      const res = await client.send('POST', `/api/sales/${saleId}/purchase`, {
+        headers: { authorization: `Bearer ${tokens[i]!}` },
+        body: { quantity: 1 },
+      });
       expect({ status: res.status, code: res.body.code }).toEqual({ status: 409, code: 'ALREADY_PURCHASED' });
       told.set(res.body.reservationId as string, userId);
     }
@@ -69,7 +89,13 @@ describe('a Redis master failed over to a replica that missed its last reservati
 
     const accepted = new Map([...before.accepted, ...missed.accepted]);
     const ledger = await faultLedgerOf(redis, ctx.prisma, prefix, saleId, accepted, new Set());
-    expect({ lost: ledger.lost, duplicated: ledger.duplicated, unexpected: ledger.unexpected, oversold: ledger.oversold, remaining: ledger.remaining }).toEqual({
+    expect({
+      lost: ledger.lost,
+      duplicated: ledger.duplicated,
+      unexpected: ledger.unexpected,
+      oversold: ledger.oversold,
+      remaining: ledger.remaining,
+    }).toEqual({
       lost: [],
       duplicated: [],
       unexpected: [],

@@ -1,5 +1,14 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { createHttpClient, faultLedgerOf, mergeBursts, purchaseBurst, signBuyerTokens, spawnReconciler, type AppProcess, type BurstOutcome } from '@flashsale/harness';
+import {
+  createHttpClient,
+  faultLedgerOf,
+  mergeBursts,
+  purchaseBurst,
+  signBuyerTokens,
+  spawnReconciler,
+  type AppProcess,
+  type BurstOutcome,
+} from '@flashsale/harness';
 import { saleKeys, createSaleStore } from '@flashsale/redis-store';
 import { startReplicatedRedis, type ReplicatedRedis } from '../support/replicated-redis.ts';
 import { startSystem, type System } from '../support/system.ts';
@@ -56,10 +65,16 @@ describe('a Redis master failed over to a replica whose counts caught up with th
     // its own) and the master takes more, written to MySQL.
     await pair.caughtUp();
     await onReplica.replicaof('NO', 'ONE');
-    expect({ buyers: await onReplica.hlen(buyersKey), remaining: (await createSaleStore(onReplica, prefix).sale(saleId).state())?.remaining }).toEqual({ buyers: BEFORE, remaining: STOCK - BEFORE });
+    expect({
+      buyers: await onReplica.hlen(buyersKey),
+      remaining: (await createSaleStore(onReplica, prefix).sale(saleId).state())?.remaining,
+    }).toEqual({ buyers: BEFORE, remaining: STOCK - BEFORE });
     const missed = await purchaseBurst(gateways[0]!.url, saleId, buyers('missed', MISSED));
     await createSaleStore(redis, prefix).sale(saleId).waitForDrain();
-    await until(() => ctx.prisma.order.count({ where: { saleId } }), (n) => n === BEFORE + MISSED);
+    await until(
+      () => ctx.prisma.order.count({ where: { saleId } }),
+      (n) => n === BEFORE + MISSED,
+    );
 
     // The failover, then as many new buyers on the promoted replica: its counts pass the checkpoint's.
     await pair.failover();
@@ -78,22 +93,36 @@ describe('a Redis master failed over to a replica whose counts caught up with th
     const after = mergeBursts(...probes, await purchaseBurst(gateways[0]!.url, saleId, others));
     expect(after.accepted.size).toBeGreaterThanOrEqual(AFTER - 1);
     await createSaleStore(redis, prefix).sale(saleId).waitForDrain();
-    expect({ buyers: await onReplica.hlen(buyersKey), remaining: (await createSaleStore(onReplica, prefix).sale(saleId).state())?.remaining }).toEqual({
+    expect({
+      buyers: await onReplica.hlen(buyersKey),
+      remaining: (await createSaleStore(onReplica, prefix).sale(saleId).state())?.remaining,
+    }).toEqual({
       buyers: BEFORE + AFTER,
       remaining: STOCK - BEFORE - AFTER,
     });
 
     // A reconciler looks again: another history than the checkpoint's, so the sale is rebuilt from MySQL.
     reconciler = await spawnReconciler(system.env);
-    await until(() => onReplica.hlen(buyersKey), (n) => n === BEFORE + MISSED + AFTER, 60_000);
-    await until(() => createSaleStore(onReplica, prefix).sale(saleId).state(), (state) => state?.paused === false && state.remaining === STOCK - BEFORE - MISSED - AFTER, 60_000);
+    await until(
+      () => onReplica.hlen(buyersKey),
+      (n) => n === BEFORE + MISSED + AFTER,
+      60_000,
+    );
+    await until(
+      () => createSaleStore(onReplica, prefix).sale(saleId).state(),
+      (state) => state?.paused === false && state.remaining === STOCK - BEFORE - MISSED - AFTER,
+      60_000,
+    );
 
     // The missed buyers asking again are told the reservation the old master gave them.
     const tokens = signBuyerTokens(buyers('missed', MISSED));
     const client = createHttpClient(gateways[0]!.url, 4);
     const told = [];
     for (const [i, userId] of buyers('missed', MISSED).entries()) {
-      const res = await client.send('POST', `/api/sales/${saleId}/purchase`, { headers: { authorization: `Bearer ${tokens[i]!}` }, body: { quantity: 1 } });
+      const res = await client.send('POST', `/api/sales/${saleId}/purchase`, {
+        headers: { authorization: `Bearer ${tokens[i]!}` },
+        body: { quantity: 1 },
+      });
       told.push([res.status, res.body.code, res.body.reservationId, userId]);
     }
     client.close();
@@ -105,7 +134,14 @@ describe('a Redis master failed over to a replica whose counts caught up with th
     await createSaleStore(redis, prefix).sale(saleId).waitForDrain();
     const all = mergeBursts(before, missed, after, rest);
     const ledger = await faultLedgerOf(redis, ctx.prisma, prefix, saleId, all.accepted, new Set([probe!]));
-    expect({ lost: ledger.lost, duplicated: ledger.duplicated, unexpected: ledger.unexpected, oversold: ledger.oversold, unitsInDb: ledger.unitsInDb, remaining: ledger.remaining }).toEqual({
+    expect({
+      lost: ledger.lost,
+      duplicated: ledger.duplicated,
+      unexpected: ledger.unexpected,
+      oversold: ledger.oversold,
+      unitsInDb: ledger.unitsInDb,
+      remaining: ledger.remaining,
+    }).toEqual({
       lost: [],
       duplicated: [],
       unexpected: [],

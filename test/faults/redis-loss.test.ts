@@ -12,7 +12,6 @@ afterEach(async () => {
 
 const buyers = (label: string, n: number) => Array.from({ length: n }, (_, i) => `${label}-${i}`);
 
-
 describe('Redis loses everything mid-sale (no persistence)', () => {
   it('keeps the orders written, rebuilds after the loss, counts the lost reservations, and sells exactly the stock', async () => {
     system = await startSystem({ workers: 1, workerDbProxy: true });
@@ -30,11 +29,17 @@ describe('Redis loses everything mid-sale (no persistence)', () => {
     const inFlight = await purchaseBurst(gateways[0]!.url, saleId, buyers('in-flight', 100));
     expect(inFlight.accepted.size).toBe(100);
     // The reconciler's checkpoint has seen all 150 (what a loss can be measured against).
-    await until(() => ctx.prisma.sale.findUniqueOrThrow({ where: { id: saleId } }), (s) => s.checkpointReservations === 150);
+    await until(
+      () => ctx.prisma.sale.findUniqueOrThrow({ where: { id: saleId } }),
+      (s) => s.checkpointReservations === 150,
+    );
 
     await ctx.redis.flushall();
     // Detection, pause, drain (the stream is gone: nothing left to wait for), rebuild, resume.
-    const rebuilt = await until(() => ctx.redis.hgetall(`${prefix}:{s${saleId}}:meta`), (m) => m.paused === '0');
+    const rebuilt = await until(
+      () => ctx.redis.hgetall(`${prefix}:{s${saleId}}:meta`),
+      (m) => m.paused === '0',
+    );
     expect(rebuilt.remaining).toBe('250');
     dbProxy!.restore();
 
@@ -48,8 +53,16 @@ describe('Redis loses everything mid-sale (no persistence)', () => {
     const ledger = await faultLedgerOf(ctx.redis, ctx.prisma, prefix, saleId, all.accepted, new Set([...all.unknown, ...all.failed]));
     // Exactly the reservations that were only in Redis are lost, and the reconciler says so.
     expect(ledger.lost.sort()).toEqual([...inFlight.accepted.keys()].sort());
-    expect(await ctx.prisma.sale.findUniqueOrThrow({ where: { id: saleId } })).toMatchObject({ lostReservations: 100, lostUnits: 100, soldUnits: 300 });
-    expect({ duplicated: ledger.duplicated, unexpected: ledger.unexpected, oversold: ledger.oversold }).toEqual({ duplicated: [], unexpected: [], oversold: 0 });
+    expect(await ctx.prisma.sale.findUniqueOrThrow({ where: { id: saleId } })).toMatchObject({
+      lostReservations: 100,
+      lostUnits: 100,
+      soldUnits: 300,
+    });
+    expect({ duplicated: ledger.duplicated, unexpected: ledger.unexpected, oversold: ledger.oversold }).toEqual({
+      duplicated: [],
+      unexpected: [],
+      oversold: 0,
+    });
     expect({ unitsInDb: ledger.unitsInDb, remaining: ledger.remaining }).toEqual({ unitsInDb: 300, remaining: 0 });
     // The worker's batch of the lost state, retried once MySQL was back, was refused, not written.
     const dead = (await ctx.redis.xrange(`${prefix}:{s${saleId}}:dead`, '-', '+')) as [string, string[]][];

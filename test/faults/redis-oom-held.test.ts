@@ -39,7 +39,12 @@ describe('Redis held past its memory limit after the load stops', () => {
     const accepted = new Map<string, { userId: string; quantity: number }>();
     let round = 0;
     const burst = async (n: number) => {
-      const outcome = await purchaseBurst(url, saleId, Array.from({ length: n }, (_, i) => `held-${round}-${i}`), { connections: 16 });
+      const outcome = await purchaseBurst(
+        url,
+        saleId,
+        Array.from({ length: n }, (_, i) => `held-${round}-${i}`),
+        { connections: 16 },
+      );
       round += 1;
       for (const [id, a] of outcome.accepted) accepted.set(id, a);
       return outcome;
@@ -52,7 +57,7 @@ describe('Redis held past its memory limit after the load stops', () => {
     // Frozen once every process has loaded its scripts (BullMQ's are a few hundred KB of Redis memory):
     // the limit is set above a Redis that holds what a running system holds.
     let scripts = '';
-    for (let same = 0; same < 4; ) {
+    for (let same = 0; same < 4;) {
       await new Promise((resolve) => setTimeout(resolve, 500));
       const now = /^used_memory_scripts:(\d+)/m.exec(await ctx.redis.info('memory'))![1]!;
       same = now === scripts ? same + 1 : 0;
@@ -106,7 +111,9 @@ describe('Redis held past its memory limit after the load stops', () => {
     expect(await status()).toBe('active');
     // The condition said when it starts and when it ends, never twice in a row: a condition, not a line a
     // pass (memory this close to the limit may cross it again as the buyers come back, on a busy machine).
-    const memoryLines = lines.map((l) => String(l.msg)).filter((msg) => msg.startsWith('Redis refuses writes') || msg.startsWith('Redis takes writes again'));
+    const memoryLines = lines
+      .map((l) => String(l.msg))
+      .filter((msg) => msg.startsWith('Redis refuses writes') || msg.startsWith('Redis takes writes again'));
     expect(memoryLines.length).toBeGreaterThanOrEqual(1);
     expect(memoryLines.map((msg) => msg.startsWith('Redis refuses writes'))).toEqual(memoryLines.map((_, i) => i % 2 === 0));
     // The sale's look never failed for it.
@@ -116,6 +123,10 @@ describe('Redis held past its memory limit after the load stops', () => {
     // Every 202 an order, the ledger exact.
     await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(saleId).waitForDrain(60_000);
     const ledger = await ledgerOf(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, saleId, accepted);
-    expect({ lost: ledger.lost, duplicated: ledger.duplicated, unexpected: ledger.unexpected }).toEqual({ lost: [], duplicated: [], unexpected: [] });
+    expect({ lost: ledger.lost, duplicated: ledger.duplicated, unexpected: ledger.unexpected }).toEqual({
+      lost: [],
+      duplicated: [],
+      unexpected: [],
+    });
   });
 });

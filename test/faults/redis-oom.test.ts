@@ -29,7 +29,12 @@ describe('Redis out of memory mid-sale', () => {
 
     let round = 0;
     const burst = async (n: number) => {
-      const outcome = await purchaseBurst(url, saleId, Array.from({ length: n }, (_, i) => `oom-${round}-${i}`), { connections: 16 });
+      const outcome = await purchaseBurst(
+        url,
+        saleId,
+        Array.from({ length: n }, (_, i) => `oom-${round}-${i}`),
+        { connections: 16 },
+      );
       round += 1;
       for (const [id, a] of outcome.accepted) accepted.set(id, a);
       return outcome;
@@ -60,7 +65,9 @@ describe('Redis out of memory mid-sale', () => {
     expect(resumed).toBe(true);
     const reconcilerLines = system.reconciler!.logs.length - reconcilerLinesAtFull;
     const workerLines = system.workers[0]!.logs.length - workerLinesAtFull;
-    console.log(`OOM at ${accepted.size} reservations (${oomErrors} writes refused OOM); purchases resumed ${healedInMs} ms later; log lines meanwhile: reconciler ${reconcilerLines}, worker ${workerLines}`);
+    console.log(
+      `OOM at ${accepted.size} reservations (${oomErrors} writes refused OOM); purchases resumed ${healedInMs} ms later; log lines meanwhile: reconciler ${reconcilerLines}, worker ${workerLines}`,
+    );
     // No spin: a handful of lines a second at most (one summary per interval, the passes' own lines).
     expect(reconcilerLines).toBeLessThan(20 + (healedInMs / 1000) * 5);
     expect(workerLines).toBeLessThan(20 + (healedInMs / 1000) * 5);
@@ -68,6 +75,10 @@ describe('Redis out of memory mid-sale', () => {
     // Every 202 an order, the ledger exact.
     await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(saleId).waitForDrain(60_000);
     const ledger = await ledgerOf(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, saleId, accepted);
-    expect({ lost: ledger.lost, duplicated: ledger.duplicated, unexpected: ledger.unexpected }).toEqual({ lost: [], duplicated: [], unexpected: [] });
+    expect({ lost: ledger.lost, duplicated: ledger.duplicated, unexpected: ledger.unexpected }).toEqual({
+      lost: [],
+      duplicated: [],
+      unexpected: [],
+    });
   });
 });

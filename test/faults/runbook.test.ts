@@ -24,9 +24,16 @@ function runbookReconcile(env: NodeJS.ProcessEnv, saleId: number, giveUpMs = 120
 }
 
 /** `npm run <args>`, its output collected; SIGKILLed after `giveUpMs` (code null). */
-function runNpm(env: NodeJS.ProcessEnv, args: string[], giveUpMs: number): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function runNpm(
+  env: NodeJS.ProcessEnv,
+  args: string[],
+  giveUpMs: number,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawnInGroup('npm', ['run', '--silent', ...args], { env: { ...process.env, ...env, LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawnInGroup('npm', ['run', '--silent', ...args], {
+      env: { ...process.env, ...env, LOG_LEVEL: 'warn' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     const giveUp = setTimeout(() => process.kill(-child.pid!, 'SIGKILL'), giveUpMs);
@@ -46,7 +53,9 @@ describe('runbook: Redis was lost mid-sale while no reconciler ran', () => {
     const prefix = ctx.config.REDIS_PREFIX;
     const saleId = await system.createSale({ stock: 1000 });
     const admin = createHttpClient(gateways[0]!.url, 1);
-    const stats = async () => (await admin.send('GET', `/api/admin/sales/${saleId}/stats`, { headers: { authorization: `Bearer ${ctx.config.ADMIN_TOKEN}` } })).body;
+    const stats = async () =>
+      (await admin.send('GET', `/api/admin/sales/${saleId}/stats`, { headers: { authorization: `Bearer ${ctx.config.ADMIN_TOKEN}` } }))
+        .body;
 
     // 200 reservations become orders; 300 more are accepted while the workers cannot reach MySQL.
     const written = await purchaseBurst(gateways[0]!.url, saleId, buyers('written', 200));
@@ -54,7 +63,10 @@ describe('runbook: Redis was lost mid-sale while no reconciler ran', () => {
     dbProxy!.cut();
     const inRedisOnly = await purchaseBurst(gateways[0]!.url, saleId, buyers('in-redis', 300));
     expect([written.accepted.size, inRedisOnly.accepted.size]).toEqual([200, 300]);
-    await until(() => ctx.prisma.sale.findUniqueOrThrow({ where: { id: saleId } }), (s) => s.checkpointReservations === 500);
+    await until(
+      () => ctx.prisma.sale.findUniqueOrThrow({ where: { id: saleId } }),
+      (s) => s.checkpointReservations === 500,
+    );
 
     // The reconciler goes down; then Redis loses everything.
     await system.reconciler!.kill('SIGKILL');
@@ -65,26 +77,52 @@ describe('runbook: Redis was lost mid-sale while no reconciler ran', () => {
     // "If no reconciler runs: npm run reconcile -- --sale <id> for each live sale."
     const run = await runbookReconcile(env, saleId);
     expect(run.code).toBe(0);
-    expect(JSON.parse(run.stdout.trim().split('\n').at(-1)!)).toMatchObject({ saleId, remaining: 800, buyers: 200, lost: { reservations: 300, units: 300 }, judgement: 'lost' });
+    expect(JSON.parse(run.stdout.trim().split('\n').at(-1)!)).toMatchObject({
+      saleId,
+      remaining: 800,
+      buyers: 200,
+      lost: { reservations: 300, units: 300 },
+      judgement: 'lost',
+    });
 
     // MySQL comes back for the workers; the batch they held of the lost state is refused, not written.
     dbProxy!.restore();
     await createSaleStore(ctx.redis, prefix).sale(saleId).waitForDrain(60_000);
     // A reconciler started again finds the rebuilt state healthy and counts nothing a second time.
     const restarted = await spawnReconciler(env);
-    await until(() => ctx.prisma.sale.findUniqueOrThrow({ where: { id: saleId } }), (s) => s.checkpointReservations === 200);
+    await until(
+      () => ctx.prisma.sale.findUniqueOrThrow({ where: { id: saleId } }),
+      (s) => s.checkpointReservations === 200,
+    );
     await restarted.kill();
 
-    const ledger = await faultLedgerOf(ctx.redis, ctx.prisma, prefix, saleId, new Map([...written.accepted, ...inRedisOnly.accepted]), new Set());
+    const ledger = await faultLedgerOf(
+      ctx.redis,
+      ctx.prisma,
+      prefix,
+      saleId,
+      new Map([...written.accepted, ...inRedisOnly.accepted]),
+      new Set(),
+    );
     expect(ledger.lost.sort()).toEqual([...inRedisOnly.accepted.keys()].sort());
     const after = await stats();
     // The counted loss equals the real one.
-    expect(after).toMatchObject({ remaining: 800, inFlight: 0, unitsInDb: 200, consistent: true, lost: { reservations: ledger.lost.length, units: 300 } });
-    expect({ duplicated: ledger.duplicated, unexpected: ledger.unexpected, oversold: ledger.oversold }).toEqual({ duplicated: [], unexpected: [], oversold: 0 });
+    expect(after).toMatchObject({
+      remaining: 800,
+      inFlight: 0,
+      unitsInDb: 200,
+      consistent: true,
+      lost: { reservations: ledger.lost.length, units: 300 },
+    });
+    expect({ duplicated: ledger.duplicated, unexpected: ledger.unexpected, oversold: ledger.oversold }).toEqual({
+      duplicated: [],
+      unexpected: [],
+      oversold: 0,
+    });
     admin.close();
   });
 
-  it('with Redis frozen, then dead, the runbook command says the queue did not answer and exits 1 by itself (the operator\'s pause names Redis too); with Redis back it rebuilds the sale', async () => {
+  it("with Redis frozen, then dead, the runbook command says the queue did not answer and exits 1 by itself (the operator's pause names Redis too); with Redis back it rebuilds the sale", async () => {
     system = await startSystem({ reconciler: false, workers: 1 });
     const { ctx, gateways, env, redisServer } = system;
     const saleId = await system.createSale({ stock: 100 });
@@ -118,4 +156,3 @@ describe('runbook: Redis was lost mid-sale while no reconciler ran', () => {
     expect(JSON.parse(back.stdout.trim().split('\n').at(-1)!)).toMatchObject({ saleId, remaining: 90, buyers: bought.accepted.size });
   });
 });
-

@@ -3,7 +3,18 @@ import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { AUDIT_QUEUE, bullPrefix } from '@flashsale/jobs';
-import { buyerToken, faultLedgerOf, freePort, signalGroup, spawnGateway, spawnReconciler, spawnWorker, startRedisServer, type AppProcess, type RedisServer } from '@flashsale/harness';
+import {
+  buyerToken,
+  faultLedgerOf,
+  freePort,
+  signalGroup,
+  spawnGateway,
+  spawnReconciler,
+  spawnWorker,
+  startRedisServer,
+  type AppProcess,
+  type RedisServer,
+} from '@flashsale/harness';
 import { saleEventsChannel, createSaleStore } from '@flashsale/redis-store';
 import { createIsolatedContext, type TestContext } from '../support/context.ts';
 import { bearer, expectProblem } from '../support/http.ts';
@@ -64,7 +75,11 @@ async function startAll(context: TestContext): Promise<Started> {
     // dropped by age during the test.
     SALE_VERDICT_TTL_MS: '60000',
   };
-  const healthPorts = { gateway: `http://127.0.0.1:${gatewayPort}`, worker: `http://127.0.0.1:${workerPort}`, reconciler: `http://127.0.0.1:${reconcilerPort}` };
+  const healthPorts = {
+    gateway: `http://127.0.0.1:${gatewayPort}`,
+    worker: `http://127.0.0.1:${workerPort}`,
+    reconciler: `http://127.0.0.1:${reconcilerPort}`,
+  };
   const spawnedAt = Date.now();
   const track = async <T extends AppProcess>(spawned: Promise<T>) => {
     const p = await spawned;
@@ -73,7 +88,11 @@ async function startAll(context: TestContext): Promise<Started> {
   };
   const upAfter = async (base: string) => {
     await until(
-      () => fetch(`${base}/healthz`).then((res) => res.status, () => 0),
+      () =>
+        fetch(`${base}/healthz`).then(
+          (res) => res.status,
+          () => 0,
+        ),
       (status) => status === 200,
       60_000,
     );
@@ -118,7 +137,13 @@ describe('gateway, worker and reconciler started while Redis is down', () => {
 
     // Ready, each of them, without a restart.
     for (const base of Object.values(healthPorts)) {
-      expect(await until(() => readyz(base), (r) => r.status === 200, 60_000)).toEqual({ status: 200, body: { status: 'ready', checks: { redis: 'up', mysql: 'up' } } });
+      expect(
+        await until(
+          () => readyz(base),
+          (r) => r.status === 200,
+          60_000,
+        ),
+      ).toEqual({ status: 200, body: { status: 'ready', checks: { redis: 'up', mysql: 'up' } } });
     }
     // The gateway subscribed to the sale events once Redis came; the reconciler set the audit's schedule.
     await gateway.waitForLog('sale events subscribed: verdict cache on');
@@ -126,7 +151,13 @@ describe('gateway, worker and reconciler started while Redis is down', () => {
     const bull = new Redis(ctx.config.REDIS_URL, { maxRetriesPerRequest: null });
     const auditQueue = new Queue(AUDIT_QUEUE, { connection: bull, prefix: bullPrefix(prefix) });
     try {
-      expect(await until(() => auditQueue.getJobSchedulersCount(), (n) => n === 1, 60_000)).toBe(1);
+      expect(
+        await until(
+          () => auditQueue.getJobSchedulersCount(),
+          (n) => n === 1,
+          60_000,
+        ),
+      ).toBe(1);
     } finally {
       await auditQueue.close();
       bull.disconnect();
@@ -137,14 +168,21 @@ describe('gateway, worker and reconciler started while Redis is down', () => {
     const created = await fetch(`${gateway.url}/api/admin/sales`, {
       method: 'POST',
       headers: admin,
-      body: JSON.stringify({ name: 'After Redis came', stock: 3, perUserLimit: 1, startsAt: new Date(Date.now() - 60_000).toISOString(), endsAt: new Date(Date.now() + 3_600_000).toISOString() }),
+      body: JSON.stringify({
+        name: 'After Redis came',
+        stock: 3,
+        perUserLimit: 1,
+        startsAt: new Date(Date.now() - 60_000).toISOString(),
+        endsAt: new Date(Date.now() + 3_600_000).toISOString(),
+      }),
     });
     expect(created.status).toBe(201);
     const saleId = ((await created.json()) as { id: number }).id;
     const accepted = new Map<string, { userId: string; quantity: number }>();
     const purchase = async (userId: string) => {
       const res = await fetch(`${gateway.url}/api/sales/${saleId}/purchase`, { method: 'POST', headers: bearer(buyerToken(userId)) });
-      if (res.status === 202) accepted.set(((await res.clone().json()) as { reservationId: string }).reservationId, { userId, quantity: 1 });
+      if (res.status === 202)
+        accepted.set(((await res.clone().json()) as { reservationId: string }).reservationId, { userId, quantity: 1 });
       return res;
     };
     expect([(await purchase('buyer-a')).status, (await purchase('buyer-b')).status]).toEqual([202, 202]);
@@ -164,7 +202,11 @@ describe('gateway, worker and reconciler started while Redis is down', () => {
       // Announced, as the reconciler announces every change: the verdict is dropped and Redis answers.
       // The verdict's TTL is a minute here, and this waits half of it: only the announcement can have dropped it.
       await createSaleStore(ctx.redis, prefix).sale(saleId).announceChanged();
-      const paused = await until(() => purchase('buyer-d'), (res) => res.status === 503, 30_000);
+      const paused = await until(
+        () => purchase('buyer-d'),
+        (res) => res.status === 503,
+        30_000,
+      );
       expect(paused.headers.get('retry-after')).toBe('2');
       await expectProblem(paused, 503, 'SALE_PAUSED');
       await createSaleStore(ctx.redis, prefix).sale(saleId).setPaused(false);
@@ -181,10 +223,23 @@ describe('gateway, worker and reconciler started while Redis is down', () => {
     // The worker wrote every 202 as one order.
     await createSaleStore(ctx.redis, prefix).sale(saleId).waitForDrain();
     const ledger = await faultLedgerOf(ctx.redis, ctx.prisma, prefix, saleId, accepted, new Set());
-    expect({ lost: ledger.lost, duplicated: ledger.duplicated, unexpected: ledger.unexpected, oversold: ledger.oversold }).toEqual({ lost: [], duplicated: [], unexpected: [], oversold: 0 });
-    expect({ accepted: accepted.size, unitsInDb: ledger.unitsInDb, remaining: ledger.remaining }).toEqual({ accepted: 3, unitsInDb: 3, remaining: 0 });
+    expect({ lost: ledger.lost, duplicated: ledger.duplicated, unexpected: ledger.unexpected, oversold: ledger.oversold }).toEqual({
+      lost: [],
+      duplicated: [],
+      unexpected: [],
+      oversold: 0,
+    });
+    expect({ accepted: accepted.size, unitsInDb: ledger.unitsInDb, remaining: ledger.remaining }).toEqual({
+      accepted: 3,
+      unitsInDb: 3,
+      remaining: 0,
+    });
     // Nothing was lost, and the reconciler did not count the outage as a loss.
-    expect(await ctx.prisma.sale.findUniqueOrThrow({ where: { id: saleId } })).toMatchObject({ soldUnits: 3, lostReservations: 0, lostUnits: 0 });
+    expect(await ctx.prisma.sale.findUniqueOrThrow({ where: { id: saleId } })).toMatchObject({
+      soldUnits: 3,
+      lostReservations: 0,
+      lostUnits: 0,
+    });
   });
 
   it('each exits 0 on SIGTERM while Redis is still down, within SHUTDOWN_TIMEOUT_MS', async () => {

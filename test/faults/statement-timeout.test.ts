@@ -24,13 +24,21 @@ afterEach(async () => {
 });
 
 function expectFastUnavailable(res: HttpResult): void {
-  expect({ status: res.status, code: res.body.code, retryAfter: res.headers['retry-after'] }).toEqual({ status: 503, code: 'SERVICE_UNAVAILABLE', retryAfter: '1' });
+  expect({ status: res.status, code: res.body.code, retryAfter: res.headers['retry-after'] }).toEqual({
+    status: 503,
+    code: 'SERVICE_UNAVAILABLE',
+    retryAfter: '1',
+  });
   expect(res.latencyMs).toBeLessThan(REQUEST_DEADLINE_MS / 2);
 }
 
 /** A sale with one order written, a connection of the test's own to lock tables with, and the requests to make. */
 async function saleWithAnOrder() {
-  system = await startSystem({ workers: 1, reconciler: false, env: { DB_STATEMENT_TIMEOUT_MS: String(STATEMENT_TIMEOUT_MS), REQUEST_DEADLINE_MS: String(REQUEST_DEADLINE_MS) } });
+  system = await startSystem({
+    workers: 1,
+    reconciler: false,
+    env: { DB_STATEMENT_TIMEOUT_MS: String(STATEMENT_TIMEOUT_MS), REQUEST_DEADLINE_MS: String(REQUEST_DEADLINE_MS) },
+  });
   const { ctx, gateways } = system;
   const saleId = await system.createSale({ stock: 10 });
   const client = createHttpClient(gateways[0]!.url, 16);
@@ -39,8 +47,19 @@ async function saleWithAnOrder() {
   expect(bought.status).toBe(202);
   const reservationId = bought.body.reservationId as string;
   await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(saleId).waitForDrain();
-  const ledger = await ledgerOf(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, saleId, new Map([[reservationId, { userId: 'buyer-1', quantity: 1 }]]));
-  expect({ lost: ledger.lost, duplicated: ledger.duplicated, unexpected: ledger.unexpected, unitsInDb: ledger.unitsInDb }).toEqual({ lost: [], duplicated: [], unexpected: [], unitsInDb: 1 });
+  const ledger = await ledgerOf(
+    ctx.redis,
+    ctx.prisma,
+    ctx.config.REDIS_PREFIX,
+    saleId,
+    new Map([[reservationId, { userId: 'buyer-1', quantity: 1 }]]),
+  );
+  expect({ lost: ledger.lost, duplicated: ledger.duplicated, unexpected: ledger.unexpected, unitsInDb: ledger.unitsInDb }).toEqual({
+    lost: [],
+    duplicated: [],
+    unexpected: [],
+    unitsInDb: 1,
+  });
   // The order is written: the worker goes, so that the only statements waiting for a lock below are
   // the gateway's (the worker's own, such as its expiry sweep, wait for a lock as long as it lasts).
   expect(await system.workers[0]!.kill('SIGTERM')).toBe(0);
@@ -55,7 +74,12 @@ async function saleWithAnOrder() {
     create: (name: string) =>
       client.send('POST', '/api/admin/sales', {
         headers: admin,
-        body: { name, stock: 5, startsAt: new Date(Date.now() + 60_000).toISOString(), endsAt: new Date(Date.now() + 3_600_000).toISOString() },
+        body: {
+          name,
+          stock: 5,
+          startsAt: new Date(Date.now() + 60_000).toISOString(),
+          endsAt: new Date(Date.now() + 3_600_000).toISOString(),
+        },
       }),
   };
   /** Statements of the gateway (or anyone) on this database still waiting for a table lock. */
@@ -74,7 +98,11 @@ describe('a table locked by another connection (LOCK TABLES ... WRITE), DB_STATE
     const { saleId, reservationId, client, requests, waitingForLock, locker } = await saleWithAnOrder();
     await locker.query('LOCK TABLES orders WRITE');
     const [stats, reservation] = await Promise.all([requests.stats(), requests.reservation()]);
-    expect({ status: stats.status, ordersInDb: stats.body.ordersInDb, unitsInDb: stats.body.unitsInDb }).toEqual({ status: 200, ordersInDb: 1, unitsInDb: 1 });
+    expect({ status: stats.status, ordersInDb: stats.body.ordersInDb, unitsInDb: stats.body.unitsInDb }).toEqual({
+      status: 200,
+      ordersInDb: 1,
+      unitsInDb: 1,
+    });
     expectFastUnavailable(reservation);
     // The statements were ended by the server, not merely abandoned by the request: no connection of
     // the gateway's pool is left waiting for the lock.
@@ -83,7 +111,13 @@ describe('a table locked by another connection (LOCK TABLES ... WRITE), DB_STATE
     await locker.query('UNLOCK TABLES');
     const [statsAfter, reservationAfter] = await Promise.all([requests.stats(), requests.reservation()]);
     client.close();
-    expect({ status: statsAfter.status, ordersInDb: statsAfter.body.ordersInDb, unitsInDb: statsAfter.body.unitsInDb, remaining: statsAfter.body.remaining, consistent: statsAfter.body.consistent }).toEqual({
+    expect({
+      status: statsAfter.status,
+      ordersInDb: statsAfter.body.ordersInDb,
+      unitsInDb: statsAfter.body.unitsInDb,
+      remaining: statsAfter.body.remaining,
+      consistent: statsAfter.body.consistent,
+    }).toEqual({
       status: 200,
       ordersInDb: 1,
       unitsInDb: 1,
@@ -100,7 +134,12 @@ describe('a table locked by another connection (LOCK TABLES ... WRITE), DB_STATE
   it('sales locked: the stats and a sale create answer 503 within the statement limit and create nothing; reads that do not touch sales answer 200', async () => {
     const { ctx, client, requests, waitingForLock, locker } = await saleWithAnOrder();
     await locker.query('LOCK TABLES sales WRITE');
-    const [stats, created, reservation, sale] = await Promise.all([requests.stats(), requests.create('during the lock'), requests.reservation(), requests.sale()]);
+    const [stats, created, reservation, sale] = await Promise.all([
+      requests.stats(),
+      requests.create('during the lock'),
+      requests.reservation(),
+      requests.sale(),
+    ]);
     expectFastUnavailable(stats);
     expectFastUnavailable(created);
     // The order is read from orders alone, the sale from Redis: neither waits for the lock.
@@ -110,7 +149,11 @@ describe('a table locked by another connection (LOCK TABLES ... WRITE), DB_STATE
     await locker.query('UNLOCK TABLES');
     const statsAfter = await requests.stats();
     client.close();
-    expect({ status: statsAfter.status, ordersInDb: statsAfter.body.ordersInDb, consistent: statsAfter.body.consistent }).toEqual({ status: 200, ordersInDb: 1, consistent: true });
+    expect({ status: statsAfter.status, ordersInDb: statsAfter.body.ordersInDb, consistent: statsAfter.body.consistent }).toEqual({
+      status: 200,
+      ordersInDb: 1,
+      consistent: true,
+    });
     // The create that timed out left no sale that will ever go live.
     expect(await ctx.prisma.sale.count({ where: { name: 'during the lock', publishState: { not: 'abandoned' } } })).toBe(0);
     console.log(`sales locked: stats 503 in ${stats.latencyMs.toFixed(0)} ms, create 503 in ${created.latencyMs.toFixed(0)} ms`);

@@ -56,22 +56,38 @@ describe('a Galera cluster behind HAProxy (infra/galera/haproxy.cfg)', () => {
   it('passes `npm run services` through HAProxy, and fails it on a node that takes no queries or a cluster too small', async () => {
     const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
     const through = await runScript('infra/ensure-services.ts', { DATABASE_URL: cluster.url('mysql'), REDIS_URL: redisUrl });
-    expect({ code: through.code, out: through.stdout.trim() }).toEqual({ code: 0, out: expect.stringContaining('(a Galera node, Synced, cluster of 3) answer') });
-    const tooSmall = await runScript('infra/ensure-services.ts', { DATABASE_URL: cluster.url('mysql'), REDIS_URL: redisUrl, GALERA_MIN_NODES: '4' });
-    expect({ code: tooSmall.code, err: tooSmall.stderr.trim() }).toEqual({ code: 1, err: expect.stringContaining('is in a cluster of 3 nodes, fewer than GALERA_MIN_NODES=4') });
+    expect({ code: through.code, out: through.stdout.trim() }).toEqual({
+      code: 0,
+      out: expect.stringContaining('(a Galera node, Synced, cluster of 3) answer'),
+    });
+    const tooSmall = await runScript('infra/ensure-services.ts', {
+      DATABASE_URL: cluster.url('mysql'),
+      REDIS_URL: redisUrl,
+      GALERA_MIN_NODES: '4',
+    });
+    expect({ code: tooSmall.code, err: tooSmall.stderr.trim() }).toEqual({
+      code: 1,
+      err: expect.stringContaining('is in a cluster of 3 nodes, fewer than GALERA_MIN_NODES=4'),
+    });
     // A desynced node (as a donor is) is not Synced: HAProxy's check takes it out, and so does this one.
     const third = await connect(cluster.nodes[2]!.port);
     await third.query('SET GLOBAL wsrep_desync = ON');
     try {
       const desynced = await runScript('infra/ensure-services.ts', { DATABASE_URL: cluster.nodes[2]!.url('mysql'), REDIS_URL: redisUrl });
-      expect({ code: desynced.code, err: desynced.stderr.trim() }).toEqual({ code: 1, err: expect.stringMatching(/is Donor\/Desynced, ready ON: it takes no queries/) });
+      expect({ code: desynced.code, err: desynced.stderr.trim() }).toEqual({
+        code: 1,
+        err: expect.stringMatching(/is Donor\/Desynced, ready ON: it takes no queries/),
+      });
     } finally {
       await third.query('SET GLOBAL wsrep_desync = OFF');
     }
   });
 
   it('does not block a writer on another node with a row lock: both do their work, the second COMMIT fails with 1213', async () => {
-    const [onFirst, onSecond] = [await connect(cluster.nodes[0]!.port, 'writer_model'), await connect(cluster.nodes[1]!.port, 'writer_model')];
+    const [onFirst, onSecond] = [
+      await connect(cluster.nodes[0]!.port, 'writer_model'),
+      await connect(cluster.nodes[1]!.port, 'writer_model'),
+    ];
     await onFirst.beginTransaction();
     await onFirst.query('SELECT sold FROM sales WHERE id = 1 FOR UPDATE');
     await onSecond.beginTransaction();
@@ -80,7 +96,10 @@ describe('a Galera cluster behind HAProxy (infra/galera/haproxy.cfg)', () => {
     await onSecond.query('UPDATE sales SET sold = sold + 2 WHERE id = 1');
     await onFirst.query('UPDATE sales SET sold = sold + 1 WHERE id = 1');
     await onFirst.commit();
-    const refused = await onSecond.commit().then(() => null, (error: unknown) => error as { errno: number; message: string });
+    const refused = await onSecond.commit().then(
+      () => null,
+      (error: unknown) => error as { errno: number; message: string },
+    );
     expect(refused?.errno).toBe(1213);
     const check = await connect(cluster.nodes[2]!.port, 'writer_model');
     await check.query('SET SESSION wsrep_sync_wait = 1');
@@ -124,11 +143,18 @@ describe("the reconciler's view of MySQL on a Galera cluster", () => {
   const requested: { saleId: number; reason: ReconcileReason }[] = [];
   const watch = () =>
     watchMysqlServer(
-      { ...salesDeps({ redis, prisma, prefix, logger: createLogger('galera-identity-test', 'silent') }), requestReconcile: async (saleId, reason) => void requested.push({ saleId, reason }) },
+      {
+        ...salesDeps({ redis, prisma, prefix, logger: createLogger('galera-identity-test', 'silent') }),
+        requestReconcile: async (saleId, reason) => void requested.push({ saleId, reason }),
+      },
       [7, 8],
     );
   // A pool's connection to a node HAProxy dropped fails its next query, as in the reconciler, whose next round asks again.
-  const watchUntilAnswered = () => until(() => watch().catch(() => undefined), (changed) => changed !== undefined);
+  const watchUntilAnswered = () =>
+    until(
+      () => watch().catch(() => undefined),
+      (changed) => changed !== undefined,
+    );
   beforeAll(() => {
     prisma = createPrisma(cluster.url('mysql'), 2, 0, { acquireTimeoutMs: 20_000 });
   });
@@ -163,7 +189,10 @@ describe("the reconciler's view of MySQL on a Galera cluster", () => {
     // Stopped cleanly: its saved state names the cluster and the seqno it left at.
     await behind.kill('SIGTERM');
     await cluster.waitSynced(2);
-    const viaProxy = await until(() => connect(cluster.port).catch(() => undefined), (c) => c !== undefined);
+    const viaProxy = await until(
+      () => connect(cluster.port).catch(() => undefined),
+      (c) => c !== undefined,
+    );
     for (let i = 0; i < 5; i++) await viaProxy!.query('UPDATE writer_model.sales SET sold = sold + 1 WHERE id = 1');
     expect(await watchUntilAnswered()).toBe(false);
     const seen = await redis.get(`${prefix}:mysql-server`);
@@ -172,9 +201,16 @@ describe("the reconciler's view of MySQL on a Galera cluster", () => {
     behind.markSafeToBootstrap();
     await behind.start({ bootstrap: true });
     await cluster.waitSynced(1);
-    await until(() => cluster.writer().catch(() => undefined), (reached) => reached === behind, 30_000);
+    await until(
+      () => cluster.writer().catch(() => undefined),
+      (reached) => reached === behind,
+      30_000,
+    );
     expect(await watchUntilAnswered()).toBe(true);
-    expect(requested).toEqual([{ saleId: 7, reason: 'mysql_changed' }, { saleId: 8, reason: 'mysql_changed' }]);
+    expect(requested).toEqual([
+      { saleId: 7, reason: 'mysql_changed' },
+      { saleId: 8, reason: 'mysql_changed' },
+    ]);
     const now = await redis.get(`${prefix}:mysql-server`);
     expect(now!.split(',')[0]).toBe(seen!.split(',')[0]);
     expect(seqnoOf(now!)).toBeLessThan(seqnoOf(seen!));

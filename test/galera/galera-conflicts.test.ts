@@ -48,7 +48,10 @@ function writingOnOtherNode(sql: string, values: unknown[]): { done(): void; sto
       if (budget === 0) await new Promise<void>((resolve) => (wake = resolve));
       if (!running) break;
       budget -= 1;
-      await onOtherNode.query(sql, values).then(() => (writes += 1), () => undefined);
+      await onOtherNode.query(sql, values).then(
+        () => (writes += 1),
+        () => undefined,
+      );
       await sleep(5);
     }
   })();
@@ -99,7 +102,11 @@ describe('a conflict with a write on another Galera node, at COMMIT', () => {
     const other = touchSaleRow(sale.id);
     let written = 0;
     for (let i = 0; i < all.length; i += 5) {
-      written += (await createOrderStore(ctx.prisma).sale(sale.id).writeOrderBatch(all.slice(i, i + 5))).written.length;
+      written += (
+        await createOrderStore(ctx.prisma)
+          .sale(sale.id)
+          .writeOrderBatch(all.slice(i, i + 5))
+      ).written.length;
       other.done();
     }
     const otherWrites = await other.stop();
@@ -136,7 +143,11 @@ describe('a conflict with a write on another Galera node, at COMMIT', () => {
     let expired = 0;
     // Small passes, one transaction each, as the worker's expiry runs them.
     for (let pass = 0; pass < 60 && expired < 60; pass++) {
-      const outcome = await createOrderStore(ctx.prisma).expireDueOrders(2, (saleId) => createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(saleId).heldPayments(), []);
+      const outcome = await createOrderStore(ctx.prisma).expireDueOrders(
+        2,
+        (saleId) => createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(saleId).heldPayments(),
+        [],
+      );
       expired += outcome.owed.length;
       other.done();
     }
@@ -155,7 +166,14 @@ describe('a conflict with a write on another Galera node, at COMMIT', () => {
     const other = writingOnOtherNode('UPDATE orders SET pay_by = pay_by + INTERVAL 1 SECOND WHERE sale_id = ?', [sale.id]);
     const outcomes = [];
     for (const order of orders) {
-      outcomes.push(await createOrderStore(ctx.prisma).recordPayment({ eventId: `evt_${randomUUID()}`, reservationId: order.reservationId, saleId: sale.id, amountCents: 100 }));
+      outcomes.push(
+        await createOrderStore(ctx.prisma).recordPayment({
+          eventId: `evt_${randomUUID()}`,
+          reservationId: order.reservationId,
+          saleId: sale.id,
+          amountCents: 100,
+        }),
+      );
       other.done();
     }
     await other.stop();
@@ -166,4 +184,3 @@ describe('a conflict with a write on another Galera node, at COMMIT', () => {
     console.log(`payments: ${conflictsOf('payment') - before} conflicts run again`);
   });
 });
-

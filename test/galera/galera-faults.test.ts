@@ -1,6 +1,14 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { faultLedgerOf, mergeBursts, startGaleraCluster, testDatabaseName, type BurstOutcome, type GaleraCluster, type GaleraNode } from '@flashsale/harness';
+import {
+  faultLedgerOf,
+  mergeBursts,
+  startGaleraCluster,
+  testDatabaseName,
+  type BurstOutcome,
+  type GaleraCluster,
+  type GaleraNode,
+} from '@flashsale/harness';
 import { createPrisma, migrate, type PrismaClient } from '@flashsale/order-store';
 import { startSystem, type System } from '../support/system.ts';
 import { steadyLoad, watchPauses } from '../support/steady-load.ts';
@@ -44,8 +52,14 @@ afterAll(async () => {
 
 /** The system's processes that have exited, with their last log lines: none may, whatever MySQL does. */
 function exitedProcesses() {
-  const all = [...system.gateways.map((p, i) => ({ name: `gateway ${i + 1}`, p })), ...system.workers.map((p, i) => ({ name: `worker ${i + 1}`, p })), { name: 'reconciler', p: system.reconciler! }];
-  return all.filter(({ p }) => p.child.exitCode !== null || p.child.signalCode !== null).map(({ name, p }) => ({ name, exit: p.child.exitCode ?? p.child.signalCode, last: p.logs.slice(-3) }));
+  const all = [
+    ...system.gateways.map((p, i) => ({ name: `gateway ${i + 1}`, p })),
+    ...system.workers.map((p, i) => ({ name: `worker ${i + 1}`, p })),
+    { name: 'reconciler', p: system.reconciler! },
+  ];
+  return all
+    .filter(({ p }) => p.child.exitCode !== null || p.child.signalCode !== null)
+    .map(({ name, p }) => ({ name, exit: p.child.exitCode ?? p.child.signalCode, last: p.logs.slice(-3) }));
 }
 
 /**
@@ -56,10 +70,15 @@ async function untilOrExplain<T>(what: string, read: () => Promise<T>, done: (va
   try {
     return await until(read, done, timeoutMs);
   } catch (error) {
-    const nodes = await Promise.all(cluster.nodes.map(async (n) => ({ node: n.index, state: (await n.status())?.wsrep_local_state_comment ?? 'no answer' })));
-    throw new Error(`waited ${timeoutMs} ms for ${what}: ${(error as Error).message}; processes exited: ${JSON.stringify(exitedProcesses())}; nodes: ${JSON.stringify(nodes)}`, {
-      cause: error,
-    });
+    const nodes = await Promise.all(
+      cluster.nodes.map(async (n) => ({ node: n.index, state: (await n.status())?.wsrep_local_state_comment ?? 'no answer' })),
+    );
+    throw new Error(
+      `waited ${timeoutMs} ms for ${what}: ${(error as Error).message}; processes exited: ${JSON.stringify(exitedProcesses())}; nodes: ${JSON.stringify(nodes)}`,
+      {
+        cause: error,
+      },
+    );
   }
 }
 
@@ -70,12 +89,20 @@ async function sellThrough(label: string, fault: () => Promise<void>) {
   const urls = system.gateways.map((g) => g.url);
   const pauses = watchPauses(system.ctx.redis, prefix, [saleId]);
   const before = steadyLoad(urls, [saleId], `${label}-before`);
-  await untilOrExplain('150 purchases accepted before the fault', async () => before.accepted(saleId), (n) => n >= 150);
+  await untilOrExplain(
+    '150 purchases accepted before the fault',
+    async () => before.accepted(saleId),
+    (n) => n >= 150,
+  );
   const during = steadyLoad(urls, [saleId], `${label}-during`);
   const outcomes: BurstOutcome[] = [(await before.stop()).get(saleId)!];
   await fault();
   const afterFault = during.accepted(saleId);
-  await untilOrExplain('150 more purchases accepted after the fault', async () => during.accepted(saleId), (n) => n >= afterFault + 150);
+  await untilOrExplain(
+    '150 more purchases accepted after the fault',
+    async () => during.accepted(saleId),
+    (n) => n >= afterFault + 150,
+  );
   outcomes.push((await during.stop()).get(saleId)!);
   const all = mergeBursts(...outcomes);
 
@@ -88,8 +115,12 @@ async function sellThrough(label: string, fault: () => Promise<void>) {
   await pauses.stop();
   const uncertain = new Set([...all.failed, ...all.unknown]);
   const ledger = await faultLedgerOf(system.ctx.redis, prisma, prefix, saleId, all.accepted, uncertain);
-  const reconciled = system.reconciler!.logs.filter((line) => line.saleId === saleId && typeof line.msg === 'string' && line.msg.startsWith('reconcile'));
-  const identityChanged = system.reconciler!.logs.filter((line) => typeof line.msg === 'string' && line.msg.startsWith('MySQL is another server'));
+  const reconciled = system.reconciler!.logs.filter(
+    (line) => line.saleId === saleId && typeof line.msg === 'string' && line.msg.startsWith('reconcile'),
+  );
+  const identityChanged = system.reconciler!.logs.filter(
+    (line) => typeof line.msg === 'string' && line.msg.startsWith('MySQL is another server'),
+  );
   const longestPause = pauses.longest().get(saleId)!;
   expect({
     lost: ledger.lost,
@@ -101,15 +132,36 @@ async function sellThrough(label: string, fault: () => Promise<void>) {
     reconciled,
     identityChanged,
     exited: exitedProcesses(),
-  }).toEqual({ lost: [], duplicated: [], unexpected: [], oversold: 0, unaccounted: 0, pausedPastBound: false, reconciled: [], identityChanged: [], exited: [] });
-  console.info(`${label}: ${all.accepted.size} accepted, ${uncertain.size} answered 5xx or not at all, ${ledger.unitsInDb} units in orders, ${ledger.remaining} remaining; longest pause ${Math.round(longestPause)} ms`);
+  }).toEqual({
+    lost: [],
+    duplicated: [],
+    unexpected: [],
+    oversold: 0,
+    unaccounted: 0,
+    pausedPastBound: false,
+    reconciled: [],
+    identityChanged: [],
+    exited: [],
+  });
+  console.info(
+    `${label}: ${all.accepted.size} accepted, ${uncertain.size} answered 5xx or not at all, ${ledger.unitsInDb} units in orders, ${ledger.remaining} remaining; longest pause ${Math.round(longestPause)} ms`,
+  );
 }
 
 /** The node HAProxy writes to; asked again while HAProxy has none up (a moment after a node rejoined). */
-const currentWriter = () => untilOrExplain('HAProxy to reach a writer', () => cluster.writer().catch(() => undefined), (writer) => writer !== undefined);
+const currentWriter = () =>
+  untilOrExplain(
+    'HAProxy to reach a writer',
+    () => cluster.writer().catch(() => undefined),
+    (writer) => writer !== undefined,
+  );
 
 async function untilWriterIsNot(node: GaleraNode) {
-  return untilOrExplain(`HAProxy to move the writer off node ${node.index}`, () => cluster.writer().catch(() => undefined), (writer) => writer !== undefined && writer !== node);
+  return untilOrExplain(
+    `HAProxy to move the writer off node ${node.index}`,
+    () => cluster.writer().catch(() => undefined),
+    (writer) => writer !== undefined && writer !== node,
+  );
 }
 
 /** A node other than the writer SIGKILLed and started again while buyers buy: how it took the state. */
@@ -121,46 +173,68 @@ async function rejoinWhileBuying(label: string, { recover }: { recover: boolean 
     await sleep(2_000);
     await other.start({ recover });
     await cluster.waitSynced(3);
-    console.info(`node ${other.index} SIGKILLed and rejoined by ${other.joinedBy} while node ${writer.index} wrote; node ${(await currentWriter())!.index} writes now`);
+    console.info(
+      `node ${other.index} SIGKILLed and rejoined by ${other.joinedBy} while node ${writer.index} wrote; node ${(await currentWriter())!.index} writes now`,
+    );
   });
   return other.joinedBy;
 }
 
 describe('the orders on a 3-node Galera cluster behind HAProxy, a node lost mid-sale', () => {
-  it('the writing node SIGKILLed mid-burst: HAProxy moves the writer, every 202 an order, no reconciliation', { timeout: TEST_TIMEOUT_MS }, async () => {
-    const writer = (await currentWriter())!;
-    await sellThrough('killed', async () => {
-      await sleep(300);
-      await writer.kill('SIGKILL');
-      const moved = await untilWriterIsNot(writer);
-      console.info(`writer node ${writer.index} SIGKILLed; node ${moved!.index} writes`);
-    });
-    await writer.start();
-    await cluster.waitSynced(3);
-  });
+  it(
+    'the writing node SIGKILLed mid-burst: HAProxy moves the writer, every 202 an order, no reconciliation',
+    { timeout: TEST_TIMEOUT_MS },
+    async () => {
+      const writer = (await currentWriter())!;
+      await sellThrough('killed', async () => {
+        await sleep(300);
+        await writer.kill('SIGKILL');
+        const moved = await untilWriterIsNot(writer);
+        console.info(`writer node ${writer.index} SIGKILLed; node ${moved!.index} writes`);
+      });
+      await writer.start();
+      await cluster.waitSynced(3);
+    },
+  );
 
-  it('the writing node frozen past its eviction and thawed: it rejoins, nothing it held is lost or doubled', { timeout: TEST_TIMEOUT_MS }, async () => {
-    const writer = (await currentWriter())!;
-    await sellThrough('frozen', async () => {
-      await sleep(300);
-      writer.freeze();
-      const moved = await untilWriterIsNot(writer);
-      // Past its eviction: the two others form the primary component without it.
-      await untilOrExplain(`node ${moved!.index} in a primary component of 2, node ${writer.index} evicted`, () => moved!.status(), (s) => s?.wsrep_cluster_size === '2');
-      await sleep(2_000);
-      writer.thaw();
-      console.info(`writer node ${writer.index} frozen past its eviction and thawed; node ${moved!.index} writes`);
-    });
-    await cluster.waitSynced(3);
-  });
+  it(
+    'the writing node frozen past its eviction and thawed: it rejoins, nothing it held is lost or doubled',
+    { timeout: TEST_TIMEOUT_MS },
+    async () => {
+      const writer = (await currentWriter())!;
+      await sellThrough('frozen', async () => {
+        await sleep(300);
+        writer.freeze();
+        const moved = await untilWriterIsNot(writer);
+        // Past its eviction: the two others form the primary component without it.
+        await untilOrExplain(
+          `node ${moved!.index} in a primary component of 2, node ${writer.index} evicted`,
+          () => moved!.status(),
+          (s) => s?.wsrep_cluster_size === '2',
+        );
+        await sleep(2_000);
+        writer.thaw();
+        console.info(`writer node ${writer.index} frozen past its eviction and thawed; node ${moved!.index} writes`);
+      });
+      await cluster.waitSynced(3);
+    },
+  );
 
-  it('a node SIGKILLed and rejoined by IST (its position recovered first, as systemd does) while buyers buy', { timeout: TEST_TIMEOUT_MS }, async () => {
-    expect(await rejoinWhileBuying('rejoined-ist', { recover: true })).toBe('IST');
-  });
+  it(
+    'a node SIGKILLed and rejoined by IST (its position recovered first, as systemd does) while buyers buy',
+    { timeout: TEST_TIMEOUT_MS },
+    async () => {
+      expect(await rejoinWhileBuying('rejoined-ist', { recover: true })).toBe('IST');
+    },
+  );
 
   // Its saved position is -1 after a SIGKILL: started without recovery it asks for the whole state. The
   // donor may be the writer, which HAProxy's check then takes out (Desynced): the writer moves meanwhile.
-  it('a node SIGKILLed and rejoined by a full SST (mysqldump; its donor Desynced meanwhile) while buyers buy', { timeout: TEST_TIMEOUT_MS }, async () => {
-    expect(await rejoinWhileBuying('rejoined-sst', { recover: false })).toBe('SST');
-  });
+  it(
+    'a node SIGKILLed and rejoined by a full SST (mysqldump; its donor Desynced meanwhile) while buyers buy',
+    { timeout: TEST_TIMEOUT_MS },
+    async () => {
+      expect(await rejoinWhileBuying('rejoined-sst', { recover: false })).toBe('SST');
+    },
+  );
 });

@@ -3,14 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createConnection, type Connection } from 'mariadb';
 import type { Reservation } from '@flashsale/domain';
 import { startGaleraCluster, testDatabaseName, type GaleraCluster } from '@flashsale/harness';
-import {
-  createOrderStore,
-  createPrisma,
-  judgeMysqlServer,
-  migrate,
-  type PrismaClient,
-  type SaleRecord,
-} from '@flashsale/order-store';
+import { createOrderStore, createPrisma, judgeMysqlServer, migrate, type PrismaClient, type SaleRecord } from '@flashsale/order-store';
 import { until } from '../support/until.ts';
 
 // What `wsrep_sync_wait` protects (cluster-reads.ts, mysql-identity.ts): a read on the node the writer has
@@ -77,7 +70,11 @@ async function readOnSecondBehind<T>(write: () => Promise<void>, read: () => Pro
       seen = row && { statement: row.INFO!, state: row.STATE };
       return seen !== undefined;
     };
-    await until(async () => answered || (await waiting()), (done) => done, 60_000).catch((error: unknown) => {
+    await until(
+      async () => answered || (await waiting()),
+      (done) => done,
+      60_000,
+    ).catch((error: unknown) => {
       throw new Error('the read on node 2 neither answered nor was seen waiting (on wsrep_sync_wait or the read lock)', { cause: error });
     });
   } finally {
@@ -93,9 +90,19 @@ async function readOnSecondBehind<T>(write: () => Promise<void>, read: () => Pro
 
 async function saleOnBothNodes(): Promise<SaleRecord> {
   const now = Date.now();
-  const sale = await createOrderStore(onFirst).insertSale({ name: `reads-${randomUUID()}`, stock: STOCK, perUserLimit: 1, startsAt: new Date(now - 60_000), endsAt: new Date(now + 3_600_000) });
+  const sale = await createOrderStore(onFirst).insertSale({
+    name: `reads-${randomUUID()}`,
+    stock: STOCK,
+    perUserLimit: 1,
+    startsAt: new Date(now - 60_000),
+    endsAt: new Date(now + 3_600_000),
+  });
   // On node 2 before its applier is held: only the orders are what it lacks.
-  await until(() => onSecond.sale.count({ where: { id: sale.id } }), (n) => n === 1, 30_000);
+  await until(
+    () => onSecond.sale.count({ where: { id: sale.id } }),
+    (n) => n === 1,
+    30_000,
+  );
   return sale;
 }
 
@@ -117,7 +124,10 @@ describe('a read on the node the writer moves to, of what another node committed
     const sale = await saleOnBothNodes();
     const units = await readOnSecondBehind(
       () => ordersOnFirst(sale),
-      () => createOrderStore(onSecond).sale(sale.id).unitsAcceptedBy(Date.now() + 60_000, new Set()),
+      () =>
+        createOrderStore(onSecond)
+          .sale(sale.id)
+          .unitsAcceptedBy(Date.now() + 60_000, new Set()),
     );
     expect(units).toBe(ORDERS);
   });
@@ -126,7 +136,10 @@ describe('a read on the node the writer moves to, of what another node committed
     const sale = await saleOnBothNodes();
     const plan = await readOnSecondBehind(
       () => ordersOnFirst(sale),
-      () => createOrderStore(onSecond).sale(sale.id).lockForRebuild((locked) => locked.switchGeneration({ lost: false })),
+      () =>
+        createOrderStore(onSecond)
+          .sale(sale.id)
+          .lockForRebuild((locked) => locked.switchGeneration({ lost: false })),
     );
     expect({ remaining: plan?.remaining, buyers: plan?.buyerCount }).toEqual({ remaining: STOCK - ORDERS, buyers: ORDERS });
   });

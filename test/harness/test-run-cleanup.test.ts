@@ -19,7 +19,11 @@ const stores = {
 async function failOnPurpose(file: string, how: 'startup' | 'abandon') {
   const run = newTestRunId();
   // --bail=1: the file's first failure is the case; its other tests would fail the same way again.
-  const result = await runProcess(process.execPath, [VITEST, 'run', '--bail=1', file], { [TEST_RUN_VARIABLE]: run, FLASHSALE_FAIL_ON_PURPOSE: how, CI: 'true' });
+  const result = await runProcess(process.execPath, [VITEST, 'run', '--bail=1', file], {
+    [TEST_RUN_VARIABLE]: run,
+    FLASHSALE_FAIL_ON_PURPOSE: how,
+    CI: 'true',
+  });
   return { run, result, output: result.stdout + result.stderr };
 }
 

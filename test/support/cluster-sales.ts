@@ -11,7 +11,11 @@ export interface SaleStats {
 }
 
 /** Creates sales until every master serves at least `perMaster` of them; each with the port of its master. */
-export async function salesOnEveryMaster(system: ClusterSystem, perMaster: number, stock: number): Promise<{ id: number; master: number }[]> {
+export async function salesOnEveryMaster(
+  system: ClusterSystem,
+  perMaster: number,
+  stock: number,
+): Promise<{ id: number; master: number }[]> {
   const masters = (await system.cluster.masters()).map((m) => m.port);
   const sales: { id: number; master: number }[] = [];
   const count = (port: number) => sales.filter((s) => s.master === port).length;
@@ -27,7 +31,9 @@ export async function salesOnEveryMaster(system: ClusterSystem, perMaster: numbe
 export async function saleStats(system: Pick<ClusterSystem, 'gateways' | 'ctx'>, saleId: number): Promise<SaleStats> {
   const admin = createHttpClient(system.gateways[0]!.url, 1);
   try {
-    const res = await admin.send('GET', `/api/admin/sales/${saleId}/stats`, { headers: { authorization: `Bearer ${system.ctx.config.ADMIN_TOKEN}` } });
+    const res = await admin.send('GET', `/api/admin/sales/${saleId}/stats`, {
+      headers: { authorization: `Bearer ${system.ctx.config.ADMIN_TOKEN}` },
+    });
     if (res.status !== 200) throw new Error(`stats of sale ${saleId}: ${res.status} ${JSON.stringify(res.body)}`);
     return res.body as unknown as SaleStats;
   } finally {

@@ -45,13 +45,21 @@ export async function redisWorkOf(url: string, work: () => Promise<unknown>): Pr
     const read = async () => {
       const text = await probe.info('stats', 'commandstats');
       const length = Buffer.byteLength(text);
-      return { counts: countsIn(text), bytes: Number(/^total_net_output_bytes:(\d+)/m.exec(text)?.[1]), replyBytes: `$${length}\r\n`.length + length + 2 };
+      return {
+        counts: countsIn(text),
+        bytes: Number(/^total_net_output_bytes:(\d+)/m.exec(text)?.[1]),
+        replyBytes: `$${length}\r\n`.length + length + 2,
+      };
     };
     const before = await read();
     await work();
     const after = await read();
     const commands = commandsBetween(before.counts, after.counts);
-    return { bytesSent: after.bytes - before.bytes - before.replyBytes, commands, calls: Object.values(commands).reduce((a, b) => a + b, 0) };
+    return {
+      bytesSent: after.bytes - before.bytes - before.replyBytes,
+      commands,
+      calls: Object.values(commands).reduce((a, b) => a + b, 0),
+    };
   } finally {
     probe.disconnect();
   }

@@ -9,7 +9,6 @@ import { createLogger, type Logger } from '@flashsale/runtime';
 import type { Sales } from '@flashsale/sales';
 import type { RebuyRule } from '@flashsale/domain';
 
-
 export interface TestContext {
   config: Config;
   redis: ScriptedRedis;
@@ -43,7 +42,12 @@ export function createTestContext(overrides: NodeJS.ProcessEnv = {}): TestContex
 /** The use cases over `ctx`'s stores, or over a client, pool or prefix a test puts in their place. */
 export function salesWith(
   ctx: TestContext,
-  { redis = ctx.redis, prisma = ctx.prisma, prefix = ctx.config.REDIS_PREFIX, logger = createLogger('test', 'silent') }: { redis?: ScriptedRedis; prisma?: PrismaClient; prefix?: string; logger?: Logger } = {},
+  {
+    redis = ctx.redis,
+    prisma = ctx.prisma,
+    prefix = ctx.config.REDIS_PREFIX,
+    logger = createLogger('test', 'silent'),
+  }: { redis?: ScriptedRedis; prisma?: PrismaClient; prefix?: string; logger?: Logger } = {},
 ): Sales {
   return salesOf({ ...ctx.config, REDIS_PREFIX: prefix }, logger, { redis, prisma });
 }

@@ -13,7 +13,10 @@ export type DoorBuyer = ReturnType<typeof doorBuyer>;
 export async function queueUp(running: Running, saleId: number, startsAt: number, n: number, label: string): Promise<DoorBuyer[]> {
   const buyers = Array.from({ length: n }, (_, i) => doorBuyer(running.gateways[0]!.url, saleId, `${label}-${i}`));
   for (const b of buyers) expect((await b.join()).status).toBe(200);
-  await until(() => redisNow(running.ctx.redis), (now) => now >= startsAt);
+  await until(
+    () => redisNow(running.ctx.redis),
+    (now) => now >= startsAt,
+  );
   const ranked = await Promise.all(buyers.map(async (b) => ({ b, rank: await b.rank() })));
   return ranked.sort((x, y) => x.rank - y.rank).map((r) => r.b);
 }
@@ -33,7 +36,8 @@ export async function turnsOf(running: Running, saleId: number): Promise<Map<str
 export function expectAdmittedInOrder(turns: Map<string, number>, inOrder: DoorBuyer[]): void {
   const given = inOrder.filter((b) => turns.has(b.userId)).map((b) => ({ who: b.userId, at: Math.abs(turns.get(b.userId)!) }));
   const dated = given.filter((g) => g.at !== 0);
-  for (let i = 1; i < dated.length; i += 1) expect(dated[i]!.at, `${dated[i]!.who} admitted before ${dated[i - 1]!.who}`).toBeGreaterThanOrEqual(dated[i - 1]!.at);
+  for (let i = 1; i < dated.length; i += 1)
+    expect(dated[i]!.at, `${dated[i]!.who} admitted before ${dated[i - 1]!.who}`).toBeGreaterThanOrEqual(dated[i - 1]!.at);
   expect(inOrder.slice(0, given.length).map((b) => b.userId)).toEqual(given.map((g) => g.who));
 }
 
@@ -56,7 +60,12 @@ export function doorPurchases(running: Running) {
       const { ctx } = running;
       await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(saleId).waitForDrain(60_000);
       const ledger = await faultLedgerOf(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, saleId, accepted, new Set());
-      expect({ lost: ledger.lost, duplicated: ledger.duplicated, unexpected: ledger.unexpected, oversold: ledger.oversold }).toEqual({ lost: [], duplicated: [], unexpected: [], oversold: 0 });
+      expect({ lost: ledger.lost, duplicated: ledger.duplicated, unexpected: ledger.unexpected, oversold: ledger.oversold }).toEqual({
+        lost: [],
+        duplicated: [],
+        unexpected: [],
+        oversold: 0,
+      });
       expect(ledger.unitsInDb).toBe(units);
     },
   };

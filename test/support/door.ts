@@ -36,7 +36,11 @@ export interface QueuedSaleOptions {
 }
 
 /** A sale behind the door, created through the admin API as an operator would. */
-export async function createQueuedSale(ctx: TestContext, url: string, options: QueuedSaleOptions = {}): Promise<{ id: number; startsAt: number; body: Record<string, unknown> }> {
+export async function createQueuedSale(
+  ctx: TestContext,
+  url: string,
+  options: QueuedSaleOptions = {},
+): Promise<{ id: number; startsAt: number; body: Record<string, unknown> }> {
   const now = await redisNow(ctx.redis);
   const startsAt = now + (options.startsIn ?? 1500);
   const { stock = 10, perUserLimit = 1, endsIn = (options.startsIn ?? 1500) + 3_600_000, paymentWindowSeconds, ...admission } = options;
@@ -78,7 +82,9 @@ export function doorBuyer(url: string, saleId: number, userId: string, tokenTtlS
     },
     /** The buyer's rank in the queue (0 = first), from the ticket an answer after the draw carries. */
     rank: async (): Promise<number> => {
-      await read(await fetch(`${url}/api/sales/${saleId}/queue`, { headers: { ...headers, ...(ticket !== null && { 'queue-ticket': ticket }) } }));
+      await read(
+        await fetch(`${url}/api/sales/${saleId}/queue`, { headers: { ...headers, ...(ticket !== null && { 'queue-ticket': ticket }) } }),
+      );
       const rank = ticket?.split('.')[4];
       if (rank === undefined || rank === '-') throw new Error(`no rank for ${userId} yet (ticket ${ticket})`);
       return Number(rank);
@@ -86,17 +92,39 @@ export function doorBuyer(url: string, saleId: number, userId: string, tokenTtlS
     join: async () => read(await fetch(`${url}/api/sales/${saleId}/queue`, { method: 'POST', headers })),
     /** GET with the ticket last received (none before the first answer), or with `withTicket`. */
     status: async (withTicket: string | null = ticket) =>
-      read(await fetch(`${url}/api/sales/${saleId}/queue`, { headers: { ...headers, ...(withTicket !== null && { 'queue-ticket': withTicket }) } })),
+      read(
+        await fetch(`${url}/api/sales/${saleId}/queue`, {
+          headers: { ...headers, ...(withTicket !== null && { 'queue-ticket': withTicket }) },
+        }),
+      ),
     /** POST /queue/here with the ticket last received: the buyer has come for the turn, which then runs its full length. */
-    here: async () => read(await fetch(`${url}/api/sales/${saleId}/queue/here`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json', ...(ticket !== null && { 'queue-ticket': ticket }) }, body: '{}' })),
+    here: async () =>
+      read(
+        await fetch(`${url}/api/sales/${saleId}/queue/here`, {
+          method: 'POST',
+          headers: { ...headers, 'content-type': 'application/json', ...(ticket !== null && { 'queue-ticket': ticket }) },
+          body: '{}',
+        }),
+      ),
     purchase: async (quantity = 1) => {
-      const res = await fetch(`${url}/api/sales/${saleId}/purchase`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify({ quantity }) });
+      const res = await fetch(`${url}/api/sales/${saleId}/purchase`, {
+        method: 'POST',
+        headers: { ...headers, 'content-type': 'application/json' },
+        body: JSON.stringify({ quantity }),
+      });
       return { status: res.status, body: (await res.json()) as Record<string, unknown> };
     },
     /** Asks until the state is `state` (the door moves on each gateway read, at most every DOOR_FRONTIER_MAX_AGE_MS). */
     waitFor: (state: string, timeoutMs = 20_000) =>
       until(
-        async () => (await read(await fetch(`${url}/api/sales/${saleId}/queue`, { headers: { ...headers, ...(ticket !== null && { 'queue-ticket': ticket }) } }))).body,
+        async () =>
+          (
+            await read(
+              await fetch(`${url}/api/sales/${saleId}/queue`, {
+                headers: { ...headers, ...(ticket !== null && { 'queue-ticket': ticket }) },
+              }),
+            )
+          ).body,
         (body) => body.state === state,
         timeoutMs,
       ),

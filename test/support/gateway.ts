@@ -26,7 +26,10 @@ export interface TestGatewayOptions {
 }
 
 /** The gateway of `ctx`, configured by `ctx.config` (a test changes a setting with a context of its own). */
-export async function startGateway(ctx: TestContext, { now, logger = createLogger('gateway-test', 'silent') }: TestGatewayOptions = {}): Promise<TestGateway> {
+export async function startGateway(
+  ctx: TestContext,
+  { now, logger = createLogger('gateway-test', 'silent') }: TestGatewayOptions = {},
+): Promise<TestGateway> {
   const jobs = createReconcileJobs(ctx.config.REDIS_URL, ctx.config.REDIS_PREFIX);
   // The dashboard's pool of its own, as the gateway process has it (openStores).
   const dashboardPrisma = createPrisma(ctx.config.DATABASE_URL, ctx.config.DASHBOARD_DB_POOL_SIZE);
@@ -48,7 +51,12 @@ export async function startGateway(ctx: TestContext, { now, logger = createLogge
     gateway,
     close: () =>
       new Promise<void>((resolve) => {
-        server.close(() => void Promise.all([jobs.close(), gateway.close()]).then(() => dashboardPrisma.$disconnect()).then(() => resolve()));
+        server.close(
+          () =>
+            void Promise.all([jobs.close(), gateway.close()])
+              .then(() => dashboardPrisma.$disconnect())
+              .then(() => resolve()),
+        );
         server.closeAllConnections();
       }),
   };

@@ -36,18 +36,25 @@ export function bearer(token: string): Record<string, string> {
  * A request sent with the Host header the test chooses (fetch always sends the URL's own), answered as
  * a fetch Response.
  */
-export function requestWithHost(url: string, host: string, { method = 'GET', headers = {}, body }: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<Response> {
+export function requestWithHost(
+  url: string,
+  host: string,
+  { method = 'GET', headers = {}, body }: { method?: string; headers?: Record<string, string>; body?: string } = {},
+): Promise<Response> {
   const target = new URL(url);
   return new Promise((resolve, reject) => {
-    const req = httpRequest({ host: target.hostname, port: target.port, path: `${target.pathname}${target.search}`, method, headers: { ...headers, host } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => {
-        const responseHeaders = new Headers();
-        for (const [name, value] of Object.entries(res.headers)) if (typeof value === 'string') responseHeaders.set(name, value);
-        resolve(new Response(Buffer.concat(chunks), { status: res.statusCode!, headers: responseHeaders }));
-      });
-    });
+    const req = httpRequest(
+      { host: target.hostname, port: target.port, path: `${target.pathname}${target.search}`, method, headers: { ...headers, host } },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () => {
+          const responseHeaders = new Headers();
+          for (const [name, value] of Object.entries(res.headers)) if (typeof value === 'string') responseHeaders.set(name, value);
+          resolve(new Response(Buffer.concat(chunks), { status: res.statusCode!, headers: responseHeaders }));
+        });
+      },
+    );
     req.on('error', reject).end(body);
   });
 }

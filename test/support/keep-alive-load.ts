@@ -41,18 +41,22 @@ export function keepAliveLoad(url: string, saleId: number, connections: number, 
     for (;;) {
       const buyer = `${buyerPrefix}-${next++}`;
       // A request may only go on the connection it started with: a second one would be a new client.
-      const outcome = await new Promise<{ status: number; close: boolean; reused: boolean } | { error: string; reused: boolean }>((resolve) => {
-        const req = request(
-          `${url}/api/sales/${saleId}/purchase`,
-          { method: 'POST', agent, headers: { authorization: `Bearer ${buyerToken(buyer)}`, 'content-length': '0' } },
-          (res) => {
-            res.resume();
-            res.on('end', () => resolve({ status: res.statusCode!, close: res.headers.connection === 'close', reused: req.reusedSocket }));
-          },
-        );
-        req.on('error', (err: NodeJS.ErrnoException) => resolve({ error: err.code ?? err.message, reused: req.reusedSocket }));
-        req.end();
-      });
+      const outcome = await new Promise<{ status: number; close: boolean; reused: boolean } | { error: string; reused: boolean }>(
+        (resolve) => {
+          const req = request(
+            `${url}/api/sales/${saleId}/purchase`,
+            { method: 'POST', agent, headers: { authorization: `Bearer ${buyerToken(buyer)}`, 'content-length': '0' } },
+            (res) => {
+              res.resume();
+              res.on('end', () =>
+                resolve({ status: res.statusCode!, close: res.headers.connection === 'close', reused: req.reusedSocket }),
+              );
+            },
+          );
+          req.on('error', (err: NodeJS.ErrnoException) => resolve({ error: err.code ?? err.message, reused: req.reusedSocket }));
+          req.end();
+        },
+      );
       if (sent > 0 && !outcome.reused) throw new Error('the load opened a second connection');
       sent += 1;
       if ('error' in outcome) {

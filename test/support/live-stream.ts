@@ -6,7 +6,11 @@ export interface DashboardSession {
 
 /** Signs in to the dashboard of the gateway at `baseUrl` with the admin token. */
 export async function signInSession(baseUrl: string, adminToken: string): Promise<DashboardSession> {
-  const res = await fetch(`${baseUrl}/admin/session`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token: adminToken }) });
+  const res = await fetch(`${baseUrl}/admin/session`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ token: adminToken }),
+  });
   if (res.status !== 200) throw new Error(`sign-in failed: ${res.status}`);
   const cookie = /^([^;]+)/.exec(res.headers.get('set-cookie') ?? '')![1]!;
   const { csrfToken } = (await res.json()) as { csrfToken: string };
@@ -15,7 +19,10 @@ export async function signInSession(baseUrl: string, adminToken: string): Promis
 
 /** Signs a session out, as the page's button does. */
 export async function signOutSession(baseUrl: string, session: DashboardSession): Promise<number> {
-  const res = await fetch(`${baseUrl}/admin/session`, { method: 'DELETE', headers: { cookie: session.cookie, 'x-csrf-token': session.csrfToken } });
+  const res = await fetch(`${baseUrl}/admin/session`, {
+    method: 'DELETE',
+    headers: { cookie: session.cookie, 'x-csrf-token': session.csrfToken },
+  });
   return res.status;
 }
 

@@ -15,7 +15,9 @@ export async function writeOrdersOf(ctx: TestContext, saleId: number): Promise<n
     return decoded.ok ? [decoded.reservation] : [];
   });
   const outcome = await createOrderStore(ctx.prisma).sale(saleId).writeOrderBatch(reservations);
-  await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(saleId).acknowledge(entries.map((e) => e.id));
+  await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX)
+    .sale(saleId)
+    .acknowledge(entries.map((e) => e.id));
   return outcome.written.length;
 }
 

@@ -10,7 +10,12 @@ import type { TestContext } from './context.ts';
 /** What reconcileSale needs, from a test context. */
 export function reconcileDeps(ctx: TestContext, drainTimeoutMs = 10_000): ReconcileDeps {
   return {
-    ...salesDeps({ redis: ctx.redis, prisma: ctx.prisma, prefix: ctx.config.REDIS_PREFIX, logger: createLogger('reconcile-test', 'silent') }),
+    ...salesDeps({
+      redis: ctx.redis,
+      prisma: ctx.prisma,
+      prefix: ctx.config.REDIS_PREFIX,
+      logger: createLogger('reconcile-test', 'silent'),
+    }),
     databaseUrl: ctx.config.DATABASE_URL,
     drainTimeoutMs,
     announce: (saleId) => createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(saleId).announceChanged(),
@@ -18,7 +23,17 @@ export function reconcileDeps(ctx: TestContext, drainTimeoutMs = 10_000): Reconc
 }
 
 /** A whole reconciler (watch loop, BullMQ workers, audit schedule) in this process, on the context's prefix. */
-export async function startReconciler(ctx: TestContext, options: { watchEveryMs?: number; auditEveryMs?: number; drainTimeoutMs?: number; publishGraceMs?: number; streamRetentionMs?: number; auditIdleMs?: number } = {}) {
+export async function startReconciler(
+  ctx: TestContext,
+  options: {
+    watchEveryMs?: number;
+    auditEveryMs?: number;
+    drainTimeoutMs?: number;
+    publishGraceMs?: number;
+    streamRetentionMs?: number;
+    auditIdleMs?: number;
+  } = {},
+) {
   const jobs = createReconcileJobs(ctx.config.REDIS_URL, ctx.config.REDIS_PREFIX);
   const audits: (AuditReport & { confirmed: boolean })[] = [];
   const reconciled: ReconcileResult[] = [];

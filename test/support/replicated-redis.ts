@@ -57,7 +57,8 @@ export async function startReplicatedRedis(): Promise<ReplicatedRedis> {
         const written = await onMaster.info('replication').finally(() => onMaster.disconnect());
         await until(
           () => onReplica.info('replication'),
-          (info) => /^master_link_status:up\r?$/m.test(info) && offsetOf(info, 'slave_repl_offset') >= offsetOf(written, 'master_repl_offset'),
+          (info) =>
+            /^master_link_status:up\r?$/m.test(info) && offsetOf(info, 'slave_repl_offset') >= offsetOf(written, 'master_repl_offset'),
         );
       },
       async failover() {

@@ -81,9 +81,22 @@ export async function expectLedger(s: SentinelSystem, saleId: number, bursts: Bu
   const all = mergeBursts(...bursts);
   await convergedOnPrimary(s, saleId);
   await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(saleId).waitForDrain(60_000);
-  const ledger = await faultLedgerOf(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, saleId, all.accepted, new Set([...all.unknown, ...all.failed]));
+  const ledger = await faultLedgerOf(
+    ctx.redis,
+    ctx.prisma,
+    ctx.config.REDIS_PREFIX,
+    saleId,
+    all.accepted,
+    new Set([...all.unknown, ...all.failed]),
+  );
   const stats = await saleStats(s, saleId);
-  expect({ duplicated: ledger.duplicated, unexpected: ledger.unexpected, oversold: ledger.oversold, total: ledger.unitsInDb + ledger.remaining, stock: ledger.stock }).toEqual({
+  expect({
+    duplicated: ledger.duplicated,
+    unexpected: ledger.unexpected,
+    oversold: ledger.oversold,
+    total: ledger.unitsInDb + ledger.remaining,
+    stock: ledger.stock,
+  }).toEqual({
     duplicated: [],
     unexpected: [],
     oversold: 0,

@@ -62,10 +62,13 @@ export function watchPauses(redis: ScriptedRedis, prefix: string, saleIds: numbe
   };
   const loops = saleIds.map(async (saleId) => {
     while (!stopped) {
-      const paused = await createSaleStore(redis, prefix).sale(saleId).state().then(
-        (state) => state?.paused ?? false,
-        () => undefined,
-      );
+      const paused = await createSaleStore(redis, prefix)
+        .sale(saleId)
+        .state()
+        .then(
+          (state) => state?.paused ?? false,
+          () => undefined,
+        );
       const at = performance.now();
       if (paused === true && !since.has(saleId)) since.set(saleId, at);
       if (paused === false) {

@@ -64,10 +64,17 @@ export interface ClusterSystem extends Omit<System, 'redisServer'> {
 }
 
 /** startSystem on a real Redis Cluster of the test's own (3 masters, replicas on request). */
-export async function startClusterSystem(options: Omit<SystemOptions, 'appendfsync'> & { masters?: number; replicasPerMaster?: number } = {}): Promise<ClusterSystem> {
+export async function startClusterSystem(
+  options: Omit<SystemOptions, 'appendfsync'> & { masters?: number; replicasPerMaster?: number } = {},
+): Promise<ClusterSystem> {
   const cluster = await startRedisCluster({ masters: options.masters ?? 3, replicasPerMaster: options.replicasPerMaster ?? 0 });
   // REDIS_URL points nowhere: a process that used it rather than the cluster would fail, not pass.
-  const system = await assemble({ REDIS_CLUSTER_NODES: cluster.seeds, REDIS_URL: 'redis://127.0.0.1:1' }, () => cluster.stop(), options, {});
+  const system = await assemble(
+    { REDIS_CLUSTER_NODES: cluster.seeds, REDIS_URL: 'redis://127.0.0.1:1' },
+    () => cluster.stop(),
+    options,
+    {},
+  );
   return Object.assign(system, { cluster });
 }
 
@@ -86,7 +93,12 @@ export async function startSentinelSystem(options: Omit<SystemOptions, 'appendfs
   return Object.assign(system, { sentinels });
 }
 
-async function assemble(redisEnv: NodeJS.ProcessEnv, stopRedis: () => Promise<void>, options: SystemOptions, extra: { redisServer?: RedisServer }): Promise<System> {
+async function assemble(
+  redisEnv: NodeJS.ProcessEnv,
+  stopRedis: () => Promise<void>,
+  options: SystemOptions,
+  extra: { redisServer?: RedisServer },
+): Promise<System> {
   const ctx = await createIsolatedContext(redisEnv);
   let dbProxy: FaultProxy | undefined;
   const env: NodeJS.ProcessEnv = {
@@ -160,7 +172,9 @@ async function assemble(redisEnv: NodeJS.ProcessEnv, stopRedis: () => Promise<vo
     const started = await Promise.allSettled([
       ...Array.from({ length: gatewayCount }, () => track(spawnGateway({ ...env, ...options.gatewayEnv }))),
       ...Array.from({ length: workerCount }, () => track(spawnWorker(workerEnv))),
-      ...Array.from({ length: (options.reconciler ?? true) ? (options.reconcilers ?? 1) : 0 }, () => track(spawnReconciler({ ...env, ...options.reconcilerEnv }))),
+      ...Array.from({ length: (options.reconciler ?? true) ? (options.reconcilers ?? 1) : 0 }, () =>
+        track(spawnReconciler({ ...env, ...options.reconcilerEnv })),
+      ),
     ]);
     const failed = started.find((s): s is PromiseRejectedResult => s.status === 'rejected');
     if (failed) throw failed.reason;

@@ -24,7 +24,15 @@ describe('npm run admin', () => {
     const paused = await admin('pause', '--sale', String(sale.id));
     expect(paused.code).toBe(0);
     expect(JSON.parse(paused.stdout)).toMatchObject({ id: sale.id, name: 'CLI sale', status: 'paused' });
-    expect(JSON.parse(paused.stderr.trim().split('\n').at(-1)!)).toMatchObject({ service: 'admin-cli', audit: 'sale_control', actor: 'cli', saleId: sale.id, action: 'pause', outcome: 'changed', redis: 'applied' });
+    expect(JSON.parse(paused.stderr.trim().split('\n').at(-1)!)).toMatchObject({
+      service: 'admin-cli',
+      audit: 'sale_control',
+      actor: 'cli',
+      saleId: sale.id,
+      action: 'pause',
+      outcome: 'changed',
+      redis: 'applied',
+    });
 
     const stocked = await admin('stock', '--sale', String(sale.id), '--add', '4');
     expect({ code: stocked.code, sale: JSON.parse(stocked.stdout) }).toMatchObject({ code: 0, sale: { stock: 7, remaining: 7 } });
@@ -50,16 +58,33 @@ describe('npm run admin', () => {
     expect(ids.indexOf(older.id)).toBeGreaterThanOrEqual(0);
   });
 
-  it('lists a sale\'s losses: the counts and the named ones with their buyers, a page at a time', async () => {
+  it("lists a sale's losses: the counts and the named ones with their buyers, a page at a time", async () => {
     const sale = await createLiveSale(env.ctx);
     const named = [newReservationId(sale.id), newReservationId(sale.id)].sort();
-    await recordLostReservations(env.ctx.prisma, named.map((reservationId, i) => ({ reservationId, saleId: sale.id, userId: `lost-${i}`, quantity: 1, reason: 'OVER_STOCK', reservedAt: null })));
+    await recordLostReservations(
+      env.ctx.prisma,
+      named.map((reservationId, i) => ({
+        reservationId,
+        saleId: sale.id,
+        userId: `lost-${i}`,
+        quantity: 1,
+        reason: 'OVER_STOCK',
+        reservedAt: null,
+      })),
+    );
     await env.ctx.prisma.sale.update({ where: { id: sale.id }, data: { lostReservations: 3, lostUnits: 3 } });
 
     const first = await admin('losses', '--sale', String(sale.id), '--limit', '1');
     expect(first.code).toBe(0);
     const page = JSON.parse(first.stdout) as { nextCursor: string };
-    expect(page).toMatchObject({ saleId: sale.id, lost: { reservations: 3 }, named: { reservations: 2 }, unnamed: { reservations: 1 }, reservations: [{ reservationId: named[0], userId: 'lost-0', reason: 'OVER_STOCK' }], nextCursor: named[0] });
+    expect(page).toMatchObject({
+      saleId: sale.id,
+      lost: { reservations: 3 },
+      named: { reservations: 2 },
+      unnamed: { reservations: 1 },
+      reservations: [{ reservationId: named[0], userId: 'lost-0', reason: 'OVER_STOCK' }],
+      nextCursor: named[0],
+    });
     const second = await admin('losses', '--sale', String(sale.id), '--cursor', page.nextCursor);
     expect(JSON.parse(second.stdout)).toMatchObject({ reservations: [{ reservationId: named[1], userId: 'lost-1' }], nextCursor: null });
 
@@ -76,6 +101,9 @@ describe('npm run admin', () => {
     expect(bad.stderr).toMatch(/^--add must be a whole number from 1 to 1000000000, not 0\nusage: npm run admin -- /);
     expect((await admin('frobnicate')).code).toBe(2);
     const missing = await admin('pause', '--sale', '2000000000');
-    expect({ code: missing.code, stderr: missing.stderr.split('\n').find((line) => line.startsWith('SALE_NOT_FOUND')) }).toEqual({ code: 1, stderr: 'SALE_NOT_FOUND: no sale has the id 2000000000' });
+    expect({ code: missing.code, stderr: missing.stderr.split('\n').find((line) => line.startsWith('SALE_NOT_FOUND')) }).toEqual({
+      code: 1,
+      stderr: 'SALE_NOT_FOUND: no sale has the id 2000000000',
+    });
   });
 });

@@ -59,17 +59,25 @@ const CONTROLS: Record<string, () => SaleControl> = {
   close: () => ({ action: 'close' }),
   stock: () => ({ action: 'add_stock', units: wholeNumber(values.add, 'add', MAX_STOCK) }),
 };
-if (command !== 'list' && command !== 'losses' && !(command !== undefined && command in CONTROLS)) usage(command === undefined ? 'no command given' : `unknown command: ${command}`);
+if (command !== 'list' && command !== 'losses' && !(command !== undefined && command in CONTROLS))
+  usage(command === undefined ? 'no command given' : `unknown command: ${command}`);
 // The whole command line is judged before the configuration is read or a store is asked.
 const saleOption = () => parseSaleId(values.sale ?? '') ?? usage(`--sale must be a sale id, not ${values.sale ?? 'missing'}`);
-const page = command === 'list' ? { limit: values.limit === undefined ? 20 : wholeNumber(values.limit, 'limit', 100), cursor: values.cursor === undefined ? undefined : wholeNumber(values.cursor, 'cursor', Number.MAX_SAFE_INTEGER) } : undefined;
+const page =
+  command === 'list'
+    ? {
+        limit: values.limit === undefined ? 20 : wholeNumber(values.limit, 'limit', 100),
+        cursor: values.cursor === undefined ? undefined : wholeNumber(values.cursor, 'cursor', Number.MAX_SAFE_INTEGER),
+      }
+    : undefined;
 const losses = command === 'losses' ? lossesPage(saleOption()) : undefined;
 const control = command === 'list' || command === 'losses' ? undefined : { saleId: saleOption(), action: CONTROLS[command]!() };
 
 function lossesPage(saleId: number): { saleId: number; limit: number; cursor?: string } {
   const limit = values.limit === undefined ? LOSSES_PAGE.default : wholeNumber(values.limit, 'limit', LOSSES_PAGE.max);
   const cursor = values.cursor;
-  if (cursor !== undefined && saleIdOfReservation(cursor) !== saleId) usage(`--cursor must be the nextCursor of a previous page of sale ${saleId}, not ${cursor}`);
+  if (cursor !== undefined && saleIdOfReservation(cursor) !== saleId)
+    usage(`--cursor must be the nextCursor of a previous page of sale ${saleId}, not ${cursor}`);
   return { saleId, limit, ...(cursor !== undefined && { cursor }) };
 }
 
@@ -105,6 +113,7 @@ function failureLine(error: unknown): string {
   if (storeFailures.isRedisUnavailable(error)) {
     return `SERVICE_UNAVAILABLE: Redis did not answer (${message}); a control MySQL recorded reaches Redis through the reconciler once Redis answers, and the same command again is safe`;
   }
-  if (storeFailures.isMysqlUnavailable(error)) return `SERVICE_UNAVAILABLE: MySQL did not answer (${message}); the same command again is safe`;
+  if (storeFailures.isMysqlUnavailable(error))
+    return `SERVICE_UNAVAILABLE: MySQL did not answer (${message}); the same command again is safe`;
   return `failed: ${message}`;
 }

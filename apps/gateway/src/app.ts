@@ -51,7 +51,12 @@ export interface BuyerParts {
  * (routes/front-door.ts, ahead of this app), around the buyer parts and the dashboard's live parts (feed,
  * views, streams) `createGateway` built: the one construction of the gateway, for `main.ts` and the tests alike.
  */
-export function createApp(deps: GatewayDeps, { buyerOf, buyingLimits, queueLimits, joinLimits, door, fail, misses, publicReads = publicReadBudget(deps) }: BuyerParts, metrics: GatewayMetrics, dashboard: DashboardParts): Express {
+export function createApp(
+  deps: GatewayDeps,
+  { buyerOf, buyingLimits, queueLimits, joinLimits, door, fail, misses, publicReads = publicReadBudget(deps) }: BuyerParts,
+  metrics: GatewayMetrics,
+  dashboard: DashboardParts,
+): Express {
   const app = express();
   app.disable('x-powered-by');
   app.disable('etag');

@@ -26,7 +26,11 @@ const devKey = new TextEncoder().encode(DEV_AUTH_SECRET);
 /** Authorization headers a buyer must not get through with, and the detail each is refused with. */
 const refusedCredentials: [string, () => Promise<string | undefined>, string][] = [
   ['no Authorization header', async () => undefined, 'an Authorization: Bearer token is required'],
-  ['a scheme other than Bearer', async () => `Basic ${Buffer.from('buyer:pw').toString('base64')}`, 'an Authorization: Bearer token is required'],
+  [
+    'a scheme other than Bearer',
+    async () => `Basic ${Buffer.from('buyer:pw').toString('base64')}`,
+    'an Authorization: Bearer token is required',
+  ],
   ['an empty bearer token', async () => 'Bearer ', 'an Authorization: Bearer token is required'],
   ['a token that is not a JWT', async () => 'Bearer not-a-jwt', 'the token is not valid'],
   [
@@ -42,12 +46,14 @@ const refusedCredentials: [string, () => Promise<string | undefined>, string][] 
   ],
   [
     'a token signed with the right secret but HS512',
-    async () => `Bearer ${await new SignJWT({}).setProtectedHeader({ alg: 'HS512' }).setSubject('mallory').setExpirationTime('10m').sign(devKey)}`,
+    async () =>
+      `Bearer ${await new SignJWT({}).setProtectedHeader({ alg: 'HS512' }).setSubject('mallory').setExpirationTime('10m').sign(devKey)}`,
     'the token is not valid',
   ],
   [
     'a token without exp',
-    async () => `Bearer ${await new SignJWT({}).setProtectedHeader({ alg: 'HS256', typ: 'JWT' }).setSubject('mallory').setIssuedAt().sign(devKey)}`,
+    async () =>
+      `Bearer ${await new SignJWT({}).setProtectedHeader({ alg: 'HS256', typ: 'JWT' }).setSubject('mallory').setIssuedAt().sign(devKey)}`,
     'the token is not valid',
   ],
   [
@@ -56,10 +62,15 @@ const refusedCredentials: [string, () => Promise<string | undefined>, string][] 
     'the token is not valid',
   ],
   ['a token whose sub is empty', async () => `Bearer ${buyerToken('')}`, 'the token subject must be a buyer id of 1 to 64 characters'],
-  ['a token whose sub is longer than 64 characters', async () => `Bearer ${buyerToken('b'.repeat(65))}`, 'the token subject must be a buyer id of 1 to 64 characters'],
+  [
+    'a token whose sub is longer than 64 characters',
+    async () => `Bearer ${buyerToken('b'.repeat(65))}`,
+    'the token subject must be a buyer id of 1 to 64 characters',
+  ],
   [
     'a token whose sub is not a string',
-    async () => `Bearer ${await new SignJWT({ sub: 42 } as unknown as Record<string, unknown>).setProtectedHeader({ alg: 'HS256' }).setExpirationTime('10m').sign(devKey)}`,
+    async () =>
+      `Bearer ${await new SignJWT({ sub: 42 } as unknown as Record<string, unknown>).setProtectedHeader({ alg: 'HS256' }).setExpirationTime('10m').sign(devKey)}`,
     'the token subject must be a buyer id of 1 to 64 characters',
   ],
 ];
@@ -83,11 +94,16 @@ describe('buyer tokens on the purchase endpoint', () => {
   it('accepts a buyer id of exactly 64 characters and records the purchase under it', async () => {
     const buyer = 'b'.repeat(64);
 
-    const res = await fetch(`${gateway.url}/api/sales/${sale.id}/purchase`, { method: 'POST', headers: { authorization: `Bearer ${buyerToken(buyer)}` } });
+    const res = await fetch(`${gateway.url}/api/sales/${sale.id}/purchase`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${buyerToken(buyer)}` },
+    });
 
     expect(res.status).toBe(202);
     const { reservationId } = (await res.json()) as { reservationId: string };
-    expect((await snapshotSale(ctx, sale.id)).buyers).toEqual({ [buyer]: expect.stringMatching(new RegExp(`^${reservationId}\\|1\\|\\d+$`)) });
+    expect((await snapshotSale(ctx, sale.id)).buyers).toEqual({
+      [buyer]: expect.stringMatching(new RegExp(`^${reservationId}\\|1\\|\\d+$`)),
+    });
   });
 });
 
@@ -127,7 +143,11 @@ describe('createBuyerAuthenticator', () => {
   it.each(LONE_SURROGATES)('refuses the ill-formed buyer id %j (a lone surrogate has no UTF-8 form)', async (buyer) => {
     const token = buyerToken(buyer);
 
-    expect(verdictOf(() => authenticate(`Bearer ${token}`))).toEqual({ status: 401, code: 'UNAUTHORIZED', detail: 'the token subject is not well-formed Unicode' });
+    expect(verdictOf(() => authenticate(`Bearer ${token}`))).toEqual({
+      status: 401,
+      code: 'UNAUTHORIZED',
+      detail: 'the token subject is not well-formed Unicode',
+    });
   });
 
   it('accepts a well-formed buyer id made of surrogate pairs and other scripts', async () => {
@@ -144,7 +164,11 @@ describe('createBuyerAuthenticator', () => {
     const token = buyerToken('ann');
     const header = scheme === 'Token' ? `Token ${token}` : `${scheme}${token}`;
 
-    expect(verdictOf(() => authenticate(header))).toEqual({ status: 401, code: 'UNAUTHORIZED', detail: 'an Authorization: Bearer token is required' });
+    expect(verdictOf(() => authenticate(header))).toEqual({
+      status: 401,
+      code: 'UNAUTHORIZED',
+      detail: 'an Authorization: Bearer token is required',
+    });
   });
 });
 
@@ -192,7 +216,11 @@ describe('createAdminCheck', () => {
   });
 
   it('refuses another token, whatever the scheme is spelt', () => {
-    expect(verdictOf(() => checkAdmin('bearer an-admin-token-of-some-lengtH'))).toEqual({ status: 401, code: 'UNAUTHORIZED', detail: 'the admin token is not valid' });
+    expect(verdictOf(() => checkAdmin('bearer an-admin-token-of-some-lengtH'))).toEqual({
+      status: 401,
+      code: 'UNAUTHORIZED',
+      detail: 'the admin token is not valid',
+    });
   });
 });
 
@@ -203,7 +231,12 @@ describe('buyer ids on the purchase endpoint', () => {
 
     const responses = [];
     for (const buyer of ['\uD800', '\uDC00']) {
-      responses.push(await fetch(`${gateway.url}/api/sales/${own.id}/purchase`, { method: 'POST', headers: { authorization: `Bearer ${buyerToken(buyer)}` } }));
+      responses.push(
+        await fetch(`${gateway.url}/api/sales/${own.id}/purchase`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${buyerToken(buyer)}` },
+        }),
+      );
     }
 
     for (const res of responses) await expectProblem(res, 401, 'UNAUTHORIZED', 'the token subject is not well-formed Unicode');
@@ -216,20 +249,30 @@ describe('buyer ids on the purchase endpoint', () => {
     const own = await createLiveSale(ctx, { stock: 10 });
     const buyer = EMOJI.repeat(64);
 
-    const res = await fetch(`${gateway.url}/api/sales/${own.id}/purchase`, { method: 'POST', headers: { authorization: `Bearer ${buyerToken(buyer)}` } });
+    const res = await fetch(`${gateway.url}/api/sales/${own.id}/purchase`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${buyerToken(buyer)}` },
+    });
 
     expect(res.status).toBe(202);
     const { reservationId } = (await res.json()) as { reservationId: string };
-    expect((await snapshotSale(ctx, own.id)).buyers).toEqual({ [buyer]: expect.stringMatching(new RegExp(`^${reservationId}\\|1\\|\\d+$`)) });
+    expect((await snapshotSale(ctx, own.id)).buyers).toEqual({
+      [buyer]: expect.stringMatching(new RegExp(`^${reservationId}\\|1\\|\\d+$`)),
+    });
     // What the worker will write: VARCHAR(64) in utf8mb4 counts code points, so the id fits unchanged.
-    await ctx.prisma.order.create({ data: { reservationId, saleId: own.id, userId: buyer, quantity: 1, reservedAt: new Date(), payBy: new Date(Date.now() + 900_000) } });
+    await ctx.prisma.order.create({
+      data: { reservationId, saleId: own.id, userId: buyer, quantity: 1, reservedAt: new Date(), payBy: new Date(Date.now() + 900_000) },
+    });
     expect((await ctx.prisma.order.findUniqueOrThrow({ where: { reservationId } })).userId).toBe(buyer);
   });
 
   it('accepts a lowercase bearer scheme on the purchase endpoint', async () => {
     const own = await createLiveSale(ctx, { stock: 10 });
 
-    const res = await fetch(`${gateway.url}/api/sales/${own.id}/purchase`, { method: 'POST', headers: { authorization: `bearer ${buyerToken('lowercase-scheme')}` } });
+    const res = await fetch(`${gateway.url}/api/sales/${own.id}/purchase`, {
+      method: 'POST',
+      headers: { authorization: `bearer ${buyerToken('lowercase-scheme')}` },
+    });
 
     expect(res.status).toBe(202);
     expect(Object.keys((await snapshotSale(ctx, own.id)).buyers)).toEqual(['lowercase-scheme']);

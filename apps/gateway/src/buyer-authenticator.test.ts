@@ -26,7 +26,11 @@ const HEADER = { alg: 'HS256', typ: 'JWT' };
 const CLAIMS = { sub: 'ann', exp: NOW + 60 };
 
 /** A token with the standard header and claims unless told otherwise, signed with SECRET unless told otherwise. */
-function token({ header = HEADER, claims = CLAIMS, secret = SECRET }: { header?: unknown; claims?: unknown; secret?: string } = {}): string {
+function token({
+  header = HEADER,
+  claims = CLAIMS,
+  secret = SECRET,
+}: { header?: unknown; claims?: unknown; secret?: string } = {}): string {
   const input = `${segment(header)}.${segment(claims)}`;
   return `${input}.${signature(input, secret)}`;
 }
@@ -38,7 +42,10 @@ const BAD_SUBJECT = 'the token subject must be a buyer id of 1 to 64 characters'
 const ILL_FORMED = 'the token subject is not well-formed Unicode';
 
 /** The buyer id the authenticator returned, or the detail of its 401 UNAUTHORIZED. */
-function verdictOf(authenticate: (authorization: string | undefined) => string, authorization: string | undefined): { buyer: string } | { refused: string } {
+function verdictOf(
+  authenticate: (authorization: string | undefined) => string,
+  authorization: string | undefined,
+): { buyer: string } | { refused: string } {
   try {
     return { buyer: authenticate(authorization) };
   } catch (error) {
@@ -65,10 +72,18 @@ const CASES: [string, string | undefined, { buyer: string } | { refused: string 
   ['two segments', `Bearer ${validHeader}.${validClaims}`, { refused: NOT_VALID }],
   ['four segments', `Bearer ${valid}.${validSignature}`, { refused: NOT_VALID }],
   ['an empty signature', `Bearer ${validHeader}.${validClaims}.`, { refused: NOT_VALID }],
-  ['a signature in base64 rather than base64url', `Bearer ${validHeader}.${validClaims}.${Buffer.from(validSignature, 'base64url').toString('base64')}`, { refused: NOT_VALID }],
+  [
+    'a signature in base64 rather than base64url',
+    `Bearer ${validHeader}.${validClaims}.${Buffer.from(validSignature, 'base64url').toString('base64')}`,
+    { refused: NOT_VALID },
+  ],
   ['a signature one character short', `Bearer ${valid.slice(0, -1)}`, { refused: NOT_VALID }],
   ['a signature one character long', `Bearer ${valid}A`, { refused: NOT_VALID }],
-  ['a signature made with another secret', `Bearer ${token({ secret: 'another-secret-of-at-least-32-characters' })}`, { refused: NOT_VALID }],
+  [
+    'a signature made with another secret',
+    `Bearer ${token({ secret: 'another-secret-of-at-least-32-characters' })}`,
+    { refused: NOT_VALID },
+  ],
   ['claims changed after signing', `Bearer ${validHeader}.${segment({ ...CLAIMS, sub: 'bob' })}.${validSignature}`, { refused: NOT_VALID }],
   // The header segment
   ['a header with base64 padding', `Bearer ${signedAs(`${validHeader}=`, validClaims)}`, { refused: NOT_VALID }],
@@ -104,14 +119,25 @@ const CASES: [string, string | undefined, { buyer: string } | { refused: string 
   ['sub of 64 characters', `Bearer ${token({ claims: { sub: 'b'.repeat(64), exp: NOW + 60 } })}`, { buyer: 'b'.repeat(64) }],
   ['sub of 65 characters', `Bearer ${token({ claims: { sub: 'b'.repeat(65), exp: NOW + 60 } })}`, { refused: BAD_SUBJECT }],
   ['sub with a lone surrogate', `Bearer ${token({ claims: { sub: 'ann\uD800', exp: NOW + 60 } })}`, { refused: ILL_FORMED }],
-  ['an expired token with a bad sub: expiry is judged first', `Bearer ${token({ claims: { sub: '', exp: NOW - 1 } })}`, { refused: EXPIRED }],
-  ['a bad signature on expired claims: the signature is judged first', `Bearer ${token({ claims: { sub: 'ann', exp: NOW - 1 }, secret: 'another-secret-of-at-least-32-characters' })}`, { refused: NOT_VALID }],
+  [
+    'an expired token with a bad sub: expiry is judged first',
+    `Bearer ${token({ claims: { sub: '', exp: NOW - 1 } })}`,
+    { refused: EXPIRED },
+  ],
+  [
+    'a bad signature on expired claims: the signature is judged first',
+    `Bearer ${token({ claims: { sub: 'ann', exp: NOW - 1 }, secret: 'another-secret-of-at-least-32-characters' })}`,
+    { refused: NOT_VALID },
+  ],
 ];
 
 describe('createBuyerAuthenticator (HS256)', () => {
-  it.each(CASES.map(([name, authorization, expected]) => [name, expected, authorization] as const))('%s: %j', (_, expected, authorization) => {
-    expect(verdictOf(createBuyerAuthenticator(SECRET), authorization)).toEqual(expected);
-  });
+  it.each(CASES.map(([name, authorization, expected]) => [name, expected, authorization] as const))(
+    '%s: %j',
+    (_, expected, authorization) => {
+      expect(verdictOf(createBuyerAuthenticator(SECRET), authorization)).toEqual(expected);
+    },
+  );
 
   // Accepted headers are remembered so the next token of the issuer skips decoding them: a verdict must
   // not depend on what the authenticator saw before, nor change when the same token comes again.

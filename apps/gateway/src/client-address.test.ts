@@ -4,7 +4,10 @@ import { clientAddress } from './client-address.ts';
 
 /** A request as the limiter sees it: the socket's peer and the headers Node parsed. */
 function request(remoteAddress: string | undefined, forwardedFor?: string | string[]): IncomingMessage {
-  return { socket: { remoteAddress }, headers: forwardedFor === undefined ? {} : { 'x-forwarded-for': forwardedFor } } as unknown as IncomingMessage;
+  return {
+    socket: { remoteAddress },
+    headers: forwardedFor === undefined ? {} : { 'x-forwarded-for': forwardedFor },
+  } as unknown as IncomingMessage;
 }
 
 describe('clientAddress', () => {

@@ -22,7 +22,10 @@ export function clientAddress(req: IncomingMessage, trustedProxies: number): str
   if (trustedProxies === 0) return socketAddress;
   const header = req.headers['x-forwarded-for'];
   if (header === undefined) return socketAddress;
-  const entries = (typeof header === 'string' ? header : header.join(',')).split(',').map((entry) => entry.trim()).filter((entry) => entry.length > 0);
+  const entries = (typeof header === 'string' ? header : header.join(','))
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter((entry) => entry.length > 0);
   if (entries.length === 0) return socketAddress;
   const chosen = entries[Math.max(0, entries.length - trustedProxies)]!;
   // Cut, so that what a client may have written there costs the limiter no more memory than an address.

@@ -32,7 +32,10 @@ describe('armRequestDeadline (every route: the app and the front door)', () => {
   it('answers 503 SERVICE_UNAVAILABLE with Retry-After to a request still unanswered past the deadline', async () => {
     const { status, body } = await ask((res) => void armRequestDeadline(res, 50, (error) => sendProblem(res, error)));
     expect(status).toBe(503);
-    expect(body).toMatchObject({ code: 'SERVICE_UNAVAILABLE', detail: 'no answer within 50 ms: a backing service is slow or away, retry shortly' });
+    expect(body).toMatchObject({
+      code: 'SERVICE_UNAVAILABLE',
+      detail: 'no answer within 50 ms: a backing service is slow or away, retry shortly',
+    });
   });
 
   it('leaves alone a request answered before it, even if never cleared', async () => {

@@ -36,11 +36,17 @@ export function runGatewayCluster(options: GatewayClusterOptions, logger: Logger
     if (stopping) return;
     const decision = policy.afterDeath(death);
     if ('giveUp' in decision) {
-      logger.fatal({ worker: worker.id, code, signal, startFailures: decision.startFailures }, 'gateway processes keep dying before they listen, giving up');
+      logger.fatal(
+        { worker: worker.id, code, signal, startFailures: decision.startFailures },
+        'gateway processes keep dying before they listen, giving up',
+      );
       stopAll(undefined, 'SIGTERM', 1);
       return;
     }
-    logger.error({ worker: worker.id, code, signal, ...death, restartInMs: decision.restartInMs }, 'gateway process died, starting another');
+    logger.error(
+      { worker: worker.id, code, signal, ...death, restartInMs: decision.restartInMs },
+      'gateway process died, starting another',
+    );
     const replacement = setTimeout(() => {
       replacements.delete(replacement);
       fork();

@@ -22,7 +22,7 @@ gatewayPerFile(
 
 /** The answer to a request, less what differs by nature between two reservations. */
 async function answer(path: string, init: { contentType?: string; body?: string; token?: string }) {
-  const headers: Record<string, string> = bearer(init.token ?? (buyerToken(`buyer-${randomUUID()}`)));
+  const headers: Record<string, string> = bearer(init.token ?? buyerToken(`buyer-${randomUUID()}`));
   if (init.contentType) headers['content-type'] = init.contentType;
   const res = await fetch(`${gateway.url}${path}`, { method: 'POST', headers, body: init.body });
   const body = (await res.json()) as Record<string, unknown>;
@@ -36,7 +36,10 @@ describe('the purchase route', () => {
   const spellings: [string, (saleId: number | string) => string][] = [
     ['a trailing slash', (saleId) => `/api/sales/${saleId}/purchase/`],
     ['other letter case', (saleId) => `/API/Sales/${saleId}/PURCHASE`],
-    ['a percent-encoded sale id', (saleId) => `/api/sales/${[...String(saleId)].map((c) => `%${c.charCodeAt(0).toString(16)}`).join('')}/purchase`],
+    [
+      'a percent-encoded sale id',
+      (saleId) => `/api/sales/${[...String(saleId)].map((c) => `%${c.charCodeAt(0).toString(16)}`).join('')}/purchase`,
+    ],
     ['a query', (saleId) => `/api/sales/${saleId}/purchase?via=link`],
   ];
   const requests: [string, { contentType?: string; body?: string; saleId?: string }][] = [
@@ -79,7 +82,8 @@ describe('the purchase route', () => {
     const statuses: number[] = [];
     const [, trailingSlash] = spellings[0]!;
     // The default budget is 10 a second: the 11th request of one buyer is refused whichever way it came.
-    for (let i = 0; i < 11; i += 1) statuses.push((await answer(i % 2 === 0 ? trailingSlash(sale.id) : canonical(sale.id), { token })).status);
+    for (let i = 0; i < 11; i += 1)
+      statuses.push((await answer(i % 2 === 0 ? trailingSlash(sale.id) : canonical(sale.id), { token })).status);
 
     expect(statuses).toEqual([202, ...Array(9).fill(409), 429]);
   });

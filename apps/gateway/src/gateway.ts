@@ -83,7 +83,11 @@ export function createGateway(deps: GatewayDeps, metrics: GatewayMetrics = creat
   const joinLimits = createJoinLimits(config, deps.now);
   const fail = failureAnswer(deps.logger, (error) => metrics.storeErrors.count(error));
   const publicReads = publicReadBudget(deps);
-  const app = createApp(deps, { buyerOf, buyingLimits, queueLimits, joinLimits, door, fail, misses, publicReads }, metrics, { feed: liveFeed, views, streams: liveStreams });
+  const app = createApp(deps, { buyerOf, buyingLimits, queueLimits, joinLimits, door, fail, misses, publicReads }, metrics, {
+    feed: liveFeed,
+    views,
+    streams: liveStreams,
+  });
   const queueStatus = createQueueStatusHandler({
     door,
     buyerOf,

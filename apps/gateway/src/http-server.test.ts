@@ -161,7 +161,10 @@ describe('connections of the process in all', () => {
     await sleep(200);
     expect(held.map((c) => c.isOpen())).toEqual([true, true, true]);
     expect(logs.find((l) => l.msg === 'connection limits')).toMatchObject({ maxConnections: 3, maxConnectionsFrom: 'MAX_CONNECTIONS' });
-    expect(logs.find((l) => l.msg === 'connections refused')).toMatchObject({ refused: { overMaxConnections: 1 }, lastAddress: '::ffff:127.0.0.2' });
+    expect(logs.find((l) => l.msg === 'connections refused')).toMatchObject({
+      refused: { overMaxConnections: 1 },
+      lastAddress: '::ffff:127.0.0.2',
+    });
 
     held[0]!.socket.destroy();
     await untilConnections(server, 2);
@@ -245,8 +248,8 @@ describe('timeouts', () => {
 
   it('refuses a headers timeout longer than the request timeout, naming both variables', () => {
     const logger = pino({ level: 'silent' });
-    expect(() => createHttpServer(() => {}, loadConfig({ HTTP_HEADERS_TIMEOUT_MS: '3000', HTTP_REQUEST_TIMEOUT_MS: '2000' }), logger)).toThrow(
-      new ConfigError(['HTTP_HEADERS_TIMEOUT_MS (3000) must not exceed HTTP_REQUEST_TIMEOUT_MS (2000)']),
-    );
+    expect(() =>
+      createHttpServer(() => {}, loadConfig({ HTTP_HEADERS_TIMEOUT_MS: '3000', HTTP_REQUEST_TIMEOUT_MS: '2000' }), logger),
+    ).toThrow(new ConfigError(['HTTP_HEADERS_TIMEOUT_MS (3000) must not exceed HTTP_REQUEST_TIMEOUT_MS (2000)']));
   });
 });

@@ -6,7 +6,13 @@ import { connectionCeiling, ownOpenFileLimit } from './connection-ceiling.ts';
 
 export type HttpServerConfig = Pick<
   Config,
-  'MAX_CONNECTIONS_PER_ADDRESS' | 'MAX_CONNECTIONS' | 'HTTP_HEADERS_TIMEOUT_MS' | 'HTTP_REQUEST_TIMEOUT_MS' | 'HTTP_KEEP_ALIVE_TIMEOUT_MS' | 'TRUST_PROXY' | 'METRICS_MAX_CONNECTIONS'
+  | 'MAX_CONNECTIONS_PER_ADDRESS'
+  | 'MAX_CONNECTIONS'
+  | 'HTTP_HEADERS_TIMEOUT_MS'
+  | 'HTTP_REQUEST_TIMEOUT_MS'
+  | 'HTTP_KEEP_ALIVE_TIMEOUT_MS'
+  | 'TRUST_PROXY'
+  | 'METRICS_MAX_CONNECTIONS'
 >;
 
 /**
@@ -31,7 +37,9 @@ export type HttpServerConfig = Pick<
 export function createHttpServer(listener: RequestListener, config: HttpServerConfig, logger: Logger): Server {
   if (config.HTTP_HEADERS_TIMEOUT_MS > config.HTTP_REQUEST_TIMEOUT_MS) {
     // Node refuses the pair too, but naming the variables tells the operator what to change.
-    throw new ConfigError([`HTTP_HEADERS_TIMEOUT_MS (${config.HTTP_HEADERS_TIMEOUT_MS}) must not exceed HTTP_REQUEST_TIMEOUT_MS (${config.HTTP_REQUEST_TIMEOUT_MS})`]);
+    throw new ConfigError([
+      `HTTP_HEADERS_TIMEOUT_MS (${config.HTTP_HEADERS_TIMEOUT_MS}) must not exceed HTTP_REQUEST_TIMEOUT_MS (${config.HTTP_REQUEST_TIMEOUT_MS})`,
+    ]);
   }
   const server = createServer(
     {
@@ -50,7 +58,8 @@ export function createHttpServer(listener: RequestListener, config: HttpServerCo
   // Connections refused or lost: the first one logged at once, then counts at most every 10 s while they
   // go on, so an operator learns a limit is hit (and, for the per-address cap, by whom).
   const refusalLog = summarisedLog<Refusal>(logger, 'connections refused', 'refused');
-  const refused = (reason: Refusal, address?: string, err?: Error) => refusalLog(reason, { ...(address !== undefined && { lastAddress: address }), ...(err !== undefined && { err }) });
+  const refused = (reason: Refusal, address?: string, err?: Error) =>
+    refusalLog(reason, { ...(address !== undefined && { lastAddress: address }), ...(err !== undefined && { err }) });
   const { limit: openFileLimit, read: openFileLimitRead } = ownOpenFileLimit();
   // The metrics port's connections are reserved out of the same descriptors: however it is flooded, it
   // holds at most METRICS_MAX_CONNECTIONS, and PORT keeps what is left.

@@ -1,5 +1,13 @@
 import cluster from 'node:cluster';
-import { announceStarted, bootProcess, openStores, serveInternalPort, stopOnSignal, storesReadiness, type InternalPort } from '@flashsale/bootstrap';
+import {
+  announceStarted,
+  bootProcess,
+  openStores,
+  serveInternalPort,
+  stopOnSignal,
+  storesReadiness,
+  type InternalPort,
+} from '@flashsale/bootstrap';
 import { createGateway } from './gateway.ts';
 import { createGatewayMetrics } from './metrics.ts';
 import { runGatewayCluster } from './gateway-cluster.ts';
@@ -21,7 +29,11 @@ if (config.GATEWAY_WORKERS > 1 && cluster.isPrimary) {
   // One metrics port (METRICS_PORT) for all the gateway processes, bound before they start so each can log it.
   const metrics = await serveInternalPort(proc, clusterMetricsSource());
   runGatewayCluster(
-    { count: config.GATEWAY_WORKERS, shutdownTimeoutMs: config.SHUTDOWN_TIMEOUT_MS, env: { [SUPERVISOR_METRICS_PORT]: String(metrics.port ?? 'none') } },
+    {
+      count: config.GATEWAY_WORKERS,
+      shutdownTimeoutMs: config.SHUTDOWN_TIMEOUT_MS,
+      env: { [SUPERVISOR_METRICS_PORT]: String(metrics.port ?? 'none') },
+    },
     logger,
   );
 } else {
@@ -29,7 +41,14 @@ if (config.GATEWAY_WORKERS > 1 && cluster.isPrimary) {
   const stores = openStores(proc, metrics.storeErrors);
   const graceful = new GracefulStop();
   const gateway = createGateway(
-    { config, logger, sales: stores.sales, dashboardSales: stores.dashboardSales, readiness: storesReadiness(stores), stopping: () => graceful.stopping },
+    {
+      config,
+      logger,
+      sales: stores.sales,
+      dashboardSales: stores.dashboardSales,
+      readiness: storesReadiness(stores),
+      stopping: () => graceful.stopping,
+    },
     metrics,
   );
   // `/metrics` (and `/healthz`) apart from the buyers' port: this process's own, or the supervisor's.

@@ -91,7 +91,8 @@ const BODY_ERRORS: Record<string, ErrorCode> = {
 export function bodyErrorOf(error: unknown): AppError | undefined {
   const { type, limit } = (error ?? {}) as { type?: unknown; limit?: unknown };
   const code = typeof type === 'string' ? BODY_ERRORS[type] : undefined;
-  if (code === 'PAYLOAD_TOO_LARGE' && typeof limit === 'number') return new AppError(code, `The request body is larger than ${bytesText(limit)}`);
+  if (code === 'PAYLOAD_TOO_LARGE' && typeof limit === 'number')
+    return new AppError(code, `The request body is larger than ${bytesText(limit)}`);
   return code ? new AppError(code, code === 'INVALID_REQUEST' ? 'the body is not valid JSON' : undefined) : undefined;
 }
 
@@ -115,7 +116,10 @@ function unavailableOf(error: unknown): AppError | undefined {
 function routingErrorOf(error: unknown): AppError | undefined {
   const status = (error as { status?: unknown } | null)?.status;
   if (status !== 400) return undefined;
-  return new AppError('INVALID_REQUEST', error instanceof URIError ? 'the path has a malformed percent-escape' : 'the request is not valid');
+  return new AppError(
+    'INVALID_REQUEST',
+    error instanceof URIError ? 'the path has a malformed percent-escape' : 'the request is not valid',
+  );
 }
 
 /** Answers a failure of a request on Node's response: whoever's the fault, with the catalogue's code. */

@@ -112,7 +112,12 @@ describe('RateLimiter, its table', () => {
     const clock = manualClock(10_000);
     const limiter = new RateLimiter(1, clock.now, 7);
 
-    expect([limiter.take(pair[0]), limiter.take(pair[1]), limiter.take(pair[0]), limiter.take(pair[1])]).toEqual([true, true, false, false]);
+    expect([limiter.take(pair[0]), limiter.take(pair[1]), limiter.take(pair[0]), limiter.take(pair[1])]).toEqual([
+      true,
+      true,
+      false,
+      false,
+    ]);
   });
 
   it('shrinks back after ten quiet seconds, and still counts right', () => {

@@ -36,7 +36,10 @@ export function createRequestLimits(
  * per address, 0 = none), counted on top of the queue's own: a join costs a Redis call and makes a place,
  * where a poll with a ticket costs neither, so an account farm runs out of joins long before polls.
  */
-export function createJoinLimits(config: Pick<Config, 'QUEUE_JOINS_PER_SECOND' | 'QUEUE_JOINS_PER_ADDRESS_PER_SECOND' | 'TRUST_PROXY'>, now?: () => number): RequestLimits {
+export function createJoinLimits(
+  config: Pick<Config, 'QUEUE_JOINS_PER_SECOND' | 'QUEUE_JOINS_PER_ADDRESS_PER_SECOND' | 'TRUST_PROXY'>,
+  now?: () => number,
+): RequestLimits {
   return budgets(config.QUEUE_JOINS_PER_SECOND, config.QUEUE_JOINS_PER_ADDRESS_PER_SECOND, config.TRUST_PROXY, now);
 }
 

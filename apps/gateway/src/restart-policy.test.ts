@@ -26,7 +26,13 @@ describe('when the gateway supervisor replaces a process that died', () => {
 
     const decisions = Array.from({ length: 5 }, () => policy.afterDeath(diedAtStart));
 
-    expect(decisions).toEqual([{ restartInMs: 100 }, { restartInMs: 200 }, { restartInMs: 400 }, { restartInMs: 800 }, { giveUp: true, startFailures: 5 }]);
+    expect(decisions).toEqual([
+      { restartInMs: 100 },
+      { restartInMs: 200 },
+      { restartInMs: 400 },
+      { restartInMs: 800 },
+      { giveUp: true, startFailures: 5 },
+    ]);
   });
 
   it('counts deaths before listening only in a row: one process that listened in between starts the count over', () => {

@@ -9,7 +9,12 @@ export interface RestartPolicyOptions {
   maxStartFailures: number;
 }
 
-export const DEFAULT_RESTART_POLICY: RestartPolicyOptions = { firstDelayMs: 100, maxDelayMs: 10_000, stableAfterMs: 30_000, maxStartFailures: 5 };
+export const DEFAULT_RESTART_POLICY: RestartPolicyOptions = {
+  firstDelayMs: 100,
+  maxDelayMs: 10_000,
+  stableAfterMs: 30_000,
+  maxStartFailures: 5,
+};
 
 export type RestartDecision = { restartInMs: number } | { giveUp: true; startFailures: number };
 

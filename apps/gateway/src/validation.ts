@@ -52,7 +52,10 @@ function onlyUtf8Charsets(contentType: string): boolean {
   for (const parameter of contentType.split(';').slice(1)) {
     const equals = parameter.indexOf('=');
     if (equals < 0 || parameter.slice(0, equals).trim().toLowerCase() !== 'charset') continue;
-    const value = parameter.slice(equals + 1).trim().replace(/^"(.*)"$/, '$1');
+    const value = parameter
+      .slice(equals + 1)
+      .trim()
+      .replace(/^"(.*)"$/, '$1');
     if (value.toLowerCase() !== 'utf-8') return false;
   }
   return true;

@@ -64,7 +64,11 @@ export class AuditSchedule {
         logger.error({ err: error, saleId }, 'sale not audited: its state could not be read');
         return null;
       });
-      this.audited.set(saleId, { fingerprint, at: performance.now(), clean: report !== null && report.drift === 0 && report.inFlightUnits === 0 });
+      this.audited.set(saleId, {
+        fingerprint,
+        at: performance.now(),
+        clean: report !== null && report.drift === 0 && report.inFlightUnits === 0,
+      });
       // Drift confirmed by a second look, either way, is a judgement to make, not only a line to log:
       // MySQL behind Redis (a restore, a replica promoted behind) or Redis behind MySQL (a stale
       // replica, split brain). The reconciliation restores what MySQL lost from Redis, then rebuilds
@@ -101,10 +105,14 @@ export class AuditSchedule {
 
   /** Sets the schedule (upserting an existing scheduler changes nothing). */
   async schedule(): Promise<void> {
-    await this.queue.upsertJobScheduler(AUDIT_SCHEDULER, { every: this.options.auditEveryMs }, {
-      name: 'audit',
-      opts: { removeOnComplete: 100, removeOnFail: 100 },
-    });
+    await this.queue.upsertJobScheduler(
+      AUDIT_SCHEDULER,
+      { every: this.options.auditEveryMs },
+      {
+        name: 'audit',
+        opts: { removeOnComplete: 100, removeOnFail: 100 },
+      },
+    );
   }
 
   async close(): Promise<void> {

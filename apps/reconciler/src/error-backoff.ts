@@ -66,7 +66,10 @@ export class ErrorBackoff {
   }
 
   private summarise(now: number): void {
-    this.logger.warn({ errors: this.unlogged, restMs: this.restMs, err: this.lastError, part: this.what }, 'failing on Redis or MySQL: resting, errors summed up once per 10 s');
+    this.logger.warn(
+      { errors: this.unlogged, restMs: this.restMs, err: this.lastError, part: this.what },
+      'failing on Redis or MySQL: resting, errors summed up once per 10 s',
+    );
     this.loggedAt = now;
     this.unlogged = 0;
   }

@@ -50,7 +50,12 @@ export class JobWorkers {
       deps.onReconcileFailed?.(error);
       logger.error({ err: error, saleId: job?.data.saleId, attempt: job?.attemptsMade }, 'reconcile attempt failed; BullMQ retries it');
     });
-    this.audit = new Worker(AUDIT_QUEUE, () => deps.audit(), { connection: deps.connection(), prefix: bullPrefix(options.prefix), concurrency: 1, autorun: false });
+    this.audit = new Worker(AUDIT_QUEUE, () => deps.audit(), {
+      connection: deps.connection(),
+      prefix: bullPrefix(options.prefix),
+      concurrency: 1,
+      autorun: false,
+    });
     const auditErrors = new ErrorBackoff(logger, 'audit');
     this.audit.on('error', (error) => auditErrors.failed(this.audit, error));
     this.audit.on('closing', () => auditErrors.stop());

@@ -1,4 +1,12 @@
-import { announceStarted, bootProcess, bullConnectionOf, openStores, serveInternalPort, stopOnSignal, storesReadiness } from '@flashsale/bootstrap';
+import {
+  announceStarted,
+  bootProcess,
+  bullConnectionOf,
+  openStores,
+  serveInternalPort,
+  stopOnSignal,
+  storesReadiness,
+} from '@flashsale/bootstrap';
 import { Reconciler } from './reconciler.ts';
 import { createReconcilerMetrics } from './metrics.ts';
 

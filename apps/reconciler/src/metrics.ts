@@ -1,6 +1,13 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { createStoreErrorMetrics } from '@flashsale/runtime';
-import { storeFailures, type DoorGauges, type ReconcileReason, type ReconcileResult, type RedisMemory, type SaleSnapshot } from '@flashsale/sales';
+import {
+  storeFailures,
+  type DoorGauges,
+  type ReconcileReason,
+  type ReconcileResult,
+  type RedisMemory,
+  type SaleSnapshot,
+} from '@flashsale/sales';
 import { Failure } from '@flashsale/domain';
 
 /**
@@ -21,22 +28,49 @@ export function createReconcilerMetrics(readRedisMemory?: () => Promise<RedisMem
   const perSale = (name: string, help: string) => new Gauge({ name, help, labelNames: ['sale_id'] as const, registers: [registry] });
   const drift = perSale(
     'flashsale_audit_drift_units',
-    'Units by which a live sale\'s ledger does not balance (remaining + in flight + dead-lettered + in MySQL - stock), confirmed drift only; 0 when it balances.',
+    "Units by which a live sale's ledger does not balance (remaining + in flight + dead-lettered + in MySQL - stock), confirmed drift only; 0 when it balances.",
   );
-  const paused = perSale('flashsale_sale_paused', '1 while a live sale refuses buyers with SALE_PAUSED (paused by an operator or a reconciliation, or its Redis state lost), else 0.');
+  const paused = perSale(
+    'flashsale_sale_paused',
+    '1 while a live sale refuses buyers with SALE_PAUSED (paused by an operator or a reconciliation, or its Redis state lost), else 0.',
+  );
   const remaining = perSale('flashsale_sale_remaining_units', 'Units a live sale has left to sell, as Redis holds them.');
   const stock = perSale('flashsale_sale_stock_units', 'Units a live sale sells in all.');
-  const lag = perSale('flashsale_stream_lag_entries', 'Reservations in a live sale\'s stream not yet delivered to any worker (XINFO GROUPS lag).');
-  const pending = perSale('flashsale_stream_pending_entries', 'Reservations delivered to a worker and not yet acknowledged (written to MySQL or set aside).');
+  const lag = perSale(
+    'flashsale_stream_lag_entries',
+    "Reservations in a live sale's stream not yet delivered to any worker (XINFO GROUPS lag).",
+  );
+  const pending = perSale(
+    'flashsale_stream_pending_entries',
+    'Reservations delivered to a worker and not yet acknowledged (written to MySQL or set aside).',
+  );
   const doorWaiting = perSale('flashsale_door_waiting', "Buyers in a queued sale's waiting room the frontier has not reached.");
   const doorUnused = perSale('flashsale_door_admitted_unused', 'Admitted buyers of a queued sale whose turn runs and who have not bought.');
-  const doorFront = perSale('flashsale_door_front', "A queued sale's frontier: places given a turn so far (its rate of change is the admission rate achieved).");
-  const doorAbandoned = perSale('flashsale_door_abandoned_turns', 'Turns of a queued sale that ended without a purchase (counted by the door as it moves on).');
-  const doorRoom = perSale('flashsale_door_room', 'Admissions the stock bound allows a queued sale now: floor(remaining x no-show factor) - admitted and unused, a turn in its show-up window counted (1 - no-show rate).');
-  const doorAwaiting = perSale('flashsale_door_awaiting_show_up', 'Admitted buyers of a queued sale whose turn is still in its show-up window (they have neither called .../queue/here nor tried to buy).');
-  const doorNoShows = perSale('flashsale_door_no_show_rate', "The share of a queued sale's recent turns whose show-up window lapsed, as the door measured it (0..0.9); the door admits ahead of it.");
+  const doorFront = perSale(
+    'flashsale_door_front',
+    "A queued sale's frontier: places given a turn so far (its rate of change is the admission rate achieved).",
+  );
+  const doorAbandoned = perSale(
+    'flashsale_door_abandoned_turns',
+    'Turns of a queued sale that ended without a purchase (counted by the door as it moves on).',
+  );
+  const doorRoom = perSale(
+    'flashsale_door_room',
+    'Admissions the stock bound allows a queued sale now: floor(remaining x no-show factor) - admitted and unused, a turn in its show-up window counted (1 - no-show rate).',
+  );
+  const doorAwaiting = perSale(
+    'flashsale_door_awaiting_show_up',
+    'Admitted buyers of a queued sale whose turn is still in its show-up window (they have neither called .../queue/here nor tried to buy).',
+  );
+  const doorNoShows = perSale(
+    'flashsale_door_no_show_rate',
+    "The share of a queued sale's recent turns whose show-up window lapsed, as the door measured it (0..0.9); the door admits ahead of it.",
+  );
   const doorRate = perSale('flashsale_door_admit_per_second', "A queued sale's admission rate, as the operator set it.");
-  const doorOpen = perSale('flashsale_door_open', '1 while a queued sale\'s door may admit (started, not ended, neither it nor the sale paused, not restoring after a loss), else 0.');
+  const doorOpen = perSale(
+    'flashsale_door_open',
+    "1 while a queued sale's door may admit (started, not ended, neither it nor the sale paused, not restoring after a loss), else 0.",
+  );
   const doorGauges = [doorWaiting, doorUnused, doorFront, doorAbandoned, doorRoom, doorAwaiting, doorNoShows, doorRate, doorOpen];
   const gauges = [drift, paused, remaining, stock, lag, pending, ...doorGauges];
   const live = new Set<number>();
@@ -155,7 +189,10 @@ function exportRedisMemory(registry: Registry, read: () => Promise<RedisMemory[]
   const refresh = () =>
     (reading ??= (async () => {
       // Never held by a Redis that does not answer: the scrape goes on with the last values.
-      const servers = await Promise.race([read().catch(() => []), new Promise<RedisMemory[]>((resolve) => setTimeout(() => resolve([]), 1000).unref())]);
+      const servers = await Promise.race([
+        read().catch(() => []),
+        new Promise<RedisMemory[]>((resolve) => setTimeout(() => resolve([]), 1000).unref()),
+      ]);
       for (const server of servers) {
         const labels = { node: server.node };
         used.set(labels, server.usedMemoryBytes);
@@ -172,7 +209,13 @@ function exportRedisMemory(registry: Registry, read: () => Promise<RedisMemory[]
     registers: [registry],
     collect: refresh,
   });
-  const maxmemory = new Gauge({ name: 'flashsale_redis_maxmemory_bytes', help: "Redis's maxmemory (0: no limit).", labelNames: ['node'] as const, registers: [registry], collect: refresh });
+  const maxmemory = new Gauge({
+    name: 'flashsale_redis_maxmemory_bytes',
+    help: "Redis's maxmemory (0: no limit).",
+    labelNames: ['node'] as const,
+    registers: [registry],
+    collect: refresh,
+  });
   const evicted = new Counter({
     name: 'flashsale_redis_evicted_keys_total',
     help: 'Keys Redis evicted to make room (any is an incident: the system requires maxmemory-policy noeviction).',

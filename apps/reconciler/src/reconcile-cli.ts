@@ -21,7 +21,8 @@ with or without a reconciler process running; exit 1 when the reconciliation fai
 } as const;
 const { values } = parseCommandLine(COMMAND);
 const saleId = Number(values.sale);
-if (!Number.isInteger(saleId) || saleId < 1) exitWithUsage(COMMAND, values.sale === undefined ? '--sale is required' : `--sale must be a sale id, not ${values.sale}`);
+if (!Number.isInteger(saleId) || saleId < 1)
+  exitWithUsage(COMMAND, values.sale === undefined ? '--sale is required' : `--sale must be a sale id, not ${values.sale}`);
 
 const config = loadConfigOrExit();
 // Its stdout is the result alone: the logs go to stderr (pino's stdout is asynchronous, and a log line

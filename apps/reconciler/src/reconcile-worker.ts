@@ -27,7 +27,14 @@ export interface ReconcileWorkerOptions {
 export function createReconcileWorker(
   sales: Pick<Sales, 'reconcileSale'>,
   logger: Logger,
-  { prefix, connection, concurrency, autorun = true, onReconciled, backoff = new ErrorBackoff(logger, 'reconcile') }: ReconcileWorkerOptions,
+  {
+    prefix,
+    connection,
+    concurrency,
+    autorun = true,
+    onReconciled,
+    backoff = new ErrorBackoff(logger, 'reconcile'),
+  }: ReconcileWorkerOptions,
 ): Worker<ReconcileJobData, ReconcileResult> {
   const worker = new Worker<ReconcileJobData, ReconcileResult>(
     RECONCILE_QUEUE,

@@ -36,7 +36,8 @@ export interface ReconcilerOptions {
 
 /** The use cases, BullMQ's connections, and what the process is told (its metrics: see each room's). */
 export interface ReconcilerDeps
-  extends Pick<WatchLoopDeps, 'onSaleError' | 'onSaleSeen' | 'onDoorSeen' | 'onSaleGone' | 'onWatchOverdue' | 'onFailure'>,
+  extends
+    Pick<WatchLoopDeps, 'onSaleError' | 'onSaleSeen' | 'onDoorSeen' | 'onSaleGone' | 'onWatchOverdue' | 'onFailure'>,
     Pick<JobWorkersDeps, 'onReconciled' | 'onReconcileFailed'>,
     Pick<AuditScheduleDeps, 'onAudit'> {
   /** The use cases (packages/sales), with the reconcile queue. */
@@ -66,7 +67,14 @@ export class Reconciler {
       return c;
     };
     this.audits = new AuditSchedule(
-      { sales, logger, connection: connection(), watched: { listedSaleIds: () => this.watch.listedSaleIds(), fingerprintOf: (saleId) => this.watch.fingerprintOf(saleId) }, onAudit: deps.onAudit, onSaleError: deps.onSaleError },
+      {
+        sales,
+        logger,
+        connection: connection(),
+        watched: { listedSaleIds: () => this.watch.listedSaleIds(), fingerprintOf: (saleId) => this.watch.fingerprintOf(saleId) },
+        onAudit: deps.onAudit,
+        onSaleError: deps.onSaleError,
+      },
       options,
     );
     this.watch = new WatchLoop(

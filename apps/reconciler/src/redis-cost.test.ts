@@ -38,13 +38,25 @@ async function saleWithAcknowledgedEntries(ctx: TestContext, entries: number, de
   const sale = await createLiveSale(ctx, { stock: entries });
   const keys = saleKeys(prefix, sale.id);
   for (let from = 0; from < entries; from += CHUNK) {
-    const commands = Array.from({ length: Math.min(CHUNK, entries - from) }, (_, k) => ['reserve', keys.meta, keys.buyers, keys.stream, keys.turns, keys.closed, keys.showUp, `buyer-${from + k}`, '1', newReservationId(sale.id)]);
+    const commands = Array.from({ length: Math.min(CHUNK, entries - from) }, (_, k) => [
+      'reserve',
+      keys.meta,
+      keys.buyers,
+      keys.stream,
+      keys.turns,
+      keys.closed,
+      keys.showUp,
+      `buyer-${from + k}`,
+      '1',
+      newReservationId(sale.id),
+    ]);
     for (const [error] of (await ctx.redis.pipeline(commands).exec())!) expect(error).toBeNull();
   }
   const every = Math.floor(entries / deadLetters);
   let seen = 0;
   for (;;) {
-    const reply = (await ctx.redis.xreadgroup('GROUP', ORDER_WRITERS_GROUP, 'filler', 'COUNT', CHUNK, 'STREAMS', keys.stream, '>')) as [string, Entry[]][] | null;
+    const reply = (await ctx.redis.xreadgroup('GROUP', ORDER_WRITERS_GROUP, 'filler', 'COUNT', CHUNK, 'STREAMS', keys.stream, '>')) as
+      [string, Entry[]][] | null;
     const read = reply?.[0]?.[1] ?? [];
     if (read.length === 0) break;
     const orders: ReservationEntry[] = [];
@@ -58,7 +70,9 @@ async function saleWithAcknowledgedEntries(ctx: TestContext, entries: number, de
       }
     }
     expect((await createOrderStore(ctx.prisma).sale(sale.id).writeOrderBatch(orders)).written).toHaveLength(orders.length);
-    await createSaleStore(ctx.redis, prefix).sale(sale.id).acknowledge(orders.map((r) => r.entryId));
+    await createSaleStore(ctx.redis, prefix)
+      .sale(sale.id)
+      .acknowledge(orders.map((r) => r.entryId));
     await Promise.all(setAside.map((entry) => createSaleStore(ctx.redis, prefix).sale(sale.id).deadLetter(entry, 'OVER_STOCK', 1)));
   }
   expect(await ctx.redis.xlen(keys.stream)).toBe(entries);
@@ -90,7 +104,10 @@ async function measure(entries: number, deadLetters: number): Promise<Measured> 
     // The first pass records the sale's first checkpoint; the measured one verifies it and trims.
     await watchOnce(watchDeps);
     let report: AuditReport | null = null;
-    const auditDeps = { ...salesDeps({ redis: ctx.redis, prisma: ctx.prisma, prefix: ctx.config.REDIS_PREFIX, logger: watchDeps.logger }), onReport: () => undefined };
+    const auditDeps = {
+      ...salesDeps({ redis: ctx.redis, prisma: ctx.prisma, prefix: ctx.config.REDIS_PREFIX, logger: watchDeps.logger }),
+      onReport: () => undefined,
+    };
     const audit = await redisWorkOf(server.url, async () => {
       report = await auditAndReport(auditDeps, sale.id, 0);
     });
@@ -105,17 +122,28 @@ async function measure(entries: number, deadLetters: number): Promise<Measured> 
 }
 
 describe("the reconciler's Redis work per sale", () => {
-  it("the audit's and the watch's Redis work does not grow with a stream of 200,000 acknowledged entries", { timeout: 300_000 }, async () => {
-    const short = await measure(100, 1);
-    const long = await measure(200_000, 2_000);
+  it(
+    "the audit's and the watch's Redis work does not grow with a stream of 200,000 acknowledged entries",
+    { timeout: 300_000 },
+    async () => {
+      const short = await measure(100, 1);
+      const long = await measure(200_000, 2_000);
 
-    expect(long.report).toMatchObject({ stock: 200_000, remaining: 0, inFlightUnits: 0, deadLetteredUnits: 2_000, unitsInDb: 198_000, drift: 0 });
-    expect(short.report).toMatchObject({ stock: 100, remaining: 0, inFlightUnits: 0, deadLetteredUnits: 1, unitsInDb: 99, drift: 0 });
-    // Numbers in the replies have more digits with the long stream (lengths, counters, the group's
-    // entries-read): within twice the short stream's bytes and a few hundred more, and the same commands.
-    for (const part of ['audit', 'watch'] as const) {
-      expect(long[part].bytesSent, `bytes Redis sent for the ${part}`).toBeLessThanOrEqual(2 * short[part].bytesSent + 500);
-      expect(long[part].commands, `commands Redis ran for the ${part}`).toEqual(short[part].commands);
-    }
-  });
+      expect(long.report).toMatchObject({
+        stock: 200_000,
+        remaining: 0,
+        inFlightUnits: 0,
+        deadLetteredUnits: 2_000,
+        unitsInDb: 198_000,
+        drift: 0,
+      });
+      expect(short.report).toMatchObject({ stock: 100, remaining: 0, inFlightUnits: 0, deadLetteredUnits: 1, unitsInDb: 99, drift: 0 });
+      // Numbers in the replies have more digits with the long stream (lengths, counters, the group's
+      // entries-read): within twice the short stream's bytes and a few hundred more, and the same commands.
+      for (const part of ['audit', 'watch'] as const) {
+        expect(long[part].bytesSent, `bytes Redis sent for the ${part}`).toBeLessThanOrEqual(2 * short[part].bytesSent + 500);
+        expect(long[part].commands, `commands Redis ran for the ${part}`).toEqual(short[part].commands);
+      }
+    },
+  );
 });

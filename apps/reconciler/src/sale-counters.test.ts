@@ -24,7 +24,11 @@ async function buy(sale: SaleRecord, buyers: string[], batches = 1): Promise<Res
   for (const [i, userId] of buyers.entries()) {
     const request = { saleId: sale.id, userId, quantity: (i % 3) + 1, reservationId: `${sale.id}-${randomUUID()}` };
     expect((await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).reserve(request)).kind).toBe('reserved');
-    reservations.push({ ...request, reservedAt: Date.now(), generation: (await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).state())!.generation });
+    reservations.push({
+      ...request,
+      reservedAt: Date.now(),
+      generation: (await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).state())!.generation,
+    });
   }
   const size = Math.ceil(reservations.length / batches);
   for (let i = 0; i < reservations.length; i += size) {
@@ -33,7 +37,8 @@ async function buy(sale: SaleRecord, buyers: string[], batches = 1): Promise<Res
   }
   // Acknowledged, as the worker does once they are orders: the stream drains.
   const stream = saleKeys(ctx.config.REDIS_PREFIX, sale.id).stream;
-  const read = (await ctx.redis.xreadgroup('GROUP', ORDER_WRITERS_GROUP, 'test', 'COUNT', 1_000, 'STREAMS', stream, '>')) as [string, [string, string[]][]][] | null;
+  const read = (await ctx.redis.xreadgroup('GROUP', ORDER_WRITERS_GROUP, 'test', 'COUNT', 1_000, 'STREAMS', stream, '>')) as
+    [string, [string, string[]][]][] | null;
   const ids = (read?.[0]?.[1] ?? []).map(([id]) => id);
   if (ids.length > 0) await ctx.redis.xack(stream, ORDER_WRITERS_GROUP, ...ids);
   return reservations;
@@ -41,7 +46,12 @@ async function buy(sale: SaleRecord, buyers: string[], batches = 1): Promise<Res
 
 /** The sale's orders grouped by MySQL: what the counters must always equal. */
 async function groupedByStatus(saleId: number) {
-  const byStatus = { created: { orders: 0, units: 0 }, paid: { orders: 0, units: 0 }, cancelled: { orders: 0, units: 0 }, expired: { orders: 0, units: 0 } };
+  const byStatus = {
+    created: { orders: 0, units: 0 },
+    paid: { orders: 0, units: 0 },
+    cancelled: { orders: 0, units: 0 },
+    expired: { orders: 0, units: 0 },
+  };
   const rows = await ctx.prisma.order.groupBy({ by: ['status'], where: { saleId }, _count: { _all: true }, _sum: { quantity: true } });
   for (const row of rows) byStatus[row.status] = { orders: row._count._all, units: row._sum.quantity ?? 0 };
   const returns = await ctx.prisma.stockReturn.groupBy({ by: ['state'], where: { saleId }, _sum: { quantity: true } });
@@ -62,13 +72,23 @@ async function expectCountersToMatch(saleId: number) {
 describe("a sale's order counters", () => {
   it('equal a GROUP BY over its orders after creates, payments, cancels, expiries (one paid by a payment that arrived in time) and a reconcile', async () => {
     const sale = await createLiveSale(ctx, { stock: 1_000, perUserLimit: 3, paymentWindowSeconds: 600 });
-    const first = await buy(sale, Array.from({ length: 12 }, (_, i) => `first-${i}`), 3);
+    const first = await buy(
+      sale,
+      Array.from({ length: 12 }, (_, i) => `first-${i}`),
+      3,
+    );
     // A redelivered entry beside new ones: the writer's careful pass.
     const careful = await buy(sale, ['careful-0'], 1);
     expect((await createOrderStore(ctx.prisma).sale(sale.id).writeOrderBatch([careful[0]!])).replayed).toHaveLength(1);
     await expectCountersToMatch(sale.id);
 
-    const pay = (r: Reservation, id: string) => createOrderStore(ctx.prisma).recordPayment({ eventId: `${id}-${sale.id}`, reservationId: r.reservationId, saleId: sale.id, amountCents: 100 });
+    const pay = (r: Reservation, id: string) =>
+      createOrderStore(ctx.prisma).recordPayment({
+        eventId: `${id}-${sale.id}`,
+        reservationId: r.reservationId,
+        saleId: sale.id,
+        amountCents: 100,
+      });
     expect(await pay(first[0]!, 'p0')).toBe('paid');
     expect(await pay(first[1]!, 'p1')).toBe('paid');
     expect(await pay(first[1]!, 'p1-again')).toBe('refund_due');
@@ -79,8 +99,14 @@ describe("a sale's order counters", () => {
 
     // Four orders come due: one paid on arrival before its payBy (the expiry pays it), three expire.
     const due = first.slice(4, 8).map((r) => r.reservationId);
-    await ctx.prisma.$executeRaw`UPDATE orders SET pay_by = NOW(3) + INTERVAL 300000 MICROSECOND WHERE reservation_id IN (${due[0]}, ${due[1]}, ${due[2]}, ${due[3]})`;
-    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).recordPaymentArrival({ eventId: `in-time-${sale.id}`, reservationId: due[0]!, saleId: sale.id, amountCents: 100 });
+    await ctx.prisma
+      .$executeRaw`UPDATE orders SET pay_by = NOW(3) + INTERVAL 300000 MICROSECOND WHERE reservation_id IN (${due[0]}, ${due[1]}, ${due[2]}, ${due[3]})`;
+    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).recordPaymentArrival({
+      eventId: `in-time-${sale.id}`,
+      reservationId: due[0]!,
+      saleId: sale.id,
+      amountCents: 100,
+    });
     await sleep(400);
     const expiry = await createOrderStore(ctx.prisma).expireDueOrders(100, arrivals);
     expect({ paid: expiry.paid, expired: expiry.owed.filter((o) => o.saleId === sale.id).length }).toEqual({ paid: 1, expired: 3 });

@@ -12,7 +12,12 @@ const env = isolatedContextPerTest();
 
 function watcherDeps(createGraceMs: number): SaleWatch {
   return {
-    ...salesDeps({ redis: env.ctx.redis, prisma: env.ctx.prisma, prefix: env.ctx.config.REDIS_PREFIX, logger: createLogger('watch-test', 'silent') }),
+    ...salesDeps({
+      redis: env.ctx.redis,
+      prisma: env.ctx.prisma,
+      prefix: env.ctx.config.REDIS_PREFIX,
+      logger: createLogger('watch-test', 'silent'),
+    }),
     publishGraceMs: 0,
     createGraceMs,
     retentionMs: 0,
@@ -53,19 +58,30 @@ describe('creates left unfinished (the request died, or could not take back a fa
 
     await watchOnce(watcherDeps(1000));
 
-    expect(await env.ctx.prisma.sale.findUniqueOrThrow({ where: { id: sale.id } })).toMatchObject({ publishState: 'abandoned', idempotencyKey: null });
+    expect(await env.ctx.prisma.sale.findUniqueOrThrow({ where: { id: sale.id } })).toMatchObject({
+      publishState: 'abandoned',
+      idempotencyKey: null,
+    });
     expect(await createOrderStore(env.ctx.prisma).sale(sale.id).find()).toBeNull();
     expect(await createSaleStore(env.ctx.redis, env.ctx.config.REDIS_PREFIX).sale(sale.id).state()).toBeNull();
     expect(await env.ctx.redis.smembers(salesIndexKey(env.ctx.config.REDIS_PREFIX))).not.toContain(String(sale.id));
     // The operator's retry with the same key now makes the sale, once.
-    const retry = await createOrderStore(env.ctx.prisma).beginSaleCreation(body, { idempotencyKey: 'stalled', requestHash: 'h'.repeat(64) });
+    const retry = await createOrderStore(env.ctx.prisma).beginSaleCreation(body, {
+      idempotencyKey: 'stalled',
+      requestHash: 'h'.repeat(64),
+    });
     expect(retry.kind).toBe('started');
   });
 
   it('stand when they already took a reservation: those buyers were told yes', async () => {
     const { sale } = await stalledCreate('bought');
     const reservationId = newReservationId(sale.id);
-    await createSaleStore(env.ctx.redis, env.ctx.config.REDIS_PREFIX).reserve({ saleId: sale.id, userId: 'early', quantity: 1, reservationId });
+    await createSaleStore(env.ctx.redis, env.ctx.config.REDIS_PREFIX).reserve({
+      saleId: sale.id,
+      userId: 'early',
+      quantity: 1,
+      reservationId,
+    });
     await backdate(sale.id, 1100);
 
     await watchOnce(watcherDeps(1000));

@@ -28,7 +28,12 @@ function startWorker(batchSize = 20): OrderWorker {
 async function reserveMany(saleId: number, from: number, count: number, accepted: Map<string, { userId: string; quantity: number }>) {
   for (let i = from; i < from + count; i++) {
     const reservationId = newReservationId(saleId);
-    const outcome = await createSaleStore(env.ctx.redis, env.ctx.config.REDIS_PREFIX).reserve({ saleId, userId: `buyer-${i}`, quantity: 1, reservationId });
+    const outcome = await createSaleStore(env.ctx.redis, env.ctx.config.REDIS_PREFIX).reserve({
+      saleId,
+      userId: `buyer-${i}`,
+      quantity: 1,
+      reservationId,
+    });
     expect(outcome.kind).toBe('reserved');
     accepted.set(reservationId, { userId: `buyer-${i}`, quantity: 1 });
   }
@@ -72,12 +77,22 @@ describe('stream retention', () => {
     const record = await env.ctx.prisma.sale.findUniqueOrThrow({ where: { id: sale.id } });
 
     expect(entries).toEqual([record.checkpointStreamId]);
-    expect(await ledgerOf(env.ctx.redis, env.ctx.prisma, env.ctx.config.REDIS_PREFIX, sale.id, accepted)).toEqual({ lost: [], duplicated: [], unexpected: [], unitsInDb: 300, remaining: 200, stock: 500 });
+    expect(await ledgerOf(env.ctx.redis, env.ctx.prisma, env.ctx.config.REDIS_PREFIX, sale.id, accepted)).toEqual({
+      lost: [],
+      duplicated: [],
+      unexpected: [],
+      unitsInDb: 300,
+      remaining: 200,
+      stock: 500,
+    });
     // Never taken for Redis going back: no reconciliation queued, run or recorded.
     expect(reconciler.reconciled).toEqual([]);
     expect(await reconciler.jobs.queue.getJobCounts()).toMatchObject({ waiting: 0, active: 0, delayed: 0, completed: 0, failed: 0 });
     expect([record.redisGeneration, record.lostReservations]).toEqual([sale.generation, 0]);
-    expect(await createSaleStore(env.ctx.redis, env.ctx.config.REDIS_PREFIX).sale(sale.id).state()).toMatchObject({ paused: false, remaining: 200 });
+    expect(await createSaleStore(env.ctx.redis, env.ctx.config.REDIS_PREFIX).sale(sale.id).state()).toMatchObject({
+      paused: false,
+      remaining: 200,
+    });
   });
 
   it('keeps acknowledged entries for the retention time', async () => {
@@ -120,14 +135,21 @@ describe('stream retention', () => {
         .xinfo('GROUPS', keys.stream)
         .xrevrange(keys.stream, '+', '-', 'COUNT', 1)
         .exec();
-      const [now, pending, groups, last] = before!.map(([, reply]) => reply) as [[string, string], [number, string | null], unknown[][], [string, string[]][]];
+      const [now, pending, groups, last] = before!.map(([, reply]) => reply) as [
+        [string, string],
+        [number, string | null],
+        unknown[][],
+        [string, string[]][],
+      ];
       const group = Object.fromEntries(pairs(groups[0]!));
       // The oldest of: the first undelivered entry, the first pending one, the checkpoint's.
       const keptFrom = [nextId(String(group['last-delivered-id'])), pending[1], checkpoint]
         .filter((id): id is string => id !== null)
         .reduce((a, b) => (compareIds(a, b) <= 0 ? a : b));
 
-      await createSaleStore(env.ctx.redis, prefix).sale(sale.id).trimAcknowledged({ keepFrom: checkpoint, keepSinceMs: Number(now[0]) * 1000 - 600_000, maxEntries });
+      await createSaleStore(env.ctx.redis, prefix)
+        .sale(sale.id)
+        .trimAcknowledged({ keepFrom: checkpoint, keepSinceMs: Number(now[0]) * 1000 - 600_000, maxEntries });
 
       const after = await env.ctx.redis.multi().xlen(keys.stream).xrange(keys.stream, keptFrom, '+').exec();
       const [length, held] = after!.map(([, reply]) => reply) as [number, unknown[]];
@@ -138,8 +160,26 @@ describe('stream retention', () => {
     const started = performance.now();
     for (let tick = 0; tick < ticks; tick++) {
       await sleep(Math.max(0, started + tick * tickMs - performance.now()));
-      const batch = Array.from({ length: perTick }, (_, k) => ({ userId: `buyer-${tick * perTick + k}`, reservationId: newReservationId(sale.id) }));
-      const replies = await env.ctx.redis.pipeline(batch.map(({ userId, reservationId }) => ['reserve', keys.meta, keys.buyers, keys.stream, keys.turns, keys.closed, keys.showUp, userId, '1', reservationId])).exec();
+      const batch = Array.from({ length: perTick }, (_, k) => ({
+        userId: `buyer-${tick * perTick + k}`,
+        reservationId: newReservationId(sale.id),
+      }));
+      const replies = await env.ctx.redis
+        .pipeline(
+          batch.map(({ userId, reservationId }) => [
+            'reserve',
+            keys.meta,
+            keys.buyers,
+            keys.stream,
+            keys.turns,
+            keys.closed,
+            keys.showUp,
+            userId,
+            '1',
+            reservationId,
+          ]),
+        )
+        .exec();
       replies!.forEach(([error, reply], k) => {
         expect(error).toBeNull();
         expect(toReserveOutcome(reply as [number, string | number]).kind).toBe('reserved');
@@ -153,7 +193,14 @@ describe('stream retention', () => {
     expect(passes.filter(({ length, bound }) => length > bound)).toEqual([]);
     expect(Math.max(...passes.map(({ length }) => length))).toBeLessThan(accepted.size / 2);
     await createSaleStore(env.ctx.redis, prefix).sale(sale.id).waitForDrain();
-    expect(await ledgerOf(env.ctx.redis, env.ctx.prisma, prefix, sale.id, accepted)).toEqual({ lost: [], duplicated: [], unexpected: [], unitsInDb: 10_000, remaining: 0, stock: 10_000 });
+    expect(await ledgerOf(env.ctx.redis, env.ctx.prisma, prefix, sale.id, accepted)).toEqual({
+      lost: [],
+      duplicated: [],
+      unexpected: [],
+      unitsInDb: 10_000,
+      remaining: 0,
+      stock: 10_000,
+    });
   });
 
   it('a reconciler that listed the sale before another recorded a newer checkpoint and trimmed judges it healthy', async () => {
@@ -197,15 +244,31 @@ describe('stream retention', () => {
     // A reconciler that judged against no checkpoint, or against one since replaced, is refused: with a
     // later clock, the same one, or an earlier one.
     for (const at of [3_000_000, 2_000_000, 1_000_000]) {
-      expect(await createOrderStore(env.ctx.prisma).sale(sale.id).recordCheckpoint(sale.generation, { reservations: 1, units: 1, at, streamId: `${at}-9` }, null)).toBe(false);
-      expect(await createOrderStore(env.ctx.prisma).sale(sale.id).recordCheckpoint(sale.generation, { reservations: 1, units: 1, at, streamId: `${at}-9` }, { at: 1_500_000 })).toBe(false);
+      expect(
+        await createOrderStore(env.ctx.prisma)
+          .sale(sale.id)
+          .recordCheckpoint(sale.generation, { reservations: 1, units: 1, at, streamId: `${at}-9` }, null),
+      ).toBe(false);
+      expect(
+        await createOrderStore(env.ctx.prisma)
+          .sale(sale.id)
+          .recordCheckpoint(sale.generation, { reservations: 1, units: 1, at, streamId: `${at}-9` }, { at: 1_500_000 }),
+      ).toBe(false);
     }
     expect(await read()).toEqual([5, '2000000-0']);
     // Judged against the one in place: recorded, even with a clock that went back.
-    expect(await createOrderStore(env.ctx.prisma).sale(sale.id).recordCheckpoint(sale.generation, { reservations: 6, units: 6, at: 1_900_000, streamId: '1900000-0' }, first)).toBe(true);
+    expect(
+      await createOrderStore(env.ctx.prisma)
+        .sale(sale.id)
+        .recordCheckpoint(sale.generation, { reservations: 6, units: 6, at: 1_900_000, streamId: '1900000-0' }, first),
+    ).toBe(true);
     expect(await read()).toEqual([6, '1900000-0']);
     // Never for another generation.
-    expect(await createOrderStore(env.ctx.prisma).sale(sale.id).recordCheckpoint('another-generation', { reservations: 7, units: 7, at: 4_000_000, streamId: '4000000-0' }, { at: 1_900_000 })).toBe(false);
+    expect(
+      await createOrderStore(env.ctx.prisma)
+        .sale(sale.id)
+        .recordCheckpoint('another-generation', { reservations: 7, units: 7, at: 4_000_000, streamId: '4000000-0' }, { at: 1_900_000 }),
+    ).toBe(false);
   });
 });
 

@@ -1,5 +1,14 @@
 import type { Logger } from '@flashsale/runtime';
-import { WatchStepOverdueError, withinDeadline, type DoorGauges, type Sales, type SaleSnapshot, type SaleVisit, type WatchedSale, type WatchSettings } from '@flashsale/sales';
+import {
+  WatchStepOverdueError,
+  withinDeadline,
+  type DoorGauges,
+  type Sales,
+  type SaleSnapshot,
+  type SaleVisit,
+  type WatchedSale,
+  type WatchSettings,
+} from '@flashsale/sales';
 import { WatchRota } from './watch-rota.ts';
 import { ErrorBackoff, NOT_RESTABLE } from './error-backoff.ts';
 
@@ -72,14 +81,17 @@ export class WatchLoop {
 
   /** Ticks of at most 100 ms: the rota spreads the looks over them at the rate (WatchRota). */
   start(): void {
-    this.timer = setInterval(() => {
-      // One tick at a time: while one hangs (Redis or MySQL away) the others are skipped, not queued.
-      if (this.inProgress) return;
-      this.inProgress = true;
-      this.watching = this.tick().finally(() => {
-        this.inProgress = false;
-      });
-    }, Math.min(100, this.options.watchEveryMs));
+    this.timer = setInterval(
+      () => {
+        // One tick at a time: while one hangs (Redis or MySQL away) the others are skipped, not queued.
+        if (this.inProgress) return;
+        this.inProgress = true;
+        this.watching = this.tick().finally(() => {
+          this.inProgress = false;
+        });
+      },
+      Math.min(100, this.options.watchEveryMs),
+    );
   }
 
   async stop(): Promise<void> {
@@ -107,7 +119,10 @@ export class WatchLoop {
       let listed: WatchedSale[] | undefined;
       if (now - this.listedAt >= this.rota.roundMs()) {
         listed = await this.step('list', undefined, () => this.saleWatch.listSales());
-        this.rota.setSales(listed.filter((sale) => sale.settled), now);
+        this.rota.setSales(
+          listed.filter((sale) => sale.settled),
+          now,
+        );
         const ids = new Set(listed.map((sale) => sale.id));
         for (const saleId of this.observed.keys()) if (!ids.has(saleId)) this.deps.onSaleGone?.(saleId);
         for (const saleId of this.observed.keys()) if (!ids.has(saleId)) this.observed.delete(saleId);
@@ -141,7 +156,9 @@ export class WatchLoop {
   private async look(sale: WatchedSale): Promise<void> {
     let visit: SaleVisit | undefined;
     try {
-      visit = await this.step('look', sale.id, (signal) => this.saleWatch.look(sale, { pausedBefore: this.pausedLastPass.has(sale.id), signal }));
+      visit = await this.step('look', sale.id, (signal) =>
+        this.saleWatch.look(sale, { pausedBefore: this.pausedLastPass.has(sale.id), signal }),
+      );
     } catch (error) {
       if (!(error instanceof WatchStepOverdueError)) throw error;
       // Passed over (logged and counted): looked at again soon, as a sale that changed, while the
@@ -193,7 +210,10 @@ export class WatchLoop {
         'Redis refuses writes (over maxmemory): purchases answer 503 until retention frees acknowledged stream entries; if the buyers alone fill it, raise maxmemory',
       );
     } else if (before > 0 && this.outOfMemory.size === 0) {
-      this.deps.logger.info({ usedMemoryBytes: memory.countedBytes, maxmemoryBytes: memory.maxmemoryBytes }, 'Redis takes writes again (under maxmemory)');
+      this.deps.logger.info(
+        { usedMemoryBytes: memory.countedBytes, maxmemoryBytes: memory.maxmemoryBytes },
+        'Redis takes writes again (under maxmemory)',
+      );
     }
   }
 

@@ -11,7 +11,16 @@ import { OrderWorker, type OrderWorkerOptions } from './order-worker.ts';
 
 // The worker's idle cost against the number of live sales, counted by a Redis of its own (INFO
 // commandstats counts every command it served, whoever sent it).
-const OPTIONS: OrderWorkerOptions = { batchSize: 100, idleMs: 5, claimIdleMs: 15_000, maxDeliveries: 5, salesRefreshMs: 1000, writesInFlight: 2, sweepMs: 250, sweepPerSecond: 500 };
+const OPTIONS: OrderWorkerOptions = {
+  batchSize: 100,
+  idleMs: 5,
+  claimIdleMs: 15_000,
+  maxDeliveries: 5,
+  salesRefreshMs: 1000,
+  writesInFlight: 2,
+  sweepMs: 250,
+  sweepPerSecond: 500,
+};
 
 let server: RedisServer;
 let ctx: TestContext;
@@ -31,14 +40,20 @@ async function publishSales(prefix: string, count: number): Promise<void> {
   for (let first = 1; first <= count; first += 200) {
     await Promise.all(
       Array.from({ length: Math.min(200, count - first + 1) }, (_, i) =>
-        createSaleStore(ctx.redis, prefix).publish({ id: first + i, name: 'idle', stock: 10, perUserLimit: 1, startsAt: now - 60_000, endsAt: now + 3_600_000 }, 'g1'),
+        createSaleStore(ctx.redis, prefix).publish(
+          { id: first + i, name: 'idle', stock: 10, perUserLimit: 1, startsAt: now - 60_000, endsAt: now + 3_600_000 },
+          'g1',
+        ),
       ),
     );
   }
 }
 
 function startWorker(prefix: string, options: Partial<OrderWorkerOptions> = {}): OrderWorker {
-  const worker = new OrderWorker({ sales: salesWith(ctx, { prefix }), logger: createLogger('worker-test', 'silent') }, { ...OPTIONS, ...options });
+  const worker = new OrderWorker(
+    { sales: salesWith(ctx, { prefix }), logger: createLogger('worker-test', 'silent') },
+    { ...OPTIONS, ...options },
+  );
   worker.start();
   return worker;
 }
@@ -82,10 +97,16 @@ describe('an idle worker', () => {
     try {
       await sleep(300); // the first whole sweep, at start, is over
       const reservationId = newReservationId(signalled.id);
-      expect((await createSaleStore(ctx.redis, prefix).reserve({ saleId: signalled.id, userId: 'buyer', quantity: 1, reservationId })).kind).toBe('reserved');
+      expect(
+        (await createSaleStore(ctx.redis, prefix).reserve({ saleId: signalled.id, userId: 'buyer', quantity: 1, reservationId })).kind,
+      ).toBe('reserved');
       const started = performance.now();
       createSaleStore(ctx.redis, prefix).workSignaller().reserved(signalled.id);
-      await until(() => ctx.prisma.order.count({ where: { reservationId } }), (n) => n === 1, 60_000);
+      await until(
+        () => ctx.prisma.order.count({ where: { reservationId } }),
+        (n) => n === 1,
+        60_000,
+      );
       // Long before the 10-minute sweep could have read it (a tenth of it: room for a busy machine).
       expect(performance.now() - started).toBeLessThan(60_000);
 
@@ -97,7 +118,11 @@ describe('an idle worker', () => {
         await sleep(300);
         const unsignalled = newReservationId(quiet.id);
         await createSaleStore(ctx.redis, prefix).reserve({ saleId: quiet.id, userId: 'buyer', quantity: 1, reservationId: unsignalled });
-        await until(() => ctx.prisma.order.count({ where: { reservationId: unsignalled } }), (n) => n === 1, 60_000);
+        await until(
+          () => ctx.prisma.order.count({ where: { reservationId: unsignalled } }),
+          (n) => n === 1,
+          60_000,
+        );
       } finally {
         await sweeping.stop();
       }

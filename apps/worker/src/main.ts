@@ -1,4 +1,12 @@
-import { announceStarted, bootProcess, listenForWorkSignals, openStores, serveInternalPort, stopOnSignal, storesReadiness } from '@flashsale/bootstrap';
+import {
+  announceStarted,
+  bootProcess,
+  listenForWorkSignals,
+  openStores,
+  serveInternalPort,
+  stopOnSignal,
+  storesReadiness,
+} from '@flashsale/bootstrap';
 import { OrderWorker } from './order-worker.ts';
 import { createWorkerMetrics } from './metrics.ts';
 import { OrderExpiry } from './order-expiry.ts';
@@ -34,7 +42,10 @@ const worker = new OrderWorker(
 );
 // The gateways' "work waiting" signal, on a connection of its own (a subscribed connection runs nothing
 // else). Not awaited: with Redis away the worker starts all the same, and the sweep reads every sale.
-const subscriber = listenForWorkSignals(config, logger, { onSale: (saleId) => worker.signal(saleId), onResubscribed: () => worker.sweepAll() });
+const subscriber = listenForWorkSignals(config, logger, {
+  onSale: (saleId) => worker.signal(saleId),
+  onResubscribed: () => worker.sweepAll(),
+});
 metrics.watch(worker);
 const expiry = new OrderExpiry(
   { sales, logger },

@@ -29,7 +29,16 @@ describe('worker metrics', () => {
   it('count orders written, entries set aside by reason and batches, served on /metrics with /healthz', async () => {
     const sale = await createLiveSale(ctx, { stock: 3 });
     for (const buyer of ['a', 'b', 'c']) {
-      expect((await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).reserve({ saleId: sale.id, userId: buyer, quantity: 1, reservationId: newReservationId(sale.id) })).kind).toBe('reserved');
+      expect(
+        (
+          await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).reserve({
+            saleId: sale.id,
+            userId: buyer,
+            quantity: 1,
+            reservationId: newReservationId(sale.id),
+          })
+        ).kind,
+      ).toBe('reserved');
     }
     // One entry over stock (Redis was told of more units than MySQL has) and one malformed.
     const stream = saleKeys(ctx.config.REDIS_PREFIX, sale.id).stream;

@@ -16,7 +16,11 @@ import type { OrderExpiryObserver } from './order-expiry.ts';
 export function createWorkerMetrics() {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'flashsale_worker_' });
-  const written = new Counter({ name: 'flashsale_worker_orders_written_total', help: 'Orders this worker wrote to MySQL.', registers: [registry] });
+  const written = new Counter({
+    name: 'flashsale_worker_orders_written_total',
+    help: 'Orders this worker wrote to MySQL.',
+    registers: [registry],
+  });
   const replayed = new Counter({
     name: 'flashsale_worker_entries_replayed_total',
     help: 'Redelivered entries that were already orders (acknowledged, nothing written).',
@@ -38,7 +42,7 @@ export function createWorkerMetrics() {
   // repair. stage and kind are a few fixed words (see sale-backoff.ts).
   const saleErrors = new Counter({
     name: 'flashsale_worker_sale_errors_total',
-    help: 'Steps that failed for one sale\'s own keys (e.g. a key of the wrong type), by sale, stage (read, claim, batch) and kind; that sale is retried with backoff, the others go on.',
+    help: "Steps that failed for one sale's own keys (e.g. a key of the wrong type), by sale, stage (read, claim, batch) and kind; that sale is retried with backoff, the others go on.",
     labelNames: ['sale_id', 'stage', 'kind'] as const,
     registers: [registry],
   });
@@ -64,7 +68,11 @@ export function createWorkerMetrics() {
     roundFailed: (error) => storeErrors.count(error),
     saleFailed: (saleId, stage, kind) => saleErrors.inc({ sale_id: String(saleId), stage, kind }),
   };
-  const expired = new Counter({ name: 'flashsale_worker_orders_expired_total', help: 'Unpaid orders this worker expired past their payBy.', registers: [registry] });
+  const expired = new Counter({
+    name: 'flashsale_worker_orders_expired_total',
+    help: 'Unpaid orders this worker expired past their payBy.',
+    registers: [registry],
+  });
   const unitsReturned = new Counter({
     name: 'flashsale_worker_units_returned_total',
     help: 'Units of cancelled or expired orders this worker gave back to Redis (each unit once).',
@@ -75,7 +83,11 @@ export function createWorkerMetrics() {
     help: "Returns left for a rebuild because the sale's Redis state was lost or is another generation (counted per pass).",
     registers: [registry],
   });
-  const expiryFailures = new Counter({ name: 'flashsale_worker_expiry_failures_total', help: 'Expiry passes that failed (MySQL or Redis away); the next pass retries.', registers: [registry] });
+  const expiryFailures = new Counter({
+    name: 'flashsale_worker_expiry_failures_total',
+    help: 'Expiry passes that failed (MySQL or Redis away); the next pass retries.',
+    registers: [registry],
+  });
   const expirySeconds = new Histogram({
     name: 'flashsale_worker_expiry_pass_duration_seconds',
     help: 'Time of one expiry pass (expire the orders due, give their units back, settle returns owed).',

@@ -54,7 +54,11 @@ export class OrderExpiry {
         this.totals.expired += result.expired;
         this.totals.returnedOrders += result.orders;
         this.totals.returnedUnits += result.units;
-        if (result.expired > 0 || result.orders > 0) this.deps.logger.info({ expired: result.expired, returnedOrders: result.orders, returnedUnits: result.units, waiting: result.waiting }, 'expiry pass');
+        if (result.expired > 0 || result.orders > 0)
+          this.deps.logger.info(
+            { expired: result.expired, returnedOrders: result.orders, returnedUnits: result.units, waiting: result.waiting },
+            'expiry pass',
+          );
         this.observer?.passed(result, (performance.now() - started) / 1000);
         // A full batch means more are due: go on at once rather than a period later.
         if (result.expired >= this.options.batchSize) continue;

@@ -10,7 +10,14 @@ import { until } from '../../../test/support/until.ts';
 import { ledgerOf, ordersOf, pendingCount, startFaultProxy } from '@flashsale/harness';
 import { OrderWorker, type OrderWorkerOptions } from './order-worker.ts';
 
-const OPTIONS: OrderWorkerOptions = { batchSize: 100, idleMs: 5, claimIdleMs: 200, maxDeliveries: 3, salesRefreshMs: 50, writesInFlight: 2 };
+const OPTIONS: OrderWorkerOptions = {
+  batchSize: 100,
+  idleMs: 5,
+  claimIdleMs: 200,
+  maxDeliveries: 3,
+  salesRefreshMs: 50,
+  writesInFlight: 2,
+};
 
 let ctx: TestContext;
 let workers: OrderWorker[];
@@ -48,7 +55,10 @@ async function readEntries(saleId: number) {
 
 async function deadLetters(saleId: number) {
   const entries = (await ctx.redis.xrange(saleKeys(ctx.config.REDIS_PREFIX, saleId).deadLetter, '-', '+')) as [string, string[]][];
-  return entries.map(([, fields]) => Object.fromEntries(fields.flatMap((_, i) => (i % 2 === 0 ? [[fields[i], fields[i + 1]]] : []))) as Record<string, string>);
+  return entries.map(
+    ([, fields]) =>
+      Object.fromEntries(fields.flatMap((_, i) => (i % 2 === 0 ? [[fields[i], fields[i + 1]]] : []))) as Record<string, string>,
+  );
 }
 
 describe('order worker', () => {
@@ -157,7 +167,11 @@ describe('order worker', () => {
       [stale[1], 'bob', 1, 'STALE_GENERATION'],
     ]);
     const row = await ctx.prisma.sale.findUniqueOrThrow({ where: { id: sale.id } });
-    expect({ reservations: row.lostReservations, units: row.lostUnits, soldUnits: row.soldUnits }).toEqual({ reservations: 2, units: 3, soldUnits: 0 });
+    expect({ reservations: row.lostReservations, units: row.lostUnits, soldUnits: row.soldUnits }).toEqual({
+      reservations: 2,
+      units: 3,
+      soldUnits: 0,
+    });
     expect(await ordersOf(ctx.prisma, sale.id)).toEqual([]);
   });
 
@@ -215,7 +229,20 @@ describe('order worker', () => {
     const before = await reserve(sale.id, 'a', 2);
     // Written straight into the stream, past the reserve script that would have refused it.
     const intruder = newReservationId(sale.id);
-    await ctx.redis.xadd(saleKeys(ctx.config.REDIS_PREFIX, sale.id).stream, '*', 'r', intruder, 'u', 'intruder', 'q', '5', 't', String(Date.now()), 'g', sale.generation);
+    await ctx.redis.xadd(
+      saleKeys(ctx.config.REDIS_PREFIX, sale.id).stream,
+      '*',
+      'r',
+      intruder,
+      'u',
+      'intruder',
+      'q',
+      '5',
+      't',
+      String(Date.now()),
+      'g',
+      sale.generation,
+    );
     const after = await reserve(sale.id, 'b', 1);
     const worker = startWorker();
     await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).waitForDrain();
@@ -272,7 +299,20 @@ describe('order worker facing an entry MySQL refuses', () => {
     const sale = await createLiveSale(ctx, { stock: 10 });
     const before = await reserve(sale.id, 'a');
     // A buyer id longer than orders.user_id holds: MySQL refuses it, every time.
-    await ctx.redis.xadd(saleKeys(ctx.config.REDIS_PREFIX, sale.id).stream, '*', 'r', newReservationId(sale.id), 'u', 'x'.repeat(80), 'q', '1', 't', String(Date.now()), 'g', sale.generation);
+    await ctx.redis.xadd(
+      saleKeys(ctx.config.REDIS_PREFIX, sale.id).stream,
+      '*',
+      'r',
+      newReservationId(sale.id),
+      'u',
+      'x'.repeat(80),
+      'q',
+      '1',
+      't',
+      String(Date.now()),
+      'g',
+      sale.generation,
+    );
     const after = await reserve(sale.id, 'b');
     startWorker();
     await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).waitForDrain();
@@ -307,7 +347,10 @@ describe('order worker facing a sale it cannot write for now', () => {
     await holder.query('SELECT id FROM sales WHERE id = ? FOR UPDATE', [locked.id]);
     const waiting = await reserve(locked.id, 'a');
     startWorker();
-    await until(() => pendingCount(ctx.redis, ctx.config.REDIS_PREFIX, locked.id), (n) => n === 1);
+    await until(
+      () => pendingCount(ctx.redis, ctx.config.REDIS_PREFIX, locked.id),
+      (n) => n === 1,
+    );
 
     // Each wave must be written while the lock is held: a loop waiting for the locked batch would not.
     const written: string[] = [];
@@ -336,7 +379,14 @@ describe('buyer ids', () => {
     startWorker();
     await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).waitForDrain();
 
-    expect(await ledgerOf(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, sale.id, accepted)).toEqual({ lost: [], duplicated: [], unexpected: [], unitsInDb: 8, remaining: 2, stock: 10 });
+    expect(await ledgerOf(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, sale.id, accepted)).toEqual({
+      lost: [],
+      duplicated: [],
+      unexpected: [],
+      unitsInDb: 8,
+      remaining: 2,
+      stock: 10,
+    });
     expect((await ordersOf(ctx.prisma, sale.id)).map((o) => o.userId).sort()).toEqual([...buyers].sort());
     expect(await deadLetters(sale.id)).toEqual([]);
   });

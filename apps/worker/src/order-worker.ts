@@ -2,7 +2,15 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '@flashsale/runtime';
-import { Abandoned, backoffMs, type OrderIntake, type OrderIntakeObserver, type OrderIntakeStats, type Sales, type StreamDelivery } from '@flashsale/sales';
+import {
+  Abandoned,
+  backoffMs,
+  type OrderIntake,
+  type OrderIntakeObserver,
+  type OrderIntakeStats,
+  type Sales,
+  type StreamDelivery,
+} from '@flashsale/sales';
 import { SaleBackoff, type SaleFaultKind, type SaleStage } from './sale-backoff.ts';
 import { SaleLanes } from './sale-lanes.ts';
 import { SaleSchedule } from './sale-schedule.ts';
@@ -205,7 +213,11 @@ export class OrderWorker {
         // Nothing new, or every sale with work has its lane full: wait for a signal, a batch's end, or
         // the next round (WORKER_IDLE_MS while a sale is hot, the next sweep else).
         if (!busy) {
-          const waitMs = this.schedule.idleWaitMs(performance.now(), this.options.idleMs, Math.max(this.options.idleMs, salesReadAt + this.options.salesRefreshMs - performance.now()));
+          const waitMs = this.schedule.idleWaitMs(
+            performance.now(),
+            this.options.idleMs,
+            Math.max(this.options.idleMs, salesReadAt + this.options.salesRefreshMs - performance.now()),
+          );
           await Promise.race([sleep(waitMs), this.lanes.nextEnd(), this.schedule.woken()]);
         }
         failures = 0;
@@ -238,12 +250,19 @@ export class OrderWorker {
     const now = performance.now();
     for (const saleId of sales) {
       // Read in part (or not at all, another worker having just read it): what arrives next gathers into one batch.
-      if ((round.entries.get(saleId)?.length ?? 0) < this.options.batchSize && !round.failures.has(saleId)) this.schedule.partlyRead(saleId, now, this.options.batchWaitMs ?? 0);
+      if ((round.entries.get(saleId)?.length ?? 0) < this.options.batchSize && !round.failures.has(saleId))
+        this.schedule.partlyRead(saleId, now, this.options.batchWaitMs ?? 0);
     }
     for (const [saleId, entries] of round.entries) {
       this.schedule.worked(saleId, now);
-      this.hold(saleId, entries.map((entry) => entry.id));
-      this.dispatch(saleId, entries.map((entry) => ({ entry, deliveries: 1 })));
+      this.hold(
+        saleId,
+        entries.map((entry) => entry.id),
+      );
+      this.dispatch(
+        saleId,
+        entries.map((entry) => ({ entry, deliveries: 1 })),
+      );
     }
     let roundFailure: { error: unknown } | undefined;
     for (const saleId of sales) {
@@ -266,7 +285,10 @@ export class OrderWorker {
     }
     for (const [saleId, claimed] of round.claimed) {
       this.deps.logger.warn({ saleId, entries: claimed.length }, 'took over entries left pending by another consumer');
-      this.hold(saleId, claimed.map((delivery) => delivery.entry.id));
+      this.hold(
+        saleId,
+        claimed.map((delivery) => delivery.entry.id),
+      );
       this.dispatch(saleId, claimed);
     }
     if (roundFailure) throw roundFailure.error;
@@ -295,7 +317,10 @@ export class OrderWorker {
       await this.intake.take(saleId, deliveries);
     } finally {
       // Acknowledged or set aside; or, if this failed, left pending for a claim (by this worker or another).
-      this.release(saleId, deliveries.map((delivery) => delivery.entry.id));
+      this.release(
+        saleId,
+        deliveries.map((delivery) => delivery.entry.id),
+      );
     }
   }
 }

@@ -42,7 +42,13 @@ describe('which errors are about one sale', () => {
   it('Redis unreachable, unable to serve now, or refusing the connection is not: the round fails as a whole', () => {
     expect(saleFaultOf(new Error('Command timed out'))).toBeUndefined();
     expect(saleFaultOf(new Error('Connection is closed.'))).toBeUndefined();
-    for (const message of ['LOADING Redis is loading the dataset in memory', "OOM command not allowed when used memory > 'maxmemory'.", 'READONLY You can\'t write against a read only replica.', 'BUSY Redis is busy running a script.', 'NOAUTH Authentication required.']) {
+    for (const message of [
+      'LOADING Redis is loading the dataset in memory',
+      "OOM command not allowed when used memory > 'maxmemory'.",
+      "READONLY You can't write against a read only replica.",
+      'BUSY Redis is busy running a script.',
+      'NOAUTH Authentication required.',
+    ]) {
       expect(saleFaultOf(reply(message))).toBeUndefined();
     }
     expect(saleFaultOf('WRONGTYPE as a string')).toBeUndefined();
@@ -76,7 +82,12 @@ describe('sales skipped for a fault of their own', () => {
     backoff.failed(7, 'claim', error, 1_000);
     backoff.failed(7, 'read', error, 59_999);
     backoff.failed(7, 'read', error, 60_000);
-    backoff.failed(7, 'batch', reply('WRONGTYPE Operation against a key holding the wrong kind of value script: 0a1b, on @user_script:25.'), 60_001);
+    backoff.failed(
+      7,
+      'batch',
+      reply('WRONGTYPE Operation against a key holding the wrong kind of value script: 0a1b, on @user_script:25.'),
+      60_001,
+    );
     expect(messages()).toEqual([
       ['sale skipped for now: its Redis keys refuse the worker', 7, 'read'],
       ['sale skipped for now: its Redis keys refuse the worker', 7, 'read'],

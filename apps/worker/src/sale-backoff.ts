@@ -83,7 +83,10 @@ export class SaleBackoff {
     if (last === undefined || last.problem !== problem || now - last.at >= RELOG_MS) {
       trouble.logged = true;
       this.lastLogged.set(saleId, { problem, at: now });
-      this.logger.error({ err: error, saleId, stage, kind, failures: trouble.failures, retryInMs: waitMs }, 'sale skipped for now: its Redis keys refuse the worker');
+      this.logger.error(
+        { err: error, saleId, stage, kind, failures: trouble.failures, retryInMs: waitMs },
+        'sale skipped for now: its Redis keys refuse the worker',
+      );
     }
     return true;
   }

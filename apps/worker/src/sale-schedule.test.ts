@@ -1,7 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import { SaleSchedule, type SaleScheduleOptions } from './sale-schedule.ts';
 
-const OPTIONS: SaleScheduleOptions = { sweepMs: 250, sweepPerSecond: 2000, hotMs: 2000, claimEveryMs: 1000, activeForClaimsMs: 5000, coldClaimEveryMs: 15_000, burst: 1000 };
+const OPTIONS: SaleScheduleOptions = {
+  sweepMs: 250,
+  sweepPerSecond: 2000,
+  hotMs: 2000,
+  claimEveryMs: 1000,
+  activeForClaimsMs: 5000,
+  coldClaimEveryMs: 15_000,
+  burst: 1000,
+};
 const ids = (n: number) => Array.from({ length: n }, (_, i) => i + 1);
 
 /** Runs rounds every `stepMs` from `from` to `to` (ms), counting each sale's reads and claims. */

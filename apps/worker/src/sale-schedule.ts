@@ -73,7 +73,8 @@ export class SaleSchedule {
     const first = this.listed.size === 0 && this.sales.length === 0;
     this.sales = sales;
     this.listed = new Set(sales);
-    for (const map of [this.hotUntil, this.claimedAt, this.activeAt, this.readableAt]) for (const saleId of map.keys()) if (!this.listed.has(saleId)) map.delete(saleId);
+    for (const map of [this.hotUntil, this.claimedAt, this.activeAt, this.readableAt])
+      for (const saleId of map.keys()) if (!this.listed.has(saleId)) map.delete(saleId);
     if (this.cursor >= sales.length) this.cursor = 0;
     this.catchUp = Math.min(this.catchUp, sales.length);
     for (const saleId of this.signalledUnlisted) if (this.listed.has(saleId)) this.worked(saleId, now);

@@ -10,8 +10,9 @@ import type { Logger } from '@flashsale/runtime';
  */
 export async function warmUp({ redis, sales }: WorkerStores, logger: Logger): Promise<void> {
   const within = <T>(promise: Promise<T>, what: string) =>
-    Promise.race([promise.then(() => undefined), sleep(2000).then(() => Promise.reject(new Error(`${what} did not answer within 2 s`)))]).catch((err: unknown) =>
-      logger.warn({ err }, `${what} not reachable at start; the worker will retry`),
-    );
+    Promise.race([
+      promise.then(() => undefined),
+      sleep(2000).then(() => Promise.reject(new Error(`${what} did not answer within 2 s`))),
+    ]).catch((err: unknown) => logger.warn({ err }, `${what} not reachable at start; the worker will retry`));
   await Promise.all([within(redis.ping(), 'Redis'), within(sales.checkServerSettings(), 'MySQL')]);
 }

@@ -137,7 +137,8 @@ export function summaryWriter(scenario) {
     for (const outcome of OUTCOMES) outcomes[outcome] = count(`purchases_${outcome}`);
     /** @type {Record<string, number>} */
     const statuses = {};
-    for (const status of STATUSES.concat([0])) if (count(`purchase_status_${status}`) > 0) statuses[String(status)] = count(`purchase_status_${status}`);
+    for (const status of STATUSES.concat([0]))
+      if (count(`purchase_status_${status}`) > 0) statuses[String(status)] = count(`purchase_status_${status}`);
     const requests = OUTCOMES.reduce((sum, outcome) => sum + outcomes[outcome], 0);
     const duration = metric('http_req_duration{name:purchase}') || metric('http_req_duration');
     const latency = (/** @type {string} */ stat) => (duration ? Math.round(duration.values[stat] * 10) / 10 : 0);
@@ -162,7 +163,9 @@ export function summaryWriter(scenario) {
       passed: thresholdsMet,
     };
     const lines = [`${scenario} (k6): ${requests} purchases, ${report.throughput}/s`].concat(OUTCOMES.map((o) => `  ${o}: ${outcomes[o]}`));
-    lines.push(`  latency p50 ${report.latencyMs.p50} ms, p90 ${report.latencyMs.p90} ms, p99 ${report.latencyMs.p99} ms, max ${report.latencyMs.max} ms`);
+    lines.push(
+      `  latency p50 ${report.latencyMs.p50} ms, p90 ${report.latencyMs.p90} ms, p99 ${report.latencyMs.p99} ms, max ${report.latencyMs.max} ms`,
+    );
     return { stdout: `${lines.join('\n')}\n`, [path]: JSON.stringify(report, null, 2) };
   };
 }

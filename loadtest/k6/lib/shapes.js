@@ -88,13 +88,15 @@ export function smokeOf(shape, seconds) {
     buyers: shape.pickBuyer === 'round-robin' ? Math.max(5, Math.round(shape.buyers / 5)) : Math.max(100, Math.round(shape.buyers / 10)),
     sales: Math.min(shape.sales, 3),
     startRate: shape.startRate === 0 ? 0 : rate(shape.startRate),
-    stages: shape.stages.map((stage) => ({ seconds: Math.max(0.2, stage.seconds * factor), rate: stage.rate === 0 ? 0 : rate(stage.rate) })),
+    stages: shape.stages.map((stage) => ({
+      seconds: Math.max(0.2, stage.seconds * factor),
+      rate: stage.rate === 0 ? 0 : rate(stage.rate),
+    })),
     // A smoke run checks the runner, the shape and the ledger, not the speed (the benchmark's business):
     // on a machine running other work its p99 may be anything, so its threshold only catches a hang.
     p99Ms: SMOKE_P99_MS,
   });
 }
-
 
 /**
  * The arrival rate (purchases/s) `t` seconds into a shape; 0 once it is over.

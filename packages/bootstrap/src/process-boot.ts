@@ -28,7 +28,10 @@ export function bootProcess<R extends ProcessRole>(role: R, usage: string): Proc
 }
 
 /** The variable that sets each role's internal port, named in the line logged when it cannot be bound. */
-const INTERNAL_PORT = { gateway: 'METRICS_PORT', worker: 'WORKER_PORT', reconciler: 'RECONCILER_PORT' } as const satisfies Record<ProcessRole, keyof Config>;
+const INTERNAL_PORT = { gateway: 'METRICS_PORT', worker: 'WORKER_PORT', reconciler: 'RECONCILER_PORT' } as const satisfies Record<
+  ProcessRole,
+  keyof Config
+>;
 
 /** The internal port as served: `port` none when it could not be bound (see serveMetricsPort). */
 export interface InternalPort {
@@ -44,7 +47,13 @@ export interface InternalPort {
  */
 export function serveInternalPort(proc: ProcessBoot, source: MetricsSource, readiness?: () => Promise<Readiness>): Promise<InternalPort> {
   const variable = INTERNAL_PORT[proc.role];
-  return serveMetricsPort(source, proc.config[variable], { logger: proc.logger, role: proc.role, variable, config: proc.config, readiness });
+  return serveMetricsPort(source, proc.config[variable], {
+    logger: proc.logger,
+    role: proc.role,
+    variable,
+    config: proc.config,
+    readiness,
+  });
 }
 
 /**

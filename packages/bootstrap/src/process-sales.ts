@@ -15,6 +15,10 @@ export function salesOptionsOf(config: Config): SalesOptions {
 }
 
 /** The application layer's facade over a process's connections: the one an app calls (packages/sales). */
-export function salesOf(config: Config, logger: Logger, stores: { redis: ScriptedRedis; prisma: PrismaClient; jobs?: ReconcileJobs }): Sales {
+export function salesOf(
+  config: Config,
+  logger: Logger,
+  stores: { redis: ScriptedRedis; prisma: PrismaClient; jobs?: ReconcileJobs },
+): Sales {
   return createSales({ ...stores, prefix: config.REDIS_PREFIX, logger, options: salesOptionsOf(config) });
 }

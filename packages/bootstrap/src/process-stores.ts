@@ -63,7 +63,12 @@ export function openStores({ role, config, logger }: ProcessBoot, storeErrors: P
   }
   // No per-command retry limit: the worker's and the reconciler's own loops retry, and an entry is never
   // dropped for it.
-  const redis = createRedis(target, { name: role, commandTimeoutMs: config.REDIS_BACKGROUND_COMMAND_TIMEOUT_MS, onError, maxRetriesPerRequest: null });
+  const redis = createRedis(target, {
+    name: role,
+    commandTimeoutMs: config.REDIS_BACKGROUND_COMMAND_TIMEOUT_MS,
+    onError,
+    maxRetriesPerRequest: null,
+  });
   if (role === 'worker') {
     // 16 prepared statements per connection: the quick pass's two, and room for the careful pass's.
     const prisma = createPrisma(config.DATABASE_URL, config.WORKER_DB_POOL_SIZE, 16, pools);

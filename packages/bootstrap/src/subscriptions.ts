@@ -14,7 +14,11 @@ import { bullConnection, openQueueCounts } from '@flashsale/jobs';
  * Redis away the worker starts all the same (its sweep reads every sale), and ioredis subscribes when
  * Redis answers. Returns the connection, for the stop to close.
  */
-export function listenForWorkSignals(config: Config, logger: Logger, handlers: { onSale(saleId: number): void; onResubscribed(): void }): Redis {
+export function listenForWorkSignals(
+  config: Config,
+  logger: Logger,
+  handlers: { onSale(saleId: number): void; onResubscribed(): void },
+): Redis {
   const subscriber = connectRedis(redisTargetOf(config), { connectionName: 'worker-signals', maxRetriesPerRequest: null });
   subscriber.on('error', () => undefined);
   void listenForWork(subscriber, config.REDIS_PREFIX, handlers).catch((err: unknown) =>

@@ -16,14 +16,19 @@ export class UsageError extends Error {
   override name = 'UsageError';
 }
 
-type Parsed<O extends ParseArgsOptionsConfig> = ReturnType<typeof parseArgs<{ options: O & { help: { type: 'boolean'; short: 'h' } }; allowPositionals: boolean; strict: true }>>;
+type Parsed<O extends ParseArgsOptionsConfig> = ReturnType<
+  typeof parseArgs<{ options: O & { help: { type: 'boolean'; short: 'h' } }; allowPositionals: boolean; strict: true }>
+>;
 
 /**
  * Parses `args` against the command's spec (pure): 'help' when `--help` or `-h` is among them, else the
  * values and positionals. An unknown option, an option without its value or a positional argument the
  * command does not take throws UsageError.
  */
-export function readCommandLine<O extends ParseArgsOptionsConfig>(spec: CommandSpec<O>, args: readonly string[]): 'help' | Omit<Parsed<O>, 'values'> & { values: Omit<Parsed<O>['values'], 'help'> } {
+export function readCommandLine<O extends ParseArgsOptionsConfig>(
+  spec: CommandSpec<O>,
+  args: readonly string[],
+): 'help' | (Omit<Parsed<O>, 'values'> & { values: Omit<Parsed<O>['values'], 'help'> }) {
   const options = { ...(spec.options ?? ({} as O)), help: { type: 'boolean' as const, short: 'h' as const } };
   let parsed: Parsed<O>;
   try {

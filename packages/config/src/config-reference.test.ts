@@ -16,14 +16,20 @@ describe('the configuration reference (docs/configuration.md)', () => {
       .map(([name]) => name);
 
     expect(undescribed).toEqual([]);
-    expect(configProperties().map(([name]) => name).sort()).toEqual(Object.keys(configSchema.shape).sort());
+    expect(
+      configProperties()
+        .map(([name]) => name)
+        .sort(),
+    ).toEqual(Object.keys(configSchema.shape).sort());
   });
 
   it('states the default and the range the schema enforces', () => {
     const reference = renderConfigReference();
 
-    expect(reference).toContain('| `PORT` | `3000` | 0..65535 | The gateway\'s HTTP port (0 picks a free one). |');
+    expect(reference).toContain("| `PORT` | `3000` | 0..65535 | The gateway's HTTP port (0 picks a free one). |");
     expect(reference).toContain('| `LOG_LEVEL` | `info` | `fatal`, `error`, `warn`, `info`, `debug`, `trace`, `silent` |');
-    expect(reference).toMatch(/\| `SHUTDOWN_DRAIN_MS` \| 5000 in production \(at most half of `SHUTDOWN_TIMEOUT_MS`\), else 0 \| 0\.\.600000 \|/);
+    expect(reference).toMatch(
+      /\| `SHUTDOWN_DRAIN_MS` \| 5000 in production \(at most half of `SHUTDOWN_TIMEOUT_MS`\), else 0 \| 0\.\.600000 \|/,
+    );
   });
 });

@@ -52,7 +52,8 @@ const cell = (text: string) => text.replace(/\|/g, '\\|').replace(/\n/g, ' ');
 /** The whole of docs/configuration.md. */
 export function renderConfigReference(): string {
   const rows = configProperties().map(
-    ([name, property]) => `| \`${name}\` | ${cell(defaultOf(property))} | ${cell(valuesOf(property))} | ${cell(property.description ?? '')} |`,
+    ([name, property]) =>
+      `| \`${name}\` | ${cell(defaultOf(property))} | ${cell(valuesOf(property))} | ${cell(property.description ?? '')} |`,
   );
   const retired = Object.entries(RETIRED).map(([name, why]) => `\`${name}\`, which ${why}`);
   return [

@@ -138,8 +138,11 @@ describe('loadConfig', () => {
     });
   });
 
-  it('takes the rebuy rule\'s defaults within their bounds, and refuses them outside', () => {
-    expect(loadConfig({ MAX_ORDERS_PER_BUYER: '5', REBUY_COOLDOWN_SECONDS: '0' })).toMatchObject({ MAX_ORDERS_PER_BUYER: 5, REBUY_COOLDOWN_SECONDS: 0 });
+  it("takes the rebuy rule's defaults within their bounds, and refuses them outside", () => {
+    expect(loadConfig({ MAX_ORDERS_PER_BUYER: '5', REBUY_COOLDOWN_SECONDS: '0' })).toMatchObject({
+      MAX_ORDERS_PER_BUYER: 5,
+      REBUY_COOLDOWN_SECONDS: 0,
+    });
     const env = { MAX_ORDERS_PER_BUYER: '0', REBUY_COOLDOWN_SECONDS: '86401' };
     expect(() => loadConfig(env)).toThrow(ConfigError);
     expect(refusedVariables(env)).toEqual(['MAX_ORDERS_PER_BUYER', 'REBUY_COOLDOWN_SECONDS']);
@@ -192,11 +195,19 @@ describe('loadConfig', () => {
     expect(refusedVariables({ NODE_ENV: 'production', AUTH_SECRET: SECRET, PAYMENT_WEBHOOK_SECRET: SECRET })).toEqual(['ADMIN_TOKEN']);
     expect(refusedVariables({ NODE_ENV: 'production', ADMIN_TOKEN: ADMIN, PAYMENT_WEBHOOK_SECRET: SECRET })).toEqual(['AUTH_SECRET']);
     expect(refusedVariables({ NODE_ENV: 'production', ADMIN_TOKEN: ADMIN, AUTH_SECRET: SECRET })).toEqual(['PAYMENT_WEBHOOK_SECRET']);
-    expect(refusedVariables({ NODE_ENV: 'production', ADMIN_TOKEN: ADMIN, AUTH_SECRET: SECRET, PAYMENT_WEBHOOK_SECRET: 'short' })).toEqual(['PAYMENT_WEBHOOK_SECRET']);
+    expect(refusedVariables({ NODE_ENV: 'production', ADMIN_TOKEN: ADMIN, AUTH_SECRET: SECRET, PAYMENT_WEBHOOK_SECRET: 'short' })).toEqual([
+      'PAYMENT_WEBHOOK_SECRET',
+    ]);
   });
 
   it('lists the missing production secrets together with every other bad variable', () => {
-    expect(refusedVariables({ NODE_ENV: 'production', PORT: 'abc', LOG_LEVEL: 'loud' })).toEqual(['PORT', 'LOG_LEVEL', 'AUTH_SECRET', 'ADMIN_TOKEN', 'PAYMENT_WEBHOOK_SECRET']);
+    expect(refusedVariables({ NODE_ENV: 'production', PORT: 'abc', LOG_LEVEL: 'loud' })).toEqual([
+      'PORT',
+      'LOG_LEVEL',
+      'AUTH_SECRET',
+      'ADMIN_TOKEN',
+      'PAYMENT_WEBHOOK_SECRET',
+    ]);
   });
 
   it('reports a production secret that is too short once, as too short', () => {
@@ -206,18 +217,34 @@ describe('loadConfig', () => {
   });
 
   it('refuses in production the published development secrets and secrets with no entropy, saying how to make one', () => {
-    const how = 'make one with `openssl rand -base64 32` (or -base64 48; for ADMIN_TOKEN and METRICS_TOKEN `openssl rand -hex 32` works too)';
-    expect(() => loadConfig({ NODE_ENV: 'production', AUTH_SECRET: DEV_AUTH_SECRET, ADMIN_TOKEN: DEV_ADMIN_TOKEN, PAYMENT_WEBHOOK_SECRET: DEV_PAYMENT_WEBHOOK_SECRET })).toThrow(
+    const how =
+      'make one with `openssl rand -base64 32` (or -base64 48; for ADMIN_TOKEN and METRICS_TOKEN `openssl rand -hex 32` works too)';
+    expect(() =>
+      loadConfig({
+        NODE_ENV: 'production',
+        AUTH_SECRET: DEV_AUTH_SECRET,
+        ADMIN_TOKEN: DEV_ADMIN_TOKEN,
+        PAYMENT_WEBHOOK_SECRET: DEV_PAYMENT_WEBHOOK_SECRET,
+      }),
+    ).toThrow(
       new ConfigError([
         `AUTH_SECRET contains a value published in the repository or its documentation, so it is refused in production: ${how}`,
         `ADMIN_TOKEN contains a value published in the repository or its documentation, so it is refused in production: ${how}`,
         `PAYMENT_WEBHOOK_SECRET contains a value published in the repository or its documentation, so it is refused in production: ${how}`,
       ]),
     );
-    expect(refusedVariables({ NODE_ENV: 'production', AUTH_SECRET: 'a'.repeat(32), ADMIN_TOKEN: ADMIN, PAYMENT_WEBHOOK_SECRET: SECRET })).toEqual(['AUTH_SECRET']);
-    expect(refusedVariables({ NODE_ENV: 'production', AUTH_SECRET: SECRET, ADMIN_TOKEN: 'aaaaaaaaaaaaaaaa', PAYMENT_WEBHOOK_SECRET: SECRET })).toEqual(['ADMIN_TOKEN']);
-    expect(refusedVariables({ NODE_ENV: 'production', AUTH_SECRET: SECRET, ADMIN_TOKEN: '0000000000000000', PAYMENT_WEBHOOK_SECRET: SECRET })).toEqual(['ADMIN_TOKEN']);
-    expect(refusedVariables({ NODE_ENV: 'production', AUTH_SECRET: SECRET, ADMIN_TOKEN: ADMIN, PAYMENT_WEBHOOK_SECRET: 'a'.repeat(32) })).toEqual(['PAYMENT_WEBHOOK_SECRET']);
+    expect(
+      refusedVariables({ NODE_ENV: 'production', AUTH_SECRET: 'a'.repeat(32), ADMIN_TOKEN: ADMIN, PAYMENT_WEBHOOK_SECRET: SECRET }),
+    ).toEqual(['AUTH_SECRET']);
+    expect(
+      refusedVariables({ NODE_ENV: 'production', AUTH_SECRET: SECRET, ADMIN_TOKEN: 'aaaaaaaaaaaaaaaa', PAYMENT_WEBHOOK_SECRET: SECRET }),
+    ).toEqual(['ADMIN_TOKEN']);
+    expect(
+      refusedVariables({ NODE_ENV: 'production', AUTH_SECRET: SECRET, ADMIN_TOKEN: '0000000000000000', PAYMENT_WEBHOOK_SECRET: SECRET }),
+    ).toEqual(['ADMIN_TOKEN']);
+    expect(
+      refusedVariables({ NODE_ENV: 'production', AUTH_SECRET: SECRET, ADMIN_TOKEN: ADMIN, PAYMENT_WEBHOOK_SECRET: 'a'.repeat(32) }),
+    ).toEqual(['PAYMENT_WEBHOOK_SECRET']);
   });
 
   it("refuses in production the near-copies of the published secrets and a guessable one (issue 40's examples)", () => {
@@ -245,7 +272,9 @@ describe('loadConfig', () => {
   });
 
   it('keeps taking any well-formed secret outside production', () => {
-    expect(loadConfig({ NODE_ENV: 'development', ADMIN_TOKEN: 'aaaaaaaaaaaaaaaa', AUTH_SECRET: 'a'.repeat(32) }).ADMIN_TOKEN).toBe('aaaaaaaaaaaaaaaa');
+    expect(loadConfig({ NODE_ENV: 'development', ADMIN_TOKEN: 'aaaaaaaaaaaaaaaa', AUTH_SECRET: 'a'.repeat(32) }).ADMIN_TOKEN).toBe(
+      'aaaaaaaaaaaaaaaa',
+    );
   });
 
   it('drains a stopping gateway 5 s in production (at most half the shutdown deadline), not at all elsewhere, and refuses a drain as long as the deadline', () => {
@@ -264,7 +293,7 @@ describe('loadConfig', () => {
     }
   });
 
-  it('reads Redis Sentinel (the sentinels and the primary\'s name), and refuses it together with a cluster', () => {
+  it("reads Redis Sentinel (the sentinels and the primary's name), and refuses it together with a cluster", () => {
     expect(loadConfig({ REDIS_SENTINELS: 'sentinel-1:26379,10.0.0.2:26380', REDIS_SENTINEL_MASTER: 'shop' })).toMatchObject({
       REDIS_SENTINELS: [
         { host: 'sentinel-1', port: 26379 },
@@ -316,11 +345,18 @@ describe('loadConfig', () => {
   });
 
   it("takes the buyer page's payment URL only with {reservationId} in it, and http(s) URLs only for both", () => {
-    expect(loadConfig({ BUYER_PAGE_PAYMENT_URL: 'https://shop.example/pay?r={reservationId}', BUYER_PAGE_SIGN_IN_URL: 'https://shop.example/login?next={return}' })).toMatchObject({
+    expect(
+      loadConfig({
+        BUYER_PAGE_PAYMENT_URL: 'https://shop.example/pay?r={reservationId}',
+        BUYER_PAGE_SIGN_IN_URL: 'https://shop.example/login?next={return}',
+      }),
+    ).toMatchObject({
       BUYER_PAGE_PAYMENT_URL: 'https://shop.example/pay?r={reservationId}',
       BUYER_PAGE_SIGN_IN_URL: 'https://shop.example/login?next={return}',
     });
-    expect(refusedVariables({ BUYER_PAGE_PAYMENT_URL: 'https://shop.example/pay', BUYER_PAGE_SIGN_IN_URL: 'javascript:alert(1)' })).toEqual(['BUYER_PAGE_PAYMENT_URL', 'BUYER_PAGE_SIGN_IN_URL']);
+    expect(refusedVariables({ BUYER_PAGE_PAYMENT_URL: 'https://shop.example/pay', BUYER_PAGE_SIGN_IN_URL: 'javascript:alert(1)' })).toEqual(
+      ['BUYER_PAGE_PAYMENT_URL', 'BUYER_PAGE_SIGN_IN_URL'],
+    );
     expect(refusedVariables({ BUYER_PAGE_PAYMENT_URL: 'javascript:x({reservationId})' })).toEqual(['BUYER_PAGE_PAYMENT_URL']);
   });
 });

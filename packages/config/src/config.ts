@@ -54,26 +54,28 @@ export const configSchema = z
       .string()
       .regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL')
       .default('redis://127.0.0.1:6379')
-      .meta({ description: 'Redis, when neither `REDIS_CLUSTER_NODES` nor `REDIS_SENTINELS` is set.', values: 'a `redis://` or `rediss://` URL' }),
-    REDIS_CLUSTER_NODES: hostPortList()
-      .optional()
       .meta({
-        description:
-          'Seed nodes of a Redis Cluster (any nodes of it; the client learns the rest). When set, every process uses the cluster and `REDIS_URL` is ignored. See [Running on a Redis Cluster](operations.md#running-on-a-redis-cluster).',
-        values: '`host:port,host:port,...`',
+        description: 'Redis, when neither `REDIS_CLUSTER_NODES` nor `REDIS_SENTINELS` is set.',
+        values: 'a `redis://` or `rediss://` URL',
       }),
-    REDIS_SENTINELS: hostPortList()
-      .optional()
-      .meta({
-        description:
-          'The Redis Sentinel processes that watch the primary named `REDIS_SENTINEL_MASTER`. When set, every process asks them where the primary is (again after a failover) and `REDIS_URL` is ignored. Not together with `REDIS_CLUSTER_NODES`. See [Running on Redis Sentinel](operations.md#running-on-redis-sentinel).',
-        values: '`host:port,host:port,...`',
-      }),
+    REDIS_CLUSTER_NODES: hostPortList().optional().meta({
+      description:
+        'Seed nodes of a Redis Cluster (any nodes of it; the client learns the rest). When set, every process uses the cluster and `REDIS_URL` is ignored. See [Running on a Redis Cluster](operations.md#running-on-a-redis-cluster).',
+      values: '`host:port,host:port,...`',
+    }),
+    REDIS_SENTINELS: hostPortList().optional().meta({
+      description:
+        'The Redis Sentinel processes that watch the primary named `REDIS_SENTINEL_MASTER`. When set, every process asks them where the primary is (again after a failover) and `REDIS_URL` is ignored. Not together with `REDIS_CLUSTER_NODES`. See [Running on Redis Sentinel](operations.md#running-on-redis-sentinel).',
+      values: '`host:port,host:port,...`',
+    }),
     REDIS_SENTINEL_MASTER: z
       .string()
       .regex(/^[A-Za-z0-9_.-]{1,64}$/, 'must be 1-64 of A-Z a-z 0-9 _ . -')
       .default('mymaster')
-      .meta({ description: 'The name the sentinels monitor the primary under (`sentinel monitor <name> ...`).', values: '1-64 of `A-Z a-z 0-9 _ . -`' }),
+      .meta({
+        description: 'The name the sentinels monitor the primary under (`sentinel monitor <name> ...`).',
+        values: '1-64 of `A-Z a-z 0-9 _ . -`',
+      }),
     REDIS_PREFIX: z
       .string()
       .regex(/^[A-Za-z0-9_.:-]{1,64}$/, 'must be 1-64 of A-Z a-z 0-9 _ . : -')
@@ -82,11 +84,11 @@ export const configSchema = z
         description: 'Namespace of every Redis key, so deployments or test runs can share one Redis. Set but empty is refused at start.',
         values: '1-64 of `A-Z a-z 0-9 _ . : -`',
       }),
-    PORT: intFrom(0, 65535).default(3000).describe('The gateway\'s HTTP port (0 picks a free one).'),
+    PORT: intFrom(0, 65535).default(3000).describe("The gateway's HTTP port (0 picks a free one)."),
     AUTH_CLOCK_TOLERANCE_SECONDS: intFrom(0, 300)
       .default(5)
       .describe(
-        'Seconds a buyer token\'s `exp`, `nbf` and `iat` may be off: a gateway whose clock runs a little ahead of the token issuer\'s does not refuse tokens just issued or about to expire.',
+        "Seconds a buyer token's `exp`, `nbf` and `iat` may be off: a gateway whose clock runs a little ahead of the token issuer's does not refuse tokens just issued or about to expire.",
       ),
     AUTH_SECRET: SECRET_SHAPES.AUTH_SECRET.optional().meta({
       description: 'HS256 key of buyer tokens. Required in production, and strong there ([Security](operations.md#security)).',
@@ -94,13 +96,13 @@ export const configSchema = z
     }),
     ADMIN_TOKEN: SECRET_SHAPES.ADMIN_TOKEN.optional().meta({
       description:
-        'Bearer token of `/api/admin/*` and the dashboard\'s sign-in. Required in production, and strong there. Only the characters a bearer token can carry (RFC 6750 token68), or no admin call could present it.',
+        "Bearer token of `/api/admin/*` and the dashboard's sign-in. Required in production, and strong there. Only the characters a bearer token can carry (RFC 6750 token68), or no admin call could present it.",
       defaultIs: 'a fixed development value; required in production',
       values: 'at least 16 of `A-Z a-z 0-9 - . _ ~ + /`, then any `=`',
     }),
     PAYMENT_WEBHOOK_SECRET: SECRET_SHAPES.PAYMENT_WEBHOOK_SECRET.optional().meta({
       description:
-        'HMAC-SHA256 key of the payment provider\'s events (`Payment-Signature`): the secret the provider\'s dashboard gives. Required in production, and strong there.',
+        "HMAC-SHA256 key of the payment provider's events (`Payment-Signature`): the secret the provider's dashboard gives. Required in production, and strong there.",
       defaultIs: 'a fixed development value; required in production',
     }),
     PAYMENT_WINDOW_SECONDS: intFrom(10, 86_400)
@@ -114,7 +116,7 @@ export const configSchema = z
     REBUY_COOLDOWN_SECONDS: intFrom(0, 86_400)
       .default(30)
       .describe(
-        'The rebuy rule of a sale created without `rebuyCooldownSeconds`: the wait after a buyer\'s second closed order in a sale, doubled after each later one.',
+        "The rebuy rule of a sale created without `rebuyCooldownSeconds`: the wait after a buyer's second closed order in a sale, doubled after each later one.",
       ),
     EXPIRY_SWEEP_MS: intFrom(50, 600_000)
       .default(1000)
@@ -123,7 +125,9 @@ export const configSchema = z
       ),
     EXPIRY_BATCH_SIZE: intFrom(1, 10_000)
       .default(500)
-      .describe('Orders one expiry transaction closes per sale (a full batch is followed at once by the next), and units returned per Redis call.'),
+      .describe(
+        'Orders one expiry transaction closes per sale (a full batch is followed at once by the next), and units returned per Redis call.',
+      ),
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info').describe('The pino log level.'),
     RATE_LIMIT_PER_SECOND: intFrom(1, 1_000_000)
       .default(10)
@@ -140,7 +144,9 @@ export const configSchema = z
       ),
     SALE_MISS_TTL_MS: intFrom(0, 60_000)
       .default(1000)
-      .describe('How long a gateway process remembers that MySQL holds no sale of an id (forgotten at once when one is created); 0 = never remember.'),
+      .describe(
+        'How long a gateway process remembers that MySQL holds no sale of an id (forgotten at once when one is created); 0 = never remember.',
+      ),
     QUEUE_JOINS_PER_SECOND: intFrom(1, 1_000_000)
       .default(2)
       .describe(
@@ -157,7 +163,7 @@ export const configSchema = z
       .default('flagged')
       .meta({
         description:
-          'The buyer-token claim by which the shop\'s identity system flags an account: a token with it set to `true` is answered from the shadow queue (told waiting, never admitted).',
+          "The buyer-token claim by which the shop's identity system flags an account: a token with it set to `true` is answered from the shadow queue (told waiting, never admitted).",
         values: 'a claim name',
       }),
     PAYMENT_EVENTS_PER_ADDRESS_PER_SECOND: intFrom(0, 10_000_000)
@@ -168,19 +174,24 @@ export const configSchema = z
     TRUST_PROXY: intFrom(0, 16)
       .default(0)
       .describe(
-        'Proxies in front of the gateway whose `X-Forwarded-For` is trusted. 0: the socket\'s address is the client\'s; N: the client is the Nth address from the right of `X-Forwarded-For`.',
+        "Proxies in front of the gateway whose `X-Forwarded-For` is trusted. 0: the socket's address is the client's; N: the client is the Nth address from the right of `X-Forwarded-For`.",
       ),
     MAX_CONNECTIONS_PER_ADDRESS: intFrom(0, 1_000_000)
       .default(256)
       .describe('Open connections one client address may hold on one gateway process; 0 = no cap (behind a proxy that caps).'),
-    MAX_CONNECTIONS: intFrom(1, 10_000_000)
-      .optional()
-      .meta({ description: 'Open connections of one gateway process in all.', defaultIs: 'below the process\'s open-file limit, with room for its own' }),
-    HTTP_HEADERS_TIMEOUT_MS: intFrom(100, 600_000).default(5000).describe('Time a client has to send a request\'s headers (slow-header attacks end here).'),
-    HTTP_REQUEST_TIMEOUT_MS: intFrom(100, 600_000).default(10_000).describe('Time a client has to send a whole request, body included (slow bodies end here).'),
+    MAX_CONNECTIONS: intFrom(1, 10_000_000).optional().meta({
+      description: 'Open connections of one gateway process in all.',
+      defaultIs: "below the process's open-file limit, with room for its own",
+    }),
+    HTTP_HEADERS_TIMEOUT_MS: intFrom(100, 600_000)
+      .default(5000)
+      .describe("Time a client has to send a request's headers (slow-header attacks end here)."),
+    HTTP_REQUEST_TIMEOUT_MS: intFrom(100, 600_000)
+      .default(10_000)
+      .describe('Time a client has to send a whole request, body included (slow bodies end here).'),
     HTTP_KEEP_ALIVE_TIMEOUT_MS: intFrom(100, 600_000)
       .default(5000)
-      .describe('How long an idle keep-alive connection stays open (set it above a proxy\'s idle timeout).'),
+      .describe("How long an idle keep-alive connection stays open (set it above a proxy's idle timeout)."),
     HTTP_MAX_BODY_BYTES: intFrom(64, 1_048_576)
       .default(1024)
       .describe(
@@ -202,15 +213,17 @@ export const configSchema = z
       .optional()
       .meta({
         description:
-          'When set, `/metrics` answers only `Authorization: Bearer <METRICS_TOKEN>` (`401` otherwise); `/healthz` and `/readyz` stay open for orchestrators\' probes. Strong in production. Unset, the port is on loopback (`METRICS_HOST`).',
+          "When set, `/metrics` answers only `Authorization: Bearer <METRICS_TOKEN>` (`401` otherwise); `/healthz` and `/readyz` stay open for orchestrators' probes. Strong in production. Unset, the port is on loopback (`METRICS_HOST`).",
         values: 'at least 16 of `A-Z a-z 0-9 - . _ ~ + /`, then any `=`',
       }),
     METRICS_MAX_CONNECTIONS: intFrom(4, 10_000)
       .default(32)
       .describe(
-        'Connections a process\'s internal port holds at once (one address at most a quarter of them); past it a new one is closed at once. The gateway keeps these descriptors out of `PORT`\'s share of its open-file limit, so a flood of the metrics port never starves the buyers\' port.',
+        "Connections a process's internal port holds at once (one address at most a quarter of them); past it a new one is closed at once. The gateway keeps these descriptors out of `PORT`'s share of its open-file limit, so a flood of the metrics port never starves the buyers' port.",
       ),
-    METRICS_PORT: intFrom(0, 65535).default(3003).describe('Port of the gateway\'s `/metrics`, never served on `PORT` (0 picks a free one).'),
+    METRICS_PORT: intFrom(0, 65535)
+      .default(3003)
+      .describe("Port of the gateway's `/metrics`, never served on `PORT` (0 picks a free one)."),
     REDIS_COMMAND_TIMEOUT_MS: intFrom(50, 60_000)
       .default(1000)
       .describe(
@@ -219,17 +232,17 @@ export const configSchema = z
     REDIS_BACKGROUND_COMMAND_TIMEOUT_MS: intFrom(1000, 600_000)
       .default(30_000)
       .describe(
-        'Deadline of the Redis commands of the worker and the reconciler: longer than a request\'s, since a rebuild script over a large sale may rightly take seconds, but never unbounded.',
+        "Deadline of the Redis commands of the worker and the reconciler: longer than a request's, since a rebuild script over a large sale may rightly take seconds, but never unbounded.",
       ),
     REDIS_WAIT_REPLICAS: intFrom(0, 16)
       .default(0)
       .describe(
-        'Replicas that must hold a reservation before the buyer is answered 202 (Redis `WAIT`, in the same round trip as the reserve script); 0 = answer at once. Set it to the number of replicas of each primary: fewer can still lose a 202 in a failover, since `WAIT` counts any N replicas and the failover may promote one that had not acknowledged. Fewer acknowledgements within `REDIS_WAIT_TIMEOUT_MS`: `503`, and the buyer\'s retry learns the outcome; with every replica required, one replica down makes every purchase `503`. See [Waiting for a replica](operations.md#waiting-for-a-replica-before-answering-202).',
+        "Replicas that must hold a reservation before the buyer is answered 202 (Redis `WAIT`, in the same round trip as the reserve script); 0 = answer at once. Set it to the number of replicas of each primary: fewer can still lose a 202 in a failover, since `WAIT` counts any N replicas and the failover may promote one that had not acknowledged. Fewer acknowledgements within `REDIS_WAIT_TIMEOUT_MS`: `503`, and the buyer's retry learns the outcome; with every replica required, one replica down makes every purchase `503`. See [Waiting for a replica](operations.md#waiting-for-a-replica-before-answering-202).",
       ),
     REDIS_WAIT_TIMEOUT_MS: intFrom(1, 10_000).default(100).describe('How long the gateway waits for `REDIS_WAIT_REPLICAS` replicas.'),
     DB_STATEMENT_TIMEOUT_MS: intFrom(100, 600_000)
       .default(2000)
-      .describe('Longest a gateway\'s MySQL statement may run (MariaDB\'s `max_statement_time`, lock waits included).'),
+      .describe("Longest a gateway's MySQL statement may run (MariaDB's `max_statement_time`, lock waits included)."),
     REQUEST_DEADLINE_MS: intFrom(100, 600_000)
       .default(3000)
       .describe(
@@ -243,7 +256,7 @@ export const configSchema = z
     SALE_VERDICT_MAX_HOLDERS: intFrom(0, 10_000_000)
       .default(100_000)
       .describe(
-        'The most holders of a sold-out or ended sale a gateway keeps in memory (about 100 bytes each) to answer their retries without Redis; a larger sale\'s refusals come from the reserve script (one Redis call, still correct).',
+        "The most holders of a sold-out or ended sale a gateway keeps in memory (about 100 bytes each) to answer their retries without Redis; a larger sale's refusals come from the reserve script (one Redis call, still correct).",
       ),
     LIVE_SALES_REFRESH_MS: intFrom(100, 600_000)
       .default(2000)
@@ -253,14 +266,12 @@ export const configSchema = z
     SHUTDOWN_TIMEOUT_MS: intFrom(100, 600_000)
       .default(10_000)
       .describe('A stopping process that has not finished what it holds by then exits anyway (code 1).'),
-    SHUTDOWN_DRAIN_MS: intFrom(0, 600_000)
-      .optional()
-      .meta({
-        description:
-          'How long a stopping gateway answers `/readyz` 503 (and `/healthz` `{"status":"stopping"}`) while it still serves, every response closing its connection, before it stops accepting: the time a load balancer needs to take it out of rotation. Must be below `SHUTDOWN_TIMEOUT_MS`, or the gateway refuses to start. See [Stopping a gateway](operations.md#stopping-a-gateway-a-rolling-restart).',
-        defaultIs: '5000 in production (at most half of `SHUTDOWN_TIMEOUT_MS`), else 0',
-      }),
-    WORKER_BATCH_SIZE: intFrom(1, 5000).default(500).describe('Entries a worker takes from one sale\'s stream per MySQL transaction.'),
+    SHUTDOWN_DRAIN_MS: intFrom(0, 600_000).optional().meta({
+      description:
+        'How long a stopping gateway answers `/readyz` 503 (and `/healthz` `{"status":"stopping"}`) while it still serves, every response closing its connection, before it stops accepting: the time a load balancer needs to take it out of rotation. Must be below `SHUTDOWN_TIMEOUT_MS`, or the gateway refuses to start. See [Stopping a gateway](operations.md#stopping-a-gateway-a-rolling-restart).',
+      defaultIs: '5000 in production (at most half of `SHUTDOWN_TIMEOUT_MS`), else 0',
+    }),
+    WORKER_BATCH_SIZE: intFrom(1, 5000).default(500).describe("Entries a worker takes from one sale's stream per MySQL transaction."),
     WORKER_WRITES_IN_FLIGHT: intFrom(1, 16)
       .default(2)
       .describe('Batches of one sale a worker writes at once: the next waits at MySQL while one commits.'),
@@ -270,7 +281,9 @@ export const configSchema = z
       .describe(
         'A sale whose read gave less than a whole batch (or nothing) is read again no sooner than this (0: at once), so what arrives meanwhile goes to MySQL as one batch: at a moderate rate small batches cost the workers and MySQL most of their CPU per order ([performance.md](performance.md#the-whole-pipeline-cpu-per-order)). An order reaches MySQL up to this much later; the 202 is not delayed.',
       ),
-    WORKER_CLAIM_IDLE_MS: intFrom(100, 3_600_000).default(15_000).describe('Entries pending this long on a consumer are taken over by another worker.'),
+    WORKER_CLAIM_IDLE_MS: intFrom(100, 3_600_000)
+      .default(15_000)
+      .describe('Entries pending this long on a consumer are taken over by another worker.'),
     WORKER_MAX_DELIVERIES: intFrom(1, 1000).default(5).describe('Deliveries after which a failing entry goes to the dead-letter stream.'),
     WORKER_SALES_REFRESH_MS: intFrom(10, 600_000)
       .default(1000)
@@ -278,22 +291,26 @@ export const configSchema = z
     WORKER_SWEEP_MS: intFrom(10, 600_000)
       .default(250)
       .describe(
-        'Every live sale\'s stream is read at least this often even when no gateway signalled work on it: the signal is a hint, and one lost to a crash or a dropped subscription is made up here (unless `WORKER_SWEEP_PER_SECOND` stretches it).',
+        "Every live sale's stream is read at least this often even when no gateway signalled work on it: the signal is a hint, and one lost to a crash or a dropped subscription is made up here (unless `WORKER_SWEEP_PER_SECOND` stretches it).",
       ),
     WORKER_SWEEP_PER_SECOND: intFrom(1, 1_000_000)
       .default(1000)
       .describe(
-        'The most sales a worker sweeps per second: with more live sales than this x `WORKER_SWEEP_MS` / 1000, each is swept every (sales / this) seconds, so an idle worker\'s cost does not grow with the number of sales.',
+        "The most sales a worker sweeps per second: with more live sales than this x `WORKER_SWEEP_MS` / 1000, each is swept every (sales / this) seconds, so an idle worker's cost does not grow with the number of sales.",
       ),
     GATEWAY_DB_POOL_SIZE: intFrom(1, 500)
       .default(4)
       .describe(
         'Most MySQL connections one gateway process opens, for reads and admin (purchases never touch MySQL); opened when needed, released when idle. See [MySQL connection budget](operations.md#mysql-connection-budget).',
       ),
-    WORKER_DB_POOL_SIZE: intFrom(1, 500).default(10).describe('Most MySQL connections one worker process opens: its order batches run side by side.'),
+    WORKER_DB_POOL_SIZE: intFrom(1, 500)
+      .default(10)
+      .describe('Most MySQL connections one worker process opens: its order batches run side by side.'),
     RECONCILER_DB_POOL_SIZE: intFrom(1, 500)
       .default(4)
-      .describe('Most MySQL connections the reconciler (or `npm run reconcile`) pools, besides one per reconciliation running (its sale lock, `RECONCILER_CONCURRENCY`).'),
+      .describe(
+        'Most MySQL connections the reconciler (or `npm run reconcile`) pools, besides one per reconciliation running (its sale lock, `RECONCILER_CONCURRENCY`).',
+      ),
     DB_POOL_IDLE_TIMEOUT_MS: intFrom(1000, 3_600_000)
       .default(3000)
       .describe(
@@ -303,19 +320,23 @@ export const configSchema = z
     DOOR_FRONTIER_MAX_AGE_MS: intFrom(10, 10_000)
       .default(250)
       .describe(
-        'How old a gateway\'s copy of a queued sale\'s door may be before a buyer\'s status poll reads (and moves) it again: each gateway makes at most 1000 / this admit calls per second per queued sale its buyers ask about, whatever the crowd; also the most a waiting buyer\'s answer lags the door.',
+        "How old a gateway's copy of a queued sale's door may be before a buyer's status poll reads (and moves) it again: each gateway makes at most 1000 / this admit calls per second per queued sale its buyers ask about, whatever the crowd; also the most a waiting buyer's answer lags the door.",
       ),
     GATEWAY_WORKERS: intFrom(1, 256)
       .default(1)
       .describe('Gateway processes sharing `PORT` (node:cluster); a supervisor replaces one that dies. One per core uses them all.'),
     WORKER_PORT: intFrom(0, 65535)
       .default(3002)
-      .describe('Port of a worker\'s `/metrics`, `/healthz` and `/readyz`: give each worker on one host its own, or 0 for a free one (logged at start).'),
-    RECONCILER_PORT: intFrom(0, 65535).default(3001).describe('Port of the reconciler\'s `/metrics`, `/healthz` and `/readyz` (0 picks a free one).'),
+      .describe(
+        "Port of a worker's `/metrics`, `/healthz` and `/readyz`: give each worker on one host its own, or 0 for a free one (logged at start).",
+      ),
+    RECONCILER_PORT: intFrom(0, 65535)
+      .default(3001)
+      .describe("Port of the reconciler's `/metrics`, `/healthz` and `/readyz` (0 picks a free one)."),
     RECONCILER_WATCH_MS: intFrom(50, 60_000)
       .default(1000)
       .describe(
-        'How soon the reconciler looks again at a live sale\'s Redis state (every sale, up to `RECONCILER_WATCH_PER_SECOND` x this / 1000 of them).',
+        "How soon the reconciler looks again at a live sale's Redis state (every sale, up to `RECONCILER_WATCH_PER_SECOND` x this / 1000 of them).",
       ),
     RECONCILER_PUBLISH_GRACE_MS: intFrom(0, 3_600_000)
       .default(10_000)
@@ -323,15 +344,15 @@ export const configSchema = z
     RECONCILER_CREATE_GRACE_MS: intFrom(1000, 3_600_000)
       .default(30_000)
       .describe(
-        'A sale create unfinished this long (its request died, or could not take back a failed publish), on MySQL\'s clock, is abandoned by the reconciler. Keep it above `REQUEST_DEADLINE_MS`: a create still running must not be abandoned under it.',
+        "A sale create unfinished this long (its request died, or could not take back a failed publish), on MySQL's clock, is abandoned by the reconciler. Keep it above `REQUEST_DEADLINE_MS`: a create still running must not be abandoned under it.",
       ),
     RECONCILER_STREAM_RETENTION_MS: intFrom(0, 604_800_000)
       .default(60_000)
-      .describe('How long acknowledged entries (orders already, or dead letters) stay in a sale\'s stream.'),
+      .describe("How long acknowledged entries (orders already, or dead letters) stay in a sale's stream."),
     RECONCILER_STREAM_RETENTION_ENTRIES: intFrom(0, 100_000_000)
       .default(10_000)
       .describe(
-        'Past this many entries, acknowledged ones go at the next look whatever their age, so a stream\'s length is bounded at any accept rate: what is in flight, plus what came since the checkpoint, plus this.',
+        "Past this many entries, acknowledged ones go at the next look whatever their age, so a stream's length is bounded at any accept rate: what is in flight, plus what came since the checkpoint, plus this.",
       ),
     RECONCILER_WATCH_PER_SECOND: intFrom(1, 1_000_000)
       .default(200)
@@ -341,7 +362,7 @@ export const configSchema = z
     RECONCILER_WATCH_STEP_TIMEOUT_MS: intFrom(100, 600_000)
       .default(5000)
       .describe(
-        'The longest one step of the reconciler\'s watch (a look at a sale, the list of sales, a round of retirements) may take: past it the step is passed over, logged (`watch step overdue`, with the sale) and counted (`flashsale_reconciler_watch_overdue_total`), and the watch goes on to the other sales; the look is taken again at the next tick. A command of its own still waits up to `REDIS_BACKGROUND_COMMAND_TIMEOUT_MS`.',
+        "The longest one step of the reconciler's watch (a look at a sale, the list of sales, a round of retirements) may take: past it the step is passed over, logged (`watch step overdue`, with the sale) and counted (`flashsale_reconciler_watch_overdue_total`), and the watch goes on to the other sales; the look is taken again at the next tick. A command of its own still waits up to `REDIS_BACKGROUND_COMMAND_TIMEOUT_MS`.",
       ),
     RECONCILER_AUDIT_PER_SECOND: intFrom(1, 1_000_000)
       .default(50)
@@ -353,7 +374,7 @@ export const configSchema = z
       ),
     AUDIT_EVERY_MS: intFrom(100, 3_600_000)
       .default(5000)
-      .describe('How often the audit checks the live sales\' ledgers (the sales that changed first).'),
+      .describe("How often the audit checks the live sales' ledgers (the sales that changed first)."),
     RECONCILE_DRAIN_TIMEOUT_MS: intFrom(100, 3_600_000)
       .default(120_000)
       .describe('How long a reconciliation waits for the stream to drain before it fails (and is retried).'),
@@ -365,28 +386,25 @@ export const configSchema = z
     RECONCILER_WATCH_AFTER_END_MS: intFrom(0, 2_592_000_000)
       .default(3_600_000)
       .describe(
-        'How long after its end a sale is still watched and audited, on MySQL\'s clock: its stream may hold entries written before the end, and a loss found then is still counted.',
+        "How long after its end a sale is still watched and audited, on MySQL's clock: its stream may hold entries written before the end, and a loss found then is still counted.",
       ),
     RECONCILER_RETIRE_AFTER_END_MS: intFrom(0, 2_592_000_000)
       .default(60_000)
       .describe(
-        'How long after its end (on Redis\'s clock) a drained sale stays in the workers\' list of sales to poll; then the reconciler takes it out, so idle workers do not poll every sale ever published.',
+        "How long after its end (on Redis's clock) a drained sale stays in the workers' list of sales to poll; then the reconciler takes it out, so idle workers do not poll every sale ever published.",
       ),
     ADMIN_SESSION_TTL_SECONDS: intFrom(60, 604_800)
       .default(28_800)
       .describe('How long a dashboard sign-in lasts (8 hours by default); then the operator signs in again.'),
-    ADMIN_COOKIE_SECURE: z
-      .enum(['0', '1'])
-      .optional()
-      .meta({
-        description:
-          '`1` marks the dashboard\'s session cookie `Secure` (sent over HTTPS only: behind the TLS-terminating proxy); `0` for plain http on a laptop or in CI.',
-        defaultIs: '`1` in production, else `0`',
-      }),
+    ADMIN_COOKIE_SECURE: z.enum(['0', '1']).optional().meta({
+      description:
+        "`1` marks the dashboard's session cookie `Secure` (sent over HTTPS only: behind the TLS-terminating proxy); `0` for plain http on a laptop or in CI.",
+      defaultIs: '`1` in production, else `0`',
+    }),
     ADMIN_AUTH_FAILURES_PER_ADDRESS_PER_MINUTE: intFrom(1, 1_000_000)
       .default(10)
       .describe(
-        'Failed admin authentications (a wrong admin token, as a bearer token or at the dashboard\'s sign-in) one client address may make per minute on one gateway process: past it every admin authentication from that address is refused with `429`, the token unchecked, until the minute ends.',
+        "Failed admin authentications (a wrong admin token, as a bearer token or at the dashboard's sign-in) one client address may make per minute on one gateway process: past it every admin authentication from that address is refused with `429`, the token unchecked, until the minute ends.",
       ),
     ADMIN_AUTH_FAILURES_PER_MINUTE: intFrom(1, 10_000_000)
       .default(100)
@@ -403,18 +421,21 @@ export const configSchema = z
       .optional()
       .meta({
         description:
-          'The `Host` values `/api/admin/*` and `/admin/*` answer; others get `403 HOST_NOT_ALLOWED`, so a page that rebinds its own name to this address (DNS rebinding) cannot reach the admin surface from an operator\'s browser.',
-        defaultIs: '`localhost`, `127.0.0.1`, `[::1]` and the machine\'s hostname, any port',
+          "The `Host` values `/api/admin/*` and `/admin/*` answer; others get `403 HOST_NOT_ALLOWED`, so a page that rebinds its own name to this address (DNS rebinding) cannot reach the admin surface from an operator's browser.",
+        defaultIs: "`localhost`, `127.0.0.1`, `[::1]` and the machine's hostname, any port",
         values: 'comma-separated `name` (any port), `name:port`, or `*` for any',
       }),
     BUYER_PAGE_PAYMENT_URL: z
       .string()
       .max(2048)
-      .refine((url) => /^https?:\/\/[^\s]+$/.test(url) && url.includes('{reservationId}'), 'must be an http(s) URL with {reservationId} in it')
+      .refine(
+        (url) => /^https?:\/\/[^\s]+$/.test(url) && url.includes('{reservationId}'),
+        'must be an http(s) URL with {reservationId} in it',
+      )
       .optional()
       .meta({
         description:
-          'Where the buyer\'s page sends a buyer to pay an order (the shop\'s checkout). Unset: outside production the page pays through the demo\'s payment provider; in production it says the shop will ask for the payment. See [The buyer\'s page](operations.md#the-buyers-page).',
+          "Where the buyer's page sends a buyer to pay an order (the shop's checkout). Unset: outside production the page pays through the demo's payment provider; in production it says the shop will ask for the payment. See [The buyer's page](operations.md#the-buyers-page).",
         values: 'an http(s) URL with `{reservationId}` in it',
       }),
     BUYER_PAGE_SIGN_IN_URL: z
@@ -424,12 +445,12 @@ export const configSchema = z
       .optional()
       .meta({
         description:
-          'Where the buyer\'s page sends a buyer without a token (the shop\'s sign-in), `{return}` replaced by the page\'s own address. Unset: outside production the page offers a development sign-in; in production it asks the buyer to sign in at the shop.',
+          "Where the buyer's page sends a buyer without a token (the shop's sign-in), `{return}` replaced by the page's own address. Unset: outside production the page offers a development sign-in; in production it asks the buyer to sign in at the shop.",
         values: 'an http(s) URL, may hold `{return}`',
       }),
     DASHBOARD_INTERVAL_MS: intFrom(100, 60_000)
       .default(1000)
-      .describe('How often the dashboard\'s live view of a sale is read and pushed, once for all its viewers.'),
+      .describe("How often the dashboard's live view of a sale is read and pushed, once for all its viewers."),
     ADMIN_SESSION_IDLE_SECONDS: intFrom(60, 604_800)
       .default(1800)
       .describe(
@@ -437,42 +458,53 @@ export const configSchema = z
       ),
     DASHBOARD_STREAMS_PER_SESSION: intFrom(1, 256)
       .default(4)
-      .describe('Live streams (`GET /admin/live`) one dashboard session may hold open on one gateway process; past it `429 LIVE_STREAM_LIMIT`.'),
+      .describe(
+        'Live streams (`GET /admin/live`) one dashboard session may hold open on one gateway process; past it `429 LIVE_STREAM_LIMIT`.',
+      ),
     DASHBOARD_STREAMS_PER_PROCESS: intFrom(1, 4096)
       .default(32)
       .describe('Live streams one gateway process holds open for all sessions; past it `429 LIVE_STREAM_LIMIT`.'),
     DASHBOARD_DB_POOL_SIZE: intFrom(1, 16)
       .default(2)
       .describe(
-        'Most MySQL connections of the dashboard\'s own pool in each gateway process: its live views and the checks before a stream opens read through it, never through the buyers\' `GATEWAY_DB_POOL_SIZE`.',
+        "Most MySQL connections of the dashboard's own pool in each gateway process: its live views and the checks before a stream opens read through it, never through the buyers' `GATEWAY_DB_POOL_SIZE`.",
       ),
-    DASHBOARD_HISTORY_STEP_MS: intFrom(100, 60_000).default(1000).describe('Time between two points of the dashboard\'s charts (of every live sale and of the process).'),
+    DASHBOARD_HISTORY_STEP_MS: intFrom(100, 60_000)
+      .default(1000)
+      .describe("Time between two points of the dashboard's charts (of every live sale and of the process)."),
     DASHBOARD_HISTORY_SECONDS: intFrom(10, 86_400)
       .default(900)
-      .describe('How far back the dashboard\'s charts reach (15 minutes by default): the history each gateway process keeps.'),
+      .describe("How far back the dashboard's charts reach (15 minutes by default): the history each gateway process keeps."),
     DASHBOARD_HISTORY_MAX_SALES: intFrom(1, 1000)
       .default(16)
-      .describe('The most live sales the history follows at once (the newest); it bounds the history\'s memory.'),
+      .describe("The most live sales the history follows at once (the newest); it bounds the history's memory."),
   })
   .superRefine(
     (env, ctx) => {
       if (env.REDIS_CLUSTER_NODES && env.REDIS_SENTINELS) {
-        ctx.addIssue({ code: 'custom', path: ['REDIS_SENTINELS'], message: 'cannot be set together with REDIS_CLUSTER_NODES: Redis is either a cluster or a primary watched by sentinels' });
+        ctx.addIssue({
+          code: 'custom',
+          path: ['REDIS_SENTINELS'],
+          message: 'cannot be set together with REDIS_CLUSTER_NODES: Redis is either a cluster or a primary watched by sentinels',
+        });
       }
       if (env.NODE_ENV !== 'production') return;
       if (!env.AUTH_SECRET) ctx.addIssue({ code: 'custom', path: ['AUTH_SECRET'], message: 'is required in production' });
       if (!env.ADMIN_TOKEN) ctx.addIssue({ code: 'custom', path: ['ADMIN_TOKEN'], message: 'is required in production' });
-      if (!env.PAYMENT_WEBHOOK_SECRET) ctx.addIssue({ code: 'custom', path: ['PAYMENT_WEBHOOK_SECRET'], message: 'is required in production' });
+      if (!env.PAYMENT_WEBHOOK_SECRET)
+        ctx.addIssue({ code: 'custom', path: ['PAYMENT_WEBHOOK_SECRET'], message: 'is required in production' });
       // A published or patterned secret is no secret (secret-strength.ts states the rule).
       for (const [name, shape] of Object.entries(SECRET_SHAPES)) {
         const value = env[name as keyof typeof SECRET_SHAPES];
         const reason = value === undefined || !shape.safeParse(value).success ? null : weakSecretReason(value);
-        if (reason) ctx.addIssue({ code: 'custom', path: [name], message: `${reason}, so it is refused in production: ${HOW_TO_MAKE_A_SECRET}` });
+        if (reason)
+          ctx.addIssue({ code: 'custom', path: [name], message: `${reason}, so it is refused in production: ${HOW_TO_MAKE_A_SECRET}` });
       }
       for (const name of OPTIONAL_SECRETS) {
         const value = env[name];
         const reason = value === undefined || value.length < 16 ? null : weakSecretReason(value);
-        if (reason) ctx.addIssue({ code: 'custom', path: [name], message: `${reason}, so it is refused in production: ${HOW_TO_MAKE_A_SECRET}` });
+        if (reason)
+          ctx.addIssue({ code: 'custom', path: [name], message: `${reason}, so it is refused in production: ${HOW_TO_MAKE_A_SECRET}` });
       }
     },
     // Zod skips a refinement once another variable has failed; run it anyway, or a production deploy with
@@ -524,13 +556,21 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       .map(([name, why]) => `${name} ${why}`),
   ];
   const parsed = configSchema.safeParse(Object.fromEntries(Object.entries(env).filter(([, value]) => value !== '')));
-  const drainMs = parsed.data ? (parsed.data.SHUTDOWN_DRAIN_MS ?? defaultDrainMs(parsed.data.NODE_ENV, parsed.data.SHUTDOWN_TIMEOUT_MS)) : 0;
+  const drainMs = parsed.data
+    ? (parsed.data.SHUTDOWN_DRAIN_MS ?? defaultDrainMs(parsed.data.NODE_ENV, parsed.data.SHUTDOWN_TIMEOUT_MS))
+    : 0;
   const pairProblems =
     parsed.data && drainMs >= parsed.data.SHUTDOWN_TIMEOUT_MS
-      ? [`SHUTDOWN_DRAIN_MS (${drainMs}) must be below SHUTDOWN_TIMEOUT_MS (${parsed.data.SHUTDOWN_TIMEOUT_MS}): the requests in flight need time after the drain`]
+      ? [
+          `SHUTDOWN_DRAIN_MS (${drainMs}) must be below SHUTDOWN_TIMEOUT_MS (${parsed.data.SHUTDOWN_TIMEOUT_MS}): the requests in flight need time after the drain`,
+        ]
       : [];
   if (!parsed.success || emptyProblems.length > 0 || pairProblems.length > 0) {
-    throw new ConfigError([...emptyProblems, ...pairProblems, ...(parsed.error?.issues ?? []).map((issue) => `${issue.path.join('.')} ${issue.message}`)]);
+    throw new ConfigError([
+      ...emptyProblems,
+      ...pairProblems,
+      ...(parsed.error?.issues ?? []).map((issue) => `${issue.path.join('.')} ${issue.message}`),
+    ]);
   }
   return {
     ...parsed.data,

@@ -12,7 +12,10 @@ const root = new URL('../../../', import.meta.url);
  * Dockerfile) presents as a secret: `Bearer X`, `NAME=X`, and `NAME || 'X'` / `NAME ?? 'X'` fallbacks.
  */
 function secretsPrintedInTheRepository(): Map<string, string> {
-  const files = execFileSync('git', ['ls-files', 'README.md', 'Dockerfile', 'docs', 'infra', 'scripts', 'loadtest', 'bench'], { cwd: root, encoding: 'utf8' })
+  const files = execFileSync('git', ['ls-files', 'README.md', 'Dockerfile', 'docs', 'infra', 'scripts', 'loadtest', 'bench'], {
+    cwd: root,
+    encoding: 'utf8',
+  })
     .split('\n')
     .filter((file) => /\.(md|ya?ml|ts|js|mjs|sh|cfg|conf|env|json)$|Dockerfile$/.test(file));
   const patterns = [
@@ -44,7 +47,10 @@ describe('weakSecretReason', () => {
     ['the development webhook secret', DEV_PAYMENT_WEBHOOK_SECRET],
     ['the development auth secret plus one character', `${DEV_AUTH_SECRET}X`],
     ['the development admin token plus "="', `${DEV_ADMIN_TOKEN}=`],
-    ['the development payment secret in mixed case with a trailing space', `${DEV_PAYMENT_WEBHOOK_SECRET.slice(0, 10).toUpperCase()}${DEV_PAYMENT_WEBHOOK_SECRET.slice(10)} `],
+    [
+      'the development payment secret in mixed case with a trailing space',
+      `${DEV_PAYMENT_WEBHOOK_SECRET.slice(0, 10).toUpperCase()}${DEV_PAYMENT_WEBHOOK_SECRET.slice(10)} `,
+    ],
     ['the development auth secret inside another value', `prefix-${DEV_AUTH_SECRET}-suffix`],
   ])('refuses %s: it contains a published value', (_, value) => {
     expect(weakSecretReason(value)).toBe(PUBLISHED);

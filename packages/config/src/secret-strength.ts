@@ -41,7 +41,8 @@ export const PUBLISHED_SECRETS: readonly string[] = [
 export const MIN_GUESSES_LOG10 = 16;
 
 /** How to make a secret that passes, said in every refusal. */
-export const HOW_TO_MAKE_A_SECRET = 'make one with `openssl rand -base64 32` (or -base64 48; for ADMIN_TOKEN and METRICS_TOKEN `openssl rand -hex 32` works too)';
+export const HOW_TO_MAKE_A_SECRET =
+  'make one with `openssl rand -base64 32` (or -base64 48; for ADMIN_TOKEN and METRICS_TOKEN `openssl rand -hex 32` works too)';
 
 const published = PUBLISHED_SECRETS.map((secret) => secret.toLowerCase());
 
@@ -87,6 +88,7 @@ export function weakSecretReason(value: string): string | null {
   const lower = trimmed.toLowerCase();
   if (published.some((secret) => lower.includes(secret))) return 'contains a value published in the repository or its documentation';
   const guessesLog10 = judgedGuessesLog10(trimmed);
-  if (guessesLog10 < MIN_GUESSES_LOG10) return `is too easy to guess (a strength estimator puts about 10^${Math.floor(guessesLog10)} guesses on it, fewer than 10^${MIN_GUESSES_LOG10})`;
+  if (guessesLog10 < MIN_GUESSES_LOG10)
+    return `is too easy to guess (a strength estimator puts about 10^${Math.floor(guessesLog10)} guesses on it, fewer than 10^${MIN_GUESSES_LOG10})`;
   return null;
 }

@@ -70,7 +70,13 @@ export const REGISTERED_CLAIMS: readonly string[] = ['sub', 'exp', 'iat', 'nbf',
 
 /** A queued sale's door settings against account farms, for a sale recorded before they existed: none of them. */
 export const doorGuardsOff = (admissionTtlSeconds: number) =>
-  ({ showUpSeconds: admissionTtlSeconds, challenge: 'off', challengeMaxNumber: ADMISSION_DEFAULTS.challengeMaxNumber, requireClaim: null, maxQueueSize: null }) as const;
+  ({
+    showUpSeconds: admissionTtlSeconds,
+    challenge: 'off',
+    challengeMaxNumber: ADMISSION_DEFAULTS.challengeMaxNumber,
+    requireClaim: null,
+    maxQueueSize: null,
+  }) as const;
 
 /** The most the door admits ahead of no-shows: a measured rate above it counts as this (ten turns a unit). */
 export const NO_SHOW_RATE_MAX = 0.9;
@@ -82,9 +88,18 @@ export const NO_SHOW_RATE_MAX = 0.9;
  * door's own count is admit-queue-6.lua's (door-no-shows.lua, the same formula); this one is for
  * readings of the door that do not move it.
  */
-export function admissionRoom(remaining: number, factor: number, unused: number, awaitingShowUp: number, overdue: number, noShowRate: number): number {
+export function admissionRoom(
+  remaining: number,
+  factor: number,
+  unused: number,
+  awaitingShowUp: number,
+  overdue: number,
+  noShowRate: number,
+): number {
   const came = unused - awaitingShowUp;
-  return Math.floor((Math.floor(remaining * factor) - came) / (1 - Math.min(noShowRate, NO_SHOW_RATE_MAX)) - (awaitingShowUp - overdue) + 1e-9);
+  return Math.floor(
+    (Math.floor(remaining * factor) - came) / (1 - Math.min(noShowRate, NO_SHOW_RATE_MAX)) - (awaitingShowUp - overdue) + 1e-9,
+  );
 }
 
 /**

@@ -3,7 +3,13 @@ import { MAX_SALE_ID, newReservationId, parseSaleId, saleIdOfReservation, saleSt
 
 const STARTS = 1_000_000;
 const ENDS = 2_000_000;
-const sale = (overrides: Partial<SaleClockView> = {}): SaleClockView => ({ startsAt: STARTS, endsAt: ENDS, remaining: 5, paused: false, ...overrides });
+const sale = (overrides: Partial<SaleClockView> = {}): SaleClockView => ({
+  startsAt: STARTS,
+  endsAt: ENDS,
+  remaining: 5,
+  paused: false,
+  ...overrides,
+});
 
 describe('saleStatus', () => {
   it('is scheduled before the start', () => {
@@ -52,7 +58,7 @@ describe('reservation ids', () => {
     expect(saleIdOfReservation(newReservationId(MAX_SALE_ID))).toBe(MAX_SALE_ID);
   });
 
-  it('carry the millisecond they were made in (a version 7 uuid), so a sale\'s ids sort by time', () => {
+  it("carry the millisecond they were made in (a version 7 uuid), so a sale's ids sort by time", () => {
     const before = Date.now();
     const first = newReservationId(7);
     const made = Array.from({ length: 2000 }, () => newReservationId(7));

@@ -37,4 +37,3 @@ describe('failures', () => {
     await expect(late).rejects.toThrow('the queue did not answer within 20 ms');
   });
 });
-

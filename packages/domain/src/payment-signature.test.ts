@@ -10,7 +10,10 @@ describe('checkPaymentSignature', () => {
   it('accepts a timestamp up to the tolerance away from now, either way, and refuses one a second further as stale', () => {
     expect(SIGNATURE_TOLERANCE_SECONDS).toBe(300);
     expect([check(signPaymentEvent(SECRET, NOW - 300, BODY)), check(signPaymentEvent(SECRET, NOW + 300, BODY))]).toEqual([null, null]);
-    expect([check(signPaymentEvent(SECRET, NOW - 301, BODY)), check(signPaymentEvent(SECRET, NOW + 301, BODY))]).toEqual(['stale', 'stale']);
+    expect([check(signPaymentEvent(SECRET, NOW - 301, BODY)), check(signPaymentEvent(SECRET, NOW + 301, BODY))]).toEqual([
+      'stale',
+      'stale',
+    ]);
   });
 
   it('tells a missing, malformed or mismatched signature apart', () => {

@@ -115,7 +115,8 @@ export function queueAnswer(door: DoorView, place: QueuePlace | null, now: numbe
   if (typeof place.turn === 'number') {
     // A used turn is said as such: the buyer's order (their reservation) says the rest, whatever became of it.
     if (place.turn < 0) return { state: 'used', ...none, retryAfterSeconds: FINAL_RETRY_AFTER_SECONDS };
-    if (place.turn > now) return { state: 'admitted', ...none, admittedUntil: place.turn, retryAfterSeconds: clampRetry((place.turn - now) / 1000) };
+    if (place.turn > now)
+      return { state: 'admitted', ...none, admittedUntil: place.turn, retryAfterSeconds: clampRetry((place.turn - now) / 1000) };
     // Abandoned: recorded (0), or run out and recorded at the door's next move, which nothing can undo but a
     // store going back (and then the buyer is told again what the door holds).
     return { state: 'expired', ...none, retryAfterSeconds: FINAL_RETRY_AFTER_SECONDS };

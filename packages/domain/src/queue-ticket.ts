@@ -40,7 +40,14 @@ export function queueTicketKey(authSecret: string): KeyObject {
 const signatureOf = (key: KeyObject, body: string): string => createHmac('sha256', key).update(body).digest('base64url');
 
 export function signQueueTicket(key: KeyObject, ticket: QueueTicket): string {
-  const body = [VERSION, ticket.saleId, Buffer.from(ticket.userId, 'utf8').toString('base64url'), ticket.score, ticket.rank ?? '-', ticket.epoch].join('.');
+  const body = [
+    VERSION,
+    ticket.saleId,
+    Buffer.from(ticket.userId, 'utf8').toString('base64url'),
+    ticket.score,
+    ticket.rank ?? '-',
+    ticket.epoch,
+  ].join('.');
   return `${body}.${signatureOf(key, body)}`;
 }
 
@@ -53,7 +60,13 @@ function verifiedTicket(key: KeyObject, raw: string): QueueTicket | 'malformed' 
   const expectedSignature = Buffer.from(signatureOf(key, parts.slice(0, 6).join('.')));
   const given = Buffer.from(signature);
   if (given.length !== expectedSignature.length || !timingSafeEqual(given, expectedSignature)) return 'bad_signature';
-  return { saleId: Number(sale), userId: Buffer.from(user, 'base64url').toString('utf8'), score: Number(score), rank: rank === '-' ? null : Number(rank), epoch: Number(epoch) };
+  return {
+    saleId: Number(sale),
+    userId: Buffer.from(user, 'base64url').toString('utf8'),
+    score: Number(score),
+    rank: rank === '-' ? null : Number(rank),
+    epoch: Number(epoch),
+  };
 }
 
 const ofBuyer = (ticket: QueueTicket, expected: { saleId: number; userId: string }): QueueTicket | TicketProblem =>

@@ -12,7 +12,10 @@ describe('planControl', () => {
   });
 
   it('resumes only a sale the operator paused', () => {
-    expect(planControl({ ...sale, operatorPaused: true }, { action: 'resume' }, now)).toEqual({ kind: 'change', change: { operatorPaused: false } });
+    expect(planControl({ ...sale, operatorPaused: true }, { action: 'resume' }, now)).toEqual({
+      kind: 'change',
+      change: { operatorPaused: false },
+    });
     expect(planControl(sale, { action: 'resume' }, now)).toMatchObject({ kind: 'refused', code: 'SALE_NOT_PAUSED' });
   });
 
@@ -23,17 +26,30 @@ describe('planControl', () => {
 
   it('adds stock up to MAX_STOCK in all', () => {
     expect(planControl(sale, { action: 'add_stock', units: 5 }, now)).toEqual({ kind: 'change', change: { stock: 15 } });
-    expect(planControl(sale, { action: 'add_stock', units: MAX_STOCK - 10 }, now)).toEqual({ kind: 'change', change: { stock: MAX_STOCK } });
-    expect(planControl(sale, { action: 'add_stock', units: MAX_STOCK - 9 }, now)).toMatchObject({ kind: 'refused', code: 'INVALID_REQUEST' });
+    expect(planControl(sale, { action: 'add_stock', units: MAX_STOCK - 10 }, now)).toEqual({
+      kind: 'change',
+      change: { stock: MAX_STOCK },
+    });
+    expect(planControl(sale, { action: 'add_stock', units: MAX_STOCK - 9 }, now)).toMatchObject({
+      kind: 'refused',
+      code: 'INVALID_REQUEST',
+    });
   });
 
   it.each(['pause', 'close'] as const)('refuses to %s a sale from its end on (ends is exclusive)', (action) => {
-    expect(planControl(sale, { action }, sale.endsAt)).toEqual({ kind: 'refused', code: 'SALE_ALREADY_ENDED', detail: expect.stringContaining('the sale ended at 1970-01-01T00:00:10.000Z') });
+    expect(planControl(sale, { action }, sale.endsAt)).toEqual({
+      kind: 'refused',
+      code: 'SALE_ALREADY_ENDED',
+      detail: expect.stringContaining('the sale ended at 1970-01-01T00:00:10.000Z'),
+    });
     expect(planControl(sale, { action }, sale.endsAt - 1).kind).toBe('change');
   });
 
   it('refuses stock to an ended sale, but lets an operator lift a pause left on one', () => {
     expect(planControl(sale, { action: 'add_stock', units: 1 }, 20_000)).toMatchObject({ kind: 'refused', code: 'SALE_ALREADY_ENDED' });
-    expect(planControl({ ...sale, operatorPaused: true }, { action: 'resume' }, 20_000)).toEqual({ kind: 'change', change: { operatorPaused: false } });
+    expect(planControl({ ...sale, operatorPaused: true }, { action: 'resume' }, 20_000)).toEqual({
+      kind: 'change',
+      change: { operatorPaused: false },
+    });
   });
 });

@@ -55,7 +55,12 @@ export function planControl(sale: ControlledSale, control: SaleControl, now: num
       if (ended) return endedRefusal('paused');
       return sale.operatorPaused ? { kind: 'unchanged' } : { kind: 'change', change: { operatorPaused: true } };
     case 'resume':
-      if (!sale.operatorPaused) return { kind: 'refused', code: 'SALE_NOT_PAUSED', detail: 'the sale is not paused by an operator (a reconciliation resumes its own pause)' };
+      if (!sale.operatorPaused)
+        return {
+          kind: 'refused',
+          code: 'SALE_NOT_PAUSED',
+          detail: 'the sale is not paused by an operator (a reconciliation resumes its own pause)',
+        };
       return { kind: 'change', change: { operatorPaused: false } };
     case 'close':
       if (ended) return endedRefusal('closed again');

@@ -21,7 +21,10 @@ export function solveDoorChallenge(challenge: DoorChallenge): { solution: string
   for (let number = 0; number <= challenge.maxnumber; number++) {
     if (createHash('sha256').update(`${challenge.salt}${number}`).digest('hex') !== challenge.challenge) continue;
     const { algorithm, salt, signature } = challenge;
-    return { solution: Buffer.from(JSON.stringify({ algorithm, challenge: challenge.challenge, number, salt, signature })).toString('base64'), number };
+    return {
+      solution: Buffer.from(JSON.stringify({ algorithm, challenge: challenge.challenge, number, salt, signature })).toString('base64'),
+      number,
+    };
   }
   throw new Error('a door challenge without a solution in 0..maxnumber');
 }

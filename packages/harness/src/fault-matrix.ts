@@ -175,9 +175,17 @@ export async function runMatrixCell(stores: MatrixStores, cell: MatrixCell): Pro
     log(`${cell.fault} on ${cell.link}, ${cell.sale} sale ${saleId} (prefix ${prefix})`);
 
     // The fault, on its schedule beside the load.
-    const linkProxies = [...proxies.entries()].filter(([key]) => key.startsWith(linkProcess) && key.endsWith(store)).map(([, proxy]) => proxy);
+    const linkProxies = [...proxies.entries()]
+      .filter(([key]) => key.startsWith(linkProcess) && key.endsWith(store))
+      .map(([, proxy]) => proxy);
     const linkFault: LinkFault | null =
-      cell.fault === 'blackhole' ? { kind: 'blackhole' } : cell.fault === 'latency' ? { kind: 'latency', minMs: 200, maxMs: 500 } : cell.fault === 'reset' ? { kind: 'reset-mid-reply' } : null;
+      cell.fault === 'blackhole'
+        ? { kind: 'blackhole' }
+        : cell.fault === 'latency'
+          ? { kind: 'latency', minMs: 200, maxMs: 500 }
+          : cell.fault === 'reset'
+            ? { kind: 'reset-mid-reply' }
+            : null;
     const loadStart = Date.now();
     let healedAt = loadStart;
     const fault = (async () => {
@@ -200,21 +208,32 @@ export async function runMatrixCell(stores: MatrixStores, cell: MatrixCell): Pro
       healedAt = Date.now();
     })();
 
-    const purchases = cell.sale === 'plain' ? await plainCrowd(gatewayUrl, saleId, loadStart) : await queuedCrowd(gatewayUrl, saleId, loadStart);
+    const purchases =
+      cell.sale === 'plain' ? await plainCrowd(gatewayUrl, saleId, loadStart) : await queuedCrowd(gatewayUrl, saleId, loadStart);
     await fault;
 
     // After the load: the stream drained, the sale open again, with no command from anyone.
     const settled = await settle(stores, prefix, saleId);
     const probe = await sellsAgain(gatewayUrl, saleId, cell.sale);
     // The probe's own purchase written too.
-    const drained = settled && (await createSaleStore(stores.redis, prefix).sale(saleId).waitForDrain(SETTLE_MS).then(() => true, () => false));
+    const drained =
+      settled &&
+      (await createSaleStore(stores.redis, prefix)
+        .sale(saleId)
+        .waitForDrain(SETTLE_MS)
+        .then(
+          () => true,
+          () => false,
+        ));
     const all = [...purchases, ...probe];
     const accepted = new Map(all.filter((p) => p.status === 202).map((p) => [p.reservationId!, { userId: p.userId, quantity: 1 }]));
     const uncertain = new Set(all.filter((p) => p.status === null || (p.status >= 500 && p.code !== 'SALE_PAUSED')).map((p) => p.userId));
     const orders = await ordersOf(stores.prisma, saleId);
     const state = await createSaleStore(stores.redis, prefix).sale(saleId).state();
     const ledger = compareFaultLedger(accepted, orders, uncertain, { remaining: state?.remaining ?? Number.NaN, stock: STOCK });
-    const named = new Set((await stores.prisma.lostReservation.findMany({ where: { saleId }, select: { reservationId: true } })).map((l) => l.reservationId));
+    const named = new Set(
+      (await stores.prisma.lostReservation.findMany({ where: { saleId }, select: { reservationId: true } })).map((l) => l.reservationId),
+    );
     const unnamed = ledger.lost.filter((id) => !named.has(id));
     const broken = [
       ...(drained ? [] : [`not drained and open again within ${SETTLE_MS / 1000} s of the load's end`]),
@@ -222,7 +241,9 @@ export async function runMatrixCell(stores: MatrixStores, cell: MatrixCell): Pro
       ...(ledger.duplicated.length > 0 ? [`duplicated: ${ledger.duplicated.slice(0, 3).join(', ')}`] : []),
       ...(ledger.unexpected.length > 0 ? [`orders without a 202: ${ledger.unexpected.slice(0, 3).join(', ')}`] : []),
       ...(ledger.oversold > 0 ? [`oversold by ${ledger.oversold}`] : []),
-      ...(ledger.unitsInDb + ledger.remaining !== STOCK ? [`units in orders ${ledger.unitsInDb} + remaining ${ledger.remaining} != stock ${STOCK}`] : []),
+      ...(ledger.unitsInDb + ledger.remaining !== STOCK
+        ? [`units in orders ${ledger.unitsInDb} + remaining ${ledger.remaining} != stock ${STOCK}`]
+        : []),
     ];
     const times = all.filter((p) => p.status === 202).map((p) => p.at);
     const after = times.filter((at) => at >= healedAt);
@@ -249,7 +270,19 @@ export async function runMatrixCell(stores: MatrixStores, cell: MatrixCell): Pro
 
 /** The table the matrix prints: one line a cell. */
 export function matrixTable(results: readonly CellResult[]): string {
-  const head = ['fault', 'link', 'sale', '202s', 'orders', 'unsure → order', 'listed losses', 'remaining', 'longest pause', 'sells again', 'verdict'];
+  const head = [
+    'fault',
+    'link',
+    'sale',
+    '202s',
+    'orders',
+    'unsure → order',
+    'listed losses',
+    'remaining',
+    'longest pause',
+    'sells again',
+    'verdict',
+  ];
   const rows = results.map((r) => [
     r.fault,
     r.link,
@@ -279,11 +312,14 @@ async function createSale(gatewayUrl: string, adminToken: string, kind: MatrixSa
       perUserLimit: 1,
       startsAt: new Date(startsAt).toISOString(),
       endsAt: new Date(startsAt + 3_600_000).toISOString(),
-      ...(kind === 'queued' && { admission: { mode: 'queue', preQueueSeconds: 0, admitPerSecond: 50, admissionTtlSeconds: 60, noShowFactor: 1 } }),
+      ...(kind === 'queued' && {
+        admission: { mode: 'queue', preQueueSeconds: 0, admitPerSecond: 50, admissionTtlSeconds: 60, noShowFactor: 1 },
+      }),
     }),
   });
   const body = (await res.json()) as { id?: number };
-  if (res.status !== 201 || typeof body.id !== 'number') throw new Error(`creating the ${kind} sale: ${res.status} ${JSON.stringify(body)}`);
+  if (res.status !== 201 || typeof body.id !== 'number')
+    throw new Error(`creating the ${kind} sale: ${res.status} ${JSON.stringify(body)}`);
   return body.id;
 }
 
@@ -355,7 +391,9 @@ async function queuedCrowd(gatewayUrl: string, saleId: number, loadStart: number
     const token = buyerToken(userId);
     let ticket: string | null = null;
     while (Date.now() < deadline) {
-      const answer: Answer | null = ticket ? await call(`${sale}/queue`, { method: 'GET', token, ticket }) : await call(`${sale}/queue`, { method: 'POST', token, body: {} });
+      const answer: Answer | null = ticket
+        ? await call(`${sale}/queue`, { method: 'GET', token, ticket })
+        : await call(`${sale}/queue`, { method: 'POST', token, body: {} });
       if (answer?.status === 200) {
         ticket = (answer.body.ticket as string | undefined) ?? ticket;
         const state = answer.body.state as string;
@@ -388,7 +426,10 @@ async function settle(stores: MatrixStores, prefix: string, saleId: number): Pro
     const state = await createSaleStore(stores.redis, prefix).sale(saleId).state();
     if (state && !state.paused) {
       // Drained again: a rebuild that resumed the sale may have come after entries written meanwhile.
-      await createSaleStore(stores.redis, prefix).sale(saleId).waitForDrain(Math.max(1000, deadline - Date.now())).catch(() => undefined);
+      await createSaleStore(stores.redis, prefix)
+        .sale(saleId)
+        .waitForDrain(Math.max(1000, deadline - Date.now()))
+        .catch(() => undefined);
       return true;
     }
     await sleep(250);

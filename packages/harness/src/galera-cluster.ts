@@ -105,9 +105,14 @@ export async function startGaleraCluster(options: GaleraClusterOptions = {}): Pr
       const deadline = Date.now() + timeoutMs;
       for (;;) {
         const states: (Record<string, string> | null)[] = await Promise.all(nodes.map((n) => n.status()));
-        const synced: unknown[] = states.filter((s) => s !== null && s.wsrep_local_state === SYNCED && s.wsrep_ready === 'ON' && s.wsrep_cluster_size === String(size));
+        const synced: unknown[] = states.filter(
+          (s) => s !== null && s.wsrep_local_state === SYNCED && s.wsrep_ready === 'ON' && s.wsrep_cluster_size === String(size),
+        );
         if (synced.length === size) return;
-        if (Date.now() > deadline) throw new Error(`Galera cluster not Synced with ${size} nodes within ${timeoutMs} ms: ${JSON.stringify(states.map((s) => s && { state: s.wsrep_local_state_comment, size: s.wsrep_cluster_size }))}`);
+        if (Date.now() > deadline)
+          throw new Error(
+            `Galera cluster not Synced with ${size} nodes within ${timeoutMs} ms: ${JSON.stringify(states.map((s) => s && { state: s.wsrep_local_state_comment, size: s.wsrep_cluster_size }))}`,
+          );
         await sleep(200);
       }
     },
@@ -138,7 +143,13 @@ async function distinctFreePorts(count: number): Promise<number[]> {
   return [...ports];
 }
 
-function galeraNode(index: number, dir: string, ports: { mysql: number; group: number; ist: number }, clusterAddress: string, providerOptions: string): GaleraNode {
+function galeraNode(
+  index: number,
+  dir: string,
+  ports: { mysql: number; group: number; ist: number },
+  clusterAddress: string,
+  providerOptions: string,
+): GaleraNode {
   const datadir = join(dir, 'data');
   freshDataDirectory(datadir);
   let child: ChildProcess | undefined;
@@ -155,7 +166,11 @@ function galeraNode(index: number, dir: string, ports: { mysql: number; group: n
       return joinedBy;
     },
     async start({ bootstrap = false, recover = false } = {}) {
-      const provider = [`gmcast.listen_addr=tcp://127.0.0.1:${ports.group}`, `ist.recv_addr=127.0.0.1:${ports.ist}`, ...(providerOptions ? [providerOptions] : [])].join(';');
+      const provider = [
+        `gmcast.listen_addr=tcp://127.0.0.1:${ports.group}`,
+        `ist.recv_addr=127.0.0.1:${ports.ist}`,
+        ...(providerOptions ? [providerOptions] : []),
+      ].join(';');
       const settings = [
         '--no-defaults',
         `--datadir=${datadir}`,
@@ -178,7 +193,9 @@ function galeraNode(index: number, dir: string, ports: { mysql: number; group: n
         `--wsrep-sst-receive-address=127.0.0.1:${ports.mysql}`,
       ];
       const position = recover ? [`--wsrep-start-position=${await recoveredPosition(settings)}`] : [];
-      const started = spawnInGroup('mariadbd', [...settings, ...position, ...(bootstrap ? ['--wsrep-new-cluster'] : [])], { stdio: ['ignore', 'ignore', 'pipe'] });
+      const started = spawnInGroup('mariadbd', [...settings, ...position, ...(bootstrap ? ['--wsrep-new-cluster'] : [])], {
+        stdio: ['ignore', 'ignore', 'pipe'],
+      });
       child = started;
       log = '';
       joinedBy = undefined;
@@ -210,7 +227,14 @@ function galeraNode(index: number, dir: string, ports: { mysql: number; group: n
       if (child) signalGroup(child, 'SIGCONT');
     },
     async status() {
-      const connection = await createConnection({ host: '127.0.0.1', port: ports.mysql, user: 'root', password: '', connectTimeout: 1000, socketTimeout: 2000 }).catch(() => null);
+      const connection = await createConnection({
+        host: '127.0.0.1',
+        port: ports.mysql,
+        user: 'root',
+        password: '',
+        connectTimeout: 1000,
+        socketTimeout: 2000,
+      }).catch(() => null);
       if (!connection) return null;
       try {
         const rows = await connection.query<{ Variable_name: string; Value: string }[]>("SHOW GLOBAL STATUS LIKE 'wsrep\\_%'");
@@ -266,11 +290,17 @@ async function startHaproxy(dir: string, port: number, nodes: GaleraNode[]): Pro
   child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
     log = (log + chunk).slice(-LOG_TAIL_CHARS);
   });
-  await waitUntilServing(child, `HAProxy on ${port}`, 30_000, async () => {
-    const connection = await createConnection({ host: '127.0.0.1', port, user: 'root', password: '', connectTimeout: 1000 });
-    connection.destroy();
-    return { kind: 'ours' };
-  }, () => log);
+  await waitUntilServing(
+    child,
+    `HAProxy on ${port}`,
+    30_000,
+    async () => {
+      const connection = await createConnection({ host: '127.0.0.1', port, user: 'root', password: '', connectTimeout: 1000 });
+      connection.destroy();
+      return { kind: 'ours' };
+    },
+    () => log,
+  );
   return child;
 }
 

@@ -25,7 +25,12 @@ export function createHttpClient(baseUrl: string, connections = 64): HttpClient 
     async send(method, path, { headers = {}, body } = {}) {
       const payload = body === undefined ? undefined : JSON.stringify(body);
       const started = performance.now();
-      const res = await pool.request({ method, path, headers: { ...(payload ? { 'content-type': 'application/json' } : {}), ...headers }, body: payload });
+      const res = await pool.request({
+        method,
+        path,
+        headers: { ...(payload ? { 'content-type': 'application/json' } : {}), ...headers },
+        body: payload,
+      });
       const text = await res.body.text();
       let parsed: Record<string, unknown> = {};
       try {

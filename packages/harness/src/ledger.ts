@@ -47,8 +47,14 @@ export function compareLedger(
   });
   return {
     lost: [...accepted.keys()].filter((id) => !byReservation.has(id)),
-    duplicated: [...[...byReservation].filter(([, n]) => n > 1).map(([id]) => id), ...[...byBuyer].filter(([, n]) => n > 1).map(([u]) => `buyer:${u}`)],
-    unexpected: [...orders.filter((o) => !accepted.has(o.reservationId)).map((o) => o.reservationId), ...mismatched.map((o) => `mismatch:${o.reservationId}`)],
+    duplicated: [
+      ...[...byReservation].filter(([, n]) => n > 1).map(([id]) => id),
+      ...[...byBuyer].filter(([, n]) => n > 1).map(([u]) => `buyer:${u}`),
+    ],
+    unexpected: [
+      ...orders.filter((o) => !accepted.has(o.reservationId)).map((o) => o.reservationId),
+      ...mismatched.map((o) => `mismatch:${o.reservationId}`),
+    ],
     unitsInDb: live.reduce((sum, o) => sum + o.quantity, 0),
     remaining,
     stock,
@@ -115,7 +121,9 @@ export function compareFaultLedger(
     const order = byId.get(id);
     return !(order && uncertainBuyers.has(order.userId));
   });
-  const uncertainWithOrder = new Set(orders.filter((o) => uncertainBuyers.has(o.userId) && !accepted.has(o.reservationId)).map((o) => o.userId));
+  const uncertainWithOrder = new Set(
+    orders.filter((o) => uncertainBuyers.has(o.userId) && !accepted.has(o.reservationId)).map((o) => o.userId),
+  );
   return {
     ...base,
     unexpected,

@@ -7,7 +7,9 @@ describe('startMariaDbServer', () => {
   it('gives up at once on a mariadbd that exits before it answers, after trying fresh ports, and shows its log', async () => {
     const began = performance.now();
     // An option mariadbd refuses: it exits with status 1 at every attempt.
-    await expect(startMariaDbServer({ args: ['--no-such-option=1'] })).rejects.toThrow(/exited \(\d+\) before it answered; its log ends:[\s\S]*unknown (option|variable)/);
+    await expect(startMariaDbServer({ args: ['--no-such-option=1'] })).rejects.toThrow(
+      /exited \(\d+\) before it answered; its log ends:[\s\S]*unknown (option|variable)/,
+    );
     // Far below the 120 s a server that never answers is given: an exit is not waited out.
     expect(performance.now() - began).toBeLessThan(60_000);
   });

@@ -45,7 +45,11 @@ export function freshDataDirectory(datadir: string): void {
     );
     if (install.status !== 0) {
       rmSync(made, { recursive: true, force: true });
-      throw new Error(install.error ? `mariadb-install-db could not be started (${install.error.message}); ${installHint('mariadb-install-db')}` : `mariadb-install-db failed: ${install.stdout}${install.stderr}`);
+      throw new Error(
+        install.error
+          ? `mariadb-install-db could not be started (${install.error.message}); ${installHint('mariadb-install-db')}`
+          : `mariadb-install-db failed: ${install.stdout}${install.stderr}`,
+      );
     }
     template = join(made, 'data');
     process.once('exit', () => rmSync(made, { recursive: true, force: true }));
@@ -71,7 +75,17 @@ function mariaDbServerOnFreePort(port: number, options: MariaDbServerOptions): M
     async start() {
       const started = spawnInGroup(
         'mariadbd',
-        ['--no-defaults', `--datadir=${datadir}`, `--port=${port}`, `--socket=${join(dir, 'sock')}`, '--user=root', '--bind-address=127.0.0.1', '--skip-name-resolve', '--innodb-autoinc-lock-mode=2', ...(options.args ?? [])],
+        [
+          '--no-defaults',
+          `--datadir=${datadir}`,
+          `--port=${port}`,
+          `--socket=${join(dir, 'sock')}`,
+          '--user=root',
+          '--bind-address=127.0.0.1',
+          '--skip-name-resolve',
+          '--innodb-autoinc-lock-mode=2',
+          ...(options.args ?? []),
+        ],
         { stdio: ['ignore', 'ignore', 'pipe'] },
       );
       child = started;

@@ -18,7 +18,9 @@ describe('tcpPortsOfGroup and tcpPortsByProcess', () => {
     const { port } = server.address() as { port: number };
     // A shell that starts node: the connection is held by the group leader's child, as an npm script's is.
     const connect = `require('node:net').connect(${port}, '127.0.0.1'); setInterval(() => {}, 1000)`;
-    const group = spawnInGroup('sh', ['-c', `${JSON.stringify(process.execPath)} -e ${JSON.stringify(connect)}; true`], { stdio: 'ignore' });
+    const group = spawnInGroup('sh', ['-c', `${JSON.stringify(process.execPath)} -e ${JSON.stringify(connect)}; true`], {
+      stdio: 'ignore',
+    });
     const other = spawnInGroup(process.execPath, ['-e', connect], { stdio: 'ignore' });
     children.push(group, other);
     await expect.poll(() => peers.length, { timeout: 30_000 }).toBe(2);

@@ -57,7 +57,8 @@ export interface AppProcess {
 export function redisEnvOf(target: RedisTarget): NodeJS.ProcessEnv {
   const list = (nodes: { host: string; port: number }[]) => nodes.map(({ host, port }) => `${host}:${port}`).join(',');
   if ('url' in target) return { REDIS_URL: target.url, REDIS_CLUSTER_NODES: '', REDIS_SENTINELS: '' };
-  if ('sentinels' in target) return { REDIS_SENTINELS: list(target.sentinels), REDIS_SENTINEL_MASTER: target.masterName, REDIS_CLUSTER_NODES: '' };
+  if ('sentinels' in target)
+    return { REDIS_SENTINELS: list(target.sentinels), REDIS_SENTINEL_MASTER: target.masterName, REDIS_CLUSTER_NODES: '' };
   return { REDIS_CLUSTER_NODES: list(target.clusterNodes), REDIS_SENTINELS: '' };
 }
 
@@ -68,10 +69,19 @@ export function redisEnvOf(target: RedisTarget): NodeJS.ProcessEnv {
  * whose subject is a deadline sets it. Outside a test run (the demo, the bench, the load runners) the
  * processes keep the production defaults.
  */
-const TEST_RUN_DEADLINES: NodeJS.ProcessEnv = { REQUEST_DEADLINE_MS: '20000', REDIS_COMMAND_TIMEOUT_MS: '10000', DB_STATEMENT_TIMEOUT_MS: '15000' };
+const TEST_RUN_DEADLINES: NodeJS.ProcessEnv = {
+  REQUEST_DEADLINE_MS: '20000',
+  REDIS_COMMAND_TIMEOUT_MS: '10000',
+  DB_STATEMENT_TIMEOUT_MS: '15000',
+};
 
 /** `root`: the checkout the app runs from, default this one (the pipeline bench runs an older revision's beside it). */
-export function spawnApp(app: 'gateway' | 'worker' | 'reconciler', env: NodeJS.ProcessEnv, from: AppSource = 'source', root = ROOT): AppProcess {
+export function spawnApp(
+  app: 'gateway' | 'worker' | 'reconciler',
+  env: NodeJS.ProcessEnv,
+  from: AppSource = 'source',
+  root = ROOT,
+): AppProcess {
   const args = from === 'build' ? ['scripts/start.mjs', app] : [...SOURCE_NODE_ARGS, `apps/${app}/src/main.ts`];
   const deadlines = process.env[TEST_RUN_VARIABLE] ? TEST_RUN_DEADLINES : {};
   const child = spawnInGroup(process.execPath, args, {
@@ -114,7 +124,8 @@ export function spawnApp(app: 'gateway' | 'worker' | 'reconciler', env: NodeJS.P
     logs,
     exited,
     waitForLog(wait, timeoutMs = LOG_WAIT_MS) {
-      const { matches: match, what } = typeof wait === 'string' ? { matches: (l: Record<string, unknown>) => l.msg === wait, what: `"${wait}"` } : wait;
+      const { matches: match, what } =
+        typeof wait === 'string' ? { matches: (l: Record<string, unknown>) => l.msg === wait, what: `"${wait}"` } : wait;
       const found = logs.find(match);
       if (found) return Promise.resolve(found);
       const failure = (why: string) =>
@@ -163,12 +174,14 @@ async function started(app: AppProcess, what: string): Promise<Record<string, un
   let line: Record<string, unknown>;
   try {
     line = await app.waitForLog(what);
-    if (FAIL_ON_PURPOSE === 'startup') throw new Error(`failing on purpose (${FAIL_ON_PURPOSE_VARIABLE}=startup) after ${app.child.pid} logged "${what}"`);
+    if (FAIL_ON_PURPOSE === 'startup')
+      throw new Error(`failing on purpose (${FAIL_ON_PURPOSE_VARIABLE}=startup) after ${app.child.pid} logged "${what}"`);
   } catch (error) {
     await app.kill('SIGKILL');
     throw error;
   }
-  if (FAIL_ON_PURPOSE === 'abandon') throw new Error(`failing on purpose (${FAIL_ON_PURPOSE_VARIABLE}=abandon): ${app.child.pid} left running for the safety nets to stop`);
+  if (FAIL_ON_PURPOSE === 'abandon')
+    throw new Error(`failing on purpose (${FAIL_ON_PURPOSE_VARIABLE}=abandon): ${app.child.pid} left running for the safety nets to stop`);
   return line;
 }
 
@@ -177,8 +190,24 @@ async function started(app: AppProcess, what: string): Promise<Record<string, un
  * a test, a demo or a load run comes from this one machine's address, so the per-address budgets are
  * off unless the caller sets it.
  */
-export async function spawnGateway(env: NodeJS.ProcessEnv, from: AppSource = 'source', root?: string): Promise<AppProcess & { url: string }> {
-  const gateway = spawnApp('gateway', { PORT: '0', METRICS_PORT: '0', RATE_LIMIT_PER_ADDRESS_PER_SECOND: '0', PUBLIC_READS_PER_ADDRESS_PER_SECOND: '0', QUEUE_JOINS_PER_ADDRESS_PER_SECOND: '0', ...env }, from, root);
+export async function spawnGateway(
+  env: NodeJS.ProcessEnv,
+  from: AppSource = 'source',
+  root?: string,
+): Promise<AppProcess & { url: string }> {
+  const gateway = spawnApp(
+    'gateway',
+    {
+      PORT: '0',
+      METRICS_PORT: '0',
+      RATE_LIMIT_PER_ADDRESS_PER_SECOND: '0',
+      PUBLIC_READS_PER_ADDRESS_PER_SECOND: '0',
+      QUEUE_JOINS_PER_ADDRESS_PER_SECOND: '0',
+      ...env,
+    },
+    from,
+    root,
+  );
   const line = await started(gateway, 'gateway listening');
   return Object.assign(gateway, { url: `http://127.0.0.1:${String(line.port)}` });
 }

@@ -41,7 +41,10 @@ export async function purchaseBurst(
     connections,
     async ({ userId, token, quantity: q }) => {
       try {
-        const res = await client().send('POST', `/api/sales/${saleId}/purchase`, { headers: { authorization: `Bearer ${token}` }, body: { quantity: q } });
+        const res = await client().send('POST', `/api/sales/${saleId}/purchase`, {
+          headers: { authorization: `Bearer ${token}` },
+          body: { quantity: q },
+        });
         if (res.status === 202) outcome.accepted.set(res.body.reservationId as string, { userId, quantity: q });
         // SALE_PAUSED is the script's own refusal (nothing written); other 5xx leave the outcome open.
         else if (res.status >= 500 && res.body.code !== 'SALE_PAUSED') outcome.failed.add(userId);

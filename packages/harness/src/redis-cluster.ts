@@ -51,7 +51,8 @@ export async function startRedisCluster({ masters = 3, replicasPerMaster = 0 } =
   const ask = <T>(node: ClusterNode, command: (redis: Redis) => Promise<T>) => askRedis(node.url, command);
   const byPort = (port: number) => nodes.find((n) => n.port === port)!;
   /** The masters' ports from CLUSTER SLOTS on a node: [start, end, [host, port, id, info], ...replicas]. */
-  const masterPorts = async (node: ClusterNode) => new Set((await ask(node, (r) => r.cluster('SLOTS'))).map((range) => Number(range[2]?.[1])));
+  const masterPorts = async (node: ClusterNode) =>
+    new Set((await ask(node, (r) => r.cluster('SLOTS'))).map((range) => Number(range[2]?.[1])));
 
   const cluster: RedisCluster = {
     nodes,

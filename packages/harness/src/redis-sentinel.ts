@@ -85,7 +85,9 @@ function sentinelOnPort(port: number, masterName: string, primaryPort: number, q
       // program under another name, and a machine with redis-server need not have it.
       const started = spawnInGroup('redis-server', [config, '--sentinel'], { stdio: 'ignore' });
       child = started;
-      await waitUntilServing(started, `redis-sentinel on ${port}`, START_TIMEOUT_MS, () => servedBy(`redis://127.0.0.1:${port}`, started.pid));
+      await waitUntilServing(started, `redis-sentinel on ${port}`, START_TIMEOUT_MS, () =>
+        servedBy(`redis://127.0.0.1:${port}`, started.pid),
+      );
     },
     async kill(signal: NodeJS.Signals = 'SIGKILL') {
       await killChild(child, signal);
@@ -101,7 +103,13 @@ function sentinelOnPort(port: number, masterName: string, primaryPort: number, q
  * majority of them), and waits until every sentinel knows every replica and every other sentinel, so a
  * failover can be agreed as soon as the primary goes.
  */
-export async function startRedisSentinels({ replicas = 2, sentinels = 3, masterName = 'mymaster', downAfterMs = 2000, appendfsync }: RedisSentinelOptions = {}): Promise<RedisSentinels> {
+export async function startRedisSentinels({
+  replicas = 2,
+  sentinels = 3,
+  masterName = 'mymaster',
+  downAfterMs = 2000,
+  appendfsync,
+}: RedisSentinelOptions = {}): Promise<RedisSentinels> {
   const servers: RedisServer[] = [];
   const watchers: SentinelProcess[] = [];
   const stop = async () => {
@@ -112,14 +120,19 @@ export async function startRedisSentinels({ replicas = 2, sentinels = 3, masterN
     const persistence = appendfsync ? { appendfsync } : {};
     servers.push(await startRedisServer(persistence));
     const primaryPort = servers[0]!.port;
-    for (let i = 0; i < replicas; i++) servers.push(await startRedisServer({ ...persistence, args: ['--replicaof', '127.0.0.1', String(primaryPort)] }));
-    for (let i = 0; i < sentinels; i++) watchers.push(await startSentinel(masterName, primaryPort, Math.floor(sentinels / 2) + 1, downAfterMs));
+    for (let i = 0; i < replicas; i++)
+      servers.push(await startRedisServer({ ...persistence, args: ['--replicaof', '127.0.0.1', String(primaryPort)] }));
+    for (let i = 0; i < sentinels; i++)
+      watchers.push(await startSentinel(masterName, primaryPort, Math.floor(sentinels / 2) + 1, downAfterMs));
     const deadline = Date.now() + START_TIMEOUT_MS;
     for (;;) {
       const ready = await Promise.all(
         watchers.map(async ({ port }) => {
           try {
-            const [known, peers] = await ask(port, async (r) => [(await r.call('SENTINEL', 'replicas', masterName)) as unknown[], (await r.call('SENTINEL', 'sentinels', masterName)) as unknown[]]);
+            const [known, peers] = await ask(port, async (r) => [
+              (await r.call('SENTINEL', 'replicas', masterName)) as unknown[],
+              (await r.call('SENTINEL', 'sentinels', masterName)) as unknown[],
+            ]);
             return known.length === replicas && peers.length === sentinels - 1;
           } catch {
             return false;
@@ -127,7 +140,8 @@ export async function startRedisSentinels({ replicas = 2, sentinels = 3, masterN
         }),
       );
       if (ready.every(Boolean)) break;
-      if (Date.now() > deadline) throw new Error(`the sentinels did not all learn of ${replicas} replicas and ${sentinels - 1} peers within ${START_TIMEOUT_MS} ms`);
+      if (Date.now() > deadline)
+        throw new Error(`the sentinels did not all learn of ${replicas} replicas and ${sentinels - 1} peers within ${START_TIMEOUT_MS} ms`);
       await sleep(100);
     }
   } catch (error) {
@@ -186,7 +200,8 @@ export async function startRedisSentinels({ replicas = 2, sentinels = 3, masterN
           const role = await ask(port, (r) => r.role()).catch(() => null);
           if (role?.[0] === 'master') return byPort(port);
         }
-        if (Date.now() > deadline) throw new Error(`the sentinels did not fail ${masterName} over from 127.0.0.1:${old.port} within ${timeoutMs} ms`);
+        if (Date.now() > deadline)
+          throw new Error(`the sentinels did not fail ${masterName} over from 127.0.0.1:${old.port} within ${timeoutMs} ms`);
         await sleep(100);
       }
     },

@@ -25,7 +25,11 @@ describe('startRedisServer', () => {
   it('refuses, at once, a restart on a port another redis-server took meanwhile: the one answering is not the one started', async () => {
     const server = await startRedisServer();
     await server.kill('SIGKILL');
-    const squatter = spawnInGroup('redis-server', ['--port', String(server.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+    const squatter = spawnInGroup(
+      'redis-server',
+      ['--port', String(server.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+      { stdio: 'ignore' },
+    );
     try {
       while ((await askRedis(server.url, (r) => r.ping()).catch(() => null)) !== 'PONG') await sleep(20);
       await expect(server.start()).rejects.toThrow(/exited \(1\) before it answered|is served by another server \(process/);

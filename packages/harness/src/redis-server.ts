@@ -68,7 +68,20 @@ function redisServerOnFreePort(port: number, options: RedisServerOptions): Redis
   const dir = mkdtempSync(join(tmpdir(), 'flashsale-redis-'));
   // A replica's full sync starts at once: Redis 7 waits repl-diskless-sync-delay (5 s) for more replicas
   // to share it, which every start and every rejoin of a replicated test would sit out.
-  const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--maxmemory-policy', 'noeviction', '--repl-diskless-sync-delay', '0'];
+  const args = [
+    '--port',
+    String(port),
+    '--bind',
+    '127.0.0.1',
+    '--dir',
+    dir,
+    '--save',
+    '',
+    '--maxmemory-policy',
+    'noeviction',
+    '--repl-diskless-sync-delay',
+    '0',
+  ];
   args.push(...(options.appendfsync ? ['--appendonly', 'yes', '--appendfsync', options.appendfsync] : ['--appendonly', 'no']));
   args.push(...(options.args ?? []).map((arg) => arg.replaceAll('{dir}', dir)));
   let child: ChildProcess | undefined;

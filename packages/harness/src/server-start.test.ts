@@ -16,7 +16,10 @@ describe('waitUntilServing', () => {
 
   it('fails at once, killing the child, when another server answers on the port', async () => {
     const child = running();
-    const failure = waitUntilServing(child, 'a server', 60_000, async (): Promise<ProbeResult> => ({ kind: 'another', what: 'someone else' }));
+    const failure = waitUntilServing(child, 'a server', 60_000, async (): Promise<ProbeResult> => ({
+      kind: 'another',
+      what: 'someone else',
+    }));
     await expect(failure).rejects.toThrow(ExitedAtStart);
     await expect(failure).rejects.toThrow('a server: its port is served by another server (someone else)');
     expect(exitedWith(child)).toBe('SIGKILL');
@@ -24,7 +27,13 @@ describe('waitUntilServing', () => {
 
   it('fails at once when the child exits before it answers, with its log, and counts a failing probe as not yet', async () => {
     const child = spawnInGroup('sh', ['-c', 'exit 3'], { stdio: 'ignore' });
-    const failure = waitUntilServing(child, 'a server', 60_000, () => Promise.reject(new Error('refused')), () => 'the last words');
+    const failure = waitUntilServing(
+      child,
+      'a server',
+      60_000,
+      () => Promise.reject(new Error('refused')),
+      () => 'the last words',
+    );
     await expect(failure).rejects.toThrow(ExitedAtStart);
     await expect(failure).rejects.toThrow('a server exited (3) before it answered; its log ends:\nthe last words');
   });
@@ -34,14 +43,18 @@ describe('waitUntilServing', () => {
     const started = Date.now();
     const failure = waitUntilServing(child, 'a sentinel', 60_000, async (): Promise<ProbeResult> => ({ kind: 'not-yet' }));
     await expect(failure).rejects.toThrow(SpawnFailed);
-    await expect(failure).rejects.toThrow('a sentinel: redis-sentinel-not-installed could not be started (ENOENT); redis-sentinel-not-installed is not in the suite');
+    await expect(failure).rejects.toThrow(
+      'a sentinel: redis-sentinel-not-installed could not be started (ENOENT); redis-sentinel-not-installed is not in the suite',
+    );
     expect(Date.now() - started).toBeLessThan(60_000);
   });
 
   it('names the package of a listed binary that a PATH lacks', async () => {
     const child = spawnInGroup('wrk', ['--version'], { stdio: 'ignore', env: { PATH: '/nonexistent' } });
     const failure = waitUntilServing(child, 'a load', 60_000, async (): Promise<ProbeResult> => ({ kind: 'not-yet' }));
-    await expect(failure).rejects.toThrow("a load: wrk could not be started (ENOENT); it comes with Debian's package wrk (apt-get install -y wrk)");
+    await expect(failure).rejects.toThrow(
+      "a load: wrk could not be started (ENOENT); it comes with Debian's package wrk (apt-get install -y wrk)",
+    );
   });
 
   it('gives up after its time, killing the child, with a plain error', async () => {

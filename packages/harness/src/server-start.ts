@@ -53,7 +53,13 @@ export type ProbeResult = { kind: 'not-yet' } | { kind: 'ours' } | { kind: 'anot
  * the child exits first or another server answers on its port (took it after this one exited on it);
  * after `timeoutMs` with a plain Error. Either way the child is killed. `log` adds what the server said.
  */
-export async function waitUntilServing(child: ChildProcess, name: string, timeoutMs: number, probe: () => Promise<ProbeResult>, log: () => string = () => ''): Promise<void> {
+export async function waitUntilServing(
+  child: ChildProcess,
+  name: string,
+  timeoutMs: number,
+  probe: () => Promise<ProbeResult>,
+  log: () => string = () => '',
+): Promise<void> {
   let exited: number | string | null | undefined = child.exitCode ?? child.signalCode ?? undefined;
   child.once('exit', (code, signal) => {
     exited = code ?? signal;

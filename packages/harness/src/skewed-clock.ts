@@ -1,7 +1,11 @@
 import { existsSync } from 'node:fs';
 
 /** Where Debian's `faketime` package puts the library (multi-threaded build: Node runs threads). */
-const LIBFAKETIME = ['/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1', '/usr/lib/aarch64-linux-gnu/faketime/libfaketimeMT.so.1', '/usr/lib/faketime/libfaketimeMT.so.1'];
+const LIBFAKETIME = [
+  '/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1',
+  '/usr/lib/aarch64-linux-gnu/faketime/libfaketimeMT.so.1',
+  '/usr/lib/faketime/libfaketimeMT.so.1',
+];
 
 /**
  * The environment that runs a process with its wall clock `offsetSeconds` off (libfaketime), to prove it

@@ -24,7 +24,9 @@ describe('buyerToken', () => {
   });
 
   it('signs a token already expired when its ttl is negative', async () => {
-    await expect(jwtVerify(buyerToken('ann', { ttlSeconds: -60 }), key(DEV_AUTH_SECRET))).rejects.toThrow('"exp" claim timestamp check failed');
+    await expect(jwtVerify(buyerToken('ann', { ttlSeconds: -60 }), key(DEV_AUTH_SECRET))).rejects.toThrow(
+      '"exp" claim timestamp check failed',
+    );
   });
 
   it('keeps a buyer id that is not ASCII exactly', async () => {

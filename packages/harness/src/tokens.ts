@@ -18,7 +18,10 @@ const HEADER = Buffer.from(JSON.stringify({ alg: 'HS256', typ: 'JWT' })).toStrin
  * Signed synchronously with node:crypto, a few microseconds each, so a load run can give every request
  * a buyer of its own (jose takes about 70); `tokens.test.ts` proves jose verifies them.
  */
-export function signBuyerTokens(userIds: readonly string[], { secret = DEV_AUTH_SECRET, ttlSeconds = 3600, claims = {} }: BuyerTokenOptions = {}): string[] {
+export function signBuyerTokens(
+  userIds: readonly string[],
+  { secret = DEV_AUTH_SECRET, ttlSeconds = 3600, claims = {} }: BuyerTokenOptions = {},
+): string[] {
   const key = createSecretKey(Buffer.from(secret, 'utf8'));
   const iat = Math.floor(Date.now() / 1000);
   return userIds.map((sub) => {

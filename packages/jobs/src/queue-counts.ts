@@ -21,7 +21,10 @@ export function openQueueCounts(target: RedisTargetLike, redisPrefix: string) {
         opened = { connection, queues: { reconcile: new Queue(RECONCILE_QUEUE, options), audit: new Queue(AUDIT_QUEUE, options) } };
         for (const queue of Object.values(opened.queues)) queue.on('error', () => undefined);
       }
-      const [reconcile, audit] = await Promise.all([opened.queues.reconcile.getJobCounts(...STATES), opened.queues.audit.getJobCounts(...STATES)]);
+      const [reconcile, audit] = await Promise.all([
+        opened.queues.reconcile.getJobCounts(...STATES),
+        opened.queues.audit.getJobCounts(...STATES),
+      ]);
       return { reconcile: reconcile as QueueCounts, audit: audit as QueueCounts };
     },
     async close(): Promise<void> {

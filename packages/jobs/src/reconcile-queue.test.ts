@@ -47,7 +47,14 @@ describe('reconcile queue', () => {
     const connection = bullConnection(ctx.config.REDIS_URL);
     const worker = new Worker<ReconcileJobData, ReconcileResult>(
       RECONCILE_QUEUE,
-      async (job) => ({ saleId: job.data.saleId, remaining: 0, buyers: 0, tookMs: 0, lost: { reservations: 0, units: 0 }, judgement: 'intact' }),
+      async (job) => ({
+        saleId: job.data.saleId,
+        remaining: 0,
+        buyers: 0,
+        tookMs: 0,
+        lost: { reservations: 0, units: 0 },
+        judgement: 'intact',
+      }),
       { connection, prefix: bullPrefix(ctx.config.REDIS_PREFIX) },
     );
     const { job } = await enqueueReconcile(jobs.queue, 8, 'operator');

@@ -125,16 +125,20 @@ export async function enqueueReconcile(
     if (UNFINISHED.has(state)) return { job: existing, running: true };
     await existing.remove().catch(() => undefined);
   }
-  const job = await queue.add('reconcile', { saleId, reason }, {
-    jobId,
-    // Retried for as long as it fails (typically: the stream does not drain because no worker runs), at
-    // a steady pace: an exponential backoff would leave the sale paused for hours after the workers
-    // are back. The sale stays paused meanwhile, which is what keeps it from overselling.
-    attempts: 1_000_000,
-    backoff: { type: 'fixed', delay: 2000 },
-    removeOnComplete: { age: 24 * 3600, count: 1000 },
-    removeOnFail: { age: 7 * 24 * 3600 },
-  });
+  const job = await queue.add(
+    'reconcile',
+    { saleId, reason },
+    {
+      jobId,
+      // Retried for as long as it fails (typically: the stream does not drain because no worker runs), at
+      // a steady pace: an exponential backoff would leave the sale paused for hours after the workers
+      // are back. The sale stays paused meanwhile, which is what keeps it from overselling.
+      attempts: 1_000_000,
+      backoff: { type: 'fixed', delay: 2000 },
+      removeOnComplete: { age: 24 * 3600, count: 1000 },
+      removeOnFail: { age: 7 * 24 * 3600 },
+    },
+  );
   // Should another process have queued the same id in between, add() returns that job: waiting for it
   // is what this caller wants too.
   return { job, running: false };

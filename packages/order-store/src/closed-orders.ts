@@ -14,12 +14,21 @@ export interface BuyerClosedRow {
  * compared byte for byte (its collation), so the keyset `user_id > ?` pages exactly in ORDER BY's order;
  * the (sale_id, user_id) index serves both.
  */
-export async function closedOrdersPage(prisma: PrismaClient, saleId: number, afterUserId: string, limit: number): Promise<BuyerClosedRow[]> {
+export async function closedOrdersPage(
+  prisma: PrismaClient,
+  saleId: number,
+  afterUserId: string,
+  limit: number,
+): Promise<BuyerClosedRow[]> {
   const rows = await prisma.$queryRaw<{ userId: string; closedOrders: bigint | number; msSince: bigint | number }[]>`
     SELECT user_id AS userId, COUNT(*) AS closedOrders,
       TIMESTAMPDIFF(MICROSECOND, MAX(COALESCE(closed_at, created_at)), NOW(3)) DIV 1000 AS msSince
     FROM orders
     WHERE sale_id = ${saleId} AND status IN ('cancelled', 'expired') AND user_id > ${afterUserId}
     GROUP BY user_id ORDER BY user_id LIMIT ${limit}`;
-  return rows.map((row) => ({ userId: row.userId, closedOrders: Number(row.closedOrders), msSinceLastClosed: Math.max(0, Number(row.msSince)) }));
+  return rows.map((row) => ({
+    userId: row.userId,
+    closedOrders: Number(row.closedOrders),
+    msSinceLastClosed: Math.max(0, Number(row.msSince)),
+  }));
 }

@@ -61,7 +61,11 @@ export function judgeConnectionBudget(budget: ConnectionBudget, server: ServerCo
  * and room for a worker unless it is one.
  */
 export function connectionBudgetOf(config: Config, role: ProcessRole, processes = 1): ConnectionBudget {
-  const pool = { gateway: config.GATEWAY_DB_POOL_SIZE + config.DASHBOARD_DB_POOL_SIZE, worker: config.WORKER_DB_POOL_SIZE, reconciler: config.RECONCILER_DB_POOL_SIZE }[role];
+  const pool = {
+    gateway: config.GATEWAY_DB_POOL_SIZE + config.DASHBOARD_DB_POOL_SIZE,
+    worker: config.WORKER_DB_POOL_SIZE,
+    reconciler: config.RECONCILER_DB_POOL_SIZE,
+  }[role];
   return { role, pool, processes, workerHeadroom: role === 'worker' ? 0 : config.WORKER_DB_POOL_SIZE };
 }
 
@@ -89,7 +93,12 @@ export async function readServerConnections(databaseUrl: string): Promise<Server
  * number, when the role's pools cannot fit; at debug level when they do, the check finishing at any
  * moment of the start (or of a quick stop). Never rejects; call it without awaiting.
  */
-export async function checkConnectionBudget(config: Config, role: ProcessRole, logger: Logger, options: { processes?: number; retryMs?: number } = {}): Promise<BudgetVerdict> {
+export async function checkConnectionBudget(
+  config: Config,
+  role: ProcessRole,
+  logger: Logger,
+  options: { processes?: number; retryMs?: number } = {},
+): Promise<BudgetVerdict> {
   const budget = connectionBudgetOf(config, role, options.processes);
   let waitMs = options.retryMs ?? 1000;
   for (let attempt = 1; ; attempt += 1) {
@@ -106,7 +115,8 @@ export async function checkConnectionBudget(config: Config, role: ProcessRole, l
       }
       return verdict;
     } catch (err) {
-      if (attempt === 1) logger.warn({ err, role }, 'MySQL connection budget not checked yet: MySQL did not answer; checking again in the background');
+      if (attempt === 1)
+        logger.warn({ err, role }, 'MySQL connection budget not checked yet: MySQL did not answer; checking again in the background');
       await new Promise((resolve) => setTimeout(resolve, waitMs).unref());
       waitMs = Math.min(waitMs * 2, 30_000);
     }

@@ -16,11 +16,24 @@ afterAll(async () => {
 });
 
 async function newSale(): Promise<SaleRecord> {
-  return insertSale(ctx.prisma, { name: 'Lost reservations test', stock: 10, perUserLimit: 2, startsAt: new Date(Date.now() - 60_000), endsAt: new Date(Date.now() + 3_600_000) });
+  return insertSale(ctx.prisma, {
+    name: 'Lost reservations test',
+    stock: 10,
+    perUserLimit: 2,
+    startsAt: new Date(Date.now() - 60_000),
+    endsAt: new Date(Date.now() + 3_600_000),
+  });
 }
 
 const refused = (sale: SaleRecord, userId: string, quantity = 1, reason: 'STALE_GENERATION' | 'OVER_STOCK' = 'STALE_GENERATION') => ({
-  reservation: { reservationId: `${sale.id}-${randomUUID()}`, saleId: sale.id, userId, quantity, reservedAt: 1_800_000_000_123, generation: randomUUID() },
+  reservation: {
+    reservationId: `${sale.id}-${randomUUID()}`,
+    saleId: sale.id,
+    userId,
+    quantity,
+    reservedAt: 1_800_000_000_123,
+    generation: randomUUID(),
+  },
   reason,
 });
 

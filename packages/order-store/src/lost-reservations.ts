@@ -26,7 +26,10 @@ export interface LostReservationEntry extends LostReservation {
 }
 
 /** Records `lost` (all of one sale); those already recorded stay as they were. */
-export async function recordLostReservations(prisma: PrismaClient | Prisma.TransactionClient, lost: readonly LostReservation[]): Promise<void> {
+export async function recordLostReservations(
+  prisma: PrismaClient | Prisma.TransactionClient,
+  lost: readonly LostReservation[],
+): Promise<void> {
   if (lost.length === 0) return;
   await prisma.lostReservation.createMany({
     data: lost.map((l) => ({ ...l, reservedAt: l.reservedAt === null ? null : new Date(l.reservedAt) })),
@@ -54,14 +57,25 @@ export const isLostRefusal = (reason: string): reason is LostRefusal => reason =
  * (accepted before its checkpoint, not orders at its switch), unnamed, and a count of losses must never
  * exceed them. Keyed by the reservation: a redelivered entry is named once and moves no count again.
  */
-export async function recordRefusalsLost(prisma: PrismaClient, saleId: number, refused: readonly { reservation: Reservation; reason: LostRefusal }[]): Promise<void> {
+export async function recordRefusalsLost(
+  prisma: PrismaClient,
+  saleId: number,
+  refused: readonly { reservation: Reservation; reason: LostRefusal }[],
+): Promise<void> {
   if (refused.length === 0) return;
   await prisma.$transaction(async (tx) => {
     const [sale] = await tx.$queryRaw<{ id: number }[]>`SELECT id FROM sales WHERE id = ${saleId} FOR UPDATE`;
     if (!sale) return;
     await recordLostReservations(
       tx,
-      refused.map(({ reservation: { reservationId, userId, quantity, reservedAt }, reason }) => ({ reservationId, saleId, userId, quantity, reason, reservedAt })),
+      refused.map(({ reservation: { reservationId, userId, quantity, reservedAt }, reason }) => ({
+        reservationId,
+        saleId,
+        userId,
+        quantity,
+        reason,
+        reservedAt,
+      })),
     );
     await tx.$executeRaw`
       UPDATE sales s, (SELECT COUNT(*) AS reservations, COALESCE(SUM(quantity), 0) AS units FROM lost_reservations WHERE sale_id = ${saleId}) named
@@ -86,7 +100,11 @@ export async function countLostReservations(prisma: PrismaClient, saleId: number
  * One page of a sale's named losses, in reservation id order, those after `after` when given: keyset
  * paging on the (sale_id, reservation_id) index, so a page costs the same however deep it is.
  */
-export async function listLostReservations(prisma: PrismaClient, saleId: number, { limit, after }: { limit: number; after?: string }): Promise<{ items: LostReservationEntry[]; next: string | null }> {
+export async function listLostReservations(
+  prisma: PrismaClient,
+  saleId: number,
+  { limit, after }: { limit: number; after?: string },
+): Promise<{ items: LostReservationEntry[]; next: string | null }> {
   const rows = await prisma.lostReservation.findMany({
     where: { saleId, ...(after !== undefined && { reservationId: { gt: after } }) },
     orderBy: { reservationId: 'asc' },
@@ -105,12 +123,41 @@ export interface UnmatchedPayment {
 }
 
 /** A sale's unmatched payments, oldest first, `limit` at most, and how many there are. */
-export async function listUnmatchedPayments(prisma: PrismaClient, saleId: number, limit: number): Promise<{ items: UnmatchedPayment[]; total: number }> {
+export async function listUnmatchedPayments(
+  prisma: PrismaClient,
+  saleId: number,
+  limit: number,
+): Promise<{ items: UnmatchedPayment[]; total: number }> {
   const where = { saleId, outcome: 'unmatched' as const };
-  const [rows, total] = await Promise.all([prisma.paymentEvent.findMany({ where, orderBy: { receivedAt: 'asc' }, take: limit }), prisma.paymentEvent.count({ where })]);
-  return { items: rows.map((row) => ({ eventId: row.eventId, reservationId: row.reservationId, amountCents: Number(row.amountCents), receivedAt: row.receivedAt })), total };
+  const [rows, total] = await Promise.all([
+    prisma.paymentEvent.findMany({ where, orderBy: { receivedAt: 'asc' }, take: limit }),
+    prisma.paymentEvent.count({ where }),
+  ]);
+  return {
+    items: rows.map((row) => ({
+      eventId: row.eventId,
+      reservationId: row.reservationId,
+      amountCents: Number(row.amountCents),
+      receivedAt: row.receivedAt,
+    })),
+    total,
+  };
 }
 
-function toLost(row: { reservationId: string; saleId: number; userId: string; quantity: number; reason: string; reservedAt: Date | null }): LostReservation {
-  return { reservationId: row.reservationId, saleId: row.saleId, userId: row.userId, quantity: row.quantity, reason: row.reason, reservedAt: row.reservedAt?.getTime() ?? null };
+function toLost(row: {
+  reservationId: string;
+  saleId: number;
+  userId: string;
+  quantity: number;
+  reason: string;
+  reservedAt: Date | null;
+}): LostReservation {
+  return {
+    reservationId: row.reservationId,
+    saleId: row.saleId,
+    userId: row.userId,
+    quantity: row.quantity,
+    reason: row.reason,
+    reservedAt: row.reservedAt?.getTime() ?? null,
+  };
 }

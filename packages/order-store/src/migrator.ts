@@ -55,7 +55,10 @@ export async function migrate(databaseUrl: string, dir: URL = MIGRATIONS_DIR): P
           continue;
         }
         const id = randomUUID();
-        await connection.query('INSERT INTO _prisma_migrations (id, checksum, migration_name, started_at, applied_steps_count) VALUES (?, ?, ?, NOW(3), 0)', [id, checksum, name]);
+        await connection.query(
+          'INSERT INTO _prisma_migrations (id, checksum, migration_name, started_at, applied_steps_count) VALUES (?, ?, ?, NOW(3), 0)',
+          [id, checksum, name],
+        );
         await connection.query(sql);
         await connection.query('UPDATE _prisma_migrations SET finished_at = NOW(3), applied_steps_count = 1 WHERE id = ?', [id]);
         result.applied.push(name);

@@ -19,7 +19,14 @@ export function isConflict(error: unknown): boolean {
   if (!e || typeof e !== 'object') return false;
   // Prisma's adapter reports it in three shapes: a raw statement's (P2010, the server's code in meta), an
   // interactive transaction's rollback (DriverAdapterError, the code in its cause), and its own P2034.
-  if (e.code === 'P2034' || e.meta?.code === DEADLOCK || e.cause?.originalCode === DEADLOCK || e.cause?.kind === WRITE_CONFLICT || e.meta?.driverAdapterError?.cause?.kind === WRITE_CONFLICT) return true;
+  if (
+    e.code === 'P2034' ||
+    e.meta?.code === DEADLOCK ||
+    e.cause?.originalCode === DEADLOCK ||
+    e.cause?.kind === WRITE_CONFLICT ||
+    e.meta?.driverAdapterError?.cause?.kind === WRITE_CONFLICT
+  )
+    return true;
   return typeof e.message === 'string' && /WSREP detected deadlock\/conflict|Deadlock found when trying to get lock/.test(e.message);
 }
 

@@ -13,7 +13,14 @@ afterAll(async () => {
   await ctx.close();
 });
 
-const newSale = () => insertSale(ctx.prisma, { name: 'error kinds', stock: 10, perUserLimit: 1, startsAt: new Date(Date.now() - 60_000), endsAt: new Date(Date.now() + 3_600_000) });
+const newSale = () =>
+  insertSale(ctx.prisma, {
+    name: 'error kinds',
+    stock: 10,
+    perUserLimit: 1,
+    startsAt: new Date(Date.now() - 60_000),
+    endsAt: new Date(Date.now() + 3_600_000),
+  });
 
 describe('the kinds of MySQL failure', () => {
   it('a deadlock: the victim is told a deadlock (run it again) and MySQL unavailable (a 503); the other commits', async () => {
@@ -37,17 +44,24 @@ describe('the kinds of MySQL failure', () => {
 
     const failed = outcomes.filter((o): o is PromiseRejectedResult => o.status === 'rejected');
     expect(outcomes.map((o) => o.status).sort()).toEqual(['fulfilled', 'rejected']);
-    expect({ deadlock: isDeadlock(failed[0]!.reason), unavailable: isMysqlUnavailable(failed[0]!.reason) }).toEqual({ deadlock: true, unavailable: true });
+    expect({ deadlock: isDeadlock(failed[0]!.reason), unavailable: isMysqlUnavailable(failed[0]!.reason) }).toEqual({
+      deadlock: true,
+      unavailable: true,
+    });
   });
 
   it('a refused row is neither: a duplicate key is the data, and running it again gives the same', async () => {
     const sale = await newSale();
-    const duplicate = await ctx.prisma.$executeRaw`INSERT INTO sales (id, name, stock, per_user_limit, starts_at, ends_at, redis_generation) SELECT id, name, stock, per_user_limit, starts_at, ends_at, redis_generation FROM sales WHERE id = ${sale.id}`.then(
+    const duplicate = await ctx.prisma
+      .$executeRaw`INSERT INTO sales (id, name, stock, per_user_limit, starts_at, ends_at, redis_generation) SELECT id, name, stock, per_user_limit, starts_at, ends_at, redis_generation FROM sales WHERE id = ${sale.id}`.then(
       () => undefined,
       (error: unknown) => error,
     );
 
     expect(duplicate).toBeDefined();
-    expect({ deadlock: isDeadlock(duplicate), unavailable: isMysqlUnavailable(duplicate) }).toEqual({ deadlock: false, unavailable: false });
+    expect({ deadlock: isDeadlock(duplicate), unavailable: isMysqlUnavailable(duplicate) }).toEqual({
+      deadlock: false,
+      unavailable: false,
+    });
   });
 });

@@ -24,7 +24,12 @@ const PRISMA_UNAVAILABLE = new Set(['P1001', 'P1002', 'P1008', 'P1017', 'P2024',
  * background loop), as opposed to a refusal of the statement's data or a bug, which retrying won't fix.
  */
 export function isMysqlUnavailable(error: unknown): boolean {
-  const e = error as { name?: string; code?: unknown; errno?: unknown; meta?: { driverAdapterError?: { cause?: { code?: unknown; originalCode?: unknown } } } } | null;
+  const e = error as {
+    name?: string;
+    code?: unknown;
+    errno?: unknown;
+    meta?: { driverAdapterError?: { cause?: { code?: unknown; originalCode?: unknown } } };
+  } | null;
   if (!e || typeof e !== 'object') return false;
   if (e.name === 'PrismaClientInitializationError') return true;
   if (typeof e.code === 'string' && PRISMA_UNAVAILABLE.has(e.code)) return true;
@@ -32,7 +37,10 @@ export function isMysqlUnavailable(error: unknown): boolean {
 }
 
 /** The MySQL error numbers a failure carries: the driver's own, or under Prisma's adapter, its cause's. */
-function mysqlCodesOf(e: { errno?: unknown; meta?: { driverAdapterError?: { cause?: { code?: unknown; originalCode?: unknown } } } }): number[] {
+function mysqlCodesOf(e: {
+  errno?: unknown;
+  meta?: { driverAdapterError?: { cause?: { code?: unknown; originalCode?: unknown } } };
+}): number[] {
   const cause = e.meta?.driverAdapterError?.cause;
   return [cause?.code, cause?.originalCode, e.errno].map(Number);
 }

@@ -71,28 +71,31 @@ export async function recordPayment(prisma: PrismaClient, event: PaymentEventInp
 
 async function recordPaymentOnce(prisma: PrismaClient, event: PaymentEventInput): Promise<PaymentRecord | null> {
   try {
-    return await prisma.$transaction(async (tx) => {
-      const [order] = await tx.$queryRaw<{ id: bigint; sale_id: number; quantity: number; status: string }[]>`
+    return await prisma.$transaction(
+      async (tx) => {
+        const [order] = await tx.$queryRaw<{ id: bigint; sale_id: number; quantity: number; status: string }[]>`
         SELECT id, sale_id, quantity, status FROM orders WHERE reservation_id = ${event.reservationId} FOR UPDATE`;
-      if (!order) return null;
-      // Deliveries of one event for one order queue on the order's row; the one that waited reads what
-      // the first stored (a locking read sees the latest commit, not the transaction's snapshot).
-      const [stored] = await tx.$queryRaw<StoredEvent[]>`
+        if (!order) return null;
+        // Deliveries of one event for one order queue on the order's row; the one that waited reads what
+        // the first stored (a locking read sees the latest commit, not the transaction's snapshot).
+        const [stored] = await tx.$queryRaw<StoredEvent[]>`
         SELECT outcome, reservation_id, amount_cents FROM payment_events WHERE event_id = ${event.eventId} FOR UPDATE`;
-      if (stored) return asRecordOf(stored, event);
-      let outcome: PaymentOutcome = 'refund_due';
-      if (order.status === 'created') {
-        await tx.$executeRaw`
+        if (stored) return asRecordOf(stored, event);
+        let outcome: PaymentOutcome = 'refund_due';
+        if (order.status === 'created') {
+          await tx.$executeRaw`
           UPDATE orders SET status = 'paid', paid_at = NOW(3), payment_event_id = ${event.eventId} WHERE id = ${order.id} AND status = 'created'`;
-        outcome = 'paid';
-      }
-      await insertPaymentEvent(tx, event, outcome);
-      // Last: the paid count's slot is the only lock taken after the order row (sale-counters.ts).
-      if (outcome === 'paid') await countPaid(tx, Number(order.sale_id), order.id, 1, Number(order.quantity));
-      return outcome;
-      // READ COMMITTED: the lookup of an event id not stored yet takes no gap lock, which under REPEATABLE
-      // READ two payments of different orders would each hold while inserting into it: a deadlock.
-    }, { ...TX, isolationLevel: 'ReadCommitted' });
+          outcome = 'paid';
+        }
+        await insertPaymentEvent(tx, event, outcome);
+        // Last: the paid count's slot is the only lock taken after the order row (sale-counters.ts).
+        if (outcome === 'paid') await countPaid(tx, Number(order.sale_id), order.id, 1, Number(order.quantity));
+        return outcome;
+        // READ COMMITTED: the lookup of an event id not stored yet takes no gap lock, which under REPEATABLE
+        // READ two payments of different orders would each hold while inserting into it: a deadlock.
+      },
+      { ...TX, isolationLevel: 'ReadCommitted' },
+    );
   } catch (error) {
     // The same event id for another reservation, delivered at the same instant: the first one's stands.
     const stored = isUniqueViolation(error) ? await storedOutcome(prisma, event) : null;
@@ -106,7 +109,11 @@ async function recordPaymentOnce(prisma: PrismaClient, event: PaymentEventInput)
  * named loss): the money is owed back (`refund_due`); or, `unmatched`, for a reservation no store knows.
  * Idempotent per event id like recordPayment; answers the stored outcome.
  */
-export async function recordOrderlessPayment(prisma: PrismaClient, event: PaymentEventInput, outcome: 'refund_due' | 'unmatched' = 'refund_due'): Promise<PaymentRecord> {
+export async function recordOrderlessPayment(
+  prisma: PrismaClient,
+  event: PaymentEventInput,
+  outcome: 'refund_due' | 'unmatched' = 'refund_due',
+): Promise<PaymentRecord> {
   try {
     await prisma.$transaction((tx) => insertPaymentEvent(tx, event, outcome), TX);
     return outcome;
@@ -125,7 +132,9 @@ interface StoredEvent {
 
 /** The stored outcome of `event`'s id, or what the id was stored with when that was another payment. */
 async function storedOutcome(prisma: PrismaClient, event: PaymentEventInput): Promise<PaymentRecord | null> {
-  const [row] = await prisma.$queryRaw<StoredEvent[]>`SELECT outcome, reservation_id, amount_cents FROM payment_events WHERE event_id = ${event.eventId}`;
+  const [row] = await prisma.$queryRaw<
+    StoredEvent[]
+  >`SELECT outcome, reservation_id, amount_cents FROM payment_events WHERE event_id = ${event.eventId}`;
   return row ? asRecordOf(row, event) : null;
 }
 
@@ -159,15 +168,17 @@ export async function cancelOrder(prisma: PrismaClient, reservationId: string, u
   if (found.status === 'cancelled') return { kind: 'cancelled', owed: null };
   if (found.status !== 'created') return { kind: 'not-cancellable', status: found.status };
   // Re-read under the locks, so a run after a conflict answers from what the winner did.
-  return retryOnConflict('cancel', () => prisma.$transaction(async (tx) => {
-    const generation = await lockSale(tx, found.sale_id);
-    const [order] = await tx.$queryRaw<(ClosingOrder & { status: string })[]>`
+  return retryOnConflict('cancel', () =>
+    prisma.$transaction(async (tx) => {
+      const generation = await lockSale(tx, found.sale_id);
+      const [order] = await tx.$queryRaw<(ClosingOrder & { status: string })[]>`
       SELECT id, reservation_id, user_id, quantity, status FROM orders WHERE id = ${found.id} FOR UPDATE`;
-    if (order!.status === 'cancelled') return { kind: 'cancelled', owed: null } as const;
-    if (order!.status !== 'created') return { kind: 'not-cancellable', status: order!.status } as const;
-    const [owed] = await closeOrders(tx, found.sale_id, generation, [order!], 'cancelled');
-    return { kind: 'cancelled', owed: owed ?? null } as const;
-  }, TX));
+      if (order!.status === 'cancelled') return { kind: 'cancelled', owed: null } as const;
+      if (order!.status !== 'created') return { kind: 'not-cancellable', status: order!.status } as const;
+      const [owed] = await closeOrders(tx, found.sale_id, generation, [order!], 'cancelled');
+      return { kind: 'cancelled', owed: owed ?? null } as const;
+    }, TX),
+  );
 }
 
 /** A payment event recorded on arrival (on Redis's clock) and not in MySQL yet. */
@@ -207,7 +218,12 @@ export interface ExpiryOutcome {
  * others expire only if their payBy is past on that clock. A payment recorded after that read arrived
  * after its instant, so after the payBy of every order expired here: a refund is due, rightly.
  */
-export async function expireDueOrders(prisma: PrismaClient, limit: number, arrivedPayments: ArrivedPaymentsOf, skipSales: number[] = []): Promise<ExpiryOutcome> {
+export async function expireDueOrders(
+  prisma: PrismaClient,
+  limit: number,
+  arrivedPayments: ArrivedPaymentsOf,
+  skipSales: number[] = [],
+): Promise<ExpiryOutcome> {
   const due = await prisma.$queryRaw<{ id: bigint; sale_id: number }[]>`
     SELECT id, sale_id FROM orders WHERE status = 'created' AND pay_by <= NOW(3)
     ${skipSales.length > 0 ? Prisma.sql`AND sale_id NOT IN (${Prisma.join(skipSales)})` : Prisma.empty}
@@ -226,34 +242,41 @@ export async function expireDueOrders(prisma: PrismaClient, limit: number, arriv
     if (!arrived) continue;
     const { nowMs, payments } = arrived;
     // The orders are read again under the sale's lock: a run after a conflict closes only what is still due.
-    const sale = await retryOnConflict('expiry', () => prisma.$transaction(async (tx) => {
-      const generation = await lockSale(tx, saleId);
-      const still = await tx.$queryRaw<(ClosingOrder & { pay_by_ms: bigint | number })[]>`
+    const sale = await retryOnConflict('expiry', () =>
+      prisma.$transaction(async (tx) => {
+        const generation = await lockSale(tx, saleId);
+        const still = await tx.$queryRaw<(ClosingOrder & { pay_by_ms: bigint | number })[]>`
         SELECT id, reservation_id, user_id, quantity, TIMESTAMPDIFF(MICROSECOND, TIMESTAMP '1970-01-01 00:00:00', pay_by) DIV 1000 AS pay_by_ms
         FROM orders WHERE id IN (${Prisma.join(ids)}) AND status = 'created' AND pay_by <= NOW(3) FOR UPDATE`;
-      const settled = await storedEventIds(tx, payments.map((p) => p.eventId));
-      const toClose: ClosingOrder[] = [];
-      let paid = 0;
-      let paidUnits = 0;
-      for (const order of still) {
-        const payBy = Number(order.pay_by_ms);
-        const inTime = payments.find((p) => p.reservationId === order.reservation_id && p.receivedAtMs < payBy && !settled.has(p.eventId));
-        if (inTime) {
-          await tx.$executeRaw`
+        const settled = await storedEventIds(
+          tx,
+          payments.map((p) => p.eventId),
+        );
+        const toClose: ClosingOrder[] = [];
+        let paid = 0;
+        let paidUnits = 0;
+        for (const order of still) {
+          const payBy = Number(order.pay_by_ms);
+          const inTime = payments.find(
+            (p) => p.reservationId === order.reservation_id && p.receivedAtMs < payBy && !settled.has(p.eventId),
+          );
+          if (inTime) {
+            await tx.$executeRaw`
             UPDATE orders SET status = 'paid', paid_at = NOW(3), payment_event_id = ${inTime.eventId} WHERE id = ${order.id} AND status = 'created'`;
-          await insertPaymentEvent(tx, { ...inTime, saleId }, 'paid');
-          settled.add(inTime.eventId);
-          paid += 1;
-          paidUnits += Number(order.quantity);
-        } else if (payBy <= nowMs) {
-          toClose.push(order);
+            await insertPaymentEvent(tx, { ...inTime, saleId }, 'paid');
+            settled.add(inTime.eventId);
+            paid += 1;
+            paidUnits += Number(order.quantity);
+          } else if (payBy <= nowMs) {
+            toClose.push(order);
+          }
         }
-      }
-      const owed = await closeOrders(tx, saleId, generation, toClose, 'expired');
-      // Last, as in recordPayment: one statement for every order this pass paid.
-      if (paid > 0) await countPaid(tx, saleId, still[0]!.id, paid, paidUnits);
-      return { owed, paid, settled: [...settled] };
-    }, TX));
+        const owed = await closeOrders(tx, saleId, generation, toClose, 'expired');
+        // Last, as in recordPayment: one statement for every order this pass paid.
+        if (paid > 0) await countPaid(tx, saleId, still[0]!.id, paid, paidUnits);
+        return { owed, paid, settled: [...settled] };
+      }, TX),
+    );
     outcome.owed.push(...sale.owed);
     outcome.paid += sale.paid;
     if (sale.settled.length > 0) outcome.settledArrivals.set(saleId, sale.settled);
@@ -270,7 +293,9 @@ async function storedEventIds(tx: Prisma.TransactionClient, eventIds: string[]):
 
 /** Locks the sale row (before any of its orders) and reads the generation of its Redis state. */
 async function lockSale(tx: Prisma.TransactionClient, saleId: number): Promise<string> {
-  const [sale] = await tx.$queryRaw<{ redis_generation: string | null }[]>`SELECT redis_generation FROM sales WHERE id = ${saleId} FOR UPDATE`;
+  const [sale] = await tx.$queryRaw<
+    { redis_generation: string | null }[]
+  >`SELECT redis_generation FROM sales WHERE id = ${saleId} FOR UPDATE`;
   return sale?.redis_generation ?? '';
 }
 
@@ -286,7 +311,13 @@ export interface ClosingOrder {
  * Closes orders locked by the caller (all `created`, of one sale whose row the caller holds): their
  * status, the sale's sold_units and order counters, and their stock_returns rows, in the caller's transaction.
  */
-export async function closeOrders(tx: Prisma.TransactionClient, saleId: number, generation: string, orders: ClosingOrder[], reason: ClosedReason): Promise<OwedReturn[]> {
+export async function closeOrders(
+  tx: Prisma.TransactionClient,
+  saleId: number,
+  generation: string,
+  orders: ClosingOrder[],
+  reason: ClosedReason,
+): Promise<OwedReturn[]> {
   if (orders.length === 0) return [];
   const ids = orders.map((order) => order.id);
   const units = orders.reduce((sum, order) => sum + Number(order.quantity), 0);
@@ -301,7 +332,13 @@ export async function closeOrders(tx: Prisma.TransactionClient, saleId: number, 
       cancelled_orders = cancelled_orders + ${cancelled}, cancelled_units = cancelled_units + ${cancelled > 0 ? units : 0},
       expired_orders = expired_orders + ${expired}, expired_units = expired_units + ${expired > 0 ? units : 0}
     WHERE id = ${saleId}`;
-  const owed = orders.map((order) => ({ reservationId: order.reservation_id, saleId, userId: order.user_id, quantity: Number(order.quantity), generation }));
+  const owed = orders.map((order) => ({
+    reservationId: order.reservation_id,
+    saleId,
+    userId: order.user_id,
+    quantity: Number(order.quantity),
+    generation,
+  }));
   await tx.$executeRawUnsafe(
     `INSERT INTO stock_returns (reservation_id, sale_id, user_id, quantity, generation, reason)
      SELECT j.reservation_id, ?, j.user_id, j.quantity, ?, ?
@@ -321,7 +358,13 @@ export async function pendingReturns(prisma: PrismaClient, limit: number, skipSa
     orderBy: { createdAt: 'asc' },
     take: limit,
   });
-  return rows.map((row) => ({ reservationId: row.reservationId, saleId: row.saleId, userId: row.userId, quantity: row.quantity, generation: row.generation }));
+  return rows.map((row) => ({
+    reservationId: row.reservationId,
+    saleId: row.saleId,
+    userId: row.userId,
+    quantity: row.quantity,
+    generation: row.generation,
+  }));
 }
 
 /**

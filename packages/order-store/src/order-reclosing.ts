@@ -21,11 +21,18 @@ export interface ReclosedOrder {
  * row lock, as every close; only while MySQL holds the same generation as Redis (another generation's
  * returns say nothing of this one). The stock_returns rows written are settled by the rebuild that follows.
  */
-export async function recloseOrders(prisma: PrismaClient, saleId: number, generation: string, reservationIds: readonly string[]): Promise<ReclosedOrder[]> {
+export async function recloseOrders(
+  prisma: PrismaClient,
+  saleId: number,
+  generation: string,
+  reservationIds: readonly string[],
+): Promise<ReclosedOrder[]> {
   if (reservationIds.length === 0) return [];
   return prisma.$transaction(
     async (tx) => {
-      const [sale] = await tx.$queryRaw<{ redis_generation: string | null }[]>`SELECT redis_generation FROM sales WHERE id = ${saleId} FOR UPDATE`;
+      const [sale] = await tx.$queryRaw<
+        { redis_generation: string | null }[]
+      >`SELECT redis_generation FROM sales WHERE id = ${saleId} FOR UPDATE`;
       if (sale?.redis_generation !== generation) return [];
       const live = await tx.$queryRaw<(ClosingOrder & { due: number | bigint })[]>`
         SELECT id, reservation_id, user_id, quantity, pay_by <= NOW(3) AS due FROM orders
@@ -34,7 +41,12 @@ export async function recloseOrders(prisma: PrismaClient, saleId: number, genera
       const cancelled = live.filter((order) => Number(order.due) !== 1);
       await closeOrders(tx, saleId, generation, expired, 'expired');
       await closeOrders(tx, saleId, generation, cancelled, 'cancelled');
-      const as = (status: ClosedReason) => (order: ClosingOrder) => ({ reservationId: order.reservation_id, userId: order.user_id, quantity: Number(order.quantity), status });
+      const as = (status: ClosedReason) => (order: ClosingOrder) => ({
+        reservationId: order.reservation_id,
+        userId: order.user_id,
+        quantity: Number(order.quantity),
+        status,
+      });
       return [...expired.map(as('expired')), ...cancelled.map(as('cancelled'))];
     },
     { maxWait: 5_000, timeout: 30_000 },

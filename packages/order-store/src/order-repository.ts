@@ -14,7 +14,14 @@ export interface OrderView {
 export async function findOrderByReservation(prisma: PrismaClient, reservationId: string): Promise<OrderView | null> {
   const order = await prisma.order.findUnique({ where: { reservationId } });
   if (!order) return null;
-  return { orderId: order.id.toString(), saleId: order.saleId, userId: order.userId, quantity: order.quantity, status: order.status, payBy: order.payBy };
+  return {
+    orderId: order.id.toString(),
+    saleId: order.saleId,
+    userId: order.userId,
+    quantity: order.quantity,
+    status: order.status,
+    payBy: order.payBy,
+  };
 }
 
 /** A paid order, as a sale's door records it (its units can never come back). */

@@ -9,7 +9,13 @@ import { findCheckpoint, listWatchedSales, liveBuyerPages, lockSaleForRebuild, r
 import { cancelOrder, expireDueOrders, markReturned, pendingReturns, recordOrderlessPayment, recordPayment } from './order-lifecycle.ts';
 import { controlSaleInMysql } from './sale-controls.ts';
 import { listSalesPage } from './sale-listing.ts';
-import { countLostReservations, findLostReservation, listLostReservations, listUnmatchedPayments, recordRefusalsLost } from './lost-reservations.ts';
+import {
+  countLostReservations,
+  findLostReservation,
+  listLostReservations,
+  listUnmatchedPayments,
+  recordRefusalsLost,
+} from './lost-reservations.ts';
 import { recloseOrders } from './order-reclosing.ts';
 import { closedOrdersPage } from './closed-orders.ts';
 import { mysqlServerIdentity } from './mysql-identity.ts';
@@ -23,7 +29,10 @@ import { checkServerSettings } from './server-settings.ts';
  * table or the statement it names; those modules stay the owners, this only binds.
  */
 export function createOrderStore(prisma: PrismaClient) {
-  const bound = <A extends unknown[], R>(operation: (client: PrismaClient, ...args: A) => R) => (...args: A): R => operation(prisma, ...args);
+  const bound =
+    <A extends unknown[], R>(operation: (client: PrismaClient, ...args: A) => R) =>
+    (...args: A): R =>
+      operation(prisma, ...args);
   return {
     insertSale: bound(insertSale),
     /** Starts a create: the row inserted `publishing`, or the first create of the same idempotency key. */
@@ -57,7 +66,10 @@ export type OrderStore = ReturnType<typeof createOrderStore>;
 export type SaleOrders = ReturnType<typeof bindSale>;
 
 function bindSale(prisma: PrismaClient, saleId: number) {
-  const bound = <A extends unknown[], R>(operation: (client: PrismaClient, id: number, ...args: A) => R) => (...args: A): R => operation(prisma, saleId, ...args);
+  const bound =
+    <A extends unknown[], R>(operation: (client: PrismaClient, id: number, ...args: A) => R) =>
+    (...args: A): R =>
+      operation(prisma, saleId, ...args);
   return {
     saleId,
     find: bound(findSale),

@@ -70,7 +70,8 @@ function isPlainBatch(batch: Reservation[]): boolean {
   const reservations = new Set<string>();
   const buyers = new Set<string>();
   for (const r of batch) {
-    if (r.generation !== generation || !isWholeQuantity(r.quantity) || reservations.has(r.reservationId) || buyers.has(r.userId)) return false;
+    if (r.generation !== generation || !isWholeQuantity(r.quantity) || reservations.has(r.reservationId) || buyers.has(r.userId))
+      return false;
     reservations.add(r.reservationId);
     buyers.add(r.userId);
   }
@@ -101,7 +102,8 @@ async function writeWithoutLookups<R extends Reservation>(prisma: PrismaClient, 
     // The sale is missing, was rebuilt under another generation, has fewer units left than the batch, or
     // an entry is over its per-user limit.
     if (code === NEEDS_LOOKUPS) throw new NeedsLookup();
-    if (code === SHORT_INSERT) throw new Error(`sale ${saleId}: fewer orders inserted than the batch of ${batch.length} holds`, { cause: error });
+    if (code === SHORT_INSERT)
+      throw new Error(`sale ${saleId}: fewer orders inserted than the batch of ${batch.length} holds`, { cause: error });
     throw error;
   }
   return { written: batch, replayed: [], rejected: [] };
@@ -218,5 +220,7 @@ export function isPermanentWriteError(error: unknown): boolean {
   if (['P2000', 'P2003', 'P2004', 'P2011', 'P2020'].includes(e.code ?? '')) return true;
   const serverCode = serverErrorCode(error);
   if (['1048', '1264', '1265', '1292', '1366', '1406', '1452', '3819', '4025'].includes(serverCode)) return true;
-  return /Data too long|Data truncated|Out of range value|Incorrect \w+ value|cannot be null|foreign key constraint fails|CONSTRAINT `[^`]+` failed|Check constraint/i.test(e.message ?? '');
+  return /Data too long|Data truncated|Out of range value|Incorrect \w+ value|cannot be null|foreign key constraint fails|CONSTRAINT `[^`]+` failed|Check constraint/i.test(
+    e.message ?? '',
+  );
 }

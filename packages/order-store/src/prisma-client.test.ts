@@ -25,7 +25,9 @@ afterAll(async () => {
 });
 
 async function connectionsOpen(): Promise<number> {
-  const [row] = await admin.query<{ n: number | bigint }[]>('SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE DB = ?', [database]);
+  const [row] = await admin.query<{ n: number | bigint }[]>('SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE DB = ?', [
+    database,
+  ]);
   return Number(row!.n);
 }
 

@@ -38,9 +38,15 @@ export interface PrismaOptions {
  * queries run, up to `poolSize`.
  */
 export function createPrisma(databaseUrl: string, poolSize = 10, preparedStatementCache = 0, options: PrismaOptions = {}): PrismaClient {
-  const pool = { ...poolConfigFromUrl(databaseUrl, poolSize, preparedStatementCache), ...(options.acquireTimeoutMs === undefined ? {} : { acquireTimeout: options.acquireTimeoutMs }) };
+  const pool = {
+    ...poolConfigFromUrl(databaseUrl, poolSize, preparedStatementCache),
+    ...(options.acquireTimeoutMs === undefined ? {} : { acquireTimeout: options.acquireTimeoutMs }),
+  };
   // `/*M!100108 ... */` runs on MariaDB 10.1.8 and later only, so one setting serves both servers.
-  const initSql = options.statementTimeoutMs === undefined ? undefined : `/*M!100108 SET SESSION max_statement_time=${options.statementTimeoutMs / 1000} */`;
+  const initSql =
+    options.statementTimeoutMs === undefined
+      ? undefined
+      : `/*M!100108 SET SESSION max_statement_time=${options.statementTimeoutMs / 1000} */`;
   // The driver reads idleTimeout in seconds, fractions included.
   const lifetime = { minimumIdle: 1, ...(options.idleTimeoutMs === undefined ? {} : { idleTimeout: options.idleTimeoutMs / 1000 }) };
   return new PrismaClient({ adapter: new PrismaMariaDb({ ...pool, ...lifetime, ...(initSql ? { initSql } : {}) }) });

@@ -29,7 +29,9 @@ export async function controlSaleInMysql(
 ): Promise<MysqlControlOutcome> {
   return prisma.$transaction(
     async (tx) => {
-      const [locked] = await tx.$queryRaw<{ id: number }[]>`SELECT id FROM sales WHERE id = ${saleId} AND publish_state = 'published' FOR UPDATE`;
+      const [locked] = await tx.$queryRaw<
+        { id: number }[]
+      >`SELECT id FROM sales WHERE id = ${saleId} AND publish_state = 'published' FOR UPDATE`;
       if (!locked) return { kind: 'not_found' };
       const before = toSaleRecord(await tx.sale.findUniqueOrThrow({ where: { id: saleId } }));
       const verdict = plan({ ...controlStateOf(before), startsAt: before.startsAt });

@@ -22,7 +22,8 @@ afterAll(async () => {
 describe('the sale order counters migration', () => {
   it("fills every existing sale's counters from its orders, as a GROUP BY counts them", async () => {
     const counters = '20261126030000_sale_order_counters';
-    for (const name of migrationNames().filter((n) => n < counters)) cpSync(new URL(`${name}/`, MIGRATIONS_DIR), join(scratch, name), { recursive: true });
+    for (const name of migrationNames().filter((n) => n < counters))
+      cpSync(new URL(`${name}/`, MIGRATIONS_DIR), join(scratch, name), { recursive: true });
     await migrate(url, pathToFileURL(`${scratch}/`));
     const connection = await createConnection(poolConfigFromUrl(url));
     try {
@@ -41,8 +42,18 @@ describe('the sale order counters migration', () => {
     const prisma = createPrisma(url, 2);
     try {
       for (const saleId of [1, 2, 3]) {
-        const byStatus = { created: { orders: 0, units: 0 }, paid: { orders: 0, units: 0 }, cancelled: { orders: 0, units: 0 }, expired: { orders: 0, units: 0 } };
-        for (const row of await prisma.order.groupBy({ by: ['status'], where: { saleId }, _count: { _all: true }, _sum: { quantity: true } })) {
+        const byStatus = {
+          created: { orders: 0, units: 0 },
+          paid: { orders: 0, units: 0 },
+          cancelled: { orders: 0, units: 0 },
+          expired: { orders: 0, units: 0 },
+        };
+        for (const row of await prisma.order.groupBy({
+          by: ['status'],
+          where: { saleId },
+          _count: { _all: true },
+          _sum: { quantity: true },
+        })) {
           byStatus[row.status] = { orders: row._count._all, units: row._sum.quantity ?? 0 };
         }
         expect((await saleOrderLedger(prisma, saleId)).byStatus, `sale ${saleId}`).toEqual(byStatus);

@@ -23,7 +23,13 @@ export const PAID_COUNT_SLOTS = 16;
  * Adds paid orders to the sale's count, in the caller's transaction, as its last statement (see above).
  * `orderId` picks the slot.
  */
-export async function countPaid(tx: Prisma.TransactionClient, saleId: number, orderId: bigint, orders: number, units: number): Promise<void> {
+export async function countPaid(
+  tx: Prisma.TransactionClient,
+  saleId: number,
+  orderId: bigint,
+  orders: number,
+  units: number,
+): Promise<void> {
   if (orders === 0) return;
   const slot = Number(orderId % BigInt(PAID_COUNT_SLOTS));
   await tx.$executeRaw`

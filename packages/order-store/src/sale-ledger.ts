@@ -156,7 +156,11 @@ export interface LockedForRebuild {
  * checkpoint can be recorded between the caller's judgement and the switch that replaces it. Null when
  * MySQL has no such sale.
  */
-export async function lockSaleForRebuild(prisma: PrismaClient, saleId: number, work: (locked: LockedForRebuild) => Promise<RebuildPlan>): Promise<RebuildPlan | null> {
+export async function lockSaleForRebuild(
+  prisma: PrismaClient,
+  saleId: number,
+  work: (locked: LockedForRebuild) => Promise<RebuildPlan>,
+): Promise<RebuildPlan | null> {
   return prisma.$transaction(
     async (tx) => {
       // The rebuild counts what MySQL holds: all of it, on whichever Galera node it reaches (cluster-reads.ts).
@@ -167,7 +171,8 @@ export async function lockSaleForRebuild(prisma: PrismaClient, saleId: number, w
       const checkpoint = checkpointOf(row);
       return work({
         recorded: { generation: row.redisGeneration ?? '', checkpoint },
-        switchGeneration: (judgement, alsoLost = { reservations: 0, units: 0 }) => switchGeneration(tx, row, checkpoint, judgement, alsoLost),
+        switchGeneration: (judgement, alsoLost = { reservations: 0, units: 0 }) =>
+          switchGeneration(tx, row, checkpoint, judgement, alsoLost),
       });
     },
     { maxWait: 5_000, timeout: 60_000 },
@@ -260,14 +265,20 @@ export const LIVE_BUYERS_PER_PAGE = 5_000;
 export async function* liveBuyerPages(prisma: PrismaClient, saleId: number, pageSize = LIVE_BUYERS_PER_PAGE): AsyncGenerator<LiveBuyer[]> {
   let after: string | null = null;
   for (;;) {
-    const rows: { live_user_id: string; reservation_id: string; quantity: number; reserved_at_ms: bigint | number }[] = await prisma.$queryRaw`
+    const rows: { live_user_id: string; reservation_id: string; quantity: number; reserved_at_ms: bigint | number }[] =
+      await prisma.$queryRaw`
       SELECT live_user_id, reservation_id, quantity,
         TIMESTAMPDIFF(MICROSECOND, TIMESTAMP '1970-01-01 00:00:00', reserved_at) DIV 1000 AS reserved_at_ms
       FROM orders FORCE INDEX (orders_sale_id_live_user_id_key)
       WHERE sale_id = ${saleId} AND live_user_id ${after === null ? Prisma.sql`IS NOT NULL` : Prisma.sql`> ${after}`}
       ORDER BY live_user_id LIMIT ${pageSize}`;
     if (rows.length === 0) return;
-    yield rows.map((row) => ({ userId: row.live_user_id, reservationId: row.reservation_id, quantity: Number(row.quantity), reservedAt: Number(row.reserved_at_ms) }));
+    yield rows.map((row) => ({
+      userId: row.live_user_id,
+      reservationId: row.reservation_id,
+      quantity: Number(row.quantity),
+      reservedAt: Number(row.reserved_at_ms),
+    }));
     if (rows.length < pageSize) return;
     after = rows[rows.length - 1]!.live_user_id;
   }
@@ -282,7 +293,13 @@ export async function* liveBuyerPages(prisma: PrismaClient, saleId: number, page
  * index), and the in-flight ones looked up by id: the cost follows what is in flight, never the number of
  * orders the sale has taken (a million rows read into memory on every audit was the reconciler's growth).
  */
-export async function unitsAcceptedBy(prisma: PrismaClient, saleId: number, at: number, inFlight: ReadonlySet<string>, closedIn?: string): Promise<number> {
+export async function unitsAcceptedBy(
+  prisma: PrismaClient,
+  saleId: number,
+  at: number,
+  inFlight: ReadonlySet<string>,
+  closedIn?: string,
+): Promise<number> {
   const statuses = [...LIVE_ORDER_STATUSES];
   const ids = [...inFlight];
   // Every sum from one snapshot (REPEATABLE READ: the first read fixes it): an order a worker commits
@@ -298,7 +315,12 @@ export async function unitsAcceptedBy(prisma: PrismaClient, saleId: number, at: 
       let counted = 0;
       for (let i = 0; i < ids.length; i += IN_FLIGHT_PAGE) {
         const page = await tx.order.aggregate({
-          where: { saleId, status: { in: statuses }, reservedAt: { lte: new Date(at) }, reservationId: { in: ids.slice(i, i + IN_FLIGHT_PAGE) } },
+          where: {
+            saleId,
+            status: { in: statuses },
+            reservedAt: { lte: new Date(at) },
+            reservationId: { in: ids.slice(i, i + IN_FLIGHT_PAGE) },
+          },
           _sum: { quantity: true },
         });
         counted += page._sum.quantity ?? 0;

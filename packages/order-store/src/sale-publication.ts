@@ -19,11 +19,14 @@ export interface CreationKey {
 export type PublishState = 'publishing' | 'published' | 'abandoned';
 
 export type CreationStart =
-  | { kind: 'started'; sale: SaleRecord }
-  | { kind: 'existing'; sale: SaleRecord; publishState: PublishState; requestHash: string | null };
+  { kind: 'started'; sale: SaleRecord } | { kind: 'existing'; sale: SaleRecord; publishState: PublishState; requestHash: string | null };
 
 const isKeyConflict = (error: unknown): boolean => {
-  const e = error as { code?: string; meta?: { target?: unknown; driverAdapterError?: { cause?: { constraint?: unknown } } }; message?: string };
+  const e = error as {
+    code?: string;
+    meta?: { target?: unknown; driverAdapterError?: { cause?: { constraint?: unknown } } };
+    message?: string;
+  };
   return e.code === 'P2002' && JSON.stringify(e.meta ?? {}).includes('idempotency_key');
 };
 
@@ -33,7 +36,9 @@ const isKeyConflict = (error: unknown): boolean => {
  */
 export async function beginSaleCreation(prisma: PrismaClient, sale: NewSale, key?: CreationKey): Promise<CreationStart> {
   try {
-    const row = await prisma.sale.create({ data: { ...newSaleColumns(sale), redisGeneration: randomUUID(), publishState: 'publishing', ...key } });
+    const row = await prisma.sale.create({
+      data: { ...newSaleColumns(sale), redisGeneration: randomUUID(), publishState: 'publishing', ...key },
+    });
     return { kind: 'started', sale: toSaleRecord(row) };
   } catch (error) {
     if (!key || !isKeyConflict(error)) throw error;

@@ -1,5 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { DOOR_CHALLENGES, doorGuardsOff, type DoorChallenge, type QueueAdmission, type RebuyRule, type SaleDefinition } from '@flashsale/domain';
+import {
+  DOOR_CHALLENGES,
+  doorGuardsOff,
+  type DoorChallenge,
+  type QueueAdmission,
+  type RebuyRule,
+  type SaleDefinition,
+} from '@flashsale/domain';
 import type { PrismaClient } from './generated/prisma/client.ts';
 
 export interface NewSale {
@@ -146,10 +153,17 @@ export async function findSale(prisma: PrismaClient, saleId: number): Promise<Sa
  * The operator's change of a queued sale's door (admit rate, door paused): MySQL's record, which publish
  * and every rebuild write into Redis, so it is written before Redis is told (admission.ts in packages/sales).
  */
-export async function changeAdmission(prisma: PrismaClient, saleId: number, change: { admitPerSecond?: number; paused?: boolean }): Promise<void> {
+export async function changeAdmission(
+  prisma: PrismaClient,
+  saleId: number,
+  change: { admitPerSecond?: number; paused?: boolean },
+): Promise<void> {
   await prisma.sale.update({
     where: { id: saleId },
-    data: { ...(change.admitPerSecond !== undefined && { admitPerSecond: change.admitPerSecond }), ...(change.paused !== undefined && { admissionPaused: change.paused }) },
+    data: {
+      ...(change.admitPerSecond !== undefined && { admitPerSecond: change.admitPerSecond }),
+      ...(change.paused !== undefined && { admissionPaused: change.paused }),
+    },
   });
 }
 

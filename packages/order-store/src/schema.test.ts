@@ -37,7 +37,10 @@ function declaredShape(model: DmmfModel): TableShape {
   ].map((fields) => fields.map(column));
   return {
     columns: columnFields.map((f) => f.dbName ?? f.name).sort(),
-    notNull: columnFields.filter((f) => f.isRequired).map((f) => f.dbName ?? f.name).sort(),
+    notNull: columnFields
+      .filter((f) => f.isRequired)
+      .map((f) => f.dbName ?? f.name)
+      .sort(),
     uniqueKeys: sortKeys(uniqueKeys),
   };
 }
@@ -74,18 +77,31 @@ async function actualShape(table: string): Promise<TableShape> {
   for (const { name, column } of indexColumns) keys.set(name, [...(keys.get(name) ?? []), column]);
   return {
     columns: columns.map((c) => c.name).sort(),
-    notNull: columns.filter((c) => c.nullable === 'NO').map((c) => c.name).sort(),
+    notNull: columns
+      .filter((c) => c.nullable === 'NO')
+      .map((c) => c.name)
+      .sort(),
     uniqueKeys: sortKeys([...keys.values()]),
   };
 }
 
 describe('the migrated database against prisma/schema.prisma', () => {
   it('reads the models the contract names from the schema', () => {
-    expect(models.map((model) => model.dbName ?? model.name).sort()).toEqual(['lost_reservations', 'orders', 'payment_events', 'sale_paid_counts', 'sales', 'stock_returns']);
+    expect(models.map((model) => model.dbName ?? model.name).sort()).toEqual([
+      'lost_reservations',
+      'orders',
+      'payment_events',
+      'sale_paid_counts',
+      'sales',
+      'stock_returns',
+    ]);
   });
 
   it('has exactly the tables the schema declares, besides the migrations table', async () => {
-    const tables = await connection.query<{ name: string }[]>('SELECT TABLE_NAME AS name FROM information_schema.TABLES WHERE TABLE_SCHEMA = ?', [database]);
+    const tables = await connection.query<{ name: string }[]>(
+      'SELECT TABLE_NAME AS name FROM information_schema.TABLES WHERE TABLE_SCHEMA = ?',
+      [database],
+    );
 
     expect(tables.map((t) => t.name).sort()).toEqual(['_prisma_migrations', ...models.map((model) => model.dbName ?? model.name)].sort());
   });
@@ -181,7 +197,9 @@ describe('migrate', () => {
   });
 
   it('records each migration once in _prisma_migrations with the sha256 of its migration.sql, as Prisma does', async () => {
-    const rows = await connection.query<{ migration_name: string; checksum: string; finished: number | bigint; rolled_back: number | bigint; applied_steps_count: number }[]>(
+    const rows = await connection.query<
+      { migration_name: string; checksum: string; finished: number | bigint; rolled_back: number | bigint; applied_steps_count: number }[]
+    >(
       `SELECT migration_name, checksum, finished_at IS NOT NULL AS finished, rolled_back_at IS NOT NULL AS rolled_back, applied_steps_count
        FROM \`${fresh}\`._prisma_migrations ORDER BY migration_name`,
     );
@@ -189,7 +207,9 @@ describe('migrate', () => {
     expect(rows.map((row) => ({ ...row, finished: Number(row.finished), rolled_back: Number(row.rolled_back) }))).toEqual(
       migrationNames().map((name) => ({
         migration_name: name,
-        checksum: createHash('sha256').update(readFileSync(new URL(`${name}/migration.sql`, MIGRATIONS_DIR))).digest('hex'),
+        checksum: createHash('sha256')
+          .update(readFileSync(new URL(`${name}/migration.sql`, MIGRATIONS_DIR)))
+          .digest('hex'),
         finished: 1,
         rolled_back: 0,
         applied_steps_count: 1,
@@ -202,6 +222,8 @@ describe('migrate', () => {
     cpSync(MIGRATIONS_DIR, scratch, { recursive: true });
     appendFileSync(join(scratch, '20261122000000_init', 'migration.sql'), '\n-- edited after it was applied\n');
 
-    await expect(migrate(freshUrl, pathToFileURL(`${scratch}/`))).rejects.toThrow('migration 20261122000000_init was modified after it was applied');
+    await expect(migrate(freshUrl, pathToFileURL(`${scratch}/`))).rejects.toThrow(
+      'migration 20261122000000_init was modified after it was applied',
+    );
   });
 });

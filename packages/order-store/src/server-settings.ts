@@ -10,11 +10,19 @@ import type { PrismaClient } from './prisma-client.ts';
  * whole statement, so different sales' batches insert one at a time. Rejects when MySQL does not answer.
  */
 export async function checkServerSettings(prisma: PrismaClient, logger: Logger): Promise<void> {
-  const [row] = await prisma.$queryRaw<{ mode: string; autoinc: number | bigint }[]>`SELECT @@SESSION.sql_mode AS mode, @@innodb_autoinc_lock_mode AS autoinc`;
+  const [row] = await prisma.$queryRaw<
+    { mode: string; autoinc: number | bigint }[]
+  >`SELECT @@SESSION.sql_mode AS mode, @@innodb_autoinc_lock_mode AS autoinc`;
   if (!/STRICT_(TRANS|ALL)_TABLES/.test(row?.mode ?? '')) {
-    logger.error({ sqlMode: row?.mode }, 'MySQL is not in strict mode: a value too long for its column would be truncated, not refused; add STRICT_TRANS_TABLES to sql_mode');
+    logger.error(
+      { sqlMode: row?.mode },
+      'MySQL is not in strict mode: a value too long for its column would be truncated, not refused; add STRICT_TRANS_TABLES to sql_mode',
+    );
   }
   if (row && Number(row.autoinc) !== 2) {
-    logger.info({ innodbAutoincLockMode: Number(row.autoinc) }, 'innodb_autoinc_lock_mode is not 2: order batches of different sales insert one at a time (2 recommended)');
+    logger.info(
+      { innodbAutoincLockMode: Number(row.autoinc) },
+      'innodb_autoinc_lock_mode is not 2: order batches of different sales insert one at a time (2 recommended)',
+    );
   }
 }

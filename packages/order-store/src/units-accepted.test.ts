@@ -24,20 +24,29 @@ afterAll(async () => {
 const AT = Date.UTC(2026, 10, 23, 12, 0, 0, 500);
 
 async function newSale(): Promise<SaleRecord> {
-  return insertSale(ctx.prisma, { name: 'Units accepted test', stock: 100, perUserLimit: 5, startsAt: new Date(AT - 60_000), endsAt: new Date(AT + 3_600_000) });
+  return insertSale(ctx.prisma, {
+    name: 'Units accepted test',
+    stock: 100,
+    perUserLimit: 5,
+    startsAt: new Date(AT - 60_000),
+    endsAt: new Date(AT + 3_600_000),
+  });
 }
 
 /** Writes an order as a worker does, on a connection of its own; returns its reservation id. */
 async function writeOrder(sale: SaleRecord, quantity: number, reservedAt: number, status = 'created'): Promise<string> {
   const reservationId = `${sale.id}-${randomUUID()}`;
-  await worker.query('INSERT INTO orders (reservation_id, sale_id, user_id, quantity, status, reserved_at, pay_by) VALUES (?, ?, ?, ?, ?, ?, NOW(3))', [
-    reservationId,
-    sale.id,
-    `buyer-${randomUUID()}`,
-    quantity,
-    status,
-    new Date(reservedAt).toISOString().replace('T', ' ').replace('Z', ''),
-  ]);
+  await worker.query(
+    'INSERT INTO orders (reservation_id, sale_id, user_id, quantity, status, reserved_at, pay_by) VALUES (?, ?, ?, ?, ?, ?, NOW(3))',
+    [
+      reservationId,
+      sale.id,
+      `buyer-${randomUUID()}`,
+      quantity,
+      status,
+      new Date(reservedAt).toISOString().replace('T', ' ').replace('Z', ''),
+    ],
+  );
   return reservationId;
 }
 
@@ -68,11 +77,10 @@ describe('unitsAcceptedBy', () => {
             const result = await query(args);
             if (!committed) {
               committed = true;
-              await worker.query("INSERT INTO orders (reservation_id, sale_id, user_id, quantity, status, reserved_at, pay_by) VALUES (?, ?, 'late', 2, 'created', ?, NOW(3))", [
-                writtenMeanwhile,
-                sale.id,
-                new Date(AT - 10).toISOString().replace('T', ' ').replace('Z', ''),
-              ]);
+              await worker.query(
+                "INSERT INTO orders (reservation_id, sale_id, user_id, quantity, status, reserved_at, pay_by) VALUES (?, ?, 'late', 2, 'created', ?, NOW(3))",
+                [writtenMeanwhile, sale.id, new Date(AT - 10).toISOString().replace('T', ' ').replace('Z', '')],
+              );
             }
             return result;
           },

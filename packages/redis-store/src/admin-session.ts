@@ -31,9 +31,19 @@ export interface AdminSessionLifetime {
 const keyLifetimeMs = (session: AdminSession, idleMs: number, now: number) => Math.min(idleMs, session.expiresAt - now);
 
 /** Opens a session; returns its id (for the cookie only) and the session. */
-export async function createAdminSession(redis: Redis, prefix: string, adminToken: string, { ttlMs, idleMs }: AdminSessionLifetime, now = Date.now()): Promise<{ id: string; session: AdminSession }> {
+export async function createAdminSession(
+  redis: Redis,
+  prefix: string,
+  adminToken: string,
+  { ttlMs, idleMs }: AdminSessionLifetime,
+  now = Date.now(),
+): Promise<{ id: string; session: AdminSession }> {
   const id = randomBytes(32).toString('base64url');
-  const session: AdminSession = { csrfToken: randomBytes(32).toString('base64url'), adminTokenHash: sha256(adminToken), expiresAt: now + ttlMs };
+  const session: AdminSession = {
+    csrfToken: randomBytes(32).toString('base64url'),
+    adminTokenHash: sha256(adminToken),
+    expiresAt: now + ttlMs,
+  };
   await redis.set(adminSessionKey(prefix, sha256(id)), JSON.stringify(session), 'PX', keyLifetimeMs(session, idleMs, now));
   return { id, session };
 }
@@ -43,7 +53,14 @@ export async function createAdminSession(redis: Redis, prefix: string, adminToke
  * logged out, unknown). With `touch`, a use by the operator: the idle limit starts again from now. A live
  * stream checks its session at every event without `touch`, so an open page alone keeps nobody signed in.
  */
-export async function readAdminSession(redis: Redis, prefix: string, id: string, adminToken: string, touch?: { idleMs: number }, now = Date.now()): Promise<AdminSession | null> {
+export async function readAdminSession(
+  redis: Redis,
+  prefix: string,
+  id: string,
+  adminToken: string,
+  touch?: { idleMs: number },
+  now = Date.now(),
+): Promise<AdminSession | null> {
   const key = adminSessionKey(prefix, sha256(id));
   const stored = await redis.get(key);
   if (stored === null) return null;

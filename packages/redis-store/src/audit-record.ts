@@ -16,7 +16,14 @@ export interface AuditRecord {
   unitsInDb: number;
 }
 
-const FIELDS = ['drift', 'checkedAt', 'remaining', 'inFlightUnits', 'deadLetteredUnits', 'unitsInDb'] as const satisfies readonly (keyof AuditRecord)[];
+const FIELDS = [
+  'drift',
+  'checkedAt',
+  'remaining',
+  'inFlightUnits',
+  'deadLetteredUnits',
+  'unitsInDb',
+] as const satisfies readonly (keyof AuditRecord)[];
 
 export async function writeAuditRecord(redis: ScriptedRedis, prefix: string, saleId: number, record: AuditRecord): Promise<void> {
   await redis.hset(saleKeys(prefix, saleId).audit, Object.fromEntries(FIELDS.map((field) => [field, record[field]])));
@@ -24,7 +31,10 @@ export async function writeAuditRecord(redis: ScriptedRedis, prefix: string, sal
 
 /** The sale's last audit; null until an audit has run. */
 export async function readAuditRecord(redis: ScriptedRedis, prefix: string, saleId: number): Promise<AuditRecord | null> {
-  const [drift, checkedAt, remaining, inFlightUnits, deadLetteredUnits, unitsInDb] = await redis.hmget(saleKeys(prefix, saleId).audit, ...FIELDS);
+  const [drift, checkedAt, remaining, inFlightUnits, deadLetteredUnits, unitsInDb] = await redis.hmget(
+    saleKeys(prefix, saleId).audit,
+    ...FIELDS,
+  );
   if (checkedAt === null || checkedAt === undefined) return null;
   return {
     drift: Number(drift),

@@ -25,12 +25,18 @@ function reserve(saleId: number, userId: string, reservationId = `${saleId}-${ra
 async function openAndClose(sale: { id: number; generation: string }, userId: string): Promise<void> {
   const reservationId = `${sale.id}-${randomUUID()}`;
   expect(await reserve(sale.id, userId, reservationId)).toMatchObject({ kind: 'reserved' });
-  const returned = await returnUnits(env.ctx.redis, env.ctx.config.REDIS_PREFIX, sale.id, sale.generation, [{ reservationId, userId, quantity: 1 }]);
+  const returned = await returnUnits(env.ctx.redis, env.ctx.config.REDIS_PREFIX, sale.id, sale.generation, [
+    { reservationId, userId, quantity: 1 },
+  ]);
   expect(returned).toEqual({ kind: 'applied', results: ['returned'] });
 }
 
 /** A refused purchase, and proof that it wrote nothing: the sale's keys and the buyers' closed orders as before. */
-async function expectRefused(saleId: number, userId: string, expected: ReserveOutcome | ((outcome: ReserveOutcome) => void)): Promise<void> {
+async function expectRefused(
+  saleId: number,
+  userId: string,
+  expected: ReserveOutcome | ((outcome: ReserveOutcome) => void),
+): Promise<void> {
   const closedKey = saleKeys(env.ctx.config.REDIS_PREFIX, saleId).closed;
   const before = [await snapshotSale(env.ctx, saleId), await env.ctx.redis.hgetall(closedKey)];
   const outcome = await reserve(saleId, userId);
@@ -97,7 +103,10 @@ describe('the rebuy rule (reserve-6.lua, return-units-4.lua)', () => {
 
   it('publishes the rule into the sale meta, and a sale published without one keeps no count against anyone', async () => {
     const sale = await saleWithRule({ maxOrdersPerBuyer: 4, rebuyCooldownSeconds: 12 });
-    expect((await readSaleState(env.ctx.redis, env.ctx.config.REDIS_PREFIX, sale.id))!.rebuyRule).toEqual({ maxOrdersPerBuyer: 4, rebuyCooldownSeconds: 12 });
+    expect((await readSaleState(env.ctx.redis, env.ctx.config.REDIS_PREFIX, sale.id))!.rebuyRule).toEqual({
+      maxOrdersPerBuyer: 4,
+      rebuyCooldownSeconds: 12,
+    });
 
     const bare = await createLiveSale(env.ctx, { stock: 2 });
     await env.ctx.redis.del(saleKeys(env.ctx.config.REDIS_PREFIX, bare.id).meta);
@@ -109,7 +118,7 @@ describe('the rebuy rule (reserve-6.lua, return-units-4.lua)', () => {
 });
 
 describe('restoreClosedOrders (restore-closed-2.lua)', () => {
-  it('writes the rule and merges the counts: each buyer keeps the record with the larger count, Redis\'s own on a tie', async () => {
+  it("writes the rule and merges the counts: each buyer keeps the record with the larger count, Redis's own on a tie", async () => {
     const sale = await saleWithRule({ maxOrdersPerBuyer: 3, rebuyCooldownSeconds: 30 });
     await openAndClose(sale, 'ahead-in-redis');
     await openAndClose(sale, 'ahead-in-redis');
@@ -128,9 +137,21 @@ describe('restoreClosedOrders (restore-closed-2.lua)', () => {
     expect(restored).toBe('restored');
     expect((await readSaleState(env.ctx.redis, env.ctx.config.REDIS_PREFIX, sale.id))!.rebuyRule).toEqual(rule);
     expect(await readClosedOrders(env.ctx.redis, env.ctx.config.REDIS_PREFIX, sale.id, 'ahead-in-redis')).toEqual(held);
-    expect(await readClosedOrders(env.ctx.redis, env.ctx.config.REDIS_PREFIX, sale.id, 'only-in-mysql')).toEqual({ userId: 'only-in-mysql', closedOrders: 3, lastClosedAt: 2000 });
-    expect(await readClosedOrders(env.ctx.redis, env.ctx.config.REDIS_PREFIX, sale.id, 'ahead-in-mysql')).toEqual({ userId: 'ahead-in-mysql', closedOrders: 3, lastClosedAt: 4000 });
-    expect(await readClosedOrders(env.ctx.redis, env.ctx.config.REDIS_PREFIX, sale.id, 'tied')).toEqual({ userId: 'tied', closedOrders: 2, lastClosedAt: 8000 });
+    expect(await readClosedOrders(env.ctx.redis, env.ctx.config.REDIS_PREFIX, sale.id, 'only-in-mysql')).toEqual({
+      userId: 'only-in-mysql',
+      closedOrders: 3,
+      lastClosedAt: 2000,
+    });
+    expect(await readClosedOrders(env.ctx.redis, env.ctx.config.REDIS_PREFIX, sale.id, 'ahead-in-mysql')).toEqual({
+      userId: 'ahead-in-mysql',
+      closedOrders: 3,
+      lastClosedAt: 4000,
+    });
+    expect(await readClosedOrders(env.ctx.redis, env.ctx.config.REDIS_PREFIX, sale.id, 'tied')).toEqual({
+      userId: 'tied',
+      closedOrders: 2,
+      lastClosedAt: 8000,
+    });
   });
 
   it('writes pages of any size, and nothing for a sale that is not in Redis', async () => {

@@ -28,12 +28,24 @@ const BUYERS_PER_CALL = 200;
  * Writes the rule and merges `buyers` into the sale's closed hash (each buyer keeps the record with the
  * larger count, Redis's own on a tie); 'absent' when the sale is not in Redis.
  */
-export async function restoreClosedOrders(redis: ScriptedRedis, prefix: string, saleId: number, rule: RebuyRule, buyers: BuyerClosedOrders[]): Promise<'restored' | 'absent'> {
+export async function restoreClosedOrders(
+  redis: ScriptedRedis,
+  prefix: string,
+  saleId: number,
+  rule: RebuyRule,
+  buyers: BuyerClosedOrders[],
+): Promise<'restored' | 'absent'> {
   const keys = saleKeys(prefix, saleId);
   let offset = 0;
   do {
     const page = buyers.slice(offset, offset + BUYERS_PER_CALL);
-    const reply = await redis.restoreClosed(keys.meta, keys.closed, rule.maxOrdersPerBuyer, rule.rebuyCooldownSeconds, ...page.flatMap((b) => [b.userId, b.closedOrders, b.lastClosedAt]));
+    const reply = await redis.restoreClosed(
+      keys.meta,
+      keys.closed,
+      rule.maxOrdersPerBuyer,
+      rule.rebuyCooldownSeconds,
+      ...page.flatMap((b) => [b.userId, b.closedOrders, b.lastClosedAt]),
+    );
     if (reply === -1) return 'absent';
     offset += BUYERS_PER_CALL;
   } while (offset < buyers.length);
@@ -41,7 +53,12 @@ export async function restoreClosedOrders(redis: ScriptedRedis, prefix: string, 
 }
 
 /** A buyer's closed orders as the sale's Redis state counts them (none: null). */
-export async function readClosedOrders(redis: ScriptedRedis, prefix: string, saleId: number, userId: string): Promise<BuyerClosedOrders | null> {
+export async function readClosedOrders(
+  redis: ScriptedRedis,
+  prefix: string,
+  saleId: number,
+  userId: string,
+): Promise<BuyerClosedOrders | null> {
   const record = await redis.hget(saleKeys(prefix, saleId).closed, userId);
   if (record === null) return null;
   const [closedOrders, lastClosedAt] = record.split('|').map(Number);

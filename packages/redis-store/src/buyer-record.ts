@@ -38,7 +38,12 @@ export function reservedAtOfBuyerRecord(value: string): number | undefined {
 }
 
 /** The reservation a buyer holds for a sale, as Redis recorded it. */
-export async function findBuyerReservation(redis: ScriptedRedis, prefix: string, saleId: number, userId: string): Promise<BuyerReservation | null> {
+export async function findBuyerReservation(
+  redis: ScriptedRedis,
+  prefix: string,
+  saleId: number,
+  userId: string,
+): Promise<BuyerReservation | null> {
   const value = await redis.hget(saleKeys(prefix, saleId).buyers, userId);
   return value ? parseBuyerRecord(value) : null;
 }
@@ -71,7 +76,12 @@ export interface HeldReservation extends BuyerRecord {
  * Every buyer record of the sale, a page (HSCAN COUNT `pageSize`) at a time: what a reconciliation checks
  * against MySQL with the sale paused and drained. Only one page is held at a time.
  */
-export async function* heldReservationPages(redis: ScriptedRedis, prefix: string, saleId: number, pageSize: number): AsyncGenerator<HeldReservation[]> {
+export async function* heldReservationPages(
+  redis: ScriptedRedis,
+  prefix: string,
+  saleId: number,
+  pageSize: number,
+): AsyncGenerator<HeldReservation[]> {
   for await (const flat of hashPages(redis, saleKeys(prefix, saleId).buyers, pageSize)) {
     const page: HeldReservation[] = [];
     for (let i = 0; i + 1 < flat.length; i += 2) {
@@ -115,13 +125,18 @@ export async function writeNextBuyers(redis: ScriptedRedis, prefix: string, sale
   const key = saleKeys(prefix, saleId).nextBuyers;
   await redis.unlink(key);
   let written = 0;
-  const pages: AsyncIterable<readonly BuyerRecord[]> | Iterable<readonly BuyerRecord[]> = Symbol.asyncIterator in buyers ? buyers : [buyers];
+  const pages: AsyncIterable<readonly BuyerRecord[]> | Iterable<readonly BuyerRecord[]> =
+    Symbol.asyncIterator in buyers ? buyers : [buyers];
   for await (const page of pages) {
     for (let i = 0; i < page.length; i += BUYERS_PER_CALL) {
       const chunk = page.slice(i, i + BUYERS_PER_CALL);
       const fields: string[] = [];
       for (const buyer of chunk) fields.push(buyer.userId, encodeBuyerRecord(buyer));
-      await redis.multi().hset(key, ...fields).pexpire(key, NEXT_BUYERS_TTL_MS).exec();
+      await redis
+        .multi()
+        .hset(key, ...fields)
+        .pexpire(key, NEXT_BUYERS_TTL_MS)
+        .exec();
       written += chunk.length;
     }
   }

@@ -17,7 +17,14 @@ type Entry = [id: string, fields: string[]];
 
 /** One worker taking every entry of the sale's stream, as the order writers do. */
 async function deliverAll(saleId: number): Promise<Entry[]> {
-  const reply = (await ctx.redis.xreadgroup('GROUP', ORDER_WRITERS_GROUP, 'test-consumer', 'STREAMS', saleKeys(ctx.config.REDIS_PREFIX, saleId).stream, '>')) as [string, Entry[]][] | null;
+  const reply = (await ctx.redis.xreadgroup(
+    'GROUP',
+    ORDER_WRITERS_GROUP,
+    'test-consumer',
+    'STREAMS',
+    saleKeys(ctx.config.REDIS_PREFIX, saleId).stream,
+    '>',
+  )) as [string, Entry[]][] | null;
   return reply?.[0]?.[1] ?? [];
 }
 
@@ -28,7 +35,9 @@ describe('the dead-letter script (dead-letter-4.lua)', () => {
     const reservationId = newReservationId(sale.id);
     // A buyer id with what JSON must escape, and characters beyond ASCII, comes back unchanged.
     const userId = 'ann|"x"/\\\u00e9\u{1F600}';
-    expect((await reservePurchase(ctx.redis, ctx.config.REDIS_PREFIX, { saleId: sale.id, userId, quantity: 3, reservationId })).kind).toBe('reserved');
+    expect((await reservePurchase(ctx.redis, ctx.config.REDIS_PREFIX, { saleId: sale.id, userId, quantity: 3, reservationId })).kind).toBe(
+      'reserved',
+    );
     const [[entryId, fields]] = (await deliverAll(sale.id)) as [Entry];
 
     await deadLetter(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, { id: entryId, fields }, 'OVER_STOCK', 2);
@@ -37,14 +46,37 @@ describe('the dead-letter script (dead-letter-4.lua)', () => {
     expect(deadFields).toEqual(['id', entryId, 'reason', 'OVER_STOCK', 'deliveries', '2', ...fields]);
     expect(((await ctx.redis.xpending(keys.stream, ORDER_WRITERS_GROUP)) as [number])[0]).toBe(0);
     expect(JSON.parse((await ctx.redis.hget(keys.rejected, reservationId))!)).toEqual({ u: userId, q: '3', reason: 'OVER_STOCK' });
-    expect(await findDeadLetter(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, reservationId)).toEqual({ reservationId, userId, quantity: 3, reason: 'OVER_STOCK' });
+    expect(await findDeadLetter(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, reservationId)).toEqual({
+      reservationId,
+      userId,
+      quantity: 3,
+      reason: 'OVER_STOCK',
+    });
   });
 
   it("adds a reservation's units to its generation's count the first time it is set aside, and nothing for an entry that took no stock", async () => {
     const sale = await createLiveSale(ctx, { perUserLimit: 3 });
     const keys = saleKeys(ctx.config.REDIS_PREFIX, sale.id);
-    expect((await reservePurchase(ctx.redis, ctx.config.REDIS_PREFIX, { saleId: sale.id, userId: 'ann', quantity: 3, reservationId: newReservationId(sale.id) })).kind).toBe('reserved');
-    expect((await reservePurchase(ctx.redis, ctx.config.REDIS_PREFIX, { saleId: sale.id, userId: 'bob', quantity: 2, reservationId: newReservationId(sale.id) })).kind).toBe('reserved');
+    expect(
+      (
+        await reservePurchase(ctx.redis, ctx.config.REDIS_PREFIX, {
+          saleId: sale.id,
+          userId: 'ann',
+          quantity: 3,
+          reservationId: newReservationId(sale.id),
+        })
+      ).kind,
+    ).toBe('reserved');
+    expect(
+      (
+        await reservePurchase(ctx.redis, ctx.config.REDIS_PREFIX, {
+          saleId: sale.id,
+          userId: 'bob',
+          quantity: 2,
+          reservationId: newReservationId(sale.id),
+        })
+      ).kind,
+    ).toBe('reserved');
     // Entries a reserve script never writes: of an older generation, with a quantity of 0, without a time,
     // over the per-user limit, and a well-formed one whose buyer holds no reservation.
     await ctx.redis.xadd(keys.stream, '*', 'r', newReservationId(sale.id), 'u', 'old', 'q', '4', 't', '1', 'g', 'an-older-generation');
@@ -53,7 +85,8 @@ describe('the dead-letter script (dead-letter-4.lua)', () => {
     await ctx.redis.xadd(keys.stream, '*', 'r', newReservationId(sale.id), 'u', 'eve', 'q', '5', 't', '1', 'g', sale.generation);
     await ctx.redis.xadd(keys.stream, '*', 'r', newReservationId(sale.id), 'u', 'fay', 'q', '1', 't', '1', 'g', sale.generation);
     const [ann, bob, ...others] = await deliverAll(sale.id);
-    const setAside = ([entryId, fields]: Entry) => deadLetter(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, { id: entryId, fields }, 'OVER_STOCK', 1);
+    const setAside = ([entryId, fields]: Entry) =>
+      deadLetter(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, { id: entryId, fields }, 'OVER_STOCK', 1);
 
     // Ann's entry twice (two workers held it): her 3 units count once.
     for (const entry of [ann!, bob!, ann!, ...others]) await setAside(entry);
@@ -66,7 +99,16 @@ describe('the dead-letter script (dead-letter-4.lua)', () => {
   it("counts nothing for an entry whose reservation is not the one its buyer's record holds: the reserve script never took its units", async () => {
     const sale = await createLiveSale(ctx, { perUserLimit: 3 });
     const keys = saleKeys(ctx.config.REDIS_PREFIX, sale.id);
-    expect((await reservePurchase(ctx.redis, ctx.config.REDIS_PREFIX, { saleId: sale.id, userId: 'ann', quantity: 2, reservationId: newReservationId(sale.id) })).kind).toBe('reserved');
+    expect(
+      (
+        await reservePurchase(ctx.redis, ctx.config.REDIS_PREFIX, {
+          saleId: sale.id,
+          userId: 'ann',
+          quantity: 2,
+          reservationId: newReservationId(sale.id),
+        })
+      ).kind,
+    ).toBe('reserved');
     // A second entry for Ann under another id, and one with her id but another quantity, written by hand.
     const [[, annFields]] = (await ctx.redis.xrange(keys.stream, '-', '+')) as [Entry];
     await ctx.redis.xadd(keys.stream, '*', 'r', newReservationId(sale.id), 'u', 'ann', 'q', '2', 't', '1', 'g', sale.generation);
@@ -93,20 +135,34 @@ describe('the dead-letter script (dead-letter-4.lua)', () => {
     expect(await ctx.redis.exists(keys.rejected)).toBe(0);
   });
 
-  it.each(['deadLetter', 'rejected'] as const)('fails with nothing written when the %s key holds another type: the entry stays pending', async (poisoned) => {
-    const sale = await createLiveSale(ctx);
-    const keys = saleKeys(ctx.config.REDIS_PREFIX, sale.id);
-    expect((await reservePurchase(ctx.redis, ctx.config.REDIS_PREFIX, { saleId: sale.id, userId: 'ann', quantity: 1, reservationId: newReservationId(sale.id) })).kind).toBe('reserved');
-    const [[entryId, fields]] = (await deliverAll(sale.id)) as [Entry];
-    await ctx.redis.set(keys[poisoned], 'oops');
+  it.each(['deadLetter', 'rejected'] as const)(
+    'fails with nothing written when the %s key holds another type: the entry stays pending',
+    async (poisoned) => {
+      const sale = await createLiveSale(ctx);
+      const keys = saleKeys(ctx.config.REDIS_PREFIX, sale.id);
+      expect(
+        (
+          await reservePurchase(ctx.redis, ctx.config.REDIS_PREFIX, {
+            saleId: sale.id,
+            userId: 'ann',
+            quantity: 1,
+            reservationId: newReservationId(sale.id),
+          })
+        ).kind,
+      ).toBe('reserved');
+      const [[entryId, fields]] = (await deliverAll(sale.id)) as [Entry];
+      await ctx.redis.set(keys[poisoned], 'oops');
 
-    await expect(deadLetter(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, { id: entryId, fields }, 'OVER_STOCK', 1)).rejects.toThrow(/WRONGTYPE/);
+      await expect(deadLetter(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, { id: entryId, fields }, 'OVER_STOCK', 1)).rejects.toThrow(
+        /WRONGTYPE/,
+      );
 
-    expect(((await ctx.redis.xpending(keys.stream, ORDER_WRITERS_GROUP)) as [number])[0]).toBe(1);
-    expect(await ctx.redis.get(keys[poisoned])).toBe('oops');
-    const other = poisoned === 'deadLetter' ? keys.rejected : keys.deadLetter;
-    expect(await ctx.redis.exists(other)).toBe(0);
-  });
+      expect(((await ctx.redis.xpending(keys.stream, ORDER_WRITERS_GROUP)) as [number])[0]).toBe(1);
+      expect(await ctx.redis.get(keys[poisoned])).toBe('oops');
+      const other = poisoned === 'deadLetter' ? keys.rejected : keys.deadLetter;
+      expect(await ctx.redis.exists(other)).toBe(0);
+    },
+  );
 
   it('keeps every key of a sale in its hash tag, so the script runs on Redis Cluster', () => {
     const keys = saleKeys('fs', 42);
@@ -121,8 +177,24 @@ describe('readDeadLettered', () => {
     const sale = await createLiveSale(ctx);
     const keys = saleKeys(ctx.config.REDIS_PREFIX, sale.id);
     // Dead-letter entries as the script writes them, more than one page of them, written here directly.
-    const entry = (reservationId: string, quantity: number, generation = sale.generation) =>
-      ['id', '1-0', 'reason', 'OVER_STOCK', 'deliveries', '1', 'r', reservationId, 'u', reservationId, 'q', String(quantity), 't', '1', 'g', generation];
+    const entry = (reservationId: string, quantity: number, generation = sale.generation) => [
+      'id',
+      '1-0',
+      'reason',
+      'OVER_STOCK',
+      'deliveries',
+      '1',
+      'r',
+      reservationId,
+      'u',
+      reservationId,
+      'q',
+      String(quantity),
+      't',
+      '1',
+      'g',
+      generation,
+    ];
     const expected = new Map<string, number>();
     const writing = ctx.redis.pipeline();
     for (let i = 0; i < 2_500; i++) {
@@ -145,7 +217,9 @@ describe('readDeadLettered', () => {
     const read = await readDeadLettered(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, { generation: sale.generation, upTo });
 
     expect(read).toEqual(new Map([...expected, [first!, 1]]));
-    expect(await readDeadLettered(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, { generation: sale.generation, upTo: null })).toEqual(new Map());
+    expect(await readDeadLettered(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, { generation: sale.generation, upTo: null })).toEqual(
+      new Map(),
+    );
   });
 });
 

@@ -37,7 +37,18 @@ export async function deadLetter(
   // '' for a malformed entry, which took none.
   const decoded = decodeReservation(saleId, entry.id, entry.fields);
   const units = decoded.ok ? String(decoded.reservation.quantity) : '';
-  await redis.deadLetter(keys.stream, keys.deadLetter, keys.rejected, keys.buyers, ORDER_WRITERS_GROUP, entry.id, reason, deliveries, units, ...entry.fields);
+  await redis.deadLetter(
+    keys.stream,
+    keys.deadLetter,
+    keys.rejected,
+    keys.buyers,
+    ORDER_WRITERS_GROUP,
+    entry.id,
+    reason,
+    deliveries,
+    units,
+    ...entry.fields,
+  );
 }
 
 /**
@@ -45,7 +56,12 @@ export async function deadLetter(
  * which dead-letter-4.lua writes together with the dead-letter entry. A status lookup costs the same
  * whether a sale has no dead letters or a million.
  */
-export async function findDeadLetter(redis: ScriptedRedis, prefix: string, saleId: number, reservationId: string): Promise<DeadLetteredReservation | null> {
+export async function findDeadLetter(
+  redis: ScriptedRedis,
+  prefix: string,
+  saleId: number,
+  reservationId: string,
+): Promise<DeadLetteredReservation | null> {
   const record = await redis.hget(saleKeys(prefix, saleId).rejected, reservationId);
   if (record === null) return null;
   const { u, q, reason } = JSON.parse(record) as { u?: string; q?: string | number; reason?: string };
@@ -53,7 +69,12 @@ export async function findDeadLetter(redis: ScriptedRedis, prefix: string, saleI
 }
 
 /** Which of these reservations the workers set aside (one HMGET of the rejected hash), in their order. */
-export async function areSetAside(redis: ScriptedRedis, prefix: string, saleId: number, reservationIds: readonly string[]): Promise<boolean[]> {
+export async function areSetAside(
+  redis: ScriptedRedis,
+  prefix: string,
+  saleId: number,
+  reservationIds: readonly string[],
+): Promise<boolean[]> {
   if (reservationIds.length === 0) return [];
   const records = await redis.hmget(saleKeys(prefix, saleId).rejected, ...reservationIds);
   return records.map((record) => record !== null);
@@ -87,7 +108,7 @@ export async function readDeadLettered(
   const byReservation = new Map<string, number>();
   if (upTo === null) return byReservation;
   const keys = saleKeys(prefix, saleId);
-  for (let from = '-'; ; ) {
+  for (let from = '-'; ;) {
     const page = (await redis.xrange(keys.deadLetter, from, upTo, 'COUNT', PAGE)) as [id: string, fields: string[]][];
     const reservations = page.flatMap(([, fields]) => {
       const decoded = decodeReservation(saleId, fields[1] ?? '', fields.slice(ORIGINAL_FIELDS_AT));
@@ -96,7 +117,8 @@ export async function readDeadLettered(
     const records = reservations.length === 0 ? [] : await redis.hmget(keys.buyers, ...reservations.map((r) => r.userId));
     reservations.forEach((reservation, i) => {
       const held = records[i] ? parseBuyerRecord(records[i]) : null;
-      if (held?.reservationId === reservation.reservationId && held.quantity === reservation.quantity) byReservation.set(reservation.reservationId, reservation.quantity);
+      if (held?.reservationId === reservation.reservationId && held.quantity === reservation.quantity)
+        byReservation.set(reservation.reservationId, reservation.quantity);
     });
     if (page.length < PAGE) return byReservation;
     from = `(${page[page.length - 1]![0]}`;
@@ -107,8 +129,16 @@ export async function readDeadLettered(
  * How many of a sale's last `count` dead letters each reason holds (the dashboard's view): one
  * XREVRANGE, whatever the stream's length, so a view read every second costs a bounded read.
  */
-export async function recentDeadLettersByReason(redis: ScriptedRedis, prefix: string, saleId: number, count = 1000): Promise<{ read: number; byReason: Record<string, number> }> {
-  const entries = (await redis.xrevrange(saleKeys(prefix, saleId).deadLetter, '+', '-', 'COUNT', count)) as [id: string, fields: string[]][];
+export async function recentDeadLettersByReason(
+  redis: ScriptedRedis,
+  prefix: string,
+  saleId: number,
+  count = 1000,
+): Promise<{ read: number; byReason: Record<string, number> }> {
+  const entries = (await redis.xrevrange(saleKeys(prefix, saleId).deadLetter, '+', '-', 'COUNT', count)) as [
+    id: string,
+    fields: string[],
+  ][];
   const byReason: Record<string, number> = {};
   // Fields: id <entry id> reason <reason> deliveries <n> ... (see dead-letter-4.lua).
   for (const [, fields] of entries) byReason[fields[3] ?? ''] = (byReason[fields[3] ?? ''] ?? 0) + 1;

@@ -15,7 +15,15 @@ function entry(changes: Partial<Record<'r' | 'u' | 'q' | 't' | 'g', string | nul
   return Object.entries(fields).flatMap(([name, value]) => (value === null ? [] : [name, value]));
 }
 
-const reservation = { entryId: ENTRY_ID, reservationId: RESERVATION_ID, saleId: SALE, userId: 'ann', quantity: 2, reservedAt: 1_800_000_000_123, generation: GENERATION };
+const reservation = {
+  entryId: ENTRY_ID,
+  reservationId: RESERVATION_ID,
+  saleId: SALE,
+  userId: 'ann',
+  quantity: 2,
+  reservedAt: 1_800_000_000_123,
+  generation: GENERATION,
+};
 
 describe('decodeReservation', () => {
   it.each<[string, string[], Partial<typeof reservation>]>([
@@ -57,7 +65,10 @@ describe('decodeReservation', () => {
     ['no generation', entry({ g: null })],
     ['an empty generation', entry({ g: '' })],
     ['a field name without its value at the end', [...entry({ g: null }), 'g']],
-    ['its values under other names', ['reservation', RESERVATION_ID, 'user', 'ann', 'quantity', '2', 'time', '1800000000123', 'generation', GENERATION]],
+    [
+      'its values under other names',
+      ['reservation', RESERVATION_ID, 'user', 'ann', 'quantity', '2', 'time', '1800000000123', 'generation', GENERATION],
+    ],
   ])('sets aside %s as malformed, fields and all', (_, fields) => {
     expect(decodeReservation(SALE, ENTRY_ID, fields)).toEqual({ ok: false, entryId: ENTRY_ID, fields, reason: 'MALFORMED_ENTRY' });
   });

@@ -21,7 +21,16 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 /** A started queued sale whose turns open with a show-up window of `showUpSeconds` (full turn: 60 s). */
 async function windowedSale(stock: number, showUpSeconds: number, buyers: number): Promise<SaleDefinition> {
   const now = await redisNow(ctx.redis);
-  const admission: QueueAdmission = { mode: 'queue', preQueueSeconds: 60, admitPerSecond: 1000, admissionTtlSeconds: 60, noShowFactor: 1, paused: false, ...doorGuardsOff(60), showUpSeconds };
+  const admission: QueueAdmission = {
+    mode: 'queue',
+    preQueueSeconds: 60,
+    admitPerSecond: 1000,
+    admissionTtlSeconds: 60,
+    noShowFactor: 1,
+    paused: false,
+    ...doorGuardsOff(60),
+    showUpSeconds,
+  };
   const sale = { id: nextId++, name: 'Show up', stock, perUserLimit: 1, startsAt: now - 1000, endsAt: now + 3_600_000, admission };
   await publishSale(ctx.redis, prefix(), sale, 'gen-1');
   for (let i = 0; i < buyers; i++) await joinQueue(ctx.redis, prefix(), sale.id, `buyer-${i}`);
@@ -48,7 +57,14 @@ describe('the show-up window', () => {
     expect(full).toBeGreaterThan(first.now + 50_000);
     expect(await showUp(ctx.redis, prefix(), sale.id, 'buyer-0')).toEqual({ kind: 'shown', turn: full });
     // A purchase attempt refused (2 units above the limit of 1) is showing up too.
-    expect(await reservePurchase(ctx.redis, prefix(), { saleId: sale.id, userId: 'buyer-1', quantity: 2, reservationId: newReservationId(sale.id) })).toEqual({ kind: 'above_limit', limit: 1 });
+    expect(
+      await reservePurchase(ctx.redis, prefix(), {
+        saleId: sale.id,
+        userId: 'buyer-1',
+        quantity: 2,
+        reservationId: newReservationId(sale.id),
+      }),
+    ).toEqual({ kind: 'above_limit', limit: 1 });
     expect(Number(await turnOf('buyer-1'))).toBeGreaterThan(first.now + 50_000);
     // buyer-2 never comes; buyer-3 waits for a place in the bound.
     expect(await readQueuePlace(ctx.redis, prefix(), sale.id, 'buyer-3')).toMatchObject({ place: { rank: 3, turn: null } });
@@ -61,7 +77,14 @@ describe('the show-up window', () => {
     expect(Number(await turnOf('buyer-3'))).toBeGreaterThan(after.now);
     // The buyers who showed up keep their full turn.
     expect(Number(await turnOf('buyer-0'))).toBe(full);
-    expect(await reservePurchase(ctx.redis, prefix(), { saleId: sale.id, userId: 'buyer-0', quantity: 1, reservationId: newReservationId(sale.id) })).toEqual({ kind: 'reserved', remaining: 2 });
+    expect(
+      await reservePurchase(ctx.redis, prefix(), {
+        saleId: sale.id,
+        userId: 'buyer-0',
+        quantity: 1,
+        reservationId: newReservationId(sale.id),
+      }),
+    ).toEqual({ kind: 'reserved', remaining: 2 });
   });
 
   it('with most turns unused, admits ahead of the measured no-show rate, at most ten turns a unit; the stock is never oversold', async () => {
@@ -86,7 +109,11 @@ describe('the show-up window', () => {
     // Everyone holding a turn now tries to buy: the reserve script still sells 2 units, no more.
     const holders = await ctx.redis.zrangebyscore(keys.turns, `(${door.now}`, '+inf');
     expect(holders.length).toBeGreaterThan(2);
-    const outcomes = await Promise.all(holders.map((userId) => reservePurchase(ctx.redis, prefix(), { saleId: sale.id, userId, quantity: 1, reservationId: newReservationId(sale.id) })));
+    const outcomes = await Promise.all(
+      holders.map((userId) =>
+        reservePurchase(ctx.redis, prefix(), { saleId: sale.id, userId, quantity: 1, reservationId: newReservationId(sale.id) }),
+      ),
+    );
     expect(outcomes.filter((outcome) => outcome.kind === 'reserved')).toHaveLength(2);
     expect(new Set(outcomes.map((outcome) => outcome.kind))).toEqual(new Set(['reserved', 'sold_out']));
   });

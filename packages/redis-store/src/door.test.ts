@@ -17,11 +17,27 @@ afterAll(async () => {
 });
 
 let nextId = 900_000_000 + Math.floor(Math.random() * 1_000_000);
-const ADMISSION: QueueAdmission = { mode: 'queue', preQueueSeconds: 60, admitPerSecond: 1000, admissionTtlSeconds: 60, noShowFactor: 1, paused: false, ...doorGuardsOff(60) };
+const ADMISSION: QueueAdmission = {
+  mode: 'queue',
+  preQueueSeconds: 60,
+  admitPerSecond: 1000,
+  admissionTtlSeconds: 60,
+  noShowFactor: 1,
+  paused: false,
+  ...doorGuardsOff(60),
+};
 
 async function queuedSale(startsIn: number, stock = 3): Promise<SaleDefinition> {
   const now = await redisNow(ctx.redis);
-  const sale = { id: nextId++, name: 'Door', stock, perUserLimit: 1, startsAt: now + startsIn, endsAt: now + 3_600_000, admission: ADMISSION };
+  const sale = {
+    id: nextId++,
+    name: 'Door',
+    stock,
+    perUserLimit: 1,
+    startsAt: now + startsIn,
+    endsAt: now + 3_600_000,
+    admission: ADMISSION,
+  };
   await publishSale(ctx.redis, ctx.config.REDIS_PREFIX, sale, 'gen-1');
   return sale;
 }
@@ -29,12 +45,31 @@ async function queuedSale(startsIn: number, stock = 3): Promise<SaleDefinition> 
 describe('the door in Redis', () => {
   it('joins once per buyer: the draw before the start, arrival numbers after, ranks by score', async () => {
     const sale = await queuedSale(300);
-    expect(await joinQueue(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, 'early', 123)).toEqual({ kind: 'joined', place: { score: 123, rank: null }, isNew: true });
-    expect(await joinQueue(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, 'early', 999)).toEqual({ kind: 'joined', place: { score: 123, rank: null }, isNew: false });
+    expect(await joinQueue(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, 'early', 123)).toEqual({
+      kind: 'joined',
+      place: { score: 123, rank: null },
+      isNew: true,
+    });
+    expect(await joinQueue(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, 'early', 999)).toEqual({
+      kind: 'joined',
+      place: { score: 123, rank: null },
+      isNew: false,
+    });
     await new Promise((resolve) => setTimeout(resolve, 400));
-    expect(await joinQueue(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, 'late', 5)).toEqual({ kind: 'joined', place: { score: ARRIVAL_SCORE_BASE + 1, rank: 1 }, isNew: true });
-    expect(await joinQueue(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, 'later', 5)).toEqual({ kind: 'joined', place: { score: ARRIVAL_SCORE_BASE + 2, rank: 2 }, isNew: true });
-    expect(await readQueuePlace(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, 'early')).toMatchObject({ kind: 'place', place: { score: 123, rank: 0 } });
+    expect(await joinQueue(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, 'late', 5)).toEqual({
+      kind: 'joined',
+      place: { score: ARRIVAL_SCORE_BASE + 1, rank: 1 },
+      isNew: true,
+    });
+    expect(await joinQueue(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, 'later', 5)).toEqual({
+      kind: 'joined',
+      place: { score: ARRIVAL_SCORE_BASE + 2, rank: 2 },
+      isNew: true,
+    });
+    expect(await readQueuePlace(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, 'early')).toMatchObject({
+      kind: 'place',
+      place: { score: 123, rank: 0 },
+    });
   });
 
   it('a solved challenge joins once: a second new joiner with it is solution_replayed, nothing written; expired ones are forgotten', async () => {
@@ -68,14 +103,30 @@ describe('the door in Redis', () => {
     const read = await admitQueue(ctx.redis, ctx.config.REDIS_PREFIX, sale.id);
     expect(read).toMatchObject({ kind: 'door', door: { front: 2, queued: 4, unused: 2, remaining: 2 } });
     const [first] = await ctx.redis.zrange(saleKeys(ctx.config.REDIS_PREFIX, sale.id).queue, 0, 0);
-    expect(await reservePurchase(ctx.redis, ctx.config.REDIS_PREFIX, { saleId: sale.id, userId: first!, quantity: 1, reservationId: newReservationId(sale.id) })).toEqual({ kind: 'reserved', remaining: 1 });
+    expect(
+      await reservePurchase(ctx.redis, ctx.config.REDIS_PREFIX, {
+        saleId: sale.id,
+        userId: first!,
+        quantity: 1,
+        reservationId: newReservationId(sale.id),
+      }),
+    ).toEqual({ kind: 'reserved', remaining: 1 });
     // One unit left and one unused turn: the bound is met, nobody more.
-    expect(await admitQueue(ctx.redis, ctx.config.REDIS_PREFIX, sale.id)).toMatchObject({ door: { front: 2, unused: 1, remaining: 1, mayComeBack: 1 } });
+    expect(await admitQueue(ctx.redis, ctx.config.REDIS_PREFIX, sale.id)).toMatchObject({
+      door: { front: 2, unused: 1, remaining: 1, mayComeBack: 1 },
+    });
 
     const open = { id: nextId++, name: 'Open', stock: 1, perUserLimit: 1, startsAt: sale.startsAt, endsAt: sale.endsAt };
     await publishSale(ctx.redis, ctx.config.REDIS_PREFIX, open, 'gen-1');
     expect(await admitQueue(ctx.redis, ctx.config.REDIS_PREFIX, open.id)).toEqual({ kind: 'sale_not_queued' });
-    expect(await reservePurchase(ctx.redis, ctx.config.REDIS_PREFIX, { saleId: open.id, userId: 'anyone', quantity: 1, reservationId: newReservationId(open.id) })).toEqual({ kind: 'reserved', remaining: 0 });
+    expect(
+      await reservePurchase(ctx.redis, ctx.config.REDIS_PREFIX, {
+        saleId: open.id,
+        userId: 'anyone',
+        quantity: 1,
+        reservationId: newReservationId(open.id),
+      }),
+    ).toEqual({ kind: 'reserved', remaining: 0 });
   });
 
   it("admits at the rate on Redis's clock, however often it is asked: never ahead of rate x time since the start", async () => {
@@ -106,11 +157,30 @@ describe('the door in Redis', () => {
     for (const buyer of ['a', 'b']) await joinQueue(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, buyer);
     await admitQueue(ctx.redis, ctx.config.REDIS_PREFIX, sale.id);
     const keys = saleKeys(ctx.config.REDIS_PREFIX, sale.id);
-    const before = await Promise.all([ctx.redis.zrange(keys.queue, 0, -1, 'WITHSCORES'), ctx.redis.zrange(keys.turns, 0, -1, 'WITHSCORES'), ctx.redis.hgetall(keys.door)]);
+    const before = await Promise.all([
+      ctx.redis.zrange(keys.queue, 0, -1, 'WITHSCORES'),
+      ctx.redis.zrange(keys.turns, 0, -1, 'WITHSCORES'),
+      ctx.redis.hgetall(keys.door),
+    ]);
 
-    await rebuildSaleState(ctx.redis, ctx.config.REDIS_PREFIX, { ...sale, admission: { ...ADMISSION, admitPerSecond: 3, paused: true }, operatorPaused: false, controlsVersion: 0 }, { remaining: 3, generation: 'gen-2', buyers: [] });
+    await rebuildSaleState(
+      ctx.redis,
+      ctx.config.REDIS_PREFIX,
+      { ...sale, admission: { ...ADMISSION, admitPerSecond: 3, paused: true }, operatorPaused: false, controlsVersion: 0 },
+      { remaining: 3, generation: 'gen-2', buyers: [] },
+    );
 
-    expect((await readSaleState(ctx.redis, ctx.config.REDIS_PREFIX, sale.id))?.admission).toEqual({ ...ADMISSION, admitPerSecond: 3, paused: true });
-    expect(await Promise.all([ctx.redis.zrange(keys.queue, 0, -1, 'WITHSCORES'), ctx.redis.zrange(keys.turns, 0, -1, 'WITHSCORES'), ctx.redis.hgetall(keys.door)])).toEqual(before);
+    expect((await readSaleState(ctx.redis, ctx.config.REDIS_PREFIX, sale.id))?.admission).toEqual({
+      ...ADMISSION,
+      admitPerSecond: 3,
+      paused: true,
+    });
+    expect(
+      await Promise.all([
+        ctx.redis.zrange(keys.queue, 0, -1, 'WITHSCORES'),
+        ctx.redis.zrange(keys.turns, 0, -1, 'WITHSCORES'),
+        ctx.redis.hgetall(keys.door),
+      ]),
+    ).toEqual(before);
   });
 });

@@ -49,8 +49,10 @@ export async function joinQueue(
   provenScore?: number,
   solution?: JoinSolution,
 ): Promise<JoinOutcome> {
-  if (!(draw >= 0 && draw < ARRIVAL_SCORE_BASE && Number.isInteger(draw))) throw new Error(`a draw must be an integer in [0, 2^52), not ${draw}`);
-  if (provenScore !== undefined && !(provenScore >= 0 && Number.isSafeInteger(provenScore))) throw new Error(`a proven score must be a safe integer, not ${provenScore}`);
+  if (!(draw >= 0 && draw < ARRIVAL_SCORE_BASE && Number.isInteger(draw)))
+    throw new Error(`a draw must be an integer in [0, 2^52), not ${draw}`);
+  if (provenScore !== undefined && !(provenScore >= 0 && Number.isSafeInteger(provenScore)))
+    throw new Error(`a proven score must be a safe integer, not ${provenScore}`);
   const keys = saleKeys(prefix, saleId);
   const reply = await redis.joinQueue(
     keys.meta,
@@ -113,11 +115,35 @@ export async function admitQueue(
   if (code === -1) return { kind: 'sale_not_found' };
   if (code === -9) return { kind: 'sale_not_queued' };
   if (code !== 1) throw new Error(`admit-queue script returned an unknown code ${code}`);
-  const [now, startsAt, endsAt, preQueueSeconds, front, queued, unused, remaining, mayComeBack, abandoned, rate, ttl, factor, doorPaused, salePaused, epoch, restoringUntil] =
-    reply.slice(1, 18).map<number>(Number);
+  const [
+    now,
+    startsAt,
+    endsAt,
+    preQueueSeconds,
+    front,
+    queued,
+    unused,
+    remaining,
+    mayComeBack,
+    abandoned,
+    rate,
+    ttl,
+    factor,
+    doorPaused,
+    salePaused,
+    epoch,
+    restoringUntil,
+  ] = reply.slice(1, 18).map<number>(Number);
   const [showUp, challenge, challengeMax, claim, cap] = reply.slice(18, 23).map(String);
   const [awaitingShowUp, noShowRate, room, nextOverdueAt] = reply.slice(23, 27).map<number>(Number);
-  const guards = doorGuardsOf({ q_ttl: String(ttl), q_show: showUp, q_pow: challenge, q_pow_max: challengeMax, q_claim: claim, q_max: cap });
+  const guards = doorGuardsOf({
+    q_ttl: String(ttl),
+    q_show: showUp,
+    q_pow: challenge,
+    q_pow_max: challengeMax,
+    q_claim: claim,
+    q_max: cap,
+  });
   return {
     kind: 'door',
     door: {
@@ -149,10 +175,7 @@ export async function admitQueue(
 }
 
 export type PlaceReading =
-  | { kind: 'place'; place: QueuePlace; front: number }
-  | { kind: 'not_joined' }
-  | { kind: 'sale_not_found' }
-  | { kind: 'sale_not_queued' };
+  { kind: 'place'; place: QueuePlace; front: number } | { kind: 'not_joined' } | { kind: 'sale_not_found' } | { kind: 'sale_not_queued' };
 
 /** One buyer's place, rank (once drawn) and turn, as Redis holds them now. */
 export async function readQueuePlace(redis: ScriptedRedis, prefix: string, saleId: number, userId: string): Promise<PlaceReading> {
@@ -188,7 +211,13 @@ export async function showUp(redis: ScriptedRedis, prefix: string, saleId: numbe
  * Records a paid order of a queued sale (idempotent; nothing for an open sale): its units will never come
  * back, which is how the door learns that nothing can (and tells the crowd `sold_out`).
  */
-export async function recordPaid(redis: ScriptedRedis, prefix: string, saleId: number, reservationId: string, units: number): Promise<void> {
+export async function recordPaid(
+  redis: ScriptedRedis,
+  prefix: string,
+  saleId: number,
+  reservationId: string,
+  units: number,
+): Promise<void> {
   const keys = saleKeys(prefix, saleId);
   await redis.recordPaid(keys.meta, keys.paid, reservationId, units);
 }
@@ -259,6 +288,7 @@ export async function readDoorGauges(redis: ScriptedRedis, prefix: string, saleI
     room: Math.max(0, admissionRoom(Number(remaining), Number(factor), unused, awaitingShowUp, 0, noShowRate!)),
     admitPerSecond: Number(rate),
     doorPaused: doorPaused === '1',
-    open: at >= Number(starts) && at < Number(ends) && at >= restoringUntil! && doorPaused !== '1' && paused !== '1' && operatorPaused !== '1',
+    open:
+      at >= Number(starts) && at < Number(ends) && at >= restoringUntil! && doorPaused !== '1' && paused !== '1' && operatorPaused !== '1',
   };
 }

@@ -22,7 +22,12 @@ export type PaymentArrival =
  * arrived before its payBy, however long MySQL takes (heldPayments).
  */
 export async function recordPaymentArrival(redis: ScriptedRedis, prefix: string, event: PaymentContents): Promise<PaymentArrival> {
-  const [code, value] = await redis.receivePayment(saleKeys(prefix, event.saleId).payments, event.eventId, event.reservationId, event.amountCents);
+  const [code, value] = await redis.receivePayment(
+    saleKeys(prefix, event.saleId).payments,
+    event.eventId,
+    event.reservationId,
+    event.amountCents,
+  );
   if (Number(code) === 0) {
     const held = parseRecord(String(value));
     return { kind: 'reused', reservationId: held.reservationId, amountCents: held.amountCents };
@@ -39,7 +44,11 @@ export interface HeldPayment {
 }
 
 /** Redis's clock now, and the payments of a sale recorded on arrival and not yet in MySQL (held-payments-1.lua). */
-export async function heldPayments(redis: ScriptedRedis, prefix: string, saleId: number): Promise<{ nowMs: number; payments: HeldPayment[] }> {
+export async function heldPayments(
+  redis: ScriptedRedis,
+  prefix: string,
+  saleId: number,
+): Promise<{ nowMs: number; payments: HeldPayment[] }> {
   const [now, ...fields] = await redis.heldPayments(saleKeys(prefix, saleId).payments);
   const payments: HeldPayment[] = [];
   for (let i = 0; i + 1 < fields.length; i += 2) payments.push({ eventId: String(fields[i]), ...parseRecord(String(fields[i + 1])) });

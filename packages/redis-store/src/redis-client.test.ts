@@ -18,13 +18,19 @@ describe('the deadline of a command (commandTimeoutMs) on a Redis Cluster', () =
   // commandTimeout never starts (ioredis issue #1604): without the deadline from issue, this waits for
   // as long as no node answers, and the test times out instead of seeing the error.
   it('fails a command that waits for a node that never answers, as Redis being unavailable', async () => {
-    const redis = createRedis({ clusterNodes: [{ host: '127.0.0.1', port: await closedPort() }] }, { commandTimeoutMs: 300, maxRetriesPerRequest: null });
+    const redis = createRedis(
+      { clusterNodes: [{ host: '127.0.0.1', port: await closedPort() }] },
+      { commandTimeoutMs: 300, maxRetriesPerRequest: null },
+    );
     try {
       const error = await redis.get('some-key').then(
         () => undefined,
         (e: unknown) => e,
       );
-      expect({ message: (error as Error).message, unavailable: isRedisUnavailable(error) }).toEqual({ message: 'Command timed out', unavailable: true });
+      expect({ message: (error as Error).message, unavailable: isRedisUnavailable(error) }).toEqual({
+        message: 'Command timed out',
+        unavailable: true,
+      });
     } finally {
       redis.disconnect();
     }
@@ -66,7 +72,10 @@ describe('the deadline of a command (commandTimeoutMs) on one Redis', () => {
         (e: unknown) => e,
       );
       const waited = performance.now() - issued;
-      expect({ message: (error as Error).message, unavailable: isRedisUnavailable(error) }).toEqual({ message: 'Command timed out', unavailable: true });
+      expect({ message: (error as Error).message, unavailable: isRedisUnavailable(error) }).toEqual({
+        message: 'Command timed out',
+        unavailable: true,
+      });
       expect(waited).toBeGreaterThanOrEqual(399);
       server.thaw();
       // The connection is the same one: what the frozen server read meanwhile is answered, in order.
@@ -108,7 +117,10 @@ describe('the deadline of a command (commandTimeoutMs) on one Redis', () => {
         () => undefined,
         (e: unknown) => e,
       );
-      expect({ message: (error as Error).message, atLeastTheDeadline: performance.now() - issued >= 299 }).toEqual({ message: 'Command timed out', atLeastTheDeadline: true });
+      expect({ message: (error as Error).message, atLeastTheDeadline: performance.now() - issued >= 299 }).toEqual({
+        message: 'Command timed out',
+        atLeastTheDeadline: true,
+      });
     } finally {
       redis.disconnect();
     }
@@ -118,7 +130,10 @@ describe('the deadline of a command (commandTimeoutMs) on one Redis', () => {
     const redis = createRedis(server.url);
     try {
       server.freeze();
-      const outcome = Promise.race([redis.get('k1').then(() => 'answered'), new Promise((resolve) => setTimeout(() => resolve('still waiting'), 700))]);
+      const outcome = Promise.race([
+        redis.get('k1').then(() => 'answered'),
+        new Promise((resolve) => setTimeout(() => resolve('still waiting'), 700)),
+      ]);
       expect(await outcome).toBe('still waiting');
       server.thaw();
       expect(await redis.get('k3')).toBe('3');

@@ -41,7 +41,8 @@ export function createRedis(target: RedisTargetLike, options: RedisClientOptions
 // ioredis signals a command that could not be served (as opposed to one Redis refused for its content)
 // with plain Errors and these messages, or with replies whose first word says the server is not able to
 // serve right now.
-const CLIENT_SIDE = /^(Command timed out|Connection is closed\.|Cluster isn't ready|Failed to refresh slots cache|None of startup nodes is available|Stream isn't writeable|Reached the max retries per request limit|connect ETIMEDOUT|connect ECONNREFUSED|read ECONNRESET|write EPIPE)/;
+const CLIENT_SIDE =
+  /^(Command timed out|Connection is closed\.|Cluster isn't ready|Failed to refresh slots cache|None of startup nodes is available|Stream isn't writeable|Reached the max retries per request limit|connect ETIMEDOUT|connect ECONNREFUSED|read ECONNRESET|write EPIPE)/;
 const SERVER_BUSY = /^(LOADING|BUSY|MASTERDOWN|CLUSTERDOWN|TRYAGAIN|READONLY|OOM|NOREPLICAS|MISCONF) /;
 
 /**

@@ -17,7 +17,11 @@ describe('readRedisLedger', () => {
   it('counts the units undelivered, pending and dead-lettered by reservation, of the current generation only', async () => {
     const sale = await createLiveSale(env.ctx, { stock: 20, perUserLimit: 3 });
     const ids: string[] = [];
-    for (const [userId, quantity] of [['a', 3], ['b', 2], ['c', 1]] as const) {
+    for (const [userId, quantity] of [
+      ['a', 3],
+      ['b', 2],
+      ['c', 1],
+    ] as const) {
       const reservationId = newReservationId(sale.id);
       await reservePurchase(env.ctx.redis, prefix(), { saleId: sale.id, userId, quantity, reservationId });
       ids.push(reservationId);
@@ -25,7 +29,20 @@ describe('readRedisLedger', () => {
     // a and b delivered (pending); a set aside; c undelivered; one entry of an older Redis state.
     const [a] = (await readNewEntries(env.ctx.redis, prefix(), 'consumer-1', [sale.id], 2)).entries.get(sale.id)!;
     await deadLetter(env.ctx.redis, prefix(), sale.id, a!, 'OVER_STOCK', 1);
-    await env.ctx.redis.xadd(saleKeys(prefix(), sale.id).stream, '*', 'r', newReservationId(sale.id), 'u', 'old', 'q', '1', 't', '1', 'g', 'an-old-generation');
+    await env.ctx.redis.xadd(
+      saleKeys(prefix(), sale.id).stream,
+      '*',
+      'r',
+      newReservationId(sale.id),
+      'u',
+      'old',
+      'q',
+      '1',
+      't',
+      '1',
+      'g',
+      'an-old-generation',
+    );
 
     const ledger = await readRedisLedger(env.ctx.redis, prefix(), sale.id);
 
@@ -42,7 +59,9 @@ describe('readRedisLedger', () => {
       deadLetteredUnits: 3,
       lastDeadLetterId: expect.any(String),
     });
-    expect(await readDeadLettered(env.ctx.redis, prefix(), sale.id, { generation: sale.generation, upTo: ledger!.lastDeadLetterId })).toEqual(new Map([[ids[0], 3]]));
+    expect(
+      await readDeadLettered(env.ctx.redis, prefix(), sale.id, { generation: sale.generation, upTo: ledger!.lastDeadLetterId }),
+    ).toEqual(new Map([[ids[0], 3]]));
   });
 
   it('reads the dead-lettered units of the generation from the kept count, not from the dead letters', async () => {
@@ -69,7 +88,18 @@ describe('readRedisLedger', () => {
     const reserveAll = async (from: number, count: number) => {
       const pipeline = env.ctx.redis.pipeline();
       const keys = saleKeys(prefix(), sale.id);
-      for (let i = from; i < from + count; i++) void (pipeline as unknown as ScriptCommands).reserve(keys.meta, keys.buyers, keys.stream, keys.turns, keys.closed, keys.showUp, `buyer-${i}`, 1, newReservationId(sale.id));
+      for (let i = from; i < from + count; i++)
+        void (pipeline as unknown as ScriptCommands).reserve(
+          keys.meta,
+          keys.buyers,
+          keys.stream,
+          keys.turns,
+          keys.closed,
+          keys.showUp,
+          `buyer-${i}`,
+          1,
+          newReservationId(sale.id),
+        );
       await pipeline.exec();
     };
     await reserveAll(0, AUDIT_MAX_IN_FLIGHT);

@@ -74,7 +74,10 @@ export async function readRedisLedger(redis: ScriptedRedis, prefix: string, sale
     if (!group) return null;
     const lag = undeliveredLag(group, lastEntryIdOf(last));
     if (lag !== null && lag + group.pending > AUDIT_MAX_IN_FLIGHT) return null;
-    const inFlight = await readUnacknowledged(redis, prefix, saleId, { lastDeliveredId: group.lastDeliveredId, lastId: lastEntryIdOf(last) ?? '0-0' });
+    const inFlight = await readUnacknowledged(redis, prefix, saleId, {
+      lastDeliveredId: group.lastDeliveredId,
+      lastId: lastEntryIdOf(last) ?? '0-0',
+    });
     return {
       at: redisTimeMs(time),
       stock: counters.stock,

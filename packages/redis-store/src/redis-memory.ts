@@ -54,7 +54,11 @@ export async function readEvictionPolicy(redis: Redis): Promise<EvictionPolicyVe
  * first full memory. A policy that cannot be read (CONFIG disabled) is a loud warning, once: the
  * reconciler's `flashsale_redis_evicted_keys_total` and its alert are then the only guard.
  */
-export async function refuseEvictingRedis(redis: Redis, logger: PolicyLogger, exit: (code: number) => void = (code) => process.exit(code)): Promise<EvictionPolicyVerdict> {
+export async function refuseEvictingRedis(
+  redis: Redis,
+  logger: PolicyLogger,
+  exit: (code: number) => void = (code) => process.exit(code),
+): Promise<EvictionPolicyVerdict> {
   let verdict: EvictionPolicyVerdict | undefined;
   while (!verdict) {
     // Redis away at start: asked again every second until it answers (the process serves meanwhile).
@@ -67,7 +71,10 @@ export async function refuseEvictingRedis(redis: Redis, logger: PolicyLogger, ex
     );
     exit(1);
   } else if (verdict.kind === 'unknown') {
-    logger.warn({ reason: verdict.reason }, 'cannot read Redis maxmemory-policy (CONFIG disabled?): make sure it is noeviction; evictions are counted in flashsale_redis_evicted_keys_total');
+    logger.warn(
+      { reason: verdict.reason },
+      'cannot read Redis maxmemory-policy (CONFIG disabled?): make sure it is noeviction; evictions are counted in flashsale_redis_evicted_keys_total',
+    );
   }
   return verdict;
 }
@@ -87,7 +94,12 @@ export async function readRedisMemory(redis: Redis): Promise<RedisMemory[]> {
     serversOf(redis).map(async (server) => {
       const info = `${await server.info('memory')}\n${await server.info('stats')}`;
       const field = (name: string) => Number(new RegExp(`^${name}:(\\d+)`, 'm').exec(info)?.[1] ?? 0);
-      return { node: `${server.options.host}:${server.options.port}`, usedMemoryBytes: field('used_memory'), maxmemoryBytes: field('maxmemory'), evictedKeys: field('evicted_keys') };
+      return {
+        node: `${server.options.host}:${server.options.port}`,
+        usedMemoryBytes: field('used_memory'),
+        maxmemoryBytes: field('maxmemory'),
+        evictedKeys: field('evicted_keys'),
+      };
     }),
   );
 }

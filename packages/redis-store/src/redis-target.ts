@@ -99,10 +99,10 @@ function stayConnected(redis: Redis): Redis {
   const quit = redis.quit.bind(redis);
   const disconnect = redis.disconnect.bind(redis);
   const duplicate = redis.duplicate.bind(redis);
-  redis.quit = ((...args: Parameters<Redis['quit']>) => {
+  redis.quit = (...args: Parameters<Redis['quit']>) => {
     closing = true;
     return quit(...args);
-  });
+  };
   redis.disconnect = (reconnect = false) => {
     if (!reconnect) closing = true;
     disconnect(reconnect);

@@ -11,14 +11,17 @@ async function reserveFor(saleId: number, buyers: string[]): Promise<string[]> {
   const ids: string[] = [];
   for (const userId of buyers) {
     const reservationId = newReservationId(saleId);
-    expect((await reservePurchase(env.ctx.redis, env.ctx.config.REDIS_PREFIX, { saleId, userId, quantity: 1, reservationId })).kind).toBe('reserved');
+    expect((await reservePurchase(env.ctx.redis, env.ctx.config.REDIS_PREFIX, { saleId, userId, quantity: 1, reservationId })).kind).toBe(
+      'reserved',
+    );
     ids.push(reservationId);
   }
   return ids;
 }
 
 const prefix = () => env.ctx.config.REDIS_PREFIX;
-const pendingOn = async (saleId: number) => ((await env.ctx.redis.xpending(saleKeys(prefix(), saleId).stream, ORDER_WRITERS_GROUP)) as [number])[0];
+const pendingOn = async (saleId: number) =>
+  ((await env.ctx.redis.xpending(saleKeys(prefix(), saleId).stream, ORDER_WRITERS_GROUP)) as [number])[0];
 
 describe('readNewEntries', () => {
   it("reads each sale's new entries once, and tells a sale whose stream key is broken apart from the others", async () => {
@@ -47,7 +50,17 @@ describe('claimIdleEntriesOf, keepHeld and acknowledge', () => {
     await reserveFor(sale.id, ['a', 'b']);
     const [first, second] = (await readNewEntries(env.ctx.redis, prefix(), 'dead-one', [sale.id], 10)).entries.get(sale.id)!;
     // Both idle for a minute, as if their holder had died; then it shows it is alive for the second.
-    await env.ctx.redis.xclaim(saleKeys(prefix(), sale.id).stream, ORDER_WRITERS_GROUP, 'dead-one', 0, first!.id, second!.id, 'IDLE', 60_000, 'JUSTID');
+    await env.ctx.redis.xclaim(
+      saleKeys(prefix(), sale.id).stream,
+      ORDER_WRITERS_GROUP,
+      'dead-one',
+      0,
+      first!.id,
+      second!.id,
+      'IDLE',
+      60_000,
+      'JUSTID',
+    );
     await keepHeld(env.ctx.redis, prefix(), 'dead-one', sale.id, [second!.id]);
 
     const round = await claimIdleEntriesOf(env.ctx.redis, prefix(), 'live-one', [sale.id], 30_000, 10);
@@ -58,7 +71,10 @@ describe('claimIdleEntriesOf, keepHeld and acknowledge', () => {
   });
 
   it('claims nothing from a sale without a stream', async () => {
-    expect(await claimIdleEntriesOf(env.ctx.redis, prefix(), 'live-one', [987_654_320], 0, 10)).toEqual({ claimed: new Map(), failures: new Map() });
+    expect(await claimIdleEntriesOf(env.ctx.redis, prefix(), 'live-one', [987_654_320], 0, 10)).toEqual({
+      claimed: new Map(),
+      failures: new Map(),
+    });
   });
 });
 

@@ -78,9 +78,17 @@ export interface ReadRound {
  * whole and hide which. A sale whose stream or group is missing (not published yet, or Redis lost it)
  * yields nothing rather than a failure.
  */
-export async function readNewEntries(redis: ScriptedRedis, prefix: string, consumer: string, saleIds: number[], count: number): Promise<ReadRound> {
+export async function readNewEntries(
+  redis: ScriptedRedis,
+  prefix: string,
+  consumer: string,
+  saleIds: number[],
+  count: number,
+): Promise<ReadRound> {
   const streams = saleIds.map((saleId) => saleKeys(prefix, saleId).stream);
-  const replies = await pipelineBySlotGroup(redis, streams, (pipeline, stream) => pipeline.xreadgroup('GROUP', ORDER_WRITERS_GROUP, consumer, 'COUNT', count, 'STREAMS', stream, '>'));
+  const replies = await pipelineBySlotGroup(redis, streams, (pipeline, stream) =>
+    pipeline.xreadgroup('GROUP', ORDER_WRITERS_GROUP, consumer, 'COUNT', count, 'STREAMS', stream, '>'),
+  );
   const round: ReadRound = { entries: new Map(), failures: new Map() };
   replies.forEach(([error, reply], index) => {
     const saleId = saleIds[index]!;
@@ -89,7 +97,11 @@ export async function readNewEntries(redis: ScriptedRedis, prefix: string, consu
       return;
     }
     const entries = (reply as StreamReply)?.[0]?.[1] ?? [];
-    if (entries.length > 0) round.entries.set(saleId, entries.map(([id, fields]) => ({ id, fields })));
+    if (entries.length > 0)
+      round.entries.set(
+        saleId,
+        entries.map(([id, fields]) => ({ id, fields })),
+      );
   });
   return round;
 }
@@ -106,10 +118,19 @@ export interface ClaimRound {
  * across Redis Cluster slots the way readNewEntries does): XAUTOCLAIM on each, then XPENDING for the
  * delivery counts of the sales that had something to take. A sale whose claim fails is reported on its own.
  */
-export async function claimIdleEntriesOf(redis: ScriptedRedis, prefix: string, consumer: string, saleIds: number[], minIdleMs: number, count: number): Promise<ClaimRound> {
+export async function claimIdleEntriesOf(
+  redis: ScriptedRedis,
+  prefix: string,
+  consumer: string,
+  saleIds: number[],
+  minIdleMs: number,
+  count: number,
+): Promise<ClaimRound> {
   const round: ClaimRound = { claimed: new Map(), failures: new Map() };
   const streams = saleIds.map((saleId) => saleKeys(prefix, saleId).stream);
-  const claims = await pipelineBySlotGroup(redis, streams, (pipeline, stream) => pipeline.xautoclaim(stream, ORDER_WRITERS_GROUP, consumer, minIdleMs, '0-0', 'COUNT', count));
+  const claims = await pipelineBySlotGroup(redis, streams, (pipeline, stream) =>
+    pipeline.xautoclaim(stream, ORDER_WRITERS_GROUP, consumer, minIdleMs, '0-0', 'COUNT', count),
+  );
   const taken = new Map<number, [string, string[] | null][]>();
   claims.forEach(([error, reply], index) => {
     const saleId = saleIds[index]!;
@@ -139,7 +160,9 @@ export async function claimIdleEntriesOf(redis: ScriptedRedis, prefix: string, c
     const deliveries = new Map((reply as PendingReply[]).map(([id, , , times]) => [id, Number(times)]));
     round.claimed.set(
       saleId,
-      items.filter((item): item is [string, string[]] => item[1] !== null).map(([id, fields]) => ({ entry: { id, fields }, deliveries: deliveries.get(id) ?? 1 })),
+      items
+        .filter((item): item is [string, string[]] => item[1] !== null)
+        .map(([id, fields]) => ({ entry: { id, fields }, deliveries: deliveries.get(id) ?? 1 })),
     );
   });
   return round;
@@ -178,7 +201,7 @@ export async function readUnacknowledged(
   const { stream } = saleKeys(prefix, saleId);
   const entries = await readRange(redis, stream, `(${lastDeliveredId}`, lastId);
   if (lastId !== '0-0') {
-    for (let from = '-'; ; ) {
+    for (let from = '-'; ;) {
       const pending = (await redis.xpending(stream, ORDER_WRITERS_GROUP, from, lastId, PAGE)) as PendingReply[];
       if (pending.length > 0) {
         const pipeline = redis.pipeline();

@@ -178,7 +178,10 @@ describe('toReserveOutcome', () => {
     [[-3, ''], { kind: 'sale_paused' }],
     [[-4, ''], { kind: 'sale_not_started' }],
     [[-5, 3], { kind: 'above_limit', limit: 3 }],
-    [[-6, '12-0b7c1d3e-9f00-4a6b-8c1d-2e3f4a5b6c7d|2'], { kind: 'already_purchased', reservationId: '12-0b7c1d3e-9f00-4a6b-8c1d-2e3f4a5b6c7d', quantity: 2 }],
+    [
+      [-6, '12-0b7c1d3e-9f00-4a6b-8c1d-2e3f4a5b6c7d|2'],
+      { kind: 'already_purchased', reservationId: '12-0b7c1d3e-9f00-4a6b-8c1d-2e3f4a5b6c7d', quantity: 2 },
+    ],
     [[-7, ''], { kind: 'sold_out' }],
     [[-8, 1], { kind: 'insufficient_stock', remaining: 1 }],
     [[-10, 2500], { kind: 'rebuy_cooldown', waitMs: 2500 }],

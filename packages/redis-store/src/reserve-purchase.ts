@@ -78,17 +78,41 @@ export interface ReplicaWait {
  * before a replica copies it), but a failover now could lose it, so it is not answered 202.
  */
 export async function reservePurchase(redis: ScriptedRedis, prefix: string, request: PurchaseRequest): Promise<ReserveOutcome>;
-export async function reservePurchase(redis: ScriptedRedis, prefix: string, request: PurchaseRequest, wait: ReplicaWait | undefined): Promise<ReserveOutcome | UnreplicatedOutcome>;
-export async function reservePurchase(redis: ScriptedRedis, prefix: string, request: PurchaseRequest, wait?: ReplicaWait): Promise<ReserveOutcome | UnreplicatedOutcome> {
+export async function reservePurchase(
+  redis: ScriptedRedis,
+  prefix: string,
+  request: PurchaseRequest,
+  wait: ReplicaWait | undefined,
+): Promise<ReserveOutcome | UnreplicatedOutcome>;
+export async function reservePurchase(
+  redis: ScriptedRedis,
+  prefix: string,
+  request: PurchaseRequest,
+  wait?: ReplicaWait,
+): Promise<ReserveOutcome | UnreplicatedOutcome> {
   const keys = saleKeys(prefix, request.saleId);
-  const args = [keys.meta, keys.buyers, keys.stream, keys.turns, keys.closed, keys.showUp, request.userId, request.quantity, request.reservationId] as const;
+  const args = [
+    keys.meta,
+    keys.buyers,
+    keys.stream,
+    keys.turns,
+    keys.closed,
+    keys.showUp,
+    request.userId,
+    request.quantity,
+    request.reservationId,
+  ] as const;
   if (!wait) return toReserveOutcome(await redis.reserve(...args));
   const pipeline = redis.pipeline() as unknown as WaitPipeline;
-  const [[scriptError, reply], [waitError, acknowledged]] = (await pipeline.reserve(...args).wait(wait.replicas, wait.timeoutMs).exec()) as [[Error | null, unknown], [Error | null, unknown]];
+  const [[scriptError, reply], [waitError, acknowledged]] = (await pipeline
+    .reserve(...args)
+    .wait(wait.replicas, wait.timeoutMs)
+    .exec()) as [[Error | null, unknown], [Error | null, unknown]];
   if (scriptError) throw scriptError;
   const outcome = toReserveOutcome(reply as [number, string | number]);
   if (outcome.kind !== 'reserved') return outcome;
-  if (waitError || Number(acknowledged) < wait.replicas) return { kind: 'unreplicated', acknowledged: waitError ? 0 : Number(acknowledged) };
+  if (waitError || Number(acknowledged) < wait.replicas)
+    return { kind: 'unreplicated', acknowledged: waitError ? 0 : Number(acknowledged) };
   return outcome;
 }
 

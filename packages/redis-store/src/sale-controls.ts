@@ -13,8 +13,19 @@ const OUTCOMES: Record<number, ControlsApplied> = { 1: 'applied', 0: 'already_ap
  * never backwards (an older version changes nothing), so any process holding MySQL's row may call it: the
  * control that changed the row, a retry of it, the reconciler after a rebuild or on finding Redis behind.
  */
-export async function applySaleControls(redis: ScriptedRedis, prefix: string, saleId: number, controls: SaleControlState): Promise<ControlsApplied> {
-  const reply = await redis.applyControls(saleKeys(prefix, saleId).meta, controls.version, controls.stock, controls.endsAt, controls.operatorPaused ? '1' : '0');
+export async function applySaleControls(
+  redis: ScriptedRedis,
+  prefix: string,
+  saleId: number,
+  controls: SaleControlState,
+): Promise<ControlsApplied> {
+  const reply = await redis.applyControls(
+    saleKeys(prefix, saleId).meta,
+    controls.version,
+    controls.stock,
+    controls.endsAt,
+    controls.operatorPaused ? '1' : '0',
+  );
   const outcome = OUTCOMES[reply];
   if (!outcome) throw new Error(`apply-controls-1.lua answered ${String(reply)}`);
   return outcome;

@@ -13,7 +13,16 @@ describe('the sale meta', () => {
 
     const reply = await env.ctx.redis.hmget(saleKeys(env.ctx.config.REDIS_PREFIX, sale.id).meta, ...SALE_COUNTER_FIELDS);
 
-    expect(saleCountersOf(reply)).toEqual({ stock: 7, remaining: 7, generation: sale.generation, paused: true, returnedUnits: 0, returnedReservations: 0, controlsVersion: 0, operatorPaused: false });
+    expect(saleCountersOf(reply)).toEqual({
+      stock: 7,
+      remaining: 7,
+      generation: sale.generation,
+      paused: true,
+      returnedUnits: 0,
+      returnedReservations: 0,
+      controlsVersion: 0,
+      operatorPaused: false,
+    });
   });
 
   it('has no counters for a sale Redis does not hold', () => {

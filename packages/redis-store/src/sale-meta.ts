@@ -58,7 +58,9 @@ export async function isQueued(redis: ScriptedRedis, prefix: string, saleId: num
 }
 
 /** A queued sale's guards as its meta holds them (none for a sale published before them: door-terms.lua). */
-export function doorGuardsOf(meta: Record<string, string | undefined>): Pick<QueueAdmission, 'showUpSeconds' | 'challenge' | 'challengeMaxNumber' | 'requireClaim' | 'maxQueueSize'> {
+export function doorGuardsOf(
+  meta: Record<string, string | undefined>,
+): Pick<QueueAdmission, 'showUpSeconds' | 'challenge' | 'challengeMaxNumber' | 'requireClaim' | 'maxQueueSize'> {
   const off = doorGuardsOff(Number(meta.q_ttl));
   return {
     showUpSeconds: meta.q_show ? Number(meta.q_show) : off.showUpSeconds,
@@ -84,7 +86,14 @@ export function saleTermsArgs(sale: SaleDefinition): [name: string, stock: numbe
  */
 export function admissionArgs(admission: QueueAdmission | undefined): (string | number)[] {
   if (!admission) return ['', '', '', '', '', ''];
-  return ['queue', admission.preQueueSeconds, admission.admitPerSecond, admission.admissionTtlSeconds, admission.noShowFactor, admission.paused ? '1' : '0'];
+  return [
+    'queue',
+    admission.preQueueSeconds,
+    admission.admitPerSecond,
+    admission.admissionTtlSeconds,
+    admission.noShowFactor,
+    admission.paused ? '1' : '0',
+  ];
 }
 
 /**
@@ -93,7 +102,13 @@ export function admissionArgs(admission: QueueAdmission | undefined): (string | 
  */
 export function doorGuardArgs(admission: QueueAdmission | undefined): (string | number)[] {
   if (!admission) return ['', '', '', '', ''];
-  return [admission.showUpSeconds, admission.challenge, admission.challengeMaxNumber, admission.requireClaim ?? '', admission.maxQueueSize ?? ''];
+  return [
+    admission.showUpSeconds,
+    admission.challenge,
+    admission.challengeMaxNumber,
+    admission.requireClaim ?? '',
+    admission.maxQueueSize ?? '',
+  ];
 }
 
 export const SALE_COUNTER_FIELDS = ['stock', 'remaining', 'gen', 'paused', 'ret_units', 'ret_res', 'ctl', 'op_paused'] as const;
@@ -116,7 +131,9 @@ export interface SaleCounters {
 
 /** The reply of `HMGET <meta> ...SALE_COUNTER_FIELDS`; null when the sale is not in Redis. */
 export function saleCountersOf(reply: unknown): SaleCounters | null {
-  const [stock, remaining, generation, paused, returnedUnits, returnedReservations, controlsVersion, operatorPaused] = reply as (string | null)[];
+  const [stock, remaining, generation, paused, returnedUnits, returnedReservations, controlsVersion, operatorPaused] = reply as (
+    string | null
+  )[];
   if (stock === null || stock === undefined) return null;
   return {
     stock: Number(stock),

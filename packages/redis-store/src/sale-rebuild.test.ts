@@ -22,7 +22,12 @@ afterAll(async () => {
 });
 
 function buyersOf(saleId: number, from: number, count: number): BuyerRecord[] {
-  return Array.from({ length: count }, (_, i) => ({ userId: `u${from + i}`, reservationId: newReservationId(saleId), quantity: 1, reservedAt: 1_700_000_000_000 + i }));
+  return Array.from({ length: count }, (_, i) => ({
+    userId: `u${from + i}`,
+    reservationId: newReservationId(saleId),
+    quantity: 1,
+    reservedAt: 1_700_000_000_000 + i,
+  }));
 }
 
 async function* pagesOf(pages: BuyerRecord[][], dieAfter = Infinity): AsyncGenerator<BuyerRecord[]> {
@@ -36,7 +41,16 @@ async function* pagesOf(pages: BuyerRecord[][], dieAfter = Infinity): AsyncGener
 async function saleWithThreeBuyers() {
   const sale = await createLiveSale(ctx, { stock: 10_000 });
   for (const userId of ['old-1', 'old-2', 'old-3']) {
-    expect((await reservePurchase(ctx.redis, ctx.config.REDIS_PREFIX, { saleId: sale.id, userId, quantity: 1, reservationId: newReservationId(sale.id) })).kind).toBe('reserved');
+    expect(
+      (
+        await reservePurchase(ctx.redis, ctx.config.REDIS_PREFIX, {
+          saleId: sale.id,
+          userId,
+          quantity: 1,
+          reservationId: newReservationId(sale.id),
+        })
+      ).kind,
+    ).toBe('reserved');
   }
   return { sale, keys: saleKeys(ctx.config.REDIS_PREFIX, sale.id) };
 }
@@ -48,7 +62,9 @@ describe('rebuildSaleState (rebuild-sale-6.lua)', () => {
     const { sale, keys } = await saleWithThreeBuyers();
     const pages = [buyersOf(sale.id, 0, 2_500), buyersOf(sale.id, 2_500, 2_500)];
 
-    const work = await redisWorkOf(server.url, () => rebuildSaleState(ctx.redis, ctx.config.REDIS_PREFIX, terms(sale), { remaining: 5_000, generation: 'gen-2', buyers: pagesOf(pages) }));
+    const work = await redisWorkOf(server.url, () =>
+      rebuildSaleState(ctx.redis, ctx.config.REDIS_PREFIX, terms(sale), { remaining: 5_000, generation: 'gen-2', buyers: pagesOf(pages) }),
+    );
 
     // 2 pages of 2,500: 1,000 + 1,000 + 500 each, and the script's one HSET of the meta. No DEL: Redis
     // frees the old hash in the background.
@@ -60,7 +76,11 @@ describe('rebuildSaleState (rebuild-sale-6.lua)', () => {
     expect(await ctx.redis.hget(keys.buyers, 'u4999')).toBe(`${pages[1]![2_499]!.reservationId}|1|${pages[1]![2_499]!.reservedAt}`);
     expect(await ctx.redis.pttl(keys.buyers)).toBe(-1);
     expect(await ctx.redis.exists(keys.nextBuyers)).toBe(0);
-    expect(await readSaleState(ctx.redis, ctx.config.REDIS_PREFIX, sale.id)).toMatchObject({ remaining: 5_000, paused: true, generation: 'gen-2' });
+    expect(await readSaleState(ctx.redis, ctx.config.REDIS_PREFIX, sale.id)).toMatchObject({
+      remaining: 5_000,
+      paused: true,
+      generation: 'gen-2',
+    });
   });
 
   it('a rebuild that dies part way leaves the old state whole and its buyers aside expiring; the next attempt starts anew', async () => {
@@ -80,7 +100,11 @@ describe('rebuildSaleState (rebuild-sale-6.lua)', () => {
     expect(await ctx.redis.pttl(keys.nextBuyers)).toBeGreaterThan(0);
 
     const again = buyersOf(sale.id, 9_000, 2);
-    await rebuildSaleState(ctx.redis, ctx.config.REDIS_PREFIX, terms(sale), { remaining: 9_998, generation: 'gen-3', buyers: pagesOf([again]) });
+    await rebuildSaleState(ctx.redis, ctx.config.REDIS_PREFIX, terms(sale), {
+      remaining: 9_998,
+      generation: 'gen-3',
+      buyers: pagesOf([again]),
+    });
 
     expect(Object.keys(await ctx.redis.hgetall(keys.buyers)).sort()).toEqual(['u9000', 'u9001']);
     expect(await ctx.redis.exists(keys.nextBuyers)).toBe(0);

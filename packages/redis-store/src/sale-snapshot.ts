@@ -58,7 +58,12 @@ export interface SaleSnapshot {
  */
 export async function snapshotSale(redis: ScriptedRedis, prefix: string, saleId: number): Promise<SaleSnapshot> {
   const keys = saleKeys(prefix, saleId);
-  const [time, fields, buyers, last, length, groups, replication, memory] = await redis.snapshotSale(keys.meta, keys.buyers, keys.stream, ...SALE_COUNTER_FIELDS);
+  const [time, fields, buyers, last, length, groups, replication, memory] = await redis.snapshotSale(
+    keys.meta,
+    keys.buyers,
+    keys.stream,
+    ...SALE_COUNTER_FIELDS,
+  );
   const counters = saleCountersOf(fields);
   // XINFO GROUPS is O(1) in Redis 7 (entries added minus entries read): the look that exports the
   // backlog per sale costs the same whatever the stream holds. Null: no stream yet.

@@ -90,10 +90,12 @@ describe('publishSale with a deadline, and withdrawSale (a create that failed)',
 
     expect(await publishSale(ctx.redis, ctx.config.REDIS_PREFIX, definition(201), GENERATION, { notAfter: now - 1 })).toBe('too_late');
     expect(await ctx.redis.exists(saleKeys(ctx.config.REDIS_PREFIX, 201).meta, saleKeys(ctx.config.REDIS_PREFIX, 201).stream)).toBe(0);
-    expect(await publishSale(ctx.redis, ctx.config.REDIS_PREFIX, definition(201), GENERATION, { notAfter: now + 60_000 })).toBe('published');
+    expect(await publishSale(ctx.redis, ctx.config.REDIS_PREFIX, definition(201), GENERATION, { notAfter: now + 60_000 })).toBe(
+      'published',
+    );
   });
 
-  it('takes back a sale that has no buyer, from Redis and the workers\' index', async () => {
+  it("takes back a sale that has no buyer, from Redis and the workers' index", async () => {
     await publishSale(ctx.redis, ctx.config.REDIS_PREFIX, definition(202), GENERATION);
 
     expect(await withdrawSale(ctx.redis, ctx.config.REDIS_PREFIX, 202, GENERATION)).toBe('withdrawn');
@@ -105,7 +107,12 @@ describe('publishSale with a deadline, and withdrawSale (a create that failed)',
 
   it('leaves a sale that took a reservation, or holds another generation, as it is', async () => {
     await publishSale(ctx.redis, ctx.config.REDIS_PREFIX, definition(203), GENERATION);
-    await reservePurchase(ctx.redis, ctx.config.REDIS_PREFIX, { saleId: 203, userId: 'kim', quantity: 1, reservationId: newReservationId(203) });
+    await reservePurchase(ctx.redis, ctx.config.REDIS_PREFIX, {
+      saleId: 203,
+      userId: 'kim',
+      quantity: 1,
+      reservationId: newReservationId(203),
+    });
     const before = await readSaleState(ctx.redis, ctx.config.REDIS_PREFIX, 203);
 
     expect(await withdrawSale(ctx.redis, ctx.config.REDIS_PREFIX, 203, GENERATION)).toBe('has_buyers');

@@ -60,7 +60,13 @@ export async function withdrawSale(
  * Pauses or resumes intake; false when the sale is not in Redis, or holds another generation than
  * `generation` when one is given (nothing written then: see set-paused-1.lua).
  */
-export async function setSalePaused(redis: ScriptedRedis, prefix: string, saleId: number, paused: boolean, generation?: string): Promise<boolean> {
+export async function setSalePaused(
+  redis: ScriptedRedis,
+  prefix: string,
+  saleId: number,
+  paused: boolean,
+  generation?: string,
+): Promise<boolean> {
   const only: [] | [string] = generation === undefined ? [] : [generation];
   return (await redis.setPaused(saleKeys(prefix, saleId).meta, paused ? '1' : '0', ...only)) === 1;
 }

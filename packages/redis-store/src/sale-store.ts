@@ -6,7 +6,13 @@ import { isQueued, readGeneration, readSaleState, redisNow } from './sale-meta.t
 import { keepListed, listSaleIds, retireSale } from './sale-state.ts';
 import { lastSeenMysqlServer, recordMysqlServerSeen } from './mysql-server-record.ts';
 import { createAdminSession, deleteAdminSession, readAdminSession, type AdminSessionLifetime } from './admin-session.ts';
-import { reservePurchase, type PurchaseRequest, type ReplicaWait, type ReserveOutcome, type UnreplicatedOutcome } from './reserve-purchase.ts';
+import {
+  reservePurchase,
+  type PurchaseRequest,
+  type ReplicaWait,
+  type ReserveOutcome,
+  type UnreplicatedOutcome,
+} from './reserve-purchase.ts';
 import { orderWritersProgress } from './stream-backlog.ts';
 import { readDeadLettered, recentDeadLettersByReason } from './dead-letters.ts';
 import { readRedisLedger } from './redis-ledger.ts';
@@ -54,7 +60,8 @@ export function createSaleStore(redis: ScriptedRedis, prefix: string) {
      */
     reserve: reserveIn(redis, prefix),
     /** Makes a sale live (publish-sale-2.lua); the sale names its own id. */
-    publish: (sale: SaleDefinition, generation: string, options?: { notAfter?: number }) => publishSale(redis, prefix, sale, generation, options),
+    publish: (sale: SaleDefinition, generation: string, options?: { notAfter?: number }) =>
+      publishSale(redis, prefix, sale, generation, options),
     /** Writes a sale's state from MySQL under a new generation (sale-rebuild.ts); the sale names its own id. */
     rebuild: (
       sale: SaleDefinition & { operatorPaused: boolean; controlsVersion: number },
@@ -71,12 +78,15 @@ export function createSaleStore(redis: ScriptedRedis, prefix: string) {
     lastSeenMysqlServer: () => lastSeenMysqlServer(redis, prefix),
     recordMysqlServerSeen: (identity: string) => recordMysqlServerSeen(redis, prefix, identity),
     /** The dashboard's sessions. */
-    createAdminSession: (adminToken: string, lifetime: AdminSessionLifetime, now?: number) => createAdminSession(redis, prefix, adminToken, lifetime, now),
-    readAdminSession: (id: string, adminToken: string, touch?: { idleMs: number }, now?: number) => readAdminSession(redis, prefix, id, adminToken, touch, now),
+    createAdminSession: (adminToken: string, lifetime: AdminSessionLifetime, now?: number) =>
+      createAdminSession(redis, prefix, adminToken, lifetime, now),
+    readAdminSession: (id: string, adminToken: string, touch?: { idleMs: number }, now?: number) =>
+      readAdminSession(redis, prefix, id, adminToken, touch, now),
     deleteAdminSession: (id: string) => deleteAdminSession(redis, prefix, id),
     /** The order writers' reads of several sales' streams at once (reservation-stream.ts). */
     readNewEntries: (consumer: string, saleIds: number[], count: number) => readNewEntries(redis, prefix, consumer, saleIds, count),
-    claimIdleEntriesOf: (consumer: string, saleIds: number[], minIdleMs: number, count: number) => claimIdleEntriesOf(redis, prefix, consumer, saleIds, minIdleMs, count),
+    claimIdleEntriesOf: (consumer: string, saleIds: number[], minIdleMs: number, count: number) =>
+      claimIdleEntriesOf(redis, prefix, consumer, saleIds, minIdleMs, count),
     keepHeld: (consumer: string, saleId: number, ids: string[]) => keepHeld(redis, prefix, consumer, saleId, ids),
     /** The gateway's signal to the workers that a sale has new reservations (work-signal.ts). */
     workSignaller: (everyMs?: number) => new WorkSignaller(redis, prefix, everyMs),
@@ -104,60 +114,151 @@ export class SaleRecords {
     this.keys = saleKeys(prefix, saleId);
   }
   /** Redis's clock on the master of the sale's slot (a cluster's masters' clocks differ). */
-  now() { return redisNow(this.redis, this.keys.meta); }
-  state() { return readSaleState(this.redis, this.prefix, this.saleId); }
-  generation() { return readGeneration(this.redis, this.prefix, this.saleId); }
-  isQueued() { return isQueued(this.redis, this.prefix, this.saleId); }
-  snapshot() { return snapshotSale(this.redis, this.prefix, this.saleId); }
+  now() {
+    return redisNow(this.redis, this.keys.meta);
+  }
+  state() {
+    return readSaleState(this.redis, this.prefix, this.saleId);
+  }
+  generation() {
+    return readGeneration(this.redis, this.prefix, this.saleId);
+  }
+  isQueued() {
+    return isQueued(this.redis, this.prefix, this.saleId);
+  }
+  snapshot() {
+    return snapshotSale(this.redis, this.prefix, this.saleId);
+  }
   /** The memory of the sale's Redis server against its limit: over it, every purchase is refused (OOM). */
-  memoryLimit() { return readMemoryLimit(this.redis, this.prefix, this.saleId); }
-  publish(sale: SaleDefinition, generation: string, options: { notAfter?: number }) { return publishSale(this.redis, this.prefix, { ...sale, id: this.saleId }, generation, options); }
-  withdraw(generation: string) { return withdrawSale(this.redis, this.prefix, this.saleId, generation); }
+  memoryLimit() {
+    return readMemoryLimit(this.redis, this.prefix, this.saleId);
+  }
+  publish(sale: SaleDefinition, generation: string, options: { notAfter?: number }) {
+    return publishSale(this.redis, this.prefix, { ...sale, id: this.saleId }, generation, options);
+  }
+  withdraw(generation: string) {
+    return withdrawSale(this.redis, this.prefix, this.saleId, generation);
+  }
   /** False when the sale is not in Redis, or holds another generation than `generation` (when given). */
-  setPaused(paused: boolean, generation?: string) { return setSalePaused(this.redis, this.prefix, this.saleId, paused, generation); }
-  applyControls(controls: SaleControlState) { return applySaleControls(this.redis, this.prefix, this.saleId, controls); }
+  setPaused(paused: boolean, generation?: string) {
+    return setSalePaused(this.redis, this.prefix, this.saleId, paused, generation);
+  }
+  applyControls(controls: SaleControlState) {
+    return applySaleControls(this.redis, this.prefix, this.saleId, controls);
+  }
   /** Tells every gateway the sale changed, so none answers from a cached verdict. */
-  announceChanged() { return announceSaleChanged(this.redis, this.prefix, this.saleId); }
-  backlog() { return streamBacklog(this.redis, this.prefix, this.saleId); }
-  waitForDrain(timeoutMs?: number, pollMs?: number) { return waitForDrain(this.redis, this.prefix, this.saleId, timeoutMs, pollMs); }
-  hasEntry(entryId: string) { return streamHasEntry(this.redis, this.prefix, this.saleId, entryId); }
+  announceChanged() {
+    return announceSaleChanged(this.redis, this.prefix, this.saleId);
+  }
+  backlog() {
+    return streamBacklog(this.redis, this.prefix, this.saleId);
+  }
+  waitForDrain(timeoutMs?: number, pollMs?: number) {
+    return waitForDrain(this.redis, this.prefix, this.saleId, timeoutMs, pollMs);
+  }
+  hasEntry(entryId: string) {
+    return streamHasEntry(this.redis, this.prefix, this.saleId, entryId);
+  }
   /** Acknowledges entries the order writers are done with (written, or found written already). */
-  acknowledge(entryIds: string[]) { return acknowledge(this.redis, this.prefix, this.saleId, entryIds); }
+  acknowledge(entryIds: string[]) {
+    return acknowledge(this.redis, this.prefix, this.saleId, entryIds);
+  }
   /** Sets an entry aside, with its reason, in one step with its acknowledgement (dead-letter-4.lua). */
-  deadLetter(entry: StreamEntry, reason: DeadLetterReason, deliveries: number) { return deadLetter(this.redis, this.prefix, this.saleId, entry, reason, deliveries); }
-  auditRecord() { return readAuditRecord(this.redis, this.prefix, this.saleId); }
-  deadLetterOf(reservationId: string) { return findDeadLetter(this.redis, this.prefix, this.saleId, reservationId); }
-  reservationOf(userId: string) { return findBuyerReservation(this.redis, this.prefix, this.saleId, userId); }
-  heldReservationPages(pageSize: number) { return heldReservationPages(this.redis, this.prefix, this.saleId, pageSize); }
-  areSetAside(reservationIds: readonly string[]) { return areSetAside(this.redis, this.prefix, this.saleId, reservationIds); }
-  recordPaymentArrival(event: Omit<PaymentContents, 'saleId'>) { return recordPaymentArrival(this.redis, this.prefix, { ...event, saleId: this.saleId }); }
-  heldPayments() { return heldPayments(this.redis, this.prefix, this.saleId); }
-  forgetPaymentArrivals(eventIds: string[]) { return forgetPaymentArrivals(this.redis, this.prefix, this.saleId, eventIds); }
-  returnUnits(generation: string, orders: UnitsToReturn[]) { return returnUnits(this.redis, this.prefix, this.saleId, generation, orders); }
-  returnedReservationPages(pageSize: number) { return returnedReservationPages(this.redis, this.prefix, this.saleId, pageSize); }
-  rebuild(sale: SaleDefinition & { operatorPaused: boolean; controlsVersion: number }, rebuilt: { remaining: number; generation: string; buyers: BuyerPages }) { return rebuildSaleState(this.redis, this.prefix, { ...sale, id: this.saleId }, rebuilt); }
-  restoreClosedOrders(rule: RebuyRule, buyers: BuyerClosedOrders[]) { return restoreClosedOrders(this.redis, this.prefix, this.saleId, rule, buyers); }
+  deadLetter(entry: StreamEntry, reason: DeadLetterReason, deliveries: number) {
+    return deadLetter(this.redis, this.prefix, this.saleId, entry, reason, deliveries);
+  }
+  auditRecord() {
+    return readAuditRecord(this.redis, this.prefix, this.saleId);
+  }
+  deadLetterOf(reservationId: string) {
+    return findDeadLetter(this.redis, this.prefix, this.saleId, reservationId);
+  }
+  reservationOf(userId: string) {
+    return findBuyerReservation(this.redis, this.prefix, this.saleId, userId);
+  }
+  heldReservationPages(pageSize: number) {
+    return heldReservationPages(this.redis, this.prefix, this.saleId, pageSize);
+  }
+  areSetAside(reservationIds: readonly string[]) {
+    return areSetAside(this.redis, this.prefix, this.saleId, reservationIds);
+  }
+  recordPaymentArrival(event: Omit<PaymentContents, 'saleId'>) {
+    return recordPaymentArrival(this.redis, this.prefix, { ...event, saleId: this.saleId });
+  }
+  heldPayments() {
+    return heldPayments(this.redis, this.prefix, this.saleId);
+  }
+  forgetPaymentArrivals(eventIds: string[]) {
+    return forgetPaymentArrivals(this.redis, this.prefix, this.saleId, eventIds);
+  }
+  returnUnits(generation: string, orders: UnitsToReturn[]) {
+    return returnUnits(this.redis, this.prefix, this.saleId, generation, orders);
+  }
+  returnedReservationPages(pageSize: number) {
+    return returnedReservationPages(this.redis, this.prefix, this.saleId, pageSize);
+  }
+  rebuild(
+    sale: SaleDefinition & { operatorPaused: boolean; controlsVersion: number },
+    rebuilt: { remaining: number; generation: string; buyers: BuyerPages },
+  ) {
+    return rebuildSaleState(this.redis, this.prefix, { ...sale, id: this.saleId }, rebuilt);
+  }
+  restoreClosedOrders(rule: RebuyRule, buyers: BuyerClosedOrders[]) {
+    return restoreClosedOrders(this.redis, this.prefix, this.saleId, rule, buyers);
+  }
   /** Tells the sale's door that a paid order's units can never come back. */
-  recordPaid(reservationId: string, units: number) { return recordPaid(this.redis, this.prefix, this.saleId, reservationId, units); }
+  recordPaid(reservationId: string, units: number) {
+    return recordPaid(this.redis, this.prefix, this.saleId, reservationId, units);
+  }
   /** The buyers' records, or null past `max` of them (the verdict cache holds small sales only). */
-  buyers(max: number) { return readBuyers(this.redis, this.prefix, this.saleId, max); }
-  allBuyers() { return readAllBuyers(this.redis, this.prefix, this.saleId); }
-  writersProgress() { return orderWritersProgress(this.redis, this.prefix, this.saleId); }
-  deadLettered(upTo: { generation: string; upTo: string | null }) { return readDeadLettered(this.redis, this.prefix, this.saleId, upTo); }
-  recentDeadLettersByReason(count?: number) { return recentDeadLettersByReason(this.redis, this.prefix, this.saleId, count); }
-  ledger() { return readRedisLedger(this.redis, this.prefix, this.saleId); }
-  writeAuditRecord(record: AuditRecord) { return writeAuditRecord(this.redis, this.prefix, this.saleId, record); }
-  trimAcknowledged(bounds: RetentionBounds) { return trimAcknowledged(this.redis, this.prefix, this.saleId, bounds); }
+  buyers(max: number) {
+    return readBuyers(this.redis, this.prefix, this.saleId, max);
+  }
+  allBuyers() {
+    return readAllBuyers(this.redis, this.prefix, this.saleId);
+  }
+  writersProgress() {
+    return orderWritersProgress(this.redis, this.prefix, this.saleId);
+  }
+  deadLettered(upTo: { generation: string; upTo: string | null }) {
+    return readDeadLettered(this.redis, this.prefix, this.saleId, upTo);
+  }
+  recentDeadLettersByReason(count?: number) {
+    return recentDeadLettersByReason(this.redis, this.prefix, this.saleId, count);
+  }
+  ledger() {
+    return readRedisLedger(this.redis, this.prefix, this.saleId);
+  }
+  writeAuditRecord(record: AuditRecord) {
+    return writeAuditRecord(this.redis, this.prefix, this.saleId, record);
+  }
+  trimAcknowledged(bounds: RetentionBounds) {
+    return trimAcknowledged(this.redis, this.prefix, this.saleId, bounds);
+  }
   /** Takes the sale out of the workers' list (it ended and drained). */
-  retire() { return retireSale(this.redis, this.prefix, this.saleId); }
+  retire() {
+    return retireSale(this.redis, this.prefix, this.saleId);
+  }
   /** The door (door.ts): join, admit, a buyer's place, showing up, its gauges. */
-  joinQueue(userId: string, draw?: number, provenScore?: number, solution?: JoinSolution) { return joinQueue(this.redis, this.prefix, this.saleId, userId, draw, provenScore, solution); }
-  admitQueue(change?: { admitPerSecond?: number; paused?: boolean }) { return admitQueue(this.redis, this.prefix, this.saleId, change); }
-  queuePlace(userId: string) { return readQueuePlace(this.redis, this.prefix, this.saleId, userId); }
-  showUp(userId: string) { return showUp(this.redis, this.prefix, this.saleId, userId); }
-  doorGauges(at?: number) { return readDoorGauges(this.redis, this.prefix, this.saleId, at); }
+  joinQueue(userId: string, draw?: number, provenScore?: number, solution?: JoinSolution) {
+    return joinQueue(this.redis, this.prefix, this.saleId, userId, draw, provenScore, solution);
+  }
+  admitQueue(change?: { admitPerSecond?: number; paused?: boolean }) {
+    return admitQueue(this.redis, this.prefix, this.saleId, change);
+  }
+  queuePlace(userId: string) {
+    return readQueuePlace(this.redis, this.prefix, this.saleId, userId);
+  }
+  showUp(userId: string) {
+    return showUp(this.redis, this.prefix, this.saleId, userId);
+  }
+  doorGauges(at?: number) {
+    return readDoorGauges(this.redis, this.prefix, this.saleId, at);
+  }
   /** A buyer's closed orders as the rebuy rule counts them (buyer-history.ts). */
-  closedOrders(userId: string) { return readClosedOrders(this.redis, this.prefix, this.saleId, userId); }
+  closedOrders(userId: string) {
+    return readClosedOrders(this.redis, this.prefix, this.saleId, userId);
+  }
 }
 
 /** The bound purchase, its two shapes kept (with a replica wait it may answer `unreplicated`). */

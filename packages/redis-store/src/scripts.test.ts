@@ -30,7 +30,9 @@ describe('loadScripts', () => {
     write('includes/outer.lua', '--@include "inner.lua"\nlocal function outer() return inner() end\n');
     write('run-0.lua', '-- header\n--@include "includes/outer.lua"\nreturn outer()\n');
 
-    expect(load()[0]!.lua).toBe('-- header\nlocal function inner() return 2 end\nlocal function outer() return inner() end\nreturn outer()\n');
+    expect(load()[0]!.lua).toBe(
+      '-- header\nlocal function inner() return 2 end\nlocal function outer() return inner() end\nreturn outer()\n',
+    );
   });
 
   it('inlines a file included twice only once, so its locals are declared once', () => {
@@ -62,10 +64,39 @@ describe('loadScripts', () => {
   });
 
   it('leaves out the functions of its includes that the script never calls, and those only they call', () => {
-    write('includes/lib.lua', ['local function helper(x)', '  return x + 1', 'end', '', 'local function unused(x)', '  return helper(x) * 2', 'end', '', 'local function used(x)', '  return helper(x)', 'end', ''].join('\n'));
+    write(
+      'includes/lib.lua',
+      [
+        'local function helper(x)',
+        '  return x + 1',
+        'end',
+        '',
+        'local function unused(x)',
+        '  return helper(x) * 2',
+        'end',
+        '',
+        'local function used(x)',
+        '  return helper(x)',
+        'end',
+        '',
+      ].join('\n'),
+    );
     write('run-0.lua', '--@include "includes/lib.lua"\nreturn used(1)\n');
 
-    expect(load()[0]!.lua).toBe(['local function helper(x)', '  return x + 1', 'end', '', '', 'local function used(x)', '  return helper(x)', 'end', 'return used(1)', ''].join('\n'));
+    expect(load()[0]!.lua).toBe(
+      [
+        'local function helper(x)',
+        '  return x + 1',
+        'end',
+        '',
+        '',
+        'local function used(x)',
+        '  return helper(x)',
+        'end',
+        'return used(1)',
+        '',
+      ].join('\n'),
+    );
   });
 
   it('keeps a function in any other shape than an indented body closed by `end` alone, and one a comment names', () => {
@@ -103,7 +134,18 @@ describe('loadScripts', () => {
     // The hot path's script defines only what it calls (one closure made per call for each).
     const reserve = scripts.find((script) => script.name === 'reserve')!.lua;
     const defined = [...reserve.matchAll(/^local function ([a-z_]+)\(/gm)].map((match) => match[1]).sort();
-    expect(defined).toEqual(['add_reservation', 'read_sale_terms', 'rebuy_refusal', 'record_buyer', 'redis_now_ms', 'refuse', 'running_turn', 'show_up', 'take_sale_stock', 'use_turn']);
+    expect(defined).toEqual([
+      'add_reservation',
+      'read_sale_terms',
+      'rebuy_refusal',
+      'record_buyer',
+      'redis_now_ms',
+      'refuse',
+      'running_turn',
+      'show_up',
+      'take_sale_stock',
+      'use_turn',
+    ]);
     const creatingGroups = scripts.filter(({ lua }) => lua.includes("'XGROUP', 'CREATE'"));
     expect(creatingGroups.map((script) => script.name).sort()).toEqual(['publishSale', 'rebuildSale']);
     for (const { lua } of creatingGroups) expect(lua).toContain('local function ensure_group(stream, group)');

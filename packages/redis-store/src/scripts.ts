@@ -7,9 +7,40 @@ import type { Redis } from 'ioredis';
  * on NOSCRIPT (e.g. after a Redis restart), so the hot path sends the script body at most once.
  */
 export interface ScriptCommands {
-  reserve(meta: string, buyers: string, stream: string, turns: string, closed: string, showUp: string, userId: string, quantity: number, reservationId: string): Promise<[number, string | number]>;
-  joinQueue(meta: string, queue: string, door: string, turns: string, buyers: string, pow: string, userId: string, draw: string, provenScore: string, solution: string, solutionExpires: string): Promise<number[]>;
-  admitQueue(meta: string, queue: string, turns: string, door: string, paid: string, showUp: string, rate: string, paused: string): Promise<(number | string)[]>;
+  reserve(
+    meta: string,
+    buyers: string,
+    stream: string,
+    turns: string,
+    closed: string,
+    showUp: string,
+    userId: string,
+    quantity: number,
+    reservationId: string,
+  ): Promise<[number, string | number]>;
+  joinQueue(
+    meta: string,
+    queue: string,
+    door: string,
+    turns: string,
+    buyers: string,
+    pow: string,
+    userId: string,
+    draw: string,
+    provenScore: string,
+    solution: string,
+    solutionExpires: string,
+  ): Promise<number[]>;
+  admitQueue(
+    meta: string,
+    queue: string,
+    turns: string,
+    door: string,
+    paid: string,
+    showUp: string,
+    rate: string,
+    paused: string,
+  ): Promise<(number | string)[]>;
   showUp(meta: string, turns: string, showUp: string, userId: string): Promise<(number | string)[]>;
   queuePlace(meta: string, queue: string, turns: string, door: string, userId: string): Promise<(number | string)[]>;
   recordPaid(meta: string, paid: string, reservationId: string, units: number): Promise<number>;
@@ -18,9 +49,30 @@ export interface ScriptCommands {
   setPaused(meta: string, paused: '0' | '1', generation?: string): Promise<number>;
   applyControls(meta: string, version: number, stock: number, endsAt: number, operatorPaused: '0' | '1'): Promise<number>;
   deadLetter(stream: string, deadLetter: string, rejected: string, buyers: string, ...args: (string | number)[]): Promise<string>;
-  rebuildSale(meta: string, buyers: string, stream: string, returned: string, door: string, nextBuyers: string, ...args: (string | number)[]): Promise<number>;
-  returnUnits(meta: string, buyers: string, returned: string, closed: string, generation: string, ...orders: (string | number)[]): Promise<(number | string)[]>;
-  restoreClosed(meta: string, closed: string, maxOrdersPerBuyer: number, cooldownSeconds: number, ...buyers: (string | number)[]): Promise<number>;
+  rebuildSale(
+    meta: string,
+    buyers: string,
+    stream: string,
+    returned: string,
+    door: string,
+    nextBuyers: string,
+    ...args: (string | number)[]
+  ): Promise<number>;
+  returnUnits(
+    meta: string,
+    buyers: string,
+    returned: string,
+    closed: string,
+    generation: string,
+    ...orders: (string | number)[]
+  ): Promise<(number | string)[]>;
+  restoreClosed(
+    meta: string,
+    closed: string,
+    maxOrdersPerBuyer: number,
+    cooldownSeconds: number,
+    ...buyers: (string | number)[]
+  ): Promise<number>;
   trimAcknowledged(stream: string, group: string, keepFrom: string, keepSinceMs: string, maxEntries: string): Promise<number>;
   receivePayment(payments: string, eventId: string, reservationId: string, amountCents: number): Promise<[number, number | string]>;
   heldPayments(payments: string): Promise<(number | string)[]>;
@@ -70,7 +122,8 @@ function withIncludes(file: URL, inlined: Set<string>, chain: string[]): string 
       const path = INCLUDE.exec(line)?.[1];
       if (path === undefined) throw new Error(`${file.pathname}:${index + 1}: not an include directive: ${line}`);
       const included = new URL(path, file);
-      if (chain.includes(included.href)) throw new Error(`include cycle: ${[...chain, included.href].map((href) => new URL(href).pathname).join(' -> ')}`);
+      if (chain.includes(included.href))
+        throw new Error(`include cycle: ${[...chain, included.href].map((href) => new URL(href).pathname).join(' -> ')}`);
       if (inlined.has(included.href)) return '';
       if (!existsSync(included)) throw new Error(`${file.pathname}:${index + 1}: no such include: ${included.pathname}`);
       inlined.add(included.href);

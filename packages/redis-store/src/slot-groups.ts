@@ -15,11 +15,15 @@ export type PipelineReply = [error: Error | null, result: unknown];
  * pipeline goes to its master at the same time: a worker reads sales living on different masters in the
  * same poll. A key whose slot the client does not know yet (still connecting) gets a pipeline of its own.
  */
-export async function pipelineBySlotGroup(redis: Redis, keys: readonly string[], add: (pipeline: ChainableCommander, key: string, index: number) => void): Promise<PipelineReply[]> {
+export async function pipelineBySlotGroup(
+  redis: Redis,
+  keys: readonly string[],
+  add: (pipeline: ChainableCommander, key: string, index: number) => void,
+): Promise<PipelineReply[]> {
   if (!isClusterClient(redis)) {
     const pipeline = redis.pipeline();
     keys.forEach((key, index) => add(pipeline, key, index));
-    return ((await pipeline.exec()) ?? []);
+    return (await pipeline.exec()) ?? [];
   }
   const slots = (redis as unknown as { slots: string[][] }).slots;
   const groups = new Map<string, number[]>();
@@ -36,7 +40,7 @@ export async function pipelineBySlotGroup(redis: Redis, keys: readonly string[],
       for (const index of indices) add(pipeline, keys[index]!, index);
       let results: PipelineReply[];
       try {
-        results = ((await pipeline.exec()) ?? []);
+        results = (await pipeline.exec()) ?? [];
       } catch (error) {
         // The whole group failed (its master unreachable, a slot moved under it): each key says so.
         results = indices.map(() => [error as Error, null]);

@@ -36,8 +36,14 @@ describe('returnUnits (return-units-4.lua)', () => {
     const { sale, held } = await saleWithBuyers(5, 3);
     const [first, second] = held;
 
-    expect(await returnUnits(redis, config.REDIS_PREFIX, sale.id, sale.generation, [first!, second!])).toEqual({ kind: 'applied', results: ['returned', 'returned'] });
-    expect(await returnUnits(redis, config.REDIS_PREFIX, sale.id, sale.generation, [second!, first!])).toEqual({ kind: 'applied', results: ['already', 'already'] });
+    expect(await returnUnits(redis, config.REDIS_PREFIX, sale.id, sale.generation, [first!, second!])).toEqual({
+      kind: 'applied',
+      results: ['returned', 'returned'],
+    });
+    expect(await returnUnits(redis, config.REDIS_PREFIX, sale.id, sale.generation, [second!, first!])).toEqual({
+      kind: 'applied',
+      results: ['already', 'already'],
+    });
 
     expect((await readSaleState(redis, config.REDIS_PREFIX, sale.id))!.remaining).toBe(2 + 2);
     expect(await findBuyerReservation(redis, config.REDIS_PREFIX, sale.id, first!.userId)).toBeNull();
@@ -55,7 +61,12 @@ describe('returnUnits (return-units-4.lua)', () => {
     const after = await snapshotSale(redis, config.REDIS_PREFIX, sale.id);
 
     expect({ buyers: before.buyers, accepted: acceptedUnits(before) }).toEqual({ buyers: 3, accepted: 3 });
-    expect({ buyers: after.buyers, accepted: acceptedUnits(after), remaining: after.remaining, returnedUnits: after.returnedUnits }).toEqual({ buyers: 3, accepted: 3, remaining: 3, returnedUnits: 1 });
+    expect({
+      buyers: after.buyers,
+      accepted: acceptedUnits(after),
+      remaining: after.remaining,
+      returnedUnits: after.returnedUnits,
+    }).toEqual({ buyers: 3, accepted: 3, remaining: 3, returnedUnits: 1 });
   });
 
   it('leaves a buyer who holds a newer reservation alone', async () => {
@@ -63,7 +74,10 @@ describe('returnUnits (return-units-4.lua)', () => {
     const { sale, held } = await saleWithBuyers(5, 1);
     const old = { ...held[0]!, reservationId: `${sale.id}-${randomUUID()}` };
 
-    expect(await returnUnits(redis, config.REDIS_PREFIX, sale.id, sale.generation, [old])).toEqual({ kind: 'applied', results: ['returned'] });
+    expect(await returnUnits(redis, config.REDIS_PREFIX, sale.id, sale.generation, [old])).toEqual({
+      kind: 'applied',
+      results: ['returned'],
+    });
     expect((await findBuyerReservation(redis, config.REDIS_PREFIX, sale.id, held[0]!.userId))!.reservationId).toBe(held[0]!.reservationId);
     expect((await snapshotSale(redis, config.REDIS_PREFIX, sale.id)).buyers).toBe(1);
   });
@@ -71,9 +85,16 @@ describe('returnUnits (return-units-4.lua)', () => {
   it('refuses another generation and a sale Redis does not hold, changing nothing', async () => {
     const { redis, config } = env.ctx;
     const { sale, held } = await saleWithBuyers(5, 2);
-    await rebuildSaleState(redis, config.REDIS_PREFIX, sale, { remaining: 4, generation: 'rebuilt', buyers: [{ userId: held[1]!.userId, reservationId: held[1]!.reservationId, quantity: 1 }] });
+    await rebuildSaleState(redis, config.REDIS_PREFIX, sale, {
+      remaining: 4,
+      generation: 'rebuilt',
+      buyers: [{ userId: held[1]!.userId, reservationId: held[1]!.reservationId, quantity: 1 }],
+    });
 
-    expect(await returnUnits(redis, config.REDIS_PREFIX, sale.id, sale.generation, [held[1]!])).toEqual({ kind: 'other-generation', current: 'rebuilt' });
+    expect(await returnUnits(redis, config.REDIS_PREFIX, sale.id, sale.generation, [held[1]!])).toEqual({
+      kind: 'other-generation',
+      current: 'rebuilt',
+    });
     expect(await returnUnits(redis, config.REDIS_PREFIX, 2_000_000_000, 'g', [held[1]!])).toEqual({ kind: 'absent' });
     expect((await readSaleState(redis, config.REDIS_PREFIX, sale.id))!.remaining).toBe(4);
   });
@@ -93,7 +114,10 @@ describe('returnUnits (return-units-4.lua)', () => {
     const { sale } = await saleWithBuyers(2, 1);
     const ghost = { reservationId: `${sale.id}-${randomUUID()}`, userId: 'ghost', quantity: 2 };
 
-    expect(await returnUnits(redis, config.REDIS_PREFIX, sale.id, sale.generation, [ghost])).toEqual({ kind: 'applied', results: ['refused'] });
+    expect(await returnUnits(redis, config.REDIS_PREFIX, sale.id, sale.generation, [ghost])).toEqual({
+      kind: 'applied',
+      results: ['refused'],
+    });
     expect((await readSaleState(redis, config.REDIS_PREFIX, sale.id))!.remaining).toBe(1);
   });
 });

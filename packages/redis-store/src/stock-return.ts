@@ -32,12 +32,25 @@ const RESULT_OF: Record<number, ReturnResult> = { 1: 'returned', 0: 'already', [
 const ORDERS_PER_CALL = 200;
 
 /** Gives back the units of `orders`, all closed while the sale's Redis state was `generation`. */
-export async function returnUnits(redis: ScriptedRedis, prefix: string, saleId: number, generation: string, orders: UnitsToReturn[]): Promise<ReturnOutcome> {
+export async function returnUnits(
+  redis: ScriptedRedis,
+  prefix: string,
+  saleId: number,
+  generation: string,
+  orders: UnitsToReturn[],
+): Promise<ReturnOutcome> {
   const keys = saleKeys(prefix, saleId);
   const results: ReturnResult[] = [];
   for (let i = 0; i < orders.length; i += ORDERS_PER_CALL) {
     const chunk = orders.slice(i, i + ORDERS_PER_CALL);
-    const reply = await redis.returnUnits(keys.meta, keys.buyers, keys.returned, keys.closed, generation, ...chunk.flatMap((o) => [o.reservationId, o.userId, o.quantity]));
+    const reply = await redis.returnUnits(
+      keys.meta,
+      keys.buyers,
+      keys.returned,
+      keys.closed,
+      generation,
+      ...chunk.flatMap((o) => [o.reservationId, o.userId, o.quantity]),
+    );
     const code = Number(reply[0]);
     if (code === -1) return { kind: 'absent' };
     if (code === -2) return { kind: 'other-generation', current: String(reply[1]) };
@@ -50,6 +63,11 @@ export async function returnUnits(redis: ScriptedRedis, prefix: string, saleId: 
  * The reservations whose units this generation of the sale's state gave back (its returned hash), a page
  * (HSCAN COUNT `pageSize`) at a time.
  */
-export async function* returnedReservationPages(redis: ScriptedRedis, prefix: string, saleId: number, pageSize: number): AsyncGenerator<string[]> {
+export async function* returnedReservationPages(
+  redis: ScriptedRedis,
+  prefix: string,
+  saleId: number,
+  pageSize: number,
+): AsyncGenerator<string[]> {
   for await (const flat of hashPages(redis, saleKeys(prefix, saleId).returned, pageSize)) yield flat.filter((_, i) => i % 2 === 0);
 }

@@ -19,14 +19,28 @@ afterAll(async () => {
 
 async function reserveFor(saleId: number, buyers: string[]): Promise<void> {
   for (const userId of buyers) {
-    const outcome = await reservePurchase(ctx.redis, ctx.config.REDIS_PREFIX, { saleId, userId, quantity: 1, reservationId: newReservationId(saleId) });
+    const outcome = await reservePurchase(ctx.redis, ctx.config.REDIS_PREFIX, {
+      saleId,
+      userId,
+      quantity: 1,
+      reservationId: newReservationId(saleId),
+    });
     expect(outcome.kind).toBe('reserved');
   }
 }
 
 /** One worker taking entries without acknowledging them yet. */
 function deliver(saleId: number, count: number): Promise<unknown> {
-  return ctx.redis.xreadgroup('GROUP', ORDER_WRITERS_GROUP, 'test-consumer', 'COUNT', count, 'STREAMS', saleKeys(ctx.config.REDIS_PREFIX, saleId).stream, '>');
+  return ctx.redis.xreadgroup(
+    'GROUP',
+    ORDER_WRITERS_GROUP,
+    'test-consumer',
+    'COUNT',
+    count,
+    'STREAMS',
+    saleKeys(ctx.config.REDIS_PREFIX, saleId).stream,
+    '>',
+  );
 }
 
 describe('streamBacklog', () => {
@@ -147,7 +161,9 @@ describe("the drain judged from the ids, when the group's lag is wrong or unknow
     expect(backlog).toEqual({ lag: 2, pending: 0, deadLettered: 0 });
     expect(isDrained(backlog)).toBe(false);
     expect((await snapshotSale(ctx.redis, prefix(), sale.id)).backlog).toEqual({ lag: null, pending: 0 });
-    await expect(waitForDrain(ctx.redis, prefix(), sale.id, 100)).rejects.toThrow(new RegExp(`undelivered entries follow last-delivered-id ${ids[0]} \\(the first ${ids[1]}; XINFO GROUPS lag 0, entries-read 3\\)`));
+    await expect(waitForDrain(ctx.redis, prefix(), sale.id, 100)).rejects.toThrow(
+      new RegExp(`undelivered entries follow last-delivered-id ${ids[0]} \\(the first ${ids[1]}; XINFO GROUPS lag 0, entries-read 3\\)`),
+    );
   });
 
   it('is not drained when entries-read is unknown and an entry follows', async () => {
@@ -168,7 +184,11 @@ describe("the drain judged from the ids, when the group's lag is wrong or unknow
     const failure = await waitForDrain(ctx.redis, prefix(), sale.id, 50).catch((error: unknown) => error);
 
     expect(failure).toBeInstanceOf(DrainTimeout);
-    expect((failure as Error).message).toMatch(new RegExp(`lag 0, pending 2\\): 2 entries pending, the oldest ${oldest} held by consumer test-consumer, idle \\d+ ms after 1 deliveries`));
+    expect((failure as Error).message).toMatch(
+      new RegExp(
+        `lag 0, pending 2\\): 2 entries pending, the oldest ${oldest} held by consumer test-consumer, idle \\d+ ms after 1 deliveries`,
+      ),
+    );
   });
 });
 

@@ -93,7 +93,12 @@ export async function orderWritersProgress(redis: ScriptedRedis, prefix: string,
     .xlen(keys.deadLetter)
     .exec();
   if (!replies) throw new Error('backlog transaction was discarded');
-  const [[groupsError, groups], [lastError, last], [pendingError, pendingSummary], [deadError, deadLettered]] = replies as [[Error | null, unknown], [Error | null, unknown], [Error | null, unknown], [Error | null, unknown]];
+  const [[groupsError, groups], [lastError, last], [pendingError, pendingSummary], [deadError, deadLettered]] = replies as [
+    [Error | null, unknown],
+    [Error | null, unknown],
+    [Error | null, unknown],
+    [Error | null, unknown],
+  ];
   for (const error of [lastError, deadError]) if (error) throw error;
   // A missing stream fails XINFO, a missing group XPENDING: nothing to deliver either way.
   if (groupsError) {
@@ -121,7 +126,12 @@ export const UNDELIVERED_COUNT_CAP = 100_000;
  * a whole-stream XRANGE would hold Redis and this process for as long as a backlog of millions takes to
  * read and answer, when what the callers need is whether any is left and roughly how many.
  */
-export async function countEntriesAfter(redis: ScriptedRedis, stream: string, afterId: string, cap = UNDELIVERED_COUNT_CAP): Promise<number> {
+export async function countEntriesAfter(
+  redis: ScriptedRedis,
+  stream: string,
+  afterId: string,
+  cap = UNDELIVERED_COUNT_CAP,
+): Promise<number> {
   let counted = 0;
   let from = afterId;
   while (counted < cap) {
@@ -152,7 +162,9 @@ export async function explainBacklog(redis: ScriptedRedis, prefix: string, saleI
   const oldest = (await redis.xpending(keys.stream, ORDER_WRITERS_GROUP, 'IDLE', 0, '-', '+', 1)) as [string, string, number, number][];
   if (oldest.length > 0) {
     const [id, consumer, idleMs, deliveries] = oldest[0]!;
-    reasons.push(`${group.pending} entries pending, the oldest ${id} held by consumer ${consumer}, idle ${idleMs} ms after ${deliveries} deliveries: no live worker has taken it over`);
+    reasons.push(
+      `${group.pending} entries pending, the oldest ${id} held by consumer ${consumer}, idle ${idleMs} ms after ${deliveries} deliveries: no live worker has taken it over`,
+    );
   }
   return reasons.length > 0 ? reasons.join('; ') : 'drained now';
 }

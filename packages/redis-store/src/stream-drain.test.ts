@@ -27,10 +27,18 @@ describe('isDrained', () => {
 describe('waitForDrain', () => {
   it('fails with DrainTimeout while an entry is pending, and answers the backlog once it is acknowledged', async () => {
     const sale = await createLiveSale(ctx);
-    const reserved = await reservePurchase(ctx.redis, ctx.config.REDIS_PREFIX, { saleId: sale.id, userId: 'ann', quantity: 1, reservationId: newReservationId(sale.id) });
+    const reserved = await reservePurchase(ctx.redis, ctx.config.REDIS_PREFIX, {
+      saleId: sale.id,
+      userId: 'ann',
+      quantity: 1,
+      reservationId: newReservationId(sale.id),
+    });
     expect(reserved.kind).toBe('reserved');
     const stream = saleKeys(ctx.config.REDIS_PREFIX, sale.id).stream;
-    const delivered = (await ctx.redis.xreadgroup('GROUP', ORDER_WRITERS_GROUP, 'test-consumer', 'STREAMS', stream, '>')) as [string, [string, string[]][]][];
+    const delivered = (await ctx.redis.xreadgroup('GROUP', ORDER_WRITERS_GROUP, 'test-consumer', 'STREAMS', stream, '>')) as [
+      string,
+      [string, string[]][],
+    ][];
     const entryId = delivered[0]![1][0]![0];
 
     await expect(waitForDrain(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, 100)).rejects.toThrow(DrainTimeout);

@@ -19,14 +19,22 @@ export function isDrained(backlog: StreamBacklog): boolean {
  * what is pending). The reconciler's wait before a rebuild (RECONCILE_DRAIN_TIMEOUT_MS), and
  * the tests' and runners' before they count the orders.
  */
-export async function waitForDrain(redis: ScriptedRedis, prefix: string, saleId: number, timeoutMs = 30_000, pollMs = 25): Promise<StreamBacklog> {
+export async function waitForDrain(
+  redis: ScriptedRedis,
+  prefix: string,
+  saleId: number,
+  timeoutMs = 30_000,
+  pollMs = 25,
+): Promise<StreamBacklog> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const backlog = await streamBacklog(redis, prefix, saleId);
     if (isDrained(backlog)) return backlog;
     if (Date.now() >= deadline) {
       const why = await explainBacklog(redis, prefix, saleId);
-      throw new DrainTimeout(`sale ${saleId}: stream not drained after ${timeoutMs} ms (lag ${backlog.lag}, pending ${backlog.pending}): ${why}`);
+      throw new DrainTimeout(
+        `sale ${saleId}: stream not drained after ${timeoutMs} ms (lag ${backlog.lag}, pending ${backlog.pending}): ${why}`,
+      );
     }
     await sleep(pollMs);
   }

@@ -18,7 +18,12 @@ afterAll(async () => {
 async function saleWithEntries(count: number) {
   const sale = await createLiveSale(ctx, { stock: 100 });
   for (let i = 0; i < count; i++) {
-    const outcome = await reservePurchase(ctx.redis, ctx.config.REDIS_PREFIX, { saleId: sale.id, userId: `b${i}`, quantity: 1, reservationId: newReservationId(sale.id) });
+    const outcome = await reservePurchase(ctx.redis, ctx.config.REDIS_PREFIX, {
+      saleId: sale.id,
+      userId: `b${i}`,
+      quantity: 1,
+      reservationId: newReservationId(sale.id),
+    });
     expect(outcome.kind).toBe('reserved');
   }
   const stream = saleKeys(ctx.config.REDIS_PREFIX, sale.id).stream;
@@ -27,7 +32,10 @@ async function saleWithEntries(count: number) {
 }
 
 async function deliver(stream: string, count: number): Promise<string[]> {
-  const reply = (await ctx.redis.xreadgroup('GROUP', ORDER_WRITERS_GROUP, 'test-consumer', 'COUNT', count, 'STREAMS', stream, '>')) as [string, [string, string[]][]][];
+  const reply = (await ctx.redis.xreadgroup('GROUP', ORDER_WRITERS_GROUP, 'test-consumer', 'COUNT', count, 'STREAMS', stream, '>')) as [
+    string,
+    [string, string[]][],
+  ][];
   return reply[0]![1].map(([id]) => id);
 }
 
@@ -117,7 +125,9 @@ describe('trimAcknowledged', () => {
     const { sale, stream, ids } = await saleWithEntries(8);
     await ctx.redis.xack(stream, ORDER_WRITERS_GROUP, ...(await deliver(stream, 8)));
 
-    expect(await trimAcknowledged(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, { keepFrom: ids[3]!, keepSinceMs: 0, maxEntries: 1 })).toBe(3);
+    expect(await trimAcknowledged(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, { keepFrom: ids[3]!, keepSinceMs: 0, maxEntries: 1 })).toBe(
+      3,
+    );
     expect(await remaining(stream)).toEqual(ids.slice(3));
   });
 

@@ -21,7 +21,12 @@ export interface RetentionBounds {
  * flight to its end): about what is in flight plus the entries since the checkpoint, at any accept
  * rate. Its cost follows the entries removed, and sends back one number. Returns how many were removed.
  */
-export async function trimAcknowledged(redis: ScriptedRedis, prefix: string, saleId: number, { keepFrom, keepSinceMs, maxEntries = null }: RetentionBounds): Promise<number> {
+export async function trimAcknowledged(
+  redis: ScriptedRedis,
+  prefix: string,
+  saleId: number,
+  { keepFrom, keepSinceMs, maxEntries = null }: RetentionBounds,
+): Promise<number> {
   const since = keepSinceMs === null ? '' : String(Math.max(0, Math.floor(keepSinceMs)));
   const most = maxEntries === null ? '' : String(Math.max(0, Math.floor(maxEntries)));
   return Number(await redis.trimAcknowledged(saleKeys(prefix, saleId).stream, ORDER_WRITERS_GROUP, keepFrom ?? '', since, most));

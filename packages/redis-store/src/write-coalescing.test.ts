@@ -8,7 +8,10 @@ import { MAX_COMMANDS_PER_WRITE } from './write-coalescing.ts';
 // write or writev system call when the kernel takes it, as it does these few kilobytes).
 function countSends(redis: Redis): { sends: number; chunks: number } {
   const counts = { sends: 0, chunks: 0 };
-  const stream = redis.stream as unknown as { _write: (...args: unknown[]) => void; _writev: (chunks: unknown[], ...rest: unknown[]) => void };
+  const stream = redis.stream as unknown as {
+    _write: (...args: unknown[]) => void;
+    _writev: (chunks: unknown[], ...rest: unknown[]) => void;
+  };
   const write = stream._write.bind(stream);
   const writev = stream._writev.bind(stream);
   stream._write = (...args) => {
@@ -40,7 +43,9 @@ describe('the commands of one turn of the event loop leave in one write', () => 
     try {
       await redis.ping();
       const counts = countSends(redis);
-      const replies = Promise.all(Array.from({ length: 200 }, (_, i) => (i % 2 === 0 ? redis.set(`c${i}`, String(i)) : redis.get(`c${i - 1}`))));
+      const replies = Promise.all(
+        Array.from({ length: 200 }, (_, i) => (i % 2 === 0 ? redis.set(`c${i}`, String(i)) : redis.get(`c${i - 1}`))),
+      );
       // Only full batches have left yet: the rest waits for the turn's end.
       const full = Math.floor(200 / MAX_COMMANDS_PER_WRITE);
       expect(counts).toEqual({ sends: full, chunks: full * MAX_COMMANDS_PER_WRITE });
@@ -108,7 +113,7 @@ describe('on a Redis Cluster, each node connection', () => {
     await cluster.stop();
   });
 
-  it("sends the commands of one turn for its slots in a writev per MAX_COMMANDS_PER_WRITE, each answered", async () => {
+  it('sends the commands of one turn for its slots in a writev per MAX_COMMANDS_PER_WRITE, each answered', async () => {
     const redis = createRedis({ clusterNodes: cluster.nodes.map(({ host, port }) => ({ host, port })) });
     try {
       // One hash tag: every key in one slot, so on one master, whose connection is found by asking.

@@ -32,7 +32,7 @@ export function coalesceWrites(client: Redis): void {
     stream?.uncork();
   };
   const send = client.sendCommand.bind(client) as (...args: unknown[]) => unknown;
-  client.sendCommand = ((...args: unknown[]) => {
+  client.sendCommand = (...args: unknown[]) => {
     // A second argument is the stream of a pipeline (or a connection's set-up): not this socket's turn.
     if (args[1] !== undefined || client.status !== 'ready') return send(...args);
     if (corked === undefined) {
@@ -47,5 +47,5 @@ export function coalesceWrites(client: Redis): void {
     }
     batched += 1;
     return send(...args);
-  });
+  };
 }

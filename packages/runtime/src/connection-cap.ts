@@ -12,7 +12,12 @@ export type ConnectionRefusal = 'overMaxConnectionsPerAddress' | 'overMaxConnect
  * full, back and forth without end (measured: a core each for the supervisor and the process, with the
  * connections held open in the supervisor). Taking the connection and closing it ends it everywhere.
  */
-export function capConnections(server: Server, max: number, perAddress: number, refused: (reason: ConnectionRefusal, address?: string) => void): void {
+export function capConnections(
+  server: Server,
+  max: number,
+  perAddress: number,
+  refused: (reason: ConnectionRefusal, address?: string) => void,
+): void {
   let open = 0;
   const openByAddress = new Map<string, number>();
   server.on('connection', (socket: Socket) => {
@@ -41,4 +46,3 @@ export function capConnections(server: Server, max: number, perAddress: number, 
     });
   });
 }
-

@@ -19,7 +19,8 @@ describe('HotPathHistogram', () => {
 
     expect(await ours.metrics()).toBe(await theirs.metrics());
     // What a reader of get() uses (the dashboard's traffic sampler): every series' name, labels and value.
-    const series = ({ values }: { values: { metricName?: string; labels: object; value: number }[] }) => values.map(({ metricName, labels, value }) => ({ metricName, labels, value }));
+    const series = ({ values }: { values: { metricName?: string; labels: object; value: number }[] }) =>
+      values.map(({ metricName, labels, value }) => ({ metricName, labels, value }));
     expect(series(await hot.get())).toEqual(series(await reference.get()));
   });
 
@@ -34,7 +35,8 @@ describe('HotPathHistogram', () => {
       const reference = new Histogram({ name: 'y_seconds', help: 'Time of y.', buckets: BUCKETS, registers: [registry] });
       for (const value of OBSERVATIONS.slice(i * 5)) reference.observe(value);
     }
-    const aggregate = async (registries: Registry[]) => AggregatorRegistry.aggregate(await Promise.all(registries.map((r) => r.getMetricsAsJSON()))).metrics();
+    const aggregate = async (registries: Registry[]) =>
+      AggregatorRegistry.aggregate(await Promise.all(registries.map((r) => r.getMetricsAsJSON()))).metrics();
 
     expect(await aggregate(ours)).toBe(await aggregate(theirs));
   });

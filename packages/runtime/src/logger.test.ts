@@ -30,7 +30,13 @@ async function linesOf(stream: 1 | 2): Promise<{ code: number | null; messages: 
   let out = '';
   (stream === 1 ? child.stdout : child.stderr).setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
   const code = await new Promise<number | null>((resolve) => child.once('close', (exitCode) => resolve(exitCode)));
-  return { code, messages: out.trim().split('\n').map((text) => (JSON.parse(text) as { msg: unknown }).msg) };
+  return {
+    code,
+    messages: out
+      .trim()
+      .split('\n')
+      .map((text) => (JSON.parse(text) as { msg: unknown }).msg),
+  };
 }
 
 describe('the log', () => {

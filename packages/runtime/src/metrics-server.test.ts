@@ -85,14 +85,23 @@ describe('the guards of the internal port', () => {
     const port = await listening({ token: 'a-metrics-token-for-this-test' });
 
     expect((await fetch(`http://127.0.0.1:${port}/metrics`)).status).toBe(401);
-    expect((await fetch(`http://127.0.0.1:${port}/metrics`, { headers: { authorization: 'Bearer a-metrics-token-for-this-tesT' } })).status).toBe(401);
-    expect((await fetch(`http://127.0.0.1:${port}/metrics`, { headers: { authorization: 'Bearer a-metrics-token-for-this-test' } })).status).toBe(200);
+    expect(
+      (await fetch(`http://127.0.0.1:${port}/metrics`, { headers: { authorization: 'Bearer a-metrics-token-for-this-tesT' } })).status,
+    ).toBe(401);
+    expect(
+      (await fetch(`http://127.0.0.1:${port}/metrics`, { headers: { authorization: 'Bearer a-metrics-token-for-this-test' } })).status,
+    ).toBe(200);
     expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).toBe(200);
   });
 
   it('holds at most maxConnections, a quarter from one address, and closes a half-sent request at the headers timeout', async () => {
     const refused: string[] = [];
-    const port = await listening({ maxConnections: 8, headersTimeoutMs: 1500, requestTimeoutMs: 1500, onRefused: (reason) => refused.push(reason) });
+    const port = await listening({
+      maxConnections: 8,
+      headersTimeoutMs: 1500,
+      requestTimeoutMs: 1500,
+      onRefused: (reason) => refused.push(reason),
+    });
     const sockets: Socket[] = [];
     try {
       const open = async (localAddress: string) => {
@@ -107,8 +116,12 @@ describe('the guards of the internal port', () => {
         return socket;
       };
       const fromOne = await Promise.all(Array.from({ length: 4 }, () => open('127.0.0.1')));
-      await Promise.all(['127.0.0.3', '127.0.0.4', '127.0.0.5', '127.0.0.6', '127.0.0.7', '127.0.0.8', '127.0.0.9'].map((address) => open(address)));
-      await expect.poll(() => refused.slice().sort(), { timeout: 60_000 }).toEqual(['overMaxConnections', 'overMaxConnectionsPerAddress', 'overMaxConnectionsPerAddress']);
+      await Promise.all(
+        ['127.0.0.3', '127.0.0.4', '127.0.0.5', '127.0.0.6', '127.0.0.7', '127.0.0.8', '127.0.0.9'].map((address) => open(address)),
+      );
+      await expect
+        .poll(() => refused.slice().sort(), { timeout: 60_000 })
+        .toEqual(['overMaxConnections', 'overMaxConnectionsPerAddress', 'overMaxConnectionsPerAddress']);
 
       // Every one still open is closed by the headers timeout (1.5 s, swept every 375 ms), none kept.
       const closed = await Promise.all(fromOne.slice(0, 2).map((socket) => (socket.destroyed ? Promise.resolve() : once(socket, 'close'))));

@@ -91,7 +91,12 @@ export interface MetricsListener {
  * PORT's share), ends a connection that does not send its request in time, and, with a token, serves
  * /metrics (each sale's stock and remaining, in the reconciler's) to the scraper only.
  */
-export function serveMetrics(registry: MetricsSource, port: number, readiness?: () => Promise<Readiness>, listener: MetricsListener = {}): Server {
+export function serveMetrics(
+  registry: MetricsSource,
+  port: number,
+  readiness?: () => Promise<Readiness>,
+  listener: MetricsListener = {},
+): Server {
   const headersTimeoutMs = listener.headersTimeoutMs ?? 5000;
   const maxConnections = listener.maxConnections ?? 32;
   const expected = listener.token === undefined ? undefined : Buffer.from(`Bearer ${listener.token}`);
@@ -115,7 +120,9 @@ export function serveMetrics(registry: MetricsSource, port: number, readiness?: 
       } else if (req.url === '/healthz') {
         res.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"ok"}');
       } else if (req.url === '/readyz' && readiness) {
-        void readiness().then((report) => res.writeHead(report.status === 'ready' ? 200 : 503, { 'content-type': 'application/json' }).end(JSON.stringify(report)));
+        void readiness().then((report) =>
+          res.writeHead(report.status === 'ready' ? 200 : 503, { 'content-type': 'application/json' }).end(JSON.stringify(report)),
+        );
       } else {
         res.writeHead(404).end();
       }
@@ -134,7 +141,12 @@ function sameBytes(given: string | undefined, expected: Buffer): boolean {
 /** The settings of an internal port, from the configuration. */
 export type MetricsListenerConfig = Pick<
   Config,
-  'METRICS_HOST' | 'METRICS_TOKEN' | 'METRICS_MAX_CONNECTIONS' | 'HTTP_HEADERS_TIMEOUT_MS' | 'HTTP_REQUEST_TIMEOUT_MS' | 'HTTP_KEEP_ALIVE_TIMEOUT_MS'
+  | 'METRICS_HOST'
+  | 'METRICS_TOKEN'
+  | 'METRICS_MAX_CONNECTIONS'
+  | 'HTTP_HEADERS_TIMEOUT_MS'
+  | 'HTTP_REQUEST_TIMEOUT_MS'
+  | 'HTTP_KEEP_ALIVE_TIMEOUT_MS'
 >;
 
 /** The process serving a metrics port, as the line logged when the port cannot be bound names it. */
@@ -173,7 +185,10 @@ export async function serveMetricsPort(
   const bound = await new Promise<number | undefined>((resolve) => {
     server.once('listening', () => resolve((server.address() as AddressInfo).port));
     server.once('error', (err) => {
-      logger.error({ err, port, host: config.METRICS_HOST }, `metrics port unavailable: this ${role} serves no /metrics (give it its own ${variable})`);
+      logger.error(
+        { err, port, host: config.METRICS_HOST },
+        `metrics port unavailable: this ${role} serves no /metrics (give it its own ${variable})`,
+      );
       resolve(undefined);
     });
   });

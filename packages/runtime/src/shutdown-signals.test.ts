@@ -22,7 +22,11 @@ interface Stopped {
 }
 
 async function signalled(env: { TIMEOUT_MS: string; STOP_TAKES_MS: string }, signals: NodeJS.Signals[]): Promise<Stopped> {
-  const child = spawn(process.execPath, ['--conditions=@flashsale/source', '--import', 'tsx', '--input-type=module', '-e', PROGRAM], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, ['--conditions=@flashsale/source', '--import', 'tsx', '--input-type=module', '-e', PROGRAM], {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const lines: Record<string, unknown>[] = [];
   let buffered = '';
   let signalledAt = 0;

@@ -15,7 +15,12 @@ export type SummarisedLog<Reason extends string> = (reason: Reason, last?: Recor
  * operator learns a limit is hit or a flood is on (and from where) without the flood filling the disk:
  * whatever the rate, this writes at most one line per interval. The counts go under `field`.
  */
-export function summarisedLog<Reason extends string>(logger: Logger, message: string, field: string, everyMs = SUMMARY_EVERY_MS): SummarisedLog<Reason> {
+export function summarisedLog<Reason extends string>(
+  logger: Logger,
+  message: string,
+  field: string,
+  everyMs = SUMMARY_EVERY_MS,
+): SummarisedLog<Reason> {
   let counts: Partial<Record<Reason, number>> = {};
   let last: Record<string, unknown> = {};
   let window: NodeJS.Timeout | undefined;

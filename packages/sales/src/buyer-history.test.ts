@@ -9,22 +9,41 @@ import { salesDeps } from './testing.ts';
 const env = contextPerFile();
 
 describe('restoreBuyerHistory', () => {
-  it('derives every buyer\'s closed orders from MySQL, page after page, counting only cancelled and expired ones; a repeat changes nothing', async () => {
+  it("derives every buyer's closed orders from MySQL, page after page, counting only cancelled and expired ones; a repeat changes nothing", async () => {
     const { ctx } = env;
     const sale = await createLiveSale(ctx, { stock: 10 });
-    const order = (userId: string, status: 'created' | 'paid' | 'cancelled' | 'expired', closedAgoMs: number) => orderRow(sale.id, userId, status, closedAgoMs);
+    const order = (userId: string, status: 'created' | 'paid' | 'cancelled' | 'expired', closedAgoMs: number) =>
+      orderRow(sale.id, userId, status, closedAgoMs);
     // 2,500 buyers with one closed order each: three pages of 1,000. Their ids sort byte-wise, as MySQL pages them.
     const buyers = Array.from({ length: 2500 }, (_, i) => `buyer-${String(i).padStart(4, '0')}`);
     await ctx.prisma.order.createMany({ data: buyers.map((buyer) => order(buyer, 'cancelled', 60_000)) });
     await ctx.prisma.order.createMany({
-      data: [order('buyer-0999', 'expired', 10_000), order('buyer-0999', 'cancelled', 20_000), order('buyer-1000', 'created', 0), order('buyer-1001', 'paid', 0), order('never-closed', 'created', 0)],
+      data: [
+        order('buyer-0999', 'expired', 10_000),
+        order('buyer-0999', 'cancelled', 20_000),
+        order('buyer-1000', 'created', 0),
+        order('buyer-1001', 'paid', 0),
+        order('never-closed', 'created', 0),
+      ],
     });
     const keys = saleKeys(ctx.config.REDIS_PREFIX, sale.id);
 
     const before = await redisNow(ctx.redis);
-    expect(await restoreBuyerHistory(salesDeps({ redis: ctx.redis, prisma: ctx.prisma, prefix: ctx.config.REDIS_PREFIX, logger: createLogger('test', 'silent') }), sale.id, sale.rebuyRule)).toBe(2500);
+    expect(
+      await restoreBuyerHistory(
+        salesDeps({ redis: ctx.redis, prisma: ctx.prisma, prefix: ctx.config.REDIS_PREFIX, logger: createLogger('test', 'silent') }),
+        sale.id,
+        sale.rebuyRule,
+      ),
+    ).toBe(2500);
     const restored = await ctx.redis.hgetall(keys.closed);
-    expect(await restoreBuyerHistory(salesDeps({ redis: ctx.redis, prisma: ctx.prisma, prefix: ctx.config.REDIS_PREFIX, logger: createLogger('test', 'silent') }), sale.id, sale.rebuyRule)).toBe(2500);
+    expect(
+      await restoreBuyerHistory(
+        salesDeps({ redis: ctx.redis, prisma: ctx.prisma, prefix: ctx.config.REDIS_PREFIX, logger: createLogger('test', 'silent') }),
+        sale.id,
+        sale.rebuyRule,
+      ),
+    ).toBe(2500);
 
     expect(await ctx.redis.hgetall(keys.closed)).toEqual(restored);
     expect(Object.keys(restored).sort()).toEqual(buyers);

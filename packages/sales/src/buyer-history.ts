@@ -11,7 +11,11 @@ const BUYERS_PER_PAGE = 1000;
  * data would let every buyer start over. Safe to repeat (the merge keeps the larger count); returns the
  * buyers written, or 'absent' when the sale is not in Redis (the rebuild's caller fails on that first).
  */
-export async function restoreBuyerHistory(deps: Pick<SalesDeps, 'redis' | 'mysql'>, saleId: number, rule: RebuyRule): Promise<number | 'absent'> {
+export async function restoreBuyerHistory(
+  deps: Pick<SalesDeps, 'redis' | 'mysql'>,
+  saleId: number,
+  rule: RebuyRule,
+): Promise<number | 'absent'> {
   const inRedis = deps.redis.sale(saleId);
   let after = '';
   let buyers = 0;

@@ -40,7 +40,12 @@ export function createDoorChallenges(authSecret: string, now: () => number = Dat
   const buyerParam = (userId: string) => Buffer.from(userId, 'utf8').toString('base64url');
   return {
     issue(saleId, userId, maxnumber) {
-      return createChallenge({ hmacKey, maxnumber, expires: new Date(now() + CHALLENGE_TTL_MS), params: { sale: String(saleId), buyer: buyerParam(userId) } });
+      return createChallenge({
+        hmacKey,
+        maxnumber,
+        expires: new Date(now() + CHALLENGE_TTL_MS),
+        params: { sale: String(saleId), buyer: buyerParam(userId) },
+      });
     },
     async verify(saleId, userId, payload) {
       if (payload.length > MAX_PAYLOAD_CHARS) return null;
@@ -50,7 +55,8 @@ export function createDoorChallenges(authSecret: string, now: () => number = Dat
       } catch {
         return null;
       }
-      if (typeof decoded !== 'object' || decoded === null || typeof decoded.signature !== 'string' || typeof decoded.salt !== 'string') return null;
+      if (typeof decoded !== 'object' || decoded === null || typeof decoded.signature !== 'string' || typeof decoded.salt !== 'string')
+        return null;
       const params = extractParams(decoded);
       if (params.sale !== String(saleId) || params.buyer !== buyerParam(userId)) return null;
       const expiresAt = Number(params.expires) * 1000;
@@ -74,7 +80,12 @@ export function createDoorChallenges(authSecret: string, now: () => number = Dat
  * faster than the door admits pays more per account the faster it joins, while a crowd joining at the
  * door's pace pays the base.
  */
-export function challengeDifficulty(mode: 'off' | 'pow' | 'auto', maxNumber: number, joinsPerSecond: number, admitPerSecond: number): number {
+export function challengeDifficulty(
+  mode: 'off' | 'pow' | 'auto',
+  maxNumber: number,
+  joinsPerSecond: number,
+  admitPerSecond: number,
+): number {
   if (mode !== 'auto') return maxNumber;
   const pressure = Math.min(100, Math.max(1, joinsPerSecond / Math.max(admitPerSecond, 0.01)));
   return Math.min(ADMISSION_LIMITS.challengeMaxNumber.max, Math.round(maxNumber * pressure));

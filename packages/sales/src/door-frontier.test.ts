@@ -17,7 +17,21 @@ describe('DoorFrontiers', () => {
   it('reads each door at most once per max age, one call in flight however many ask, and moves now on by its own clock', async () => {
     const now = await redisNow(ctx.redis);
     const sale = { id: 880_000_001, name: 'Door', stock: 5, perUserLimit: 1, startsAt: now + 60_000, endsAt: now + 3_600_000 };
-    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).publish({ ...sale, admission: { mode: 'queue', preQueueSeconds: 600, admitPerSecond: 5, admissionTtlSeconds: 60, noShowFactor: 1, paused: false, ...doorGuardsOff(60) } }, 'g');
+    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).publish(
+      {
+        ...sale,
+        admission: {
+          mode: 'queue',
+          preQueueSeconds: 600,
+          admitPerSecond: 5,
+          admissionTtlSeconds: 60,
+          noShowFactor: 1,
+          paused: false,
+          ...doorGuardsOff(60),
+        },
+      },
+      'g',
+    );
     const clock = manualClock();
     // The real client, with its admit calls counted.
     let calls = 0;

@@ -39,7 +39,9 @@ export class DoorFrontiers {
     let pending = this.#inFlight.get(saleId);
     if (!pending) {
       const at = this.clock();
-      pending = this.redis.sale(saleId).admitQueue()
+      pending = this.redis
+        .sale(saleId)
+        .admitQueue()
         .then((reading) => this.#keep(saleId, reading, at))
         .finally(() => this.#inFlight.delete(saleId));
       this.#inFlight.set(saleId, pending);

@@ -106,7 +106,8 @@ export function createDoor(deps: DoorDeps): Door {
 
   // Not in Redis: no such sale, or Redis lost it and the reconciler is rebuilding it from MySQL.
   async function missing(saleId: number): Promise<never> {
-    if (await findSaleUnlessMissing(mysql, deps.misses, saleId)) throw new AppError('SALE_PAUSED', 'the sale is being restored; retry shortly', {}, { 'Retry-After': '2' });
+    if (await findSaleUnlessMissing(mysql, deps.misses, saleId))
+      throw new AppError('SALE_PAUSED', 'the sale is being restored; retry shortly', {}, { 'Retry-After': '2' });
     throw new AppError('SALE_NOT_FOUND', `no sale has the id ${saleId}`);
   }
 
@@ -125,16 +126,26 @@ export function createDoor(deps: DoorDeps): Door {
       if (typeof shadow !== 'string') return { ...shadow, shadow: true };
       ticket = shadow === 'bad_signature' ? ticket : shadow;
     }
-    const why = { malformed: 'is malformed', bad_signature: 'has a signature that does not match', other_buyer: "is another buyer's", other_sale: "is another sale's" }[ticket];
+    const why = {
+      malformed: 'is malformed',
+      bad_signature: 'has a signature that does not match',
+      other_buyer: "is another buyer's",
+      other_sale: "is another sale's",
+    }[ticket];
     throw new AppError('INVALID_QUEUE_TICKET', `the Queue-Ticket ${why}; ask without it to get yours`);
   }
 
   async function joined(saleId: number, outcome: JoinOutcome): Promise<QueuePlace> {
     switch (outcome.kind) {
       case 'queue_full':
-        throw new AppError('QUEUE_FULL', `the waiting room of sale ${saleId} holds its most buyers (${outcome.cap})`, { maxQueueSize: outcome.cap });
+        throw new AppError('QUEUE_FULL', `the waiting room of sale ${saleId} holds its most buyers (${outcome.cap})`, {
+          maxQueueSize: outcome.cap,
+        });
       case 'solution_replayed':
-        throw new AppError('CHALLENGE_REQUIRED', 'this solution was used before: get a new challenge (GET /api/sales/{saleId}/queue/challenge) and solve it');
+        throw new AppError(
+          'CHALLENGE_REQUIRED',
+          'this solution was used before: get a new challenge (GET /api/sales/{saleId}/queue/challenge) and solve it',
+        );
       case 'sale_not_found':
         return missing(saleId);
       case 'sale_ended':
@@ -142,14 +153,24 @@ export function createDoor(deps: DoorDeps): Door {
       case 'sale_not_queued':
         throw new AppError('SALE_NOT_QUEUED', `sale ${saleId} has no waiting room: buy directly`);
       case 'queue_not_open':
-        throw new AppError('QUEUE_NOT_OPEN', `the waiting room opens at ${new Date(outcome.opensAt).toISOString()}`, { opensAt: new Date(outcome.opensAt).toISOString() });
+        throw new AppError('QUEUE_NOT_OPEN', `the waiting room opens at ${new Date(outcome.opensAt).toISOString()}`, {
+          opensAt: new Date(outcome.opensAt).toISOString(),
+        });
       case 'joined':
         return outcome.place;
     }
   }
 
   // `placedNow`: `known` is what the join script just answered, newer than any copy of the door.
-  async function reply(saleId: number, userId: string, known: QueuePlace | null, askRedis: boolean, ticket?: QueueTicket, rawTicket?: string, placedNow = false): Promise<QueueReply> {
+  async function reply(
+    saleId: number,
+    userId: string,
+    known: QueuePlace | null,
+    askRedis: boolean,
+    ticket?: QueueTicket,
+    rawTicket?: string,
+    placedNow = false,
+  ): Promise<QueueReply> {
     const cached = await doorOf(saleId);
     let now = cached.now;
     let door = cached.door;
@@ -188,8 +209,17 @@ export function createDoor(deps: DoorDeps): Door {
     }
     // A ticket says the same again (a waiting buyer's poll, most often): the one the buyer sent is that
     // ticket, signed (readQueueTicket checked it, and only what was signed passes), so it is not signed again.
-    const unchanged = rawTicket !== undefined && place !== null && ticket!.score === place.score && ticket!.rank === place.rank && ticket!.epoch === door.epoch;
-    const signed = place ? (unchanged ? rawTicket : signQueueTicket(ticketKey, { saleId, userId, score: place.score, rank: place.rank, epoch: door.epoch })) : null;
+    const unchanged =
+      rawTicket !== undefined &&
+      place !== null &&
+      ticket!.score === place.score &&
+      ticket!.rank === place.rank &&
+      ticket!.epoch === door.epoch;
+    const signed = place
+      ? unchanged
+        ? rawTicket
+        : signQueueTicket(ticketKey, { saleId, userId, score: place.score, rank: place.rank, epoch: door.epoch })
+      : null;
     return { saleId, answer: queueAnswer(door, place, now), ticket: signed };
   }
 
@@ -202,14 +232,25 @@ export function createDoor(deps: DoorDeps): Door {
   async function shadowReply(saleId: number, userId: string, ticket: QueueTicket | null, rawTicket?: string): Promise<QueueReply> {
     const { door, now } = await doorOf(saleId);
     const started = now >= door.startsAt;
-    const offset = 1 + (ticket?.score ?? 0) % 17;
-    let place: QueuePlace = ticket ?? { score: ARRIVAL_SCORE_BASE + door.queued + 1_000_000 + Math.floor(Math.random() * 1000), rank: null };
+    const offset = 1 + ((ticket?.score ?? 0) % 17);
+    let place: QueuePlace = ticket ?? {
+      score: ARRIVAL_SCORE_BASE + door.queued + 1_000_000 + Math.floor(Math.random() * 1000),
+      rank: null,
+    };
     if (started && place.rank === null) place = { score: place.score, rank: door.queued + offset };
-    const shown: QueuePlace = place.rank === null ? place : { score: place.score, rank: Math.max(place.rank, door.front + offset), turn: null };
+    const shown: QueuePlace =
+      place.rank === null ? place : { score: place.score, rank: Math.max(place.rank, door.front + offset), turn: null };
     const unchanged = ticket !== null && ticket.rank === place.rank && ticket.epoch === door.epoch;
-    const signed = unchanged && rawTicket !== undefined ? rawTicket : signQueueTicket(shadowKey, { saleId, userId, score: place.score, rank: place.rank, epoch: door.epoch });
+    const signed =
+      unchanged && rawTicket !== undefined
+        ? rawTicket
+        : signQueueTicket(shadowKey, { saleId, userId, score: place.score, rank: place.rank, epoch: door.epoch });
     // Held short of the front: no ETA, as for a waiting buyer the stock holds back.
-    const answer = queueAnswer({ ...door, unused: shown.rank !== null && place.rank! < door.front + offset ? Number.MAX_SAFE_INTEGER : door.unused }, shown, now);
+    const answer = queueAnswer(
+      { ...door, unused: shown.rank !== null && place.rank! < door.front + offset ? Number.MAX_SAFE_INTEGER : door.unused },
+      shown,
+      now,
+    );
     return { saleId, answer, ticket: signed };
   }
 
@@ -224,16 +265,33 @@ export function createDoor(deps: DoorDeps): Door {
 
   // The checks of a join the gateway makes from its copy of the door (no Redis call): the claim, then the
   // solved challenge, each refused with its own code. A ticket proves a place taken before: no challenge.
-  async function admittedToJoin(door: DoorView, saleId: number, userId: string, request: JoinRequest, proven: boolean): Promise<SolvedChallenge | undefined> {
+  async function admittedToJoin(
+    door: DoorView,
+    saleId: number,
+    userId: string,
+    request: JoinRequest,
+    proven: boolean,
+  ): Promise<SolvedChallenge | undefined> {
     if (door.requireClaim !== null && request.claims?.[door.requireClaim] !== true) {
-      throw new AppError('CLAIM_REQUIRED', `joining this waiting room needs the claim "${door.requireClaim}" set to true in the buyer token`, { claim: door.requireClaim });
+      throw new AppError(
+        'CLAIM_REQUIRED',
+        `joining this waiting room needs the claim "${door.requireClaim}" set to true in the buyer token`,
+        { claim: door.requireClaim },
+      );
     }
     if (door.challenge === 'off' || proven) return undefined;
     if (request.solution === undefined) {
-      throw new AppError('CHALLENGE_REQUIRED', 'this waiting room asks a solved challenge: GET /api/sales/{saleId}/queue/challenge, solve it, and join with { "solution": "<ALTCHA payload>" }');
+      throw new AppError(
+        'CHALLENGE_REQUIRED',
+        'this waiting room asks a solved challenge: GET /api/sales/{saleId}/queue/challenge, solve it, and join with { "solution": "<ALTCHA payload>" }',
+      );
     }
     const solved = await challenges.verify(saleId, userId, request.solution);
-    if (!solved) throw new AppError('CHALLENGE_REQUIRED', "the solution does not solve a challenge of this sale's for this buyer (wrong, expired, or another's): get a new one");
+    if (!solved)
+      throw new AppError(
+        'CHALLENGE_REQUIRED',
+        "the solution does not solve a challenge of this sale's for this buyer (wrong, expired, or another's): get a new one",
+      );
     return solved;
   }
 
@@ -255,7 +313,8 @@ export function createDoor(deps: DoorDeps): Door {
       } catch (error) {
         // Solutions missing, wrong or replayed again and again: the account is set aside (its third strike
         // within a minute is answered from the shadow queue, and every join after it).
-        if (error instanceof AppError && error.code === 'CHALLENGE_REQUIRED' && setAside.strike(userId)) return shadowJoin(saleId, userId, 'challenge');
+        if (error instanceof AppError && error.code === 'CHALLENGE_REQUIRED' && setAside.strike(userId))
+          return shadowJoin(saleId, userId, 'challenge');
         throw error;
       }
       return reply(saleId, userId, await joined(saleId, outcome), false, undefined, undefined, true);
@@ -284,13 +343,15 @@ export function createDoor(deps: DoorDeps): Door {
     async here(saleId, userId, rawTicket) {
       // The sale first (404, 409 for an open one), from the copy: then the ticket the call needs.
       const { door } = await doorOf(saleId);
-      if (rawTicket === undefined) throw new AppError('INVALID_QUEUE_TICKET', 'showing up needs your Queue-Ticket: send the ticket your join or status answered');
+      if (rawTicket === undefined)
+        throw new AppError('INVALID_QUEUE_TICKET', 'showing up needs your Queue-Ticket: send the ticket your join or status answered');
       const ticket = readTicket(saleId, userId, rawTicket);
       if (ticket.shadow) return shadowReply(saleId, userId, ticket, rawTicket);
       // Only a rank the frontier reached can hold a turn: a buyer further back than this copy of the door
       // could be behind (a second's admissions: the most the door banks) costs no Redis call.
       const reachable = ticket.rank !== null && ticket.rank < door.front + Math.ceil(door.admitPerSecond) + 1;
-      if (!reachable || ticket.epoch !== door.epoch) return reply(saleId, userId, { score: ticket.score, rank: ticket.rank }, false, ticket, rawTicket);
+      if (!reachable || ticket.epoch !== door.epoch)
+        return reply(saleId, userId, { score: ticket.score, rank: ticket.rank }, false, ticket, rawTicket);
       const shown = await redis.sale(saleId).showUp(userId);
       if (shown.kind === 'sale_not_found') return missing(saleId);
       if (shown.kind === 'sale_not_queued') throw new AppError('SALE_NOT_QUEUED', `sale ${saleId} has no waiting room: buy directly`);
@@ -309,7 +370,13 @@ export function createDoor(deps: DoorDeps): Door {
         ...(change.paused !== undefined && { paused: change.paused }),
       };
       const reading = await frontiers.admit(saleId, change);
-      if (reading.kind !== 'door') throw new AppError('SERVICE_UNAVAILABLE', 'the sale is not in Redis now (being restored); the change is recorded and applies when it is', {}, { 'Retry-After': '2' });
+      if (reading.kind !== 'door')
+        throw new AppError(
+          'SERVICE_UNAVAILABLE',
+          'the sale is not in Redis now (being restored); the change is recorded and applies when it is',
+          {},
+          { 'Retry-After': '2' },
+        );
       return { sale: { ...record, admission }, door: reading.door };
     },
 

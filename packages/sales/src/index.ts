@@ -17,8 +17,31 @@ export { storeFailures, isStoreUnavailable } from './store-failures.ts';
 export type { AuditReport } from './ledger-audit.ts';
 export { judge, type LookTerms, type SaleVisit, type Verdict } from './sale-watch.ts';
 export { withinDeadline, WatchStepOverdueError } from './watch-deadline.ts';
-export { Abandoned, backoffMs, type OrderIntake, type OrderIntakeObserver, type OrderIntakeStats, type StreamDelivery } from './order-intake.ts';
+export {
+  Abandoned,
+  backoffMs,
+  type OrderIntake,
+  type OrderIntakeObserver,
+  type OrderIntakeStats,
+  type StreamDelivery,
+} from './order-intake.ts';
 // The stores' and the reconcile queue's vocabulary, as the facade's methods take and return it.
 export type { WatchedSale, NewSale, CreationKey, PaymentEventInput } from '@flashsale/order-store';
-export type { ReserveOutcome, UnreplicatedOutcome, AdminSession, DoorGauges, RedisMemory, SaleSnapshot, StreamEntry } from '@flashsale/redis-store';
-export { RECONCILE_QUEUE, AUDIT_QUEUE, bullPrefix, reconcileJobId, type ReconcileJobData, type ReconcileReason, type ReconcileResult } from '@flashsale/jobs';
+export type {
+  ReserveOutcome,
+  UnreplicatedOutcome,
+  AdminSession,
+  DoorGauges,
+  RedisMemory,
+  SaleSnapshot,
+  StreamEntry,
+} from '@flashsale/redis-store';
+export {
+  RECONCILE_QUEUE,
+  AUDIT_QUEUE,
+  bullPrefix,
+  reconcileJobId,
+  type ReconcileJobData,
+  type ReconcileReason,
+  type ReconcileResult,
+} from '@flashsale/jobs';

@@ -22,7 +22,12 @@ const prefix = () => ctx.config.REDIS_PREFIX;
 const keysOf = (sale: SaleRecord) => saleKeys(prefix(), sale.id);
 
 async function reserve(sale: SaleRecord, buyer: string, quantity = 1): Promise<void> {
-  const outcome = await createSaleStore(ctx.redis, prefix()).reserve({ saleId: sale.id, userId: buyer, quantity, reservationId: newReservationId(sale.id) });
+  const outcome = await createSaleStore(ctx.redis, prefix()).reserve({
+    saleId: sale.id,
+    userId: buyer,
+    quantity,
+    reservationId: newReservationId(sale.id),
+  });
   expect(outcome.kind).toBe('reserved');
 }
 
@@ -42,11 +47,17 @@ async function writeOrders(sale: SaleRecord, entries: StreamEntry[]): Promise<vo
   expect((await createOrderStore(ctx.prisma).sale(sale.id).writeOrderBatch(batch)).written).toHaveLength(batch.length);
 }
 
-const ack = (sale: SaleRecord, entries: StreamEntry[]) => createSaleStore(ctx.redis, prefix()).sale(sale.id).acknowledge(entries.map((e) => e.id));
+const ack = (sale: SaleRecord, entries: StreamEntry[]) =>
+  createSaleStore(ctx.redis, prefix())
+    .sale(sale.id)
+    .acknowledge(entries.map((e) => e.id));
 
 /** What an audit counts, less the instant it was read at. */
 async function counts(sale: SaleRecord, returned = 0): Promise<Omit<AuditReport, 'at' | 'returnedUnits'> | null> {
-  const report = await auditSale(salesDeps({ redis: ctx.redis, prisma: ctx.prisma, prefix: prefix(), logger: createLogger('audit-test', 'silent') }), sale.id);
+  const report = await auditSale(
+    salesDeps({ redis: ctx.redis, prisma: ctx.prisma, prefix: prefix(), logger: createLogger('audit-test', 'silent') }),
+    sale.id,
+  );
   if (!report) return null;
   const { at, returnedUnits, ...rest } = report;
   expect(at).toBeGreaterThan(0);
@@ -60,7 +71,11 @@ describe('auditSale', () => {
     ['not yet delivered to a worker', async () => undefined, { inFlightUnits: 6, deadLetteredUnits: 0, unitsInDb: 0 }],
     ['delivered, not yet written', async (sale) => void (await deliver(sale)), { inFlightUnits: 6, deadLetteredUnits: 0, unitsInDb: 0 }],
     // The worker died between commit and XACK: in MySQL and still in flight, counted once.
-    ['written, not yet acknowledged', async (sale) => writeOrders(sale, await deliver(sale)), { inFlightUnits: 6, deadLetteredUnits: 0, unitsInDb: 0 }],
+    [
+      'written, not yet acknowledged',
+      async (sale) => writeOrders(sale, await deliver(sale)),
+      { inFlightUnits: 6, deadLetteredUnits: 0, unitsInDb: 0 },
+    ],
     [
       'written and acknowledged',
       async (sale) => {
@@ -101,7 +116,15 @@ describe('auditSale', () => {
     await ack(sale, [ann!]);
     await createSaleStore(ctx.redis, prefix()).sale(sale.id).deadLetter(bob!, 'MAX_DELIVERIES', 6);
 
-    expect(await counts(sale)).toEqual({ saleId: sale.id, stock: 10, remaining: 7, inFlightUnits: 0, deadLetteredUnits: 2, unitsInDb: 1, drift: 0 });
+    expect(await counts(sale)).toEqual({
+      saleId: sale.id,
+      stock: 10,
+      remaining: 7,
+      inFlightUnits: 0,
+      deadLetteredUnits: 2,
+      unitsInDb: 1,
+      drift: 0,
+    });
   });
 
   it('balances dead letters the count does not know of (set aside before it was kept), by reading them', async () => {
@@ -111,7 +134,15 @@ describe('auditSale', () => {
     await createSaleStore(ctx.redis, prefix()).sale(sale.id).deadLetter(ann!, 'DUPLICATE_BUYER', 1);
     await ctx.redis.hdel(keysOf(sale).rejected, `units:${sale.generation}`);
 
-    expect(await counts(sale)).toEqual({ saleId: sale.id, stock: 10, remaining: 7, inFlightUnits: 0, deadLetteredUnits: 3, unitsInDb: 0, drift: 0 });
+    expect(await counts(sale)).toEqual({
+      saleId: sale.id,
+      stock: 10,
+      remaining: 7,
+      inFlightUnits: 0,
+      deadLetteredUnits: 3,
+      unitsInDb: 0,
+      drift: 0,
+    });
   });
 
   it('balances after an entry over the per-user limit is set aside, whose units were never taken, and without reading the dead letters', async () => {
@@ -119,13 +150,34 @@ describe('auditSale', () => {
     await reserve(sale, 'ann', 2);
     // Written straight into the stream, past the reserve script that would have refused it; a worker
     // sets it aside OVER_USER_LIMIT and writes Ann's order.
-    await ctx.redis.xadd(keysOf(sale).stream, '*', 'r', newReservationId(sale.id), 'u', 'intruder', 'q', '5', 't', '1', 'g', sale.generation);
+    await ctx.redis.xadd(
+      keysOf(sale).stream,
+      '*',
+      'r',
+      newReservationId(sale.id),
+      'u',
+      'intruder',
+      'q',
+      '5',
+      't',
+      '1',
+      'g',
+      sale.generation,
+    );
     const [ann, intruder] = await deliver(sale);
     await writeOrders(sale, [ann!]);
     await ack(sale, [ann!]);
     await createSaleStore(ctx.redis, prefix()).sale(sale.id).deadLetter(intruder!, 'OVER_USER_LIMIT', 1);
 
-    expect(await counts(sale)).toEqual({ saleId: sale.id, stock: 10, remaining: 8, inFlightUnits: 0, deadLetteredUnits: 0, unitsInDb: 2, drift: 0 });
+    expect(await counts(sale)).toEqual({
+      saleId: sale.id,
+      stock: 10,
+      remaining: 8,
+      inFlightUnits: 0,
+      deadLetteredUnits: 0,
+      unitsInDb: 2,
+      drift: 0,
+    });
     // The kept count balances by itself: the audit's first look is its last.
     expect(await ctx.redis.hget(keysOf(sale).rejected, `units:${sale.generation}`)).toBeNull();
   });
@@ -138,7 +190,8 @@ describe('auditSale', () => {
     const entries = await deliver(sale);
     await writeOrders(sale, entries);
     await ack(sale, entries);
-    const reservationOf = (entry: StreamEntry) => (decodeReservation(sale.id, entry.id, entry.fields) as { reservation: { reservationId: string } }).reservation.reservationId;
+    const reservationOf = (entry: StreamEntry) =>
+      (decodeReservation(sale.id, entry.id, entry.fields) as { reservation: { reservationId: string } }).reservation.reservationId;
     // Ann's cancel reached Redis; Bob's is committed in MySQL, its return not applied yet.
     const annCancel = await createOrderStore(ctx.prisma).cancelOrder(reservationOf(entries[0]!), 'ann');
     await createOrderStore(ctx.prisma).cancelOrder(reservationOf(entries[1]!), 'bob');
@@ -146,15 +199,44 @@ describe('auditSale', () => {
     await createSaleStore(ctx.redis, prefix()).sale(sale.id).returnUnits(annCancel.owed.generation, [annCancel.owed]);
 
     // remaining 4 + 1 of Ann's = 5; MySQL: Cid's 3 live, Ann's 1 and Bob's 2 closed in this state.
-    expect(await counts(sale, 1)).toEqual({ saleId: sale.id, stock: 10, remaining: 5, inFlightUnits: 0, deadLetteredUnits: 0, unitsInDb: 6, drift: 0 });
+    expect(await counts(sale, 1)).toEqual({
+      saleId: sale.id,
+      stock: 10,
+      remaining: 5,
+      inFlightUnits: 0,
+      deadLetteredUnits: 0,
+      unitsInDb: 6,
+      drift: 0,
+    });
   });
 
-  it('leaves out entries of an earlier generation: they were never taken from this state\'s stock', async () => {
+  it("leaves out entries of an earlier generation: they were never taken from this state's stock", async () => {
     const sale = await createLiveSale(ctx, { stock: 10 });
     await reserve(sale, 'ann');
-    await ctx.redis.xadd(keysOf(sale).stream, '*', 'r', newReservationId(sale.id), 'u', 'old', 'q', '4', 't', '1', 'g', 'an-earlier-generation');
+    await ctx.redis.xadd(
+      keysOf(sale).stream,
+      '*',
+      'r',
+      newReservationId(sale.id),
+      'u',
+      'old',
+      'q',
+      '4',
+      't',
+      '1',
+      'g',
+      'an-earlier-generation',
+    );
 
-    expect(await counts(sale)).toEqual({ saleId: sale.id, stock: 10, remaining: 9, inFlightUnits: 1, deadLetteredUnits: 0, unitsInDb: 0, drift: 0 });
+    expect(await counts(sale)).toEqual({
+      saleId: sale.id,
+      stock: 10,
+      remaining: 9,
+      inFlightUnits: 1,
+      deadLetteredUnits: 0,
+      unitsInDb: 0,
+      drift: 0,
+    });
   });
 
   it.each<[string, number]>([
@@ -164,10 +246,28 @@ describe('auditSale', () => {
     const sale = await createLiveSale(ctx, { stock: 10 });
     await reserve(sale, 'ann');
     await ctx.redis.hincrby(keysOf(sale).meta, 'remaining', change);
-    const before = await Promise.all([ctx.redis.hgetall(keysOf(sale).meta), ctx.redis.hgetall(keysOf(sale).buyers), ctx.redis.xlen(keysOf(sale).stream)]);
+    const before = await Promise.all([
+      ctx.redis.hgetall(keysOf(sale).meta),
+      ctx.redis.hgetall(keysOf(sale).buyers),
+      ctx.redis.xlen(keysOf(sale).stream),
+    ]);
 
-    expect(await counts(sale)).toEqual({ saleId: sale.id, stock: 10, remaining: 9 + change, inFlightUnits: 1, deadLetteredUnits: 0, unitsInDb: 0, drift: change });
-    expect(await Promise.all([ctx.redis.hgetall(keysOf(sale).meta), ctx.redis.hgetall(keysOf(sale).buyers), ctx.redis.xlen(keysOf(sale).stream)])).toEqual(before);
+    expect(await counts(sale)).toEqual({
+      saleId: sale.id,
+      stock: 10,
+      remaining: 9 + change,
+      inFlightUnits: 1,
+      deadLetteredUnits: 0,
+      unitsInDb: 0,
+      drift: change,
+    });
+    expect(
+      await Promise.all([
+        ctx.redis.hgetall(keysOf(sale).meta),
+        ctx.redis.hgetall(keysOf(sale).buyers),
+        ctx.redis.xlen(keysOf(sale).stream),
+      ]),
+    ).toEqual(before);
   });
 
   it.each<[string, (sale: SaleRecord) => Promise<unknown>]>([
@@ -179,13 +279,21 @@ describe('auditSale', () => {
     await reserve(sale, 'ann');
     await arrange(sale);
 
-    expect(await auditSale(salesDeps({ redis: ctx.redis, prisma: ctx.prisma, prefix: prefix(), logger: createLogger('audit-test', 'silent') }), sale.id)).toBeNull();
+    expect(
+      await auditSale(
+        salesDeps({ redis: ctx.redis, prisma: ctx.prisma, prefix: prefix(), logger: createLogger('audit-test', 'silent') }),
+        sale.id,
+      ),
+    ).toBeNull();
   });
 });
 
 describe('auditAndReport', () => {
   const reported: (AuditReport & { confirmed: boolean })[] = [];
-  const deps = () => ({ ...salesDeps({ redis: ctx.redis, prisma: ctx.prisma, prefix: prefix(), logger: createLogger('audit-test', 'silent') }), onReport: (report: AuditReport & { confirmed: boolean }) => reported.push(report) });
+  const deps = () => ({
+    ...salesDeps({ redis: ctx.redis, prisma: ctx.prisma, prefix: prefix(), logger: createLogger('audit-test', 'silent') }),
+    onReport: (report: AuditReport & { confirmed: boolean }) => reported.push(report),
+  });
 
   it('records a balanced ledger as drift 0, unconfirmed', async () => {
     const sale = await createLiveSale(ctx, { stock: 10 });

@@ -53,7 +53,10 @@ export async function auditSale({ redis, mysql }: Pick<SalesDeps, 'redis' | 'mys
   const counted = reportOf(ledger.deadLetteredUnits, await mysql.sale(saleId).unitsAcceptedBy(at, new Set(inFlight.keys()), generation));
   if (counted.drift === 0) return counted;
   const deadLettered = await inRedis.deadLettered({ generation: ledger.generation, upTo: ledger.lastDeadLetterId });
-  return reportOf(sum(deadLettered), await mysql.sale(saleId).unitsAcceptedBy(at, new Set([...inFlight.keys(), ...deadLettered.keys()]), generation));
+  return reportOf(
+    sum(deadLettered),
+    await mysql.sale(saleId).unitsAcceptedBy(at, new Set([...inFlight.keys(), ...deadLettered.keys()]), generation),
+  );
 }
 
 export interface AuditDeps extends SalesDeps {

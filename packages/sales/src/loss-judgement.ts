@@ -24,7 +24,11 @@ export function judgeLoss(recorded: RecordedState, snapshot: SaleSnapshot, check
   const { checkpoint } = recorded;
   if (!checkpoint) return { lost: false };
   if (!checkpointEntryPresent) {
-    return { lost: true, reason: 'lost', why: `Redis went back: the stream no longer holds entry ${checkpoint.streamId ?? ''} it held at the checkpoint` };
+    return {
+      lost: true,
+      reason: 'lost',
+      why: `Redis went back: the stream no longer holds entry ${checkpoint.streamId ?? ''} it held at the checkpoint`,
+    };
   }
   const accepted = acceptedUnits(snapshot);
   if (snapshot.buyers < checkpoint.reservations || accepted < checkpoint.units) {
@@ -49,7 +53,11 @@ export function judgeLoss(recorded: RecordedState, snapshot: SaleSnapshot, check
 }
 
 /** Whether the stream still holds the checkpoint's last entry (true when there is nothing to check). */
-export async function holdsCheckpointEntry(inRedis: Pick<SaleRedis, 'hasEntry'>, checkpoint: Checkpoint | null, snapshot: SaleSnapshot): Promise<boolean> {
+export async function holdsCheckpointEntry(
+  inRedis: Pick<SaleRedis, 'hasEntry'>,
+  checkpoint: Checkpoint | null,
+  snapshot: SaleSnapshot,
+): Promise<boolean> {
   const streamId = checkpoint?.streamId;
   return !streamId || !snapshot.present || (await inRedis.hasEntry(streamId));
 }

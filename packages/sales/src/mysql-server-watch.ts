@@ -17,13 +17,19 @@ import type { SaleWatch } from './sale-watch.ts';
  * is read before MySQL, so the seqno last recorded (by this reconciler or another) was read from MySQL
  * before this round's: a cluster that goes on never looks behind it.
  */
-export async function watchMysqlServer(deps: Pick<SaleWatch, 'redis' | 'mysql' | 'logger' | 'requestReconcile'>, liveSaleIds: readonly number[]): Promise<boolean> {
+export async function watchMysqlServer(
+  deps: Pick<SaleWatch, 'redis' | 'mysql' | 'logger' | 'requestReconcile'>,
+  liveSaleIds: readonly number[],
+): Promise<boolean> {
   const seen = await deps.redis.lastSeenMysqlServer();
   const now = await deps.mysql.serverIdentity();
   if (seen === now) return false;
   const changed = seen !== null && judgeMysqlServer(seen, now) === 'changed';
   if (changed) {
-    deps.logger.error({ was: seen, now, sales: liveSaleIds.length }, 'MySQL is another server than the one last seen (a replica promoted, a Galera cluster bootstrapped from a node behind?): reconciling every live sale');
+    deps.logger.error(
+      { was: seen, now, sales: liveSaleIds.length },
+      'MySQL is another server than the one last seen (a replica promoted, a Galera cluster bootstrapped from a node behind?): reconciling every live sale',
+    );
     for (const saleId of liveSaleIds) await deps.requestReconcile(saleId, 'mysql_changed');
   }
   await deps.redis.recordMysqlServerSeen(now);

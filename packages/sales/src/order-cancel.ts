@@ -16,14 +16,30 @@ import type { SalesDeps } from './sales-deps.ts';
  * pass gives the units back from the pending row. Idempotent: a cancelled order answers cancelled again,
  * and its units come back once. An order already closed is answered from one read, without the lock.
  */
-export async function cancelReservation(deps: SalesDeps, saleId: number, reservationId: string, userId: string, retryAfterSeconds: number): Promise<{ repeated: boolean }> {
+export async function cancelReservation(
+  deps: SalesDeps,
+  saleId: number,
+  reservationId: string,
+  userId: string,
+  retryAfterSeconds: number,
+): Promise<{ repeated: boolean }> {
   const outcome = await deps.mysql.cancelOrder(reservationId, userId);
   if (!outcome) {
     const before = await findReservationBeforeOrder(deps, saleId, reservationId, userId);
     if (!before) throw new AppError('RESERVATION_NOT_FOUND', 'no such reservation for this buyer');
-    if (before.status === 'rejected') throw new AppError('ORDER_NOT_CANCELLABLE', 'the reservation was rejected: there is no order to cancel', { orderStatus: 'rejected' });
-    if (before.status === 'lost') throw new AppError('ORDER_NOT_CANCELLABLE', 'the reservation was lost: there is no order to cancel', { orderStatus: 'lost', reason: before.reason });
-    throw new AppError('ORDER_NOT_READY', 'the reservation is not an order yet; retry shortly', {}, { 'Retry-After': String(retryAfterSeconds) });
+    if (before.status === 'rejected')
+      throw new AppError('ORDER_NOT_CANCELLABLE', 'the reservation was rejected: there is no order to cancel', { orderStatus: 'rejected' });
+    if (before.status === 'lost')
+      throw new AppError('ORDER_NOT_CANCELLABLE', 'the reservation was lost: there is no order to cancel', {
+        orderStatus: 'lost',
+        reason: before.reason,
+      });
+    throw new AppError(
+      'ORDER_NOT_READY',
+      'the reservation is not an order yet; retry shortly',
+      {},
+      { 'Retry-After': String(retryAfterSeconds) },
+    );
   }
   if (outcome.kind === 'not-cancellable') {
     // `orderStatus`, not `status`: a problem document's `status` is the HTTP status (RFC 9457).

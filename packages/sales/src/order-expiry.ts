@@ -22,12 +22,13 @@ export async function runExpiryPass(deps: SalesDeps, batchSize: number): Promise
   // an order may not be expired under a payment that arrived in time. Late, never wrongly.
   const unreadable: number[] = [];
   const arrivedPayments = (saleId: number) =>
-    deps.redis.sale(saleId)
+    deps.redis
+      .sale(saleId)
       .heldPayments()
       .catch(() => {
-      unreadable.push(saleId);
-      return null;
-    });
+        unreadable.push(saleId);
+        return null;
+      });
   let { owed, paid, settledArrivals } = await deps.mysql.expireDueOrders(batchSize, arrivedPayments);
   if (unreadable.length > 0) {
     // Their orders come first by payBy and would take every batch: the other sales' go now.
@@ -35,13 +36,19 @@ export async function runExpiryPass(deps: SalesDeps, batchSize: number): Promise
     owed = [...owed, ...others.owed];
     paid += others.paid;
     settledArrivals = new Map([...settledArrivals, ...others.settledArrivals]);
-    deps.logger.warn({ sales: unreadable.length, first: unreadable.slice(0, 10) }, 'expiry waits: Redis cannot tell which payments arrived for these sales');
+    deps.logger.warn(
+      { sales: unreadable.length, first: unreadable.slice(0, 10) },
+      'expiry waits: Redis cannot tell which payments arrived for these sales',
+    );
   }
   for (const [saleId, eventIds] of settledArrivals) {
     // Best effort: a record left behind is read again by the next expiry of the sale and found settled.
-    await deps.redis.sale(saleId).forgetPaymentArrivals(eventIds).catch((error: unknown) =>
-      deps.logger.warn({ err: error, saleId }, 'payment arrival records not dropped; the next expiry pass drops them'),
-    );
+    await deps.redis
+      .sale(saleId)
+      .forgetPaymentArrivals(eventIds)
+      .catch((error: unknown) =>
+        deps.logger.warn({ err: error, saleId }, 'payment arrival records not dropped; the next expiry pass drops them'),
+      );
   }
   if (paid > 0) deps.logger.info({ paid }, 'expiry paid orders whose payment arrived before payBy while MySQL could not take it');
   const tally = await settleReturns(deps, owed, emptyTally());

@@ -26,7 +26,9 @@ export interface OrderIntakeStats {
 }
 
 /** A written batch, where a reservation may also have been refused because it failed to write alone. */
-type WriteOutcome = Omit<BatchOutcome<ReservationEntry>, 'rejected'> & { rejected: { reservation: ReservationEntry; reason: DeadLetterReason }[] };
+type WriteOutcome = Omit<BatchOutcome<ReservationEntry>, 'rejected'> & {
+  rejected: { reservation: ReservationEntry; reason: DeadLetterReason }[];
+};
 
 /** Thrown to abandon a batch when stopping while MySQL is away: its entries stay pending, nothing is lost. */
 export class Abandoned extends Error {}
@@ -74,7 +76,10 @@ export class OrderIntake {
     if (reservations.length > 0) {
       const started = performance.now();
       const outcome = await this.write(saleId, reservations);
-      this.deps.observer?.batchWritten({ written: outcome.written.length, replayed: outcome.replayed.length }, (performance.now() - started) / 1000);
+      this.deps.observer?.batchWritten(
+        { written: outcome.written.length, replayed: outcome.replayed.length },
+        (performance.now() - started) / 1000,
+      );
       // Acknowledge only what MySQL now holds; a crash before this line redelivers the batch, and the
       // writer turns the replay into a no-op.
       await inRedis.acknowledge([...outcome.written, ...outcome.replayed].map((r) => r.entryId));
@@ -84,12 +89,16 @@ export class OrderIntake {
       // they are set aside (a crash between redelivers them, and naming one again changes nothing).
       const lost = outcome.rejected.filter((r): r is { reservation: ReservationEntry; reason: LostRefusal } => isLostRefusal(r.reason));
       if (lost.length > 0 && (await this.nameLost(saleId, lost))) {
-        logger.error({ saleId, reservations: lost.map((r) => [r.reservation.reservationId, r.reason]) }, 'reservations answered 202 that can never be orders: named and counted lost');
+        logger.error(
+          { saleId, reservations: lost.map((r) => [r.reservation.reservationId, r.reason]) },
+          'reservations answered 202 that can never be orders: named and counted lost',
+        );
       }
       this.stats.batches += 1;
       this.stats.written += outcome.written.length;
       this.stats.replayed += outcome.replayed.length;
-      if (outcome.replayed.length > 0) logger.info({ saleId, replayed: outcome.replayed.length }, 'redelivered entries were already orders');
+      if (outcome.replayed.length > 0)
+        logger.info({ saleId, replayed: outcome.replayed.length }, 'redelivered entries were already orders');
     }
     // Set aside last: if the sale's dead letters cannot be written (a key of the wrong type), only these
     // entries stay pending, not the valid ones of the same batch.
@@ -103,11 +112,17 @@ export class OrderIntake {
    * entry and the one refused alone is set aside as WRITE_FAILED, so one bad entry cannot stall a sale.
    */
   private async write(saleId: number, reservations: ReservationEntry[]): Promise<WriteOutcome> {
-    return this.untilMysqlTakes(saleId, reservations.length, 'order batch failed', () => this.deps.mysql.sale(saleId).writeOrderBatch(reservations), (error) => {
-      this.deps.logger.error({ err: error, saleId, entries: reservations.length }, 'MySQL refuses an entry of the batch');
-      if (reservations.length > 1) return this.writeOneByOne(saleId, reservations);
-      return { written: [], replayed: [], rejected: [{ reservation: reservations[0]!, reason: 'WRITE_FAILED' }] };
-    });
+    return this.untilMysqlTakes(
+      saleId,
+      reservations.length,
+      'order batch failed',
+      () => this.deps.mysql.sale(saleId).writeOrderBatch(reservations),
+      (error) => {
+        this.deps.logger.error({ err: error, saleId, entries: reservations.length }, 'MySQL refuses an entry of the batch');
+        if (reservations.length > 1) return this.writeOneByOne(saleId, reservations);
+        return { written: [], replayed: [], rejected: [{ reservation: reservations[0]!, reason: 'WRITE_FAILED' }] };
+      },
+    );
   }
 
   /**
@@ -117,10 +132,23 @@ export class OrderIntake {
    * it would repeat): they are set aside unnamed then, with an error line, rather than stall the sale.
    */
   private async nameLost(saleId: number, lost: { reservation: ReservationEntry; reason: LostRefusal }[]): Promise<boolean> {
-    return this.untilMysqlTakes(saleId, lost.length, 'naming lost reservations failed', () => this.deps.mysql.sale(saleId).recordRefusalsLost(lost).then(() => true), (error) => {
-      this.deps.logger.error({ err: error, saleId, reservations: lost.map((r) => [r.reservation.reservationId, r.reason]) }, 'MySQL refuses to name reservations answered 202 that can never be orders; set aside unnamed');
-      return false;
-    });
+    return this.untilMysqlTakes(
+      saleId,
+      lost.length,
+      'naming lost reservations failed',
+      () =>
+        this.deps.mysql
+          .sale(saleId)
+          .recordRefusalsLost(lost)
+          .then(() => true),
+      (error) => {
+        this.deps.logger.error(
+          { err: error, saleId, reservations: lost.map((r) => [r.reservation.reservationId, r.reason]) },
+          'MySQL refuses to name reservations answered 202 that can never be orders; set aside unnamed',
+        );
+        return false;
+      },
+    );
   }
 
   /**
@@ -128,7 +156,13 @@ export class OrderIntake {
    * connections, lock waits, deadlocks, timeouts), the entries held meanwhile; stopping abandons it
    * (they stay pending). An error MySQL would repeat for the data itself goes to `refused` instead.
    */
-  private async untilMysqlTakes<T>(saleId: number, entries: number, failure: string, write: () => Promise<T>, refused: (error: unknown) => T | Promise<T>): Promise<T> {
+  private async untilMysqlTakes<T>(
+    saleId: number,
+    entries: number,
+    failure: string,
+    write: () => Promise<T>,
+    refused: (error: unknown) => T | Promise<T>,
+  ): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       try {
         return await write();
@@ -158,7 +192,10 @@ export class OrderIntake {
     await this.deps.redis.sale(saleId).deadLetter(delivery.entry, reason, delivery.deliveries);
     this.stats.deadLettered += 1;
     this.deps.observer?.deadLettered(reason);
-    this.deps.logger.error({ saleId, entryId: delivery.entry.id, reason, deliveries: delivery.deliveries }, 'entry moved to the dead-letter stream');
+    this.deps.logger.error(
+      { saleId, entryId: delivery.entry.id, reason, deliveries: delivery.deliveries },
+      'entry moved to the dead-letter stream',
+    );
   }
 }
 

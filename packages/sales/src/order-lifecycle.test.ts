@@ -48,7 +48,10 @@ interface Ordered {
 /** A sale of `stock` with `buyers` orders written (reserved in Redis, written as the worker writes them). */
 async function saleWithOrders(stock: number, buyers: number, prefix = 'buyer'): Promise<Ordered> {
   const sale = await createLiveSale(ctx, { stock, paymentWindowSeconds: 10 });
-  const orders = await reserve(sale, Array.from({ length: buyers }, (_, i) => `${prefix}-${i}`));
+  const orders = await reserve(
+    sale,
+    Array.from({ length: buyers }, (_, i) => `${prefix}-${i}`),
+  );
   return { sale, orders };
 }
 
@@ -57,7 +60,11 @@ async function reserve(sale: SaleRecord, buyers: string[]): Promise<Reservation[
   for (const userId of buyers) {
     const request = { saleId: sale.id, userId, quantity: 1, reservationId: `${sale.id}-${randomUUID()}` };
     expect((await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).reserve(request)).kind).toBe('reserved');
-    reservations.push({ ...request, reservedAt: Date.now(), generation: (await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).state())!.generation });
+    reservations.push({
+      ...request,
+      reservedAt: Date.now(),
+      generation: (await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).state())!.generation,
+    });
   }
   const outcome = await createOrderStore(ctx.prisma).sale(sale.id).writeOrderBatch(reservations);
   expect(outcome.written).toHaveLength(buyers.length);
@@ -78,21 +85,38 @@ async function ledger(sale: SaleRecord) {
   const remaining = (await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).state())?.remaining ?? null;
   const byStatus: Record<string, number> = {};
   for (const o of orders) byStatus[o.status] = (byStatus[o.status] ?? 0) + 1;
-  return { live, remaining, soldUnits: row.soldUnits, byStatus, pendingReturns: returns.filter((r) => r.state === 'pending').length, returns: returns.length };
+  return {
+    live,
+    remaining,
+    soldUnits: row.soldUnits,
+    byStatus,
+    pendingReturns: returns.filter((r) => r.state === 'pending').length,
+    returns: returns.length,
+  };
 }
 
 describe('the expiry pass', () => {
   it('expires the orders past payBy, gives their units back once and frees their buyers; the rest stay', async () => {
     const { sale, orders } = await saleWithOrders(5, 4);
     await makeDue(sale.id);
-    await ctx.prisma.order.updateMany({ where: { reservationId: orders[0]!.reservationId }, data: { payBy: new Date(Date.now() + 600_000) } });
+    await ctx.prisma.order.updateMany({
+      where: { reservationId: orders[0]!.reservationId },
+      data: { payBy: new Date(Date.now() + 600_000) },
+    });
 
     const first = await runExpiryPass(deps, 100);
     const second = await runExpiryPass(deps, 100);
 
     expect({ expired: first.expired, units: first.units }).toEqual({ expired: 3, units: 3 });
     expect({ expired: second.expired, units: second.units, repeated: second.repeated }).toEqual({ expired: 0, units: 0, repeated: 0 });
-    expect(await ledger(sale)).toEqual({ live: 1, remaining: 4, soldUnits: 1, byStatus: { created: 1, expired: 3 }, pendingReturns: 0, returns: 3 });
+    expect(await ledger(sale)).toEqual({
+      live: 1,
+      remaining: 4,
+      soldUnits: 1,
+      byStatus: { created: 1, expired: 3 },
+      pendingReturns: 0,
+      returns: 3,
+    });
     // A buyer whose order expired buys again, and the writer takes the new order beside the expired one.
     await reserve(sale, [orders[1]!.userId]);
     expect(await ledger(sale)).toMatchObject({ live: 2, remaining: 3, soldUnits: 2, byStatus: { created: 2, expired: 3 } });
@@ -101,7 +125,14 @@ describe('the expiry pass', () => {
   it('keeps MySQL to one live order per buyer and sale, whatever is written', async () => {
     const { sale, orders } = await saleWithOrders(5, 1);
     const second = ctx.prisma.order.create({
-      data: { reservationId: `${sale.id}-${randomUUID()}`, saleId: sale.id, userId: orders[0]!.userId, quantity: 1, reservedAt: new Date(), payBy: new Date() },
+      data: {
+        reservationId: `${sale.id}-${randomUUID()}`,
+        saleId: sale.id,
+        userId: orders[0]!.userId,
+        quantity: 1,
+        reservedAt: new Date(),
+        payBy: new Date(),
+      },
     });
     await expect(second).rejects.toThrow(/orders_sale_id_live_user_id_key|Unique constraint/);
   });
@@ -127,8 +158,13 @@ describe('the expiry pass', () => {
     const { owed } = await createOrderStore(ctx.prisma).expireDueOrders(2, arrivals);
     expect(owed).toHaveLength(2);
     // The reconciler's rebuild (Redis lost, say): MySQL's live orders are 2, so remaining is 4.
-    const plan = await createOrderStore(ctx.prisma).sale(sale.id).lockForRebuild((locked) => locked.switchGeneration({ lost: false }));
-    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).rebuild(plan!.sale, { ...plan!, buyers: createOrderStore(ctx.prisma).sale(sale.id).liveBuyerPages() });
+    const plan = await createOrderStore(ctx.prisma)
+      .sale(sale.id)
+      .lockForRebuild((locked) => locked.switchGeneration({ lost: false }));
+    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).rebuild(plan!.sale, {
+      ...plan!,
+      buyers: createOrderStore(ctx.prisma).sale(sale.id).liveBuyerPages(),
+    });
     const late = await settleReturns(deps, owed);
     const pass = await runExpiryPass(deps, 100);
 
@@ -159,7 +195,9 @@ describe('races, each many times over', () => {
     orders.forEach((o, i) => {
       const status = rows.find((r) => r.reservationId === o.reservationId)!.status;
       // Paid means the payment won; expired means the expiry won and the payment is owed back.
-      expect({ status, outcome: outcomes[i] }).toEqual(status === 'paid' ? { status: 'paid', outcome: 'paid' } : { status: 'expired', outcome: 'refund_due' });
+      expect({ status, outcome: outcomes[i] }).toEqual(
+        status === 'paid' ? { status: 'paid', outcome: 'paid' } : { status: 'expired', outcome: 'refund_due' },
+      );
     });
     const paid = rows.filter((r) => r.status === 'paid').length;
     expect(await ledger(sale)).toMatchObject({ live: paid, remaining: 40 - paid, soldUnits: paid, pendingReturns: 0, returns: 40 - paid });
@@ -214,7 +252,10 @@ describe('races, each many times over', () => {
     await makeDue(sale.id);
     await ctx.prisma.$executeRaw`UPDATE orders SET pay_by = NOW(3) - INTERVAL 1 SECOND WHERE sale_id = ${sale.id}`;
     await runExpiryPass(deps, 100);
-    expect(await createOrderStore(ctx.prisma).cancelOrder(event.reservationId, orders[0]!.userId)).toEqual({ kind: 'not-cancellable', status: 'paid' });
+    expect(await createOrderStore(ctx.prisma).cancelOrder(event.reservationId, orders[0]!.userId)).toEqual({
+      kind: 'not-cancellable',
+      status: 'paid',
+    });
     expect(await ledger(sale)).toMatchObject({ live: 1, remaining: 2, byStatus: { paid: 1 } });
   });
 });
@@ -222,7 +263,12 @@ describe('races, each many times over', () => {
 describe('a payment that arrived in time stands, whenever MySQL takes it', () => {
   // The gateway records a payment's arrival in Redis (Redis's TIME) before it asks MySQL; here MySQL
   // "could not take it" is the intake stopping right after that record, as a locked orders table does.
-  const event = (sale: SaleRecord, reservationId: string, id: string, amountCents = 500) => ({ eventId: `${id}-${sale.id}`, reservationId, saleId: sale.id, amountCents });
+  const event = (sale: SaleRecord, reservationId: string, id: string, amountCents = 500) => ({
+    eventId: `${id}-${sale.id}`,
+    reservationId,
+    saleId: sale.id,
+    amountCents,
+  });
 
   it('arrived before payBy, MySQL not reached: the expiry pays the order instead of expiring it, and the retry answers paid', async () => {
     const { sale, orders } = await saleWithOrders(4, 3);
@@ -235,7 +281,10 @@ describe('a payment that arrived in time stands, whenever MySQL takes it', () =>
 
     expect({ expired: pass.expired, paid: pass.paidFromArrivals }).toEqual({ expired: 2, paid: 1 });
     expect(await ledger(sale)).toMatchObject({ live: 1, remaining: 3, soldUnits: 1, byStatus: { paid: 1, expired: 2 } });
-    expect(await ctx.prisma.paymentEvent.findUnique({ where: { eventId: arrived.eventId } })).toMatchObject({ outcome: 'paid', reservationId: arrived.reservationId });
+    expect(await ctx.prisma.paymentEvent.findUnique({ where: { eventId: arrived.eventId } })).toMatchObject({
+      outcome: 'paid',
+      reservationId: arrived.reservationId,
+    });
     expect((await arrivals(sale.id)).payments).toEqual([]);
     // The provider's retry, whenever it comes: the one outcome of the event.
     expect(await receivePayment(deps, arrived)).toBe('paid');
@@ -254,11 +303,14 @@ describe('a payment that arrived in time stands, whenever MySQL takes it', () =>
     expect((await arrivals(sale.id)).payments).toEqual([]);
   });
 
-  it('an order whose payBy is not past on Redis\'s clock is not expired, whatever MySQL\'s clock says', async () => {
+  it("an order whose payBy is not past on Redis's clock is not expired, whatever MySQL's clock says", async () => {
     const { sale } = await saleWithOrders(2, 1);
     // Due on MySQL's clock; on Redis's (the clock payBy is computed on) still a minute to go.
     await ctx.prisma.$executeRaw`UPDATE orders SET pay_by = NOW(3) - INTERVAL 1 SECOND WHERE sale_id = ${sale.id}`;
-    const { owed } = await createOrderStore(ctx.prisma).expireDueOrders(100, async (saleId) => ({ ...(await arrivals(saleId)), nowMs: Date.now() - 60_000 }));
+    const { owed } = await createOrderStore(ctx.prisma).expireDueOrders(100, async (saleId) => ({
+      ...(await arrivals(saleId)),
+      nowMs: Date.now() - 60_000,
+    }));
     expect(owed).toEqual([]);
     expect(await ledger(sale)).toMatchObject({ byStatus: { created: 1 } });
   });
@@ -270,7 +322,10 @@ describe('a payment event id is tied to its contents', () => {
     const first = { eventId: `evt-same-${sale.id}`, reservationId: orders[0]!.reservationId, saleId: sale.id, amountCents: 500 };
     expect(await receivePayment(deps, first)).toBe('paid');
 
-    await expect(receivePayment(deps, { ...first, reservationId: orders[1]!.reservationId })).rejects.toMatchObject({ code: 'PAYMENT_EVENT_REUSED', status: 422 });
+    await expect(receivePayment(deps, { ...first, reservationId: orders[1]!.reservationId })).rejects.toMatchObject({
+      code: 'PAYMENT_EVENT_REUSED',
+      status: 422,
+    });
     await expect(receivePayment(deps, { ...first, amountCents: 1 })).rejects.toMatchObject({ code: 'PAYMENT_EVENT_REUSED' });
     expect(await receivePayment(deps, first)).toBe('paid');
     expect(await ledger(sale)).toMatchObject({ byStatus: { paid: 1, created: 1 } });
@@ -282,7 +337,9 @@ describe('a payment event id is tied to its contents', () => {
     const first = { eventId: `evt-held-${sale.id}`, reservationId: orders[0]!.reservationId, saleId: sale.id, amountCents: 500 };
     await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).recordPaymentArrival(first);
 
-    await expect(receivePayment(deps, { ...first, reservationId: orders[1]!.reservationId })).rejects.toMatchObject({ code: 'PAYMENT_EVENT_REUSED' });
+    await expect(receivePayment(deps, { ...first, reservationId: orders[1]!.reservationId })).rejects.toMatchObject({
+      code: 'PAYMENT_EVENT_REUSED',
+    });
     expect(await ledger(sale)).toMatchObject({ byStatus: { created: 2 } });
     expect(await receivePayment(deps, first)).toBe('paid');
   });

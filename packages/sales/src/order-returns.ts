@@ -50,7 +50,7 @@ export async function settleReturns(deps: SalesDeps, owed: OwedReturn[], tally =
     if (outcome.kind !== 'applied') {
       tally.waiting += group.length;
       tally.waitingSales.add(saleId);
-      deps.logger.debug({ saleId, generation, outcome }, 'returns wait for the sale\'s rebuild');
+      deps.logger.debug({ saleId, generation, outcome }, "returns wait for the sale's rebuild");
       continue;
     }
     const settled: string[] = [];
@@ -59,7 +59,10 @@ export async function settleReturns(deps: SalesDeps, owed: OwedReturn[], tally =
       const o = group[i]!;
       if (result === 'refused') {
         tally.refused++;
-        deps.logger.error({ saleId, reservationId: o.reservationId, quantity: o.quantity }, 'return refused: it would put remaining above stock; left for the reconciler');
+        deps.logger.error(
+          { saleId, reservationId: o.reservationId, quantity: o.quantity },
+          'return refused: it would put remaining above stock; left for the reconciler',
+        );
         return;
       }
       settled.push(o.reservationId);

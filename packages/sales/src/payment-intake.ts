@@ -51,7 +51,12 @@ export async function receivePayment(deps: SalesDeps, event: PaymentEventInput):
   // never will be.
   const backlog = await inRedis.backlog();
   if (backlog.lag + backlog.pending > 0) {
-    throw new AppError('ORDER_NOT_READY', 'the reservation is not an order yet; deliver the event again shortly', {}, { 'Retry-After': NOT_READY_RETRY_AFTER_SECONDS });
+    throw new AppError(
+      'ORDER_NOT_READY',
+      'the reservation is not an order yet; deliver the event again shortly',
+      {},
+      { 'Retry-After': NOT_READY_RETRY_AFTER_SECONDS },
+    );
   }
   const again = await deps.mysql.recordPayment(event);
   if (again) return settle(again);

@@ -15,6 +15,7 @@ export async function recloseOrdersFromRedis(inRedis: SaleRedis, mysql: OrderSto
   const generation = await inRedis.generation();
   if (generation === null) return [];
   const reclosed: ReclosedOrder[] = [];
-  for await (const ids of inRedis.returnedReservationPages(PAGE)) reclosed.push(...(await mysql.sale(inRedis.saleId).recloseOrders(generation, ids)));
+  for await (const ids of inRedis.returnedReservationPages(PAGE))
+    reclosed.push(...(await mysql.sale(inRedis.saleId).recloseOrders(generation, ids)));
   return reclosed;
 }

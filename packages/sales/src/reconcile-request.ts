@@ -1,5 +1,12 @@
 import { AppError, withDeadline } from '@flashsale/domain';
-import { enqueueReconcile, reconcileJobId, reconcileUnfinished, type ReconcileJobs, type ReconcileReason, type ReconcileResult } from '@flashsale/jobs';
+import {
+  enqueueReconcile,
+  reconcileJobId,
+  reconcileUnfinished,
+  type ReconcileJobs,
+  type ReconcileReason,
+  type ReconcileResult,
+} from '@flashsale/jobs';
 import type { SalesDeps } from './sales-deps.ts';
 
 /** How an operator's request for a reconciliation is made (the admin route's and the command's terms). */
@@ -33,11 +40,21 @@ export class ReconcileUnfinished extends Error {
  * at once, whoever asks), then waited for. Nothing is written here: the job, run by a reconciler's worker,
  * is the protocol (sale-reconciliation.ts); a wait given up leaves it running.
  */
-export async function requestReconciliation(deps: Pick<SalesDeps, 'mysql'>, jobs: ReconcileJobs, saleId: number, request: ReconcileRequest): Promise<ReconcileResult> {
+export async function requestReconciliation(
+  deps: Pick<SalesDeps, 'mysql'>,
+  jobs: ReconcileJobs,
+  saleId: number,
+  request: ReconcileRequest,
+): Promise<ReconcileResult> {
   if (!(await deps.mysql.sale(saleId).find())) throw new AppError('SALE_NOT_FOUND', `no sale has the id ${saleId}`);
-  const { job, running } = await withDeadline(enqueueReconcile(jobs.queue, saleId, 'operator'), request.enqueueWithin.ms, request.enqueueWithin.what);
+  const { job, running } = await withDeadline(
+    enqueueReconcile(jobs.queue, saleId, 'operator'),
+    request.enqueueWithin.ms,
+    request.enqueueWithin.what,
+  );
   request.onQueued?.(running);
-  if (running && request.ifRunning === 'refuse') throw new AppError('RECONCILE_IN_PROGRESS', `a reconciliation of sale ${saleId} is already running`, { jobId: job.id });
+  if (running && request.ifRunning === 'refuse')
+    throw new AppError('RECONCILE_IN_PROGRESS', `a reconciliation of sale ${saleId} is already running`, { jobId: job.id });
   try {
     return await job.waitUntilFinished(jobs.events, request.waitMs);
   } catch (error) {
@@ -50,7 +67,12 @@ export async function requestReconciliation(deps: Pick<SalesDeps, 'mysql'>, jobs
  * queued or running. A sale seen paused with no job (`interrupted`) is taken up only if it is still
  * paused now with none: a reconciliation may have resumed it and finished since the look.
  */
-export async function queueReconciliation(deps: Pick<SalesDeps, 'redis'>, jobs: ReconcileJobs, saleId: number, reason: ReconcileReason): Promise<void> {
+export async function queueReconciliation(
+  deps: Pick<SalesDeps, 'redis'>,
+  jobs: ReconcileJobs,
+  saleId: number,
+  reason: ReconcileReason,
+): Promise<void> {
   if (reason === 'interrupted') {
     if (await reconcileUnfinished(jobs.queue, saleId)) return;
     if (!(await deps.redis.sale(saleId).snapshot()).paused) return;
@@ -62,5 +84,10 @@ export async function queueReconciliation(deps: Pick<SalesDeps, 'redis'>, jobs: 
 export async function lastReconciliation(jobs: ReconcileJobs, saleId: number) {
   const job = await jobs.queue.getJob(reconcileJobId(saleId));
   if (!job) return null;
-  return { state: await job.getState(), reason: job.data.reason, finishedAt: job.finishedOn ? new Date(job.finishedOn).toISOString() : null, result: job.returnvalue ?? null };
+  return {
+    state: await job.getState(),
+    reason: job.data.reason,
+    finishedAt: job.finishedOn ? new Date(job.finishedOn).toISOString() : null,
+    result: job.returnvalue ?? null,
+  };
 }

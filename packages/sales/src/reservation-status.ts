@@ -7,9 +7,7 @@ export type ReservationBeforeOrder =
 
 /** What a buyer's lookup of a reservation finds: its order, what it is before (or instead of) one, or nothing. */
 export type ReservationStatus =
-  | { kind: 'order'; quantity: number; status: string; payBy: Date }
-  | { kind: 'before-order'; reservation: ReservationBeforeOrder }
-  | null;
+  { kind: 'order'; quantity: number; status: string; payBy: Date } | { kind: 'before-order'; reservation: ReservationBeforeOrder } | null;
 
 type Deps = Pick<SalesDeps, 'redis' | 'mysql'>;
 
@@ -31,7 +29,12 @@ export async function findReservationStatus(deps: Deps, saleId: number, reservat
  * its way) or `lost` (no store holds it any more and a reconciliation named it); null when the buyer holds
  * no such reservation (someone else's, or unknown).
  */
-export async function findReservationBeforeOrder(deps: Deps, saleId: number, reservationId: string, userId: string): Promise<ReservationBeforeOrder | null> {
+export async function findReservationBeforeOrder(
+  deps: Deps,
+  saleId: number,
+  reservationId: string,
+  userId: string,
+): Promise<ReservationBeforeOrder | null> {
   return (await heldInRedis(deps, saleId, reservationId, userId)) ?? (await lostReservation(deps, reservationId, userId));
 }
 
@@ -40,7 +43,9 @@ async function heldInRedis(deps: Deps, saleId: number, reservationId: string, us
   const inRedis = deps.redis.sale(saleId);
   const rejected = await inRedis.deadLetterOf(reservationId);
   if (rejected) {
-    return rejected.userId === userId ? { reservationId, saleId, quantity: rejected.quantity, status: 'rejected', reason: rejected.reason } : null;
+    return rejected.userId === userId
+      ? { reservationId, saleId, quantity: rejected.quantity, status: 'rejected', reason: rejected.reason }
+      : null;
   }
   const held = await inRedis.reservationOf(userId);
   return held && held.reservationId === reservationId ? { reservationId, saleId, quantity: held.quantity, status: 'pending' } : null;
@@ -49,5 +54,7 @@ async function heldInRedis(deps: Deps, saleId: number, reservationId: string, us
 /** A named loss of this buyer (see lost_reservations), or null. */
 async function lostReservation(deps: Deps, reservationId: string, userId: string): Promise<ReservationBeforeOrder | null> {
   const lost = await deps.mysql.findLostReservation(reservationId);
-  return lost && lost.userId === userId ? { reservationId, saleId: lost.saleId, quantity: lost.quantity, status: 'lost', reason: lost.reason } : null;
+  return lost && lost.userId === userId
+    ? { reservationId, saleId: lost.saleId, quantity: lost.quantity, status: 'lost', reason: lost.reason }
+    : null;
 }

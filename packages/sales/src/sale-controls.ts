@@ -52,7 +52,8 @@ export async function runSaleControl(
     ...(outcome.kind === 'changed' && { before: controlled(outcome.before), after: controlled(outcome.sale) }),
     ...(outcome.kind === 'refused' && { code: outcome.code }),
   };
-  if (redisOutcome === 'refused') logger.error(audit, 'sale control: Redis holds more stock than MySQL; the reconciler rebuilds it from MySQL');
+  if (redisOutcome === 'refused')
+    logger.error(audit, 'sale control: Redis holds more stock than MySQL; the reconciler rebuilds it from MySQL');
   else logger.info(audit, `sale control: ${control.action} ${outcome.kind}`);
 
   if (outcome.kind === 'refused') throw new AppError(outcome.code, outcome.detail);
@@ -61,7 +62,12 @@ export async function runSaleControl(
 
 /** What the audit log keeps of a sale before and after a control. */
 function controlled(sale: SaleRecord) {
-  return { stock: sale.stock, endsAt: new Date(sale.endsAt).toISOString(), operatorPaused: sale.operatorPaused, version: sale.controlsVersion };
+  return {
+    stock: sale.stock,
+    endsAt: new Date(sale.endsAt).toISOString(),
+    operatorPaused: sale.operatorPaused,
+    version: sale.controlsVersion,
+  };
 }
 
 /**
@@ -71,5 +77,8 @@ function controlled(sale: SaleRecord) {
  */
 export async function catchUpControls(deps: SalesDeps, sale: SaleRecord, redisVersion: number): Promise<void> {
   const applied = await deps.redis.sale(sale.id).applyControls(controlStateOf(sale));
-  deps.logger.warn({ saleId: sale.id, version: sale.controlsVersion, was: redisVersion, applied }, "operator's controls brought into Redis from MySQL");
+  deps.logger.warn(
+    { saleId: sale.id, version: sale.controlsVersion, was: redisVersion, applied },
+    "operator's controls brought into Redis from MySQL",
+  );
 }

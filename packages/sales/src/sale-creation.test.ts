@@ -35,7 +35,13 @@ describe('creating a sale', () => {
     const now = await redisNow(pair.redis);
     const sale = await createSale(
       { ...salesDeps({ redis: pair.redis, prisma, prefix, logger }), publishTimeoutMs: 5_000 },
-      { name: 'published before the failover', stock: 10, perUserLimit: 1, startsAt: new Date(now - 60_000), endsAt: new Date(now + 3_600_000) },
+      {
+        name: 'published before the failover',
+        stock: 10,
+        perUserLimit: 1,
+        startsAt: new Date(now - 60_000),
+        endsAt: new Date(now + 3_600_000),
+      },
       undefined,
       () => true,
     );
@@ -48,10 +54,18 @@ describe('creating a sale', () => {
     });
 
     // The replica holds the sale, then stops receiving; the master answers three buyers it never sees.
-    await until(() => createSaleStore(pair!.onReplica, prefix).sale(sale.id).state(), (state) => state !== null);
+    await until(
+      () => createSaleStore(pair!.onReplica, prefix).sale(sale.id).state(),
+      (state) => state !== null,
+    );
     await pair.onReplica.replicaof('NO', 'ONE');
     for (const userId of ['a', 'b', 'c']) {
-      const outcome = await createSaleStore(pair.redis, prefix).reserve({ saleId: sale.id, userId, quantity: 1, reservationId: newReservationId(sale.id) });
+      const outcome = await createSaleStore(pair.redis, prefix).reserve({
+        saleId: sale.id,
+        userId,
+        quantity: 1,
+        reservationId: newReservationId(sale.id),
+      });
       expect(outcome.kind).toBe('reserved');
     }
     await pair.failover();
@@ -72,9 +86,16 @@ describe('creating a sale', () => {
     };
     const [listed] = await createOrderStore(prisma).listWatchedSales({ watchAfterEndMs: deps.watchAfterEndMs });
     // Until the client has found the promoted replica behind the moved address (a look that cannot reach Redis throws).
-    const visit = await until(() => watchOneSale(deps, listed!), (seen) => seen !== undefined);
+    const visit = await until(
+      () => watchOneSale(deps, listed!),
+      (seen) => seen !== undefined,
+    );
     expect(visit!.snapshot).toMatchObject({ buyers: 0, remaining: 10 });
-    expect(visit!.verdict).toEqual({ kind: 'reconcile', reason: 'lost', why: expect.stringMatching(/^Redis's history of writes changed since the checkpoint/) });
+    expect(visit!.verdict).toEqual({
+      kind: 'reconcile',
+      reason: 'lost',
+      why: expect.stringMatching(/^Redis's history of writes changed since the checkpoint/),
+    });
     expect(requested).toEqual([[sale.id, 'lost']]);
   });
 });

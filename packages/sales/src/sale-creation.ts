@@ -54,10 +54,15 @@ export async function createSale(
     const published = await inRedis.publish(sale, sale.generation, { notAfter: before.at + publishTimeoutMs });
     if (published === 'too_late') throw serviceUnavailable('Redis answered too late to publish the sale; nothing was created');
     giveUpIfAnswered();
-    if (!(await mysql.sale(sale.id).markPublished(publishCheckpoint(before)))) throw serviceUnavailable('the sale could not be published in time; nothing was created');
+    if (!(await mysql.sale(sale.id).markPublished(publishCheckpoint(before))))
+      throw serviceUnavailable('the sale could not be published in time; nothing was created');
     // Every gateway process that remembers this id as missing (SaleMisses) forgets it now; one that
     // misses the news forgets it within SALE_MISS_TTL_MS anyway, so a lost announcement fails nothing.
-    await inRedis.announceChanged().catch((error: unknown) => logger.warn({ err: error, saleId: sale.id }, 'the new sale could not be announced; gateways learn of it within SALE_MISS_TTL_MS'));
+    await inRedis
+      .announceChanged()
+      .catch((error: unknown) =>
+        logger.warn({ err: error, saleId: sale.id }, 'the new sale could not be announced; gateways learn of it within SALE_MISS_TTL_MS'),
+      );
     return sale;
   } catch (error) {
     await takeBack(sale).catch((failure: unknown) => {

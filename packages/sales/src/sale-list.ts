@@ -21,11 +21,17 @@ export async function listAdminSales(
   const redis = deps.redis;
   const [page, now] = await Promise.all([deps.mysql.listSalesPage({ limit, before: cursor }), redis.now()]);
   const states = await Promise.all(page.sales.map((sale) => redis.sale(sale.id).state()));
-  return { sales: page.sales.map((sale, i) => adminSaleView(sale, states[i]!, now)), nextCursor: page.next === null ? null : String(page.next) };
+  return {
+    sales: page.sales.map((sale, i) => adminSaleView(sale, states[i]!, now)),
+    nextCursor: page.next === null ? null : String(page.next),
+  };
 }
 
 /** One sale as operators see it, with its admission terms (the dashboard's sale view); null when MySQL has no such sale. */
-export async function readAdminSale(deps: Pick<SalesDeps, 'redis' | 'mysql'>, saleId: number): Promise<{ sale: AdminSaleView; admission: SaleRecord['admission'] } | null> {
+export async function readAdminSale(
+  deps: Pick<SalesDeps, 'redis' | 'mysql'>,
+  saleId: number,
+): Promise<{ sale: AdminSaleView; admission: SaleRecord['admission'] } | null> {
   const inRedis = deps.redis.sale(saleId);
   const [record, state, now] = await Promise.all([deps.mysql.sale(saleId).find(), inRedis.state(), inRedis.now()]);
   return record && { sale: adminSaleView(record, state, now), admission: record.admission };
@@ -46,7 +52,7 @@ export async function saleExists(mysql: SalesDeps['mysql'], saleId: number): Pro
 export async function readBuyerSale(
   deps: Pick<SalesDeps, 'redis' | 'mysql'> & { misses?: SaleMisses },
   saleId: number,
-): Promise<({ state: SaleState } | { record: SaleRecord }) & { now: number; writesRefused: boolean } | null> {
+): Promise<(({ state: SaleState } | { record: SaleRecord }) & { now: number; writesRefused: boolean }) | null> {
   // An id this process found missing a moment ago costs neither store again (a creation is announced).
   if (deps.misses?.has(saleId)) return null;
   const inRedis = deps.redis.sale(saleId);

@@ -20,7 +20,14 @@ export interface SaleLossesPage {
    * Nobody but their buyers knows their ids.
    */
   unnamed: { reservations: number; units: number };
-  reservations: { reservationId: string; userId: string; quantity: number; reason: string; reservedAt: string | null; detectedAt: string }[];
+  reservations: {
+    reservationId: string;
+    userId: string;
+    quantity: number;
+    reason: string;
+    reservedAt: string | null;
+    detectedAt: string;
+  }[];
   /** Pass back as `cursor` for the next page; null on the last. */
   nextCursor: string | null;
   /** Payment events for reservations no store knows, of this sale (it lost some it cannot name). */

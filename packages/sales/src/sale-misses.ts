@@ -73,10 +73,13 @@ export async function findSaleUnlessMissing(mysql: OrderStore, misses: SaleMisse
   const already = misses.finding.get(saleId);
   if (already) return already;
   const ticket = misses.ticket();
-  const finding = mysql.sale(saleId).find().then((record) => {
-    if (!record) misses.remember(saleId, ticket);
-    return record;
-  });
+  const finding = mysql
+    .sale(saleId)
+    .find()
+    .then((record) => {
+      if (!record) misses.remember(saleId, ticket);
+      return record;
+    });
   misses.finding.set(saleId, finding);
   try {
     return await finding;

@@ -80,11 +80,17 @@ describe('reconciling a sale', () => {
 
     expect(result).toMatchObject({ remaining: 5, buyers: 3, restored: { reservations: 2, units: 3 }, lost: { reservations: 0, units: 0 } });
     const after = await ordersOf(ctx.prisma, sale.id);
-    const faithful = (orders: typeof before) => orders.map((o) => [o.reservationId, o.userId, o.quantity, o.status, o.reservedAt.getTime(), o.payBy.getTime()]).sort();
+    const faithful = (orders: typeof before) =>
+      orders.map((o) => [o.reservationId, o.userId, o.quantity, o.status, o.reservedAt.getTime(), o.payBy.getTime()]).sort();
     expect(faithful(after)).toEqual(faithful(before));
     expect(after.every((o) => o.payBy.getTime() === o.reservedAt.getTime() + 600_000)).toBe(true);
     expect(await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).state()).toMatchObject({ remaining: 5, paused: false });
-    expect(await auditSale(salesDeps({ redis: ctx.redis, prisma: ctx.prisma, prefix: ctx.config.REDIS_PREFIX, logger: createLogger('audit', 'silent') }), sale.id)).toMatchObject({ drift: 0, unitsInDb: 5 });
+    expect(
+      await auditSale(
+        salesDeps({ redis: ctx.redis, prisma: ctx.prisma, prefix: ctx.config.REDIS_PREFIX, logger: createLogger('audit', 'silent') }),
+        sale.id,
+      ),
+    ).toMatchObject({ drift: 0, unitsInDb: 5 });
   });
 
   it('waits for the reservations in flight, then rebuilds remaining and buyers from MySQL and resumes', async () => {
@@ -95,18 +101,37 @@ describe('reconciling a sale', () => {
     const result = await reconcileSale(startingWorkerOncePaused(reconcileDeps(ctx)), sale.id, 'operator');
 
     expect((await ordersOf(ctx.prisma, sale.id)).map((o) => o.reservationId)).toEqual(ids);
-    expect(result).toEqual({ saleId: sale.id, remaining: 5, buyers: 3, tookMs: result.tookMs, lost: { reservations: 0, units: 0 }, judgement: 'intact', restored: { reservations: 0, units: 0 } });
+    expect(result).toEqual({
+      saleId: sale.id,
+      remaining: 5,
+      buyers: 3,
+      tookMs: result.tookMs,
+      lost: { reservations: 0, units: 0 },
+      judgement: 'intact',
+      restored: { reservations: 0, units: 0 },
+    });
     const state = await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).state();
     expect(state).toMatchObject({ remaining: 5, paused: false });
     const orders = await ordersOf(ctx.prisma, sale.id);
     const recordOf = (i: number) => `${ids[i]}|${orders[i]!.quantity}|${orders[i]!.reservedAt.getTime()}`;
     // The records the reserve script wrote, time included, written again from the orders.
-    expect(await ctx.redis.hgetall(saleKeys(ctx.config.REDIS_PREFIX, sale.id).buyers)).toEqual({ a: recordOf(0), b: recordOf(1), c: recordOf(2) });
+    expect(await ctx.redis.hgetall(saleKeys(ctx.config.REDIS_PREFIX, sale.id).buyers)).toEqual({
+      a: recordOf(0),
+      b: recordOf(1),
+      c: recordOf(2),
+    });
     const record = await ctx.prisma.sale.findUniqueOrThrow({ where: { id: sale.id } });
     expect(state?.generation).toBe(record.redisGeneration);
     expect(state?.generation).not.toBe(sale.generation);
     // Selling goes on from the rebuilt state, and a returning buyer gets the id of the order they hold.
-    expect(await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).reserve({ saleId: sale.id, userId: 'a', quantity: 1, reservationId: newReservationId(sale.id) })).toEqual({
+    expect(
+      await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).reserve({
+        saleId: sale.id,
+        userId: 'a',
+        quantity: 1,
+        reservationId: newReservationId(sale.id),
+      }),
+    ).toEqual({
       kind: 'already_purchased',
       reservationId: ids[0],
       quantity: 2,
@@ -123,7 +148,14 @@ describe('reconciling a sale', () => {
     await expect(reconcileSale(reconcileDeps(ctx, 300), sale.id, 'operator')).rejects.toBeInstanceOf(DrainTimeout);
 
     expect(await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).state()).toMatchObject({ paused: true, remaining: 9 });
-    expect(await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).reserve({ saleId: sale.id, userId: 'b', quantity: 1, reservationId: newReservationId(sale.id) })).toEqual({ kind: 'sale_paused' });
+    expect(
+      await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).reserve({
+        saleId: sale.id,
+        userId: 'b',
+        quantity: 1,
+        reservationId: newReservationId(sale.id),
+      }),
+    ).toEqual({ kind: 'sale_paused' });
   });
 
   it('never runs twice at once for a sale: a second run while the first waits for the drain is refused', async () => {
@@ -176,39 +208,56 @@ describe('reconciling a sale', () => {
     const snap = await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).snapshot();
     await ctx.prisma.sale.update({
       where: { id: sale.id },
-      data: { checkpointReservations: snap.buyers, checkpointUnits: 3, checkpointAt: new Date(snap.at), checkpointStreamId: snap.lastEntryId },
+      data: {
+        checkpointReservations: snap.buyers,
+        checkpointUnits: 3,
+        checkpointAt: new Date(snap.at),
+        checkpointStreamId: snap.lastEntryId,
+      },
     });
     return { sale, written, keys: saleKeys(ctx.config.REDIS_PREFIX, sale.id) };
   }
 
   // Whoever asks: the watcher that saw the loss, or an operator (the runbook's command, the admin API)
   // who got there first. Either way the loss is judged against the checkpoint before it is replaced.
-  it.each(['lost', 'operator'] as const)('after Redis lost the sale, asked with reason %s: rebuilds it, counts what the last checkpoint saw and MySQL lacks as lost', async (reason) => {
-    const { sale, written, keys } = await saleWithCheckpointOfThree();
-    await ctx.redis.del(keys.meta, keys.buyers, keys.stream);
+  it.each(['lost', 'operator'] as const)(
+    'after Redis lost the sale, asked with reason %s: rebuilds it, counts what the last checkpoint saw and MySQL lacks as lost',
+    async (reason) => {
+      const { sale, written, keys } = await saleWithCheckpointOfThree();
+      await ctx.redis.del(keys.meta, keys.buyers, keys.stream);
 
-    const result = await reconcileSale(reconcileDeps(ctx), sale.id, reason);
+      const result = await reconcileSale(reconcileDeps(ctx), sale.id, reason);
 
-    expect(result).toEqual({ saleId: sale.id, remaining: 9, buyers: 1, tookMs: result.tookMs, lost: { reservations: 2, units: 2 }, judgement: 'lost', restored: { reservations: 0, units: 0 } });
-    expect(await ctx.redis.hgetall(keys.buyers)).toEqual({ a: expect.stringMatching(new RegExp(`^${written}\\|1\\|\\d+$`)) });
-    // The rebuilt state's checkpoint, recorded before the resume, in the history of the server it went to.
-    expect(await ctx.prisma.sale.findUniqueOrThrow({ where: { id: sale.id } })).toMatchObject({
-      lostReservations: 2,
-      lostUnits: 2,
-      checkpointReservations: 1,
-      checkpointUnits: 1,
-      checkpointReplicationId: await replicationIdOf(sale.id),
-    });
-    const groups = (await ctx.redis.xinfo('GROUPS', keys.stream)) as unknown[][];
-    expect(groups.map((g) => g[1])).toEqual([ORDER_WRITERS_GROUP]);
-    // Buyers whose reservations were lost may buy again.
-    await reserve(sale.id, 'b');
-  });
+      expect(result).toEqual({
+        saleId: sale.id,
+        remaining: 9,
+        buyers: 1,
+        tookMs: result.tookMs,
+        lost: { reservations: 2, units: 2 },
+        judgement: 'lost',
+        restored: { reservations: 0, units: 0 },
+      });
+      expect(await ctx.redis.hgetall(keys.buyers)).toEqual({ a: expect.stringMatching(new RegExp(`^${written}\\|1\\|\\d+$`)) });
+      // The rebuilt state's checkpoint, recorded before the resume, in the history of the server it went to.
+      expect(await ctx.prisma.sale.findUniqueOrThrow({ where: { id: sale.id } })).toMatchObject({
+        lostReservations: 2,
+        lostUnits: 2,
+        checkpointReservations: 1,
+        checkpointUnits: 1,
+        checkpointReplicationId: await replicationIdOf(sale.id),
+      });
+      const groups = (await ctx.redis.xinfo('GROUPS', keys.stream)) as unknown[][];
+      expect(groups.map((g) => g[1])).toEqual([ORDER_WRITERS_GROUP]);
+      // Buyers whose reservations were lost may buy again.
+      await reserve(sale.id, 'b');
+    },
+  );
 
   it("restores the rebuy rule and each buyer's closed orders from MySQL when Redis lost the sale: no buyer starts over", async () => {
     const rebuyRule = { maxOrdersPerBuyer: 3, rebuyCooldownSeconds: 600 };
     const sale = await createLiveSale(ctx, { stock: 10, rebuyRule });
-    const closedOrder = (userId: string, status: 'cancelled' | 'expired', closedAgoMs: number) => orderRow(sale.id, userId, status, closedAgoMs);
+    const closedOrder = (userId: string, status: 'cancelled' | 'expired', closedAgoMs: number) =>
+      orderRow(sale.id, userId, status, closedAgoMs);
     await ctx.prisma.order.createMany({
       data: [
         closedOrder('twice', 'cancelled', 60_000),
@@ -223,7 +272,13 @@ describe('reconciling a sale', () => {
     await reconcileSale(reconcileDeps(ctx), sale.id, 'lost');
 
     expect((await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).state())!.rebuyRule).toEqual(rebuyRule);
-    const buy = (userId: string) => createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).reserve({ saleId: sale.id, userId, quantity: 1, reservationId: newReservationId(sale.id) });
+    const buy = (userId: string) =>
+      createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).reserve({
+        saleId: sale.id,
+        userId,
+        quantity: 1,
+        reservationId: newReservationId(sale.id),
+      });
     // Closed 5 s ago, second close: 600 s of cooldown, 595 s left (the margin: the test's own pace).
     const twice = await buy('twice');
     expect(twice.kind).toBe('rebuy_cooldown');
@@ -245,7 +300,12 @@ describe('reconciling a sale', () => {
     expect(result).toMatchObject({ remaining: 10, buyers: 0, lost: { reservations: 0, units: 0 }, judgement: 'lost' });
     // pino's levels: 40 warn, 50 error.
     expect(lines.filter((line) => line.level >= 40)).toEqual([
-      expect.objectContaining({ level: 40, msg: 'reconcile: the Redis state replaced was gone or had gone back', why: 'the sale is not in Redis', lost: { reservations: 0, units: 0 } }),
+      expect.objectContaining({
+        level: 40,
+        msg: 'reconcile: the Redis state replaced was gone or had gone back',
+        why: 'the sale is not in Redis',
+        lost: { reservations: 0, units: 0 },
+      }),
     ]);
     expect(lines.map((line) => line.msg).filter((msg) => /lost reservations|were lost/.test(msg))).toEqual([]);
   });
@@ -301,14 +361,27 @@ describe('reconciling a sale', () => {
 describe('auditing the ledger', () => {
   it('balances remaining + in flight + dead-lettered + in MySQL against stock, and sees drift', async () => {
     const sale = await createLiveSale(ctx, { stock: 20, perUserLimit: 3 });
-    for (const [buyer, quantity] of [['a', 3], ['b', 1], ['c', 2]] as const) await reserve(sale.id, buyer, quantity);
-    expect(await auditSale(salesDeps({ redis: ctx.redis, prisma: ctx.prisma, prefix: ctx.config.REDIS_PREFIX, logger: createLogger('audit', 'silent') }), sale.id)).toMatchObject({ remaining: 14, inFlightUnits: 6, unitsInDb: 0, deadLetteredUnits: 0, drift: 0 });
+    for (const [buyer, quantity] of [
+      ['a', 3],
+      ['b', 1],
+      ['c', 2],
+    ] as const)
+      await reserve(sale.id, buyer, quantity);
+    expect(
+      await auditSale(
+        salesDeps({ redis: ctx.redis, prisma: ctx.prisma, prefix: ctx.config.REDIS_PREFIX, logger: createLogger('audit', 'silent') }),
+        sale.id,
+      ),
+    ).toMatchObject({ remaining: 14, inFlightUnits: 6, unitsInDb: 0, deadLetteredUnits: 0, drift: 0 });
 
     startWorker();
     await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).waitForDrain();
     await reserve(sale.id, 'd', 1);
     await sleep(5);
-    const mixed = await auditSale(salesDeps({ redis: ctx.redis, prisma: ctx.prisma, prefix: ctx.config.REDIS_PREFIX, logger: createLogger('audit', 'silent') }), sale.id);
+    const mixed = await auditSale(
+      salesDeps({ redis: ctx.redis, prisma: ctx.prisma, prefix: ctx.config.REDIS_PREFIX, logger: createLogger('audit', 'silent') }),
+      sale.id,
+    );
     expect(mixed?.drift).toBe(0);
     expect(mixed!.inFlightUnits + mixed!.unitsInDb).toBe(7);
 
@@ -316,7 +389,12 @@ describe('auditing the ledger', () => {
     await ctx.redis.hincrby(saleKeys(ctx.config.REDIS_PREFIX, sale.id).meta, 'remaining', 2);
     await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).waitForDrain();
     const before = await ctx.redis.hgetall(saleKeys(ctx.config.REDIS_PREFIX, sale.id).meta);
-    expect(await auditSale(salesDeps({ redis: ctx.redis, prisma: ctx.prisma, prefix: ctx.config.REDIS_PREFIX, logger: createLogger('audit', 'silent') }), sale.id)).toMatchObject({ remaining: 15, inFlightUnits: 0, unitsInDb: 7, drift: 2 });
+    expect(
+      await auditSale(
+        salesDeps({ redis: ctx.redis, prisma: ctx.prisma, prefix: ctx.config.REDIS_PREFIX, logger: createLogger('audit', 'silent') }),
+        sale.id,
+      ),
+    ).toMatchObject({ remaining: 15, inFlightUnits: 0, unitsInDb: 7, drift: 2 });
     expect(await ctx.redis.hgetall(saleKeys(ctx.config.REDIS_PREFIX, sale.id).meta)).toEqual(before);
   });
 });

@@ -53,7 +53,10 @@ async function reconcileLocked(deps: ReconcileDeps, saleId: number, reason: Reco
   await deps.announce(saleId);
 
   const backlog = await inRedis.waitForDrain(deps.drainTimeoutMs);
-  logger.info({ saleId, deadLettered: backlog.deadLettered, waitedMs: Math.round(performance.now() - started) }, 'reconcile: stream drained');
+  logger.info(
+    { saleId, deadLettered: backlog.deadLettered, waitedMs: Math.round(performance.now() - started) },
+    'reconcile: stream drained',
+  );
 
   // Drained, every reservation Redis holds is an order or a dead letter, unless MySQL went back in time:
   // those are written again from Redis's records before the rebuild counts MySQL, so the rebuild puts no
@@ -61,16 +64,35 @@ async function reconcileLocked(deps: ReconcileDeps, saleId: number, reason: Reco
   // First the closes MySQL lost (orders live there that Redis gave back): the stock they freed is what
   // the buyers since hold, and the restore would refuse them without it.
   const reclosed = await recloseOrdersFromRedis(inRedis, mysql);
-  if (reclosed.length > 0) logger.error({ saleId, reclosed }, 'reconcile: MySQL had reopened orders Redis had given back (it lost their cancel or expiry); closed again');
+  if (reclosed.length > 0)
+    logger.error(
+      { saleId, reclosed },
+      'reconcile: MySQL had reopened orders Redis had given back (it lost their cancel or expiry); closed again',
+    );
   const restore = await restoreOrdersFromRedis(inRedis, mysql);
   const restored = { reservations: restore.restored.length, units: restore.restored.reduce((sum, r) => sum + r.quantity, 0) };
-  if (restored.reservations > 0) logger.error({ saleId, ...restored }, 'reconcile: MySQL had lost orders Redis still held (it went back in time); written again with their reservation ids');
+  if (restored.reservations > 0)
+    logger.error(
+      { saleId, ...restored },
+      'reconcile: MySQL had lost orders Redis still held (it went back in time); written again with their reservation ids',
+    );
   const unrestorable = { reservations: restore.refused.length, units: restore.refused.reduce((sum, r) => sum + r.quantity, 0) };
-  if (unrestorable.reservations > 0) logger.error({ saleId, refused: restore.refused }, 'reconcile: reservations Redis held could not be written again as orders; counted as lost');
+  if (unrestorable.reservations > 0)
+    logger.error(
+      { saleId, refused: restore.refused },
+      'reconcile: reservations Redis held could not be written again as orders; counted as lost',
+    );
   // Named with their count, in the rebuild's transaction, before the rebuild replaces Redis's records
   // (the only other place they are known): a buyer's lookup, cancel and payment answer `lost` from them.
   // A run that fails before that commit names and counts nothing; its retry finds them again in Redis.
-  const named = restore.refused.map(({ reservationId, userId, quantity, reservedAt, reason }) => ({ reservationId, saleId, userId, quantity, reason, reservedAt: reservedAt ?? null }));
+  const named = restore.refused.map(({ reservationId, userId, quantity, reservedAt, reason }) => ({
+    reservationId,
+    saleId,
+    userId,
+    quantity,
+    reason,
+    reservedAt: reservedAt ?? null,
+  }));
 
   // Whatever the reason given (an operator's request can beat the watcher to a loss), the state about to
   // be replaced is judged against the checkpoint first, with the sale row locked, and what it lost is
@@ -83,13 +105,18 @@ async function reconcileLocked(deps: ReconcileDeps, saleId: number, reason: Reco
   if (!plan) throw new SaleNotFound(`sale ${saleId} is not in MySQL`);
   // Gone or gone back is not the same as reservations lost: a sale whose keys vanished before anyone
   // bought, or since its last checkpoint, lost nothing. What was lost is counted, and said, below.
-  if (plan.judgement.lost) logger.warn({ saleId, reason, why: plan.judgement.why, lost: plan.lost }, 'reconcile: the Redis state replaced was gone or had gone back');
+  if (plan.judgement.lost)
+    logger.warn(
+      { saleId, reason, why: plan.judgement.why, lost: plan.lost },
+      'reconcile: the Redis state replaced was gone or had gone back',
+    );
   // The buyers stream from MySQL into Redis a page at a time (neither side holds them all, nor blocks on
   // them): memory and the longest Redis command stay flat whatever the number of buyers.
   const { doorLost } = await inRedis.rebuild(plan.sale, { ...plan, buyers: mysql.sale(saleId).liveBuyerPages() });
   // The rebuy rule's state is derived from MySQL's closed orders too, before the sale resumes: a buyer
   // who closed orders does not start over because Redis lost its data.
-  if ((await restoreBuyerHistory(deps, saleId, plan.sale.rebuyRule)) === 'absent') throw new Error(`sale ${saleId} vanished from Redis during its rebuild`);
+  if ((await restoreBuyerHistory(deps, saleId, plan.sale.rebuyRule)) === 'absent')
+    throw new Error(`sale ${saleId} vanished from Redis during its rebuild`);
   if (doorLost) {
     // The door's record of paid units went with it: written again from MySQL (idempotent per
     // reservation), so the crowd is told sold_out once nothing can come back, as before the loss.
@@ -98,7 +125,10 @@ async function reconcileLocked(deps: ReconcileDeps, saleId: number, reason: Reco
       for (const order of page) await inRedis.recordPaid(order.reservationId, order.quantity);
       paidOrders += page.length;
     }
-    logger.warn({ saleId, paidOrders }, 'reconcile: the waiting room was lost with Redis data; begun again, its buyers come back to their places with their tickets');
+    logger.warn(
+      { saleId, paidOrders },
+      'reconcile: the waiting room was lost with Redis data; begun again, its buyers come back to their places with their tickets',
+    );
   }
   // An operator's control committed after the rebuild read MySQL may have reached Redis before the
   // rebuild replaced the state, and been overwritten with the older controls: MySQL's are written again
@@ -111,7 +141,9 @@ async function reconcileLocked(deps: ReconcileDeps, saleId: number, reason: Reco
   // switch never reached, leaves the primary with the state the rebuild replaced (paused): resumed, it
   // would sell from that state. It stays paused, and the retry rebuilds it there.
   if (!(await inRedis.setPaused(false, plan.generation))) {
-    throw new Error(`sale ${saleId} not resumed: Redis no longer holds its rebuilt generation (a failover after the rebuild?); it stays paused and is rebuilt again`);
+    throw new Error(
+      `sale ${saleId} not resumed: Redis no longer holds its rebuilt generation (a failover after the rebuild?); it stays paused and is rebuilt again`,
+    );
   }
   await deps.announce(saleId);
 
@@ -152,7 +184,9 @@ function pauseHeld(saleId: number, replaced: SaleSnapshot, pausedIn: string | un
     );
   }
   if (replaced.present && !replaced.paused) {
-    throw new Error(`sale ${saleId}: the reconciliation's pause is not held in Redis (a failover or a restart since?); nothing is switched and the reconciliation starts again`);
+    throw new Error(
+      `sale ${saleId}: the reconciliation's pause is not held in Redis (a failover or a restart since?); nothing is switched and the reconciliation starts again`,
+    );
   }
 }
 
@@ -169,7 +203,12 @@ function pauseHeld(saleId: number, replaced: SaleSnapshot, pausedIn: string | un
  * leaves the sale paused, and the watch takes up a sale seen paused twice (another rebuild, which records
  * its own).
  */
-async function recordRebuiltCheckpoint(deps: ReconcileDeps, inRedis: SaleRedis, generation: string, history: string | undefined): Promise<void> {
+async function recordRebuiltCheckpoint(
+  deps: ReconcileDeps,
+  inRedis: SaleRedis,
+  generation: string,
+  history: string | undefined,
+): Promise<void> {
   const rebuilt = await inRedis.snapshot();
   if (!rebuilt.present || rebuilt.generation !== generation) {
     throw new Error(`sale ${inRedis.saleId} no longer holds its rebuilt generation in Redis (a failover during the rebuild?)`);

@@ -16,7 +16,13 @@ export async function readSaleStats(deps: Pick<SalesDeps, 'redis' | 'mysql'>, sa
   if (!record) throw new AppError('SALE_NOT_FOUND', `no sale has the id ${saleId}`);
   const inFlight = backlog.lag + backlog.pending;
   const remaining = state ? state.remaining : null;
-  const consistent = ledgerConsistent({ stock: record.stock, remaining, inFlight, unitsInDb: orders.live.units, unitsAwaitingReturn: orders.unitsAwaitingReturn });
+  const consistent = ledgerConsistent({
+    stock: record.stock,
+    remaining,
+    inFlight,
+    unitsInDb: orders.live.units,
+    unitsAwaitingReturn: orders.unitsAwaitingReturn,
+  });
   return {
     saleId,
     stock: record.stock,

@@ -33,7 +33,11 @@ describe('judging a sale state', () => {
   });
 
   it('asks for a reconciliation when Redis holds another generation than MySQL', () => {
-    expect(judge(sale, { ...snapshot, generation: 'g0' })).toEqual({ kind: 'reconcile', reason: 'stale', why: 'Redis holds generation g0, MySQL g1' });
+    expect(judge(sale, { ...snapshot, generation: 'g0' })).toEqual({
+      kind: 'reconcile',
+      reason: 'stale',
+      why: 'Redis holds generation g0, MySQL g1',
+    });
   });
 
   it('asks for a reconciliation when Redis has fewer buyers or accepted units than at the checkpoint', () => {
@@ -42,10 +46,14 @@ describe('judging a sale state', () => {
   });
 
   it('asks for a reconciliation when the stream lost the entry it held at the checkpoint, even with the counters caught up', () => {
-    expect(judge(sale, snapshot, false)).toEqual({ kind: 'reconcile', reason: 'lost', why: 'Redis went back: the stream no longer holds entry 1000-0 it held at the checkpoint' });
+    expect(judge(sale, snapshot, false)).toEqual({
+      kind: 'reconcile',
+      reason: 'lost',
+      why: 'Redis went back: the stream no longer holds entry 1000-0 it held at the checkpoint',
+    });
   });
 
-  it("asks for a reconciliation when the server holding the sale has another replication id than at the checkpoint (a failover, a restart), even with every count caught up", () => {
+  it('asks for a reconciliation when the server holding the sale has another replication id than at the checkpoint (a failover, a restart), even with every count caught up', () => {
     const recorded = { ...sale, checkpoint: { ...sale.checkpoint!, replicationId: 'aaa' } };
     expect(judge(recorded, { ...snapshot, replicationId: 'aaa' })).toEqual({ kind: 'healthy' });
     expect(judge(recorded, { ...snapshot, replicationId: 'bbb' })).toEqual({

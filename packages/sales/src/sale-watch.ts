@@ -83,7 +83,11 @@ export interface SaleVisit {
  * running (`pausedBefore`, this one's verdict `paused`) is taken up again (see watchSale). Once `signal`
  * is aborted (the look is overdue: see withinDeadline) it writes nothing more.
  */
-export async function watchOneSale(deps: SaleWatch, sale: WatchedSale, { pausedBefore = false, signal }: LookTerms = {}): Promise<SaleVisit | undefined> {
+export async function watchOneSale(
+  deps: SaleWatch,
+  sale: WatchedSale,
+  { pausedBefore = false, signal }: LookTerms = {},
+): Promise<SaleVisit | undefined> {
   let visit: SaleVisit | undefined;
   await forOneSale(deps, sale.id, 'not watched this pass', async () => {
     visit = await watchSale(deps, sale, pausedBefore, signal);
@@ -124,7 +128,8 @@ async function watchSale(deps: SaleWatch, listed: WatchedSale, pausedBefore: boo
   }
   const visit = (changed: boolean): SaleVisit => ({ verdict, sale, snapshot, changed });
   stillWanted();
-  if (verdict.kind !== 'reconcile' && snapshot.controlsVersion < sale.controlsVersion) await catchUpControls(deps, sale, snapshot.controlsVersion);
+  if (verdict.kind !== 'reconcile' && snapshot.controlsVersion < sale.controlsVersion)
+    await catchUpControls(deps, sale, snapshot.controlsVersion);
   if (verdict.kind === 'reconcile') {
     deps.logger.warn({ saleId: sale.id, reason: verdict.reason, why: verdict.why }, 'sale state needs reconciling');
     await deps.requestReconcile(sale.id, verdict.reason);

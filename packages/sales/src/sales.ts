@@ -82,7 +82,8 @@ export function createSales({ redis, prisma, prefix, logger, options, jobs }: Sa
     // Sales: created, read, controlled.
     createSale: (input: NewSale, key: CreationKey | undefined, stillWanted: () => boolean) =>
       createSale({ ...deps, publishTimeoutMs: options.publishTimeoutMs }, input, key, stillWanted),
-    runSaleControl: (saleId: number, control: SaleControl, actor: ControlActor, address?: string) => runSaleControl(deps, saleId, control, actor, address),
+    runSaleControl: (saleId: number, control: SaleControl, actor: ControlActor, address?: string) =>
+      runSaleControl(deps, saleId, control, actor, address),
     listAdminSales: (page: { limit: number; cursor?: number }) => listAdminSales(deps, page),
     readAdminSale: (saleId: number) => readAdminSale(deps, saleId),
     readBuyerSale: (saleId: number, misses?: SaleMisses) => readBuyerSale({ ...deps, misses }, saleId),
@@ -94,9 +95,11 @@ export function createSales({ redis, prisma, prefix, logger, options, jobs }: Sa
     payReservation: (event: PaymentEventInput, door: Pick<Door, 'paid'>) => payReservation({ ...deps, door }, event),
     cancelReservation: (saleId: number, reservationId: string, userId: string, retryAfterSeconds: number) =>
       cancelReservation(deps, saleId, reservationId, userId, retryAfterSeconds),
-    findReservationStatus: (saleId: number, reservationId: string, userId: string) => findReservationStatus(deps, saleId, reservationId, userId),
+    findReservationStatus: (saleId: number, reservationId: string, userId: string) =>
+      findReservationStatus(deps, saleId, reservationId, userId),
     runExpiryPass: (batchSize: number) => runExpiryPass(deps, batchSize),
-    orderIntake: (observer: OrderIntakeObserver | undefined, intake: ConstructorParameters<typeof OrderIntake>[1]) => new OrderIntake({ ...deps, observer }, intake),
+    orderIntake: (observer: OrderIntakeObserver | undefined, intake: ConstructorParameters<typeof OrderIntake>[1]) =>
+      new OrderIntake({ ...deps, observer }, intake),
     /** The order writers' reads of their sales' streams (reservation-stream.ts). */
     listSaleIds: deps.redis.listSaleIds,
     readNewEntries: deps.redis.readNewEntries,
@@ -106,7 +109,8 @@ export function createSales({ redis, prisma, prefix, logger, options, jobs }: Sa
     checkServerSettings: () => deps.mysql.checkServerSettings(logger),
 
     /** The door of queued sales (door.ts): join, status, show up, the operator's change, paid units. */
-    openDoor: ({ frontierMaxAgeMs, ...parts }: DoorParts): Door => createDoor({ ...deps, ...parts, frontiers: new DoorFrontiers(deps.redis, frontierMaxAgeMs) }),
+    openDoor: ({ frontierMaxAgeMs, ...parts }: DoorParts): Door =>
+      createDoor({ ...deps, ...parts, frontiers: new DoorFrontiers(deps.redis, frontierMaxAgeMs) }),
 
     // Reconciliation: asked for by an operator, run as a job, watched for, audited.
     requestReconciliation: (saleId: number, request: ReconcileRequest) => requestReconciliation(deps, reconcileJobs(), saleId, request),
@@ -114,11 +118,17 @@ export function createSales({ redis, prisma, prefix, logger, options, jobs }: Sa
     lastReconciliation: (saleId: number) => lastReconciliation(reconcileJobs(), saleId),
     reconcileSale: (saleId: number, reason: ReconcileReason) =>
       reconcileSale(
-        { ...deps, databaseUrl: options.databaseUrl, drainTimeoutMs: options.drainTimeoutMs, announce: (id) => deps.redis.sale(id).announceChanged() },
+        {
+          ...deps,
+          databaseUrl: options.databaseUrl,
+          drainTimeoutMs: options.drainTimeoutMs,
+          announce: (id) => deps.redis.sale(id).announceChanged(),
+        },
         saleId,
         reason,
       ),
-    auditAndReport: (saleId: number, onReport: (report: AuditReport & { confirmed: boolean }) => void) => auditAndReport({ ...deps, onReport }, saleId),
+    auditAndReport: (saleId: number, onReport: (report: AuditReport & { confirmed: boolean }) => void) =>
+      auditAndReport({ ...deps, onReport }, saleId),
     /** The reconciler's watch over the sales (sale-watch.ts), with its loop's settings. */
     saleWatch: (settings: WatchSettings) => {
       const watch: SaleWatch = { ...deps, ...settings, requestReconcile: queueFor };

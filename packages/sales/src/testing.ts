@@ -7,7 +7,17 @@ import type { Logger } from '@flashsale/runtime';
 import type { SalesDeps } from './sales-deps.ts';
 
 /** The stores bound once, as createSales binds them. */
-export function salesDeps({ redis, prisma, prefix, logger }: { redis: ScriptedRedis; prisma: PrismaClient; prefix: string; logger: Logger }): SalesDeps {
+export function salesDeps({
+  redis,
+  prisma,
+  prefix,
+  logger,
+}: {
+  redis: ScriptedRedis;
+  prisma: PrismaClient;
+  prefix: string;
+  logger: Logger;
+}): SalesDeps {
   return { redis: createSaleStore(redis, prefix), mysql: createOrderStore(prisma), logger };
 }
 

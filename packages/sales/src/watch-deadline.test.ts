@@ -12,7 +12,12 @@ describe('a step of the watch within its deadline', () => {
       told = signal;
       return new Promise<never>(() => undefined);
     }).catch((e: unknown) => e);
-    expect({ overdue: error instanceof WatchStepOverdueError, step: (error as WatchStepOverdueError).step, aborted: told?.aborted, reason: told?.reason }).toEqual({
+    expect({
+      overdue: error instanceof WatchStepOverdueError,
+      step: (error as WatchStepOverdueError).step,
+      aborted: told?.aborted,
+      reason: told?.reason,
+    }).toEqual({
       overdue: true,
       step: 'look',
       aborted: true,

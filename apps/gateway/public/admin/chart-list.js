@@ -8,10 +8,38 @@
 // for what a sale gains, e.g. a queued sale's admission (the gateway adds waiting, admitted and frontier
 // through SaleHistory's extraSeries; one entry here draws them).
 const SALE_CHARTS = [
-  { id: 'chart-remaining', title: 'Remaining and stock', unit: 'units', lines: [{ key: 'remaining', label: 'remaining', color: '#3d7bfd' }, { key: 'stock', label: 'stock', color: '#9aa4b8' }] },
-  { id: 'chart-accepted', title: 'Units accepted per second', note: 'every gateway', unit: 'units/s', lines: [{ key: 'acceptedPerSecond', label: 'accepted', color: '#2e9e5b' }] },
-  { id: 'chart-backlog', title: "Entries in flight and workers' lag", unit: 'entries', lines: [{ key: 'inFlight', label: 'in flight', color: '#e67e22' }, { key: 'lag', label: 'lag (not yet delivered)', color: '#c0392b' }] },
-  { id: 'chart-written', title: 'Orders written per second', note: 'every worker', unit: 'orders/s', lines: [{ key: 'writtenPerSecond', label: 'written', color: '#8e44ad' }] },
+  {
+    id: 'chart-remaining',
+    title: 'Remaining and stock',
+    unit: 'units',
+    lines: [
+      { key: 'remaining', label: 'remaining', color: '#3d7bfd' },
+      { key: 'stock', label: 'stock', color: '#9aa4b8' },
+    ],
+  },
+  {
+    id: 'chart-accepted',
+    title: 'Units accepted per second',
+    note: 'every gateway',
+    unit: 'units/s',
+    lines: [{ key: 'acceptedPerSecond', label: 'accepted', color: '#2e9e5b' }],
+  },
+  {
+    id: 'chart-backlog',
+    title: "Entries in flight and workers' lag",
+    unit: 'entries',
+    lines: [
+      { key: 'inFlight', label: 'in flight', color: '#e67e22' },
+      { key: 'lag', label: 'lag (not yet delivered)', color: '#c0392b' },
+    ],
+  },
+  {
+    id: 'chart-written',
+    title: 'Orders written per second',
+    note: 'every worker',
+    unit: 'orders/s',
+    lines: [{ key: 'writtenPerSecond', label: 'written', color: '#8e44ad' }],
+  },
   {
     id: 'chart-door',
     title: 'Waiting room',
@@ -51,7 +79,20 @@ const PROCESS_CHARTS = [
       Object.keys(points ? points.series : {})
         .filter((name) => name !== 'reserved' && !name.endsWith('Ms'))
         .sort()
-        .map((code, i) => ({ key: code, label: reasonLabel(code), color: REASONS[code] ? REASONS[code][1] : OTHER_COLORS[i % OTHER_COLORS.length] })),
+        .map((code, i) => ({
+          key: code,
+          label: reasonLabel(code),
+          color: REASONS[code] ? REASONS[code][1] : OTHER_COLORS[i % OTHER_COLORS.length],
+        })),
   },
-  { id: 'chart-latency', title: 'Purchase latency', note: 'this gateway process, every outcome', unit: 'ms', lines: [{ key: 'p50Ms', label: 'p50', color: '#3d7bfd' }, { key: 'p99Ms', label: 'p99', color: '#c0392b' }] },
+  {
+    id: 'chart-latency',
+    title: 'Purchase latency',
+    note: 'this gateway process, every outcome',
+    unit: 'ms',
+    lines: [
+      { key: 'p50Ms', label: 'p50', color: '#3d7bfd' },
+      { key: 'p99Ms', label: 'p99', color: '#c0392b' },
+    ],
+  },
 ];

@@ -36,7 +36,12 @@
   }
 
   function formatTime(ms, withSeconds) {
-    return new Date(ms).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit', second: withSeconds ? '2-digit' : undefined, hour12: false });
+    return new Date(ms).toLocaleTimeString([], {
+      hour: '2-digit',
+      minute: '2-digit',
+      second: withSeconds ? '2-digit' : undefined,
+      hour12: false,
+    });
   }
 
   /**
@@ -66,7 +71,9 @@
 
     const axes = svg('g', { class: 'axis' });
     for (let value = 0; value <= yMax + yStep / 2; value += yStep) {
-      axes.append(svg('line', { x1: MARGIN.left, x2: WIDTH - MARGIN.right, y1: y(value), y2: y(value), class: value === 0 ? 'baseline' : 'grid' }));
+      axes.append(
+        svg('line', { x1: MARGIN.left, x2: WIDTH - MARGIN.right, y1: y(value), y2: y(value), class: value === 0 ? 'baseline' : 'grid' }),
+      );
       axes.append(svg('text', { x: MARGIN.left - 5, y: y(value) + 3, 'text-anchor': 'end', class: 'tick y-tick' }, formatNumber(value)));
     }
     axes.append(svg('text', { x: 2, y: 10, class: 'unit' }, unit));
@@ -76,7 +83,13 @@
       // A label centred on a tick near the right edge would run past it ("02:27:3"): it ends at the edge instead.
       const label = formatTime(ms, timeStep < 60_000);
       const atEdge = x(ms) + (label.length * X_LABEL_CHAR_WIDTH) / 2 > WIDTH;
-      axes.append(svg('text', { x: atEdge ? WIDTH - 1 : x(ms), y: HEIGHT - 6, 'text-anchor': atEdge ? 'end' : 'middle', class: 'tick x-tick' }, label));
+      axes.append(
+        svg(
+          'text',
+          { x: atEdge ? WIDTH - 1 : x(ms), y: HEIGHT - 6, 'text-anchor': atEdge ? 'end' : 'middle', class: 'tick x-tick' },
+          label,
+        ),
+      );
     }
     axes.append(svg('line', { x1: MARGIN.left, x2: MARGIN.left, y1: MARGIN.top, y2: MARGIN.top + plotHeight, class: 'baseline' }));
     chart.append(axes);
@@ -97,7 +110,19 @@
         last = value;
         top = top === null ? value : Math.max(top, value);
       });
-      if (path) chart.append(svg('path', { d: path, stroke: line.color, fill: 'none', 'stroke-width': 2, 'data-series': line.key, 'data-first': first, 'data-last': last, 'data-max': top }));
+      if (path)
+        chart.append(
+          svg('path', {
+            d: path,
+            stroke: line.color,
+            fill: 'none',
+            'stroke-width': 2,
+            'data-series': line.key,
+            'data-first': first,
+            'data-last': last,
+            'data-max': top,
+          }),
+        );
       const swatch = document.createElement('span');
       swatch.className = 'swatch';
       swatch.style.background = line.color;
@@ -105,7 +130,14 @@
       item.append(swatch, document.createTextNode(`${line.label}${last === null ? '' : ` ${formatNumber(last)}`}`));
       swatches.push(item);
     }
-    if (!t.length) chart.append(svg('text', { x: MARGIN.left + plotWidth / 2, y: MARGIN.top + plotHeight / 2, 'text-anchor': 'middle', class: 'empty' }, 'no points yet'));
+    if (!t.length)
+      chart.append(
+        svg(
+          'text',
+          { x: MARGIN.left + plotWidth / 2, y: MARGIN.top + plotHeight / 2, 'text-anchor': 'middle', class: 'empty' },
+          'no points yet',
+        ),
+      );
     legend.replaceChildren(...swatches);
   }
 

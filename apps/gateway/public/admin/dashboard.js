@@ -139,7 +139,10 @@ function renderOverview(view) {
   figures($('purchases'), [
     ['accepted /s', purchases ? (purchases.reserved ?? 0) : null],
     ['refused /s', purchases ? rates.filter(([name]) => name !== 'reserved').reduce((sum, [, rate]) => sum + (rate ?? 0), 0) : null],
-    ['latency p50 / p99', purchases && purchases.p50Ms !== null && purchases.p50Ms !== undefined ? `${purchases.p50Ms} ms / ${purchases.p99Ms} ms` : null],
+    [
+      'latency p50 / p99',
+      purchases && purchases.p50Ms !== null && purchases.p50Ms !== undefined ? `${purchases.p50Ms} ms / ${purchases.p99Ms} ms` : null,
+    ],
   ]);
   if (history) {
     appendPoints(history, 'process', view.processHistory);
@@ -161,7 +164,8 @@ function renderSale(view) {
   const { sale, stats, deadLetters, reconciliation } = view;
   if (sale.id !== shownSale) return;
   $('sale-name').textContent = `#${sale.id} ${sale.name}`;
-  $('sale-status').textContent = statusInWords(sale.status) + (sale.pausedByOperatorAt ? ' (operator)' : sale.reconciling ? ' (reconciling)' : '');
+  $('sale-status').textContent =
+    statusInWords(sale.status) + (sale.pausedByOperatorAt ? ' (operator)' : sale.reconciling ? ' (reconciling)' : '');
   $('sale-status').className = `badge ${sale.status}`;
   $('sale-terms').textContent =
     `${new Date(sale.startsAt).toLocaleString()} → ${new Date(sale.endsAt).toLocaleString()} · up to ${sale.perUserLimit} per buyer` +
@@ -179,9 +183,17 @@ function renderSale(view) {
   }
   renderLedger(stats);
   renderDoor(view.door);
-  const reasons = Object.entries(deadLetters.byReason).map(([reason, count]) => [`dead letters: ${reason.toLowerCase().replaceAll('_', ' ')}`, count]);
+  const reasons = Object.entries(deadLetters.byReason).map(([reason, count]) => [
+    `dead letters: ${reason.toLowerCase().replaceAll('_', ' ')}`,
+    count,
+  ]);
   figures($('sale-figures'), [
-    ['reconciliation', reconciliation ? `${reconciliation.state} (${reconciliation.reason})${reconciliation.finishedAt ? `, finished ${formatTime(reconciliation.finishedAt)}` : ''}` : 'none asked'],
+    [
+      'reconciliation',
+      reconciliation
+        ? `${reconciliation.state} (${reconciliation.reason})${reconciliation.finishedAt ? `, finished ${formatTime(reconciliation.finishedAt)}` : ''}`
+        : 'none asked',
+    ],
     ...(reasons.length ? reasons : [['dead letters (last 1,000)', 'none']]),
   ]);
   $('pause').disabled = sale.pausedByOperatorAt !== null || sale.status === 'ended';
@@ -240,9 +252,10 @@ function drawCharts() {
     lineChart(chartFigure($('sale-charts'), chart), history.sale, chart.lines, chart.unit);
   }
   const minutes = Math.round(history.windowMs / 60_000);
-  $('history-note').textContent = history.sale && history.sale.t.length
-    ? `Charts since ${formatTime(history.sale.t[0])}, last point ${formatTime(history.sale.t[history.sale.t.length - 1])} (a point every ${history.stepMs / 1000} s, kept ${minutes} min by the gateway process serving this page).`
-    : `No history of this sale yet: the gateway keeps the last ${minutes} min of each live sale.`;
+  $('history-note').textContent =
+    history.sale && history.sale.t.length
+      ? `Charts since ${formatTime(history.sale.t[0])}, last point ${formatTime(history.sale.t[history.sale.t.length - 1])} (a point every ${history.stepMs / 1000} s, kept ${minutes} min by the gateway process serving this page).`
+      : `No history of this sale yet: the gateway keeps the last ${minutes} min of each live sale.`;
 }
 
 const count = (n) => (n === null || n === undefined ? '–' : Number(n).toLocaleString());
@@ -256,10 +269,17 @@ async function control(path, body) {
   const headers = { 'X-CSRF-Token': csrfToken };
   if (body !== undefined) headers['Content-Type'] = 'application/json';
   $('control-result').textContent = '…';
-  const res = await fetch(`/api/admin/sales/${saleId}/${path}`, { method: 'POST', credentials: 'same-origin', headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const res = await fetch(`/api/admin/sales/${saleId}/${path}`, {
+    method: 'POST',
+    credentials: 'same-origin',
+    headers,
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
   const answer = await res.json().catch(() => ({}));
   if (res.status === 401) return showSignIn('Your session has ended: sign in again.');
-  const done = answer.admission ? `${answer.admission.admitPerSecond} admitted/s${answer.admission.paused ? ', paused' : ''}` : (answer.status ?? 'rebuilt');
+  const done = answer.admission
+    ? `${answer.admission.admitPerSecond} admitted/s${answer.admission.paused ? ', paused' : ''}`
+    : (answer.status ?? 'rebuilt');
   $('control-result').textContent = res.ok ? `${path}: done (${done})` : `${path}: ${answer.code} — ${answer.detail}`;
 }
 
@@ -288,7 +308,8 @@ document.addEventListener('DOMContentLoaded', () => {
   bindDoorControls(control);
   $('add-stock').addEventListener('click', () => void control('stock', { add: Number($('stock-add').value) }));
   $('reconcile').addEventListener('click', () => {
-    if (confirm(`Reconcile sale #${shownSale}? It is paused until its stream has drained and its Redis state is rebuilt from MySQL.`)) void control('reconcile');
+    if (confirm(`Reconcile sale #${shownSale}? It is paused until its stream has drained and its Redis state is rebuilt from MySQL.`))
+      void control('reconcile');
   });
   window.addEventListener('hashchange', () => {
     if (csrfToken) openStream();

@@ -32,11 +32,22 @@ function renderLedger(stats) {
     tr.append(th, orders || el('td'), units || el('td'));
     return tr;
   };
-  const status = (name, label, hint) => row(label, cell(`ordersByStatus.${name}.orders`, stats.ordersByStatus[name].orders), cell(`ordersByStatus.${name}.units`, stats.ordersByStatus[name].units), hint);
+  const status = (name, label, hint) =>
+    row(
+      label,
+      cell(`ordersByStatus.${name}.orders`, stats.ordersByStatus[name].orders),
+      cell(`ordersByStatus.${name}.units`, stats.ordersByStatus[name].units),
+      hint,
+    );
   const audit = stats.audit;
   const rows = [
     row('Stock', null, cell('stock', stats.stock)),
-    row('Remaining', null, cell('remaining', stats.remaining, stats.remaining === null ? 'no state in Redis' : undefined), 'in Redis, still for sale'),
+    row(
+      'Remaining',
+      null,
+      cell('remaining', stats.remaining, stats.remaining === null ? 'no state in Redis' : undefined),
+      'in Redis, still for sale',
+    ),
     row('In flight', null, cell('inFlight', stats.inFlight), 'accepted, not yet written'),
     row('Live orders', cell('ordersInDb', stats.ordersInDb), cell('unitsInDb', stats.unitsInDb), 'awaiting payment + paid'),
     status('created', 'Awaiting payment'),
@@ -45,10 +56,24 @@ function renderLedger(stats) {
     status('expired', 'Expired', 'not paid in time'),
     row('Returned to sale', null, cell('unitsReturned', stats.unitsReturned), 'from cancelled and expired orders'),
     row('On their way back', null, cell('unitsAwaitingReturn', stats.unitsAwaitingReturn), 'to be returned'),
-    row('Refunds due', cell('refundsDue.count', stats.refundsDue.count), cell('refundsDue.amountCents', stats.refundsDue.amountCents, money(stats.refundsDue.amountCents)), 'payments · amount'),
+    row(
+      'Refunds due',
+      cell('refundsDue.count', stats.refundsDue.count),
+      cell('refundsDue.amountCents', stats.refundsDue.amountCents, money(stats.refundsDue.amountCents)),
+      'payments · amount',
+    ),
     row('Dead letters', cell('deadLettered', stats.deadLettered), null, 'entries set aside'),
-    row('Lost with Redis data', cell('lost.reservations', stats.lost.reservations), cell('lost.units', stats.lost.units), 'reservations · units'),
-    row('Last audit', cell('audit.drift', audit ? audit.drift : null, audit ? `drift ${audit.drift}` : 'not audited yet'), cell('audit.checkedAt', audit ? audit.checkedAt : null, audit ? ago(audit.checkedAt) : '–')),
+    row(
+      'Lost with Redis data',
+      cell('lost.reservations', stats.lost.reservations),
+      cell('lost.units', stats.lost.units),
+      'reservations · units',
+    ),
+    row(
+      'Last audit',
+      cell('audit.drift', audit ? audit.drift : null, audit ? `drift ${audit.drift}` : 'not audited yet'),
+      cell('audit.checkedAt', audit ? audit.checkedAt : null, audit ? ago(audit.checkedAt) : '–'),
+    ),
   ];
   $('ledger').tBodies[0].replaceChildren(...rows);
   renderVerdict(stats);

@@ -14,7 +14,8 @@ function durationInWords(seconds) {
 
 // Why the last in line has no ETA: what holds the door.
 function etaInWords(door) {
-  if (door.etaLastSeconds !== null) return door.waiting === 0 ? 'nobody waiting' : `about ${durationInWords(door.etaLastSeconds)} at this rate`;
+  if (door.etaLastSeconds !== null)
+    return door.waiting === 0 ? 'nobody waiting' : `about ${durationInWords(door.etaLastSeconds)} at this rate`;
   if (door.doorPaused) return 'none while admission is paused';
   if (!door.open) return 'none while the door is closed';
   return 'none while admitted buyers hold every unit';
@@ -41,12 +42,27 @@ function renderDoor(door) {
     ...row('Frontier', 'front', count(door.front), 'places given a turn'),
     ...row('Admission rate', 'admitPerSecond', `${door.admitPerSecond} /s`),
     ...row('Abandoned turns', 'abandoned', count(door.abandoned), 'ended without a purchase'),
-    ...row('Not shown up yet', 'awaitingShowUp', count(door.awaitingShowUp), `of those admitted; a turn lapses after ${door.showUpSeconds} s without`),
+    ...row(
+      'Not shown up yet',
+      'awaitingShowUp',
+      count(door.awaitingShowUp),
+      `of those admitted; a turn lapses after ${door.showUpSeconds} s without`,
+    ),
     ...row('No-show rate', 'noShowRate', `${Math.round(door.noShowRate * 100)}%`, 'of recent turns; the door admits ahead of it'),
     ...row('Room under the stock bound', 'room', count(door.room), `remaining × ${door.noShowFactor} − admitted, no-shows allowed for`),
-    ...row('Shadow queue', 'shadowJoins', count(shadowTotal), `joins answered and never admitted, by this gateway: ${shadow.flagged} flagged, ${shadow.challenge} refused solutions, ${shadow.flood} floods`, shadowTotal),
+    ...row(
+      'Shadow queue',
+      'shadowJoins',
+      count(shadowTotal),
+      `joins answered and never admitted, by this gateway: ${shadow.flagged} flagged, ${shadow.challenge} refused solutions, ${shadow.flood} floods`,
+      shadowTotal,
+    ),
     ...row('Last in line admitted in', 'etaLastSeconds', etaInWords(door)),
-    ...row('Door', 'open', door.doorPaused ? 'paused by the operator' : door.open ? 'admitting' : 'closed (not started, ended, sale paused or restoring)'),
+    ...row(
+      'Door',
+      'open',
+      door.doorPaused ? 'paused by the operator' : door.open ? 'admitting' : 'closed (not started, ended, sale paused or restoring)',
+    ),
   );
   $('door-pause').disabled = door.doorPaused;
   $('door-resume').disabled = !door.doorPaused;

@@ -31,7 +31,12 @@ export function createBuyerApi({ base = '', saleId, token, fetchImpl = globalThi
       parsed = null;
     }
     const date = Date.parse(res.headers.get('date') ?? '');
-    return { status: res.status, body: parsed, retryAfter: retryAfterOf(res.headers.get('retry-after'), null), serverTime: Number.isNaN(date) ? null : date };
+    return {
+      status: res.status,
+      body: parsed,
+      retryAfter: retryAfterOf(res.headers.get('retry-after'), null),
+      serverTime: Number.isNaN(date) ? null : date,
+    };
   }
   return {
     sale: () => call('GET', sale, { auth: false }),

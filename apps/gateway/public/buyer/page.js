@@ -103,10 +103,14 @@ const sleepUntil = (at) => sleep(Math.max(0, at - serverNow()));
 function submitted(element) {
   return new Promise((resolve) => {
     const event = element.tagName === 'FORM' ? 'submit' : 'click';
-    element.addEventListener(event, (e) => {
-      e.preventDefault();
-      resolve();
-    }, { once: true });
+    element.addEventListener(
+      event,
+      (e) => {
+        e.preventDefault();
+        resolve();
+      },
+      { once: true },
+    );
   });
 }
 
@@ -149,7 +153,13 @@ async function askThroughBusy(request, busyTitle) {
     if (answer.status !== 503 && answer.status !== 429) return answer;
     const seconds = Math.max(1, answer.retryAfter ?? 2);
     const paused = answer.body?.code === 'SALE_PAUSED';
-    show('busy', busyTitle, paused ? 'The sale is paused for a moment. Nothing is lost: this page tries again by itself.' : 'The shop is very busy. Nothing is lost: this page tries again by itself.');
+    show(
+      'busy',
+      busyTitle,
+      paused
+        ? 'The sale is paused for a moment. Nothing is lost: this page tries again by itself.'
+        : 'The shop is very busy. Nothing is lost: this page tries again by itself.',
+    );
     countdown(serverNow() + seconds * 1000, 'Trying again in');
     await sleep(seconds * 1000);
   }
@@ -215,7 +225,8 @@ function showSale() {
   document.title = sale.name;
   $('sale-name').textContent = sale.name;
   const starts = new Date(sale.startsAt).toLocaleString();
-  $('sale-terms').textContent = `${sale.perUserLimit === 1 ? 'One unit' : `Up to ${sale.perUserLimit} units`} per buyer · from ${starts} to ${new Date(sale.endsAt).toLocaleString()}`;
+  $('sale-terms').textContent =
+    `${sale.perUserLimit === 1 ? 'One unit' : `Up to ${sale.perUserLimit} units`} per buyer · from ${starts} to ${new Date(sale.endsAt).toLocaleString()}`;
   $('stock').textContent = sale.remaining === undefined ? '' : `${sale.remaining} of ${sale.stock} left`;
 }
 
@@ -244,7 +255,11 @@ function showSignIn(message) {
 async function developmentSignIn() {
   for (;;) {
     await submitted($('sign-in-form'));
-    const res = await fetch('/s/dev-sign-in', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ buyer: $('buyer').value }) });
+    const res = await fetch('/s/dev-sign-in', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ buyer: $('buyer').value }),
+    });
     if (res.ok) {
       localStorage.setItem(TOKEN_KEY, (await res.json()).token);
       return;
@@ -295,11 +310,15 @@ const REFUSALS = {
   REBUY_COOLDOWN: ['refused', 'Please wait', 'You closed orders in this sale; you may buy again a little later.'],
   CLAIM_REQUIRED: ['refused', 'Not admitted', 'The shop has not cleared your account for this sale.'],
   QUEUE_FULL: ['refused', 'The waiting room is full', 'No more buyers can join this sale.'],
-  CHALLENGE_REQUIRED: ['refused', 'Not admitted', 'Your browser could not pass the waiting room\'s check. Reload the page to try again.'],
+  CHALLENGE_REQUIRED: ['refused', 'Not admitted', "Your browser could not pass the waiting room's check. Reload the page to try again."],
 };
 
 function showRefusal(answer) {
-  const [state, title, text] = REFUSALS[answer.body?.code] ?? ['refused', 'Something went wrong', answer.body?.detail ?? `The shop answered ${answer.status}.`];
+  const [state, title, text] = REFUSALS[answer.body?.code] ?? [
+    'refused',
+    'Something went wrong',
+    answer.body?.detail ?? `The shop answered ${answer.status}.`,
+  ];
   show(state, title, text, { focus: true });
 }
 
@@ -323,7 +342,12 @@ async function followOrder(reservationId) {
       await refreshSale();
       return showReceipt(order);
     } else {
-      const words = { expired: 'The time to pay ran out; the unit went back on sale.', cancelled: 'This order was cancelled.', rejected: 'This reservation could not become an order.', lost: 'This reservation was lost by the shop; it will contact you.' };
+      const words = {
+        expired: 'The time to pay ran out; the unit went back on sale.',
+        cancelled: 'This order was cancelled.',
+        rejected: 'This reservation could not become an order.',
+        lost: 'This reservation was lost by the shop; it will contact you.',
+      };
       return show('refused', `Order ${order.status}`, words[order.status] ?? `The order is ${order.status}.`, { focus: true });
     }
     // Quick at first (an order is written within a second or so), then calmer.
@@ -333,7 +357,12 @@ async function followOrder(reservationId) {
 
 function showPayment(order, onPay) {
   const payBy = Date.parse(order.payBy);
-  show('payment', 'Your order is waiting for payment', `Order ${order.orderId}: ${order.quantity} unit${order.quantity === 1 ? '' : 's'}. Pay before ${new Date(payBy - clockOffset).toLocaleTimeString()}.`, { focus: true });
+  show(
+    'payment',
+    'Your order is waiting for payment',
+    `Order ${order.orderId}: ${order.quantity} unit${order.quantity === 1 ? '' : 's'}. Pay before ${new Date(payBy - clockOffset).toLocaleTimeString()}.`,
+    { focus: true },
+  );
   countdown(payBy, 'Time left to pay:');
   if (settings.paymentUrl) {
     const link = $('pay-link');
@@ -354,7 +383,12 @@ function showPayment(order, onPay) {
 }
 
 function showReceipt(order) {
-  show('receipt', 'Thank you: your order is paid', `${order.quantity} unit${order.quantity === 1 ? '' : 's'} of ${sale.name}. Keep the order number below.`, { focus: true });
+  show(
+    'receipt',
+    'Thank you: your order is paid',
+    `${order.quantity} unit${order.quantity === 1 ? '' : 's'} of ${sale.name}. Keep the order number below.`,
+    { focus: true },
+  );
   $('receipt-order').textContent = order.orderId;
   $('receipt-quantity').textContent = String(order.quantity);
   $('receipt-status').textContent = 'paid';
@@ -370,7 +404,8 @@ async function openSale() {
       continue;
     }
     if (sale.status === 'sold_out') return show('sold_out', 'Sold out', 'Every unit has been sold.', { focus: true });
-    if (sale.status === 'ended') return show('ended', 'The sale has ended', 'It is no longer possible to buy in this sale.', { focus: true });
+    if (sale.status === 'ended')
+      return show('ended', 'The sale has ended', 'It is no longer possible to buy in this sale.', { focus: true });
     show('open', 'The sale is open', 'Choose how many units and buy.');
     showBuyForm(sale.perUserLimit);
     await submitted($('buy-form'));
@@ -437,7 +472,12 @@ async function joinOnce() {
 
 function showWaiting(body) {
   if (body.position === null) {
-    show('waiting', 'You are in the line', 'Places are drawn at random when the sale starts: arriving early buys nothing, arriving before the start is enough.', { say: $('state').dataset.state !== 'waiting' });
+    show(
+      'waiting',
+      'You are in the line',
+      'Places are drawn at random when the sale starts: arriving early buys nothing, arriving before the start is enough.',
+      { say: $('state').dataset.state !== 'waiting' },
+    );
     countdown(Date.parse(sale.startsAt), 'The draw in');
     return;
   }
@@ -469,10 +509,17 @@ async function queuedSale() {
     return showRefusal(joined);
   }
   for (;;) {
-    const answer = await ask(() => waitInLine({ api, tickets: saved.ticket, sleep, onAnswer: (a) => {
-      answered(a);
-      if (a.status === 200 && a.body.state === 'waiting') showWaiting(a.body);
-    } }));
+    const answer = await ask(() =>
+      waitInLine({
+        api,
+        tickets: saved.ticket,
+        sleep,
+        onAnswer: (a) => {
+          answered(a);
+          if (a.status === 200 && a.body.state === 'waiting') showWaiting(a.body);
+        },
+      }),
+    );
     const state = answer.body?.state;
     if (answer.status !== 200) return showRefusal(answer);
     if (state === 'admitted') {
@@ -532,7 +579,11 @@ async function main() {
   for (let message = ''; ; message = 'Your sign-in has run out. Sign in again; your place is kept.') {
     identity ??= takeToken();
     if (!identity) {
-      showSignIn(settings.signInUrl || settings.development ? message : `${message} Sign in at the shop, then come back to this page from there.`.trim());
+      showSignIn(
+        settings.signInUrl || settings.development
+          ? message
+          : `${message} Sign in at the shop, then come back to this page from there.`.trim(),
+      );
       if (!settings.development || settings.signInUrl) return;
       await developmentSignIn();
       identity = takeToken();

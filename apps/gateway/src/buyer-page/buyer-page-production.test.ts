@@ -28,9 +28,13 @@ gatewayPerFile(
 );
 
 describe('the buyer page in production', () => {
-  it('has no development sign-in and no demo payment (404), and names the shop\'s sign-in and checkout, escaped', async () => {
+  it("has no development sign-in and no demo payment (404), and names the shop's sign-in and checkout, escaped", async () => {
     const sale = await createLiveSale(ctx);
-    const signIn = await fetch(`${gateway.url}/s/dev-sign-in`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"buyer":"mallory"}' });
+    const signIn = await fetch(`${gateway.url}/s/dev-sign-in`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"buyer":"mallory"}',
+    });
     expect(signIn.status).toBe(404);
     const pay = await fetch(`${gateway.url}/s/${sale.id}/demo-payment`, {
       method: 'POST',
@@ -41,6 +45,8 @@ describe('the buyer page in production', () => {
 
     const html = await (await fetch(`${gateway.url}/s/${sale.id}`)).text();
     const body = /<body[^>]*>/.exec(html)![0];
-    expect(body).toBe('<body data-payment-url="https://shop.example/checkout?reservation={reservationId}&amp;a=&quot;&lt;b&gt;" data-sign-in-url="https://shop.example/login?next={return}">');
+    expect(body).toBe(
+      '<body data-payment-url="https://shop.example/checkout?reservation={reservationId}&amp;a=&quot;&lt;b&gt;" data-sign-in-url="https://shop.example/login?next={return}">',
+    );
   });
 });

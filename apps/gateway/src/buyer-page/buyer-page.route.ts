@@ -31,10 +31,22 @@ const IMMUTABLE = 'public, max-age=31536000, immutable';
 /** The development sign-in's tokens: long enough for a sale's wait, short enough to be no credential. */
 const DEV_TOKEN_TTL_SECONDS = 4 * 3600;
 
-const devSignIn = z.strictObject({ buyer: z.string().min(1).max(64).refine((id) => id.isWellFormed(), 'must be well-formed Unicode') });
+const devSignIn = z.strictObject({
+  buyer: z
+    .string()
+    .min(1)
+    .max(64)
+    .refine((id) => id.isWellFormed(), 'must be well-formed Unicode'),
+});
 const demoPayment = z.strictObject({ reservationId: z.string().min(1).max(64) });
 
-async function send(res: Response, asset: PageAsset, acceptEncoding: string | undefined, status: number, headers: Record<string, string>): Promise<void> {
+async function send(
+  res: Response,
+  asset: PageAsset,
+  acceptEncoding: string | undefined,
+  status: number,
+  headers: Record<string, string>,
+): Promise<void> {
   const encoding = encodingFor(acceptEncoding);
   const body = await asset.body(encoding);
   res.status(status).set({ ...headers, 'Content-Type': asset.type, ...(encoding !== 'identity' && { 'Content-Encoding': encoding }) });
@@ -68,7 +80,11 @@ export function buyerPageRouter(deps: GatewayDeps, buyerOf: BuyerGate, buyingLim
   router.get('/s/assets/:file', async (req, res) => {
     const asset = assets.statics.get(req.params.file);
     if (!asset) return send(res, assets.notFound, req.headers['accept-encoding'], 404, PAGE_HEADERS);
-    await send(res, asset, req.headers['accept-encoding'], 200, { 'Cache-Control': IMMUTABLE, 'X-Content-Type-Options': 'nosniff', Vary: 'Accept-Encoding' });
+    await send(res, asset, req.headers['accept-encoding'], 200, {
+      'Cache-Control': IMMUTABLE,
+      'X-Content-Type-Options': 'nosniff',
+      Vary: 'Accept-Encoding',
+    });
   });
 
   router.get('/s/:saleId', async (req, res) => {
@@ -84,17 +100,26 @@ export function buyerPageRouter(deps: GatewayDeps, buyerOf: BuyerGate, buyingLim
     res.set('Cache-Control', 'no-store').json({ token: signDevToken(config.AUTH_SECRET, buyer) });
   });
 
-  router.post('/s/:saleId/demo-payment', jsonBodyOnly, express.json({ limit: config.HTTP_MAX_BODY_BYTES, strict: true }), async (req, res) => {
-    const userId = buyerOf(req, buyingLimits);
-    const { reservationId } = parseOrThrow(demoPayment, req.body ?? {});
-    const saleId = saleIdOfReservation(reservationId);
-    const found = saleId === null ? null : await sales.findReservationStatus(saleId, reservationId, userId);
-    // Only the buyer's own order: anyone else's is as unknown as a made-up id.
-    if (saleId === null || !found) throw new AppError('RESERVATION_NOT_FOUND', 'no such reservation for this buyer');
-    if (found.kind !== 'order') throw new AppError('ORDER_NOT_READY', 'the reservation is not an order yet; retry shortly', {}, { 'Retry-After': '1' });
-    // One event per reservation: paying twice answers what the first payment came to.
-    const status = await sales.payReservation({ eventId: `demo_${reservationId}`, reservationId, saleId, amountCents: 100 * found.quantity }, door);
-    res.set('Cache-Control', 'no-store').json({ status });
-  });
+  router.post(
+    '/s/:saleId/demo-payment',
+    jsonBodyOnly,
+    express.json({ limit: config.HTTP_MAX_BODY_BYTES, strict: true }),
+    async (req, res) => {
+      const userId = buyerOf(req, buyingLimits);
+      const { reservationId } = parseOrThrow(demoPayment, req.body ?? {});
+      const saleId = saleIdOfReservation(reservationId);
+      const found = saleId === null ? null : await sales.findReservationStatus(saleId, reservationId, userId);
+      // Only the buyer's own order: anyone else's is as unknown as a made-up id.
+      if (saleId === null || !found) throw new AppError('RESERVATION_NOT_FOUND', 'no such reservation for this buyer');
+      if (found.kind !== 'order')
+        throw new AppError('ORDER_NOT_READY', 'the reservation is not an order yet; retry shortly', {}, { 'Retry-After': '1' });
+      // One event per reservation: paying twice answers what the first payment came to.
+      const status = await sales.payReservation(
+        { eventId: `demo_${reservationId}`, reservationId, saleId, amountCents: 100 * found.quantity },
+        door,
+      );
+      res.set('Cache-Control', 'no-store').json({ status });
+    },
+  );
   return router;
 }

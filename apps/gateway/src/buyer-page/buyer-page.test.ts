@@ -42,7 +42,10 @@ const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.mi
 /** The page's own weight, every file it loads, brotli-compressed as sent (the budget docs/operations.md states). */
 const WEIGHT_BUDGET_BYTES = 12 * 1024;
 
-async function withPage(run: (page: Page, context: BrowserContext) => Promise<void>, viewport = { width: 1024, height: 800 }): Promise<void> {
+async function withPage(
+  run: (page: Page, context: BrowserContext) => Promise<void>,
+  viewport = { width: 1024, height: 800 },
+): Promise<void> {
   const context = await browser.newContext({ viewport });
   try {
     await run(await context.newPage(), context);
@@ -72,7 +75,9 @@ const untilState = (page: Page, state: string, timeout = 60_000) => expect.poll(
 /** No accessibility violation in the page as it stands (axe-core, injected through the DevTools protocol: the page's CSP allows no inline script). */
 async function expectAccessible(page: Page, state: string): Promise<void> {
   if (!(await page.evaluate('typeof window.axe !== "undefined"'))) await page.evaluate(AXE);
-  const violations = await page.evaluate<{ id: string; nodes: { target: string[] }[] }[]>('axe.run(document, { resultTypes: ["violations"] }).then((r) => r.violations.map((v) => ({ id: v.id, nodes: v.nodes.map((n) => ({ target: n.target })) })))');
+  const violations = await page.evaluate<{ id: string; nodes: { target: string[] }[] }[]>(
+    'axe.run(document, { resultTypes: ["violations"] }).then((r) => r.violations.map((v) => ({ id: v.id, nodes: v.nodes.map((n) => ({ target: n.target })) })))',
+  );
   expect(violations, `axe in state ${state}`).toEqual([]);
 }
 
@@ -80,7 +85,10 @@ async function expectAccessible(page: Page, state: string): Promise<void> {
 const sidewaysScroll = (page: Page) => page.evaluate<number>('document.documentElement.scrollWidth - document.documentElement.clientWidth');
 
 /** A GET's status, headers and body as sent (fetch would decompress it). */
-function rawGet(url: string, acceptEncoding: string): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: Buffer }> {
+function rawGet(
+  url: string,
+  acceptEncoding: string,
+): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: Buffer }> {
   return new Promise((resolve, reject) => {
     get(url, { headers: { 'accept-encoding': acceptEncoding } }, (res) => {
       const chunks: Buffer[] = [];
@@ -97,8 +105,20 @@ async function joinSolved(saleId: number, userId: string): Promise<number> {
   expect(asked.status).toBe(200);
   const challenge = (await asked.json()) as { algorithm: string; challenge: string; salt: string; signature: string; maxnumber: number };
   const found = await solveChallenge(challenge.challenge, challenge.salt, challenge.algorithm, challenge.maxnumber).promise;
-  const solution = Buffer.from(JSON.stringify({ algorithm: challenge.algorithm, challenge: challenge.challenge, number: found!.number, salt: challenge.salt, signature: challenge.signature })).toString('base64');
-  const joined = await fetch(`${gateway.url}/api/sales/${saleId}/queue`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify({ solution }) });
+  const solution = Buffer.from(
+    JSON.stringify({
+      algorithm: challenge.algorithm,
+      challenge: challenge.challenge,
+      number: found!.number,
+      salt: challenge.salt,
+      signature: challenge.signature,
+    }),
+  ).toString('base64');
+  const joined = await fetch(`${gateway.url}/api/sales/${saleId}/queue`, {
+    method: 'POST',
+    headers: { ...headers, 'content-type': 'application/json' },
+    body: JSON.stringify({ solution }),
+  });
   return joined.status;
 }
 
@@ -130,15 +150,23 @@ describe('GET /s/:saleId', () => {
     const sale = await createLiveSale(ctx);
     const html = await (await fetch(`${gateway.url}/s/${sale.id}`)).text();
     const links = [...html.matchAll(/(?:href|src)="(\/s\/assets\/[^"]+)"/g)].map((m) => m[1]!);
-    expect(links.map((link) => link.replace(/\.[0-9a-f]{12}\./, '.<hash>.'))).toEqual(['/s/assets/page.<hash>.css', '/s/assets/page.<hash>.js']);
+    expect(links.map((link) => link.replace(/\.[0-9a-f]{12}\./, '.<hash>.'))).toEqual([
+      '/s/assets/page.<hash>.css',
+      '/s/assets/page.<hash>.js',
+    ]);
     const pageJs = await (await fetch(`${gateway.url}${links[1]}`)).text();
     const imported = [...pageJs.matchAll(/'\.\/([a-z-]+\.[0-9a-f]{12}\.js)'/g)].map((m) => `/s/assets/${m[1]}`);
     expect(imported).toHaveLength(2);
 
     let weight = 0;
     for (const path of [`/s/${sale.id}`, ...links, ...imported]) {
-      const [br, gzip, plain] = await Promise.all(['br, gzip', 'gzip', 'identity'].map((coding) => rawGet(`${gateway.url}${path}`, coding)));
-      expect([br!.status, br!.headers['content-encoding'], gzip!.headers['content-encoding'], plain!.headers['content-encoding']], path).toEqual([200, 'br', 'gzip', undefined]);
+      const [br, gzip, plain] = await Promise.all(
+        ['br, gzip', 'gzip', 'identity'].map((coding) => rawGet(`${gateway.url}${path}`, coding)),
+      );
+      expect(
+        [br!.status, br!.headers['content-encoding'], gzip!.headers['content-encoding'], plain!.headers['content-encoding']],
+        path,
+      ).toEqual([200, 'br', 'gzip', undefined]);
       expect(br!.headers.vary).toBe('Accept-Encoding');
       if (path.startsWith('/s/assets/')) expect(br!.headers['cache-control']).toBe('public, max-age=31536000, immutable');
       expect(brotliDecompressSync(br!.body)).toEqual(plain!.body);
@@ -155,47 +183,50 @@ describe('the buyer page', () => {
     const sale = await createLiveSale(ctx, { stock: 5, perUserLimit: 2, name: 'Open <b>sale</b>' });
     const stop = writeOrdersEvery(sale.id);
     try {
-      await withPage(async (page) => {
-        await page.goto(`${gateway.url}/s/${sale.id}`);
-        await untilState(page, 'sign_in');
-        expect(await page.textContent('#sale-name')).toBe('Open <b>sale</b>');
-        await expectAccessible(page, 'sign_in');
-        await page.keyboard.press('Tab');
-        expect(await page.evaluate('document.activeElement.id')).toBe('buyer');
-        await page.keyboard.type('keyboard-buyer');
-        await page.keyboard.press('Enter');
+      await withPage(
+        async (page) => {
+          await page.goto(`${gateway.url}/s/${sale.id}`);
+          await untilState(page, 'sign_in');
+          expect(await page.textContent('#sale-name')).toBe('Open <b>sale</b>');
+          await expectAccessible(page, 'sign_in');
+          await page.keyboard.press('Tab');
+          expect(await page.evaluate('document.activeElement.id')).toBe('buyer');
+          await page.keyboard.type('keyboard-buyer');
+          await page.keyboard.press('Enter');
 
-        await untilState(page, 'open');
-        expect(await page.textContent('#stock')).toBe('5 of 5 left');
-        expect(await sidewaysScroll(page)).toBe(0);
-        await expectAccessible(page, 'open');
-        // Tab to the units, choose 2 with the arrow key, Tab to the button, Enter.
-        await page.keyboard.press('Tab');
-        expect(await page.evaluate('document.activeElement.id')).toBe('quantity');
-        await page.keyboard.press('ArrowDown');
-        await page.keyboard.press('Tab');
-        expect(await page.evaluate('document.activeElement.id')).toBe('buy');
-        await page.keyboard.press('Enter');
+          await untilState(page, 'open');
+          expect(await page.textContent('#stock')).toBe('5 of 5 left');
+          expect(await sidewaysScroll(page)).toBe(0);
+          await expectAccessible(page, 'open');
+          // Tab to the units, choose 2 with the arrow key, Tab to the button, Enter.
+          await page.keyboard.press('Tab');
+          expect(await page.evaluate('document.activeElement.id')).toBe('quantity');
+          await page.keyboard.press('ArrowDown');
+          await page.keyboard.press('Tab');
+          expect(await page.evaluate('document.activeElement.id')).toBe('buy');
+          await page.keyboard.press('Enter');
 
-        await untilState(page, 'payment');
-        expect(await page.textContent('#state-text')).toMatch(/: 2 units\. Pay before /);
-        expect(await page.textContent('#countdown')).toMatch(/^Time left to pay: \d+ min \d+ s$/);
-        expect(await sidewaysScroll(page)).toBe(0);
-        await expectAccessible(page, 'payment');
-        // The state's heading has the focus; the pay button is the next stop.
-        expect(await page.evaluate('document.activeElement.id')).toBe('state-title');
-        await page.keyboard.press('Tab');
-        expect(await page.evaluate('document.activeElement.id')).toBe('pay');
-        await page.keyboard.press('Enter');
+          await untilState(page, 'payment');
+          expect(await page.textContent('#state-text')).toMatch(/: 2 units\. Pay before /);
+          expect(await page.textContent('#countdown')).toMatch(/^Time left to pay: \d+ min \d+ s$/);
+          expect(await sidewaysScroll(page)).toBe(0);
+          await expectAccessible(page, 'payment');
+          // The state's heading has the focus; the pay button is the next stop.
+          expect(await page.evaluate('document.activeElement.id')).toBe('state-title');
+          await page.keyboard.press('Tab');
+          expect(await page.evaluate('document.activeElement.id')).toBe('pay');
+          await page.keyboard.press('Enter');
 
-        await untilState(page, 'receipt');
-        const orders = await ctx.prisma.order.findMany({ where: { saleId: sale.id } });
-        expect(orders).toEqual([expect.objectContaining({ userId: 'keyboard-buyer', quantity: 2, status: 'paid' })]);
-        expect(await page.textContent('#receipt-order')).toBe(orders[0]!.reservationId);
-        expect(await page.textContent('#announce')).toContain('Thank you: your order is paid');
-        expect(await sidewaysScroll(page)).toBe(0);
-        await expectAccessible(page, 'receipt');
-      }, { width: 360, height: 740 });
+          await untilState(page, 'receipt');
+          const orders = await ctx.prisma.order.findMany({ where: { saleId: sale.id } });
+          expect(orders).toEqual([expect.objectContaining({ userId: 'keyboard-buyer', quantity: 2, status: 'paid' })]);
+          expect(await page.textContent('#receipt-order')).toBe(orders[0]!.reservationId);
+          expect(await page.textContent('#announce')).toContain('Thank you: your order is paid');
+          expect(await sidewaysScroll(page)).toBe(0);
+          await expectAccessible(page, 'receipt');
+        },
+        { width: 360, height: 740 },
+      );
     } finally {
       stop();
     }
@@ -213,7 +244,17 @@ describe('the buyer page', () => {
           const real = await route.fetch();
           purchases.push(real.status());
           if (purchases.length === 1) {
-            await route.fulfill({ status: 503, headers: { 'content-type': 'application/problem+json', 'retry-after': '2' }, body: JSON.stringify({ code: 'SERVICE_UNAVAILABLE', status: 503, title: 'A backing service is unavailable', type: 'about:blank', detail: 'x' }) });
+            await route.fulfill({
+              status: 503,
+              headers: { 'content-type': 'application/problem+json', 'retry-after': '2' },
+              body: JSON.stringify({
+                code: 'SERVICE_UNAVAILABLE',
+                status: 503,
+                title: 'A backing service is unavailable',
+                type: 'about:blank',
+                detail: 'x',
+              }),
+            });
           } else await route.fulfill({ response: real });
         });
         await page.goto(pageOf(sale.id, 'busy-buyer'));
@@ -236,7 +277,7 @@ describe('the buyer page', () => {
     }
   });
 
-  it('a queued sale: the waiting room\'s countdown, the join with the door\'s proof of work solved in the page, the place falling with polls no sooner than Retry-After, the turn, buy, pay, receipt', async () => {
+  it("a queued sale: the waiting room's countdown, the join with the door's proof of work solved in the page, the place falling with polls no sooner than Retry-After, the turn, buy, pay, receipt", async () => {
     // The room opens at the start (no pre-queue) and asks every joiner for a proof of work; six buyers
     // join before the page (its join is held on the way until they have, as by a slow network), so the
     // page's buyer is seventh, in arrival order.
@@ -246,7 +287,15 @@ describe('the buyer page', () => {
       await withPage(async (page) => {
         // The browser ready first: the room opens 8 s after the sale is made, the page is open before.
         await page.goto('about:blank');
-        const sale = await createQueuedSale(ctx, gateway.url, { stock: 10, startsIn: 8000, preQueueSeconds: 0, admitPerSecond: 1, admissionTtlSeconds: 120, challenge: 'pow', challengeMaxNumber: 20_000 });
+        const sale = await createQueuedSale(ctx, gateway.url, {
+          stock: 10,
+          startsIn: 8000,
+          preQueueSeconds: 0,
+          admitPerSecond: 1,
+          admissionTtlSeconds: 120,
+          challenge: 'pow',
+          challengeMaxNumber: 20_000,
+        });
         saleId = sale.id;
         stop = writeOrdersEvery(sale.id);
         let othersJoined = () => {};
@@ -268,7 +317,12 @@ describe('the buyer page', () => {
               const response = (await request.response())!;
               const { startTime, responseStart } = request.timing();
               const body = (await response.json()) as { position: number | null };
-              polls.push({ sentAt: startTime, answeredAt: startTime + responseStart, retryAfter: Number(response.headers()['retry-after']), position: body.position });
+              polls.push({
+                sentAt: startTime,
+                answeredAt: startTime + responseStart,
+                retryAfter: Number(response.headers()['retry-after']),
+                position: body.position,
+              });
             })(),
           );
         });
@@ -377,7 +431,8 @@ describe('the buyer page', () => {
       const joins: number[] = [];
       let challenges = 0;
       context.on('requestfinished', (request) => {
-        if (request.method() === 'POST' && /\/api\/sales\/\d+\/queue$/.test(request.url())) void request.response().then((answer) => joins.push(answer?.status() ?? 0));
+        if (request.method() === 'POST' && /\/api\/sales\/\d+\/queue$/.test(request.url()))
+          void request.response().then((answer) => joins.push(answer?.status() ?? 0));
       });
       context.on('request', (request) => {
         if (request.url().endsWith('/queue/challenge')) challenges += 1;
@@ -396,7 +451,10 @@ describe('the buyer page', () => {
       // One join answered 200 across both tabs (a join sent again after a 429 or 503 is the same join):
       // the second tab, given the lock, reads the ticket from IndexedDB, which the first wrote before
       // letting the lock go (localStorage alone reached the second tab late under load: two joins).
-      expect(joins.filter((status) => status === 200), `joins answered ${joins.join(', ')}`).toEqual([200]);
+      expect(
+        joins.filter((status) => status === 200),
+        `joins answered ${joins.join(', ')}`,
+      ).toEqual([200]);
       // Before the draw a place has no number yet: both tabs wait on the one ticket the buyer holds.
       const ticket = await page.evaluate<string | null>(`localStorage.getItem('flashsale.sale.${sale.id}.tabs-${sale.id}.ticket')`);
       expect(ticket).toMatch(/\./);
@@ -407,7 +465,13 @@ describe('the buyer page', () => {
   });
 
   it('tells a buyer waiting in line that the sale sold out, and that a closed sale has ended', async () => {
-    const sale = await createQueuedSale(ctx, gateway.url, { stock: 1, startsIn: 1000, preQueueSeconds: 0, admitPerSecond: 5, noShowFactor: 1 });
+    const sale = await createQueuedSale(ctx, gateway.url, {
+      stock: 1,
+      startsIn: 1000,
+      preQueueSeconds: 0,
+      admitPerSecond: 5,
+      noShowFactor: 1,
+    });
     const first = doorBuyer(gateway.url, sale.id, `first-${sale.id}`);
     await expect.poll(async () => (await first.join()).status, { timeout: 30_000, interval: JOIN_POLL_MS }).toBe(200);
     await withPage(async (page) => {
@@ -415,12 +479,23 @@ describe('the buyer page', () => {
       await untilState(page, 'waiting');
       // The first in line buys the one unit and pays: nothing can come back.
       await expect.poll(async () => (await first.status()).body.state, { timeout: 30_000 }).toBe('admitted');
-      const bought = await fetch(`${gateway.url}/api/sales/${sale.id}/purchase`, { method: 'POST', headers: bearer(buyerToken(`first-${sale.id}`)) });
+      const bought = await fetch(`${gateway.url}/api/sales/${sale.id}/purchase`, {
+        method: 'POST',
+        headers: bearer(buyerToken(`first-${sale.id}`)),
+      });
       expect(bought.status).toBe(202);
       const { reservationId } = (await bought.json()) as { reservationId: string };
       await expect.poll(() => writeOrdersOf(ctx, sale.id)).toBe(1);
-      const payment = paymentEventRequest(ctx.config.PAYMENT_WEBHOOK_SECRET, { id: `evt-${reservationId}`, reservationId, amountCents: 100 });
-      const paid = await fetch(`${gateway.url}/api/payments/events`, { method: 'POST', headers: { ...payment.headers, 'content-type': 'application/json' }, body: JSON.stringify(payment.body) });
+      const payment = paymentEventRequest(ctx.config.PAYMENT_WEBHOOK_SECRET, {
+        id: `evt-${reservationId}`,
+        reservationId,
+        amountCents: 100,
+      });
+      const paid = await fetch(`${gateway.url}/api/payments/events`, {
+        method: 'POST',
+        headers: { ...payment.headers, 'content-type': 'application/json' },
+        body: JSON.stringify(payment.body),
+      });
       expect(paid.status).toBe(200);
 
       await untilState(page, 'sold_out', 90_000);
@@ -430,7 +505,10 @@ describe('the buyer page', () => {
     });
 
     const open = await createLiveSale(ctx, { stock: 3 });
-    const closed = await fetch(`${gateway.url}/api/admin/sales/${open.id}/close`, { method: 'POST', headers: bearer(ctx.config.ADMIN_TOKEN) });
+    const closed = await fetch(`${gateway.url}/api/admin/sales/${open.id}/close`, {
+      method: 'POST',
+      headers: bearer(ctx.config.ADMIN_TOKEN),
+    });
     expect(closed.status).toBe(200);
     await withPage(async (page) => {
       await page.goto(pageOf(open.id, 'too-late'));
@@ -442,7 +520,13 @@ describe('the buyer page', () => {
   it('says the network is gone, keeps the place, and carries on when it is back', async () => {
     // One unit, held by the buyer ahead (admitted, not buying; noShowFactor 1): the page's buyer stays
     // first in line, told to ask again every 5 s.
-    const sale = await createQueuedSale(ctx, gateway.url, { stock: 1, startsIn: 1000, preQueueSeconds: 0, admitPerSecond: 5, noShowFactor: 1 });
+    const sale = await createQueuedSale(ctx, gateway.url, {
+      stock: 1,
+      startsIn: 1000,
+      preQueueSeconds: 0,
+      admitPerSecond: 5,
+      noShowFactor: 1,
+    });
     const ahead = doorBuyer(gateway.url, sale.id, `ahead-${sale.id}`);
     await expect.poll(async () => (await ahead.join()).status, { timeout: 30_000, interval: JOIN_POLL_MS }).toBe(200);
     await withPage(async (page, context) => {
@@ -471,7 +555,13 @@ describe('the buyer page', () => {
     const number = randomInt(20_000, maxnumber);
     const salt = `${randomBytes(12).toString('hex')}?expires=${Math.floor(Date.now() / 1000) + 300}`;
     const challengeHash = createHash('sha256').update(`${salt}${number}`).digest('hex');
-    const challenge = { algorithm: 'SHA-256', challenge: challengeHash, salt, signature: createHmac('sha256', 'test-key').update(challengeHash).digest('hex'), maxnumber };
+    const challenge = {
+      algorithm: 'SHA-256',
+      challenge: challengeHash,
+      salt,
+      signature: createHmac('sha256', 'test-key').update(challengeHash).digest('hex'),
+      maxnumber,
+    };
     await withPage(async (page) => {
       await page.goto(`${gateway.url}/s/${sale.id}`);
       await untilState(page, 'sign_in');
@@ -494,7 +584,13 @@ describe('the buyer page', () => {
       // A report every 4,096 numbers tried, in batches of 256, until the batch holding the answer.
       expect(solved.progress.length).toBe(Math.ceil((Math.floor(number / 256) * 256) / 4096));
       expect(solved.progress.every((p, i) => p >= 0 && p < 1 && (i === 0 || p > solved.progress[i - 1]!))).toBe(true);
-      expect(JSON.parse(Buffer.from(solved.payload, 'base64').toString('utf8'))).toEqual({ algorithm: 'SHA-256', challenge: challengeHash, number, salt, signature: challenge.signature });
+      expect(JSON.parse(Buffer.from(solved.payload, 'base64').toString('utf8'))).toEqual({
+        algorithm: 'SHA-256',
+        challenge: challengeHash,
+        number,
+        salt,
+        signature: challenge.signature,
+      });
     });
   });
 });

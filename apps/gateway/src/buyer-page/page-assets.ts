@@ -39,7 +39,11 @@ export interface PageSettings {
 }
 
 const PUBLIC = new URL('../../public/buyer/', import.meta.url);
-const TYPES: Record<string, string> = { '.js': 'text/javascript; charset=utf-8', '.css': 'text/css; charset=utf-8', '.html': 'text/html; charset=utf-8' };
+const TYPES: Record<string, string> = {
+  '.js': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.html': 'text/html; charset=utf-8',
+};
 /** The page's files, leaves first: a file's references to those before it are rewritten to their hashed names. */
 const STATIC_FILES = ['buyer-api.js', 'pow-worker.js', 'page.css', 'page.js'];
 
@@ -52,7 +56,8 @@ function assetOf(type: string, identity: Buffer): PageAsset {
   return { type, identity, body: (encoding) => (compressed[encoding] ??= compress(encoding)) };
 }
 
-const escapeAttribute = (value: string) => value.replaceAll('&', '&amp;').replaceAll('"', '&quot;').replaceAll('<', '&lt;').replaceAll('>', '&gt;');
+const escapeAttribute = (value: string) =>
+  value.replaceAll('&', '&amp;').replaceAll('"', '&quot;').replaceAll('<', '&lt;').replaceAll('>', '&gt;');
 
 /**
  * Reads the page's files once, names each static file by its content's hash (page.js's imports of the

@@ -33,14 +33,17 @@ const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 export function checkSameOriginChange(req: Request, session: AdminSession | null): void {
   if (SAFE_METHODS.has(req.method)) return;
   const site = req.headers['sec-fetch-site'];
-  if (site !== undefined && site !== 'same-origin') throw new AppError('CSRF_REJECTED', `a change sent from another site (Sec-Fetch-Site: ${site})`);
+  if (site !== undefined && site !== 'same-origin')
+    throw new AppError('CSRF_REJECTED', `a change sent from another site (Sec-Fetch-Site: ${site})`);
   const origin = req.headers.origin;
-  if (origin !== undefined && originHost(origin) !== req.headers.host) throw new AppError('CSRF_REJECTED', `a change sent from another origin (${origin})`);
+  if (origin !== undefined && originHost(origin) !== req.headers.host)
+    throw new AppError('CSRF_REJECTED', `a change sent from another origin (${origin})`);
   // Signing in has no session yet: the origin checks alone guard it.
   if (session === null) return;
   const given = Buffer.from(String(req.headers[CSRF_HEADER] ?? ''));
   const expected = Buffer.from(session.csrfToken);
-  if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw new AppError('CSRF_REJECTED', `the ${CSRF_HEADER} header is missing or not this session's`);
+  if (given.length !== expected.length || !timingSafeEqual(given, expected))
+    throw new AppError('CSRF_REJECTED', `the ${CSRF_HEADER} header is missing or not this session's`);
 }
 
 function originHost(origin: string): string | undefined {

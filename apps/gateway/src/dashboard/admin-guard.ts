@@ -51,7 +51,12 @@ export function defaultAllowedHosts(): string[] {
  * Memory is bounded: the per-address map is cleared every minute and only failures add to it, which the
  * process-wide budget caps.
  */
-export function createAdminGuard(config: AdminGuardConfig, logger: Logger, metrics: GatewayMetrics, now: () => number = () => performance.now()): AdminGuard {
+export function createAdminGuard(
+  config: AdminGuardConfig,
+  logger: Logger,
+  metrics: GatewayMetrics,
+  now: () => number = () => performance.now(),
+): AdminGuard {
   const checkAdmin = createAdminCheck(config.ADMIN_TOKEN);
   const log = summarisedLog<'invalid' | 'rate_limited'>(logger, 'admin authentication failures', 'failures');
   let window = -1;
@@ -62,7 +67,10 @@ export function createAdminGuard(config: AdminGuardConfig, logger: Logger, metri
   const anyHost = allowed.includes('*');
   const allowedHost: RequestHandler = (req, _res, next) => {
     if (anyHost || hostAllowed(req.headers.host, allowed)) return next();
-    throw new AppError('HOST_NOT_ALLOWED', `the admin surface does not answer for the host ${JSON.stringify(req.headers.host ?? '')}: see ADMIN_ALLOWED_HOSTS`);
+    throw new AppError(
+      'HOST_NOT_ALLOWED',
+      `the admin surface does not answer for the host ${JSON.stringify(req.headers.host ?? '')}: see ADMIN_ALLOWED_HOSTS`,
+    );
   };
 
   return {
@@ -81,7 +89,12 @@ export function createAdminGuard(config: AdminGuardConfig, logger: Logger, metri
         metrics.adminAuthFailures.inc({ outcome: 'rate_limited' });
         log('rate_limited', { lastAddress: address });
         const retryAfter = Math.max(1, Math.ceil(((current + 1) * MINUTE_MS - at) / 1000));
-        throw new AppError('RATE_LIMITED', 'too many failed admin authentications: wait before trying again', {}, { 'Retry-After': String(retryAfter) });
+        throw new AppError(
+          'RATE_LIMITED',
+          'too many failed admin authentications: wait before trying again',
+          {},
+          { 'Retry-After': String(retryAfter) },
+        );
       }
       try {
         checkAdmin(authorization);

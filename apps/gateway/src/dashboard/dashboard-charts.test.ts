@@ -17,7 +17,10 @@ gatewayPerFile(
   },
   // A database of the file's own: the history follows the newest DASHBOARD_HISTORY_MAX_SALES live sales,
   // and in the shared one other files' newer sales push this file's out of it.
-  { isolated: true, env: { DASHBOARD_INTERVAL_MS: '200', DASHBOARD_HISTORY_STEP_MS: '200', DASHBOARD_HISTORY_SECONDS: '120', LIVE_SALES_REFRESH_MS: '200' } },
+  {
+    isolated: true,
+    env: { DASHBOARD_INTERVAL_MS: '200', DASHBOARD_HISTORY_STEP_MS: '200', DASHBOARD_HISTORY_SECONDS: '120', LIVE_SALES_REFRESH_MS: '200' },
+  },
 );
 
 let browser: Browser;
@@ -48,7 +51,9 @@ async function chart(page: Page, id: string) {
   const svg = page.locator(`#${id} svg`);
   const lines: Record<string, { first: number; last: number; max: number }> = {};
   for (const path of await svg.locator('path').all()) {
-    const [series, first, last, max] = await Promise.all(['data-series', 'data-first', 'data-last', 'data-max'].map((name) => path.getAttribute(name)));
+    const [series, first, last, max] = await Promise.all(
+      ['data-series', 'data-first', 'data-last', 'data-max'].map((name) => path.getAttribute(name)),
+    );
     lines[series!] = { first: Number(first), last: Number(last), max: Number(max) };
   }
   return {
@@ -87,7 +92,14 @@ describe('the dashboard charts', () => {
       // Without a worker here, every accepted entry stays in flight: 200 of them.
       expect((await chart(page, 'chart-backlog')).lines.inFlight!.last).toBe(200);
 
-      const units: Record<string, string> = { 'chart-remaining': 'units', 'chart-accepted': 'units/s', 'chart-backlog': 'entries', 'chart-written': 'orders/s', 'chart-refusals': 'refusals/s', 'chart-latency': 'ms' };
+      const units: Record<string, string> = {
+        'chart-remaining': 'units',
+        'chart-accepted': 'units/s',
+        'chart-backlog': 'entries',
+        'chart-written': 'orders/s',
+        'chart-refusals': 'refusals/s',
+        'chart-latency': 'ms',
+      };
       for (const [id, unit] of Object.entries(units)) {
         const drawn = await chart(page, id);
         expect({ id, unit: drawn.unit }).toEqual({ id, unit });
@@ -109,7 +121,9 @@ describe('the dashboard charts', () => {
     await withPage(async (page) => {
       // Opened after the burst: it draws what happened before it existed.
       await openSale(page, sale.id);
-      await expect.poll(async () => (await chart(page, 'chart-remaining')).lines.remaining, { timeout: 60_000 }).toMatchObject({ first: 100, max: 100, last: 60 });
+      await expect
+        .poll(async () => (await chart(page, 'chart-remaining')).lines.remaining, { timeout: 60_000 })
+        .toMatchObject({ first: 100, max: 100, last: 60 });
       const before = (await chart(page, 'chart-remaining')).points;
 
       expect((await purchaseBurst(gateway.url, sale.id, buyers(sale.id, 'mid', 20))).accepted.size).toBe(20);
@@ -119,7 +133,9 @@ describe('the dashboard charts', () => {
       expect(after.points).toBeGreaterThanOrEqual(before);
       expect(after.lines.remaining!.first).toBe(100);
       await expect.poll(async () => (await chart(page, 'chart-remaining')).lines.remaining?.last, { timeout: 60_000 }).toBe(40);
-      expect(await page.textContent('#history-note')).toMatch(/^Charts since \d{2}:\d{2}:\d{2}, last point \d{2}:\d{2}:\d{2} \(a point every 0\.2 s, kept 2 min/);
+      expect(await page.textContent('#history-note')).toMatch(
+        /^Charts since \d{2}:\d{2}:\d{2}, last point \d{2}:\d{2}:\d{2} \(a point every 0\.2 s, kept 2 min/,
+      );
     });
   });
 });
@@ -128,19 +144,30 @@ describe('the dashboard ledger', () => {
   it('matches GET /api/admin/sales/:id/stats cell by cell, in words, and turns its verdict red when Redis and MySQL disagree', async () => {
     const sale = await createLiveSale(ctx, { stock: 30, name: 'Ledger' });
     expect((await purchaseBurst(gateway.url, sale.id, buyers(sale.id, 'ledger', 12))).accepted.size).toBe(12);
-    const stats = async () => (await (await fetch(`${gateway.url}/api/admin/sales/${sale.id}/stats`, { headers: bearer(ctx.config.ADMIN_TOKEN) })).json()) as Record<string, unknown>;
-    const member = (value: unknown, path: string) => path.split('.').reduce<unknown>((at, key) => (at as Record<string, unknown> | null)?.[key], value);
+    const stats = async () =>
+      (await (
+        await fetch(`${gateway.url}/api/admin/sales/${sale.id}/stats`, { headers: bearer(ctx.config.ADMIN_TOKEN) })
+      ).json()) as Record<string, unknown>;
+    const member = (value: unknown, path: string) =>
+      path.split('.').reduce<unknown>((at, key) => (at as Record<string, unknown> | null)?.[key], value);
 
     await withPage(async (page) => {
       await openSale(page, sale.id);
       await page.waitForSelector('#ledger td[data-field="inFlight"][data-value="12"]');
       const expected = await stats();
       const cells = await page.locator('#ledger td[data-field]').all();
-      const shown = Object.fromEntries(await Promise.all(cells.map(async (cell) => [await cell.getAttribute('data-field'), await cell.getAttribute('data-value')] as const)));
+      const shown = Object.fromEntries(
+        await Promise.all(
+          cells.map(async (cell) => [await cell.getAttribute('data-field'), await cell.getAttribute('data-value')] as const),
+        ),
+      );
       expect(Object.keys(shown).length).toBe(22);
       for (const [field, value] of Object.entries(shown)) {
         const inStats = member(expected, field);
-        expect({ field, value }).toEqual({ field, value: inStats === null || inStats === undefined ? '' : String(inStats as string | number) });
+        expect({ field, value }).toEqual({
+          field,
+          value: inStats === null || inStats === undefined ? '' : String(inStats as string | number),
+        });
       }
 
       const ledger = await page.textContent('#ledger');
@@ -154,7 +181,9 @@ describe('the dashboard ledger', () => {
       // Redis says 13 more units are left than it should: 31 of a stock of 30, whatever is in flight.
       await ctx.redis.hincrby(saleKeys(ctx.config.REDIS_PREFIX, sale.id).meta, 'remaining', 13);
       await expect.poll(() => page.getAttribute('#verdict', 'data-balanced'), { timeout: 60_000 }).toBe('false');
-      expect(await page.textContent('#verdict')).toBe('Ledger does not balance: remaining 31 + live orders 0 + on their way back 0 = 31 units, stock 30 (12 in flight).');
+      expect(await page.textContent('#verdict')).toBe(
+        'Ledger does not balance: remaining 31 + live orders 0 + on their way back 0 = 31 units, stock 30 (12 in flight).',
+      );
       expect(await page.getAttribute('#verdict', 'class')).toBe('verdict bad');
     });
   });
@@ -188,17 +217,22 @@ describe('the dashboard ledger', () => {
       await watching;
       const moments = seen.filter((s) => s.list !== null);
       expect(moments.length).toBeGreaterThan(60);
-      for (const moment of moments) expect({ header: moment.header, list: moment.list }).toEqual({ header: moment.ledger, list: moment.ledger });
+      for (const moment of moments)
+        expect({ header: moment.header, list: moment.list }).toEqual({ header: moment.ledger, list: moment.ledger });
       expect(new Set(moments.map((m) => m.ledger)).size).toBeGreaterThanOrEqual(3);
       for (const moment of moments) {
-        expect(moment.verdict).toMatch(/^(Ledger balanced so far: nothing oversold, [\d,]+ entries in flight\.|Ledger balanced: .*|judging: [\d,]+ in flight)$/);
+        expect(moment.verdict).toMatch(
+          /^(Ledger balanced so far: nothing oversold, [\d,]+ entries in flight\.|Ledger balanced: .*|judging: [\d,]+ in flight)$/,
+        );
         expect(moment.at).toMatch(/^Figures as of \d{2}:\d{2}:\d{2}, one read for the header, the list and the ledger\.$/);
       }
       expect(await page.textContent('#history-note')).toMatch(/, last point \d{2}:\d{2}:\d{2} \(/);
 
       // Every x-axis label inside its chart's drawing, the last one too.
       for (const id of ['chart-remaining', 'chart-accepted', 'chart-backlog']) {
-        const outside = await page.evaluate<string[]>(`[...document.querySelectorAll('#${id} svg .x-tick')].filter((t) => { const b = t.getBBox(); return b.x < 0 || b.x + b.width > 460.5; }).map((t) => t.textContent)`);
+        const outside = await page.evaluate<string[]>(
+          `[...document.querySelectorAll('#${id} svg .x-tick')].filter((t) => { const b = t.getBBox(); return b.x < 0 || b.x + b.width > 460.5; }).map((t) => t.textContent)`,
+        );
         expect({ id, outside }).toEqual({ id, outside: [] });
       }
     });

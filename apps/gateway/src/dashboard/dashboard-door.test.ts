@@ -19,7 +19,10 @@ gatewayPerFile(
   },
   // A database of the file's own: the history follows the newest DASHBOARD_HISTORY_MAX_SALES live sales,
   // and in the shared one other files' newer sales push this file's out of it.
-  { isolated: true, env: { DASHBOARD_INTERVAL_MS: '200', DASHBOARD_HISTORY_STEP_MS: '200', DASHBOARD_HISTORY_SECONDS: '120', LIVE_SALES_REFRESH_MS: '200' } },
+  {
+    isolated: true,
+    env: { DASHBOARD_INTERVAL_MS: '200', DASHBOARD_HISTORY_STEP_MS: '200', DASHBOARD_HISTORY_SECONDS: '120', LIVE_SALES_REFRESH_MS: '200' },
+  },
 );
 
 let browser: Browser;
@@ -39,14 +42,21 @@ async function openSale(page: Page, saleId: number): Promise<void> {
 /** The panel's raw values by field (data-value), as the page shows them now. */
 async function panel(page: Page): Promise<Record<string, string>> {
   const cells = await page.locator('#door-figures dd').all();
-  return Object.fromEntries(await Promise.all(cells.map(async (dd) => [await dd.getAttribute('data-field'), await dd.getAttribute('data-value')])));
+  return Object.fromEntries(
+    await Promise.all(cells.map(async (dd) => [await dd.getAttribute('data-field'), await dd.getAttribute('data-value')])),
+  );
 }
 
 describe("the dashboard's waiting room", () => {
   it('shows waiting, admitted and unused, the frontier, the rate and the last in line as the door moves, charts them, and pauses, resumes and sets the rate', async () => {
     // The start 20 s off: the panel is first read before it (a browser's start and sign-in on a busy
     // machine took over 3 s, and the door had opened before the first look).
-    const { id, startsAt } = await createQueuedSale(ctx, gateway.url, { stock: 2, admitPerSecond: 1, admissionTtlSeconds: 600, startsIn: 20_000 });
+    const { id, startsAt } = await createQueuedSale(ctx, gateway.url, {
+      stock: 2,
+      admitPerSecond: 1,
+      admissionTtlSeconds: 600,
+      startsIn: 20_000,
+    });
     const buyers = Array.from({ length: 6 }, (_, i) => doorBuyer(gateway.url, id, `panel-${id}-${i}`));
     for (const b of buyers) await b.join();
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
@@ -54,11 +64,16 @@ describe("the dashboard's waiting room", () => {
       const page = await context.newPage();
       await openSale(page, id);
       await page.waitForSelector('#door-panel:not([hidden])');
-      await expect.poll(() => panel(page), { timeout: 15_000 }).toMatchObject({ waiting: '6', unused: '0', front: '0', admitPerSecond: '1', open: 'false' });
+      await expect
+        .poll(() => panel(page), { timeout: 15_000 })
+        .toMatchObject({ waiting: '6', unused: '0', front: '0', admitPerSecond: '1', open: 'false' });
       expect(await redisNow(ctx.redis)).toBeLessThan(startsAt);
 
       // After the start the buyers ask; the door admits two (the stock bound) and holds the rest.
-      await until(() => redisNow(ctx.redis), (now) => now >= startsAt);
+      await until(
+        () => redisNow(ctx.redis),
+        (now) => now >= startsAt,
+      );
       await until(
         async () => {
           for (const b of buyers) await b.status();
@@ -67,13 +82,17 @@ describe("the dashboard's waiting room", () => {
         (shown) => shown.front === '2',
         60_000,
       );
-      await expect.poll(() => panel(page), { timeout: 60_000 }).toMatchObject({ waiting: '4', unused: '2', front: '2', room: '0', open: 'true' });
+      await expect
+        .poll(() => panel(page), { timeout: 60_000 })
+        .toMatchObject({ waiting: '4', unused: '2', front: '2', room: '0', open: 'true' });
       expect(await page.textContent('#door-figures dd[data-field="etaLastSeconds"]')).toBe('none while admitted buyers hold every unit');
       const chart = page.locator('#chart-door svg');
       await expect.poll(async () => Number((await chart.getAttribute('data-points')) ?? 0), { timeout: 60_000 }).toBeGreaterThanOrEqual(3);
       // The chart's newest point catches up with the panel at the history's next step (a point taken
       // between the two admissions shows 5 waiting).
-      await expect.poll(() => page.locator('#chart-door svg path[data-series="waiting"]').getAttribute('data-last'), { timeout: 60_000 }).toBe('4');
+      await expect
+        .poll(() => page.locator('#chart-door svg path[data-series="waiting"]').getAttribute('data-last'), { timeout: 60_000 })
+        .toBe('4');
       expect(await page.locator('#chart-door svg path[data-series="admittedUnused"]').getAttribute('data-max')).toBe('2');
 
       await page.click('#door-pause');
@@ -103,11 +122,20 @@ describe("the dashboard's waiting room", () => {
   });
 
   it("shows the turns not shown up yet, the no-show rate the door admits ahead of, and the shadow queue's joins", async () => {
-    const { id, startsAt } = await createQueuedSale(ctx, gateway.url, { stock: 1, admitPerSecond: 5, admissionTtlSeconds: 600, showUpSeconds: 2, startsIn: 3000 });
+    const { id, startsAt } = await createQueuedSale(ctx, gateway.url, {
+      stock: 1,
+      admitPerSecond: 5,
+      admissionTtlSeconds: 600,
+      showUpSeconds: 2,
+      startsIn: 3000,
+    });
     // Five accounts that never show up, and one the shop's identity system flags (QUEUE_FLAG_CLAIM).
     const buyers = Array.from({ length: 5 }, (_, i) => doorBuyer(gateway.url, id, `no-show-${id}-${i}`));
     for (const b of buyers) await b.join();
-    const flagged = await fetch(`${gateway.url}/api/sales/${id}/queue`, { method: 'POST', headers: bearer(buyerToken(`flagged-${id}`, { claims: { flagged: true } })) });
+    const flagged = await fetch(`${gateway.url}/api/sales/${id}/queue`, {
+      method: 'POST',
+      headers: bearer(buyerToken(`flagged-${id}`, { claims: { flagged: true } })),
+    });
     expect(flagged.status).toBe(200);
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
     try {
@@ -119,7 +147,10 @@ describe("the dashboard's waiting room", () => {
 
       // After the start the door moves while someone asks (a poll is not showing up): the first turn's
       // window lapses unused, and the rate measured sends the door ahead of it.
-      await until(() => redisNow(ctx.redis), (now) => now >= startsAt);
+      await until(
+        () => redisNow(ctx.redis),
+        (now) => now >= startsAt,
+      );
       const shown = await until(
         async () => {
           await buyers[0]!.status();

@@ -38,7 +38,8 @@ const ASSETS: Record<string, { type: string; body: Buffer }> = Object.fromEntrie
 // textContent everywhere (never innerHTML), a sale's name is text whatever it holds; this policy is the
 // second line should one slip through.
 const PAGE_HEADERS = {
-  'Content-Security-Policy': "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+  'Content-Security-Policy':
+    "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
   'X-Content-Type-Options': 'nosniff',
   'Referrer-Policy': 'no-referrer',
   'X-Frame-Options': 'DENY',
@@ -82,7 +83,8 @@ export function dashboardRouter(deps: GatewayDeps, { feed, views, streams }: Das
   // Served to anyone: without a session it shows the sign-in form and holds no data.
   router.get('/admin/', (_req, res) => send(res, 'index.html'));
   router.get('/admin/dashboard.js', (_req, res) => send(res, 'dashboard.js'));
-  for (const script of ['charts.js', 'chart-list.js', 'ledger.js', 'queue-panel.js']) router.get(`/admin/${script}`, (_req, res) => send(res, script));
+  for (const script of ['charts.js', 'chart-list.js', 'ledger.js', 'queue-panel.js'])
+    router.get(`/admin/${script}`, (_req, res) => send(res, script));
   router.get('/admin/dashboard.css', (_req, res) => send(res, 'dashboard.css'));
 
   // Signs in with the admin token, once: the token goes in the body of this one request, never in a URL
@@ -101,14 +103,18 @@ export function dashboardRouter(deps: GatewayDeps, { feed, views, streams }: Das
       guard.checkToken(req, `Bearer ${token}`);
       const { id, session } = await sales.createAdminSession(config.ADMIN_TOKEN, lifetime);
       deps.logger.info({ audit: 'dashboard_sign_in', address: addressOf(req) }, 'dashboard: signed in');
-      res.set({ 'Set-Cookie': cookie(id, config.ADMIN_SESSION_TTL_SECONDS), 'Cache-Control': 'no-store' }).json({ csrfToken: session.csrfToken, expiresAt: new Date(session.expiresAt).toISOString() });
+      res
+        .set({ 'Set-Cookie': cookie(id, config.ADMIN_SESSION_TTL_SECONDS), 'Cache-Control': 'no-store' })
+        .json({ csrfToken: session.csrfToken, expiresAt: new Date(session.expiresAt).toISOString() });
     },
   );
 
   router.get('/admin/session', async (req, res) => {
     const open = await sessionOf(deps, req);
     if (!open) throw new AppError('UNAUTHORIZED', 'not signed in');
-    res.set('Cache-Control', 'no-store').json({ csrfToken: open.session.csrfToken, expiresAt: new Date(open.session.expiresAt).toISOString() });
+    res
+      .set('Cache-Control', 'no-store')
+      .json({ csrfToken: open.session.csrfToken, expiresAt: new Date(open.session.expiresAt).toISOString() });
   });
 
   router.delete('/admin/session', async (req, res) => {

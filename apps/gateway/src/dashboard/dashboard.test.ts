@@ -41,7 +41,8 @@ async function withPage(run: (page: Page, context: BrowserContext) => Promise<vo
 
 const signIn = (page: Page, token = ctx.config.ADMIN_TOKEN) => signInToDashboard(page, gateway.url, token);
 
-const purchase = (saleId: number, buyer: string) => fetch(`${gateway.url}/api/sales/${saleId}/purchase`, { method: 'POST', headers: bearer(buyerToken(buyer)) });
+const purchase = (saleId: number, buyer: string) =>
+  fetch(`${gateway.url}/api/sales/${saleId}/purchase`, { method: 'POST', headers: bearer(buyerToken(buyer)) });
 
 describe('the dashboard', () => {
   it('shows a signed-out visitor only the sign-in, and refuses a wrong token', async () => {
@@ -61,7 +62,7 @@ describe('the dashboard', () => {
     });
   });
 
-  it('signs in once into an HttpOnly, SameSite=Strict session cookie: no token in the URL or the page\'s storage; sign-out ends the session on the server', async () => {
+  it("signs in once into an HttpOnly, SameSite=Strict session cookie: no token in the URL or the page's storage; sign-out ends the session on the server", async () => {
     await withPage(async (page, context) => {
       const before = Date.now() / 1000;
       await signIn(page);
@@ -69,13 +70,22 @@ describe('the dashboard', () => {
 
       const cookies = await context.cookies();
       expect(cookies).toEqual([
-        expect.objectContaining({ name: 'flashsale_admin', path: '/', httpOnly: true, sameSite: 'Strict', secure: false, domain: '127.0.0.1' }),
+        expect.objectContaining({
+          name: 'flashsale_admin',
+          path: '/',
+          httpOnly: true,
+          sameSite: 'Strict',
+          secure: false,
+          domain: '127.0.0.1',
+        }),
       ]);
       expect(cookies[0]!.expires).toBeGreaterThan(before + ctx.config.ADMIN_SESSION_TTL_SECONDS - 60);
       expect(cookies[0]!.expires).toBeLessThan(before + ctx.config.ADMIN_SESSION_TTL_SECONDS + 60);
       expect(page.url()).toBe(`${gateway.url}/admin/`);
       // Page expressions as strings: this project's TypeScript has no DOM types.
-      const stored = await page.evaluate<{ html: string }>('({ cookie: document.cookie, local: localStorage.length, session: sessionStorage.length, html: document.documentElement.outerHTML })');
+      const stored = await page.evaluate<{ html: string }>(
+        '({ cookie: document.cookie, local: localStorage.length, session: sessionStorage.length, html: document.documentElement.outerHTML })',
+      );
       expect(stored).toMatchObject({ cookie: '', local: 0, session: 0 });
       expect(stored.html).not.toContain(ctx.config.ADMIN_TOKEN);
 
@@ -109,7 +119,11 @@ describe('the dashboard', () => {
       })();
       // Four waves of 60 buyers, 400 ms apart: the page's view (every 150 ms) sees remaining fall by steps.
       for (let wave = 0; wave < 4; wave++) {
-        const burst = await purchaseBurst(gateway.url, sale.id, Array.from({ length: 60 }, (_, i) => `dash-${sale.id}-${wave}-${i}`));
+        const burst = await purchaseBurst(
+          gateway.url,
+          sale.id,
+          Array.from({ length: 60 }, (_, i) => `dash-${sale.id}-${wave}-${i}`),
+        );
         expect(burst.accepted.size).toBe(60);
         await page.waitForTimeout(400);
       }
@@ -122,7 +136,10 @@ describe('the dashboard', () => {
       await expect.poll(() => page.textContent('#control-result'), { timeout: 60_000 }).toBe('pause: done (paused)');
       await expect.poll(() => page.textContent('#sale-status'), { timeout: 60_000 }).toBe('paused (operator)');
       const refused = await purchase(sale.id, `dash-${sale.id}-paused`);
-      expect({ status: refused.status, code: ((await refused.json()) as { code: string }).code }).toEqual({ status: 503, code: 'SALE_PAUSED' });
+      expect({ status: refused.status, code: ((await refused.json()) as { code: string }).code }).toEqual({
+        status: 503,
+        code: 'SALE_PAUSED',
+      });
 
       await page.click('#resume');
       await expect.poll(() => page.textContent('#control-result'), { timeout: 60_000 }).toBe('resume: done (active)');
@@ -151,12 +168,14 @@ describe('the dashboard', () => {
     });
   });
 
-  it('refuses a change a page of another origin makes the signed-in browser send (CSRF), and one without the session\'s token', async () => {
+  it("refuses a change a page of another origin makes the signed-in browser send (CSRF), and one without the session's token", async () => {
     const sale = await createLiveSale(ctx, { name: 'CSRF target' });
     // Another origin: same host, another port (same site, so SameSite alone lets the cookie through).
     const evil: Server = createServer((_req, res) => {
       res.setHeader('content-type', 'text/html');
-      res.end(`<form id="f" method="POST" action="${gateway.url}/api/admin/sales/${sale.id}/pause"></form><script>document.getElementById('f').submit()</script>`);
+      res.end(
+        `<form id="f" method="POST" action="${gateway.url}/api/admin/sales/${sale.id}/pause"></form><script>document.getElementById('f').submit()</script>`,
+      );
     });
     await new Promise<void>((resolve) => evil.listen(0, '127.0.0.1', resolve));
     try {
@@ -167,7 +186,10 @@ describe('the dashboard', () => {
         const answer = page.waitForResponse((res) => res.url().endsWith(`/api/admin/sales/${sale.id}/pause`));
         await page.goto(`http://127.0.0.1:${(evil.address() as AddressInfo).port}/`);
         const res = await answer;
-        expect({ status: res.status(), code: ((await res.json()) as { code: string }).code }).toEqual({ status: 403, code: 'CSRF_REJECTED' });
+        expect({ status: res.status(), code: ((await res.json()) as { code: string }).code }).toEqual({
+          status: 403,
+          code: 'CSRF_REJECTED',
+        });
 
         await page.goto(`${gateway.url}/admin/`);
         const noToken = await page.evaluate(async (id) => {
@@ -175,7 +197,10 @@ describe('the dashboard', () => {
           return { status: r.status, code: ((await r.json()) as { code: string }).code };
         }, sale.id);
         expect(noToken).toEqual({ status: 403, code: 'CSRF_REJECTED' });
-        expect(await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).state()).toMatchObject({ operatorPaused: false, controlsVersion: 0 });
+        expect(await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).state()).toMatchObject({
+          operatorPaused: false,
+          controlsVersion: 0,
+        });
       });
     } finally {
       await new Promise((resolve) => evil.close(resolve));
@@ -190,7 +215,9 @@ describe('the dashboard', () => {
       await page.waitForSelector('#dashboard:not([hidden])');
       await page.goto(`${gateway.url}/admin/#sale=${sale.id}`);
       await expect.poll(() => page.textContent('#sale-name'), { timeout: 60_000 }).toBe(`#${sale.id} ${name}`);
-      await expect.poll(() => page.locator(`#sales tr[data-sale-id="${sale.id}"] td:nth-child(2)`).textContent(), { timeout: 60_000 }).toBe(name);
+      await expect
+        .poll(() => page.locator(`#sales tr[data-sale-id="${sale.id}"] td:nth-child(2)`).textContent(), { timeout: 60_000 })
+        .toBe(name);
 
       expect(await page.evaluate("document.querySelectorAll('main img').length")).toBe(0);
       expect(await page.evaluate('window.__xss')).toBeUndefined();

@@ -30,11 +30,15 @@ describe('LiveFeed', () => {
 
   it('gives a listener who joins the last payload at once, and does not pile reads up behind a slow one', async () => {
     let reads = 0;
-    const feed = new LiveFeed(async () => {
-      reads += 1;
-      await sleep(200);
-      return { reads };
-    }, 20, logger);
+    const feed = new LiveFeed(
+      async () => {
+        reads += 1;
+        await sleep(200);
+        return { reads };
+      },
+      20,
+      logger,
+    );
     const first: string[] = [];
     const stop = feed.subscribe('overview', (_t, data) => first.push(data));
     await sleep(250);
@@ -53,14 +57,18 @@ describe('LiveFeed', () => {
     let turn = 0;
     let counting = false;
     const reads: { topic: string; turn: number }[] = [];
-    const feed = new LiveFeed(async (topic) => {
-      if (!counting) {
-        counting = true;
-        setImmediate(() => ((turn += 1), (counting = false)));
-      }
-      reads.push({ topic, turn });
-      return {};
-    }, 50, logger);
+    const feed = new LiveFeed(
+      async (topic) => {
+        if (!counting) {
+          counting = true;
+          setImmediate(() => ((turn += 1), (counting = false)));
+        }
+        reads.push({ topic, turn });
+        return {};
+      },
+      50,
+      logger,
+    );
     const stopA = feed.subscribe('sale:1', () => undefined);
     await sleep(20);
     const stopB = feed.subscribe('sale:2', () => undefined);
@@ -80,9 +88,13 @@ describe('LiveFeed', () => {
   });
 
   it('pushes a failed read as { error }, so a page shows its figures are stale', async () => {
-    const feed = new LiveFeed(async () => {
-      throw new Error('MySQL is away');
-    }, 1000, logger);
+    const feed = new LiveFeed(
+      async () => {
+        throw new Error('MySQL is away');
+      },
+      1000,
+      logger,
+    );
     const got: string[] = [];
     const stop = feed.subscribe('overview', (_t, data) => got.push(data));
     await sleep(20);
@@ -104,6 +116,14 @@ describe('quantileMs', () => {
     expect(quantileMs(buckets, 0.5)).toBe(1);
     expect(quantileMs(buckets, 0.7)).toBe(1.5);
     expect(quantileMs(buckets, 0.99)).toBe(4.7);
-    expect(quantileMs([{ le: 0.001, count: 0 }, { le: Infinity, count: 0 }], 0.5)).toBeNull();
+    expect(
+      quantileMs(
+        [
+          { le: 0.001, count: 0 },
+          { le: Infinity, count: 0 },
+        ],
+        0.5,
+      ),
+    ).toBeNull();
   });
 });

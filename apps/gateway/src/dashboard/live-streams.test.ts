@@ -21,7 +21,8 @@ gatewayPerFile(
 );
 
 const signIn = () => signInSession(gateway.url, ctx.config.ADMIN_TOKEN);
-const sessionKey = (session: DashboardSession) => `${ctx.config.REDIS_PREFIX}:admin-session:${createHash('sha256').update(session.cookie.split('=')[1]!).digest('hex')}`;
+const sessionKey = (session: DashboardSession) =>
+  `${ctx.config.REDIS_PREFIX}:admin-session:${createHash('sha256').update(session.cookie.split('=')[1]!).digest('hex')}`;
 const openStreams = () => gateway.gateway.liveStreams.count();
 
 describe('the live streams of the dashboard', () => {
@@ -117,19 +118,41 @@ describe('the live views', () => {
     const sale = await createLiveSale(ctx, { name: 'Own pool' });
     // Nothing listens on port 1: a read through this client fails at once.
     const unreachable = createPrisma('mysql://root@127.0.0.1:1/nowhere', 1);
-    const views = createLiveViews({ config: ctx.config, sales: salesWith(ctx, { prisma: unreachable }), dashboardSales: ctx.sales, logger: createLogger('test', 'silent'), readiness: undefined as never }, gateway.gateway.history, () => ({ flagged: 0, challenge: 0, flood: 0 }));
+    const views = createLiveViews(
+      {
+        config: ctx.config,
+        sales: salesWith(ctx, { prisma: unreachable }),
+        dashboardSales: ctx.sales,
+        logger: createLogger('test', 'silent'),
+        readiness: undefined as never,
+      },
+      gateway.gateway.history,
+      () => ({ flagged: 0, challenge: 0, flood: 0 }),
+    );
     try {
       expect(await views.saleExists(sale.id)).toBe(true);
-      await expect(views.read('overview')).resolves.toMatchObject({ sales: expect.arrayContaining([expect.objectContaining({ id: sale.id })]) });
+      await expect(views.read('overview')).resolves.toMatchObject({
+        sales: expect.arrayContaining([expect.objectContaining({ id: sale.id })]),
+      });
     } finally {
       await views.close();
       await unreachable.$disconnect();
     }
   });
 
-  it('say which store failed, in words, never with the driver\'s message (the page shows it)', async () => {
+  it("say which store failed, in words, never with the driver's message (the page shows it)", async () => {
     const unreachable = createPrisma('mysql://root@127.0.0.1:1/nowhere', 1);
-    const views = createLiveViews({ config: ctx.config, sales: ctx.sales, dashboardSales: salesWith(ctx, { prisma: unreachable }), logger: createLogger('test', 'silent'), readiness: undefined as never }, gateway.gateway.history, () => ({ flagged: 0, challenge: 0, flood: 0 }));
+    const views = createLiveViews(
+      {
+        config: ctx.config,
+        sales: ctx.sales,
+        dashboardSales: salesWith(ctx, { prisma: unreachable }),
+        logger: createLogger('test', 'silent'),
+        readiness: undefined as never,
+      },
+      gateway.gateway.history,
+      () => ({ flagged: 0, challenge: 0, flood: 0 }),
+    );
     try {
       await expect(views.read('overview')).rejects.toThrow(/^MySQL did not answer in time$/);
     } finally {

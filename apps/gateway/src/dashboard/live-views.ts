@@ -25,7 +25,13 @@ export function createLiveViews(deps: GatewayDeps, history: SaleHistory, shadowJ
 
   async function overview() {
     const [page, counts] = await Promise.all([sales.listAdminSales({ limit: 20 }), queues.read()]);
-    return { at: new Date().toISOString(), sales: page.sales, queues: counts, purchases: history.process.latest() ?? null, processHistory: history.process.points(recent) };
+    return {
+      at: new Date().toISOString(),
+      sales: page.sales,
+      queues: counts,
+      purchases: history.process.latest() ?? null,
+      processHistory: history.process.points(recent),
+    };
   }
 
   async function sale(saleId: number) {

@@ -43,7 +43,9 @@ describe('SaleHistory', () => {
     // In the next second: 10 units taken and their entries added; a worker takes 8, writes 6.
     await ctx.redis.hincrby(keys.meta, 'remaining', -10);
     for (let i = 0; i < 10; i++) await ctx.redis.xadd(keys.stream, '*', 'r', `r-${i}`);
-    const [[, entries]] = (await ctx.redis.xreadgroup('GROUP', ORDER_WRITERS_GROUP, 'test', 'COUNT', 8, 'STREAMS', keys.stream, '>')) as [[string, [string, string[]][]]];
+    const [[, entries]] = (await ctx.redis.xreadgroup('GROUP', ORDER_WRITERS_GROUP, 'test', 'COUNT', 8, 'STREAMS', keys.stream, '>')) as [
+      [string, [string, string[]][]],
+    ];
     await ctx.redis.xack(keys.stream, ORDER_WRITERS_GROUP, ...entries.slice(0, 6).map(([id]) => id));
     advance(1000);
     await history.sample();
@@ -103,10 +105,13 @@ describe('SaleHistory', () => {
     const sale = await createLiveSale(ctx, { stock: 5 });
     let reads = 0;
     // A follower list that counts the steps which asked for it (each step asks once, before its reads).
-    const { history } = historyOf(() => {
-      reads += 1;
-      return [sale.id];
-    }, { stepMs: 100 });
+    const { history } = historyOf(
+      () => {
+        reads += 1;
+        return [sale.id];
+      },
+      { stepMs: 100 },
+    );
     // The step start() takes at once is still reading Redis when stop() is called.
     history.start();
     expect(reads).toBe(0);

@@ -103,11 +103,16 @@ export class SaleHistory {
   private async takeStep(): Promise<void> {
     const at = this.now();
     const traffic = await this.traffic.sample();
-    if (traffic) this.process.push(at, { ...Object.fromEntries(Object.entries(traffic.perSecond)), p50Ms: traffic.p50Ms, p99Ms: traffic.p99Ms });
-    const followed = [...this.options.liveSaleIds()]
-      .sort((a, b) => b - a)
-      .slice(0, this.options.maxSales);
-    await Promise.all(followed.map((saleId) => this.sampleSale(saleId, at).catch((error: unknown) => this.logger.warn({ err: error, saleId }, 'dashboard history: sale not read this step'))));
+    if (traffic)
+      this.process.push(at, { ...Object.fromEntries(Object.entries(traffic.perSecond)), p50Ms: traffic.p50Ms, p99Ms: traffic.p99Ms });
+    const followed = [...this.options.liveSaleIds()].sort((a, b) => b - a).slice(0, this.options.maxSales);
+    await Promise.all(
+      followed.map((saleId) =>
+        this.sampleSale(saleId, at).catch((error: unknown) =>
+          this.logger.warn({ err: error, saleId }, 'dashboard history: sale not read this step'),
+        ),
+      ),
+    );
     this.forgetBeyond(new Set(followed), at);
   }
 
@@ -123,7 +128,9 @@ export class SaleHistory {
     this.previous.set(saleId, { at, sold, written });
     const seconds = before ? (at - before.at) / 1000 : 0;
     const rate = (now: number | null, then: number | null | undefined) =>
-      now === null || then === null || then === undefined || seconds <= 0 ? null : Math.round((Math.max(0, now - then) / seconds) * 10) / 10;
+      now === null || then === null || then === undefined || seconds <= 0
+        ? null
+        : Math.round((Math.max(0, now - then) / seconds) * 10) / 10;
     let ring = this.sales.get(saleId);
     if (!ring) this.sales.set(saleId, (ring = new SeriesRing(this.capacity, SALE_SERIES)));
     const more: Record<string, number | null> = {};

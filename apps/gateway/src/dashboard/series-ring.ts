@@ -53,7 +53,9 @@ export class SeriesRing {
     const first = (this.next - count + this.capacity) % this.capacity;
     const index = (i: number) => (first + i) % this.capacity;
     const t = Array.from({ length: count }, (_, i) => this.times[index(i)]!);
-    const series = Object.fromEntries([...this.columns].map(([name, column]) => [name, Array.from({ length: count }, (_, i) => valueOf(column[index(i)]!))]));
+    const series = Object.fromEntries(
+      [...this.columns].map(([name, column]) => [name, Array.from({ length: count }, (_, i) => valueOf(column[index(i)]!))]),
+    );
     return { t, series };
   }
 

@@ -9,7 +9,13 @@ describe('SessionChecks', () => {
     const reads: string[] = [];
     const checks = new SessionChecks(async (id) => (reads.push(id), id === 'gone' ? null : session));
 
-    const together = await Promise.all([checks.check('a'), checks.check('a'), checks.check('a'), checks.check('gone'), checks.check('gone')]);
+    const together = await Promise.all([
+      checks.check('a'),
+      checks.check('a'),
+      checks.check('a'),
+      checks.check('gone'),
+      checks.check('gone'),
+    ]);
     expect(together).toEqual([session, session, session, null, null]);
     expect(reads).toEqual(['a', 'gone']);
 

@@ -35,7 +35,13 @@ export function createPurchaseBodyReader(limitBytes: number): PurchaseBodyReader
   return (req, res, done) => readPurchaseBody(req, res, done, limitBytes, parseWithBodyParser);
 }
 
-function readPurchaseBody(req: IncomingMessage, res: ServerResponse, done: BodyDone, limitBytes: number, parseWithBodyParser: ReturnType<typeof express.json>): void {
+function readPurchaseBody(
+  req: IncomingMessage,
+  res: ServerResponse,
+  done: BodyDone,
+  limitBytes: number,
+  parseWithBodyParser: ReturnType<typeof express.json>,
+): void {
   const { headers } = req;
   const length = headers['content-length'];
   const plain = headers['transfer-encoding'] === undefined && headers['content-encoding'] === undefined;
@@ -80,7 +86,13 @@ export function quantityOf(body: unknown): number {
     const keys = Object.keys(body);
     if (keys.length === 0) return 1;
     const quantity = (body as { quantity?: unknown }).quantity;
-    if (keys.length === 1 && keys[0] === 'quantity' && Number.isInteger(quantity) && (quantity as number) >= 1 && (quantity as number) <= MAX_PER_USER_LIMIT) {
+    if (
+      keys.length === 1 &&
+      keys[0] === 'quantity' &&
+      Number.isInteger(quantity) &&
+      (quantity as number) >= 1 &&
+      (quantity as number) <= MAX_PER_USER_LIMIT
+    ) {
       return quantity as number;
     }
   }

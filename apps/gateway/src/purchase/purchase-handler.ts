@@ -17,7 +17,8 @@ import type { LiveSaleDirectory } from './live-sale-directory.ts';
 /** Handles POST /api/sales/:saleId/purchase on Node's own request and response objects. */
 export type PurchaseHandler = (req: IncomingMessage, res: ServerResponse, rawSaleId: string) => void;
 
-const NOT_ADMITTED_DETAIL = 'this sale is bought through its waiting room: join it (POST /api/sales/{saleId}/queue) and buy while your turn runs';
+const NOT_ADMITTED_DETAIL =
+  'this sale is bought through its waiting room: join it (POST /api/sales/{saleId}/queue) and buy while your turn runs';
 
 /** The refusal a client sees for each outcome of the reserve script (plain data: no Error to build). */
 export function refusalOf(outcome: Exclude<ReserveOutcome, { kind: 'reserved' }>, retryAfterSeconds: number): Problem {
@@ -31,7 +32,11 @@ export function refusalOf(outcome: Exclude<ReserveOutcome, { kind: 'reserved' }>
     case 'sale_not_started':
       return { code: 'SALE_NOT_STARTED' };
     case 'above_limit':
-      return { code: 'INVALID_REQUEST', detail: `quantity must be at most ${outcome.limit} for this sale`, extra: { perUserLimit: outcome.limit } };
+      return {
+        code: 'INVALID_REQUEST',
+        detail: `quantity must be at most ${outcome.limit} for this sale`,
+        extra: { perUserLimit: outcome.limit },
+      };
     case 'already_purchased':
       return { code: 'ALREADY_PURCHASED', extra: { reservationId: outcome.reservationId } };
     case 'sold_out':
@@ -73,7 +78,11 @@ export interface PurchaseHandlerParts {
  * calls it ahead of Express (routes/front-door.ts), whose request and response objects the profile
  * showed costing on every call.
  */
-export function createPurchaseHandler({ config, sales, logger }: GatewayDeps, metrics: GatewayMetrics, { verdicts, liveSales, limits, buyerOf }: PurchaseHandlerParts): PurchaseHandler {
+export function createPurchaseHandler(
+  { config, sales, logger }: GatewayDeps,
+  metrics: GatewayMetrics,
+  { verdicts, liveSales, limits, buyerOf }: PurchaseHandlerParts,
+): PurchaseHandler {
   const readPurchaseBody = createPurchaseBodyReader(config.HTTP_MAX_BODY_BYTES);
   // Tells the workers a sale has work (a debounced PUBLISH, off the answer's path): they read it at once
   // rather than polling every live sale.
@@ -85,7 +94,8 @@ export function createPurchaseHandler({ config, sales, logger }: GatewayDeps, me
   };
   // Redis away fails every purchase: a line per request would turn an outage (and the crowd's retries
   // during it) into a flood of the log. The first failure is logged at once, then counts at most every 10 s.
-  const replicaWait = config.REDIS_WAIT_REPLICAS > 0 ? { replicas: config.REDIS_WAIT_REPLICAS, timeoutMs: config.REDIS_WAIT_TIMEOUT_MS } : undefined;
+  const replicaWait =
+    config.REDIS_WAIT_REPLICAS > 0 ? { replicas: config.REDIS_WAIT_REPLICAS, timeoutMs: config.REDIS_WAIT_TIMEOUT_MS } : undefined;
   const reserveFailures = summarisedLog<'failed'>(logger, 'reserve script failed', 'requests');
   const acceptedAnswer = createAcceptedAnswer();
   const duplicateAnswer = createDuplicateAnswer();
@@ -133,7 +143,11 @@ export function createPurchaseHandler({ config, sales, logger }: GatewayDeps, me
         // The script may or may not have run; a retry by the buyer is safe either way (it is refused as
         // ALREADY_PURCHASED with the reservation id if the first one went through).
         reserveFailures('failed', { err: error, saleId });
-        return refuse(res, { code: 'SERVICE_UNAVAILABLE', detail: 'the sale cannot be reached right now, retry shortly', headers: { 'Retry-After': '1' } });
+        return refuse(res, {
+          code: 'SERVICE_UNAVAILABLE',
+          detail: 'the sale cannot be reached right now, retry shortly',
+          headers: { 'Retry-After': '1' },
+        });
       }
       metrics.purchaseSeconds.observe((returned - started) / 1000);
       if (outcome.kind === 'reserved') {
@@ -147,7 +161,14 @@ export function createPurchaseHandler({ config, sales, logger }: GatewayDeps, me
         // first, so it is not answered 202. The buyer's retry gets 409 with it, or a new reservation.
         workSignal.reserved(saleId);
         count('unreplicated');
-        return sendAfterReads(res, renderProblem({ code: 'SERVICE_UNAVAILABLE', detail: 'the reservation is not yet copied to a replica; retry to learn its outcome', headers: { 'Retry-After': '1' } }));
+        return sendAfterReads(
+          res,
+          renderProblem({
+            code: 'SERVICE_UNAVAILABLE',
+            detail: 'the reservation is not yet copied to a replica; retry to learn its outcome',
+            headers: { 'Retry-After': '1' },
+          }),
+        );
       }
       if (outcome.kind === 'already_purchased') return answerDuplicate(res, outcome.reservationId);
       if (outcome.kind === 'sold_out') verdicts.learn(saleId, 'SOLD_OUT', ticket);

@@ -29,9 +29,10 @@ describe('flashsale_purchases_total', () => {
   it('counts every answer of the purchase endpoint under its code, the refusals before the reserve script included', async () => {
     const sale = await createLiveSale(ctx, { stock: 10 });
     const send = async (init: { token?: string | null; contentType?: string; body?: string | Uint8Array; saleId?: string }) => {
-      const headers: Record<string, string> = init.token === null ? {} : bearer(init.token ?? (buyerToken(`buyer-${randomUUID()}`)));
+      const headers: Record<string, string> = init.token === null ? {} : bearer(init.token ?? buyerToken(`buyer-${randomUUID()}`));
       if (init.contentType) headers['content-type'] = init.contentType;
-      return (await fetch(`${gateway.url}/api/sales/${init.saleId ?? sale.id}/purchase`, { method: 'POST', headers, body: init.body })).status;
+      return (await fetch(`${gateway.url}/api/sales/${init.saleId ?? sale.id}/purchase`, { method: 'POST', headers, body: init.body }))
+        .status;
     };
     const repeater = buyerToken('repeater');
 

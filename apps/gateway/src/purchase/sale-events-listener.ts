@@ -22,7 +22,12 @@ export interface SaleEventsListener {
  * serves at once, and caches nothing until it hears the announcements. Returns at once; the subscription
  * is made whenever Redis answers.
  */
-export function listenToSaleEvents(events: SaleEventsSubscription, prefix: string, holders: SaleNewsHolder[], logger: Logger): SaleEventsListener {
+export function listenToSaleEvents(
+  events: SaleEventsSubscription,
+  prefix: string,
+  holders: SaleNewsHolder[],
+  logger: Logger,
+): SaleEventsListener {
   const cache: SaleNewsHolder = {
     forget: (saleId) => holders.forEach((holder) => holder.forget(saleId)),
     forgetAll: () => holders.forEach((holder) => holder.forgetAll()),

@@ -11,10 +11,13 @@ import { manualClock } from '../../../../test/support/clock.ts';
 let ctx: TestContext;
 let gateway: TestGateway;
 // A long TTL, so only an announcement or a reconnect can drop a verdict in these tests.
-gatewayPerFile((started, server) => {
-  ctx = started;
-  gateway = server;
-}, { env: { SALE_VERDICT_TTL_MS: '60000' } });
+gatewayPerFile(
+  (started, server) => {
+    ctx = started;
+    gateway = server;
+  },
+  { env: { SALE_VERDICT_TTL_MS: '60000' } },
+);
 
 /** How long the gateway may take to act on what it was told in the background (holders read, a sale event). */
 // Half the verdict TTL: a wait for the background, on a busy machine too, that the TTL cannot end instead.
@@ -139,7 +142,13 @@ describe('a live sale that Redis lost', () => {
 
   it('answers a sale MySQL holds as ended, and Redis lost, with 404 SALE_NOT_FOUND as before', async () => {
     const now = await redisNow(ctx.redis);
-    const sale = await createOrderStore(ctx.prisma).insertSale({ name: 'Over', stock: 3, perUserLimit: 1, startsAt: new Date(now - 120_000), endsAt: new Date(now - 60_000) });
+    const sale = await createOrderStore(ctx.prisma).insertSale({
+      name: 'Over',
+      stock: 3,
+      perUserLimit: 1,
+      startsAt: new Date(now - 120_000),
+      endsAt: new Date(now - 60_000),
+    });
     await gateway.gateway.liveSales.refresh();
 
     await expectProblem(await purchase(gateway.url, sale.id), 404, 'SALE_NOT_FOUND');

@@ -14,7 +14,13 @@ const newBuyer = () => `buyer-${randomUUID()}`;
  * One request from a chosen local address (127.0.0.1 by default; the whole of 127.0.0.0/8 is loopback),
  * on a connection of its own, answered as a fetch Response.
  */
-function send(url: string, method: 'GET' | 'POST', path: string, headers: Record<string, string>, localAddress = '127.0.0.1'): Promise<Response> {
+function send(
+  url: string,
+  method: 'GET' | 'POST',
+  path: string,
+  headers: Record<string, string>,
+  localAddress = '127.0.0.1',
+): Promise<Response> {
   const { hostname, port } = new URL(url);
   return new Promise((resolve, reject) => {
     const req = request({ host: hostname, port, method, path, headers, localAddress, agent: false }, (res) => {
@@ -35,7 +41,10 @@ function send(url: string, method: 'GET' | 'POST', path: string, headers: Record
  * A gateway of its own whose per-address budget is 3 a second (per buyer: the default 10), on a clock
  * that stands still until the test moves it: every request between two moves falls in one second.
  */
-async function withLimitedGateway(env: NodeJS.ProcessEnv, test: (ctx: TestContext, gateway: TestGateway, clock: ManualClock) => Promise<void>): Promise<void> {
+async function withLimitedGateway(
+  env: NodeJS.ProcessEnv,
+  test: (ctx: TestContext, gateway: TestGateway, clock: ManualClock) => Promise<void>,
+): Promise<void> {
   const ctx = createTestContext({ RATE_LIMIT_PER_ADDRESS_PER_SECOND: '3', ...env });
   const clock = manualClock();
   const gateway = await startGateway(ctx, { now: clock.now });
@@ -52,7 +61,13 @@ function newBuyerTokens(count: number): string[] {
   return signBuyerTokens(Array.from({ length: count }, () => newBuyer()));
 }
 
-function purchase(gateway: TestGateway, saleId: number, token: string, headers: Record<string, string> = {}, localAddress?: string): Promise<Response> {
+function purchase(
+  gateway: TestGateway,
+  saleId: number,
+  token: string,
+  headers: Record<string, string> = {},
+  localAddress?: string,
+): Promise<Response> {
   return send(gateway.url, 'POST', `/api/sales/${saleId}/purchase`, { authorization: `Bearer ${token}`, ...headers }, localAddress);
 }
 
@@ -62,7 +77,11 @@ describe('per-address rate limit on purchases', () => {
       const sale = await createLiveSale(ctx, { stock: 10 });
       const tokens = newBuyerTokens(5);
       clock.nextSecond();
-      const first = [await purchase(gateway, sale.id, tokens[0]!), await purchase(gateway, sale.id, tokens[1]!), await purchase(gateway, sale.id, tokens[2]!)];
+      const first = [
+        await purchase(gateway, sale.id, tokens[0]!),
+        await purchase(gateway, sale.id, tokens[1]!),
+        await purchase(gateway, sale.id, tokens[2]!),
+      ];
       const before = await snapshotSale(ctx, sale.id);
 
       const fourth = await purchase(gateway, sale.id, tokens[3]!);
@@ -100,7 +119,8 @@ describe('per-address rate limit on purchases', () => {
       const tokens = newBuyerTokens(4);
       clock.nextSecond();
       const statuses = [];
-      for (const [i, token] of tokens.entries()) statuses.push((await purchase(gateway, sale.id, token, { 'x-forwarded-for': `203.0.113.${i + 1}` })).status);
+      for (const [i, token] of tokens.entries())
+        statuses.push((await purchase(gateway, sale.id, token, { 'x-forwarded-for': `203.0.113.${i + 1}` })).status);
 
       expect(statuses).toEqual([202, 202, 202, 429]);
       expect(Object.keys((await snapshotSale(ctx, sale.id)).buyers)).toHaveLength(3);
@@ -113,7 +133,8 @@ describe('per-address rate limit on purchases', () => {
       const tokens = newBuyerTokens(5);
       clock.nextSecond();
       const statuses = [];
-      for (const [i, token] of tokens.slice(0, 4).entries()) statuses.push((await purchase(gateway, sale.id, token, { 'x-forwarded-for': `198.51.100.${i + 1}, 203.0.113.7` })).status);
+      for (const [i, token] of tokens.slice(0, 4).entries())
+        statuses.push((await purchase(gateway, sale.id, token, { 'x-forwarded-for': `198.51.100.${i + 1}, 203.0.113.7` })).status);
       const otherClient = await purchase(gateway, sale.id, tokens[4]!, { 'x-forwarded-for': '203.0.113.8' });
 
       expect(statuses).toEqual([202, 202, 202, 429]);
@@ -144,7 +165,8 @@ describe('per-address rate limit on reservation lookups', () => {
       const { reservationId } = (await reserved.json()) as { reservationId: string };
       // Each lookup by another buyer, so only the address's budget can be what runs out.
       const others = newBuyerTokens(3);
-      const lookup = (as: string, localAddress?: string) => send(gateway.url, 'GET', `/api/reservations/${reservationId}`, { authorization: `Bearer ${as}` }, localAddress);
+      const lookup = (as: string, localAddress?: string) =>
+        send(gateway.url, 'GET', `/api/reservations/${reservationId}`, { authorization: `Bearer ${as}` }, localAddress);
       clock.nextSecond();
 
       const first = [await lookup(others[0]!), await lookup(others[1]!), await lookup(others[2]!)];
@@ -155,7 +177,14 @@ describe('per-address rate limit on reservation lookups', () => {
       expect(fourth.headers.get('retry-after')).toBe('1');
       await expectProblem(fourth, 429, 'RATE_LIMITED', 'Too many requests');
       expect(fromElsewhere.status).toBe(200);
-      expect(await fromElsewhere.json()).toEqual({ reservationId, saleId: sale.id, quantity: 1, status: 'pending', orderId: null, payBy: null });
+      expect(await fromElsewhere.json()).toEqual({
+        reservationId,
+        saleId: sale.id,
+        quantity: 1,
+        status: 'pending',
+        orderId: null,
+        payBy: null,
+      });
     });
   });
 
@@ -164,7 +193,8 @@ describe('per-address rate limit on reservation lookups', () => {
       const sale = await createLiveSale(ctx);
       const tokens = newBuyerTokens(4);
       clock.nextSecond();
-      for (const token of tokens.slice(0, 3)) await send(gateway.url, 'GET', `/api/reservations/${sale.id}-${randomUUID()}`, { authorization: `Bearer ${token}` });
+      for (const token of tokens.slice(0, 3))
+        await send(gateway.url, 'GET', `/api/reservations/${sale.id}-${randomUUID()}`, { authorization: `Bearer ${token}` });
 
       expect((await purchase(gateway, sale.id, tokens[3]!)).status).toBe(202);
     });

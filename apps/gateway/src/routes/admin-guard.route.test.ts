@@ -17,7 +17,11 @@ gatewayPerFile(
     ctx = started;
     gateway = server;
   },
-  { env: { TRUST_PROXY: '1', ADMIN_AUTH_FAILURES_PER_ADDRESS_PER_MINUTE: '3', ADMIN_AUTH_FAILURES_PER_MINUTE: '5' }, now: clock.now, logger },
+  {
+    env: { TRUST_PROXY: '1', ADMIN_AUTH_FAILURES_PER_ADDRESS_PER_MINUTE: '3', ADMIN_AUTH_FAILURES_PER_MINUTE: '5' },
+    now: clock.now,
+    logger,
+  },
 );
 beforeEach(() => {
   clock.advance(60_000);
@@ -25,10 +29,19 @@ beforeEach(() => {
 });
 
 const from = (address: string) => ({ 'x-forwarded-for': address });
-const listSales = (address: string, token: string) => fetch(`${gateway.url}/api/admin/sales`, { headers: { ...bearer(token), ...from(address) } });
+const listSales = (address: string, token: string) =>
+  fetch(`${gateway.url}/api/admin/sales`, { headers: { ...bearer(token), ...from(address) } });
 const signIn = (address: string, token: string) =>
-  fetch(`${gateway.url}/admin/session`, { method: 'POST', headers: { 'content-type': 'application/json', ...from(address) }, body: JSON.stringify({ token }) });
-const counted = async (outcome: string) => sampleOf(await gateway.gateway.metrics.registry.getSingleMetricAsString('flashsale_admin_auth_failures_total'), `flashsale_admin_auth_failures_total{outcome="${outcome}"}`) ?? 0;
+  fetch(`${gateway.url}/admin/session`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...from(address) },
+    body: JSON.stringify({ token }),
+  });
+const counted = async (outcome: string) =>
+  sampleOf(
+    await gateway.gateway.metrics.registry.getSingleMetricAsString('flashsale_admin_auth_failures_total'),
+    `flashsale_admin_auth_failures_total{outcome="${outcome}"}`,
+  ) ?? 0;
 
 const getWithHost = async (path: string, host: string, headers: Record<string, string> = {}) => {
   const res = await requestWithHost(`${gateway.url}${path}`, host, { headers });
@@ -59,25 +72,31 @@ describe('failed admin authentications', () => {
 
     clock.advance(60_000);
     expect((await listSales('203.0.113.1', ctx.config.ADMIN_TOKEN)).status).toBe(200);
-    expect({ invalid: (await counted('invalid')) - before.invalid, limited: (await counted('rate_limited')) - before.limited }).toEqual({ invalid: 3, limited: 2 });
+    expect({ invalid: (await counted('invalid')) - before.invalid, limited: (await counted('rate_limited')) - before.limited }).toEqual({
+      invalid: 3,
+      limited: 2,
+    });
   });
 
-
   it('are held for every address once the process-wide budget is spent, guesses at the sign-in included', async () => {
-    for (const address of ['198.51.100.1', '198.51.100.2', '198.51.100.3']) expect((await listSales(address, 'wrong-token-wrong-token')).status).toBe(401);
+    for (const address of ['198.51.100.1', '198.51.100.2', '198.51.100.3'])
+      expect((await listSales(address, 'wrong-token-wrong-token')).status).toBe(401);
     for (const address of ['198.51.100.4', '198.51.100.5']) expect((await signIn(address, 'wrong-token-wrong-token')).status).toBe(401);
 
     expect((await signIn('198.51.100.6', ctx.config.ADMIN_TOKEN)).status).toBe(429);
     expect((await listSales('198.51.100.7', ctx.config.ADMIN_TOKEN)).status).toBe(429);
   });
-
 });
 
 describe('the admin Host allow-list', () => {
   it('refuses the admin API and the dashboard for a Host not allowed, as a DNS-rebinding page would send', async () => {
     for (const path of ['/api/admin/sales', '/admin/', '/admin/session']) {
       const answer = await getWithHost(path, 'attacker.example:3000', bearer(ctx.config.ADMIN_TOKEN));
-      expect({ path, status: answer.status, code: (JSON.parse(answer.body) as { code: string }).code }).toEqual({ path, status: 403, code: 'HOST_NOT_ALLOWED' });
+      expect({ path, status: answer.status, code: (JSON.parse(answer.body) as { code: string }).code }).toEqual({
+        path,
+        status: 403,
+        code: 'HOST_NOT_ALLOWED',
+      });
     }
     expect((await getWithHost('/api/admin/sales', 'localhost:3000', bearer(ctx.config.ADMIN_TOKEN))).status).toBe(200);
     expect((await getWithHost('/api/admin/sales', '[::1]:3000', bearer(ctx.config.ADMIN_TOKEN))).status).toBe(200);

@@ -28,7 +28,11 @@ describe('a bodiless admin control or cancel', () => {
     const before = await ctx.prisma.sale.findUniqueOrThrow({ where: { id: sale.id } });
 
     await expectProblem(
-      await fetch(`${gateway.url}/api/admin/sales/${sale.id}/${action}`, { method: 'POST', headers: { ...admin(), 'content-type': 'text/plain' }, body: 'please' }),
+      await fetch(`${gateway.url}/api/admin/sales/${sale.id}/${action}`, {
+        method: 'POST',
+        headers: { ...admin(), 'content-type': 'text/plain' },
+        body: 'please',
+      }),
       415,
       'UNSUPPORTED_MEDIA_TYPE',
       'send the body as application/json',
@@ -37,16 +41,25 @@ describe('a bodiless admin control or cancel', () => {
   });
 
   it('refuses a cancel with a text/plain body, 415', async () => {
-    const res = await fetch(`${gateway.url}/api/reservations/1-${randomUUID()}/cancel`, { method: 'POST', headers: { ...bearer(buyerToken('buyer-text')), 'content-type': 'text/plain' }, body: 'x' });
+    const res = await fetch(`${gateway.url}/api/reservations/1-${randomUUID()}/cancel`, {
+      method: 'POST',
+      headers: { ...bearer(buyerToken('buyer-text')), 'content-type': 'text/plain' },
+      body: 'x',
+    });
     await expectProblem(res, 415, 'UNSUPPORTED_MEDIA_TYPE', 'send the body as application/json');
   });
 });
 
 describe('GET /api/admin/sales?limit=', () => {
-  it.each(['0x10', '1e1', ' 16', '16.0', '+16', '016', '0', '101'])('refuses %j: a page size is written in decimal digits, 1 to 100', async (limit) => {
-    const res = await fetch(`${gateway.url}/api/admin/sales?limit=${encodeURIComponent(limit)}`, { headers: admin() });
-    await expectProblem(res, 400, 'INVALID_REQUEST', 'limit: must be a whole number from 1 to 100', { errors: ['limit: must be a whole number from 1 to 100'] });
-  });
+  it.each(['0x10', '1e1', ' 16', '16.0', '+16', '016', '0', '101'])(
+    'refuses %j: a page size is written in decimal digits, 1 to 100',
+    async (limit) => {
+      const res = await fetch(`${gateway.url}/api/admin/sales?limit=${encodeURIComponent(limit)}`, { headers: admin() });
+      await expectProblem(res, 400, 'INVALID_REQUEST', 'limit: must be a whole number from 1 to 100', {
+        errors: ['limit: must be a whole number from 1 to 100'],
+      });
+    },
+  );
 
   it('takes 16 spelt as 16', async () => {
     expect((await fetch(`${gateway.url}/api/admin/sales?limit=16`, { headers: admin() })).status).toBe(200);

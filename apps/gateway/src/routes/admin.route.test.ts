@@ -20,7 +20,11 @@ const uniqueName = () => `Admin test ${randomUUID()}`;
 const iso = (ms: number) => new Date(ms).toISOString();
 
 function createSale(body: unknown, headers: Record<string, string> = bearer(ctx.config.ADMIN_TOKEN)): Promise<Response> {
-  return fetch(`${gateway.url}/api/admin/sales`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  return fetch(`${gateway.url}/api/admin/sales`, {
+    method: 'POST',
+    headers: { ...headers, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
 }
 
 function stats(saleId: number | string, headers: Record<string, string> = bearer(ctx.config.ADMIN_TOKEN)): Promise<Response> {
@@ -35,27 +39,49 @@ async function purchase(saleId: number, buyer: string): Promise<string> {
 
 describe('POST /api/admin/sales', () => {
   it('takes the payment window a sale sets for itself', async () => {
-    const res = await createSale({ name: uniqueName(), stock: 3, startsAt: '2030-01-01T00:00:00.000Z', endsAt: '2030-01-02T00:00:00.000Z', paymentWindowSeconds: 45 });
+    const res = await createSale({
+      name: uniqueName(),
+      stock: 3,
+      startsAt: '2030-01-01T00:00:00.000Z',
+      endsAt: '2030-01-02T00:00:00.000Z',
+      paymentWindowSeconds: 45,
+    });
     const created = (await res.json()) as { id: number; paymentWindowSeconds: number };
 
     expect({ status: res.status, window: created.paymentWindowSeconds }).toEqual({ status: 201, window: 45 });
     expect((await ctx.prisma.sale.findUniqueOrThrow({ where: { id: created.id } })).paymentWindowSeconds).toBe(45);
   });
 
-  it('takes the rebuy rule a sale sets for itself: answered, in MySQL, in Redis and in the operators\' view', async () => {
-    const res = await createSale({ name: uniqueName(), stock: 3, startsAt: '2030-01-01T00:00:00.000Z', endsAt: '2030-01-02T00:00:00.000Z', maxOrdersPerBuyer: 5, rebuyCooldownSeconds: 0 });
+  it("takes the rebuy rule a sale sets for itself: answered, in MySQL, in Redis and in the operators' view", async () => {
+    const res = await createSale({
+      name: uniqueName(),
+      stock: 3,
+      startsAt: '2030-01-01T00:00:00.000Z',
+      endsAt: '2030-01-02T00:00:00.000Z',
+      maxOrdersPerBuyer: 5,
+      rebuyCooldownSeconds: 0,
+    });
     const created = (await res.json()) as { id: number; maxOrdersPerBuyer: number; rebuyCooldownSeconds: number };
 
-    expect({ status: res.status, maxOrdersPerBuyer: created.maxOrdersPerBuyer, rebuyCooldownSeconds: created.rebuyCooldownSeconds }).toEqual({ status: 201, maxOrdersPerBuyer: 5, rebuyCooldownSeconds: 0 });
-    expect(await ctx.prisma.sale.findUniqueOrThrow({ where: { id: created.id } })).toMatchObject({ maxOrdersPerBuyer: 5, rebuyCooldownSeconds: 0 });
+    expect({
+      status: res.status,
+      maxOrdersPerBuyer: created.maxOrdersPerBuyer,
+      rebuyCooldownSeconds: created.rebuyCooldownSeconds,
+    }).toEqual({ status: 201, maxOrdersPerBuyer: 5, rebuyCooldownSeconds: 0 });
+    expect(await ctx.prisma.sale.findUniqueOrThrow({ where: { id: created.id } })).toMatchObject({
+      maxOrdersPerBuyer: 5,
+      rebuyCooldownSeconds: 0,
+    });
     expect(await ctx.redis.hmget(saleKeys(ctx.config.REDIS_PREFIX, created.id).meta, 'rb_max', 'rb_cool')).toEqual(['5', '0']);
     // The page that starts at this sale (the list is newest first, `cursor` the id after it): the other
     // files' sales created meanwhile in the shared database cannot push it off the page.
-    const list = (await (await fetch(`${gateway.url}/api/admin/sales?limit=1&cursor=${created.id + 1}`, { headers: bearer(ctx.config.ADMIN_TOKEN) })).json()) as { sales: { id: number }[] };
+    const list = (await (
+      await fetch(`${gateway.url}/api/admin/sales?limit=1&cursor=${created.id + 1}`, { headers: bearer(ctx.config.ADMIN_TOKEN) })
+    ).json()) as { sales: { id: number }[] };
     expect(list.sales).toEqual([expect.objectContaining({ id: created.id, maxOrdersPerBuyer: 5, rebuyCooldownSeconds: 0 })]);
   });
 
-  it('gives a sale that sets no rebuy rule the gateway\'s MAX_ORDERS_PER_BUYER and REBUY_COOLDOWN_SECONDS', async () => {
+  it("gives a sale that sets no rebuy rule the gateway's MAX_ORDERS_PER_BUYER and REBUY_COOLDOWN_SECONDS", async () => {
     const configured = createTestContext({ MAX_ORDERS_PER_BUYER: '7', REBUY_COOLDOWN_SECONDS: '90' });
     const server = await startGateway(configured);
     try {
@@ -67,7 +93,10 @@ describe('POST /api/admin/sales', () => {
       const created = (await res.json()) as { id: number };
 
       expect(created).toMatchObject({ maxOrdersPerBuyer: 7, rebuyCooldownSeconds: 90 });
-      expect(await configured.prisma.sale.findUniqueOrThrow({ where: { id: created.id } })).toMatchObject({ maxOrdersPerBuyer: 7, rebuyCooldownSeconds: 90 });
+      expect(await configured.prisma.sale.findUniqueOrThrow({ where: { id: created.id } })).toMatchObject({
+        maxOrdersPerBuyer: 7,
+        rebuyCooldownSeconds: 90,
+      });
     } finally {
       await server.close();
       await configured.close();
@@ -83,7 +112,13 @@ describe('POST /api/admin/sales', () => {
     expect(res.status).toBe(201);
     const created = (await res.json()) as { id: number };
     // The sale's payment window and rebuy rule: the gateway's defaults when the request does not set them.
-    expect(created).toEqual({ id: created.id, ...input, paymentWindowSeconds: ctx.config.PAYMENT_WINDOW_SECONDS, maxOrdersPerBuyer: 3, rebuyCooldownSeconds: 30 });
+    expect(created).toEqual({
+      id: created.id,
+      ...input,
+      paymentWindowSeconds: ctx.config.PAYMENT_WINDOW_SECONDS,
+      maxOrdersPerBuyer: 3,
+      rebuyCooldownSeconds: 30,
+    });
     expect(Number.isInteger(created.id) && created.id > 0).toBe(true);
     expect(await ctx.prisma.sale.findUnique({ where: { id: created.id } })).toEqual({
       id: created.id,
@@ -144,12 +179,31 @@ describe('POST /api/admin/sales', () => {
   it('trims the name, reads times with an offset as UTC and limits each buyer to 1 unit by default', async () => {
     const name = uniqueName();
 
-    const res = await createSale({ name: `  ${name}  `, stock: 5, startsAt: '2030-06-01T12:00:00+02:00', endsAt: '2030-06-01T13:30:00.250+02:00' });
+    const res = await createSale({
+      name: `  ${name}  `,
+      stock: 5,
+      startsAt: '2030-06-01T12:00:00+02:00',
+      endsAt: '2030-06-01T13:30:00.250+02:00',
+    });
 
     expect(res.status).toBe(201);
     const created = (await res.json()) as { id: number };
-    expect(created).toEqual({ id: created.id, name, stock: 5, startsAt: '2030-06-01T10:00:00.000Z', endsAt: '2030-06-01T11:30:00.250Z', perUserLimit: 1, paymentWindowSeconds: 900, maxOrdersPerBuyer: 3, rebuyCooldownSeconds: 30 });
-    expect(await (await fetch(`${gateway.url}/api/sales/${created.id}`)).json()).toMatchObject({ perUserLimit: 1, remaining: 5, status: 'scheduled' });
+    expect(created).toEqual({
+      id: created.id,
+      name,
+      stock: 5,
+      startsAt: '2030-06-01T10:00:00.000Z',
+      endsAt: '2030-06-01T11:30:00.250Z',
+      perUserLimit: 1,
+      paymentWindowSeconds: 900,
+      maxOrdersPerBuyer: 3,
+      rebuyCooldownSeconds: 30,
+    });
+    expect(await (await fetch(`${gateway.url}/api/sales/${created.id}`)).json()).toMatchObject({
+      perUserLimit: 1,
+      remaining: 5,
+      status: 'scheduled',
+    });
   });
 
   it.each<[string, Record<string, string>, string]>([
@@ -182,20 +236,52 @@ describe('POST /api/admin/sales', () => {
     ['a date without a time zone', { ...valid, startsAt: '2030-01-01T00:00:00' }, 'startsAt: Invalid ISO datetime'],
     ['an impossible date', { ...valid, startsAt: '2030-13-01T00:00:00Z' }, 'startsAt: Invalid ISO datetime'],
     // MySQL would store year 0042 and its driver read it back as 2042: MySQL and Redis disagreeing on the window.
-    ['a start in year 0042', { ...valid, startsAt: '0042-01-01T00:00:00.000Z' }, 'startsAt: must be between 2000-01-01T00:00:00.000Z and 9999-12-31T23:59:59.999Z'],
-    ['a start before 2000', { ...valid, startsAt: '1999-12-31T23:59:59.999Z' }, 'startsAt: must be between 2000-01-01T00:00:00.000Z and 9999-12-31T23:59:59.999Z'],
+    [
+      'a start in year 0042',
+      { ...valid, startsAt: '0042-01-01T00:00:00.000Z' },
+      'startsAt: must be between 2000-01-01T00:00:00.000Z and 9999-12-31T23:59:59.999Z',
+    ],
+    [
+      'a start before 2000',
+      { ...valid, startsAt: '1999-12-31T23:59:59.999Z' },
+      'startsAt: must be between 2000-01-01T00:00:00.000Z and 9999-12-31T23:59:59.999Z',
+    ],
     // The gateway refuses a quantity above 1,000,000: a sale may not promise more per buyer.
-    ['a per-user limit above 1,000,000', { ...valid, stock: 2_000_000, perUserLimit: 1_000_001 }, 'perUserLimit: Too big: expected number to be <=1000000'],
+    [
+      'a per-user limit above 1,000,000',
+      { ...valid, stock: 2_000_000, perUserLimit: 1_000_001 },
+      'perUserLimit: Too big: expected number to be <=1000000',
+    ],
     ['a payment window under 10 s', { ...valid, paymentWindowSeconds: 9 }, 'paymentWindowSeconds: Too small: expected number to be >=10'],
-    ['a payment window over a day', { ...valid, paymentWindowSeconds: 86_401 }, 'paymentWindowSeconds: Too big: expected number to be <=86400'],
-    ['a fractional payment window', { ...valid, paymentWindowSeconds: 30.5 }, 'paymentWindowSeconds: Invalid input: expected int, received number'],
+    [
+      'a payment window over a day',
+      { ...valid, paymentWindowSeconds: 86_401 },
+      'paymentWindowSeconds: Too big: expected number to be <=86400',
+    ],
+    [
+      'a fractional payment window',
+      { ...valid, paymentWindowSeconds: 30.5 },
+      'paymentWindowSeconds: Invalid input: expected int, received number',
+    ],
     ['no order allowed per buyer', { ...valid, maxOrdersPerBuyer: 0 }, 'maxOrdersPerBuyer: Too small: expected number to be >=1'],
     ['over 1000 orders per buyer', { ...valid, maxOrdersPerBuyer: 1001 }, 'maxOrdersPerBuyer: Too big: expected number to be <=1000'],
     ['a fractional order count', { ...valid, maxOrdersPerBuyer: 2.5 }, 'maxOrdersPerBuyer: Invalid input: expected int, received number'],
-    ['an order count as a string', { ...valid, maxOrdersPerBuyer: '3' }, 'maxOrdersPerBuyer: Invalid input: expected number, received string'],
+    [
+      'an order count as a string',
+      { ...valid, maxOrdersPerBuyer: '3' },
+      'maxOrdersPerBuyer: Invalid input: expected number, received string',
+    ],
     ['a negative rebuy cooldown', { ...valid, rebuyCooldownSeconds: -1 }, 'rebuyCooldownSeconds: Too small: expected number to be >=0'],
-    ['a rebuy cooldown over a day', { ...valid, rebuyCooldownSeconds: 86_401 }, 'rebuyCooldownSeconds: Too big: expected number to be <=86400'],
-    ['a null rebuy cooldown', { ...valid, rebuyCooldownSeconds: null }, 'rebuyCooldownSeconds: Invalid input: expected number, received null'],
+    [
+      'a rebuy cooldown over a day',
+      { ...valid, rebuyCooldownSeconds: 86_401 },
+      'rebuyCooldownSeconds: Too big: expected number to be <=86400',
+    ],
+    [
+      'a null rebuy cooldown',
+      { ...valid, rebuyCooldownSeconds: null },
+      'rebuyCooldownSeconds: Invalid input: expected number, received null',
+    ],
   ])('refuses a sale with %s with 400 INVALID_REQUEST and creates nothing', async (_, fields, detail) => {
     const name = uniqueName();
     const keysBefore = await keysUnderPrefix(ctx);
@@ -208,15 +294,23 @@ describe('POST /api/admin/sales', () => {
   it('refuses a sale without a name, naming every missing field', async () => {
     const detail = 'name: Invalid input: expected string, received undefined; stock: Invalid input: expected number, received undefined';
 
-    await expectProblem(await createSale({ startsAt: valid.startsAt, endsAt: valid.endsAt }), 400, 'INVALID_REQUEST', detail, { errors: detail.split('; ') });
+    await expectProblem(await createSale({ startsAt: valid.startsAt, endsAt: valid.endsAt }), 400, 'INVALID_REQUEST', detail, {
+      errors: detail.split('; '),
+    });
   });
 
   it('names every bad field at once, and only the bad ones', async () => {
     const detail = 'stock: Too small: expected number to be >=1; endsAt: must be after startsAt';
 
-    await expectProblem(await createSale({ name: uniqueName(), ...valid, stock: 0, endsAt: '2029-01-01T00:00:00.000Z' }), 400, 'INVALID_REQUEST', detail, {
-      errors: detail.split('; '),
-    });
+    await expectProblem(
+      await createSale({ name: uniqueName(), ...valid, stock: 0, endsAt: '2029-01-01T00:00:00.000Z' }),
+      400,
+      'INVALID_REQUEST',
+      detail,
+      {
+        errors: detail.split('; '),
+      },
+    );
   });
 
   it('refuses a body that is not JSON with 415 UNSUPPORTED_MEDIA_TYPE', async () => {
@@ -257,7 +351,27 @@ describe('GET /api/admin/sales/:saleId/stats', () => {
     const res = await stats(sale.id);
 
     expect(res.status).toBe(200);
-    expect(await res.json()).toEqual({ saleId: sale.id, stock: 5, remaining: 4, inFlight: 1, ordersInDb: 0, unitsInDb: 0, ordersByStatus: { created: { orders: 0, units: 0 }, paid: { orders: 0, units: 0 }, cancelled: { orders: 0, units: 0 }, expired: { orders: 0, units: 0 } }, unitsReturned: 0, unitsAwaitingReturn: 0, refundsDue: { count: 0, amountCents: 0 }, deadLettered: 0, consistent: true, lost: { reservations: 0, units: 0 }, audit: null });
+    expect(await res.json()).toEqual({
+      saleId: sale.id,
+      stock: 5,
+      remaining: 4,
+      inFlight: 1,
+      ordersInDb: 0,
+      unitsInDb: 0,
+      ordersByStatus: {
+        created: { orders: 0, units: 0 },
+        paid: { orders: 0, units: 0 },
+        cancelled: { orders: 0, units: 0 },
+        expired: { orders: 0, units: 0 },
+      },
+      unitsReturned: 0,
+      unitsAwaitingReturn: 0,
+      refundsDue: { count: 0, amountCents: 0 },
+      deadLettered: 0,
+      consistent: true,
+      lost: { reservations: 0, units: 0 },
+      audit: null,
+    });
   });
 
   it('balances once the order is in MySQL and the entry acknowledged', async () => {
@@ -266,18 +380,75 @@ describe('GET /api/admin/sales/:saleId/stats', () => {
     const reservationId = await purchase(sale.id, buyer);
     // A stand-in for the worker: take the entry, write the order, acknowledge.
     const stream = saleKeys(ctx.config.REDIS_PREFIX, sale.id).stream;
-    const [[, [[entryId]]]] = (await ctx.redis.xreadgroup('GROUP', ORDER_WRITERS_GROUP, 'test', 'COUNT', 1, 'STREAMS', stream, '>')) as [[string, [[string, string[]]]]];
-    await createOrderStore(ctx.prisma).sale(sale.id).writeOrderBatch([{ reservationId, saleId: sale.id, userId: buyer, quantity: 1, reservedAt: Date.now(), generation: sale.generation }]);
+    const [[, [[entryId]]]] = (await ctx.redis.xreadgroup('GROUP', ORDER_WRITERS_GROUP, 'test', 'COUNT', 1, 'STREAMS', stream, '>')) as [
+      [string, [[string, string[]]]],
+    ];
+    await createOrderStore(ctx.prisma)
+      .sale(sale.id)
+      .writeOrderBatch([
+        { reservationId, saleId: sale.id, userId: buyer, quantity: 1, reservedAt: Date.now(), generation: sale.generation },
+      ]);
     await ctx.redis.xack(stream, ORDER_WRITERS_GROUP, entryId);
 
-    expect(await (await stats(sale.id)).json()).toEqual({ saleId: sale.id, stock: 5, remaining: 4, inFlight: 0, ordersInDb: 1, unitsInDb: 1, ordersByStatus: { created: { orders: 1, units: 1 }, paid: { orders: 0, units: 0 }, cancelled: { orders: 0, units: 0 }, expired: { orders: 0, units: 0 } }, unitsReturned: 0, unitsAwaitingReturn: 0, refundsDue: { count: 0, amountCents: 0 }, deadLettered: 0, consistent: true, lost: { reservations: 0, units: 0 }, audit: null });
+    expect(await (await stats(sale.id)).json()).toEqual({
+      saleId: sale.id,
+      stock: 5,
+      remaining: 4,
+      inFlight: 0,
+      ordersInDb: 1,
+      unitsInDb: 1,
+      ordersByStatus: {
+        created: { orders: 1, units: 1 },
+        paid: { orders: 0, units: 0 },
+        cancelled: { orders: 0, units: 0 },
+        expired: { orders: 0, units: 0 },
+      },
+      unitsReturned: 0,
+      unitsAwaitingReturn: 0,
+      refundsDue: { count: 0, amountCents: 0 },
+      deadLettered: 0,
+      consistent: true,
+      lost: { reservations: 0, units: 0 },
+      audit: null,
+    });
   });
 
   it('reports the ledger as inconsistent when MySQL holds units Redis still counts as remaining', async () => {
     const sale = await createLiveSale(ctx, { stock: 5 });
-    await createOrderStore(ctx.prisma).sale(sale.id).writeOrderBatch([{ reservationId: `${sale.id}-${randomUUID()}`, saleId: sale.id, userId: 'ghost', quantity: 1, reservedAt: Date.now(), generation: sale.generation }]);
+    await createOrderStore(ctx.prisma)
+      .sale(sale.id)
+      .writeOrderBatch([
+        {
+          reservationId: `${sale.id}-${randomUUID()}`,
+          saleId: sale.id,
+          userId: 'ghost',
+          quantity: 1,
+          reservedAt: Date.now(),
+          generation: sale.generation,
+        },
+      ]);
 
-    expect(await (await stats(sale.id)).json()).toEqual({ saleId: sale.id, stock: 5, remaining: 5, inFlight: 0, ordersInDb: 1, unitsInDb: 1, ordersByStatus: { created: { orders: 1, units: 1 }, paid: { orders: 0, units: 0 }, cancelled: { orders: 0, units: 0 }, expired: { orders: 0, units: 0 } }, unitsReturned: 0, unitsAwaitingReturn: 0, refundsDue: { count: 0, amountCents: 0 }, deadLettered: 0, consistent: false, lost: { reservations: 0, units: 0 }, audit: null });
+    expect(await (await stats(sale.id)).json()).toEqual({
+      saleId: sale.id,
+      stock: 5,
+      remaining: 5,
+      inFlight: 0,
+      ordersInDb: 1,
+      unitsInDb: 1,
+      ordersByStatus: {
+        created: { orders: 1, units: 1 },
+        paid: { orders: 0, units: 0 },
+        cancelled: { orders: 0, units: 0 },
+        expired: { orders: 0, units: 0 },
+      },
+      unitsReturned: 0,
+      unitsAwaitingReturn: 0,
+      refundsDue: { count: 0, amountCents: 0 },
+      deadLettered: 0,
+      consistent: false,
+      lost: { reservations: 0, units: 0 },
+      audit: null,
+    });
   });
 
   it('answers an unknown sale with 404 SALE_NOT_FOUND', async () => {

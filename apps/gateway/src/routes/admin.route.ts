@@ -47,29 +47,34 @@ const saleName = z
   .refine((name) => name.isWellFormed(), 'must be well-formed Unicode (it has a lone surrogate)')
   .refine((name) => !UNSAFE_NAME_CHARACTERS.test(name), 'must not contain control characters or bidirectional formatting characters');
 
-const setting = (limits: { min: number; max: number }, integer: boolean) => (integer ? z.number().int() : z.number()).min(limits.min).max(limits.max);
+const setting = (limits: { min: number; max: number }, integer: boolean) =>
+  (integer ? z.number().int() : z.number()).min(limits.min).max(limits.max);
 
 // `admission` absent or { mode: "open" }: an open sale, exactly as before the door. { mode: "queue", ... }:
 // behind the door, each setting not given at its default (ADMISSION_DEFAULTS).
 const admissionBody = z.discriminatedUnion('mode', [
   z.strictObject({ mode: z.literal('open') }),
-  z.strictObject({
-    mode: z.literal('queue'),
-    preQueueSeconds: setting(ADMISSION_LIMITS.preQueueSeconds, true).default(ADMISSION_DEFAULTS.preQueueSeconds),
-    admitPerSecond: setting(ADMISSION_LIMITS.admitPerSecond, false).default(ADMISSION_DEFAULTS.admitPerSecond),
-    admissionTtlSeconds: setting(ADMISSION_LIMITS.admissionTtlSeconds, true).default(ADMISSION_DEFAULTS.admissionTtlSeconds),
-    noShowFactor: setting(ADMISSION_LIMITS.noShowFactor, false).default(ADMISSION_DEFAULTS.noShowFactor),
-    // Against account farms (docs/api.md, "The door"): each at its default when not given.
-    showUpSeconds: setting(ADMISSION_LIMITS.showUpSeconds, true).optional(),
-    challenge: z.enum(DOOR_CHALLENGES).default(ADMISSION_DEFAULTS.challenge),
-    challengeMaxNumber: setting(ADMISSION_LIMITS.challengeMaxNumber, true).default(ADMISSION_DEFAULTS.challengeMaxNumber),
-    requireClaim: z
-      .string()
-      .regex(CLAIM_NAME, 'must be a claim name: a letter or _, then up to 63 letters, digits or _ . : -')
-      .refine((name) => !REGISTERED_CLAIMS.includes(name), `must not be a registered claim (${REGISTERED_CLAIMS.join(', ')}): every token may carry those`)
-      .optional(),
-    maxQueueSize: setting(ADMISSION_LIMITS.maxQueueSize, true).optional(),
-  })
+  z
+    .strictObject({
+      mode: z.literal('queue'),
+      preQueueSeconds: setting(ADMISSION_LIMITS.preQueueSeconds, true).default(ADMISSION_DEFAULTS.preQueueSeconds),
+      admitPerSecond: setting(ADMISSION_LIMITS.admitPerSecond, false).default(ADMISSION_DEFAULTS.admitPerSecond),
+      admissionTtlSeconds: setting(ADMISSION_LIMITS.admissionTtlSeconds, true).default(ADMISSION_DEFAULTS.admissionTtlSeconds),
+      noShowFactor: setting(ADMISSION_LIMITS.noShowFactor, false).default(ADMISSION_DEFAULTS.noShowFactor),
+      // Against account farms (docs/api.md, "The door"): each at its default when not given.
+      showUpSeconds: setting(ADMISSION_LIMITS.showUpSeconds, true).optional(),
+      challenge: z.enum(DOOR_CHALLENGES).default(ADMISSION_DEFAULTS.challenge),
+      challengeMaxNumber: setting(ADMISSION_LIMITS.challengeMaxNumber, true).default(ADMISSION_DEFAULTS.challengeMaxNumber),
+      requireClaim: z
+        .string()
+        .regex(CLAIM_NAME, 'must be a claim name: a letter or _, then up to 63 letters, digits or _ . : -')
+        .refine(
+          (name) => !REGISTERED_CLAIMS.includes(name),
+          `must not be a registered claim (${REGISTERED_CLAIMS.join(', ')}): every token may carry those`,
+        )
+        .optional(),
+      maxQueueSize: setting(ADMISSION_LIMITS.maxQueueSize, true).optional(),
+    })
     .refine((door) => door.showUpSeconds === undefined || door.showUpSeconds <= door.admissionTtlSeconds, {
       path: ['showUpSeconds'],
       message: 'must not exceed admissionTtlSeconds (the whole turn)',
@@ -102,8 +107,16 @@ const newSaleBody = z
     maxOrdersPerBuyer: setting(REBUY_RULE_LIMITS.maxOrdersPerBuyer, true).optional(),
     rebuyCooldownSeconds: setting(REBUY_RULE_LIMITS.rebuyCooldownSeconds, true).optional(),
   })
-  .refine((sale) => sale.endsAt > sale.startsAt, { path: ['endsAt'], message: 'must be after startsAt', when: whenValid('startsAt', 'endsAt') })
-  .refine((sale) => sale.perUserLimit <= sale.stock, { path: ['perUserLimit'], message: 'must not exceed stock', when: whenValid('stock', 'perUserLimit') });
+  .refine((sale) => sale.endsAt > sale.startsAt, {
+    path: ['endsAt'],
+    message: 'must be after startsAt',
+    when: whenValid('startsAt', 'endsAt'),
+  })
+  .refine((sale) => sale.perUserLimit <= sale.stock, {
+    path: ['perUserLimit'],
+    message: 'must not exceed stock',
+    when: whenValid('stock', 'perUserLimit'),
+  });
 
 // A page of losses: `cursor` is the nextCursor of the previous page, a reservation id of the same sale.
 const lossesQuery = (saleId: number) =>
@@ -126,31 +139,26 @@ export function adminRouter(deps: GatewayDeps): Router {
   const { config, sales } = deps;
   const router = Router();
 
-  router.post(
-    '/api/admin/sales',
-    jsonBodyOnly,
-    express.json({ limit: config.HTTP_MAX_BODY_BYTES, strict: true }),
-    async (req, res) => {
-      const { admission, maxOrdersPerBuyer, rebuyCooldownSeconds, ...parsed } = parseOrThrow(newSaleBody, req.body ?? {});
-      const input = {
-        ...parsed,
-        paymentWindowSeconds: parsed.paymentWindowSeconds ?? config.PAYMENT_WINDOW_SECONDS,
-        ...(admission?.mode === 'queue' && { admission: queueAdmission(admission) }),
-        rebuyRule: {
-          maxOrdersPerBuyer: maxOrdersPerBuyer ?? config.MAX_ORDERS_PER_BUYER,
-          rebuyCooldownSeconds: rebuyCooldownSeconds ?? config.REBUY_COOLDOWN_SECONDS,
-        },
-      };
-      const sale = await sales.createSale(input, creationKeyOf(req.headers['idempotency-key'], input), () => !res.headersSent);
-      // An open sale's answer is exactly what it was before the door.
-      res.status(201).json({
-        ...saleView(sale),
-        paymentWindowSeconds: sale.paymentWindowSeconds,
-        ...sale.rebuyRule,
-        ...(sale.admission && { admission: admissionView(sale.admission) }),
-      });
-    },
-  );
+  router.post('/api/admin/sales', jsonBodyOnly, express.json({ limit: config.HTTP_MAX_BODY_BYTES, strict: true }), async (req, res) => {
+    const { admission, maxOrdersPerBuyer, rebuyCooldownSeconds, ...parsed } = parseOrThrow(newSaleBody, req.body ?? {});
+    const input = {
+      ...parsed,
+      paymentWindowSeconds: parsed.paymentWindowSeconds ?? config.PAYMENT_WINDOW_SECONDS,
+      ...(admission?.mode === 'queue' && { admission: queueAdmission(admission) }),
+      rebuyRule: {
+        maxOrdersPerBuyer: maxOrdersPerBuyer ?? config.MAX_ORDERS_PER_BUYER,
+        rebuyCooldownSeconds: rebuyCooldownSeconds ?? config.REBUY_COOLDOWN_SECONDS,
+      },
+    };
+    const sale = await sales.createSale(input, creationKeyOf(req.headers['idempotency-key'], input), () => !res.headersSent);
+    // An open sale's answer is exactly what it was before the door.
+    res.status(201).json({
+      ...saleView(sale),
+      paymentWindowSeconds: sale.paymentWindowSeconds,
+      ...sale.rebuyRule,
+      ...(sale.admission && { admission: admissionView(sale.admission) }),
+    });
+  });
 
   router.get('/api/admin/sales/:saleId/stats', async (req, res) => {
     res.json(await sales.readSaleStats(saleIdParam(req.params.saleId)));
@@ -177,11 +185,21 @@ export function adminRouter(deps: GatewayDeps): Router {
       })
       .catch((error: unknown) => {
         if (!(error instanceof ReconcileUnfinished)) throw error;
-        throw new AppError('SERVICE_UNAVAILABLE', `the reconciliation did not finish: ${error.message}; is a reconciler running?`, { jobId: error.jobId });
+        throw new AppError('SERVICE_UNAVAILABLE', `the reconciliation did not finish: ${error.message}; is a reconciler running?`, {
+          jobId: error.jobId,
+        });
       });
     // What was lost is told to whoever asked: the rebuild judged the replaced state against the last
     // checkpoint whatever the reason it was asked for.
-    res.json({ saleId, remaining: result.remaining, buyers: result.buyers, tookMs: result.tookMs, lost: result.lost, judgement: result.judgement, restored: result.restored ?? { reservations: 0, units: 0 } });
+    res.json({
+      saleId,
+      remaining: result.remaining,
+      buyers: result.buyers,
+      tookMs: result.tookMs,
+      lost: result.lost,
+      judgement: result.judgement,
+      restored: result.restored ?? { reservations: 0, units: 0 },
+    });
   });
   return router;
 }

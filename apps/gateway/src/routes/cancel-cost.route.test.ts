@@ -20,8 +20,10 @@ gatewayPerFile(
   { env: { RATE_LIMIT_PER_SECOND: '3' }, now: clock.now },
 );
 
-const purchase = (saleId: number, buyer: string) => fetch(`${gateway.url}/api/sales/${saleId}/purchase`, { method: 'POST', headers: bearer(buyerToken(buyer)) });
-const cancel = (reservationId: string, buyer: string) => fetch(`${gateway.url}/api/reservations/${reservationId}/cancel`, { method: 'POST', headers: bearer(buyerToken(buyer)) });
+const purchase = (saleId: number, buyer: string) =>
+  fetch(`${gateway.url}/api/sales/${saleId}/purchase`, { method: 'POST', headers: bearer(buyerToken(buyer)) });
+const cancel = (reservationId: string, buyer: string) =>
+  fetch(`${gateway.url}/api/reservations/${reservationId}/cancel`, { method: 'POST', headers: bearer(buyerToken(buyer)) });
 
 /** A new buyer's order on a new sale, written as a worker writes it; the clock then opens a fresh second. */
 async function orderOf() {
@@ -85,7 +87,7 @@ describe('a repeated cancel', () => {
 });
 
 describe('cancels and purchases', () => {
-  it('share the buyer\'s purchase budget: a cancel-and-rebuy loop spends one budget', async () => {
+  it("share the buyer's purchase budget: a cancel-and-rebuy loop spends one budget", async () => {
     const { sale, buyer, reservationId } = await orderOf();
 
     expect((await cancel(reservationId, buyer)).status).toBe(200);

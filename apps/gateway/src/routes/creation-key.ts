@@ -16,7 +16,9 @@ export function creationKeyOf(header: string | string[] | undefined, input: NewS
   // An open sale's hash is what it was before the door (a retry across the upgrade still matches), and so
   // is a sale's under the built-in rebuy rule.
   const rebuyRule = input.rebuyRule ?? REBUY_RULE_DEFAULTS;
-  const defaultRule = rebuyRule.maxOrdersPerBuyer === REBUY_RULE_DEFAULTS.maxOrdersPerBuyer && rebuyRule.rebuyCooldownSeconds === REBUY_RULE_DEFAULTS.rebuyCooldownSeconds;
+  const defaultRule =
+    rebuyRule.maxOrdersPerBuyer === REBUY_RULE_DEFAULTS.maxOrdersPerBuyer &&
+    rebuyRule.rebuyCooldownSeconds === REBUY_RULE_DEFAULTS.rebuyCooldownSeconds;
   const canonical = JSON.stringify([
     input.name,
     input.stock,

@@ -23,7 +23,9 @@ function pathOf(url: string): string | undefined {
 
 /** `Allow: POST`, as Express answers an OPTIONS request for a path only POST is routed on. */
 function answerOptions(res: ServerResponse): void {
-  res.writeHead(200, { Allow: 'POST', 'Content-Length': '4', 'Content-Type': 'text/plain', 'X-Content-Type-Options': 'nosniff' }).end('POST');
+  res
+    .writeHead(200, { Allow: 'POST', 'Content-Length': '4', 'Content-Type': 'text/plain', 'X-Content-Type-Options': 'nosniff' })
+    .end('POST');
 }
 
 /** 429 RATE_LIMITED, sent in `ms` (unless the client has gone by then). */
@@ -82,7 +84,8 @@ export function frontDoor({ purchase, queueStatus, publicReads }: CrowdHandlers,
         return method === 'POST' ? purchase(req, res, saleId) : answerOptions(res);
       }
       // Not a crowd path (a purchase or a poll never pays for this look).
-      if (method === 'GET' && publicReads && path !== undefined && SALE_READ_PATH.test(path) && publicReads.spent(req)) return refuseLater(res, publicReads.untilNextSecond());
+      if (method === 'GET' && publicReads && path !== undefined && SALE_READ_PATH.test(path) && publicReads.spent(req))
+        return refuseLater(res, publicReads.untilNextSecond());
     }
     app(req, res);
   };

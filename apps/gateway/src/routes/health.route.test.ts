@@ -70,7 +70,7 @@ describe('health and metrics', () => {
     }
   });
 
-  it('answers /metrics on the buyers\' port with a 404 problem, like any unknown route', async () => {
+  it("answers /metrics on the buyers' port with a 404 problem, like any unknown route", async () => {
     await expectProblem(await fetch(`${gateway.url}/metrics`), 404, 'NOT_FOUND', 'no route for GET /metrics');
   });
 
@@ -79,6 +79,11 @@ describe('health and metrics', () => {
   });
 
   it('answers a known path with an unsupported method with a 404 problem', async () => {
-    await expectProblem(await fetch(`${gateway.url}/api/sales/1`, { method: 'DELETE' }), 404, 'NOT_FOUND', 'no route for DELETE /api/sales/1');
+    await expectProblem(
+      await fetch(`${gateway.url}/api/sales/1`, { method: 'DELETE' }),
+      404,
+      'NOT_FOUND',
+      'no route for DELETE /api/sales/1',
+    );
   });
 });

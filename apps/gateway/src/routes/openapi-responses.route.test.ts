@@ -38,9 +38,27 @@ const DOCUMENT_ID = 'https://flashsale.dev/openapi.json';
 // Strict, so a misspelt keyword in a schema fails here rather than validating nothing. The whole document
 // is added as one schema (its `$ref`s are relative to it); the OpenAPI members around the schemas are
 // declared as keywords that validate nothing.
-const ajv = new Ajv2020({ allErrors: true, strictSchema: true, strictNumbers: true, strictTuples: true, strictTypes: false, strictRequired: false });
+const ajv = new Ajv2020({
+  allErrors: true,
+  strictSchema: true,
+  strictNumbers: true,
+  strictTuples: true,
+  strictTypes: false,
+  strictRequired: false,
+});
 addFormats.default(ajv);
-ajv.addVocabulary(['openapi', 'info', 'jsonSchemaDialect', 'servers', 'paths', 'webhooks', 'components', 'security', 'tags', 'externalDocs']);
+ajv.addVocabulary([
+  'openapi',
+  'info',
+  'jsonSchemaDialect',
+  'servers',
+  'paths',
+  'webhooks',
+  'components',
+  'security',
+  'tags',
+  'externalDocs',
+]);
 // OpenAPI's `discriminator` (which problem a `oneOf` of problems is, by its `code`) is an annotation for
 // readers and code generators: the `oneOf` beside it still decides, as it does here.
 ajv.addKeyword({ keyword: 'discriminator', schemaType: 'object' });
@@ -62,7 +80,13 @@ function resolve<T extends { $ref?: string }>(value: T, pointer: string): { valu
     .split('/')
     .slice(1)
     .reduce<unknown>((node, key) => (node as Record<string, unknown>)[key.replaceAll('~1', '/').replaceAll('~0', '~')], document);
-  return { value: found as T, pointer: target.split('/').map((segment) => (segment ? encodeURIComponent(segment) : segment)).join('/') };
+  return {
+    value: found as T,
+    pointer: target
+      .split('/')
+      .map((segment) => (segment ? encodeURIComponent(segment) : segment))
+      .join('/'),
+  };
 }
 
 /** What the test keeps of a response: enough to validate it, read once. */
@@ -90,7 +114,8 @@ function departures(operation: string, exchange: Exchange): string[] {
       continue;
     }
     const validate = validatorAt(`${headerPointer}/schema`);
-    if (!validate(header.schema?.type === 'integer' ? Number(given) : given)) found.push(`header ${name}: ${ajv.errorsText(validate.errors)}`);
+    if (!validate(header.schema?.type === 'integer' ? Number(given) : given))
+      found.push(`header ${name}: ${ajv.errorsText(validate.errors)}`);
   }
 
   const contentType = exchange.headers.get('content-type');
@@ -99,7 +124,8 @@ function departures(operation: string, exchange: Exchange): string[] {
     return found;
   }
   const mediaType = contentType?.split(';')[0]!.trim().toLowerCase() ?? '';
-  if (!(mediaType in response.content)) return [...found, `media type ${contentType} is not described (${Object.keys(response.content).join(', ')})`];
+  if (!(mediaType in response.content))
+    return [...found, `media type ${contentType} is not described (${Object.keys(response.content).join(', ')})`];
   let body: unknown;
   try {
     body = JSON.parse(exchange.body);
@@ -138,7 +164,9 @@ const admin = () => bearer(ctx.config.ADMIN_TOKEN);
 const asJson = { 'content-type': 'application/json' };
 /** A JSON body one byte over the document's `x-max-body-bytes` for `operation`'s request. */
 function oversizedBody(path: string, method: string): string {
-  const limit = (document.paths[path]![method] as unknown as { requestBody: { 'x-max-body-bytes': number } }).requestBody['x-max-body-bytes'];
+  const limit = (document.paths[path]![method] as unknown as { requestBody: { 'x-max-body-bytes': number } }).requestBody[
+    'x-max-body-bytes'
+  ];
   const frame = '{"pad":""}';
   return `{"pad":"${'x'.repeat(limit + 1 - frame.length)}"}`;
 }
@@ -190,7 +218,10 @@ interface Delivery {
 }
 
 /** Posts a payment event, signed now as the provider signs it unless the delivery says otherwise. */
-function deliver(event: Record<string, unknown> | string, { url = gateway.url, secret = ctx.config.PAYMENT_WEBHOOK_SECRET, signature }: Delivery = {}): Promise<Response> {
+function deliver(
+  event: Record<string, unknown> | string,
+  { url = gateway.url, secret = ctx.config.PAYMENT_WEBHOOK_SECRET, signature }: Delivery = {},
+): Promise<Response> {
   const raw = typeof event === 'string' ? event : JSON.stringify(event);
   return fetch(`${url}/api/payments/events`, {
     method: 'POST',
@@ -205,7 +236,13 @@ describe('the validator', () => {
     headers: new Headers({ 'content-type': contentType, ...headers }),
     body: JSON.stringify(body),
   });
-  const soldOut = { type: 'https://flashsale.dev/problems/sold-out', title: 'The sale is sold out', status: 410, code: 'SOLD_OUT', detail: 'The sale is sold out' };
+  const soldOut = {
+    type: 'https://flashsale.dev/problems/sold-out',
+    title: 'The sale is sold out',
+    status: 410,
+    code: 'SOLD_OUT',
+    detail: 'The sale is sold out',
+  };
 
   it('takes a response as described', () => {
     expect(departures('POST /api/sales/{saleId}/purchase', exchange(410, 'application/problem+json; charset=utf-8', soldOut))).toEqual([]);
@@ -213,11 +250,29 @@ describe('the validator', () => {
 
   it.each([
     ['a status not described for the operation', 'GET /healthz', exchange(503, 'application/json', { status: 'ok' })],
-    ['a code of another status', 'POST /api/sales/{saleId}/purchase', exchange(409, 'application/problem+json', { ...soldOut, status: 409 })],
+    [
+      'a code of another status',
+      'POST /api/sales/{saleId}/purchase',
+      exchange(409, 'application/problem+json', { ...soldOut, status: 409 }),
+    ],
     ['a member not described', 'GET /healthz', exchange(200, 'application/json', { status: 'ok', uptime: 1 })],
     ['another media type', 'GET /healthz', exchange(200, 'text/html', { status: 'ok' })],
-    ['a required header missing', 'POST /api/sales/{saleId}/purchase', exchange(429, 'application/problem+json', { ...soldOut, code: 'RATE_LIMITED', status: 429, title: 'Too many requests', type: 'https://flashsale.dev/problems/rate-limited' })],
-    ['a header of the wrong type', 'GET /api/sales/{saleId}', exchange(503, 'application/problem+json', { ...soldOut }, { 'retry-after': 'soon' })],
+    [
+      'a required header missing',
+      'POST /api/sales/{saleId}/purchase',
+      exchange(429, 'application/problem+json', {
+        ...soldOut,
+        code: 'RATE_LIMITED',
+        status: 429,
+        title: 'Too many requests',
+        type: 'https://flashsale.dev/problems/rate-limited',
+      }),
+    ],
+    [
+      'a header of the wrong type',
+      'GET /api/sales/{saleId}',
+      exchange(503, 'application/problem+json', { ...soldOut }, { 'retry-after': 'soon' }),
+    ],
   ])('refuses %s', (_what, operation, refused) => {
     expect(departures(operation, refused)).not.toEqual([]);
   });
@@ -229,7 +284,8 @@ describe('POST /api/admin/sales', () => {
     const now = await redisNow(ctx.redis);
     return { name: `OpenAPI ${randomUUID()}`, stock: 10, startsAt: iso(now - 60_000), endsAt: iso(now + 3_600_000), perUserLimit: 2 };
   };
-  const create = (body: string, headers: Record<string, string> = {}) => fetch(`${gateway.url}/api/admin/sales`, { method: 'POST', headers: { ...admin(), ...asJson, ...headers }, body });
+  const create = (body: string, headers: Record<string, string> = {}) =>
+    fetch(`${gateway.url}/api/admin/sales`, { method: 'POST', headers: { ...admin(), ...asJson, ...headers }, body });
 
   it('201 with the sale; the same Idempotency-Key and sale answer it again, another sale 422', async () => {
     const sale = await newSale();
@@ -246,14 +302,24 @@ describe('POST /api/admin/sales', () => {
     await expectDescribed(OPERATION, 400, await create('{"name":'));
   });
 
-  it('201 with the payment window given, or the gateway\'s default; 400 for a window out of range', async () => {
-    expect(await expectDescribed(OPERATION, 201, await create(JSON.stringify({ ...(await newSale()), paymentWindowSeconds: 600 })))).toMatchObject({ paymentWindowSeconds: 600 });
-    expect(await expectDescribed(OPERATION, 201, await create(JSON.stringify(await newSale())))).toMatchObject({ paymentWindowSeconds: ctx.config.PAYMENT_WINDOW_SECONDS });
-    expect(await expectDescribed(OPERATION, 400, await create(JSON.stringify({ ...(await newSale()), paymentWindowSeconds: 9 })))).toMatchObject({ errors: ['paymentWindowSeconds: Too small: expected number to be >=10'] });
+  it("201 with the payment window given, or the gateway's default; 400 for a window out of range", async () => {
+    expect(
+      await expectDescribed(OPERATION, 201, await create(JSON.stringify({ ...(await newSale()), paymentWindowSeconds: 600 }))),
+    ).toMatchObject({ paymentWindowSeconds: 600 });
+    expect(await expectDescribed(OPERATION, 201, await create(JSON.stringify(await newSale())))).toMatchObject({
+      paymentWindowSeconds: ctx.config.PAYMENT_WINDOW_SECONDS,
+    });
+    expect(
+      await expectDescribed(OPERATION, 400, await create(JSON.stringify({ ...(await newSale()), paymentWindowSeconds: 9 }))),
+    ).toMatchObject({ errors: ['paymentWindowSeconds: Too small: expected number to be >=10'] });
   });
 
   it('401 without the admin token, 413 over the body limit, 415 for another media type', async () => {
-    await expectDescribed(OPERATION, 401, await fetch(`${gateway.url}/api/admin/sales`, { method: 'POST', headers: asJson, body: JSON.stringify(await newSale()) }));
+    await expectDescribed(
+      OPERATION,
+      401,
+      await fetch(`${gateway.url}/api/admin/sales`, { method: 'POST', headers: asJson, body: JSON.stringify(await newSale()) }),
+    );
     await expectDescribed(OPERATION, 413, await create(oversizedBody('/api/admin/sales', 'post')));
     await expectDescribed(OPERATION, 415, await create('name=x', { 'content-type': 'text/plain' }));
   });
@@ -274,14 +340,18 @@ describe('GET /api/sales/{saleId}', () => {
     await expectDescribed(OPERATION, 400, await fetch(`${gateway.url}/api/sales/%ZZ`));
   });
 
-  it('500 when the sale\'s Redis state is not what the gateway wrote (a key of another type)', async () => {
+  it("500 when the sale's Redis state is not what the gateway wrote (a key of another type)", async () => {
     const sale = await createLiveSale(ctx);
     const { meta } = saleKeys(ctx.config.REDIS_PREFIX, sale.id);
     await ctx.redis.del(meta);
     await ctx.redis.set(meta, 'not a hash');
 
     await expectDescribed(OPERATION, 500, await fetch(`${gateway.url}/api/sales/${sale.id}`));
-    await expectDescribed('GET /api/admin/sales/{saleId}/stats', 500, await fetch(`${gateway.url}/api/admin/sales/${sale.id}/stats`, { headers: admin() }));
+    await expectDescribed(
+      'GET /api/admin/sales/{saleId}/stats',
+      500,
+      await fetch(`${gateway.url}/api/admin/sales/${sale.id}/stats`, { headers: admin() }),
+    );
   });
 });
 
@@ -296,12 +366,14 @@ describe('POST /api/sales/{saleId}/purchase', () => {
     expect(await expectDescribed(OPERATION, 202, await purchase(gateway.url, sale.id, first))).toMatchObject({ quantity: 1 });
     expect(await expectDescribed(OPERATION, 409, await purchase(gateway.url, sale.id, first))).toMatchObject({ code: 'ALREADY_PURCHASED' });
     await expectDescribed(OPERATION, 202, await purchase(gateway.url, sale.id, asBuyer(), { quantity: 1 }));
-    expect(await expectDescribed(OPERATION, 409, await purchase(gateway.url, sale.id, asBuyer(), { quantity: 2 }))).toMatchObject({ code: 'INSUFFICIENT_STOCK' });
+    expect(await expectDescribed(OPERATION, 409, await purchase(gateway.url, sale.id, asBuyer(), { quantity: 2 }))).toMatchObject({
+      code: 'INSUFFICIENT_STOCK',
+    });
     await expectDescribed(OPERATION, 202, await purchase(gateway.url, sale.id, asBuyer()));
     expect(await expectDescribed(OPERATION, 410, await purchase(gateway.url, sale.id, asBuyer()))).toMatchObject({ code: 'SOLD_OUT' });
   });
 
-  it('400 for a bad quantity, one above the sale\'s limit, a malformed path; 401 without a token; 413; 415', async () => {
+  it("400 for a bad quantity, one above the sale's limit, a malformed path; 401 without a token; 413; 415", async () => {
     const sale = await createLiveSale(ctx, { perUserLimit: 2 });
     const buyer = asBuyer();
     const send = (body: string, contentType = 'application/json') =>
@@ -324,12 +396,17 @@ describe('POST /api/sales/{saleId}/purchase', () => {
     await expectDescribed(OPERATION, 404, await purchase(gateway.url, 2_000_000_000, asBuyer()));
   });
 
-  it('409 ORDER_LIMIT_REACHED and 429 REBUY_COOLDOWN with Retry-After, by the sale\'s rebuy rule', async () => {
+  it("409 ORDER_LIMIT_REACHED and 429 REBUY_COOLDOWN with Retry-After, by the sale's rebuy rule", async () => {
     const buyer = newBuyer();
     const openAndClose = async (sale: { id: number; generation: string }) => {
       const reservationId = newReservationId(sale.id);
-      expect((await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).reserve({ saleId: sale.id, userId: buyer, quantity: 1, reservationId })).kind).toBe('reserved');
-      await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).returnUnits(sale.generation, [{ reservationId, userId: buyer, quantity: 1 }]);
+      expect(
+        (await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).reserve({ saleId: sale.id, userId: buyer, quantity: 1, reservationId }))
+          .kind,
+      ).toBe('reserved');
+      await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX)
+        .sale(sale.id)
+        .returnUnits(sale.generation, [{ reservationId, userId: buyer, quantity: 1 }]);
     };
     const capped = await createLiveSale(ctx, { rebuyRule: { maxOrdersPerBuyer: 1, rebuyCooldownSeconds: 0 } });
     const cooling = await createLiveSale(ctx, { rebuyRule: { maxOrdersPerBuyer: 3, rebuyCooldownSeconds: 600 } });
@@ -337,7 +414,10 @@ describe('POST /api/sales/{saleId}/purchase', () => {
     await openAndClose(cooling);
     await openAndClose(cooling);
 
-    expect(await expectDescribed(OPERATION, 409, await purchase(gateway.url, capped.id, bearer(buyerToken(buyer))))).toMatchObject({ code: 'ORDER_LIMIT_REACHED', maxOrdersPerBuyer: 1 });
+    expect(await expectDescribed(OPERATION, 409, await purchase(gateway.url, capped.id, bearer(buyerToken(buyer))))).toMatchObject({
+      code: 'ORDER_LIMIT_REACHED',
+      maxOrdersPerBuyer: 1,
+    });
     const res = await purchase(gateway.url, cooling.id, bearer(buyerToken(buyer)));
     expect(Number(res.headers.get('retry-after'))).toBeGreaterThan(500);
     expect(await expectDescribed(OPERATION, 429, res)).toMatchObject({ code: 'REBUY_COOLDOWN' });
@@ -353,21 +433,40 @@ describe('POST /api/sales/{saleId}/purchase', () => {
 
 describe('GET /api/reservations/{reservationId}', () => {
   const OPERATION = 'GET /api/reservations/{reservationId}';
-  const lookUp = (reservationId: string, headers: Record<string, string>) => fetch(`${gateway.url}/api/reservations/${reservationId}`, { headers });
+  const lookUp = (reservationId: string, headers: Record<string, string>) =>
+    fetch(`${gateway.url}/api/reservations/${reservationId}`, { headers });
 
-  it('200 pending, then with the order\'s status and payBy once the order is in MySQL, or rejected with the reason', async () => {
+  it("200 pending, then with the order's status and payBy once the order is in MySQL, or rejected with the reason", async () => {
     const sale = await createLiveSale(ctx);
     const ordered = await reserve(sale.id);
     const rejected = await reserve(sale.id);
 
-    expect(await expectDescribed(OPERATION, 200, await lookUp(ordered.reservationId, ordered.token))).toMatchObject({ status: 'pending', orderId: null, payBy: null });
+    expect(await expectDescribed(OPERATION, 200, await lookUp(ordered.reservationId, ordered.token))).toMatchObject({
+      status: 'pending',
+      orderId: null,
+      payBy: null,
+    });
     // What the order writer does, and what it does when it sets a reservation aside instead.
     const payBy = new Date(Date.now() + 900_000);
-    await ctx.prisma.order.create({ data: { reservationId: ordered.reservationId, saleId: sale.id, userId: ordered.buyer, quantity: 1, reservedAt: new Date(), payBy } });
-    await ctx.redis.hset(saleKeys(ctx.config.REDIS_PREFIX, sale.id).rejected, rejected.reservationId, JSON.stringify({ u: rejected.buyer, q: 1, reason: 'OVER_STOCK' }));
+    await ctx.prisma.order.create({
+      data: { reservationId: ordered.reservationId, saleId: sale.id, userId: ordered.buyer, quantity: 1, reservedAt: new Date(), payBy },
+    });
+    await ctx.redis.hset(
+      saleKeys(ctx.config.REDIS_PREFIX, sale.id).rejected,
+      rejected.reservationId,
+      JSON.stringify({ u: rejected.buyer, q: 1, reason: 'OVER_STOCK' }),
+    );
 
-    expect(await expectDescribed(OPERATION, 200, await lookUp(ordered.reservationId, ordered.token))).toMatchObject({ status: 'created', orderId: ordered.reservationId, payBy: payBy.toISOString() });
-    expect(await expectDescribed(OPERATION, 200, await lookUp(rejected.reservationId, rejected.token))).toMatchObject({ status: 'rejected', reason: 'OVER_STOCK', payBy: null });
+    expect(await expectDescribed(OPERATION, 200, await lookUp(ordered.reservationId, ordered.token))).toMatchObject({
+      status: 'created',
+      orderId: ordered.reservationId,
+      payBy: payBy.toISOString(),
+    });
+    expect(await expectDescribed(OPERATION, 200, await lookUp(rejected.reservationId, rejected.token))).toMatchObject({
+      status: 'rejected',
+      reason: 'OVER_STOCK',
+      payBy: null,
+    });
   });
 
   it('200 paid and 200 cancelled, each with the payBy it had', async () => {
@@ -377,13 +476,23 @@ describe('GET /api/reservations/{reservationId}', () => {
     expect((await deliver(paymentOf(paid.reservationId))).status).toBe(200);
     expect((await cancel(gateway.url, cancelled.reservationId, cancelled.token)).status).toBe(200);
 
-    for (const { reservationId, token, status } of [{ ...paid, status: 'paid' }, { ...cancelled, status: 'cancelled' }]) {
+    for (const { reservationId, token, status } of [
+      { ...paid, status: 'paid' },
+      { ...cancelled, status: 'cancelled' },
+    ]) {
       const { payBy } = await ctx.prisma.order.findUniqueOrThrow({ where: { reservationId } });
-      expect(await expectDescribed(OPERATION, 200, await lookUp(reservationId, token))).toEqual({ reservationId, saleId: sale.id, quantity: 1, status, orderId: reservationId, payBy: payBy.toISOString() });
+      expect(await expectDescribed(OPERATION, 200, await lookUp(reservationId, token))).toEqual({
+        reservationId,
+        saleId: sale.id,
+        quantity: 1,
+        status,
+        orderId: reservationId,
+        payBy: payBy.toISOString(),
+      });
     }
   });
 
-  it('404 for another buyer\'s reservation and an unknown id, 401 without a token, 400 for a malformed path', async () => {
+  it("404 for another buyer's reservation and an unknown id, 401 without a token, 400 for a malformed path", async () => {
     const sale = await createLiveSale(ctx);
     const { reservationId } = await reserve(sale.id);
     const other = bearer(buyerToken(newBuyer()));
@@ -394,7 +503,7 @@ describe('GET /api/reservations/{reservationId}', () => {
     await expectDescribed(OPERATION, 400, await lookUp('%E0%A4%A', other));
   });
 
-  it('500 when the sale\'s Redis state is not what the workers wrote (a key of another type)', async () => {
+  it("500 when the sale's Redis state is not what the workers wrote (a key of another type)", async () => {
     const sale = await createLiveSale(ctx);
     const { token, reservationId } = await reserve(sale.id);
     const { rejected } = saleKeys(ctx.config.REDIS_PREFIX, sale.id);
@@ -418,7 +527,9 @@ describe('POST /api/reservations/{reservationId}/cancel', () => {
 
     expect(await expectDescribed(OPERATION, 200, await cancel(gateway.url, ordered.reservationId, ordered.token))).toEqual(cancelled);
     expect(await expectDescribed(OPERATION, 200, await cancel(gateway.url, ordered.reservationId, ordered.token))).toEqual(cancelled);
-    expect(await expectDescribed(OPERATION, 409, await cancel(gateway.url, pending.reservationId, pending.token))).toMatchObject({ code: 'ORDER_NOT_READY' });
+    expect(await expectDescribed(OPERATION, 409, await cancel(gateway.url, pending.reservationId, pending.token))).toMatchObject({
+      code: 'ORDER_NOT_READY',
+    });
   });
 
   // The order's status goes in `orderStatus`: the problem's own `status` is the HTTP status (RFC 9457).
@@ -427,13 +538,23 @@ describe('POST /api/reservations/{reservationId}/cancel', () => {
     const paid = await orderOf(sale.id);
     const rejected = await reserve(sale.id);
     expect((await deliver(paymentOf(paid.reservationId))).status).toBe(200);
-    await ctx.redis.hset(saleKeys(ctx.config.REDIS_PREFIX, sale.id).rejected, rejected.reservationId, JSON.stringify({ u: rejected.buyer, q: 1, reason: 'OVER_STOCK' }));
+    await ctx.redis.hset(
+      saleKeys(ctx.config.REDIS_PREFIX, sale.id).rejected,
+      rejected.reservationId,
+      JSON.stringify({ u: rejected.buyer, q: 1, reason: 'OVER_STOCK' }),
+    );
 
-    expect(await expectDescribed(OPERATION, 409, await cancel(gateway.url, paid.reservationId, paid.token))).toMatchObject({ code: 'ORDER_NOT_CANCELLABLE', orderStatus: 'paid' });
-    expect(await expectDescribed(OPERATION, 409, await cancel(gateway.url, rejected.reservationId, rejected.token))).toMatchObject({ code: 'ORDER_NOT_CANCELLABLE', orderStatus: 'rejected' });
+    expect(await expectDescribed(OPERATION, 409, await cancel(gateway.url, paid.reservationId, paid.token))).toMatchObject({
+      code: 'ORDER_NOT_CANCELLABLE',
+      orderStatus: 'paid',
+    });
+    expect(await expectDescribed(OPERATION, 409, await cancel(gateway.url, rejected.reservationId, rejected.token))).toMatchObject({
+      code: 'ORDER_NOT_CANCELLABLE',
+      orderStatus: 'rejected',
+    });
   });
 
-  it('404 for another buyer\'s order and an unknown id, 401 without a token, 400 for a malformed path', async () => {
+  it("404 for another buyer's order and an unknown id, 401 without a token, 400 for a malformed path", async () => {
     const sale = await createLiveSale(ctx);
     const { reservationId } = await orderOf(sale.id);
     const other = bearer(buyerToken(newBuyer()));
@@ -459,14 +580,18 @@ describe('POST /api/payments/events', () => {
     expect(await expectDescribed(OPERATION, 200, await deliver(event))).toEqual({ status: 'paid' });
     expect(await expectDescribed(OPERATION, 200, await deliver(paymentOf(paid.reservationId)))).toEqual({ status: 'refund_due' });
     expect(await expectDescribed(OPERATION, 200, await deliver(paymentOf(cancelled.reservationId)))).toEqual({ status: 'refund_due' });
-    expect(await expectDescribed(OPERATION, 422, await deliver({ ...event, reservationId: cancelled.reservationId }))).toMatchObject({ code: 'PAYMENT_EVENT_REUSED' });
+    expect(await expectDescribed(OPERATION, 422, await deliver({ ...event, reservationId: cancelled.reservationId }))).toMatchObject({
+      code: 'PAYMENT_EVENT_REUSED',
+    });
   });
 
   it('409 ORDER_NOT_READY with Retry-After while the reservation is on its way; 404 for one that never will be an order', async () => {
     const sale = await createLiveSale(ctx);
     const pending = await reserve(sale.id);
 
-    expect(await expectDescribed(OPERATION, 409, await deliver(paymentOf(pending.reservationId)))).toMatchObject({ code: 'ORDER_NOT_READY' });
+    expect(await expectDescribed(OPERATION, 409, await deliver(paymentOf(pending.reservationId)))).toMatchObject({
+      code: 'ORDER_NOT_READY',
+    });
     await writeOrdersOf(ctx, sale.id);
     await expectDescribed(OPERATION, 404, await deliver(paymentOf(newReservationId(sale.id))));
     await expectDescribed(OPERATION, 404, await deliver(paymentOf('not-a-reservation')));
@@ -475,18 +600,32 @@ describe('POST /api/payments/events', () => {
   it('401 for a missing, malformed, wrong or stale signature; 400 for a body that is not JSON or not an event; 413; 415', async () => {
     const event = JSON.stringify(paymentOf(newReservationId(1)));
 
-    await expectDescribed(OPERATION, 401, await fetch(`${gateway.url}/api/payments/events`, { method: 'POST', headers: asJson, body: event }));
+    await expectDescribed(
+      OPERATION,
+      401,
+      await fetch(`${gateway.url}/api/payments/events`, { method: 'POST', headers: asJson, body: event }),
+    );
     await expectDescribed(OPERATION, 401, await deliver(event, { signature: 't=abc,v1=00' }));
     await expectDescribed(OPERATION, 401, await deliver(event, { secret: 'another-secret-another-secret-0123456789' }));
-    await expectDescribed(OPERATION, 401, await deliver(event, { signature: signPaymentEvent(ctx.config.PAYMENT_WEBHOOK_SECRET, Math.floor(Date.now() / 1000) - 301, event) }));
+    await expectDescribed(
+      OPERATION,
+      401,
+      await deliver(event, { signature: signPaymentEvent(ctx.config.PAYMENT_WEBHOOK_SECRET, Math.floor(Date.now() / 1000) - 301, event) }),
+    );
     await expectDescribed(OPERATION, 400, await deliver('{"id":'));
-    expect(await expectDescribed(OPERATION, 400, await deliver({ ...paymentOf(newReservationId(1)), type: 'payment.failed' }))).toHaveProperty('errors');
+    expect(
+      await expectDescribed(OPERATION, 400, await deliver({ ...paymentOf(newReservationId(1)), type: 'payment.failed' })),
+    ).toHaveProperty('errors');
     await expectDescribed(OPERATION, 413, await deliver(oversizedBody('/api/payments/events', 'post')));
-    await expectDescribed(OPERATION, 415, await fetch(`${gateway.url}/api/payments/events`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: event }));
+    await expectDescribed(
+      OPERATION,
+      415,
+      await fetch(`${gateway.url}/api/payments/events`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: event }),
+    );
   });
 });
 
-describe('429 RATE_LIMITED with Retry-After, past a buyer\'s budget', () => {
+describe("429 RATE_LIMITED with Retry-After, past a buyer's budget", () => {
   let limited: TestContext;
   let limitedGateway: TestGateway;
   beforeAll(async () => {
@@ -512,12 +651,36 @@ describe('429 RATE_LIMITED with Retry-After, past a buyer\'s budget', () => {
 
   it("on the door's join and status, with a budget of their own", async () => {
     const now = await redisNow(limited.redis);
-    const sale = { name: `OpenAPI door ${randomUUID()}`, stock: 5, startsAt: iso(now + 60_000), endsAt: iso(now + 3_600_000), admission: { mode: 'queue' } };
-    const created = (await (await fetch(`${limitedGateway.url}/api/admin/sales`, { method: 'POST', headers: { ...bearer(limited.config.ADMIN_TOKEN), ...asJson }, body: JSON.stringify(sale) })).json()) as { id: number };
+    const sale = {
+      name: `OpenAPI door ${randomUUID()}`,
+      stock: 5,
+      startsAt: iso(now + 60_000),
+      endsAt: iso(now + 3_600_000),
+      admission: { mode: 'queue' },
+    };
+    const created = (await (
+      await fetch(`${limitedGateway.url}/api/admin/sales`, {
+        method: 'POST',
+        headers: { ...bearer(limited.config.ADMIN_TOKEN), ...asJson },
+        body: JSON.stringify(sale),
+      })
+    ).json()) as { id: number };
     const token = bearer(buyerToken(newBuyer()));
-    await expectDescribed('POST /api/sales/{saleId}/queue', 200, await fetch(`${limitedGateway.url}/api/sales/${created.id}/queue`, { method: 'POST', headers: token }));
-    await expectDescribed('POST /api/sales/{saleId}/queue', 429, await fetch(`${limitedGateway.url}/api/sales/${created.id}/queue`, { method: 'POST', headers: token }));
-    await expectDescribed('GET /api/sales/{saleId}/queue', 429, await fetch(`${limitedGateway.url}/api/sales/${created.id}/queue`, { headers: token }));
+    await expectDescribed(
+      'POST /api/sales/{saleId}/queue',
+      200,
+      await fetch(`${limitedGateway.url}/api/sales/${created.id}/queue`, { method: 'POST', headers: token }),
+    );
+    await expectDescribed(
+      'POST /api/sales/{saleId}/queue',
+      429,
+      await fetch(`${limitedGateway.url}/api/sales/${created.id}/queue`, { method: 'POST', headers: token }),
+    );
+    await expectDescribed(
+      'GET /api/sales/{saleId}/queue',
+      429,
+      await fetch(`${limitedGateway.url}/api/sales/${created.id}/queue`, { headers: token }),
+    );
   });
 
   it('on cancels, which spend the purchase budget: the purchase used it up', async () => {
@@ -535,7 +698,13 @@ describe('GET /api/admin/sales/{saleId}/stats', () => {
   it('200 for a sale, 404 for none, 401 without the admin token, 400 for a malformed path', async () => {
     const sale = await createLiveSale(ctx, { stock: 7 });
 
-    expect(await expectDescribed(OPERATION, 200, await stats(sale.id))).toMatchObject({ saleId: sale.id, stock: 7, remaining: 7, consistent: true, audit: null });
+    expect(await expectDescribed(OPERATION, 200, await stats(sale.id))).toMatchObject({
+      saleId: sale.id,
+      stock: 7,
+      remaining: 7,
+      consistent: true,
+      audit: null,
+    });
     await expectDescribed(OPERATION, 404, await stats(2_000_000_000));
     await expectDescribed(OPERATION, 401, await stats(sale.id, {}));
     await expectDescribed(OPERATION, 400, await stats('%ZZ'));
@@ -554,7 +723,12 @@ describe('GET /api/admin/sales/{saleId}/stats', () => {
       remaining: 5,
       ordersInDb: 2,
       unitsInDb: 2,
-      ordersByStatus: { created: { orders: 1, units: 1 }, paid: { orders: 1, units: 1 }, cancelled: { orders: 1, units: 1 }, expired: { orders: 0, units: 0 } },
+      ordersByStatus: {
+        created: { orders: 1, units: 1 },
+        paid: { orders: 1, units: 1 },
+        cancelled: { orders: 1, units: 1 },
+        expired: { orders: 0, units: 0 },
+      },
       unitsReturned: 1,
       unitsAwaitingReturn: 0,
       refundsDue: { count: 1, amountCents: 1999 },
@@ -563,15 +737,18 @@ describe('GET /api/admin/sales/{saleId}/stats', () => {
   });
 });
 
-describe('a reservation no store holds any more: GET /api/admin/sales/{saleId}/losses, and its buyer\'s lookup, cancel and payment', () => {
+describe("a reservation no store holds any more: GET /api/admin/sales/{saleId}/losses, and its buyer's lookup, cancel and payment", () => {
   const OPERATION = 'GET /api/admin/sales/{saleId}/losses';
-  const losses = (saleId: number | string, query = '', headers = admin()) => fetch(`${gateway.url}/api/admin/sales/${saleId}/losses${query}`, { headers });
+  const losses = (saleId: number | string, query = '', headers = admin()) =>
+    fetch(`${gateway.url}/api/admin/sales/${saleId}/losses${query}`, { headers });
 
   /** What a reconciliation leaves of a reservation MySQL lost and could not take back (see test/e2e/lost-reservations.test.ts). */
   async function namedLoss() {
     const sale = await createLiveSale(ctx);
     const lost = { reservationId: newReservationId(sale.id), buyer: newBuyer() };
-    await recordLostReservations(ctx.prisma, [{ reservationId: lost.reservationId, saleId: sale.id, userId: lost.buyer, quantity: 1, reason: 'OVER_STOCK', reservedAt: Date.now() }]);
+    await recordLostReservations(ctx.prisma, [
+      { reservationId: lost.reservationId, saleId: sale.id, userId: lost.buyer, quantity: 1, reason: 'OVER_STOCK', reservedAt: Date.now() },
+    ]);
     await ctx.prisma.sale.update({ where: { id: sale.id }, data: { lostReservations: 2, lostUnits: 2 } });
     return { sale, ...lost, token: bearer(buyerToken(lost.buyer)) };
   }
@@ -599,9 +776,19 @@ describe('a reservation no store holds any more: GET /api/admin/sales/{saleId}/l
   it('200 lost with the reason on lookup, 409 ORDER_NOT_CANCELLABLE (orderStatus lost) on cancel, 200 refund_due for a payment', async () => {
     const { reservationId, token } = await namedLoss();
 
-    expect(await expectDescribed('GET /api/reservations/{reservationId}', 200, await fetch(`${gateway.url}/api/reservations/${reservationId}`, { headers: token }))).toMatchObject({ status: 'lost', reason: 'OVER_STOCK', orderId: null, payBy: null });
-    expect(await expectDescribed('POST /api/reservations/{reservationId}/cancel', 409, await cancel(gateway.url, reservationId, token))).toMatchObject({ code: 'ORDER_NOT_CANCELLABLE', orderStatus: 'lost', reason: 'OVER_STOCK' });
-    expect(await expectDescribed('POST /api/payments/events', 200, await deliver(paymentOf(reservationId)))).toEqual({ status: 'refund_due' });
+    expect(
+      await expectDescribed(
+        'GET /api/reservations/{reservationId}',
+        200,
+        await fetch(`${gateway.url}/api/reservations/${reservationId}`, { headers: token }),
+      ),
+    ).toMatchObject({ status: 'lost', reason: 'OVER_STOCK', orderId: null, payBy: null });
+    expect(
+      await expectDescribed('POST /api/reservations/{reservationId}/cancel', 409, await cancel(gateway.url, reservationId, token)),
+    ).toMatchObject({ code: 'ORDER_NOT_CANCELLABLE', orderStatus: 'lost', reason: 'OVER_STOCK' });
+    expect(await expectDescribed('POST /api/payments/events', 200, await deliver(paymentOf(reservationId)))).toEqual({
+      status: 'refund_due',
+    });
   });
 });
 
@@ -609,7 +796,8 @@ describe('POST /api/admin/sales/{saleId}/reconcile', () => {
   const OPERATION = 'POST /api/admin/sales/{saleId}/reconcile';
 
   it('404 for no sale, 401 without the admin token, 400 for a malformed path', async () => {
-    const reconcile = (saleId: number | string, headers = admin()) => fetch(`${gateway.url}/api/admin/sales/${saleId}/reconcile`, { method: 'POST', headers });
+    const reconcile = (saleId: number | string, headers = admin()) =>
+      fetch(`${gateway.url}/api/admin/sales/${saleId}/reconcile`, { method: 'POST', headers });
 
     await expectDescribed(OPERATION, 404, await reconcile(2_000_000_000));
     await expectDescribed(OPERATION, 401, await reconcile(1, {}));
@@ -627,10 +815,14 @@ describe('POST /api/admin/sales/{saleId}/reconcile', () => {
       expect((await purchase(ownGateway.url, sale.id, bearer(buyerToken(newBuyer())))).status).toBe(202);
       // A consumer that died holding the entry: the reconciliation waits for the drain until it settles.
       await own.redis.xreadgroup('GROUP', ORDER_WRITERS_GROUP, 'ghost', 'COUNT', 10, 'STREAMS', stream, '>');
-      const reconcile = () => fetch(`${ownGateway.url}/api/admin/sales/${sale.id}/reconcile`, { method: 'POST', headers: bearer(own.config.ADMIN_TOKEN) });
+      const reconcile = () =>
+        fetch(`${ownGateway.url}/api/admin/sales/${sale.id}/reconcile`, { method: 'POST', headers: bearer(own.config.ADMIN_TOKEN) });
 
       const first = reconcile();
-      await until(() => createSaleStore(own.redis, own.config.REDIS_PREFIX).sale(sale.id).state(), (state) => state?.paused === true);
+      await until(
+        () => createSaleStore(own.redis, own.config.REDIS_PREFIX).sale(sale.id).state(),
+        (state) => state?.paused === true,
+      );
       expect(await expectDescribed(OPERATION, 409, await reconcile())).toMatchObject({ jobId: `sale-${sale.id}` });
       await own.redis.xack(stream, ORDER_WRITERS_GROUP, (await own.redis.xrange(stream, '-', '+'))[0]![0]);
       expect(await expectDescribed(OPERATION, 200, await first)).toMatchObject({ saleId: sale.id });
@@ -642,15 +834,21 @@ describe('POST /api/admin/sales/{saleId}/reconcile', () => {
   });
 });
 
-describe('the operator\'s controls and the sales list', () => {
+describe("the operator's controls and the sales list", () => {
   const post = (saleId: number | string, action: string, headers: Record<string, string> = admin(), body?: string) =>
-    fetch(`${gateway.url}/api/admin/sales/${saleId}/${action}`, { method: 'POST', headers: body === undefined ? headers : { ...asJson, ...headers }, body });
+    fetch(`${gateway.url}/api/admin/sales/${saleId}/${action}`, {
+      method: 'POST',
+      headers: body === undefined ? headers : { ...asJson, ...headers },
+      body,
+    });
 
   it('GET /api/admin/sales: 200 a page, 400 for a bad limit, 401 without the admin token', async () => {
     const OPERATION = 'GET /api/admin/sales';
     await createLiveSale(ctx);
 
-    expect(await expectDescribed(OPERATION, 200, await fetch(`${gateway.url}/api/admin/sales?limit=1`, { headers: admin() }))).toMatchObject({ nextCursor: expect.any(String) });
+    expect(
+      await expectDescribed(OPERATION, 200, await fetch(`${gateway.url}/api/admin/sales?limit=1`, { headers: admin() })),
+    ).toMatchObject({ nextCursor: expect.any(String) });
     await expectDescribed(OPERATION, 400, await fetch(`${gateway.url}/api/admin/sales?limit=101`, { headers: admin() }));
     await expectDescribed(OPERATION, 401, await fetch(`${gateway.url}/api/admin/sales`));
   });
@@ -660,22 +858,33 @@ describe('the operator\'s controls and the sales list', () => {
     ['resume', 'resume'],
     ['close', 'close'],
     ['stock', 'close'],
-  ])('POST /api/admin/sales/{saleId}/%s: 200, 400, 401, 403 (a session without its CSRF token), 404, 409', async (action, conflictAfter) => {
-    const OPERATION = `POST /api/admin/sales/{saleId}/${action}`;
-    const body = action === 'stock' ? '{"add":2}' : undefined;
-    const sale = await createLiveSale(ctx);
-    if (action === 'resume') await post(sale.id, 'pause');
-    const { id } = await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).createAdminSession(ctx.config.ADMIN_TOKEN, { ttlMs: 60_000, idleMs: 60_000 });
+  ])(
+    'POST /api/admin/sales/{saleId}/%s: 200, 400, 401, 403 (a session without its CSRF token), 404, 409',
+    async (action, conflictAfter) => {
+      const OPERATION = `POST /api/admin/sales/{saleId}/${action}`;
+      const body = action === 'stock' ? '{"add":2}' : undefined;
+      const sale = await createLiveSale(ctx);
+      if (action === 'resume') await post(sale.id, 'pause');
+      const { id } = await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).createAdminSession(ctx.config.ADMIN_TOKEN, {
+        ttlMs: 60_000,
+        idleMs: 60_000,
+      });
 
-    await expectDescribed(OPERATION, 200, await post(sale.id, action, admin(), body));
-    await expectDescribed(OPERATION, 400, await post(action === 'stock' ? sale.id : '%ZZ', action, admin(), action === 'stock' ? '{"add":0}' : undefined));
-    await expectDescribed(OPERATION, 401, await post(sale.id, action, {}, body));
-    await expectDescribed(OPERATION, 403, await post(sale.id, action, { cookie: `flashsale_admin=${id}` }, body));
-    await expectDescribed(OPERATION, 404, await post(2_000_000_000, action, admin(), body));
-    if (conflictAfter !== action || action === 'close') await post(sale.id, conflictAfter);
-    await expectDescribed(OPERATION, 409, await post(sale.id, action, admin(), body));
-    if (action === 'stock') await expectDescribed(OPERATION, 415, await post(sale.id, action, { ...admin(), 'content-type': 'text/plain' }, 'add=1'));
-  });
+      await expectDescribed(OPERATION, 200, await post(sale.id, action, admin(), body));
+      await expectDescribed(
+        OPERATION,
+        400,
+        await post(action === 'stock' ? sale.id : '%ZZ', action, admin(), action === 'stock' ? '{"add":0}' : undefined),
+      );
+      await expectDescribed(OPERATION, 401, await post(sale.id, action, {}, body));
+      await expectDescribed(OPERATION, 403, await post(sale.id, action, { cookie: `flashsale_admin=${id}` }, body));
+      await expectDescribed(OPERATION, 404, await post(2_000_000_000, action, admin(), body));
+      if (conflictAfter !== action || action === 'close') await post(sale.id, conflictAfter);
+      await expectDescribed(OPERATION, 409, await post(sale.id, action, admin(), body));
+      if (action === 'stock')
+        await expectDescribed(OPERATION, 415, await post(sale.id, action, { ...admin(), 'content-type': 'text/plain' }, 'add=1'));
+    },
+  );
 });
 
 describe('GET /healthz, GET /readyz, GET /api/openapi.json', () => {
@@ -717,21 +926,58 @@ describe('with Redis away', () => {
     const now = Date.now();
     const newSale = JSON.stringify({ name: `OpenAPI ${randomUUID()}`, stock: 5, startsAt: iso(now), endsAt: iso(now + 3_600_000) });
 
-    expect(await expectDescribed('GET /readyz', 503, await fetch(`${away.url}/readyz`))).toEqual({ status: 'not_ready', checks: { redis: 'down', mysql: 'up' } });
+    expect(await expectDescribed('GET /readyz', 503, await fetch(`${away.url}/readyz`))).toEqual({
+      status: 'not_ready',
+      checks: { redis: 'down', mysql: 'up' },
+    });
     await expectDescribed('GET /api/sales/{saleId}', 503, await fetch(`${away.url}/api/sales/${sale.id}`));
-    expect(await expectDescribed('POST /api/sales/{saleId}/purchase', 503, await purchase(away.url, sale.id, token))).toMatchObject({ code: 'SERVICE_UNAVAILABLE' });
-    await expectDescribed('GET /api/reservations/{reservationId}', 503, await fetch(`${away.url}/api/reservations/${sale.id}-${randomUUID()}`, { headers: token }));
+    expect(await expectDescribed('POST /api/sales/{saleId}/purchase', 503, await purchase(away.url, sale.id, token))).toMatchObject({
+      code: 'SERVICE_UNAVAILABLE',
+    });
+    await expectDescribed(
+      'GET /api/reservations/{reservationId}',
+      503,
+      await fetch(`${away.url}/api/reservations/${sale.id}-${randomUUID()}`, { headers: token }),
+    );
     // Not an order in MySQL: whether it is one on its way is Redis's to say.
     await expectDescribed('POST /api/reservations/{reservationId}/cancel', 503, await cancel(away.url, newReservationId(sale.id), token));
-    await expectDescribed('POST /api/payments/events', 503, await deliver(paymentOf(newReservationId(sale.id)), { url: away.url, secret: own.config.PAYMENT_WEBHOOK_SECRET }));
-    await expectDescribed('GET /api/admin/sales/{saleId}/stats', 503, await fetch(`${away.url}/api/admin/sales/${sale.id}/stats`, { headers: adminToken }));
-    await expectDescribed('POST /api/admin/sales', 503, await fetch(`${away.url}/api/admin/sales`, { method: 'POST', headers: { ...adminToken, ...asJson }, body: newSale }));
+    await expectDescribed(
+      'POST /api/payments/events',
+      503,
+      await deliver(paymentOf(newReservationId(sale.id)), { url: away.url, secret: own.config.PAYMENT_WEBHOOK_SECRET }),
+    );
+    await expectDescribed(
+      'GET /api/admin/sales/{saleId}/stats',
+      503,
+      await fetch(`${away.url}/api/admin/sales/${sale.id}/stats`, { headers: adminToken }),
+    );
+    await expectDescribed(
+      'POST /api/admin/sales',
+      503,
+      await fetch(`${away.url}/api/admin/sales`, { method: 'POST', headers: { ...adminToken, ...asJson }, body: newSale }),
+    );
     await expectDescribed('GET /api/admin/sales', 503, await fetch(`${away.url}/api/admin/sales`, { headers: adminToken }));
     for (const action of ['pause', 'resume', 'close']) {
-      await expectDescribed(`POST /api/admin/sales/{saleId}/${action}`, 503, await fetch(`${away.url}/api/admin/sales/${sale.id}/${action}`, { method: 'POST', headers: adminToken }));
+      await expectDescribed(
+        `POST /api/admin/sales/{saleId}/${action}`,
+        503,
+        await fetch(`${away.url}/api/admin/sales/${sale.id}/${action}`, { method: 'POST', headers: adminToken }),
+      );
     }
-    await expectDescribed('POST /api/admin/sales/{saleId}/stock', 503, await fetch(`${away.url}/api/admin/sales/${sale.id}/stock`, { method: 'POST', headers: { ...adminToken, ...asJson }, body: '{"add":1}' }));
-    await expectDescribed('POST /api/sales/{saleId}/queue', 503, await fetch(`${away.url}/api/sales/${sale.id}/queue`, { method: 'POST', headers: token }));
+    await expectDescribed(
+      'POST /api/admin/sales/{saleId}/stock',
+      503,
+      await fetch(`${away.url}/api/admin/sales/${sale.id}/stock`, {
+        method: 'POST',
+        headers: { ...adminToken, ...asJson },
+        body: '{"add":1}',
+      }),
+    );
+    await expectDescribed(
+      'POST /api/sales/{saleId}/queue',
+      503,
+      await fetch(`${away.url}/api/sales/${sale.id}/queue`, { method: 'POST', headers: token }),
+    );
     await expectDescribed('GET /api/sales/{saleId}/queue', 503, await fetch(`${away.url}/api/sales/${sale.id}/queue`, { headers: token }));
     // A queued sale in MySQL: the change is recorded there, and Redis cannot take it.
     const door = await createOrderStore(own.prisma).insertSale({
@@ -740,9 +986,25 @@ describe('with Redis away', () => {
       perUserLimit: 1,
       startsAt: new Date(now),
       endsAt: new Date(now + 3_600_000),
-      admission: { mode: 'queue', preQueueSeconds: 60, admitPerSecond: 5, admissionTtlSeconds: 60, noShowFactor: 1, paused: false, ...doorGuardsOff(60) },
+      admission: {
+        mode: 'queue',
+        preQueueSeconds: 60,
+        admitPerSecond: 5,
+        admissionTtlSeconds: 60,
+        noShowFactor: 1,
+        paused: false,
+        ...doorGuardsOff(60),
+      },
     });
-    await expectDescribed('POST /api/admin/sales/{saleId}/admission', 503, await fetch(`${away.url}/api/admin/sales/${door.id}/admission`, { method: 'POST', headers: { ...adminToken, ...asJson }, body: '{"paused":true}' }));
+    await expectDescribed(
+      'POST /api/admin/sales/{saleId}/admission',
+      503,
+      await fetch(`${away.url}/api/admin/sales/${door.id}/admission`, {
+        method: 'POST',
+        headers: { ...adminToken, ...asJson },
+        body: '{"paused":true}',
+      }),
+    );
   });
 });
 
@@ -750,14 +1012,26 @@ describe('the door: POST and GET /api/sales/{saleId}/queue, POST /api/admin/sale
   const JOIN = 'POST /api/sales/{saleId}/queue';
   const STATUS = 'GET /api/sales/{saleId}/queue';
   const STEER = 'POST /api/admin/sales/{saleId}/admission';
-  const join = (saleId: number | string, headers: Record<string, string>) => fetch(`${gateway.url}/api/sales/${saleId}/queue`, { method: 'POST', headers });
-  const status = (saleId: number | string, headers: Record<string, string>) => fetch(`${gateway.url}/api/sales/${saleId}/queue`, { headers });
+  const join = (saleId: number | string, headers: Record<string, string>) =>
+    fetch(`${gateway.url}/api/sales/${saleId}/queue`, { method: 'POST', headers });
+  const status = (saleId: number | string, headers: Record<string, string>) =>
+    fetch(`${gateway.url}/api/sales/${saleId}/queue`, { headers });
   const steer = (saleId: number | string, body: string, headers: Record<string, string> = { ...admin(), ...asJson }) =>
     fetch(`${gateway.url}/api/admin/sales/${saleId}/admission`, { method: 'POST', headers, body });
   const queued = async (startsIn: number, endsIn = startsIn + 3_600_000, preQueueSeconds = 3600) => {
     const now = await redisNow(ctx.redis);
-    const sale = { name: `OpenAPI door ${randomUUID()}`, stock: 5, startsAt: iso(now + startsIn), endsAt: iso(now + endsIn), admission: { mode: 'queue', preQueueSeconds, admitPerSecond: 1000 } };
-    return (await expectDescribed('POST /api/admin/sales', 201, await fetch(`${gateway.url}/api/admin/sales`, { method: 'POST', headers: { ...admin(), ...asJson }, body: JSON.stringify(sale) }))) as {
+    const sale = {
+      name: `OpenAPI door ${randomUUID()}`,
+      stock: 5,
+      startsAt: iso(now + startsIn),
+      endsAt: iso(now + endsIn),
+      admission: { mode: 'queue', preQueueSeconds, admitPerSecond: 1000 },
+    };
+    return (await expectDescribed(
+      'POST /api/admin/sales',
+      201,
+      await fetch(`${gateway.url}/api/admin/sales`, { method: 'POST', headers: { ...admin(), ...asJson }, body: JSON.stringify(sale) }),
+    )) as {
       id: number;
       endsAt: string;
     };
@@ -776,7 +1050,11 @@ describe('the door: POST and GET /api/sales/{saleId}/queue, POST /api/admin/sale
       (body) => body.state === 'admitted',
     );
     expect(admitted.admittedUntil).toEqual(expect.any(String));
-    const notYours = await expectDescribed('POST /api/sales/{saleId}/purchase', 403, await purchase(gateway.url, sale.id, bearer(buyerToken(newBuyer()))));
+    const notYours = await expectDescribed(
+      'POST /api/sales/{saleId}/purchase',
+      403,
+      await purchase(gateway.url, sale.id, bearer(buyerToken(newBuyer()))),
+    );
     expect(notYours.code).toBe('NOT_ADMITTED');
     await expectDescribed('POST /api/sales/{saleId}/purchase', 202, await purchase(gateway.url, sale.id, token));
     await expectDescribed(STATUS, 200, await status(sale.id, bearer(buyerToken(newBuyer()))));
@@ -787,11 +1065,16 @@ describe('the door: POST and GET /api/sales/{saleId}/queue, POST /api/admin/sale
     const open = await createLiveSale(ctx);
     const later = await queued(7_200_000, 10_800_000, 60);
     const ended = await queued(-2000, 300);
-    await until(() => redisNow(ctx.redis), (now) => now >= Date.parse(ended.endsAt));
+    await until(
+      () => redisNow(ctx.redis),
+      (now) => now >= Date.parse(ended.endsAt),
+    );
 
     await expectDescribed(JOIN, 400, await join('%ZZ', token));
     await expectDescribed(STATUS, 400, await status('%ZZ', token));
-    expect(await expectDescribed(STATUS, 400, await status(later.id, { ...token, 'queue-ticket': 'forged' }))).toMatchObject({ code: 'INVALID_QUEUE_TICKET' });
+    expect(await expectDescribed(STATUS, 400, await status(later.id, { ...token, 'queue-ticket': 'forged' }))).toMatchObject({
+      code: 'INVALID_QUEUE_TICKET',
+    });
     await expectDescribed(JOIN, 401, await join(later.id, {}));
     await expectDescribed(STATUS, 401, await status(later.id, {}));
     // One buyer joins twice a second at most (QUEUE_JOINS_PER_SECOND): each join here is another's.
@@ -799,7 +1082,10 @@ describe('the door: POST and GET /api/sales/{saleId}/queue, POST /api/admin/sale
     await expectDescribed(JOIN, 404, await join(999_999_999, fresh()));
     await expectDescribed(STATUS, 404, await status(999_999_999, token));
     expect(await expectDescribed(JOIN, 409, await join(open.id, fresh()))).toMatchObject({ code: 'SALE_NOT_QUEUED' });
-    expect(await expectDescribed(JOIN, 409, await join(later.id, fresh()))).toMatchObject({ code: 'QUEUE_NOT_OPEN', opensAt: expect.any(String) });
+    expect(await expectDescribed(JOIN, 409, await join(later.id, fresh()))).toMatchObject({
+      code: 'QUEUE_NOT_OPEN',
+      opensAt: expect.any(String),
+    });
     await expectDescribed(STATUS, 409, await status(open.id, token));
     expect(await expectDescribed(JOIN, 410, await join(ended.id, fresh()))).toMatchObject({ code: 'SALE_ENDED' });
   });
@@ -810,26 +1096,46 @@ describe('the door: POST and GET /api/sales/{saleId}/queue, POST /api/admin/sale
       fetch(`${gateway.url}/api/admin/sales`, {
         method: 'POST',
         headers: { ...admin(), ...asJson },
-        body: JSON.stringify({ name: `OpenAPI guards ${randomUUID()}`, stock: 5, startsAt: iso(now + 1000), endsAt: iso(now + 3_600_000), admission: { mode: 'queue', preQueueSeconds: 3600, admitPerSecond: 1000, ...admission } }),
+        body: JSON.stringify({
+          name: `OpenAPI guards ${randomUUID()}`,
+          stock: 5,
+          startsAt: iso(now + 1000),
+          endsAt: iso(now + 3_600_000),
+          admission: { mode: 'queue', preQueueSeconds: 3600, admitPerSecond: 1000, ...admission },
+        }),
       }).then(async (res) => (await expectDescribed('POST /api/admin/sales', 201, res)) as { id: number });
     const pow = await guarded({ challenge: 'pow' });
     const claimed = await guarded({ requireClaim: 'verified' });
     const open = await createLiveSale(ctx);
     const token = bearer(buyerToken(newBuyer()));
-    expect(await expectDescribed(JOIN, 403, await join(pow.id, bearer(buyerToken(newBuyer()))))).toMatchObject({ code: 'CHALLENGE_REQUIRED' });
-    expect(await expectDescribed(JOIN, 403, await join(claimed.id, bearer(buyerToken(newBuyer()))))).toMatchObject({ code: 'CLAIM_REQUIRED', claim: 'verified' });
+    expect(await expectDescribed(JOIN, 403, await join(pow.id, bearer(buyerToken(newBuyer()))))).toMatchObject({
+      code: 'CHALLENGE_REQUIRED',
+    });
+    expect(await expectDescribed(JOIN, 403, await join(claimed.id, bearer(buyerToken(newBuyer()))))).toMatchObject({
+      code: 'CLAIM_REQUIRED',
+      claim: 'verified',
+    });
 
     const CHALLENGE = 'GET /api/sales/{saleId}/queue/challenge';
-    const challenge = (saleId: number | string, headers: Record<string, string>) => fetch(`${gateway.url}/api/sales/${saleId}/queue/challenge`, { headers });
-    expect(await expectDescribed(CHALLENGE, 200, await challenge(pow.id, token))).toMatchObject({ algorithm: 'SHA-256', maxnumber: 100_000 });
+    const challenge = (saleId: number | string, headers: Record<string, string>) =>
+      fetch(`${gateway.url}/api/sales/${saleId}/queue/challenge`, { headers });
+    expect(await expectDescribed(CHALLENGE, 200, await challenge(pow.id, token))).toMatchObject({
+      algorithm: 'SHA-256',
+      maxnumber: 100_000,
+    });
     await expectDescribed(CHALLENGE, 400, await challenge('%ZZ', token));
     await expectDescribed(CHALLENGE, 401, await challenge(pow.id, {}));
     await expectDescribed(CHALLENGE, 404, await challenge(999_999_999, token));
     await expectDescribed(CHALLENGE, 409, await challenge(open.id, token));
 
     const HERE = 'POST /api/sales/{saleId}/queue/here';
-    const here = (saleId: number | string, headers: Record<string, string>) => fetch(`${gateway.url}/api/sales/${saleId}/queue/here`, { method: 'POST', headers });
-    const joined = await expectDescribed(JOIN, 200, await join(claimed.id, bearer(buyerToken('openapi-known', { claims: { verified: true } }))));
+    const here = (saleId: number | string, headers: Record<string, string>) =>
+      fetch(`${gateway.url}/api/sales/${saleId}/queue/here`, { method: 'POST', headers });
+    const joined = await expectDescribed(
+      JOIN,
+      200,
+      await join(claimed.id, bearer(buyerToken('openapi-known', { claims: { verified: true } }))),
+    );
     const known = { ...bearer(buyerToken('openapi-known', { claims: { verified: true } })), 'queue-ticket': String(joined.ticket) };
     await expectDescribed(HERE, 200, await here(claimed.id, known));
     expect(await expectDescribed(HERE, 400, await here(claimed.id, token))).toMatchObject({ code: 'INVALID_QUEUE_TICKET' });
@@ -842,7 +1148,9 @@ describe('the door: POST and GET /api/sales/{saleId}/queue, POST /api/admin/sale
   it('steers: 200 with the settings and the door; 400, 401, 404, 409, 413, 415', async () => {
     const sale = await queued(60_000);
     const open = await createLiveSale(ctx);
-    expect(await expectDescribed(STEER, 200, await steer(sale.id, '{"paused":true,"admitPerSecond":12}'))).toMatchObject({ admission: { paused: true, admitPerSecond: 12 } });
+    expect(await expectDescribed(STEER, 200, await steer(sale.id, '{"paused":true,"admitPerSecond":12}'))).toMatchObject({
+      admission: { paused: true, admitPerSecond: 12 },
+    });
     await expectDescribed(STEER, 400, await steer(sale.id, '{"admitPerSecond":-1}'));
     await expectDescribed(STEER, 401, await steer(sale.id, '{}', asJson));
     await expectDescribed(STEER, 404, await steer(999_999_999, '{}'));
@@ -867,16 +1175,28 @@ describe('the admin surface', () => {
 
   it('403 HOST_NOT_ALLOWED for a Host not allowed, 429 once the failed authentications are over budget', async () => {
     for (const [operation, method, path, body] of ADMIN_OPERATIONS) {
-      const res = await requestWithHost(`${gateway.url}${path}`, 'attacker.example', { method, headers: { ...admin(), ...(body && asJson) }, body });
+      const res = await requestWithHost(`${gateway.url}${path}`, 'attacker.example', {
+        method,
+        headers: { ...admin(), ...(body && asJson) },
+        body,
+      });
       expect(await expectDescribed(operation, 403, res)).toMatchObject({ code: 'HOST_NOT_ALLOWED' });
     }
     // A gateway of its own, one failure allowed a minute: the file's gateway keeps its budget.
     const own = createTestContext({ ADMIN_AUTH_FAILURES_PER_ADDRESS_PER_MINUTE: '1' });
     const guarded = await startGateway(own);
     try {
-      await expectDescribed('GET /api/admin/sales/{saleId}/losses', 401, await fetch(`${guarded.url}/api/admin/sales/1/losses`, { headers: bearer('a-wrong-guess-of-the-token') }));
+      await expectDescribed(
+        'GET /api/admin/sales/{saleId}/losses',
+        401,
+        await fetch(`${guarded.url}/api/admin/sales/1/losses`, { headers: bearer('a-wrong-guess-of-the-token') }),
+      );
       for (const [operation, method, path, body] of ADMIN_OPERATIONS) {
-        const res = await fetch(`${guarded.url}${path}`, { method, headers: { ...bearer(own.config.ADMIN_TOKEN), ...(body && asJson) }, body });
+        const res = await fetch(`${guarded.url}${path}`, {
+          method,
+          headers: { ...bearer(own.config.ADMIN_TOKEN), ...(body && asJson) },
+          body,
+        });
         expect(await expectDescribed(operation, 429, res)).toMatchObject({ code: 'RATE_LIMITED' });
       }
     } finally {
@@ -891,9 +1211,21 @@ describe('a bodiless POST sent a body that is not JSON', () => {
     const sale = await createLiveSale(ctx);
     const asText = { 'content-type': 'text/plain' };
     for (const action of ['pause', 'resume', 'close', 'reconcile']) {
-      await expectDescribed(`POST /api/admin/sales/{saleId}/${action}`, 415, await fetch(`${gateway.url}/api/admin/sales/${sale.id}/${action}`, { method: 'POST', headers: { ...admin(), ...asText }, body: 'x' }));
+      await expectDescribed(
+        `POST /api/admin/sales/{saleId}/${action}`,
+        415,
+        await fetch(`${gateway.url}/api/admin/sales/${sale.id}/${action}`, {
+          method: 'POST',
+          headers: { ...admin(), ...asText },
+          body: 'x',
+        }),
+      );
     }
-    const cancelWithText = await fetch(`${gateway.url}/api/reservations/${newReservationId(sale.id)}/cancel`, { method: 'POST', headers: { ...bearer(buyerToken(newBuyer())), ...asText }, body: 'x' });
+    const cancelWithText = await fetch(`${gateway.url}/api/reservations/${newReservationId(sale.id)}/cancel`, {
+      method: 'POST',
+      headers: { ...bearer(buyerToken(newBuyer())), ...asText },
+      body: 'x',
+    });
     await expectDescribed('POST /api/reservations/{reservationId}/cancel', 415, cancelWithText);
   });
 });
@@ -906,7 +1238,13 @@ describe('POST /api/payments/events, flooded', () => {
     try {
       clock.nextSecond();
       expect((await deliver(paymentOf('1-none'), { url: budgeted.url, signature: 't=1,v1=00' })).status).toBe(401);
-      expect(await expectDescribed('POST /api/payments/events', 429, await deliver(paymentOf('1-none'), { url: budgeted.url, signature: 't=1,v1=00' }))).toMatchObject({ code: 'RATE_LIMITED' });
+      expect(
+        await expectDescribed(
+          'POST /api/payments/events',
+          429,
+          await deliver(paymentOf('1-none'), { url: budgeted.url, signature: 't=1,v1=00' }),
+        ),
+      ).toMatchObject({ code: 'RATE_LIMITED' });
     } finally {
       await budgeted.close();
       await own.close();
@@ -922,7 +1260,9 @@ describe('GET /api/sales/{saleId} and /readyz, flooded', () => {
     try {
       clock.nextSecond();
       expect((await fetch(`${budgeted.url}/api/sales/999999`)).status).toBe(404);
-      expect(await expectDescribed('GET /api/sales/{saleId}', 429, await fetch(`${budgeted.url}/api/sales/999999`))).toMatchObject({ code: 'RATE_LIMITED' });
+      expect(await expectDescribed('GET /api/sales/{saleId}', 429, await fetch(`${budgeted.url}/api/sales/999999`))).toMatchObject({
+        code: 'RATE_LIMITED',
+      });
       expect(await expectDescribed('GET /readyz', 429, await fetch(`${budgeted.url}/readyz`))).toMatchObject({ code: 'RATE_LIMITED' });
     } finally {
       await budgeted.close();
@@ -961,7 +1301,9 @@ describe('docs/openapi.yaml', () => {
 
   it('describes no response the tests above did not produce, but those no test causes', () => {
     const described = Object.entries(document.paths).flatMap(([path, item]) =>
-      Object.entries(item).flatMap(([method, operation]) => Object.keys(operation.responses).map((status) => `${method.toUpperCase()} ${path} ${status}`)),
+      Object.entries(item).flatMap(([method, operation]) =>
+        Object.keys(operation.responses).map((status) => `${method.toUpperCase()} ${path} ${status}`),
+      ),
     );
 
     expect(described.filter((response) => !produced.has(response)).sort()).toEqual([...NOT_PRODUCED].sort());

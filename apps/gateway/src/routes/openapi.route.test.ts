@@ -41,7 +41,10 @@ function codesOf(schema: Json): string[] {
 }
 
 const operations = Object.entries(document.paths as Record<string, Record<string, Json>>).flatMap(([path, item]) =>
-  Object.entries(item).map(([method, operation]) => ({ name: `${method.toUpperCase()} ${path}`, responses: operation.responses as Record<string, Json> })),
+  Object.entries(item).map(([method, operation]) => ({
+    name: `${method.toUpperCase()} ${path}`,
+    responses: operation.responses as Record<string, Json>,
+  })),
 );
 
 describe('GET /api/openapi.json', () => {
@@ -68,12 +71,17 @@ describe('docs/openapi.yaml', () => {
     expect(components.schemas.ErrorCode!.enum).toEqual(Object.keys(ERRORS));
   });
 
-  it.each(Object.keys(ERRORS) as ErrorCode[])('describes %s with the catalogue\'s status, title and type', (code) => {
+  it.each(Object.keys(ERRORS) as ErrorCode[])("describes %s with the catalogue's status, title and type", (code) => {
     const { type, title, status } = problemDocument({ code });
     const schema = components.schemas[problemSchemaName(code)];
 
     expect(schema?.$ref).toBe('#/components/schemas/Problem');
-    expect(schema?.properties).toMatchObject({ type: { const: type }, title: { const: title }, status: { const: status }, code: { const: code } });
+    expect(schema?.properties).toMatchObject({
+      type: { const: type },
+      title: { const: title },
+      status: { const: status },
+      code: { const: code },
+    });
     expect(schema?.unevaluatedProperties).toBe(false);
   });
 
@@ -89,7 +97,7 @@ describe('docs/openapi.yaml', () => {
     expect(statuses.filter((status) => !/^[1-5][0-9]{2}$/.test(status))).toEqual([]);
   });
 
-  it.each(operations)('answers $name only with codes whose catalogue status is the response\'s', ({ responses }) => {
+  it.each(operations)("answers $name only with codes whose catalogue status is the response's", ({ responses }) => {
     const mismatched = Object.entries(responses).flatMap(([status, response]) => {
       const problem = (deref(response).content as Record<string, { schema: Json }> | undefined)?.['application/problem+json'];
       if (!problem) return [];

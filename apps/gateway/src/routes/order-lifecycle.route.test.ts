@@ -8,7 +8,6 @@ import { gatewayPerFile, type TestGateway } from '../../../../test/support/gatew
 import { bearer, expectProblem } from '../../../../test/support/http.ts';
 import { writeOrdersOf } from '../../../../test/support/orders.ts';
 
-
 let ctx: TestContext;
 let gateway: TestGateway;
 gatewayPerFile((started, server) => {
@@ -33,9 +32,14 @@ async function orderOf(buyer = newBuyer(), stock = 5) {
 }
 
 const cancel = (reservationId: string, buyer: string) =>
-  fetch(`${gateway.url}/api/reservations/${encodeURIComponent(reservationId)}/cancel`, { method: 'POST', headers: bearer(buyerToken(buyer)) });
+  fetch(`${gateway.url}/api/reservations/${encodeURIComponent(reservationId)}/cancel`, {
+    method: 'POST',
+    headers: bearer(buyerToken(buyer)),
+  });
 const lookup = async (reservationId: string, buyer: string) =>
-  (await (await fetch(`${gateway.url}/api/reservations/${encodeURIComponent(reservationId)}`, { headers: bearer(buyerToken(buyer)) })).json()) as Record<string, unknown>;
+  (await (
+    await fetch(`${gateway.url}/api/reservations/${encodeURIComponent(reservationId)}`, { headers: bearer(buyerToken(buyer)) })
+  ).json()) as Record<string, unknown>;
 const remainingOf = async (saleId: number) => (await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(saleId).state())!.remaining;
 
 /** Posts a payment event, signed as the provider signs it unless `signature` says otherwise. */
@@ -43,18 +47,30 @@ function deliver(event: Record<string, unknown> | string, signature?: string, at
   const raw = typeof event === 'string' ? event : JSON.stringify(event);
   return fetch(`${gateway.url}/api/payments/events`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', 'payment-signature': signature ?? signPaymentEvent(ctx.config.PAYMENT_WEBHOOK_SECRET, at, raw) },
+    headers: {
+      'content-type': 'application/json',
+      'payment-signature': signature ?? signPaymentEvent(ctx.config.PAYMENT_WEBHOOK_SECRET, at, raw),
+    },
     body: raw,
   });
 }
-const paymentOf = (reservationId: string, id = `evt_${randomUUID()}`) => ({ id, type: 'payment.succeeded', reservationId, amountCents: 1999 });
+const paymentOf = (reservationId: string, id = `evt_${randomUUID()}`) => ({
+  id,
+  type: 'payment.succeeded',
+  reservationId,
+  amountCents: 1999,
+});
 
 describe('an order awaiting payment', () => {
   it('shows its payBy: reservedAt plus the sale window, on the reserve script clock', async () => {
     const { reservationId, buyer } = await orderOf();
     const order = await ctx.prisma.order.findUniqueOrThrow({ where: { reservationId } });
 
-    expect(await lookup(reservationId, buyer)).toMatchObject({ status: 'created', orderId: reservationId, payBy: new Date(order.reservedAt.getTime() + 120_000).toISOString() });
+    expect(await lookup(reservationId, buyer)).toMatchObject({
+      status: 'created',
+      orderId: reservationId,
+      payBy: new Date(order.reservedAt.getTime() + 120_000).toISOString(),
+    });
   });
 
   it('shows a pending reservation with no payBy yet', async () => {
@@ -62,7 +78,14 @@ describe('an order awaiting payment', () => {
     const buyer = newBuyer();
     const reservationId = await reserve(sale.id, buyer);
 
-    expect(await lookup(reservationId, buyer)).toEqual({ reservationId, saleId: sale.id, quantity: 1, status: 'pending', orderId: null, payBy: null });
+    expect(await lookup(reservationId, buyer)).toEqual({
+      reservationId,
+      saleId: sale.id,
+      quantity: 1,
+      status: 'pending',
+      orderId: null,
+      payBy: null,
+    });
   });
 });
 
@@ -132,11 +155,18 @@ describe('POST /api/payments/events', () => {
     expect(await (await deliver(event)).json()).toEqual({ status: 'refund_due' });
     expect(await (await deliver(event)).json()).toEqual({ status: 'refund_due' });
     expect(await lookup(reservationId, buyer)).toMatchObject({ status: 'cancelled' });
-    const stats = (await (await fetch(`${gateway.url}/api/admin/sales/${sale.id}/stats`, { headers: bearer(ctx.config.ADMIN_TOKEN) })).json()) as Record<string, unknown>;
+    const stats = (await (
+      await fetch(`${gateway.url}/api/admin/sales/${sale.id}/stats`, { headers: bearer(ctx.config.ADMIN_TOKEN) })
+    ).json()) as Record<string, unknown>;
     expect(stats).toMatchObject({
       ordersInDb: 0,
       unitsInDb: 0,
-      ordersByStatus: { created: { orders: 0, units: 0 }, paid: { orders: 0, units: 0 }, cancelled: { orders: 1, units: 1 }, expired: { orders: 0, units: 0 } },
+      ordersByStatus: {
+        created: { orders: 0, units: 0 },
+        paid: { orders: 0, units: 0 },
+        cancelled: { orders: 1, units: 1 },
+        expired: { orders: 0, units: 0 },
+      },
       unitsReturned: 1,
       unitsAwaitingReturn: 0,
       refundsDue: { count: 1, amountCents: 1999 },
@@ -183,7 +213,11 @@ describe('POST /api/payments/events', () => {
     ];
     for (const signature of cases) {
       const res = await deliver(raw, signature);
-      expect({ signature, status: res.status, code: ((await res.json()) as { code: string }).code }).toEqual({ signature, status: 401, code: 'UNAUTHORIZED' });
+      expect({ signature, status: res.status, code: ((await res.json()) as { code: string }).code }).toEqual({
+        signature,
+        status: 401,
+        code: 'UNAUTHORIZED',
+      });
     }
     expect(await lookup(reservationId, buyer)).toMatchObject({ status: 'created' });
     expect(await ctx.prisma.paymentEvent.count({ where: { reservationId } })).toBe(0);
@@ -201,9 +235,17 @@ describe('POST /api/payments/events', () => {
     ];
     for (const body of bodies) {
       const res = await deliver(body);
-      expect({ body, status: res.status, code: ((await res.json()) as { code: string }).code }).toEqual({ body, status: 400, code: 'INVALID_REQUEST' });
+      expect({ body, status: res.status, code: ((await res.json()) as { code: string }).code }).toEqual({
+        body,
+        status: 400,
+        code: 'INVALID_REQUEST',
+      });
     }
-    const text = await fetch(`${gateway.url}/api/payments/events`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: 'x' });
+    const text = await fetch(`${gateway.url}/api/payments/events`, {
+      method: 'POST',
+      headers: { 'content-type': 'text/plain' },
+      body: 'x',
+    });
     expect(text.status).toBe(415);
     expect(await lookup(reservationId, buyer)).toMatchObject({ status: 'created' });
   });
@@ -213,8 +255,18 @@ describe('POST /api/payments/events', () => {
     const event = paymentOf(a.reservationId);
     expect(await (await deliver(event)).json()).toEqual({ status: 'paid' });
 
-    await expectProblem(await deliver({ ...event, reservationId: b.reservationId }), 422, 'PAYMENT_EVENT_REUSED', 'this event id was received before with another reservation or amount');
-    await expectProblem(await deliver({ ...event, amountCents: 1 }), 422, 'PAYMENT_EVENT_REUSED', 'this event id was received before with another reservation or amount');
+    await expectProblem(
+      await deliver({ ...event, reservationId: b.reservationId }),
+      422,
+      'PAYMENT_EVENT_REUSED',
+      'this event id was received before with another reservation or amount',
+    );
+    await expectProblem(
+      await deliver({ ...event, amountCents: 1 }),
+      422,
+      'PAYMENT_EVENT_REUSED',
+      'this event id was received before with another reservation or amount',
+    );
 
     expect(await lookup(b.reservationId, b.buyer)).toMatchObject({ status: 'created' });
     expect(await (await deliver(event)).json()).toEqual({ status: 'paid' });
@@ -225,17 +277,26 @@ describe('POST /api/payments/events', () => {
     const [a, b] = [await orderOf(), await orderOf()];
     const tail = randomUUID();
     const refusal = async (res: Response) => ({ status: res.status, code: ((await res.json()) as { code: string }).code });
-    for (const [order, id] of [[a, `evt_\ud800${tail}`], [b, `evt_\udc00${tail}`]] as const) {
+    for (const [order, id] of [
+      [a, `evt_\ud800${tail}`],
+      [b, `evt_\udc00${tail}`],
+    ] as const) {
       expect(await refusal(await deliver(paymentOf(order.reservationId, id)))).toEqual({ status: 400, code: 'INVALID_REQUEST' });
       expect(await lookup(order.reservationId, order.buyer)).toMatchObject({ status: 'created' });
     }
-    expect(await refusal(await deliver(paymentOf(`${a.reservationId.slice(0, -1)}\ud800`)))).toEqual({ status: 400, code: 'INVALID_REQUEST' });
+    expect(await refusal(await deliver(paymentOf(`${a.reservationId.slice(0, -1)}\ud800`)))).toEqual({
+      status: 400,
+      code: 'INVALID_REQUEST',
+    });
     expect(await ctx.prisma.paymentEvent.count({ where: { reservationId: { in: [a.reservationId, b.reservationId] } } })).toBe(0);
   });
 
   it('takes events in any order: a second payment of a paid order is owed back, the first stays paid', async () => {
     const { reservationId, buyer } = await orderOf();
-    const [a, b] = [paymentOf(reservationId, 'evt_a'), paymentOf(reservationId, 'evt_b')].map((e) => ({ ...e, id: `${e.id}-${randomUUID()}` }));
+    const [a, b] = [paymentOf(reservationId, 'evt_a'), paymentOf(reservationId, 'evt_b')].map((e) => ({
+      ...e,
+      id: `${e.id}-${randomUUID()}`,
+    }));
 
     expect(await (await deliver(b!)).json()).toEqual({ status: 'paid' });
     expect(await (await deliver(a!)).json()).toEqual({ status: 'refund_due' });

@@ -29,10 +29,15 @@ describe('a flood of unsigned payment events', () => {
     const statuses: number[] = [];
     for (let i = 0; i < 200; i++) statuses.push((await unsigned()).status);
 
-    expect({ unauthorized: statuses.filter((s) => s === 401).length, limited: statuses.filter((s) => s === 429).length }).toEqual({ unauthorized: 40, limited: 160 });
+    expect({ unauthorized: statuses.filter((s) => s === 401).length, limited: statuses.filter((s) => s === 429).length }).toEqual({
+      unauthorized: 40,
+      limited: 160,
+    });
     // The summary names the address the flood came from (operations.md, "Floods do not become log floods").
-    expect(logs.filter((line) => line.msg === 'payment events refused: bad signature')).toEqual([expect.objectContaining({ level: 40, refused: { mismatch: 1 }, lastAddress: '127.0.0.1' })]);
-    expect(logs.filter((line) => (line.level) >= 40)).toHaveLength(1);
+    expect(logs.filter((line) => line.msg === 'payment events refused: bad signature')).toEqual([
+      expect.objectContaining({ level: 40, refused: { mismatch: 1 }, lastAddress: '127.0.0.1' }),
+    ]);
+    expect(logs.filter((line) => line.level >= 40)).toHaveLength(1);
 
     clock.nextSecond();
     await expectProblem(await unsigned(), 401, 'UNAUTHORIZED', 'the Payment-Signature is not valid');

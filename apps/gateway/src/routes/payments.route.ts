@@ -11,7 +11,12 @@ import { parseOrThrow, jsonBodyOnly } from '../validation.ts';
  * An id is well-formed Unicode: a lone surrogate has no UTF-8 form, and MySQL would store it as U+FFFD,
  * making two different ids one (the second payment answered as the first and never recorded).
  */
-const wellFormedId = (max: number) => z.string().min(1).max(max).refine((id) => id.isWellFormed(), 'must be well-formed Unicode (no lone surrogates)');
+const wellFormedId = (max: number) =>
+  z
+    .string()
+    .min(1)
+    .max(max)
+    .refine((id) => id.isWellFormed(), 'must be well-formed Unicode (no lone surrogates)');
 
 const paymentEvent = z.object({
   id: wellFormedId(255),
@@ -49,11 +54,19 @@ export function paymentsRouter({ config, sales, logger }: GatewayDeps, door: Doo
     express.raw({ type: () => true, limit: config.HTTP_MAX_BODY_BYTES }),
     async (req, res) => {
       const raw = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
-      const problem = checkPaymentSignature(req.headers['payment-signature'] as string | undefined, raw, config.PAYMENT_WEBHOOK_SECRET, Math.floor(Date.now() / 1000));
+      const problem = checkPaymentSignature(
+        req.headers['payment-signature'] as string | undefined,
+        raw,
+        config.PAYMENT_WEBHOOK_SECRET,
+        Math.floor(Date.now() / 1000),
+      );
       if (problem) {
         // The address as TRUST_PROXY gives it (the summary's lastAddress): whom to block, as operations.md says.
         refusals(problem, { lastAddress: clientAddress(req, config.TRUST_PROXY) });
-        throw new AppError('UNAUTHORIZED', `the Payment-Signature is ${problem === 'stale' ? 'too old or too far ahead' : problem === 'mismatch' ? 'not valid' : problem}`);
+        throw new AppError(
+          'UNAUTHORIZED',
+          `the Payment-Signature is ${problem === 'stale' ? 'too old or too far ahead' : problem === 'mismatch' ? 'not valid' : problem}`,
+        );
       }
       let body: unknown;
       try {

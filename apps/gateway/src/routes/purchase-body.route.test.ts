@@ -29,8 +29,14 @@ interface BadBody {
 }
 
 const cases: [string, BadBody][] = [
-  ['malformed JSON', { contentType: JSON_TYPE, body: '{"quantity":', status: 400, code: 'INVALID_REQUEST', detail: 'the body is not valid JSON' }],
-  ['a JSON string instead of an object', { contentType: JSON_TYPE, body: '"1"', status: 400, code: 'INVALID_REQUEST', detail: 'the body is not valid JSON' }],
+  [
+    'malformed JSON',
+    { contentType: JSON_TYPE, body: '{"quantity":', status: 400, code: 'INVALID_REQUEST', detail: 'the body is not valid JSON' },
+  ],
+  [
+    'a JSON string instead of an object',
+    { contentType: JSON_TYPE, body: '"1"', status: 400, code: 'INVALID_REQUEST', detail: 'the body is not valid JSON' },
+  ],
   [
     'an unknown field (a buyer id in the body is refused, not used)',
     {
@@ -86,10 +92,25 @@ const cases: [string, BadBody][] = [
       detail: 'The request body is larger than 1 KB',
     },
   ],
-  ['a text/plain body', { contentType: 'text/plain', body: '{"quantity":1}', status: 415, code: 'UNSUPPORTED_MEDIA_TYPE', detail: 'send the body as application/json' }],
+  [
+    'a text/plain body',
+    {
+      contentType: 'text/plain',
+      body: '{"quantity":1}',
+      status: 415,
+      code: 'UNSUPPORTED_MEDIA_TYPE',
+      detail: 'send the body as application/json',
+    },
+  ],
   [
     'a form body',
-    { contentType: 'application/x-www-form-urlencoded', body: 'quantity=1', status: 415, code: 'UNSUPPORTED_MEDIA_TYPE', detail: 'send the body as application/json' },
+    {
+      contentType: 'application/x-www-form-urlencoded',
+      body: 'quantity=1',
+      status: 415,
+      code: 'UNSUPPORTED_MEDIA_TYPE',
+      detail: 'send the body as application/json',
+    },
   ],
   // Only UTF-8 is read: body-parser would decode UTF-16 and UTF-7 through iconv, so one request could be
   // spelt in bytes that nothing in front of the gateway reads the way the gateway does.
@@ -100,7 +121,11 @@ const cases: [string, BadBody][] = [
       ['UTF-16', 'application/json; charset=utf-16', Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from('{"quantity":1}', 'utf16le')])],
       ['UTF-16LE, quoted', 'application/json; charset="UTF-16LE"', Buffer.from('{"quantity":1}', 'utf16le')],
       ['UTF-32, after a UTF-8 charset', 'application/json; charset=utf-8; charset=utf-32', '{"quantity":1}'],
-      ['UTF-16, as a +json type', 'application/merge-patch+json; charset=utf-16', Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from('{"quantity":1}', 'utf16le')])],
+      [
+        'UTF-16, as a +json type',
+        'application/merge-patch+json; charset=utf-16',
+        Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from('{"quantity":1}', 'utf16le')]),
+      ],
     ] as const
   ).map(([name, contentType, body]): [string, BadBody] => [
     `a JSON body in ${name}`,

@@ -20,7 +20,11 @@ const newBuyer = () => `buyer-${randomUUID()}`;
 async function purchase(url: string, saleId: number | string, userId: string, body?: unknown): Promise<Response> {
   const headers: Record<string, string> = bearer(buyerToken(userId));
   if (body !== undefined) headers['content-type'] = 'application/json';
-  return fetch(`${url}/api/sales/${saleId}/purchase`, { method: 'POST', headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  return fetch(`${url}/api/sales/${saleId}/purchase`, {
+    method: 'POST',
+    headers,
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
 }
 
 /** Runs a request that must be refused and proves it changed nothing in Redis or MySQL. */
@@ -70,7 +74,10 @@ describe('POST /api/sales/:saleId/purchase', () => {
     const emptyObject = await purchase(gateway.url, sale.id, newBuyer(), {});
 
     expect([empty.status, emptyObject.status]).toEqual([202, 202]);
-    expect([((await empty.json()) as { quantity: number }).quantity, ((await emptyObject.json()) as { quantity: number }).quantity]).toEqual([1, 1]);
+    expect([
+      ((await empty.json()) as { quantity: number }).quantity,
+      ((await emptyObject.json()) as { quantity: number }).quantity,
+    ]).toEqual([1, 1]);
     expect((await snapshotSale(ctx, sale.id)).meta.remaining).toBe('8');
   });
 
@@ -106,7 +113,9 @@ describe('POST /api/sales/:saleId/purchase', () => {
 
     await expectNoChange(sale.id, async () => {
       const res = await purchase(gateway.url, sale.id, buyer, { quantity: 2 });
-      await expectProblem(res, 409, 'ALREADY_PURCHASED', 'This buyer already has a reservation for this sale', { reservationId: first.reservationId });
+      await expectProblem(res, 409, 'ALREADY_PURCHASED', 'This buyer already has a reservation for this sale', {
+        reservationId: first.reservationId,
+      });
     });
   });
 
@@ -115,7 +124,9 @@ describe('POST /api/sales/:saleId/purchase', () => {
     expect((await purchase(gateway.url, sale.id, newBuyer(), { quantity: 2 })).status).toBe(202);
 
     await expectNoChange(sale.id, async () => {
-      await expectProblem(await purchase(gateway.url, sale.id, newBuyer(), { quantity: 2 }), 409, 'INSUFFICIENT_STOCK', 'only 1 left', { remaining: 1 });
+      await expectProblem(await purchase(gateway.url, sale.id, newBuyer(), { quantity: 2 }), 409, 'INSUFFICIENT_STOCK', 'only 1 left', {
+        remaining: 1,
+      });
     });
   });
 
@@ -178,7 +189,7 @@ describe('POST /api/sales/:saleId/purchase', () => {
 });
 
 describe('purchase rate limit', () => {
-  it('refuses a buyer\'s third request within one second with 429 RATE_LIMITED and Retry-After, changing nothing', async () => {
+  it("refuses a buyer's third request within one second with 429 RATE_LIMITED and Retry-After, changing nothing", async () => {
     const limited = createTestContext({ RATE_LIMIT_PER_SECOND: '2' });
     // The limiter counts per second of the gateway's clock, which stands still until the test moves it.
     const clock = manualClock();
@@ -203,9 +214,15 @@ describe('purchase rate limit', () => {
       expect(Number(after.meta.remaining)).toBe(Number(before.meta.remaining) - 1);
 
       clock.nextSecond();
-      await expectProblem(await purchase(limitedGateway.url, sale.id, buyer), 409, 'ALREADY_PURCHASED', 'This buyer already has a reservation for this sale', {
-        reservationId: before.buyers[buyer]!.split('|')[0],
-      });
+      await expectProblem(
+        await purchase(limitedGateway.url, sale.id, buyer),
+        409,
+        'ALREADY_PURCHASED',
+        'This buyer already has a reservation for this sale',
+        {
+          reservationId: before.buyers[buyer]!.split('|')[0],
+        },
+      );
     } finally {
       await limitedGateway.close();
       await limited.close();
@@ -221,7 +238,9 @@ describe('purchase rate limit', () => {
       const token = buyerToken(buyer);
 
       const responses = await Promise.all(
-        Array.from({ length: 5 }, () => fetch(`${limitedGateway.url}/api/sales/${sale.id}/purchase`, { method: 'POST', headers: bearer(token) })),
+        Array.from({ length: 5 }, () =>
+          fetch(`${limitedGateway.url}/api/sales/${sale.id}/purchase`, { method: 'POST', headers: bearer(token) }),
+        ),
       );
 
       expect(responses.map((res) => res.status).sort()).toEqual([202, 409, 429, 429, 429]);

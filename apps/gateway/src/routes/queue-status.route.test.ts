@@ -21,7 +21,8 @@ function raw(method: string, path: string, headers: Record<string, string>): Pro
       res.on('data', (chunk: Buffer) => chunks.push(chunk));
       res.on('end', () => {
         const pairs: string[] = [];
-        for (let i = 0; i < res.rawHeaders.length; i += 2) if (res.rawHeaders[i] !== 'Date') pairs.push(`${res.rawHeaders[i]}: ${res.rawHeaders[i + 1]}`);
+        for (let i = 0; i < res.rawHeaders.length; i += 2)
+          if (res.rawHeaders[i] !== 'Date') pairs.push(`${res.rawHeaders[i]}: ${res.rawHeaders[i + 1]}`);
         resolve({ status: res.statusCode!, headers: pairs, body: Buffer.concat(chunks).toString('utf8') });
       });
     });
@@ -42,7 +43,12 @@ describe('GET /api/sales/:id/queue, answered ahead of Express', () => {
 
     expect(joined.status).toBe(200);
     expect(polled).toEqual(rejoined);
-    expect(polled.headers.slice(0, 4)).toEqual(['Retry-After: 30', 'Cache-Control: no-store', 'Content-Type: application/json; charset=utf-8', `Content-Length: ${Buffer.byteLength(polled.body)}`]);
+    expect(polled.headers.slice(0, 4)).toEqual([
+      'Retry-After: 30',
+      'Cache-Control: no-store',
+      'Content-Type: application/json; charset=utf-8',
+      `Content-Length: ${Buffer.byteLength(polled.body)}`,
+    ]);
   });
 
   it('answers every spelling Express reads as the path exactly as the path itself, and HEAD with the same headers', async () => {

@@ -22,7 +22,11 @@ const admin = () => bearer(ctx.config.ADMIN_TOKEN);
 const buyer = (saleId: number, name = `buyer-${randomUUID()}`) => doorBuyer(gateway.url, saleId, name);
 const keysOf = (saleId: number) => saleKeys(ctx.config.REDIS_PREFIX, saleId);
 const setAdmission = (saleId: number | string, body: unknown) =>
-  fetch(`${gateway.url}/api/admin/sales/${saleId}/admission`, { method: 'POST', headers: { ...admin(), 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  fetch(`${gateway.url}/api/admin/sales/${saleId}/admission`, {
+    method: 'POST',
+    headers: { ...admin(), 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
 
 /** What a refusal must leave as it was: the sale's stock, buyers, stream and door. */
 async function redisFootprint(saleId: number) {
@@ -38,7 +42,11 @@ async function redisFootprint(saleId: number) {
 }
 
 const waitForStart = async (startsAt: number) => {
-  await until(() => redisNow(ctx.redis), (now) => now >= startsAt, 30_000);
+  await until(
+    () => redisNow(ctx.redis),
+    (now) => now >= startsAt,
+    30_000,
+  );
 };
 
 describe('POST /api/admin/sales with admission', () => {
@@ -84,21 +92,44 @@ describe('POST /api/admin/sales with admission', () => {
       q_claim: '',
       q_max: '',
     });
-    expect((await fetch(`${gateway.url}/api/sales/${id}`).then((r) => r.json())) as Record<string, unknown>).toMatchObject({ id, status: 'scheduled', admission: body.admission });
+    expect((await fetch(`${gateway.url}/api/sales/${id}`).then((r) => r.json())) as Record<string, unknown>).toMatchObject({
+      id,
+      status: 'scheduled',
+      admission: body.admission,
+    });
   });
 
   it('keeps an open sale as it was: { mode: "open" } and no admission answer the same, with no door in MySQL or Redis', async () => {
     const now = await redisNow(ctx.redis);
     const sale = { name: 'Open', stock: 3, startsAt: new Date(now - 1000).toISOString(), endsAt: new Date(now + 60_000).toISOString() };
-    const create = (body: unknown) => fetch(`${gateway.url}/api/admin/sales`, { method: 'POST', headers: { ...admin(), 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const create = (body: unknown) =>
+      fetch(`${gateway.url}/api/admin/sales`, {
+        method: 'POST',
+        headers: { ...admin(), 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
 
     const plain = (await (await create(sale)).json()) as Record<string, unknown>;
     const open = (await (await create({ ...sale, admission: { mode: 'open' } })).json()) as Record<string, unknown>;
 
-    expect(Object.keys(plain)).toEqual(['id', 'name', 'stock', 'startsAt', 'endsAt', 'perUserLimit', 'paymentWindowSeconds', 'maxOrdersPerBuyer', 'rebuyCooldownSeconds']);
+    expect(Object.keys(plain)).toEqual([
+      'id',
+      'name',
+      'stock',
+      'startsAt',
+      'endsAt',
+      'perUserLimit',
+      'paymentWindowSeconds',
+      'maxOrdersPerBuyer',
+      'rebuyCooldownSeconds',
+    ]);
     expect({ ...open, id: 0 }).toEqual({ ...plain, id: 0 });
     for (const id of [plain.id as number, open.id as number]) {
-      expect(await ctx.prisma.sale.findUniqueOrThrow({ where: { id } })).toMatchObject({ admissionMode: 'open', preQueueSeconds: null, admitPerSecond: null });
+      expect(await ctx.prisma.sale.findUniqueOrThrow({ where: { id } })).toMatchObject({
+        admissionMode: 'open',
+        preQueueSeconds: null,
+        admitPerSecond: null,
+      });
       const meta = await ctx.redis.hgetall(keysOf(id).meta);
       expect(Object.keys(meta).filter((field) => field === 'adm' || field.startsWith('q_'))).toEqual([]);
       expect(Object.keys((await fetch(`${gateway.url}/api/sales/${id}`).then((r) => r.json())) as object)).not.toContain('admission');
@@ -125,7 +156,13 @@ describe('POST /api/admin/sales with admission', () => {
     const lottery = await fetch(`${gateway.url}/api/admin/sales`, {
       method: 'POST',
       headers: { ...admin(), 'content-type': 'application/json' },
-      body: JSON.stringify({ name: 'x', stock: 1, startsAt: new Date(now).toISOString(), endsAt: new Date(now + 1000).toISOString(), admission: { mode: 'lottery' } }),
+      body: JSON.stringify({
+        name: 'x',
+        stock: 1,
+        startsAt: new Date(now).toISOString(),
+        endsAt: new Date(now + 1000).toISOString(),
+        admission: { mode: 'lottery' },
+      }),
     });
     expect(((await lottery.json()) as { code: string }).code).toBe('INVALID_REQUEST');
   });
@@ -139,7 +176,15 @@ describe('POST /api/sales/:id/queue (join)', () => {
     const first = await alice.join();
 
     expect(first.status).toBe(200);
-    expect(first.body).toEqual({ saleId: id, state: 'waiting', position: null, ahead: null, etaSeconds: expect.any(Number), admittedUntil: null, ticket: expect.any(String) });
+    expect(first.body).toEqual({
+      saleId: id,
+      state: 'waiting',
+      position: null,
+      ahead: null,
+      etaSeconds: expect.any(Number),
+      admittedUntil: null,
+      ticket: expect.any(String),
+    });
     expect(first.body.etaSeconds).toBeGreaterThanOrEqual(18);
     expect(first.body.etaSeconds).toBeLessThanOrEqual(20);
     expect(Number(first.retryAfter)).toBeGreaterThanOrEqual(18);
@@ -158,7 +203,13 @@ describe('POST /api/sales/:id/queue (join)', () => {
     const before = await redisFootprint(id);
     const opensAt = new Date(startsAt - 60_000).toISOString();
 
-    await expectProblem(await fetch(`${gateway.url}/api/sales/${id}/queue`, { method: 'POST', headers: bearer(buyerToken('early')) }), 409, 'QUEUE_NOT_OPEN', `the waiting room opens at ${opensAt}`, { opensAt });
+    await expectProblem(
+      await fetch(`${gateway.url}/api/sales/${id}/queue`, { method: 'POST', headers: bearer(buyerToken('early')) }),
+      409,
+      'QUEUE_NOT_OPEN',
+      `the waiting room opens at ${opensAt}`,
+      { opensAt },
+    );
 
     expect(await redisFootprint(id)).toEqual(before);
   });
@@ -166,19 +217,42 @@ describe('POST /api/sales/:id/queue (join)', () => {
   it('409 SALE_NOT_QUEUED for an open sale (join, status, and the admin control), 410 SALE_ENDED for an ended queued sale, 404 for no sale, 401 without a token; nothing written', async () => {
     const open = await createLiveSale(ctx, { stock: 3 });
     const ended = await createQueuedSale(ctx, gateway.url, { startsIn: -2000, endsIn: 500 });
-    await until(() => redisNow(ctx.redis), (now) => now >= ended.startsAt + 2500);
+    await until(
+      () => redisNow(ctx.redis),
+      (now) => now >= ended.startsAt + 2500,
+    );
     const token = bearer(buyerToken('someone'));
     const openBefore = await redisFootprint(open.id);
     const endedBefore = await redisFootprint(ended.id);
 
     const notQueued = 'sale ' + open.id + ' has no waiting room: buy directly';
-    await expectProblem(await fetch(`${gateway.url}/api/sales/${open.id}/queue`, { method: 'POST', headers: token }), 409, 'SALE_NOT_QUEUED', notQueued);
+    await expectProblem(
+      await fetch(`${gateway.url}/api/sales/${open.id}/queue`, { method: 'POST', headers: token }),
+      409,
+      'SALE_NOT_QUEUED',
+      notQueued,
+    );
     await expectProblem(await fetch(`${gateway.url}/api/sales/${open.id}/queue`, { headers: token }), 409, 'SALE_NOT_QUEUED', notQueued);
     await expectProblem(await setAdmission(open.id, { paused: true }), 409, 'SALE_NOT_QUEUED', `sale ${open.id} has no waiting room`);
-    await expectProblem(await fetch(`${gateway.url}/api/sales/${ended.id}/queue`, { method: 'POST', headers: token }), 410, 'SALE_ENDED', `sale ${ended.id} has ended`);
+    await expectProblem(
+      await fetch(`${gateway.url}/api/sales/${ended.id}/queue`, { method: 'POST', headers: token }),
+      410,
+      'SALE_ENDED',
+      `sale ${ended.id} has ended`,
+    );
     // Another buyer: one buyer's joins are budgeted (QUEUE_JOINS_PER_SECOND), refusals too.
-    await expectProblem(await fetch(`${gateway.url}/api/sales/999999999/queue`, { method: 'POST', headers: bearer(buyerToken('someone-else')) }), 404, 'SALE_NOT_FOUND', 'no sale has the id 999999999');
-    await expectProblem(await fetch(`${gateway.url}/api/sales/999999999/queue`, { headers: token }), 404, 'SALE_NOT_FOUND', 'no sale has the id 999999999');
+    await expectProblem(
+      await fetch(`${gateway.url}/api/sales/999999999/queue`, { method: 'POST', headers: bearer(buyerToken('someone-else')) }),
+      404,
+      'SALE_NOT_FOUND',
+      'no sale has the id 999999999',
+    );
+    await expectProblem(
+      await fetch(`${gateway.url}/api/sales/999999999/queue`, { headers: token }),
+      404,
+      'SALE_NOT_FOUND',
+      'no sale has the id 999999999',
+    );
     expect((await fetch(`${gateway.url}/api/sales/${ended.id}/queue`, { method: 'POST' })).status).toBe(401);
     expect((await fetch(`${gateway.url}/api/sales/${ended.id}/queue`)).status).toBe(401);
 
@@ -205,7 +279,12 @@ describe('purchases behind the door', () => {
     await ahead!.waitFor('admitted');
     const before = await redisFootprint(id);
 
-    await expectProblem(await fetch(`${gateway.url}/api/sales/${id}/purchase`, { method: 'POST', headers: bearer(buyerToken('stranger')) }), 403, 'NOT_ADMITTED', 'this sale is bought through its waiting room: join it (POST /api/sales/{saleId}/queue) and buy while your turn runs');
+    await expectProblem(
+      await fetch(`${gateway.url}/api/sales/${id}/purchase`, { method: 'POST', headers: bearer(buyerToken('stranger')) }),
+      403,
+      'NOT_ADMITTED',
+      'this sale is bought through its waiting room: join it (POST /api/sales/{saleId}/queue) and buy while your turn runs',
+    );
     const waiting = await behind!.status();
     if (waiting.body.state === 'waiting') expect((await behind!.purchase()).status).toBe(403);
     expect(await redisFootprint(id)).toMatchObject({ buyers: before.buyers, stream: before.stream, meta: { remaining: '5' } });
@@ -221,7 +300,12 @@ describe('purchases behind the door', () => {
   });
 
   it('an admission that ran out (TTL) is 403 NOT_ADMITTED and `expired`; the frontier moves on to the next in line within the TTL', async () => {
-    const { id, startsAt } = await createQueuedSale(ctx, gateway.url, { stock: 1, admitPerSecond: 100, admissionTtlSeconds: 1, startsIn: 1500 });
+    const { id, startsAt } = await createQueuedSale(ctx, gateway.url, {
+      stock: 1,
+      admitPerSecond: 100,
+      admissionTtlSeconds: 1,
+      startsIn: 1500,
+    });
     const buyers = ['a', 'b', 'c'].map((name) => buyer(id, `${name}-${randomUUID()}`));
     for (const b of buyers) await b.join();
     await waitForStart(startsAt);
@@ -243,15 +327,29 @@ describe('purchases behind the door', () => {
     expect(await first!.purchase()).toMatchObject({ status: 403, body: { code: 'NOT_ADMITTED' } });
     expect(await second!.purchase()).toMatchObject({ status: 202 });
     // The last unit is gone but not paid for: it may come back, so the third waits, with no ETA.
-    expect(await until(async () => (await third!.status()).body, (body) => body.etaSeconds === null, 60_000)).toMatchObject({ state: 'waiting', position: 1 });
+    expect(
+      await until(
+        async () => (await third!.status()).body,
+        (body) => body.etaSeconds === null,
+        60_000,
+      ),
+    ).toMatchObject({ state: 'waiting', position: 1 });
     expect(Number(await ctx.redis.hget(keysOf(id).door, 'abandoned'))).toBe(1);
   });
 });
 
 describe('bots gain nothing', () => {
   it('admits in queue order whoever asks how often: buyers hammering at 50 requests/s are admitted no earlier than their place', async () => {
-    const { id, startsAt } = await createQueuedSale(ctx, gateway.url, { stock: 100, admitPerSecond: 10, admissionTtlSeconds: 600, startsIn: 1500 });
-    const crowd = Array.from({ length: 30 }, (_, i) => ({ b: buyer(id, `${i % 2 === 0 ? 'bot' : 'polite'}-${i}-${randomUUID()}`), bot: i % 2 === 0 }));
+    const { id, startsAt } = await createQueuedSale(ctx, gateway.url, {
+      stock: 100,
+      admitPerSecond: 10,
+      admissionTtlSeconds: 600,
+      startsIn: 1500,
+    });
+    const crowd = Array.from({ length: 30 }, (_, i) => ({
+      b: buyer(id, `${i % 2 === 0 ? 'bot' : 'polite'}-${i}-${randomUUID()}`),
+      bot: i % 2 === 0,
+    }));
     for (const { b } of crowd) await b.join();
     await waitForStart(startsAt);
     const ranks = new Map(await Promise.all(crowd.map(async ({ b }) => [b.userId, await b.rank()] as const)));
@@ -281,7 +379,9 @@ describe('bots gain nothing', () => {
       const ranksOf = crowd.filter(({ bot }) => bot === bots).map(({ b }) => ranks.get(b.userId)!);
       return ranksOf.reduce((sum, rank) => sum + rank, 0) / ranksOf.length;
     };
-    console.info(`bots' mean rank ${mean(true).toFixed(1)}, polite buyers' ${mean(false).toFixed(1)} (of 0..29: the draw's, not the polling's)`);
+    console.info(
+      `bots' mean rank ${mean(true).toFixed(1)}, polite buyers' ${mean(false).toFixed(1)} (of 0..29: the draw's, not the polling's)`,
+    );
   });
 });
 
@@ -311,15 +411,35 @@ describe('queue tickets', () => {
       ['not a ticket', 'the Queue-Ticket is malformed; ask without it to get yours'],
     ];
     for (const [ticket, detail] of cases) {
-      await expectProblem(await fetch(`${gateway.url}/api/sales/${id}/queue`, { headers: { ...bearer(buyerToken('mallory')), 'queue-ticket': ticket } }), 400, 'INVALID_QUEUE_TICKET', detail);
+      await expectProblem(
+        await fetch(`${gateway.url}/api/sales/${id}/queue`, { headers: { ...bearer(buyerToken('mallory')), 'queue-ticket': ticket } }),
+        400,
+        'INVALID_QUEUE_TICKET',
+        detail,
+      );
     }
     // The buyer's budget (10 requests a second) spent: the rest a second later.
     await sleep(1100);
     // A join takes a ticket too (to come back to a place in a door Redis lost): judged the same.
-    const otherEpochJoin = await fetch(`${gateway.url}/api/sales/${id}/queue`, { method: 'POST', headers: { ...bearer(buyerToken('mallory')), 'queue-ticket': otherEpoch } });
-    await expectProblem(otherEpochJoin, 400, 'INVALID_QUEUE_TICKET', 'the Queue-Ticket has a signature that does not match; ask without it to get yours');
+    const otherEpochJoin = await fetch(`${gateway.url}/api/sales/${id}/queue`, {
+      method: 'POST',
+      headers: { ...bearer(buyerToken('mallory')), 'queue-ticket': otherEpoch },
+    });
+    await expectProblem(
+      otherEpochJoin,
+      400,
+      'INVALID_QUEUE_TICKET',
+      'the Queue-Ticket has a signature that does not match; ask without it to get yours',
+    );
     // A ticket is no admission: the purchase is judged by Redis, whatever ticket comes with it.
-    expect((await fetch(`${gateway.url}/api/sales/${id}/purchase`, { method: 'POST', headers: { ...bearer(buyerToken('mallory')), 'queue-ticket': victim.ticket! } })).status).toBe(403);
+    expect(
+      (
+        await fetch(`${gateway.url}/api/sales/${id}/purchase`, {
+          method: 'POST',
+          headers: { ...bearer(buyerToken('mallory')), 'queue-ticket': victim.ticket! },
+        })
+      ).status,
+    ).toBe(403);
 
     expect(await redisFootprint(id)).toEqual(before);
     expect((await mallory.status()).status).toBe(200);
@@ -374,7 +494,10 @@ describe('the stock bound, sold out, and units that come back', () => {
     expect((await inLine[stock]!.waitFor('waiting')).etaSeconds).toBeNull();
 
     // The first buyer cancels: the unit goes to the next in line, not to whoever asks first.
-    const cancel = await fetch(`${gateway.url}/api/reservations/${reservations[0]}/cancel`, { method: 'POST', headers: bearer(buyerToken(inLine[0]!.userId)) });
+    const cancel = await fetch(`${gateway.url}/api/reservations/${reservations[0]}/cancel`, {
+      method: 'POST',
+      headers: bearer(buyerToken(inLine[0]!.userId)),
+    });
     expect(cancel.status).toBe(200);
     for (const b of inLine.slice(stock + 1)) expect(await b.purchase()).toMatchObject({ status: 403 });
     await inLine[stock]!.waitFor('admitted');
@@ -389,7 +512,10 @@ describe('the stock bound, sold out, and units that come back', () => {
       const body = JSON.stringify({ id: `evt-${randomUUID()}`, type: 'payment.succeeded', reservationId, amountCents: 100 });
       const res = await fetch(`${gateway.url}/api/payments/events`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', 'payment-signature': signPaymentEvent(ctx.config.PAYMENT_WEBHOOK_SECRET, Math.floor(Date.now() / 1000), body) },
+        headers: {
+          'content-type': 'application/json',
+          'payment-signature': signPaymentEvent(ctx.config.PAYMENT_WEBHOOK_SECRET, Math.floor(Date.now() / 1000), body),
+        },
         body,
       });
       expect(await res.json()).toEqual({ status: 'paid' });
@@ -420,7 +546,11 @@ describe('POST /api/admin/sales/:id/admission', () => {
     const { id, startsAt } = await createQueuedSale(ctx, gateway.url, { stock: 100, admitPerSecond: 1000, startsIn: 1500 });
     const paused = await setAdmission(id, { paused: true });
     expect(paused.status).toBe(200);
-    expect(await paused.json()).toMatchObject({ id, admission: { mode: 'queue', paused: true, admitPerSecond: 1000 }, door: { queued: 0, admitted: 0, waiting: 0 } });
+    expect(await paused.json()).toMatchObject({
+      id,
+      admission: { mode: 'queue', paused: true, admitPerSecond: 1000 },
+      door: { queued: 0, admitted: 0, waiting: 0 },
+    });
     const b = buyer(id);
     await b.join();
     await waitForStart(startsAt);
@@ -440,6 +570,14 @@ describe('POST /api/admin/sales/:id/admission', () => {
     expect((await setAdmission(id, { paused: 'yes' })).status).toBe(400);
     expect((await setAdmission(id, { other: 1 })).status).toBe(400);
     await expectProblem(await setAdmission(999999999, { paused: true }), 404, 'SALE_NOT_FOUND', 'no sale has the id 999999999');
-    expect((await fetch(`${gateway.url}/api/admin/sales/${id}/admission`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })).status).toBe(401);
+    expect(
+      (
+        await fetch(`${gateway.url}/api/admin/sales/${id}/admission`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: '{}',
+        })
+      ).status,
+    ).toBe(401);
   });
 });

@@ -24,7 +24,13 @@ const joinBody = z.strictObject({ solution: z.string().min(1).max(2048).optional
  * purchases, with budgets of their own (`limits`, shared by both). A ticket of a door Redis lost puts its
  * buyer back at their place, on either route.
  */
-export function queueRouter(buyerOf: BuyerGate, limits: RequestLimits, joinLimits: RequestLimits, door: Door, maxBodyBytes: number): Router {
+export function queueRouter(
+  buyerOf: BuyerGate,
+  limits: RequestLimits,
+  joinLimits: RequestLimits,
+  door: Door,
+  maxBodyBytes: number,
+): Router {
   const router = Router();
   router.post('/api/sales/:saleId/queue', jsonBodyOnly, express.json({ limit: maxBodyBytes, strict: true }), async (req, res) => {
     // A join costs a Redis call and makes a place: its own budgets first (the address's before the token).
@@ -51,7 +57,10 @@ export function queueRouter(buyerOf: BuyerGate, limits: RequestLimits, joinLimit
   router.post('/api/sales/:saleId/queue/here', async (req, res) => {
     const userId = buyerOf(req, limits);
     const ticket = req.headers['queue-ticket'];
-    sendRendered(res, renderQueueReply(await door.here(saleIdParam(req.params.saleId), userId, typeof ticket === 'string' ? ticket : undefined)));
+    sendRendered(
+      res,
+      renderQueueReply(await door.here(saleIdParam(req.params.saleId), userId, typeof ticket === 'string' ? ticket : undefined)),
+    );
   });
   router.get('/api/sales/:saleId/queue/challenge', async (req, res) => {
     const userId = buyerOf(req, limits);
@@ -61,7 +70,10 @@ export function queueRouter(buyerOf: BuyerGate, limits: RequestLimits, joinLimit
   router.get('/api/sales/:saleId/queue', async (req, res) => {
     const userId = buyerOf(req, limits);
     const ticket = req.headers['queue-ticket'];
-    sendRendered(res, renderQueueReply(await door.status(saleIdParam(req.params.saleId), userId, typeof ticket === 'string' ? ticket : undefined)));
+    sendRendered(
+      res,
+      renderQueueReply(await door.status(saleIdParam(req.params.saleId), userId, typeof ticket === 'string' ? ticket : undefined)),
+    );
   });
   return router;
 }

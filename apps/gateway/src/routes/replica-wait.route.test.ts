@@ -19,7 +19,8 @@ gatewayPerFile(
   { env: { REDIS_WAIT_REPLICAS: '1', REDIS_WAIT_TIMEOUT_MS: '20' } },
 );
 
-const buy = (saleId: number, buyer: string) => fetch(`${gateway.url}/api/sales/${saleId}/purchase`, { method: 'POST', headers: bearer(buyerToken(buyer)) });
+const buy = (saleId: number, buyer: string) =>
+  fetch(`${gateway.url}/api/sales/${saleId}/purchase`, { method: 'POST', headers: bearer(buyerToken(buyer)) });
 
 describe('purchases with REDIS_WAIT_REPLICAS=1 and no replica to acknowledge them', () => {
   it('answers 503 with Retry-After, keeps the reservation on the primary, and answers the retry 409 ALREADY_PURCHASED with it', async () => {

@@ -50,13 +50,30 @@ describe('GET /api/reservations/:reservationId', () => {
     const reservationId = await reserve(sale.id, buyer);
     // What a worker does with a reservation that cannot become an order (dead-letter-4.lua).
     const keys = saleKeys(ctx.config.REDIS_PREFIX, sale.id);
-    const [[, [[entryId, fields]]]] = (await ctx.redis.xreadgroup('GROUP', ORDER_WRITERS_GROUP, 'test', 'COUNT', 1, 'STREAMS', keys.stream, '>')) as unknown as [[string, [[string, string[]]]]];
+    const [[, [[entryId, fields]]]] = (await ctx.redis.xreadgroup(
+      'GROUP',
+      ORDER_WRITERS_GROUP,
+      'test',
+      'COUNT',
+      1,
+      'STREAMS',
+      keys.stream,
+      '>',
+    )) as unknown as [[string, [[string, string[]]]]];
     await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).deadLetter({ id: entryId, fields }, 'OVER_STOCK', 1);
 
     const res = await lookup(reservationId, buyer);
 
     expect(res.status).toBe(200);
-    expect(await res.json()).toEqual({ reservationId, saleId: sale.id, quantity: 1, status: 'rejected', orderId: null, payBy: null, reason: 'OVER_STOCK' });
+    expect(await res.json()).toEqual({
+      reservationId,
+      saleId: sale.id,
+      quantity: 1,
+      status: 'rejected',
+      orderId: null,
+      payBy: null,
+      reason: 'OVER_STOCK',
+    });
     await expectProblem(await lookup(reservationId, newBuyer()), 404, 'RESERVATION_NOT_FOUND', 'no such reservation for this buyer');
   });
 
@@ -67,9 +84,12 @@ describe('GET /api/reservations/:reservationId', () => {
     await expectProblem(await lookup(reservationId, newBuyer()), 404, 'RESERVATION_NOT_FOUND', 'no such reservation for this buyer');
   });
 
-  it.each(['garbage', '0-0b7c1d3e-9f00-4a6b-8c1d-2e3f4a5b6c7d', '1700000000000-0'])('answers the malformed id %j with 404 RESERVATION_NOT_FOUND', async (reservationId) => {
-    await expectProblem(await lookup(reservationId, newBuyer()), 404, 'RESERVATION_NOT_FOUND', 'no such reservation for this buyer');
-  });
+  it.each(['garbage', '0-0b7c1d3e-9f00-4a6b-8c1d-2e3f4a5b6c7d', '1700000000000-0'])(
+    'answers the malformed id %j with 404 RESERVATION_NOT_FOUND',
+    async (reservationId) => {
+      await expectProblem(await lookup(reservationId, newBuyer()), 404, 'RESERVATION_NOT_FOUND', 'no such reservation for this buyer');
+    },
+  );
 
   it('answers a well-formed id nobody was given with 404 RESERVATION_NOT_FOUND', async () => {
     const sale = await createLiveSale(ctx);
@@ -84,12 +104,21 @@ describe('GET /api/reservations/:reservationId', () => {
     const buyer = newBuyer();
     const reservationId = await reserve(sale.id, buyer, 3);
     // A stand-in for the worker: the order it would write for this reservation.
-    const order = await ctx.prisma.order.create({ data: { reservationId, saleId: sale.id, userId: buyer, quantity: 3, reservedAt: new Date(), payBy: new Date(Date.now() + 900_000) } });
+    const order = await ctx.prisma.order.create({
+      data: { reservationId, saleId: sale.id, userId: buyer, quantity: 3, reservedAt: new Date(), payBy: new Date(Date.now() + 900_000) },
+    });
 
     const res = await lookup(reservationId, buyer);
 
     expect(res.status).toBe(200);
-    expect(await res.json()).toEqual({ reservationId, saleId: sale.id, quantity: 3, status: 'created', orderId: reservationId, payBy: order.payBy.toISOString() });
+    expect(await res.json()).toEqual({
+      reservationId,
+      saleId: sale.id,
+      quantity: 3,
+      status: 'created',
+      orderId: reservationId,
+      payBy: order.payBy.toISOString(),
+    });
     expect(order.id).toBeGreaterThan(0n);
   });
 
@@ -98,8 +127,14 @@ describe('GET /api/reservations/:reservationId', () => {
     const orders = [];
     for (const buyer of [newBuyer(), newBuyer()]) {
       const reservationId = await reserve(sale.id, buyer);
-      const order = await ctx.prisma.order.create({ data: { reservationId, saleId: sale.id, userId: buyer, quantity: 1, reservedAt: new Date(), payBy: new Date(Date.now() + 900_000) } });
-      orders.push({ reservationId, rowId: order.id.toString(), body: (await (await lookup(reservationId, buyer)).json()) as Record<string, unknown> });
+      const order = await ctx.prisma.order.create({
+        data: { reservationId, saleId: sale.id, userId: buyer, quantity: 1, reservedAt: new Date(), payBy: new Date(Date.now() + 900_000) },
+      });
+      orders.push({
+        reservationId,
+        rowId: order.id.toString(),
+        body: (await (await lookup(reservationId, buyer)).json()) as Record<string, unknown>,
+      });
     }
 
     for (const { reservationId, rowId, body } of orders) {
@@ -112,17 +147,28 @@ describe('GET /api/reservations/:reservationId', () => {
     const sale = await createLiveSale(ctx);
     const buyer = newBuyer();
     const reservationId = await reserve(sale.id, buyer);
-    const order = await ctx.prisma.order.create({ data: { reservationId, saleId: sale.id, userId: buyer, quantity: 1, reservedAt: new Date(), payBy: new Date(Date.now() + 900_000) } });
+    const order = await ctx.prisma.order.create({
+      data: { reservationId, saleId: sale.id, userId: buyer, quantity: 1, reservedAt: new Date(), payBy: new Date(Date.now() + 900_000) },
+    });
     await ctx.prisma.order.update({ where: { id: order.id }, data: { status: 'paid' } });
 
-    expect(await (await lookup(reservationId, buyer)).json()).toEqual({ reservationId, saleId: sale.id, quantity: 1, status: 'paid', orderId: reservationId, payBy: order.payBy.toISOString() });
+    expect(await (await lookup(reservationId, buyer)).json()).toEqual({
+      reservationId,
+      saleId: sale.id,
+      quantity: 1,
+      status: 'paid',
+      orderId: reservationId,
+      payBy: order.payBy.toISOString(),
+    });
   });
 
   it("keeps another buyer's order hidden with 404 RESERVATION_NOT_FOUND", async () => {
     const sale = await createLiveSale(ctx);
     const buyer = newBuyer();
     const reservationId = await reserve(sale.id, buyer);
-    await ctx.prisma.order.create({ data: { reservationId, saleId: sale.id, userId: buyer, quantity: 1, reservedAt: new Date(), payBy: new Date(Date.now() + 900_000) } });
+    await ctx.prisma.order.create({
+      data: { reservationId, saleId: sale.id, userId: buyer, quantity: 1, reservedAt: new Date(), payBy: new Date(Date.now() + 900_000) },
+    });
 
     await expectProblem(await lookup(reservationId, newBuyer()), 404, 'RESERVATION_NOT_FOUND', 'no such reservation for this buyer');
   });
@@ -131,7 +177,12 @@ describe('GET /api/reservations/:reservationId', () => {
     const sale = await createLiveSale(ctx);
     const reservationId = await reserve(sale.id, newBuyer());
 
-    await expectProblem(await fetch(`${gateway.url}/api/reservations/${reservationId}`), 401, 'UNAUTHORIZED', 'an Authorization: Bearer token is required');
+    await expectProblem(
+      await fetch(`${gateway.url}/api/reservations/${reservationId}`),
+      401,
+      'UNAUTHORIZED',
+      'an Authorization: Bearer token is required',
+    );
   });
 });
 
@@ -145,11 +196,15 @@ describe('reservation lookup rate limit', () => {
       const [buyer, other] = [newBuyer(), newBuyer()];
       const reservations = [];
       for (const owner of [buyer, other]) {
-        const res = await fetch(`${limitedGateway.url}/api/sales/${sale.id}/purchase`, { method: 'POST', headers: bearer(buyerToken(owner)) });
+        const res = await fetch(`${limitedGateway.url}/api/sales/${sale.id}/purchase`, {
+          method: 'POST',
+          headers: bearer(buyerToken(owner)),
+        });
         reservations.push(((await res.json()) as { reservationId: string }).reservationId);
       }
       const [tokenOfBuyer, tokenOfOther] = [buyerToken(buyer), buyerToken(other)];
-      const look = (reservationId: string, token: string) => fetch(`${limitedGateway.url}/api/reservations/${reservationId}`, { headers: bearer(token) });
+      const look = (reservationId: string, token: string) =>
+        fetch(`${limitedGateway.url}/api/reservations/${reservationId}`, { headers: bearer(token) });
       // A fresh second of the gateway's clock, which then stands still: the lookups below share it.
       clock.nextSecond();
 

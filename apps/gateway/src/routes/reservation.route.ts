@@ -41,7 +41,14 @@ export function reservationRouter({ config, sales, logger, now }: GatewayDeps, b
     const found = await sales.findReservationStatus(saleId, reservationId, userId);
     if (!found) throw notFound();
     if (found.kind === 'order') {
-      res.json({ reservationId, saleId, quantity: found.quantity, status: found.status, orderId: reservationId, payBy: found.payBy.toISOString() });
+      res.json({
+        reservationId,
+        saleId,
+        quantity: found.quantity,
+        status: found.status,
+        orderId: reservationId,
+        payBy: found.payBy.toISOString(),
+      });
       return;
     }
     // payBy is known once the order is written: the worker computes it from the sale's window.

@@ -27,14 +27,22 @@ describe('purchases while the reserve script fails', () => {
 
     const started = Date.now();
     for (let i = 0; i < 60; i++) {
-      const res = await fetch(`${gateway.url}/api/sales/${sale.id}/purchase`, { method: 'POST', headers: bearer(buyerToken(`buyer-${i}`)) });
+      const res = await fetch(`${gateway.url}/api/sales/${sale.id}/purchase`, {
+        method: 'POST',
+        headers: bearer(buyerToken(`buyer-${i}`)),
+      });
       expect(res.headers.get('retry-after')).toBe('1');
       await expectProblem(res, 503, 'SERVICE_UNAVAILABLE', 'the sale cannot be reached right now, retry shortly');
     }
     const elapsed = Date.now() - started;
 
     const lines = logs.filter((line) => line.msg === 'reserve script failed');
-    expect(lines[0]).toMatchObject({ level: 40, requests: { failed: 1 }, saleId: sale.id, err: expect.objectContaining({ message: expect.stringContaining('WRONGTYPE') }) });
+    expect(lines[0]).toMatchObject({
+      level: 40,
+      requests: { failed: 1 },
+      saleId: sale.id,
+      err: expect.objectContaining({ message: expect.stringContaining('WRONGTYPE') }),
+    });
     // One line per 10 s window the 60 requests spanned (however slow the machine), never one per request.
     expect(lines.length).toBeLessThanOrEqual(1 + Math.ceil(elapsed / 10_000));
   });

@@ -16,22 +16,36 @@ gatewayPerFile((started, server) => {
 });
 
 const admin = () => bearer(ctx.config.ADMIN_TOKEN);
-const control = (saleId: number | string, action: string, headers = admin()) => fetch(`${gateway.url}/api/admin/sales/${saleId}/${action}`, { method: 'POST', headers });
+const control = (saleId: number | string, action: string, headers = admin()) =>
+  fetch(`${gateway.url}/api/admin/sales/${saleId}/${action}`, { method: 'POST', headers });
 const addStock = (saleId: number | string, body: string, headers = admin()) =>
-  fetch(`${gateway.url}/api/admin/sales/${saleId}/stock`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body });
-const purchase = (saleId: number) => fetch(`${gateway.url}/api/sales/${saleId}/purchase`, { method: 'POST', headers: bearer(buyerToken(`buyer-${randomUUID()}`)) });
+  fetch(`${gateway.url}/api/admin/sales/${saleId}/stock`, {
+    method: 'POST',
+    headers: { ...headers, 'content-type': 'application/json' },
+    body,
+  });
+const purchase = (saleId: number) =>
+  fetch(`${gateway.url}/api/sales/${saleId}/purchase`, { method: 'POST', headers: bearer(buyerToken(`buyer-${randomUUID()}`)) });
 const row = (saleId: number) => ctx.prisma.sale.findUniqueOrThrow({ where: { id: saleId } });
 const meta = (saleId: number) => ctx.redis.hgetall(saleKeys(ctx.config.REDIS_PREFIX, saleId).meta);
 
 describe('POST /api/admin/sales/:id/pause and /resume', () => {
-  it('pauses: 200 with the sale paused, buyers refused 503 SALE_PAUSED with Retry-After, recorded in MySQL and Redis apart from the reconciler\'s pause', async () => {
+  it("pauses: 200 with the sale paused, buyers refused 503 SALE_PAUSED with Retry-After, recorded in MySQL and Redis apart from the reconciler's pause", async () => {
     const sale = await createLiveSale(ctx, { stock: 5, name: 'Pause me' });
 
     const res = await control(sale.id, 'pause');
 
     expect(res.status).toBe(200);
     const body = (await res.json()) as Record<string, unknown>;
-    expect(body).toMatchObject({ id: sale.id, name: 'Pause me', stock: 5, remaining: 5, status: 'paused', reconciling: false, pausedByOperatorAt: expect.any(String) });
+    expect(body).toMatchObject({
+      id: sale.id,
+      name: 'Pause me',
+      stock: 5,
+      remaining: 5,
+      status: 'paused',
+      reconciling: false,
+      pausedByOperatorAt: expect.any(String),
+    });
     const refused = await purchase(sale.id);
     expect(refused.status).toBe(503);
     expect(refused.headers.get('retry-after')).toMatch(/^[1-9][0-9]*$/);
@@ -62,21 +76,31 @@ describe('POST /api/admin/sales/:id/pause and /resume', () => {
     expect(await res.json()).toMatchObject({ id: sale.id, status: 'active', pausedByOperatorAt: null });
     expect((await purchase(sale.id)).status).toBe(202);
     expect(await meta(sale.id)).toMatchObject({ op_paused: '0', ctl: '2', remaining: '4' });
-    await expectProblem(await control(sale.id, 'resume'), 409, 'SALE_NOT_PAUSED', 'the sale is not paused by an operator (a reconciliation resumes its own pause)');
+    await expectProblem(
+      await control(sale.id, 'resume'),
+      409,
+      'SALE_NOT_PAUSED',
+      'the sale is not paused by an operator (a reconciliation resumes its own pause)',
+    );
   });
 
   it('does not resume a sale the reconciler paused: 409 SALE_NOT_PAUSED, and the sale stays paused', async () => {
     const sale = await createLiveSale(ctx);
     await ctx.redis.hset(saleKeys(ctx.config.REDIS_PREFIX, sale.id).meta, 'paused', '1');
 
-    await expectProblem(await control(sale.id, 'resume'), 409, 'SALE_NOT_PAUSED', 'the sale is not paused by an operator (a reconciliation resumes its own pause)');
+    await expectProblem(
+      await control(sale.id, 'resume'),
+      409,
+      'SALE_NOT_PAUSED',
+      'the sale is not paused by an operator (a reconciliation resumes its own pause)',
+    );
 
     expect((await purchase(sale.id)).status).toBe(503);
   });
 });
 
 describe('POST /api/admin/sales/:id/close', () => {
-  it('ends the sale now in MySQL and Redis (Redis\'s clock): 200 ended, buyers 410 SALE_ENDED; closing again 409 SALE_ALREADY_ENDED', async () => {
+  it("ends the sale now in MySQL and Redis (Redis's clock): 200 ended, buyers 410 SALE_ENDED; closing again 409 SALE_ALREADY_ENDED", async () => {
     const sale = await createLiveSale(ctx);
     const before = await redisNow(ctx.redis);
 
@@ -153,7 +177,12 @@ describe('POST /api/admin/sales/:id/stock', () => {
   it('refuses a stock above the most a sale may hold: 400, nothing changed', async () => {
     const sale = await createLiveSale(ctx, { stock: 4 });
 
-    await expectProblem(await addStock(sale.id, `{"add":${MAX_STOCK}}`), 400, 'INVALID_REQUEST', `add: the stock would exceed ${MAX_STOCK} units (it is 4)`);
+    await expectProblem(
+      await addStock(sale.id, `{"add":${MAX_STOCK}}`),
+      400,
+      'INVALID_REQUEST',
+      `add: the stock would exceed ${MAX_STOCK} units (it is 4)`,
+    );
     expect((await row(sale.id)).stock).toBe(4);
   });
 
@@ -161,7 +190,11 @@ describe('POST /api/admin/sales/:id/stock', () => {
     const sale = await createLiveSale(ctx);
 
     await expectProblem(await addStock(sale.id, '{"add":'), 400, 'INVALID_REQUEST', 'the body is not valid JSON');
-    const text = await fetch(`${gateway.url}/api/admin/sales/${sale.id}/stock`, { method: 'POST', headers: { ...admin(), 'content-type': 'text/plain' }, body: 'add=1' });
+    const text = await fetch(`${gateway.url}/api/admin/sales/${sale.id}/stock`, {
+      method: 'POST',
+      headers: { ...admin(), 'content-type': 'text/plain' },
+      body: 'add=1',
+    });
     expect(text.status).toBe(415);
   });
 });
@@ -180,13 +213,18 @@ describe('every control', () => {
   it('completes a control whose process died between MySQL and Redis when the operator retries it', async () => {
     const sale = await createLiveSale(ctx);
     // The crash point: MySQL committed the pause, the Redis script never ran.
-    await createOrderStore(ctx.prisma).sale(sale.id).control(await redisNow(ctx.redis), () => ({ kind: 'change', change: { operatorPaused: true } }));
+    await createOrderStore(ctx.prisma)
+      .sale(sale.id)
+      .control(await redisNow(ctx.redis), () => ({ kind: 'change', change: { operatorPaused: true } }));
     expect((await purchase(sale.id)).status).toBe(202);
 
     const retried = await control(sale.id, 'pause');
 
     expect(retried.status).toBe(200);
-    expect(await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).state()).toMatchObject({ operatorPaused: true, controlsVersion: 1 });
+    expect(await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).state()).toMatchObject({
+      operatorPaused: true,
+      controlsVersion: 1,
+    });
     expect((await purchase(sale.id)).status).toBe(503);
   });
 });
@@ -196,21 +234,36 @@ describe('GET /api/admin/sales', () => {
     const own = await createIsolatedContext();
     const ownGateway = await startGateway(own);
     try {
-      const [a, b, c] = [await createLiveSale(own, { name: 'a', stock: 3 }), await createLiveSale(own, { name: 'b' }), await createLiveSale(own, { name: '<img src=x onerror=alert(1)>' })];
-      const list = (query: string, headers = bearer(own.config.ADMIN_TOKEN)) => fetch(`${ownGateway.url}/api/admin/sales${query}`, { headers });
+      const [a, b, c] = [
+        await createLiveSale(own, { name: 'a', stock: 3 }),
+        await createLiveSale(own, { name: 'b' }),
+        await createLiveSale(own, { name: '<img src=x onerror=alert(1)>' }),
+      ];
+      const list = (query: string, headers = bearer(own.config.ADMIN_TOKEN)) =>
+        fetch(`${ownGateway.url}/api/admin/sales${query}`, { headers });
       await fetch(`${ownGateway.url}/api/admin/sales/${b.id}/pause`, { method: 'POST', headers: bearer(own.config.ADMIN_TOKEN) });
 
-      const first = (await (await list('?limit=2')).json()) as { sales: { id: number; name: string; status: string }[]; nextCursor: string };
+      const first = (await (await list('?limit=2')).json()) as {
+        sales: { id: number; name: string; status: string }[];
+        nextCursor: string;
+      };
       expect(first.sales.map((sale) => [sale.id, sale.name, sale.status])).toEqual([
         [c.id, '<img src=x onerror=alert(1)>', 'active'],
         [b.id, 'b', 'paused'],
       ]);
       expect(first.nextCursor).toBe(String(b.id));
       const second = await (await list(`?limit=2&cursor=${first.nextCursor}`)).json();
-      expect(second).toEqual({ sales: [expect.objectContaining({ id: a.id, name: 'a', stock: 3, remaining: 3, status: 'active', reconciling: false })], nextCursor: null });
+      expect(second).toEqual({
+        sales: [expect.objectContaining({ id: a.id, name: 'a', stock: 3, remaining: 3, status: 'active', reconciling: false })],
+        nextCursor: null,
+      });
 
-      await expectProblem(await list('?limit=0'), 400, 'INVALID_REQUEST', 'limit: must be a whole number from 1 to 100', { errors: ['limit: must be a whole number from 1 to 100'] });
-      await expectProblem(await list('?cursor=abc'), 400, 'INVALID_REQUEST', 'cursor: must be the nextCursor of a previous page', { errors: ['cursor: must be the nextCursor of a previous page'] });
+      await expectProblem(await list('?limit=0'), 400, 'INVALID_REQUEST', 'limit: must be a whole number from 1 to 100', {
+        errors: ['limit: must be a whole number from 1 to 100'],
+      });
+      await expectProblem(await list('?cursor=abc'), 400, 'INVALID_REQUEST', 'cursor: must be the nextCursor of a previous page', {
+        errors: ['cursor: must be the nextCursor of a previous page'],
+      });
       await expectProblem(await list('', {}), 401, 'UNAUTHORIZED', 'an Authorization: Bearer token is required');
     } finally {
       await ownGateway.close();

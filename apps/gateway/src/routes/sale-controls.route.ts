@@ -48,9 +48,21 @@ export function saleControlsRouter(deps: GatewayDeps): Router {
   });
   // No body is read, but one that is not JSON is refused as on every other route (415), rather than
   // ignored: a client sending a form or text here is not speaking this API.
-  router.post('/api/admin/sales/:saleId/pause', jsonBodyOnly, control(() => ({ action: 'pause' })));
-  router.post('/api/admin/sales/:saleId/resume', jsonBodyOnly, control(() => ({ action: 'resume' })));
-  router.post('/api/admin/sales/:saleId/close', jsonBodyOnly, control(() => ({ action: 'close' })));
+  router.post(
+    '/api/admin/sales/:saleId/pause',
+    jsonBodyOnly,
+    control(() => ({ action: 'pause' })),
+  );
+  router.post(
+    '/api/admin/sales/:saleId/resume',
+    jsonBodyOnly,
+    control(() => ({ action: 'resume' })),
+  );
+  router.post(
+    '/api/admin/sales/:saleId/close',
+    jsonBodyOnly,
+    control(() => ({ action: 'close' })),
+  );
   router.post(
     '/api/admin/sales/:saleId/stock',
     jsonBodyOnly,

@@ -49,7 +49,12 @@ describe('POST /api/admin/sales with an Idempotency-Key', () => {
     const key = randomUUID();
     expect((await createSale(gateway.url, ctx.config.ADMIN_TOKEN, saleBody(name), key)).status).toBe(201);
 
-    await expectProblem(await createSale(gateway.url, ctx.config.ADMIN_TOKEN, saleBody(name, 6), key), 422, 'IDEMPOTENCY_KEY_REUSED', 'this Idempotency-Key was used with another request body');
+    await expectProblem(
+      await createSale(gateway.url, ctx.config.ADMIN_TOKEN, saleBody(name, 6), key),
+      422,
+      'IDEMPOTENCY_KEY_REUSED',
+      'this Idempotency-Key was used with another request body',
+    );
     expect(await ctx.prisma.sale.count({ where: { name } })).toBe(1);
   });
 
@@ -60,7 +65,12 @@ describe('POST /api/admin/sales with an Idempotency-Key', () => {
   ])('refuses a key that is %s with 400, creating nothing', async (_, key) => {
     const name = `Idempotent ${randomUUID()}`;
 
-    await expectProblem(await createSale(gateway.url, ctx.config.ADMIN_TOKEN, saleBody(name), key), 400, 'INVALID_REQUEST', 'Idempotency-Key must be 1 to 255 visible ASCII characters');
+    await expectProblem(
+      await createSale(gateway.url, ctx.config.ADMIN_TOKEN, saleBody(name), key),
+      400,
+      'INVALID_REQUEST',
+      'Idempotency-Key must be 1 to 255 visible ASCII characters',
+    );
     expect(await ctx.prisma.sale.count({ where: { name } })).toBe(0);
   });
 });
@@ -70,15 +80,28 @@ describe('POST /api/admin/sales while Redis is unreachable', () => {
     // The same database and prefix, but a Redis nobody listens on.
     const down = createTestContext({ REDIS_PREFIX: ctx.config.REDIS_PREFIX, REDIS_URL: 'redis://127.0.0.1:1' });
     // The gateway not started: the create path needs neither the sale events subscription nor the reconcile queue.
-    const { listener } = createGateway({ config: down.config, sales: down.sales, dashboardSales: down.sales, logger: createLogger('test', 'silent'), readiness: undefined as never });
+    const { listener } = createGateway({
+      config: down.config,
+      sales: down.sales,
+      dashboardSales: down.sales,
+      logger: createLogger('test', 'silent'),
+      readiness: undefined as never,
+    });
     const server = createServer(listener).listen(0, '127.0.0.1');
     await once(server, 'listening');
-    const broken = { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => new Promise((resolve) => server.close(resolve)) };
+    const broken = {
+      url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+      close: () => new Promise((resolve) => server.close(resolve)),
+    };
     const name = `Created during an outage ${randomUUID()}`;
     const key = randomUUID();
     try {
       const res = await createSale(broken.url, down.config.ADMIN_TOKEN, saleBody(name), key);
-      expect({ status: res.status, code: ((await res.json()) as { code: string }).code, retryAfter: res.headers.get('retry-after') }).toEqual({
+      expect({
+        status: res.status,
+        code: ((await res.json()) as { code: string }).code,
+        retryAfter: res.headers.get('retry-after'),
+      }).toEqual({
         status: 503,
         code: 'SERVICE_UNAVAILABLE',
         retryAfter: '1',

@@ -17,8 +17,32 @@ export function saleView(sale: SaleDefinition, live?: { remaining: number; statu
 /** A queued sale's admission settings as the API shows them (an open sale shows none). */
 export function admissionView(admission: QueueAdmission | undefined) {
   if (!admission) return { mode: 'open' as const };
-  const { mode, preQueueSeconds, admitPerSecond, admissionTtlSeconds, noShowFactor, paused, showUpSeconds, challenge, challengeMaxNumber, requireClaim, maxQueueSize } = admission;
-  return { mode, preQueueSeconds, admitPerSecond, admissionTtlSeconds, noShowFactor, paused, showUpSeconds, challenge, challengeMaxNumber, requireClaim, maxQueueSize };
+  const {
+    mode,
+    preQueueSeconds,
+    admitPerSecond,
+    admissionTtlSeconds,
+    noShowFactor,
+    paused,
+    showUpSeconds,
+    challenge,
+    challengeMaxNumber,
+    requireClaim,
+    maxQueueSize,
+  } = admission;
+  return {
+    mode,
+    preQueueSeconds,
+    admitPerSecond,
+    admissionTtlSeconds,
+    noShowFactor,
+    paused,
+    showUpSeconds,
+    challenge,
+    challengeMaxNumber,
+    requireClaim,
+    maxQueueSize,
+  };
 }
 
 /** The door of a queued sale as the operator sees it. */
@@ -35,7 +59,8 @@ export function doorView(door: DoorView) {
     remaining: door.remaining,
     mayComeBack: door.mayComeBack,
     // The last in line, at the door's pace; null while nothing moves it (paused, or no stock on sale).
-    lastInLineEtaSeconds: door.doorPaused || door.salePaused || door.remaining <= 0 || waiting === 0 ? null : Math.ceil(waiting / door.admitPerSecond),
+    lastInLineEtaSeconds:
+      door.doorPaused || door.salePaused || door.remaining <= 0 || waiting === 0 ? null : Math.ceil(waiting / door.admitPerSecond),
     at: new Date(door.now).toISOString(),
   };
 }

@@ -56,7 +56,10 @@ describe('GET /api/sales/:saleId', () => {
 
   it('shows a sale with nothing left as sold_out', async () => {
     const sale = await createLiveSale(ctx, { stock: 1 });
-    const res = await fetch(`${gateway.url}/api/sales/${sale.id}/purchase`, { method: 'POST', headers: bearer(buyerToken(`buyer-${randomUUID()}`)) });
+    const res = await fetch(`${gateway.url}/api/sales/${sale.id}/purchase`, {
+      method: 'POST',
+      headers: bearer(buyerToken(`buyer-${randomUUID()}`)),
+    });
     expect(res.status).toBe(202);
 
     expect(await (await getSale(sale.id)).json()).toEqual(saleView(sale, 0, 'sold_out'));
@@ -77,7 +80,13 @@ describe('GET /api/sales/:saleId', () => {
 
   it('shows a sale MySQL holds but Redis does not as paused, with the stock MySQL has not sold', async () => {
     const now = await redisNow(ctx.redis);
-    const sale = await createOrderStore(ctx.prisma).insertSale({ name: 'Not live', stock: 6, perUserLimit: 1, startsAt: new Date(now - 60_000), endsAt: new Date(now + 3_600_000) });
+    const sale = await createOrderStore(ctx.prisma).insertSale({
+      name: 'Not live',
+      stock: 6,
+      perUserLimit: 1,
+      startsAt: new Date(now - 60_000),
+      endsAt: new Date(now + 3_600_000),
+    });
     await ctx.prisma.sale.update({ where: { id: sale.id }, data: { soldUnits: 2 } });
 
     expect(await (await getSale(sale.id)).json()).toEqual(saleView(sale, 4, 'paused'));

@@ -17,7 +17,10 @@ export function saleRouter({ sales }: GatewayDeps, budget: RequestHandler, misse
       const { state } = found;
       // Paused for buyers whatever paused it: the reconciler or an operator (the reserve script refuses
       // either), or Redis over its memory limit (it refuses the reserve script: every purchase answers 503).
-      const view = saleView(state, { remaining: state.remaining, status: saleStatus({ ...state, paused: state.paused || state.operatorPaused || writesRefused }, now) });
+      const view = saleView(state, {
+        remaining: state.remaining,
+        status: saleStatus({ ...state, paused: state.paused || state.operatorPaused || writesRefused }, now),
+      });
       res.json(state.admission ? { ...view, admission: admissionView(state.admission) } : view);
       return;
     }
