@@ -28,7 +28,8 @@ COPY packages/sales/package.json packages/sales/
 COPY packages/harness/package.json packages/harness/
 
 # Build: every dependency (the postinstall generates the Prisma client from the schema), then
-# `npm run build` (tsc -b per workspace, the Lua scripts copied beside redis-store's JavaScript).
+# `npm run build` (tsc -b per workspace, the Lua scripts copied beside redis-store's JavaScript, each
+# app's entry bundled into dist/bundle/main.js by scripts/bundle.mjs, which start.mjs runs).
 FROM manifests AS build
 ENV TURBO_TELEMETRY_DISABLED=1
 COPY prisma prisma
