@@ -44,7 +44,7 @@ const COMMANDS = [
   'soak',
   'start',
 ];
-const TOOLS = new Set(['build', 'lint', 'test', 'typecheck', 'prisma:generate', 'postinstall']);
+const TOOLS = new Set(['build', 'lint', 'format', 'test', 'typecheck', 'prisma:generate', 'postinstall']);
 
 /** The node command line npm's script line comes to: tsx lines run from source, `node <file> ...` as is. */
 function nodeArgsOf(script: string): string[] {
