@@ -10,7 +10,7 @@ import { serviceUnavailable, type AppError } from '@flashsale/domain';
  */
 export function armRequestDeadline(res: ServerResponse, ms: number, answer: (error: AppError) => void): NodeJS.Timeout {
   return setTimeout(() => {
-    if (!res.headersSent) answer(serviceUnavailable(`no answer within ${ms} ms: a backing service is slow or away, retry shortly`));
+    if (!res.headersSent) answer(serviceUnavailable({ because: 'deadline', ms }));
   }, ms);
 }
 

@@ -1,4 +1,4 @@
-export { ERRORS, AppError, serviceUnavailable, type ErrorCode } from './error-catalogue.ts';
+export { ERRORS, AppError, detailOf, serviceUnavailable, type AppErrorArgs, type DetailParams, type ErrorCode } from './error-catalogue.ts';
 export {
   FAILURES,
   Failure,

@@ -51,12 +51,7 @@ export async function receivePayment(deps: SalesDeps, event: PaymentEventInput):
   // never will be.
   const backlog = await inRedis.backlog();
   if (backlog.lag + backlog.pending > 0) {
-    throw new AppError(
-      'ORDER_NOT_READY',
-      'the reservation is not an order yet; deliver the event again shortly',
-      {},
-      { 'Retry-After': NOT_READY_RETRY_AFTER_SECONDS },
-    );
+    throw new AppError('ORDER_NOT_READY', { because: 'payment_early' }, {}, { 'Retry-After': NOT_READY_RETRY_AFTER_SECONDS });
   }
   const again = await deps.mysql.recordPayment(event);
   if (again) return settle(again);
@@ -65,7 +60,7 @@ export async function receivePayment(deps: SalesDeps, event: PaymentEventInput):
   // the operator (GET /api/admin/sales/:id/losses) rather than answered 404 and dropped.
   if (await hasUnnamedLosses(deps.mysql, event.saleId)) return settle(await deps.mysql.recordOrderlessPayment(event, 'unmatched'));
   await inRedis.forgetPaymentArrivals([event.eventId]).catch(() => undefined);
-  throw new AppError('RESERVATION_NOT_FOUND', 'no such reservation');
+  throw new AppError('RESERVATION_NOT_FOUND', { because: 'unknown' });
 }
 
 /**
@@ -96,5 +91,5 @@ function reusedEventId(logger: Logger, event: PaymentEventInput, stored: { reser
     { eventId: event.eventId, reservationId: event.reservationId, amountCents: event.amountCents, stored },
     'payment event refused: its id was received before for another payment',
   );
-  return new AppError('PAYMENT_EVENT_REUSED', 'this event id was received before with another reservation or amount');
+  return new AppError('PAYMENT_EVENT_REUSED');
 }

@@ -185,9 +185,13 @@ export function adminRouter(deps: GatewayDeps): Router {
       })
       .catch((error: unknown) => {
         if (!(error instanceof ReconcileUnfinished)) throw error;
-        throw new AppError('SERVICE_UNAVAILABLE', `the reconciliation did not finish: ${error.message}; is a reconciler running?`, {
-          jobId: error.jobId,
-        });
+        throw new AppError(
+          'SERVICE_UNAVAILABLE',
+          { because: 'reconcile_unfinished', reason: error.message },
+          {
+            jobId: error.jobId,
+          },
+        );
       });
     // What was lost is told to whoever asked: the rebuild judged the replaced state against the last
     // checkpoint whatever the reason it was asked for.

@@ -77,7 +77,7 @@ export function frontDoor({ purchase, queueStatus, publicReads }: CrowdHandlers,
           try {
             saleId = decodeURIComponent(segment);
           } catch {
-            return sendProblem(res, new AppError('INVALID_REQUEST', 'the path has a malformed percent-escape'));
+            return sendProblem(res, new AppError('INVALID_REQUEST', { because: 'bad_escape' }));
           }
         }
         if (!isPurchase) return queueStatus(req, res, saleId);

@@ -233,7 +233,7 @@ describe('POST /api/sales/:id/queue (join)', () => {
       notQueued,
     );
     await expectProblem(await fetch(`${gateway.url}/api/sales/${open.id}/queue`, { headers: token }), 409, 'SALE_NOT_QUEUED', notQueued);
-    await expectProblem(await setAdmission(open.id, { paused: true }), 409, 'SALE_NOT_QUEUED', `sale ${open.id} has no waiting room`);
+    await expectProblem(await setAdmission(open.id, { paused: true }), 409, 'SALE_NOT_QUEUED', `sale ${open.id} has no waiting room: buy directly`);
     await expectProblem(
       await fetch(`${gateway.url}/api/sales/${ended.id}/queue`, { method: 'POST', headers: token }),
       410,
@@ -283,7 +283,7 @@ describe('purchases behind the door', () => {
       await fetch(`${gateway.url}/api/sales/${id}/purchase`, { method: 'POST', headers: bearer(buyerToken('stranger')) }),
       403,
       'NOT_ADMITTED',
-      'this sale is bought through its waiting room: join it (POST /api/sales/{saleId}/queue) and buy while your turn runs',
+      `this sale is bought through its waiting room: join it (POST /api/sales/${id}/queue) and buy while your turn runs`,
     );
     const waiting = await behind!.status();
     if (waiting.body.state === 'waiting') expect((await behind!.purchase()).status).toBe(403);
