@@ -9,7 +9,7 @@ import { sampleOf, scrape } from '../support/metrics-text.ts';
 import { doorBuyer } from '../support/door.ts';
 import { until } from '../support/until.ts';
 
-// The door against account farms (issue 41), through real gateway processes: the join budgets, the
+// The door against account farms, through real gateway processes: the join budgets, the
 // queue's cap, the claim a sale may require, and the proof of work a sale may ask at join.
 
 let system: System;

@@ -68,7 +68,7 @@ export const ADMISSION_LIMITS = {
 export const CLAIM_NAME = /^[A-Za-z_][A-Za-z0-9_.:-]{0,63}$/;
 export const REGISTERED_CLAIMS: readonly string[] = ['sub', 'exp', 'iat', 'nbf', 'iss', 'aud', 'jti'];
 
-/** A queued sale's door settings against account farms, for a sale recorded before they existed: none of them. */
+/** A queued sale's door settings against account farms where its record holds none of them: no guard at all. */
 export const doorGuardsOff = (admissionTtlSeconds: number) =>
   ({
     showUpSeconds: admissionTtlSeconds,

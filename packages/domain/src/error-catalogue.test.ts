@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { AppError, ERRORS, detailOf, serviceUnavailable, type ErrorCode } from './error-catalogue.ts';
 
 const templatesOf = (code: ErrorCode): string[] => {
-  const entry: { detail?: string; causes?: Record<string, string> } = ERRORS[code];
+  const entry: { title: string; detail?: string; causes?: Record<string, string> } = ERRORS[code];
   return [...(entry.detail === undefined ? [] : [entry.detail]), ...Object.values(entry.causes ?? {})];
 };
 

@@ -106,7 +106,7 @@ function admissionOf(row: SaleRow): QueueAdmission | undefined {
     admissionTtlSeconds: row.admissionTtlSeconds ?? 60,
     noShowFactor: row.noShowFactor ?? 1,
     paused: row.admissionPaused,
-    // Recorded before the door's guards (all null): none of them, so the sale keeps the door it had.
+    // The guards' columns all null: none of them, so the sale keeps a door without guards.
     ...doorGuardsOff(row.admissionTtlSeconds ?? 60),
     ...(row.showUpSeconds !== null && { showUpSeconds: row.showUpSeconds }),
     ...(isDoorChallenge(row.challenge) && { challenge: row.challenge }),

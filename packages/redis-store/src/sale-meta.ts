@@ -57,7 +57,7 @@ export async function isQueued(redis: ScriptedRedis, prefix: string, saleId: num
   return (await redis.hget(saleKeys(prefix, saleId).meta, 'adm')) === '1';
 }
 
-/** A queued sale's guards as its meta holds them (none for a sale published before them: door-terms.lua). */
+/** A queued sale's guards as its meta holds them (none where the meta lacks their fields: door-terms.lua). */
 export function doorGuardsOf(
   meta: Record<string, string | undefined>,
 ): Pick<QueueAdmission, 'showUpSeconds' | 'challenge' | 'challengeMaxNumber' | 'requireClaim' | 'maxQueueSize'> {

@@ -4,7 +4,7 @@ import type { Challenge, Payload } from 'altcha-lib/v1/types';
 import { ADMISSION_LIMITS } from '@flashsale/domain';
 
 /**
- * The proof of work a queued sale may ask at join (issue 41): ALTCHA's classic challenge, made and
+ * The proof of work a queued sale may ask at join, against account farms: ALTCHA's classic challenge, made and
  * checked with `altcha-lib` (its `v1` format: SHA-256 of salt + a secret number below `maxnumber`, the
  * challenge signed with HMAC-SHA256), so any ALTCHA client (the widget, altcha-lib's solver, the buyer's
  * page) solves it. Stateless: nothing is stored when a challenge is made; the salt carries the sale, the

@@ -23,7 +23,7 @@ import { SetAside, type SetAsideReason } from './set-aside.ts';
 import type { Challenge } from 'altcha-lib/v1/types';
 
 /**
- * The door's use cases (issue 27): joining a sale's waiting room, a buyer's place in it, the operator's
+ * The door's use cases: joining a sale's waiting room, a buyer's place in it, the operator's
  * control of it, and telling it of paid units. The admission itself, and the purchase check, are in
  * Redis scripts (admit-queue-6.lua, reserve-6.lua); these put the two stores and the ticket together.
  *

@@ -16,7 +16,7 @@ const NOT_READY_RETRY_AFTER_SECONDS = '2';
  *    record is there the expiry pays the order from it rather than expire it (expireDueOrders), so a
  *    payment that arrived in time stands however long MySQL was locked or away. The event id is tied to
  *    its contents there already: another reservation or amount under a recorded id is refused.
- * 2. **Then MySQL**, as before: the order is paid, or a refund is recorded, and the event stored with its
+ * 2. **Then MySQL**: the order is paid, or a refund is recorded, and the event stored with its
  *    outcome (recordPayment). MySQL refusing or timing out answers the provider 503 (it retries): the
  *    record stays and keeps the payment's place. The retry answers what the event came to, whoever
  *    applied it (this request's retry or an expiry pass): one outcome per event id.

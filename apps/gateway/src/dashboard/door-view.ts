@@ -3,7 +3,7 @@ import type { DoorGauges, Sales } from '@flashsale/sales';
 import type { SaleSeriesSource } from './sale-history.ts';
 
 /**
- * A queued sale's door on the dashboard (issue 27): its figures in the sale's view, and its series in
+ * A queued sale's door on the dashboard: its figures in the sale's view, and its series in
  * the sale's history. Read without moving the door (readDoorGauges: Redis's clock, one MULTI of reads);
  * an open sale costs one HGET a step.
  */

@@ -50,8 +50,8 @@ const saleName = z
 const setting = (limits: { min: number; max: number }, integer: boolean) =>
   (integer ? z.number().int() : z.number()).min(limits.min).max(limits.max);
 
-// `admission` absent or { mode: "open" }: an open sale, exactly as before the door. { mode: "queue", ... }:
-// behind the door, each setting not given at its default (ADMISSION_DEFAULTS).
+// `admission` absent or { mode: "open" }: an open sale, with no door. { mode: "queue", ... }: behind the
+// door, each setting not given at its default (ADMISSION_DEFAULTS).
 const admissionBody = z.discriminatedUnion('mode', [
   z.strictObject({ mode: z.literal('open') }),
   z
@@ -151,7 +151,7 @@ export function adminRouter(deps: GatewayDeps): Router {
       },
     };
     const sale = await sales.createSale(input, creationKeyOf(req.headers['idempotency-key'], input), () => !res.headersSent);
-    // An open sale's answer is exactly what it was before the door.
+    // An open sale's answer has no `admission` member: a client unaware of the door reads it unchanged.
     res.status(201).json({
       ...saleView(sale),
       paymentWindowSeconds: sale.paymentWindowSeconds,

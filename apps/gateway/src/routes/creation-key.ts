@@ -13,8 +13,8 @@ export function creationKeyOf(header: string | string[] | undefined, input: NewS
     throw new AppError('INVALID_REQUEST', { because: 'idempotency_key' });
   }
   // The parsed request, in a fixed order: the same sale sent with other spacing or key order is the same.
-  // An open sale's hash is what it was before the door (a retry across the upgrade still matches), and so
-  // is a sale's under the built-in rebuy rule.
+  // The door's terms and the rebuy rule are hashed only when they are not the plain case (an open sale,
+  // the built-in rule): a recorded key's hash, made without them, goes on matching its retry.
   const rebuyRule = input.rebuyRule ?? REBUY_RULE_DEFAULTS;
   const defaultRule =
     rebuyRule.maxOrdersPerBuyer === REBUY_RULE_DEFAULTS.maxOrdersPerBuyer &&

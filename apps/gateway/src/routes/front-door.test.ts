@@ -10,7 +10,7 @@ import { frontDoor } from './front-door.ts';
 
 // The front door refuses a public read of a sale from an address that has spent its budget this second,
 // before Express, with the answer the app would give, when the address may ask again; everything else
-// goes on to the app as before.
+// goes on to the app.
 
 let ms = 10_000;
 const budget = addressBudget(2, 0, () => ms);

@@ -233,7 +233,12 @@ describe('POST /api/sales/:id/queue (join)', () => {
       notQueued,
     );
     await expectProblem(await fetch(`${gateway.url}/api/sales/${open.id}/queue`, { headers: token }), 409, 'SALE_NOT_QUEUED', notQueued);
-    await expectProblem(await setAdmission(open.id, { paused: true }), 409, 'SALE_NOT_QUEUED', `sale ${open.id} has no waiting room: buy directly`);
+    await expectProblem(
+      await setAdmission(open.id, { paused: true }),
+      409,
+      'SALE_NOT_QUEUED',
+      `sale ${open.id} has no waiting room: buy directly`,
+    );
     await expectProblem(
       await fetch(`${gateway.url}/api/sales/${ended.id}/queue`, { method: 'POST', headers: token }),
       410,
