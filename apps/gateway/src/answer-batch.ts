@@ -2,7 +2,7 @@ import type { ServerResponse } from 'node:http';
 import { sendRendered, type RenderedAnswer } from './problem.ts';
 
 /**
- * The crowd's answers (purchase and queue poll: routes/front-door.ts), written together once the event
+ * The crowd's answers (purchase and queue poll: routes/crowd-routes.ts), written together once the event
  * loop has read every request that arrived with them, instead of one by one between those reads.
  *
  * Why: an answer written while the loop is still taking requests off other sockets costs the gateway far

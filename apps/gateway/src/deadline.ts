@@ -6,7 +6,7 @@ import { serviceUnavailable, type AppError } from '@flashsale/domain';
  * Arms a request's deadline (REQUEST_DEADLINE_MS): past `ms`, a response not yet answered gets 503
  * SERVICE_UNAVAILABLE through `answer`, whatever the request waits on. Returns the timer, to clear once
  * the request is answered. Every route's deadline goes through here: the app's (requestDeadline) and the
- * front door's queue poll (routes/queue-status.ts).
+ * crowd routes' queue poll (routes/queue-status.ts).
  */
 export function armRequestDeadline(res: ServerResponse, ms: number, answer: (error: AppError) => void): NodeJS.Timeout {
   return setTimeout(() => {

@@ -1,7 +1,7 @@
 import { createHmac } from 'node:crypto';
 import { createChallenge, extractParams, verifySolution } from 'altcha-lib/v1';
 import type { Challenge, Payload } from 'altcha-lib/v1/types';
-import { ADMISSION_LIMITS } from '@flashsale/domain';
+import { DOOR_TERMS_LIMITS } from '@flashsale/domain';
 
 /**
  * The proof of work a queued sale may ask at join, against account farms: ALTCHA's classic challenge, made and
@@ -88,5 +88,5 @@ export function challengeDifficulty(
 ): number {
   if (mode !== 'auto') return maxNumber;
   const pressure = Math.min(100, Math.max(1, joinsPerSecond / Math.max(admitPerSecond, 0.01)));
-  return Math.min(ADMISSION_LIMITS.challengeMaxNumber.max, Math.round(maxNumber * pressure));
+  return Math.min(DOOR_TERMS_LIMITS.challengeMaxNumber.max, Math.round(maxNumber * pressure));
 }

@@ -7,7 +7,7 @@ import {
   signQueueTicket,
   turnNeedsLookup,
   type DoorView,
-  type QueueAdmission,
+  type DoorTerms,
   type QueueAnswer,
   type QueuePlace,
   type QueueTicket,
@@ -347,7 +347,7 @@ export function createDoor(deps: DoorDeps): Door {
       if (!record) throw new AppError('SALE_NOT_FOUND', { saleId });
       if (!record.admission) throw new AppError('SALE_NOT_QUEUED', { saleId });
       await inMysql.changeAdmission(change);
-      const admission: QueueAdmission = {
+      const admission: DoorTerms = {
         ...record.admission,
         ...(change.admitPerSecond !== undefined && { admitPerSecond: change.admitPerSecond }),
         ...(change.paused !== undefined && { paused: change.paused }),

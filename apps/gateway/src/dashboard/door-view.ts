@@ -1,4 +1,4 @@
-import type { QueueAdmission } from '@flashsale/domain';
+import type { DoorTerms } from '@flashsale/domain';
 import type { DoorGauges, Sales } from '@flashsale/sales';
 import type { SaleSeriesSource } from './sale-history.ts';
 
@@ -28,7 +28,7 @@ export interface DoorPanel extends DoorGauges {
 export async function readDoorPanel(
   sales: Pick<Sales, 'doorGauges'>,
   saleId: number,
-  admission: QueueAdmission | undefined,
+  admission: DoorTerms | undefined,
   shadowJoins: DoorPanel['shadowJoins'],
 ): Promise<DoorPanel | null> {
   if (!admission) return null;

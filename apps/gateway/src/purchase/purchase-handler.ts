@@ -64,7 +64,7 @@ export interface PurchaseHandlerParts {
 /**
  * The hot path: authenticate, rate-limit, read and validate the body, then one EVALSHA, or none when the
  * sale is known to be sold out or over. Written against Node's request and response: the purchase route
- * calls it ahead of Express (routes/front-door.ts), whose request and response objects the profile
+ * calls it ahead of Express (routes/crowd-routes.ts), whose request and response objects the profile
  * showed costing on every call.
  */
 export function createPurchaseHandler(

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
-import { ADMISSION_DEFAULTS, signPaymentEvent } from '@flashsale/domain';
+import { DOOR_TERMS_DEFAULTS, signPaymentEvent } from '@flashsale/domain';
 import { buyerToken } from '@flashsale/harness';
 import { saleKeys, createSaleStore } from '@flashsale/redis-store';
 import { createLiveSale, redisNow, type TestContext } from '../../../../test/support/context.ts';
@@ -57,12 +57,12 @@ describe('POST /api/admin/sales with admission', () => {
       mode: 'queue',
       preQueueSeconds: 3600,
       admitPerSecond: 7.5,
-      admissionTtlSeconds: ADMISSION_DEFAULTS.admissionTtlSeconds,
-      noShowFactor: ADMISSION_DEFAULTS.noShowFactor,
+      admissionTtlSeconds: DOOR_TERMS_DEFAULTS.admissionTtlSeconds,
+      noShowFactor: DOOR_TERMS_DEFAULTS.noShowFactor,
       paused: false,
-      showUpSeconds: ADMISSION_DEFAULTS.showUpSeconds,
+      showUpSeconds: DOOR_TERMS_DEFAULTS.showUpSeconds,
       challenge: 'off',
-      challengeMaxNumber: ADMISSION_DEFAULTS.challengeMaxNumber,
+      challengeMaxNumber: DOOR_TERMS_DEFAULTS.challengeMaxNumber,
       requireClaim: null,
       maxQueueSize: null,
     });
@@ -70,12 +70,12 @@ describe('POST /api/admin/sales with admission', () => {
       admissionMode: 'queue',
       preQueueSeconds: 3600,
       admitPerSecond: 7.5,
-      admissionTtlSeconds: ADMISSION_DEFAULTS.admissionTtlSeconds,
+      admissionTtlSeconds: DOOR_TERMS_DEFAULTS.admissionTtlSeconds,
       noShowFactor: 1,
       admissionPaused: false,
-      showUpSeconds: ADMISSION_DEFAULTS.showUpSeconds,
+      showUpSeconds: DOOR_TERMS_DEFAULTS.showUpSeconds,
       challenge: 'off',
-      challengeMaxNumber: ADMISSION_DEFAULTS.challengeMaxNumber,
+      challengeMaxNumber: DOOR_TERMS_DEFAULTS.challengeMaxNumber,
       requireClaim: null,
       maxQueueSize: null,
     });
@@ -83,12 +83,12 @@ describe('POST /api/admin/sales with admission', () => {
       adm: '1',
       q_pre: '3600',
       q_rate: '7.5',
-      q_ttl: String(ADMISSION_DEFAULTS.admissionTtlSeconds),
+      q_ttl: String(DOOR_TERMS_DEFAULTS.admissionTtlSeconds),
       q_factor: '1',
       q_paused: '0',
-      q_show: String(ADMISSION_DEFAULTS.showUpSeconds),
+      q_show: String(DOOR_TERMS_DEFAULTS.showUpSeconds),
       q_pow: 'off',
-      q_pow_max: String(ADMISSION_DEFAULTS.challengeMaxNumber),
+      q_pow_max: String(DOOR_TERMS_DEFAULTS.challengeMaxNumber),
       q_claim: '',
       q_max: '',
     });

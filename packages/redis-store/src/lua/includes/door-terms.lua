@@ -1,5 +1,5 @@
 --[[
-  The door's terms in the sale meta hash (TypeScript: door.ts, admissionArgs): adm ('1': the sale is
+  The door's terms in the sale meta hash (TypeScript: sale-meta.ts, doorTermsArgs): adm ('1': the sale is
   bought through its waiting room; absent or anything else: open), q_pre (seconds the queue opens before
   starts), q_rate (buyers admitted per second), q_ttl (seconds an admission lasts), q_factor (the
   no-show factor of the stock bound), q_paused ('1': the operator paused the door); against account
