@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ADMISSION_DEFAULTS } from '@flashsale/domain';
+import { DOOR_TERMS_DEFAULTS } from '@flashsale/domain';
 import { createHttpClient, ledgerOf, signBuyerTokens, solveDoorChallenge, type DoorChallenge, type HttpResult } from '@flashsale/harness';
 import type { PrismaClient } from '@flashsale/order-store';
 import { redisNow, type ScriptedRedis, createSaleStore } from '@flashsale/redis-store';
@@ -32,7 +32,7 @@ const RATE = 4;
 const TTL_SECONDS = 3;
 const START_IN_MS = 6000;
 /** The sale's challenge at join: the door's default difficulty (ALTCHA's maxnumber). */
-const CHALLENGE_MAX_NUMBER = ADMISSION_DEFAULTS.challengeMaxNumber;
+const CHALLENGE_MAX_NUMBER = DOOR_TERMS_DEFAULTS.challengeMaxNumber;
 /** The one admitted buyer who never buys: their turn ends unused. */
 const WALKS_AWAY = 2;
 

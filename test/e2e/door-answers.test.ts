@@ -6,7 +6,7 @@ import { createQueuedSale, doorBuyer } from '../support/door.ts';
 import { bearer } from '../support/http.ts';
 import { until } from '../support/until.ts';
 
-// What the door tells a buyer is true of what it holds (issue 41, "answers that are true"): a used turn
+// What the door tells a buyer is true of what it holds: a used turn
 // is `used` (their order says the rest), whatever became of that order; `expired` is said only of a turn
 // whose abandonment the door recorded. Real gateway, workers (the order expiry) and reconciler.
 

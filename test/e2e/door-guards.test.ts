@@ -9,7 +9,7 @@ import { sampleOf, scrape } from '../support/metrics-text.ts';
 import { doorBuyer } from '../support/door.ts';
 import { until } from '../support/until.ts';
 
-// The door against account farms (issue 41), through real gateway processes: the join budgets, the
+// The door against account farms, through real gateway processes: the join budgets, the
 // queue's cap, the claim a sale may require, and the proof of work a sale may ask at join.
 
 let system: System;
@@ -68,7 +68,7 @@ describe('budgets and the cap', () => {
     const windowsSpanned = (startedAt: number) => Math.ceil((performance.now() - startedAt) / 1000) + 1;
     let startedAt = performance.now();
     const answers = await Promise.all(Array.from({ length: 30 }, (_, i) => join(budgeted.url, id, buyerToken(`flood-${i}`))));
-    let windows = windowsSpanned(startedAt);
+    const windows = windowsSpanned(startedAt);
     expect(windows, 'thirty joins took more than four seconds').toBeLessThanOrEqual(5);
     const refused = answers.filter((res) => res.status === 429);
     // 5 a second from this address.

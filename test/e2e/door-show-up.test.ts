@@ -6,7 +6,7 @@ import { createQueuedSale, doorBuyer } from '../support/door.ts';
 import { bearer } from '../support/http.ts';
 import { until } from '../support/until.ts';
 
-// No-shows cost seconds (issue 41): a turn opens with a show-up window; a buyer who shows up (POST
+// No-shows cost seconds: a turn opens with a show-up window; a buyer who shows up (POST
 // .../queue/here, or a purchase attempt) has the full turn, one who does not loses it when the window
 // lapses, and the door admits ahead of the no-show rate it measures, never selling more than the stock.
 // A real gateway, worker and reconciler.

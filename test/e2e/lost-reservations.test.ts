@@ -143,7 +143,7 @@ describe('a reservation no store holds any more', () => {
     ]);
   });
 
-  it('keeps a payment for a reservation no store knows, of a sale that lost reservations it cannot name, as unmatched; elsewhere 404 as before', async () => {
+  it('keeps a payment for a reservation no store knows, of a sale that lost reservations it cannot name, as unmatched; elsewhere 404', async () => {
     // Redis loses a reservation no worker wrote, after the checkpoint saw it: counted, not named.
     const sale = await createLiveSale(ctx, { stock: 5 });
     const unnamed = await reserve(sale.id, `x-${randomUUID()}`);

@@ -5,7 +5,7 @@ import { startReplicatedRedis, type ReplicatedRedis } from '../support/replicate
 import { startSystem, type System } from '../support/system.ts';
 import { until } from '../support/until.ts';
 
-// A Redis master fails over to a replica that missed its last writes (issue 21): the old master had
+// A Redis master fails over to a replica that missed its last writes: the old master had
 // taken reservations whose orders the workers wrote to MySQL, and the promoted replica has never heard of
 // them. A buyer who was answered 503 (or never got the answer) retries: once the rebuild the watch calls
 // for has run, they learn what happened (409 ALREADY_PURCHASED with their own reservation id), never a

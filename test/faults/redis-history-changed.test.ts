@@ -14,7 +14,7 @@ import { startReplicatedRedis, type ReplicatedRedis } from '../support/replicate
 import { startSystem, type System } from '../support/system.ts';
 import { until } from '../support/until.ts';
 
-// A failover the counts cannot see (issue 21): the replica misses reservations the old master took after
+// A failover the counts cannot see: the replica misses reservations the old master took after
 // the reconciler's last checkpoint, which the workers wrote to MySQL, and once promoted it sells as many
 // again before the reconciler looks. Its buyers, units and the checkpoint's stream entry then all stand
 // where the checkpoint expects, and its `remaining` is too high by what it missed: left alone it would

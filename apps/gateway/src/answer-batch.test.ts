@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { sendAfterReads } from './answer-batch.ts';
 import { renderJson, sendProblem } from './problem.ts';
-import { AppError } from '@flashsale/domain';
+import { AppError, detailOf } from '@flashsale/domain';
 
 let server: Server | undefined;
 
@@ -55,9 +55,12 @@ describe('sendAfterReads (the crowd paths answer after the loop has read its req
   it('drops an answer to a request answered meanwhile (the request deadline came first)', async () => {
     const port = await serve((res) => {
       sendAfterReads(res, renderJson(202, { late: true }));
-      sendProblem(res, new AppError('SERVICE_UNAVAILABLE', 'first'));
+      sendProblem(res, new AppError('SERVICE_UNAVAILABLE', { because: 'deadline', ms: 1 }));
     });
     const answer = await get(port, '/');
-    expect(answer).toMatchObject({ status: 503, body: { code: 'SERVICE_UNAVAILABLE', detail: 'first' } });
+    expect(answer).toMatchObject({
+      status: 503,
+      body: { code: 'SERVICE_UNAVAILABLE', detail: detailOf('SERVICE_UNAVAILABLE', { because: 'deadline', ms: 1 }) },
+    });
   });
 });

@@ -2,13 +2,13 @@ import type { ServerResponse } from 'node:http';
 import { sendRendered, type RenderedAnswer } from './problem.ts';
 
 /**
- * The crowd's answers (purchase and queue poll: routes/front-door.ts), written together once the event
+ * The crowd's answers (purchase and queue poll: routes/crowd-routes.ts), written together once the event
  * loop has read every request that arrived with them, instead of one by one between those reads.
  *
  * Why: an answer written while the loop is still taking requests off other sockets costs the gateway far
- * more system time than the same answer written after them. The profile of a sold-out sale (answered
- * from memory, so each answer used to go out in the same callback that read its request) put 53 % of the
- * gateway's CPU in the socket write, 33 us per answer; written from one `setImmediate` after the poll
+ * more system time than the same answer written after them. Profiled on a sold-out sale (answered
+ * from memory) with each answer written in the same callback that read its request, the gateway spent
+ * 53 % of its CPU in the socket write, 33 us per answer; written from one `setImmediate` after the poll
  * phase, the same answers cost 22-36 us per request in all and the gateway answered 1.6-2.3 times as
  * many (CHANGELOG.md, "The crowd's answers written after the loop's reads"). Answers that wait on Redis gain less:
  * the replies of one read from Redis already resolve together.

@@ -20,7 +20,7 @@ import type { BuyerGate } from './buyer-gate.ts';
 import type { GatewayMetrics } from './metrics.ts';
 import { addressBudget, type AddressBudget, type RequestLimits } from './request-limits.ts';
 
-/** What the buyer routes share with the routes ahead of the app (routes/front-door.ts), made once in `createGateway`. */
+/** What the buyer routes share with the routes ahead of the app (routes/crowd-routes.ts), made once in `createGateway`. */
 export interface BuyerParts {
   /** The gateway's one buyer authentication (buyer-gate.ts). */
   buyerOf: BuyerGate;
@@ -41,14 +41,14 @@ export interface BuyerParts {
   misses?: SaleMisses;
   /**
    * The budget of reads anyone may make without a token, per address (a miss costs MySQL a query),
-   * which the front door also looks at; made here when not given.
+   * which the crowd routes also look at; made here when not given.
    */
   publicReads?: AddressBudget;
 }
 
 /**
  * The gateway's Express app, every route but the purchase's and the queue status poll's
- * (routes/front-door.ts, ahead of this app), around the buyer parts and the dashboard's live parts (feed,
+ * (routes/crowd-routes.ts, ahead of this app), around the buyer parts and the dashboard's live parts (feed,
  * views, streams) `createGateway` built: the one construction of the gateway, for `main.ts` and the tests alike.
  */
 export function createApp(

@@ -8,11 +8,11 @@ const BASE64URL = /^[A-Za-z0-9_-]*$/;
 
 function bearerToken(header: string | undefined): string {
   const match = header ? BEARER.exec(header) : null;
-  if (!match) throw new AppError('UNAUTHORIZED', 'an Authorization: Bearer token is required');
+  if (!match) throw new AppError('UNAUTHORIZED', { because: 'no_bearer' });
   return match[1]!;
 }
 
-const notValid = () => new AppError('UNAUTHORIZED', 'the token is not valid');
+const notValid = () => new AppError('UNAUTHORIZED', { because: 'bad_token' });
 
 function decodeJsonObject(segment: string): Record<string, unknown> | null {
   if (!BASE64URL.test(segment)) return null;
@@ -73,11 +73,11 @@ export function createBuyerAuthenticator(secret: string, clockToleranceSeconds =
     if (iat !== undefined && typeof iat !== 'number') throw notValid();
     if (nbf !== undefined && (typeof nbf !== 'number' || nbf > now + clockToleranceSeconds)) throw notValid();
     if (typeof exp !== 'number') throw notValid();
-    if (exp <= now - clockToleranceSeconds) throw new AppError('UNAUTHORIZED', 'the token has expired');
+    if (exp <= now - clockToleranceSeconds) throw new AppError('UNAUTHORIZED', { because: 'token_expired' });
     if (typeof sub !== 'string' || sub.length < 1 || !atMostCodePoints(sub, MAX_BUYER_ID)) {
-      throw new AppError('UNAUTHORIZED', 'the token subject must be a buyer id of 1 to 64 characters');
+      throw new AppError('UNAUTHORIZED', { because: 'bad_subject', maxLength: MAX_BUYER_ID });
     }
-    if (!sub.isWellFormed()) throw new AppError('UNAUTHORIZED', 'the token subject is not well-formed Unicode');
+    if (!sub.isWellFormed()) throw new AppError('UNAUTHORIZED', { because: 'subject_not_unicode' });
     return sub;
   };
 }
@@ -108,7 +108,7 @@ export function createAdminCheck(adminToken: string): (authorization: string | u
   return (authorization) => {
     const given = Buffer.from(bearerToken(authorization));
     if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
-      throw new AppError('UNAUTHORIZED', 'the admin token is not valid');
+      throw new AppError('UNAUTHORIZED', { because: 'bad_admin_token' });
     }
   };
 }

@@ -28,7 +28,7 @@ async function ask(handle: (res: ServerResponse) => void): Promise<{ status: num
   });
 }
 
-describe('armRequestDeadline (every route: the app and the front door)', () => {
+describe('armRequestDeadline (every route: the app and the crowd routes)', () => {
   it('answers 503 SERVICE_UNAVAILABLE with Retry-After to a request still unanswered past the deadline', async () => {
     const { status, body } = await ask((res) => void armRequestDeadline(res, 50, (error) => sendProblem(res, error)));
     expect(status).toBe(503);

@@ -6,11 +6,11 @@ import { serviceUnavailable, type AppError } from '@flashsale/domain';
  * Arms a request's deadline (REQUEST_DEADLINE_MS): past `ms`, a response not yet answered gets 503
  * SERVICE_UNAVAILABLE through `answer`, whatever the request waits on. Returns the timer, to clear once
  * the request is answered. Every route's deadline goes through here: the app's (requestDeadline) and the
- * front door's queue poll (routes/queue-status.ts).
+ * crowd routes' queue poll (routes/queue-status.ts).
  */
 export function armRequestDeadline(res: ServerResponse, ms: number, answer: (error: AppError) => void): NodeJS.Timeout {
   return setTimeout(() => {
-    if (!res.headersSent) answer(serviceUnavailable(`no answer within ${ms} ms: a backing service is slow or away, retry shortly`));
+    if (!res.headersSent) answer(serviceUnavailable({ because: 'deadline', ms }));
   }, ms);
 }
 

@@ -6,7 +6,7 @@ import { createApp, publicReadBudget } from './app.ts';
 import { createJoinLimits, createRequestLimits } from './request-limits.ts';
 import { createGatewayMetrics, type GatewayMetrics } from './metrics.ts';
 import { createPurchaseHandler } from './purchase/purchase-handler.ts';
-import { frontDoor } from './routes/front-door.ts';
+import { crowdRoutes } from './routes/crowd-routes.ts';
 import { createQueueStatusHandler } from './routes/queue-status.ts';
 import { failureAnswer } from './problem.ts';
 import { createBuyerGate } from './buyer-gate.ts';
@@ -21,7 +21,7 @@ import { doorSeries } from './dashboard/door-view.ts';
 import { TrafficSampler } from './dashboard/traffic-sampler.ts';
 
 export interface Gateway {
-  /** The server's request listener: the front door (purchase, queue status), then the Express app for every other. */
+  /** The server's request listener: the crowd routes (purchase, queue status), then the Express app for every other. */
   listener: RequestListener;
   verdicts: SaleVerdictCache;
   liveSales: LiveSaleDirectory;
@@ -45,7 +45,7 @@ export interface Gateway {
 }
 
 /**
- * The gateway of one process: the front door, the app, and the background parts of the purchase path.
+ * The gateway of one process: the crowd routes, the app, and the background parts of the purchase path.
  * The one construction of it, for `main.ts` and the tests alike; until `start()` the verdict cache caches
  * nothing and the live-sale directory is empty (a test of the app alone may leave them so). `metrics`
  * is main.ts's, made before the Redis client so its connection errors are counted from the first.
@@ -97,7 +97,7 @@ export function createGateway(deps: GatewayDeps, metrics: GatewayMetrics = creat
   });
   let events: SaleEventsListener | undefined;
   return {
-    listener: frontDoor({ purchase: handlePurchase, queueStatus, publicReads }, app),
+    listener: crowdRoutes({ purchase: handlePurchase, queueStatus, publicReads }, app),
     verdicts,
     liveSales,
     metrics,

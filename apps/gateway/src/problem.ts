@@ -1,6 +1,6 @@
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { ErrorRequestHandler, RequestHandler } from 'express';
-import { AppError, DeadlineExceeded, ERRORS, serviceUnavailable, type ErrorCode } from '@flashsale/domain';
+import { AppError, DeadlineExceeded, ERRORS, detailOf, serviceUnavailable, type AppErrorArgs, type ErrorCode } from '@flashsale/domain';
 import { summarisedLog, type Logger } from '@flashsale/runtime';
 import { isStoreUnavailable } from '@flashsale/sales';
 
@@ -10,6 +10,14 @@ export interface Problem {
   detail?: string;
   extra?: Record<string, unknown>;
   headers?: Record<string, string>;
+}
+
+/**
+ * A problem of the catalogue as plain data, its detail from the code's template: what the purchase path
+ * answers with, where an Error (and its stack) is too dear to build per refusal.
+ */
+export function problemFor<C extends ErrorCode>(code: C, ...[params, extra, headers]: AppErrorArgs<C>): Problem {
+  return { code, detail: detailOf(code, params), ...(extra && Object.keys(extra).length > 0 && { extra }), ...(headers && { headers }) };
 }
 
 /** The RFC 9457 problem document of a problem: the catalogue's status and title for its code. */
@@ -74,7 +82,7 @@ export function sendProblem(res: ServerResponse, problem: Problem | AppError): v
 }
 
 export const notFound: RequestHandler = (req, res) => {
-  sendProblem(res, new AppError('NOT_FOUND', `no route for ${req.method} ${req.path}`));
+  sendProblem(res, new AppError('NOT_FOUND', { method: req.method, path: req.path }));
 };
 
 // body-parser's error types, mapped to the catalogue so clients see stable codes for them too.
@@ -92,8 +100,9 @@ export function bodyErrorOf(error: unknown): AppError | undefined {
   const { type, limit } = (error ?? {}) as { type?: unknown; limit?: unknown };
   const code = typeof type === 'string' ? BODY_ERRORS[type] : undefined;
   if (code === 'PAYLOAD_TOO_LARGE' && typeof limit === 'number')
-    return new AppError(code, `The request body is larger than ${bytesText(limit)}`);
-  return code ? new AppError(code, code === 'INVALID_REQUEST' ? 'the body is not valid JSON' : undefined) : undefined;
+    return new AppError('PAYLOAD_TOO_LARGE', { because: 'over', limit: bytesText(limit) });
+  if (code === 'INVALID_REQUEST') return new AppError(code, { because: 'not_json' });
+  return code ? new AppError(code) : undefined;
 }
 
 /** A body limit as a person reads it: `1 KB` for 1024 (HTTP_MAX_BODY_BYTES's default), else in bytes. */
@@ -116,10 +125,7 @@ function unavailableOf(error: unknown): AppError | undefined {
 function routingErrorOf(error: unknown): AppError | undefined {
   const status = (error as { status?: unknown } | null)?.status;
   if (status !== 400) return undefined;
-  return new AppError(
-    'INVALID_REQUEST',
-    error instanceof URIError ? 'the path has a malformed percent-escape' : 'the request is not valid',
-  );
+  return new AppError('INVALID_REQUEST', error instanceof URIError ? { because: 'bad_escape' } : undefined);
 }
 
 /** Answers a failure of a request on Node's response: whoever's the fault, with the catalogue's code. */
@@ -152,7 +158,7 @@ export function failureAnswer(logger: Logger, onUnavailable: (error: unknown) =>
       return sendProblem(res, unavailable);
     }
     logger.error({ err: error, method, path }, 'request failed');
-    sendProblem(res, new AppError('INTERNAL_ERROR', 'the request could not be completed'));
+    sendProblem(res, new AppError('INTERNAL_ERROR'));
   };
 }
 

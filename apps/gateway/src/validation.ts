@@ -7,13 +7,13 @@ export function parseOrThrow<T extends z.ZodType>(schema: T, value: unknown): z.
   const parsed = schema.safeParse(value);
   if (parsed.success) return parsed.data;
   const problems = parsed.error.issues.map((issue) => `${issue.path.join('.') || 'body'}: ${issue.message}`);
-  throw new AppError('INVALID_REQUEST', problems.join('; '), { errors: problems });
+  throw new AppError('INVALID_REQUEST', { because: 'fields', problems: problems.join('; ') }, { errors: problems });
 }
 
 /** The sale id of a path; anything but a positive integer names no sale. */
 export function saleIdParam(raw: string | string[] | undefined): number {
   const id = typeof raw === 'string' ? parseSaleId(raw) : null;
-  if (id === null) throw new AppError('SALE_NOT_FOUND', `no sale has the id ${String(raw)}`);
+  if (id === null) throw new AppError('SALE_NOT_FOUND', { saleId: String(raw) });
   return id;
 }
 
@@ -30,9 +30,9 @@ export function requireJsonBody(contentType: string | undefined, contentLength: 
   const hasBody = chunked || (contentLength !== undefined && contentLength !== '0');
   if (!hasBody) return;
   const type = contentType ?? '';
-  if (!JSON_TYPE.test(type)) throw new AppError('UNSUPPORTED_MEDIA_TYPE', 'send the body as application/json');
+  if (!JSON_TYPE.test(type)) throw new AppError('UNSUPPORTED_MEDIA_TYPE', { because: 'not_json' });
   if (type.includes(';') && !UTF8_JSON_TYPE.test(type) && !onlyUtf8Charsets(type)) {
-    throw new AppError('UNSUPPORTED_MEDIA_TYPE', 'send the body as application/json in UTF-8');
+    throw new AppError('UNSUPPORTED_MEDIA_TYPE', { because: 'not_utf8' });
   }
 }
 

@@ -247,7 +247,7 @@ describe('loadConfig', () => {
     ).toEqual(['PAYMENT_WEBHOOK_SECRET']);
   });
 
-  it("refuses in production the near-copies of the published secrets and a guessable one (issue 40's examples)", () => {
+  it('refuses in production the near-copies of the published secrets and a guessable one', () => {
     const how = 'make one with `openssl rand -base64 32`';
     const problems = (env: NodeJS.ProcessEnv) => {
       try {

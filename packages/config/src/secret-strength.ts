@@ -71,8 +71,8 @@ export const PREFIX_MIN_GUESSES_LOG10 = MIN_GUESSES_LOG10 + 8;
  * than it is worth whole, so a prefix can pass where the whole would not: 3,000 values made of common
  * words, keyboard walks and short hex runs, 33-62 characters, gave 7 whose prefix passed the plain bar and
  * whose whole did not, the prefix at most 4.6 orders above the bar (`zxcvbnmabcdef-correcthorsecorrecthorse`).
- * Any prefix that falls short sends the whole value to the estimator, as before: a weak value, or one whose
- * randomness starts late (a name, then random characters), is judged exactly as it was.
+ * Any prefix that falls short sends the whole value to the estimator: a weak value, or one whose
+ * randomness starts late (a name, then random characters), is judged whole.
  */
 function judgedGuessesLog10(value: string): number {
   if (value.length > JUDGED_PREFIX) {

@@ -1,4 +1,4 @@
-export { ERRORS, AppError, serviceUnavailable, type ErrorCode } from './error-catalogue.ts';
+export { ERRORS, AppError, detailOf, serviceUnavailable, type AppErrorArgs, type DetailParams, type ErrorCode } from './error-catalogue.ts';
 export {
   FAILURES,
   Failure,
@@ -28,8 +28,8 @@ export {
 } from './sale-control.ts';
 export { REBUY_RULE_DEFAULTS, REBUY_RULE_LIMITS, type RebuyRule } from './rebuy-rule.ts';
 export {
-  ADMISSION_DEFAULTS,
-  ADMISSION_LIMITS,
+  DOOR_TERMS_DEFAULTS,
+  DOOR_TERMS_LIMITS,
   ARRIVAL_SCORE_BASE,
   CLAIM_NAME,
   DOOR_CHALLENGES,
@@ -39,8 +39,8 @@ export {
   doorGuardsOff,
   isDraw,
   type DoorChallenge,
-  type QueueAdmission,
-} from './admission.ts';
+  type DoorTerms,
+} from './door-terms.ts';
 export {
   queueTicketKey,
   signQueueTicket,

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { queueAnswer, type DoorView } from './queue-status.ts';
-import { doorGuardsOff } from './admission.ts';
+import { doorGuardsOff } from './door-terms.ts';
 import { createQueueTicketReader, queueTicketKey, readQueueTicket, signQueueTicket } from './queue-ticket.ts';
 
 const T0 = Date.UTC(2026, 10, 25, 12);

@@ -1,4 +1,4 @@
-import type { DoorChallenge } from './admission.ts';
+import type { DoorChallenge } from './door-terms.ts';
 
 /**
  * What a buyer in a sale's waiting room is told (GET /api/sales/:id/queue): a pure function of the door
@@ -49,7 +49,7 @@ export interface DoorView {
    * in the stock bound, so the door may move then); Redis's clock, 0 when none will.
    */
   nextOverdueAt: number;
-  /** The sale's guards against account farms, as its meta holds them (admission.ts). */
+  /** The sale's guards against account farms, as its meta holds them (door-terms.ts). */
   showUpSeconds: number;
   challenge: DoorChallenge;
   challengeMaxNumber: number;

@@ -16,7 +16,7 @@ describe('planControl', () => {
       kind: 'change',
       change: { operatorPaused: false },
     });
-    expect(planControl(sale, { action: 'resume' }, now)).toMatchObject({ kind: 'refused', code: 'SALE_NOT_PAUSED' });
+    expect(planControl(sale, { action: 'resume' }, now)).toMatchObject({ kind: 'refused', error: { code: 'SALE_NOT_PAUSED' } });
   });
 
   it('closes at now, also a sale that has not started', () => {
@@ -32,21 +32,23 @@ describe('planControl', () => {
     });
     expect(planControl(sale, { action: 'add_stock', units: MAX_STOCK - 9 }, now)).toMatchObject({
       kind: 'refused',
-      code: 'INVALID_REQUEST',
+      error: { code: 'INVALID_REQUEST', message: `add: the stock would exceed ${MAX_STOCK} units (it is 10)` },
     });
   });
 
   it.each(['pause', 'close'] as const)('refuses to %s a sale from its end on (ends is exclusive)', (action) => {
-    expect(planControl(sale, { action }, sale.endsAt)).toEqual({
+    expect(planControl(sale, { action }, sale.endsAt)).toMatchObject({
       kind: 'refused',
-      code: 'SALE_ALREADY_ENDED',
-      detail: expect.stringContaining('the sale ended at 1970-01-01T00:00:10.000Z'),
+      error: { code: 'SALE_ALREADY_ENDED', message: expect.stringContaining('the sale ended at 1970-01-01T00:00:10.000Z') },
     });
     expect(planControl(sale, { action }, sale.endsAt - 1).kind).toBe('change');
   });
 
   it('refuses stock to an ended sale, but lets an operator lift a pause left on one', () => {
-    expect(planControl(sale, { action: 'add_stock', units: 1 }, 20_000)).toMatchObject({ kind: 'refused', code: 'SALE_ALREADY_ENDED' });
+    expect(planControl(sale, { action: 'add_stock', units: 1 }, 20_000)).toMatchObject({
+      kind: 'refused',
+      error: { code: 'SALE_ALREADY_ENDED' },
+    });
     expect(planControl({ ...sale, operatorPaused: true }, { action: 'resume' }, 20_000)).toEqual({
       kind: 'change',
       change: { operatorPaused: false },

@@ -1,4 +1,4 @@
-import type { ErrorCode } from './error-catalogue.ts';
+import { AppError } from './error-catalogue.ts';
 import { MAX_STOCK } from './sale.ts';
 
 /**
@@ -29,7 +29,7 @@ export interface ControlledSale extends SaleControlState {
 export type ControlPlan =
   | { kind: 'change'; change: Partial<Pick<SaleControlState, 'stock' | 'endsAt' | 'operatorPaused'>> }
   | { kind: 'unchanged' }
-  | { kind: 'refused'; code: ErrorCode; detail: string };
+  | { kind: 'refused'; error: AppError };
 
 /**
  * Judges a control against the sale's state at `now` (Redis's clock, the one the reserve script judges
@@ -45,22 +45,16 @@ export type ControlPlan =
  */
 export function planControl(sale: ControlledSale, control: SaleControl, now: number): ControlPlan {
   const ended = now >= sale.endsAt;
-  const endedRefusal = (what: string): ControlPlan => ({
+  const endedRefusal = (change: string): ControlPlan => ({
     kind: 'refused',
-    code: 'SALE_ALREADY_ENDED',
-    detail: `the sale ended at ${new Date(sale.endsAt).toISOString()}: it cannot be ${what}`,
+    error: new AppError('SALE_ALREADY_ENDED', { endedAt: new Date(sale.endsAt).toISOString(), change }),
   });
   switch (control.action) {
     case 'pause':
       if (ended) return endedRefusal('paused');
       return sale.operatorPaused ? { kind: 'unchanged' } : { kind: 'change', change: { operatorPaused: true } };
     case 'resume':
-      if (!sale.operatorPaused)
-        return {
-          kind: 'refused',
-          code: 'SALE_NOT_PAUSED',
-          detail: 'the sale is not paused by an operator (a reconciliation resumes its own pause)',
-        };
+      if (!sale.operatorPaused) return { kind: 'refused', error: new AppError('SALE_NOT_PAUSED') };
       return { kind: 'change', change: { operatorPaused: false } };
     case 'close':
       if (ended) return endedRefusal('closed again');
@@ -68,7 +62,10 @@ export function planControl(sale: ControlledSale, control: SaleControl, now: num
     case 'add_stock':
       if (ended) return endedRefusal('given more stock');
       if (sale.stock + control.units > MAX_STOCK) {
-        return { kind: 'refused', code: 'INVALID_REQUEST', detail: `add: the stock would exceed ${MAX_STOCK} units (it is ${sale.stock})` };
+        return {
+          kind: 'refused',
+          error: new AppError('INVALID_REQUEST', { because: 'stock_cap', maxStock: MAX_STOCK, stock: sale.stock }),
+        };
       }
       return { kind: 'change', change: { stock: sale.stock + control.units } };
   }

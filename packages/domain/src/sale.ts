@@ -1,4 +1,4 @@
-import type { QueueAdmission } from './admission.ts';
+import type { DoorTerms } from './door-terms.ts';
 import type { RebuyRule } from './rebuy-rule.ts';
 
 /** A sale as published: what both MySQL and Redis know of it. Times are epoch milliseconds. */
@@ -10,7 +10,7 @@ export interface SaleDefinition {
   startsAt: number;
   endsAt: number;
   /** The waiting room, when the sale has one (absent: open, a race as ever). */
-  admission?: QueueAdmission;
+  admission?: DoorTerms;
   /** The rebuy rule; every sale created has one (absent only where a test publishes a bare sale). */
   rebuyRule?: RebuyRule;
 }

@@ -1,11 +1,11 @@
-import type { ControlPlan, ControlledSale, SaleControlState } from '@flashsale/domain';
+import type { AppError, ControlPlan, ControlledSale, SaleControlState } from '@flashsale/domain';
 import type { PrismaClient } from './generated/prisma/client.ts';
 import { toSaleRecord, type SaleRecord } from './sale-repository.ts';
 
 /** What a control did to MySQL's record of the sale. */
 export type MysqlControlOutcome =
   | { kind: 'not_found' }
-  | { kind: 'refused'; code: Extract<ControlPlan, { kind: 'refused' }>['code']; detail: string; sale: SaleRecord }
+  | { kind: 'refused'; error: AppError; sale: SaleRecord }
   | { kind: 'unchanged'; sale: SaleRecord }
   | { kind: 'changed'; sale: SaleRecord; before: SaleRecord };
 
@@ -35,7 +35,7 @@ export async function controlSaleInMysql(
       if (!locked) return { kind: 'not_found' };
       const before = toSaleRecord(await tx.sale.findUniqueOrThrow({ where: { id: saleId } }));
       const verdict = plan({ ...controlStateOf(before), startsAt: before.startsAt });
-      if (verdict.kind === 'refused') return { kind: 'refused', code: verdict.code, detail: verdict.detail, sale: before };
+      if (verdict.kind === 'refused') return { kind: 'refused', error: verdict.error, sale: before };
       if (verdict.kind === 'unchanged') return { kind: 'unchanged', sale: before };
       const { stock, endsAt, operatorPaused } = verdict.change;
       const updated = await tx.sale.update({

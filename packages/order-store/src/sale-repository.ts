@@ -1,12 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import {
-  DOOR_CHALLENGES,
-  doorGuardsOff,
-  type DoorChallenge,
-  type QueueAdmission,
-  type RebuyRule,
-  type SaleDefinition,
-} from '@flashsale/domain';
+import { DOOR_CHALLENGES, doorGuardsOff, type DoorChallenge, type DoorTerms, type RebuyRule, type SaleDefinition } from '@flashsale/domain';
 import type { PrismaClient } from './generated/prisma/client.ts';
 
 export interface NewSale {
@@ -18,13 +11,13 @@ export interface NewSale {
   /** Seconds a winner has to pay (10..86400); MySQL's column default (900) when not given. */
   paymentWindowSeconds?: number;
   /** The waiting room, every setting filled in; absent for an open sale. */
-  admission?: QueueAdmission;
+  admission?: DoorTerms;
   /** The rebuy rule; MySQL's column defaults (the built-in rule) when not given. */
   rebuyRule?: RebuyRule;
 }
 
 /** The row's columns of a new sale's admission (none for an open sale: MySQL's defaults). */
-export function admissionColumns(admission: QueueAdmission | undefined) {
+export function admissionColumns(admission: DoorTerms | undefined) {
   if (!admission) return {};
   return {
     admissionMode: 'queue' as const,
@@ -97,7 +90,7 @@ type SaleRow = {
 
 const isDoorChallenge = (value: string | null): value is DoorChallenge => (DOOR_CHALLENGES as readonly (string | null)[]).includes(value);
 
-function admissionOf(row: SaleRow): QueueAdmission | undefined {
+function admissionOf(row: SaleRow): DoorTerms | undefined {
   if (row.admissionMode !== 'queue') return undefined;
   return {
     mode: 'queue',
@@ -106,7 +99,7 @@ function admissionOf(row: SaleRow): QueueAdmission | undefined {
     admissionTtlSeconds: row.admissionTtlSeconds ?? 60,
     noShowFactor: row.noShowFactor ?? 1,
     paused: row.admissionPaused,
-    // Recorded before the door's guards (all null): none of them, so the sale keeps the door it had.
+    // The guards' columns all null: none of them, so the sale keeps a door without guards.
     ...doorGuardsOff(row.admissionTtlSeconds ?? 60),
     ...(row.showUpSeconds !== null && { showUpSeconds: row.showUpSeconds }),
     ...(isDoorChallenge(row.challenge) && { challenge: row.challenge }),
@@ -151,7 +144,7 @@ export async function findSale(prisma: PrismaClient, saleId: number): Promise<Sa
 
 /**
  * The operator's change of a queued sale's door (admit rate, door paused): MySQL's record, which publish
- * and every rebuild write into Redis, so it is written before Redis is told (admission.ts in packages/sales).
+ * and every rebuild write into Redis, so it is written before Redis is told (door.ts in packages/sales).
  */
 export async function changeAdmission(
   prisma: PrismaClient,

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { doorGuardsOff, newReservationId, type QueueAdmission, type SaleDefinition } from '@flashsale/domain';
+import { doorGuardsOff, newReservationId, type DoorTerms, type SaleDefinition } from '@flashsale/domain';
 import { createTestContext, redisNow, type TestContext } from '../../../test/support/context.ts';
 import { admitQueue, joinQueue, readQueuePlace, showUp, type DoorReading } from './door.ts';
 import { saleKeys } from './keys.ts';
@@ -21,7 +21,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 /** A started queued sale whose turns open with a show-up window of `showUpSeconds` (full turn: 60 s). */
 async function windowedSale(stock: number, showUpSeconds: number, buyers: number): Promise<SaleDefinition> {
   const now = await redisNow(ctx.redis);
-  const admission: QueueAdmission = {
+  const admission: DoorTerms = {
     mode: 'queue',
     preQueueSeconds: 60,
     admitPerSecond: 1000,

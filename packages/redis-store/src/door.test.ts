@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ARRIVAL_SCORE_BASE, newReservationId, type QueueAdmission, type SaleDefinition, doorGuardsOff } from '@flashsale/domain';
+import { ARRIVAL_SCORE_BASE, newReservationId, type DoorTerms, type SaleDefinition, doorGuardsOff } from '@flashsale/domain';
 import { createTestContext, redisNow, type TestContext } from '../../../test/support/context.ts';
 import { admitQueue, joinQueue, readQueuePlace, recordPaid } from './door.ts';
 import { saleKeys } from './keys.ts';
@@ -17,7 +17,7 @@ afterAll(async () => {
 });
 
 let nextId = 900_000_000 + Math.floor(Math.random() * 1_000_000);
-const ADMISSION: QueueAdmission = {
+const ADMISSION: DoorTerms = {
   mode: 'queue',
   preQueueSeconds: 60,
   admitPerSecond: 1000,

@@ -1,4 +1,4 @@
-import { doorGuardsOff, type QueueAdmission, type SaleDefinition } from '@flashsale/domain';
+import { doorGuardsOff, type DoorTerms, type SaleDefinition } from '@flashsale/domain';
 import type { ScriptedRedis } from './scripts.ts';
 import { saleKeys } from './keys.ts';
 import { isClusterClient } from './redis-target.ts';
@@ -57,10 +57,10 @@ export async function isQueued(redis: ScriptedRedis, prefix: string, saleId: num
   return (await redis.hget(saleKeys(prefix, saleId).meta, 'adm')) === '1';
 }
 
-/** A queued sale's guards as its meta holds them (none for a sale published before them: door-terms.lua). */
+/** A queued sale's guards as its meta holds them (none where the meta lacks their fields: door-terms.lua). */
 export function doorGuardsOf(
   meta: Record<string, string | undefined>,
-): Pick<QueueAdmission, 'showUpSeconds' | 'challenge' | 'challengeMaxNumber' | 'requireClaim' | 'maxQueueSize'> {
+): Pick<DoorTerms, 'showUpSeconds' | 'challenge' | 'challengeMaxNumber' | 'requireClaim' | 'maxQueueSize'> {
   const off = doorGuardsOff(Number(meta.q_ttl));
   return {
     showUpSeconds: meta.q_show ? Number(meta.q_show) : off.showUpSeconds,
@@ -84,7 +84,7 @@ export function saleTermsArgs(sale: SaleDefinition): [name: string, stock: numbe
  * The door's terms in the order publish-sale-2.lua (ARGV[9..14]) and rebuild-sale-6.lua (ARGV[11..16])
  * take them (lua/includes/door-terms.lua); an open sale's mode is '' and the rest unused.
  */
-export function admissionArgs(admission: QueueAdmission | undefined): (string | number)[] {
+export function doorTermsArgs(admission: DoorTerms | undefined): (string | number)[] {
   if (!admission) return ['', '', '', '', '', ''];
   return [
     'queue',
@@ -100,7 +100,7 @@ export function admissionArgs(admission: QueueAdmission | undefined): (string | 
  * The door's guards in the order publish-sale-2.lua (ARGV[17..21]) and rebuild-sale-6.lua (ARGV[18..22])
  * take them (lua/includes/door-terms.lua): show-up s, challenge, its maxnumber, claim ('' none), cap ('' none).
  */
-export function doorGuardArgs(admission: QueueAdmission | undefined): (string | number)[] {
+export function doorGuardArgs(admission: DoorTerms | undefined): (string | number)[] {
   if (!admission) return ['', '', '', '', ''];
   return [
     admission.showUpSeconds,

@@ -2,7 +2,7 @@ import { DOOR_RESTORE_GRACE_MS, type SaleDefinition } from '@flashsale/domain';
 import type { ScriptedRedis } from './scripts.ts';
 import { ORDER_WRITERS_GROUP, saleKeys, salesIndexKey } from './keys.ts';
 import { writeNextBuyers, type BuyerPages } from './buyer-record.ts';
-import { admissionArgs, doorGuardArgs, saleTermsArgs } from './sale-meta.ts';
+import { doorTermsArgs, doorGuardArgs, saleTermsArgs } from './sale-meta.ts';
 
 /**
  * Writes a sale's Redis state from MySQL's record and leaves it paused: meta with the remaining stock
@@ -43,7 +43,7 @@ export async function rebuildSaleState(
     ORDER_WRITERS_GROUP,
     sale.operatorPaused ? '1' : '0',
     sale.controlsVersion,
-    ...admissionArgs(sale.admission),
+    ...doorTermsArgs(sale.admission),
     doorRestoreMs,
     ...doorGuardArgs(sale.admission),
   );

@@ -1,7 +1,7 @@
 import type { SaleDefinition } from '@flashsale/domain';
 import type { ScriptedRedis } from './scripts.ts';
 import { ORDER_WRITERS_GROUP, saleKeys, salesIndexKey } from './keys.ts';
-import { admissionArgs, doorGuardArgs, saleTermsArgs } from './sale-meta.ts';
+import { doorTermsArgs, doorGuardArgs, saleTermsArgs } from './sale-meta.ts';
 import { rebuyRuleArgs } from './buyer-history.ts';
 
 /**
@@ -32,7 +32,7 @@ export async function publishSale(
     ORDER_WRITERS_GROUP,
     generation,
     notAfter === undefined ? '' : notAfter,
-    ...admissionArgs(sale.admission),
+    ...doorTermsArgs(sale.admission),
     ...rebuyRuleArgs(sale.rebuyRule),
     ...doorGuardArgs(sale.admission),
   );

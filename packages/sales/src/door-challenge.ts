@@ -1,10 +1,10 @@
 import { createHmac } from 'node:crypto';
 import { createChallenge, extractParams, verifySolution } from 'altcha-lib/v1';
 import type { Challenge, Payload } from 'altcha-lib/v1/types';
-import { ADMISSION_LIMITS } from '@flashsale/domain';
+import { DOOR_TERMS_LIMITS } from '@flashsale/domain';
 
 /**
- * The proof of work a queued sale may ask at join (issue 41): ALTCHA's classic challenge, made and
+ * The proof of work a queued sale may ask at join, against account farms: ALTCHA's classic challenge, made and
  * checked with `altcha-lib` (its `v1` format: SHA-256 of salt + a secret number below `maxnumber`, the
  * challenge signed with HMAC-SHA256), so any ALTCHA client (the widget, altcha-lib's solver, the buyer's
  * page) solves it. Stateless: nothing is stored when a challenge is made; the salt carries the sale, the
@@ -88,5 +88,5 @@ export function challengeDifficulty(
 ): number {
   if (mode !== 'auto') return maxNumber;
   const pressure = Math.min(100, Math.max(1, joinsPerSecond / Math.max(admitPerSecond, 0.01)));
-  return Math.min(ADMISSION_LIMITS.challengeMaxNumber.max, Math.round(maxNumber * pressure));
+  return Math.min(DOOR_TERMS_LIMITS.challengeMaxNumber.max, Math.round(maxNumber * pressure));
 }

@@ -7,7 +7,7 @@ import {
   signQueueTicket,
   turnNeedsLookup,
   type DoorView,
-  type QueueAdmission,
+  type DoorTerms,
   type QueueAnswer,
   type QueuePlace,
   type QueueTicket,
@@ -23,7 +23,7 @@ import { SetAside, type SetAsideReason } from './set-aside.ts';
 import type { Challenge } from 'altcha-lib/v1/types';
 
 /**
- * The door's use cases (issue 27): joining a sale's waiting room, a buyer's place in it, the operator's
+ * The door's use cases: joining a sale's waiting room, a buyer's place in it, the operator's
  * control of it, and telling it of paid units. The admission itself, and the purchase check, are in
  * Redis scripts (admit-queue-6.lua, reserve-6.lua); these put the two stores and the ticket together.
  *
@@ -107,14 +107,14 @@ export function createDoor(deps: DoorDeps): Door {
   // Not in Redis: no such sale, or Redis lost it and the reconciler is rebuilding it from MySQL.
   async function missing(saleId: number): Promise<never> {
     if (await findSaleUnlessMissing(mysql, deps.misses, saleId))
-      throw new AppError('SALE_PAUSED', 'the sale is being restored; retry shortly', {}, { 'Retry-After': '2' });
-    throw new AppError('SALE_NOT_FOUND', `no sale has the id ${saleId}`);
+      throw new AppError('SALE_PAUSED', { because: 'restoring' }, {}, { 'Retry-After': '2' });
+    throw new AppError('SALE_NOT_FOUND', { saleId });
   }
 
   async function doorOf(saleId: number, refresh = false): Promise<{ door: DoorView; now: number }> {
     const { reading, now } = await frontiers.read(saleId, refresh);
     if (reading.kind === 'sale_not_found') return missing(saleId);
-    if (reading.kind === 'sale_not_queued') throw new AppError('SALE_NOT_QUEUED', `sale ${saleId} has no waiting room: buy directly`);
+    if (reading.kind === 'sale_not_queued') throw new AppError('SALE_NOT_QUEUED', { saleId });
     return { door: reading.door, now };
   }
 
@@ -126,36 +126,31 @@ export function createDoor(deps: DoorDeps): Door {
       if (typeof shadow !== 'string') return { ...shadow, shadow: true };
       ticket = shadow === 'bad_signature' ? ticket : shadow;
     }
-    const why = {
-      malformed: 'is malformed',
-      bad_signature: 'has a signature that does not match',
-      other_buyer: "is another buyer's",
-      other_sale: "is another sale's",
-    }[ticket];
-    throw new AppError('INVALID_QUEUE_TICKET', `the Queue-Ticket ${why}; ask without it to get yours`);
+    throw new AppError('INVALID_QUEUE_TICKET', { because: ticket });
   }
 
   async function joined(saleId: number, outcome: JoinOutcome): Promise<QueuePlace> {
     switch (outcome.kind) {
       case 'queue_full':
-        throw new AppError('QUEUE_FULL', `the waiting room of sale ${saleId} holds its most buyers (${outcome.cap})`, {
-          maxQueueSize: outcome.cap,
-        });
-      case 'solution_replayed':
         throw new AppError(
-          'CHALLENGE_REQUIRED',
-          'this solution was used before: get a new challenge (GET /api/sales/{saleId}/queue/challenge) and solve it',
+          'QUEUE_FULL',
+          { saleId, maxQueueSize: outcome.cap },
+          {
+            maxQueueSize: outcome.cap,
+          },
         );
+      case 'solution_replayed':
+        throw new AppError('CHALLENGE_REQUIRED', { because: 'replayed', saleId });
       case 'sale_not_found':
         return missing(saleId);
       case 'sale_ended':
-        throw new AppError('SALE_ENDED', `sale ${saleId} has ended`);
+        throw new AppError('SALE_ENDED', { saleId });
       case 'sale_not_queued':
-        throw new AppError('SALE_NOT_QUEUED', `sale ${saleId} has no waiting room: buy directly`);
-      case 'queue_not_open':
-        throw new AppError('QUEUE_NOT_OPEN', `the waiting room opens at ${new Date(outcome.opensAt).toISOString()}`, {
-          opensAt: new Date(outcome.opensAt).toISOString(),
-        });
+        throw new AppError('SALE_NOT_QUEUED', { saleId });
+      case 'queue_not_open': {
+        const opensAt = new Date(outcome.opensAt).toISOString();
+        throw new AppError('QUEUE_NOT_OPEN', { opensAt }, { opensAt });
+      }
       case 'joined':
         return outcome.place;
     }
@@ -201,7 +196,7 @@ export function createDoor(deps: DoorDeps): Door {
         read = await redis.sale(saleId).queuePlace(userId);
       }
       if (read.kind === 'sale_not_found') return missing(saleId);
-      if (read.kind === 'sale_not_queued') throw new AppError('SALE_NOT_QUEUED', `sale ${saleId} has no waiting room: buy directly`);
+      if (read.kind === 'sale_not_queued') throw new AppError('SALE_NOT_QUEUED', { saleId });
       place = read.kind === 'place' ? read.place : null;
       // The place was read after the cached door: its front is the newer, lower too when Redis went back
       // (a replica behind promoted), so a rank is never judged against a frontier Redis no longer holds.
@@ -273,25 +268,14 @@ export function createDoor(deps: DoorDeps): Door {
     proven: boolean,
   ): Promise<SolvedChallenge | undefined> {
     if (door.requireClaim !== null && request.claims?.[door.requireClaim] !== true) {
-      throw new AppError(
-        'CLAIM_REQUIRED',
-        `joining this waiting room needs the claim "${door.requireClaim}" set to true in the buyer token`,
-        { claim: door.requireClaim },
-      );
+      throw new AppError('CLAIM_REQUIRED', { claim: door.requireClaim }, { claim: door.requireClaim });
     }
     if (door.challenge === 'off' || proven) return undefined;
     if (request.solution === undefined) {
-      throw new AppError(
-        'CHALLENGE_REQUIRED',
-        'this waiting room asks a solved challenge: GET /api/sales/{saleId}/queue/challenge, solve it, and join with { "solution": "<ALTCHA payload>" }',
-      );
+      throw new AppError('CHALLENGE_REQUIRED', { because: 'missing', saleId });
     }
     const solved = await challenges.verify(saleId, userId, request.solution);
-    if (!solved)
-      throw new AppError(
-        'CHALLENGE_REQUIRED',
-        "the solution does not solve a challenge of this sale's for this buyer (wrong, expired, or another's): get a new one",
-      );
+    if (!solved) throw new AppError('CHALLENGE_REQUIRED', { because: 'not_solved' });
     return solved;
   }
 
@@ -343,8 +327,7 @@ export function createDoor(deps: DoorDeps): Door {
     async here(saleId, userId, rawTicket) {
       // The sale first (404, 409 for an open one), from the copy: then the ticket the call needs.
       const { door } = await doorOf(saleId);
-      if (rawTicket === undefined)
-        throw new AppError('INVALID_QUEUE_TICKET', 'showing up needs your Queue-Ticket: send the ticket your join or status answered');
+      if (rawTicket === undefined) throw new AppError('INVALID_QUEUE_TICKET', { because: 'missing' });
       const ticket = readTicket(saleId, userId, rawTicket);
       if (ticket.shadow) return shadowReply(saleId, userId, ticket, rawTicket);
       // Only a rank the frontier reached can hold a turn: a buyer further back than this copy of the door
@@ -354,29 +337,23 @@ export function createDoor(deps: DoorDeps): Door {
         return reply(saleId, userId, { score: ticket.score, rank: ticket.rank }, false, ticket, rawTicket);
       const shown = await redis.sale(saleId).showUp(userId);
       if (shown.kind === 'sale_not_found') return missing(saleId);
-      if (shown.kind === 'sale_not_queued') throw new AppError('SALE_NOT_QUEUED', `sale ${saleId} has no waiting room: buy directly`);
+      if (shown.kind === 'sale_not_queued') throw new AppError('SALE_NOT_QUEUED', { saleId });
       return reply(saleId, userId, { score: ticket.score, rank: ticket.rank }, true, ticket, rawTicket);
     },
 
     async changeAdmission(saleId, change) {
       const inMysql = mysql.sale(saleId);
       const record = await inMysql.find();
-      if (!record) throw new AppError('SALE_NOT_FOUND', `no sale has the id ${saleId}`);
-      if (!record.admission) throw new AppError('SALE_NOT_QUEUED', `sale ${saleId} has no waiting room`);
+      if (!record) throw new AppError('SALE_NOT_FOUND', { saleId });
+      if (!record.admission) throw new AppError('SALE_NOT_QUEUED', { saleId });
       await inMysql.changeAdmission(change);
-      const admission: QueueAdmission = {
+      const admission: DoorTerms = {
         ...record.admission,
         ...(change.admitPerSecond !== undefined && { admitPerSecond: change.admitPerSecond }),
         ...(change.paused !== undefined && { paused: change.paused }),
       };
       const reading = await frontiers.admit(saleId, change);
-      if (reading.kind !== 'door')
-        throw new AppError(
-          'SERVICE_UNAVAILABLE',
-          'the sale is not in Redis now (being restored); the change is recorded and applies when it is',
-          {},
-          { 'Retry-After': '2' },
-        );
+      if (reading.kind !== 'door') throw new AppError('SERVICE_UNAVAILABLE', { because: 'door_restoring' }, {}, { 'Retry-After': '2' });
       return { sale: { ...record, admission }, door: reading.door };
     },
 

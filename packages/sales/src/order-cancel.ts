@@ -26,24 +26,23 @@ export async function cancelReservation(
   const outcome = await deps.mysql.cancelOrder(reservationId, userId);
   if (!outcome) {
     const before = await findReservationBeforeOrder(deps, saleId, reservationId, userId);
-    if (!before) throw new AppError('RESERVATION_NOT_FOUND', 'no such reservation for this buyer');
+    if (!before) throw new AppError('RESERVATION_NOT_FOUND');
     if (before.status === 'rejected')
-      throw new AppError('ORDER_NOT_CANCELLABLE', 'the reservation was rejected: there is no order to cancel', { orderStatus: 'rejected' });
+      throw new AppError('ORDER_NOT_CANCELLABLE', { because: 'no_order', orderStatus: 'rejected' }, { orderStatus: 'rejected' });
     if (before.status === 'lost')
-      throw new AppError('ORDER_NOT_CANCELLABLE', 'the reservation was lost: there is no order to cancel', {
-        orderStatus: 'lost',
-        reason: before.reason,
-      });
-    throw new AppError(
-      'ORDER_NOT_READY',
-      'the reservation is not an order yet; retry shortly',
-      {},
-      { 'Retry-After': String(retryAfterSeconds) },
-    );
+      throw new AppError(
+        'ORDER_NOT_CANCELLABLE',
+        { because: 'no_order', orderStatus: 'lost' },
+        {
+          orderStatus: 'lost',
+          reason: before.reason,
+        },
+      );
+    throw new AppError('ORDER_NOT_READY', undefined, {}, { 'Retry-After': String(retryAfterSeconds) });
   }
   if (outcome.kind === 'not-cancellable') {
     // `orderStatus`, not `status`: a problem document's `status` is the HTTP status (RFC 9457).
-    throw new AppError('ORDER_NOT_CANCELLABLE', `the order is ${outcome.status}`, { orderStatus: outcome.status });
+    throw new AppError('ORDER_NOT_CANCELLABLE', { orderStatus: outcome.status }, { orderStatus: outcome.status });
   }
   if (outcome.owed) {
     try {

@@ -16,7 +16,7 @@ const NOT_READY_RETRY_AFTER_SECONDS = '2';
  *    record is there the expiry pays the order from it rather than expire it (expireDueOrders), so a
  *    payment that arrived in time stands however long MySQL was locked or away. The event id is tied to
  *    its contents there already: another reservation or amount under a recorded id is refused.
- * 2. **Then MySQL**, as before: the order is paid, or a refund is recorded, and the event stored with its
+ * 2. **Then MySQL**: the order is paid, or a refund is recorded, and the event stored with its
  *    outcome (recordPayment). MySQL refusing or timing out answers the provider 503 (it retries): the
  *    record stays and keeps the payment's place. The retry answers what the event came to, whoever
  *    applied it (this request's retry or an expiry pass): one outcome per event id.
@@ -51,12 +51,7 @@ export async function receivePayment(deps: SalesDeps, event: PaymentEventInput):
   // never will be.
   const backlog = await inRedis.backlog();
   if (backlog.lag + backlog.pending > 0) {
-    throw new AppError(
-      'ORDER_NOT_READY',
-      'the reservation is not an order yet; deliver the event again shortly',
-      {},
-      { 'Retry-After': NOT_READY_RETRY_AFTER_SECONDS },
-    );
+    throw new AppError('ORDER_NOT_READY', { because: 'payment_early' }, {}, { 'Retry-After': NOT_READY_RETRY_AFTER_SECONDS });
   }
   const again = await deps.mysql.recordPayment(event);
   if (again) return settle(again);
@@ -65,7 +60,7 @@ export async function receivePayment(deps: SalesDeps, event: PaymentEventInput):
   // the operator (GET /api/admin/sales/:id/losses) rather than answered 404 and dropped.
   if (await hasUnnamedLosses(deps.mysql, event.saleId)) return settle(await deps.mysql.recordOrderlessPayment(event, 'unmatched'));
   await inRedis.forgetPaymentArrivals([event.eventId]).catch(() => undefined);
-  throw new AppError('RESERVATION_NOT_FOUND', 'no such reservation');
+  throw new AppError('RESERVATION_NOT_FOUND', { because: 'unknown' });
 }
 
 /**
@@ -96,5 +91,5 @@ function reusedEventId(logger: Logger, event: PaymentEventInput, stored: { reser
     { eventId: event.eventId, reservationId: event.reservationId, amountCents: event.amountCents, stored },
     'payment event refused: its id was received before for another payment',
   );
-  return new AppError('PAYMENT_EVENT_REUSED', 'this event id was received before with another reservation or amount');
+  return new AppError('PAYMENT_EVENT_REUSED');
 }

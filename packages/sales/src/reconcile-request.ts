@@ -46,15 +46,14 @@ export async function requestReconciliation(
   saleId: number,
   request: ReconcileRequest,
 ): Promise<ReconcileResult> {
-  if (!(await deps.mysql.sale(saleId).find())) throw new AppError('SALE_NOT_FOUND', `no sale has the id ${saleId}`);
+  if (!(await deps.mysql.sale(saleId).find())) throw new AppError('SALE_NOT_FOUND', { saleId });
   const { job, running } = await withDeadline(
     enqueueReconcile(jobs.queue, saleId, 'operator'),
     request.enqueueWithin.ms,
     request.enqueueWithin.what,
   );
   request.onQueued?.(running);
-  if (running && request.ifRunning === 'refuse')
-    throw new AppError('RECONCILE_IN_PROGRESS', `a reconciliation of sale ${saleId} is already running`, { jobId: job.id });
+  if (running && request.ifRunning === 'refuse') throw new AppError('RECONCILE_IN_PROGRESS', { saleId }, { jobId: job.id });
   try {
     return await job.waitUntilFinished(jobs.events, request.waitMs);
   } catch (error) {

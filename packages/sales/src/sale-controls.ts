@@ -37,7 +37,7 @@ export async function runSaleControl(
   // The sale's clock: a close ends it at the instant the reserve script will judge by.
   const now = await inRedis.now();
   const outcome = await mysql.sale(saleId).control(now, (sale) => planControl(sale, control, now));
-  if (outcome.kind === 'not_found') throw new AppError('SALE_NOT_FOUND', `no sale has the id ${saleId}`);
+  if (outcome.kind === 'not_found') throw new AppError('SALE_NOT_FOUND', { saleId });
   const redisOutcome = await inRedis.applyControls(controlStateOf(outcome.sale));
   if (redisOutcome === 'applied') await inRedis.announceChanged();
 
@@ -50,13 +50,13 @@ export async function runSaleControl(
     outcome: outcome.kind,
     redis: redisOutcome,
     ...(outcome.kind === 'changed' && { before: controlled(outcome.before), after: controlled(outcome.sale) }),
-    ...(outcome.kind === 'refused' && { code: outcome.code }),
+    ...(outcome.kind === 'refused' && { code: outcome.error.code }),
   };
   if (redisOutcome === 'refused')
     logger.error(audit, 'sale control: Redis holds more stock than MySQL; the reconciler rebuilds it from MySQL');
   else logger.info(audit, `sale control: ${control.action} ${outcome.kind}`);
 
-  if (outcome.kind === 'refused') throw new AppError(outcome.code, outcome.detail);
+  if (outcome.kind === 'refused') throw outcome.error;
   return adminSaleView(outcome.sale, await inRedis.state(), now);
 }
 

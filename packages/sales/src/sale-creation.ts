@@ -35,15 +35,15 @@ export async function createSale(
   const start = await mysql.beginSaleCreation(input, key);
   if (start.kind === 'existing') {
     if (start.requestHash !== key?.requestHash) {
-      throw new AppError('IDEMPOTENCY_KEY_REUSED', 'this Idempotency-Key was used with another request body');
+      throw new AppError('IDEMPOTENCY_KEY_REUSED');
     }
     if (start.publishState === 'published') return start.sale;
-    throw serviceUnavailable('the first request with this Idempotency-Key has not finished yet; retry shortly');
+    throw serviceUnavailable({ because: 'creation_running' });
   }
   const { sale } = start;
   const inRedis = deps.redis.sale(sale.id);
   const giveUpIfAnswered = () => {
-    if (!stillWanted()) throw serviceUnavailable('the request was answered before the sale could be published; nothing was created');
+    if (!stillWanted()) throw serviceUnavailable({ because: 'creation_answered' });
   };
   try {
     giveUpIfAnswered();
@@ -52,10 +52,9 @@ export async function createSale(
     // before the publish, so a failover at any moment after it is told at the watch's first look.
     const before = await inRedis.snapshot();
     const published = await inRedis.publish(sale, sale.generation, { notAfter: before.at + publishTimeoutMs });
-    if (published === 'too_late') throw serviceUnavailable('Redis answered too late to publish the sale; nothing was created');
+    if (published === 'too_late') throw serviceUnavailable({ because: 'publish_late' });
     giveUpIfAnswered();
-    if (!(await mysql.sale(sale.id).markPublished(publishCheckpoint(before))))
-      throw serviceUnavailable('the sale could not be published in time; nothing was created');
+    if (!(await mysql.sale(sale.id).markPublished(publishCheckpoint(before)))) throw serviceUnavailable({ because: 'publish_timeout' });
     // Every gateway process that remembers this id as missing (SaleMisses) forgets it now; one that
     // misses the news forgets it within SALE_MISS_TTL_MS anyway, so a lost announcement fails nothing.
     await inRedis

@@ -41,7 +41,7 @@ export interface SaleLossesPage {
  */
 export async function readSaleLosses(mysql: OrderStore, saleId: number, page: { limit: number; cursor?: string }): Promise<SaleLossesPage> {
   const sale = await mysql.sale(saleId).find();
-  if (!sale) throw new AppError('SALE_NOT_FOUND', `no sale has the id ${saleId}`);
+  if (!sale) throw new AppError('SALE_NOT_FOUND', { saleId });
   const [named, listed, unmatched] = await Promise.all([
     mysql.sale(saleId).countLostReservations(),
     mysql.sale(saleId).listLostReservations({ limit: page.limit, after: page.cursor }),

@@ -13,7 +13,7 @@ export async function readSaleStats(deps: Pick<SalesDeps, 'redis' | 'mysql'>, sa
   // between the two reads were counted twice, and a selling sale looked oversold.
   const [record, orders] = await Promise.all([deps.mysql.sale(saleId).find(), deps.mysql.sale(saleId).orderLedger()]);
   const [state, backlog, audit] = await Promise.all([inRedis.state(), inRedis.backlog(), inRedis.auditRecord()]);
-  if (!record) throw new AppError('SALE_NOT_FOUND', `no sale has the id ${saleId}`);
+  if (!record) throw new AppError('SALE_NOT_FOUND', { saleId });
   const inFlight = backlog.lag + backlog.pending;
   const remaining = state ? state.remaining : null;
   const consistent = ledgerConsistent({

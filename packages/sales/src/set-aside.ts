@@ -7,7 +7,7 @@ const SET_ASIDE_MS = 3_600_000;
 export type SetAsideReason = 'flagged' | 'challenge' | 'flood';
 
 /**
- * The accounts this gateway process has set aside (the shadow queue, issue 41): an account that failed
+ * The accounts this gateway process has set aside (the shadow queue): an account that failed
  * the door's checks again and again (challenges refused, joins past its budget) within a minute, three
  * strikes, is answered like a waiting buyer from then on and never admitted, so a bot learns late. Per
  * process, in memory, as the budgets are: an account spread over N gateways needs its strikes on each.

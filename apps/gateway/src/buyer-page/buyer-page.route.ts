@@ -110,9 +110,8 @@ export function buyerPageRouter(deps: GatewayDeps, buyerOf: BuyerGate, buyingLim
       const saleId = saleIdOfReservation(reservationId);
       const found = saleId === null ? null : await sales.findReservationStatus(saleId, reservationId, userId);
       // Only the buyer's own order: anyone else's is as unknown as a made-up id.
-      if (saleId === null || !found) throw new AppError('RESERVATION_NOT_FOUND', 'no such reservation for this buyer');
-      if (found.kind !== 'order')
-        throw new AppError('ORDER_NOT_READY', 'the reservation is not an order yet; retry shortly', {}, { 'Retry-After': '1' });
+      if (saleId === null || !found) throw new AppError('RESERVATION_NOT_FOUND');
+      if (found.kind !== 'order') throw new AppError('ORDER_NOT_READY', undefined, {}, { 'Retry-After': '1' });
       // One event per reservation: paying twice answers what the first payment came to.
       const status = await sales.payReservation(
         { eventId: `demo_${reservationId}`, reservationId, saleId, amountCents: 100 * found.quantity },

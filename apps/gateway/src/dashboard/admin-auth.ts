@@ -33,17 +33,16 @@ const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 export function checkSameOriginChange(req: Request, session: AdminSession | null): void {
   if (SAFE_METHODS.has(req.method)) return;
   const site = req.headers['sec-fetch-site'];
-  if (site !== undefined && site !== 'same-origin')
-    throw new AppError('CSRF_REJECTED', `a change sent from another site (Sec-Fetch-Site: ${site})`);
+  if (site !== undefined && site !== 'same-origin') throw new AppError('CSRF_REJECTED', { because: 'other_site', site });
   const origin = req.headers.origin;
   if (origin !== undefined && originHost(origin) !== req.headers.host)
-    throw new AppError('CSRF_REJECTED', `a change sent from another origin (${origin})`);
+    throw new AppError('CSRF_REJECTED', { because: 'other_origin', origin });
   // Signing in has no session yet: the origin checks alone guard it.
   if (session === null) return;
   const given = Buffer.from(String(req.headers[CSRF_HEADER] ?? ''));
   const expected = Buffer.from(session.csrfToken);
   if (given.length !== expected.length || !timingSafeEqual(given, expected))
-    throw new AppError('CSRF_REJECTED', `the ${CSRF_HEADER} header is missing or not this session's`);
+    throw new AppError('CSRF_REJECTED', { because: 'no_token', header: CSRF_HEADER });
 }
 
 function originHost(origin: string): string | undefined {
@@ -77,7 +76,7 @@ export function adminAuthentication(deps: GatewayDeps, guard: AdminGuard): Reque
       return next();
     }
     const open = await sessionOf(deps, req);
-    if (!open) throw new AppError('UNAUTHORIZED', 'the dashboard session has expired or was closed: sign in again');
+    if (!open) throw new AppError('UNAUTHORIZED', { because: 'session_closed' });
     checkSameOriginChange(req, open.session);
     res.locals.adminSession = open.session;
     next();

@@ -67,10 +67,7 @@ export function createAdminGuard(
   const anyHost = allowed.includes('*');
   const allowedHost: RequestHandler = (req, _res, next) => {
     if (anyHost || hostAllowed(req.headers.host, allowed)) return next();
-    throw new AppError(
-      'HOST_NOT_ALLOWED',
-      `the admin surface does not answer for the host ${JSON.stringify(req.headers.host ?? '')}: see ADMIN_ALLOWED_HOSTS`,
-    );
+    throw new AppError('HOST_NOT_ALLOWED', { host: JSON.stringify(req.headers.host ?? '') });
   };
 
   return {
@@ -89,12 +86,7 @@ export function createAdminGuard(
         metrics.adminAuthFailures.inc({ outcome: 'rate_limited' });
         log('rate_limited', { lastAddress: address });
         const retryAfter = Math.max(1, Math.ceil(((current + 1) * MINUTE_MS - at) / 1000));
-        throw new AppError(
-          'RATE_LIMITED',
-          'too many failed admin authentications: wait before trying again',
-          {},
-          { 'Retry-After': String(retryAfter) },
-        );
+        throw new AppError('RATE_LIMITED', { because: 'admin_failures' }, {}, { 'Retry-After': String(retryAfter) });
       }
       try {
         checkAdmin(authorization);

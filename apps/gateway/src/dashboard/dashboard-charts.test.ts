@@ -6,8 +6,8 @@ import { createLiveSale, type TestContext } from '../../../../test/support/conte
 import { gatewayPerFile, type TestGateway } from '../../../../test/support/gateway.ts';
 import { bearer } from '../../../../test/support/http.ts';
 
-// The dashboard's charts and ledger in a real headless Chromium against a real gateway, Redis and MariaDB
-// (issue 28). The history takes a point every 200 ms here (1 s by default), so a burst shows in seconds.
+// The dashboard's charts and ledger in a real headless Chromium against a real gateway, Redis and MariaDB.
+// The history takes a point every 200 ms here (1 s by default), so a burst shows in seconds.
 let ctx: TestContext;
 let gateway: TestGateway;
 gatewayPerFile(

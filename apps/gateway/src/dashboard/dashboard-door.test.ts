@@ -7,7 +7,7 @@ import { createQueuedSale, doorBuyer } from '../../../../test/support/door.ts';
 import { until } from '../../../../test/support/until.ts';
 import { bearer } from '../../../../test/support/http.ts';
 
-// A queued sale's waiting room on the dashboard (issue 27), in a real headless Chromium against a real
+// A queued sale's door on the dashboard, in a real headless Chromium against a real
 // gateway, Redis and MariaDB: the panel's figures as the door moves, its chart, and the operator's
 // controls of admission reaching MySQL and Redis. A history point every 200 ms here (1 s by default).
 let ctx: TestContext;

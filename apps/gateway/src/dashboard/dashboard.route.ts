@@ -111,7 +111,7 @@ export function dashboardRouter(deps: GatewayDeps, { feed, views, streams }: Das
 
   router.get('/admin/session', async (req, res) => {
     const open = await sessionOf(deps, req);
-    if (!open) throw new AppError('UNAUTHORIZED', 'not signed in');
+    if (!open) throw new AppError('UNAUTHORIZED', { because: 'not_signed_in' });
     res
       .set('Cache-Control', 'no-store')
       .json({ csrfToken: open.session.csrfToken, expiresAt: new Date(open.session.expiresAt).toISOString() });
@@ -137,10 +137,10 @@ export function dashboardRouter(deps: GatewayDeps, { feed, views, streams }: Das
   // page's reconnect meets the sign-in. EventSource reconnects a dropped one by itself after `retry`.
   router.get('/admin/live', async (req, res) => {
     const open = await sessionOf(deps, req);
-    if (!open) throw new AppError('UNAUTHORIZED', 'not signed in');
+    if (!open) throw new AppError('UNAUTHORIZED', { because: 'not_signed_in' });
     const rawSale = typeof req.query.sale === 'string' ? req.query.sale : undefined;
     const saleId = rawSale === undefined ? null : parseSaleId(rawSale);
-    if (rawSale !== undefined && saleId === null) throw new AppError('SALE_NOT_FOUND', `no sale has the id ${rawSale}`);
+    if (rawSale !== undefined && saleId === null) throw new AppError('SALE_NOT_FOUND', { saleId: rawSale });
     const slot = streams.take(open.id, () => res.end());
     const stops: (() => void)[] = [];
     let expiry: NodeJS.Timeout | undefined;
@@ -151,7 +151,7 @@ export function dashboardRouter(deps: GatewayDeps, { feed, views, streams }: Das
       for (const stop of stops) stop();
       slot.release();
     });
-    if (saleId !== null && !(await views.saleExists(saleId))) throw new AppError('SALE_NOT_FOUND', `no sale has the id ${saleId}`);
+    if (saleId !== null && !(await views.saleExists(saleId))) throw new AppError('SALE_NOT_FOUND', { saleId });
     if (closed || res.writableEnded) return;
     liftRequestDeadline(res);
     res.writeHead(200, { 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-store', 'X-Accel-Buffering': 'no' });

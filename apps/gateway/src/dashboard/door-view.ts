@@ -1,9 +1,9 @@
-import type { QueueAdmission } from '@flashsale/domain';
+import type { DoorTerms } from '@flashsale/domain';
 import type { DoorGauges, Sales } from '@flashsale/sales';
 import type { SaleSeriesSource } from './sale-history.ts';
 
 /**
- * A queued sale's door on the dashboard (issue 27): its figures in the sale's view, and its series in
+ * A queued sale's door on the dashboard: its figures in the sale's view, and its series in
  * the sale's history. Read without moving the door (readDoorGauges: Redis's clock, one MULTI of reads);
  * an open sale costs one HGET a step.
  */
@@ -28,7 +28,7 @@ export interface DoorPanel extends DoorGauges {
 export async function readDoorPanel(
   sales: Pick<Sales, 'doorGauges'>,
   saleId: number,
-  admission: QueueAdmission | undefined,
+  admission: DoorTerms | undefined,
   shadowJoins: DoorPanel['shadowJoins'],
 ): Promise<DoorPanel | null> {
   if (!admission) return null;

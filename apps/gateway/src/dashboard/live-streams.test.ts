@@ -9,7 +9,7 @@ import { openLiveStream, signInSession, signOutSession, type DashboardSession } 
 import { createLiveViews } from './live-views.ts';
 
 // GET /admin/live against a real gateway, Redis and MariaDB: the caps on streams, the refusal of an
-// unknown sale, and the session checked while a stream runs (issue 22, items 4 and 5).
+// unknown sale, and the session checked while a stream runs.
 let ctx: TestContext;
 let gateway: TestGateway;
 gatewayPerFile(

@@ -29,19 +29,9 @@ export class LiveStreams {
     const streams = this.bySession.get(sessionId) ?? new Set();
     const retry = { 'Retry-After': String(this.retryAfterSeconds) };
     if (streams.size >= this.perSession)
-      throw new AppError(
-        'LIVE_STREAM_LIMIT',
-        `this session already has ${this.perSession} live streams open on this gateway process (DASHBOARD_STREAMS_PER_SESSION): close a page`,
-        {},
-        retry,
-      );
+      throw new AppError('LIVE_STREAM_LIMIT', { because: 'per_session', limit: this.perSession }, {}, retry);
     if (this.open >= this.perProcess)
-      throw new AppError(
-        'LIVE_STREAM_LIMIT',
-        `this gateway process already serves ${this.perProcess} live streams (DASHBOARD_STREAMS_PER_PROCESS)`,
-        {},
-        retry,
-      );
+      throw new AppError('LIVE_STREAM_LIMIT', { because: 'per_process', limit: this.perProcess }, {}, retry);
     streams.add(end);
     this.bySession.set(sessionId, streams);
     this.open += 1;

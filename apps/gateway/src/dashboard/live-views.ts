@@ -42,7 +42,7 @@ export function createLiveViews(deps: GatewayDeps, history: SaleHistory, shadowJ
       sales.recentDeadLettersByReason(saleId),
       sales.lastReconciliation(saleId),
     ]);
-    if (!view) throw new AppError('SALE_NOT_FOUND', `no sale has the id ${saleId}`);
+    if (!view) throw new AppError('SALE_NOT_FOUND', { saleId });
     const door = await readDoorPanel(sales, saleId, view.admission, shadowJoins(saleId));
     const points = history.salePoints(saleId, recent);
     return {
@@ -64,7 +64,7 @@ export function createLiveViews(deps: GatewayDeps, history: SaleHistory, shadowJ
   return {
     async read(topic: string): Promise<unknown> {
       const saleId = topic.startsWith('sale:') ? parseSaleId(topic.slice(5)) : null;
-      if (topic !== 'overview' && saleId === null) throw new AppError('SALE_NOT_FOUND', `no such view: ${topic}`);
+      if (topic !== 'overview' && saleId === null) throw new AppError('SALE_NOT_FOUND', { because: 'view', topic });
       try {
         return await (saleId === null ? overview() : sale(saleId));
       } catch (error) {

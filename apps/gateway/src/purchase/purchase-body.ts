@@ -17,6 +17,8 @@ const JSON_WHITESPACE = /^[\x20\x09\x0a\x0d]*/;
 
 type BodyDone = (error: AppError | undefined, body: unknown) => void;
 
+const notJson = () => new AppError('INVALID_REQUEST', { because: 'not_json' });
+
 /** Reads a purchase's body and hands back the parsed JSON (`{}` when there is none), or the client's error. */
 export type PurchaseBodyReader = (req: IncomingMessage, res: ServerResponse, done: BodyDone) => void;
 
@@ -51,7 +53,7 @@ function readPurchaseBody(
   }
   if (!plain || !(Number(length) <= limitBytes) || !PLAIN_JSON_TYPE.test(headers['content-type'] ?? '')) {
     parseWithBodyParser(req, res, (error?: unknown) => {
-      if (error) done(bodyErrorOf(error) ?? new AppError('INVALID_REQUEST', 'the body is not valid JSON'), undefined);
+      if (error) done(bodyErrorOf(error) ?? notJson(), undefined);
       else done(undefined, (req as express.Request).body ?? {});
     });
     return;
@@ -66,12 +68,12 @@ function readPurchaseBody(
     if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
     if (text.length === 0) return done(undefined, {});
     const first = text[JSON_WHITESPACE.exec(text)![0].length];
-    if (first !== '{' && first !== '[') return done(new AppError('INVALID_REQUEST', 'the body is not valid JSON'), undefined);
+    if (first !== '{' && first !== '[') return done(notJson(), undefined);
     let body: unknown;
     try {
       body = JSON.parse(text);
     } catch {
-      return done(new AppError('INVALID_REQUEST', 'the body is not valid JSON'), undefined);
+      return done(notJson(), undefined);
     }
     done(undefined, body);
   });

@@ -7,7 +7,7 @@ import type { GatewayMetrics } from '../metrics.ts';
 import type { RequestLimits } from '../request-limits.ts';
 import type { BuyerGate } from '../buyer-gate.ts';
 import { requireJsonBody, saleIdParam } from '../validation.ts';
-import { renderProblem, type Problem } from '../problem.ts';
+import { problemFor, renderProblem, type Problem } from '../problem.ts';
 import { sendAfterReads } from '../answer-batch.ts';
 import { createPurchaseBodyReader, quantityOf } from './purchase-body.ts';
 import { createAcceptedAnswer, createDuplicateAnswer } from './purchase-answers.ts';
@@ -17,11 +17,8 @@ import type { LiveSaleDirectory } from './live-sale-directory.ts';
 /** Handles POST /api/sales/:saleId/purchase on Node's own request and response objects. */
 export type PurchaseHandler = (req: IncomingMessage, res: ServerResponse, rawSaleId: string) => void;
 
-const NOT_ADMITTED_DETAIL =
-  'this sale is bought through its waiting room: join it (POST /api/sales/{saleId}/queue) and buy while your turn runs';
-
 /** The refusal a client sees for each outcome of the reserve script (plain data: no Error to build). */
-export function refusalOf(outcome: Exclude<ReserveOutcome, { kind: 'reserved' }>, retryAfterSeconds: number): Problem {
+export function refusalOf(outcome: Exclude<ReserveOutcome, { kind: 'reserved' }>, saleId: number, retryAfterSeconds: number): Problem {
   switch (outcome.kind) {
     case 'sale_not_found':
       return { code: 'SALE_NOT_FOUND' };
@@ -32,34 +29,26 @@ export function refusalOf(outcome: Exclude<ReserveOutcome, { kind: 'reserved' }>
     case 'sale_not_started':
       return { code: 'SALE_NOT_STARTED' };
     case 'above_limit':
-      return {
-        code: 'INVALID_REQUEST',
-        detail: `quantity must be at most ${outcome.limit} for this sale`,
-        extra: { perUserLimit: outcome.limit },
-      };
+      return problemFor('INVALID_REQUEST', { because: 'above_limit', perUserLimit: outcome.limit }, { perUserLimit: outcome.limit });
     case 'already_purchased':
       return { code: 'ALREADY_PURCHASED', extra: { reservationId: outcome.reservationId } };
     case 'sold_out':
       return { code: 'SOLD_OUT' };
     case 'insufficient_stock':
-      return { code: 'INSUFFICIENT_STOCK', detail: `only ${outcome.remaining} left`, extra: { remaining: outcome.remaining } };
+      return problemFor('INSUFFICIENT_STOCK', { remaining: outcome.remaining }, { remaining: outcome.remaining });
     case 'not_admitted':
-      return { code: 'NOT_ADMITTED', detail: NOT_ADMITTED_DETAIL };
+      return problemFor('NOT_ADMITTED', { saleId });
     case 'rebuy_cooldown': {
       const seconds = Math.ceil(outcome.waitMs / 1000);
-      return {
-        code: 'REBUY_COOLDOWN',
-        detail: `you cancelled or let expire orders in this sale: you may buy again in ${seconds} s`,
-        extra: { retryAfterSeconds: seconds },
-        headers: { 'Retry-After': String(seconds) },
-      };
+      return problemFor(
+        'REBUY_COOLDOWN',
+        { retryAfterSeconds: seconds },
+        { retryAfterSeconds: seconds },
+        { 'Retry-After': String(seconds) },
+      );
     }
     case 'order_limit_reached':
-      return {
-        code: 'ORDER_LIMIT_REACHED',
-        detail: `you have opened ${outcome.maxOrders} orders in this sale, the most it allows; cancelled and expired ones count`,
-        extra: { maxOrdersPerBuyer: outcome.maxOrders },
-      };
+      return problemFor('ORDER_LIMIT_REACHED', { maxOrdersPerBuyer: outcome.maxOrders }, { maxOrdersPerBuyer: outcome.maxOrders });
   }
 }
 
@@ -75,7 +64,7 @@ export interface PurchaseHandlerParts {
 /**
  * The hot path: authenticate, rate-limit, read and validate the body, then one EVALSHA, or none when the
  * sale is known to be sold out or over. Written against Node's request and response: the purchase route
- * calls it ahead of Express (routes/front-door.ts), whose request and response objects the profile
+ * calls it ahead of Express (routes/crowd-routes.ts), whose request and response objects the profile
  * showed costing on every call.
  */
 export function createPurchaseHandler(
@@ -110,7 +99,7 @@ export function createPurchaseHandler(
   const fail = (res: ServerResponse, error: unknown) => {
     if (error instanceof AppError) return refuse(res, error);
     logger.error({ err: error }, 'purchase failed');
-    refuse(res, { code: 'INTERNAL_ERROR', detail: 'the request could not be completed' });
+    refuse(res, problemFor('INTERNAL_ERROR'));
   };
 
   /** Answers the purchase whatever happens: it never rejects, so its caller attaches no handler to it. */
@@ -143,11 +132,7 @@ export function createPurchaseHandler(
         // The script may or may not have run; a retry by the buyer is safe either way (it is refused as
         // ALREADY_PURCHASED with the reservation id if the first one went through).
         reserveFailures('failed', { err: error, saleId });
-        return refuse(res, {
-          code: 'SERVICE_UNAVAILABLE',
-          detail: 'the sale cannot be reached right now, retry shortly',
-          headers: { 'Retry-After': '1' },
-        });
+        return refuse(res, problemFor('SERVICE_UNAVAILABLE', { because: 'sale_unreachable' }, {}, { 'Retry-After': '1' }));
       }
       metrics.purchaseSeconds.observe((returned - started) / 1000);
       if (outcome.kind === 'reserved') {
@@ -163,11 +148,7 @@ export function createPurchaseHandler(
         count('unreplicated');
         return sendAfterReads(
           res,
-          renderProblem({
-            code: 'SERVICE_UNAVAILABLE',
-            detail: 'the reservation is not yet copied to a replica; retry to learn its outcome',
-            headers: { 'Retry-After': '1' },
-          }),
+          renderProblem(problemFor('SERVICE_UNAVAILABLE', { because: 'unreplicated' }, {}, { 'Retry-After': '1' })),
         );
       }
       if (outcome.kind === 'already_purchased') return answerDuplicate(res, outcome.reservationId);
@@ -175,9 +156,9 @@ export function createPurchaseHandler(
       else if (outcome.kind === 'sale_ended') verdicts.learn(saleId, 'SALE_ENDED', ticket);
       else if (outcome.kind === 'sale_not_found' && liveSales.isLive(saleId)) {
         // MySQL has this sale and it is running: Redis lost it, and the reconciler rebuilds it from MySQL.
-        return refuse(res, refusalOf({ kind: 'sale_paused' }, config.PAUSED_RETRY_AFTER_SECONDS));
+        return refuse(res, refusalOf({ kind: 'sale_paused' }, saleId, config.PAUSED_RETRY_AFTER_SECONDS));
       }
-      refuse(res, refusalOf(outcome, config.PAUSED_RETRY_AFTER_SECONDS));
+      refuse(res, refusalOf(outcome, saleId, config.PAUSED_RETRY_AFTER_SECONDS));
     } catch (failure) {
       fail(res, failure);
     }

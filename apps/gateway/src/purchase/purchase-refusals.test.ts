@@ -6,6 +6,8 @@ type Refusal = Parameters<typeof refusalOf>[0];
 
 /** Seconds a paused sale asks the buyer to wait (PAUSED_RETRY_AFTER_SECONDS), passed through as given. */
 const RETRY_AFTER = 7;
+/** The sale the purchase named. */
+const SALE_ID = 12;
 
 // One row per refusal of the reserve script, keyed by kind so a new refusal without a row fails to compile.
 const REFUSALS: { [K in Refusal['kind']]: [Extract<Refusal, { kind: K }>, number, Problem] } = {
@@ -34,7 +36,7 @@ const REFUSALS: { [K in Refusal['kind']]: [Extract<Refusal, { kind: K }>, number
     403,
     {
       code: 'NOT_ADMITTED',
-      detail: 'this sale is bought through its waiting room: join it (POST /api/sales/{saleId}/queue) and buy while your turn runs',
+      detail: 'this sale is bought through its waiting room: join it (POST /api/sales/12/queue) and buy while your turn runs',
     },
   ],
   rebuy_cooldown: [
@@ -62,7 +64,7 @@ describe('refusalOf', () => {
   it.each(Object.entries(REFUSALS))(
     'answers %s with its status, code, detail and members, and nothing else',
     (_, [outcome, status, problem]) => {
-      const refusal = refusalOf(outcome, RETRY_AFTER);
+      const refusal = refusalOf(outcome, SALE_ID, RETRY_AFTER);
 
       expect(refusal).toEqual(problem);
       expect(problemDocument(refusal).status).toBe(status);
@@ -70,7 +72,7 @@ describe('refusalOf', () => {
   );
 
   it('tells a buyer who already holds a reservation its id, never the quantity they hold', () => {
-    const document = problemDocument(refusalOf({ kind: 'already_purchased', reservationId: '12-r', quantity: 2 }, RETRY_AFTER));
+    const document = problemDocument(refusalOf({ kind: 'already_purchased', reservationId: '12-r', quantity: 2 }, SALE_ID, RETRY_AFTER));
 
     expect(document).toEqual({
       type: 'https://flashsale.dev/problems/already-purchased',
@@ -83,9 +85,9 @@ describe('refusalOf', () => {
   });
 
   it("asks only a paused sale's buyers to retry after the seconds configured, and a buyer in a rebuy cooldown after its own", () => {
-    const retrying = Object.values(REFUSALS).filter(([outcome]) => refusalOf(outcome, 30).headers !== undefined);
+    const retrying = Object.values(REFUSALS).filter(([outcome]) => refusalOf(outcome, SALE_ID, 30).headers !== undefined);
 
-    expect(retrying.map(([outcome]) => [outcome.kind, refusalOf(outcome, 30).headers])).toEqual([
+    expect(retrying.map(([outcome]) => [outcome.kind, refusalOf(outcome, SALE_ID, 30).headers])).toEqual([
       ['sale_paused', { 'Retry-After': '30' }],
       ['rebuy_cooldown', { 'Retry-After': '30' }],
     ]);

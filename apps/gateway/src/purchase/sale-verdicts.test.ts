@@ -140,7 +140,7 @@ describe('a live sale that Redis lost', () => {
     await expectProblem(await purchase(gateway.url, 2_147_483_000), 404, 'SALE_NOT_FOUND');
   });
 
-  it('answers a sale MySQL holds as ended, and Redis lost, with 404 SALE_NOT_FOUND as before', async () => {
+  it('answers a sale MySQL holds as ended, and Redis lost, with 404 SALE_NOT_FOUND', async () => {
     const now = await redisNow(ctx.redis);
     const sale = await createOrderStore(ctx.prisma).insertSale({
       name: 'Over',

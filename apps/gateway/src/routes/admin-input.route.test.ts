@@ -5,8 +5,8 @@ import { createLiveSale, type TestContext } from '../../../../test/support/conte
 import { gatewayPerFile, type TestGateway } from '../../../../test/support/gateway.ts';
 import { bearer, expectProblem } from '../../../../test/support/http.ts';
 
-// Input the admin API used to take in another meaning than the one sent: a body it ignored, a number
-// spelt in hex, a sale name MySQL would store differently or a screen would show reordered.
+// Input the admin API refuses rather than take in another meaning than the one sent: a body it would
+// ignore, a number spelt in hex, a sale name MySQL would store differently or a screen would show reordered.
 let ctx: TestContext;
 let gateway: TestGateway;
 gatewayPerFile((started, server) => {

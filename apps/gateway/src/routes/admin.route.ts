@@ -1,8 +1,8 @@
 import express, { Router } from 'express';
 import { z } from 'zod';
 import {
-  ADMISSION_DEFAULTS,
-  ADMISSION_LIMITS,
+  DOOR_TERMS_DEFAULTS,
+  DOOR_TERMS_LIMITS,
   AppError,
   CLAIM_NAME,
   DOOR_CHALLENGES,
@@ -12,7 +12,7 @@ import {
   REGISTERED_CLAIMS,
   SALE_TIME_RANGE,
   saleIdOfReservation,
-  type QueueAdmission,
+  type DoorTerms,
 } from '@flashsale/domain';
 import { LOSSES_PAGE, ReconcileUnfinished } from '@flashsale/sales';
 import type { GatewayDeps } from '../deps.ts';
@@ -50,21 +50,21 @@ const saleName = z
 const setting = (limits: { min: number; max: number }, integer: boolean) =>
   (integer ? z.number().int() : z.number()).min(limits.min).max(limits.max);
 
-// `admission` absent or { mode: "open" }: an open sale, exactly as before the door. { mode: "queue", ... }:
-// behind the door, each setting not given at its default (ADMISSION_DEFAULTS).
+// `admission` absent or { mode: "open" }: an open sale, with no door. { mode: "queue", ... }: behind the
+// door, each setting not given at its default (DOOR_TERMS_DEFAULTS).
 const admissionBody = z.discriminatedUnion('mode', [
   z.strictObject({ mode: z.literal('open') }),
   z
     .strictObject({
       mode: z.literal('queue'),
-      preQueueSeconds: setting(ADMISSION_LIMITS.preQueueSeconds, true).default(ADMISSION_DEFAULTS.preQueueSeconds),
-      admitPerSecond: setting(ADMISSION_LIMITS.admitPerSecond, false).default(ADMISSION_DEFAULTS.admitPerSecond),
-      admissionTtlSeconds: setting(ADMISSION_LIMITS.admissionTtlSeconds, true).default(ADMISSION_DEFAULTS.admissionTtlSeconds),
-      noShowFactor: setting(ADMISSION_LIMITS.noShowFactor, false).default(ADMISSION_DEFAULTS.noShowFactor),
+      preQueueSeconds: setting(DOOR_TERMS_LIMITS.preQueueSeconds, true).default(DOOR_TERMS_DEFAULTS.preQueueSeconds),
+      admitPerSecond: setting(DOOR_TERMS_LIMITS.admitPerSecond, false).default(DOOR_TERMS_DEFAULTS.admitPerSecond),
+      admissionTtlSeconds: setting(DOOR_TERMS_LIMITS.admissionTtlSeconds, true).default(DOOR_TERMS_DEFAULTS.admissionTtlSeconds),
+      noShowFactor: setting(DOOR_TERMS_LIMITS.noShowFactor, false).default(DOOR_TERMS_DEFAULTS.noShowFactor),
       // Against account farms (docs/api.md, "The door"): each at its default when not given.
-      showUpSeconds: setting(ADMISSION_LIMITS.showUpSeconds, true).optional(),
-      challenge: z.enum(DOOR_CHALLENGES).default(ADMISSION_DEFAULTS.challenge),
-      challengeMaxNumber: setting(ADMISSION_LIMITS.challengeMaxNumber, true).default(ADMISSION_DEFAULTS.challengeMaxNumber),
+      showUpSeconds: setting(DOOR_TERMS_LIMITS.showUpSeconds, true).optional(),
+      challenge: z.enum(DOOR_CHALLENGES).default(DOOR_TERMS_DEFAULTS.challenge),
+      challengeMaxNumber: setting(DOOR_TERMS_LIMITS.challengeMaxNumber, true).default(DOOR_TERMS_DEFAULTS.challengeMaxNumber),
       requireClaim: z
         .string()
         .regex(CLAIM_NAME, 'must be a claim name: a letter or _, then up to 63 letters, digits or _ . : -')
@@ -73,7 +73,7 @@ const admissionBody = z.discriminatedUnion('mode', [
           `must not be a registered claim (${REGISTERED_CLAIMS.join(', ')}): every token may carry those`,
         )
         .optional(),
-      maxQueueSize: setting(ADMISSION_LIMITS.maxQueueSize, true).optional(),
+      maxQueueSize: setting(DOOR_TERMS_LIMITS.maxQueueSize, true).optional(),
     })
     .refine((door) => door.showUpSeconds === undefined || door.showUpSeconds <= door.admissionTtlSeconds, {
       path: ['showUpSeconds'],
@@ -83,12 +83,12 @@ const admissionBody = z.discriminatedUnion('mode', [
 ]);
 
 /** A queued sale's settings as parsed, with the defaults that depend on another setting filled in. */
-function queueAdmission(door: Extract<z.infer<typeof admissionBody>, { mode: 'queue' }>): QueueAdmission {
+function doorTermsOf(door: Extract<z.infer<typeof admissionBody>, { mode: 'queue' }>): DoorTerms {
   return {
     ...door,
     paused: false,
     // The window never outlasts the turn: a turn shorter than the default window has none.
-    showUpSeconds: door.showUpSeconds ?? Math.min(ADMISSION_DEFAULTS.showUpSeconds, door.admissionTtlSeconds),
+    showUpSeconds: door.showUpSeconds ?? Math.min(DOOR_TERMS_DEFAULTS.showUpSeconds, door.admissionTtlSeconds),
     requireClaim: door.requireClaim ?? null,
     maxQueueSize: door.maxQueueSize ?? null,
   };
@@ -144,14 +144,14 @@ export function adminRouter(deps: GatewayDeps): Router {
     const input = {
       ...parsed,
       paymentWindowSeconds: parsed.paymentWindowSeconds ?? config.PAYMENT_WINDOW_SECONDS,
-      ...(admission?.mode === 'queue' && { admission: queueAdmission(admission) }),
+      ...(admission?.mode === 'queue' && { admission: doorTermsOf(admission) }),
       rebuyRule: {
         maxOrdersPerBuyer: maxOrdersPerBuyer ?? config.MAX_ORDERS_PER_BUYER,
         rebuyCooldownSeconds: rebuyCooldownSeconds ?? config.REBUY_COOLDOWN_SECONDS,
       },
     };
     const sale = await sales.createSale(input, creationKeyOf(req.headers['idempotency-key'], input), () => !res.headersSent);
-    // An open sale's answer is exactly what it was before the door.
+    // An open sale's answer has no `admission` member: a client unaware of the door reads it unchanged.
     res.status(201).json({
       ...saleView(sale),
       paymentWindowSeconds: sale.paymentWindowSeconds,
@@ -185,9 +185,13 @@ export function adminRouter(deps: GatewayDeps): Router {
       })
       .catch((error: unknown) => {
         if (!(error instanceof ReconcileUnfinished)) throw error;
-        throw new AppError('SERVICE_UNAVAILABLE', `the reconciliation did not finish: ${error.message}; is a reconciler running?`, {
-          jobId: error.jobId,
-        });
+        throw new AppError(
+          'SERVICE_UNAVAILABLE',
+          { because: 'reconcile_unfinished', reason: error.message },
+          {
+            jobId: error.jobId,
+          },
+        );
       });
     // What was lost is told to whoever asked: the rebuild judged the replaced state against the last
     // checkpoint whatever the reason it was asked for.

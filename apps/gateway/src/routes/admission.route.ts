@@ -1,12 +1,12 @@
 import express, { Router } from 'express';
 import { z } from 'zod';
-import { ADMISSION_LIMITS } from '@flashsale/domain';
+import { DOOR_TERMS_LIMITS } from '@flashsale/domain';
 import type { Door } from '@flashsale/sales';
 import { jsonBodyOnly, parseOrThrow, saleIdParam } from '../validation.ts';
 import { admissionView, doorView, saleView } from './sale-view.ts';
 
 const admissionChange = z.strictObject({
-  admitPerSecond: z.number().min(ADMISSION_LIMITS.admitPerSecond.min).max(ADMISSION_LIMITS.admitPerSecond.max).optional(),
+  admitPerSecond: z.number().min(DOOR_TERMS_LIMITS.admitPerSecond.min).max(DOOR_TERMS_LIMITS.admitPerSecond.max).optional(),
   paused: z.boolean().optional(),
 });
 

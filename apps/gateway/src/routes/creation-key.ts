@@ -10,11 +10,11 @@ const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 export function creationKeyOf(header: string | string[] | undefined, input: NewSale): CreationKey | undefined {
   if (header === undefined) return undefined;
   if (typeof header !== 'string' || !IDEMPOTENCY_KEY.test(header)) {
-    throw new AppError('INVALID_REQUEST', 'Idempotency-Key must be 1 to 255 visible ASCII characters');
+    throw new AppError('INVALID_REQUEST', { because: 'idempotency_key' });
   }
   // The parsed request, in a fixed order: the same sale sent with other spacing or key order is the same.
-  // An open sale's hash is what it was before the door (a retry across the upgrade still matches), and so
-  // is a sale's under the built-in rebuy rule.
+  // The door's terms and the rebuy rule are hashed only when they are not the plain case (an open sale,
+  // the built-in rule): a recorded key's hash, made without them, goes on matching its retry.
   const rebuyRule = input.rebuyRule ?? REBUY_RULE_DEFAULTS;
   const defaultRule =
     rebuyRule.maxOrdersPerBuyer === REBUY_RULE_DEFAULTS.maxOrdersPerBuyer &&

@@ -63,20 +63,17 @@ export function paymentsRouter({ config, sales, logger }: GatewayDeps, door: Doo
       if (problem) {
         // The address as TRUST_PROXY gives it (the summary's lastAddress): whom to block, as operations.md says.
         refusals(problem, { lastAddress: clientAddress(req, config.TRUST_PROXY) });
-        throw new AppError(
-          'UNAUTHORIZED',
-          `the Payment-Signature is ${problem === 'stale' ? 'too old or too far ahead' : problem === 'mismatch' ? 'not valid' : problem}`,
-        );
+        throw new AppError('UNAUTHORIZED', { because: `signature_${problem}` });
       }
       let body: unknown;
       try {
         body = JSON.parse(raw.toString('utf8'));
       } catch {
-        throw new AppError('INVALID_REQUEST', 'the body is not valid JSON');
+        throw new AppError('INVALID_REQUEST', { because: 'not_json' });
       }
       const parsed = parseOrThrow(paymentEvent, body);
       const saleId = saleIdOfReservation(parsed.reservationId);
-      if (saleId === null) throw new AppError('RESERVATION_NOT_FOUND', 'no such reservation');
+      if (saleId === null) throw new AppError('RESERVATION_NOT_FOUND', { because: 'unknown' });
       const event: PaymentEventInput = { eventId: parsed.id, reservationId: parsed.reservationId, saleId, amountCents: parsed.amountCents };
       const status = await sales.payReservation(event, door);
       logger.info({ eventId: event.eventId, reservationId: event.reservationId, amountCents: event.amountCents, status }, 'payment event');

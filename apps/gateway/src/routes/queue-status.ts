@@ -38,8 +38,8 @@ export interface QueueStatusParts {
 }
 
 /**
- * A waiting buyer's poll, ahead of Express (routes/front-door.ts): the buyer's budget and token, their
- * ticket, then the door's answer (packages/sales admission.ts), which asks Redis nothing while the buyer
+ * A waiting buyer's poll, ahead of Express (routes/crowd-routes.ts): the buyer's budget and token, their
+ * ticket, then the door's answer (packages/sales door.ts), which asks Redis nothing while the buyer
  * waits and their ticket proves their place. The answers are the join route's, byte for byte.
  */
 export function createQueueStatusHandler({ door, buyerOf, limits, fail, deadlineMs }: QueueStatusParts): QueueStatusHandler {

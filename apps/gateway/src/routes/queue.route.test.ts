@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
-import { ADMISSION_DEFAULTS, signPaymentEvent } from '@flashsale/domain';
+import { DOOR_TERMS_DEFAULTS, signPaymentEvent } from '@flashsale/domain';
 import { buyerToken } from '@flashsale/harness';
 import { saleKeys, createSaleStore } from '@flashsale/redis-store';
 import { createLiveSale, redisNow, type TestContext } from '../../../../test/support/context.ts';
@@ -57,12 +57,12 @@ describe('POST /api/admin/sales with admission', () => {
       mode: 'queue',
       preQueueSeconds: 3600,
       admitPerSecond: 7.5,
-      admissionTtlSeconds: ADMISSION_DEFAULTS.admissionTtlSeconds,
-      noShowFactor: ADMISSION_DEFAULTS.noShowFactor,
+      admissionTtlSeconds: DOOR_TERMS_DEFAULTS.admissionTtlSeconds,
+      noShowFactor: DOOR_TERMS_DEFAULTS.noShowFactor,
       paused: false,
-      showUpSeconds: ADMISSION_DEFAULTS.showUpSeconds,
+      showUpSeconds: DOOR_TERMS_DEFAULTS.showUpSeconds,
       challenge: 'off',
-      challengeMaxNumber: ADMISSION_DEFAULTS.challengeMaxNumber,
+      challengeMaxNumber: DOOR_TERMS_DEFAULTS.challengeMaxNumber,
       requireClaim: null,
       maxQueueSize: null,
     });
@@ -70,12 +70,12 @@ describe('POST /api/admin/sales with admission', () => {
       admissionMode: 'queue',
       preQueueSeconds: 3600,
       admitPerSecond: 7.5,
-      admissionTtlSeconds: ADMISSION_DEFAULTS.admissionTtlSeconds,
+      admissionTtlSeconds: DOOR_TERMS_DEFAULTS.admissionTtlSeconds,
       noShowFactor: 1,
       admissionPaused: false,
-      showUpSeconds: ADMISSION_DEFAULTS.showUpSeconds,
+      showUpSeconds: DOOR_TERMS_DEFAULTS.showUpSeconds,
       challenge: 'off',
-      challengeMaxNumber: ADMISSION_DEFAULTS.challengeMaxNumber,
+      challengeMaxNumber: DOOR_TERMS_DEFAULTS.challengeMaxNumber,
       requireClaim: null,
       maxQueueSize: null,
     });
@@ -83,12 +83,12 @@ describe('POST /api/admin/sales with admission', () => {
       adm: '1',
       q_pre: '3600',
       q_rate: '7.5',
-      q_ttl: String(ADMISSION_DEFAULTS.admissionTtlSeconds),
+      q_ttl: String(DOOR_TERMS_DEFAULTS.admissionTtlSeconds),
       q_factor: '1',
       q_paused: '0',
-      q_show: String(ADMISSION_DEFAULTS.showUpSeconds),
+      q_show: String(DOOR_TERMS_DEFAULTS.showUpSeconds),
       q_pow: 'off',
-      q_pow_max: String(ADMISSION_DEFAULTS.challengeMaxNumber),
+      q_pow_max: String(DOOR_TERMS_DEFAULTS.challengeMaxNumber),
       q_claim: '',
       q_max: '',
     });
@@ -233,7 +233,12 @@ describe('POST /api/sales/:id/queue (join)', () => {
       notQueued,
     );
     await expectProblem(await fetch(`${gateway.url}/api/sales/${open.id}/queue`, { headers: token }), 409, 'SALE_NOT_QUEUED', notQueued);
-    await expectProblem(await setAdmission(open.id, { paused: true }), 409, 'SALE_NOT_QUEUED', `sale ${open.id} has no waiting room`);
+    await expectProblem(
+      await setAdmission(open.id, { paused: true }),
+      409,
+      'SALE_NOT_QUEUED',
+      `sale ${open.id} has no waiting room: buy directly`,
+    );
     await expectProblem(
       await fetch(`${gateway.url}/api/sales/${ended.id}/queue`, { method: 'POST', headers: token }),
       410,
@@ -283,7 +288,7 @@ describe('purchases behind the door', () => {
       await fetch(`${gateway.url}/api/sales/${id}/purchase`, { method: 'POST', headers: bearer(buyerToken('stranger')) }),
       403,
       'NOT_ADMITTED',
-      'this sale is bought through its waiting room: join it (POST /api/sales/{saleId}/queue) and buy while your turn runs',
+      `this sale is bought through its waiting room: join it (POST /api/sales/${id}/queue) and buy while your turn runs`,
     );
     const waiting = await behind!.status();
     if (waiting.body.state === 'waiting') expect((await behind!.purchase()).status).toBe(403);

@@ -26,7 +26,7 @@ import { requireJsonBodyOf } from '../validation.ts';
  */
 export function reservationRouter({ config, sales, logger, now }: GatewayDeps, buyerOf: BuyerGate, buyingLimits: RequestLimits): Router {
   const router = Router();
-  const notFound = () => new AppError('RESERVATION_NOT_FOUND', 'no such reservation for this buyer');
+  const notFound = () => new AppError('RESERVATION_NOT_FOUND');
   /** The calling buyer and the reservation the path names, within `limits`' budgets; 404 for an id that names no sale. */
   const buyerAndReservation = (req: Request<{ reservationId: string }>, limits: RequestLimits) => {
     const userId = buyerOf(req, limits);

@@ -1,4 +1,4 @@
-import type { DoorView, QueueAdmission, SaleDefinition, SaleStatus } from '@flashsale/domain';
+import type { DoorView, DoorTerms, SaleDefinition, SaleStatus } from '@flashsale/domain';
 
 /** A sale as the HTTP API shows it; `live` adds what only a running sale has. */
 export function saleView(sale: SaleDefinition, live?: { remaining: number; status: SaleStatus }) {
@@ -15,7 +15,7 @@ export function saleView(sale: SaleDefinition, live?: { remaining: number; statu
 }
 
 /** A queued sale's admission settings as the API shows them (an open sale shows none). */
-export function admissionView(admission: QueueAdmission | undefined) {
+export function admissionView(admission: DoorTerms | undefined) {
   if (!admission) return { mode: 'open' as const };
   const {
     mode,

@@ -11,7 +11,7 @@ export function saleRouter({ sales }: GatewayDeps, budget: RequestHandler, misse
   router.get('/api/sales/:saleId', budget, async (req, res) => {
     const saleId = saleIdParam(req.params.saleId);
     const found = await sales.readBuyerSale(saleId, misses);
-    if (!found) throw new AppError('SALE_NOT_FOUND', `no sale has the id ${saleId}`);
+    if (!found) throw new AppError('SALE_NOT_FOUND', { saleId });
     const { now, writesRefused } = found;
     if ('state' in found) {
       const { state } = found;

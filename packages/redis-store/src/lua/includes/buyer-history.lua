@@ -4,8 +4,8 @@
 
   Its terms are in the sale meta hash: rb_max (the most orders one buyer may open in the sale, live and
   closed together) and rb_cool (seconds: the wait after the buyer's second closed order, doubled after
-  each later one; the first rebuy is immediate). A sale without them (published before the rule) has no
-  rule until its next rebuild writes them from MySQL.
+  each later one; the first rebuy is immediate). A sale whose meta lacks them has no rule until its next
+  rebuild writes them from MySQL.
 
   Its state is the sale's closed hash: user id -> "<closedOrders>|<lastClosedAtMs>" (Redis's clock), the
   buyer's orders of this sale that were cancelled or expired and whose units came back (return-units-4.lua

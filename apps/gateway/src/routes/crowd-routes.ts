@@ -62,7 +62,7 @@ export interface CrowdHandlers {
  * percent-escape, `Allow: POST` to OPTIONS on the purchase. The queue's join (POST), HEAD and OPTIONS go
  * on to the app, as rare as they are.
  */
-export function frontDoor({ purchase, queueStatus, publicReads }: CrowdHandlers, app: RequestListener): RequestListener {
+export function crowdRoutes({ purchase, queueStatus, publicReads }: CrowdHandlers, app: RequestListener): RequestListener {
   return (req: IncomingMessage, res: ServerResponse) => {
     const method = req.method;
     if (method === 'POST' || method === 'OPTIONS' || method === 'GET') {
@@ -77,7 +77,7 @@ export function frontDoor({ purchase, queueStatus, publicReads }: CrowdHandlers,
           try {
             saleId = decodeURIComponent(segment);
           } catch {
-            return sendProblem(res, new AppError('INVALID_REQUEST', 'the path has a malformed percent-escape'));
+            return sendProblem(res, new AppError('INVALID_REQUEST', { because: 'bad_escape' }));
           }
         }
         if (!isPurchase) return queueStatus(req, res, saleId);

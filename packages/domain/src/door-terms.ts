@@ -1,8 +1,9 @@
 /**
- * A sale's admission policy: open (no `admission`, today's race) or behind the door, a waiting room
- * that admits buyers in a fair order at a set rate, never more than the stock can serve.
+ * A queued sale's door terms (the API's `admission` member, `{ mode: "queue", ... }`): the waiting room
+ * that admits buyers in a fair order at a set rate, never more than the stock can serve. A sale without
+ * them is open: the first purchases to reach Redis win.
  */
-export interface QueueAdmission {
+export interface DoorTerms {
   mode: 'queue';
   /** Seconds before startsAt the queue opens (joins earlier are 409 QUEUE_NOT_OPEN). */
   preQueueSeconds: number;
@@ -36,7 +37,7 @@ export const DOOR_CHALLENGES = ['off', 'pow', 'auto'] as const;
 export type DoorChallenge = (typeof DOOR_CHALLENGES)[number];
 
 /** Defaults of a queued sale's settings not given at create. */
-export const ADMISSION_DEFAULTS = {
+export const DOOR_TERMS_DEFAULTS = {
   preQueueSeconds: 600,
   admitPerSecond: 50,
   admissionTtlSeconds: 120,
@@ -51,7 +52,7 @@ export const ADMISSION_DEFAULTS = {
 } as const;
 
 /** Bounds of each setting, enforced by the admin API. */
-export const ADMISSION_LIMITS = {
+export const DOOR_TERMS_LIMITS = {
   preQueueSeconds: { min: 0, max: 7 * 86_400 },
   admitPerSecond: { min: 0.01, max: 100_000 },
   admissionTtlSeconds: { min: 1, max: 86_400 },
@@ -68,12 +69,12 @@ export const ADMISSION_LIMITS = {
 export const CLAIM_NAME = /^[A-Za-z_][A-Za-z0-9_.:-]{0,63}$/;
 export const REGISTERED_CLAIMS: readonly string[] = ['sub', 'exp', 'iat', 'nbf', 'iss', 'aud', 'jti'];
 
-/** A queued sale's door settings against account farms, for a sale recorded before they existed: none of them. */
+/** A queued sale's door settings against account farms where its record holds none of them: no guard at all. */
 export const doorGuardsOff = (admissionTtlSeconds: number) =>
   ({
     showUpSeconds: admissionTtlSeconds,
     challenge: 'off',
-    challengeMaxNumber: ADMISSION_DEFAULTS.challengeMaxNumber,
+    challengeMaxNumber: DOOR_TERMS_DEFAULTS.challengeMaxNumber,
     requireClaim: null,
     maxQueueSize: null,
   }) as const;

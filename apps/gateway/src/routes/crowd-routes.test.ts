@@ -6,11 +6,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AppError } from '@flashsale/domain';
 import { sendProblem } from '../problem.ts';
 import { addressBudget } from '../request-limits.ts';
-import { frontDoor } from './front-door.ts';
+import { crowdRoutes } from './crowd-routes.ts';
 
-// The front door refuses a public read of a sale from an address that has spent its budget this second,
+// The crowd routes refuse a public read of a sale from an address that has spent its budget this second,
 // before Express, with the answer the app would give, when the address may ask again; everything else
-// goes on to the app as before.
+// goes on to the app.
 
 let ms = 10_000;
 const budget = addressBudget(2, 0, () => ms);
@@ -30,7 +30,7 @@ const unused = () => {
 let server: Server;
 let url: string;
 beforeAll(async () => {
-  server = createServer(frontDoor({ purchase: unused, queueStatus: unused, publicReads: budget }, app));
+  server = createServer(crowdRoutes({ purchase: unused, queueStatus: unused, publicReads: budget }, app));
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
   url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -42,7 +42,7 @@ const answer = async (path: string) => {
   return { status: res.status, retryAfter: res.headers.get('retry-after'), type: res.headers.get('content-type'), body: await res.text() };
 };
 
-describe('the front door, a sale read past the address budget', () => {
+describe('the crowd routes, a sale read past the address budget', () => {
   it("is refused before the app once the app has refused the address this second, with the app's own answer sent when the next second starts; other paths and the next second reach the app", async () => {
     const first = [await answer('/api/sales/7'), await answer('/api/sales/8')];
     expect(first.map((a) => a.status)).toEqual([200, 200]);
