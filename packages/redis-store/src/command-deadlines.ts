@@ -42,7 +42,7 @@ const heldCounts = new WeakMap<object, () => number>();
  * a few times at most, even while nothing is answered at all (Redis away). Swept from the front only, one
  * error reply (XINFO on a stream not yet made, CLIENT SETINFO on a Redis before 7.2) once kept a whole
  * deadline of a crowd's EVALSHAs alive behind it: the gateway's young-generation collections took 6 ms
- * instead of 1.6 and promoted 4 MB each (docs/performance.md).
+ * instead of 1.6 and promoted 4 MB each (measured under a crowd: CHANGELOG.md).
  */
 export function armCommandDeadlines(client: CommandSender, ms: number): void {
   let commands: Command[] = [];
