@@ -14,7 +14,7 @@ let prefix = '';
  * ids of a sale then sort by when they were made, so the orders table's unique key on them takes each new
  * order at the right edge of the sale's range, where a random id lands anywhere in the index: once the
  * index outgrows MySQL's buffer pool, nearly every insert is a page read and a page split somewhere else
- * (docs/performance.md, "Where an order's CPU goes": MariaDB; the measurement in CHANGELOG.md, "Reservation ids in time order"). The 74 bits keep two ids of one millisecond
+ * (measured: docs/performance.md, "Where an order's CPU goes", MariaDB). The 74 bits keep two ids of one millisecond
  * apart; the clock only orders them, so a clock set back costs locality, never uniqueness.
  *
  * Made from `randomUUID` (whose random bytes Node draws ahead, in bulk): its first 48 bits and its
