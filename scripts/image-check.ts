@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createConnection } from 'mariadb';
 import { exitWithUsage, loadConfig, parseCommandLine } from '@flashsale/config';
-import { createRedis, createSaleStore } from '@flashsale/redis-store';
+import { createRedis, createSaleStore, type SaleStore } from '@flashsale/redis-store';
 import { createPrisma, poolConfigFromUrl, type PrismaClient } from '@flashsale/order-store';
 import {
   createHttpClient,
@@ -121,12 +121,11 @@ async function checkRoles(): Promise<void> {
   const database = new URL(config.DATABASE_URL);
   database.pathname = `${database.pathname}_image`;
   const databaseUrl = database.toString();
-  const prefix = `image-check-${RUN}`;
   const { database: dbName, ...server } = poolConfigFromUrl(databaseUrl);
   const admin = await createConnection(server);
   await admin.query(`DROP DATABASE IF EXISTS \`${dbName}\``);
   await admin.end();
-  const roleEnv = { REDIS_URL: config.REDIS_URL, REDIS_PREFIX: prefix, DATABASE_URL: databaseUrl, LOG_LEVEL: 'info' };
+  const roleEnv = { REDIS_URL: config.REDIS_URL, REDIS_PREFIX: `image-check-${RUN}`, DATABASE_URL: databaseUrl, LOG_LEVEL: 'info' };
   const envArgs = (vars: Record<string, string>) => Object.entries(vars).flatMap(([k, v]) => ['-e', `${k}=${v}`]);
   const runArgs = ['--network=host', '--read-only', '--label', `org.flashsale.check=${RUN}`];
 
@@ -192,6 +191,7 @@ async function checkRoles(): Promise<void> {
 
   step('a sale of 30 units, 40 buyers');
   const redis = createRedis(config.REDIS_URL);
+  const store = createSaleStore(redis, roleEnv.REDIS_PREFIX);
   const prisma = createPrisma(databaseUrl, 2);
   const http = createHttpClient(`http://127.0.0.1:${port}`, 8);
   try {
@@ -212,8 +212,8 @@ async function checkRoles(): Promise<void> {
       accepted.size === 30 && refusals.length === 10 && refusals.every((c) => c === 'SOLD_OUT'),
       `${accepted.size} accepted, refusals ${[...new Set(refusals)].join(',')}`,
     );
-    await createSaleStore(redis, prefix).sale(saleId).waitForDrain(60_000);
-    const ledger = await ledgerOf(redis, prisma, prefix, saleId, accepted);
+    await store.sale(saleId).waitForDrain(60_000);
+    const ledger = await ledgerOf(store, prisma, saleId, accepted);
     check(
       'the ledger: every 202 an order, none doubled or unexpected, units + remaining = stock',
       ledger.lost.length + ledger.duplicated.length + ledger.unexpected.length === 0 &&
@@ -241,9 +241,9 @@ async function checkRoles(): Promise<void> {
     );
   } finally {
     http.close();
+    await store.deleteAllKeys();
     redis.disconnect();
     await prisma.$disconnect();
-    await deleteRedisPrefix(config.REDIS_URL, prefix);
   }
 
   step('SIGTERM: each process drains and exits 0');
@@ -257,20 +257,6 @@ async function checkRoles(): Promise<void> {
   const dropping = await createConnection(server);
   await dropping.query(`DROP DATABASE IF EXISTS \`${dbName}\``);
   await dropping.end();
-}
-
-async function deleteRedisPrefix(url: string, prefix: string): Promise<void> {
-  const redis = createRedis(url);
-  try {
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-      if (keys.length > 0) await redis.del(...keys);
-      cursor = next;
-    } while (cursor !== '0');
-  } finally {
-    redis.disconnect();
-  }
 }
 
 async function createSale(http: HttpClient, { stock, perUserLimit }: { stock: number; perUserLimit: number }): Promise<number> {
@@ -476,10 +462,12 @@ async function checkCompose(): Promise<void> {
     check('HAProxy at the published port reaches the gateways', true, stack.proxyUrl);
 
     const redis = createRedis(stack.redisUrl);
+    // The compose file's roles run on the default prefix.
+    const store = createSaleStore(redis, 'flashsale');
     const prisma = createPrisma(stack.databaseUrl, 2);
     try {
-      await demoCrowd(stack, redis, prisma);
-      await faultsCrowd(stack, redis, prisma, gateways, workers);
+      await demoCrowd(stack, store, prisma);
+      await faultsCrowd(stack, store, prisma, gateways, workers);
     } finally {
       redis.disconnect();
       await prisma.$disconnect();
@@ -528,7 +516,7 @@ async function crowd(
   }
 }
 
-async function demoCrowd(stack: ComposeStack, redis: ReturnType<typeof createRedis>, prisma: PrismaClient): Promise<void> {
+async function demoCrowd(stack: ComposeStack, store: SaleStore, prisma: PrismaClient): Promise<void> {
   step(`the demo's crowd through HAProxy: ${DEMO.stock} units, ${DEMO.buyers} buyers x ${DEMO.attempts}, ${DEMO.connections} connections`);
   const admin = createHttpClient(stack.proxyUrl, 2);
   const saleId = await createSale(admin, { stock: DEMO.stock, perUserLimit: DEMO.perUserLimit });
@@ -555,8 +543,8 @@ async function demoCrowd(stack: ComposeStack, redis: ReturnType<typeof createRed
       .join(' '),
   );
   const accepted = acceptedOf(results);
-  await createSaleStore(redis, 'flashsale').sale(saleId).waitForDrain(120_000);
-  const ledger = await ledgerOf(redis, prisma, 'flashsale', saleId, accepted);
+  await store.sale(saleId).waitForDrain(120_000);
+  const ledger = await ledgerOf(store, prisma, saleId, accepted);
   const units = [...accepted.values()].reduce((sum, a) => sum + a.quantity, 0);
   check(
     'the ledger: every 202 an order, no duplicate, units + remaining = stock, sold out',
@@ -577,7 +565,7 @@ async function demoCrowd(stack: ComposeStack, redis: ReturnType<typeof createRed
  */
 async function faultsCrowd(
   stack: ComposeStack,
-  redis: ReturnType<typeof createRedis>,
+  store: SaleStore,
   prisma: PrismaClient,
   gateways: string[],
   workers: string[],
@@ -650,8 +638,8 @@ async function faultsCrowd(
     console.log(`${killed}: ${state} after the SIGKILL (podman did not apply restart: unless-stopped here); started again by the check`);
     await podman(env, ['start', killed]);
   }
-  await createSaleStore(redis, 'flashsale').sale(saleId).waitForDrain(120_000);
-  const ledger = await faultLedgerOf(redis, prisma, 'flashsale', saleId, accepted, uncertain);
+  await store.sale(saleId).waitForDrain(120_000);
+  const ledger = await faultLedgerOf(store, prisma, saleId, accepted, uncertain);
   check(
     'the ledger after the faults: every 202 an order, no duplicate, nothing oversold, units + remaining = stock',
     ledger.lost.length + ledger.duplicated.length + ledger.unexpected.length + ledger.oversold === 0 &&
