@@ -41,10 +41,7 @@ async function publishSales(prefix: string, count: number): Promise<void> {
   for (let first = 1; first <= count; first += 200) {
     await Promise.all(
       Array.from({ length: Math.min(200, count - first + 1) }, (_, i) =>
-        store.publish(
-          { id: first + i, name: 'idle', stock: 10, perUserLimit: 1, startsAt: now - 60_000, endsAt: now + 3_600_000 },
-          'g1',
-        ),
+        store.publish({ id: first + i, name: 'idle', stock: 10, perUserLimit: 1, startsAt: now - 60_000, endsAt: now + 3_600_000 }, 'g1'),
       ),
     );
   }
