@@ -676,35 +676,25 @@ function acceptedOf(
 
 // ---------------------------------------------------------------------------------------------------------
 
+/** The ids podman lists of `what` (`['ps', '-a']`, `['volume', 'ls']`, ...) labelled `label=<this run>`. */
+async function idsOfRun(what: string[], label: string): Promise<string[]> {
+  return (await podman(env, [...what, '-q', '--filter', `label=${label}=${RUN}`], { allowFailure: true })).stdout
+    .split('\n')
+    .filter(Boolean);
+}
+
 /** Whatever is left of this run: its containers (the roles', compose's), its compose networks and volumes. */
 async function removeEverything(): Promise<void> {
-  const containers = (
-    await podman(env, ['ps', '-aq', '--filter', `label=org.flashsale.check=${RUN}`], { allowFailure: true })
-  ).stdout.split('\n');
-  const composed = (
-    await podman(env, ['ps', '-aq', '--filter', `label=com.docker.compose.project=${RUN}`], { allowFailure: true })
-  ).stdout.split('\n');
-  const ids = [...containers, ...composed].filter(Boolean);
+  const compose = 'com.docker.compose.project';
+  const ids = [...(await idsOfRun(['ps', '-a'], 'org.flashsale.check')), ...(await idsOfRun(['ps', '-a'], compose))];
   if (ids.length > 0) await podman(env, ['rm', '-f', '-t', '0', ...ids], { allowFailure: true });
-  const volumes = (
-    await podman(env, ['volume', 'ls', '-q', '--filter', `label=com.docker.compose.project=${RUN}`], { allowFailure: true })
-  ).stdout
-    .split('\n')
-    .filter(Boolean);
-  if (volumes.length > 0) await podman(env, ['volume', 'rm', '-f', ...volumes], { allowFailure: true });
-  const networks = (
-    await podman(env, ['network', 'ls', '-q', '--filter', `label=com.docker.compose.project=${RUN}`], { allowFailure: true })
-  ).stdout
-    .split('\n')
-    .filter(Boolean);
-  if (networks.length > 0) await podman(env, ['network', 'rm', '-f', ...networks], { allowFailure: true });
-  const left = (
-    await podman(env, ['ps', '-aq', '--filter', `label=com.docker.compose.project=${RUN}`], { allowFailure: true })
-  ).stdout.trim();
+  for (const kind of ['volume', 'network']) {
+    const left = await idsOfRun([kind, 'ls'], compose);
+    if (left.length > 0) await podman(env, [kind, 'rm', '-f', ...left], { allowFailure: true });
+  }
   check(
     'nothing of this run left in podman',
-    left === '' &&
-      (await podman(env, ['ps', '-aq', '--filter', `label=org.flashsale.check=${RUN}`], { allowFailure: true })).stdout.trim() === '',
+    (await idsOfRun(['ps', '-a'], compose)).length === 0 && (await idsOfRun(['ps', '-a'], 'org.flashsale.check')).length === 0,
   );
 }
 
