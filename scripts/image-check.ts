@@ -68,6 +68,8 @@ const images = projectImages();
 const IMAGE = qualified(images.app);
 /** Every container this run starts carries it (compose's carry their project's name), for the cleanup. */
 const RUN = `fscheck${process.pid}`;
+/** The label compose gives what it makes, its value the project (this run's: RUN). */
+const COMPOSE_PROJECT = 'com.docker.compose.project';
 const SECRETS = {
   AUTH_SECRET: randomBytes(24).toString('hex'),
   ADMIN_TOKEN: randomBytes(12).toString('hex'),
@@ -331,12 +333,8 @@ function healthTicker(project: string): { stop(): Promise<void> } {
   let stopped = false;
   const loop = (async () => {
     while (!stopped) {
-      const listed = await podman(
-        env,
-        ['ps', '--filter', `label=com.docker.compose.project=${project}`, '--format', '{{.Names}} {{.Status}}'],
-        { allowFailure: true },
-      );
-      for (const line of listed.stdout.trim().split('\n').filter(Boolean)) {
+      const listed = await podmanList(['ps'], [`${COMPOSE_PROJECT}=${project}`], { format: '{{.Names}} {{.Status}}', allowFailure: true });
+      for (const line of listed) {
         const [name, ...status] = line.split(' ');
         if (/\((healthy|unhealthy|starting)\)/.test(status.join(' ')))
           await podman(env, ['healthcheck', 'run', name!], { allowFailure: true });
@@ -383,17 +381,9 @@ async function checkCompose(): Promise<void> {
   const stack: ComposeStack = {
     compose: (args, opts = {}) => run('docker-compose', [...files, ...args], { env: composeEnv, ...opts }),
     async containers(service) {
-      const listed = await podman(env, [
-        'ps',
-        '-a',
-        '--filter',
-        `label=com.docker.compose.project=${RUN}`,
-        '--filter',
-        `label=com.docker.compose.service=${service}`,
-        '--format',
-        '{{.Names}}',
-      ]);
-      return listed.stdout.trim().split('\n').filter(Boolean).sort();
+      return (
+        await podmanList(['ps', '-a'], [`${COMPOSE_PROJECT}=${RUN}`, `com.docker.compose.service=${service}`], { format: '{{.Names}}' })
+      ).sort();
     },
     proxyUrl: `http://127.0.0.1:${proxyPort}`,
     redisUrl: `redis://127.0.0.1:${redisPort}`,
@@ -409,22 +399,10 @@ async function checkCompose(): Promise<void> {
       up.code === 0,
       up.code === 0 ? secondsSince(started) : `${up.stderr.trim().split('\n').slice(-8).join('\n')}`,
     );
-    const ps = await podman(env, [
-      'ps',
-      '-a',
-      '--filter',
-      `label=com.docker.compose.project=${RUN}`,
-      '--format',
-      '{{.Names}}\t{{.Status}}',
-    ]);
-    console.log(ps.stdout.trim());
+    console.log((await podmanList(['ps', '-a'], [`${COMPOSE_PROJECT}=${RUN}`], { format: '{{.Names}}\t{{.Status}}' })).join('\n'));
     const healthStarted = performance.now();
     const health = await until('every container with a health check healthy', 120_000, async () => {
-      const listed = (
-        await podman(env, ['ps', '--filter', `label=com.docker.compose.project=${RUN}`, '--format', '{{.Names}} {{.Status}}'])
-      ).stdout
-        .trim()
-        .split('\n');
+      const listed = await podmanList(['ps'], [`${COMPOSE_PROJECT}=${RUN}`], { format: '{{.Names}} {{.Status}}' });
       const checked = listed.filter((line) => /\((healthy|unhealthy|starting)\)/.test(line));
       return checked.length > 0 && checked.every((line) => line.endsWith('(healthy)')) ? checked.length : undefined;
     });
@@ -441,17 +419,8 @@ async function checkCompose(): Promise<void> {
       `${gateways.join(', ')}; ${workers.join(', ')}`,
     );
     const migrateExit = (
-      await podman(env, [
-        'ps',
-        '-a',
-        '--filter',
-        `label=com.docker.compose.project=${RUN}`,
-        '--filter',
-        'label=com.docker.compose.service=migrate',
-        '--format',
-        '{{.Status}}',
-      ])
-    ).stdout.trim();
+      await podmanList(['ps', '-a'], [`${COMPOSE_PROJECT}=${RUN}`, 'com.docker.compose.service=migrate'], { format: '{{.Status}}' })
+    ).join('\n');
     check('migrate ran once and exited 0', /^Exited \(0\)/.test(migrateExit), migrateExit);
     await until('HAProxy answering /healthz from a gateway', 90_000, async () =>
       (await httpStatus(`${stack.proxyUrl}/healthz`)) === 200 ? true : undefined,
@@ -676,25 +645,35 @@ function acceptedOf(
 
 // ---------------------------------------------------------------------------------------------------------
 
-/** The ids podman lists of `what` (`['ps', '-a']`, `['volume', 'ls']`, ...) labelled `label=<this run>`. */
-async function idsOfRun(what: string[], label: string): Promise<string[]> {
-  return (await podman(env, [...what, '-q', '--filter', `label=${label}=${RUN}`], { allowFailure: true })).stdout
-    .split('\n')
-    .filter(Boolean);
+/**
+ * What podman lists of `what` (`['ps', '-a']`, `['volume', 'ls']`, ...) carrying every label of `labels`
+ * (`name=value`), a line each, in `format` (the ids by default). With `allowFailure`, a listing that
+ * fails lists nothing.
+ */
+async function podmanList(
+  what: string[],
+  labels: string[],
+  { format, allowFailure = false }: { format?: string; allowFailure?: boolean } = {},
+): Promise<string[]> {
+  const filters = labels.flatMap((label) => ['--filter', `label=${label}`]);
+  const listed = await podman(env, [...what, ...filters, ...(format === undefined ? ['-q'] : ['--format', format])], { allowFailure });
+  return listed.stdout.split('\n').filter(Boolean);
 }
+
+/** The ids podman lists of `what` labelled `label=<this run>` (none when the listing fails). */
+const idsOfRun = (what: string[], label: string) => podmanList(what, [`${label}=${RUN}`], { allowFailure: true });
 
 /** Whatever is left of this run: its containers (the roles', compose's), its compose networks and volumes. */
 async function removeEverything(): Promise<void> {
-  const compose = 'com.docker.compose.project';
-  const ids = [...(await idsOfRun(['ps', '-a'], 'org.flashsale.check')), ...(await idsOfRun(['ps', '-a'], compose))];
+  const ids = [...(await idsOfRun(['ps', '-a'], 'org.flashsale.check')), ...(await idsOfRun(['ps', '-a'], COMPOSE_PROJECT))];
   if (ids.length > 0) await podman(env, ['rm', '-f', '-t', '0', ...ids], { allowFailure: true });
   for (const kind of ['volume', 'network']) {
-    const left = await idsOfRun([kind, 'ls'], compose);
+    const left = await idsOfRun([kind, 'ls'], COMPOSE_PROJECT);
     if (left.length > 0) await podman(env, [kind, 'rm', '-f', ...left], { allowFailure: true });
   }
   check(
     'nothing of this run left in podman',
-    (await idsOfRun(['ps', '-a'], compose)).length === 0 && (await idsOfRun(['ps', '-a'], 'org.flashsale.check')).length === 0,
+    (await idsOfRun(['ps', '-a'], COMPOSE_PROJECT)).length === 0 && (await idsOfRun(['ps', '-a'], 'org.flashsale.check')).length === 0,
   );
 }
 
