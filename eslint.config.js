@@ -5,6 +5,32 @@ import { includeIgnoreFile } from 'eslint/config';
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
+/** The pattern that keeps every package from importing an app. */
+const NO_APP = {
+  group: ['@flashsale/gateway', '@flashsale/worker', '@flashsale/reconciler', '**/apps/**'],
+  message: 'a package never imports an app',
+};
+
+/** `no-restricted-imports` refusing `patterns` in the non-test files under `files`, with more `ignores` or `rules`. */
+const restrictImports = (files, patterns, { ignores = [], rules = {} } = {}) => ({
+  files,
+  ignores: ['**/*.test.ts', ...ignores],
+  rules: { 'no-restricted-imports': ['error', { patterns }], ...rules },
+});
+
+/** A store's layer: it imports neither the other store nor the application layer (packages/sales), by name or by path. */
+const storeLayer = (store, other) =>
+  restrictImports(
+    [`packages/${store}/src/**/*.ts`],
+    [
+      {
+        group: [`@flashsale/${other}`, `@flashsale/${other}/*`, '@flashsale/sales', '@flashsale/sales/*', `**/${other}/**`, '**/sales/**'],
+        message: 'a store imports neither the other store nor the application layer (packages/sales)',
+      },
+      NO_APP,
+    ],
+  );
+
 export default tseslint.config(
   // What git ignores (node_modules, dist, tmp/, the generated Prisma client, load test results, ...) is
   // not the project's code: eslint skips it too.
@@ -39,124 +65,46 @@ export default tseslint.config(
   // other package; no package imports an app. A package is imported by its name: a relative path into
   // another package's files would be a way around the rule, and is refused as well. Test files may reach
   // anywhere (they set up and inspect the stores themselves).
-  {
-    files: ['apps/*/src/**/*.ts'],
-    ignores: ['**/*.test.ts'],
-    rules: {
-      'no-restricted-imports': [
-        'error',
-        {
-          patterns: [
-            {
-              group: [
-                '@flashsale/*',
-                '!@flashsale/sales',
-                '!@flashsale/bootstrap',
-                '!@flashsale/domain',
-                '!@flashsale/runtime',
-                '!@flashsale/config',
-              ],
-              message:
-                'an app imports only @flashsale/sales (the use cases: createSales), bootstrap, domain, runtime and config; a store or the reconcile queue is reached through the facade',
-            },
-            { group: ['@flashsale/*/*'], message: "an app imports a package's main entry, never its testing entry or one of its files" },
-            { group: ['**/packages/**'], message: 'an app imports a package by its name, never one of its files by path' },
-          ],
-        },
-      ],
-      // no-restricted-imports does not look at import(): the same rule for a dynamic import.
-      'no-restricted-syntax': [
-        'error',
-        {
-          selector: 'ImportExpression[source.value=/^@flashsale\\/(?!(sales|bootstrap|domain|runtime|config)$)|\\/packages\\//]',
-          message: 'an app imports only @flashsale/sales, bootstrap, domain, runtime and config, by name, dynamically too',
-        },
-      ],
+  restrictImports(
+    ['apps/*/src/**/*.ts'],
+    [
+      {
+        group: [
+          '@flashsale/*',
+          '!@flashsale/sales',
+          '!@flashsale/bootstrap',
+          '!@flashsale/domain',
+          '!@flashsale/runtime',
+          '!@flashsale/config',
+        ],
+        message:
+          'an app imports only @flashsale/sales (the use cases: createSales), bootstrap, domain, runtime and config; a store or the reconcile queue is reached through the facade',
+      },
+      { group: ['@flashsale/*/*'], message: "an app imports a package's main entry, never its testing entry or one of its files" },
+      { group: ['**/packages/**'], message: 'an app imports a package by its name, never one of its files by path' },
+    ],
+    {
+      rules: {
+        // no-restricted-imports does not look at import(): the same rule for a dynamic import.
+        'no-restricted-syntax': [
+          'error',
+          {
+            selector: 'ImportExpression[source.value=/^@flashsale\\/(?!(sales|bootstrap|domain|runtime|config)$)|\\/packages\\//]',
+            message: 'an app imports only @flashsale/sales, bootstrap, domain, runtime and config, by name, dynamically too',
+          },
+        ],
+      },
     },
-  },
-  {
-    files: ['packages/redis-store/src/**/*.ts'],
-    ignores: ['**/*.test.ts'],
-    rules: {
-      'no-restricted-imports': [
-        'error',
-        {
-          patterns: [
-            {
-              group: [
-                '@flashsale/order-store',
-                '@flashsale/order-store/*',
-                '@flashsale/sales',
-                '@flashsale/sales/*',
-                '**/order-store/**',
-                '**/sales/**',
-              ],
-              message: 'a store imports neither the other store nor the application layer (packages/sales)',
-            },
-            {
-              group: ['@flashsale/gateway', '@flashsale/worker', '@flashsale/reconciler', '**/apps/**'],
-              message: 'a package never imports an app',
-            },
-          ],
-        },
-      ],
-    },
-  },
-  {
-    files: ['packages/order-store/src/**/*.ts'],
-    ignores: ['**/*.test.ts'],
-    rules: {
-      'no-restricted-imports': [
-        'error',
-        {
-          patterns: [
-            {
-              group: [
-                '@flashsale/redis-store',
-                '@flashsale/redis-store/*',
-                '@flashsale/sales',
-                '@flashsale/sales/*',
-                '**/redis-store/**',
-                '**/sales/**',
-              ],
-              message: 'a store imports neither the other store nor the application layer (packages/sales)',
-            },
-            {
-              group: ['@flashsale/gateway', '@flashsale/worker', '@flashsale/reconciler', '**/apps/**'],
-              message: 'a package never imports an app',
-            },
-          ],
-        },
-      ],
-    },
-  },
-  {
-    files: ['packages/domain/src/**/*.ts'],
-    ignores: ['**/*.test.ts'],
-    rules: {
-      'no-restricted-imports': [
-        'error',
-        { patterns: [{ group: ['@flashsale/*', '**/packages/**', '**/apps/**'], message: 'the domain imports no other package' }] },
-      ],
-    },
-  },
-  {
-    files: ['packages/*/src/**/*.ts'],
-    ignores: ['**/*.test.ts', 'packages/redis-store/**', 'packages/order-store/**', 'packages/domain/**'],
-    rules: {
-      'no-restricted-imports': [
-        'error',
-        {
-          patterns: [
-            {
-              group: ['@flashsale/gateway', '@flashsale/worker', '@flashsale/reconciler', '**/apps/**'],
-              message: 'a package never imports an app',
-            },
-          ],
-        },
-      ],
-    },
-  },
+  ),
+  storeLayer('redis-store', 'order-store'),
+  storeLayer('order-store', 'redis-store'),
+  restrictImports(
+    ['packages/domain/src/**/*.ts'],
+    [{ group: ['@flashsale/*', '**/packages/**', '**/apps/**'], message: 'the domain imports no other package' }],
+  ),
+  restrictImports(['packages/*/src/**/*.ts'], [NO_APP], {
+    ignores: ['packages/redis-store/**', 'packages/order-store/**', 'packages/domain/**'],
+  }),
   {
     // Matchers (`expect.any(Number)`, `expect.objectContaining`) are typed `any` on purpose.
     files: ['**/*.test.ts', 'test/**/*.ts'],

@@ -20,9 +20,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
 import { exitWithUsage, loadConfig, parseCommandLine } from '@flashsale/config';
-import { createRedis } from '@flashsale/redis-store';
+import { createRedis, createSaleStore } from '@flashsale/redis-store';
 import { createPrisma, migrate } from '@flashsale/order-store';
-import { deleteKeysWithPrefix } from '@flashsale/harness';
 import { ensureServices } from '../infra/ensure-services.ts';
 import { chooseLoadGenerator, median } from './load.ts';
 import { cpuSeconds, mainThreadCpuSeconds, startBaseline, startGatewayProcess, type BenchServer } from './servers.ts';
@@ -67,7 +66,6 @@ if (values.against !== undefined) {
 
 const load = chooseLoadGenerator();
 const config = loadConfig();
-const prefix = `ab-${randomBytes(3).toString('hex')}`;
 const log = (text: string) => console.log(`[ab] ${text}`);
 const stops: (() => Promise<unknown>)[] = [];
 const saleIds: number[] = [];
@@ -81,10 +79,11 @@ try {
     execFileSync('npm', ['ci', '--no-audit', '--no-fund'], { cwd: worktree, stdio: ['ignore', 'ignore', 'inherit'] });
   }
   const redis = createRedis(config.REDIS_URL);
+  const store = createSaleStore(redis, `ab-${randomBytes(3).toString('hex')}`);
   const prisma = createPrisma(config.DATABASE_URL, 2);
   stops.push(
     async () => {
-      await deleteKeysWithPrefix(redis, prefix);
+      await store.deleteAllKeys();
       await redis.quit();
     },
     async () => {
@@ -99,8 +98,8 @@ try {
   ];
   const { ids, buyers } = benchBuyers(SECONDS, config.AUTH_SECRET);
   const env = {
-    REDIS_PREFIX: prefix,
-    BENCH_PREFIX: prefix,
+    REDIS_PREFIX: store.prefix,
+    BENCH_PREFIX: store.prefix,
     DATABASE_URL: config.DATABASE_URL,
     REDIS_URL: config.REDIS_URL,
     AUTH_SECRET: config.AUTH_SECRET,
@@ -114,7 +113,7 @@ try {
   const measured = new Map(servers.map(({ name }) => [name, { rps: [] as number[], cpu: [] as number[], main: [] as number[] }]));
   for (let round = 1; round <= ROUNDS; round += 1) {
     for (const { name, server } of round % 2 === 1 ? servers : [...servers].reverse()) {
-      const saleId = await openPathSale(prisma, redis, prefix, path, ids, `${prefix} ${name}`);
+      const saleId = await openPathSale(prisma, redis, store, path, ids, `${store.prefix} ${name}`);
       saleIds.push(saleId);
       const [cpuBefore, mainBefore] = [cpuSeconds(server.pid), mainThreadCpuSeconds(server.pid)];
       const result = await load.run({

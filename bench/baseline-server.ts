@@ -21,8 +21,7 @@ import { DEV_AUTH_SECRET } from '@flashsale/config';
 import { createRedis, createSaleStore } from '@flashsale/redis-store';
 
 const redis = createRedis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', { name: 'bench-baseline' });
-const prefix = process.env.BENCH_PREFIX ?? 'bench';
-const store = createSaleStore(redis, prefix);
+const store = createSaleStore(redis, process.env.BENCH_PREFIX ?? 'bench');
 const auth = process.env.BASELINE_AUTH ?? 'none';
 if (auth !== 'none' && auth !== 'hs256') throw new Error(`BASELINE_AUTH must be none or hs256, not ${auth}`);
 const PATH = /^\/api\/sales\/(\d+)\/purchase$/;

@@ -27,7 +27,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { createConnection } from 'mariadb';
 import { exitWithUsage, parseCommandLine } from '@flashsale/config';
 import { createOrderStore, createPrisma, dropDatabase, migrate, poolConfigFromUrl, type PrismaClient } from '@flashsale/order-store';
-import { createRedis, redisNow, saleKeys, createSaleStore } from '@flashsale/redis-store';
+import { createRedis, createSaleStore } from '@flashsale/redis-store';
 import { startRedisServer } from '@flashsale/harness';
 import { createSales } from '@flashsale/sales';
 import { createLogger } from '@flashsale/runtime';
@@ -92,21 +92,20 @@ const ROWS_PER_INSERT = 100_000;
 async function measureSize(buyers: number, mysqlServer: string, reconcilerRoot: string, nodeArgs: string[]): Promise<BigSaleFigures> {
   const database = `flashsale_bench_bigsale_${randomBytes(4).toString('hex')}`;
   const databaseUrl = `${mysqlServer.replace(/\/$/, '')}/${database}`;
-  const prefix = `bench-bigsale-${randomBytes(4).toString('hex')}`;
   const server = await startRedisServer({ args: ['--slowlog-max-len', '100000'] });
   const redis = createRedis(server.url, { name: 'bench-big-sale' });
+  const store = createSaleStore(redis, `bench-bigsale-${randomBytes(4).toString('hex')}`);
   const prisma = createPrisma(databaseUrl, 4);
   const sales = createSales({
-    redis,
+    saleStore: store,
     prisma,
-    prefix,
     logger: createLogger('bench-big-sale', 'silent'),
     options: { databaseUrl, publishTimeoutMs: 5_000, drainTimeoutMs: 60_000 },
   });
   try {
     await migrate(databaseUrl);
     const filled = performance.now();
-    const now = await redisNow(redis);
+    const now = await store.now();
     const sale = await createOrderStore(prisma).insertSale({
       name: `big sale of ${buyers}`,
       stock: buyers,
@@ -148,9 +147,10 @@ async function measureSize(buyers: number, mysqlServer: string, reconcilerRoot: 
       await connection.end();
     }
     const live = await prisma.order.count({ where: { saleId: sale.id, status: { in: ['created', 'paid'] } } });
-    await createSaleStore(redis, prefix).publish({ ...sale, stock: buyers }, sale.generation);
-    await redis.hset(saleKeys(prefix, sale.id).meta, 'remaining', String(buyers - live));
-    const buyersKey = saleKeys(prefix, sale.id).buyers;
+    await store.publish({ ...sale, stock: buyers }, sale.generation);
+    const { keys } = store.sale(sale.id);
+    await redis.hset(keys.meta, 'remaining', String(buyers - live));
+    const buyersKey = keys.buyers;
     for (let from = 1; from <= buyers; from += 10_000) {
       const pipeline = redis.pipeline();
       const fields: string[] = [];
@@ -181,7 +181,7 @@ async function measureSize(buyers: number, mysqlServer: string, reconcilerRoot: 
     const reconcile = await reconcileInProcess(reconcilerRoot, nodeArgs, sale.id, {
       DATABASE_URL: databaseUrl,
       REDIS_URL: server.url,
-      REDIS_PREFIX: prefix,
+      REDIS_PREFIX: store.prefix,
     });
     const entries = (await redis.slowlog('GET', '-1')) as [number, number, number, string[]][];
     await redis.config('SET', 'slowlog-log-slower-than', '10000');

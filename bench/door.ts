@@ -11,7 +11,7 @@
  */
 import os from 'node:os';
 import { startRedisServer } from '@flashsale/harness';
-import { createRedis, saleKeys, type ScriptCommands, type ScriptedRedis, createSaleStore } from '@flashsale/redis-store';
+import { createRedis, type SaleKeys, type SaleRedis, type ScriptCommands, type ScriptedRedis } from '@flashsale/redis-store';
 import { loadRange, operatorSale, ratioText, roundRatios, runLine, type PartContext, type RoundRatios, type Run } from './part-context.ts';
 import type { RunInfo, Summary } from './summary.ts';
 import { cpuSeconds, startGatewayProcess, type BenchServer } from './servers.ts';
@@ -45,14 +45,11 @@ async function redisCalls(redis: ScriptedRedis): Promise<number> {
 }
 
 /** Removes what the door keeps of a sale (the purchase check removes the rest). */
-const dropDoor = (redis: ScriptedRedis, prefix: string, saleId: number) => {
-  const keys = saleKeys(prefix, saleId);
-  return redis.unlink(keys.queue, keys.turns, keys.door, keys.paid, keys.pow);
-};
+const dropDoor = (redis: ScriptedRedis, keys: SaleKeys) => redis.unlink(keys.queue, keys.turns, keys.door, keys.paid, keys.pow);
 
 /** Joins `buyers` (the join script, pipelined) and moves the door on until all of them are admitted. */
-async function admitAll(redis: ScriptedRedis, prefix: string, saleId: number, buyers: { id: string }[]): Promise<void> {
-  const keys = saleKeys(prefix, saleId);
+async function admitAll(redis: ScriptedRedis, sale: SaleRedis, buyers: { id: string }[]): Promise<void> {
+  const { keys } = sale;
   for (let start = 0; start < buyers.length; start += JOIN_BATCH) {
     // The join script (join-queue-6.lua), queued on a pipeline and sent by exec(); after the start the
     // draw is not used: each buyer gets the next arrival number.
@@ -67,8 +64,8 @@ async function admitAll(redis: ScriptedRedis, prefix: string, saleId: number, bu
   // The door admits up to its rate per second of Redis's clock (100,000 here), banked up to one second.
   const deadline = Date.now() + 120_000;
   for (;;) {
-    const reading = await createSaleStore(redis, prefix).sale(saleId).admitQueue();
-    if (reading.kind !== 'door') throw new Error(`door: sale ${saleId} answered ${reading.kind}`);
+    const reading = await sale.admitQueue();
+    if (reading.kind !== 'door') throw new Error(`door: sale ${sale.saleId} answered ${reading.kind}`);
     if (reading.door.front >= buyers.length) return;
     if (Date.now() > deadline) throw new Error(`door: ${reading.door.front} of ${buyers.length} buyers admitted after 120 s`);
     await new Promise((resolve) => setTimeout(resolve, 200));
@@ -97,7 +94,7 @@ async function joinOverHttp(gateway: BenchServer, saleId: number, buyers: { id: 
 }
 
 export async function doorPart(part: PartContext): Promise<DoorResults> {
-  const { settings, env, prefix, buyers, log, stops, measure, alternate, summary, warmUp } = part;
+  const { settings, env, buyers, log, stops, measure, alternate, summary, warmUp } = part;
   const admittedBuyers = buyers.slice(0, Math.min(buyers.length, Math.ceil(settings.seconds * ADMITTED_PER_SECOND_OF_LOAD)));
   const waitingBuyers = buyers.slice(-WAITING_BUYERS);
   log(
@@ -107,6 +104,7 @@ export async function doorPart(part: PartContext): Promise<DoorResults> {
   const server = await startRedisServer();
   stops.push(() => server.stop());
   const redis = createRedis(server.url);
+  const store = part.storeOn(redis);
   const gateway = await startGatewayProcess({ ...env, REDIS_URL: server.url, ADMIN_TOKEN: part.config.ADMIN_TOKEN });
   stops.push(gateway.stop);
   await warmUp(gateway, redis);
@@ -118,11 +116,12 @@ export async function doorPart(part: PartContext): Promise<DoorResults> {
       admissionTtlSeconds: 3600,
       preQueueSeconds: 0,
     });
-    await admitAll(redis, prefix, saleId, admittedBuyers);
+    const inRedis = store.sale(saleId);
+    await admitAll(redis, inRedis, admittedBuyers);
     try {
       return await measure(gateway, 'accept', { client: redis, saleId, buyers: admittedBuyers });
     } finally {
-      await dropDoor(redis, prefix, saleId);
+      await dropDoor(redis, inRedis.keys);
     }
   };
   const redisCallsPerPoll: number[] = [];
@@ -147,9 +146,9 @@ export async function doorPart(part: PartContext): Promise<DoorResults> {
     const cpuUsPerRequest = ((cpuSeconds(gateway.pid) - cpuBefore) * 1e6) / result.requests;
     // INFO's own calls and the gateway's background reads (sale events, verdicts) are counted too.
     redisCallsPerPoll.push(Number((((await redisCalls(redis)) - callsBefore) / result.requests).toFixed(4)));
-    const keys = saleKeys(prefix, saleId);
+    const { keys } = store.sale(saleId);
     await redis.unlink(keys.meta, keys.buyers, keys.stream);
-    await dropDoor(redis, prefix, saleId);
+    await dropDoor(redis, keys);
     if (result.refused > 0 || result.errors > 0 || result.requests === 0)
       throw new Error(
         `queue status: ${result.ok} 2xx, ${result.refused} refused, ${result.errors} errors; every poll must be answered 200`,

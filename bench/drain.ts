@@ -1,6 +1,6 @@
 import { createConnection } from 'mariadb';
 import { newReservationId } from '@flashsale/domain';
-import { saleKeys, workSignalChannel, type ScriptedRedis, createSaleStore } from '@flashsale/redis-store';
+import { workSignalChannel, type SaleStore, type ScriptedRedis } from '@flashsale/redis-store';
 import { createOrderStore, poolConfigFromUrl, type PrismaClient } from '@flashsale/order-store';
 import { spawnWorker, type AppProcess } from '@flashsale/harness';
 
@@ -16,12 +16,13 @@ async function newSale(prisma: PrismaClient, prefix: string, stock: number) {
 
 /**
  * A new sale (MySQL row, published in Redis) whose stream holds `count` reservations accepted by the
- * reserve script (the real one, pipelined), buyers `drain-<i>`, waiting for a worker.
+ * reserve script (the real one, pipelined on `redis`, the client `store` is bound to), buyers
+ * `drain-<i>`, waiting for a worker.
  */
-export async function saleWithBacklog(redis: ScriptedRedis, prisma: PrismaClient, prefix: string, count: number) {
-  const sale = await newSale(prisma, prefix, count);
-  await createSaleStore(redis, prefix).publish(sale, sale.generation);
-  const keys = saleKeys(prefix, sale.id);
+export async function saleWithBacklog(redis: ScriptedRedis, store: SaleStore, prisma: PrismaClient, count: number) {
+  const sale = await newSale(prisma, store.prefix, count);
+  await store.publish(sale, sale.generation);
+  const { keys } = store.sale(sale.id);
   for (let start = 0; start < count; start += 1000) {
     const pipeline = redis.pipeline();
     for (let i = start; i < Math.min(count, start + 1000); i += 1) {
@@ -51,18 +52,18 @@ export async function saleWithBacklog(redis: ScriptedRedis, prisma: PrismaClient
  */
 export async function drainByWorker(
   redis: ScriptedRedis,
+  store: SaleStore,
   prisma: PrismaClient,
   env: NodeJS.ProcessEnv,
-  prefix: string,
   count: number,
 ): Promise<number> {
-  const sale = await saleWithBacklog(redis, prisma, prefix, count);
-  const worker = await spawnWorker({ ...env, REDIS_PREFIX: prefix });
+  const sale = await saleWithBacklog(redis, store, prisma, count);
+  const worker = await spawnWorker({ ...env, REDIS_PREFIX: store.prefix });
   const started = performance.now();
   try {
     // Looked at every 5 ms, so that the clock stops within 5 ms of the last acknowledgement (the raw
     // baseline's stops when its last INSERT returns).
-    await createSaleStore(redis, prefix).sale(sale.id).waitForDrain(600_000, 5);
+    await store.sale(sale.id).waitForDrain(600_000, 5);
     const seconds = (performance.now() - started) / 1000;
     const written = await prisma.order.count({ where: { saleId: sale.id } });
     if (written !== count) throw new Error(`the worker wrote ${written} orders of ${count}`);
@@ -159,8 +160,8 @@ export async function startWorkerPool(redis: ScriptedRedis, env: NodeJS.ProcessE
  */
 export async function drainByWorkers(
   redis: ScriptedRedis,
+  store: SaleStore,
   prisma: PrismaClient,
-  prefix: string,
   pool: WorkerPool,
   { count, sales, workers }: { count: number; sales: number; workers: number },
 ): Promise<number> {
@@ -168,17 +169,17 @@ export async function drainByWorkers(
   if (perSale * sales !== count) throw new Error(`${count} reservations do not split evenly over ${sales} sales`);
   if (workers > pool.workers.length) throw new Error(`the pool holds ${pool.workers.length} workers, not ${workers}`);
   const ids: number[] = [];
-  for (let i = 0; i < sales; i += 1) ids.push((await saleWithBacklog(redis, prisma, prefix, perSale)).id);
+  for (let i = 0; i < sales; i += 1) ids.push((await saleWithBacklog(redis, store, prisma, perSale)).id);
   const stoppedFor = performance.now() - pool.stoppedAt;
   if (stoppedFor < 150) await new Promise((resolve) => setTimeout(resolve, 150 - stoppedFor));
   const running = pool.workers.slice(0, workers);
   const clock = performance.now();
   for (const worker of running) worker.child.kill('SIGCONT');
   try {
-    for (const id of ids) await redis.publish(workSignalChannel(prefix), String(id));
+    for (const id of ids) await redis.publish(workSignalChannel(store.prefix), String(id));
     // One sale after the other: each is looked at after the ones before it drained, so the clock stops
     // within 5 ms of the last sale's drain whatever their order.
-    for (const id of ids) await createSaleStore(redis, prefix).sale(id).waitForDrain(600_000, 5);
+    for (const id of ids) await store.sale(id).waitForDrain(600_000, 5);
   } finally {
     for (const worker of running) worker.child.kill('SIGSTOP');
     pool.stoppedAt = performance.now();

@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { type ScriptedRedis, createSaleStore } from '@flashsale/redis-store';
+import type { SaleStore, ScriptedRedis } from '@flashsale/redis-store';
 import type { PrismaClient } from '@flashsale/order-store';
 import { spawnWorker } from '@flashsale/harness';
 import { saleWithBacklog } from './drain.ts';
@@ -12,11 +12,11 @@ import { saleWithBacklog } from './drain.ts';
  * returned). Both are orders per second of the same worker on the same sale, so their ratio says whether
  * expiring a sale's unpaid orders keeps up with writing them.
  */
-export async function expiryByWorker(redis: ScriptedRedis, prisma: PrismaClient, env: NodeJS.ProcessEnv, prefix: string, count: number) {
-  const sale = await saleWithBacklog(redis, prisma, prefix, count);
-  const inRedis = createSaleStore(redis, prefix).sale(sale.id);
+export async function expiryByWorker(redis: ScriptedRedis, store: SaleStore, prisma: PrismaClient, env: NodeJS.ProcessEnv, count: number) {
+  const sale = await saleWithBacklog(redis, store, prisma, count);
+  const inRedis = store.sale(sale.id);
   // A sweep every 50 ms: the measure is of the passes, not of the wait for the next one.
-  const worker = await spawnWorker({ ...env, REDIS_PREFIX: prefix, EXPIRY_SWEEP_MS: '50' });
+  const worker = await spawnWorker({ ...env, REDIS_PREFIX: store.prefix, EXPIRY_SWEEP_MS: '50' });
   try {
     const drainStarted = performance.now();
     await inRedis.waitForDrain(600_000, 5);

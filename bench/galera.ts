@@ -7,7 +7,8 @@
  * signal to the drain, and CPU per order of the workers, every mariadbd and HAProxy.
  */
 import { createConnection } from 'mariadb';
-import { deleteKeysWithPrefix, startGaleraCluster, startMariaDbServer } from '@flashsale/harness';
+import { startGaleraCluster, startMariaDbServer } from '@flashsale/harness';
+import { createSaleStore, type SaleStore } from '@flashsale/redis-store';
 import { createPrisma, migrate, poolConfigFromUrl } from '@flashsale/order-store';
 import { drainByWorkers, startWorkerPool, type WorkerPool } from './drain.ts';
 import { median } from './load.ts';
@@ -50,14 +51,16 @@ export async function galeraPart(part: PartContext): Promise<GaleraResults> {
     cluster: { url: cluster.url(DATABASE), mysqlPids: async () => cluster.pids() },
   };
   const pools = new Map<string, WorkerPool>();
+  const stores = new Map<string, SaleStore>();
   const results: GaleraResults = { orders: ORDERS, one: [], cluster: [] };
   // A Redis prefix per contender: each database numbers its sales from 1, and sale 1 of one must not be
   // sale 1 of the other in Redis.
-  const prefixOf = (name: string) => `${part.prefix}-${name}`;
   for (const [name, c] of Object.entries(contenders)) {
     await migrate(c.url);
-    part.stops.push(() => deleteKeysWithPrefix(part.redis, prefixOf(name)));
-    const pool = await startWorkerPool(part.redis, { ...part.env, DATABASE_URL: c.url }, prefixOf(name), 2);
+    const store = createSaleStore(part.redis, `${part.prefix}-${name}`);
+    stores.set(name, store);
+    part.stops.push(() => store.deleteAllKeys());
+    const pool = await startWorkerPool(part.redis, { ...part.env, DATABASE_URL: c.url }, store.prefix, 2);
     part.stops.push(() => pool.stop());
     pools.set(name, pool);
   }
@@ -70,7 +73,7 @@ export async function galeraPart(part: PartContext): Promise<GaleraResults> {
         const workerPids = pool.workers.map((w) => w.child.pid!);
         const cpu = () => ({ workers: sum(workerPids.map(cpuSeconds)), mysql: sum(pids.map(cpuSeconds)) });
         const before = cpu();
-        const seconds = await drainByWorkers(part.redis, prisma, prefixOf(name), pool, { count: ORDERS, sales: 1, workers: 2 });
+        const seconds = await drainByWorkers(part.redis, stores.get(name)!, prisma, pool, { count: ORDERS, sales: 1, workers: 2 });
         const after = cpu();
         const us = (s: number) => Number(((s * 1e6) / ORDERS).toFixed(1));
         const drain = {

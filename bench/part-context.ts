@@ -5,7 +5,7 @@
  */
 import type { Config } from '@flashsale/config';
 import type { PrismaClient } from '@flashsale/order-store';
-import type { ScriptedRedis } from '@flashsale/redis-store';
+import type { SaleStore, ScriptedRedis } from '@flashsale/redis-store';
 import type { LoadResult } from './load-result.ts';
 import { median } from './load.ts';
 import type { BenchSettings } from './options.ts';
@@ -39,6 +39,10 @@ export interface PartContext {
   env: NodeJS.ProcessEnv;
   prefix: string;
   redis: ScriptedRedis;
+  /** `redis` bound to the run's prefix. */
+  store: SaleStore;
+  /** The run's prefix bound to another client (a Redis of a part's own). */
+  storeOn(client: ScriptedRedis): SaleStore;
   prisma: PrismaClient;
   /** The run's buyers, each with a signed token; no accept run meets one twice. */
   buyers: { id: string; token: string }[];

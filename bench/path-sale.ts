@@ -1,5 +1,5 @@
 import { createOrderStore, type PrismaClient } from '@flashsale/order-store';
-import { saleKeys, type ScriptedRedis, createSaleStore } from '@flashsale/redis-store';
+import type { SaleStore, ScriptedRedis } from '@flashsale/redis-store';
 import { newReservationId } from '@flashsale/domain';
 import { signBuyerTokens } from '@flashsale/harness';
 import type { PathName } from './summary.ts';
@@ -19,14 +19,14 @@ export function benchBuyers(longestRunSeconds: number, secret: string): { ids: s
 export const DUPLICATE_BUYERS = 20_000;
 
 /**
- * A fresh sale set up for one path, in MySQL and published to Redis under `prefix`: ample stock
- * (accept), one unit already taken (sold out), or the first DUPLICATE_BUYERS of `ids` already holding
- * one (duplicate). Returns its id.
+ * A fresh sale set up for one path, in MySQL and published to `store`: ample stock (accept), one unit
+ * already taken (sold out), or the first DUPLICATE_BUYERS of `ids` already holding one (duplicate), by
+ * the reserve script pipelined on `redis`, the client `store` is bound to. Returns its id.
  */
 export async function openPathSale(
   prisma: PrismaClient,
   redis: ScriptedRedis,
-  prefix: string,
+  store: SaleStore,
   path: PathName,
   ids: readonly string[],
   name: string,
@@ -38,8 +38,8 @@ export async function openPathSale(
     startsAt: new Date(Date.now() - 60_000),
     endsAt: new Date(Date.now() + 3_600_000),
   });
-  await createSaleStore(redis, prefix).publish(sale, sale.generation);
-  const keys = saleKeys(prefix, sale.id);
+  await store.publish(sale, sale.generation);
+  const { keys } = store.sale(sale.id);
   const prebuy = path === 'sold_out' ? ['someone'] : path === 'duplicate' ? ids.slice(0, DUPLICATE_BUYERS) : [];
   for (let start = 0; start < prebuy.length; start += 1000) {
     const pipeline = redis.pipeline() as unknown as ScriptedRedis & { exec(): Promise<unknown> };

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import os from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Connection } from 'mariadb';
-import { saleKeys, type ScriptedRedis, createSaleStore } from '@flashsale/redis-store';
+import { type SaleStore, type ScriptedRedis, createSaleStore } from '@flashsale/redis-store';
 import { createPrisma, type PrismaClient } from '@flashsale/order-store';
 import { spawnGateway, spawnReconciler, spawnWorker, type AppProcess } from '@flashsale/harness';
 import { processTree, readProcesses } from '../loadtest/soak/sampler.ts';
@@ -49,12 +49,15 @@ export interface Stack {
 
 /** Starts a stack on the shared servers, its database already migrated. */
 export async function startStack(options: StackOptions): Promise<Stack> {
-  const { servers, prefix, connections, seconds } = options;
+  const { servers, connections, seconds } = options;
   const { redis, db } = servers;
+  // The stack's sales, and the gateway alone's on a prefix of their own.
+  const store = createSaleStore(redis, options.prefix);
+  const aloneStore = createSaleStore(redis, `${options.prefix}-alone`);
   const databaseUrl = servers.mariadbUrl(options.database);
   const prisma: PrismaClient = createPrisma(databaseUrl, 2);
   const env = {
-    REDIS_PREFIX: prefix,
+    REDIS_PREFIX: store.prefix,
     REDIS_URL: servers.redisUrl,
     DATABASE_URL: databaseUrl,
     AUTH_SECRET: options.authSecret,
@@ -65,7 +68,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     (apps[name] = await started);
   const all = await Promise.allSettled([
     track('gateway', spawnGateway(env, 'source', options.root)),
-    track('gateway alone', spawnGateway({ ...env, REDIS_PREFIX: `${prefix}-alone` }, 'source', options.root)),
+    track('gateway alone', spawnGateway({ ...env, REDIS_PREFIX: aloneStore.prefix }, 'source', options.root)),
     track('worker-1', spawnWorker(env, 'source', options.root)),
     track('worker-2', spawnWorker(env, 'source', options.root)),
     track('reconciler', spawnReconciler(env, 'source', options.root)),
@@ -103,20 +106,21 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       select: { id: true, redisGeneration: true, maxOrdersPerBuyer: true, rebuyCooldownSeconds: true },
     });
     rebuyRule = { maxOrdersPerBuyer: row.maxOrdersPerBuyer, rebuyCooldownSeconds: row.rebuyCooldownSeconds };
-    await createSaleStore(redis, prefix).publish({ ...sale, id: row.id, rebuyRule }, row.redisGeneration!);
+    await store.publish({ ...sale, id: row.id, rebuyRule }, row.redisGeneration!);
     return row.id;
   };
   // A sale's Redis state, off the workers' list and deleted.
-  const forget = async (onPrefix: string, saleId: number) => {
-    await createSaleStore(redis, onPrefix).sale(saleId).retire();
-    await redis.del(...(Object.values(saleKeys(onPrefix, saleId)) as string[]));
+  const forget = async (on: SaleStore, saleId: number) => {
+    const inRedis = on.sale(saleId);
+    await inRedis.retire();
+    await redis.del(...(Object.values(inRedis.keys) as string[]));
   };
   // A run's sale is ended in MySQL, longer ago than the reconciler watches an ended sale, before its Redis
   // state is deleted: a live sale missing from Redis is one Redis lost, which the reconciler rebuilds
   // from MySQL (every buyer written back), and that work would be counted against the next run.
   const dropSale = async (saleId: number) => {
     await prisma.$executeRaw`UPDATE sales SET ends_at = NOW(3) - INTERVAL 2 DAY, starts_at = NOW(3) - INTERVAL 3 DAY WHERE id = ${saleId}`;
-    await forget(prefix, saleId);
+    await forget(store, saleId);
   };
   // The gateway alone's sales exist in Redis only, on a prefix nothing else reads: no MySQL row, which the
   // reconciler would take for a sale Redis lost. Their ids are far above the runs' own.
@@ -124,7 +128,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   const aloneSale = async () => {
     aloneSales += 1;
     const id = 1_000_000_000 + aloneSales;
-    await createSaleStore(redis, `${prefix}-alone`).publish({ ...terms(), id, ...(rebuyRule && { rebuyRule }) }, randomUUID());
+    await aloneStore.publish({ ...terms(), id, ...(rebuyRule && { rebuyRule }) }, randomUUID());
     return id;
   };
   const pidsOf = (name: PipelineProcess): number[] => {
@@ -159,14 +163,14 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       seconds,
     );
     const loadSeconds = wrk.durationUs / 1e6;
-    const inRedis = createSaleStore(redis, prefix).sale(saleId);
+    const inRedis = store.sale(saleId);
     const { lag, pending } = await inRedis.backlog();
     const drainStarted = performance.now();
     await inRedis.waitForDrain(300_000, 5);
     const drainSeconds = (performance.now() - drainStarted) / 1000;
     const after = await counters();
     const orders = await prisma.order.count({ where: { saleId } });
-    const holders = await redis.hlen(saleKeys(prefix, saleId).buyers);
+    const holders = await redis.hlen(inRedis.keys.buyers);
     const accepted = wrk.requests - wrk.errors.status;
     // wrk stops counting with requests in flight: up to one per connection more were accepted than it saw.
     // A refusal: a buyer met twice (the buyers file too short for the run) or a sale that broke.
@@ -223,7 +227,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       );
       const cpu = readProcesses(pids)!.cpuSeconds - before;
       fastest.alone = Math.max(fastest.alone, wrk.requests / (wrk.durationUs / 1e6));
-      await forget(`${prefix}-alone`, saleId);
+      await forget(aloneStore, saleId);
       if (wrk.errors.status > 0) throw new Error(`${options.name}, gateway alone: ${wrk.errors.status} refused`);
       return {
         loadAverage,

@@ -12,10 +12,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { exitWithUsage, loadConfig, parseCommandLine } from '@flashsale/config';
-import { createRedis } from '@flashsale/redis-store';
+import { createRedis, createSaleStore } from '@flashsale/redis-store';
 import { createPrisma, migrate } from '@flashsale/order-store';
 import { ensureServices } from '../infra/ensure-services.ts';
-import { deleteKeysWithPrefix } from '@flashsale/harness';
 import { chooseLoadGenerator } from './load.ts';
 import { startBaseline, startGatewayProcess } from './servers.ts';
 import { benchBuyers, DUPLICATE_BUYERS, openPathSale } from './path-sale.ts';
@@ -45,19 +44,19 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 64);
 const load = chooseLoadGenerator();
 const config = loadConfig();
-const prefix = `profile-${randomBytes(3).toString('hex')}`;
 const dir = mkdtempSync(join(tmpdir(), 'gateway-profile-'));
 await ensureServices();
 await migrate(config.DATABASE_URL);
 const redis = createRedis(config.REDIS_URL);
+const store = createSaleStore(redis, `profile-${randomBytes(3).toString('hex')}`);
 const prisma = createPrisma(config.DATABASE_URL, 2);
 const { ids, buyers } = benchBuyers(SECONDS, config.AUTH_SECRET);
-const saleId = await openPathSale(prisma, redis, prefix, path as PathName, ids, `${prefix} profile`);
+const saleId = await openPathSale(prisma, redis, store, path as PathName, ids, `${store.prefix} profile`);
 
 const gcFile = join(dir, 'gc.jsonl');
 const env = {
-  REDIS_PREFIX: prefix,
-  BENCH_PREFIX: prefix,
+  REDIS_PREFIX: store.prefix,
+  BENCH_PREFIX: store.prefix,
   DATABASE_URL: config.DATABASE_URL,
   REDIS_URL: config.REDIS_URL,
   AUTH_SECRET: config.AUTH_SECRET,
@@ -100,7 +99,7 @@ console.log(
   `${target}, ${path}, under ${load.name}: ${Math.round(result.rps)} req/s, p50 ${result.p50.toFixed(1)} ms, p99 ${result.p99.toFixed(1)} ms, ${result.ok} 2xx, ${result.refused} refused, ${result.errors} errors`,
 );
 await server.stop();
-await deleteKeysWithPrefix(redis, prefix);
+await store.deleteAllKeys();
 await redis.quit();
 await prisma.sale.delete({ where: { id: saleId } });
 await prisma.$disconnect();

@@ -14,9 +14,9 @@ import { describeReconcilerCost, measureReconcilerCost } from './reconciler-cost
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import { exitWithUsage, loadConfig, UsageError } from '@flashsale/config';
-import { createRedis, saleKeys, type ScriptedRedis } from '@flashsale/redis-store';
+import { createRedis, createSaleStore, saleKeys, type ScriptedRedis } from '@flashsale/redis-store';
 import { createPrisma, migrate } from '@flashsale/order-store';
-import { deleteKeysWithPrefix, gitRevision, startRedisCluster, startRedisServer } from '@flashsale/harness';
+import { gitRevision, startRedisCluster, startRedisServer } from '@flashsale/harness';
 import { ensureServices } from '../infra/ensure-services.ts';
 import { chooseLoadGenerator, median } from './load.ts';
 import type { MeasureOptions, PartContext, Run } from './part-context.ts';
@@ -81,6 +81,9 @@ const log = (text: string) => console.log(`[bench] ${text}`);
 await ensureServices();
 await migrate(config.DATABASE_URL);
 const redis = createRedis(config.REDIS_URL);
+/** The prefix the run's servers are given, bound to `client`: the run's Redis, or a server of a part's own. */
+const storeOn = (client: ScriptedRedis) => createSaleStore(client, env.REDIS_PREFIX);
+const store = storeOn(redis);
 const prisma = createPrisma(config.DATABASE_URL, 4);
 
 // Enough buyers for the longest run (measure() checks that no accept run met one twice, and so does the
@@ -90,7 +93,7 @@ const { ids, buyers } = benchBuyers(longestRun, config.AUTH_SECRET);
 
 /** A fresh sale set up for one path (path-sale.ts). */
 function saleFor(path: PathName, client: ScriptedRedis = redis): Promise<number> {
-  return openPathSale(prisma, client, prefix, path, ids, `${prefix} ${path}`);
+  return openPathSale(prisma, client, storeOn(client), path, ids, `${prefix} ${path}`);
 }
 
 /**
@@ -326,7 +329,7 @@ try {
     log(`drain of ${DRAIN_ROWS} reservations: one worker vs raw multi-row INSERTs`);
     const drain = { worker: [] as number[], raw: [] as number[] };
     for (let round = 0; round < DRAIN_ROUNDS; round += 1) {
-      drain.worker.push(await drainByWorker(redis, prisma, env, prefix, DRAIN_ROWS));
+      drain.worker.push(await drainByWorker(redis, store, prisma, env, DRAIN_ROWS));
       log(`worker: ${drain.worker.at(-1)!.toFixed(2)} s`);
       drain.raw.push(await drainRaw(prisma, config.DATABASE_URL, prefix, DRAIN_ROWS, config.WORKER_BATCH_SIZE));
       log(`raw: ${drain.raw.at(-1)!.toFixed(2)} s`);
@@ -338,7 +341,7 @@ try {
     log(`expiry of ${DRAIN_ROWS} unpaid orders against their drain, one worker, ${DRAIN_ROUNDS} rounds`);
     const runs: { drainSeconds: number; expirySeconds: number }[] = [];
     for (let round = 0; round < DRAIN_ROUNDS; round += 1) {
-      const run = await expiryByWorker(redis, prisma, env, prefix, DRAIN_ROWS);
+      const run = await expiryByWorker(redis, store, prisma, env, DRAIN_ROWS);
       runs.push({ drainSeconds: Number(run.drainSeconds.toFixed(3)), expirySeconds: Number(run.expirySeconds.toFixed(3)) });
       log(
         `drain ${Math.round(DRAIN_ROWS / run.drainSeconds)} orders/s, expiry ${Math.round(DRAIN_ROWS / run.expirySeconds)} orders expired and returned/s`,
@@ -429,7 +432,7 @@ try {
     stops.push(pool.stop);
     const run = async (workers: number) => {
       const runLoadAverage = loadAverageNow();
-      const seconds = await drainByWorkers(redis, prisma, prefix, pool, { count: DRAIN_ROWS, sales: DRAIN_SALES, workers });
+      const seconds = await drainByWorkers(redis, store, prisma, pool, { count: DRAIN_ROWS, sales: DRAIN_SALES, workers });
       return { seconds: Number(seconds.toFixed(3)), ordersPerSecond: Math.round(DRAIN_ROWS / seconds), loadAverage: runLoadAverage };
     };
     // The warm-up: every worker of the pool writes its first batches (JIT, Prisma's first queries).
@@ -484,7 +487,23 @@ try {
     });
   }
   // The parts in files of their own (bench/part-context.ts says what they are handed).
-  const part: PartContext = { settings, config, env, prefix, redis, prisma, buyers, log, stops, measure, alternate, summary, warmUp };
+  const part: PartContext = {
+    settings,
+    config,
+    env,
+    prefix,
+    redis,
+    store,
+    storeOn,
+    prisma,
+    buyers,
+    log,
+    stops,
+    measure,
+    alternate,
+    summary,
+    warmUp,
+  };
   if (PARTS.has('replica-wait')) results.replicaWait = await replicaWaitPart(part);
   if (PARTS.has('door')) results.door = await doorPart(part);
   if (PARTS.has('door-bots')) results.doorBots = await doorBotsPart(part);
@@ -499,7 +518,7 @@ try {
   }
 } finally {
   for (const stop of stops.reverse()) await stop().catch(() => undefined);
-  await deleteKeysWithPrefix(redis, prefix);
+  await store.deleteAllKeys();
   await redis.quit();
   // The drain runs leave 100,000 orders behind; a database that grows with every run makes the next
   // run's raw baseline and workers slower (bigger indexes), so each run removes its own rows.

@@ -6,7 +6,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { exitWithUsage, loadConfig, parseCommandLine } from '@flashsale/config';
-import { createRedis, redisTargetOf } from '@flashsale/redis-store';
+import { createRedis, createSaleStore, redisTargetOf } from '@flashsale/redis-store';
 import { createPrisma } from '@flashsale/order-store';
 import { checkSaleInvariants, invariantsHold } from './runner/invariants.ts';
 
@@ -34,10 +34,11 @@ if (notIds.length > 0 || saleIds.some((id) => !Number.isInteger(id) || id < 1))
   exitWithUsage(COMMAND, `not sale ids: ${notIds.join(' ') || 'in the summary'}`);
 const config = loadConfig();
 const redis = createRedis(redisTargetOf(config));
+const store = createSaleStore(redis, config.REDIS_PREFIX);
 const prisma = createPrisma(config.DATABASE_URL, 2);
 try {
   const checks = [];
-  for (const saleId of saleIds) checks.push(await checkSaleInvariants(redis, prisma, config.REDIS_PREFIX, saleId));
+  for (const saleId of saleIds) checks.push(await checkSaleInvariants(store, prisma, saleId));
   console.table(checks);
   process.exitCode = invariantsHold(checks) ? 0 : 1;
 } finally {

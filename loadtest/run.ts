@@ -19,7 +19,7 @@ import { randomBytes } from 'node:crypto';
 import { exitWithUsage, loadConfig, parseCommandLine } from '@flashsale/config';
 import { createRedis, redisTargetOf, createSaleStore } from '@flashsale/redis-store';
 import { createPrisma, dropDatabase, migrate, poolConfigFromUrl } from '@flashsale/order-store';
-import { deleteKeysWithPrefix, redisEnvOf, spawnGateway, spawnWorker, type AppProcess } from '@flashsale/harness';
+import { redisEnvOf, spawnGateway, spawnWorker, type AppProcess } from '@flashsale/harness';
 import { ensureServicesOrExit } from '../infra/ensure-services.ts';
 import { SCENARIOS, smokeOf, type ScenarioName } from './k6/lib/shapes.js';
 import { runScenario } from './runner/scenario-run.ts';
@@ -75,7 +75,7 @@ const own = process.env.BASE_URL
       return { databaseUrl: url.toString(), database: poolConfigFromUrl(url.toString()).database, prefix: `loadtest-${runId}` };
     })();
 const databaseUrl = own?.databaseUrl ?? config.DATABASE_URL;
-const prefix = own?.prefix ?? config.REDIS_PREFIX;
+const store = createSaleStore(redis, own?.prefix ?? config.REDIS_PREFIX);
 const prisma = createPrisma(databaseUrl, 2);
 const processes: AppProcess[] = [];
 let passed = false;
@@ -88,7 +88,7 @@ function cleanup(): Promise<void> {
     await prisma.$disconnect();
     if (own && !options.keep) {
       // One Redis, or each master of a cluster.
-      await deleteKeysWithPrefix(redis, own.prefix);
+      await store.deleteAllKeys();
       await dropDatabase(own.databaseUrl);
       console.log(`removed the run's database ${own.database} and its Redis keys under ${own.prefix}`);
     } else if (own) {
@@ -133,9 +133,9 @@ try {
     // k6 wrote the Node runner's report, less the invariants it cannot read: they are added here, after
     // the streams have drained.
     const report = JSON.parse(readFileSync(summaryPath, 'utf8')) as { saleIds: number[]; invariants: unknown[]; passed: boolean };
-    for (const saleId of report.saleIds) await createSaleStore(redis, prefix).sale(saleId).waitForDrain(60_000);
+    for (const saleId of report.saleIds) await store.sale(saleId).waitForDrain(60_000);
     const invariants = [];
-    for (const saleId of report.saleIds) invariants.push(await checkSaleInvariants(redis, prisma, prefix, saleId));
+    for (const saleId of report.saleIds) invariants.push(await checkSaleInvariants(store, prisma, saleId));
     console.table(invariants);
     passed = k6.status === 0 && invariantsHold(invariants);
     writeFileSync(summaryPath, `${JSON.stringify({ ...report, invariants, passed }, null, 2)}\n`);
@@ -145,7 +145,7 @@ try {
     const report = await runScenario(
       scenario,
       shape,
-      { baseUrl: baseUrl!, adminToken: config.ADMIN_TOKEN, authSecret: config.AUTH_SECRET, redis, prisma, prefix },
+      { baseUrl: baseUrl!, adminToken: config.ADMIN_TOKEN, authSecret: config.AUTH_SECRET, store, prisma },
       (p) =>
         console.log(
           `  ${p.elapsedSeconds.toFixed(0).padStart(4)} s  sent ${p.sent}  in flight ${p.inFlight}  dropped ${p.dropped}  ${JSON.stringify(p.outcomes)}`,

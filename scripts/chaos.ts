@@ -83,6 +83,7 @@ const env = {
   LOG_LEVEL: 'info',
 };
 const redis = createRedis(redisServer.url, { maxRetriesPerRequest: null });
+const store = createSaleStore(redis, env.REDIS_PREFIX);
 const prisma = createPrisma(databaseUrl, 2);
 
 // Fixed ports, so a restarted gateway is found where the load balancer (here: the load loop) expects it.
@@ -175,9 +176,9 @@ try {
   await chaos;
   for (const c of clients) c.close();
   log('load over; waiting for the workers to drain the stream');
-  await createSaleStore(redis, 'chaos').sale(saleId).waitForDrain(180_000);
+  await store.sale(saleId).waitForDrain(180_000);
 
-  const ledger = await faultLedgerOf(redis, prisma, 'chaos', saleId, accepted, uncertain);
+  const ledger = await faultLedgerOf(store, prisma, saleId, accepted, uncertain);
   const sale = await prisma.sale.findUniqueOrThrow({ where: { id: saleId } });
   console.log('\nOutcomes of the purchase requests');
   console.table(

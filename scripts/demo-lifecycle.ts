@@ -8,8 +8,7 @@ import {
   type HttpClient,
   type HttpResult,
 } from '@flashsale/harness';
-import type { ScriptedRedis } from '@flashsale/redis-store';
-import { createSaleStore } from '@flashsale/redis-store';
+import type { SaleStore } from '@flashsale/redis-store';
 
 /**
  * The demo's second act: what happens to the orders after the flash crowd. Most winners pay, some
@@ -19,8 +18,8 @@ import { createSaleStore } from '@flashsale/redis-store';
  */
 export interface LifecycleInput {
   gatewayUrl: string;
-  redis: ScriptedRedis;
-  prefix: string;
+  /** The demo's Redis, bound to its prefix. */
+  store: SaleStore;
   saleId: number;
   stock: number;
   adminToken: string;
@@ -86,7 +85,7 @@ export async function runLifecycle(input: LifecycleInput): Promise<{ failed: boo
     http.send('POST', `/api/sales/${input.saleId}/purchase`, { headers: { authorization: `Bearer ${token}` } }),
   );
   console.log(`re-sale purchases sent: ${crowd.length}, answered ${tally(crowd)}`);
-  await createSaleStore(input.redis, input.prefix).sale(input.saleId).waitForDrain(60_000);
+  await input.store.sale(input.saleId).waitForDrain(60_000);
   const resold = crowd.filter((r) => r.status === 202).map((r) => r.body.reservationId as string);
   const resalePaid = await mapConcurrently(resold, 16, (reservationId) => pay(reservationId));
   console.log(`re-sale payment events sent: ${resalePaid.length}, answered ${tally(resalePaid)}`);

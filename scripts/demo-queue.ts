@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { DOOR_TERMS_DEFAULTS } from '@flashsale/domain';
 import { createHttpClient, ledgerOf, signBuyerTokens, solveDoorChallenge, type DoorChallenge, type HttpResult } from '@flashsale/harness';
 import type { PrismaClient } from '@flashsale/order-store';
-import { redisNow, type ScriptedRedis, createSaleStore } from '@flashsale/redis-store';
+import type { SaleStore } from '@flashsale/redis-store';
 import { paymentSender, tally } from './demo-lifecycle.ts';
 
 /**
@@ -17,9 +17,9 @@ import { paymentSender, tally } from './demo-lifecycle.ts';
  */
 export interface QueueDemoInput {
   gatewayUrl: string;
-  redis: ScriptedRedis;
+  /** The demo's Redis, bound to its prefix. */
+  store: SaleStore;
   prisma: PrismaClient;
-  prefix: string;
   adminToken: string;
   webhookSecret: string;
   step(text: string): void;
@@ -91,7 +91,7 @@ export async function runQueueDemo(input: QueueDemoInput): Promise<{ failed: boo
   const door = async () =>
     (await http.send('POST', `/api/admin/sales/${saleId}/admission`, { headers: admin, body: {} })).body.door as Record<string, number>;
 
-  const startsAt = (await redisNow(input.redis)) + startInMs();
+  const startsAt = (await input.store.now()) + startInMs();
   input.step(
     `a queued sale: ${STOCK} units, 1 per buyer, behind a waiting room that admits ${RATE} a second; a turn lasts ${TTL_SECONDS} s`,
   );
@@ -133,7 +133,7 @@ export async function runQueueDemo(input: QueueDemoInput): Promise<{ failed: boo
   input.step(
     'the start: the draw places the pre-queue at random (joining first buys nothing), later joiners queue behind in arrival order',
   );
-  while ((await redisNow(input.redis)) < startsAt) await sleep(200);
+  while ((await input.store.now()) < startsAt) await sleep(200);
   // A buyer's place in the queue (1 = first), as their signed ticket carries it once drawn: the position
   // an answer gives counts from the frontier, which moves from the start on.
   const place = (b: Buyer) => Number(b.ticket!.split('.')[4]) + 1;
@@ -202,7 +202,7 @@ export async function runQueueDemo(input: QueueDemoInput): Promise<{ failed: boo
   say(`${waiting().length} buyers still waiting; next in line: ${nextInLine().id}`);
 
   input.step('a winner cancels: the unit goes back on sale, to the next in line (not to whoever asks fastest)');
-  await createSaleStore(input.redis, input.prefix).sale(saleId).waitForDrain(60_000);
+  await input.store.sale(saleId).waitForDrain(60_000);
   const canceller = bought.shift()!;
   const cancelled = await http.send('POST', `/api/reservations/${canceller.reservationId}/cancel`, {
     headers: { authorization: `Bearer ${canceller.token}` },
@@ -217,7 +217,7 @@ export async function runQueueDemo(input: QueueDemoInput): Promise<{ failed: boo
   say(`the returned unit went to ${returnedTo.id}, who was next in line (${next.id}): ${returnedTo === next ? 'yes' : 'NO'}`);
 
   input.step('payments: every winner pays; now nothing can come back');
-  await createSaleStore(input.redis, input.prefix).sale(saleId).waitForDrain(60_000);
+  await input.store.sale(saleId).waitForDrain(60_000);
   const pay = paymentSender(http, input.webhookSecret);
   const paid: HttpResult[] = [];
   for (const b of bought) paid.push(await pay(b.reservationId!));
@@ -231,7 +231,7 @@ export async function runQueueDemo(input: QueueDemoInput): Promise<{ failed: boo
   say(`the ${stillWaiting.length} buyers still waiting are told at once: ${[...new Set(stillWaiting.map((b) => b.state))].join(', ')}`);
 
   input.step('the ledger');
-  const ledger = await ledgerOf(input.redis, input.prisma, input.prefix, saleId, accepted);
+  const ledger = await ledgerOf(input.store, input.prisma, saleId, accepted);
   const d = await door();
   console.table({
     'units paid for': { value: ledger.unitsInDb },

@@ -17,7 +17,6 @@ import { createPrisma, migrate, poolConfigFromUrl } from '@flashsale/order-store
 import {
   signBuyerTokens,
   createHttpClient,
-  deleteKeysWithPrefix,
   ledgerOf,
   mapConcurrently,
   percentile,
@@ -85,11 +84,10 @@ const config = loadConfig();
 const redisTarget = redisTargetOf(config);
 // A Redis prefix and a database of its own (`<database>_demo`, made anew each run and left for
 // inspection), so a demo never meets a previous one's data or a deployment's.
-const prefix = 'demo';
 const demoDb = new URL(config.DATABASE_URL);
 demoDb.pathname = `${demoDb.pathname}_demo`;
 const databaseUrl = demoDb.toString();
-const env = { REDIS_PREFIX: prefix, DATABASE_URL: databaseUrl, ...redisEnvOf(redisTarget), RECONCILER_PORT: '0' };
+const env = { REDIS_PREFIX: 'demo', DATABASE_URL: databaseUrl, ...redisEnvOf(redisTarget), RECONCILER_PORT: '0' };
 const step = (text: string) => console.log(`\n== ${text}`);
 
 step('services');
@@ -106,8 +104,9 @@ console.log(
 step('processes: 1 gateway, 2 workers, 1 reconciler');
 const processes: AppProcess[] = [];
 const redis = createRedis(redisTarget);
+const store = createSaleStore(redis, env.REDIS_PREFIX);
 const prisma = createPrisma(databaseUrl, 2);
-await deleteKeys();
+await store.deleteAllKeys();
 let failed = false;
 let stoppedMidSale = false;
 try {
@@ -122,9 +121,8 @@ try {
     failed = (
       await runQueueDemo({
         gatewayUrl: gateway.url,
-        redis,
+        store,
         prisma,
-        prefix,
         adminToken: config.ADMIN_TOKEN,
         webhookSecret: config.PAYMENT_WEBHOOK_SECRET,
         step,
@@ -217,9 +215,9 @@ try {
 
     step('drain: waiting for the workers to write every reservation to MySQL');
     const drainStarted = performance.now();
-    await createSaleStore(redis, prefix).sale(saleId).waitForDrain(120_000);
+    await store.sale(saleId).waitForDrain(120_000);
     const drainSeconds = (performance.now() - drainStarted) / 1000;
-    const ledger = await ledgerOf(redis, prisma, prefix, saleId, accepted);
+    const ledger = await ledgerOf(store, prisma, saleId, accepted);
     const stats = await admin.send('GET', `/api/admin/sales/${saleId}/stats`, { headers: adminAuth });
     admin.close();
 
@@ -267,8 +265,7 @@ try {
     );
     const lifecycle = await runLifecycle({
       gatewayUrl: gateway.url,
-      redis,
-      prefix,
+      store,
       saleId,
       stock: STOCK,
       adminToken: config.ADMIN_TOKEN,
@@ -287,7 +284,7 @@ try {
   const codes = await Promise.all(processes.map((p) => p.kill('SIGTERM')));
   console.log(`exit codes: ${codes.join(', ')}`);
   // The demo's keys go with it; its sale and orders stay in MySQL for inspection.
-  await deleteKeys();
+  await store.deleteAllKeys();
   await redis.quit();
   await prisma.$disconnect();
 }
@@ -322,11 +319,6 @@ async function holdMidSale(dashboard: string, hold: { unitsSold: number; heldMs:
   hold.heldMs += performance.now() - from;
   console.log(choice === 'continue' ? '== going on' : '\n== stopping mid-sale (Ctrl-C)');
   return choice;
-}
-
-/** Every key under the demo's prefix, on the one Redis or on each master of the cluster. */
-async function deleteKeys(): Promise<void> {
-  await deleteKeysWithPrefix(redis, prefix);
 }
 
 /**

@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createConnection } from 'mariadb';
 import { exitWithUsage, loadConfig, parseCommandLine } from '@flashsale/config';
-import { createRedis, createSaleStore } from '@flashsale/redis-store';
+import { createRedis, createSaleStore, type SaleStore } from '@flashsale/redis-store';
 import { createPrisma, poolConfigFromUrl, type PrismaClient } from '@flashsale/order-store';
 import {
   createHttpClient,
@@ -68,6 +68,8 @@ const images = projectImages();
 const IMAGE = qualified(images.app);
 /** Every container this run starts carries it (compose's carry their project's name), for the cleanup. */
 const RUN = `fscheck${process.pid}`;
+/** The label compose gives what it makes, its value the project (this run's: RUN). */
+const COMPOSE_PROJECT = 'com.docker.compose.project';
 const SECRETS = {
   AUTH_SECRET: randomBytes(24).toString('hex'),
   ADMIN_TOKEN: randomBytes(12).toString('hex'),
@@ -121,12 +123,11 @@ async function checkRoles(): Promise<void> {
   const database = new URL(config.DATABASE_URL);
   database.pathname = `${database.pathname}_image`;
   const databaseUrl = database.toString();
-  const prefix = `image-check-${RUN}`;
   const { database: dbName, ...server } = poolConfigFromUrl(databaseUrl);
   const admin = await createConnection(server);
   await admin.query(`DROP DATABASE IF EXISTS \`${dbName}\``);
   await admin.end();
-  const roleEnv = { REDIS_URL: config.REDIS_URL, REDIS_PREFIX: prefix, DATABASE_URL: databaseUrl, LOG_LEVEL: 'info' };
+  const roleEnv = { REDIS_URL: config.REDIS_URL, REDIS_PREFIX: `image-check-${RUN}`, DATABASE_URL: databaseUrl, LOG_LEVEL: 'info' };
   const envArgs = (vars: Record<string, string>) => Object.entries(vars).flatMap(([k, v]) => ['-e', `${k}=${v}`]);
   const runArgs = ['--network=host', '--read-only', '--label', `org.flashsale.check=${RUN}`];
 
@@ -192,6 +193,7 @@ async function checkRoles(): Promise<void> {
 
   step('a sale of 30 units, 40 buyers');
   const redis = createRedis(config.REDIS_URL);
+  const store = createSaleStore(redis, roleEnv.REDIS_PREFIX);
   const prisma = createPrisma(databaseUrl, 2);
   const http = createHttpClient(`http://127.0.0.1:${port}`, 8);
   try {
@@ -212,8 +214,8 @@ async function checkRoles(): Promise<void> {
       accepted.size === 30 && refusals.length === 10 && refusals.every((c) => c === 'SOLD_OUT'),
       `${accepted.size} accepted, refusals ${[...new Set(refusals)].join(',')}`,
     );
-    await createSaleStore(redis, prefix).sale(saleId).waitForDrain(60_000);
-    const ledger = await ledgerOf(redis, prisma, prefix, saleId, accepted);
+    await store.sale(saleId).waitForDrain(60_000);
+    const ledger = await ledgerOf(store, prisma, saleId, accepted);
     check(
       'the ledger: every 202 an order, none doubled or unexpected, units + remaining = stock',
       ledger.lost.length + ledger.duplicated.length + ledger.unexpected.length === 0 &&
@@ -241,9 +243,9 @@ async function checkRoles(): Promise<void> {
     );
   } finally {
     http.close();
+    await store.deleteAllKeys();
     redis.disconnect();
     await prisma.$disconnect();
-    await deleteRedisPrefix(config.REDIS_URL, prefix);
   }
 
   step('SIGTERM: each process drains and exits 0');
@@ -257,20 +259,6 @@ async function checkRoles(): Promise<void> {
   const dropping = await createConnection(server);
   await dropping.query(`DROP DATABASE IF EXISTS \`${dbName}\``);
   await dropping.end();
-}
-
-async function deleteRedisPrefix(url: string, prefix: string): Promise<void> {
-  const redis = createRedis(url);
-  try {
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-      if (keys.length > 0) await redis.del(...keys);
-      cursor = next;
-    } while (cursor !== '0');
-  } finally {
-    redis.disconnect();
-  }
 }
 
 async function createSale(http: HttpClient, { stock, perUserLimit }: { stock: number; perUserLimit: number }): Promise<number> {
@@ -345,12 +333,8 @@ function healthTicker(project: string): { stop(): Promise<void> } {
   let stopped = false;
   const loop = (async () => {
     while (!stopped) {
-      const listed = await podman(
-        env,
-        ['ps', '--filter', `label=com.docker.compose.project=${project}`, '--format', '{{.Names}} {{.Status}}'],
-        { allowFailure: true },
-      );
-      for (const line of listed.stdout.trim().split('\n').filter(Boolean)) {
+      const listed = await podmanList(['ps'], [`${COMPOSE_PROJECT}=${project}`], { format: '{{.Names}} {{.Status}}', allowFailure: true });
+      for (const line of listed) {
         const [name, ...status] = line.split(' ');
         if (/\((healthy|unhealthy|starting)\)/.test(status.join(' ')))
           await podman(env, ['healthcheck', 'run', name!], { allowFailure: true });
@@ -397,17 +381,9 @@ async function checkCompose(): Promise<void> {
   const stack: ComposeStack = {
     compose: (args, opts = {}) => run('docker-compose', [...files, ...args], { env: composeEnv, ...opts }),
     async containers(service) {
-      const listed = await podman(env, [
-        'ps',
-        '-a',
-        '--filter',
-        `label=com.docker.compose.project=${RUN}`,
-        '--filter',
-        `label=com.docker.compose.service=${service}`,
-        '--format',
-        '{{.Names}}',
-      ]);
-      return listed.stdout.trim().split('\n').filter(Boolean).sort();
+      return (
+        await podmanList(['ps', '-a'], [`${COMPOSE_PROJECT}=${RUN}`, `com.docker.compose.service=${service}`], { format: '{{.Names}}' })
+      ).sort();
     },
     proxyUrl: `http://127.0.0.1:${proxyPort}`,
     redisUrl: `redis://127.0.0.1:${redisPort}`,
@@ -423,22 +399,10 @@ async function checkCompose(): Promise<void> {
       up.code === 0,
       up.code === 0 ? secondsSince(started) : `${up.stderr.trim().split('\n').slice(-8).join('\n')}`,
     );
-    const ps = await podman(env, [
-      'ps',
-      '-a',
-      '--filter',
-      `label=com.docker.compose.project=${RUN}`,
-      '--format',
-      '{{.Names}}\t{{.Status}}',
-    ]);
-    console.log(ps.stdout.trim());
+    console.log((await podmanList(['ps', '-a'], [`${COMPOSE_PROJECT}=${RUN}`], { format: '{{.Names}}\t{{.Status}}' })).join('\n'));
     const healthStarted = performance.now();
     const health = await until('every container with a health check healthy', 120_000, async () => {
-      const listed = (
-        await podman(env, ['ps', '--filter', `label=com.docker.compose.project=${RUN}`, '--format', '{{.Names}} {{.Status}}'])
-      ).stdout
-        .trim()
-        .split('\n');
+      const listed = await podmanList(['ps'], [`${COMPOSE_PROJECT}=${RUN}`], { format: '{{.Names}} {{.Status}}' });
       const checked = listed.filter((line) => /\((healthy|unhealthy|starting)\)/.test(line));
       return checked.length > 0 && checked.every((line) => line.endsWith('(healthy)')) ? checked.length : undefined;
     });
@@ -455,17 +419,8 @@ async function checkCompose(): Promise<void> {
       `${gateways.join(', ')}; ${workers.join(', ')}`,
     );
     const migrateExit = (
-      await podman(env, [
-        'ps',
-        '-a',
-        '--filter',
-        `label=com.docker.compose.project=${RUN}`,
-        '--filter',
-        'label=com.docker.compose.service=migrate',
-        '--format',
-        '{{.Status}}',
-      ])
-    ).stdout.trim();
+      await podmanList(['ps', '-a'], [`${COMPOSE_PROJECT}=${RUN}`, 'com.docker.compose.service=migrate'], { format: '{{.Status}}' })
+    ).join('\n');
     check('migrate ran once and exited 0', /^Exited \(0\)/.test(migrateExit), migrateExit);
     await until('HAProxy answering /healthz from a gateway', 90_000, async () =>
       (await httpStatus(`${stack.proxyUrl}/healthz`)) === 200 ? true : undefined,
@@ -476,10 +431,12 @@ async function checkCompose(): Promise<void> {
     check('HAProxy at the published port reaches the gateways', true, stack.proxyUrl);
 
     const redis = createRedis(stack.redisUrl);
+    // The compose file's roles run on the default prefix.
+    const store = createSaleStore(redis, 'flashsale');
     const prisma = createPrisma(stack.databaseUrl, 2);
     try {
-      await demoCrowd(stack, redis, prisma);
-      await faultsCrowd(stack, redis, prisma, gateways, workers);
+      await demoCrowd(stack, store, prisma);
+      await faultsCrowd(stack, store, prisma, gateways, workers);
     } finally {
       redis.disconnect();
       await prisma.$disconnect();
@@ -528,7 +485,7 @@ async function crowd(
   }
 }
 
-async function demoCrowd(stack: ComposeStack, redis: ReturnType<typeof createRedis>, prisma: PrismaClient): Promise<void> {
+async function demoCrowd(stack: ComposeStack, store: SaleStore, prisma: PrismaClient): Promise<void> {
   step(`the demo's crowd through HAProxy: ${DEMO.stock} units, ${DEMO.buyers} buyers x ${DEMO.attempts}, ${DEMO.connections} connections`);
   const admin = createHttpClient(stack.proxyUrl, 2);
   const saleId = await createSale(admin, { stock: DEMO.stock, perUserLimit: DEMO.perUserLimit });
@@ -555,8 +512,8 @@ async function demoCrowd(stack: ComposeStack, redis: ReturnType<typeof createRed
       .join(' '),
   );
   const accepted = acceptedOf(results);
-  await createSaleStore(redis, 'flashsale').sale(saleId).waitForDrain(120_000);
-  const ledger = await ledgerOf(redis, prisma, 'flashsale', saleId, accepted);
+  await store.sale(saleId).waitForDrain(120_000);
+  const ledger = await ledgerOf(store, prisma, saleId, accepted);
   const units = [...accepted.values()].reduce((sum, a) => sum + a.quantity, 0);
   check(
     'the ledger: every 202 an order, no duplicate, units + remaining = stock, sold out',
@@ -577,7 +534,7 @@ async function demoCrowd(stack: ComposeStack, redis: ReturnType<typeof createRed
  */
 async function faultsCrowd(
   stack: ComposeStack,
-  redis: ReturnType<typeof createRedis>,
+  store: SaleStore,
   prisma: PrismaClient,
   gateways: string[],
   workers: string[],
@@ -650,8 +607,8 @@ async function faultsCrowd(
     console.log(`${killed}: ${state} after the SIGKILL (podman did not apply restart: unless-stopped here); started again by the check`);
     await podman(env, ['start', killed]);
   }
-  await createSaleStore(redis, 'flashsale').sale(saleId).waitForDrain(120_000);
-  const ledger = await faultLedgerOf(redis, prisma, 'flashsale', saleId, accepted, uncertain);
+  await store.sale(saleId).waitForDrain(120_000);
+  const ledger = await faultLedgerOf(store, prisma, saleId, accepted, uncertain);
   check(
     'the ledger after the faults: every 202 an order, no duplicate, nothing oversold, units + remaining = stock',
     ledger.lost.length + ledger.duplicated.length + ledger.unexpected.length + ledger.oversold === 0 &&
@@ -688,35 +645,35 @@ function acceptedOf(
 
 // ---------------------------------------------------------------------------------------------------------
 
+/**
+ * What podman lists of `what` (`['ps', '-a']`, `['volume', 'ls']`, ...) carrying every label of `labels`
+ * (`name=value`), a line each, in `format` (the ids by default). With `allowFailure`, a listing that
+ * fails lists nothing.
+ */
+async function podmanList(
+  what: string[],
+  labels: string[],
+  { format, allowFailure = false }: { format?: string; allowFailure?: boolean } = {},
+): Promise<string[]> {
+  const filters = labels.flatMap((label) => ['--filter', `label=${label}`]);
+  const listed = await podman(env, [...what, ...filters, ...(format === undefined ? ['-q'] : ['--format', format])], { allowFailure });
+  return listed.stdout.split('\n').filter(Boolean);
+}
+
+/** The ids podman lists of `what` labelled `label=<this run>` (none when the listing fails). */
+const idsOfRun = (what: string[], label: string) => podmanList(what, [`${label}=${RUN}`], { allowFailure: true });
+
 /** Whatever is left of this run: its containers (the roles', compose's), its compose networks and volumes. */
 async function removeEverything(): Promise<void> {
-  const containers = (
-    await podman(env, ['ps', '-aq', '--filter', `label=org.flashsale.check=${RUN}`], { allowFailure: true })
-  ).stdout.split('\n');
-  const composed = (
-    await podman(env, ['ps', '-aq', '--filter', `label=com.docker.compose.project=${RUN}`], { allowFailure: true })
-  ).stdout.split('\n');
-  const ids = [...containers, ...composed].filter(Boolean);
+  const ids = [...(await idsOfRun(['ps', '-a'], 'org.flashsale.check')), ...(await idsOfRun(['ps', '-a'], COMPOSE_PROJECT))];
   if (ids.length > 0) await podman(env, ['rm', '-f', '-t', '0', ...ids], { allowFailure: true });
-  const volumes = (
-    await podman(env, ['volume', 'ls', '-q', '--filter', `label=com.docker.compose.project=${RUN}`], { allowFailure: true })
-  ).stdout
-    .split('\n')
-    .filter(Boolean);
-  if (volumes.length > 0) await podman(env, ['volume', 'rm', '-f', ...volumes], { allowFailure: true });
-  const networks = (
-    await podman(env, ['network', 'ls', '-q', '--filter', `label=com.docker.compose.project=${RUN}`], { allowFailure: true })
-  ).stdout
-    .split('\n')
-    .filter(Boolean);
-  if (networks.length > 0) await podman(env, ['network', 'rm', '-f', ...networks], { allowFailure: true });
-  const left = (
-    await podman(env, ['ps', '-aq', '--filter', `label=com.docker.compose.project=${RUN}`], { allowFailure: true })
-  ).stdout.trim();
+  for (const kind of ['volume', 'network']) {
+    const left = await idsOfRun([kind, 'ls'], COMPOSE_PROJECT);
+    if (left.length > 0) await podman(env, [kind, 'rm', '-f', ...left], { allowFailure: true });
+  }
   check(
     'nothing of this run left in podman',
-    left === '' &&
-      (await podman(env, ['ps', '-aq', '--filter', `label=org.flashsale.check=${RUN}`], { allowFailure: true })).stdout.trim() === '',
+    (await idsOfRun(['ps', '-a'], COMPOSE_PROJECT)).length === 0 && (await idsOfRun(['ps', '-a'], 'org.flashsale.check')).length === 0,
   );
 }
 

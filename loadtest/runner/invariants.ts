@@ -1,4 +1,4 @@
-import { type ScriptedRedis, createSaleStore } from '@flashsale/redis-store';
+import type { SaleStore } from '@flashsale/redis-store';
 import type { PrismaClient } from '@flashsale/order-store';
 import { ledgerOf } from '@flashsale/harness';
 
@@ -25,20 +25,19 @@ export interface SaleInvariants {
  * in Redis, where the reserve script records every reservation it accepted.
  */
 export async function checkSaleInvariants(
-  redis: ScriptedRedis,
+  store: SaleStore,
   prisma: PrismaClient,
-  prefix: string,
   saleId: number,
   accepted?: Map<string, { userId: string; quantity: number }>,
 ): Promise<SaleInvariants> {
-  const inRedis = createSaleStore(redis, prefix).sale(saleId);
+  const inRedis = store.sale(saleId);
   await inRedis.waitForDrain(120_000);
   let reservations = accepted;
   if (!reservations) {
     reservations = new Map();
     for (const { userId, reservationId, quantity } of await inRedis.allBuyers()) reservations.set(reservationId, { userId, quantity });
   }
-  const ledger = await ledgerOf(redis, prisma, prefix, saleId, reservations);
+  const ledger = await ledgerOf(store, prisma, saleId, reservations);
   return {
     saleId,
     lost: ledger.lost.length,

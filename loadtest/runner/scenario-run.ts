@@ -1,5 +1,5 @@
 import { signBuyerTokens, percentile } from '@flashsale/harness';
-import type { ScriptedRedis } from '@flashsale/redis-store';
+import type { SaleStore } from '@flashsale/redis-store';
 import type { PrismaClient } from '@flashsale/order-store';
 import type { Outcome, Shape } from '../k6/lib/shapes.js';
 import { playArrivals, type LoadProgress } from './arrival-load.ts';
@@ -9,10 +9,9 @@ export interface ScenarioTarget {
   baseUrl: string;
   adminToken: string;
   authSecret: string;
-  /** The system's Redis and MySQL, for the invariant check. */
-  redis: ScriptedRedis;
+  /** The system's Redis (bound to its prefix) and MySQL, for the invariant check. */
+  store: SaleStore;
   prisma: PrismaClient;
-  prefix: string;
 }
 
 export interface ScenarioReport {
@@ -75,7 +74,7 @@ export async function runScenario(
   const invariants: SaleInvariants[] = [];
   for (const saleId of saleIds) {
     const accepted = new Map([...load.accepted].filter(([reservationId]) => reservationId.startsWith(`${saleId}-`)));
-    invariants.push(await checkSaleInvariants(target.redis, target.prisma, target.prefix, saleId, accepted));
+    invariants.push(await checkSaleInvariants(target.store, target.prisma, saleId, accepted));
   }
   const latencyMs = {
     p50: percentile(load.latencies, 50),

@@ -19,17 +19,9 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createConnection, type Connection } from 'mariadb';
 import { exitWithUsage, loadConfig, parseCommandLine, UsageError } from '@flashsale/config';
-import { createRedis, redisNow, saleKeys, createSaleStore } from '@flashsale/redis-store';
+import { createRedis, redisNow, createSaleStore } from '@flashsale/redis-store';
 import { migrate, poolConfigFromUrl } from '@flashsale/order-store';
-import {
-  createHttpClient,
-  deleteKeysWithPrefix,
-  gitRevision,
-  spawnGateway,
-  spawnReconciler,
-  spawnWorker,
-  type AppProcess,
-} from '@flashsale/harness';
+import { createHttpClient, gitRevision, spawnGateway, spawnReconciler, spawnWorker, type AppProcess } from '@flashsale/harness';
 import { ensureServicesOrExit } from '../../infra/ensure-services.ts';
 import { SOAK_COMMAND, soakOptionsOf, stockFor, type SoakOptions } from './options.ts';
 import { preparePacedLoad, prepareWrkLoad, type PreparedLoad, type RunningLoad } from './load.ts';
@@ -56,7 +48,6 @@ const log = (text: string) => console.log(`[soak] ${text}`);
 const DRAIN_TIMEOUT_MS = 600_000;
 const config = loadConfig();
 const runId = randomBytes(3).toString('hex');
-const prefix = `soak-${runId}`;
 const databaseUrl = new URL(config.DATABASE_URL);
 databaseUrl.pathname = `${databaseUrl.pathname}_soak_${runId}`;
 const { database, ...server } = poolConfigFromUrl(databaseUrl.toString());
@@ -69,7 +60,7 @@ const stamp = startedAt
 await ensureServicesOrExit();
 await migrate(databaseUrl.toString());
 const redis = createRedis(config.REDIS_URL);
-const store = createSaleStore(redis, prefix);
+const store = createSaleStore(redis, `soak-${runId}`);
 let db: Connection | undefined;
 const apps: { name: string; process: AppProcess }[] = [];
 let prepared: PreparedLoad | undefined;
@@ -83,7 +74,7 @@ function cleanup(): Promise<void> {
     else prepared?.cancel();
     await Promise.all(apps.map((app) => app.process.kill('SIGTERM')));
     if (!options.keep) {
-      await deleteKeysWithPrefix(redis, prefix);
+      await store.deleteAllKeys();
       const admin = await createConnection(server);
       await admin.query(`DROP DATABASE IF EXISTS \`${database}\``);
       await admin.end();
@@ -105,7 +96,7 @@ try {
   // statement) on a busy box: two 10-minute runs lost their report on it. Both bound only the gateway's
   // reads and admin calls; a purchase's one Redis call has its own timeout.
   const env = {
-    REDIS_PREFIX: prefix,
+    REDIS_PREFIX: store.prefix,
     DATABASE_URL: databaseUrl.toString(),
     REDIS_URL: config.REDIS_URL,
     AUTH_SECRET: config.AUTH_SECRET,
@@ -126,7 +117,7 @@ try {
   ]);
   const metricsPort = gateway.logs.find((line) => line.msg === 'gateway listening')?.metricsPort;
   if (typeof metricsPort !== 'number') throw new Error('the gateway did not say its metrics port');
-  log(`gateway ${gateway.url} (metrics :${metricsPort}), 2 workers, reconciler; Redis prefix ${prefix}, database ${database}`);
+  log(`gateway ${gateway.url} (metrics :${metricsPort}), 2 workers, reconciler; Redis prefix ${store.prefix}, database ${database}`);
 
   const stock = stockFor(options.seconds);
   const admin = createHttpClient(gateway.url, 2);
@@ -159,7 +150,7 @@ try {
   );
   processes['load generator'] = { pids: () => load?.pids() ?? [], descendants: false };
   if (mariadb) processes.mariadb = { pids: () => [mariadb], descendants: false };
-  const target = { redis, db, prefix, saleId, gatewayMetricsUrl: `http://127.0.0.1:${metricsPort}/metrics`, processes };
+  const target = { redis, db, sale: store.sale(saleId), gatewayMetricsUrl: `http://127.0.0.1:${metricsPort}/metrics`, processes };
 
   const samples: Sample[] = [];
   const failures: string[] = [];
@@ -238,7 +229,7 @@ try {
     await sleep(2000);
   admin.close();
   if (statsAnswer.status !== 200) throw new Error(`the stats endpoint answered ${statsAnswer.status}: ${JSON.stringify(statsAnswer.body)}`);
-  const buyersInRedis = await redis.hlen(saleKeys(prefix, saleId).buyers);
+  const buyersInRedis = await redis.hlen(target.sale.keys.buyers);
   const ledger = judgeLedger({
     stats: statsAnswer.body as unknown as SaleStats,
     buyersInRedis,
@@ -260,7 +251,7 @@ try {
     sampleSeconds: options.sampleSeconds,
     stock,
     saleId,
-    redisPrefix: prefix,
+    redisPrefix: store.prefix,
     database,
     processes: '1 gateway (GATEWAY_WORKERS 1), 2 workers, 1 reconciler; default configuration, RATE_LIMIT_PER_ADDRESS_PER_SECOND=0',
     commit: gitRevision().commit,

@@ -5,7 +5,7 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import type { Connection } from 'mariadb';
-import { saleKeys, type ScriptedRedis, createSaleStore } from '@flashsale/redis-store';
+import type { SaleRedis, ScriptedRedis } from '@flashsale/redis-store';
 import { parseGatewayMetrics } from './analysis.ts';
 import type { ProcessReading, Sample } from './sample.ts';
 
@@ -68,8 +68,8 @@ export interface SamplerTarget {
   redis: ScriptedRedis;
   /** A connection to the run's database, for the sale's sold_units and MariaDB's CPU. */
   db: Connection;
-  prefix: string;
-  saleId: number;
+  /** The sale's records, bound to the run's prefix. */
+  sale: SaleRedis;
   gatewayMetricsUrl: string;
   processes: Record<string, ProcessSource>;
 }
@@ -90,7 +90,7 @@ export async function takeSample(target: SamplerTarget, t: number, failures: str
     const reading = readProcesses(source.descendants ? pids.flatMap(processTree) : pids);
     if (reading) sample.processes[name] = reading;
   }
-  const keys = saleKeys(target.prefix, target.saleId);
+  const { keys } = target.sale;
   const attempt = async (what: string, read: () => Promise<void>) => {
     try {
       await read();
@@ -106,7 +106,7 @@ export async function takeSample(target: SamplerTarget, t: number, failures: str
         target.redis.memory('USAGE', keys.buyers),
         target.redis.memory('USAGE', keys.stream),
         target.redis.xlen(keys.stream),
-        createSaleStore(target.redis, target.prefix).sale(target.saleId).backlog(),
+        target.sale.backlog(),
       ]);
       sample.redis = {
         usedMiB: (infoField(memory, 'used_memory') ?? 0) / MiB,
@@ -127,7 +127,7 @@ export async function takeSample(target: SamplerTarget, t: number, failures: str
     }),
     attempt('MySQL', async () => {
       const [row] = await target.db.query<{ sold: number | bigint }[]>('SELECT sold_units AS sold FROM sales WHERE id = ?', [
-        target.saleId,
+        target.sale.saleId,
       ]);
       sample.unitsWritten = Number(row?.sold ?? 0);
     }),

@@ -5,7 +5,6 @@ import { startClusterSystem, type ClusterSystem } from '../support/system.ts';
 import { saleStats, salesOnEveryMaster } from '../support/cluster-sales.ts';
 import { until } from '../support/until.ts';
 import { convergedOnPrimary } from '../support/converged.ts';
-import { createSaleStore } from '@flashsale/redis-store';
 
 // Faults on a real Redis Cluster, with real processes told only REDIS_CLUSTER_NODES. Every test ends with
 // the ledger of every sale.
@@ -52,7 +51,6 @@ describe('a Redis Cluster under faults', () => {
   it('a worker SIGKILLed mid-burst: the other takes over its entries on every master, and every 202 becomes one order', async () => {
     system = await startClusterSystem({ gateways: 2, workers: 2 });
     const { ctx } = system;
-    const prefix = ctx.config.REDIS_PREFIX;
     const sales = await salesOnEveryMaster(system, 2, 100);
     let answers = 0;
     let killed: Promise<unknown> | undefined;
@@ -68,8 +66,8 @@ describe('a Redis Cluster under faults', () => {
         unknown: 0,
         failed: 0,
       });
-      await createSaleStore(ctx.redis, prefix).sale(sale.id).waitForDrain(60_000);
-      const ledger = await ledgerOf(ctx.redis, ctx.prisma, prefix, sale.id, burst.accepted);
+      await ctx.store.sale(sale.id).waitForDrain(60_000);
+      const ledger = await ledgerOf(ctx.store, ctx.prisma, sale.id, burst.accepted);
       expect({ sale: sale.id, ...ledger }).toEqual({
         sale: sale.id,
         lost: [],
@@ -88,7 +86,6 @@ describe('a Redis Cluster under faults', () => {
     system = await startClusterSystem({ gateways: 2, workers: 0 });
     const s = system;
     const { ctx } = s;
-    const prefix = ctx.config.REDIS_PREFIX;
     const sales = await salesOnEveryMaster(s, 2, 100);
     const first = await burstAll(s, sales, 'early', 60);
     for (const sale of sales) expect(first.get(sale.id)!.accepted.size).toBe(60);
@@ -116,14 +113,14 @@ describe('a Redis Cluster under faults', () => {
       // The rebuilt state is in Redis, paused, before the reconciliation resumes it: the burst below waits.
       await convergedOnPrimary(s, sale.id);
     }
-    for (const sale of others) await createSaleStore(ctx.redis, prefix).sale(sale.id).waitForDrain(60_000);
+    for (const sale of others) await ctx.store.sale(sale.id).waitForDrain(60_000);
 
     // Selling goes on: new buyers take what is left, on every master.
     const second = await burstAll(s, sales, 'late', 100);
     for (const sale of sales) {
-      await createSaleStore(ctx.redis, prefix).sale(sale.id).waitForDrain(60_000);
+      await ctx.store.sale(sale.id).waitForDrain(60_000);
       const both = mergeBursts(first.get(sale.id)!, second.get(sale.id)!);
-      const ledger = await faultLedgerOf(ctx.redis, ctx.prisma, prefix, sale.id, both.accepted, new Set());
+      const ledger = await faultLedgerOf(ctx.store, ctx.prisma, sale.id, both.accepted, new Set());
       const lostFirst = [...first.get(sale.id)!.accepted.keys()].filter((id) => ledger.lost.includes(id));
       if (sale.master === flushed) {
         // Every early 202 of the flushed master went with its data; the late buyers bought all 100 units.
@@ -168,12 +165,11 @@ describe('a Redis Cluster under faults', () => {
     system = await startClusterSystem({ gateways: 2, workers: 2, replicasPerMaster: 1 });
     const s = system;
     const { ctx, cluster } = s;
-    const prefix = ctx.config.REDIS_PREFIX;
     const sales = await salesOnEveryMaster(s, 1, 200);
     const failing = (await cluster.masters()).find((m) => m.port === sales[0]!.master)!;
     const [replica] = await cluster.replicasOf(failing);
     const first = await burstAll(s, sales, 'early', 60);
-    for (const sale of sales) await createSaleStore(ctx.redis, prefix).sale(sale.id).waitForDrain(60_000);
+    for (const sale of sales) await ctx.store.sale(sale.id).waitForDrain(60_000);
     await checkpointed(s, sales, 60);
     // What the replica will come back with: its state now (an RDB it loads when it starts again).
     const snapshot = new Redis(replica!.url);
@@ -217,9 +213,9 @@ describe('a Redis Cluster under faults', () => {
     }
     const late = await burstAll(s, sales, 'late', 200);
     for (const sale of sales) {
-      await createSaleStore(ctx.redis, prefix).sale(sale.id).waitForDrain(60_000);
+      await ctx.store.sale(sale.id).waitForDrain(60_000);
       const all = mergeBursts(first.get(sale.id)!, missed.get(sale.id)!, late.get(sale.id)!);
-      const ledger = await faultLedgerOf(ctx.redis, ctx.prisma, prefix, sale.id, all.accepted, new Set([...all.unknown, ...all.failed]));
+      const ledger = await faultLedgerOf(ctx.store, ctx.prisma, sale.id, all.accepted, new Set([...all.unknown, ...all.failed]));
       const failedOver = sale.master === failing.port;
       expect({
         sale: sale.id,

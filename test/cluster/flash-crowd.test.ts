@@ -3,7 +3,6 @@ import { createHttpClient, ledgerOf, purchaseBurst, type BurstOutcome } from '@f
 import { until } from '../support/until.ts';
 import { salesOnEveryMaster, type SaleStats } from '../support/cluster-sales.ts';
 import { startClusterSystem, type ClusterSystem } from '../support/system.ts';
-import { createSaleStore } from '@flashsale/redis-store';
 
 // The whole system on a real 3-master Redis Cluster, the processes told only REDIS_CLUSTER_NODES (their
 // REDIS_URL points at a closed port): two gateways, two workers, two reconcilers, sales on every master.
@@ -21,7 +20,6 @@ afterAll(async () => {
 describe('a flash crowd on a Redis Cluster', () => {
   it('sells every sale exactly its stock, on every master at once, and every 202 becomes one order', async () => {
     const { ctx, gateways } = system;
-    const prefix = ctx.config.REDIS_PREFIX;
     const sales = await salesOnEveryMaster(system, 2, 60);
     const bursts = new Map<number, BurstOutcome>();
     await Promise.all(
@@ -47,8 +45,8 @@ describe('a flash crowd on a Redis Cluster', () => {
         unknown: 0,
         failed: 0,
       });
-      await createSaleStore(ctx.redis, prefix).sale(sale.id).waitForDrain(60_000);
-      const ledger = await ledgerOf(ctx.redis, ctx.prisma, prefix, sale.id, burst.accepted);
+      await ctx.store.sale(sale.id).waitForDrain(60_000);
+      const ledger = await ledgerOf(ctx.store, ctx.prisma, sale.id, burst.accepted);
       expect({ sale: sale.id, ...ledger }).toEqual({
         sale: sale.id,
         lost: [],

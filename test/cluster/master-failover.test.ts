@@ -6,7 +6,6 @@ import { saleStats, salesOnEveryMaster } from '../support/cluster-sales.ts';
 import { steadyLoad, watchPauses } from '../support/steady-load.ts';
 import { until } from '../support/until.ts';
 import { convergedOnPrimary } from '../support/converged.ts';
-import { createSaleStore } from '@flashsale/redis-store';
 
 // Issue 21's probe on a Redis Cluster: 3 masters and a replica each (cluster-node-timeout 1 s), 2
 // gateways, 2 workers and a reconciler told only REDIS_CLUSTER_NODES, buyers coming steadily to a sale
@@ -69,7 +68,7 @@ async function sellingCluster() {
   const prefix = s.ctx.config.REDIS_PREFIX;
   const sales = await salesOnEveryMaster(s, 1, STOCK);
   const ids = sales.map((sale) => sale.id);
-  const pauses = watchPauses(s.ctx.redis, prefix, ids);
+  const pauses = watchPauses(s.ctx.store, ids);
   const urls = s.gateways.map((g) => g.url);
   const before = steadyLoad(urls, ids, 'before');
   await until(
@@ -135,7 +134,7 @@ async function expectRecovered({ s, prefix, ids, pauses, urls }: Selling, firstL
   const secondLoad = await after.stop();
 
   // Quiet: the audit judges a drift once nothing is in flight, and the reconciliation it asks for ends.
-  for (const id of ids) await createSaleStore(s.ctx.redis, prefix).sale(id).waitForDrain(60_000);
+  for (const id of ids) await s.ctx.store.sale(id).waitForDrain(60_000);
   for (const id of ids) {
     await until(
       () => saleStats(s, id),
@@ -176,8 +175,8 @@ async function expectRecovered({ s, prefix, ids, pauses, urls }: Selling, firstL
       );
     }
 
-    await createSaleStore(s.ctx.redis, prefix).sale(id).waitForDrain(60_000);
-    const ledger = await faultLedgerOf(s.ctx.redis, s.ctx.prisma, prefix, id, all.accepted, new Set(uncertain));
+    await s.ctx.store.sale(id).waitForDrain(60_000);
+    const ledger = await faultLedgerOf(s.ctx.store, s.ctx.prisma, id, all.accepted, new Set(uncertain));
     const admin = createHttpClient(urls[0]!, 1);
     const losses = await admin.send('GET', `/api/admin/sales/${id}/losses?limit=1000`, {
       headers: { authorization: `Bearer ${s.ctx.config.ADMIN_TOKEN}` },

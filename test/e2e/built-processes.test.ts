@@ -19,7 +19,6 @@ import {
 import { poolConfigFromUrl } from '@flashsale/order-store';
 import { migrationNames } from '@flashsale/order-store/testing';
 import { createTestContext, type TestContext } from '../support/context.ts';
-import { createSaleStore } from '@flashsale/redis-store';
 
 // The deployable build, started as the image starts it: `npm run build`, then `node scripts/start.mjs
 // <role>` (the Dockerfile's ENTRYPOINT and CMD) for migrate, gateway, worker, reconciler and the runbook's
@@ -120,8 +119,8 @@ describe('the built processes', () => {
       if (answer.status === 202) accepted.set(answer.body.reservationId as string, { userId, quantity: 1 });
     expect([...answers.values()].filter((a) => a.status !== 202).map((a) => a.body.code)).toEqual(Array(10).fill('SOLD_OUT'));
 
-    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(saleId).waitForDrain();
-    const ledger = await ledgerOf(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, saleId, accepted);
+    await ctx.store.sale(saleId).waitForDrain();
+    const ledger = await ledgerOf(ctx.store, ctx.prisma, saleId, accepted);
     expect(ledger).toEqual({ lost: [], duplicated: [], unexpected: [], unitsInDb: 30, remaining: 0, stock: 30 });
     const [reservationId, { userId }] = [...accepted][0]!;
     const lookup = await http.send('GET', `/api/reservations/${reservationId}`, {

@@ -8,7 +8,7 @@ import {
   spawnWorker,
   type AppProcess,
 } from '@flashsale/harness';
-import { redisNow, saleKeys, createSaleStore } from '@flashsale/redis-store';
+import { redisNow, saleKeys } from '@flashsale/redis-store';
 import { createTestContext, type TestContext } from '../support/context.ts';
 import { CHI_SQUARE_9DF, chiSquareUniform, spearmanRho } from '../support/statistics.ts';
 import { until } from '../support/until.ts';
@@ -170,8 +170,8 @@ describe('the door is fair', () => {
     const refused = await http.send('POST', `/api/sales/${saleId}/purchase`, { headers: auth(inOrder[STOCK]!) });
     expect([403, 410]).toContain(refused.status);
 
-    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(saleId).waitForDrain(30_000);
-    const ledger = await ledgerOf(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, saleId, accepted);
+    await ctx.store.sale(saleId).waitForDrain(30_000);
+    const ledger = await ledgerOf(ctx.store, ctx.prisma, saleId, accepted);
     expect(ledger).toMatchObject({ lost: [], duplicated: [], unexpected: [], unitsInDb: STOCK, remaining: 0, stock: STOCK });
     const buyers = (await ctx.prisma.order.findMany({ where: { saleId }, select: { userId: true } })).map((o) => o.userId).sort();
     expect(buyers).toEqual(inOrder.slice(0, STOCK).sort());

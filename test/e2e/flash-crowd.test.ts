@@ -9,7 +9,6 @@ import {
   type AppProcess,
   signBuyerTokens,
 } from '@flashsale/harness';
-import { createSaleStore } from '@flashsale/redis-store';
 
 // The whole pipeline with real processes: one gateway, two workers, the real Redis and MariaDB.
 // 1,000 buyers each send 4 purchase requests at once (quantity 1 or 2, per-user limit 2) for 500 units.
@@ -93,8 +92,8 @@ describe('flash crowd, end to end', () => {
     expect(refusals.ALREADY_PURCHASED).toBeGreaterThan(0);
     expect(refusals.SOLD_OUT).toBeGreaterThan(0);
 
-    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(saleId).waitForDrain(60_000);
-    const ledger = await ledgerOf(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, saleId, accepted);
+    await ctx.store.sale(saleId).waitForDrain(60_000);
+    const ledger = await ledgerOf(ctx.store, ctx.prisma, saleId, accepted);
     expect({ lost: ledger.lost, duplicated: ledger.duplicated, unexpected: ledger.unexpected }).toEqual({
       lost: [],
       duplicated: [],

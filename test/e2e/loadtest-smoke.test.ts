@@ -10,7 +10,6 @@ import { runScenario, type ScenarioReport, type ScenarioTarget } from '../../loa
 import { checkSaleInvariants, invariantsHold } from '../../loadtest/runner/invariants.ts';
 import { createTestContext, type TestContext } from '../support/context.ts';
 import { runProcess } from '../support/run-process.ts';
-import { createSaleStore } from '@flashsale/redis-store';
 
 /**
  * A short run of every load scenario through the Node runner (what `npm run loadtest` plays where k6 is
@@ -34,9 +33,8 @@ beforeAll(async () => {
     baseUrl: gateway.url,
     adminToken: ctx.config.ADMIN_TOKEN,
     authSecret: ctx.config.AUTH_SECRET,
-    redis: ctx.redis,
+    store: ctx.store,
     prisma: ctx.prisma,
-    prefix: ctx.config.REDIS_PREFIX,
   };
 });
 afterAll(async () => {
@@ -123,9 +121,9 @@ describe.skipIf(!k6OnPath && process.env.CI !== 'true')('load scenarios, smoke r
     });
     expect(k6.status, k6.stdout + k6.stderr).toBe(0);
     const report = JSON.parse(readFileSync(summaryPath, 'utf8')) as ScenarioReport;
-    for (const saleId of report.saleIds) await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(saleId).waitForDrain();
+    for (const saleId of report.saleIds) await ctx.store.sale(saleId).waitForDrain();
     const invariants = [];
-    for (const saleId of report.saleIds) invariants.push(await checkSaleInvariants(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, saleId));
+    for (const saleId of report.saleIds) invariants.push(await checkSaleInvariants(ctx.store, ctx.prisma, saleId));
     return { report, invariants };
   }
 

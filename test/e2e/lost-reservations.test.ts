@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { newReservationId, signPaymentEvent } from '@flashsale/domain';
 import { buyerToken } from '@flashsale/harness';
-import { saleKeys, createSaleStore } from '@flashsale/redis-store';
+import { saleKeys } from '@flashsale/redis-store';
 import { createLiveSale, type TestContext } from '../support/context.ts';
 import { gatewayPerFile, type TestGateway } from '../support/gateway.ts';
 import { bearer, expectProblem } from '../support/http.ts';
@@ -147,7 +147,7 @@ describe('a reservation no store holds any more', () => {
     // Redis loses a reservation no worker wrote, after the checkpoint saw it: counted, not named.
     const sale = await createLiveSale(ctx, { stock: 5 });
     const unnamed = await reserve(sale.id, `x-${randomUUID()}`);
-    const snap = await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).snapshot();
+    const snap = await ctx.store.sale(sale.id).snapshot();
     await ctx.prisma.sale.update({
       where: { id: sale.id },
       data: {

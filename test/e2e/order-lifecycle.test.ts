@@ -12,7 +12,6 @@ import {
 } from '@flashsale/harness';
 import { startSystem, type System } from '../support/system.ts';
 import { until } from '../support/until.ts';
-import { createSaleStore } from '@flashsale/redis-store';
 
 let system: System | undefined;
 afterEach(async () => {
@@ -72,7 +71,7 @@ describe('orders that get paid, cancelled or expire, with real processes', () =>
     // 40 buyers take the 40 units.
     const first = await purchaseBurst(system.gateways[0]!.url, saleId, buyers('a', 40));
     expect(first.accepted.size).toBe(40);
-    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(saleId).waitForDrain(60_000);
+    await ctx.store.sale(saleId).waitForDrain(60_000);
     const a = [...first.accepted].map(([reservationId, { userId }]) => ({ reservationId, userId }));
 
     // Ten pay at once, ten cancel: their units are back on sale before the cancel answers.
@@ -84,7 +83,7 @@ describe('orders that get paid, cancelled or expire, with real processes', () =>
     // The cancelled units sell again, to new buyers and to two who cancelled; all of them pay.
     const second = await purchaseBurst(system.gateways[0]!.url, saleId, [a[10]!.userId, a[11]!.userId, ...buyers('b', 13)]);
     expect({ accepted: second.accepted.size, soldOut: second.refused.SOLD_OUT }).toEqual({ accepted: 10, soldOut: 5 });
-    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(saleId).waitForDrain(60_000);
+    await ctx.store.sale(saleId).waitForDrain(60_000);
     for (const reservationId of second.accepted.keys()) expect((await api.pay(reservationId)).body).toEqual({ status: 'paid' });
 
     // The last twenty do not pay in time; ten payments arrive right at their payBy, racing the expiry.
@@ -120,7 +119,7 @@ describe('orders that get paid, cancelled or expire, with real processes', () =>
     // The expired units sell again, and are paid: the sale has sold exactly its stock.
     const third = await purchaseBurst(system.gateways[0]!.url, saleId, buyers('c', expired + 5));
     expect(third.accepted.size).toBe(expired);
-    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(saleId).waitForDrain(60_000);
+    await ctx.store.sale(saleId).waitForDrain(60_000);
     for (const reservationId of third.accepted.keys()) expect((await api.pay(reservationId)).body).toEqual({ status: 'paid' });
 
     const final = await until(
@@ -141,7 +140,7 @@ describe('orders that get paid, cancelled or expire, with real processes', () =>
       unitsReturned: 10 + expired,
       unitsAwaitingReturn: 0,
     });
-    const ledger = await ledgerOf(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, saleId, mergeBursts(first, second, third).accepted);
+    const ledger = await ledgerOf(ctx.store, ctx.prisma, saleId, mergeBursts(first, second, third).accepted);
     expect({
       lost: ledger.lost,
       duplicated: ledger.duplicated,

@@ -2,7 +2,6 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { REBUY_RULE_DEFAULTS } from '@flashsale/domain';
 import { buyerToken, createHttpClient, ordersOf } from '@flashsale/harness';
-import { createSaleStore } from '@flashsale/redis-store';
 import { startSystem, type System } from '../support/system.ts';
 import { until } from '../support/until.ts';
 
@@ -91,7 +90,7 @@ describe('a bot loop of cancel and rebuy against an honest buyer, with real proc
         const rows = await ordersOf(ctx.prisma, saleId);
         const live = rows.filter((o) => o.status === 'created' || o.status === 'paid').reduce((sum, o) => sum + o.quantity, 0);
         const pending = await ctx.prisma.stockReturn.count({ where: { saleId, state: 'pending' } });
-        const remaining = (await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(saleId).state())!.remaining;
+        const remaining = (await ctx.store.sale(saleId).state())!.remaining;
         return { live, remaining, pending };
       },
       (l) => l.pending === 0 && l.live + l.remaining === STOCK,

@@ -3,7 +3,6 @@ import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { newReservationId } from '@flashsale/domain';
-import { createSaleStore } from '@flashsale/redis-store';
 import { createLiveSale, createTestContext, type TestContext } from '../support/context.ts';
 import {
   startFaultProxy,
@@ -38,7 +37,7 @@ async function acceptedReservations(saleId: number, count: number) {
   const accepted = new Map<string, { userId: string; quantity: number }>();
   for (let i = 0; i < count; i++) {
     const reservationId = newReservationId(saleId);
-    const outcome = await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).reserve({
+    const outcome = await ctx.store.reserve({
       saleId,
       userId: `buyer-${i}`,
       quantity: 1,
@@ -96,13 +95,13 @@ describe('a worker killed mid-batch', () => {
     expect(await doomed.exited).toBe('SIGKILL');
     // The crash point: the batch is committed in MySQL, and still pending in Redis.
     expect((await ordersOf(ctx.prisma, sale.id)).length).toBe(40);
-    expect(await pendingCount(ctx.redis, ctx.config.REDIS_PREFIX, sale.id)).toBe(40);
+    expect(await pendingCount(ctx.store, sale.id)).toBe(40);
 
     const survivor = await spawnWorker(workerEnv());
     processes.push(survivor);
-    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).waitForDrain();
+    await ctx.store.sale(sale.id).waitForDrain();
 
-    const ledger = await ledgerOf(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, sale.id, accepted);
+    const ledger = await ledgerOf(ctx.store, ctx.prisma, sale.id, accepted);
     expect(ledger).toEqual({ lost: [], duplicated: [], unexpected: [], unitsInDb: 40, remaining: 60, stock: 100 });
     expect((await ctx.prisma.sale.findUniqueOrThrow({ where: { id: sale.id } })).soldUnits).toBe(40);
     await survivor.waitForLog({
@@ -131,13 +130,13 @@ describe('a worker killed mid-batch', () => {
     expect(await doomed.exited).toBe('SIGKILL');
     // The crash point: the transaction never committed; the entries are pending on the dead consumer.
     expect((await ordersOf(ctx.prisma, sale.id)).length).toBe(0);
-    expect(await pendingCount(ctx.redis, ctx.config.REDIS_PREFIX, sale.id)).toBe(40);
+    expect(await pendingCount(ctx.store, sale.id)).toBe(40);
 
     const survivor = await spawnWorker(workerEnv());
     processes.push(survivor);
-    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).waitForDrain();
+    await ctx.store.sale(sale.id).waitForDrain();
 
-    const ledger = await ledgerOf(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, sale.id, accepted);
+    const ledger = await ledgerOf(ctx.store, ctx.prisma, sale.id, accepted);
     expect(ledger).toEqual({ lost: [], duplicated: [], unexpected: [], unitsInDb: 40, remaining: 60, stock: 100 });
     await survivor.waitForLog({
       matches: (l) => l.msg === 'took over entries left pending by another consumer' && l.entries === 40,
@@ -150,11 +149,11 @@ describe('a worker killed mid-batch', () => {
     const accepted = await acceptedReservations(sale.id, 30);
     const worker = await spawnWorker(workerEnv());
     processes.push(worker);
-    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).waitForDrain();
+    await ctx.store.sale(sale.id).waitForDrain();
     expect(await worker.kill('SIGTERM')).toBe(0);
     const totals = await worker.waitForLog('worker totals');
     expect(totals).toMatchObject({ written: 30, replayed: 0, deadLettered: 0 });
-    const ledger = await ledgerOf(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, sale.id, accepted);
+    const ledger = await ledgerOf(ctx.store, ctx.prisma, sale.id, accepted);
     expect(ledger.lost).toEqual([]);
   });
 });
@@ -174,13 +173,13 @@ describe('MySQL unreachable', () => {
     });
     expect((await ordersOf(ctx.prisma, sale.id)).length).toBe(0);
     // Nothing acknowledged: every entry is either held by the worker retrying it, or not yet read.
-    const backlog = await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).backlog();
+    const backlog = await ctx.store.sale(sale.id).backlog();
     expect(backlog.pending + backlog.lag).toBe(25);
     expect(backlog.pending).toBeGreaterThan(0);
 
     proxy!.restore();
-    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).waitForDrain();
-    const ledger = await ledgerOf(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, sale.id, accepted);
+    await ctx.store.sale(sale.id).waitForDrain();
+    const ledger = await ledgerOf(ctx.store, ctx.prisma, sale.id, accepted);
     expect(ledger).toEqual({ lost: [], duplicated: [], unexpected: [], unitsInDb: 25, remaining: 75, stock: 100 });
     expect(worker.logs.filter((l) => l.msg === 'entry moved to the dead-letter stream')).toEqual([]);
     // What an operator sees on the worker's /metrics: the failed attempts, then every order written.
@@ -215,8 +214,8 @@ describe('a batch held through a long MySQL outage', () => {
     expect(pending.every(([, , , deliveries]) => deliveries === 1)).toBe(true);
 
     proxy!.restore();
-    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).waitForDrain();
-    const ledger = await ledgerOf(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, sale.id, accepted);
+    await ctx.store.sale(sale.id).waitForDrain();
+    const ledger = await ledgerOf(ctx.store, ctx.prisma, sale.id, accepted);
     expect(ledger).toEqual({ lost: [], duplicated: [], unexpected: [], unitsInDb: 20, remaining: 80, stock: 100 });
     expect(
       [...holder.logs, ...other.logs].filter(
@@ -236,12 +235,12 @@ describe('a worker whose metrics port is taken', () => {
       const worker = await spawnWorker(workerEnv({ WORKER_PORT: String(taken) }));
       processes.push(worker);
       const accepted = await acceptedReservations(sale.id, 5);
-      await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).waitForDrain();
+      await ctx.store.sale(sale.id).waitForDrain();
 
       expect(
         worker.logs.find((l) => l.msg === 'metrics port unavailable: this worker serves no /metrics (give it its own WORKER_PORT)'),
       ).toMatchObject({ port: taken });
-      expect(await ledgerOf(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, sale.id, accepted)).toEqual({
+      expect(await ledgerOf(ctx.store, ctx.prisma, sale.id, accepted)).toEqual({
         lost: [],
         duplicated: [],
         unexpected: [],

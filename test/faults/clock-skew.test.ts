@@ -2,7 +2,6 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { faultLedgerOf, purchaseBurst, skewedClockEnv } from '@flashsale/harness';
 import { startSystem, type System } from '../support/system.ts';
 import { until } from '../support/until.ts';
-import { createSaleStore } from '@flashsale/redis-store';
 
 // Processes whose wall clocks are set wrong (libfaketime), against a MySQL and a Redis whose clocks are
 // right. Every comparison of times made by different processes must use MySQL's or Redis's clock; a
@@ -53,8 +52,8 @@ describe('clocks of the processes set wrong', () => {
       60_000,
     );
     system.dbProxy!.restore();
-    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(saleId).waitForDrain(60_000);
-    const ledger = await faultLedgerOf(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, saleId, burst.accepted, new Set());
+    await ctx.store.sale(saleId).waitForDrain(60_000);
+    const ledger = await faultLedgerOf(ctx.store, ctx.prisma, saleId, burst.accepted, new Set());
     expect(ledger.lost.length).toBe(400);
     expect(await ctx.prisma.sale.findUniqueOrThrow({ where: { id: saleId } })).toMatchObject({
       lostReservations: 400,
@@ -74,7 +73,7 @@ describe('clocks of the processes set wrong', () => {
     const saleId = await system.createSale({ stock: 500, endsInMs: 30 * 60_000 });
     const audited = await purchaseBurst(system.gateways[0]!.url, saleId, buyers('audited', 10));
     expect(audited.accepted.size).toBe(10);
-    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(saleId).waitForDrain();
+    await ctx.store.sale(saleId).waitForDrain();
     // The audit runs for it: its report lands in Redis with a balanced ledger.
     const audit = await until(
       () => ctx.redis.hgetall(`${ctx.config.REDIS_PREFIX}:{s${saleId}}:audit`),
@@ -96,11 +95,10 @@ describe('clocks of the processes set wrong', () => {
     system.dbProxy!.restore();
     const after = await purchaseBurst(system.gateways[0]!.url, saleId, buyers('after', 5));
     expect(after.accepted.size).toBe(5);
-    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(saleId).waitForDrain(60_000);
+    await ctx.store.sale(saleId).waitForDrain(60_000);
     const ledger = await faultLedgerOf(
-      ctx.redis,
+      ctx.store,
       ctx.prisma,
-      ctx.config.REDIS_PREFIX,
       saleId,
       new Map([...audited.accepted, ...lost.accepted, ...after.accepted]),
       new Set(),

@@ -16,7 +16,6 @@ import {
 import { migrate } from '@flashsale/order-store';
 import { createTestContext, type TestContext } from '../support/context.ts';
 import { until } from '../support/until.ts';
-import { createSaleStore } from '@flashsale/redis-store';
 
 // The incident at small scale: 16 gateway processes on a MariaDB of 151 connections held them all from
 // their start, idle, and the workers got "pool timeout": 500 202s, 0 orders after 30 s. Here 8 gateway
@@ -144,9 +143,9 @@ describe(`${GATEWAY_PROCESSES} gateway processes and a worker on a MariaDB with 
       Array.from({ length: 500 }, (_, i) => `buyer-${i}`),
     );
     expect(burst.accepted.size).toBe(500);
-    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(saleId).waitForDrain(60_000);
+    await ctx.store.sale(saleId).waitForDrain(60_000);
     const drainMs = Date.now() - started;
-    const ledger = await ledgerOf(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, saleId, burst.accepted);
+    const ledger = await ledgerOf(ctx.store, ctx.prisma, saleId, burst.accepted);
     expect({ lost: ledger.lost, duplicated: ledger.duplicated, unexpected: ledger.unexpected }).toEqual({
       lost: [],
       duplicated: [],

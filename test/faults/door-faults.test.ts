@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { skewedClockEnv, spawnReconciler, type AppProcess } from '@flashsale/harness';
-import { redisNow, saleKeys, createSaleStore } from '@flashsale/redis-store';
+import { redisNow, saleKeys } from '@flashsale/redis-store';
 import { startSystem, type System } from '../support/system.ts';
 import { createQueuedSale, doorBuyer } from '../support/door.ts';
 import { doorPurchases, expectAdmittedInOrder, queueUp, turnsOf } from '../support/door-faults.ts';
@@ -36,7 +36,7 @@ describe('the door through faults', () => {
     for (const b of order.slice(0, 3)) await b.waitFor('admitted');
     await buy(order[0]!);
     await buy(order[1]!);
-    await createSaleStore(ctx.redis, prefix).sale(id).waitForDrain();
+    await ctx.store.sale(id).waitForDrain();
     expectAdmittedInOrder(await turnsOf(system, id), order);
 
     await ctx.redis.flushall();

@@ -10,7 +10,6 @@ import {
   type HttpResult,
 } from '@flashsale/harness';
 import { startSystem, type System } from '../support/system.ts';
-import { createSaleStore } from '@flashsale/redis-store';
 
 let system: System | undefined;
 let proxy: FaultProxy | undefined;
@@ -94,9 +93,9 @@ describe('a hung Redis (SIGSTOP: the connection stays open and nothing answers)'
     }
     client.close();
     expect(accepted.size).toBe(300);
-    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(saleId).waitForDrain(60_000);
+    await ctx.store.sale(saleId).waitForDrain(60_000);
 
-    const ledger = await ledgerOf(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, saleId, accepted);
+    const ledger = await ledgerOf(ctx.store, ctx.prisma, saleId, accepted);
     expect({ lost: ledger.lost, duplicated: ledger.duplicated, unexpected: ledger.unexpected }).toEqual({
       lost: [],
       duplicated: [],
@@ -125,7 +124,7 @@ describe('a hung MySQL (a network black hole between the gateway and MariaDB)', 
       const token = buyerToken('buyer-1');
       const bought = await client.send('POST', `/api/sales/${saleId}/purchase`, { headers: { authorization: `Bearer ${token}` } });
       expect(bought.status).toBe(202);
-      await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(saleId).waitForDrain();
+      await ctx.store.sale(saleId).waitForDrain();
 
       blackHole = true;
       const admin = { authorization: `Bearer ${ctx.config.ADMIN_TOKEN}` };

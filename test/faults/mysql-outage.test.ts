@@ -2,7 +2,6 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { faultLedgerOf, mergeBursts, ordersOf, purchaseBurst } from '@flashsale/harness';
 import { startSystem, type System } from '../support/system.ts';
-import { createSaleStore } from '@flashsale/redis-store';
 
 let system: System | undefined;
 afterEach(async () => {
@@ -20,7 +19,7 @@ describe('MariaDB unreachable for about 10 s mid-sale', () => {
       saleId,
       Array.from({ length: 100 }, (_, i) => `before-${i}`),
     );
-    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(saleId).waitForDrain();
+    await ctx.store.sale(saleId).waitForDrain();
 
     dbProxy!.cut();
     const outageStarted = Date.now();
@@ -36,9 +35,9 @@ describe('MariaDB unreachable for about 10 s mid-sale', () => {
     await sleep(Math.max(0, 10_000 - (Date.now() - outageStarted)));
     dbProxy!.restore();
 
-    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(saleId).waitForDrain(60_000);
+    await ctx.store.sale(saleId).waitForDrain(60_000);
     const all = mergeBursts(before, during);
-    const ledger = await faultLedgerOf(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, saleId, all.accepted, new Set());
+    const ledger = await faultLedgerOf(ctx.store, ctx.prisma, saleId, all.accepted, new Set());
     expect({ lost: ledger.lost, duplicated: ledger.duplicated, unexpected: ledger.unexpected, oversold: ledger.oversold }).toEqual({
       lost: [],
       duplicated: [],

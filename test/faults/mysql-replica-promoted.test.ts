@@ -17,7 +17,6 @@ import {
 import { createPrisma, migrate, type PrismaClient } from '@flashsale/order-store';
 import { startSystem, type System } from '../support/system.ts';
 import { until } from '../support/until.ts';
-import { createSaleStore } from '@flashsale/redis-store';
 
 // The issue's proof on real replicated stores: a MariaDB primary with an asynchronous replica (binlog,
 // GTID), the system reaching MySQL through one address (a proxy standing for the failover's virtual IP).
@@ -107,19 +106,17 @@ async function replicatedSale(stock: number, env: NodeJS.ProcessEnv = {}) {
   const admin = createHttpClient(system.gateways[0]!.url, 1);
   const adminAuth = { headers: { authorization: `Bearer ${system.ctx.config.ADMIN_TOKEN}` } };
   const db = prisma;
-  const prefix = system.ctx.config.REDIS_PREFIX;
   const gateway = system.gateways[0]!.url;
-  const redis = system.ctx.redis;
+  const store = system.ctx.store;
   return {
     saleId,
     admin,
     adminAuth,
-    prefix,
     env: system.env,
     /** A burst of buyers, drained and written (to the primary) before it returns. */
     async buy(label: string, n: number, ordersAfter: number) {
       const burst = await purchaseBurst(gateway, saleId, buyers(label, n));
-      await createSaleStore(redis, prefix).sale(saleId).waitForDrain();
+      await store.sale(saleId).waitForDrain();
       await until(
         () => db.order.count({ where: { saleId } }),
         (count) => count === ordersAfter,
@@ -194,7 +191,7 @@ describe('an asynchronous MySQL replica promoted behind its primary mid-sale', (
     );
     await until(sale.stats, (s) => s.consistent === true && s.remaining === 0 && s.unitsInDb === STOCK, 60_000);
     const accepted = new Map([...first.accepted, ...second.accepted, ...third.accepted]);
-    const ledger = await faultLedgerOf(system!.ctx.redis, prisma!, sale.prefix, sale.saleId, accepted, new Set());
+    const ledger = await faultLedgerOf(system!.ctx.store, prisma!, sale.saleId, accepted, new Set());
     expect({ lost: ledger.lost, duplicated: ledger.duplicated, unexpected: ledger.unexpected, oversold: ledger.oversold }).toEqual({
       lost: [],
       duplicated: [],
@@ -228,7 +225,7 @@ describe('an asynchronous MySQL replica promoted behind its primary mid-sale', (
     const sale = await replicatedSale(250, { AUDIT_EVERY_MS: '3600000' });
     // The reconciler has recorded the primary's identity in Redis.
     await until(
-      () => system!.ctx.redis.get(`${sale.prefix}:mysql-server`),
+      () => system!.ctx.store.lastSeenMysqlServer(),
       (seen) => seen === 'server_id=1',
     );
     const first = await sale.buy('first', 150, 150);
@@ -243,7 +240,7 @@ describe('an asynchronous MySQL replica promoted behind its primary mid-sale', (
       120_000,
     );
     const accepted = new Map([...first.accepted, ...second.accepted]);
-    const ledger = await faultLedgerOf(system!.ctx.redis, prisma!, sale.prefix, sale.saleId, accepted, new Set());
+    const ledger = await faultLedgerOf(system!.ctx.store, prisma!, sale.saleId, accepted, new Set());
     expect({ lost: ledger.lost, duplicated: ledger.duplicated, unexpected: ledger.unexpected, oversold: ledger.oversold }).toEqual({
       lost: [],
       duplicated: [],
@@ -256,7 +253,7 @@ describe('an asynchronous MySQL replica promoted behind its primary mid-sale', (
       (line) => line !== undefined,
     );
     expect(rebuilt).toMatchObject({ reason: 'mysql_changed', restored: { reservations: 100, units: 100 } });
-    expect(await system!.ctx.redis.get(`${sale.prefix}:mysql-server`)).toBe('server_id=2');
+    expect(await system!.ctx.store.lastSeenMysqlServer()).toBe('server_id=2');
     sale.admin.close();
   });
 
@@ -292,7 +289,7 @@ describe('an asynchronous MySQL replica promoted behind its primary mid-sale', (
     expect(new Set(named.map((l) => l.reason))).toEqual(new Set(['STALE_GENERATION']));
 
     const accepted = new Map([...first.accepted, ...second.accepted, ...third.accepted]);
-    const ledger = await faultLedgerOf(system!.ctx.redis, prisma!, sale.prefix, sale.saleId, accepted, new Set());
+    const ledger = await faultLedgerOf(system!.ctx.store, prisma!, sale.saleId, accepted, new Set());
     // Every 202 is an order, or named: the ledger's lost are exactly the listed ones, with their buyers.
     expect({
       lost: [...ledger.lost].sort(),

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createHttpClient, faultLedgerOf, purchaseBurst } from '@flashsale/harness';
-import { saleKeys, createSaleStore } from '@flashsale/redis-store';
+import { saleKeys } from '@flashsale/redis-store';
 import { startSystem, type System } from '../support/system.ts';
 import { until } from '../support/until.ts';
 
@@ -68,7 +68,7 @@ describe('MySQL restored from a dump mid-sale', () => {
     const dumpFile = join(dir, 'dump.sql');
 
     const beforeDump = await purchaseBurst(gateways[0]!.url, saleId, buyers('before-dump', 150));
-    await createSaleStore(ctx.redis, prefix).sale(saleId).waitForDrain();
+    await ctx.store.sale(saleId).waitForDrain();
     await until(
       () => ctx.prisma.order.count({ where: { saleId } }),
       (n) => n === 150,
@@ -77,7 +77,7 @@ describe('MySQL restored from a dump mid-sale', () => {
     await writeFile(dumpFile, dump.stdout);
 
     const afterDump = await purchaseBurst(gateways[0]!.url, saleId, buyers('after-dump', 150));
-    await createSaleStore(ctx.redis, prefix).sale(saleId).waitForDrain();
+    await ctx.store.sale(saleId).waitForDrain();
     // Written and acknowledged, and trimmed from the stream by retention.
     await until(
       () => ctx.prisma.order.count({ where: { saleId } }),
@@ -108,7 +108,7 @@ describe('MySQL restored from a dump mid-sale', () => {
     for (let round = 0; afterRestore.accepted.size < 100 && round < 20; round++) {
       expect(Object.keys(afterRestore.refused).filter((code) => code !== 'SALE_PAUSED')).toEqual([]);
       await until(
-        () => createSaleStore(ctx.redis, prefix).sale(saleId).state(),
+        () => ctx.store.sale(saleId).state(),
         (state) => state?.paused === false,
       );
       const answered = new Set([...afterRestore.accepted.values()].map((a) => a.userId));
@@ -145,7 +145,7 @@ describe('MySQL restored from a dump mid-sale', () => {
       restored: { reservations: 0, units: 0 },
     });
 
-    const ledger = await faultLedgerOf(ctx.redis, ctx.prisma, prefix, saleId, accepted, new Set());
+    const ledger = await faultLedgerOf(ctx.store, ctx.prisma, saleId, accepted, new Set());
     expect({ lost: ledger.lost, duplicated: ledger.duplicated, unexpected: ledger.unexpected, oversold: ledger.oversold }).toEqual({
       lost: [],
       duplicated: [],

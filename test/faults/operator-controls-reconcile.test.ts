@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { createLogger } from '@flashsale/runtime';
 import { newReservationId, planControl } from '@flashsale/domain';
 import { createOrderStore } from '@flashsale/order-store';
-import { saleKeys, createSaleStore } from '@flashsale/redis-store';
+import { saleKeys } from '@flashsale/redis-store';
 import { ORDER_WRITERS_GROUP } from '@flashsale/redis-store/testing';
 import { reconcileSale, runSaleControl, salesDeps } from '@flashsale/sales/testing';
 import { watchOnce } from '../support/watch-once.ts';
@@ -17,9 +17,9 @@ import { until } from '../support/until.ts';
 
 const env = contextPerFile();
 const logger = createLogger('controls-test', 'silent');
-const controls = (ctx: TestContext) => salesDeps({ redis: ctx.redis, prisma: ctx.prisma, prefix: ctx.config.REDIS_PREFIX, logger });
+const controls = (ctx: TestContext) => salesDeps({ saleStore: ctx.store, prisma: ctx.prisma, logger });
 const buy = (ctx: TestContext, saleId: number) =>
-  createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).reserve({
+  ctx.store.reserve({
     saleId,
     userId: `buyer-${randomUUID()}`,
     quantity: 1,
@@ -28,7 +28,7 @@ const buy = (ctx: TestContext, saleId: number) =>
 
 function watcherDeps(own: TestContext) {
   return {
-    ...salesDeps({ redis: own.redis, prisma: own.prisma, prefix: own.config.REDIS_PREFIX, logger }),
+    ...salesDeps({ saleStore: own.store, prisma: own.prisma, logger }),
     publishGraceMs: 0,
     createGraceMs: 60_000,
     retentionMs: 60_000,
@@ -49,7 +49,7 @@ describe("the operator's controls and the reconciler", () => {
     let finished = false;
     const reconciling = reconcileSale(reconcileDeps(ctx, 20_000), sale.id, 'operator').finally(() => (finished = true));
     await until(
-      () => createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).state(),
+      () => ctx.store.sale(sale.id).state(),
       (state) => state?.paused === true,
     );
 
@@ -71,7 +71,7 @@ describe("the operator's controls and the reconciler", () => {
 
     await reconcileSale(reconcileDeps(ctx), sale.id, 'operator');
 
-    expect(await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).state()).toMatchObject({
+    expect(await ctx.store.sale(sale.id).state()).toMatchObject({
       paused: false,
       operatorPaused: true,
       controlsVersion: 1,
@@ -92,7 +92,7 @@ describe("the operator's controls and the reconciler", () => {
     await reconcileSale(reconcileDeps(ctx), sale.id, 'lost');
 
     // The reservation was not an order yet: lost with Redis, as any; the units come back to remaining.
-    expect(await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).state()).toMatchObject({
+    expect(await ctx.store.sale(sale.id).state()).toMatchObject({
       stock: 15,
       remaining: 15,
       endsAt: new Date(paused.endsAt).getTime(),
@@ -121,7 +121,7 @@ describe("the operator's controls and the reconciler", () => {
 
       await watchOnce(watch);
 
-      expect(await createSaleStore(own.redis, own.config.REDIS_PREFIX).sale(sale.id).state()).toMatchObject({
+      expect(await own.store.sale(sale.id).state()).toMatchObject({
         stock: 7,
         remaining: 6,
         operatorPaused: true,

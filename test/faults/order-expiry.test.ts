@@ -1,6 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createHttpClient, paymentEventRequest, purchaseBurst, startFaultProxy, type FaultProxy } from '@flashsale/harness';
-import { createSaleStore } from '@flashsale/redis-store';
 import { startSystem, type System } from '../support/system.ts';
 import { until } from '../support/until.ts';
 
@@ -24,7 +23,7 @@ async function soldOutSale(system: System, stock: number, windowSeconds = 10): P
   const saleId = await system.createSale({ stock, paymentWindowSeconds: windowSeconds });
   const burst = await purchaseBurst(system.gateways[0]!.url, saleId, buyers('buyer', stock));
   expect(burst.accepted.size).toBe(stock);
-  await createSaleStore(system.ctx.redis, system.ctx.config.REDIS_PREFIX).sale(saleId).waitForDrain(60_000);
+  await system.ctx.store.sale(saleId).waitForDrain(60_000);
   return saleId;
 }
 
@@ -37,7 +36,7 @@ async function ledger(system: System, saleId: number) {
   return {
     live: units('created') + units('paid'),
     expired: units('expired'),
-    remaining: (await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(saleId).state())?.remaining ?? null,
+    remaining: (await ctx.store.sale(saleId).state())?.remaining ?? null,
     returns: Object.fromEntries(returns.map((r) => [r.state, r._count._all])),
   };
 }

@@ -2,7 +2,6 @@ import { createConnection, type Connection } from 'mariadb';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createHttpClient, paymentEventRequest, purchaseBurst } from '@flashsale/harness';
 import { poolConfigFromUrl } from '@flashsale/order-store';
-import { createSaleStore } from '@flashsale/redis-store';
 import { startSystem, type System } from '../support/system.ts';
 import { until } from '../support/until.ts';
 
@@ -35,7 +34,7 @@ describe('a payment sent before payBy while the orders table is locked', () => {
       Array.from({ length: 30 }, (_, i) => `payer-${i}`),
     );
     expect(burst.accepted.size).toBe(30);
-    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(saleId).waitForDrain(30_000);
+    await ctx.store.sale(saleId).waitForDrain(30_000);
     const orders = await ctx.prisma.order.findMany({ where: { saleId }, orderBy: { payBy: 'asc' } });
     const firstPayBy = orders[0]!.payBy.getTime();
     // Three providers' habits, 7 + 7 + 6 orders; the last 10 orders nobody pays.
@@ -64,7 +63,7 @@ describe('a payment sent before payBy while the orders table is locked', () => {
     expect(Date.now()).toBeLessThan(firstPayBy);
     expect(during.map((r) => r.status)).toEqual(Array(20).fill(503));
     // Each arrival is on record in Redis, stamped before payBy on Redis's clock.
-    const held = await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(saleId).heldPayments();
+    const held = await ctx.store.sale(saleId).heldPayments();
     expect(held.payments).toHaveLength(20);
     expect(held.payments.every((p) => p.receivedAtMs < firstPayBy)).toBe(true);
 
@@ -97,11 +96,11 @@ describe('a payment sent before payBy while the orders table is locked', () => {
     // The ledger: the 10 expired units back on sale, once; nothing held in Redis any more.
     expect(
       await until(
-        async () => (await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(saleId).state())?.remaining,
+        async () => (await ctx.store.sale(saleId).state())?.remaining,
         (r) => r === 10,
         60_000,
       ),
     ).toBe(10);
-    expect((await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(saleId).heldPayments()).payments).toEqual([]);
+    expect((await ctx.store.sale(saleId).heldPayments()).payments).toEqual([]);
   });
 });

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { faultLedgerOf, ordersOf, purchaseBurst, type AppProcess } from '@flashsale/harness';
-import { saleKeys, createSaleStore } from '@flashsale/redis-store';
+import { saleKeys } from '@flashsale/redis-store';
 import { ORDER_WRITERS_GROUP, salesIndexKey } from '@flashsale/redis-store/testing';
 import { startSystem, type System } from '../support/system.ts';
 import { until } from '../support/until.ts';
@@ -57,16 +57,9 @@ describe('a sale whose stream key holds the wrong type', () => {
 
     const burst = await purchaseBurst(gateways[0]!.url, healthy, buyers('healthy', 300));
     expect(burst.accepted.size).toBe(300);
-    await createSaleStore(ctx.redis, prefix).sale(healthy).waitForDrain(60_000);
+    await ctx.store.sale(healthy).waitForDrain(60_000);
 
-    const ledger = await faultLedgerOf(
-      ctx.redis,
-      ctx.prisma,
-      prefix,
-      healthy,
-      burst.accepted,
-      new Set([...burst.unknown, ...burst.failed]),
-    );
+    const ledger = await faultLedgerOf(ctx.store, ctx.prisma, healthy, burst.accepted, new Set([...burst.unknown, ...burst.failed]));
     expect({ lost: ledger.lost, duplicated: ledger.duplicated, unexpected: ledger.unexpected, oversold: ledger.oversold }).toEqual({
       lost: [],
       duplicated: [],
@@ -91,7 +84,7 @@ describe('a sale whose stream key holds the wrong type', () => {
     await ctx.redis.xgroup('CREATE', saleKeys(prefix, broken).stream, ORDER_WRITERS_GROUP, '0', 'MKSTREAM');
     const after = await purchaseBurst(gateways[0]!.url, broken, buyers('after-repair', 5));
     expect(after.accepted.size).toBe(5);
-    await createSaleStore(ctx.redis, prefix).sale(broken).waitForDrain(60_000);
+    await ctx.store.sale(broken).waitForDrain(60_000);
     expect((await ordersOf(ctx.prisma, broken)).map((o) => o.reservationId).sort()).toEqual([...after.accepted.keys()].sort());
     await worker.waitForLog({
       matches: (l) => l.msg === 'sale taken up again' && l.saleId === broken,
@@ -117,15 +110,8 @@ describe('a sale whose dead-letter key holds the wrong type', () => {
     const burst = await purchaseBurst(gateways[0]!.url, healthy, buyers('healthy', 300));
     expect([first.accepted.size, second.accepted.size, burst.accepted.size]).toEqual([10, 10, 300]);
 
-    await createSaleStore(ctx.redis, prefix).sale(healthy).waitForDrain(60_000);
-    const ledger = await faultLedgerOf(
-      ctx.redis,
-      ctx.prisma,
-      prefix,
-      healthy,
-      burst.accepted,
-      new Set([...burst.unknown, ...burst.failed]),
-    );
+    await ctx.store.sale(healthy).waitForDrain(60_000);
+    const ledger = await faultLedgerOf(ctx.store, ctx.prisma, healthy, burst.accepted, new Set([...burst.unknown, ...burst.failed]));
     expect({ lost: ledger.lost, duplicated: ledger.duplicated, unexpected: ledger.unexpected, oversold: ledger.oversold }).toEqual({
       lost: [],
       duplicated: [],
@@ -147,13 +133,13 @@ describe('a sale whose dead-letter key holds the wrong type', () => {
     ).toBeGreaterThanOrEqual(1);
 
     await ctx.redis.del(keys.deadLetter);
-    await createSaleStore(ctx.redis, prefix).sale(broken).waitForDrain(60_000);
+    await ctx.store.sale(broken).waitForDrain(60_000);
     const dead = (await ctx.redis.xrange(keys.deadLetter, '-', '+')) as [string, string[]][];
     expect(dead.map(([, fields]) => [fields[fields.indexOf('reason') + 1], fields[fields.indexOf('r') + 1]])).toEqual([
       ['MALFORMED_ENTRY', 'not-a-reservation'],
     ]);
     const all = new Map([...first.accepted, ...second.accepted]);
-    const brokenLedger = await faultLedgerOf(ctx.redis, ctx.prisma, prefix, broken, all, new Set());
+    const brokenLedger = await faultLedgerOf(ctx.store, ctx.prisma, broken, all, new Set());
     expect({
       lost: brokenLedger.lost,
       duplicated: brokenLedger.duplicated,

@@ -1,7 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { faultLedgerOf, mergeBursts, purchaseBurst } from '@flashsale/harness';
 import { startSystem, type System } from '../support/system.ts';
-import { createSaleStore } from '@flashsale/redis-store';
 
 let system: System | undefined;
 afterEach(async () => {
@@ -25,9 +24,9 @@ describe('a process killed during a burst', () => {
     });
     expect(await killed).toBe('SIGKILL');
     expect(burst.accepted.size).toBe(500);
-    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(saleId).waitForDrain(60_000);
+    await ctx.store.sale(saleId).waitForDrain(60_000);
 
-    const ledger = await faultLedgerOf(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, saleId, burst.accepted, new Set());
+    const ledger = await faultLedgerOf(ctx.store, ctx.prisma, saleId, burst.accepted, new Set());
     expect({ lost: ledger.lost, duplicated: ledger.duplicated, unexpected: ledger.unexpected, oversold: ledger.oversold }).toEqual({
       lost: [],
       duplicated: [],
@@ -54,10 +53,10 @@ describe('a process killed during a burst', () => {
     // Buyers whose request went unanswered retry on the surviving gateway, as a client would.
     const retried = await purchaseBurst(gateways[1]!.url, saleId, [...first.unknown]);
     const rest = await purchaseBurst(gateways[1]!.url, saleId, buyers('second', 300));
-    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(saleId).waitForDrain(60_000);
+    await ctx.store.sale(saleId).waitForDrain(60_000);
 
     const all = mergeBursts(first, retried, rest);
-    const ledger = await faultLedgerOf(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, saleId, all.accepted, first.unknown);
+    const ledger = await faultLedgerOf(ctx.store, ctx.prisma, saleId, all.accepted, first.unknown);
     expect({ lost: ledger.lost, duplicated: ledger.duplicated, unexpected: ledger.unexpected, oversold: ledger.oversold }).toEqual({
       lost: [],
       duplicated: [],

@@ -1,7 +1,6 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createHttpClient, faultLedgerOf, mergeBursts, purchaseBurst } from '@flashsale/harness';
-import { createSaleStore } from '@flashsale/redis-store';
 import { createOrderStore } from '@flashsale/order-store';
 import { startSystem, type System } from '../support/system.ts';
 
@@ -17,7 +16,6 @@ describe('a reconciliation requested while reservations are in flight', () => {
     // moment, which a watching reconciler would (rightly) take up.
     system = await startSystem({ workers: 0, env: { RECONCILER_PUBLISH_GRACE_MS: '3600000' } });
     const { ctx, gateways } = system;
-    const prefix = ctx.config.REDIS_PREFIX;
     const saleId = await system.createSale({ stock: 100 });
     const control = await system.createSale({ stock: 100 });
 
@@ -28,7 +26,7 @@ describe('a reconciliation requested while reservations are in flight', () => {
       Array.from({ length: 150 }, (_, i) => `buyer-${i}`),
     );
     expect(sold.accepted.size).toBe(100);
-    expect(await createSaleStore(ctx.redis, prefix).sale(saleId).backlog()).toMatchObject({ lag: 100, pending: 0 });
+    expect(await ctx.store.sale(saleId).backlog()).toMatchObject({ lag: 100, pending: 0 });
     expect(
       (
         await purchaseBurst(
@@ -44,12 +42,12 @@ describe('a reconciliation requested while reservations are in flight', () => {
     const naive = await createOrderStore(ctx.prisma)
       .sale(control)
       .lockForRebuild((locked) => locked.switchGeneration({ lost: false }));
-    await createSaleStore(ctx.redis, prefix).rebuild(naive!.sale, {
+    await ctx.store.rebuild(naive!.sale, {
       ...naive!,
       buyers: createOrderStore(ctx.prisma).sale(control).liveBuyerPages(),
     });
-    await createSaleStore(ctx.redis, prefix).sale(control).setPaused(false);
-    await createSaleStore(ctx.redis, prefix).sale(control).announceChanged();
+    await ctx.store.sale(control).setPaused(false);
+    await ctx.store.sale(control).announceChanged();
     // Until the gateway hears the announcement it answers from its cached "sold out" (410, nothing
     // written); the first buyer is asked again until the gateway sells, then the other 99 come.
     const firstAgain = await vi.waitFor(
@@ -78,9 +76,9 @@ describe('a reconciliation requested while reservations are in flight', () => {
       headers: { authorization: `Bearer ${ctx.config.ADMIN_TOKEN}` },
     });
     // Paused, and still waiting: the reservations are not in MySQL, so it must not rebuild.
-    await expect.poll(async () => (await createSaleStore(ctx.redis, prefix).sale(saleId).state())?.paused, { timeout: 60_000 }).toBe(true);
+    await expect.poll(async () => (await ctx.store.sale(saleId).state())?.paused, { timeout: 60_000 }).toBe(true);
     await sleep(1500);
-    expect(await createSaleStore(ctx.redis, prefix).sale(saleId).state()).toMatchObject({ paused: true, remaining: 0 });
+    expect(await ctx.store.sale(saleId).state()).toMatchObject({ paused: true, remaining: 0 });
     const whilePaused = await purchaseBurst(gateways[0]!.url, saleId, ['late-1']);
     expect(whilePaused.refused).toEqual({ SALE_PAUSED: 1 });
 
@@ -98,9 +96,9 @@ describe('a reconciliation requested while reservations are in flight', () => {
     );
     expect(after.accepted.size).toBe(0);
     expect(after.refused).toEqual({ SOLD_OUT: 50 });
-    await createSaleStore(ctx.redis, prefix).sale(saleId).waitForDrain();
+    await ctx.store.sale(saleId).waitForDrain();
     const all = mergeBursts(sold, after);
-    const ledger = await faultLedgerOf(ctx.redis, ctx.prisma, prefix, saleId, all.accepted, new Set());
+    const ledger = await faultLedgerOf(ctx.store, ctx.prisma, saleId, all.accepted, new Set());
     expect({ lost: ledger.lost, duplicated: ledger.duplicated, unexpected: ledger.unexpected, oversold: ledger.oversold }).toEqual({
       lost: [],
       duplicated: [],

@@ -1,7 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { faultLedgerOf, purchaseBurst } from '@flashsale/harness';
 import { startSystem, type System } from '../support/system.ts';
-import { createSaleStore } from '@flashsale/redis-store';
 
 let system: System | undefined;
 afterEach(async () => {
@@ -37,10 +36,10 @@ describe('redis-server SIGKILLed during a burst, with appendfsync always', () =>
     // in the server's new history of writes, pausing it (503 SALE_PAUSED): the rest of the burst may get
     // no 202 at all, and what it got is judged by the ledger below.
     expect(burst.accepted.size).toBeGreaterThanOrEqual(150);
-    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(saleId).waitForDrain(60_000);
+    await ctx.store.sale(saleId).waitForDrain(60_000);
 
     const uncertain = new Set([...burst.unknown, ...burst.failed]);
-    const ledger = await faultLedgerOf(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, saleId, burst.accepted, uncertain);
+    const ledger = await faultLedgerOf(ctx.store, ctx.prisma, saleId, burst.accepted, uncertain);
     expect({ lost: ledger.lost, duplicated: ledger.duplicated, unexpected: ledger.unexpected, oversold: ledger.oversold }).toEqual({
       lost: [],
       duplicated: [],

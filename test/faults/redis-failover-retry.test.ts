@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createHttpClient, faultLedgerOf, purchaseBurst, signBuyerTokens } from '@flashsale/harness';
-import { saleKeys, createSaleStore } from '@flashsale/redis-store';
+import { createSaleStore } from '@flashsale/redis-store';
 import { startReplicatedRedis, type ReplicatedRedis } from '../support/replicated-redis.ts';
 import { startSystem, type System } from '../support/system.ts';
 import { until } from '../support/until.ts';
@@ -33,12 +33,14 @@ describe('a Redis master failed over to a replica that missed its last reservati
     const { redis, onReplica } = pair;
     system = await startSystem({ workers: 1, env: { REDIS_URL: pair.url } });
     const { ctx, gateways } = system;
-    const prefix = ctx.config.REDIS_PREFIX;
+    // The pair's own clients, each bound to the system's prefix: the master's and the replica's view.
+    const onMaster = createSaleStore(redis, ctx.config.REDIS_PREFIX);
+    const replicaStore = createSaleStore(onReplica, ctx.config.REDIS_PREFIX);
     const saleId = await system.createSale({ stock: STOCK });
-    const { buyers: buyersKey } = saleKeys(prefix, saleId);
+    const { buyers: buyersKey } = onMaster.sale(saleId).keys;
 
     const before = await purchaseBurst(gateways[0]!.url, saleId, buyers('before', BEFORE));
-    await createSaleStore(redis, prefix).sale(saleId).waitForDrain();
+    await onMaster.sale(saleId).waitForDrain();
     await until(
       () => onReplica.hlen(buyersKey),
       (n) => n === BEFORE,
@@ -46,7 +48,7 @@ describe('a Redis master failed over to a replica that missed its last reservati
     // The replica stops receiving: what the master takes from here on, it never sees.
     await onReplica.replicaof('NO', 'ONE');
     const missed = await purchaseBurst(gateways[0]!.url, saleId, buyers('missed', MISSED));
-    await createSaleStore(redis, prefix).sale(saleId).waitForDrain();
+    await onMaster.sale(saleId).waitForDrain();
     await until(
       () => ctx.prisma.order.count({ where: { saleId } }),
       (n) => n === BEFORE + MISSED,
@@ -68,7 +70,7 @@ describe('a Redis master failed over to a replica that missed its last reservati
       120_000,
     );
     await until(
-      () => createSaleStore(onReplica, prefix).sale(saleId).state(),
+      () => replicaStore.sale(saleId).state(),
       (state) => state?.paused === false,
       120_000,
     );
@@ -88,7 +90,7 @@ describe('a Redis master failed over to a replica that missed its last reservati
     expect([...told].sort()).toEqual([...missed.accepted].map(([id, { userId }]) => [id, userId]).sort());
 
     const accepted = new Map([...before.accepted, ...missed.accepted]);
-    const ledger = await faultLedgerOf(redis, ctx.prisma, prefix, saleId, accepted, new Set());
+    const ledger = await faultLedgerOf(onMaster, ctx.prisma, saleId, accepted, new Set());
     expect({
       lost: ledger.lost,
       duplicated: ledger.duplicated,

@@ -9,7 +9,7 @@ import {
   type AppProcess,
   type BurstOutcome,
 } from '@flashsale/harness';
-import { saleKeys, createSaleStore } from '@flashsale/redis-store';
+import { createSaleStore } from '@flashsale/redis-store';
 import { startReplicatedRedis, type ReplicatedRedis } from '../support/replicated-redis.ts';
 import { startSystem, type System } from '../support/system.ts';
 import { until } from '../support/until.ts';
@@ -48,13 +48,15 @@ describe('a Redis master failed over to a replica whose counts caught up with th
     const { redis, onReplica } = pair;
     system = await startSystem({ workers: 1, env: { REDIS_URL: pair.url, AUDIT_EVERY_MS: '3600000' } });
     const { ctx, gateways } = system;
-    const prefix = ctx.config.REDIS_PREFIX;
+    // The pair's own clients, each bound to the system's prefix: the master's and the replica's view.
+    const onMaster = createSaleStore(redis, ctx.config.REDIS_PREFIX);
+    const replicaStore = createSaleStore(onReplica, ctx.config.REDIS_PREFIX);
     const saleId = await system.createSale({ stock: STOCK });
-    const { buyers: buyersKey } = saleKeys(prefix, saleId);
+    const { buyers: buyersKey } = onMaster.sale(saleId).keys;
     const sale = () => ctx.prisma.sale.findUniqueOrThrow({ where: { id: saleId } });
 
     const before = await purchaseBurst(gateways[0]!.url, saleId, buyers('before', BEFORE));
-    await createSaleStore(redis, prefix).sale(saleId).waitForDrain();
+    await onMaster.sale(saleId).waitForDrain();
     const checkpoint = await until(sale, (s) => s.checkpointReservations === BEFORE && s.checkpointReplicationId !== null);
     expect(checkpoint.checkpointReplicationId).toBe(/master_replid:(\w+)/.exec(await redis.info('replication'))?.[1]);
     // No look from here until the failover is over: the checkpoint stays the one of BEFORE.
@@ -67,10 +69,10 @@ describe('a Redis master failed over to a replica whose counts caught up with th
     await onReplica.replicaof('NO', 'ONE');
     expect({
       buyers: await onReplica.hlen(buyersKey),
-      remaining: (await createSaleStore(onReplica, prefix).sale(saleId).state())?.remaining,
+      remaining: (await replicaStore.sale(saleId).state())?.remaining,
     }).toEqual({ buyers: BEFORE, remaining: STOCK - BEFORE });
     const missed = await purchaseBurst(gateways[0]!.url, saleId, buyers('missed', MISSED));
-    await createSaleStore(redis, prefix).sale(saleId).waitForDrain();
+    await onMaster.sale(saleId).waitForDrain();
     await until(
       () => ctx.prisma.order.count({ where: { saleId } }),
       (n) => n === BEFORE + MISSED,
@@ -92,10 +94,10 @@ describe('a Redis master failed over to a replica whose counts caught up with th
     );
     const after = mergeBursts(...probes, await purchaseBurst(gateways[0]!.url, saleId, others));
     expect(after.accepted.size).toBeGreaterThanOrEqual(AFTER - 1);
-    await createSaleStore(redis, prefix).sale(saleId).waitForDrain();
+    await onMaster.sale(saleId).waitForDrain();
     expect({
       buyers: await onReplica.hlen(buyersKey),
-      remaining: (await createSaleStore(onReplica, prefix).sale(saleId).state())?.remaining,
+      remaining: (await replicaStore.sale(saleId).state())?.remaining,
     }).toEqual({
       buyers: BEFORE + AFTER,
       remaining: STOCK - BEFORE - AFTER,
@@ -109,7 +111,7 @@ describe('a Redis master failed over to a replica whose counts caught up with th
       60_000,
     );
     await until(
-      () => createSaleStore(onReplica, prefix).sale(saleId).state(),
+      () => replicaStore.sale(saleId).state(),
       (state) => state?.paused === false && state.remaining === STOCK - BEFORE - MISSED - AFTER,
       60_000,
     );
@@ -131,9 +133,9 @@ describe('a Redis master failed over to a replica whose counts caught up with th
     // What is left sells once: every 202 an order, the stock exactly.
     const rest = await purchaseBurst(gateways[0]!.url, saleId, buyers('rest', 60));
     expect(rest.accepted.size).toBe(STOCK - BEFORE - MISSED - AFTER);
-    await createSaleStore(redis, prefix).sale(saleId).waitForDrain();
+    await onMaster.sale(saleId).waitForDrain();
     const all = mergeBursts(before, missed, after, rest);
-    const ledger = await faultLedgerOf(redis, ctx.prisma, prefix, saleId, all.accepted, new Set([probe!]));
+    const ledger = await faultLedgerOf(onMaster, ctx.prisma, saleId, all.accepted, new Set([probe!]));
     expect({
       lost: ledger.lost,
       duplicated: ledger.duplicated,

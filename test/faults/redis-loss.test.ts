@@ -2,7 +2,6 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { faultLedgerOf, mergeBursts, purchaseBurst } from '@flashsale/harness';
 import { startSystem, type System } from '../support/system.ts';
 import { until } from '../support/until.ts';
-import { createSaleStore } from '@flashsale/redis-store';
 
 let system: System | undefined;
 afterEach(async () => {
@@ -22,7 +21,7 @@ describe('Redis loses everything mid-sale (no persistence)', () => {
     // 50 reservations become orders.
     const written = await purchaseBurst(gateways[0]!.url, saleId, buyers('early', 50));
     expect(written.accepted.size).toBe(50);
-    await createSaleStore(ctx.redis, prefix).sale(saleId).waitForDrain();
+    await ctx.store.sale(saleId).waitForDrain();
 
     // 100 more are accepted while the worker cannot reach MySQL: they are in flight, in Redis only.
     dbProxy!.cut();
@@ -47,10 +46,10 @@ describe('Redis loses everything mid-sale (no persistence)', () => {
     const after = await purchaseBurst(gateways[0]!.url, saleId, buyers('after', 400));
     expect(after.accepted.size).toBe(250);
     expect(after.refused).toEqual({ SOLD_OUT: 150 });
-    await createSaleStore(ctx.redis, prefix).sale(saleId).waitForDrain(60_000);
+    await ctx.store.sale(saleId).waitForDrain(60_000);
 
     const all = mergeBursts(written, inFlight, after);
-    const ledger = await faultLedgerOf(ctx.redis, ctx.prisma, prefix, saleId, all.accepted, new Set([...all.unknown, ...all.failed]));
+    const ledger = await faultLedgerOf(ctx.store, ctx.prisma, saleId, all.accepted, new Set([...all.unknown, ...all.failed]));
     // Exactly the reservations that were only in Redis are lost, and the reconciler says so.
     expect(ledger.lost.sort()).toEqual([...inFlight.accepted.keys()].sort());
     expect(await ctx.prisma.sale.findUniqueOrThrow({ where: { id: saleId } })).toMatchObject({

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createHttpClient, ledgerOf, purchaseBurst, signalGroup } from '@flashsale/harness';
-import { saleKeys, createSaleStore } from '@flashsale/redis-store';
+import { saleKeys } from '@flashsale/redis-store';
 import { startSystem, type System } from '../support/system.ts';
 
 // Redis filled past its limit by purchases and held there once the load stops: nothing in flight, the
@@ -79,7 +79,7 @@ describe('Redis held past its memory limit after the load stops', () => {
       let full = false;
       for (let i = 0; i < 40 && !full; i++) full = (await burst(300)).failed.size >= 270;
       expect(full).toBe(true);
-      await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(saleId).waitForDrain(60_000);
+      await ctx.store.sale(saleId).waitForDrain(60_000);
       await new Promise((resolve) => setTimeout(resolve, 3000));
       // Held: over the limit, and five buyers refused (were one let in, the count moved under the limit
       // since, and the fill goes on).
@@ -121,8 +121,8 @@ describe('Redis held past its memory limit after the load stops', () => {
     client.close();
 
     // Every 202 an order, the ledger exact.
-    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(saleId).waitForDrain(60_000);
-    const ledger = await ledgerOf(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, saleId, accepted);
+    await ctx.store.sale(saleId).waitForDrain(60_000);
+    const ledger = await ledgerOf(ctx.store, ctx.prisma, saleId, accepted);
     expect({ lost: ledger.lost, duplicated: ledger.duplicated, unexpected: ledger.unexpected }).toEqual({
       lost: [],
       duplicated: [],

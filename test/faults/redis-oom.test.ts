@@ -1,7 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { ledgerOf, purchaseBurst } from '@flashsale/harness';
 import { startSystem, type System } from '../support/system.ts';
-import { createSaleStore } from '@flashsale/redis-store';
 
 // Redis out of memory (maxmemory reached, noeviction) in the middle of a sale: buyers get fast 503s,
 // and the system heals by itself: the reconciler's retention frees the acknowledged stream entries
@@ -73,8 +72,8 @@ describe('Redis out of memory mid-sale', () => {
     expect(workerLines).toBeLessThan(20 + (healedInMs / 1000) * 5);
 
     // Every 202 an order, the ledger exact.
-    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(saleId).waitForDrain(60_000);
-    const ledger = await ledgerOf(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, saleId, accepted);
+    await ctx.store.sale(saleId).waitForDrain(60_000);
+    const ledger = await ledgerOf(ctx.store, ctx.prisma, saleId, accepted);
     expect({ lost: ledger.lost, duplicated: ledger.duplicated, unexpected: ledger.unexpected }).toEqual({
       lost: [],
       duplicated: [],

@@ -2,7 +2,6 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createHttpClient, faultLedgerOf, purchaseBurst, spawnInGroup, spawnReconciler } from '@flashsale/harness';
 import { startSystem, type System } from '../support/system.ts';
 import { until } from '../support/until.ts';
-import { createSaleStore } from '@flashsale/redis-store';
 
 // The runbook "Redis was lost mid-sale" (docs/runbooks/redis-lost.md), followed step by step as an on-call engineer would,
 // with the reconciler down when Redis lost its data.
@@ -50,7 +49,6 @@ describe('runbook: Redis was lost mid-sale while no reconciler ran', () => {
   it('the runbook command counts the loss against the last checkpoint; the reconciler started afterwards counts nothing twice', async () => {
     system = await startSystem({ workerDbProxy: true });
     const { ctx, gateways, dbProxy, env } = system;
-    const prefix = ctx.config.REDIS_PREFIX;
     const saleId = await system.createSale({ stock: 1000 });
     const admin = createHttpClient(gateways[0]!.url, 1);
     const stats = async () =>
@@ -59,7 +57,7 @@ describe('runbook: Redis was lost mid-sale while no reconciler ran', () => {
 
     // 200 reservations become orders; 300 more are accepted while the workers cannot reach MySQL.
     const written = await purchaseBurst(gateways[0]!.url, saleId, buyers('written', 200));
-    await createSaleStore(ctx.redis, prefix).sale(saleId).waitForDrain();
+    await ctx.store.sale(saleId).waitForDrain();
     dbProxy!.cut();
     const inRedisOnly = await purchaseBurst(gateways[0]!.url, saleId, buyers('in-redis', 300));
     expect([written.accepted.size, inRedisOnly.accepted.size]).toEqual([200, 300]);
@@ -87,7 +85,7 @@ describe('runbook: Redis was lost mid-sale while no reconciler ran', () => {
 
     // MySQL comes back for the workers; the batch they held of the lost state is refused, not written.
     dbProxy!.restore();
-    await createSaleStore(ctx.redis, prefix).sale(saleId).waitForDrain(60_000);
+    await ctx.store.sale(saleId).waitForDrain(60_000);
     // A reconciler started again finds the rebuilt state healthy and counts nothing a second time.
     const restarted = await spawnReconciler(env);
     await until(
@@ -96,14 +94,7 @@ describe('runbook: Redis was lost mid-sale while no reconciler ran', () => {
     );
     await restarted.kill();
 
-    const ledger = await faultLedgerOf(
-      ctx.redis,
-      ctx.prisma,
-      prefix,
-      saleId,
-      new Map([...written.accepted, ...inRedisOnly.accepted]),
-      new Set(),
-    );
+    const ledger = await faultLedgerOf(ctx.store, ctx.prisma, saleId, new Map([...written.accepted, ...inRedisOnly.accepted]), new Set());
     expect(ledger.lost.sort()).toEqual([...inRedisOnly.accepted.keys()].sort());
     const after = await stats();
     // The counted loss equals the real one.
@@ -127,7 +118,7 @@ describe('runbook: Redis was lost mid-sale while no reconciler ran', () => {
     const { ctx, gateways, env, redisServer } = system;
     const saleId = await system.createSale({ stock: 100 });
     const bought = await purchaseBurst(gateways[0]!.url, saleId, buyers('before', 10));
-    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(saleId).waitForDrain();
+    await ctx.store.sale(saleId).waitForDrain();
     // The command's Redis deadline (REDIS_BACKGROUND_COMMAND_TIMEOUT_MS, 30 s by default) made short.
     const commandEnv = { ...env, REDIS_BACKGROUND_COMMAND_TIMEOUT_MS: '2000' };
 

@@ -15,7 +15,7 @@ import {
   type AppProcess,
   type RedisServer,
 } from '@flashsale/harness';
-import { saleEventsChannel, createSaleStore } from '@flashsale/redis-store';
+import { saleEventsChannel } from '@flashsale/redis-store';
 import { createIsolatedContext, type TestContext } from '../support/context.ts';
 import { bearer, expectProblem } from '../support/http.ts';
 import { until } from '../support/until.ts';
@@ -196,12 +196,12 @@ describe('gateway, worker and reconciler started while Redis is down', () => {
     // and resumes it within a second or so: it is frozen meanwhile, so this pause stays the test's own.
     signalGroup(reconciler.child, 'SIGSTOP');
     try {
-      await createSaleStore(ctx.redis, prefix).sale(saleId).setPaused(true);
+      await ctx.store.sale(saleId).setPaused(true);
       await expect.poll(async () => (await purchase('buyer-d')).status, { interval: 10, timeout: 60_000 }).toBe(410);
       await expectProblem(await purchase('buyer-d'), 410, 'SOLD_OUT');
       // Announced, as the reconciler announces every change: the verdict is dropped and Redis answers.
       // The verdict's TTL is a minute here, and this waits half of it: only the announcement can have dropped it.
-      await createSaleStore(ctx.redis, prefix).sale(saleId).announceChanged();
+      await ctx.store.sale(saleId).announceChanged();
       const paused = await until(
         () => purchase('buyer-d'),
         (res) => res.status === 503,
@@ -209,8 +209,8 @@ describe('gateway, worker and reconciler started while Redis is down', () => {
       );
       expect(paused.headers.get('retry-after')).toBe('2');
       await expectProblem(paused, 503, 'SALE_PAUSED');
-      await createSaleStore(ctx.redis, prefix).sale(saleId).setPaused(false);
-      await createSaleStore(ctx.redis, prefix).sale(saleId).announceChanged();
+      await ctx.store.sale(saleId).setPaused(false);
+      await ctx.store.sale(saleId).announceChanged();
     } finally {
       signalGroup(reconciler.child, 'SIGCONT');
     }
@@ -221,8 +221,8 @@ describe('gateway, worker and reconciler started while Redis is down', () => {
     expect(await reconciled.json()).toMatchObject({ saleId, remaining: 0, buyers: 3 });
 
     // The worker wrote every 202 as one order.
-    await createSaleStore(ctx.redis, prefix).sale(saleId).waitForDrain();
-    const ledger = await faultLedgerOf(ctx.redis, ctx.prisma, prefix, saleId, accepted, new Set());
+    await ctx.store.sale(saleId).waitForDrain();
+    const ledger = await faultLedgerOf(ctx.store, ctx.prisma, saleId, accepted, new Set());
     expect({ lost: ledger.lost, duplicated: ledger.duplicated, unexpected: ledger.unexpected, oversold: ledger.oversold }).toEqual({
       lost: [],
       duplicated: [],

@@ -4,7 +4,6 @@ import { buyerToken, createHttpClient, ledgerOf, type HttpResult } from '@flashs
 import { poolConfigFromUrl } from '@flashsale/order-store';
 import { startSystem, type System } from '../support/system.ts';
 import { until } from '../support/until.ts';
-import { createSaleStore } from '@flashsale/redis-store';
 
 // A table lock held elsewhere (an operator's LOCK TABLES, a long ALTER) must not hold a request: the
 // gateway's statements carry MariaDB's max_statement_time (DB_STATEMENT_TIMEOUT_MS), lock waits
@@ -46,14 +45,8 @@ async function saleWithAnOrder() {
   const bought = await client.send('POST', `/api/sales/${saleId}/purchase`, { headers: { authorization: `Bearer ${token}` } });
   expect(bought.status).toBe(202);
   const reservationId = bought.body.reservationId as string;
-  await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(saleId).waitForDrain();
-  const ledger = await ledgerOf(
-    ctx.redis,
-    ctx.prisma,
-    ctx.config.REDIS_PREFIX,
-    saleId,
-    new Map([[reservationId, { userId: 'buyer-1', quantity: 1 }]]),
-  );
+  await ctx.store.sale(saleId).waitForDrain();
+  const ledger = await ledgerOf(ctx.store, ctx.prisma, saleId, new Map([[reservationId, { userId: 'buyer-1', quantity: 1 }]]));
   expect({ lost: ledger.lost, duplicated: ledger.duplicated, unexpected: ledger.unexpected, unitsInDb: ledger.unitsInDb }).toEqual({
     lost: [],
     duplicated: [],

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createConnection, type Connection } from 'mariadb';
 import type { ReconcileReason } from '@flashsale/jobs';
-import { deleteKeysWithPrefix, startGaleraCluster, testRedisPrefix, type GaleraCluster } from '@flashsale/harness';
+import { startGaleraCluster, testRedisPrefix, type GaleraCluster } from '@flashsale/harness';
 import { createPrisma } from '@flashsale/order-store';
-import { createRedis } from '@flashsale/redis-store';
+import { createRedis, createSaleStore } from '@flashsale/redis-store';
 import { createLogger } from '@flashsale/runtime';
 import { salesDeps, watchMysqlServer } from '@flashsale/sales/testing';
 import { runScript } from '../support/run-process.ts';
@@ -137,14 +137,14 @@ describe('a Galera cluster behind HAProxy (infra/galera/haproxy.cfg)', () => {
 // its drain); a cluster bootstrapped again from a node that left early has lost commits, as a replica
 // promoted behind has, and must reconcile every live sale.
 describe("the reconciler's view of MySQL on a Galera cluster", () => {
-  const prefix = testRedisPrefix();
   const redis = createRedis({ url: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' });
+  const store = createSaleStore(redis, testRedisPrefix());
   let prisma: ReturnType<typeof createPrisma>;
   const requested: { saleId: number; reason: ReconcileReason }[] = [];
   const watch = () =>
     watchMysqlServer(
       {
-        ...salesDeps({ redis, prisma, prefix, logger: createLogger('galera-identity-test', 'silent') }),
+        ...salesDeps({ saleStore: store, prisma, logger: createLogger('galera-identity-test', 'silent') }),
         requestReconcile: async (saleId, reason) => void requested.push({ saleId, reason }),
       },
       [7, 8],
@@ -160,13 +160,13 @@ describe("the reconciler's view of MySQL on a Galera cluster", () => {
   });
   afterAll(async () => {
     await prisma?.$disconnect();
-    await deleteKeysWithPrefix(redis, prefix);
+    await store.deleteAllKeys();
     await redis.quit();
   });
 
   it('reconciles nothing when the writer moves to another node, and records the seqno it has reached', async () => {
     expect(await watchUntilAnswered()).toBe(false);
-    const first = await redis.get(`${prefix}:mysql-server`);
+    const first = await store.lastSeenMysqlServer();
     expect(first).toMatch(/^wsrep_cluster_state_uuid=[0-9a-f-]{36},wsrep_last_committed=\d+$/);
     const writer = await cluster.writer();
     const direct = await connect(cluster.port);
@@ -175,7 +175,7 @@ describe("the reconciler's view of MySQL on a Galera cluster", () => {
     await untilWriterIsNot(writer.port);
     expect(await watchUntilAnswered()).toBe(false);
     expect(requested).toEqual([]);
-    const after = await redis.get(`${prefix}:mysql-server`);
+    const after = await store.lastSeenMysqlServer();
     expect(after!.split(',')[0]).toBe(first!.split(',')[0]);
     expect(seqnoOf(after!)).toBeGreaterThan(seqnoOf(first!));
     await writer.start();
@@ -195,7 +195,7 @@ describe("the reconciler's view of MySQL on a Galera cluster", () => {
     );
     for (let i = 0; i < 5; i++) await viaProxy!.query('UPDATE writer_model.sales SET sold = sold + 1 WHERE id = 1');
     expect(await watchUntilAnswered()).toBe(false);
-    const seen = await redis.get(`${prefix}:mysql-server`);
+    const seen = await store.lastSeenMysqlServer();
     // Every node down; the one that left early is the one an operator starts the cluster from.
     await Promise.all(cluster.nodes.map((n) => n.kill('SIGKILL')));
     behind.markSafeToBootstrap();
@@ -211,7 +211,7 @@ describe("the reconciler's view of MySQL on a Galera cluster", () => {
       { saleId: 7, reason: 'mysql_changed' },
       { saleId: 8, reason: 'mysql_changed' },
     ]);
-    const now = await redis.get(`${prefix}:mysql-server`);
+    const now = await store.lastSeenMysqlServer();
     expect(now!.split(',')[0]).toBe(seen!.split(',')[0]);
     expect(seqnoOf(now!)).toBeLessThan(seqnoOf(seen!));
   });

@@ -5,7 +5,6 @@ import { createConnection, type Connection } from 'mariadb';
 import type { Reservation } from '@flashsale/domain';
 import { startGaleraCluster, testDatabaseName, type GaleraCluster } from '@flashsale/harness';
 import { createOrderStore, migrate, mysqlConflictsSoFar, type ConflictOperation, type SaleRecord } from '@flashsale/order-store';
-import { createSaleStore } from '@flashsale/redis-store';
 import { createLiveSale, createTestContext, type TestContext } from '../support/context.ts';
 
 // A conflict surfaces at COMMIT (or at the next statement) as 1213, after the work was done: a Galera
@@ -78,10 +77,10 @@ const touchSaleRow = (saleId: number) => writingOnOtherNode(`UPDATE sales SET na
 
 async function reservations(sale: SaleRecord, buyers: number, label: string): Promise<Reservation[]> {
   const out: Reservation[] = [];
-  const generation = (await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).state())!.generation;
+  const generation = (await ctx.store.sale(sale.id).state())!.generation;
   for (let i = 0; i < buyers; i++) {
     const request = { saleId: sale.id, userId: `${label}-${i}`, quantity: 1, reservationId: `${sale.id}-${randomUUID()}` };
-    expect((await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).reserve(request)).kind).toBe('reserved');
+    expect((await ctx.store.reserve(request)).kind).toBe('reserved');
     out.push({ ...request, reservedAt: Date.now(), generation });
   }
   return out;
@@ -143,11 +142,7 @@ describe('a conflict with a write on another Galera node, at COMMIT', () => {
     let expired = 0;
     // Small passes, one transaction each, as the worker's expiry runs them.
     for (let pass = 0; pass < 60 && expired < 60; pass++) {
-      const outcome = await createOrderStore(ctx.prisma).expireDueOrders(
-        2,
-        (saleId) => createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(saleId).heldPayments(),
-        [],
-      );
+      const outcome = await createOrderStore(ctx.prisma).expireDueOrders(2, (saleId) => ctx.store.sale(saleId).heldPayments(), []);
       expired += outcome.owed.length;
       other.done();
     }

@@ -13,7 +13,6 @@ import { createPrisma, migrate, type PrismaClient } from '@flashsale/order-store
 import { startSystem, type System } from '../support/system.ts';
 import { steadyLoad, watchPauses } from '../support/steady-load.ts';
 import { until } from '../support/until.ts';
-import { createSaleStore } from '@flashsale/redis-store';
 
 // The orders on a real 3-node MariaDB Galera cluster behind HAProxy (infra/galera/haproxy.cfg: one writer,
 // two backups), the whole system running (2 gateways, 2 workers, a reconciler), buyers buying throughout.
@@ -85,9 +84,8 @@ async function untilOrExplain<T>(what: string, read: () => Promise<T>, done: (va
 /** A sale selling to fresh buyers; `fault` runs once some are in, and buying goes on after it. */
 async function sellThrough(label: string, fault: () => Promise<void>) {
   const saleId = await system.createSale({ stock: STOCK });
-  const prefix = system.ctx.config.REDIS_PREFIX;
   const urls = system.gateways.map((g) => g.url);
-  const pauses = watchPauses(system.ctx.redis, prefix, [saleId]);
+  const pauses = watchPauses(system.ctx.store, [saleId]);
   const before = steadyLoad(urls, [saleId], `${label}-before`);
   await untilOrExplain(
     '150 purchases accepted before the fault',
@@ -106,7 +104,7 @@ async function sellThrough(label: string, fault: () => Promise<void>) {
   outcomes.push((await during.stop()).get(saleId)!);
   const all = mergeBursts(...outcomes);
 
-  await createSaleStore(system.ctx.redis, prefix).sale(saleId).waitForDrain(WAIT_MS);
+  await system.ctx.store.sale(saleId).waitForDrain(WAIT_MS);
   await untilOrExplain(
     `an order for each of the ${all.accepted.size} purchases accepted`,
     () => prisma.order.count({ where: { saleId } }),
@@ -114,7 +112,7 @@ async function sellThrough(label: string, fault: () => Promise<void>) {
   );
   await pauses.stop();
   const uncertain = new Set([...all.failed, ...all.unknown]);
-  const ledger = await faultLedgerOf(system.ctx.redis, prisma, prefix, saleId, all.accepted, uncertain);
+  const ledger = await faultLedgerOf(system.ctx.store, prisma, saleId, all.accepted, uncertain);
   const reconciled = system.reconciler!.logs.filter(
     (line) => line.saleId === saleId && typeof line.msg === 'string' && line.msg.startsWith('reconcile'),
   );

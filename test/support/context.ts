@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, beforeEach } from 'vitest';
 import { loadConfig, type Config } from '@flashsale/config';
-import { createRedis, redisNow, redisTargetOf, type ScriptedRedis, createSaleStore } from '@flashsale/redis-store';
-import { deleteKeysWithPrefix, testDatabaseName, testRedisPrefix } from '@flashsale/harness';
+import { createRedis, redisNow, redisTargetOf, type ScriptedRedis, createSaleStore, type SaleStore } from '@flashsale/redis-store';
+import { testDatabaseName, testRedisPrefix } from '@flashsale/harness';
 import { createOrderStore, createPrisma, migrate, poolConfigFromUrl, type PrismaClient, type SaleRecord } from '@flashsale/order-store';
 import { createConnection } from 'mariadb';
 import { salesOf } from '@flashsale/bootstrap';
@@ -12,6 +12,8 @@ import type { RebuyRule } from '@flashsale/domain';
 export interface TestContext {
   config: Config;
   redis: ScriptedRedis;
+  /** `redis` bound to this context's prefix (REDIS_PREFIX). */
+  store: SaleStore;
   prisma: PrismaClient;
   /** The use cases over this context's stores, as a process's bootstrap builds them. */
   sales: Sales;
@@ -25,14 +27,16 @@ export function createTestContext(overrides: NodeJS.ProcessEnv = {}): TestContex
   // A test's own queries wait for a connection as long as a busy machine needs: the pool's 2 s is not
   // what any test is about.
   const prisma = createPrisma(config.DATABASE_URL, 4, 0, { acquireTimeoutMs: 60_000 });
+  const store = createSaleStore(redis, config.REDIS_PREFIX);
   return {
     config,
     redis,
+    store,
     prisma,
     sales: salesOf(config, createLogger('test', 'silent'), { redis, prisma }),
     async close() {
       // One server or each master of a cluster.
-      await deleteKeysWithPrefix(redis, config.REDIS_PREFIX);
+      await store.deleteAllKeys();
       await redis.quit();
       await prisma.$disconnect();
     },
@@ -120,7 +124,7 @@ export async function createLiveSale(ctx: TestContext, options: SaleOptions = {}
     ...(options.paymentWindowSeconds !== undefined && { paymentWindowSeconds: options.paymentWindowSeconds }),
     ...(options.rebuyRule && { rebuyRule: options.rebuyRule }),
   });
-  await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).publish(sale, sale.generation);
+  await ctx.store.publish(sale, sale.generation);
   return sale;
 }
 

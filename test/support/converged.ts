@@ -1,4 +1,3 @@
-import { createSaleStore } from '@flashsale/redis-store';
 import type { System } from './system.ts';
 import { until } from './until.ts';
 
@@ -14,7 +13,7 @@ export async function convergedOnPrimary(s: Pick<System, 'ctx'>, saleId: number)
   const { ctx } = s;
   return until(
     async () => {
-      const snapshot = await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(saleId).snapshot();
+      const snapshot = await ctx.store.sale(saleId).snapshot();
       const row = await ctx.prisma.sale.findUniqueOrThrow({ where: { id: saleId } });
       return {
         primary: snapshot.replicationId ?? null,

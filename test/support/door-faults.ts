@@ -1,6 +1,6 @@
 import { expect } from 'vitest';
 import { faultLedgerOf } from '@flashsale/harness';
-import { redisNow, saleKeys, createSaleStore } from '@flashsale/redis-store';
+import { redisNow, saleKeys } from '@flashsale/redis-store';
 import type { System } from './system.ts';
 import { doorBuyer } from './door.ts';
 import { until } from './until.ts';
@@ -58,8 +58,8 @@ export function doorPurchases(running: Running) {
     /** Once drained: every 202 one order, nothing else, nothing oversold, `units` in live orders. */
     async expectLedgerExact(saleId: number, units: number): Promise<void> {
       const { ctx } = running;
-      await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(saleId).waitForDrain(60_000);
-      const ledger = await faultLedgerOf(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, saleId, accepted, new Set());
+      await ctx.store.sale(saleId).waitForDrain(60_000);
+      const ledger = await faultLedgerOf(ctx.store, ctx.prisma, saleId, accepted, new Set());
       expect({ lost: ledger.lost, duplicated: ledger.duplicated, unexpected: ledger.unexpected, oversold: ledger.oversold }).toEqual({
         lost: [],
         duplicated: [],

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { createOrderStore } from '@flashsale/order-store';
-import { createSaleStore, decodeReservation } from '@flashsale/redis-store';
+import { decodeReservation } from '@flashsale/redis-store';
 import type { TestContext } from './context.ts';
 
 /**
@@ -8,16 +8,14 @@ import type { TestContext } from './context.ts';
  * batch, acknowledge), for in-process tests that run a gateway without workers. Returns the orders written.
  */
 export async function writeOrdersOf(ctx: TestContext, saleId: number): Promise<number> {
-  const round = await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).readNewEntries('test-writer', [saleId], 1000);
+  const round = await ctx.store.readNewEntries('test-writer', [saleId], 1000);
   const entries = round.entries.get(saleId) ?? [];
   const reservations = entries.flatMap(({ id, fields }) => {
     const decoded = decodeReservation(saleId, id, fields);
     return decoded.ok ? [decoded.reservation] : [];
   });
   const outcome = await createOrderStore(ctx.prisma).sale(saleId).writeOrderBatch(reservations);
-  await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX)
-    .sale(saleId)
-    .acknowledge(entries.map((e) => e.id));
+  await ctx.store.sale(saleId).acknowledge(entries.map((e) => e.id));
   return outcome.written.length;
 }
 

@@ -1,6 +1,5 @@
 import { createLogger } from '@flashsale/runtime';
 import { salesOptionsOf } from '@flashsale/bootstrap';
-import { createSaleStore } from '@flashsale/redis-store';
 import { bullConnection, createReconcileJobs, type ReconcileResult } from '@flashsale/jobs';
 import { Reconciler } from '../../apps/reconciler/src/reconciler.ts';
 import { createSales, type AuditReport } from '@flashsale/sales';
@@ -10,15 +9,10 @@ import type { TestContext } from './context.ts';
 /** What reconcileSale needs, from a test context. */
 export function reconcileDeps(ctx: TestContext, drainTimeoutMs = 10_000): ReconcileDeps {
   return {
-    ...salesDeps({
-      redis: ctx.redis,
-      prisma: ctx.prisma,
-      prefix: ctx.config.REDIS_PREFIX,
-      logger: createLogger('reconcile-test', 'silent'),
-    }),
+    ...salesDeps({ saleStore: ctx.store, prisma: ctx.prisma, logger: createLogger('reconcile-test', 'silent') }),
     databaseUrl: ctx.config.DATABASE_URL,
     drainTimeoutMs,
-    announce: (saleId) => createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(saleId).announceChanged(),
+    announce: (saleId) => ctx.store.sale(saleId).announceChanged(),
   };
 }
 
@@ -40,7 +34,7 @@ export async function startReconciler(
   const saleErrors: { saleId: number; error: unknown }[] = [];
   const logger = createLogger('reconciler-test', 'silent');
   const salesOptions = { ...salesOptionsOf(ctx.config), drainTimeoutMs: options.drainTimeoutMs ?? 10_000 };
-  const sales = createSales({ redis: ctx.redis, prisma: ctx.prisma, prefix: ctx.config.REDIS_PREFIX, logger, options: salesOptions, jobs });
+  const sales = createSales({ saleStore: ctx.store, prisma: ctx.prisma, logger, options: salesOptions, jobs });
   const reconciler = new Reconciler(
     {
       sales,

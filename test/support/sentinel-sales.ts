@@ -4,7 +4,6 @@ import type { SentinelSystem } from './system.ts';
 import { saleStats } from './cluster-sales.ts';
 import { until } from './until.ts';
 import { convergedOnPrimary } from './converged.ts';
-import { createSaleStore } from '@flashsale/redis-store';
 
 // What the Redis Sentinel fault tests (test/faults/redis-sentinel.test.ts, redis-failover-rebuild.test.ts)
 // do to a sale: buy through every gateway, wait until the reconciler caught up with the primary serving
@@ -80,15 +79,8 @@ export async function expectLedger(s: SentinelSystem, saleId: number, bursts: Bu
   const { ctx } = s;
   const all = mergeBursts(...bursts);
   await convergedOnPrimary(s, saleId);
-  await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(saleId).waitForDrain(60_000);
-  const ledger = await faultLedgerOf(
-    ctx.redis,
-    ctx.prisma,
-    ctx.config.REDIS_PREFIX,
-    saleId,
-    all.accepted,
-    new Set([...all.unknown, ...all.failed]),
-  );
+  await ctx.store.sale(saleId).waitForDrain(60_000);
+  const ledger = await faultLedgerOf(ctx.store, ctx.prisma, saleId, all.accepted, new Set([...all.unknown, ...all.failed]));
   const stats = await saleStats(s, saleId);
   expect({
     duplicated: ledger.duplicated,

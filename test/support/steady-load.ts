@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { mergeBursts, purchaseBurst, type BurstOutcome } from '@flashsale/harness';
-import { type ScriptedRedis, createSaleStore } from '@flashsale/redis-store';
+import type { SaleStore } from '@flashsale/redis-store';
 
 /** Buyers that keep coming to some sales until stopped: what a fault meets in a sale that is selling. */
 export interface SteadyLoad {
@@ -52,7 +52,7 @@ export interface PauseWatch {
  * holds that sale's watch until it is answered; a read that fails is skipped. The measure is of what the
  * buyers meet (503 SALE_PAUSED), within a read's time.
  */
-export function watchPauses(redis: ScriptedRedis, prefix: string, saleIds: number[]): PauseWatch {
+export function watchPauses(store: SaleStore, saleIds: number[]): PauseWatch {
   let stopped = false;
   const since = new Map<number, number>();
   const longest = new Map<number, number>(saleIds.map((id) => [id, 0]));
@@ -62,7 +62,7 @@ export function watchPauses(redis: ScriptedRedis, prefix: string, saleIds: numbe
   };
   const loops = saleIds.map(async (saleId) => {
     while (!stopped) {
-      const paused = await createSaleStore(redis, prefix)
+      const paused = await store
         .sale(saleId)
         .state()
         .then(

@@ -2,7 +2,7 @@ import { createLogger } from '@flashsale/runtime';
 import { describe, expect, it } from 'vitest';
 import { newReservationId } from '@flashsale/domain';
 import { SOURCE_NODE_ARGS, spawnInGroup } from '@flashsale/harness';
-import { saleKeys, createSaleStore } from '@flashsale/redis-store';
+import { saleKeys } from '@flashsale/redis-store';
 import { ORDER_WRITERS_GROUP, salesIndexKey } from '@flashsale/redis-store/testing';
 import { createLiveSale, isolatedContextPerTest } from '../../../test/support/context.ts';
 import { startGateway } from '../../../test/support/gateway.ts';
@@ -25,7 +25,7 @@ describe('the reconciler process', () => {
       async () => reconciler.reconciled.length,
       (n) => n > 0,
     );
-    const state = await createSaleStore(env.ctx.redis, env.ctx.config.REDIS_PREFIX).sale(sale.id).state();
+    const state = await env.ctx.store.sale(sale.id).state();
 
     expect(state).toMatchObject({ stock: 8, remaining: 8, paused: false });
     const record = await env.ctx.prisma.sale.findUniqueOrThrow({ where: { id: sale.id } });
@@ -54,7 +54,7 @@ describe('the reconciler process', () => {
       // An operator's or a bug's write: the key now holds a string (every command of another type fails WRONGTYPE).
       await env.ctx.redis.del(badKeys[poisoned]);
       await env.ctx.redis.set(badKeys[poisoned], 'oops');
-      await createSaleStore(env.ctx.redis, env.ctx.config.REDIS_PREFIX).reserve({
+      await env.ctx.store.reserve({
         saleId: good.id,
         userId: 'a',
         quantity: 1,
@@ -85,7 +85,7 @@ describe('the reconciler process', () => {
   it('takes up a sale left paused by a reconciliation that died, and resumes it', async () => {
     const sale = await createLiveSale(env.ctx, { stock: 5 });
     // What a reconciler killed between its pause and its resume leaves behind, with no job left to finish it.
-    await createSaleStore(env.ctx.redis, env.ctx.config.REDIS_PREFIX).sale(sale.id).setPaused(true);
+    await env.ctx.store.sale(sale.id).setPaused(true);
     const reconciler = await startReconciler(env.ctx);
     env.stops.push(reconciler.stop);
 
@@ -95,7 +95,7 @@ describe('the reconciler process', () => {
       (n) => n > 0,
     );
 
-    expect(await createSaleStore(env.ctx.redis, env.ctx.config.REDIS_PREFIX).sale(sale.id).state()).toMatchObject({
+    expect(await env.ctx.store.sale(sale.id).state()).toMatchObject({
       remaining: 5,
       paused: false,
     });
@@ -133,7 +133,7 @@ describe('the reconciler process', () => {
 
   it('notices Redis going back in time even when its counters have caught up since', async () => {
     const sale = await createLiveSale(env.ctx, { stock: 5 });
-    await createSaleStore(env.ctx.redis, env.ctx.config.REDIS_PREFIX).reserve({
+    await env.ctx.store.reserve({
       saleId: sale.id,
       userId: 'a',
       quantity: 1,
@@ -161,7 +161,7 @@ describe('the reconciler process', () => {
     await env.ctx.redis.xdel(keys.stream, entryA);
     await env.ctx.redis.hdel(keys.buyers, 'a');
     await env.ctx.redis.hincrby(keys.meta, 'remaining', 1);
-    await createSaleStore(env.ctx.redis, env.ctx.config.REDIS_PREFIX).reserve({
+    await env.ctx.store.reserve({
       saleId: sale.id,
       userId: 'b',
       quantity: 1,
@@ -217,7 +217,7 @@ describe('POST /api/admin/sales/:saleId/reconcile', () => {
   it('answers 200 with the rebuilt state once the reconciliation is done, 409 while one runs, 404 for no sale', async () => {
     const sale = await createLiveSale(env.ctx, { stock: 6 });
     // An entry held by a consumer that died: the drain waits until a worker reclaims it (none runs here).
-    await createSaleStore(env.ctx.redis, env.ctx.config.REDIS_PREFIX).reserve({
+    await env.ctx.store.reserve({
       saleId: sale.id,
       userId: 'a',
       quantity: 1,
@@ -245,7 +245,7 @@ describe('POST /api/admin/sales/:saleId/reconcile', () => {
 
     const first = reconcile(sale.id);
     await until(
-      () => createSaleStore(env.ctx.redis, env.ctx.config.REDIS_PREFIX).sale(sale.id).state(),
+      () => env.ctx.store.sale(sale.id).state(),
       (s) => s?.paused === true,
     );
     const second = await reconcile(sale.id);
@@ -271,7 +271,7 @@ describe('POST /api/admin/sales/:saleId/reconcile', () => {
       judgement: 'intact',
       restored: { reservations: 1, units: 1 },
     });
-    expect(await createSaleStore(env.ctx.redis, env.ctx.config.REDIS_PREFIX).sale(sale.id).state()).toMatchObject({
+    expect(await env.ctx.store.sale(sale.id).state()).toMatchObject({
       paused: false,
       remaining: 5,
     });
@@ -285,7 +285,7 @@ describe('POST /api/admin/sales/:saleId/reconcile', () => {
 describe('npm run reconcile -- --sale <id>', () => {
   it('reconciles one sale as a one-shot process and prints the result', async () => {
     const sale = await createLiveSale(env.ctx, { stock: 4 });
-    await createSaleStore(env.ctx.redis, env.ctx.config.REDIS_PREFIX).reserve({
+    await env.ctx.store.reserve({
       saleId: sale.id,
       userId: 'a',
       quantity: 1,
@@ -301,7 +301,7 @@ describe('npm run reconcile -- --sale <id>', () => {
 
     const running = runCli(['--sale', String(sale.id)]);
     await expect
-      .poll(async () => (await createSaleStore(env.ctx.redis, env.ctx.config.REDIS_PREFIX).sale(sale.id).state())?.paused, {
+      .poll(async () => (await env.ctx.store.sale(sale.id).state())?.paused, {
         timeout: 60_000,
       })
       .toBe(true);
@@ -319,7 +319,7 @@ describe('npm run reconcile -- --sale <id>', () => {
       judgement: 'intact',
       restored: { reservations: 0, units: 0 },
     });
-    expect(await createSaleStore(env.ctx.redis, env.ctx.config.REDIS_PREFIX).sale(sale.id).state()).toMatchObject({
+    expect(await env.ctx.store.sale(sale.id).state()).toMatchObject({
       paused: false,
       remaining: 3,
     });

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '@flashsale/runtime';
 import { newReservationId } from '@flashsale/domain';
-import { decodeReservation, saleKeys, type ReservationEntry, type StreamEntry, createSaleStore } from '@flashsale/redis-store';
+import { decodeReservation, saleKeys, type ReservationEntry, type StreamEntry } from '@flashsale/redis-store';
 import { ORDER_WRITERS_GROUP } from '@flashsale/redis-store/testing';
 import { createOrderStore } from '@flashsale/order-store';
 import { startRedisServer, type RedisServer } from '@flashsale/harness';
@@ -70,10 +70,8 @@ async function saleWithAcknowledgedEntries(ctx: TestContext, entries: number, de
       }
     }
     expect((await createOrderStore(ctx.prisma).sale(sale.id).writeOrderBatch(orders)).written).toHaveLength(orders.length);
-    await createSaleStore(ctx.redis, prefix)
-      .sale(sale.id)
-      .acknowledge(orders.map((r) => r.entryId));
-    await Promise.all(setAside.map((entry) => createSaleStore(ctx.redis, prefix).sale(sale.id).deadLetter(entry, 'OVER_STOCK', 1)));
+    await ctx.store.sale(sale.id).acknowledge(orders.map((r) => r.entryId));
+    await Promise.all(setAside.map((entry) => ctx.store.sale(sale.id).deadLetter(entry, 'OVER_STOCK', 1)));
   }
   expect(await ctx.redis.xlen(keys.stream)).toBe(entries);
   expect(await ctx.redis.xlen(keys.deadLetter)).toBe(deadLetters);
@@ -93,7 +91,7 @@ async function measure(entries: number, deadLetters: number): Promise<Measured> 
     const sale = await saleWithAcknowledgedEntries(ctx, entries, deadLetters);
     const requested: unknown[] = [];
     const watchDeps: SaleWatch = {
-      ...salesDeps({ redis: ctx.redis, prisma: ctx.prisma, prefix: ctx.config.REDIS_PREFIX, logger: createLogger('cost-test', 'silent') }),
+      ...salesDeps({ saleStore: ctx.store, prisma: ctx.prisma, logger: createLogger('cost-test', 'silent') }),
       publishGraceMs: 0,
       createGraceMs: 30_000,
       retentionMs: ctx.config.RECONCILER_STREAM_RETENTION_MS,
@@ -105,7 +103,7 @@ async function measure(entries: number, deadLetters: number): Promise<Measured> 
     await watchOnce(watchDeps);
     let report: AuditReport | null = null;
     const auditDeps = {
-      ...salesDeps({ redis: ctx.redis, prisma: ctx.prisma, prefix: ctx.config.REDIS_PREFIX, logger: watchDeps.logger }),
+      ...salesDeps({ saleStore: ctx.store, prisma: ctx.prisma, logger: watchDeps.logger }),
       onReport: () => undefined,
     };
     const audit = await redisWorkOf(server.url, async () => {

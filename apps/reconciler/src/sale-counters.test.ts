@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Reservation } from '@flashsale/domain';
 import { createOrderStore, type SaleRecord } from '@flashsale/order-store';
-import { saleKeys, createSaleStore } from '@flashsale/redis-store';
+import { saleKeys } from '@flashsale/redis-store';
 import { ORDER_WRITERS_GROUP } from '@flashsale/redis-store/testing';
 import { createIsolatedContext, createLiveSale, type TestContext } from '../../../test/support/context.ts';
 import { reconcileDeps } from '../../../test/support/reconciler.ts';
@@ -16,18 +16,18 @@ beforeAll(async () => {
 });
 afterAll(() => ctx?.close());
 
-const arrivals = (saleId: number) => createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(saleId).heldPayments();
+const arrivals = (saleId: number) => ctx.store.sale(saleId).heldPayments();
 
 /** Reserves for each buyer (quantities 1, 2, 3 in turn) and writes the orders as the worker does: `batches` batches. */
 async function buy(sale: SaleRecord, buyers: string[], batches = 1): Promise<Reservation[]> {
   const reservations: Reservation[] = [];
   for (const [i, userId] of buyers.entries()) {
     const request = { saleId: sale.id, userId, quantity: (i % 3) + 1, reservationId: `${sale.id}-${randomUUID()}` };
-    expect((await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).reserve(request)).kind).toBe('reserved');
+    expect((await ctx.store.reserve(request)).kind).toBe('reserved');
     reservations.push({
       ...request,
       reservedAt: Date.now(),
-      generation: (await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).state())!.generation,
+      generation: (await ctx.store.sale(sale.id).state())!.generation,
     });
   }
   const size = Math.ceil(reservations.length / batches);
@@ -101,7 +101,7 @@ describe("a sale's order counters", () => {
     const due = first.slice(4, 8).map((r) => r.reservationId);
     await ctx.prisma
       .$executeRaw`UPDATE orders SET pay_by = NOW(3) + INTERVAL 300000 MICROSECOND WHERE reservation_id IN (${due[0]}, ${due[1]}, ${due[2]}, ${due[3]})`;
-    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).recordPaymentArrival({
+    await ctx.store.recordPaymentArrival({
       eventId: `in-time-${sale.id}`,
       reservationId: due[0]!,
       saleId: sale.id,

@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createLogger } from '@flashsale/runtime';
 import { newReservationId } from '@flashsale/domain';
-import { createSaleStore } from '@flashsale/redis-store';
 import { salesIndexKey } from '@flashsale/redis-store/testing';
 import { createOrderStore } from '@flashsale/order-store';
 import { isolatedContextPerTest, redisNow } from '../../../test/support/context.ts';
@@ -12,12 +11,7 @@ const env = isolatedContextPerTest();
 
 function watcherDeps(createGraceMs: number): SaleWatch {
   return {
-    ...salesDeps({
-      redis: env.ctx.redis,
-      prisma: env.ctx.prisma,
-      prefix: env.ctx.config.REDIS_PREFIX,
-      logger: createLogger('watch-test', 'silent'),
-    }),
+    ...salesDeps({ saleStore: env.ctx.store, prisma: env.ctx.prisma, logger: createLogger('watch-test', 'silent') }),
     publishGraceMs: 0,
     createGraceMs,
     retentionMs: 0,
@@ -33,7 +27,7 @@ async function stalledCreate(key: string) {
   const body = { name: 'Stalled', stock: 5, perUserLimit: 1, startsAt: new Date(now - 60_000), endsAt: new Date(now + 3_600_000) };
   const start = await createOrderStore(env.ctx.prisma).beginSaleCreation(body, { idempotencyKey: key, requestHash: 'h'.repeat(64) });
   if (start.kind !== 'started') throw new Error('expected a new create');
-  await createSaleStore(env.ctx.redis, env.ctx.config.REDIS_PREFIX).publish(start.sale, start.sale.generation);
+  await env.ctx.store.publish(start.sale, start.sale.generation);
   return { sale: start.sale, body };
 }
 
@@ -49,7 +43,7 @@ describe('creates left unfinished (the request died, or could not take back a fa
     await watchOnce(watcherDeps(60_000));
 
     expect((await env.ctx.prisma.sale.findUniqueOrThrow({ where: { id: sale.id } })).publishState).toBe('publishing');
-    expect(await createSaleStore(env.ctx.redis, env.ctx.config.REDIS_PREFIX).sale(sale.id).state()).not.toBeNull();
+    expect(await env.ctx.store.sale(sale.id).state()).not.toBeNull();
   });
 
   it('are abandoned after it, their Redis state withdrawn and their key released, so they never go live', async () => {
@@ -63,7 +57,7 @@ describe('creates left unfinished (the request died, or could not take back a fa
       idempotencyKey: null,
     });
     expect(await createOrderStore(env.ctx.prisma).sale(sale.id).find()).toBeNull();
-    expect(await createSaleStore(env.ctx.redis, env.ctx.config.REDIS_PREFIX).sale(sale.id).state()).toBeNull();
+    expect(await env.ctx.store.sale(sale.id).state()).toBeNull();
     expect(await env.ctx.redis.smembers(salesIndexKey(env.ctx.config.REDIS_PREFIX))).not.toContain(String(sale.id));
     // The operator's retry with the same key now makes the sale, once.
     const retry = await createOrderStore(env.ctx.prisma).beginSaleCreation(body, {
@@ -76,7 +70,7 @@ describe('creates left unfinished (the request died, or could not take back a fa
   it('stand when they already took a reservation: those buyers were told yes', async () => {
     const { sale } = await stalledCreate('bought');
     const reservationId = newReservationId(sale.id);
-    await createSaleStore(env.ctx.redis, env.ctx.config.REDIS_PREFIX).reserve({
+    await env.ctx.store.reserve({
       saleId: sale.id,
       userId: 'early',
       quantity: 1,
@@ -87,6 +81,6 @@ describe('creates left unfinished (the request died, or could not take back a fa
     await watchOnce(watcherDeps(1000));
 
     expect((await env.ctx.prisma.sale.findUniqueOrThrow({ where: { id: sale.id } })).publishState).toBe('published');
-    expect(await createSaleStore(env.ctx.redis, env.ctx.config.REDIS_PREFIX).sale(sale.id).state()).toMatchObject({ remaining: 4 });
+    expect(await env.ctx.store.sale(sale.id).state()).toMatchObject({ remaining: 4 });
   });
 });

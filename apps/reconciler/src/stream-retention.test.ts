@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { createLogger } from '@flashsale/runtime';
 import { newReservationId } from '@flashsale/domain';
-import { saleKeys, createSaleStore } from '@flashsale/redis-store';
+import { saleKeys } from '@flashsale/redis-store';
 import { ORDER_WRITERS_GROUP, toReserveOutcome } from '@flashsale/redis-store/testing';
 import { createOrderStore, type PrismaClient } from '@flashsale/order-store';
 import { ledgerOf } from '@flashsale/harness';
@@ -28,7 +28,7 @@ function startWorker(batchSize = 20): OrderWorker {
 async function reserveMany(saleId: number, from: number, count: number, accepted: Map<string, { userId: string; quantity: number }>) {
   for (let i = from; i < from + count; i++) {
     const reservationId = newReservationId(saleId);
-    const outcome = await createSaleStore(env.ctx.redis, env.ctx.config.REDIS_PREFIX).reserve({
+    const outcome = await env.ctx.store.reserve({
       saleId,
       userId: `buyer-${i}`,
       quantity: 1,
@@ -42,7 +42,7 @@ async function reserveMany(saleId: number, from: number, count: number, accepted
 function watcherDeps(prisma: PrismaClient = env.ctx.prisma): SaleWatch & { requested: [number, string][] } {
   const requested: [number, string][] = [];
   return {
-    ...salesDeps({ redis: env.ctx.redis, prisma, prefix: env.ctx.config.REDIS_PREFIX, logger: createLogger('watch-test', 'silent') }),
+    ...salesDeps({ saleStore: env.ctx.store, prisma, logger: createLogger('watch-test', 'silent') }),
     publishGraceMs: 0,
     createGraceMs: 30_000,
     retentionMs: 0,
@@ -66,7 +66,7 @@ describe('stream retention', () => {
 
     for (let round = 0; round < 5; round++) {
       await reserveMany(sale.id, round * 60, 60, accepted);
-      await createSaleStore(env.ctx.redis, env.ctx.config.REDIS_PREFIX).sale(sale.id).waitForDrain();
+      await env.ctx.store.sale(sale.id).waitForDrain();
     }
     // Passes after the last drain: the checkpoint catches up with the last entry, and the stream is
     // trimmed to it: exactly one entry, the checkpoint's own.
@@ -77,7 +77,7 @@ describe('stream retention', () => {
     const record = await env.ctx.prisma.sale.findUniqueOrThrow({ where: { id: sale.id } });
 
     expect(entries).toEqual([record.checkpointStreamId]);
-    expect(await ledgerOf(env.ctx.redis, env.ctx.prisma, env.ctx.config.REDIS_PREFIX, sale.id, accepted)).toEqual({
+    expect(await ledgerOf(env.ctx.store, env.ctx.prisma, sale.id, accepted)).toEqual({
       lost: [],
       duplicated: [],
       unexpected: [],
@@ -89,7 +89,7 @@ describe('stream retention', () => {
     expect(reconciler.reconciled).toEqual([]);
     expect(await reconciler.jobs.queue.getJobCounts()).toMatchObject({ waiting: 0, active: 0, delayed: 0, completed: 0, failed: 0 });
     expect([record.redisGeneration, record.lostReservations]).toEqual([sale.generation, 0]);
-    expect(await createSaleStore(env.ctx.redis, env.ctx.config.REDIS_PREFIX).sale(sale.id).state()).toMatchObject({
+    expect(await env.ctx.store.sale(sale.id).state()).toMatchObject({
       paused: false,
       remaining: 200,
     });
@@ -103,7 +103,7 @@ describe('stream retention', () => {
     const accepted = new Map<string, { userId: string; quantity: number }>();
     for (let round = 0; round < 3; round++) {
       await reserveMany(sale.id, round * 20, 20, accepted);
-      await createSaleStore(env.ctx.redis, env.ctx.config.REDIS_PREFIX).sale(sale.id).waitForDrain();
+      await env.ctx.store.sale(sale.id).waitForDrain();
       await watchOnce({ ...deps, retentionMs: 600_000 });
     }
 
@@ -147,7 +147,7 @@ describe('stream retention', () => {
         .filter((id): id is string => id !== null)
         .reduce((a, b) => (compareIds(a, b) <= 0 ? a : b));
 
-      await createSaleStore(env.ctx.redis, prefix)
+      await env.ctx.store
         .sale(sale.id)
         .trimAcknowledged({ keepFrom: checkpoint, keepSinceMs: Number(now[0]) * 1000 - 600_000, maxEntries });
 
@@ -192,8 +192,8 @@ describe('stream retention', () => {
     // flight plus the entries since the checkpoint, at every pass.
     expect(passes.filter(({ length, bound }) => length > bound)).toEqual([]);
     expect(Math.max(...passes.map(({ length }) => length))).toBeLessThan(accepted.size / 2);
-    await createSaleStore(env.ctx.redis, prefix).sale(sale.id).waitForDrain();
-    expect(await ledgerOf(env.ctx.redis, env.ctx.prisma, prefix, sale.id, accepted)).toEqual({
+    await env.ctx.store.sale(sale.id).waitForDrain();
+    expect(await ledgerOf(env.ctx.store, env.ctx.prisma, sale.id, accepted)).toEqual({
       lost: [],
       duplicated: [],
       unexpected: [],
@@ -209,7 +209,7 @@ describe('stream retention', () => {
     const accepted = new Map<string, { userId: string; quantity: number }>();
     const first = watcherDeps();
     await reserveMany(sale.id, 0, 30, accepted);
-    await createSaleStore(env.ctx.redis, env.ctx.config.REDIS_PREFIX).sale(sale.id).waitForDrain();
+    await env.ctx.store.sale(sale.id).waitForDrain();
     await watchOnce(first);
     // What a second reconciler read at this moment: the sale with the checkpoint just recorded.
     const staleRows = await env.ctx.prisma.sale.findMany({ where: { id: sale.id } });
@@ -218,7 +218,7 @@ describe('stream retention', () => {
     // The first goes on: two more checkpoints, and the stream trimmed past the one the second holds.
     for (const from of [30, 60]) {
       await reserveMany(sale.id, from, 30, accepted);
-      await createSaleStore(env.ctx.redis, env.ctx.config.REDIS_PREFIX).sale(sale.id).waitForDrain();
+      await env.ctx.store.sale(sale.id).waitForDrain();
       await watchOnce(first);
     }
     const stream = saleKeys(env.ctx.config.REDIS_PREFIX, sale.id).stream;

@@ -36,14 +36,12 @@ afterAll(async () => {
 
 /** Puts `count` live sales in Redis only (the worker reads nothing of a sale from MySQL). */
 async function publishSales(prefix: string, count: number): Promise<void> {
+  const store = createSaleStore(ctx.redis, prefix);
   const now = await redisNow(ctx.redis);
   for (let first = 1; first <= count; first += 200) {
     await Promise.all(
       Array.from({ length: Math.min(200, count - first + 1) }, (_, i) =>
-        createSaleStore(ctx.redis, prefix).publish(
-          { id: first + i, name: 'idle', stock: 10, perUserLimit: 1, startsAt: now - 60_000, endsAt: now + 3_600_000 },
-          'g1',
-        ),
+        store.publish({ id: first + i, name: 'idle', stock: 10, perUserLimit: 1, startsAt: now - 60_000, endsAt: now + 3_600_000 }, 'g1'),
       ),
     );
   }
@@ -97,11 +95,9 @@ describe('an idle worker', () => {
     try {
       await sleep(300); // the first whole sweep, at start, is over
       const reservationId = newReservationId(signalled.id);
-      expect(
-        (await createSaleStore(ctx.redis, prefix).reserve({ saleId: signalled.id, userId: 'buyer', quantity: 1, reservationId })).kind,
-      ).toBe('reserved');
+      expect((await ctx.store.reserve({ saleId: signalled.id, userId: 'buyer', quantity: 1, reservationId })).kind).toBe('reserved');
       const started = performance.now();
-      createSaleStore(ctx.redis, prefix).workSignaller().reserved(signalled.id);
+      ctx.store.workSignaller().reserved(signalled.id);
       await until(
         () => ctx.prisma.order.count({ where: { reservationId } }),
         (n) => n === 1,
@@ -117,7 +113,7 @@ describe('an idle worker', () => {
       try {
         await sleep(300);
         const unsignalled = newReservationId(quiet.id);
-        await createSaleStore(ctx.redis, prefix).reserve({ saleId: quiet.id, userId: 'buyer', quantity: 1, reservationId: unsignalled });
+        await ctx.store.reserve({ saleId: quiet.id, userId: 'buyer', quantity: 1, reservationId: unsignalled });
         await until(
           () => ctx.prisma.order.count({ where: { reservationId: unsignalled } }),
           (n) => n === 1,

@@ -3,7 +3,7 @@ import { once } from 'node:events';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createLogger, serveMetrics } from '@flashsale/runtime';
 import { newReservationId } from '@flashsale/domain';
-import { saleKeys, createSaleStore } from '@flashsale/redis-store';
+import { saleKeys } from '@flashsale/redis-store';
 import { createLiveSale, createTestContext, type TestContext } from '../../../test/support/context.ts';
 import { OrderWorker } from './order-worker.ts';
 import { createWorkerMetrics } from './metrics.ts';
@@ -31,7 +31,7 @@ describe('worker metrics', () => {
     for (const buyer of ['a', 'b', 'c']) {
       expect(
         (
-          await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).reserve({
+          await ctx.store.reserve({
             saleId: sale.id,
             userId: buyer,
             quantity: 1,
@@ -55,7 +55,7 @@ describe('worker metrics', () => {
     await once(server, 'listening');
     try {
       worker.start();
-      await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).waitForDrain();
+      await ctx.store.sale(sale.id).waitForDrain();
       const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
       const response = await fetch(`${base}/metrics`);
       expect(response.status).toBe(200);

@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createLogger } from '@flashsale/runtime';
 import { newReservationId } from '@flashsale/domain';
-import { saleKeys, createSaleStore } from '@flashsale/redis-store';
+import { saleKeys } from '@flashsale/redis-store';
 import { ORDER_WRITERS_GROUP } from '@flashsale/redis-store/testing';
 import { createPrisma, poolConfigFromUrl } from '@flashsale/order-store';
 import { createConnection } from 'mariadb';
@@ -43,7 +43,7 @@ function startWorker(options: Partial<OrderWorkerOptions> = {}, prisma = ctx.pri
 
 async function reserve(saleId: number, userId: string, quantity = 1) {
   const reservationId = newReservationId(saleId);
-  const outcome = await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).reserve({ saleId, userId, quantity, reservationId });
+  const outcome = await ctx.store.reserve({ saleId, userId, quantity, reservationId });
   expect(outcome.kind).toBe('reserved');
   return reservationId;
 }
@@ -70,9 +70,9 @@ describe('order worker', () => {
       accepted.set(await reserve(sale.id, `buyer-${i}`, quantity), { userId: `buyer-${i}`, quantity });
     }
     const worker = startWorker();
-    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).waitForDrain();
+    await ctx.store.sale(sale.id).waitForDrain();
 
-    const ledger = await ledgerOf(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, sale.id, accepted);
+    const ledger = await ledgerOf(ctx.store, ctx.prisma, sale.id, accepted);
     expect(ledger).toEqual({ lost: [], duplicated: [], unexpected: [], unitsInDb: 37, remaining: 13, stock: 50 });
     expect((await ctx.prisma.sale.findUniqueOrThrow({ where: { id: sale.id } })).soldUnits).toBe(37);
     expect(worker.stats.written).toBe(25);
@@ -87,7 +87,7 @@ describe('order worker', () => {
     startWorker();
     const sale = await createLiveSale(ctx, { stock: 5 });
     const reservationId = await reserve(sale.id, 'late-buyer');
-    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).waitForDrain();
+    await ctx.store.sale(sale.id).waitForDrain();
     expect((await ordersOf(ctx.prisma, sale.id)).map((o) => o.reservationId)).toEqual([reservationId]);
   });
 
@@ -95,11 +95,11 @@ describe('order worker', () => {
     const sale = await createLiveSale(ctx, { stock: 10 });
     const reservationId = await reserve(sale.id, 'a');
     startWorker();
-    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).waitForDrain();
+    await ctx.store.sale(sale.id).waitForDrain();
     // The same reservation a second time on the stream: what a redelivery looks like to the writer.
     const [[, fields]] = (await readEntries(sale.id)) as [[string, string[]]];
     await ctx.redis.xadd(saleKeys(ctx.config.REDIS_PREFIX, sale.id).stream, '*', ...fields);
-    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).waitForDrain();
+    await ctx.store.sale(sale.id).waitForDrain();
 
     expect((await ordersOf(ctx.prisma, sale.id)).map((o) => o.reservationId)).toEqual([reservationId]);
     expect(workers[0]!.stats.replayed).toBe(1);
@@ -113,13 +113,13 @@ describe('order worker', () => {
     await ctx.redis.hdel(saleKeys(ctx.config.REDIS_PREFIX, sale.id).buyers, 'a');
     const second = await reserve(sale.id, 'a');
     startWorker();
-    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).waitForDrain();
+    await ctx.store.sale(sale.id).waitForDrain();
 
     expect((await ordersOf(ctx.prisma, sale.id)).length).toBe(1);
     const dead = await deadLetters(sale.id);
     expect(dead).toHaveLength(1);
     expect(dead[0]).toMatchObject({ reason: 'DUPLICATE_BUYER', r: second, u: 'a', q: '1', deliveries: '1' });
-    expect((await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).backlog()).deadLettered).toBe(1);
+    expect((await ctx.store.sale(sale.id).backlog()).deadLettered).toBe(1);
   });
 
   it('never writes more units than the sale has, even when Redis held too much stock: the reservations past it are set aside, named and counted lost', async () => {
@@ -128,7 +128,7 @@ describe('order worker', () => {
     const ids = [];
     for (const buyer of ['a', 'b', 'c', 'd']) ids.push(await reserve(sale.id, buyer));
     startWorker();
-    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).waitForDrain();
+    await ctx.store.sale(sale.id).waitForDrain();
 
     expect((await ordersOf(ctx.prisma, sale.id)).map((o) => o.reservationId)).toEqual(ids.slice(0, 2));
     expect((await ctx.prisma.sale.findUniqueOrThrow({ where: { id: sale.id } })).soldUnits).toBe(2);
@@ -152,10 +152,10 @@ describe('order worker', () => {
     await ctx.prisma.sale.update({ where: { id: sale.id }, data: { redisGeneration: 'rebuilt-since' } });
     const entries = await readEntries(sale.id);
     startWorker();
-    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).waitForDrain();
+    await ctx.store.sale(sale.id).waitForDrain();
     // Delivered again (written to the stream anew, as a worker that died before setting them aside would see them again).
     for (const [, fields] of entries) await ctx.redis.xadd(saleKeys(ctx.config.REDIS_PREFIX, sale.id).stream, '*', ...fields);
-    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).waitForDrain();
+    await ctx.store.sale(sale.id).waitForDrain();
 
     // Each delivery set aside once (four dead letters: two entries, each delivered twice). A sale's lane runs
     // batches side by side, so the second delivery's two entries may be set aside in either order.
@@ -195,7 +195,7 @@ describe('order worker', () => {
     try {
       // One delivery only: an entry the naming gave up on would be set aside unnamed at the next one.
       startWorker({ maxDeliveries: 1 }, prisma);
-      await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).waitForDrain();
+      await ctx.store.sale(sale.id).waitForDrain();
 
       expect(dropped).toBe(1);
       expect((await deadLetters(sale.id)).map((d) => [d.r, d.reason])).toEqual(stale.map((r) => [r, 'STALE_GENERATION']));
@@ -218,7 +218,7 @@ describe('order worker', () => {
     await ctx.redis.xadd(stream, '*', 'r', newReservationId(sale.id), 'u', 'b', 'q', '1', 't', '999999999999999', 'g', sale.generation);
     const good = await reserve(sale.id, 'a');
     startWorker();
-    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).waitForDrain();
+    await ctx.store.sale(sale.id).waitForDrain();
 
     expect((await ordersOf(ctx.prisma, sale.id)).map((o) => o.reservationId)).toEqual([good]);
     expect((await deadLetters(sale.id)).map((d) => d.reason)).toEqual(['MALFORMED_ENTRY', 'MALFORMED_ENTRY']);
@@ -245,7 +245,7 @@ describe('order worker', () => {
     );
     const after = await reserve(sale.id, 'b', 1);
     const worker = startWorker();
-    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).waitForDrain();
+    await ctx.store.sale(sale.id).waitForDrain();
 
     expect((await ordersOf(ctx.prisma, sale.id)).map((o) => [o.reservationId, o.quantity])).toEqual([
       [before, 2],
@@ -270,7 +270,7 @@ describe('order worker', () => {
     for (let i = 0; i < OPTIONS.maxDeliveries; i++) await ctx.redis.xclaim(keys.stream, ORDER_WRITERS_GROUP, 'ghost', 0, poisonId);
 
     startWorker();
-    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).waitForDrain();
+    await ctx.store.sale(sale.id).waitForDrain();
 
     expect((await ordersOf(ctx.prisma, sale.id)).map((o) => o.reservationId)).toEqual([first]);
     const dead = await deadLetters(sale.id);
@@ -287,8 +287,8 @@ describe('order worker', () => {
         accepted.set(await reserve(sale.id, `u${i}`), { userId: `u${i}`, quantity: 1 });
       }),
     );
-    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).waitForDrain();
-    const ledger = await ledgerOf(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, sale.id, accepted);
+    await ctx.store.sale(sale.id).waitForDrain();
+    const ledger = await ledgerOf(ctx.store, ctx.prisma, sale.id, accepted);
     expect(ledger).toEqual({ lost: [], duplicated: [], unexpected: [], unitsInDb: 300, remaining: 0, stock: 300 });
     expect(workers[0]!.stats.written + workers[1]!.stats.written).toBe(300);
   });
@@ -315,7 +315,7 @@ describe('order worker facing an entry MySQL refuses', () => {
     );
     const after = await reserve(sale.id, 'b');
     startWorker();
-    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).waitForDrain();
+    await ctx.store.sale(sale.id).waitForDrain();
 
     expect((await ordersOf(ctx.prisma, sale.id)).map((o) => o.reservationId)).toEqual([before, after]);
     expect((await deadLetters(sale.id)).map((d) => [d.u, d.reason])).toEqual([['x'.repeat(80), 'WRITE_FAILED']]);
@@ -331,8 +331,8 @@ describe('order worker facing a sale it cannot write for now', () => {
     const refused = [await reserve(orphan.id, 'a'), await reserve(orphan.id, 'b')];
     const written = [await reserve(other.id, 'a'), await reserve(other.id, 'b')];
     startWorker();
-    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(orphan.id).waitForDrain();
-    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(other.id).waitForDrain();
+    await ctx.store.sale(orphan.id).waitForDrain();
+    await ctx.store.sale(other.id).waitForDrain();
 
     expect((await deadLetters(orphan.id)).map((d) => [d.r, d.reason])).toEqual(refused.map((r) => [r, 'SALE_NOT_FOUND']));
     expect((await ordersOf(ctx.prisma, other.id)).map((o) => o.reservationId)).toEqual(written);
@@ -348,7 +348,7 @@ describe('order worker facing a sale it cannot write for now', () => {
     const waiting = await reserve(locked.id, 'a');
     startWorker();
     await until(
-      () => pendingCount(ctx.redis, ctx.config.REDIS_PREFIX, locked.id),
+      () => pendingCount(ctx.store, locked.id),
       (n) => n === 1,
     );
 
@@ -356,14 +356,14 @@ describe('order worker facing a sale it cannot write for now', () => {
     const written: string[] = [];
     for (let wave = 0; wave < 5; wave++) {
       written.push(await reserve(other.id, `buyer-${wave}`));
-      await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(other.id).waitForDrain(60_000);
+      await ctx.store.sale(other.id).waitForDrain(60_000);
     }
     expect((await ordersOf(ctx.prisma, other.id)).map((o) => o.reservationId)).toEqual(written);
     expect(await ordersOf(ctx.prisma, locked.id)).toEqual([]);
 
     await holder.rollback();
     await holder.end();
-    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(locked.id).waitForDrain();
+    await ctx.store.sale(locked.id).waitForDrain();
     expect((await ordersOf(ctx.prisma, locked.id)).map((o) => o.reservationId)).toEqual([waiting]);
   });
 });
@@ -377,9 +377,9 @@ describe('buyer ids', () => {
     const buyers = ['Alice', 'alice', 'alice ', 'rené', 'rene', 'say "hi" \\o/', 'tab\tnew\nline\u0000', '😀'];
     for (const buyer of buyers) accepted.set(await reserve(sale.id, buyer), { userId: buyer, quantity: 1 });
     startWorker();
-    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).waitForDrain();
+    await ctx.store.sale(sale.id).waitForDrain();
 
-    expect(await ledgerOf(ctx.redis, ctx.prisma, ctx.config.REDIS_PREFIX, sale.id, accepted)).toEqual({
+    expect(await ledgerOf(ctx.store, ctx.prisma, sale.id, accepted)).toEqual({
       lost: [],
       duplicated: [],
       unexpected: [],

@@ -8,7 +8,7 @@
 export class SaleLanes {
   private readonly inLane = new Map<number, number>();
   private readonly underWay = new Set<Promise<void>>();
-  private ended: { promise: Promise<void>; resolve: () => void } | undefined;
+  private ended: PromiseWithResolvers<void> | undefined;
 
   constructor(private readonly width: number) {}
 
@@ -32,11 +32,7 @@ export class SaleLanes {
 
   /** Resolves when the next batch ends; while none is under way, never (race it with a pause). */
   nextEnd(): Promise<void> {
-    if (!this.ended) {
-      let resolve!: () => void;
-      const promise = new Promise<void>((r) => (resolve = r));
-      this.ended = { promise, resolve };
-    }
+    this.ended ??= Promise.withResolvers<void>();
     return this.ended.promise;
   }
 

@@ -64,7 +64,7 @@ export class SaleSchedule {
   private catchUp = 0;
   /** Sales signalled before they were on the list (published since it was read): hot once listed. */
   private readonly signalledUnlisted = new Set<number>();
-  private wake: { promise: Promise<void>; resolve: () => void } | undefined;
+  private wake: PromiseWithResolvers<void> | undefined;
 
   constructor(private readonly options: SaleScheduleOptions) {}
 
@@ -175,11 +175,7 @@ export class SaleSchedule {
 
   /** Resolves at the next signal (or sweepAll); race it with the idle wait. */
   woken(): Promise<void> {
-    if (!this.wake) {
-      let resolve!: () => void;
-      const promise = new Promise<void>((r) => (resolve = r));
-      this.wake = { promise, resolve };
-    }
+    this.wake ??= Promise.withResolvers<void>();
     return this.wake.promise;
   }
 

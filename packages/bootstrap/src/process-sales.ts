@@ -1,6 +1,6 @@
 import type { Config } from '@flashsale/config';
 import type { Logger } from '@flashsale/runtime';
-import type { ScriptedRedis } from '@flashsale/redis-store';
+import { createSaleStore, type ScriptedRedis } from '@flashsale/redis-store';
 import type { PrismaClient } from '@flashsale/order-store';
 import type { ReconcileJobs } from '@flashsale/jobs';
 import { createSales, type Sales, type SalesOptions } from '@flashsale/sales';
@@ -14,11 +14,15 @@ export function salesOptionsOf(config: Config): SalesOptions {
   };
 }
 
-/** The application layer's facade over a process's connections: the one an app calls (packages/sales). */
+/**
+ * The application layer's facade over a process's connections: the one an app calls (packages/sales).
+ * Redis is bound here to the deployment's key prefix (REDIS_PREFIX).
+ */
 export function salesOf(
   config: Config,
   logger: Logger,
   stores: { redis: ScriptedRedis; prisma: PrismaClient; jobs?: ReconcileJobs },
 ): Sales {
-  return createSales({ ...stores, prefix: config.REDIS_PREFIX, logger, options: salesOptionsOf(config) });
+  const { redis, prisma, jobs } = stores;
+  return createSales({ saleStore: createSaleStore(redis, config.REDIS_PREFIX), prisma, jobs, logger, options: salesOptionsOf(config) });
 }

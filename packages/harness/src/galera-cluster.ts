@@ -9,7 +9,7 @@ import { createConnection } from 'mariadb';
 import { killChild } from './child-process.ts';
 import { freshDataDirectory } from './mariadb-server.ts';
 import { signalGroup, spawnInGroup } from './process-group.ts';
-import { freePort, waitUntilServing } from './server-start.ts';
+import { freePort, logTail, waitUntilServing } from './server-start.ts';
 
 /**
  * A real 3-node MariaDB Galera cluster on loopback (galera-4's library, mysqldump SST: the settings
@@ -286,10 +286,7 @@ async function startHaproxy(dir: string, port: number, nodes: GaleraNode[]): Pro
       GALERA_CHECK: join(INFRA, 'wsrep-check.sh'),
     },
   });
-  let log = '';
-  child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
-    log = (log + chunk).slice(-LOG_TAIL_CHARS);
-  });
+  const log = logTail(child.stderr, LOG_TAIL_CHARS);
   await waitUntilServing(
     child,
     `HAProxy on ${port}`,
@@ -299,7 +296,7 @@ async function startHaproxy(dir: string, port: number, nodes: GaleraNode[]): Pro
       connection.destroy();
       return { kind: 'ours' };
     },
-    () => log,
+    log,
   );
   return child;
 }

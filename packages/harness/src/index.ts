@@ -21,7 +21,6 @@ export {
   testDatabaseName,
   testDatabasePattern,
 } from './test-run.ts';
-export { deleteKeysWithPrefix } from './redis-keys.ts';
 export { createHttpClient, mapConcurrently, percentile, type HttpClient, type HttpResult } from './http-client.ts';
 export {
   ledgerOf,

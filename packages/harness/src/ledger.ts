@@ -1,4 +1,4 @@
-import { type ScriptedRedis, createSaleStore } from '@flashsale/redis-store';
+import type { SaleStore } from '@flashsale/redis-store';
 import { LIVE_ORDER_STATUSES, type PrismaClient } from '@flashsale/order-store';
 
 /** Every order of a sale, by reservation id. */
@@ -66,9 +66,8 @@ export function compareLedger(
  * must keep (nothing lost, nothing doubled, nothing unexpected, never more units than stock).
  */
 export async function ledgerOf(
-  redis: ScriptedRedis,
+  store: SaleStore,
   prisma: PrismaClient,
-  prefix: string,
   saleId: number,
   accepted: Map<string, { userId: string; quantity: number }>,
 ): Promise<Ledger> {
@@ -78,7 +77,7 @@ export async function ledgerOf(
   // before a test or the demo looks). Two collections in a row that agree are a moment's true state.
   const collect = async () => {
     const orders = await ordersOf(prisma, saleId);
-    const state = await createSaleStore(redis, prefix).sale(saleId).state();
+    const state = await store.sale(saleId).state();
     return compareLedger(accepted, orders, { remaining: state?.remaining ?? Number.NaN, stock: sale.stock });
   };
   let ledger = await collect();
@@ -91,8 +90,8 @@ export async function ledgerOf(
 }
 
 /** Entries of a sale's stream still pending in the order writers' group. */
-export async function pendingCount(redis: ScriptedRedis, prefix: string, saleId: number): Promise<number> {
-  return (await createSaleStore(redis, prefix).sale(saleId).backlog()).pending;
+export async function pendingCount(store: SaleStore, saleId: number): Promise<number> {
+  return (await store.sale(saleId).backlog()).pending;
 }
 
 export interface FaultLedger extends Ledger {
@@ -135,15 +134,14 @@ export function compareFaultLedger(
 
 /** compareFaultLedger over what Redis and MySQL hold for the sale now. */
 export async function faultLedgerOf(
-  redis: ScriptedRedis,
+  store: SaleStore,
   prisma: PrismaClient,
-  prefix: string,
   saleId: number,
   accepted: Map<string, { userId: string; quantity: number }>,
   uncertainBuyers: ReadonlySet<string>,
 ): Promise<FaultLedger> {
   const orders = await ordersOf(prisma, saleId);
-  const state = await createSaleStore(redis, prefix).sale(saleId).state();
+  const state = await store.sale(saleId).state();
   const sale = await prisma.sale.findUniqueOrThrow({ where: { id: saleId } });
   return compareFaultLedger(accepted, orders, uncertainBuyers, { remaining: state?.remaining ?? Number.NaN, stock: sale.stock });
 }

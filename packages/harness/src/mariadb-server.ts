@@ -6,7 +6,7 @@ import { killChild } from './child-process.ts';
 import { installHint } from './outside-tools.ts';
 import { spawnInGroup } from './process-group.ts';
 import { createConnection } from 'mariadb';
-import { startOnFreePort, waitUntilServing } from './server-start.ts';
+import { logTail, startOnFreePort, waitUntilServing } from './server-start.ts';
 
 /**
  * A mariadbd of its own, on a free port with its own data directory, for runs that kill MySQL for real
@@ -90,10 +90,7 @@ function mariaDbServerOnFreePort(port: number, options: MariaDbServerOptions): M
       );
       child = started;
       // mariadbd logs to stderr; the last of it is what a failed start shows.
-      let log = '';
-      started.stderr.setEncoding('utf8').on('data', (chunk: string) => {
-        log = (log + chunk).slice(-LOG_TAIL_CHARS);
-      });
+      const log = logTail(started.stderr, LOG_TAIL_CHARS);
       // Generous: on a busy machine crash recovery after a SIGKILL can take many seconds.
       await waitUntilServing(
         started,
@@ -105,7 +102,7 @@ function mariaDbServerOnFreePort(port: number, options: MariaDbServerOptions): M
           const servedFrom = row!.datadir.replace(/\/$/, '');
           return servedFrom === datadir ? { kind: 'ours' } : { kind: 'another', what: `a mariadbd on ${servedFrom}` };
         },
-        () => log,
+        log,
       );
     },
     kill(signal = 'SIGKILL') {

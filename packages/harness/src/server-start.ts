@@ -1,4 +1,5 @@
 import type { ChildProcess } from 'node:child_process';
+import type { Readable } from 'node:stream';
 import { createServer } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { killChild } from './child-process.ts';
@@ -47,6 +48,15 @@ export async function startOnFreePort<S extends { start(): Promise<void>; stop()
 
 /** What a probe of a starting server found: not answering yet, this very server, or another one (described). */
 export type ProbeResult = { kind: 'not-yet' } | { kind: 'ours' } | { kind: 'another'; what: string };
+
+/** What `stream` (a server's log) has said last, its last `chars` characters: what a failed start shows. */
+export function logTail(stream: Readable, chars: number): () => string {
+  let log = '';
+  stream.setEncoding('utf8').on('data', (chunk: string) => {
+    log = (log + chunk).slice(-chars);
+  });
+  return () => log;
+}
 
 /**
  * Polls `probe` until the server `child` runs answers as itself. Fails at once, with ExitedAtStart, when

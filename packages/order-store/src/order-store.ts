@@ -23,9 +23,9 @@ import { mysqlAnswers } from './mysql-unavailable.ts';
 import { checkServerSettings } from './server-settings.ts';
 
 /**
- * One deployment's MySQL, bound to its client, as `createSaleStore(redis, prefix)` binds Redis's: what
- * the application layer (packages/sales) calls, so that a use case reads `orders.sale(id).find()` rather
- * than threading the client through every step. Each method is the function of the module that owns the
+ * One deployment's MySQL, bound to its client, as `createSaleStore` binds Redis's to its client and key
+ * prefix: what the application layer (packages/sales) calls, so that a use case reads
+ * `orders.sale(id).find()` rather than threading the client through every step. Each method is the function of the module that owns the
  * table or the statement it names; those modules stay the owners, this only binds.
  */
 export function createOrderStore(prisma: PrismaClient) {

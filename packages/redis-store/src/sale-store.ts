@@ -38,6 +38,7 @@ import { recordPaid } from './door.ts';
 import { snapshotSale } from './sale-snapshot.ts';
 import { readMemoryLimit } from './redis-memory.ts';
 import { acknowledge, streamHasEntry, type StreamEntry } from './reservation-stream.ts';
+import { deleteKeysWithPrefix } from './prefix-keys.ts';
 
 /**
  * One deployment's Redis, bound to its client and key prefix, as BullMQ binds a queue's keys and client
@@ -92,6 +93,8 @@ export function createSaleStore(redis: ScriptedRedis, prefix: string) {
     workSignaller: (everyMs?: number) => new WorkSignaller(redis, prefix, everyMs),
     /** The memory of every Redis server (a cluster's masters each) against its limit. */
     memory: () => readRedisMemory(redis),
+    /** Deletes every key under the prefix (prefix-keys.ts): what a test, the demo or a load run leaves behind. */
+    deleteAllKeys: () => deleteKeysWithPrefix(redis, prefix),
   };
 }
 

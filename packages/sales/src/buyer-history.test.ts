@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { redisNow, saleKeys, createSaleStore } from '@flashsale/redis-store';
+import { redisNow, saleKeys } from '@flashsale/redis-store';
 import { contextPerFile, createLiveSale } from '../../../test/support/context.ts';
 import { orderRow } from '../../../test/support/orders.ts';
 import { restoreBuyerHistory } from './buyer-history.ts';
@@ -31,7 +31,7 @@ describe('restoreBuyerHistory', () => {
     const before = await redisNow(ctx.redis);
     expect(
       await restoreBuyerHistory(
-        salesDeps({ redis: ctx.redis, prisma: ctx.prisma, prefix: ctx.config.REDIS_PREFIX, logger: createLogger('test', 'silent') }),
+        salesDeps({ saleStore: ctx.store, prisma: ctx.prisma, logger: createLogger('test', 'silent') }),
         sale.id,
         sale.rebuyRule,
       ),
@@ -39,7 +39,7 @@ describe('restoreBuyerHistory', () => {
     const restored = await ctx.redis.hgetall(keys.closed);
     expect(
       await restoreBuyerHistory(
-        salesDeps({ redis: ctx.redis, prisma: ctx.prisma, prefix: ctx.config.REDIS_PREFIX, logger: createLogger('test', 'silent') }),
+        salesDeps({ saleStore: ctx.store, prisma: ctx.prisma, logger: createLogger('test', 'silent') }),
         sale.id,
         sale.rebuyRule,
       ),
@@ -47,7 +47,7 @@ describe('restoreBuyerHistory', () => {
 
     expect(await ctx.redis.hgetall(keys.closed)).toEqual(restored);
     expect(Object.keys(restored).sort()).toEqual(buyers);
-    const last = await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).closedOrders('buyer-0999');
+    const last = await ctx.store.sale(sale.id).closedOrders('buyer-0999');
     expect(last!.closedOrders).toBe(3);
     // Its last close 10 s before the restore, on Redis's clock (MySQL's elapsed time; the margin is the test's pace).
     expect(before - last!.lastClosedAt).toBeGreaterThanOrEqual(9_000);

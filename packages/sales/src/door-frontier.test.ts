@@ -17,7 +17,7 @@ describe('DoorFrontiers', () => {
   it('reads each door at most once per max age, one call in flight however many ask, and moves now on by its own clock', async () => {
     const now = await redisNow(ctx.redis);
     const sale = { id: 880_000_001, name: 'Door', stock: 5, perUserLimit: 1, startsAt: now + 60_000, endsAt: now + 3_600_000 };
-    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).publish(
+    await ctx.store.publish(
       {
         ...sale,
         admission: {
@@ -55,7 +55,7 @@ describe('DoorFrontiers', () => {
   });
 
   it('keeps no entry for a sale that does not exist', async () => {
-    const frontiers = new DoorFrontiers(createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX));
+    const frontiers = new DoorFrontiers(ctx.store);
     expect((await frontiers.read(880_000_999)).reading).toEqual({ kind: 'sale_not_found' });
   });
 });

@@ -55,7 +55,7 @@ const ack = (sale: SaleRecord, entries: StreamEntry[]) =>
 /** What an audit counts, less the instant it was read at. */
 async function counts(sale: SaleRecord, returned = 0): Promise<Omit<AuditReport, 'at' | 'returnedUnits'> | null> {
   const report = await auditSale(
-    salesDeps({ redis: ctx.redis, prisma: ctx.prisma, prefix: prefix(), logger: createLogger('audit-test', 'silent') }),
+    salesDeps({ saleStore: ctx.store, prisma: ctx.prisma, logger: createLogger('audit-test', 'silent') }),
     sale.id,
   );
   if (!report) return null;
@@ -280,10 +280,7 @@ describe('auditSale', () => {
     await arrange(sale);
 
     expect(
-      await auditSale(
-        salesDeps({ redis: ctx.redis, prisma: ctx.prisma, prefix: prefix(), logger: createLogger('audit-test', 'silent') }),
-        sale.id,
-      ),
+      await auditSale(salesDeps({ saleStore: ctx.store, prisma: ctx.prisma, logger: createLogger('audit-test', 'silent') }), sale.id),
     ).toBeNull();
   });
 });
@@ -291,7 +288,7 @@ describe('auditSale', () => {
 describe('auditAndReport', () => {
   const reported: (AuditReport & { confirmed: boolean })[] = [];
   const deps = () => ({
-    ...salesDeps({ redis: ctx.redis, prisma: ctx.prisma, prefix: prefix(), logger: createLogger('audit-test', 'silent') }),
+    ...salesDeps({ saleStore: ctx.store, prisma: ctx.prisma, logger: createLogger('audit-test', 'silent') }),
     onReport: (report: AuditReport & { confirmed: boolean }) => reported.push(report),
   });
 

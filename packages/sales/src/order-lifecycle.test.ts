@@ -4,7 +4,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '@flashsale/runtime';
 import { createOrderStore, isMysqlUnavailable, type SaleRecord, type PaymentEventInput } from '@flashsale/order-store';
 import type { Reservation } from '@flashsale/domain';
-import { createSaleStore } from '@flashsale/redis-store';
 import { createIsolatedContext, createLiveSale, type TestContext } from '../../../test/support/context.ts';
 import { runExpiryPass } from './order-expiry.ts';
 import { settleReturns } from './order-returns.ts';
@@ -17,12 +16,12 @@ let ctx: TestContext;
 let deps: SalesDeps;
 beforeAll(async () => {
   ctx = await createIsolatedContext();
-  deps = salesDeps({ redis: ctx.redis, prisma: ctx.prisma, prefix: ctx.config.REDIS_PREFIX, logger: createLogger('test', 'silent') });
+  deps = salesDeps({ saleStore: ctx.store, prisma: ctx.prisma, logger: createLogger('test', 'silent') });
 });
 afterAll(() => ctx.close());
 
 /** The expiry's view of Redis (its clock, the payments that arrived), as runExpiryPass reads it. */
-const arrivals = (saleId: number) => createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(saleId).heldPayments();
+const arrivals = (saleId: number) => ctx.store.sale(saleId).heldPayments();
 
 /**
  * A payment event as the provider delivers it: a failure that says MySQL could not serve it now (on a
@@ -59,11 +58,11 @@ async function reserve(sale: SaleRecord, buyers: string[]): Promise<Reservation[
   const reservations: Reservation[] = [];
   for (const userId of buyers) {
     const request = { saleId: sale.id, userId, quantity: 1, reservationId: `${sale.id}-${randomUUID()}` };
-    expect((await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).reserve(request)).kind).toBe('reserved');
+    expect((await ctx.store.reserve(request)).kind).toBe('reserved');
     reservations.push({
       ...request,
       reservedAt: Date.now(),
-      generation: (await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).state())!.generation,
+      generation: (await ctx.store.sale(sale.id).state())!.generation,
     });
   }
   const outcome = await createOrderStore(ctx.prisma).sale(sale.id).writeOrderBatch(reservations);
@@ -82,7 +81,7 @@ async function ledger(sale: SaleRecord) {
   const returns = await ctx.prisma.stockReturn.findMany({ where: { saleId: sale.id } });
   const row = await ctx.prisma.sale.findUniqueOrThrow({ where: { id: sale.id } });
   const live = orders.filter((o) => o.status === 'created' || o.status === 'paid').reduce((sum, o) => sum + o.quantity, 0);
-  const remaining = (await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).state())?.remaining ?? null;
+  const remaining = (await ctx.store.sale(sale.id).state())?.remaining ?? null;
   const byStatus: Record<string, number> = {};
   for (const o of orders) byStatus[o.status] = (byStatus[o.status] ?? 0) + 1;
   return {
@@ -161,7 +160,7 @@ describe('the expiry pass', () => {
     const plan = await createOrderStore(ctx.prisma)
       .sale(sale.id)
       .lockForRebuild((locked) => locked.switchGeneration({ lost: false }));
-    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).rebuild(plan!.sale, {
+    await ctx.store.rebuild(plan!.sale, {
       ...plan!,
       buyers: createOrderStore(ctx.prisma).sale(sale.id).liveBuyerPages(),
     });
@@ -274,7 +273,7 @@ describe('a payment that arrived in time stands, whenever MySQL takes it', () =>
     const { sale, orders } = await saleWithOrders(4, 3);
     await ctx.prisma.$executeRaw`UPDATE orders SET pay_by = NOW(3) + INTERVAL 300000 MICROSECOND WHERE sale_id = ${sale.id}`;
     const arrived = event(sale, orders[0]!.reservationId, 'evt-in-time');
-    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).recordPaymentArrival(arrived);
+    await ctx.store.recordPaymentArrival(arrived);
     await sleep(400);
 
     const pass = await runExpiryPass(deps, 100);
@@ -294,7 +293,7 @@ describe('a payment that arrived in time stands, whenever MySQL takes it', () =>
     const { sale, orders } = await saleWithOrders(4, 1);
     await makeDue(sale.id);
     const late = event(sale, orders[0]!.reservationId, 'evt-late');
-    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).recordPaymentArrival(late);
+    await ctx.store.recordPaymentArrival(late);
 
     const pass = await runExpiryPass(deps, 100);
 
@@ -335,7 +334,7 @@ describe('a payment event id is tied to its contents', () => {
   it('refused while the first is still only recorded in Redis (MySQL not reached yet)', async () => {
     const { sale, orders } = await saleWithOrders(4, 2);
     const first = { eventId: `evt-held-${sale.id}`, reservationId: orders[0]!.reservationId, saleId: sale.id, amountCents: 500 };
-    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).recordPaymentArrival(first);
+    await ctx.store.recordPaymentArrival(first);
 
     await expect(receivePayment(deps, { ...first, reservationId: orders[1]!.reservationId })).rejects.toMatchObject({
       code: 'PAYMENT_EVENT_REUSED',

@@ -34,7 +34,7 @@ describe('creating a sale', () => {
     const logger = createLogger('sale-creation-test', 'silent');
     const now = await redisNow(pair.redis);
     const sale = await createSale(
-      { ...salesDeps({ redis: pair.redis, prisma, prefix, logger }), publishTimeoutMs: 5_000 },
+      { ...salesDeps({ saleStore: createSaleStore(pair.redis, prefix), prisma, logger }), publishTimeoutMs: 5_000 },
       {
         name: 'published before the failover',
         stock: 10,
@@ -74,7 +74,7 @@ describe('creating a sale', () => {
     // and only the checkpoint's replication id tells them apart.
     const requested: [number, ReconcileReason][] = [];
     const deps: SaleWatch = {
-      ...salesDeps({ redis: pair.redis, prisma, prefix, logger }),
+      ...salesDeps({ saleStore: createSaleStore(pair.redis, prefix), prisma, logger }),
       publishGraceMs: 0,
       createGraceMs: 30_000,
       retentionMs: 60_000,

@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createLogger } from '@flashsale/runtime';
 import { DrainTimeout, newReservationId, SaleLockBusy } from '@flashsale/domain';
-import { decodeReservation, saleKeys, type ReservationEntry, createSaleStore } from '@flashsale/redis-store';
+import { decodeReservation, saleKeys, type ReservationEntry } from '@flashsale/redis-store';
 import { ORDER_WRITERS_GROUP } from '@flashsale/redis-store/testing';
 import { createOrderStore } from '@flashsale/order-store';
 import { ordersOf } from '@flashsale/harness';
@@ -49,7 +49,7 @@ function startingWorkerOncePaused(deps: ReconcileDeps): ReconcileDeps {
 
 async function reserve(saleId: number, userId: string, quantity = 1) {
   const reservationId = newReservationId(saleId);
-  const outcome = await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).reserve({ saleId, userId, quantity, reservationId });
+  const outcome = await ctx.store.reserve({ saleId, userId, quantity, reservationId });
   expect(outcome.kind).toBe('reserved');
   return reservationId;
 }
@@ -68,7 +68,7 @@ describe('reconciling a sale', () => {
     const sale = await createLiveSale(ctx, { stock: 10, perUserLimit: 2, paymentWindowSeconds: 600 });
     const ids = [await reserve(sale.id, 'a', 2), await reserve(sale.id, 'b', 1), await reserve(sale.id, 'c', 2)];
     startWorker();
-    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).waitForDrain();
+    await ctx.store.sale(sale.id).waitForDrain();
     const before = await ordersOf(ctx.prisma, sale.id);
     // MySQL goes back to before b's and c's orders (a restored dump, a replica promoted behind); their
     // stream entries were acknowledged, and retention may have trimmed them.
@@ -84,12 +84,9 @@ describe('reconciling a sale', () => {
       orders.map((o) => [o.reservationId, o.userId, o.quantity, o.status, o.reservedAt.getTime(), o.payBy.getTime()]).sort();
     expect(faithful(after)).toEqual(faithful(before));
     expect(after.every((o) => o.payBy.getTime() === o.reservedAt.getTime() + 600_000)).toBe(true);
-    expect(await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).state()).toMatchObject({ remaining: 5, paused: false });
+    expect(await ctx.store.sale(sale.id).state()).toMatchObject({ remaining: 5, paused: false });
     expect(
-      await auditSale(
-        salesDeps({ redis: ctx.redis, prisma: ctx.prisma, prefix: ctx.config.REDIS_PREFIX, logger: createLogger('audit', 'silent') }),
-        sale.id,
-      ),
+      await auditSale(salesDeps({ saleStore: ctx.store, prisma: ctx.prisma, logger: createLogger('audit', 'silent') }), sale.id),
     ).toMatchObject({ drift: 0, unitsInDb: 5 });
   });
 
@@ -110,7 +107,7 @@ describe('reconciling a sale', () => {
       judgement: 'intact',
       restored: { reservations: 0, units: 0 },
     });
-    const state = await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).state();
+    const state = await ctx.store.sale(sale.id).state();
     expect(state).toMatchObject({ remaining: 5, paused: false });
     const orders = await ordersOf(ctx.prisma, sale.id);
     const recordOf = (i: number) => `${ids[i]}|${orders[i]!.quantity}|${orders[i]!.reservedAt.getTime()}`;
@@ -125,7 +122,7 @@ describe('reconciling a sale', () => {
     expect(state?.generation).not.toBe(sale.generation);
     // Selling goes on from the rebuilt state, and a returning buyer gets the id of the order they hold.
     expect(
-      await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).reserve({
+      await ctx.store.reserve({
         saleId: sale.id,
         userId: 'a',
         quantity: 1,
@@ -137,7 +134,7 @@ describe('reconciling a sale', () => {
       quantity: 2,
     });
     await reserve(sale.id, 'd', 2);
-    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).waitForDrain();
+    await ctx.store.sale(sale.id).waitForDrain();
     expect((await ordersOf(ctx.prisma, sale.id)).length).toBe(4);
   });
 
@@ -147,9 +144,9 @@ describe('reconciling a sale', () => {
 
     await expect(reconcileSale(reconcileDeps(ctx, 300), sale.id, 'operator')).rejects.toBeInstanceOf(DrainTimeout);
 
-    expect(await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).state()).toMatchObject({ paused: true, remaining: 9 });
+    expect(await ctx.store.sale(sale.id).state()).toMatchObject({ paused: true, remaining: 9 });
     expect(
-      await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).reserve({
+      await ctx.store.reserve({
         saleId: sale.id,
         userId: 'b',
         quantity: 1,
@@ -163,7 +160,7 @@ describe('reconciling a sale', () => {
     await reserve(sale.id, 'a');
     const first = reconcileSale(reconcileDeps(ctx), sale.id, 'operator');
     // Paused: the first run holds the sale's lock, and waits for the drain no worker makes.
-    await expect.poll(async () => (await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).state())?.paused).toBe(true);
+    await expect.poll(async () => (await ctx.store.sale(sale.id).state())?.paused).toBe(true);
 
     await expect(reconcileSale(reconcileDeps(ctx), sale.id, 'operator')).rejects.toBeInstanceOf(SaleLockBusy);
 
@@ -179,8 +176,8 @@ describe('reconciling a sale', () => {
     await ctx.redis.hdel(saleKeys(ctx.config.REDIS_PREFIX, sale.id).buyers, 'a');
     await reserve(sale.id, 'a');
     startWorker();
-    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).waitForDrain();
-    expect((await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).snapshot()).remaining).toBe(3);
+    await ctx.store.sale(sale.id).waitForDrain();
+    expect((await ctx.store.sale(sale.id).snapshot()).remaining).toBe(3);
 
     const result = await reconcileSale(reconcileDeps(ctx), sale.id, 'operator');
 
@@ -189,7 +186,7 @@ describe('reconciling a sale', () => {
 
   /** The replication id of the Redis server that holds the sale, as the reconciler reads it. */
   async function replicationIdOf(saleId: number) {
-    const { replicationId } = await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(saleId).snapshot();
+    const { replicationId } = await ctx.store.sale(saleId).snapshot();
     expect(replicationId).toMatch(/^[0-9a-f]{40}$/);
     return replicationId;
   }
@@ -199,13 +196,13 @@ describe('reconciling a sale', () => {
     const sale = await createLiveSale(ctx, { stock: 10 });
     const written = await reserve(sale.id, 'a');
     startWorker();
-    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).waitForDrain();
+    await ctx.store.sale(sale.id).waitForDrain();
     await worker!.stop();
     worker = undefined;
     await reserve(sale.id, 'b', 1);
     await reserve(sale.id, 'c', 1);
     // The reconciler's checkpoint of what Redis had accepted: 3 reservations, 3 units.
-    const snap = await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).snapshot();
+    const snap = await ctx.store.sale(sale.id).snapshot();
     await ctx.prisma.sale.update({
       where: { id: sale.id },
       data: {
@@ -271,9 +268,9 @@ describe('reconciling a sale', () => {
 
     await reconcileSale(reconcileDeps(ctx), sale.id, 'lost');
 
-    expect((await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).state())!.rebuyRule).toEqual(rebuyRule);
+    expect((await ctx.store.sale(sale.id).state())!.rebuyRule).toEqual(rebuyRule);
     const buy = (userId: string) =>
-      createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).reserve({
+      ctx.store.reserve({
         saleId: sale.id,
         userId,
         quantity: 1,
@@ -368,18 +365,15 @@ describe('auditing the ledger', () => {
     ] as const)
       await reserve(sale.id, buyer, quantity);
     expect(
-      await auditSale(
-        salesDeps({ redis: ctx.redis, prisma: ctx.prisma, prefix: ctx.config.REDIS_PREFIX, logger: createLogger('audit', 'silent') }),
-        sale.id,
-      ),
+      await auditSale(salesDeps({ saleStore: ctx.store, prisma: ctx.prisma, logger: createLogger('audit', 'silent') }), sale.id),
     ).toMatchObject({ remaining: 14, inFlightUnits: 6, unitsInDb: 0, deadLetteredUnits: 0, drift: 0 });
 
     startWorker();
-    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).waitForDrain();
+    await ctx.store.sale(sale.id).waitForDrain();
     await reserve(sale.id, 'd', 1);
     await sleep(5);
     const mixed = await auditSale(
-      salesDeps({ redis: ctx.redis, prisma: ctx.prisma, prefix: ctx.config.REDIS_PREFIX, logger: createLogger('audit', 'silent') }),
+      salesDeps({ saleStore: ctx.store, prisma: ctx.prisma, logger: createLogger('audit', 'silent') }),
       sale.id,
     );
     expect(mixed?.drift).toBe(0);
@@ -387,13 +381,10 @@ describe('auditing the ledger', () => {
 
     // Redis holding two units more than it should: the audit reports it and writes nothing else.
     await ctx.redis.hincrby(saleKeys(ctx.config.REDIS_PREFIX, sale.id).meta, 'remaining', 2);
-    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).waitForDrain();
+    await ctx.store.sale(sale.id).waitForDrain();
     const before = await ctx.redis.hgetall(saleKeys(ctx.config.REDIS_PREFIX, sale.id).meta);
     expect(
-      await auditSale(
-        salesDeps({ redis: ctx.redis, prisma: ctx.prisma, prefix: ctx.config.REDIS_PREFIX, logger: createLogger('audit', 'silent') }),
-        sale.id,
-      ),
+      await auditSale(salesDeps({ saleStore: ctx.store, prisma: ctx.prisma, logger: createLogger('audit', 'silent') }), sale.id),
     ).toMatchObject({ remaining: 15, inFlightUnits: 0, unitsInDb: 7, drift: 2 });
     expect(await ctx.redis.hgetall(saleKeys(ctx.config.REDIS_PREFIX, sale.id).meta)).toEqual(before);
   });

@@ -7,7 +7,7 @@ import type { SaleStore } from '@flashsale/redis-store';
  * key prefix), and the log. Made once, by createSales (sales.ts).
  */
 export interface SalesDeps {
-  /** Redis: createSaleStore(redis, prefix). */
+  /** Redis, bound to its client and key prefix (createSaleStore). */
   redis: SaleStore;
   /** MySQL: createOrderStore(prisma). */
   mysql: OrderStore;

@@ -1,7 +1,7 @@
 import type { SaleControl } from '@flashsale/domain';
 import type { ReconcileJobs, ReconcileReason } from '@flashsale/jobs';
 import { createOrderStore, type CreationKey, type NewSale, type PaymentEventInput, type PrismaClient } from '@flashsale/order-store';
-import { createSaleStore, type ScriptedRedis } from '@flashsale/redis-store';
+import type { SaleStore } from '@flashsale/redis-store';
 import type { Logger } from '@flashsale/runtime';
 import { createDoor, type Door, type DoorDeps } from './door.ts';
 import { DoorFrontiers } from './door-frontier.ts';
@@ -35,10 +35,9 @@ export interface SalesOptions {
 }
 
 export interface SalesSetup {
-  redis: ScriptedRedis;
+  /** The deployment's Redis, bound to its client and key prefix (createSaleStore). */
+  saleStore: SaleStore;
   prisma: PrismaClient;
-  /** REDIS_PREFIX: every key of the deployment starts with it. */
-  prefix: string;
   logger: Logger;
   options: SalesOptions;
   /** The reconcile queue, for the processes that ask for reconciliations (the gateway, the reconciler, the command). */
@@ -56,12 +55,12 @@ export type WatchSettings = Omit<SaleWatch, keyof SalesDeps | 'requestReconcile'
 
 /**
  * The application layer's one door for the apps, built once per process (packages/bootstrap): every use
- * case of the two stores as a method, over each store bound once (createSaleStore, createOrderStore). A
+ * case of the two stores as a method, over each store bound once (a SaleStore, createOrderStore). A
  * route, a command or an app's loop parses, calls one method, renders; it never reaches a store itself.
  * The crash-point argument of each protocol sits in the file of its use case.
  */
-export function createSales({ redis, prisma, prefix, logger, options, jobs }: SalesSetup) {
-  const deps: SalesDeps = { redis: createSaleStore(redis, prefix), mysql: createOrderStore(prisma), logger };
+export function createSales({ saleStore, prisma, logger, options, jobs }: SalesSetup) {
+  const deps: SalesDeps = { redis: saleStore, mysql: createOrderStore(prisma), logger };
   const reconcileJobs = (): ReconcileJobs => {
     if (!jobs) throw new Error('these sales were built without the reconcile queue');
     return jobs;

@@ -2,23 +2,13 @@
 // test builds itself (a hook of its own: a watch's reconcile requests collected, a reconciliation's
 // announcement that starts a worker). Test code imports it from '@flashsale/sales/testing'.
 import { createOrderStore, type PrismaClient } from '@flashsale/order-store';
-import { createSaleStore, type ScriptedRedis } from '@flashsale/redis-store';
+import type { SaleStore } from '@flashsale/redis-store';
 import type { Logger } from '@flashsale/runtime';
 import type { SalesDeps } from './sales-deps.ts';
 
 /** The stores bound once, as createSales binds them. */
-export function salesDeps({
-  redis,
-  prisma,
-  prefix,
-  logger,
-}: {
-  redis: ScriptedRedis;
-  prisma: PrismaClient;
-  prefix: string;
-  logger: Logger;
-}): SalesDeps {
-  return { redis: createSaleStore(redis, prefix), mysql: createOrderStore(prisma), logger };
+export function salesDeps({ saleStore, prisma, logger }: { saleStore: SaleStore; prisma: PrismaClient; logger: Logger }): SalesDeps {
+  return { redis: saleStore, mysql: createOrderStore(prisma), logger };
 }
 
 export type { SalesDeps } from './sales-deps.ts';

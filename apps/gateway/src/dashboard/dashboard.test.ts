@@ -3,7 +3,6 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { buyerToken, launchChromium, purchaseBurst, signInToDashboard, startFaultProxy } from '@flashsale/harness';
-import { createSaleStore } from '@flashsale/redis-store';
 import { createLiveSale, type TestContext } from '../../../../test/support/context.ts';
 import { gatewayPerFile, type TestGateway } from '../../../../test/support/gateway.ts';
 import { bearer } from '../../../../test/support/http.ts';
@@ -159,7 +158,7 @@ describe('the dashboard', () => {
       page.once('dialog', (dialog) => void dialog.dismiss());
       await page.click('#close');
       await page.waitForTimeout(300);
-      expect((await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).state())!.endsAt).toBe(sale.endsAt);
+      expect((await ctx.store.sale(sale.id).state())!.endsAt).toBe(sale.endsAt);
 
       page.once('dialog', (dialog) => void dialog.accept());
       await page.click('#close');
@@ -197,7 +196,7 @@ describe('the dashboard', () => {
           return { status: r.status, code: ((await r.json()) as { code: string }).code };
         }, sale.id);
         expect(noToken).toEqual({ status: 403, code: 'CSRF_REJECTED' });
-        expect(await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).state()).toMatchObject({
+        expect(await ctx.store.sale(sale.id).state()).toMatchObject({
           operatorPaused: false,
           controlsVersion: 0,
         });
@@ -240,7 +239,7 @@ describe('the dashboard', () => {
 
       await page.waitForSelector('#sign-in:not([hidden])');
       expect(await page.textContent('#sign-in-error')).toBe('Your session has ended: sign in again.');
-      expect(await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).state()).toMatchObject({ operatorPaused: false });
+      expect(await ctx.store.sale(sale.id).state()).toMatchObject({ operatorPaused: false });
     });
   });
 

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { saleKeys, createSaleStore } from '@flashsale/redis-store';
+import { saleKeys } from '@flashsale/redis-store';
 import { createOrderStore } from '@flashsale/order-store';
 import { createLiveSale, redisNow, type TestContext } from '../../../../test/support/context.ts';
 import { gatewayPerFile, startGateway, type TestGateway } from '../../../../test/support/gateway.ts';
@@ -75,7 +75,7 @@ describe('the sold-out fast path', () => {
   it('sells again as soon as the reconciler announces the sale changed', async () => {
     const saleId = await soldOutSaleWithUnitsBackInRedis(gateway);
 
-    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(saleId).announceChanged();
+    await ctx.store.sale(saleId).announceChanged();
     await expect.poll(() => gateway.gateway.verdicts.get(saleId), BACKGROUND).toBeUndefined();
 
     expect((await purchase(gateway.url, saleId)).status).toBe(202);

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
-import { createRedis, saleKeys, createSaleStore } from '@flashsale/redis-store';
+import { createRedis, saleKeys } from '@flashsale/redis-store';
 import { ORDER_WRITERS_GROUP } from '@flashsale/redis-store/testing';
 import { createIsolatedContext, createLiveSale, createTestContext, redisNow, type TestContext } from '../../../../test/support/context.ts';
 import { gatewayPerFile, startGateway, type TestGateway } from '../../../../test/support/gateway.ts';
@@ -400,13 +400,8 @@ describe('POST /api/sales/{saleId}/purchase', () => {
     const buyer = newBuyer();
     const openAndClose = async (sale: { id: number; generation: string }) => {
       const reservationId = newReservationId(sale.id);
-      expect(
-        (await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).reserve({ saleId: sale.id, userId: buyer, quantity: 1, reservationId }))
-          .kind,
-      ).toBe('reserved');
-      await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX)
-        .sale(sale.id)
-        .returnUnits(sale.generation, [{ reservationId, userId: buyer, quantity: 1 }]);
+      expect((await ctx.store.reserve({ saleId: sale.id, userId: buyer, quantity: 1, reservationId })).kind).toBe('reserved');
+      await ctx.store.sale(sale.id).returnUnits(sale.generation, [{ reservationId, userId: buyer, quantity: 1 }]);
     };
     const capped = await createLiveSale(ctx, { rebuyRule: { maxOrdersPerBuyer: 1, rebuyCooldownSeconds: 0 } });
     const cooling = await createLiveSale(ctx, { rebuyRule: { maxOrdersPerBuyer: 3, rebuyCooldownSeconds: 600 } });
@@ -425,7 +420,7 @@ describe('POST /api/sales/{saleId}/purchase', () => {
 
   it('503 SALE_PAUSED with Retry-After while the sale is paused', async () => {
     const sale = await createLiveSale(ctx);
-    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).setPaused(true);
+    await ctx.store.sale(sale.id).setPaused(true);
 
     expect(await expectDescribed(OPERATION, 503, await purchase(gateway.url, sale.id, asBuyer()))).toMatchObject({ code: 'SALE_PAUSED' });
   });
@@ -820,7 +815,7 @@ describe('POST /api/admin/sales/{saleId}/reconcile', () => {
 
       const first = reconcile();
       await until(
-        () => createSaleStore(own.redis, own.config.REDIS_PREFIX).sale(sale.id).state(),
+        () => own.store.sale(sale.id).state(),
         (state) => state?.paused === true,
       );
       expect(await expectDescribed(OPERATION, 409, await reconcile())).toMatchObject({ jobId: `sale-${sale.id}` });
@@ -865,7 +860,7 @@ describe("the operator's controls and the sales list", () => {
       const body = action === 'stock' ? '{"add":2}' : undefined;
       const sale = await createLiveSale(ctx);
       if (action === 'resume') await post(sale.id, 'pause');
-      const { id } = await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).createAdminSession(ctx.config.ADMIN_TOKEN, {
+      const { id } = await ctx.store.createAdminSession(ctx.config.ADMIN_TOKEN, {
         ttlMs: 60_000,
         idleMs: 60_000,
       });

@@ -2,7 +2,6 @@ import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { newReservationId, signPaymentEvent } from '@flashsale/domain';
 import { buyerToken } from '@flashsale/harness';
-import { createSaleStore } from '@flashsale/redis-store';
 import { createLiveSale, type TestContext } from '../../../../test/support/context.ts';
 import { gatewayPerFile, type TestGateway } from '../../../../test/support/gateway.ts';
 import { bearer, expectProblem } from '../../../../test/support/http.ts';
@@ -40,7 +39,7 @@ const lookup = async (reservationId: string, buyer: string) =>
   (await (
     await fetch(`${gateway.url}/api/reservations/${encodeURIComponent(reservationId)}`, { headers: bearer(buyerToken(buyer)) })
   ).json()) as Record<string, unknown>;
-const remainingOf = async (saleId: number) => (await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(saleId).state())!.remaining;
+const remainingOf = async (saleId: number) => (await ctx.store.sale(saleId).state())!.remaining;
 
 /** Posts a payment event, signed as the provider signs it unless `signature` says otherwise. */
 function deliver(event: Record<string, unknown> | string, signature?: string, at = Math.floor(Date.now() / 1000)) {

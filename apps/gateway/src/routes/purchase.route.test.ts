@@ -6,7 +6,6 @@ import { buyerToken } from '@flashsale/harness';
 import { bearer, expectProblem } from '../../../../test/support/http.ts';
 import { ordersOfSale, snapshotSale } from '../../../../test/support/sale-snapshot.ts';
 import { manualClock } from '../../../../test/support/clock.ts';
-import { createSaleStore } from '@flashsale/redis-store';
 
 let ctx: TestContext;
 let gateway: TestGateway;
@@ -149,7 +148,7 @@ describe('POST /api/sales/:saleId/purchase', () => {
 
   it('refuses a purchase while the sale is paused with 503 SALE_PAUSED and Retry-After', async () => {
     const sale = await createLiveSale(ctx);
-    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).setPaused(true);
+    await ctx.store.sale(sale.id).setPaused(true);
 
     await expectNoChange(sale.id, async () => {
       const res = await purchase(gateway.url, sale.id, newBuyer());

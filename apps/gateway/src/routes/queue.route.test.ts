@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { DOOR_TERMS_DEFAULTS, signPaymentEvent } from '@flashsale/domain';
 import { buyerToken } from '@flashsale/harness';
-import { saleKeys, createSaleStore } from '@flashsale/redis-store';
+import { saleKeys } from '@flashsale/redis-store';
 import { createLiveSale, redisNow, type TestContext } from '../../../../test/support/context.ts';
 import { gatewayPerFile, type TestGateway } from '../../../../test/support/gateway.ts';
 import { bearer, expectProblem } from '../../../../test/support/http.ts';
@@ -541,7 +541,7 @@ describe('the stock bound, sold out, and units that come back', () => {
       [inLine[2]!.userId, 'paid'],
       [inLine[3]!.userId, 'paid'],
     ]);
-    const state = await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(id).state();
+    const state = await ctx.store.sale(id).state();
     expect(state?.remaining).toBe(0);
   });
 });

@@ -1,4 +1,4 @@
-import express, { Router } from 'express';
+import express, { Router, type Request, type Response } from 'express';
 import { z } from 'zod';
 import type { Door } from '@flashsale/sales';
 import type { BuyerGate } from '../buyer-gate.ts';
@@ -32,6 +32,15 @@ export function queueRouter(
   maxBodyBytes: number,
 ): Router {
   const router = Router();
+  // Showing up and asking where one stands: the door's answer for the buyer, the sale and the ticket the page holds.
+  const answer = (ask: 'here' | 'status') => async (req: Request<{ saleId: string }>, res: Response) => {
+    const userId = buyerOf(req, limits);
+    const ticket = req.headers['queue-ticket'];
+    sendRendered(
+      res,
+      renderQueueReply(await door[ask](saleIdParam(req.params.saleId), userId, typeof ticket === 'string' ? ticket : undefined)),
+    );
+  };
   router.post('/api/sales/:saleId/queue', jsonBodyOnly, express.json({ limit: maxBodyBytes, strict: true }), async (req, res) => {
     // A join costs a Redis call and makes a place: its own budgets first (the address's before the token).
     joinLimits.checkAddress(req);
@@ -54,26 +63,12 @@ export function queueRouter(
     });
     sendRendered(res, renderQueueReply(joined));
   });
-  router.post('/api/sales/:saleId/queue/here', async (req, res) => {
-    const userId = buyerOf(req, limits);
-    const ticket = req.headers['queue-ticket'];
-    sendRendered(
-      res,
-      renderQueueReply(await door.here(saleIdParam(req.params.saleId), userId, typeof ticket === 'string' ? ticket : undefined)),
-    );
-  });
+  router.post('/api/sales/:saleId/queue/here', answer('here'));
   router.get('/api/sales/:saleId/queue/challenge', async (req, res) => {
     const userId = buyerOf(req, limits);
     const challenge = await door.challenge(saleIdParam(req.params.saleId), userId);
     res.set('Cache-Control', 'no-store').json(challenge);
   });
-  router.get('/api/sales/:saleId/queue', async (req, res) => {
-    const userId = buyerOf(req, limits);
-    const ticket = req.headers['queue-ticket'];
-    sendRendered(
-      res,
-      renderQueueReply(await door.status(saleIdParam(req.params.saleId), userId, typeof ticket === 'string' ? ticket : undefined)),
-    );
-  });
+  router.get('/api/sales/:saleId/queue', answer('status'));
   return router;
 }

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { newReservationId } from '@flashsale/domain';
-import { saleKeys, createSaleStore } from '@flashsale/redis-store';
+import { saleKeys } from '@flashsale/redis-store';
 import { ORDER_WRITERS_GROUP } from '@flashsale/redis-store/testing';
 import { createLiveSale, createTestContext, type TestContext } from '../../../../test/support/context.ts';
 import { gatewayPerFile, startGateway, type TestGateway } from '../../../../test/support/gateway.ts';
@@ -60,7 +60,7 @@ describe('GET /api/reservations/:reservationId', () => {
       keys.stream,
       '>',
     )) as unknown as [[string, [[string, string[]]]]];
-    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).deadLetter({ id: entryId, fields }, 'OVER_STOCK', 1);
+    await ctx.store.sale(sale.id).deadLetter({ id: entryId, fields }, 'OVER_STOCK', 1);
 
     const res = await lookup(reservationId, buyer);
 

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { MAX_STOCK } from '@flashsale/domain';
 import { createOrderStore } from '@flashsale/order-store';
-import { saleKeys, createSaleStore } from '@flashsale/redis-store';
+import { saleKeys } from '@flashsale/redis-store';
 import { buyerToken } from '@flashsale/harness';
 import { createIsolatedContext, createLiveSale, redisNow, type TestContext } from '../../../../test/support/context.ts';
 import { gatewayPerFile, startGateway, type TestGateway } from '../../../../test/support/gateway.ts';
@@ -221,7 +221,7 @@ describe('every control', () => {
     const retried = await control(sale.id, 'pause');
 
     expect(retried.status).toBe(200);
-    expect(await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).state()).toMatchObject({
+    expect(await ctx.store.sale(sale.id).state()).toMatchObject({
       operatorPaused: true,
       controlsVersion: 1,
     });

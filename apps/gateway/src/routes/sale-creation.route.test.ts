@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { saleKeys, createSaleStore } from '@flashsale/redis-store';
+import { saleKeys } from '@flashsale/redis-store';
 import { createTestContext, type TestContext } from '../../../../test/support/context.ts';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -116,7 +116,7 @@ describe('POST /api/admin/sales while Redis is unreachable', () => {
     // which abandons it; nothing watches or sells it meanwhile.
     expect(row?.publishState).toBe('publishing');
     expect((await fetch(`${gateway.url}/api/sales/${row!.id}`)).status).toBe(404);
-    expect(await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(row!.id).state()).toBeNull();
+    expect(await ctx.store.sale(row!.id).state()).toBeNull();
 
     // While the first attempt is unfinished, its key answers "retry shortly", never a second sale.
     await expectProblem(

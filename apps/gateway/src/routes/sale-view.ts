@@ -14,35 +14,28 @@ export function saleView(sale: SaleDefinition, live?: { remaining: number; statu
   };
 }
 
+/** What of a queued sale's admission the API shows, in this order: named, so that a field added to QueueAdmission is shown only once listed here. */
+const ADMISSION_FIELDS = [
+  'mode',
+  'preQueueSeconds',
+  'admitPerSecond',
+  'admissionTtlSeconds',
+  'noShowFactor',
+  'paused',
+  'showUpSeconds',
+  'challenge',
+  'challengeMaxNumber',
+  'requireClaim',
+  'maxQueueSize',
+] as const satisfies readonly (keyof QueueAdmission)[];
+
 /** A queued sale's admission settings as the API shows them (an open sale shows none). */
 export function admissionView(admission: DoorTerms | undefined) {
   if (!admission) return { mode: 'open' as const };
-  const {
-    mode,
-    preQueueSeconds,
-    admitPerSecond,
-    admissionTtlSeconds,
-    noShowFactor,
-    paused,
-    showUpSeconds,
-    challenge,
-    challengeMaxNumber,
-    requireClaim,
-    maxQueueSize,
-  } = admission;
-  return {
-    mode,
-    preQueueSeconds,
-    admitPerSecond,
-    admissionTtlSeconds,
-    noShowFactor,
-    paused,
-    showUpSeconds,
-    challenge,
-    challengeMaxNumber,
-    requireClaim,
-    maxQueueSize,
-  };
+  return Object.fromEntries(ADMISSION_FIELDS.map((field) => [field, admission[field]])) as Pick<
+    QueueAdmission,
+    (typeof ADMISSION_FIELDS)[number]
+  >;
 }
 
 /** The door of a queued sale as the operator sees it. */

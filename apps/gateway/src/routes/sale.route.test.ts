@@ -5,7 +5,6 @@ import { createLiveSale, redisNow, type TestContext } from '../../../../test/sup
 import { gatewayPerFile, type TestGateway } from '../../../../test/support/gateway.ts';
 import { buyerToken } from '@flashsale/harness';
 import { bearer, expectProblem } from '../../../../test/support/http.ts';
-import { createSaleStore } from '@flashsale/redis-store';
 
 let ctx: TestContext;
 let gateway: TestGateway;
@@ -73,7 +72,7 @@ describe('GET /api/sales/:saleId', () => {
 
   it('shows a paused sale as paused', async () => {
     const sale = await createLiveSale(ctx, { stock: 4 });
-    await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).setPaused(true);
+    await ctx.store.sale(sale.id).setPaused(true);
 
     expect(await (await getSale(sale.id)).json()).toEqual(saleView(sale, 4, 'paused'));
   });

@@ -1,12 +1,12 @@
 import type { Cluster, Redis } from 'ioredis';
-import { isClusterClient } from '@flashsale/redis-store';
+import { isClusterClient } from './redis-target.ts';
 
 /** `prefix` as a SCAN MATCH pattern's literal part (a prefix may not hold glob characters today; escaped anyway). */
 const literal = (text: string) => text.replace(/[*?[\]\\]/g, (c) => `\\${c}`);
 
 /**
  * Deletes every key under `<prefix>:` and returns how many there were: what a test, the demo or a load
- * run leaves behind. `redis` is a connection from connectRedis or createRedis, one server or a cluster.
+ * run leaves behind; no process of a deployment calls it. `redis` is one server or a cluster.
  *
  * On one server the keys are SCANned and deleted a page at a time. On a cluster SCAN sees only the node
  * it runs on, so each master is scanned on its own, and the keys are deleted one by one (a DEL of several
