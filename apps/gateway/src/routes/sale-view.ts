@@ -14,7 +14,7 @@ export function saleView(sale: SaleDefinition, live?: { remaining: number; statu
   };
 }
 
-/** What of a queued sale's admission the API shows, in this order: named, so that a field added to QueueAdmission is shown only once listed here. */
+/** What of a queued sale's admission the API shows, in this order: named, so that a field added to DoorTerms is shown only once listed here. */
 const ADMISSION_FIELDS = [
   'mode',
   'preQueueSeconds',
@@ -27,13 +27,13 @@ const ADMISSION_FIELDS = [
   'challengeMaxNumber',
   'requireClaim',
   'maxQueueSize',
-] as const satisfies readonly (keyof QueueAdmission)[];
+] as const satisfies readonly (keyof DoorTerms)[];
 
 /** A queued sale's admission settings as the API shows them (an open sale shows none). */
 export function admissionView(admission: DoorTerms | undefined) {
   if (!admission) return { mode: 'open' as const };
   return Object.fromEntries(ADMISSION_FIELDS.map((field) => [field, admission[field]])) as Pick<
-    QueueAdmission,
+    DoorTerms,
     (typeof ADMISSION_FIELDS)[number]
   >;
 }
