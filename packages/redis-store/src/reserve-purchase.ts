@@ -25,12 +25,23 @@ export type ReserveOutcome =
   | { kind: 'rebuy_cooldown'; waitMs: number }
   | { kind: 'order_limit_reached'; maxOrders: number };
 
+/**
+ * The reserve script's reply: the remaining units, a bare integer, when it reserved (the one reply of the
+ * hot path, the cheapest Redis can give); a pair of a refusal's ReserveCode and its value otherwise.
+ */
+export type ReserveReply = number | [code: number, value: string | number];
+
+/** The ReserveCode of a reply of the reserve script. */
+export function reserveCodeOf(reply: ReserveReply): ReserveCode {
+  return typeof reply === 'number' ? ReserveCode.Reserved : (reply[0] as ReserveCode);
+}
+
 /** Maps the script's reply to an outcome (pure; tested without Redis). */
-export function toReserveOutcome([code, value]: [number, string | number]): ReserveOutcome {
+export function toReserveOutcome(reply: ReserveReply): ReserveOutcome {
+  if (typeof reply === 'number') return { kind: 'reserved', remaining: reply };
+  const [code, value] = reply;
   // A number the script does not define falls through to the default.
   switch (code as ReserveCode) {
-    case ReserveCode.Reserved:
-      return { kind: 'reserved', remaining: Number(value) };
     case ReserveCode.SaleNotFound:
       return { kind: 'sale_not_found' };
     case ReserveCode.SaleEnded:
@@ -109,7 +120,7 @@ export async function reservePurchase(
     .wait(wait.replicas, wait.timeoutMs)
     .exec()) as [[Error | null, unknown], [Error | null, unknown]];
   if (scriptError) throw scriptError;
-  const outcome = toReserveOutcome(reply as [number, string | number]);
+  const outcome = toReserveOutcome(reply as ReserveReply);
   if (outcome.kind !== 'reserved') return outcome;
   if (waitError || Number(acknowledged) < wait.replicas)
     return { kind: 'unreplicated', acknowledged: waitError ? 0 : Number(acknowledged) };

@@ -136,12 +136,11 @@ describe('loadScripts', () => {
     const defined = [...reserve.matchAll(/^local function ([a-z_]+)\(/gm)].map((match) => match[1]).sort();
     expect(defined).toEqual([
       'add_reservation',
-      'read_sale_terms',
       'rebuy_refusal',
       'record_buyer',
       'redis_now_ms',
-      'refuse',
       'running_turn',
+      'sale_terms_of_fields',
       'show_up',
       'take_sale_stock',
       'use_turn',

@@ -1,5 +1,6 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import type { Redis } from 'ioredis';
+import type { ReserveReply } from './reserve-purchase.ts';
 
 /**
  * The Lua scripts in ./lua, one command each, named `<name>-<numberOfKeys>.lua` (BullMQ's convention).
@@ -17,7 +18,7 @@ export interface ScriptCommands {
     userId: string,
     quantity: number,
     reservationId: string,
-  ): Promise<[number, string | number]>;
+  ): Promise<ReserveReply>;
   joinQueue(
     meta: string,
     queue: string,

@@ -21,8 +21,8 @@
     ARGV[2] quantity (a positive integer; the gateway has validated its form)
     ARGV[3] reservation id (made by the gateway, unique)
 
-  Output (the first element is a ReserveCode, @flashsale/domain):
-    { 1, remaining }                 Reserved: remaining units after this reservation
+  Output: the remaining units (an integer, >= 0) when reserved (ReserveCode Reserved, @flashsale/domain);
+  a refusal is a pair whose first element is its ReserveCode:
     { -1, '' }                       SaleNotFound (not published, or Redis lost it)
     { -2, '' }                       SaleEnded (now >= ends)
     { -3, '' }                       SalePaused (reconciliation in progress)
@@ -50,10 +50,15 @@
 --@include "includes/door-admission.lua"
 --@include "includes/buyer-history.lua"
 
-local sale = read_sale_terms(KEYS[1])
-if not sale then
+-- The sale's terms packed in one field (includes/sale-meta.lua), or, for a meta written before they were,
+-- made from its fields.
+local meta = redis.call('HMGET', KEYS[1], 'terms', 'remaining')
+local terms = meta[1] or sale_terms_of_fields(KEYS[1])
+if not terms then
   return { -1, '' }
 end
+local starts, ends, paused, limit, queued, rebuy_max, rebuy_cool, closed, generation =
+  string.match(terms, '^([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|(.*)$')
 
 local existing = redis.call('HGET', KEYS[2], ARGV[1])
 if existing then
@@ -62,19 +67,19 @@ end
 
 local now = redis_now_ms()
 
-if now >= sale.ends then
+if now >= tonumber(ends) then
   return { -2, '' }
 end
-if sale.paused then
+if paused == '1' then
   return { -3, '' }
 end
-if now < sale.starts then
+if now < tonumber(starts) then
   return { -4, '' }
 end
 
 -- The door: one branch on a field read with the terms; an open sale pays nothing more.
 local turn
-if sale.queued then
+if queued == '1' then
   turn = running_turn(KEYS[4], ARGV[1], now)
   if not turn then
     return { -9, '' }
@@ -82,32 +87,25 @@ if sale.queued then
 end
 
 -- A refusal from here on is of a buyer who came for their turn (a purchase attempt is showing up).
-local function refuse(code, value)
+local quantity = tonumber(ARGV[2])
+local remaining = tonumber(meta[2])
+local code, value
+if quantity > tonumber(limit) then
+  code, value = -5, tonumber(limit)
+elseif remaining <= 0 then
+  code, value = -7, ''
+elseif remaining < quantity then
+  code, value = -8, remaining
+elseif rebuy_max ~= '' and closed == '1' then
+  -- The rebuy rule, last: one HGET, only for a buyer about to be accepted (no live record, units left) of
+  -- a sale where an order was closed, so refusals cost nothing more, nor does a sale nobody cancelled in.
+  code, value = rebuy_refusal(KEYS[5], ARGV[1], { max = tonumber(rebuy_max), cooldown_ms = tonumber(rebuy_cool) * 1000 }, now)
+end
+if code then
   if turn then
     show_up(KEYS[4], KEYS[6], ARGV[1], turn)
   end
   return { code, value }
-end
-
-local quantity = tonumber(ARGV[2])
-if quantity > sale.limit then
-  return refuse(-5, sale.limit)
-end
-
-if sale.remaining <= 0 then
-  return refuse(-7, '')
-end
-if sale.remaining < quantity then
-  return refuse(-8, sale.remaining)
-end
-
--- The rebuy rule, last: one HGET, only for a buyer about to be accepted (no live record, units left), so
--- refusals cost nothing more and a buyer who never closed an order pays one read of a missing field.
-if sale.rebuy then
-  local refusal, value = rebuy_refusal(KEYS[5], ARGV[1], sale.rebuy, now)
-  if refusal then
-    return refuse(refusal, value)
-  end
 end
 
 -- The entry first: of the three writes it is the only one that can fail (the stream key holding another
@@ -115,10 +113,10 @@ end
 -- Failing here, nothing is written; the two after it cannot fail (both keys were just read as hashes).
 -- The generation lets the order writer refuse an entry of a Redis state that was rebuilt after it was
 -- read (see order-writer.ts).
-add_reservation(KEYS[3], ARGV[3], ARGV[1], ARGV[2], now, sale.generation)
-local remaining = take_sale_stock(KEYS[1], quantity)
+add_reservation(KEYS[3], ARGV[3], ARGV[1], ARGV[2], now, generation)
+remaining = take_sale_stock(KEYS[1], quantity)
 record_buyer(KEYS[2], ARGV[1], ARGV[3], ARGV[2], now)
 if turn then
   use_turn(KEYS[4], KEYS[6], ARGV[1], turn)
 end
-return { 1, remaining }
+return remaining

@@ -36,4 +36,10 @@ for i = 3, #ARGV - 2, 3 do
   end
   written = written + 1
 end
+-- Records restored now, or counted before the rebuild (the closed hash outlives the meta it rewrote):
+-- purchases read them from now on.
+if redis.call('EXISTS', KEYS[2]) == 1 then
+  mark_sale_closed(KEYS[1])
+end
+write_sale_terms(KEYS[1])
 return written

@@ -40,6 +40,7 @@ end
 local stock = tonumber(redis.call('HGET', KEYS[1], 'stock'))
 local remaining = tonumber(redis.call('HGET', KEYS[1], 'remaining'))
 local codes = { 1 }
+local counted = false
 local now = redis_now_ms()
 for i = 2, #ARGV - 2, 3 do
   local reservation_id, user_id, quantity = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2])
@@ -61,6 +62,10 @@ for i = 2, #ARGV - 2, 3 do
     -- from this step on, and the rule judges that rebuy by this count.
     record_closed_order(KEYS[4], user_id, now)
     codes[#codes + 1] = 1
+    counted = true
   end
+end
+if counted then
+  mark_sale_closed(KEYS[1])
 end
 return codes
