@@ -45,10 +45,12 @@
   timeout) whether the sale has since sold out, ended or been paused.
 ]]
 --@include "includes/sale-meta.lua"
---@include "includes/buyer-record.lua"
---@include "includes/reservation-entry.lua"
 --@include "includes/door-admission.lua"
 --@include "includes/buyer-history.lua"
+
+-- Every `local function` in a script makes a closure on each call, called or not: the accepted path's
+-- own clock read and writes are written out here rather than called (each record's include says so),
+-- leaving the functions of the door, the rebuy rule and a meta from before `terms`.
 
 -- The sale's terms packed in one field (includes/sale-meta.lua), or, for a meta written before they were,
 -- made from its fields.
@@ -65,7 +67,9 @@ if existing then
   return { -6, existing }
 end
 
-local now = redis_now_ms()
+-- Redis's clock, epoch ms, read as includes/sale-meta.lua reads it for every other script.
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 
 if now >= tonumber(ends) then
   return { -2, '' }
@@ -112,10 +116,11 @@ end
 -- type, out of memory at the first write), and a script that fails leaves its earlier writes in place.
 -- Failing here, nothing is written; the two after it cannot fail (both keys were just read as hashes).
 -- The generation lets the order writer refuse an entry of a Redis state that was rebuilt after it was
--- read (see order-writer.ts).
-add_reservation(KEYS[3], ARGV[3], ARGV[1], ARGV[2], now, generation)
-remaining = take_sale_stock(KEYS[1], quantity)
-record_buyer(KEYS[2], ARGV[1], ARGV[3], ARGV[2], now)
+-- read (see order-writer.ts). The entry's fields: includes/reservation-entry.lua; the buyer's record:
+-- includes/buyer-record.lua.
+redis.call('XADD', KEYS[3], '*', 'r', ARGV[3], 'u', ARGV[1], 'q', ARGV[2], 't', now, 'g', generation)
+remaining = redis.call('HINCRBY', KEYS[1], 'remaining', -quantity)
+redis.call('HSET', KEYS[2], ARGV[1], ARGV[3] .. '|' .. ARGV[2] .. '|' .. now)
 if turn then
   use_turn(KEYS[4], KEYS[6], ARGV[1], turn)
 end

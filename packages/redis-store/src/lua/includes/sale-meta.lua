@@ -11,13 +11,15 @@
   may hold a buyer's record (return-units-4.lua counted a close, or restore-closed-2.lua found one).
 
   `terms` packs what a purchase is judged by into one string, so the reserve script reads one field
-  besides `remaining` (each field of an HMGET is a walk of the hash): "<starts>|<ends>|<paused>|<limit>|
-  <queued>|<rb_max>|<rb_cool>|<closed>|<gen>", paused '1' when either pause is on (paused or op_paused),
+  besides `remaining` rather than ten (each field an HMGET names is looked up apart):
+  "<starts>|<ends>|<paused>|<limit>|<queued>|<rb_max>|<rb_cool>|<closed>|<gen>", paused '1' when either
+  pause is on (paused or op_paused),
   queued '1' for a sale behind the door (adm), rb_max and rb_cool '' for a sale without a rebuy rule, gen
   last (it is an opaque marker). It is derived: written only by the function below that makes it from the
   fields, which every script that writes one of them calls in the same step. The fields stay, for every
   other reader. A meta written before `terms` existed has none, and is read field by field (reserve-6.lua).
-  Every script writes and reads its fields through these functions.
+  Every script writes and reads its fields through these functions, but the reserve script's HINCRBY of
+  `remaining` (in its own text: a function here would cost its hot path a closure per call).
 ]]
 
 -- Now on Redis's clock, epoch ms: the clock every gateway agrees on (and TypeScript's redisNow).
@@ -30,24 +32,24 @@ end
 -- it, ARGV[1..5] (name, stock, per-user limit, starts, ends), and its state { remaining, paused (boolean),
 -- generation }.
 local function write_sale_meta(key, definition, state)
-  -- `terms` and `remaining` first: a fresh hash keeps its fields in the order written, and the reserve
-  -- script's HMGET walks it from the front (`terms` is filled in place once everything else is written).
   redis.call('HSET', key,
-    'terms', '',
-    'remaining', state.remaining,
     'name', definition[1],
     'stock', definition[2],
     'limit', definition[3],
     'starts', definition[4],
     'ends', definition[5],
+    'remaining', state.remaining,
     'paused', state.paused and '1' or '0',
     'gen', state.generation,
     'op_paused', state.operator_paused and '1' or '0',
-    'ctl', state.controls_version or 0)
+    'ctl', state.controls_version or 0,
+    -- Made from the rest once everything is written; '' until then, not absent: an absent one is of a
+    -- meta from before `terms`.
+    'terms', '')
 end
 
 -- `terms` as the meta's fields make it (see above), and its `closed`; nil when the sale is not in Redis. A
--- meta written before `terms` existed (none, not even the '' a whole record is begun with) has no `closed`
+-- meta written before `terms` existed (none, not even the '' a whole record is written with) has no `closed`
 -- either, and its closed hash may hold records: `closed` is then '1'.
 local function sale_terms_of_fields(key)
   local f = redis.call('HMGET', key, 'starts', 'ends', 'paused', 'op_paused', 'limit', 'adm', 'rb_max', 'rb_cool', 'closed', 'gen', 'terms')
@@ -73,11 +75,6 @@ local function mark_sale_closed(key)
     redis.call('HSET', key, 'closed', '1')
     write_sale_terms(key)
   end
-end
-
--- Takes `quantity` units; returns what remains.
-local function take_sale_stock(key, quantity)
-  return redis.call('HINCRBY', key, 'remaining', -quantity)
 end
 
 -- Gives `quantity` units back (an order that was cancelled or expired) and counts them; returns what
