@@ -31,9 +31,9 @@ export type ReserveOutcome =
  */
 export type ReserveReply = number | [code: number, value: string | number];
 
-/** The ReserveCode of a reply of the reserve script. */
-export function reserveCodeOf(reply: ReserveReply): ReserveCode {
-  return typeof reply === 'number' ? ReserveCode.Reserved : (reply[0] as ReserveCode);
+/** The ReserveCode of a reply of the reserve script, as the number it is (a refusal's may be one the script does not define). */
+export function reserveCodeOf(reply: ReserveReply): number {
+  return typeof reply === 'number' ? ReserveCode.Reserved : reply[0];
 }
 
 /** Maps the script's reply to an outcome (pure; tested without Redis). */

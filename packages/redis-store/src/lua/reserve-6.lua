@@ -54,36 +54,38 @@
 
 -- The sale's terms packed in one field (includes/sale-meta.lua), or, for a meta written before they were,
 -- made from its fields.
-local meta = redis.call('HMGET', KEYS[1], 'terms', 'remaining')
-local terms = meta[1] or sale_terms_of_fields(KEYS[1])
+local terms = redis.call('HGET', KEYS[1], 'terms') or sale_terms_of_fields(KEYS[1])
 if not terms then
   return { -1, '' }
 end
-local starts, ends, paused, limit, queued, rebuy_max, rebuy_cool, closed, generation =
-  string.match(terms, '^([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|(.*)$')
+local starts, ends, paused, limit, queued, rebuy_max, rebuy_cool, closed, generation = cmsgpack.unpack(terms)
 
 local existing = redis.call('HGET', KEYS[2], ARGV[1])
 if existing then
   return { -6, existing }
 end
 
--- Redis's clock, epoch ms, read as includes/sale-meta.lua reads it for every other script.
+-- Redis's clock, epoch ms, as includes/sale-meta.lua reads it for every other script, but made in digits
+-- first: the entry and the buyer's record write it so, and a number given to redis.call or joined to a
+-- string is printed (printf), several times what joining strings costs. TIME's microseconds come without
+-- leading zeros.
 local time = redis.call('TIME')
-local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local at = time[1] .. string.sub('00000' .. time[2], -6, -4)
+local now = tonumber(at)
 
-if now >= tonumber(ends) then
+if now >= ends then
   return { -2, '' }
 end
-if paused == '1' then
+if paused then
   return { -3, '' }
 end
-if now < tonumber(starts) then
+if now < starts then
   return { -4, '' }
 end
 
 -- The door: one branch on a field read with the terms; an open sale pays nothing more.
 local turn
-if queued == '1' then
+if queued then
   turn = running_turn(KEYS[4], ARGV[1], now)
   if not turn then
     return { -9, '' }
@@ -92,18 +94,18 @@ end
 
 -- A refusal from here on is of a buyer who came for their turn (a purchase attempt is showing up).
 local quantity = tonumber(ARGV[2])
-local remaining = tonumber(meta[2])
+local remaining = tonumber(redis.call('HGET', KEYS[1], 'remaining'))
 local code, value
-if quantity > tonumber(limit) then
-  code, value = -5, tonumber(limit)
+if quantity > limit then
+  code, value = -5, limit
 elseif remaining <= 0 then
   code, value = -7, ''
 elseif remaining < quantity then
   code, value = -8, remaining
-elseif rebuy_max ~= '' and closed == '1' then
+elseif rebuy_max and closed then
   -- The rebuy rule, last: one HGET, only for a buyer about to be accepted (no live record, units left) of
   -- a sale where an order was closed, so refusals cost nothing more, nor does a sale nobody cancelled in.
-  code, value = rebuy_refusal(KEYS[5], ARGV[1], { max = tonumber(rebuy_max), cooldown_ms = tonumber(rebuy_cool) * 1000 }, now)
+  code, value = rebuy_refusal(KEYS[5], ARGV[1], { max = rebuy_max, cooldown_ms = rebuy_cool * 1000 }, now)
 end
 if code then
   if turn then
@@ -118,9 +120,9 @@ end
 -- The generation lets the order writer refuse an entry of a Redis state that was rebuilt after it was
 -- read (see order-writer.ts). The entry's fields: includes/reservation-entry.lua; the buyer's record:
 -- includes/buyer-record.lua.
-redis.call('XADD', KEYS[3], '*', 'r', ARGV[3], 'u', ARGV[1], 'q', ARGV[2], 't', now, 'g', generation)
-remaining = redis.call('HINCRBY', KEYS[1], 'remaining', -quantity)
-redis.call('HSET', KEYS[2], ARGV[1], ARGV[3] .. '|' .. ARGV[2] .. '|' .. now)
+redis.call('XADD', KEYS[3], '*', 'r', ARGV[3], 'u', ARGV[1], 'q', ARGV[2], 't', at, 'g', generation)
+remaining = redis.call('HINCRBY', KEYS[1], 'remaining', '-' .. ARGV[2])
+redis.call('HSET', KEYS[2], ARGV[1], ARGV[3] .. '|' .. ARGV[2] .. '|' .. at)
 if turn then
   use_turn(KEYS[4], KEYS[6], ARGV[1], turn)
 end

@@ -10,14 +10,15 @@
   which only grows: the reconciler's checkpoints rely on it. `closed` is '1' once the sale's closed hash
   may hold a buyer's record (return-units-4.lua counted a close, or restore-closed-2.lua found one).
 
-  `terms` packs what a purchase is judged by into one string, so the reserve script reads one field
-  besides `remaining` rather than ten (each field an HMGET names is looked up apart):
-  "<starts>|<ends>|<paused>|<limit>|<queued>|<rb_max>|<rb_cool>|<closed>|<gen>", paused '1' when either
-  pause is on (paused or op_paused),
-  queued '1' for a sale behind the door (adm), rb_max and rb_cool '' for a sale without a rebuy rule, gen
-  last (it is an opaque marker). It is derived: written only by the function below that makes it from the
-  fields, which every script that writes one of them calls in the same step. The fields stay, for every
-  other reader. A meta written before `terms` existed has none, and is read field by field (reserve-6.lua).
+  `terms` packs what a purchase is judged by into one value, so the reserve script reads two fields (it
+  and `remaining`) rather than ten: a MessagePack array (cmsgpack, which Redis's Lua carries) of starts,
+  ends, paused (true when either pause is on: paused or op_paused), limit, queued (adm: the sale is
+  behind the door), rb_max and rb_cool (nil for a sale without a rebuy rule), closed (a boolean) and gen.
+  MessagePack because unpacking gives numbers as numbers: reading them from digits (tonumber, strtod)
+  cost the script more than the rest of its terms. It is derived: written only by the function below
+  that makes it from the fields, which every script that writes one of them calls in the same step. The
+  fields stay, for every other reader (TypeScript never reads `terms`). A meta written before `terms`
+  existed has none, and is read field by field (reserve-6.lua).
   Every script writes and reads its fields through these functions, but the reserve script's HINCRBY of
   `remaining` (in its own text: a function here would cost its hot path a closure per call).
 ]]
@@ -32,20 +33,21 @@ end
 -- it, ARGV[1..5] (name, stock, per-user limit, starts, ends), and its state { remaining, paused (boolean),
 -- generation }.
 local function write_sale_meta(key, definition, state)
+  -- `terms` and `remaining` first: the reserve script reads them, and a small hash (a listpack) is
+  -- searched from its front. `terms` is made from the rest once everything is written: '' until then, not
+  -- absent (an absent one is of a meta from before `terms`).
   redis.call('HSET', key,
+    'terms', '',
+    'remaining', state.remaining,
     'name', definition[1],
     'stock', definition[2],
     'limit', definition[3],
     'starts', definition[4],
     'ends', definition[5],
-    'remaining', state.remaining,
     'paused', state.paused and '1' or '0',
     'gen', state.generation,
     'op_paused', state.operator_paused and '1' or '0',
-    'ctl', state.controls_version or 0,
-    -- Made from the rest once everything is written; '' until then, not absent: an absent one is of a
-    -- meta from before `terms`.
-    'terms', '')
+    'ctl', state.controls_version or 0)
 end
 
 -- `terms` as the meta's fields make it (see above), and its `closed`; nil when the sale is not in Redis. A
@@ -56,9 +58,11 @@ local function sale_terms_of_fields(key)
   if not f[1] then
     return nil
   end
-  local closed = (f[9] == '1' or not f[11]) and '1' or '0'
-  return f[1] .. '|' .. f[2] .. '|' .. ((f[3] == '1' or f[4] == '1') and '1' or '0') .. '|' .. f[5] .. '|'
-    .. (f[6] == '1' and '1' or '0') .. '|' .. (f[7] or '') .. '|' .. (f[8] or '') .. '|' .. closed .. '|' .. (f[10] or ''), closed
+  local closed = f[9] == '1' or not f[11]
+  -- tonumber(false) is nil: a missing rule packs as nil.
+  local terms = cmsgpack.pack(tonumber(f[1]), tonumber(f[2]), f[3] == '1' or f[4] == '1', tonumber(f[5]), f[6] == '1',
+    tonumber(f[7]), tonumber(f[8]), closed, f[10] or '')
+  return terms, closed and '1' or '0'
 end
 
 -- Rewrites `terms` (and `closed`, which a meta from before `terms` gets here) from the fields it packs: the
