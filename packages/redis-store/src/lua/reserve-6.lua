@@ -50,7 +50,8 @@
 
 -- Every `local function` in a script makes a closure on each call, called or not: the accepted path's
 -- own clock read and writes are written out here rather than called (each record's include says so),
--- leaving the functions of the door, the rebuy rule and a meta from before `terms`.
+-- leaving the functions of the door, the rebuy rule and a meta from before `terms`. What each part costs:
+-- docs/performance.md.
 
 -- The sale's terms packed in one field (includes/sale-meta.lua), or, for a meta written before they were,
 -- made from its fields.
@@ -68,10 +69,10 @@ end
 -- Redis's clock, epoch ms, as includes/sale-meta.lua reads it for every other script, but made in digits
 -- first: the entry and the buyer's record write it so, and a number given to redis.call or joined to a
 -- string is printed (printf), several times what joining strings costs. TIME's microseconds come without
--- leading zeros.
+-- leading zeros. Digits are made a number with `+ 0` here and below: Lua's tonumber parses them twice.
 local time = redis.call('TIME')
 local at = time[1] .. string.sub('00000' .. time[2], -6, -4)
-local now = tonumber(at)
+local now = at + 0
 
 if now >= ends then
   return { -2, '' }
@@ -93,8 +94,8 @@ if queued then
 end
 
 -- A refusal from here on is of a buyer who came for their turn (a purchase attempt is showing up).
-local quantity = tonumber(ARGV[2])
-local remaining = tonumber(redis.call('HGET', KEYS[1], 'remaining'))
+local quantity = ARGV[2] + 0
+local remaining = redis.call('HGET', KEYS[1], 'remaining') + 0
 local code, value
 if quantity > limit then
   code, value = -5, limit
