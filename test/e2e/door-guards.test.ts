@@ -68,7 +68,7 @@ describe('budgets and the cap', () => {
     const windowsSpanned = (startedAt: number) => Math.ceil((performance.now() - startedAt) / 1000) + 1;
     let startedAt = performance.now();
     const answers = await Promise.all(Array.from({ length: 30 }, (_, i) => join(budgeted.url, id, buyerToken(`flood-${i}`))));
-    let windows = windowsSpanned(startedAt);
+    const windows = windowsSpanned(startedAt);
     expect(windows, 'thirty joins took more than four seconds').toBeLessThanOrEqual(5);
     const refused = answers.filter((res) => res.status === 429);
     // 5 a second from this address.
