@@ -6,7 +6,8 @@
   after the caller read it (its return ran since), so each buyer keeps the record with the larger count,
   Redis's own on a tie (a repeat of the restore changes nothing: MySQL's time, put on Redis's clock, moves
   by a millisecond from one call to the next). MySQL closes an order before Redis counts it, so MySQL's
-  count is never behind but by such a race, and a Redis that lost its data gets every count back.
+  count is never behind but by such a race, and a Redis that lost its data gets every count back. The
+  rule and, when the closed hash holds any record, the meta's `closed` go into the packed terms.
 
   Input:
     KEYS[1] sale meta hash   (record: sale meta, includes/sale-meta.lua)

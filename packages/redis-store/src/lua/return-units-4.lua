@@ -1,7 +1,9 @@
 --[[
   Gives the units of closed orders (cancelled or expired in MySQL) back to the sale's remaining, each
   order at most once per generation, frees each buyer to buy again, and counts the closed order against
-  the buyer in the same step (the sale's rebuy rule, includes/buyer-history.lua).
+  the buyer in the same step (the sale's rebuy rule, includes/buyer-history.lua). The first count in a
+  sale sets the meta's `closed` (and its packed terms): from then on the reserve script reads a buyer's
+  count before accepting them.
 
   MySQL closed the order and, in the same transaction, recorded what it owes Redis (a stock_returns row
   naming the sale's generation at the close). This is the other half. It may run any number of times for
