@@ -103,7 +103,7 @@ const INCLUDE = /^--@include "([^"]+)"[ \t]*$/;
  *
  * An include's functions the script never calls are then left out (withoutUncalledFunctions): a script's
  * body runs on every call, and each `local function` in it makes a closure each time, whether it is called
- * or not (about 50 ns each; the reserve script's includes define nine it never calls).
+ * or not (about 50 ns each; the reserve script's includes define ten it never calls).
  */
 export function loadScripts(dir: URL): LoadedScript[] {
   return readdirSync(dir).flatMap((file) => {
