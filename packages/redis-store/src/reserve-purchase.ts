@@ -1,5 +1,5 @@
 import { ReserveCode } from '@flashsale/domain';
-import type { ScriptedRedis } from './scripts.ts';
+import type { ReserveReply, ScriptedRedis } from './scripts.ts';
 import { saleKeys } from './keys.ts';
 import { parseBuyerRecord } from './buyer-record.ts';
 
@@ -24,12 +24,6 @@ export type ReserveOutcome =
   | { kind: 'not_admitted' }
   | { kind: 'rebuy_cooldown'; waitMs: number }
   | { kind: 'order_limit_reached'; maxOrders: number };
-
-/**
- * The reserve script's reply: the remaining units, a bare integer, when it reserved (the one reply of the
- * hot path, the cheapest Redis can give); a pair of a refusal's ReserveCode and its value otherwise.
- */
-export type ReserveReply = number | [code: number, value: string | number];
 
 /** The ReserveCode of a reply of the reserve script, as the number it is (a refusal's may be one the script does not define). */
 export function reserveCodeOf(reply: ReserveReply): number {

@@ -1,6 +1,12 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import type { Redis } from 'ioredis';
-import type { ReserveReply } from './reserve-purchase.ts';
+
+/**
+ * The reserve script's reply: the remaining units, a bare integer, when it reserved (the one reply of the
+ * hot path, the cheapest Redis can give); a pair of a refusal's ReserveCode and its value otherwise
+ * (reserve-purchase.ts reads it).
+ */
+export type ReserveReply = number | [code: number, value: string | number];
 
 /**
  * The Lua scripts in ./lua, one command each, named `<name>-<numberOfKeys>.lua` (BullMQ's convention).
