@@ -20,6 +20,8 @@ import {
   type ScriptedRedis,
   type SaleKeys,
   createSaleStore,
+  reserveCodeOf,
+  type ReserveReply,
 } from '@flashsale/redis-store';
 
 export interface ReserveRun {
@@ -123,7 +125,7 @@ export async function reserveLoad(client: ScriptedRedis, nodes: NodeUrls, option
         },
       );
       for (const [error, result] of replies) {
-        const code = (result as [number, unknown] | null)?.[0];
+        const code = result === null || result === undefined ? undefined : reserveCodeOf(result as ReserveReply);
         if (error || code !== expect)
           throw new Error(`reserve answered ${error ? error.message : JSON.stringify(result)}, expected code ${expect}`);
       }

@@ -1,8 +1,10 @@
 /**
- * The first element of the reserve script's reply (reserve-6.lua, whose header says what comes with
- * each): one TypeScript name for every number the script answers, as BullMQ's error-code.ts does.
+ * What the reserve script answered (reserve-6.lua, whose header says what comes with each): the first
+ * element of a refusal's pair, and Reserved for its bare integer; one TypeScript name for every number
+ * the script answers, as BullMQ's error-code.ts does.
  */
 export enum ReserveCode {
+  /** Answered as a bare integer, the remaining units, rather than a pair: the hot path's reply. */
   Reserved = 1,
   SaleNotFound = -1,
   SaleEnded = -2,

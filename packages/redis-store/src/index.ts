@@ -4,9 +4,15 @@
 export { saleKeys, workSignalChannel, saleEventsChannel, type SaleKeys } from './keys.ts';
 export { createSaleStore, type SaleStore, type SaleRedis } from './sale-store.ts';
 export { type AdminSession, type AdminSessionLifetime } from './admin-session.ts';
-export { type ScriptedRedis, type ScriptCommands } from './scripts.ts';
+export { type ScriptedRedis, type ScriptCommands, type ReserveReply } from './scripts.ts';
 export { createRedis, isRedisUnavailable } from './redis-client.ts';
-export { type ReserveOutcome, type UnreplicatedOutcome, type PurchaseRequest, type ReplicaWait } from './reserve-purchase.ts';
+export {
+  reserveCodeOf,
+  type ReserveOutcome,
+  type UnreplicatedOutcome,
+  type PurchaseRequest,
+  type ReplicaWait,
+} from './reserve-purchase.ts';
 export { redisNow, type SaleState } from './sale-meta.ts';
 export { decodeReservation, type StreamEntry, type ReservationEntry, type ReadRound, type ClaimRound } from './reservation-stream.ts';
 export { isDrained } from './stream-drain.ts';

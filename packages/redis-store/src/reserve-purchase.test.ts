@@ -4,9 +4,11 @@ import { newReservationId, ReserveCode } from '@flashsale/domain';
 import { createLiveSale, createTestContext, redisNow, type TestContext } from '../../../test/support/context.ts';
 import { snapshotSale } from '../../../test/support/sale-snapshot.ts';
 import { decodeReservation } from './reservation-stream.ts';
-import { reservePurchase, toReserveOutcome, type ReserveOutcome } from './reserve-purchase.ts';
+import { reserveCodeOf, reservePurchase, toReserveOutcome, type ReserveOutcome } from './reserve-purchase.ts';
+import type { ReserveReply } from './scripts.ts';
 import { saleKeys } from './keys.ts';
 import { setSalePaused } from './sale-state.ts';
+import { applySaleControls } from './sale-controls.ts';
 
 let ctx: TestContext;
 beforeAll(() => {
@@ -137,7 +139,8 @@ describe('reservePurchase against Redis', () => {
     await expectRefusedWithoutWrites(sale.id, 'kim', 1, holder);
     await setSalePaused(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, true);
     await expectRefusedWithoutWrites(sale.id, 'kim', 1, holder);
-    await ctx.redis.hset(saleKeys(ctx.config.REDIS_PREFIX, sale.id).meta, 'ends', String((await redisNow(ctx.redis)) - 1));
+    const closed = { version: 1, stock: 1, endsAt: (await redisNow(ctx.redis)) - 1, operatorPaused: false };
+    expect(await applySaleControls(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, closed)).toBe('applied');
     await expectRefusedWithoutWrites(sale.id, 'kim', 1, holder);
     // Anyone else still gets the sale's own answer.
     await expectRefusedWithoutWrites(sale.id, 'lea', 1, { kind: 'sale_ended' });
@@ -170,9 +173,9 @@ describe('reservePurchase against Redis', () => {
 });
 
 describe('toReserveOutcome', () => {
-  it.each<[[number, string | number], ReserveOutcome]>([
-    [[1, 41], { kind: 'reserved', remaining: 41 }],
-    [[1, 0], { kind: 'reserved', remaining: 0 }],
+  it.each<[ReserveReply, ReserveOutcome]>([
+    [41, { kind: 'reserved', remaining: 41 }],
+    [0, { kind: 'reserved', remaining: 0 }],
     [[-1, ''], { kind: 'sale_not_found' }],
     [[-2, ''], { kind: 'sale_ended' }],
     [[-3, ''], { kind: 'sale_paused' }],
@@ -190,15 +193,18 @@ describe('toReserveOutcome', () => {
     expect(toReserveOutcome(reply)).toEqual(outcome);
   });
 
-  it('has a ReserveCode for each code the script names in its header, and no other', () => {
+  it('has a ReserveCode for each refusal the script names in its header, and Reserved for its bare integer', () => {
     const header = readFileSync(new URL('./lua/reserve-6.lua', import.meta.url), 'utf8').split(']]')[0]!;
     const codes = [...header.matchAll(/^ +\{ (-?\d+), /gm)].map((match) => Number(match[1]));
 
-    expect(codes).toEqual(Object.values(ReserveCode).filter((code) => typeof code === 'number'));
+    expect([ReserveCode.Reserved, ...codes]).toEqual(Object.values(ReserveCode).filter((code) => typeof code === 'number'));
+    expect(reserveCodeOf(7)).toBe(ReserveCode.Reserved);
+    expect(reserveCodeOf([-7, ''])).toBe(ReserveCode.SoldOut);
   });
 
-  it('throws on a code the script does not define', () => {
+  it('throws on a code the script does not define, the pair of Reserved included (the script answers it bare)', () => {
     expect(() => toReserveOutcome([-12, ''])).toThrow(new Error('reserve script returned an unknown code -12'));
     expect(() => toReserveOutcome([0, ''])).toThrow(new Error('reserve script returned an unknown code 0'));
+    expect(() => toReserveOutcome([1, 41])).toThrow(new Error('reserve script returned an unknown code 1'));
   });
 });

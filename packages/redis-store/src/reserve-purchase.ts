@@ -1,5 +1,5 @@
 import { ReserveCode } from '@flashsale/domain';
-import type { ScriptedRedis } from './scripts.ts';
+import type { ReserveReply, ScriptedRedis } from './scripts.ts';
 import { saleKeys } from './keys.ts';
 import { parseBuyerRecord } from './buyer-record.ts';
 
@@ -25,12 +25,17 @@ export type ReserveOutcome =
   | { kind: 'rebuy_cooldown'; waitMs: number }
   | { kind: 'order_limit_reached'; maxOrders: number };
 
+/** The ReserveCode of a reply of the reserve script, as the number it is (a refusal's may be one the script does not define). */
+export function reserveCodeOf(reply: ReserveReply): number {
+  return typeof reply === 'number' ? ReserveCode.Reserved : reply[0];
+}
+
 /** Maps the script's reply to an outcome (pure; tested without Redis). */
-export function toReserveOutcome([code, value]: [number, string | number]): ReserveOutcome {
+export function toReserveOutcome(reply: ReserveReply): ReserveOutcome {
+  if (typeof reply === 'number') return { kind: 'reserved', remaining: reply };
+  const [code, value] = reply;
   // A number the script does not define falls through to the default.
   switch (code as ReserveCode) {
-    case ReserveCode.Reserved:
-      return { kind: 'reserved', remaining: Number(value) };
     case ReserveCode.SaleNotFound:
       return { kind: 'sale_not_found' };
     case ReserveCode.SaleEnded:
@@ -109,7 +114,7 @@ export async function reservePurchase(
     .wait(wait.replicas, wait.timeoutMs)
     .exec()) as [[Error | null, unknown], [Error | null, unknown]];
   if (scriptError) throw scriptError;
-  const outcome = toReserveOutcome(reply as [number, string | number]);
+  const outcome = toReserveOutcome(reply as ReserveReply);
   if (outcome.kind !== 'reserved') return outcome;
   if (waitError || Number(acknowledged) < wait.replicas)
     return { kind: 'unreplicated', acknowledged: waitError ? 0 : Number(acknowledged) };

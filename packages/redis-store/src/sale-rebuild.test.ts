@@ -66,9 +66,9 @@ describe('rebuildSaleState (rebuild-sale-6.lua)', () => {
       rebuildSaleState(ctx.redis, ctx.config.REDIS_PREFIX, terms(sale), { remaining: 5_000, generation: 'gen-2', buyers: pagesOf(pages) }),
     );
 
-    // 2 pages of 2,500: 1,000 + 1,000 + 500 each, and the script's one HSET of the meta. No DEL: Redis
-    // frees the old hash in the background.
-    expect(work.commands).toMatchObject({ hset: 7, rename: 1, persist: 1 });
+    // 2 pages of 2,500: 1,000 + 1,000 + 500 each, and the script's two HSETs of the meta (its fields, then
+    // its packed terms). No DEL: Redis frees the old hash in the background.
+    expect(work.commands).toMatchObject({ hset: 8, rename: 1, persist: 1 });
     expect(work.commands.del).toBeUndefined();
     expect(work.commands.unlink).toBeGreaterThanOrEqual(2);
     expect(await ctx.redis.hlen(keys.buyers)).toBe(5_000);

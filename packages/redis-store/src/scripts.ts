@@ -2,6 +2,13 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import type { Redis } from 'ioredis';
 
 /**
+ * The reserve script's reply: the remaining units, a bare integer, when it reserved (the one reply of the
+ * hot path, the cheapest Redis can give); a pair of a refusal's ReserveCode and its value otherwise
+ * (reserve-purchase.ts reads it).
+ */
+export type ReserveReply = number | [code: number, value: string | number];
+
+/**
  * The Lua scripts in ./lua, one command each, named `<name>-<numberOfKeys>.lua` (BullMQ's convention).
  * They are read once at start and registered with ioredis, which sends EVALSHA and falls back to EVAL
  * on NOSCRIPT (e.g. after a Redis restart), so the hot path sends the script body at most once.
@@ -17,7 +24,7 @@ export interface ScriptCommands {
     userId: string,
     quantity: number,
     reservationId: string,
-  ): Promise<[number, string | number]>;
+  ): Promise<ReserveReply>;
   joinQueue(
     meta: string,
     queue: string,
@@ -102,7 +109,7 @@ const INCLUDE = /^--@include "([^"]+)"[ \t]*$/;
  *
  * An include's functions the script never calls are then left out (withoutUncalledFunctions): a script's
  * body runs on every call, and each `local function` in it makes a closure each time, whether it is called
- * or not (about 50 ns each; the reserve script's includes define nine it never calls).
+ * or not (about 50 ns each; the reserve script's includes define ten it never calls).
  */
 export function loadScripts(dir: URL): LoadedScript[] {
   return readdirSync(dir).flatMap((file) => {

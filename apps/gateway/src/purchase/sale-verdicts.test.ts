@@ -65,7 +65,8 @@ describe('the sold-out fast path', () => {
     const sale = await createLiveSale(ctx, { stock: 5 });
     const won = await purchase(gateway.url, sale.id, 'early-buyer');
     const { reservationId } = (await won.json()) as { reservationId: string };
-    await ctx.redis.hset(saleKeys(ctx.config.REDIS_PREFIX, sale.id).meta, 'ends', String((await redisNow(ctx.redis)) - 1));
+    const closed = { version: 1, stock: 5, endsAt: (await redisNow(ctx.redis)) - 1, operatorPaused: false };
+    expect(await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).applyControls(closed)).toBe('applied');
     await expectProblem(await purchase(gateway.url, sale.id), 410, 'SALE_ENDED');
     await expect.poll(() => gateway.gateway.verdicts.get(sale.id), BACKGROUND).toBeDefined();
 
@@ -114,7 +115,8 @@ describe('the sold-out fast path', () => {
     const sale = await createLiveSale(ctx, { startsIn: -120_000, endsIn: -60_000 });
     await expectProblem(await purchase(gateway.url, sale.id), 410, 'SALE_ENDED');
     await expect.poll(() => gateway.gateway.verdicts.get(sale.id), BACKGROUND).toBeDefined();
-    await ctx.redis.hset(saleKeys(ctx.config.REDIS_PREFIX, sale.id).meta, 'ends', String(Date.now() + 3_600_000));
+    const reopened = { version: 1, stock: 10, endsAt: (await redisNow(ctx.redis)) + 3_600_000, operatorPaused: false };
+    expect(await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).applyControls(reopened)).toBe('applied');
 
     await expectProblem(await purchase(gateway.url, sale.id), 410, 'SALE_ENDED');
   });

@@ -47,4 +47,5 @@ end
 write_sale_meta(KEYS[1], ARGV, { remaining = ARGV[2], paused = false, generation = ARGV[7] })
 write_door_terms(KEYS[1], ARGV, 9, 17)
 write_rebuy_rule(KEYS[1], ARGV, 15)
+write_sale_terms(KEYS[1])
 return ensure_group(KEYS[2], ARGV[6]) or 1

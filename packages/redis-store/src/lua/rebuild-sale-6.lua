@@ -61,6 +61,9 @@ write_sale_meta(KEYS[1], ARGV, {
   controls_version = ARGV[10],
 })
 write_door_terms(KEYS[1], ARGV, 11, 18)
+-- The rebuy rule and `closed` are not here: restore-closed-2.lua writes both (and the terms again) before
+-- the sale resumes.
+write_sale_terms(KEYS[1])
 local door_lost = ARGV[11] == 'queue' and redis.call('EXISTS', KEYS[5]) == 0
 if door_lost then
   local now = redis_now_ms()

@@ -21,8 +21,8 @@
     ARGV[2] quantity (a positive integer; the gateway has validated its form)
     ARGV[3] reservation id (made by the gateway, unique)
 
-  Output (the first element is a ReserveCode, @flashsale/domain):
-    { 1, remaining }                 Reserved: remaining units after this reservation
+  Output: the remaining units (an integer, >= 0) when reserved (ReserveCode Reserved, @flashsale/domain);
+  a refusal is a pair whose first element is its ReserveCode:
     { -1, '' }                       SaleNotFound (not published, or Redis lost it)
     { -2, '' }                       SaleEnded (now >= ends)
     { -3, '' }                       SalePaused (reconciliation in progress)
@@ -45,36 +45,48 @@
   timeout) whether the sale has since sold out, ended or been paused.
 ]]
 --@include "includes/sale-meta.lua"
---@include "includes/buyer-record.lua"
---@include "includes/reservation-entry.lua"
 --@include "includes/door-admission.lua"
 --@include "includes/buyer-history.lua"
 
-local sale = read_sale_terms(KEYS[1])
-if not sale then
+-- Every `local function` in a script makes a closure on each call, called or not: the accepted path's
+-- own clock read and writes are written out here rather than called (each record's include says so),
+-- leaving the functions of the door, the rebuy rule and a meta from before `terms`. What each part costs:
+-- docs/performance.md.
+
+-- The sale's terms packed in one field (includes/sale-meta.lua), or, for a meta written before they were,
+-- made from its fields.
+local terms = redis.call('HGET', KEYS[1], 'terms') or sale_terms_of_fields(KEYS[1])
+if not terms then
   return { -1, '' }
 end
+local starts, ends, paused, limit, queued, rebuy_max, rebuy_cool, closed, generation = cmsgpack.unpack(terms)
 
 local existing = redis.call('HGET', KEYS[2], ARGV[1])
 if existing then
   return { -6, existing }
 end
 
-local now = redis_now_ms()
+-- Redis's clock, epoch ms, as includes/sale-meta.lua reads it for every other script, but made in digits
+-- first: the entry and the buyer's record write it so, and a number given to redis.call or joined to a
+-- string is printed (printf), several times what joining strings costs. TIME's microseconds come without
+-- leading zeros. Digits are made a number with `+ 0` here and below: Lua's tonumber parses them twice.
+local time = redis.call('TIME')
+local at = time[1] .. string.sub('00000' .. time[2], -6, -4)
+local now = at + 0
 
-if now >= sale.ends then
+if now >= ends then
   return { -2, '' }
 end
-if sale.paused then
+if paused then
   return { -3, '' }
 end
-if now < sale.starts then
+if now < starts then
   return { -4, '' }
 end
 
 -- The door: one branch on a field read with the terms; an open sale pays nothing more.
 local turn
-if sale.queued then
+if queued then
   turn = running_turn(KEYS[4], ARGV[1], now)
   if not turn then
     return { -9, '' }
@@ -82,43 +94,37 @@ if sale.queued then
 end
 
 -- A refusal from here on is of a buyer who came for their turn (a purchase attempt is showing up).
-local function refuse(code, value)
+local quantity = ARGV[2] + 0
+local remaining = redis.call('HGET', KEYS[1], 'remaining') + 0
+local code, value
+if quantity > limit then
+  code, value = -5, limit
+elseif remaining <= 0 then
+  code, value = -7, ''
+elseif remaining < quantity then
+  code, value = -8, remaining
+elseif rebuy_max and closed then
+  -- The rebuy rule, last: one HGET, only for a buyer about to be accepted (no live record, units left) of
+  -- a sale where an order was closed, so refusals cost nothing more, nor does a sale nobody cancelled in.
+  code, value = rebuy_refusal(KEYS[5], ARGV[1], { max = rebuy_max, cooldown_ms = rebuy_cool * 1000 }, now)
+end
+if code then
   if turn then
     show_up(KEYS[4], KEYS[6], ARGV[1], turn)
   end
   return { code, value }
 end
 
-local quantity = tonumber(ARGV[2])
-if quantity > sale.limit then
-  return refuse(-5, sale.limit)
-end
-
-if sale.remaining <= 0 then
-  return refuse(-7, '')
-end
-if sale.remaining < quantity then
-  return refuse(-8, sale.remaining)
-end
-
--- The rebuy rule, last: one HGET, only for a buyer about to be accepted (no live record, units left), so
--- refusals cost nothing more and a buyer who never closed an order pays one read of a missing field.
-if sale.rebuy then
-  local refusal, value = rebuy_refusal(KEYS[5], ARGV[1], sale.rebuy, now)
-  if refusal then
-    return refuse(refusal, value)
-  end
-end
-
 -- The entry first: of the three writes it is the only one that can fail (the stream key holding another
 -- type, out of memory at the first write), and a script that fails leaves its earlier writes in place.
 -- Failing here, nothing is written; the two after it cannot fail (both keys were just read as hashes).
 -- The generation lets the order writer refuse an entry of a Redis state that was rebuilt after it was
--- read (see order-writer.ts).
-add_reservation(KEYS[3], ARGV[3], ARGV[1], ARGV[2], now, sale.generation)
-local remaining = take_sale_stock(KEYS[1], quantity)
-record_buyer(KEYS[2], ARGV[1], ARGV[3], ARGV[2], now)
+-- read (see order-writer.ts). The entry's fields: includes/reservation-entry.lua; the buyer's record:
+-- includes/buyer-record.lua.
+redis.call('XADD', KEYS[3], '*', 'r', ARGV[3], 'u', ARGV[1], 'q', ARGV[2], 't', at, 'g', generation)
+remaining = redis.call('HINCRBY', KEYS[1], 'remaining', '-' .. ARGV[2])
+redis.call('HSET', KEYS[2], ARGV[1], ARGV[3] .. '|' .. ARGV[2] .. '|' .. at)
 if turn then
   use_turn(KEYS[4], KEYS[6], ARGV[1], turn)
 end
-return { 1, remaining }
+return remaining

@@ -6,7 +6,8 @@
   after the caller read it (its return ran since), so each buyer keeps the record with the larger count,
   Redis's own on a tie (a repeat of the restore changes nothing: MySQL's time, put on Redis's clock, moves
   by a millisecond from one call to the next). MySQL closes an order before Redis counts it, so MySQL's
-  count is never behind but by such a race, and a Redis that lost its data gets every count back.
+  count is never behind but by such a race, and a Redis that lost its data gets every count back. The
+  rule and, when the closed hash holds any record, the meta's `closed` go into the packed terms.
 
   Input:
     KEYS[1] sale meta hash   (record: sale meta, includes/sale-meta.lua)
@@ -36,4 +37,10 @@ for i = 3, #ARGV - 2, 3 do
   end
   written = written + 1
 end
+-- Records restored now, or counted before the rebuild (the closed hash outlives the meta it rewrote):
+-- purchases read them from now on.
+if redis.call('EXISTS', KEYS[2]) == 1 then
+  mark_sale_closed(KEYS[1])
+end
+write_sale_terms(KEYS[1])
 return written

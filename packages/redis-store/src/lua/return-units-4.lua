@@ -1,7 +1,9 @@
 --[[
   Gives the units of closed orders (cancelled or expired in MySQL) back to the sale's remaining, each
   order at most once per generation, frees each buyer to buy again, and counts the closed order against
-  the buyer in the same step (the sale's rebuy rule, includes/buyer-history.lua).
+  the buyer in the same step (the sale's rebuy rule, includes/buyer-history.lua). The first count in a
+  sale sets the meta's `closed` (and its packed terms): from then on the reserve script reads a buyer's
+  count before accepting them.
 
   MySQL closed the order and, in the same transaction, recorded what it owes Redis (a stock_returns row
   naming the sale's generation at the close). This is the other half. It may run any number of times for
@@ -40,6 +42,7 @@ end
 local stock = tonumber(redis.call('HGET', KEYS[1], 'stock'))
 local remaining = tonumber(redis.call('HGET', KEYS[1], 'remaining'))
 local codes = { 1 }
+local counted = false
 local now = redis_now_ms()
 for i = 2, #ARGV - 2, 3 do
   local reservation_id, user_id, quantity = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2])
@@ -61,6 +64,10 @@ for i = 2, #ARGV - 2, 3 do
     -- from this step on, and the rule judges that rebuy by this count.
     record_closed_order(KEYS[4], user_id, now)
     codes[#codes + 1] = 1
+    counted = true
   end
+end
+if counted then
+  mark_sale_closed(KEYS[1])
 end
 return codes

@@ -1,11 +1,9 @@
 --[[
   A reservation on a sale's stream (TypeScript: reservation-stream.ts): fields r reservation id, u user
   id, q quantity, t time accepted (epoch ms, Redis's clock), g generation of the sale's Redis state that
-  accepted it. Written in this order: the reader looks them up by position first.
+  accepted it. Written in this order: the reader looks them up by position first. reserve-6.lua writes
+  them, in its own text (a function here would cost its hot path a closure per call).
 ]]
-local function add_reservation(stream, reservation_id, user_id, quantity, reserved_at, generation)
-  return redis.call('XADD', stream, '*', 'r', reservation_id, 'u', user_id, 'q', quantity, 't', reserved_at, 'g', generation)
-end
 
 -- The fields of an entry whose fields are list[from], list[from + 1], ... (field, value pairs; the first
 -- of a name counts), as strings. A malformed entry may lack any of them (nil).
