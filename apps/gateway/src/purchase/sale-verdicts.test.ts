@@ -66,7 +66,7 @@ describe('the sold-out fast path', () => {
     const won = await purchase(gateway.url, sale.id, 'early-buyer');
     const { reservationId } = (await won.json()) as { reservationId: string };
     const closed = { version: 1, stock: 5, endsAt: (await redisNow(ctx.redis)) - 1, operatorPaused: false };
-    expect(await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).applyControls(closed)).toBe('applied');
+    expect(await ctx.store.sale(sale.id).applyControls(closed)).toBe('applied');
     await expectProblem(await purchase(gateway.url, sale.id), 410, 'SALE_ENDED');
     await expect.poll(() => gateway.gateway.verdicts.get(sale.id), BACKGROUND).toBeDefined();
 
@@ -116,7 +116,7 @@ describe('the sold-out fast path', () => {
     await expectProblem(await purchase(gateway.url, sale.id), 410, 'SALE_ENDED');
     await expect.poll(() => gateway.gateway.verdicts.get(sale.id), BACKGROUND).toBeDefined();
     const reopened = { version: 1, stock: 10, endsAt: (await redisNow(ctx.redis)) + 3_600_000, operatorPaused: false };
-    expect(await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).applyControls(reopened)).toBe('applied');
+    expect(await ctx.store.sale(sale.id).applyControls(reopened)).toBe('applied');
 
     await expectProblem(await purchase(gateway.url, sale.id), 410, 'SALE_ENDED');
   });

@@ -86,7 +86,7 @@ describe('POST /api/admin/sales/:id/pause and /resume', () => {
 
   it('does not resume a sale the reconciler paused: 409 SALE_NOT_PAUSED, and the sale stays paused', async () => {
     const sale = await createLiveSale(ctx);
-    expect(await createSaleStore(ctx.redis, ctx.config.REDIS_PREFIX).sale(sale.id).setPaused(true)).toBe(true);
+    expect(await ctx.store.sale(sale.id).setPaused(true)).toBe(true);
 
     await expectProblem(
       await control(sale.id, 'resume'),
