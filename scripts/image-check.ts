@@ -558,11 +558,31 @@ async function faultsCrowd(
     16,
     pace,
   ).finally(() => (burstOver = true));
+  const servedBy = async (gateway: string): Promise<number | undefined> => {
+    const served = await podman(env, ['exec', gateway, 'node', '-e', SERVED_PURCHASES], { allowFailure: true });
+    const count = Number(served.stdout.trim());
+    return served.code === 0 && served.stdout.trim() !== '' && Number.isFinite(count) ? count : undefined;
+  };
+  // What happened when, on the wall clock HAProxy's log uses: read beside it when a purchase went unanswered.
+  const timeline: string[] = [];
+  const mark = (event: string) => timeline.push(`${new Date().toISOString()} ${event}`);
   const faults = (async () => {
     await sleep(3000);
     for (const gateway of gateways) {
+      // The others must be taking buyers through HAProxy before this one stops (their counters move), or
+      // the crowd would meet no gateway at all while it restarts.
+      for (const other of gateways.filter((name) => name !== gateway)) {
+        const before = await servedBy(other);
+        await until(`${other} taking purchases through HAProxy before ${gateway} stops`, 60_000, async () => {
+          if (burstOver) return true;
+          const now = await servedBy(other);
+          return before !== undefined && now !== undefined && now > before ? true : undefined;
+        });
+      }
       const started = performance.now();
+      mark(`${gateway} stopping (SIGTERM)`);
       await podman(env, ['stop', '-t', '30', gateway]);
+      mark(`${gateway} stopped`);
       await podman(env, ['start', gateway]);
       await until(`${gateway} healthy again`, 60_000, async () => {
         const health = (await podman(env, ['healthcheck', 'run', gateway], { allowFailure: true })).code;
@@ -578,11 +598,12 @@ async function faultsCrowd(
       // Healthy is not yet in service: HAProxy finds the new container's address by DNS and checks it
       // before sending it buyers. The next gateway stops only once this one answers purchases (its own
       // counter of them, read inside it), or the crowd would meet no gateway at all.
+      mark(`${gateway} healthy`);
       await until(`${gateway} serving purchases through HAProxy again`, 60_000, async () => {
         if (burstOver) return true;
-        const served = await podman(env, ['exec', gateway, 'node', '-e', SERVED_PURCHASES], { allowFailure: true });
-        return Number(served.stdout.trim()) > 0 ? true : undefined;
+        return ((await servedBy(gateway)) ?? 0) > 0 ? true : undefined;
       });
+      mark(`${gateway} serving purchases again`);
       console.log(`${gateway}: stopped (SIGTERM), started, healthy and serving purchases again in ${secondsSince(started)}`);
     }
     const worker = workers[0]!;
@@ -600,6 +621,11 @@ async function faultsCrowd(
     uncertain.size === 0,
     `${uncertain.size} without an answer`,
   );
+  if (uncertain.size > 0) {
+    const proxies = await stack.containers('proxy');
+    const proxyLog = (await Promise.all(proxies.map(logsOf))).join('\n');
+    console.log(`-- the restarts:\n${timeline.join('\n')}\n-- HAProxy's log (its server changes):\n${proxyLog}`);
+  }
   // podman applies a restart policy from the exiting container's cleanup process, which does not bring
   // it back on these machines (seen with \`podman run --restart unless-stopped\` alone): the check plays it.
   const state = (await podman(env, ['inspect', '--format', '{{.State.Status}}', killed])).stdout.trim();
