@@ -9,6 +9,7 @@ import type { ReserveReply } from './scripts.ts';
 import { saleKeys } from './keys.ts';
 import { setSalePaused } from './sale-state.ts';
 import { applySaleControls } from './sale-controls.ts';
+import { saleRef } from './store-ref.ts';
 
 let ctx: TestContext;
 beforeAll(() => {
@@ -19,7 +20,7 @@ afterAll(async () => {
 });
 
 function reserve(saleId: number, userId: string, quantity = 1, reservationId = newReservationId(saleId)): Promise<ReserveOutcome> {
-  return reservePurchase(ctx.redis, ctx.config.REDIS_PREFIX, { saleId, userId, quantity, reservationId });
+  return reservePurchase({ redis: ctx.redis, prefix: ctx.config.REDIS_PREFIX }, { saleId, userId, quantity, reservationId });
 }
 
 /** Runs a purchase that must be refused, and proves the refusal wrote nothing at all. */
@@ -115,17 +116,17 @@ describe('reservePurchase against Redis', () => {
 
   it('refuses every purchase while the sale is paused and accepts again once resumed', async () => {
     const sale = await createLiveSale(ctx, { stock: 5 });
-    expect(await setSalePaused(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, true)).toBe(true);
+    expect(await setSalePaused(saleRef(ctx.redis, ctx.config.REDIS_PREFIX, sale.id), true)).toBe(true);
 
     await expectRefusedWithoutWrites(sale.id, 'ivan', 1, { kind: 'sale_paused' });
 
-    expect(await setSalePaused(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, false)).toBe(true);
+    expect(await setSalePaused(saleRef(ctx.redis, ctx.config.REDIS_PREFIX, sale.id), false)).toBe(true);
     expect(await reserve(sale.id, 'ivan')).toEqual({ kind: 'reserved', remaining: 4 });
   });
 
   it('refuses an ended sale as ended even while it is paused', async () => {
     const sale = await createLiveSale(ctx, { startsIn: -60_000, endsIn: 0 });
-    await setSalePaused(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, true);
+    await setSalePaused(saleRef(ctx.redis, ctx.config.REDIS_PREFIX, sale.id), true);
 
     await expectRefusedWithoutWrites(sale.id, 'judy', 1, { kind: 'sale_ended' });
   });
@@ -137,10 +138,10 @@ describe('reservePurchase against Redis', () => {
     const holder: ReserveOutcome = { kind: 'already_purchased', reservationId, quantity: 1 };
 
     await expectRefusedWithoutWrites(sale.id, 'kim', 1, holder);
-    await setSalePaused(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, true);
+    await setSalePaused(saleRef(ctx.redis, ctx.config.REDIS_PREFIX, sale.id), true);
     await expectRefusedWithoutWrites(sale.id, 'kim', 1, holder);
     const closed = { version: 1, stock: 1, endsAt: (await redisNow(ctx.redis)) - 1, operatorPaused: false };
-    expect(await applySaleControls(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, closed)).toBe('applied');
+    expect(await applySaleControls(saleRef(ctx.redis, ctx.config.REDIS_PREFIX, sale.id), closed)).toBe('applied');
     await expectRefusedWithoutWrites(sale.id, 'kim', 1, holder);
     // Anyone else still gets the sale's own answer.
     await expectRefusedWithoutWrites(sale.id, 'lea', 1, { kind: 'sale_ended' });
