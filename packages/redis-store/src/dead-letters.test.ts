@@ -29,6 +29,9 @@ async function deliverAll(saleId: number): Promise<Entry[]> {
   return reply?.[0]?.[1] ?? [];
 }
 
+/** Sale `saleId` of this file's context, bound as the store's `sale(id)` binds it. */
+const inRedis = (saleId: number) => saleRef(ctx.redis, ctx.config.REDIS_PREFIX, saleId);
+
 /** This file's client and prefix, as the record functions that span sales take them. */
 const store = (): StoreRef => ({ redis: ctx.redis, prefix: ctx.config.REDIS_PREFIX });
 
@@ -42,13 +45,13 @@ describe('the dead-letter script (dead-letter-4.lua)', () => {
     expect((await reservePurchase(store(), { saleId: sale.id, userId, quantity: 3, reservationId })).kind).toBe('reserved');
     const [[entryId, fields]] = (await deliverAll(sale.id)) as [Entry];
 
-    await deadLetter(saleRef(ctx.redis, ctx.config.REDIS_PREFIX, sale.id), { id: entryId, fields }, 'OVER_STOCK', 2);
+    await deadLetter(inRedis(sale.id), { id: entryId, fields }, 'OVER_STOCK', 2);
 
     const [[, deadFields]] = (await ctx.redis.xrange(keys.deadLetter, '-', '+')) as [Entry];
     expect(deadFields).toEqual(['id', entryId, 'reason', 'OVER_STOCK', 'deliveries', '2', ...fields]);
     expect(((await ctx.redis.xpending(keys.stream, ORDER_WRITERS_GROUP)) as [number])[0]).toBe(0);
     expect(JSON.parse((await ctx.redis.hget(keys.rejected, reservationId))!)).toEqual({ u: userId, q: '3', reason: 'OVER_STOCK' });
-    expect(await findDeadLetter(saleRef(ctx.redis, ctx.config.REDIS_PREFIX, sale.id), reservationId)).toEqual({
+    expect(await findDeadLetter(inRedis(sale.id), reservationId)).toEqual({
       reservationId,
       userId,
       quantity: 3,
@@ -87,8 +90,7 @@ describe('the dead-letter script (dead-letter-4.lua)', () => {
     await ctx.redis.xadd(keys.stream, '*', 'r', newReservationId(sale.id), 'u', 'eve', 'q', '5', 't', '1', 'g', sale.generation);
     await ctx.redis.xadd(keys.stream, '*', 'r', newReservationId(sale.id), 'u', 'fay', 'q', '1', 't', '1', 'g', sale.generation);
     const [ann, bob, ...others] = await deliverAll(sale.id);
-    const setAside = ([entryId, fields]: Entry) =>
-      deadLetter(saleRef(ctx.redis, ctx.config.REDIS_PREFIX, sale.id), { id: entryId, fields }, 'OVER_STOCK', 1);
+    const setAside = ([entryId, fields]: Entry) => deadLetter(inRedis(sale.id), { id: entryId, fields }, 'OVER_STOCK', 1);
 
     // Ann's entry twice (two workers held it): her 3 units count once.
     for (const entry of [ann!, bob!, ann!, ...others]) await setAside(entry);
@@ -118,7 +120,7 @@ describe('the dead-letter script (dead-letter-4.lua)', () => {
     const [, ...forged] = await deliverAll(sale.id);
 
     for (const [entryId, fields] of forged) {
-      await deadLetter(saleRef(ctx.redis, ctx.config.REDIS_PREFIX, sale.id), { id: entryId, fields }, 'OVER_USER_LIMIT', 1);
+      await deadLetter(inRedis(sale.id), { id: entryId, fields }, 'OVER_USER_LIMIT', 1);
     }
 
     expect(await ctx.redis.xlen(keys.deadLetter)).toBe(2);
@@ -131,7 +133,7 @@ describe('the dead-letter script (dead-letter-4.lua)', () => {
     await ctx.redis.xadd(keys.stream, '*', 'u', 'ann', 'q', '1');
     const [[entryId, fields]] = (await deliverAll(sale.id)) as [Entry];
 
-    await deadLetter(saleRef(ctx.redis, ctx.config.REDIS_PREFIX, sale.id), { id: entryId, fields }, 'MALFORMED_ENTRY', 1);
+    await deadLetter(inRedis(sale.id), { id: entryId, fields }, 'MALFORMED_ENTRY', 1);
 
     expect(await ctx.redis.xlen(keys.deadLetter)).toBe(1);
     expect(await ctx.redis.exists(keys.rejected)).toBe(0);
@@ -155,9 +157,7 @@ describe('the dead-letter script (dead-letter-4.lua)', () => {
       const [[entryId, fields]] = (await deliverAll(sale.id)) as [Entry];
       await ctx.redis.set(keys[poisoned], 'oops');
 
-      await expect(
-        deadLetter(saleRef(ctx.redis, ctx.config.REDIS_PREFIX, sale.id), { id: entryId, fields }, 'OVER_STOCK', 1),
-      ).rejects.toThrow(/WRONGTYPE/);
+      await expect(deadLetter(inRedis(sale.id), { id: entryId, fields }, 'OVER_STOCK', 1)).rejects.toThrow(/WRONGTYPE/);
 
       expect(((await ctx.redis.xpending(keys.stream, ORDER_WRITERS_GROUP)) as [number])[0]).toBe(1);
       expect(await ctx.redis.get(keys[poisoned])).toBe('oops');
@@ -216,12 +216,10 @@ describe('readDeadLettered', () => {
     const [[upTo]] = (await ctx.redis.xrevrange(keys.deadLetter, '+', '-', 'COUNT', 1)) as [Entry];
     await ctx.redis.xadd(keys.deadLetter, '*', ...entry(newReservationId(sale.id), 2));
 
-    const read = await readDeadLettered(saleRef(ctx.redis, ctx.config.REDIS_PREFIX, sale.id), { generation: sale.generation, upTo });
+    const read = await readDeadLettered(inRedis(sale.id), { generation: sale.generation, upTo });
 
     expect(read).toEqual(new Map([...expected, [first!, 1]]));
-    expect(
-      await readDeadLettered(saleRef(ctx.redis, ctx.config.REDIS_PREFIX, sale.id), { generation: sale.generation, upTo: null }),
-    ).toEqual(new Map());
+    expect(await readDeadLettered(inRedis(sale.id), { generation: sale.generation, upTo: null })).toEqual(new Map());
   });
 });
 
@@ -229,6 +227,6 @@ describe('findDeadLetter', () => {
   it('finds nothing for a reservation that was never set aside', async () => {
     const sale = await createLiveSale(ctx);
 
-    expect(await findDeadLetter(saleRef(ctx.redis, ctx.config.REDIS_PREFIX, sale.id), newReservationId(sale.id))).toBeNull();
+    expect(await findDeadLetter(inRedis(sale.id), newReservationId(sale.id))).toBeNull();
   });
 });

@@ -14,6 +14,9 @@ const env = contextPerFile();
 
 const prefix = () => env.ctx.config.REDIS_PREFIX;
 
+/** Sale `saleId` of this file's context, bound as the store's `sale(id)` binds it. */
+const inRedis = (saleId: number) => saleRef(env.ctx.redis, env.ctx.config.REDIS_PREFIX, saleId);
+
 /** This file's client and prefix, as the record functions that span sales take them. */
 const store = (): StoreRef => ({ redis: env.ctx.redis, prefix: prefix() });
 
@@ -32,7 +35,7 @@ describe('readRedisLedger', () => {
     }
     // a and b delivered (pending); a set aside; c undelivered; one entry of an older Redis state.
     const [a] = (await readNewEntries(store(), 'consumer-1', [sale.id], 2)).entries.get(sale.id)!;
-    await deadLetter(saleRef(env.ctx.redis, prefix(), sale.id), a!, 'OVER_STOCK', 1);
+    await deadLetter(inRedis(sale.id), a!, 'OVER_STOCK', 1);
     await env.ctx.redis.xadd(
       saleKeys(prefix(), sale.id).stream,
       '*',
@@ -48,7 +51,7 @@ describe('readRedisLedger', () => {
       'an-old-generation',
     );
 
-    const ledger = await readRedisLedger(saleRef(env.ctx.redis, prefix(), sale.id));
+    const ledger = await readRedisLedger(inRedis(sale.id));
 
     expect(ledger).toEqual({
       at: expect.any(Number),
@@ -63,9 +66,9 @@ describe('readRedisLedger', () => {
       deadLetteredUnits: 3,
       lastDeadLetterId: expect.any(String),
     });
-    expect(
-      await readDeadLettered(saleRef(env.ctx.redis, prefix(), sale.id), { generation: sale.generation, upTo: ledger!.lastDeadLetterId }),
-    ).toEqual(new Map([[ids[0], 3]]));
+    expect(await readDeadLettered(inRedis(sale.id), { generation: sale.generation, upTo: ledger!.lastDeadLetterId })).toEqual(
+      new Map([[ids[0], 3]]),
+    );
   });
 
   it('reads the dead-lettered units of the generation from the kept count, not from the dead letters', async () => {
@@ -73,18 +76,18 @@ describe('readRedisLedger', () => {
     const keys = saleKeys(prefix(), sale.id);
     await reservePurchase(store(), { saleId: sale.id, userId: 'a', quantity: 2, reservationId: newReservationId(sale.id) });
     const [a] = (await readNewEntries(store(), 'consumer-1', [sale.id], 1)).entries.get(sale.id)!;
-    await deadLetter(saleRef(env.ctx.redis, prefix(), sale.id), a!, 'OVER_STOCK', 1);
+    await deadLetter(inRedis(sale.id), a!, 'OVER_STOCK', 1);
     await env.ctx.redis.hincrby(keys.rejected, `units:${sale.generation}`, 5);
 
-    expect(await readRedisLedger(saleRef(env.ctx.redis, prefix(), sale.id))).toMatchObject({ deadLetteredUnits: 7, inFlight: new Map() });
+    expect(await readRedisLedger(inRedis(sale.id))).toMatchObject({ deadLetteredUnits: 7, inFlight: new Map() });
   });
 
   it('is null for a paused sale and for one Redis does not hold', async () => {
     const sale = await createLiveSale(env.ctx);
-    await setSalePaused(saleRef(env.ctx.redis, prefix(), sale.id), true);
+    await setSalePaused(inRedis(sale.id), true);
 
-    expect(await readRedisLedger(saleRef(env.ctx.redis, prefix(), sale.id))).toBeNull();
-    expect(await readRedisLedger(saleRef(env.ctx.redis, prefix(), 987_654_319))).toBeNull();
+    expect(await readRedisLedger(inRedis(sale.id))).toBeNull();
+    expect(await readRedisLedger(inRedis(987_654_319))).toBeNull();
   });
 
   it('reads no backlog of more than AUDIT_MAX_IN_FLIGHT entries in flight (null: audited once the workers caught up)', async () => {
@@ -107,8 +110,8 @@ describe('readRedisLedger', () => {
       await pipeline.exec();
     };
     await reserveAll(0, AUDIT_MAX_IN_FLIGHT);
-    expect((await readRedisLedger(saleRef(env.ctx.redis, prefix(), sale.id)))?.inFlight.size).toBe(AUDIT_MAX_IN_FLIGHT);
+    expect((await readRedisLedger(inRedis(sale.id)))?.inFlight.size).toBe(AUDIT_MAX_IN_FLIGHT);
     await reserveAll(AUDIT_MAX_IN_FLIGHT, 1);
-    expect(await readRedisLedger(saleRef(env.ctx.redis, prefix(), sale.id))).toBeNull();
+    expect(await readRedisLedger(inRedis(sale.id))).toBeNull();
   });
 });

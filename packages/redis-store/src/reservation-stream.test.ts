@@ -25,6 +25,9 @@ const prefix = () => env.ctx.config.REDIS_PREFIX;
 const pendingOn = async (saleId: number) =>
   ((await env.ctx.redis.xpending(saleKeys(prefix(), saleId).stream, ORDER_WRITERS_GROUP)) as [number])[0];
 
+/** Sale `saleId` of this file's context, bound as the store's `sale(id)` binds it. */
+const inRedis = (saleId: number) => saleRef(env.ctx.redis, env.ctx.config.REDIS_PREFIX, saleId);
+
 /** This file's client and prefix, as the record functions that span sales take them. */
 const store = (): StoreRef => ({ redis: env.ctx.redis, prefix: prefix() });
 
@@ -71,7 +74,7 @@ describe('claimIdleEntriesOf, keepHeld and acknowledge', () => {
     const round = await claimIdleEntriesOf(store(), 'live-one', [sale.id], 30_000, 10);
 
     expect(round).toEqual({ claimed: new Map([[sale.id, [{ entry: first, deliveries: 2 }]]]), failures: new Map() });
-    await acknowledge(saleRef(env.ctx.redis, prefix(), sale.id), [first!.id, second!.id]);
+    await acknowledge(inRedis(sale.id), [first!.id, second!.id]);
     expect(await pendingOn(sale.id)).toBe(0);
   });
 
@@ -90,12 +93,12 @@ describe('readUnacknowledged', () => {
     const ids = await reserveFor(sale.id, ['a', 'b', 'c']);
     await env.ctx.redis.xadd(keys.stream, '*', 'r', 'not-a-reservation');
     const [acked, pending] = (await readNewEntries(store(), 'consumer-1', [sale.id], 2)).entries.get(sale.id)!;
-    await acknowledge(saleRef(env.ctx.redis, prefix(), sale.id), [acked!.id]);
+    await acknowledge(inRedis(sale.id), [acked!.id]);
     const lastId = ((await env.ctx.redis.xrevrange(keys.stream, '+', '-', 'COUNT', 1)) as [string, string[]][])[0]![0];
     // Accepted after the instant the caller looked at: not counted.
     await reserveFor(sale.id, ['d']);
 
-    const unacknowledged = await readUnacknowledged(saleRef(env.ctx.redis, prefix(), sale.id), { lastDeliveredId: pending!.id, lastId });
+    const unacknowledged = await readUnacknowledged(inRedis(sale.id), { lastDeliveredId: pending!.id, lastId });
 
     expect(unacknowledged.map((r) => [r.reservationId, r.userId, r.entryId])).toEqual([
       [ids[2], 'c', expect.any(String)],

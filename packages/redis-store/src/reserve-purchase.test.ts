@@ -30,6 +30,9 @@ async function expectRefusedWithoutWrites(saleId: number, userId: string, quanti
   expect(await snapshotSale(ctx, saleId)).toEqual(before);
 }
 
+/** Sale `saleId` of this file's context, bound as the store's `sale(id)` binds it. */
+const inRedis = (saleId: number) => saleRef(ctx.redis, ctx.config.REDIS_PREFIX, saleId);
+
 describe('reservePurchase against Redis', () => {
   it('reserves: decrements remaining, records the buyer and enqueues one stream entry r, u, q, t', async () => {
     const sale = await createLiveSale(ctx, { stock: 10, perUserLimit: 3 });
@@ -116,17 +119,17 @@ describe('reservePurchase against Redis', () => {
 
   it('refuses every purchase while the sale is paused and accepts again once resumed', async () => {
     const sale = await createLiveSale(ctx, { stock: 5 });
-    expect(await setSalePaused(saleRef(ctx.redis, ctx.config.REDIS_PREFIX, sale.id), true)).toBe(true);
+    expect(await setSalePaused(inRedis(sale.id), true)).toBe(true);
 
     await expectRefusedWithoutWrites(sale.id, 'ivan', 1, { kind: 'sale_paused' });
 
-    expect(await setSalePaused(saleRef(ctx.redis, ctx.config.REDIS_PREFIX, sale.id), false)).toBe(true);
+    expect(await setSalePaused(inRedis(sale.id), false)).toBe(true);
     expect(await reserve(sale.id, 'ivan')).toEqual({ kind: 'reserved', remaining: 4 });
   });
 
   it('refuses an ended sale as ended even while it is paused', async () => {
     const sale = await createLiveSale(ctx, { startsIn: -60_000, endsIn: 0 });
-    await setSalePaused(saleRef(ctx.redis, ctx.config.REDIS_PREFIX, sale.id), true);
+    await setSalePaused(inRedis(sale.id), true);
 
     await expectRefusedWithoutWrites(sale.id, 'judy', 1, { kind: 'sale_ended' });
   });
@@ -138,10 +141,10 @@ describe('reservePurchase against Redis', () => {
     const holder: ReserveOutcome = { kind: 'already_purchased', reservationId, quantity: 1 };
 
     await expectRefusedWithoutWrites(sale.id, 'kim', 1, holder);
-    await setSalePaused(saleRef(ctx.redis, ctx.config.REDIS_PREFIX, sale.id), true);
+    await setSalePaused(inRedis(sale.id), true);
     await expectRefusedWithoutWrites(sale.id, 'kim', 1, holder);
     const closed = { version: 1, stock: 1, endsAt: (await redisNow(ctx.redis)) - 1, operatorPaused: false };
-    expect(await applySaleControls(saleRef(ctx.redis, ctx.config.REDIS_PREFIX, sale.id), closed)).toBe('applied');
+    expect(await applySaleControls(inRedis(sale.id), closed)).toBe('applied');
     await expectRefusedWithoutWrites(sale.id, 'kim', 1, holder);
     // Anyone else still gets the sale's own answer.
     await expectRefusedWithoutWrites(sale.id, 'lea', 1, { kind: 'sale_ended' });

@@ -58,6 +58,9 @@ async function saleWithThreeBuyers() {
 
 const terms = (sale: Awaited<ReturnType<typeof createLiveSale>>) => ({ ...sale, operatorPaused: false, controlsVersion: 0 });
 
+/** Sale `saleId` of this file's context, bound as the store's `sale(id)` binds it. */
+const inRedis = (saleId: number) => saleRef(ctx.redis, ctx.config.REDIS_PREFIX, saleId);
+
 /** This file's client and prefix, as the record functions that span sales take them. */
 const store = (): StoreRef => ({ redis: ctx.redis, prefix: ctx.config.REDIS_PREFIX });
 
@@ -84,7 +87,7 @@ describe('rebuildSaleState (rebuild-sale-6.lua)', () => {
     expect(await ctx.redis.hget(keys.buyers, 'u4999')).toBe(`${pages[1]![2_499]!.reservationId}|1|${pages[1]![2_499]!.reservedAt}`);
     expect(await ctx.redis.pttl(keys.buyers)).toBe(-1);
     expect(await ctx.redis.exists(keys.nextBuyers)).toBe(0);
-    expect(await readSaleState(saleRef(ctx.redis, ctx.config.REDIS_PREFIX, sale.id))).toMatchObject({
+    expect(await readSaleState(inRedis(sale.id))).toMatchObject({
       remaining: 5_000,
       paused: true,
       generation: 'gen-2',
@@ -103,7 +106,7 @@ describe('rebuildSaleState (rebuild-sale-6.lua)', () => {
     await expect(dying).rejects.toThrow('died mid-rebuild');
 
     expect(await ctx.redis.hgetall(keys.buyers)).toEqual(before);
-    expect(await readSaleState(saleRef(ctx.redis, ctx.config.REDIS_PREFIX, sale.id))).toMatchObject({ generation: sale.generation });
+    expect(await readSaleState(inRedis(sale.id))).toMatchObject({ generation: sale.generation });
     expect(await ctx.redis.hlen(keys.nextBuyers)).toBe(1_500);
     expect(await ctx.redis.pttl(keys.nextBuyers)).toBeGreaterThan(0);
 
@@ -116,7 +119,7 @@ describe('rebuildSaleState (rebuild-sale-6.lua)', () => {
 
     expect(Object.keys(await ctx.redis.hgetall(keys.buyers)).sort()).toEqual(['u9000', 'u9001']);
     expect(await ctx.redis.exists(keys.nextBuyers)).toBe(0);
-    expect(await readSaleState(saleRef(ctx.redis, ctx.config.REDIS_PREFIX, sale.id))).toMatchObject({
+    expect(await readSaleState(inRedis(sale.id))).toMatchObject({
       remaining: 9_998,
       generation: 'gen-3',
     });
@@ -132,7 +135,7 @@ describe('rebuildSaleState (rebuild-sale-6.lua)', () => {
     });
 
     expect(await ctx.redis.exists(keys.buyers, keys.nextBuyers)).toBe(0);
-    expect(await readSaleState(saleRef(ctx.redis, ctx.config.REDIS_PREFIX, sale.id))).toMatchObject({
+    expect(await readSaleState(inRedis(sale.id))).toMatchObject({
       remaining: 10_000,
       generation: 'gen-empty',
     });

@@ -28,6 +28,9 @@ const definition = (id: number, overrides: Partial<SaleDefinition> = {}): SaleDe
   ...overrides,
 });
 
+/** Sale `saleId` of this file's context, bound as the store's `sale(id)` binds it. */
+const inRedis = (saleId: number) => saleRef(ctx.redis, ctx.config.REDIS_PREFIX, saleId);
+
 /** This file's client and prefix, as the record functions that span sales take them. */
 const store = (): StoreRef => ({ redis: ctx.redis, prefix: ctx.config.REDIS_PREFIX });
 
@@ -35,7 +38,7 @@ describe('publishSale', () => {
   it('makes the sale live: meta hash, index entry, and the order writers group on its stream', async () => {
     expect(await publishSale(store(), definition(101), GENERATION)).toBe('published');
 
-    const state = await readSaleState(saleRef(ctx.redis, ctx.config.REDIS_PREFIX, 101));
+    const state = await readSaleState(inRedis(101));
     expect(state).toEqual({
       id: 101,
       name: 'Sale 101',
@@ -71,7 +74,7 @@ describe('publishSale', () => {
     expect(meta.remaining).toBe('4');
     expect(meta.stock).toBe('5');
     expect(await ctx.redis.xlen(saleKeys(ctx.config.REDIS_PREFIX, 102).stream)).toBe(1);
-    expect(await findBuyerReservation(saleRef(ctx.redis, ctx.config.REDIS_PREFIX, 102), 'kim')).toEqual({ reservationId, quantity: 1 });
+    expect(await findBuyerReservation(inRedis(102), 'kim')).toEqual({ reservationId, quantity: 1 });
   });
 
   it('lists every published sale once', async () => {
@@ -100,11 +103,11 @@ describe('publishSale with a deadline, and withdrawSale (a create that failed)',
   it("takes back a sale that has no buyer, from Redis and the workers' index", async () => {
     await publishSale(store(), definition(202), GENERATION);
 
-    expect(await withdrawSale(saleRef(ctx.redis, ctx.config.REDIS_PREFIX, 202), GENERATION)).toBe('withdrawn');
-    expect(await readSaleState(saleRef(ctx.redis, ctx.config.REDIS_PREFIX, 202))).toBeNull();
+    expect(await withdrawSale(inRedis(202), GENERATION)).toBe('withdrawn');
+    expect(await readSaleState(inRedis(202))).toBeNull();
     expect(await ctx.redis.exists(saleKeys(ctx.config.REDIS_PREFIX, 202).stream)).toBe(0);
     expect(await ctx.redis.smembers(salesIndexKey(ctx.config.REDIS_PREFIX))).not.toContain('202');
-    expect(await withdrawSale(saleRef(ctx.redis, ctx.config.REDIS_PREFIX, 202), GENERATION)).toBe('absent');
+    expect(await withdrawSale(inRedis(202), GENERATION)).toBe('absent');
   });
 
   it('leaves a sale that took a reservation, or holds another generation, as it is', async () => {
@@ -115,42 +118,42 @@ describe('publishSale with a deadline, and withdrawSale (a create that failed)',
       quantity: 1,
       reservationId: newReservationId(203),
     });
-    const before = await readSaleState(saleRef(ctx.redis, ctx.config.REDIS_PREFIX, 203));
+    const before = await readSaleState(inRedis(203));
 
-    expect(await withdrawSale(saleRef(ctx.redis, ctx.config.REDIS_PREFIX, 203), GENERATION)).toBe('has_buyers');
-    expect(await withdrawSale(saleRef(ctx.redis, ctx.config.REDIS_PREFIX, 203), 'another-generation')).toBe('other_generation');
-    expect(await readSaleState(saleRef(ctx.redis, ctx.config.REDIS_PREFIX, 203))).toEqual(before);
+    expect(await withdrawSale(inRedis(203), GENERATION)).toBe('has_buyers');
+    expect(await withdrawSale(inRedis(203), 'another-generation')).toBe('other_generation');
+    expect(await readSaleState(inRedis(203))).toEqual(before);
   });
 });
 
 describe('readSaleState, setSalePaused, findBuyerReservation', () => {
   it('reads null for a sale Redis does not hold', async () => {
-    expect(await readSaleState(saleRef(ctx.redis, ctx.config.REDIS_PREFIX, 199))).toBeNull();
+    expect(await readSaleState(inRedis(199))).toBeNull();
   });
 
   it('pauses and resumes a live sale', async () => {
     await publishSale(store(), definition(104), GENERATION);
 
-    expect(await setSalePaused(saleRef(ctx.redis, ctx.config.REDIS_PREFIX, 104), true)).toBe(true);
-    expect((await readSaleState(saleRef(ctx.redis, ctx.config.REDIS_PREFIX, 104)))?.paused).toBe(true);
-    expect(await setSalePaused(saleRef(ctx.redis, ctx.config.REDIS_PREFIX, 104), false)).toBe(true);
-    expect((await readSaleState(saleRef(ctx.redis, ctx.config.REDIS_PREFIX, 104)))?.paused).toBe(false);
+    expect(await setSalePaused(inRedis(104), true)).toBe(true);
+    expect((await readSaleState(inRedis(104)))?.paused).toBe(true);
+    expect(await setSalePaused(inRedis(104), false)).toBe(true);
+    expect((await readSaleState(inRedis(104)))?.paused).toBe(false);
   });
 
   it('resumes only the generation it is given: another state (a replica a rebuild never reached) stays paused', async () => {
     await publishSale(store(), definition(106), GENERATION);
-    await setSalePaused(saleRef(ctx.redis, ctx.config.REDIS_PREFIX, 106), true);
+    await setSalePaused(inRedis(106), true);
 
-    expect(await setSalePaused(saleRef(ctx.redis, ctx.config.REDIS_PREFIX, 106), false, 'the-rebuilt-generation')).toBe(false);
-    expect((await readSaleState(saleRef(ctx.redis, ctx.config.REDIS_PREFIX, 106)))?.paused).toBe(true);
-    expect(await setSalePaused(saleRef(ctx.redis, ctx.config.REDIS_PREFIX, 106), false, GENERATION)).toBe(true);
-    expect((await readSaleState(saleRef(ctx.redis, ctx.config.REDIS_PREFIX, 106)))?.paused).toBe(false);
-    expect(await setSalePaused(saleRef(ctx.redis, ctx.config.REDIS_PREFIX, 197), false, GENERATION)).toBe(false);
+    expect(await setSalePaused(inRedis(106), false, 'the-rebuilt-generation')).toBe(false);
+    expect((await readSaleState(inRedis(106)))?.paused).toBe(true);
+    expect(await setSalePaused(inRedis(106), false, GENERATION)).toBe(true);
+    expect((await readSaleState(inRedis(106)))?.paused).toBe(false);
+    expect(await setSalePaused(inRedis(197), false, GENERATION)).toBe(false);
     expect(await ctx.redis.exists(saleKeys(ctx.config.REDIS_PREFIX, 197).meta)).toBe(0);
   });
 
   it('does not recreate a missing sale when asked to pause it', async () => {
-    expect(await setSalePaused(saleRef(ctx.redis, ctx.config.REDIS_PREFIX, 198), true)).toBe(false);
+    expect(await setSalePaused(inRedis(198), true)).toBe(false);
 
     expect(await ctx.redis.exists(saleKeys(ctx.config.REDIS_PREFIX, 198).meta)).toBe(0);
   });
@@ -158,6 +161,6 @@ describe('readSaleState, setSalePaused, findBuyerReservation', () => {
   it('finds no reservation for a buyer who holds none', async () => {
     await publishSale(store(), definition(105), GENERATION);
 
-    expect(await findBuyerReservation(saleRef(ctx.redis, ctx.config.REDIS_PREFIX, 105), 'nobody')).toBeNull();
+    expect(await findBuyerReservation(inRedis(105), 'nobody')).toBeNull();
   });
 });

@@ -37,11 +37,14 @@ function reserve(saleId: number, userId: string, reservationId = `${saleId}-${ra
 async function openAndClose(sale: { id: number; generation: string }, userId: string): Promise<void> {
   const reservationId = `${sale.id}-${randomUUID()}`;
   expect(await reserve(sale.id, userId, reservationId)).toMatchObject({ kind: 'reserved' });
-  expect(await returnUnits(saleRef(ctx.redis, prefix(), sale.id), sale.generation, [{ reservationId, userId, quantity: 1 }])).toEqual({
+  expect(await returnUnits(inRedis(sale.id), sale.generation, [{ reservationId, userId, quantity: 1 }])).toEqual({
     kind: 'applied',
     results: ['returned'],
   });
 }
+
+/** Sale `saleId` of this file's context, bound as the store's `sale(id)` binds it. */
+const inRedis = (saleId: number) => saleRef(ctx.redis, ctx.config.REDIS_PREFIX, saleId);
 
 /** This file's client and prefix, as the record functions that span sales take them. */
 const store = (): StoreRef => ({ redis: ctx.redis, prefix: prefix() });
@@ -62,23 +65,21 @@ describe("the sale's packed terms", () => {
     const sale = await createLiveSale(ctx, { stock: 5 });
     const controls = { version: 1, stock: 5, endsAt: sale.endsAt, operatorPaused: true };
 
-    expect(await applySaleControls(saleRef(ctx.redis, prefix(), sale.id), controls)).toBe('applied');
+    expect(await applySaleControls(inRedis(sale.id), controls)).toBe('applied');
     expect(await reserve(sale.id, 'a')).toEqual({ kind: 'sale_paused' });
-    expect(await applySaleControls(saleRef(ctx.redis, prefix(), sale.id), { ...controls, version: 2, operatorPaused: false })).toBe(
-      'applied',
-    );
+    expect(await applySaleControls(inRedis(sale.id), { ...controls, version: 2, operatorPaused: false })).toBe('applied');
     expect(await reserve(sale.id, 'a')).toEqual({ kind: 'reserved', remaining: 4 });
     const ended = { ...controls, version: 3, operatorPaused: false, endsAt: (await redisNow(ctx.redis)) - 1 };
-    expect(await applySaleControls(saleRef(ctx.redis, prefix(), sale.id), ended)).toBe('applied');
+    expect(await applySaleControls(inRedis(sale.id), ended)).toBe('applied');
     expect(await reserve(sale.id, 'b')).toEqual({ kind: 'sale_ended' });
   });
 
   it("follow the reconciler's pause and resume", async () => {
     const sale = await createLiveSale(ctx, { stock: 5 });
 
-    expect(await setSalePaused(saleRef(ctx.redis, prefix(), sale.id), true)).toBe(true);
+    expect(await setSalePaused(inRedis(sale.id), true)).toBe(true);
     expect(await reserve(sale.id, 'a')).toEqual({ kind: 'sale_paused' });
-    expect(await setSalePaused(saleRef(ctx.redis, prefix(), sale.id), false)).toBe(true);
+    expect(await setSalePaused(inRedis(sale.id), false)).toBe(true);
     expect(await reserve(sale.id, 'a')).toEqual({ kind: 'reserved', remaining: 4 });
   });
 
@@ -92,7 +93,7 @@ describe("the sale's packed terms", () => {
       buyers: (async function* () {})(),
     });
     expect(await reserve(sale.id, 'a')).toEqual({ kind: 'sale_paused' });
-    expect(await setSalePaused(saleRef(ctx.redis, prefix(), sale.id), false, 'gen-2')).toBe(true);
+    expect(await setSalePaused(inRedis(sale.id), false, 'gen-2')).toBe(true);
     expect(
       await reservePurchase(store(), {
         saleId: sale.id,
@@ -122,7 +123,7 @@ describe("the sale's packed terms", () => {
     await ctx.redis.hset(metaOf(sale.id), 'op_paused', '0');
 
     // The first writer of a field after the upgrade writes the terms, and counts the closes from before.
-    expect(await setSalePaused(saleRef(ctx.redis, prefix(), sale.id), false)).toBe(true);
+    expect(await setSalePaused(inRedis(sale.id), false)).toBe(true);
     expect(await ctx.redis.hexists(metaOf(sale.id), 'terms')).toBe(1);
     expect(await ctx.redis.hget(metaOf(sale.id), 'closed')).toBe('1');
     expect(await reservePurchase(store(), { saleId: sale.id, userId: 'b', quantity: 2, reservationId: `${sale.id}-b` })).toEqual({
@@ -161,8 +162,8 @@ describe("the rebuy rule's read of a buyer's closed orders", () => {
       buyers: (async function* () {})(),
     });
     expect(await ctx.redis.hget(metaOf(sale.id), 'closed')).toBe('0');
-    expect(await restoreClosedOrders(saleRef(ctx.redis, prefix(), sale.id), rule, [])).toBe('restored');
-    expect(await setSalePaused(saleRef(ctx.redis, prefix(), sale.id), false, 'gen-2')).toBe(true);
+    expect(await restoreClosedOrders(inRedis(sale.id), rule, [])).toBe('restored');
+    expect(await setSalePaused(inRedis(sale.id), false, 'gen-2')).toBe(true);
 
     expect(await reserve(sale.id, 'closer')).toEqual({ kind: 'order_limit_reached', maxOrders: 1 });
   });

@@ -31,35 +31,37 @@ async function saleWithBuyers(stock: number, buyers: number) {
   return { sale, held };
 }
 
+/** Sale `saleId` of this file's context, bound as the store's `sale(id)` binds it. */
+const inRedis = (saleId: number) => saleRef(env.ctx.redis, env.ctx.config.REDIS_PREFIX, saleId);
+
 describe('returnUnits (return-units-4.lua)', () => {
   it('gives each order back once: a repeat gives nothing, and the buyer may buy again', async () => {
     const { redis, config } = env.ctx;
     const { sale, held } = await saleWithBuyers(5, 3);
     const [first, second] = held;
 
-    expect(await returnUnits(saleRef(redis, config.REDIS_PREFIX, sale.id), sale.generation, [first!, second!])).toEqual({
+    expect(await returnUnits(inRedis(sale.id), sale.generation, [first!, second!])).toEqual({
       kind: 'applied',
       results: ['returned', 'returned'],
     });
-    expect(await returnUnits(saleRef(redis, config.REDIS_PREFIX, sale.id), sale.generation, [second!, first!])).toEqual({
+    expect(await returnUnits(inRedis(sale.id), sale.generation, [second!, first!])).toEqual({
       kind: 'applied',
       results: ['already', 'already'],
     });
 
-    expect((await readSaleState(saleRef(redis, config.REDIS_PREFIX, sale.id)))!.remaining).toBe(2 + 2);
-    expect(await findBuyerReservation(saleRef(redis, config.REDIS_PREFIX, sale.id), first!.userId)).toBeNull();
-    expect(await findBuyerReservation(saleRef(redis, config.REDIS_PREFIX, sale.id), held[2]!.userId)).not.toBeNull();
+    expect((await readSaleState(inRedis(sale.id)))!.remaining).toBe(2 + 2);
+    expect(await findBuyerReservation(inRedis(sale.id), first!.userId)).toBeNull();
+    expect(await findBuyerReservation(inRedis(sale.id), held[2]!.userId)).not.toBeNull();
     expect(await wasReturned(redis, config.REDIS_PREFIX, sale.id, first!.reservationId)).toBe(true);
     const again = { ...first!, reservationId: `${sale.id}-${randomUUID()}` };
     expect((await reservePurchase({ redis, prefix: config.REDIS_PREFIX }, again)).kind).toBe('reserved');
   });
 
   it('keeps what the state has accepted growing: returned units and freed buyers are counted', async () => {
-    const { redis, config } = env.ctx;
     const { sale, held } = await saleWithBuyers(5, 3);
-    const before = await snapshotSale(saleRef(redis, config.REDIS_PREFIX, sale.id));
-    await returnUnits(saleRef(redis, config.REDIS_PREFIX, sale.id), sale.generation, [held[0]!]);
-    const after = await snapshotSale(saleRef(redis, config.REDIS_PREFIX, sale.id));
+    const before = await snapshotSale(inRedis(sale.id));
+    await returnUnits(inRedis(sale.id), sale.generation, [held[0]!]);
+    const after = await snapshotSale(inRedis(sale.id));
 
     expect({ buyers: before.buyers, accepted: acceptedUnits(before) }).toEqual({ buyers: 3, accepted: 3 });
     expect({
@@ -71,18 +73,15 @@ describe('returnUnits (return-units-4.lua)', () => {
   });
 
   it('leaves a buyer who holds a newer reservation alone', async () => {
-    const { redis, config } = env.ctx;
     const { sale, held } = await saleWithBuyers(5, 1);
     const old = { ...held[0]!, reservationId: `${sale.id}-${randomUUID()}` };
 
-    expect(await returnUnits(saleRef(redis, config.REDIS_PREFIX, sale.id), sale.generation, [old])).toEqual({
+    expect(await returnUnits(inRedis(sale.id), sale.generation, [old])).toEqual({
       kind: 'applied',
       results: ['returned'],
     });
-    expect((await findBuyerReservation(saleRef(redis, config.REDIS_PREFIX, sale.id), held[0]!.userId))!.reservationId).toBe(
-      held[0]!.reservationId,
-    );
-    expect((await snapshotSale(saleRef(redis, config.REDIS_PREFIX, sale.id))).buyers).toBe(1);
+    expect((await findBuyerReservation(inRedis(sale.id), held[0]!.userId))!.reservationId).toBe(held[0]!.reservationId);
+    expect((await snapshotSale(inRedis(sale.id))).buyers).toBe(1);
   });
 
   it('refuses another generation and a sale Redis does not hold, changing nothing', async () => {
@@ -94,33 +93,32 @@ describe('returnUnits (return-units-4.lua)', () => {
       buyers: [{ userId: held[1]!.userId, reservationId: held[1]!.reservationId, quantity: 1 }],
     });
 
-    expect(await returnUnits(saleRef(redis, config.REDIS_PREFIX, sale.id), sale.generation, [held[1]!])).toEqual({
+    expect(await returnUnits(inRedis(sale.id), sale.generation, [held[1]!])).toEqual({
       kind: 'other-generation',
       current: 'rebuilt',
     });
-    expect(await returnUnits(saleRef(redis, config.REDIS_PREFIX, 2_000_000_000), 'g', [held[1]!])).toEqual({ kind: 'absent' });
-    expect((await readSaleState(saleRef(redis, config.REDIS_PREFIX, sale.id)))!.remaining).toBe(4);
+    expect(await returnUnits(inRedis(2_000_000_000), 'g', [held[1]!])).toEqual({ kind: 'absent' });
+    expect((await readSaleState(inRedis(sale.id)))!.remaining).toBe(4);
   });
 
   it('forgets what it gave back when the sale is rebuilt (the rebuild counted it), so the new state takes returns of its own', async () => {
     const { redis, config } = env.ctx;
     const { sale, held } = await saleWithBuyers(5, 1);
-    await returnUnits(saleRef(redis, config.REDIS_PREFIX, sale.id), sale.generation, [held[0]!]);
+    await returnUnits(inRedis(sale.id), sale.generation, [held[0]!]);
     await rebuildSaleState({ redis, prefix: config.REDIS_PREFIX }, sale, { remaining: 4, generation: 'g2', buyers: [] });
 
     expect(await wasReturned(redis, config.REDIS_PREFIX, sale.id, held[0]!.reservationId)).toBe(false);
-    expect((await snapshotSale(saleRef(redis, config.REDIS_PREFIX, sale.id))).returnedUnits).toBe(0);
+    expect((await snapshotSale(inRedis(sale.id))).returnedUnits).toBe(0);
   });
 
   it('never puts remaining above stock', async () => {
-    const { redis, config } = env.ctx;
     const { sale } = await saleWithBuyers(2, 1);
     const ghost = { reservationId: `${sale.id}-${randomUUID()}`, userId: 'ghost', quantity: 2 };
 
-    expect(await returnUnits(saleRef(redis, config.REDIS_PREFIX, sale.id), sale.generation, [ghost])).toEqual({
+    expect(await returnUnits(inRedis(sale.id), sale.generation, [ghost])).toEqual({
       kind: 'applied',
       results: ['refused'],
     });
-    expect((await readSaleState(saleRef(redis, config.REDIS_PREFIX, sale.id)))!.remaining).toBe(1);
+    expect((await readSaleState(inRedis(sale.id)))!.remaining).toBe(1);
   });
 });

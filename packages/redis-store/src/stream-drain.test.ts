@@ -14,6 +14,9 @@ afterAll(async () => {
   await ctx.close();
 });
 
+/** Sale `saleId` of this file's context, bound as the store's `sale(id)` binds it. */
+const inRedis = (saleId: number) => saleRef(ctx.redis, ctx.config.REDIS_PREFIX, saleId);
+
 describe('isDrained', () => {
   it.each([
     [{ lag: 0, pending: 0, deadLettered: 0 }, true],
@@ -45,9 +48,9 @@ describe('waitForDrain', () => {
     ][];
     const entryId = delivered[0]![1][0]![0];
 
-    await expect(waitForDrain(saleRef(ctx.redis, ctx.config.REDIS_PREFIX, sale.id), 100)).rejects.toThrow(DrainTimeout);
+    await expect(waitForDrain(inRedis(sale.id), 100)).rejects.toThrow(DrainTimeout);
 
-    const drained = waitForDrain(saleRef(ctx.redis, ctx.config.REDIS_PREFIX, sale.id), 60_000);
+    const drained = waitForDrain(inRedis(sale.id), 60_000);
     await ctx.redis.xack(stream, ORDER_WRITERS_GROUP, entryId);
     expect(await drained).toEqual({ lag: 0, pending: 0, deadLettered: 0 });
   });
