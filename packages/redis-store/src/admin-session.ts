@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { adminSessionKey } from './keys.ts';
+import type { StoreRef } from './store-ref.ts';
 
 /**
  * An operator's dashboard session (key `admin-session:<sha256 of its id>`, JSON, expiring with it): kept in
@@ -32,19 +33,18 @@ const keyLifetimeMs = (session: AdminSession, idleMs: number, now: number) => Ma
 
 /** Opens a session; returns its id (for the cookie only) and the session. */
 export async function createAdminSession(
-  redis: Redis,
-  prefix: string,
+  { redis, prefix }: StoreRef<Redis>,
   adminToken: string,
-  { ttlMs, idleMs }: AdminSessionLifetime,
+  lifetime: AdminSessionLifetime,
   now = Date.now(),
 ): Promise<{ id: string; session: AdminSession }> {
   const id = randomBytes(32).toString('base64url');
   const session: AdminSession = {
     csrfToken: randomBytes(32).toString('base64url'),
     adminTokenHash: sha256(adminToken),
-    expiresAt: now + ttlMs,
+    expiresAt: now + lifetime.ttlMs,
   };
-  await redis.set(adminSessionKey(prefix, sha256(id)), JSON.stringify(session), 'PX', keyLifetimeMs(session, idleMs, now));
+  await redis.set(adminSessionKey(prefix, sha256(id)), JSON.stringify(session), 'PX', keyLifetimeMs(session, lifetime.idleMs, now));
   return { id, session };
 }
 
@@ -54,8 +54,7 @@ export async function createAdminSession(
  * stream checks its session at every event without `touch`, so an open page alone keeps nobody signed in.
  */
 export async function readAdminSession(
-  redis: Redis,
-  prefix: string,
+  { redis, prefix }: StoreRef<Redis>,
   id: string,
   adminToken: string,
   touch?: { idleMs: number },
@@ -71,6 +70,6 @@ export async function readAdminSession(
   return session;
 }
 
-export async function deleteAdminSession(redis: Redis, prefix: string, id: string): Promise<void> {
+export async function deleteAdminSession({ redis, prefix }: StoreRef<Redis>, id: string): Promise<void> {
   await redis.del(adminSessionKey(prefix, sha256(id)));
 }

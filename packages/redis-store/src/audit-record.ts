@@ -1,5 +1,4 @@
-import type { ScriptedRedis } from './scripts.ts';
-import { saleKeys } from './keys.ts';
+import type { SaleRef } from './store-ref.ts';
 
 /**
  * A sale's last audit (`audit` in keys.ts): a hash of the figures below, written by the reconciler's
@@ -25,16 +24,13 @@ const FIELDS = [
   'unitsInDb',
 ] as const satisfies readonly (keyof AuditRecord)[];
 
-export async function writeAuditRecord(redis: ScriptedRedis, prefix: string, saleId: number, record: AuditRecord): Promise<void> {
-  await redis.hset(saleKeys(prefix, saleId).audit, Object.fromEntries(FIELDS.map((field) => [field, record[field]])));
+export async function writeAuditRecord({ redis, keys }: SaleRef, record: AuditRecord): Promise<void> {
+  await redis.hset(keys.audit, Object.fromEntries(FIELDS.map((field) => [field, record[field]])));
 }
 
 /** The sale's last audit; null until an audit has run. */
-export async function readAuditRecord(redis: ScriptedRedis, prefix: string, saleId: number): Promise<AuditRecord | null> {
-  const [drift, checkedAt, remaining, inFlightUnits, deadLetteredUnits, unitsInDb] = await redis.hmget(
-    saleKeys(prefix, saleId).audit,
-    ...FIELDS,
-  );
+export async function readAuditRecord({ redis, keys }: SaleRef): Promise<AuditRecord | null> {
+  const [drift, checkedAt, remaining, inFlightUnits, deadLetteredUnits, unitsInDb] = await redis.hmget(keys.audit, ...FIELDS);
   if (checkedAt === null || checkedAt === undefined) return null;
   return {
     drift: Number(drift),

@@ -10,6 +10,7 @@ import { readClosedOrders, restoreClosedOrders } from './buyer-history.ts';
 import { readSaleState, redisNow } from './sale-meta.ts';
 import { publishSale } from './sale-state.ts';
 import { saleKeys } from './keys.ts';
+import { saleRef, type StoreRef } from './store-ref.ts';
 
 const env = contextPerFile();
 
@@ -18,16 +19,14 @@ async function saleWithRule(rebuyRule: RebuyRule, stock = 5) {
 }
 
 function reserve(saleId: number, userId: string, reservationId = `${saleId}-${randomUUID()}`): Promise<ReserveOutcome> {
-  return reservePurchase(env.ctx.redis, env.ctx.config.REDIS_PREFIX, { saleId, userId, quantity: 1, reservationId });
+  return reservePurchase(store(), { saleId, userId, quantity: 1, reservationId });
 }
 
 /** One order opened and closed (cancelled or expired in MySQL, its units back in Redis). */
 async function openAndClose(sale: { id: number; generation: string }, userId: string): Promise<void> {
   const reservationId = `${sale.id}-${randomUUID()}`;
   expect(await reserve(sale.id, userId, reservationId)).toMatchObject({ kind: 'reserved' });
-  const returned = await returnUnits(env.ctx.redis, env.ctx.config.REDIS_PREFIX, sale.id, sale.generation, [
-    { reservationId, userId, quantity: 1 },
-  ]);
+  const returned = await returnUnits(inRedis(sale.id), sale.generation, [{ reservationId, userId, quantity: 1 }]);
   expect(returned).toEqual({ kind: 'applied', results: ['returned'] });
 }
 
@@ -45,6 +44,12 @@ async function expectRefused(
   expect([await snapshotSale(env.ctx, saleId), await env.ctx.redis.hgetall(closedKey)]).toEqual(before);
 }
 
+/** Sale `saleId` of this file's context, bound as the store's `sale(id)` binds it. */
+const inRedis = (saleId: number) => saleRef(env.ctx.redis, env.ctx.config.REDIS_PREFIX, saleId);
+
+/** This file's client and prefix, as the record functions that span sales take them. */
+const store = (): StoreRef => ({ redis: env.ctx.redis, prefix: env.ctx.config.REDIS_PREFIX });
+
 describe('the rebuy rule (reserve-6.lua, return-units-4.lua)', () => {
   it('lets a buyer buy again at once after a first closed order, makes them wait the cooldown after the second, doubled after the third', async () => {
     const sale = await saleWithRule({ maxOrdersPerBuyer: 5, rebuyCooldownSeconds: 1 });
@@ -59,7 +64,7 @@ describe('the rebuy rule (reserve-6.lua, return-units-4.lua)', () => {
     // Someone else is not held back by the bot's history.
     expect(await reserve(sale.id, 'honest')).toMatchObject({ kind: 'reserved' });
 
-    const closed = await readClosedOrders(env.ctx.redis, env.ctx.config.REDIS_PREFIX, sale.id, 'bot');
+    const closed = await readClosedOrders(inRedis(sale.id), 'bot');
     expect(closed!.closedOrders).toBe(2);
     // Past the cooldown on Redis's clock (polled: the machine may be slow, never fast).
     while ((await redisNow(env.ctx.redis)) < closed!.lastClosedAt + 1000) await sleep(50);
@@ -79,7 +84,7 @@ describe('the rebuy rule (reserve-6.lua, return-units-4.lua)', () => {
     await openAndClose(sale, 'bot');
 
     await expectRefused(sale.id, 'bot', { kind: 'order_limit_reached', maxOrders: 2 });
-    expect((await readSaleState(env.ctx.redis, env.ctx.config.REDIS_PREFIX, sale.id))!.remaining).toBe(5);
+    expect((await readSaleState(inRedis(sale.id)))!.remaining).toBe(5);
   });
 
   it('tells a buyer who holds a live order their reservation before anything of the rule', async () => {
@@ -95,15 +100,15 @@ describe('the rebuy rule (reserve-6.lua, return-units-4.lua)', () => {
     const order = { reservationId: `${sale.id}-${randomUUID()}`, userId: 'buyer', quantity: 1 };
     expect(await reserve(sale.id, 'buyer', order.reservationId)).toMatchObject({ kind: 'reserved' });
 
-    for (let i = 0; i < 3; i++) await returnUnits(env.ctx.redis, env.ctx.config.REDIS_PREFIX, sale.id, sale.generation, [order]);
+    for (let i = 0; i < 3; i++) await returnUnits(inRedis(sale.id), sale.generation, [order]);
 
-    expect((await readClosedOrders(env.ctx.redis, env.ctx.config.REDIS_PREFIX, sale.id, 'buyer'))!.closedOrders).toBe(1);
+    expect((await readClosedOrders(inRedis(sale.id), 'buyer'))!.closedOrders).toBe(1);
     expect(await reserve(sale.id, 'buyer')).toMatchObject({ kind: 'reserved' });
   });
 
   it('publishes the rule into the sale meta, and a sale published without one keeps no count against anyone', async () => {
     const sale = await saleWithRule({ maxOrdersPerBuyer: 4, rebuyCooldownSeconds: 12 });
-    expect((await readSaleState(env.ctx.redis, env.ctx.config.REDIS_PREFIX, sale.id))!.rebuyRule).toEqual({
+    expect((await readSaleState(inRedis(sale.id)))!.rebuyRule).toEqual({
       maxOrdersPerBuyer: 4,
       rebuyCooldownSeconds: 12,
     });
@@ -111,7 +116,7 @@ describe('the rebuy rule (reserve-6.lua, return-units-4.lua)', () => {
     const bare = await createLiveSale(env.ctx, { stock: 2 });
     await env.ctx.redis.del(saleKeys(env.ctx.config.REDIS_PREFIX, bare.id).meta);
     const { rebuyRule: _, ...withoutRule } = bare;
-    await publishSale(env.ctx.redis, env.ctx.config.REDIS_PREFIX, withoutRule, bare.generation);
+    await publishSale(store(), withoutRule, bare.generation);
     for (let i = 0; i < 5; i++) await openAndClose(bare, 'buyer');
     expect(await reserve(bare.id, 'buyer')).toMatchObject({ kind: 'reserved' });
   });
@@ -122,12 +127,12 @@ describe('restoreClosedOrders (restore-closed-2.lua)', () => {
     const sale = await saleWithRule({ maxOrdersPerBuyer: 3, rebuyCooldownSeconds: 30 });
     await openAndClose(sale, 'ahead-in-redis');
     await openAndClose(sale, 'ahead-in-redis');
-    const held = await readClosedOrders(env.ctx.redis, env.ctx.config.REDIS_PREFIX, sale.id, 'ahead-in-redis');
+    const held = await readClosedOrders(inRedis(sale.id), 'ahead-in-redis');
     await env.ctx.redis.hdel(saleKeys(env.ctx.config.REDIS_PREFIX, sale.id).meta, 'rb_max', 'rb_cool');
     await env.ctx.redis.hset(saleKeys(env.ctx.config.REDIS_PREFIX, sale.id).closed, 'ahead-in-mysql', '1|5000', 'tied', '2|8000');
 
     const rule = { maxOrdersPerBuyer: 7, rebuyCooldownSeconds: 5 };
-    const restored = await restoreClosedOrders(env.ctx.redis, env.ctx.config.REDIS_PREFIX, sale.id, rule, [
+    const restored = await restoreClosedOrders(inRedis(sale.id), rule, [
       { userId: 'ahead-in-redis', closedOrders: 1, lastClosedAt: 1000 },
       { userId: 'only-in-mysql', closedOrders: 3, lastClosedAt: 2000 },
       { userId: 'ahead-in-mysql', closedOrders: 3, lastClosedAt: 4000 },
@@ -135,19 +140,19 @@ describe('restoreClosedOrders (restore-closed-2.lua)', () => {
     ]);
 
     expect(restored).toBe('restored');
-    expect((await readSaleState(env.ctx.redis, env.ctx.config.REDIS_PREFIX, sale.id))!.rebuyRule).toEqual(rule);
-    expect(await readClosedOrders(env.ctx.redis, env.ctx.config.REDIS_PREFIX, sale.id, 'ahead-in-redis')).toEqual(held);
-    expect(await readClosedOrders(env.ctx.redis, env.ctx.config.REDIS_PREFIX, sale.id, 'only-in-mysql')).toEqual({
+    expect((await readSaleState(inRedis(sale.id)))!.rebuyRule).toEqual(rule);
+    expect(await readClosedOrders(inRedis(sale.id), 'ahead-in-redis')).toEqual(held);
+    expect(await readClosedOrders(inRedis(sale.id), 'only-in-mysql')).toEqual({
       userId: 'only-in-mysql',
       closedOrders: 3,
       lastClosedAt: 2000,
     });
-    expect(await readClosedOrders(env.ctx.redis, env.ctx.config.REDIS_PREFIX, sale.id, 'ahead-in-mysql')).toEqual({
+    expect(await readClosedOrders(inRedis(sale.id), 'ahead-in-mysql')).toEqual({
       userId: 'ahead-in-mysql',
       closedOrders: 3,
       lastClosedAt: 4000,
     });
-    expect(await readClosedOrders(env.ctx.redis, env.ctx.config.REDIS_PREFIX, sale.id, 'tied')).toEqual({
+    expect(await readClosedOrders(inRedis(sale.id), 'tied')).toEqual({
       userId: 'tied',
       closedOrders: 2,
       lastClosedAt: 8000,
@@ -158,10 +163,10 @@ describe('restoreClosedOrders (restore-closed-2.lua)', () => {
     const sale = await saleWithRule({ maxOrdersPerBuyer: 3, rebuyCooldownSeconds: 30 });
     const buyers = Array.from({ length: 450 }, (_, i) => ({ userId: `b${i}`, closedOrders: 1 + (i % 3), lastClosedAt: 5000 + i }));
 
-    expect(await restoreClosedOrders(env.ctx.redis, env.ctx.config.REDIS_PREFIX, sale.id, sale.rebuyRule, buyers)).toBe('restored');
+    expect(await restoreClosedOrders(inRedis(sale.id), sale.rebuyRule, buyers)).toBe('restored');
     expect(await env.ctx.redis.hlen(saleKeys(env.ctx.config.REDIS_PREFIX, sale.id).closed)).toBe(450);
 
-    expect(await restoreClosedOrders(env.ctx.redis, env.ctx.config.REDIS_PREFIX, 2_000_000_000, sale.rebuyRule, buyers)).toBe('absent');
+    expect(await restoreClosedOrders(inRedis(2_000_000_000), sale.rebuyRule, buyers)).toBe('absent');
     expect(await env.ctx.redis.exists(saleKeys(env.ctx.config.REDIS_PREFIX, 2_000_000_000).closed)).toBe(0);
   });
 });

@@ -1,6 +1,6 @@
 import type { RebuyRule } from '@flashsale/domain';
-import type { ScriptedRedis } from './scripts.ts';
-import { saleKeys } from './keys.ts';
+import type { SaleRef } from './store-ref.ts';
+import { chunksOf } from './chunks.ts';
 
 /**
  * The state of a sale's rebuy rule in Redis (`closed` in keys.ts; lua/includes/buyer-history.lua says the
@@ -29,16 +29,12 @@ const BUYERS_PER_CALL = 200;
  * larger count, Redis's own on a tie); 'absent' when the sale is not in Redis.
  */
 export async function restoreClosedOrders(
-  redis: ScriptedRedis,
-  prefix: string,
-  saleId: number,
+  { redis, keys }: SaleRef,
   rule: RebuyRule,
   buyers: BuyerClosedOrders[],
 ): Promise<'restored' | 'absent'> {
-  const keys = saleKeys(prefix, saleId);
-  let offset = 0;
-  do {
-    const page = buyers.slice(offset, offset + BUYERS_PER_CALL);
+  // One call even without buyers: the rule is written all the same.
+  for (const page of buyers.length === 0 ? [[]] : chunksOf(buyers, BUYERS_PER_CALL)) {
     const reply = await redis.restoreClosed(
       keys.meta,
       keys.closed,
@@ -47,19 +43,13 @@ export async function restoreClosedOrders(
       ...page.flatMap((b) => [b.userId, b.closedOrders, b.lastClosedAt]),
     );
     if (reply === -1) return 'absent';
-    offset += BUYERS_PER_CALL;
-  } while (offset < buyers.length);
+  }
   return 'restored';
 }
 
 /** A buyer's closed orders as the sale's Redis state counts them (none: null). */
-export async function readClosedOrders(
-  redis: ScriptedRedis,
-  prefix: string,
-  saleId: number,
-  userId: string,
-): Promise<BuyerClosedOrders | null> {
-  const record = await redis.hget(saleKeys(prefix, saleId).closed, userId);
+export async function readClosedOrders({ redis, keys }: SaleRef, userId: string): Promise<BuyerClosedOrders | null> {
+  const record = await redis.hget(keys.closed, userId);
   if (record === null) return null;
   const [closedOrders, lastClosedAt] = record.split('|').map(Number);
   return { userId, closedOrders: closedOrders!, lastClosedAt: lastClosedAt! };

@@ -1,5 +1,5 @@
-import type { ScriptedRedis } from './scripts.ts';
-import { saleKeys } from './keys.ts';
+import type { SaleRef } from './store-ref.ts';
+import { chunksOf } from './chunks.ts';
 import { hashPages } from './hash-scan.ts';
 
 /**
@@ -38,13 +38,8 @@ export function reservedAtOfBuyerRecord(value: string): number | undefined {
 }
 
 /** The reservation a buyer holds for a sale, as Redis recorded it. */
-export async function findBuyerReservation(
-  redis: ScriptedRedis,
-  prefix: string,
-  saleId: number,
-  userId: string,
-): Promise<BuyerReservation | null> {
-  const value = await redis.hget(saleKeys(prefix, saleId).buyers, userId);
+export async function findBuyerReservation({ redis, keys }: SaleRef, userId: string): Promise<BuyerReservation | null> {
+  const value = await redis.hget(keys.buyers, userId);
   return value ? parseBuyerRecord(value) : null;
 }
 
@@ -54,12 +49,11 @@ export async function findBuyerReservation(
  * stays bounded. Not a snapshot of one instant: meant for a sale that takes no more buyers (sold out, or
  * ended), whose hash only a rebuild changes, and a rebuild is announced.
  */
-export async function readBuyers(redis: ScriptedRedis, prefix: string, saleId: number, max: number): Promise<Map<string, string> | null> {
-  const key = saleKeys(prefix, saleId).buyers;
+export async function readBuyers({ redis, keys }: SaleRef, max: number): Promise<Map<string, string> | null> {
   const buyers = new Map<string, string>();
   let cursor = '0';
   do {
-    const [next, page] = await redis.hscan(key, cursor, 'COUNT', 1000);
+    const [next, page] = await redis.hscan(keys.buyers, cursor, 'COUNT', 1000);
     for (let i = 0; i + 1 < page.length; i += 2) buyers.set(page[i]!, parseBuyerRecord(page[i + 1]!).reservationId);
     if (buyers.size > max) return null;
     cursor = next;
@@ -76,13 +70,8 @@ export interface HeldReservation extends BuyerRecord {
  * Every buyer record of the sale, a page (HSCAN COUNT `pageSize`) at a time: what a reconciliation checks
  * against MySQL with the sale paused and drained. Only one page is held at a time.
  */
-export async function* heldReservationPages(
-  redis: ScriptedRedis,
-  prefix: string,
-  saleId: number,
-  pageSize: number,
-): AsyncGenerator<HeldReservation[]> {
-  for await (const flat of hashPages(redis, saleKeys(prefix, saleId).buyers, pageSize)) {
+export async function* heldReservationPages({ redis, keys }: SaleRef, pageSize: number): AsyncGenerator<HeldReservation[]> {
+  for await (const flat of hashPages(redis, keys.buyers, pageSize)) {
     const page: HeldReservation[] = [];
     for (let i = 0; i + 1 < flat.length; i += 2) {
       const reservedAt = reservedAtOfBuyerRecord(flat[i + 1]!);
@@ -93,8 +82,8 @@ export async function* heldReservationPages(
 }
 
 /** Every buyer of a sale with their reservation, in one HGETALL: for a checker that reads a whole sale once. */
-export async function readAllBuyers(redis: ScriptedRedis, prefix: string, saleId: number): Promise<BuyerRecord[]> {
-  const hash = await redis.hgetall(saleKeys(prefix, saleId).buyers);
+export async function readAllBuyers({ redis, keys }: SaleRef): Promise<BuyerRecord[]> {
+  const hash = await redis.hgetall(keys.buyers);
   return Object.entries(hash).map(([userId, value]) => ({ userId, ...parseBuyerRecord(value) }));
 }
 
@@ -121,15 +110,14 @@ export type BuyerPages = readonly BuyerRecord[] | AsyncIterable<readonly BuyerRe
  * whatever the number of buyers. Every chunk renews the hash's expiry, so it vanishes if the rebuild dies
  * before rebuild-sale-6.lua renames it over the buyers. Returns how many buyers it wrote.
  */
-export async function writeNextBuyers(redis: ScriptedRedis, prefix: string, saleId: number, buyers: BuyerPages): Promise<number> {
-  const key = saleKeys(prefix, saleId).nextBuyers;
+export async function writeNextBuyers({ redis, keys }: SaleRef, buyers: BuyerPages): Promise<number> {
+  const key = keys.nextBuyers;
   await redis.unlink(key);
   let written = 0;
   const pages: AsyncIterable<readonly BuyerRecord[]> | Iterable<readonly BuyerRecord[]> =
     Symbol.asyncIterator in buyers ? buyers : [buyers];
   for await (const page of pages) {
-    for (let i = 0; i < page.length; i += BUYERS_PER_CALL) {
-      const chunk = page.slice(i, i + BUYERS_PER_CALL);
+    for (const chunk of chunksOf(page, BUYERS_PER_CALL)) {
       const fields: string[] = [];
       for (const buyer of chunk) fields.push(buyer.userId, encodeBuyerRecord(buyer));
       await redis

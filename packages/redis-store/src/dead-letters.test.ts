@@ -4,6 +4,7 @@ import { createLiveSale, createTestContext, type TestContext } from '../../../te
 import { ORDER_WRITERS_GROUP, saleKeys } from './keys.ts';
 import { reservePurchase } from './reserve-purchase.ts';
 import { deadLetter, deadLetteredUnitsField, findDeadLetter, readDeadLettered } from './dead-letters.ts';
+import { saleRef, type StoreRef } from './store-ref.ts';
 
 let ctx: TestContext;
 beforeAll(() => {
@@ -28,6 +29,12 @@ async function deliverAll(saleId: number): Promise<Entry[]> {
   return reply?.[0]?.[1] ?? [];
 }
 
+/** Sale `saleId` of this file's context, bound as the store's `sale(id)` binds it. */
+const inRedis = (saleId: number) => saleRef(ctx.redis, ctx.config.REDIS_PREFIX, saleId);
+
+/** This file's client and prefix, as the record functions that span sales take them. */
+const store = (): StoreRef => ({ redis: ctx.redis, prefix: ctx.config.REDIS_PREFIX });
+
 describe('the dead-letter script (dead-letter-4.lua)', () => {
   it('moves the entry to the dead-letter stream, acknowledges it and records the rejection under the reservation id, in one step', async () => {
     const sale = await createLiveSale(ctx, { perUserLimit: 3 });
@@ -35,18 +42,16 @@ describe('the dead-letter script (dead-letter-4.lua)', () => {
     const reservationId = newReservationId(sale.id);
     // A buyer id with what JSON must escape, and characters beyond ASCII, comes back unchanged.
     const userId = 'ann|"x"/\\\u00e9\u{1F600}';
-    expect((await reservePurchase(ctx.redis, ctx.config.REDIS_PREFIX, { saleId: sale.id, userId, quantity: 3, reservationId })).kind).toBe(
-      'reserved',
-    );
+    expect((await reservePurchase(store(), { saleId: sale.id, userId, quantity: 3, reservationId })).kind).toBe('reserved');
     const [[entryId, fields]] = (await deliverAll(sale.id)) as [Entry];
 
-    await deadLetter(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, { id: entryId, fields }, 'OVER_STOCK', 2);
+    await deadLetter(inRedis(sale.id), { id: entryId, fields }, 'OVER_STOCK', 2);
 
     const [[, deadFields]] = (await ctx.redis.xrange(keys.deadLetter, '-', '+')) as [Entry];
     expect(deadFields).toEqual(['id', entryId, 'reason', 'OVER_STOCK', 'deliveries', '2', ...fields]);
     expect(((await ctx.redis.xpending(keys.stream, ORDER_WRITERS_GROUP)) as [number])[0]).toBe(0);
     expect(JSON.parse((await ctx.redis.hget(keys.rejected, reservationId))!)).toEqual({ u: userId, q: '3', reason: 'OVER_STOCK' });
-    expect(await findDeadLetter(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, reservationId)).toEqual({
+    expect(await findDeadLetter(inRedis(sale.id), reservationId)).toEqual({
       reservationId,
       userId,
       quantity: 3,
@@ -59,7 +64,7 @@ describe('the dead-letter script (dead-letter-4.lua)', () => {
     const keys = saleKeys(ctx.config.REDIS_PREFIX, sale.id);
     expect(
       (
-        await reservePurchase(ctx.redis, ctx.config.REDIS_PREFIX, {
+        await reservePurchase(store(), {
           saleId: sale.id,
           userId: 'ann',
           quantity: 3,
@@ -69,7 +74,7 @@ describe('the dead-letter script (dead-letter-4.lua)', () => {
     ).toBe('reserved');
     expect(
       (
-        await reservePurchase(ctx.redis, ctx.config.REDIS_PREFIX, {
+        await reservePurchase(store(), {
           saleId: sale.id,
           userId: 'bob',
           quantity: 2,
@@ -85,8 +90,7 @@ describe('the dead-letter script (dead-letter-4.lua)', () => {
     await ctx.redis.xadd(keys.stream, '*', 'r', newReservationId(sale.id), 'u', 'eve', 'q', '5', 't', '1', 'g', sale.generation);
     await ctx.redis.xadd(keys.stream, '*', 'r', newReservationId(sale.id), 'u', 'fay', 'q', '1', 't', '1', 'g', sale.generation);
     const [ann, bob, ...others] = await deliverAll(sale.id);
-    const setAside = ([entryId, fields]: Entry) =>
-      deadLetter(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, { id: entryId, fields }, 'OVER_STOCK', 1);
+    const setAside = ([entryId, fields]: Entry) => deadLetter(inRedis(sale.id), { id: entryId, fields }, 'OVER_STOCK', 1);
 
     // Ann's entry twice (two workers held it): her 3 units count once.
     for (const entry of [ann!, bob!, ann!, ...others]) await setAside(entry);
@@ -101,7 +105,7 @@ describe('the dead-letter script (dead-letter-4.lua)', () => {
     const keys = saleKeys(ctx.config.REDIS_PREFIX, sale.id);
     expect(
       (
-        await reservePurchase(ctx.redis, ctx.config.REDIS_PREFIX, {
+        await reservePurchase(store(), {
           saleId: sale.id,
           userId: 'ann',
           quantity: 2,
@@ -116,7 +120,7 @@ describe('the dead-letter script (dead-letter-4.lua)', () => {
     const [, ...forged] = await deliverAll(sale.id);
 
     for (const [entryId, fields] of forged) {
-      await deadLetter(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, { id: entryId, fields }, 'OVER_USER_LIMIT', 1);
+      await deadLetter(inRedis(sale.id), { id: entryId, fields }, 'OVER_USER_LIMIT', 1);
     }
 
     expect(await ctx.redis.xlen(keys.deadLetter)).toBe(2);
@@ -129,7 +133,7 @@ describe('the dead-letter script (dead-letter-4.lua)', () => {
     await ctx.redis.xadd(keys.stream, '*', 'u', 'ann', 'q', '1');
     const [[entryId, fields]] = (await deliverAll(sale.id)) as [Entry];
 
-    await deadLetter(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, { id: entryId, fields }, 'MALFORMED_ENTRY', 1);
+    await deadLetter(inRedis(sale.id), { id: entryId, fields }, 'MALFORMED_ENTRY', 1);
 
     expect(await ctx.redis.xlen(keys.deadLetter)).toBe(1);
     expect(await ctx.redis.exists(keys.rejected)).toBe(0);
@@ -142,7 +146,7 @@ describe('the dead-letter script (dead-letter-4.lua)', () => {
       const keys = saleKeys(ctx.config.REDIS_PREFIX, sale.id);
       expect(
         (
-          await reservePurchase(ctx.redis, ctx.config.REDIS_PREFIX, {
+          await reservePurchase(store(), {
             saleId: sale.id,
             userId: 'ann',
             quantity: 1,
@@ -153,9 +157,7 @@ describe('the dead-letter script (dead-letter-4.lua)', () => {
       const [[entryId, fields]] = (await deliverAll(sale.id)) as [Entry];
       await ctx.redis.set(keys[poisoned], 'oops');
 
-      await expect(deadLetter(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, { id: entryId, fields }, 'OVER_STOCK', 1)).rejects.toThrow(
-        /WRONGTYPE/,
-      );
+      await expect(deadLetter(inRedis(sale.id), { id: entryId, fields }, 'OVER_STOCK', 1)).rejects.toThrow(/WRONGTYPE/);
 
       expect(((await ctx.redis.xpending(keys.stream, ORDER_WRITERS_GROUP)) as [number])[0]).toBe(1);
       expect(await ctx.redis.get(keys[poisoned])).toBe('oops');
@@ -214,12 +216,10 @@ describe('readDeadLettered', () => {
     const [[upTo]] = (await ctx.redis.xrevrange(keys.deadLetter, '+', '-', 'COUNT', 1)) as [Entry];
     await ctx.redis.xadd(keys.deadLetter, '*', ...entry(newReservationId(sale.id), 2));
 
-    const read = await readDeadLettered(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, { generation: sale.generation, upTo });
+    const read = await readDeadLettered(inRedis(sale.id), { generation: sale.generation, upTo });
 
     expect(read).toEqual(new Map([...expected, [first!, 1]]));
-    expect(await readDeadLettered(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, { generation: sale.generation, upTo: null })).toEqual(
-      new Map(),
-    );
+    expect(await readDeadLettered(inRedis(sale.id), { generation: sale.generation, upTo: null })).toEqual(new Map());
   });
 });
 
@@ -227,6 +227,6 @@ describe('findDeadLetter', () => {
   it('finds nothing for a reservation that was never set aside', async () => {
     const sale = await createLiveSale(ctx);
 
-    expect(await findDeadLetter(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, newReservationId(sale.id))).toBeNull();
+    expect(await findDeadLetter(inRedis(sale.id), newReservationId(sale.id))).toBeNull();
   });
 });

@@ -1,6 +1,6 @@
 import type { DeadLetterReason } from '@flashsale/domain';
-import type { ScriptedRedis } from './scripts.ts';
-import { ORDER_WRITERS_GROUP, saleKeys } from './keys.ts';
+import type { SaleRef } from './store-ref.ts';
+import { ORDER_WRITERS_GROUP } from './keys.ts';
 import { decodeReservation, type StreamEntry } from './reservation-stream.ts';
 import { parseBuyerRecord } from './buyer-record.ts';
 
@@ -25,14 +25,11 @@ export interface DeadLetteredReservation {
  * acknowledges it, atomically (dead-letter-4.lua).
  */
 export async function deadLetter(
-  redis: ScriptedRedis,
-  prefix: string,
-  saleId: number,
+  { redis, keys, saleId }: SaleRef,
   entry: StreamEntry,
   reason: DeadLetterReason,
   deliveries: number,
 ): Promise<void> {
-  const keys = saleKeys(prefix, saleId);
   // What a well-formed entry is, decodeReservation alone says: the script is told the units of one, and
   // '' for a malformed entry, which took none.
   const decoded = decodeReservation(saleId, entry.id, entry.fields);
@@ -56,27 +53,17 @@ export async function deadLetter(
  * which dead-letter-4.lua writes together with the dead-letter entry. A status lookup costs the same
  * whether a sale has no dead letters or a million.
  */
-export async function findDeadLetter(
-  redis: ScriptedRedis,
-  prefix: string,
-  saleId: number,
-  reservationId: string,
-): Promise<DeadLetteredReservation | null> {
-  const record = await redis.hget(saleKeys(prefix, saleId).rejected, reservationId);
+export async function findDeadLetter({ redis, keys }: SaleRef, reservationId: string): Promise<DeadLetteredReservation | null> {
+  const record = await redis.hget(keys.rejected, reservationId);
   if (record === null) return null;
   const { u, q, reason } = JSON.parse(record) as { u?: string; q?: string | number; reason?: string };
   return { reservationId, userId: u ?? '', quantity: Number(q), reason: reason ?? '' };
 }
 
 /** Which of these reservations the workers set aside (one HMGET of the rejected hash), in their order. */
-export async function areSetAside(
-  redis: ScriptedRedis,
-  prefix: string,
-  saleId: number,
-  reservationIds: readonly string[],
-): Promise<boolean[]> {
+export async function areSetAside({ redis, keys }: SaleRef, reservationIds: readonly string[]): Promise<boolean[]> {
   if (reservationIds.length === 0) return [];
-  const records = await redis.hmget(saleKeys(prefix, saleId).rejected, ...reservationIds);
+  const records = await redis.hmget(keys.rejected, ...reservationIds);
   return records.map((record) => record !== null);
 }
 
@@ -100,14 +87,11 @@ const ORIGINAL_FIELDS_AT = 6;
  * and the buyers of each page: the audit's way of counting exactly when the kept count does not balance.
  */
 export async function readDeadLettered(
-  redis: ScriptedRedis,
-  prefix: string,
-  saleId: number,
+  { redis, keys, saleId }: SaleRef,
   { generation, upTo }: { generation: string; upTo: string | null },
 ): Promise<Map<string, number>> {
   const byReservation = new Map<string, number>();
   if (upTo === null) return byReservation;
-  const keys = saleKeys(prefix, saleId);
   for (let from = '-'; ;) {
     const page = (await redis.xrange(keys.deadLetter, from, upTo, 'COUNT', PAGE)) as [id: string, fields: string[]][];
     const reservations = page.flatMap(([, fields]) => {
@@ -130,15 +114,10 @@ export async function readDeadLettered(
  * XREVRANGE, whatever the stream's length, so a view read every second costs a bounded read.
  */
 export async function recentDeadLettersByReason(
-  redis: ScriptedRedis,
-  prefix: string,
-  saleId: number,
+  { redis, keys }: SaleRef,
   count = 1000,
 ): Promise<{ read: number; byReason: Record<string, number> }> {
-  const entries = (await redis.xrevrange(saleKeys(prefix, saleId).deadLetter, '+', '-', 'COUNT', count)) as [
-    id: string,
-    fields: string[],
-  ][];
+  const entries = (await redis.xrevrange(keys.deadLetter, '+', '-', 'COUNT', count)) as [id: string, fields: string[]][];
   const byReason: Record<string, number> = {};
   // Fields: id <entry id> reason <reason> deliveries <n> ... (see dead-letter-4.lua).
   for (const [, fields] of entries) byReason[fields[3] ?? ''] = (byReason[fields[3] ?? ''] ?? 0) + 1;

@@ -1,7 +1,6 @@
 import { randomInt } from 'node:crypto';
 import { admissionRoom, ARRIVAL_SCORE_BASE, type DoorView, type QueuePlace } from '@flashsale/domain';
-import type { ScriptedRedis } from './scripts.ts';
-import { saleKeys } from './keys.ts';
+import type { SaleRef } from './store-ref.ts';
 import { doorGuardsOf, redisNow } from './sale-meta.ts';
 
 /**
@@ -41,9 +40,7 @@ export function newDraw(): number {
  * With `solution`, a new joiner's solved challenge is taken once (a second use is `solution_replayed`).
  */
 export async function joinQueue(
-  redis: ScriptedRedis,
-  prefix: string,
-  saleId: number,
+  { redis, keys }: SaleRef,
   userId: string,
   draw: number = newDraw(),
   provenScore?: number,
@@ -53,7 +50,6 @@ export async function joinQueue(
     throw new Error(`a draw must be an integer in [0, 2^52), not ${draw}`);
   if (provenScore !== undefined && !(provenScore >= 0 && Number.isSafeInteger(provenScore)))
     throw new Error(`a proven score must be a safe integer, not ${provenScore}`);
-  const keys = saleKeys(prefix, saleId);
   const reply = await redis.joinQueue(
     keys.meta,
     keys.queue,
@@ -95,12 +91,9 @@ export type DoorReading = { kind: 'door'; door: DoorView } | { kind: 'sale_not_f
  * then sets the admit rate or the door's pause (after moving on at the old setting).
  */
 export async function admitQueue(
-  redis: ScriptedRedis,
-  prefix: string,
-  saleId: number,
+  { redis, keys, saleId }: SaleRef,
   change: { admitPerSecond?: number; paused?: boolean } = {},
 ): Promise<DoorReading> {
-  const keys = saleKeys(prefix, saleId);
   const reply = await redis.admitQueue(
     keys.meta,
     keys.queue,
@@ -178,8 +171,7 @@ export type PlaceReading =
   { kind: 'place'; place: QueuePlace; front: number } | { kind: 'not_joined' } | { kind: 'sale_not_found' } | { kind: 'sale_not_queued' };
 
 /** One buyer's place, rank (once drawn) and turn, as Redis holds them now. */
-export async function readQueuePlace(redis: ScriptedRedis, prefix: string, saleId: number, userId: string): Promise<PlaceReading> {
-  const keys = saleKeys(prefix, saleId);
+export async function readQueuePlace({ redis, keys }: SaleRef, userId: string): Promise<PlaceReading> {
   const reply = await redis.queuePlace(keys.meta, keys.queue, keys.turns, keys.door, userId);
   const code = Number(reply[0]);
   if (code === -1) return { kind: 'sale_not_found' };
@@ -199,8 +191,7 @@ export type ShowUpOutcome = { kind: 'shown'; turn: number | null } | { kind: 'sa
  * The buyer shows up for their turn (show-up-3.lua): a turn in its show-up window runs to its full end
  * from now on. Answers the turn as the turns set holds it after (null: none).
  */
-export async function showUp(redis: ScriptedRedis, prefix: string, saleId: number, userId: string): Promise<ShowUpOutcome> {
-  const keys = saleKeys(prefix, saleId);
+export async function showUp({ redis, keys }: SaleRef, userId: string): Promise<ShowUpOutcome> {
   const [code, turn] = await redis.showUp(keys.meta, keys.turns, keys.showUp, userId);
   if (Number(code) === -1) return { kind: 'sale_not_found' };
   if (Number(code) === -9) return { kind: 'sale_not_queued' };
@@ -211,14 +202,7 @@ export async function showUp(redis: ScriptedRedis, prefix: string, saleId: numbe
  * Records a paid order of a queued sale (idempotent; nothing for an open sale): its units will never come
  * back, which is how the door learns that nothing can (and tells the crowd `sold_out`).
  */
-export async function recordPaid(
-  redis: ScriptedRedis,
-  prefix: string,
-  saleId: number,
-  reservationId: string,
-  units: number,
-): Promise<void> {
-  const keys = saleKeys(prefix, saleId);
+export async function recordPaid({ redis, keys }: SaleRef, reservationId: string, units: number): Promise<void> {
   await redis.recordPaid(keys.meta, keys.paid, reservationId, units);
 }
 
@@ -255,11 +239,11 @@ export interface DoorGauges {
  * look and the dashboard cost the door nothing and never move it. Null when the sale has no door (open,
  * or not in Redis).
  */
-export async function readDoorGauges(redis: ScriptedRedis, prefix: string, saleId: number, at?: number): Promise<DoorGauges | null> {
-  const keys = saleKeys(prefix, saleId);
+export async function readDoorGauges(sale: SaleRef, at?: number): Promise<DoorGauges | null> {
+  const { redis, keys } = sale;
   if (at === undefined) {
     if ((await redis.hget(keys.meta, 'adm')) !== '1') return null;
-    return readDoorGauges(redis, prefix, saleId, await redisNow(redis, keys.meta));
+    return readDoorGauges(sale, await redisNow(redis, keys.meta));
   }
   const replies = await redis
     .multi()

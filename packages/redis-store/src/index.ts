@@ -1,6 +1,6 @@
 // The store's one way in for the application layer: `createSaleStore(redis, prefix)`, which binds the
 // client and the key prefix once (sale-store.ts). The record modules' own functions, which take
-// (redis, prefix, ...), are not exported: what only tests use is in './testing'.
+// a bound store or sale first (store-ref.ts), are not exported: what only tests use is in './testing'.
 export { saleKeys, workSignalChannel, saleEventsChannel, type SaleKeys } from './keys.ts';
 export { createSaleStore, type SaleStore, type SaleRedis } from './sale-store.ts';
 export { type AdminSession, type AdminSessionLifetime } from './admin-session.ts';

@@ -1,4 +1,4 @@
-import type { ScriptedRedis } from './scripts.ts';
+import type { StoreRef } from './store-ref.ts';
 import { mysqlServerKey } from './keys.ts';
 
 /**
@@ -6,11 +6,11 @@ import { mysqlServerKey } from './keys.ts';
  * Redis: the store that does not go back with MySQL, so a reconciler started after a failover still knows
  * which server came before. Null when none is recorded (the first look, or Redis lost it).
  */
-export async function lastSeenMysqlServer(redis: ScriptedRedis, prefix: string): Promise<string | null> {
+export async function lastSeenMysqlServer({ redis, prefix }: StoreRef): Promise<string | null> {
   return redis.get(mysqlServerKey(prefix));
 }
 
 /** Records `identity` as the MySQL server last seen (see lastSeenMysqlServer). */
-export async function recordMysqlServerSeen(redis: ScriptedRedis, prefix: string, identity: string): Promise<void> {
+export async function recordMysqlServerSeen({ redis, prefix }: StoreRef, identity: string): Promise<void> {
   await redis.set(mysqlServerKey(prefix), identity);
 }

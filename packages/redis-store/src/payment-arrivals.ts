@@ -1,4 +1,4 @@
-import type { ScriptedRedis } from './scripts.ts';
+import type { SaleRef, StoreRef } from './store-ref.ts';
 import { saleKeys } from './keys.ts';
 
 /** A payment event as the provider sent it. */
@@ -21,7 +21,7 @@ export type PaymentArrival =
  * MySQL is asked: while the record is there, the expiry will not expire the order under a payment that
  * arrived before its payBy, however long MySQL takes (heldPayments).
  */
-export async function recordPaymentArrival(redis: ScriptedRedis, prefix: string, event: PaymentContents): Promise<PaymentArrival> {
+export async function recordPaymentArrival({ redis, prefix }: StoreRef, event: PaymentContents): Promise<PaymentArrival> {
   const [code, value] = await redis.receivePayment(
     saleKeys(prefix, event.saleId).payments,
     event.eventId,
@@ -44,20 +44,16 @@ export interface HeldPayment {
 }
 
 /** Redis's clock now, and the payments of a sale recorded on arrival and not yet in MySQL (held-payments-1.lua). */
-export async function heldPayments(
-  redis: ScriptedRedis,
-  prefix: string,
-  saleId: number,
-): Promise<{ nowMs: number; payments: HeldPayment[] }> {
-  const [now, ...fields] = await redis.heldPayments(saleKeys(prefix, saleId).payments);
+export async function heldPayments({ redis, keys }: SaleRef): Promise<{ nowMs: number; payments: HeldPayment[] }> {
+  const [now, ...fields] = await redis.heldPayments(keys.payments);
   const payments: HeldPayment[] = [];
   for (let i = 0; i + 1 < fields.length; i += 2) payments.push({ eventId: String(fields[i]), ...parseRecord(String(fields[i + 1])) });
   return { nowMs: Number(now), payments };
 }
 
 /** Drops the arrival records of payments MySQL now holds (or refused for good): a record is only needed until then. */
-export async function forgetPaymentArrivals(redis: ScriptedRedis, prefix: string, saleId: number, eventIds: string[]): Promise<void> {
-  if (eventIds.length > 0) await redis.hdel(saleKeys(prefix, saleId).payments, ...eventIds);
+export async function forgetPaymentArrivals({ redis, keys }: SaleRef, eventIds: string[]): Promise<void> {
+  if (eventIds.length > 0) await redis.hdel(keys.payments, ...eventIds);
 }
 
 function parseRecord(record: string): Omit<HeldPayment, 'eventId'> {

@@ -1,5 +1,6 @@
 import type { Cluster, Redis } from 'ioredis';
 import { isClusterClient } from './redis-target.ts';
+import type { StoreRef } from './store-ref.ts';
 
 /** `prefix` as a SCAN MATCH pattern's literal part (a prefix may not hold glob characters today; escaped anyway). */
 const literal = (text: string) => text.replace(/[*?[\]\\]/g, (c) => `\\${c}`);
@@ -12,7 +13,7 @@ const literal = (text: string) => text.replace(/[*?[\]\\]/g, (c) => `\\${c}`);
  * it runs on, so each master is scanned on its own, and the keys are deleted one by one (a DEL of several
  * keys must keep to one slot; a page's DELs are sent side by side).
  */
-export async function deleteKeysWithPrefix(redis: Redis, prefix: string): Promise<number> {
+export async function deleteKeysWithPrefix({ redis, prefix }: StoreRef<Redis>): Promise<number> {
   const cluster = isClusterClient(redis);
   // A cluster client knows its masters once it has read the slots: a first command waits for that.
   if (cluster) await redis.ping();

@@ -8,10 +8,17 @@ import { deadLetter, readDeadLettered } from './dead-letters.ts';
 import { setSalePaused } from './sale-state.ts';
 import { AUDIT_MAX_IN_FLIGHT, readRedisLedger } from './redis-ledger.ts';
 import type { ScriptCommands } from './scripts.ts';
+import { saleRef, type StoreRef } from './store-ref.ts';
 
 const env = contextPerFile();
 
 const prefix = () => env.ctx.config.REDIS_PREFIX;
+
+/** Sale `saleId` of this file's context, bound as the store's `sale(id)` binds it. */
+const inRedis = (saleId: number) => saleRef(env.ctx.redis, env.ctx.config.REDIS_PREFIX, saleId);
+
+/** This file's client and prefix, as the record functions that span sales take them. */
+const store = (): StoreRef => ({ redis: env.ctx.redis, prefix: prefix() });
 
 describe('readRedisLedger', () => {
   it('counts the units undelivered, pending and dead-lettered by reservation, of the current generation only', async () => {
@@ -23,12 +30,12 @@ describe('readRedisLedger', () => {
       ['c', 1],
     ] as const) {
       const reservationId = newReservationId(sale.id);
-      await reservePurchase(env.ctx.redis, prefix(), { saleId: sale.id, userId, quantity, reservationId });
+      await reservePurchase(store(), { saleId: sale.id, userId, quantity, reservationId });
       ids.push(reservationId);
     }
     // a and b delivered (pending); a set aside; c undelivered; one entry of an older Redis state.
-    const [a] = (await readNewEntries(env.ctx.redis, prefix(), 'consumer-1', [sale.id], 2)).entries.get(sale.id)!;
-    await deadLetter(env.ctx.redis, prefix(), sale.id, a!, 'OVER_STOCK', 1);
+    const [a] = (await readNewEntries(store(), 'consumer-1', [sale.id], 2)).entries.get(sale.id)!;
+    await deadLetter(inRedis(sale.id), a!, 'OVER_STOCK', 1);
     await env.ctx.redis.xadd(
       saleKeys(prefix(), sale.id).stream,
       '*',
@@ -44,7 +51,7 @@ describe('readRedisLedger', () => {
       'an-old-generation',
     );
 
-    const ledger = await readRedisLedger(env.ctx.redis, prefix(), sale.id);
+    const ledger = await readRedisLedger(inRedis(sale.id));
 
     expect(ledger).toEqual({
       at: expect.any(Number),
@@ -59,28 +66,28 @@ describe('readRedisLedger', () => {
       deadLetteredUnits: 3,
       lastDeadLetterId: expect.any(String),
     });
-    expect(
-      await readDeadLettered(env.ctx.redis, prefix(), sale.id, { generation: sale.generation, upTo: ledger!.lastDeadLetterId }),
-    ).toEqual(new Map([[ids[0], 3]]));
+    expect(await readDeadLettered(inRedis(sale.id), { generation: sale.generation, upTo: ledger!.lastDeadLetterId })).toEqual(
+      new Map([[ids[0], 3]]),
+    );
   });
 
   it('reads the dead-lettered units of the generation from the kept count, not from the dead letters', async () => {
     const sale = await createLiveSale(env.ctx, { stock: 20, perUserLimit: 3 });
     const keys = saleKeys(prefix(), sale.id);
-    await reservePurchase(env.ctx.redis, prefix(), { saleId: sale.id, userId: 'a', quantity: 2, reservationId: newReservationId(sale.id) });
-    const [a] = (await readNewEntries(env.ctx.redis, prefix(), 'consumer-1', [sale.id], 1)).entries.get(sale.id)!;
-    await deadLetter(env.ctx.redis, prefix(), sale.id, a!, 'OVER_STOCK', 1);
+    await reservePurchase(store(), { saleId: sale.id, userId: 'a', quantity: 2, reservationId: newReservationId(sale.id) });
+    const [a] = (await readNewEntries(store(), 'consumer-1', [sale.id], 1)).entries.get(sale.id)!;
+    await deadLetter(inRedis(sale.id), a!, 'OVER_STOCK', 1);
     await env.ctx.redis.hincrby(keys.rejected, `units:${sale.generation}`, 5);
 
-    expect(await readRedisLedger(env.ctx.redis, prefix(), sale.id)).toMatchObject({ deadLetteredUnits: 7, inFlight: new Map() });
+    expect(await readRedisLedger(inRedis(sale.id))).toMatchObject({ deadLetteredUnits: 7, inFlight: new Map() });
   });
 
   it('is null for a paused sale and for one Redis does not hold', async () => {
     const sale = await createLiveSale(env.ctx);
-    await setSalePaused(env.ctx.redis, prefix(), sale.id, true);
+    await setSalePaused(inRedis(sale.id), true);
 
-    expect(await readRedisLedger(env.ctx.redis, prefix(), sale.id)).toBeNull();
-    expect(await readRedisLedger(env.ctx.redis, prefix(), 987_654_319)).toBeNull();
+    expect(await readRedisLedger(inRedis(sale.id))).toBeNull();
+    expect(await readRedisLedger(inRedis(987_654_319))).toBeNull();
   });
 
   it('reads no backlog of more than AUDIT_MAX_IN_FLIGHT entries in flight (null: audited once the workers caught up)', async () => {
@@ -103,8 +110,8 @@ describe('readRedisLedger', () => {
       await pipeline.exec();
     };
     await reserveAll(0, AUDIT_MAX_IN_FLIGHT);
-    expect((await readRedisLedger(env.ctx.redis, prefix(), sale.id))?.inFlight.size).toBe(AUDIT_MAX_IN_FLIGHT);
+    expect((await readRedisLedger(inRedis(sale.id)))?.inFlight.size).toBe(AUDIT_MAX_IN_FLIGHT);
     await reserveAll(AUDIT_MAX_IN_FLIGHT, 1);
-    expect(await readRedisLedger(env.ctx.redis, prefix(), sale.id)).toBeNull();
+    expect(await readRedisLedger(inRedis(sale.id))).toBeNull();
   });
 });

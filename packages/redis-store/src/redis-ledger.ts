@@ -1,6 +1,5 @@
 import type { Reservation } from '@flashsale/domain';
-import type { ScriptedRedis } from './scripts.ts';
-import { saleKeys } from './keys.ts';
+import type { SaleRef } from './store-ref.ts';
 import { redisTimeMs, SALE_COUNTER_FIELDS, saleCountersOf } from './sale-meta.ts';
 import { lastEntryIdOf, readUnacknowledged } from './reservation-stream.ts';
 import { orderWritersGroupOf, undeliveredLag } from './stream-backlog.ts';
@@ -45,8 +44,8 @@ export const AUDIT_MAX_IN_FLIGHT = 10_000;
  * paused, or its stream or group is missing (a lost state, which is the watcher's business); and when
  * more than AUDIT_MAX_IN_FLIGHT entries are in flight (audited once the workers have caught up).
  */
-export async function readRedisLedger(redis: ScriptedRedis, prefix: string, saleId: number): Promise<RedisLedger | null> {
-  const keys = saleKeys(prefix, saleId);
+export async function readRedisLedger(sale: SaleRef): Promise<RedisLedger | null> {
+  const { redis, keys } = sale;
   // The dead-lettered units are counted per generation, and which is the state's is known from its meta:
   // the MULTI reads the count of the generation read just before, and checks it is still the state's.
   let generation = await redis.hget(keys.meta, 'gen');
@@ -74,7 +73,7 @@ export async function readRedisLedger(redis: ScriptedRedis, prefix: string, sale
     if (!group) return null;
     const lag = undeliveredLag(group, lastEntryIdOf(last));
     if (lag !== null && lag + group.pending > AUDIT_MAX_IN_FLIGHT) return null;
-    const inFlight = await readUnacknowledged(redis, prefix, saleId, {
+    const inFlight = await readUnacknowledged(sale, {
       lastDeliveredId: group.lastDeliveredId,
       lastId: lastEntryIdOf(last) ?? '0-0',
     });

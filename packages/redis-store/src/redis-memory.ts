@@ -2,8 +2,7 @@ import type { Cluster, Redis } from 'ioredis';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isClusterClient } from './redis-target.ts';
 import { isRedisUnavailable } from './redis-client.ts';
-import { saleKeys } from './keys.ts';
-import type { ScriptedRedis } from './scripts.ts';
+import type { SaleRef } from './store-ref.ts';
 
 /** The two levels the check logs at (pino's shape). */
 interface PolicyLogger {
@@ -123,6 +122,6 @@ export function memoryLimitOf(reply: unknown): MemoryLimit {
 }
 
 /** Whether the server holding the sale refuses writes for memory now (a read-only script: Redis runs it at its limit). */
-export async function readMemoryLimit(redis: ScriptedRedis, prefix: string, saleId: number): Promise<MemoryLimit> {
-  return memoryLimitOf(await redis.memoryLimit(saleKeys(prefix, saleId).meta));
+export async function readMemoryLimit({ redis, keys }: SaleRef): Promise<MemoryLimit> {
+  return memoryLimitOf(await redis.memoryLimit(keys.meta));
 }

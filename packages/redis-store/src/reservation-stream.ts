@@ -1,5 +1,6 @@
 import { LAST_DATETIME_MS, type DeadLetterReason, type Reservation } from '@flashsale/domain';
 import type { ScriptedRedis } from './scripts.ts';
+import type { SaleRef, StoreRef } from './store-ref.ts';
 import { ORDER_WRITERS_GROUP, saleKeys } from './keys.ts';
 import { pipelineBySlotGroup } from './slot-groups.ts';
 
@@ -78,13 +79,7 @@ export interface ReadRound {
  * whole and hide which. A sale whose stream or group is missing (not published yet, or Redis lost it)
  * yields nothing rather than a failure.
  */
-export async function readNewEntries(
-  redis: ScriptedRedis,
-  prefix: string,
-  consumer: string,
-  saleIds: number[],
-  count: number,
-): Promise<ReadRound> {
+export async function readNewEntries({ redis, prefix }: StoreRef, consumer: string, saleIds: number[], count: number): Promise<ReadRound> {
   const streams = saleIds.map((saleId) => saleKeys(prefix, saleId).stream);
   const replies = await pipelineBySlotGroup(redis, streams, (pipeline, stream) =>
     pipeline.xreadgroup('GROUP', ORDER_WRITERS_GROUP, consumer, 'COUNT', count, 'STREAMS', stream, '>'),
@@ -119,8 +114,7 @@ export interface ClaimRound {
  * delivery counts of the sales that had something to take. A sale whose claim fails is reported on its own.
  */
 export async function claimIdleEntriesOf(
-  redis: ScriptedRedis,
-  prefix: string,
+  { redis, prefix }: StoreRef,
   consumer: string,
   saleIds: number[],
   minIdleMs: number,
@@ -173,13 +167,13 @@ export async function claimIdleEntriesOf(
  * looking idle, so no other worker takes them over meanwhile: XCLAIM ... JUSTID resets their idle time
  * without counting a delivery.
  */
-export async function keepHeld(redis: ScriptedRedis, prefix: string, consumer: string, saleId: number, ids: string[]): Promise<void> {
+export async function keepHeld({ redis, prefix }: StoreRef, consumer: string, saleId: number, ids: string[]): Promise<void> {
   if (ids.length > 0) await redis.xclaim(saleKeys(prefix, saleId).stream, ORDER_WRITERS_GROUP, consumer, 0, ...ids, 'JUSTID');
 }
 
 /** Acknowledges entries the order writers are done with: written as orders (or found written already). */
-export async function acknowledge(redis: ScriptedRedis, prefix: string, saleId: number, ids: string[]): Promise<void> {
-  if (ids.length > 0) await redis.xack(saleKeys(prefix, saleId).stream, ORDER_WRITERS_GROUP, ...ids);
+export async function acknowledge({ redis, keys }: SaleRef, entryIds: string[]): Promise<void> {
+  if (entryIds.length > 0) await redis.xack(keys.stream, ORDER_WRITERS_GROUP, ...entryIds);
 }
 
 /** The id of the stream's last entry, from an `XREVRANGE <stream> + - COUNT 1` reply; null for an empty or missing stream. */
@@ -193,12 +187,10 @@ export function lastEntryIdOf(reply: unknown): string | null {
  * both listed in pages. Malformed entries are left out: they never took stock.
  */
 export async function readUnacknowledged(
-  redis: ScriptedRedis,
-  prefix: string,
-  saleId: number,
+  { redis, keys, saleId }: SaleRef,
   { lastDeliveredId, lastId }: { lastDeliveredId: string; lastId: string },
 ): Promise<ReservationEntry[]> {
-  const { stream } = saleKeys(prefix, saleId);
+  const { stream } = keys;
   const entries = await readRange(redis, stream, `(${lastDeliveredId}`, lastId);
   if (lastId !== '0-0') {
     for (let from = '-'; ;) {
@@ -238,6 +230,6 @@ async function readRange(redis: ScriptedRedis, key: string, from: string, to: st
  * checkpoint the reconciler has verified are ever removed (trimAcknowledged), so a checkpoint's own
  * entry goes only if Redis went back in time.
  */
-export async function streamHasEntry(redis: ScriptedRedis, prefix: string, saleId: number, entryId: string): Promise<boolean> {
-  return (await redis.xrange(saleKeys(prefix, saleId).stream, entryId, entryId)).length > 0;
+export async function streamHasEntry({ redis, keys }: SaleRef, entryId: string): Promise<boolean> {
+  return (await redis.xrange(keys.stream, entryId, entryId)).length > 0;
 }

@@ -9,6 +9,7 @@ import type { ReserveReply } from './scripts.ts';
 import { saleKeys } from './keys.ts';
 import { setSalePaused } from './sale-state.ts';
 import { applySaleControls } from './sale-controls.ts';
+import { saleRef } from './store-ref.ts';
 
 let ctx: TestContext;
 beforeAll(() => {
@@ -19,7 +20,7 @@ afterAll(async () => {
 });
 
 function reserve(saleId: number, userId: string, quantity = 1, reservationId = newReservationId(saleId)): Promise<ReserveOutcome> {
-  return reservePurchase(ctx.redis, ctx.config.REDIS_PREFIX, { saleId, userId, quantity, reservationId });
+  return reservePurchase({ redis: ctx.redis, prefix: ctx.config.REDIS_PREFIX }, { saleId, userId, quantity, reservationId });
 }
 
 /** Runs a purchase that must be refused, and proves the refusal wrote nothing at all. */
@@ -28,6 +29,9 @@ async function expectRefusedWithoutWrites(saleId: number, userId: string, quanti
   expect(await reserve(saleId, userId, quantity)).toEqual(expected);
   expect(await snapshotSale(ctx, saleId)).toEqual(before);
 }
+
+/** Sale `saleId` of this file's context, bound as the store's `sale(id)` binds it. */
+const inRedis = (saleId: number) => saleRef(ctx.redis, ctx.config.REDIS_PREFIX, saleId);
 
 describe('reservePurchase against Redis', () => {
   it('reserves: decrements remaining, records the buyer and enqueues one stream entry r, u, q, t', async () => {
@@ -115,17 +119,17 @@ describe('reservePurchase against Redis', () => {
 
   it('refuses every purchase while the sale is paused and accepts again once resumed', async () => {
     const sale = await createLiveSale(ctx, { stock: 5 });
-    expect(await setSalePaused(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, true)).toBe(true);
+    expect(await setSalePaused(inRedis(sale.id), true)).toBe(true);
 
     await expectRefusedWithoutWrites(sale.id, 'ivan', 1, { kind: 'sale_paused' });
 
-    expect(await setSalePaused(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, false)).toBe(true);
+    expect(await setSalePaused(inRedis(sale.id), false)).toBe(true);
     expect(await reserve(sale.id, 'ivan')).toEqual({ kind: 'reserved', remaining: 4 });
   });
 
   it('refuses an ended sale as ended even while it is paused', async () => {
     const sale = await createLiveSale(ctx, { startsIn: -60_000, endsIn: 0 });
-    await setSalePaused(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, true);
+    await setSalePaused(inRedis(sale.id), true);
 
     await expectRefusedWithoutWrites(sale.id, 'judy', 1, { kind: 'sale_ended' });
   });
@@ -137,10 +141,10 @@ describe('reservePurchase against Redis', () => {
     const holder: ReserveOutcome = { kind: 'already_purchased', reservationId, quantity: 1 };
 
     await expectRefusedWithoutWrites(sale.id, 'kim', 1, holder);
-    await setSalePaused(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, true);
+    await setSalePaused(inRedis(sale.id), true);
     await expectRefusedWithoutWrites(sale.id, 'kim', 1, holder);
     const closed = { version: 1, stock: 1, endsAt: (await redisNow(ctx.redis)) - 1, operatorPaused: false };
-    expect(await applySaleControls(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, closed)).toBe('applied');
+    expect(await applySaleControls(inRedis(sale.id), closed)).toBe('applied');
     await expectRefusedWithoutWrites(sale.id, 'kim', 1, holder);
     // Anyone else still gets the sale's own answer.
     await expectRefusedWithoutWrites(sale.id, 'lea', 1, { kind: 'sale_ended' });

@@ -1,5 +1,6 @@
 import { ReserveCode } from '@flashsale/domain';
-import type { ReserveReply, ScriptedRedis } from './scripts.ts';
+import type { ReserveReply } from './scripts.ts';
+import type { StoreRef } from './store-ref.ts';
 import { saleKeys } from './keys.ts';
 import { parseBuyerRecord } from './buyer-record.ts';
 
@@ -82,16 +83,14 @@ export interface ReplicaWait {
  * time is `unreplicated`: it stands on the primary (and becomes an order unless the primary is lost
  * before a replica copies it), but a failover now could lose it, so it is not answered 202.
  */
-export async function reservePurchase(redis: ScriptedRedis, prefix: string, request: PurchaseRequest): Promise<ReserveOutcome>;
+export async function reservePurchase(store: StoreRef, request: PurchaseRequest): Promise<ReserveOutcome>;
 export async function reservePurchase(
-  redis: ScriptedRedis,
-  prefix: string,
+  store: StoreRef,
   request: PurchaseRequest,
   wait: ReplicaWait | undefined,
 ): Promise<ReserveOutcome | UnreplicatedOutcome>;
 export async function reservePurchase(
-  redis: ScriptedRedis,
-  prefix: string,
+  { redis, prefix }: StoreRef,
   request: PurchaseRequest,
   wait?: ReplicaWait,
 ): Promise<ReserveOutcome | UnreplicatedOutcome> {

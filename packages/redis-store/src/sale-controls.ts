@@ -1,6 +1,5 @@
 import type { SaleControlState } from '@flashsale/domain';
-import type { ScriptedRedis } from './scripts.ts';
-import { saleKeys } from './keys.ts';
+import type { SaleRef } from './store-ref.ts';
 
 /** What apply-controls-1.lua did: see its header. */
 export type ControlsApplied = 'applied' | 'already_applied' | 'absent' | 'refused';
@@ -13,14 +12,9 @@ const OUTCOMES: Record<number, ControlsApplied> = { 1: 'applied', 0: 'already_ap
  * never backwards (an older version changes nothing), so any process holding MySQL's row may call it: the
  * control that changed the row, a retry of it, the reconciler after a rebuild or on finding Redis behind.
  */
-export async function applySaleControls(
-  redis: ScriptedRedis,
-  prefix: string,
-  saleId: number,
-  controls: SaleControlState,
-): Promise<ControlsApplied> {
+export async function applySaleControls({ redis, keys }: SaleRef, controls: SaleControlState): Promise<ControlsApplied> {
   const reply = await redis.applyControls(
-    saleKeys(prefix, saleId).meta,
+    keys.meta,
     controls.version,
     controls.stock,
     controls.endsAt,

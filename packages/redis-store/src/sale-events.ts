@@ -1,5 +1,5 @@
-import type { Redis } from 'ioredis';
 import { saleEventsChannel } from './keys.ts';
+import type { SaleRef } from './store-ref.ts';
 // On a cluster, PUBLISH reaches the subscribers of every node (see redis-target.ts).
 
 /**
@@ -8,6 +8,6 @@ import { saleEventsChannel } from './keys.ts';
  * (sold out, ended) drop it when they hear it, so a reconcile that puts units back is never answered with
  * a stale "sold out".
  */
-export async function announceSaleChanged(redis: Redis, prefix: string, saleId: number): Promise<void> {
+export async function announceSaleChanged({ redis, prefix, saleId }: SaleRef): Promise<void> {
   await redis.publish(saleEventsChannel(prefix), String(saleId));
 }

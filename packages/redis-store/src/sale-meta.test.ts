@@ -3,13 +3,17 @@ import { contextPerFile, createLiveSale } from '../../../test/support/context.ts
 import { saleKeys } from './keys.ts';
 import { setSalePaused } from './sale-state.ts';
 import { redisNow, redisTimeMs, SALE_COUNTER_FIELDS, saleCountersOf } from './sale-meta.ts';
+import { saleRef } from './store-ref.ts';
 
 const env = contextPerFile();
+
+/** Sale `saleId` of this file's context, bound as the store's `sale(id)` binds it. */
+const inRedis = (saleId: number) => saleRef(env.ctx.redis, env.ctx.config.REDIS_PREFIX, saleId);
 
 describe('the sale meta', () => {
   it('gives the counters the scripts wrote, read in a MULTI with other keys', async () => {
     const sale = await createLiveSale(env.ctx, { stock: 7 });
-    await setSalePaused(env.ctx.redis, env.ctx.config.REDIS_PREFIX, sale.id, true);
+    await setSalePaused(inRedis(sale.id), true);
 
     const reply = await env.ctx.redis.hmget(saleKeys(env.ctx.config.REDIS_PREFIX, sale.id).meta, ...SALE_COUNTER_FIELDS);
 

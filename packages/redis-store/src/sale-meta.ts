@@ -1,6 +1,6 @@
 import { doorGuardsOff, type DoorTerms, type SaleDefinition } from '@flashsale/domain';
 import type { ScriptedRedis } from './scripts.ts';
-import { saleKeys } from './keys.ts';
+import type { SaleRef } from './store-ref.ts';
 import { isClusterClient } from './redis-target.ts';
 
 /**
@@ -22,8 +22,8 @@ export interface SaleState extends SaleDefinition {
   controlsVersion: number;
 }
 
-export async function readSaleState(redis: ScriptedRedis, prefix: string, saleId: number): Promise<SaleState | null> {
-  const meta = await redis.hgetall(saleKeys(prefix, saleId).meta);
+export async function readSaleState({ redis, keys, saleId }: SaleRef): Promise<SaleState | null> {
+  const meta = await redis.hgetall(keys.meta);
   if (meta.stock === undefined) return null;
   return {
     id: saleId,
@@ -53,8 +53,8 @@ export async function readSaleState(redis: ScriptedRedis, prefix: string, saleId
 }
 
 /** Whether the sale sits behind a door: one HGET of its meta (an open sale's payment pays only this for the door). */
-export async function isQueued(redis: ScriptedRedis, prefix: string, saleId: number): Promise<boolean> {
-  return (await redis.hget(saleKeys(prefix, saleId).meta, 'adm')) === '1';
+export async function isQueued({ redis, keys }: SaleRef): Promise<boolean> {
+  return (await redis.hget(keys.meta, 'adm')) === '1';
 }
 
 /** A queued sale's guards as its meta holds them (none where the meta lacks their fields: door-terms.lua). */
@@ -148,8 +148,8 @@ export function saleCountersOf(reply: unknown): SaleCounters | null {
 }
 
 /** The generation of the sale's Redis state (its meta's `gen`), or null when Redis does not hold the sale. */
-export async function readGeneration(redis: ScriptedRedis, prefix: string, saleId: number): Promise<string | null> {
-  return redis.hget(saleKeys(prefix, saleId).meta, 'gen');
+export async function readGeneration({ redis, keys }: SaleRef): Promise<string | null> {
+  return redis.hget(keys.meta, 'gen');
 }
 
 /**

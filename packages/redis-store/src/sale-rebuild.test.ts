@@ -8,6 +8,7 @@ import { reservePurchase } from './reserve-purchase.ts';
 import { readSaleState } from './sale-meta.ts';
 import { rebuildSaleState } from './sale-rebuild.ts';
 import type { BuyerRecord } from './buyer-record.ts';
+import { saleRef, type StoreRef } from './store-ref.ts';
 
 // A redis-server of the test's own: its command counts (INFO commandstats) are this test's work only.
 let server: RedisServer;
@@ -43,7 +44,7 @@ async function saleWithThreeBuyers() {
   for (const userId of ['old-1', 'old-2', 'old-3']) {
     expect(
       (
-        await reservePurchase(ctx.redis, ctx.config.REDIS_PREFIX, {
+        await reservePurchase(store(), {
           saleId: sale.id,
           userId,
           quantity: 1,
@@ -57,13 +58,23 @@ async function saleWithThreeBuyers() {
 
 const terms = (sale: Awaited<ReturnType<typeof createLiveSale>>) => ({ ...sale, operatorPaused: false, controlsVersion: 0 });
 
+/** Sale `saleId` of this file's context, bound as the store's `sale(id)` binds it. */
+const inRedis = (saleId: number) => saleRef(ctx.redis, ctx.config.REDIS_PREFIX, saleId);
+
+/** This file's client and prefix, as the record functions that span sales take them. */
+const store = (): StoreRef => ({ redis: ctx.redis, prefix: ctx.config.REDIS_PREFIX });
+
 describe('rebuildSaleState (rebuild-sale-6.lua)', () => {
   it('writes the buyers aside a thousand per HSET, page by page, then switches them in with one script; the old hash goes with UNLINK', async () => {
     const { sale, keys } = await saleWithThreeBuyers();
     const pages = [buyersOf(sale.id, 0, 2_500), buyersOf(sale.id, 2_500, 2_500)];
 
     const work = await redisWorkOf(server.url, () =>
-      rebuildSaleState(ctx.redis, ctx.config.REDIS_PREFIX, terms(sale), { remaining: 5_000, generation: 'gen-2', buyers: pagesOf(pages) }),
+      rebuildSaleState(store(), terms(sale), {
+        remaining: 5_000,
+        generation: 'gen-2',
+        buyers: pagesOf(pages),
+      }),
     );
 
     // 2 pages of 2,500: 1,000 + 1,000 + 500 each, and the script's two HSETs of the meta (its fields, then
@@ -76,7 +87,7 @@ describe('rebuildSaleState (rebuild-sale-6.lua)', () => {
     expect(await ctx.redis.hget(keys.buyers, 'u4999')).toBe(`${pages[1]![2_499]!.reservationId}|1|${pages[1]![2_499]!.reservedAt}`);
     expect(await ctx.redis.pttl(keys.buyers)).toBe(-1);
     expect(await ctx.redis.exists(keys.nextBuyers)).toBe(0);
-    expect(await readSaleState(ctx.redis, ctx.config.REDIS_PREFIX, sale.id)).toMatchObject({
+    expect(await readSaleState(inRedis(sale.id))).toMatchObject({
       remaining: 5_000,
       paused: true,
       generation: 'gen-2',
@@ -87,7 +98,7 @@ describe('rebuildSaleState (rebuild-sale-6.lua)', () => {
     const { sale, keys } = await saleWithThreeBuyers();
     const before = await ctx.redis.hgetall(keys.buyers);
 
-    const dying = rebuildSaleState(ctx.redis, ctx.config.REDIS_PREFIX, terms(sale), {
+    const dying = rebuildSaleState(store(), terms(sale), {
       remaining: 1,
       generation: 'gen-dead',
       buyers: pagesOf([buyersOf(sale.id, 0, 1_500), buyersOf(sale.id, 1_500, 10)], 1),
@@ -95,12 +106,12 @@ describe('rebuildSaleState (rebuild-sale-6.lua)', () => {
     await expect(dying).rejects.toThrow('died mid-rebuild');
 
     expect(await ctx.redis.hgetall(keys.buyers)).toEqual(before);
-    expect(await readSaleState(ctx.redis, ctx.config.REDIS_PREFIX, sale.id)).toMatchObject({ generation: sale.generation });
+    expect(await readSaleState(inRedis(sale.id))).toMatchObject({ generation: sale.generation });
     expect(await ctx.redis.hlen(keys.nextBuyers)).toBe(1_500);
     expect(await ctx.redis.pttl(keys.nextBuyers)).toBeGreaterThan(0);
 
     const again = buyersOf(sale.id, 9_000, 2);
-    await rebuildSaleState(ctx.redis, ctx.config.REDIS_PREFIX, terms(sale), {
+    await rebuildSaleState(store(), terms(sale), {
       remaining: 9_998,
       generation: 'gen-3',
       buyers: pagesOf([again]),
@@ -108,15 +119,25 @@ describe('rebuildSaleState (rebuild-sale-6.lua)', () => {
 
     expect(Object.keys(await ctx.redis.hgetall(keys.buyers)).sort()).toEqual(['u9000', 'u9001']);
     expect(await ctx.redis.exists(keys.nextBuyers)).toBe(0);
-    expect(await readSaleState(ctx.redis, ctx.config.REDIS_PREFIX, sale.id)).toMatchObject({ remaining: 9_998, generation: 'gen-3' });
+    expect(await readSaleState(inRedis(sale.id))).toMatchObject({
+      remaining: 9_998,
+      generation: 'gen-3',
+    });
   });
 
   it('a sale without buyers is switched to an empty buyers hash', async () => {
     const { sale, keys } = await saleWithThreeBuyers();
 
-    await rebuildSaleState(ctx.redis, ctx.config.REDIS_PREFIX, terms(sale), { remaining: 10_000, generation: 'gen-empty', buyers: [] });
+    await rebuildSaleState(store(), terms(sale), {
+      remaining: 10_000,
+      generation: 'gen-empty',
+      buyers: [],
+    });
 
     expect(await ctx.redis.exists(keys.buyers, keys.nextBuyers)).toBe(0);
-    expect(await readSaleState(ctx.redis, ctx.config.REDIS_PREFIX, sale.id)).toMatchObject({ remaining: 10_000, generation: 'gen-empty' });
+    expect(await readSaleState(inRedis(sale.id))).toMatchObject({
+      remaining: 10_000,
+      generation: 'gen-empty',
+    });
   });
 });

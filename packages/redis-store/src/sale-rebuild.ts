@@ -1,6 +1,6 @@
 import { DOOR_RESTORE_GRACE_MS, type SaleDefinition } from '@flashsale/domain';
-import type { ScriptedRedis } from './scripts.ts';
-import { ORDER_WRITERS_GROUP, saleKeys, salesIndexKey } from './keys.ts';
+import { saleRef, type StoreRef } from './store-ref.ts';
+import { ORDER_WRITERS_GROUP, salesIndexKey } from './keys.ts';
 import { writeNextBuyers, type BuyerPages } from './buyer-record.ts';
 import { doorTermsArgs, doorGuardArgs, saleTermsArgs } from './sale-meta.ts';
 
@@ -21,15 +21,15 @@ import { doorTermsArgs, doorGuardArgs, saleTermsArgs } from './sale-meta.ts';
  * then.
  */
 export async function rebuildSaleState(
-  redis: ScriptedRedis,
-  prefix: string,
+  { redis, prefix }: StoreRef,
   sale: SaleDefinition & { operatorPaused: boolean; controlsVersion: number },
   rebuilt: { remaining: number; generation: string; buyers: BuyerPages },
   doorRestoreMs: number = DOOR_RESTORE_GRACE_MS,
 ): Promise<{ written: number; doorLost: boolean }> {
-  const keys = saleKeys(prefix, sale.id);
+  const inRedis = saleRef(redis, prefix, sale.id);
+  const { keys } = inRedis;
   await redis.sadd(salesIndexKey(prefix), String(sale.id));
-  const written = await writeNextBuyers(redis, prefix, sale.id, rebuilt.buyers);
+  const written = await writeNextBuyers(inRedis, rebuilt.buyers);
   const answer = await redis.rebuildSale(
     keys.meta,
     keys.buyers,

@@ -1,5 +1,4 @@
-import type { ScriptedRedis } from './scripts.ts';
-import { saleKeys } from './keys.ts';
+import type { SaleRef } from './store-ref.ts';
 import { redisTimeMs, SALE_COUNTER_FIELDS, saleCountersOf } from './sale-meta.ts';
 import { lastEntryIdOf } from './reservation-stream.ts';
 import { orderWritersGroupOf, undeliveredLag } from './stream-backlog.ts';
@@ -56,8 +55,7 @@ export interface SaleSnapshot {
  * Reads a sale's counters atomically (snapshot-sale-3.lua, a read-only script rather than a MULTI: Redis
  * refuses a MULTI over its memory limit, and runs this): the reconciler's checkpoints and detection use it.
  */
-export async function snapshotSale(redis: ScriptedRedis, prefix: string, saleId: number): Promise<SaleSnapshot> {
-  const keys = saleKeys(prefix, saleId);
+export async function snapshotSale({ redis, keys }: SaleRef): Promise<SaleSnapshot> {
   const [time, fields, buyers, last, length, groups, replication, memory] = await redis.snapshotSale(
     keys.meta,
     keys.buyers,

@@ -6,6 +6,7 @@ import { reservePurchase } from './reserve-purchase.ts';
 import { listSaleIds, publishSale, setSalePaused, withdrawSale } from './sale-state.ts';
 import { readSaleState, redisNow } from './sale-meta.ts';
 import { findBuyerReservation } from './buyer-record.ts';
+import { saleRef, type StoreRef } from './store-ref.ts';
 
 let ctx: TestContext;
 beforeAll(() => {
@@ -27,11 +28,17 @@ const definition = (id: number, overrides: Partial<SaleDefinition> = {}): SaleDe
   ...overrides,
 });
 
+/** Sale `saleId` of this file's context, bound as the store's `sale(id)` binds it. */
+const inRedis = (saleId: number) => saleRef(ctx.redis, ctx.config.REDIS_PREFIX, saleId);
+
+/** This file's client and prefix, as the record functions that span sales take them. */
+const store = (): StoreRef => ({ redis: ctx.redis, prefix: ctx.config.REDIS_PREFIX });
+
 describe('publishSale', () => {
   it('makes the sale live: meta hash, index entry, and the order writers group on its stream', async () => {
-    expect(await publishSale(ctx.redis, ctx.config.REDIS_PREFIX, definition(101), GENERATION)).toBe('published');
+    expect(await publishSale(store(), definition(101), GENERATION)).toBe('published');
 
-    const state = await readSaleState(ctx.redis, ctx.config.REDIS_PREFIX, 101);
+    const state = await readSaleState(inRedis(101));
     expect(state).toEqual({
       id: 101,
       name: 'Sale 101',
@@ -52,32 +59,32 @@ describe('publishSale', () => {
 
   it('is idempotent and never overwrites the stock of a live sale', async () => {
     const sale = definition(102, { stock: 5 });
-    expect(await publishSale(ctx.redis, ctx.config.REDIS_PREFIX, sale, GENERATION)).toBe('published');
+    expect(await publishSale(store(), sale, GENERATION)).toBe('published');
     const reservationId = newReservationId(102);
-    expect(await reservePurchase(ctx.redis, ctx.config.REDIS_PREFIX, { saleId: 102, userId: 'kim', quantity: 1, reservationId })).toEqual({
+    expect(await reservePurchase(store(), { saleId: 102, userId: 'kim', quantity: 1, reservationId })).toEqual({
       kind: 'reserved',
       remaining: 4,
     });
     const meta = await ctx.redis.hgetall(saleKeys(ctx.config.REDIS_PREFIX, 102).meta);
 
-    expect(await publishSale(ctx.redis, ctx.config.REDIS_PREFIX, sale, GENERATION)).toBe('already_live');
-    expect(await publishSale(ctx.redis, ctx.config.REDIS_PREFIX, { ...sale, stock: 50, name: 'Renamed' }, GENERATION)).toBe('already_live');
+    expect(await publishSale(store(), sale, GENERATION)).toBe('already_live');
+    expect(await publishSale(store(), { ...sale, stock: 50, name: 'Renamed' }, GENERATION)).toBe('already_live');
 
     expect(await ctx.redis.hgetall(saleKeys(ctx.config.REDIS_PREFIX, 102).meta)).toEqual(meta);
     expect(meta.remaining).toBe('4');
     expect(meta.stock).toBe('5');
     expect(await ctx.redis.xlen(saleKeys(ctx.config.REDIS_PREFIX, 102).stream)).toBe(1);
-    expect(await findBuyerReservation(ctx.redis, ctx.config.REDIS_PREFIX, 102, 'kim')).toEqual({ reservationId, quantity: 1 });
+    expect(await findBuyerReservation(inRedis(102), 'kim')).toEqual({ reservationId, quantity: 1 });
   });
 
   it('lists every published sale once', async () => {
     const own = createTestContext();
     try {
-      await publishSale(own.redis, own.config.REDIS_PREFIX, definition(7), GENERATION);
-      await publishSale(own.redis, own.config.REDIS_PREFIX, definition(3), GENERATION);
-      await publishSale(own.redis, own.config.REDIS_PREFIX, definition(7), GENERATION);
+      await publishSale({ redis: own.redis, prefix: own.config.REDIS_PREFIX }, definition(7), GENERATION);
+      await publishSale({ redis: own.redis, prefix: own.config.REDIS_PREFIX }, definition(3), GENERATION);
+      await publishSale({ redis: own.redis, prefix: own.config.REDIS_PREFIX }, definition(7), GENERATION);
 
-      expect((await listSaleIds(own.redis, own.config.REDIS_PREFIX)).sort((a, b) => a - b)).toEqual([3, 7]);
+      expect((await listSaleIds({ redis: own.redis, prefix: own.config.REDIS_PREFIX })).sort((a, b) => a - b)).toEqual([3, 7]);
     } finally {
       await own.close();
     }
@@ -88,74 +95,72 @@ describe('publishSale with a deadline, and withdrawSale (a create that failed)',
   it('publishes before its deadline, and changes nothing when Redis runs it after (a command held by a hung Redis)', async () => {
     const now = await redisNow(ctx.redis);
 
-    expect(await publishSale(ctx.redis, ctx.config.REDIS_PREFIX, definition(201), GENERATION, { notAfter: now - 1 })).toBe('too_late');
+    expect(await publishSale(store(), definition(201), GENERATION, { notAfter: now - 1 })).toBe('too_late');
     expect(await ctx.redis.exists(saleKeys(ctx.config.REDIS_PREFIX, 201).meta, saleKeys(ctx.config.REDIS_PREFIX, 201).stream)).toBe(0);
-    expect(await publishSale(ctx.redis, ctx.config.REDIS_PREFIX, definition(201), GENERATION, { notAfter: now + 60_000 })).toBe(
-      'published',
-    );
+    expect(await publishSale(store(), definition(201), GENERATION, { notAfter: now + 60_000 })).toBe('published');
   });
 
   it("takes back a sale that has no buyer, from Redis and the workers' index", async () => {
-    await publishSale(ctx.redis, ctx.config.REDIS_PREFIX, definition(202), GENERATION);
+    await publishSale(store(), definition(202), GENERATION);
 
-    expect(await withdrawSale(ctx.redis, ctx.config.REDIS_PREFIX, 202, GENERATION)).toBe('withdrawn');
-    expect(await readSaleState(ctx.redis, ctx.config.REDIS_PREFIX, 202)).toBeNull();
+    expect(await withdrawSale(inRedis(202), GENERATION)).toBe('withdrawn');
+    expect(await readSaleState(inRedis(202))).toBeNull();
     expect(await ctx.redis.exists(saleKeys(ctx.config.REDIS_PREFIX, 202).stream)).toBe(0);
     expect(await ctx.redis.smembers(salesIndexKey(ctx.config.REDIS_PREFIX))).not.toContain('202');
-    expect(await withdrawSale(ctx.redis, ctx.config.REDIS_PREFIX, 202, GENERATION)).toBe('absent');
+    expect(await withdrawSale(inRedis(202), GENERATION)).toBe('absent');
   });
 
   it('leaves a sale that took a reservation, or holds another generation, as it is', async () => {
-    await publishSale(ctx.redis, ctx.config.REDIS_PREFIX, definition(203), GENERATION);
-    await reservePurchase(ctx.redis, ctx.config.REDIS_PREFIX, {
+    await publishSale(store(), definition(203), GENERATION);
+    await reservePurchase(store(), {
       saleId: 203,
       userId: 'kim',
       quantity: 1,
       reservationId: newReservationId(203),
     });
-    const before = await readSaleState(ctx.redis, ctx.config.REDIS_PREFIX, 203);
+    const before = await readSaleState(inRedis(203));
 
-    expect(await withdrawSale(ctx.redis, ctx.config.REDIS_PREFIX, 203, GENERATION)).toBe('has_buyers');
-    expect(await withdrawSale(ctx.redis, ctx.config.REDIS_PREFIX, 203, 'another-generation')).toBe('other_generation');
-    expect(await readSaleState(ctx.redis, ctx.config.REDIS_PREFIX, 203)).toEqual(before);
+    expect(await withdrawSale(inRedis(203), GENERATION)).toBe('has_buyers');
+    expect(await withdrawSale(inRedis(203), 'another-generation')).toBe('other_generation');
+    expect(await readSaleState(inRedis(203))).toEqual(before);
   });
 });
 
 describe('readSaleState, setSalePaused, findBuyerReservation', () => {
   it('reads null for a sale Redis does not hold', async () => {
-    expect(await readSaleState(ctx.redis, ctx.config.REDIS_PREFIX, 199)).toBeNull();
+    expect(await readSaleState(inRedis(199))).toBeNull();
   });
 
   it('pauses and resumes a live sale', async () => {
-    await publishSale(ctx.redis, ctx.config.REDIS_PREFIX, definition(104), GENERATION);
+    await publishSale(store(), definition(104), GENERATION);
 
-    expect(await setSalePaused(ctx.redis, ctx.config.REDIS_PREFIX, 104, true)).toBe(true);
-    expect((await readSaleState(ctx.redis, ctx.config.REDIS_PREFIX, 104))?.paused).toBe(true);
-    expect(await setSalePaused(ctx.redis, ctx.config.REDIS_PREFIX, 104, false)).toBe(true);
-    expect((await readSaleState(ctx.redis, ctx.config.REDIS_PREFIX, 104))?.paused).toBe(false);
+    expect(await setSalePaused(inRedis(104), true)).toBe(true);
+    expect((await readSaleState(inRedis(104)))?.paused).toBe(true);
+    expect(await setSalePaused(inRedis(104), false)).toBe(true);
+    expect((await readSaleState(inRedis(104)))?.paused).toBe(false);
   });
 
   it('resumes only the generation it is given: another state (a replica a rebuild never reached) stays paused', async () => {
-    await publishSale(ctx.redis, ctx.config.REDIS_PREFIX, definition(106), GENERATION);
-    await setSalePaused(ctx.redis, ctx.config.REDIS_PREFIX, 106, true);
+    await publishSale(store(), definition(106), GENERATION);
+    await setSalePaused(inRedis(106), true);
 
-    expect(await setSalePaused(ctx.redis, ctx.config.REDIS_PREFIX, 106, false, 'the-rebuilt-generation')).toBe(false);
-    expect((await readSaleState(ctx.redis, ctx.config.REDIS_PREFIX, 106))?.paused).toBe(true);
-    expect(await setSalePaused(ctx.redis, ctx.config.REDIS_PREFIX, 106, false, GENERATION)).toBe(true);
-    expect((await readSaleState(ctx.redis, ctx.config.REDIS_PREFIX, 106))?.paused).toBe(false);
-    expect(await setSalePaused(ctx.redis, ctx.config.REDIS_PREFIX, 197, false, GENERATION)).toBe(false);
+    expect(await setSalePaused(inRedis(106), false, 'the-rebuilt-generation')).toBe(false);
+    expect((await readSaleState(inRedis(106)))?.paused).toBe(true);
+    expect(await setSalePaused(inRedis(106), false, GENERATION)).toBe(true);
+    expect((await readSaleState(inRedis(106)))?.paused).toBe(false);
+    expect(await setSalePaused(inRedis(197), false, GENERATION)).toBe(false);
     expect(await ctx.redis.exists(saleKeys(ctx.config.REDIS_PREFIX, 197).meta)).toBe(0);
   });
 
   it('does not recreate a missing sale when asked to pause it', async () => {
-    expect(await setSalePaused(ctx.redis, ctx.config.REDIS_PREFIX, 198, true)).toBe(false);
+    expect(await setSalePaused(inRedis(198), true)).toBe(false);
 
     expect(await ctx.redis.exists(saleKeys(ctx.config.REDIS_PREFIX, 198).meta)).toBe(0);
   });
 
   it('finds no reservation for a buyer who holds none', async () => {
-    await publishSale(ctx.redis, ctx.config.REDIS_PREFIX, definition(105), GENERATION);
+    await publishSale(store(), definition(105), GENERATION);
 
-    expect(await findBuyerReservation(ctx.redis, ctx.config.REDIS_PREFIX, 105, 'nobody')).toBeNull();
+    expect(await findBuyerReservation(inRedis(105), 'nobody')).toBeNull();
   });
 });

@@ -1,5 +1,5 @@
 import type { SaleDefinition } from '@flashsale/domain';
-import type { ScriptedRedis } from './scripts.ts';
+import type { SaleRef, StoreRef } from './store-ref.ts';
 import { ORDER_WRITERS_GROUP, saleKeys, salesIndexKey } from './keys.ts';
 import { doorTermsArgs, doorGuardArgs, saleTermsArgs } from './sale-meta.ts';
 import { rebuyRuleArgs } from './buyer-history.ts';
@@ -17,11 +17,10 @@ import { rebuyRuleArgs } from './buyer-history.ts';
  * `notAfter` (Redis's clock; see publish-sale-2.lua) and changed nothing.
  */
 export async function publishSale(
-  redis: ScriptedRedis,
-  prefix: string,
+  { redis, prefix }: StoreRef,
   sale: SaleDefinition,
   generation: string,
-  { notAfter }: { notAfter?: number } = {},
+  options: { notAfter?: number } = {},
 ): Promise<'published' | 'already_live' | 'too_late'> {
   const keys = saleKeys(prefix, sale.id);
   await redis.sadd(salesIndexKey(prefix), String(sale.id));
@@ -31,7 +30,7 @@ export async function publishSale(
     ...saleTermsArgs(sale),
     ORDER_WRITERS_GROUP,
     generation,
-    notAfter === undefined ? '' : notAfter,
+    options.notAfter ?? '',
     ...doorTermsArgs(sale.admission),
     ...rebuyRuleArgs(sale.rebuyRule),
     ...doorGuardArgs(sale.admission),
@@ -45,12 +44,9 @@ export async function publishSale(
  * 'other_generation' means the state is not this create's.
  */
 export async function withdrawSale(
-  redis: ScriptedRedis,
-  prefix: string,
-  saleId: number,
+  { redis, prefix, keys, saleId }: SaleRef,
   generation: string,
 ): Promise<'withdrawn' | 'absent' | 'other_generation' | 'has_buyers'> {
-  const keys = saleKeys(prefix, saleId);
   const reply = await redis.withdrawSale(keys.meta, keys.buyers, keys.stream, generation);
   if (reply === 1 || reply === 0) await redis.srem(salesIndexKey(prefix), String(saleId));
   return reply === 1 ? 'withdrawn' : reply === 0 ? 'absent' : reply === -1 ? 'other_generation' : 'has_buyers';
@@ -60,15 +56,9 @@ export async function withdrawSale(
  * Pauses or resumes intake; false when the sale is not in Redis, or holds another generation than
  * `generation` when one is given (nothing written then: see set-paused-1.lua).
  */
-export async function setSalePaused(
-  redis: ScriptedRedis,
-  prefix: string,
-  saleId: number,
-  paused: boolean,
-  generation?: string,
-): Promise<boolean> {
+export async function setSalePaused({ redis, keys }: SaleRef, paused: boolean, generation?: string): Promise<boolean> {
   const only: [] | [string] = generation === undefined ? [] : [generation];
-  return (await redis.setPaused(saleKeys(prefix, saleId).meta, paused ? '1' : '0', ...only)) === 1;
+  return (await redis.setPaused(keys.meta, paused ? '1' : '0', ...only)) === 1;
 }
 
 /**
@@ -76,7 +66,7 @@ export async function setSalePaused(
  * from then on, on Redis's clock) and whose stream has drained: nothing can arrive for a worker to do.
  * Its keys stay, for the stats. A rebuild puts it back.
  */
-export async function retireSale(redis: ScriptedRedis, prefix: string, saleId: number): Promise<void> {
+export async function retireSale({ redis, prefix, saleId }: SaleRef): Promise<void> {
   await redis.srem(salesIndexKey(prefix), String(saleId));
 }
 
@@ -86,12 +76,12 @@ export async function retireSale(redis: ScriptedRedis, prefix: string, saleId: n
  * leave the sales of the other masters, intact, unread by every worker. The reconciler re-lists the
  * sales it watches that are not ready to retire, once a round.
  */
-export async function keepListed(redis: ScriptedRedis, prefix: string, saleIds: readonly number[]): Promise<void> {
+export async function keepListed({ redis, prefix }: StoreRef, saleIds: readonly number[]): Promise<void> {
   if (saleIds.length > 0) await redis.sadd(salesIndexKey(prefix), ...saleIds.map(String));
 }
 
 /** Ids of every published sale. */
-export async function listSaleIds(redis: ScriptedRedis, prefix: string): Promise<number[]> {
+export async function listSaleIds({ redis, prefix }: StoreRef): Promise<number[]> {
   const members = await redis.smembers(salesIndexKey(prefix));
   return members.map(Number).filter((id) => Number.isInteger(id) && id > 0);
 }

@@ -1,11 +1,15 @@
-import type { DeadLetterReason, RebuyRule, SaleControlState, SaleDefinition } from '@flashsale/domain';
+import type { SaleDefinition } from '@flashsale/domain';
 import type { ScriptedRedis } from './scripts.ts';
-import { saleKeys, type SaleKeys } from './keys.ts';
-import { publishSale, setSalePaused, withdrawSale } from './sale-state.ts';
+import type { SaleKeys } from './keys.ts';
+import { saleRef, type SaleRef, type StoreRef } from './store-ref.ts';
+import { keepListed, listSaleIds, publishSale, retireSale, setSalePaused, withdrawSale } from './sale-state.ts';
 import { isQueued, readGeneration, readSaleState, redisNow } from './sale-meta.ts';
-import { keepListed, listSaleIds, retireSale } from './sale-state.ts';
+import { rebuildSaleState } from './sale-rebuild.ts';
+import { snapshotSale } from './sale-snapshot.ts';
+import { applySaleControls } from './sale-controls.ts';
+import { announceSaleChanged } from './sale-events.ts';
 import { lastSeenMysqlServer, recordMysqlServerSeen } from './mysql-server-record.ts';
-import { createAdminSession, deleteAdminSession, readAdminSession, type AdminSessionLifetime } from './admin-session.ts';
+import { createAdminSession, deleteAdminSession, readAdminSession } from './admin-session.ts';
 import {
   reservePurchase,
   type PurchaseRequest,
@@ -13,31 +17,20 @@ import {
   type ReserveOutcome,
   type UnreplicatedOutcome,
 } from './reserve-purchase.ts';
-import { orderWritersProgress } from './stream-backlog.ts';
-import { readDeadLettered, recentDeadLettersByReason } from './dead-letters.ts';
-import { readRedisLedger } from './redis-ledger.ts';
-import { writeAuditRecord, type AuditRecord } from './audit-record.ts';
-import { trimAcknowledged, type RetentionBounds } from './stream-retention.ts';
-import { admitQueue, joinQueue, readDoorGauges, readQueuePlace, showUp, type JoinSolution } from './door.ts';
-import { readAllBuyers, readBuyers } from './buyer-record.ts';
-import { claimIdleEntriesOf, keepHeld, readNewEntries } from './reservation-stream.ts';
-import { WorkSignaller } from './work-signal.ts';
-import { readRedisMemory } from './redis-memory.ts';
-import { applySaleControls } from './sale-controls.ts';
-import { announceSaleChanged } from './sale-events.ts';
-import { streamBacklog } from './stream-backlog.ts';
+import { acknowledge, claimIdleEntriesOf, keepHeld, readNewEntries, streamHasEntry } from './reservation-stream.ts';
+import { orderWritersProgress, streamBacklog } from './stream-backlog.ts';
 import { waitForDrain } from './stream-drain.ts';
-import { readAuditRecord } from './audit-record.ts';
-import { areSetAside, deadLetter, findDeadLetter } from './dead-letters.ts';
-import { findBuyerReservation, heldReservationPages, type BuyerPages } from './buyer-record.ts';
+import { trimAcknowledged } from './stream-retention.ts';
+import { areSetAside, deadLetter, findDeadLetter, readDeadLettered, recentDeadLettersByReason } from './dead-letters.ts';
+import { readRedisLedger } from './redis-ledger.ts';
+import { readAuditRecord, writeAuditRecord } from './audit-record.ts';
+import { admitQueue, joinQueue, readDoorGauges, readQueuePlace, recordPaid, showUp } from './door.ts';
+import { findBuyerReservation, heldReservationPages, readAllBuyers, readBuyers, type BuyerPages } from './buyer-record.ts';
+import { readClosedOrders, restoreClosedOrders } from './buyer-history.ts';
 import { forgetPaymentArrivals, heldPayments, recordPaymentArrival, type PaymentContents } from './payment-arrivals.ts';
-import { returnUnits, returnedReservationPages, type UnitsToReturn } from './stock-return.ts';
-import { rebuildSaleState } from './sale-rebuild.ts';
-import { readClosedOrders, restoreClosedOrders, type BuyerClosedOrders } from './buyer-history.ts';
-import { recordPaid } from './door.ts';
-import { snapshotSale } from './sale-snapshot.ts';
-import { readMemoryLimit } from './redis-memory.ts';
-import { acknowledge, streamHasEntry, type StreamEntry } from './reservation-stream.ts';
+import { returnUnits, returnedReservationPages } from './stock-return.ts';
+import { WorkSignaller } from './work-signal.ts';
+import { readMemoryLimit, readRedisMemory } from './redis-memory.ts';
 import { deleteKeysWithPrefix } from './prefix-keys.ts';
 
 /**
@@ -45,231 +38,167 @@ import { deleteKeysWithPrefix } from './prefix-keys.ts';
  * to its classes: what the application layer (packages/sales) calls, so that a use case reads as its
  * protocol (`sale.pause()`, `sale.waitForDrain(ms)`) rather than threading (redis, prefix, saleId)
  * through every step. Each method is the function of the module that owns the record it names; those
- * modules stay the owners, this only binds.
+ * modules stay the owners, this only binds (store-ref.ts).
  */
 export function createSaleStore(redis: ScriptedRedis, prefix: string) {
+  const store: StoreRef = { redis, prefix };
   return {
     /** REDIS_PREFIX: every key of the deployment starts with it. */
     prefix,
     /** Redis's clock (TIME), the one every script judges by. */
     now: () => redisNow(redis),
-    /** One sale's records. */
-    sale: (saleId: number) => new SaleRecords(redis, prefix, saleId),
+    /** One sale's records (SALE_RECORDS), bound to the sale once. */
+    sale: (saleId: number): SaleRedis => Object.assign(Object.create(SALE_METHODS) as SaleMethods, saleRef(redis, prefix, saleId)),
     /**
      * The whole purchase decision, one script (reserve-6.lua); with `wait`, the replicas it needs. Bound
      * here rather than per sale: the purchase path builds no object of a sale's records per request.
      */
-    reserve: reserveIn(redis, prefix),
-    /** Makes a sale live (publish-sale-2.lua); the sale names its own id. */
-    publish: (sale: SaleDefinition, generation: string, options?: { notAfter?: number }) =>
-      publishSale(redis, prefix, sale, generation, options),
-    /** Writes a sale's state from MySQL under a new generation (sale-rebuild.ts); the sale names its own id. */
-    rebuild: (
-      sale: SaleDefinition & { operatorPaused: boolean; controlsVersion: number },
-      rebuilt: { remaining: number; generation: string; buyers: BuyerPages },
-      doorRestoreMs?: number,
-    ) => rebuildSaleState(redis, prefix, sale, rebuilt, doorRestoreMs),
-    /** Records a payment's arrival at Redis's time (receive-payment-1.lua); the event names its sale. */
-    recordPaymentArrival: (event: PaymentContents) => recordPaymentArrival(redis, prefix, event),
-    /** The ids of the sales the order writers read (the sales index). */
-    listSaleIds: () => listSaleIds(redis, prefix),
-    /** Keeps `saleIds` in the sales index (a sale still to drain is not retired from it). */
-    keepListed: (saleIds: readonly number[]) => keepListed(redis, prefix, saleIds),
-    /** The MySQL server the reconciler last saw, kept in the store that does not go back with MySQL. */
-    lastSeenMysqlServer: () => lastSeenMysqlServer(redis, prefix),
-    recordMysqlServerSeen: (identity: string) => recordMysqlServerSeen(redis, prefix, identity),
-    /** The dashboard's sessions. */
-    createAdminSession: (adminToken: string, lifetime: AdminSessionLifetime, now?: number) =>
-      createAdminSession(redis, prefix, adminToken, lifetime, now),
-    readAdminSession: (id: string, adminToken: string, touch?: { idleMs: number }, now?: number) =>
-      readAdminSession(redis, prefix, id, adminToken, touch, now),
-    deleteAdminSession: (id: string) => deleteAdminSession(redis, prefix, id),
-    /** The order writers' reads of several sales' streams at once (reservation-stream.ts). */
-    readNewEntries: (consumer: string, saleIds: number[], count: number) => readNewEntries(redis, prefix, consumer, saleIds, count),
-    claimIdleEntriesOf: (consumer: string, saleIds: number[], minIdleMs: number, count: number) =>
-      claimIdleEntriesOf(redis, prefix, consumer, saleIds, minIdleMs, count),
-    keepHeld: (consumer: string, saleId: number, ids: string[]) => keepHeld(redis, prefix, consumer, saleId, ids),
-    /** The gateway's signal to the workers that a sale has new reservations (work-signal.ts). */
-    workSignaller: (everyMs?: number) => new WorkSignaller(redis, prefix, everyMs),
+    reserve: reserveIn(store),
     /** The memory of every Redis server (a cluster's masters each) against its limit. */
     memory: () => readRedisMemory(redis),
-    /** Deletes every key under the prefix (prefix-keys.ts): what a test, the demo or a load run leaves behind. */
-    deleteAllKeys: () => deleteKeysWithPrefix(redis, prefix),
+    ...bindToStore(STORE_RECORDS, store),
   };
 }
 
+/**
+ * The records that span sales, or whose argument names its sale, each the function of the module that
+ * owns it under the name the application layer calls it by; the store offers each with itself bound.
+ */
+const STORE_RECORDS = {
+  /** Makes a sale live (publish-sale-2.lua); the sale names its own id. */
+  publish: publishSale,
+  /** Writes a sale's state from MySQL under a new generation (sale-rebuild.ts); the sale names its own id. */
+  rebuild: rebuildSaleState,
+  /** Records a payment's arrival at Redis's time (receive-payment-1.lua); the event names its sale. */
+  recordPaymentArrival,
+  /** The ids of the sales the order writers read (the sales index). */
+  listSaleIds,
+  /** Keeps `saleIds` in the sales index (a sale still to drain is not retired from it). */
+  keepListed,
+  /** The MySQL server the reconciler last saw, kept in the store that does not go back with MySQL. */
+  lastSeenMysqlServer,
+  recordMysqlServerSeen,
+  /** The dashboard's sessions. */
+  createAdminSession,
+  readAdminSession,
+  deleteAdminSession,
+  /** The order writers' reads of several sales' streams at once (reservation-stream.ts). */
+  readNewEntries,
+  claimIdleEntriesOf,
+  keepHeld,
+  /** The gateway's signal to the workers that a sale has new reservations (work-signal.ts). */
+  workSignaller: (store: StoreRef, everyMs?: number) => new WorkSignaller(store, everyMs),
+  /** Deletes every key under the prefix (prefix-keys.ts): what a test, the demo or a load run leaves behind. */
+  deleteAllKeys: deleteKeysWithPrefix,
+} satisfies Record<string, (store: StoreRef, ...args: never[]) => unknown>;
+
 export type SaleStore = ReturnType<typeof createSaleStore>;
-export type SaleRedis = SaleRecords;
 
 /**
- * One sale's records, bound to the store's client and prefix: a small object whose methods live on the
- * class (binding costs one allocation and the sale's key names, not a closure per record), made afresh
- * for each call of `sale(id)`.
+ * One sale's records, each the function of the module that owns it, under the name the application layer
+ * calls it by; a sale's object (`sale(id)`) offers each with the sale bound, its first argument.
  */
-export class SaleRecords {
-  readonly keys: SaleKeys;
-
-  constructor(
-    private readonly redis: ScriptedRedis,
-    private readonly prefix: string,
-    readonly saleId: number,
-  ) {
-    this.keys = saleKeys(prefix, saleId);
-  }
+const SALE_RECORDS = {
   /** Redis's clock on the master of the sale's slot (a cluster's masters' clocks differ). */
-  now() {
-    return redisNow(this.redis, this.keys.meta);
-  }
-  state() {
-    return readSaleState(this.redis, this.prefix, this.saleId);
-  }
-  generation() {
-    return readGeneration(this.redis, this.prefix, this.saleId);
-  }
-  isQueued() {
-    return isQueued(this.redis, this.prefix, this.saleId);
-  }
-  snapshot() {
-    return snapshotSale(this.redis, this.prefix, this.saleId);
-  }
+  now: (sale: SaleRef) => redisNow(sale.redis, sale.keys.meta),
+  state: readSaleState,
+  generation: readGeneration,
+  isQueued,
+  snapshot: snapshotSale,
   /** The memory of the sale's Redis server against its limit: over it, every purchase is refused (OOM). */
-  memoryLimit() {
-    return readMemoryLimit(this.redis, this.prefix, this.saleId);
-  }
-  publish(sale: SaleDefinition, generation: string, options: { notAfter?: number }) {
-    return publishSale(this.redis, this.prefix, { ...sale, id: this.saleId }, generation, options);
-  }
-  withdraw(generation: string) {
-    return withdrawSale(this.redis, this.prefix, this.saleId, generation);
-  }
+  memoryLimit: readMemoryLimit,
+  publish: (sale: SaleRef, definition: SaleDefinition, generation: string, options: { notAfter?: number }) =>
+    publishSale(sale, { ...definition, id: sale.saleId }, generation, options),
+  withdraw: withdrawSale,
   /** False when the sale is not in Redis, or holds another generation than `generation` (when given). */
-  setPaused(paused: boolean, generation?: string) {
-    return setSalePaused(this.redis, this.prefix, this.saleId, paused, generation);
-  }
-  applyControls(controls: SaleControlState) {
-    return applySaleControls(this.redis, this.prefix, this.saleId, controls);
-  }
+  setPaused: setSalePaused,
+  applyControls: applySaleControls,
   /** Tells every gateway the sale changed, so none answers from a cached verdict. */
-  announceChanged() {
-    return announceSaleChanged(this.redis, this.prefix, this.saleId);
-  }
-  backlog() {
-    return streamBacklog(this.redis, this.prefix, this.saleId);
-  }
-  waitForDrain(timeoutMs?: number, pollMs?: number) {
-    return waitForDrain(this.redis, this.prefix, this.saleId, timeoutMs, pollMs);
-  }
-  hasEntry(entryId: string) {
-    return streamHasEntry(this.redis, this.prefix, this.saleId, entryId);
-  }
+  announceChanged: announceSaleChanged,
+  backlog: streamBacklog,
+  waitForDrain,
+  hasEntry: streamHasEntry,
   /** Acknowledges entries the order writers are done with (written, or found written already). */
-  acknowledge(entryIds: string[]) {
-    return acknowledge(this.redis, this.prefix, this.saleId, entryIds);
-  }
+  acknowledge,
   /** Sets an entry aside, with its reason, in one step with its acknowledgement (dead-letter-4.lua). */
-  deadLetter(entry: StreamEntry, reason: DeadLetterReason, deliveries: number) {
-    return deadLetter(this.redis, this.prefix, this.saleId, entry, reason, deliveries);
-  }
-  auditRecord() {
-    return readAuditRecord(this.redis, this.prefix, this.saleId);
-  }
-  deadLetterOf(reservationId: string) {
-    return findDeadLetter(this.redis, this.prefix, this.saleId, reservationId);
-  }
-  reservationOf(userId: string) {
-    return findBuyerReservation(this.redis, this.prefix, this.saleId, userId);
-  }
-  heldReservationPages(pageSize: number) {
-    return heldReservationPages(this.redis, this.prefix, this.saleId, pageSize);
-  }
-  areSetAside(reservationIds: readonly string[]) {
-    return areSetAside(this.redis, this.prefix, this.saleId, reservationIds);
-  }
-  recordPaymentArrival(event: Omit<PaymentContents, 'saleId'>) {
-    return recordPaymentArrival(this.redis, this.prefix, { ...event, saleId: this.saleId });
-  }
-  heldPayments() {
-    return heldPayments(this.redis, this.prefix, this.saleId);
-  }
-  forgetPaymentArrivals(eventIds: string[]) {
-    return forgetPaymentArrivals(this.redis, this.prefix, this.saleId, eventIds);
-  }
-  returnUnits(generation: string, orders: UnitsToReturn[]) {
-    return returnUnits(this.redis, this.prefix, this.saleId, generation, orders);
-  }
-  returnedReservationPages(pageSize: number) {
-    return returnedReservationPages(this.redis, this.prefix, this.saleId, pageSize);
-  }
-  rebuild(
-    sale: SaleDefinition & { operatorPaused: boolean; controlsVersion: number },
+  deadLetter,
+  auditRecord: readAuditRecord,
+  deadLetterOf: findDeadLetter,
+  reservationOf: findBuyerReservation,
+  heldReservationPages,
+  areSetAside,
+  recordPaymentArrival: (sale: SaleRef, event: Omit<PaymentContents, 'saleId'>) =>
+    recordPaymentArrival(sale, { ...event, saleId: sale.saleId }),
+  heldPayments,
+  forgetPaymentArrivals,
+  returnUnits,
+  returnedReservationPages,
+  rebuild: (
+    sale: SaleRef,
+    definition: SaleDefinition & { operatorPaused: boolean; controlsVersion: number },
     rebuilt: { remaining: number; generation: string; buyers: BuyerPages },
-  ) {
-    return rebuildSaleState(this.redis, this.prefix, { ...sale, id: this.saleId }, rebuilt);
-  }
-  restoreClosedOrders(rule: RebuyRule, buyers: BuyerClosedOrders[]) {
-    return restoreClosedOrders(this.redis, this.prefix, this.saleId, rule, buyers);
-  }
+  ) => rebuildSaleState(sale, { ...definition, id: sale.saleId }, rebuilt),
+  restoreClosedOrders,
   /** Tells the sale's door that a paid order's units can never come back. */
-  recordPaid(reservationId: string, units: number) {
-    return recordPaid(this.redis, this.prefix, this.saleId, reservationId, units);
-  }
+  recordPaid,
   /** The buyers' records, or null past `max` of them (the verdict cache holds small sales only). */
-  buyers(max: number) {
-    return readBuyers(this.redis, this.prefix, this.saleId, max);
-  }
-  allBuyers() {
-    return readAllBuyers(this.redis, this.prefix, this.saleId);
-  }
-  writersProgress() {
-    return orderWritersProgress(this.redis, this.prefix, this.saleId);
-  }
-  deadLettered(upTo: { generation: string; upTo: string | null }) {
-    return readDeadLettered(this.redis, this.prefix, this.saleId, upTo);
-  }
-  recentDeadLettersByReason(count?: number) {
-    return recentDeadLettersByReason(this.redis, this.prefix, this.saleId, count);
-  }
-  ledger() {
-    return readRedisLedger(this.redis, this.prefix, this.saleId);
-  }
-  writeAuditRecord(record: AuditRecord) {
-    return writeAuditRecord(this.redis, this.prefix, this.saleId, record);
-  }
-  trimAcknowledged(bounds: RetentionBounds) {
-    return trimAcknowledged(this.redis, this.prefix, this.saleId, bounds);
-  }
+  buyers: readBuyers,
+  allBuyers: readAllBuyers,
+  writersProgress: orderWritersProgress,
+  deadLettered: readDeadLettered,
+  recentDeadLettersByReason,
+  ledger: readRedisLedger,
+  writeAuditRecord,
+  trimAcknowledged,
   /** Takes the sale out of the workers' list (it ended and drained). */
-  retire() {
-    return retireSale(this.redis, this.prefix, this.saleId);
-  }
+  retire: retireSale,
   /** The door (door.ts): join, admit, a buyer's place, showing up, its gauges. */
-  joinQueue(userId: string, draw?: number, provenScore?: number, solution?: JoinSolution) {
-    return joinQueue(this.redis, this.prefix, this.saleId, userId, draw, provenScore, solution);
-  }
-  admitQueue(change?: { admitPerSecond?: number; paused?: boolean }) {
-    return admitQueue(this.redis, this.prefix, this.saleId, change);
-  }
-  queuePlace(userId: string) {
-    return readQueuePlace(this.redis, this.prefix, this.saleId, userId);
-  }
-  showUp(userId: string) {
-    return showUp(this.redis, this.prefix, this.saleId, userId);
-  }
-  doorGauges(at?: number) {
-    return readDoorGauges(this.redis, this.prefix, this.saleId, at);
-  }
+  joinQueue,
+  admitQueue,
+  queuePlace: readQueuePlace,
+  showUp,
+  doorGauges: readDoorGauges,
   /** A buyer's closed orders as the rebuy rule counts them (buyer-history.ts). */
-  closedOrders(userId: string) {
-    return readClosedOrders(this.redis, this.prefix, this.saleId, userId);
-  }
+  closedOrders: readClosedOrders,
+} satisfies Record<string, (sale: SaleRef, ...args: never[]) => unknown>;
+
+/** A record function with its first argument, the store or the sale, bound: the same function less that argument. */
+type Bound<Ref, F> = F extends (ref: Ref, ...args: infer A) => infer R ? (...args: A) => R : never;
+
+type SaleMethods = { readonly [K in keyof typeof SALE_RECORDS]: Bound<SaleRef, (typeof SALE_RECORDS)[K]> };
+
+/** One sale's records (SALE_RECORDS), bound to the store's client and prefix and to the sale's id and keys. */
+export type SaleRedis = SaleMethods & { readonly saleId: number; readonly keys: SaleKeys };
+
+/**
+ * The prototype of every sale's object: each method passes the object itself, a SaleRef, to its record.
+ * Binding a sale then costs its key names and one object, not a closure per record.
+ */
+const SALE_METHODS = Object.fromEntries(
+  Object.entries(SALE_RECORDS).map(([name, record]) => [
+    name,
+    function (this: SaleRef, ...args: never[]) {
+      return (record as (sale: SaleRef, ...args: never[]) => unknown)(this, ...args);
+    },
+  ]),
+) as SaleMethods;
+
+/** The store's records, each bound to `store` (once per store: closures are no cost there). */
+function bindToStore<T extends Record<string, (store: StoreRef, ...args: never[]) => unknown>>(
+  records: T,
+  store: StoreRef,
+): { readonly [K in keyof T]: Bound<StoreRef, T[K]> } {
+  return Object.fromEntries(Object.entries(records).map(([name, record]) => [name, (...args: never[]) => record(store, ...args)])) as {
+    readonly [K in keyof T]: Bound<StoreRef, T[K]>;
+  };
 }
 
 /** The bound purchase, its two shapes kept (with a replica wait it may answer `unreplicated`). */
-function reserveIn(redis: ScriptedRedis, prefix: string) {
+function reserveIn(store: StoreRef) {
   function reserve(request: PurchaseRequest): Promise<ReserveOutcome>;
   function reserve(request: PurchaseRequest, wait: ReplicaWait | undefined): Promise<ReserveOutcome | UnreplicatedOutcome>;
   function reserve(request: PurchaseRequest, wait?: ReplicaWait): Promise<ReserveOutcome | UnreplicatedOutcome> {
-    return reservePurchase(redis, prefix, request, wait);
+    return reservePurchase(store, request, wait);
   }
   return reserve;
 }

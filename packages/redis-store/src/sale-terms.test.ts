@@ -11,6 +11,7 @@ import { rebuildSaleState } from './sale-rebuild.ts';
 import { redisNow } from './sale-meta.ts';
 import { setSalePaused } from './sale-state.ts';
 import { saleKeys } from './keys.ts';
+import { saleRef, type StoreRef } from './store-ref.ts';
 
 // The sale's packed terms (the meta's `terms`, lua/includes/sale-meta.lua): every script that writes a
 // field they pack rewrites them in the same step, and the reserve script judges by them. A redis-server
@@ -30,26 +31,33 @@ const prefix = () => ctx.config.REDIS_PREFIX;
 const metaOf = (saleId: number) => saleKeys(prefix(), saleId).meta;
 
 function reserve(saleId: number, userId: string, reservationId = `${saleId}-${randomUUID()}`): Promise<ReserveOutcome> {
-  return reservePurchase(ctx.redis, prefix(), { saleId, userId, quantity: 1, reservationId });
+  return reservePurchase(store(), { saleId, userId, quantity: 1, reservationId });
 }
 
 async function openAndClose(sale: { id: number; generation: string }, userId: string): Promise<void> {
   const reservationId = `${sale.id}-${randomUUID()}`;
   expect(await reserve(sale.id, userId, reservationId)).toMatchObject({ kind: 'reserved' });
-  expect(await returnUnits(ctx.redis, prefix(), sale.id, sale.generation, [{ reservationId, userId, quantity: 1 }])).toEqual({
+  expect(await returnUnits(inRedis(sale.id), sale.generation, [{ reservationId, userId, quantity: 1 }])).toEqual({
     kind: 'applied',
     results: ['returned'],
   });
 }
+
+/** Sale `saleId` of this file's context, bound as the store's `sale(id)` binds it. */
+const inRedis = (saleId: number) => saleRef(ctx.redis, ctx.config.REDIS_PREFIX, saleId);
+
+/** This file's client and prefix, as the record functions that span sales take them. */
+const store = (): StoreRef => ({ redis: ctx.redis, prefix: prefix() });
 
 describe("the sale's packed terms", () => {
   it('are what the reserve script judges by: a field written without them is not seen', async () => {
     const sale = await createLiveSale(ctx, { stock: 7, perUserLimit: 1 });
     await ctx.redis.hset(metaOf(sale.id), 'limit', '5', 'paused', '1');
 
-    expect(
-      await reservePurchase(ctx.redis, prefix(), { saleId: sale.id, userId: 'a', quantity: 2, reservationId: `${sale.id}-a` }),
-    ).toEqual({ kind: 'above_limit', limit: 1 });
+    expect(await reservePurchase(store(), { saleId: sale.id, userId: 'a', quantity: 2, reservationId: `${sale.id}-a` })).toEqual({
+      kind: 'above_limit',
+      limit: 1,
+    });
     expect(await reserve(sale.id, 'a')).toEqual({ kind: 'reserved', remaining: 6 });
   });
 
@@ -57,21 +65,21 @@ describe("the sale's packed terms", () => {
     const sale = await createLiveSale(ctx, { stock: 5 });
     const controls = { version: 1, stock: 5, endsAt: sale.endsAt, operatorPaused: true };
 
-    expect(await applySaleControls(ctx.redis, prefix(), sale.id, controls)).toBe('applied');
+    expect(await applySaleControls(inRedis(sale.id), controls)).toBe('applied');
     expect(await reserve(sale.id, 'a')).toEqual({ kind: 'sale_paused' });
-    expect(await applySaleControls(ctx.redis, prefix(), sale.id, { ...controls, version: 2, operatorPaused: false })).toBe('applied');
+    expect(await applySaleControls(inRedis(sale.id), { ...controls, version: 2, operatorPaused: false })).toBe('applied');
     expect(await reserve(sale.id, 'a')).toEqual({ kind: 'reserved', remaining: 4 });
     const ended = { ...controls, version: 3, operatorPaused: false, endsAt: (await redisNow(ctx.redis)) - 1 };
-    expect(await applySaleControls(ctx.redis, prefix(), sale.id, ended)).toBe('applied');
+    expect(await applySaleControls(inRedis(sale.id), ended)).toBe('applied');
     expect(await reserve(sale.id, 'b')).toEqual({ kind: 'sale_ended' });
   });
 
   it("follow the reconciler's pause and resume", async () => {
     const sale = await createLiveSale(ctx, { stock: 5 });
 
-    expect(await setSalePaused(ctx.redis, prefix(), sale.id, true)).toBe(true);
+    expect(await setSalePaused(inRedis(sale.id), true)).toBe(true);
     expect(await reserve(sale.id, 'a')).toEqual({ kind: 'sale_paused' });
-    expect(await setSalePaused(ctx.redis, prefix(), sale.id, false)).toBe(true);
+    expect(await setSalePaused(inRedis(sale.id), false)).toBe(true);
     expect(await reserve(sale.id, 'a')).toEqual({ kind: 'reserved', remaining: 4 });
   });
 
@@ -79,11 +87,15 @@ describe("the sale's packed terms", () => {
     const sale = await createLiveSale(ctx, { stock: 5, perUserLimit: 1 });
     const rebuilt = { ...sale, perUserLimit: 3, operatorPaused: false, controlsVersion: 0 };
 
-    await rebuildSaleState(ctx.redis, prefix(), rebuilt, { remaining: 5, generation: 'gen-2', buyers: (async function* () {})() });
+    await rebuildSaleState(store(), rebuilt, {
+      remaining: 5,
+      generation: 'gen-2',
+      buyers: (async function* () {})(),
+    });
     expect(await reserve(sale.id, 'a')).toEqual({ kind: 'sale_paused' });
-    expect(await setSalePaused(ctx.redis, prefix(), sale.id, false, 'gen-2')).toBe(true);
+    expect(await setSalePaused(inRedis(sale.id), false, 'gen-2')).toBe(true);
     expect(
-      await reservePurchase(ctx.redis, prefix(), {
+      await reservePurchase(store(), {
         saleId: sale.id,
         userId: 'a',
         quantity: 3,
@@ -101,21 +113,23 @@ describe("the sale's packed terms", () => {
     await ctx.redis.hdel(metaOf(sale.id), 'terms', 'closed');
     await ctx.redis.hset(metaOf(sale.id), 'limit', '2');
 
-    expect(
-      await reservePurchase(ctx.redis, prefix(), { saleId: sale.id, userId: 'a', quantity: 2, reservationId: `${sale.id}-x` }),
-    ).toEqual({ kind: 'reserved', remaining: 3 });
+    expect(await reservePurchase(store(), { saleId: sale.id, userId: 'a', quantity: 2, reservationId: `${sale.id}-x` })).toEqual({
+      kind: 'reserved',
+      remaining: 3,
+    });
     expect(await reserve(sale.id, 'closer')).toEqual({ kind: 'order_limit_reached', maxOrders: 1 });
     await ctx.redis.hset(metaOf(sale.id), 'op_paused', '1');
     expect(await reserve(sale.id, 'b')).toEqual({ kind: 'sale_paused' });
     await ctx.redis.hset(metaOf(sale.id), 'op_paused', '0');
 
     // The first writer of a field after the upgrade writes the terms, and counts the closes from before.
-    expect(await setSalePaused(ctx.redis, prefix(), sale.id, false)).toBe(true);
+    expect(await setSalePaused(inRedis(sale.id), false)).toBe(true);
     expect(await ctx.redis.hexists(metaOf(sale.id), 'terms')).toBe(1);
     expect(await ctx.redis.hget(metaOf(sale.id), 'closed')).toBe('1');
-    expect(
-      await reservePurchase(ctx.redis, prefix(), { saleId: sale.id, userId: 'b', quantity: 2, reservationId: `${sale.id}-b` }),
-    ).toEqual({ kind: 'reserved', remaining: 1 });
+    expect(await reservePurchase(store(), { saleId: sale.id, userId: 'b', quantity: 2, reservationId: `${sale.id}-b` })).toEqual({
+      kind: 'reserved',
+      remaining: 1,
+    });
     expect(await reserve(sale.id, 'closer')).toEqual({ kind: 'order_limit_reached', maxOrders: 1 });
   });
 });
@@ -142,10 +156,14 @@ describe("the rebuy rule's read of a buyer's closed orders", () => {
     const rebuilt = { ...sale, operatorPaused: false, controlsVersion: 0 };
 
     // The rebuild writes a new meta; the closed hash outlives it, and the restore marks it again.
-    await rebuildSaleState(ctx.redis, prefix(), rebuilt, { remaining: 10, generation: 'gen-2', buyers: (async function* () {})() });
+    await rebuildSaleState(store(), rebuilt, {
+      remaining: 10,
+      generation: 'gen-2',
+      buyers: (async function* () {})(),
+    });
     expect(await ctx.redis.hget(metaOf(sale.id), 'closed')).toBe('0');
-    expect(await restoreClosedOrders(ctx.redis, prefix(), sale.id, rule, [])).toBe('restored');
-    expect(await setSalePaused(ctx.redis, prefix(), sale.id, false, 'gen-2')).toBe(true);
+    expect(await restoreClosedOrders(inRedis(sale.id), rule, [])).toBe('restored');
+    expect(await setSalePaused(inRedis(sale.id), false, 'gen-2')).toBe(true);
 
     expect(await reserve(sale.id, 'closer')).toEqual({ kind: 'order_limit_reached', maxOrders: 1 });
   });

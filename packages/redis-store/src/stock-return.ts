@@ -1,5 +1,5 @@
-import type { ScriptedRedis } from './scripts.ts';
-import { saleKeys } from './keys.ts';
+import type { SaleRef } from './store-ref.ts';
+import { chunksOf } from './chunks.ts';
 import { hashPages } from './hash-scan.ts';
 
 /**
@@ -32,17 +32,9 @@ const RESULT_OF: Record<number, ReturnResult> = { 1: 'returned', 0: 'already', [
 const ORDERS_PER_CALL = 200;
 
 /** Gives back the units of `orders`, all closed while the sale's Redis state was `generation`. */
-export async function returnUnits(
-  redis: ScriptedRedis,
-  prefix: string,
-  saleId: number,
-  generation: string,
-  orders: UnitsToReturn[],
-): Promise<ReturnOutcome> {
-  const keys = saleKeys(prefix, saleId);
+export async function returnUnits({ redis, keys }: SaleRef, generation: string, orders: UnitsToReturn[]): Promise<ReturnOutcome> {
   const results: ReturnResult[] = [];
-  for (let i = 0; i < orders.length; i += ORDERS_PER_CALL) {
-    const chunk = orders.slice(i, i + ORDERS_PER_CALL);
+  for (const chunk of chunksOf(orders, ORDERS_PER_CALL)) {
     const reply = await redis.returnUnits(
       keys.meta,
       keys.buyers,
@@ -63,11 +55,6 @@ export async function returnUnits(
  * The reservations whose units this generation of the sale's state gave back (its returned hash), a page
  * (HSCAN COUNT `pageSize`) at a time.
  */
-export async function* returnedReservationPages(
-  redis: ScriptedRedis,
-  prefix: string,
-  saleId: number,
-  pageSize: number,
-): AsyncGenerator<string[]> {
-  for await (const flat of hashPages(redis, saleKeys(prefix, saleId).returned, pageSize)) yield flat.filter((_, i) => i % 2 === 0);
+export async function* returnedReservationPages({ redis, keys }: SaleRef, pageSize: number): AsyncGenerator<string[]> {
+  for await (const flat of hashPages(redis, keys.returned, pageSize)) yield flat.filter((_, i) => i % 2 === 0);
 }

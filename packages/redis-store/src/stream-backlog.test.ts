@@ -8,6 +8,7 @@ import { compareEntryIds, countEntriesAfter, streamBacklog, undeliveredLag } fro
 import { isDrained, waitForDrain } from './stream-drain.ts';
 import { snapshotSale } from './sale-snapshot.ts';
 import { DrainTimeout } from '@flashsale/domain';
+import { saleRef } from './store-ref.ts';
 
 let ctx: TestContext;
 beforeAll(() => {
@@ -19,12 +20,15 @@ afterAll(async () => {
 
 async function reserveFor(saleId: number, buyers: string[]): Promise<void> {
   for (const userId of buyers) {
-    const outcome = await reservePurchase(ctx.redis, ctx.config.REDIS_PREFIX, {
-      saleId,
-      userId,
-      quantity: 1,
-      reservationId: newReservationId(saleId),
-    });
+    const outcome = await reservePurchase(
+      { redis: ctx.redis, prefix: ctx.config.REDIS_PREFIX },
+      {
+        saleId,
+        userId,
+        quantity: 1,
+        reservationId: newReservationId(saleId),
+      },
+    );
     expect(outcome.kind).toBe('reserved');
   }
 }
@@ -43,24 +47,27 @@ function deliver(saleId: number, count: number): Promise<unknown> {
   );
 }
 
+/** Sale `saleId` of this file's context, bound as the store's `sale(id)` binds it. */
+const inRedis = (saleId: number) => saleRef(ctx.redis, ctx.config.REDIS_PREFIX, saleId);
+
 describe('streamBacklog', () => {
   it('is empty for a freshly published sale', async () => {
     const sale = await createLiveSale(ctx);
 
-    expect(await streamBacklog(ctx.redis, ctx.config.REDIS_PREFIX, sale.id)).toEqual({ lag: 0, pending: 0, deadLettered: 0 });
+    expect(await streamBacklog(inRedis(sale.id))).toEqual({ lag: 0, pending: 0, deadLettered: 0 });
   });
 
   it('is empty for a sale whose stream does not exist', async () => {
-    expect(await streamBacklog(ctx.redis, ctx.config.REDIS_PREFIX, 876_543_210)).toEqual({ lag: 0, pending: 0, deadLettered: 0 });
+    expect(await streamBacklog(inRedis(876_543_210))).toEqual({ lag: 0, pending: 0, deadLettered: 0 });
   });
 
   it('counts undelivered entries as lag and delivered, unacknowledged ones as pending', async () => {
     const sale = await createLiveSale(ctx);
     await reserveFor(sale.id, ['a', 'b', 'c']);
-    expect(await streamBacklog(ctx.redis, ctx.config.REDIS_PREFIX, sale.id)).toEqual({ lag: 3, pending: 0, deadLettered: 0 });
+    expect(await streamBacklog(inRedis(sale.id))).toEqual({ lag: 3, pending: 0, deadLettered: 0 });
 
     await deliver(sale.id, 2);
-    expect(await streamBacklog(ctx.redis, ctx.config.REDIS_PREFIX, sale.id)).toEqual({ lag: 1, pending: 2, deadLettered: 0 });
+    expect(await streamBacklog(inRedis(sale.id))).toEqual({ lag: 1, pending: 2, deadLettered: 0 });
   });
 
   it('still counts undelivered entries when Redis cannot (an entry was deleted, lag is null)', async () => {
@@ -73,7 +80,7 @@ describe('streamBacklog', () => {
 
     const groups = (await ctx.redis.xinfo('GROUPS', stream)) as unknown[][];
     expect(groups[0]![groups[0]!.indexOf('lag') + 1]).toBeNull();
-    expect(await streamBacklog(ctx.redis, ctx.config.REDIS_PREFIX, sale.id)).toEqual({ lag: 2, pending: 1, deadLettered: 0 });
+    expect(await streamBacklog(inRedis(sale.id))).toEqual({ lag: 2, pending: 1, deadLettered: 0 });
   });
 
   it('counts dead-lettered entries, which are no longer pending', async () => {
@@ -83,9 +90,9 @@ describe('streamBacklog', () => {
     await deliver(sale.id, 1);
     const [[entryId, fields]] = (await ctx.redis.xrange(keys.stream, '-', '+', 'COUNT', 1)) as [[string, string[]]];
 
-    await deadLetter(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, { id: entryId, fields }, 'OVER_STOCK', 1);
+    await deadLetter(inRedis(sale.id), { id: entryId, fields }, 'OVER_STOCK', 1);
 
-    expect(await streamBacklog(ctx.redis, ctx.config.REDIS_PREFIX, sale.id)).toEqual({ lag: 1, pending: 0, deadLettered: 1 });
+    expect(await streamBacklog(inRedis(sale.id))).toEqual({ lag: 1, pending: 0, deadLettered: 1 });
   });
 });
 
@@ -139,16 +146,16 @@ describe("the drain judged from the ids, when the group's lag is wrong or unknow
     await ctx.redis.xgroup('SETID', stream, ORDER_WRITERS_GROUP, '$', 'ENTRIESREAD', 0);
     expect(await lagOf(stream)).toBe(3);
 
-    expect(await streamBacklog(ctx.redis, prefix(), sale.id)).toEqual({ lag: 0, pending: 0, deadLettered: 0 });
-    expect(await waitForDrain(ctx.redis, prefix(), sale.id, 1000)).toEqual({ lag: 0, pending: 0, deadLettered: 0 });
-    expect((await snapshotSale(ctx.redis, prefix(), sale.id)).backlog).toEqual({ lag: 0, pending: 0 });
+    expect(await streamBacklog(inRedis(sale.id))).toEqual({ lag: 0, pending: 0, deadLettered: 0 });
+    expect(await waitForDrain(inRedis(sale.id), 1000)).toEqual({ lag: 0, pending: 0, deadLettered: 0 });
+    expect((await snapshotSale(inRedis(sale.id))).backlog).toEqual({ lag: 0, pending: 0 });
   });
 
   it('is drained when entries-read is unknown and nothing follows', async () => {
     const { sale, stream } = await drainedSale();
     await ctx.redis.xgroup('SETID', stream, ORDER_WRITERS_GROUP, '$', 'ENTRIESREAD', -1);
 
-    expect(await streamBacklog(ctx.redis, prefix(), sale.id)).toEqual({ lag: 0, pending: 0, deadLettered: 0 });
+    expect(await streamBacklog(inRedis(sale.id))).toEqual({ lag: 0, pending: 0, deadLettered: 0 });
   });
 
   it('is not drained when XINFO GROUPS reports lag 0 but entries follow last-delivered-id: it counts them', async () => {
@@ -157,11 +164,11 @@ describe("the drain judged from the ids, when the group's lag is wrong or unknow
     await ctx.redis.xgroup('SETID', stream, ORDER_WRITERS_GROUP, ids[0]!, 'ENTRIESREAD', 3);
     expect(await lagOf(stream)).toBe(0);
 
-    const backlog = await streamBacklog(ctx.redis, prefix(), sale.id);
+    const backlog = await streamBacklog(inRedis(sale.id));
     expect(backlog).toEqual({ lag: 2, pending: 0, deadLettered: 0 });
     expect(isDrained(backlog)).toBe(false);
-    expect((await snapshotSale(ctx.redis, prefix(), sale.id)).backlog).toEqual({ lag: null, pending: 0 });
-    await expect(waitForDrain(ctx.redis, prefix(), sale.id, 100)).rejects.toThrow(
+    expect((await snapshotSale(inRedis(sale.id))).backlog).toEqual({ lag: null, pending: 0 });
+    await expect(waitForDrain(inRedis(sale.id), 100)).rejects.toThrow(
       new RegExp(`undelivered entries follow last-delivered-id ${ids[0]} \\(the first ${ids[1]}; XINFO GROUPS lag 0, entries-read 3\\)`),
     );
   });
@@ -172,7 +179,7 @@ describe("the drain judged from the ids, when the group's lag is wrong or unknow
     await reserveFor(sale.id, ['d']);
     expect(await lagOf(stream)).toBeNull();
 
-    expect(await streamBacklog(ctx.redis, prefix(), sale.id)).toEqual({ lag: 1, pending: 0, deadLettered: 0 });
+    expect(await streamBacklog(inRedis(sale.id))).toEqual({ lag: 1, pending: 0, deadLettered: 0 });
   });
 
   it('says which consumer holds the oldest pending entry when the wait gives up', async () => {
@@ -181,7 +188,7 @@ describe("the drain judged from the ids, when the group's lag is wrong or unknow
     await deliver(sale.id, 2);
     const [[oldest]] = (await ctx.redis.xrange(saleKeys(prefix(), sale.id).stream, '-', '+', 'COUNT', 1)) as [[string, string[]]];
 
-    const failure = await waitForDrain(ctx.redis, prefix(), sale.id, 50).catch((error: unknown) => error);
+    const failure = await waitForDrain(inRedis(sale.id), 50).catch((error: unknown) => error);
 
     expect(failure).toBeInstanceOf(DrainTimeout);
     expect((failure as Error).message).toMatch(

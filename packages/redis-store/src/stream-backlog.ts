@@ -1,5 +1,6 @@
 import type { ScriptedRedis } from './scripts.ts';
-import { ORDER_WRITERS_GROUP, saleKeys } from './keys.ts';
+import type { SaleRef } from './store-ref.ts';
+import { ORDER_WRITERS_GROUP } from './keys.ts';
 import { lastEntryIdOf } from './reservation-stream.ts';
 
 /** How much of a sale's stream has not become orders yet. */
@@ -67,8 +68,8 @@ export function undeliveredLag(group: Pick<OrderWritersGroup, 'lag' | 'lastDeliv
  * a page at a time, up to UNDELIVERED_COUNT_CAP). A missing stream or
  * group counts as nothing in flight: there is nothing left to deliver.
  */
-export async function streamBacklog(redis: ScriptedRedis, prefix: string, saleId: number): Promise<StreamBacklog> {
-  const { lag, pending, deadLettered } = await orderWritersProgress(redis, prefix, saleId);
+export async function streamBacklog(sale: SaleRef): Promise<StreamBacklog> {
+  const { lag, pending, deadLettered } = await orderWritersProgress(sale);
   return { lag, pending, deadLettered };
 }
 
@@ -83,8 +84,7 @@ export interface OrderWritersProgress extends StreamBacklog {
 }
 
 /** streamBacklog, with the acknowledged count, from the same XINFO GROUPS reply. */
-export async function orderWritersProgress(redis: ScriptedRedis, prefix: string, saleId: number): Promise<OrderWritersProgress> {
-  const keys = saleKeys(prefix, saleId);
+export async function orderWritersProgress({ redis, keys }: SaleRef): Promise<OrderWritersProgress> {
   const replies = await redis
     .pipeline()
     .xinfo('GROUPS', keys.stream)
@@ -148,8 +148,7 @@ export async function countEntriesAfter(
  * position (the first of them, and what XINFO said), and the pending ones (the oldest, who holds it and
  * how long it has been idle). Read when a wait for the drain gives up; costs a few bounded reads.
  */
-export async function explainBacklog(redis: ScriptedRedis, prefix: string, saleId: number): Promise<string> {
-  const keys = saleKeys(prefix, saleId);
+export async function explainBacklog({ redis, keys }: SaleRef): Promise<string> {
   const group = orderWritersGroupOf(await redis.xinfo('GROUPS', keys.stream).catch(() => []));
   if (!group) return 'the stream or its group is missing: nothing to drain';
   const reasons: string[] = [];

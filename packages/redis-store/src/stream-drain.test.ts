@@ -4,6 +4,7 @@ import { createLiveSale, createTestContext, type TestContext } from '../../../te
 import { ORDER_WRITERS_GROUP, saleKeys } from './keys.ts';
 import { reservePurchase } from './reserve-purchase.ts';
 import { isDrained, waitForDrain } from './stream-drain.ts';
+import { saleRef } from './store-ref.ts';
 
 let ctx: TestContext;
 beforeAll(() => {
@@ -12,6 +13,9 @@ beforeAll(() => {
 afterAll(async () => {
   await ctx.close();
 });
+
+/** Sale `saleId` of this file's context, bound as the store's `sale(id)` binds it. */
+const inRedis = (saleId: number) => saleRef(ctx.redis, ctx.config.REDIS_PREFIX, saleId);
 
 describe('isDrained', () => {
   it.each([
@@ -27,12 +31,15 @@ describe('isDrained', () => {
 describe('waitForDrain', () => {
   it('fails with DrainTimeout while an entry is pending, and answers the backlog once it is acknowledged', async () => {
     const sale = await createLiveSale(ctx);
-    const reserved = await reservePurchase(ctx.redis, ctx.config.REDIS_PREFIX, {
-      saleId: sale.id,
-      userId: 'ann',
-      quantity: 1,
-      reservationId: newReservationId(sale.id),
-    });
+    const reserved = await reservePurchase(
+      { redis: ctx.redis, prefix: ctx.config.REDIS_PREFIX },
+      {
+        saleId: sale.id,
+        userId: 'ann',
+        quantity: 1,
+        reservationId: newReservationId(sale.id),
+      },
+    );
     expect(reserved.kind).toBe('reserved');
     const stream = saleKeys(ctx.config.REDIS_PREFIX, sale.id).stream;
     const delivered = (await ctx.redis.xreadgroup('GROUP', ORDER_WRITERS_GROUP, 'test-consumer', 'STREAMS', stream, '>')) as [
@@ -41,9 +48,9 @@ describe('waitForDrain', () => {
     ][];
     const entryId = delivered[0]![1][0]![0];
 
-    await expect(waitForDrain(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, 100)).rejects.toThrow(DrainTimeout);
+    await expect(waitForDrain(inRedis(sale.id), 100)).rejects.toThrow(DrainTimeout);
 
-    const drained = waitForDrain(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, 60_000);
+    const drained = waitForDrain(inRedis(sale.id), 60_000);
     await ctx.redis.xack(stream, ORDER_WRITERS_GROUP, entryId);
     expect(await drained).toEqual({ lag: 0, pending: 0, deadLettered: 0 });
   });

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DrainTimeout } from '@flashsale/domain';
-import type { ScriptedRedis } from './scripts.ts';
+import type { SaleRef } from './store-ref.ts';
 import { explainBacklog, streamBacklog, type StreamBacklog } from './stream-backlog.ts';
 
 /**
@@ -19,21 +19,15 @@ export function isDrained(backlog: StreamBacklog): boolean {
  * what is pending). The reconciler's wait before a rebuild (RECONCILE_DRAIN_TIMEOUT_MS), and
  * the tests' and runners' before they count the orders.
  */
-export async function waitForDrain(
-  redis: ScriptedRedis,
-  prefix: string,
-  saleId: number,
-  timeoutMs = 30_000,
-  pollMs = 25,
-): Promise<StreamBacklog> {
+export async function waitForDrain(sale: SaleRef, timeoutMs = 30_000, pollMs = 25): Promise<StreamBacklog> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const backlog = await streamBacklog(redis, prefix, saleId);
+    const backlog = await streamBacklog(sale);
     if (isDrained(backlog)) return backlog;
     if (Date.now() >= deadline) {
-      const why = await explainBacklog(redis, prefix, saleId);
+      const why = await explainBacklog(sale);
       throw new DrainTimeout(
-        `sale ${saleId}: stream not drained after ${timeoutMs} ms (lag ${backlog.lag}, pending ${backlog.pending}): ${why}`,
+        `sale ${sale.saleId}: stream not drained after ${timeoutMs} ms (lag ${backlog.lag}, pending ${backlog.pending}): ${why}`,
       );
     }
     await sleep(pollMs);

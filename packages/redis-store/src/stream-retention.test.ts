@@ -5,6 +5,7 @@ import { ORDER_WRITERS_GROUP, saleKeys } from './keys.ts';
 import { reservePurchase } from './reserve-purchase.ts';
 import { streamBacklog } from './stream-backlog.ts';
 import { trimAcknowledged } from './stream-retention.ts';
+import { saleRef } from './store-ref.ts';
 
 let ctx: TestContext;
 beforeAll(() => {
@@ -18,12 +19,15 @@ afterAll(async () => {
 async function saleWithEntries(count: number) {
   const sale = await createLiveSale(ctx, { stock: 100 });
   for (let i = 0; i < count; i++) {
-    const outcome = await reservePurchase(ctx.redis, ctx.config.REDIS_PREFIX, {
-      saleId: sale.id,
-      userId: `b${i}`,
-      quantity: 1,
-      reservationId: newReservationId(sale.id),
-    });
+    const outcome = await reservePurchase(
+      { redis: ctx.redis, prefix: ctx.config.REDIS_PREFIX },
+      {
+        saleId: sale.id,
+        userId: `b${i}`,
+        quantity: 1,
+        reservationId: newReservationId(sale.id),
+      },
+    );
     expect(outcome.kind).toBe('reserved');
   }
   const stream = saleKeys(ctx.config.REDIS_PREFIX, sale.id).stream;
@@ -43,18 +47,21 @@ const NO_BOUNDS = { keepFrom: null, keepSinceMs: null };
 
 const remaining = async (stream: string) => ((await ctx.redis.xrange(stream, '-', '+')) as [string, string[]][]).map(([id]) => id);
 
+/** Sale `saleId` of this file's context, bound as the store's `sale(id)` binds it. */
+const inRedis = (saleId: number) => saleRef(ctx.redis, ctx.config.REDIS_PREFIX, saleId);
+
 describe('trimAcknowledged', () => {
   it('removes acknowledged entries only: pending and undelivered ones stay, and the backlog reads the same', async () => {
     const { sale, stream, ids } = await saleWithEntries(10);
     const delivered = await deliver(stream, 6);
     // Acknowledged: 0, 1, 3. Pending: 2, 4, 5. Undelivered: 6..9.
     await ctx.redis.xack(stream, ORDER_WRITERS_GROUP, delivered[0]!, delivered[1]!, delivered[3]!);
-    const backlogBefore = await streamBacklog(ctx.redis, ctx.config.REDIS_PREFIX, sale.id);
+    const backlogBefore = await streamBacklog(inRedis(sale.id));
 
-    expect(await trimAcknowledged(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, NO_BOUNDS)).toBe(2);
+    expect(await trimAcknowledged(inRedis(sale.id), NO_BOUNDS)).toBe(2);
     // Entry 3 is acknowledged but after the oldest pending one (2): kept, as trimming only cuts a prefix.
     expect(await remaining(stream)).toEqual(ids.slice(2));
-    expect(await streamBacklog(ctx.redis, ctx.config.REDIS_PREFIX, sale.id)).toEqual(backlogBefore);
+    expect(await streamBacklog(inRedis(sale.id))).toEqual(backlogBefore);
     expect(backlogBefore).toEqual({ lag: 4, pending: 3, deadLettered: 0 });
   });
 
@@ -63,12 +70,12 @@ describe('trimAcknowledged', () => {
     const delivered = await deliver(stream, 8);
     await ctx.redis.xack(stream, ORDER_WRITERS_GROUP, ...delivered);
 
-    expect(await trimAcknowledged(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, { keepFrom: ids[5]!, keepSinceMs: null })).toBe(5);
+    expect(await trimAcknowledged(inRedis(sale.id), { keepFrom: ids[5]!, keepSinceMs: null })).toBe(5);
     expect(await remaining(stream)).toEqual(ids.slice(5));
     // Without a bound, a fully acknowledged stream is emptied.
-    expect(await trimAcknowledged(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, NO_BOUNDS)).toBe(3);
+    expect(await trimAcknowledged(inRedis(sale.id), NO_BOUNDS)).toBe(3);
     expect(await remaining(stream)).toEqual([]);
-    expect(await streamBacklog(ctx.redis, ctx.config.REDIS_PREFIX, sale.id)).toEqual({ lag: 0, pending: 0, deadLettered: 0 });
+    expect(await streamBacklog(inRedis(sale.id))).toEqual({ lag: 0, pending: 0, deadLettered: 0 });
   });
 
   it('stops at the first undelivered entry', async () => {
@@ -76,7 +83,7 @@ describe('trimAcknowledged', () => {
     const delivered = await deliver(stream, 4);
     await ctx.redis.xack(stream, ORDER_WRITERS_GROUP, ...delivered);
 
-    expect(await trimAcknowledged(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, NO_BOUNDS)).toBe(4);
+    expect(await trimAcknowledged(inRedis(sale.id), NO_BOUNDS)).toBe(4);
     expect(await remaining(stream)).toEqual(ids.slice(4));
   });
 
@@ -85,7 +92,7 @@ describe('trimAcknowledged', () => {
     const delivered = await deliver(stream, 6);
     await ctx.redis.xack(stream, ORDER_WRITERS_GROUP, delivered[0]!, delivered[2]!, delivered[3]!, delivered[4]!, delivered[5]!);
 
-    expect(await trimAcknowledged(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, { keepFrom: ids[4]!, keepSinceMs: null })).toBe(1);
+    expect(await trimAcknowledged(inRedis(sale.id), { keepFrom: ids[4]!, keepSinceMs: null })).toBe(1);
     expect(await remaining(stream)).toEqual(ids.slice(1));
   });
 
@@ -98,9 +105,9 @@ describe('trimAcknowledged', () => {
     const delivered = await deliver(stream, 5);
     await ctx.redis.xack(stream, ORDER_WRITERS_GROUP, ...delivered);
 
-    expect(await trimAcknowledged(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, { keepFrom: '5000-2', keepSinceMs: null })).toBe(2);
+    expect(await trimAcknowledged(inRedis(sale.id), { keepFrom: '5000-2', keepSinceMs: null })).toBe(2);
     expect(await remaining(stream)).toEqual(ids.slice(2));
-    expect(await trimAcknowledged(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, { keepFrom: null, keepSinceMs: 7000 })).toBe(1);
+    expect(await trimAcknowledged(inRedis(sale.id), { keepFrom: null, keepSinceMs: 7000 })).toBe(1);
     expect(await remaining(stream)).toEqual(ids.slice(3));
   });
 
@@ -111,13 +118,13 @@ describe('trimAcknowledged', () => {
     await ctx.redis.xack(stream, ORDER_WRITERS_GROUP, ...delivered.slice(0, 6));
     const young = { keepFrom: null, keepSinceMs: 0 };
 
-    expect(await trimAcknowledged(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, { ...young, maxEntries: 10 })).toBe(0);
-    expect(await trimAcknowledged(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, young)).toBe(0);
+    expect(await trimAcknowledged(inRedis(sale.id), { ...young, maxEntries: 10 })).toBe(0);
+    expect(await trimAcknowledged(inRedis(sale.id), young)).toBe(0);
     expect(await remaining(stream)).toEqual(ids);
-    expect(await trimAcknowledged(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, { ...young, maxEntries: 9 })).toBe(6);
+    expect(await trimAcknowledged(inRedis(sale.id), { ...young, maxEntries: 9 })).toBe(6);
     expect(await remaining(stream)).toEqual(ids.slice(6));
     // Pending and undelivered entries stay, however far beyond the bound.
-    expect(await trimAcknowledged(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, { ...young, maxEntries: 0 })).toBe(0);
+    expect(await trimAcknowledged(inRedis(sale.id), { ...young, maxEntries: 0 })).toBe(0);
     expect(await remaining(stream)).toEqual(ids.slice(6));
   });
 
@@ -125,18 +132,16 @@ describe('trimAcknowledged', () => {
     const { sale, stream, ids } = await saleWithEntries(8);
     await ctx.redis.xack(stream, ORDER_WRITERS_GROUP, ...(await deliver(stream, 8)));
 
-    expect(await trimAcknowledged(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, { keepFrom: ids[3]!, keepSinceMs: 0, maxEntries: 1 })).toBe(
-      3,
-    );
+    expect(await trimAcknowledged(inRedis(sale.id), { keepFrom: ids[3]!, keepSinceMs: 0, maxEntries: 1 })).toBe(3);
     expect(await remaining(stream)).toEqual(ids.slice(3));
   });
 
   it('removes nothing before anything was delivered, and nothing from a missing stream', async () => {
     const { sale, stream, ids } = await saleWithEntries(3);
 
-    expect(await trimAcknowledged(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, NO_BOUNDS)).toBe(0);
+    expect(await trimAcknowledged(inRedis(sale.id), NO_BOUNDS)).toBe(0);
     expect(await remaining(stream)).toEqual(ids);
-    expect(await trimAcknowledged(ctx.redis, ctx.config.REDIS_PREFIX, 987_654_321, NO_BOUNDS)).toBe(0);
+    expect(await trimAcknowledged(inRedis(987_654_321), NO_BOUNDS)).toBe(0);
   });
 
   it('removes nothing when the group is gone', async () => {
@@ -144,7 +149,7 @@ describe('trimAcknowledged', () => {
     await deliver(stream, 3);
     await ctx.redis.xgroup('DESTROY', stream, ORDER_WRITERS_GROUP);
 
-    expect(await trimAcknowledged(ctx.redis, ctx.config.REDIS_PREFIX, sale.id, NO_BOUNDS)).toBe(0);
+    expect(await trimAcknowledged(inRedis(sale.id), NO_BOUNDS)).toBe(0);
     expect(await remaining(stream)).toEqual(ids);
   });
 });

@@ -1,5 +1,5 @@
-import type { ScriptedRedis } from './scripts.ts';
-import { ORDER_WRITERS_GROUP, saleKeys } from './keys.ts';
+import type { SaleRef } from './store-ref.ts';
+import { ORDER_WRITERS_GROUP } from './keys.ts';
 
 /** What trimAcknowledged keeps besides what is in flight; null: no such bound. */
 export interface RetentionBounds {
@@ -21,13 +21,9 @@ export interface RetentionBounds {
  * flight to its end): about what is in flight plus the entries since the checkpoint, at any accept
  * rate. Its cost follows the entries removed, and sends back one number. Returns how many were removed.
  */
-export async function trimAcknowledged(
-  redis: ScriptedRedis,
-  prefix: string,
-  saleId: number,
-  { keepFrom, keepSinceMs, maxEntries = null }: RetentionBounds,
-): Promise<number> {
+export async function trimAcknowledged({ redis, keys }: SaleRef, bounds: RetentionBounds): Promise<number> {
+  const { keepFrom, keepSinceMs, maxEntries = null } = bounds;
   const since = keepSinceMs === null ? '' : String(Math.max(0, Math.floor(keepSinceMs)));
   const most = maxEntries === null ? '' : String(Math.max(0, Math.floor(maxEntries)));
-  return Number(await redis.trimAcknowledged(saleKeys(prefix, saleId).stream, ORDER_WRITERS_GROUP, keepFrom ?? '', since, most));
+  return Number(await redis.trimAcknowledged(keys.stream, ORDER_WRITERS_GROUP, keepFrom ?? '', since, most));
 }

@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import { workSignalChannel } from './keys.ts';
+import type { StoreRef } from './store-ref.ts';
 
 /**
  * The "work waiting" signal: a gateway that has just enqueued a reservation says so on this pub/sub
@@ -23,8 +24,7 @@ export class WorkSignaller {
   private static readonly MAX_SALES = 100_000;
 
   constructor(
-    private readonly redis: Redis,
-    private readonly prefix: string,
+    private readonly store: StoreRef<Redis>,
     private readonly everyMs = 50,
   ) {}
 
@@ -35,7 +35,7 @@ export class WorkSignaller {
     if (last !== undefined && now - last < this.everyMs) return;
     if (this.sentAt.size >= WorkSignaller.MAX_SALES) this.sentAt.clear();
     this.sentAt.set(saleId, now);
-    this.redis.publish(workSignalChannel(this.prefix), String(saleId)).catch(() => undefined);
+    this.store.redis.publish(workSignalChannel(this.store.prefix), String(saleId)).catch(() => undefined);
   }
 }
 
