@@ -22,6 +22,8 @@ export interface BenchResults extends RunInfo {
       gateway: Summary;
       /** Medians of each round's ratio (the contenders of a round run back to back). */
       ratios: { gatewayToAuthenticated: number; gatewayToBare: number; authenticatedToBare: number };
+      /** Gateway / authenticated baseline in each round, in order (absent from runs recorded before it was kept). */
+      roundRatios?: number[];
     }
   >;
   scaling?: Record<string, Summary>;
@@ -127,6 +129,10 @@ export function resultsMarkdown(r: BenchResults): string {
       `Authentication alone (authenticated / bare): accept ${ratio(paths.accept.ratios.authenticatedToBare)}, duplicate ${ratio(paths.duplicate.ratios.authenticatedToBare)}, sold out ${ratio(paths.sold_out.ratios.authenticatedToBare)}.`,
       `Against the authenticated baseline: ${(['accept', 'duplicate', 'sold_out'] as const).map((path) => `${path.replace('_', ' ')} ${verdict(paths[path].ratios.gatewayToAuthenticated, GOALS[path])}`).join('; ')}.`,
     );
+    if (paths.accept.roundRatios)
+      lines.push(
+        `Gateway / authenticated baseline, round by round: ${(['accept', 'duplicate', 'sold_out'] as const).map((path) => `${path.replace('_', ' ')} ${(paths[path].roundRatios ?? []).map(ratio).join(', ')}`).join('; ')}.`,
+      );
   }
   if (r.peakRssMiB)
     lines.push(

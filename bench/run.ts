@@ -266,6 +266,7 @@ try {
         gateway: () => measure(gateway, path),
       });
       // Each round runs the three back to back: a round's ratio is the fairest on a box whose speed drifts.
+      const roundRatios = (of: Run[], to: Run[]) => of.map((run, i) => Number((run.rps / to[i]!.rps).toFixed(3)));
       const ratios = (of: Run[], to: Run[]) => Number(median(of.map((run, i) => run.rps / to[i]!.rps)).toFixed(3));
       paths[path] = {
         bare: summary(runs.bare),
@@ -276,6 +277,7 @@ try {
           gatewayToBare: ratios(runs.gateway, runs.bare),
           authenticatedToBare: ratios(runs.authenticated, runs.bare),
         },
+        roundRatios: roundRatios(runs.gateway, runs.authenticated),
       };
     }
     results.paths = paths;
