@@ -1,6 +1,6 @@
 import { createConnection } from 'mariadb';
 import { newReservationId } from '@flashsale/domain';
-import { workSignalChannel, type SaleStore, type ScriptedRedis } from '@flashsale/redis-store';
+import { reserveArgs, workSignalChannel, type SaleStore, type ScriptedRedis } from '@flashsale/redis-store';
 import { createOrderStore, poolConfigFromUrl, type PrismaClient } from '@flashsale/order-store';
 import { spawnWorker, type AppProcess } from '@flashsale/harness';
 
@@ -27,17 +27,7 @@ export async function saleWithBacklog(redis: ScriptedRedis, store: SaleStore, pr
     const pipeline = redis.pipeline();
     for (let i = start; i < Math.min(count, start + 1000); i += 1) {
       // Queued on the pipeline, not sent: exec() below sends them all.
-      void (pipeline as unknown as ScriptedRedis).reserve(
-        keys.meta,
-        keys.buyers,
-        keys.stream,
-        keys.turns,
-        keys.closed,
-        keys.showUp,
-        `drain-${i}`,
-        1,
-        newReservationId(sale.id),
-      );
+      void (pipeline as unknown as ScriptedRedis).reserve(...reserveArgs(keys, `drain-${i}`, 1, newReservationId(sale.id)));
     }
     await pipeline.exec();
   }

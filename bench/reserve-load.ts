@@ -20,6 +20,7 @@ import {
   type ScriptedRedis,
   type SaleKeys,
   createSaleStore,
+  reserveArgs,
   reserveCodeOf,
   type ReserveReply,
 } from '@flashsale/redis-store';
@@ -111,17 +112,7 @@ export async function reserveLoad(client: ScriptedRedis, nodes: NodeUrls, option
         (pipeline, _key, index) => {
           const { saleId, keys, buyer } = calls[index]!;
           // Queued on the pipeline, not sent: pipelineBySlotGroup's exec() sends them.
-          void (pipeline as unknown as ScriptCommands).reserve(
-            keys.meta,
-            keys.buyers,
-            keys.stream,
-            keys.turns,
-            keys.closed,
-            keys.showUp,
-            buyer,
-            1,
-            newReservationId(saleId),
-          );
+          void (pipeline as unknown as ScriptCommands).reserve(...reserveArgs(keys, buyer, 1, newReservationId(saleId)));
         },
       );
       for (const [error, result] of replies) {

@@ -24,14 +24,13 @@ import {
   type AppProcess,
 } from '@flashsale/harness';
 
-const STOCK = 5000;
-const RATE_PER_SECOND = 150;
-const LOAD_MS = 34_000;
+/** The flash crowd: units on sale, purchases a second, for how long. */
+const CROWD = { stock: 5000, perSecond: 150, ms: 34_000 } as const;
 
 const { values } = parseCommandLine({
   usage: `usage: npm run chaos [-- --matrix [--fault F,...] [--link L,...] [--sale plain|queued]]
 
-Without options: a flash crowd (${RATE_PER_SECOND} purchases/s for ${LOAD_MS / 1000} s over two gateways, ${STOCK} units) while
+Without options: a flash crowd (${CROWD.perSecond} purchases/s for ${CROWD.ms / 1000} s over two gateways, ${CROWD.stock} units) while
 workers, a gateway, Redis, MariaDB and the reconciler are SIGKILLed and restarted on a schedule, on a
 redis-server and a mariadbd of its own (nothing else touched); then the ledger. Exit 1 if an invariant broke.
 
@@ -105,7 +104,7 @@ try {
     headers: { authorization: `Bearer ${process.env.ADMIN_TOKEN ?? 'dev-only-admin-token'}` },
     body: {
       name: 'Chaos sale',
-      stock: STOCK,
+      stock: CROWD.stock,
       perUserLimit: 2,
       startsAt: new Date(Date.now() - 1000).toISOString(),
       endsAt: new Date(Date.now() + 3_600_000).toISOString(),
@@ -114,7 +113,7 @@ try {
   admin.close();
   if (created.status !== 201) throw new Error(`creating the sale failed: ${JSON.stringify(created.body)}`);
   const saleId = created.body.id as number;
-  log(`sale ${saleId}: ${STOCK} units; ${RATE_PER_SECOND} purchases/s for ${LOAD_MS / 1000} s over 2 gateways`);
+  log(`sale ${saleId}: ${CROWD.stock} units; ${CROWD.perSecond} purchases/s for ${CROWD.ms / 1000} s over 2 gateways`);
 
   const down = new Set<string>();
   const killAndRestart = async (name: string, afterMs: number) => {
@@ -147,9 +146,9 @@ try {
   const outcomes: Record<string, number> = {};
   const uncertain = new Set<string>();
   const inFlight: Promise<void>[] = [];
-  const total = Math.floor((LOAD_MS / 1000) * RATE_PER_SECOND);
+  const total = Math.floor((CROWD.ms / 1000) * CROWD.perSecond);
   for (let i = 0; i < total; i++) {
-    await sleep(Math.max(0, loadStart + (i * 1000) / RATE_PER_SECOND - Date.now()));
+    await sleep(Math.max(0, loadStart + (i * 1000) / CROWD.perSecond - Date.now()));
     const userId = `chaos-buyer-${i}`;
     const quantity = (i % 2) + 1;
     const gateway = i % 2;
@@ -190,12 +189,12 @@ try {
   );
   console.log('Ledger');
   console.table({
-    stock: { value: STOCK },
+    stock: { value: CROWD.stock },
     '202 accepted': { value: accepted.size },
     'units accepted (202)': { value: [...accepted.values()].reduce((s, a) => s + a.quantity, 0) },
     'units in MySQL orders': { value: ledger.unitsInDb },
     'remaining in Redis': { value: ledger.remaining },
-    'units + remaining (= stock?)': { value: `${ledger.unitsInDb + ledger.remaining} / ${STOCK}` },
+    'units + remaining (= stock?)': { value: `${ledger.unitsInDb + ledger.remaining} / ${CROWD.stock}` },
     'lost (202 without order)': { value: ledger.lost.length },
     duplicated: { value: ledger.duplicated.length },
     'unexpected (order without 202)': { value: ledger.unexpected.length },
@@ -209,7 +208,7 @@ try {
     ledger.duplicated.length > 0 ||
     ledger.unexpected.length > 0 ||
     ledger.oversold > 0 ||
-    ledger.unitsInDb + ledger.remaining !== STOCK;
+    ledger.unitsInDb + ledger.remaining !== CROWD.stock;
   console.log(
     broken ? 'INVARIANT BROKEN' : 'All invariants hold: nothing lost, doubled, unexpected or oversold, and units + remaining = stock.',
   );

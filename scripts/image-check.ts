@@ -29,18 +29,7 @@ import {
   type HttpClient,
   type HttpResult,
 } from '@flashsale/harness';
-import {
-  DEFAULT_CACHE,
-  ROOT,
-  imageExists,
-  podman,
-  podmanEnv,
-  projectImages,
-  qualified,
-  run,
-  secondsSince,
-  type RunResult,
-} from './podman.ts';
+import { DEFAULT_CACHE, ROOT, builtAppImage, podman, podmanEnv, run, secondsSince, type RunResult } from './podman.ts';
 
 const COMMAND = {
   usage: `usage: npm run image:check -- [--only roles|compose] [--cache <dir>]
@@ -64,9 +53,9 @@ if (options.only !== undefined && options.only !== 'roles' && options.only !== '
   exitWithUsage(COMMAND, `--only takes roles or compose, not ${options.only}`);
 
 const env = podmanEnv(options.cache ?? DEFAULT_CACHE);
-const images = projectImages();
-const IMAGE = qualified(images.app);
 /** Every container this run starts carries it (compose's carry their project's name), for the cleanup. */
+/** The application's image, once found. */
+let IMAGE = '';
 const RUN = `fscheck${process.pid}`;
 /** The label compose gives what it makes, its value the project (this run's: RUN). */
 const COMPOSE_PROJECT = 'com.docker.compose.project';
@@ -714,10 +703,7 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
 
 const began = performance.now();
 try {
-  if (!(await imageExists(env, IMAGE))) {
-    console.error(`${images.app} is not built: npm run image:build first`);
-    process.exit(1);
-  }
+  IMAGE = await builtAppImage(env);
   if (options.only !== 'compose') await checkRoles();
   if (options.only !== 'roles') await checkCompose();
 } catch (error) {

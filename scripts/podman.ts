@@ -104,6 +104,17 @@ export function qualified(name: string): string {
   return name.includes('/') ? `docker.io/${name}` : `docker.io/library/${name}`;
 }
 
+/** The application's image as podman names it; exits with the command that builds it when podman has none. */
+export async function builtAppImage(env: NodeJS.ProcessEnv): Promise<string> {
+  const { app } = projectImages();
+  const image = qualified(app);
+  if (!(await imageExists(env, image))) {
+    console.error(`${app} is not built: npm run image:build first`);
+    process.exit(1);
+  }
+  return image;
+}
+
 /** The images this project's files name: the Dockerfile's base, the stores', the proxy's and the application's. */
 export interface ProjectImages {
   node: string;

@@ -1,12 +1,4 @@
-import {
-  announceStarted,
-  bootProcess,
-  bullConnectionOf,
-  openStores,
-  serveInternalPort,
-  stopOnSignal,
-  storesReadiness,
-} from '@flashsale/bootstrap';
+import { announceStarted, bootProcess, bullConnectionOf, openStores, serveStoresPort, stopOnSignal } from '@flashsale/bootstrap';
 import { Reconciler } from './reconciler.ts';
 import { createReconcilerMetrics } from './metrics.ts';
 
@@ -55,7 +47,7 @@ const reconciler = new Reconciler(
     auditIdleMs: config.RECONCILER_AUDIT_IDLE_MS,
   },
 );
-const internalPort = await serveInternalPort(proc, metrics.registry, storesReadiness(stores));
+const internalPort = await serveStoresPort(proc, metrics.registry, stores);
 
 stopOnSignal(proc, stores, {
   work: () => reconciler.stop(),

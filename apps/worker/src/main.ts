@@ -1,12 +1,4 @@
-import {
-  announceStarted,
-  bootProcess,
-  listenForWorkSignals,
-  openStores,
-  serveInternalPort,
-  stopOnSignal,
-  storesReadiness,
-} from '@flashsale/bootstrap';
+import { announceStarted, bootProcess, listenForWorkSignals, openStores, serveStoresPort, stopOnSignal } from '@flashsale/bootstrap';
 import { OrderWorker } from './order-worker.ts';
 import { createWorkerMetrics } from './metrics.ts';
 import { OrderExpiry } from './order-expiry.ts';
@@ -52,7 +44,7 @@ const expiry = new OrderExpiry(
   { everyMs: config.EXPIRY_SWEEP_MS, batchSize: config.EXPIRY_BATCH_SIZE },
   metrics.expiryObserver,
 );
-const internalPort = await serveInternalPort(proc, metrics.registry, storesReadiness(stores));
+const internalPort = await serveStoresPort(proc, metrics.registry, stores);
 
 // Before the warm-up, which waits up to 2 s for a store that is away: a signal then is handled too.
 stopOnSignal(proc, stores, {

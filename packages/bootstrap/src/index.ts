@@ -3,6 +3,7 @@ export {
   openStores,
   openCommandStores,
   storesReadiness,
+  serveStoresPort,
   type CommandStores,
   type ProcessStores,
   type GatewayStores,

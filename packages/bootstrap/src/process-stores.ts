@@ -1,10 +1,10 @@
 import type { StoreErrorMetrics } from '@flashsale/runtime';
-import { readinessProbe, type Logger, type Readiness } from '@flashsale/runtime';
+import { readinessProbe, type Logger, type MetricsSource, type Readiness } from '@flashsale/runtime';
 import { createRedis, redisTargetOf, type ScriptedRedis } from '@flashsale/redis-store';
 import { createPrisma, type PrismaClient } from '@flashsale/order-store';
 import { createReconcileJobs, type ReconcileJobs } from '@flashsale/jobs';
 import type { Sales } from '@flashsale/sales';
-import type { ProcessBoot } from './process-boot.ts';
+import { serveInternalPort, type InternalPort, type ProcessBoot } from './process-boot.ts';
 import { salesOf } from './process-sales.ts';
 
 export interface WorkerStores {
@@ -118,4 +118,13 @@ export function openCommandStores(
 /** `/readyz`: ready when Redis and MySQL both answer. */
 export function storesReadiness({ redis, prisma }: Pick<WorkerStores, 'redis' | 'prisma'>): () => Promise<Readiness> {
   return readinessProbe({ redis: () => redis.ping(), mysql: () => prisma.$queryRaw`SELECT 1` });
+}
+
+/** The internal port of a worker or reconciler: /readyz when its Redis and MySQL both answer. */
+export function serveStoresPort(
+  proc: ProcessBoot,
+  source: MetricsSource,
+  stores: Pick<WorkerStores, 'redis' | 'prisma'>,
+): Promise<InternalPort> {
+  return serveInternalPort(proc, source, storesReadiness(stores));
 }

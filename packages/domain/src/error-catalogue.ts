@@ -85,12 +85,7 @@ export const ERRORS = {
     title: 'The admin surface does not answer for this host',
     detail: 'the admin surface does not answer for the host {host}: see ADMIN_ALLOWED_HOSTS',
   },
-  SALE_NOT_FOUND: {
-    status: 404,
-    title: 'No such sale',
-    detail: 'no sale has the id {saleId}',
-    causes: { view: 'no such view: {topic}' },
-  },
+  SALE_NOT_FOUND: { status: 404, title: 'No such sale', detail: 'no sale has the id {saleId}', causes: { view: 'no such view: {topic}' } },
   RESERVATION_NOT_FOUND: {
     status: 404,
     title: 'No such reservation',

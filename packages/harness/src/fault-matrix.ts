@@ -72,18 +72,20 @@ export interface MatrixStores {
   log?: (line: string) => void;
 }
 
-/** When the fault starts after the load, how long it lasts, how long the load runs. */
-const FAULT_AT_MS = 3000;
-const FAULT_MS = 8000;
-const LOAD_MS = 15_000;
-/** New buyers a second: a plain sale's buy once; a queued sale's join, poll and buy when admitted. */
-const PLAIN_RATE = 25;
-const QUEUED_RATE = 12;
-const STOCK = 1000;
-/** How long a buyer waits for an answer before counting it as none (a frozen gateway). */
-const ANSWER_MS = 10_000;
-/** How long the cell waits, after the load, for the stream to drain and the sale to be open again. */
-const SETTLE_MS = 120_000;
+/** Each cell's timing and load. */
+const CELL = {
+  /** When the fault starts after the load, how long it lasts, how long the load runs. */
+  faultAtMs: 3000,
+  faultMs: 8000,
+  loadMs: 15_000,
+  /** New buyers a second: a plain sale's buy once; a queued sale's join, poll and buy when admitted. */
+  rate: { plain: 25, queued: 12 },
+  stock: 1000,
+  /** How long a buyer waits for an answer before counting it as none (a frozen gateway). */
+  answerMs: 10_000,
+  /** How long the cell waits, after the load, for the stream to drain and the sale to be open again. */
+  settleMs: 120_000,
+} as const;
 
 type ProcessName = 'gateway' | 'worker-1' | 'worker-2' | 'reconciler';
 
@@ -162,7 +164,7 @@ export async function runMatrixCell(stores: MatrixStores, cell: MatrixCell): Pro
     } else {
       signalGroup(child.child, 'SIGSTOP');
       log(`${target}: SIGSTOP`);
-      await sleep(FAULT_MS);
+      await sleep(CELL.faultMs);
       signalGroup(child.child, 'SIGCONT');
       log(`${target}: SIGCONT`);
     }
@@ -189,20 +191,20 @@ export async function runMatrixCell(stores: MatrixStores, cell: MatrixCell): Pro
     const loadStart = Date.now();
     let healedAt = loadStart;
     const fault = (async () => {
-      await sleep(FAULT_AT_MS);
+      await sleep(CELL.faultAtMs);
       if (linkFault) {
         for (const proxy of linkProxies) proxy.setFault(linkFault);
         log(`${cell.fault}: on`);
-        await sleep(FAULT_MS);
+        await sleep(CELL.faultMs);
         for (const proxy of linkProxies) proxy.setFault(null);
         log(`${cell.fault}: off`);
       } else if (cell.fault === 'kill' || cell.fault === 'freeze') {
         trap = { proxy: proxies.get(`${target}-${store}`)!, action: cell.fault };
         // The process sends on the link within moments (a worker reads, a reconciler watches, a gateway
         // takes a purchase); then the action runs its course.
-        while (trap !== null && Date.now() - loadStart < LOAD_MS) await sleep(20);
+        while (trap !== null && Date.now() - loadStart < CELL.loadMs) await sleep(20);
         if (trap !== null) throw new Error(`${target} sent nothing on its ${store} link during the load`);
-        await sleep(cell.fault === 'kill' ? 1500 : FAULT_MS + 200);
+        await sleep(cell.fault === 'kill' ? 1500 : CELL.faultMs + 200);
         await Promise.all(restarts);
       }
       healedAt = Date.now();
@@ -220,7 +222,7 @@ export async function runMatrixCell(stores: MatrixStores, cell: MatrixCell): Pro
       settled &&
       (await createSaleStore(stores.redis, prefix)
         .sale(saleId)
-        .waitForDrain(SETTLE_MS)
+        .waitForDrain(CELL.settleMs)
         .then(
           () => true,
           () => false,
@@ -230,19 +232,19 @@ export async function runMatrixCell(stores: MatrixStores, cell: MatrixCell): Pro
     const uncertain = new Set(all.filter((p) => p.status === null || (p.status >= 500 && p.code !== 'SALE_PAUSED')).map((p) => p.userId));
     const orders = await ordersOf(stores.prisma, saleId);
     const state = await createSaleStore(stores.redis, prefix).sale(saleId).state();
-    const ledger = compareFaultLedger(accepted, orders, uncertain, { remaining: state?.remaining ?? Number.NaN, stock: STOCK });
+    const ledger = compareFaultLedger(accepted, orders, uncertain, { remaining: state?.remaining ?? Number.NaN, stock: CELL.stock });
     const named = new Set(
       (await stores.prisma.lostReservation.findMany({ where: { saleId }, select: { reservationId: true } })).map((l) => l.reservationId),
     );
     const unnamed = ledger.lost.filter((id) => !named.has(id));
     const broken = [
-      ...(drained ? [] : [`not drained and open again within ${SETTLE_MS / 1000} s of the load's end`]),
+      ...(drained ? [] : [`not drained and open again within ${CELL.settleMs / 1000} s of the load's end`]),
       ...(unnamed.length > 0 ? [`${unnamed.length} accepted and lost without a name`] : []),
       ...(ledger.duplicated.length > 0 ? [`duplicated: ${ledger.duplicated.slice(0, 3).join(', ')}`] : []),
       ...(ledger.unexpected.length > 0 ? [`orders without a 202: ${ledger.unexpected.slice(0, 3).join(', ')}`] : []),
       ...(ledger.oversold > 0 ? [`oversold by ${ledger.oversold}`] : []),
-      ...(ledger.unitsInDb + ledger.remaining !== STOCK
-        ? [`units in orders ${ledger.unitsInDb} + remaining ${ledger.remaining} != stock ${STOCK}`]
+      ...(ledger.unitsInDb + ledger.remaining !== CELL.stock
+        ? [`units in orders ${ledger.unitsInDb} + remaining ${ledger.remaining} != stock ${CELL.stock}`]
         : []),
     ];
     const times = all.filter((p) => p.status === 202).map((p) => p.at);
@@ -254,8 +256,8 @@ export async function runMatrixCell(stores: MatrixStores, cell: MatrixCell): Pro
       unsureBecameOrders: ledger.unknownBecameOrders,
       listedLosses: ledger.lost.length - unnamed.length,
       remaining: ledger.remaining,
-      stock: STOCK,
-      longestPauseMs: longestGap(times, loadStart, loadStart + LOAD_MS),
+      stock: CELL.stock,
+      longestPauseMs: longestGap(times, loadStart, loadStart + CELL.loadMs),
       sellsAgainMs: after.length > 0 ? Math.min(...after) - healedAt : null,
       verdict: broken.length > 0 ? 'BROKEN' : ledger.lost.length > 0 ? 'losses named' : 'exact',
       broken,
@@ -308,7 +310,7 @@ async function createSale(gatewayUrl: string, adminToken: string, kind: MatrixSa
     headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' },
     body: JSON.stringify({
       name: `Fault matrix (${kind})`,
-      stock: STOCK,
+      stock: CELL.stock,
       perUserLimit: 1,
       startsAt: new Date(startsAt).toISOString(),
       endsAt: new Date(startsAt + 3_600_000).toISOString(),
@@ -341,7 +343,7 @@ async function call(url: string, init: { method: string; token: string; ticket?:
         ...(init.body !== undefined ? { 'content-type': 'application/json' } : {}),
       },
       body: init.body === undefined ? undefined : JSON.stringify(init.body),
-      signal: AbortSignal.timeout(ANSWER_MS),
+      signal: AbortSignal.timeout(CELL.answerMs),
     });
     const text = await res.text();
     let body: Record<string, unknown> = {};
@@ -368,10 +370,10 @@ async function purchase(gatewayUrl: string, saleId: number, userId: string, toke
 
 /** New buyers at a steady rate for the load's length, each buying once. */
 async function plainCrowd(gatewayUrl: string, saleId: number, loadStart: number): Promise<Purchase[]> {
-  const buyers = Math.floor((LOAD_MS / 1000) * PLAIN_RATE);
+  const buyers = Math.floor((CELL.loadMs / 1000) * CELL.rate.plain);
   const sent: Promise<Purchase>[] = [];
   for (let i = 0; i < buyers; i++) {
-    await sleep(Math.max(0, loadStart + (i * 1000) / PLAIN_RATE - Date.now()));
+    await sleep(Math.max(0, loadStart + (i * 1000) / CELL.rate.plain - Date.now()));
     const userId = `m-${saleId}-${i}`;
     sent.push(purchase(gatewayUrl, saleId, userId, buyerToken(userId)));
   }
@@ -383,8 +385,8 @@ async function plainCrowd(gatewayUrl: string, saleId: number, loadStart: number)
  * stands no sooner than Retry-After, and buying once admitted; until 30 s after the load at most.
  */
 async function queuedCrowd(gatewayUrl: string, saleId: number, loadStart: number): Promise<Purchase[]> {
-  const buyers = Math.floor((LOAD_MS / 1000) * QUEUED_RATE);
-  const deadline = loadStart + LOAD_MS + 30_000;
+  const buyers = Math.floor((CELL.loadMs / 1000) * CELL.rate.queued);
+  const deadline = loadStart + CELL.loadMs + 30_000;
   const sale = `${gatewayUrl}/api/sales/${saleId}`;
   const journey = async (i: number): Promise<Purchase | null> => {
     const userId = `mq-${saleId}-${i}`;
@@ -408,17 +410,17 @@ async function queuedCrowd(gatewayUrl: string, saleId: number, loadStart: number
   };
   const journeys: Promise<Purchase | null>[] = [];
   for (let i = 0; i < buyers; i++) {
-    await sleep(Math.max(0, loadStart + (i * 1000) / QUEUED_RATE - Date.now()));
+    await sleep(Math.max(0, loadStart + (i * 1000) / CELL.rate.queued - Date.now()));
     journeys.push(journey(i));
   }
   return (await Promise.all(journeys)).filter((p): p is Purchase => p !== null);
 }
 
-/** Until the stream is drained and the sale is open (not paused) in Redis; false if not within SETTLE_MS. */
+/** Until the stream is drained and the sale is open (not paused) in Redis; false if not within CELL.settleMs. */
 async function settle(stores: MatrixStores, prefix: string, saleId: number): Promise<boolean> {
-  const deadline = Date.now() + SETTLE_MS;
+  const deadline = Date.now() + CELL.settleMs;
   try {
-    await createSaleStore(stores.redis, prefix).sale(saleId).waitForDrain(SETTLE_MS);
+    await createSaleStore(stores.redis, prefix).sale(saleId).waitForDrain(CELL.settleMs);
   } catch {
     return false;
   }

@@ -8,6 +8,7 @@ export { type ScriptedRedis, type ScriptCommands, type ReserveReply } from './sc
 export { createRedis, isRedisUnavailable } from './redis-client.ts';
 export {
   reserveCodeOf,
+  reserveArgs,
   type ReserveOutcome,
   type UnreplicatedOutcome,
   type PurchaseRequest,

@@ -1,15 +1,8 @@
 import { ReserveCode } from '@flashsale/domain';
 import type { ReserveReply } from './scripts.ts';
 import type { StoreRef } from './store-ref.ts';
-import { saleKeys } from './keys.ts';
+import { saleKeys, type SaleKeys } from './keys.ts';
 import { parseBuyerRecord } from './buyer-record.ts';
-
-export interface PurchaseRequest {
-  saleId: number;
-  userId: string;
-  quantity: number;
-  reservationId: string;
-}
 
 /** What the reserve script decided; one variant per return code of reserve-6.lua (ReserveCode). */
 export type ReserveOutcome =
@@ -25,6 +18,19 @@ export type ReserveOutcome =
   | { kind: 'not_admitted' }
   | { kind: 'rebuy_cooldown'; waitMs: number }
   | { kind: 'order_limit_reached'; maxOrders: number };
+
+/** One purchase, as the reserve script takes it. */
+export interface PurchaseRequest {
+  saleId: number;
+  userId: string;
+  quantity: number;
+  reservationId: string;
+}
+
+/** The reserve script's keys and arguments, in the order it reads them (its KEYS, then its ARGV). */
+export function reserveArgs(keys: SaleKeys, userId: string, quantity: number, reservationId: string) {
+  return [keys.meta, keys.buyers, keys.stream, keys.turns, keys.closed, keys.showUp, userId, quantity, reservationId] as const;
+}
 
 /** The ReserveCode of a reply of the reserve script, as the number it is (a refusal's may be one the script does not define). */
 export function reserveCodeOf(reply: ReserveReply): number {
@@ -95,17 +101,7 @@ export async function reservePurchase(
   wait?: ReplicaWait,
 ): Promise<ReserveOutcome | UnreplicatedOutcome> {
   const keys = saleKeys(prefix, request.saleId);
-  const args = [
-    keys.meta,
-    keys.buyers,
-    keys.stream,
-    keys.turns,
-    keys.closed,
-    keys.showUp,
-    request.userId,
-    request.quantity,
-    request.reservationId,
-  ] as const;
+  const args = reserveArgs(keys, request.userId, request.quantity, request.reservationId);
   if (!wait) return toReserveOutcome(await redis.reserve(...args));
   const pipeline = redis.pipeline() as unknown as WaitPipeline;
   const [[scriptError, reply], [waitError, acknowledged]] = (await pipeline

@@ -25,10 +25,10 @@ end
 -- Redis no longer refuses its next write for memory (a refusal that shows up cannot fail half way).
 local function show_up(turns, show_up_key, user_id, turn)
   local full = redis.call('ZSCORE', show_up_key, user_id)
-  if not full then
-    return turn
+  if full then
+    redis.call('ZREM', show_up_key, user_id)
+    redis.call('ZADD', turns, 'XX', full, user_id)
+    return tonumber(full)
   end
-  redis.call('ZREM', show_up_key, user_id)
-  redis.call('ZADD', turns, 'XX', full, user_id)
-  return tonumber(full)
+  return turn
 end
