@@ -2,6 +2,7 @@ import type { ReconcilerCost } from './reconciler-cost.ts';
 import type { ScriptInstructions } from './script-instructions.ts';
 import type { PipelineResults } from './pipeline.ts';
 import { pipelineMarkdown } from './pipeline-report.ts';
+import { goalsMarkdown } from './goals-report.ts';
 import { replicaWaitMarkdown, type ReplicaWaitResults } from './replica-wait.ts';
 import { doorMarkdown, type DoorResults } from './door.ts';
 import { neighboursMarkdown, type NeighboursResults } from './neighbours.ts';
@@ -243,6 +244,7 @@ function replaceBetween(doc: string, start: string, end: string, content: string
 /** The sections of the parts in files of their own, each between its markers, when the run ran the part. */
 function partSections(r: BenchResults): { start: string; end: string; markdown: string }[] {
   const sections = [
+    { name: 'goals', markdown: goalsMarkdown(r) },
     { name: 'pipeline', markdown: r.pipeline && pipelineMarkdown(r.pipeline) },
     { name: 'replica-wait', markdown: r.replicaWait && replicaWaitMarkdown(r, r.replicaWait) },
     { name: 'door', markdown: r.door && doorMarkdown(r, r.door) },
@@ -267,7 +269,8 @@ export function printResults(results: BenchResults): void {
  * `--record`: appends the run to bench/results.json (every recorded run, oldest first) and prints its
  * tables; a run of every purchase part (purchase, scaling, fsync, drain) also replaces the results
  * section of docs/BENCHMARKS.md, a run of every scale part (script, cluster, workers) its scale section,
- * a run of replica-wait, door or neighbours that part's section.
+ * a run of replica-wait, door or neighbours that part's section, a run of purchase, script, pipeline and
+ * ready together the speed goals' section.
  */
 export function writeResults(results: BenchResults): void {
   const history = JSON.parse(readFileSync(RESULTS, 'utf8')) as { runs: unknown[] };

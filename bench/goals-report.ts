@@ -1,0 +1,46 @@
+import type { BenchResults } from './report.ts';
+import { runLine } from './part-context.ts';
+
+/** The speed goals one run is read against, where it measured every figure they need. */
+export const SPEED_GOALS = {
+  /** µs of Redis time in the reserve script per order, the whole pipeline's closed loop (INFO commandstats' evalsha). */
+  scriptUsInPipeline: 10,
+  /** The gateway's accepts over the authenticated baseline's, in every round. */
+  acceptRatioEveryRound: 0.9,
+  /** µs of CPU per order across the pipeline's processes, closed loop (wrk not counted). */
+  pipelineCpuUs: 100,
+  /** ms from spawn to ready of each built role. */
+  builtReadyMs: 1000,
+} as const;
+
+const met = (ok: boolean) => (ok ? 'met' : '**not met**');
+
+/**
+ * The section of a run of the purchase, script, pipeline and ready parts together: each speed goal beside
+ * the figure that answers it, from the same run. Undefined for a run without all four.
+ */
+export function goalsMarkdown(r: BenchResults): string | undefined {
+  const { paths, script, pipeline, ready } = r;
+  if (!paths || !script || !pipeline || !ready) return undefined;
+  const evalsha = pipeline.closed.redis.find((cost) => cost.command === 'evalsha' || cost.command === 'eval');
+  const inPipeline = evalsha ? evalsha.usPerOrder : Number.NaN;
+  const rounds = paths.accept.roundRatios ?? [];
+  const cpu = pipeline.closed.cpuUsPerOrder;
+  const roles = Object.entries(ready.build) as [string, { medianMs: number }][];
+  const source = Object.entries(ready.source) as [string, { medianMs: number }][];
+  const slowestBuilt = Math.max(...roles.map(([, role]) => role.medianMs));
+  const byProcess = Object.entries(cpu)
+    .filter(([name]) => name !== 'pipeline' && name !== 'total' && name !== 'wrk')
+    .map(([name, us]) => `${name} ${us}`)
+    .join(', ');
+  return [
+    runLine(r),
+    '',
+    '| goal | this run | |',
+    '|---|---|---|',
+    `| the reserve script's Redis time per order, pipeline closed loop ≤ ${SPEED_GOALS.scriptUsInPipeline} µs | ${inPipeline.toFixed(2)} µs (alone, pipelined, no HTTP: ${script.accept.redisScriptUs.toFixed(2)} µs) | ${met(inPipeline <= SPEED_GOALS.scriptUsInPipeline)} |`,
+    `| accept / authenticated baseline ≥ ${SPEED_GOALS.acceptRatioEveryRound} in every round | ${rounds.map((value) => value.toFixed(2)).join(', ')} (median ${paths.accept.ratios.gatewayToAuthenticated.toFixed(2)}) | ${met(rounds.length > 0 && rounds.every((value) => value >= SPEED_GOALS.acceptRatioEveryRound))} |`,
+    `| CPU per order across the pipeline, closed loop ≤ ${SPEED_GOALS.pipelineCpuUs} µs | ${cpu.pipeline} µs (${byProcess}) | ${met(cpu.pipeline <= SPEED_GOALS.pipelineCpuUs)} |`,
+    `| built roles ready ≤ ${SPEED_GOALS.builtReadyMs} ms from spawn | ${roles.map(([role, { medianMs }]) => `${role} ${medianMs}`).join(', ')} ms (from source: ${source.map(([role, { medianMs }]) => `${role} ${medianMs}`).join(', ')} ms) | ${met(slowestBuilt <= SPEED_GOALS.builtReadyMs)} |`,
+  ].join('\n');
+}
