@@ -1,5 +1,5 @@
-import { Counter, Registry, collectDefaultMetrics } from 'prom-client';
-import { createStoreErrorMetrics, HotPathCounter, HotPathHistogram } from '@flashsale/runtime';
+import { Registry, collectDefaultMetrics } from 'prom-client';
+import { createStoreErrorMetrics, HotPathCounter, HotPathHistogram, metricsOn } from '@flashsale/runtime';
 import { storeFailures } from '@flashsale/sales';
 
 /**
@@ -9,6 +9,7 @@ import { storeFailures } from '@flashsale/sales';
 export function createGatewayMetrics() {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'flashsale_gateway_' });
+  const { counter } = metricsOn(registry);
   return {
     registry,
     // By outcome only, not by sale: every answer is counted, including those for sale ids that do not
@@ -33,19 +34,17 @@ export function createGatewayMetrics() {
       [registry],
     ),
     // By outcome only: a label per address would let a guesser add series.
-    adminAuthFailures: new Counter({
-      name: 'flashsale_admin_auth_failures_total',
-      help: 'Failed admin authentications (a wrong admin token, as a bearer token or at the dashboard sign-in), by outcome: invalid (checked and wrong), rate_limited (refused unchecked, over the failure budget).',
-      labelNames: ['outcome'] as const,
-      registers: [registry],
-    }),
+    adminAuthFailures: counter(
+      'flashsale_admin_auth_failures_total',
+      'Failed admin authentications (a wrong admin token, as a bearer token or at the dashboard sign-in), by outcome: invalid (checked and wrong), rate_limited (refused unchecked, over the failure budget).',
+      ['outcome'],
+    ),
     // By reason only (flagged, challenge, flood): a sale label would let a client add series.
-    shadowJoins: new Counter({
-      name: 'flashsale_door_shadow_joins_total',
-      help: 'Joins answered from the shadow queue (told waiting, never admitted), by why the account was set aside: flagged (the token), challenge (solutions refused again and again), flood (joins past its budget again and again).',
-      labelNames: ['reason'] as const,
-      registers: [registry],
-    }),
+    shadowJoins: counter(
+      'flashsale_door_shadow_joins_total',
+      'Joins answered from the shadow queue (told waiting, never admitted), by why the account was set aside: flagged (the token), challenge (solutions refused again and again), flood (joins past its budget again and again).',
+      ['reason'],
+    ),
     storeErrors: createStoreErrorMetrics(registry, storeFailures),
   };
 }

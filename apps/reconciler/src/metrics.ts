@@ -1,5 +1,5 @@
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import { createStoreErrorMetrics } from '@flashsale/runtime';
+import { Registry, collectDefaultMetrics, type Gauge } from 'prom-client';
+import { createStoreErrorMetrics, metricsOn } from '@flashsale/runtime';
 import {
   storeFailures,
   type DoorGauges,
@@ -25,100 +25,84 @@ export function createReconcilerMetrics(readRedisMemory?: () => Promise<RedisMem
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'flashsale_reconciler_' });
   if (readRedisMemory) exportRedisMemory(registry, readRedisMemory);
-  const perSale = (name: string, help: string) => new Gauge({ name, help, labelNames: ['sale_id'] as const, registers: [registry] });
+  const { counter, gauge, histogram } = metricsOn(registry);
+  const perSale = (name: string, help: string) => gauge(name, help, ['sale_id']);
   const drift = perSale(
     'flashsale_audit_drift_units',
     "Units by which a live sale's ledger does not balance (remaining + in flight + dead-lettered + in MySQL - stock), confirmed drift only; 0 when it balances.",
   );
-  const paused = perSale(
-    'flashsale_sale_paused',
-    '1 while a live sale refuses buyers with SALE_PAUSED (paused by an operator or a reconciliation, or its Redis state lost), else 0.',
-  );
+  const paused = perSale('flashsale_sale_paused', '1 while a live sale refuses buyers with SALE_PAUSED (paused, or its Redis state lost).');
   const remaining = perSale('flashsale_sale_remaining_units', 'Units a live sale has left to sell, as Redis holds them.');
   const stock = perSale('flashsale_sale_stock_units', 'Units a live sale sells in all.');
-  const lag = perSale(
-    'flashsale_stream_lag_entries',
-    "Reservations in a live sale's stream not yet delivered to any worker (XINFO GROUPS lag).",
-  );
-  const pending = perSale(
-    'flashsale_stream_pending_entries',
-    'Reservations delivered to a worker and not yet acknowledged (written to MySQL or set aside).',
-  );
-  const doorWaiting = perSale('flashsale_door_waiting', "Buyers in a queued sale's waiting room the frontier has not reached.");
-  const doorUnused = perSale('flashsale_door_admitted_unused', 'Admitted buyers of a queued sale whose turn runs and who have not bought.');
-  const doorFront = perSale(
-    'flashsale_door_front',
-    "A queued sale's frontier: places given a turn so far (its rate of change is the admission rate achieved).",
-  );
-  const doorAbandoned = perSale(
-    'flashsale_door_abandoned_turns',
-    'Turns of a queued sale that ended without a purchase (counted by the door as it moves on).',
-  );
-  const doorRoom = perSale(
-    'flashsale_door_room',
-    'Admissions the stock bound allows a queued sale now: floor(remaining x no-show factor) - admitted and unused, a turn in its show-up window counted (1 - no-show rate).',
-  );
-  const doorAwaiting = perSale(
-    'flashsale_door_awaiting_show_up',
-    'Admitted buyers of a queued sale whose turn is still in its show-up window (they have neither called .../queue/here nor tried to buy).',
-  );
-  const doorNoShows = perSale(
-    'flashsale_door_no_show_rate',
-    "The share of a queued sale's recent turns whose show-up window lapsed, as the door measured it (0..0.9); the door admits ahead of it.",
-  );
-  const doorRate = perSale('flashsale_door_admit_per_second', "A queued sale's admission rate, as the operator set it.");
-  const doorOpen = perSale(
-    'flashsale_door_open',
-    "1 while a queued sale's door may admit (started, not ended, neither it nor the sale paused, not restoring after a loss), else 0.",
-  );
-  const doorGauges = [doorWaiting, doorUnused, doorFront, doorAbandoned, doorRoom, doorAwaiting, doorNoShows, doorRate, doorOpen];
-  const gauges = [drift, paused, remaining, stock, lag, pending, ...doorGauges];
+  const lag = perSale('flashsale_stream_lag_entries', "Reservations in a live sale's stream no worker has read yet (XINFO GROUPS lag).");
+  const pending = perSale('flashsale_stream_pending_entries', 'Reservations read by a worker, not yet written to MySQL or set aside.');
+  // A queued sale's door, one gauge per figure of its look (DoorGauges; `open` as 1 or 0).
+  const doorGauges = {
+    waiting: perSale('flashsale_door_waiting', "Buyers in a queued sale's waiting room the frontier has not reached."),
+    unused: perSale('flashsale_door_admitted_unused', 'Admitted buyers of a queued sale whose turn runs and who have not bought.'),
+    front: perSale(
+      'flashsale_door_front',
+      "A queued sale's frontier: places given a turn so far (its rate of change is the admission rate achieved).",
+    ),
+    abandoned: perSale('flashsale_door_abandoned_turns', 'Turns of a queued sale that ended without a purchase.'),
+    room: perSale(
+      'flashsale_door_room',
+      'Admissions the stock bound allows a queued sale now: floor(remaining x no-show factor) - admitted and unused, a turn in its show-up window counted (1 - no-show rate).',
+    ),
+    awaitingShowUp: perSale(
+      'flashsale_door_awaiting_show_up',
+      'Admitted buyers of a queued sale whose turn is still in its show-up window (they have neither called .../queue/here nor tried to buy).',
+    ),
+    noShowRate: perSale(
+      'flashsale_door_no_show_rate',
+      "The share of a queued sale's recent turns whose show-up window lapsed, as the door measured it (0..0.9); the door admits ahead of it.",
+    ),
+    admitPerSecond: perSale('flashsale_door_admit_per_second', "A queued sale's admission rate, as the operator set it."),
+    open: perSale(
+      'flashsale_door_open',
+      "1 while a queued sale's door may admit (started, not ended, neither it nor the sale paused, not restoring after a loss), else 0.",
+    ),
+  } satisfies Partial<Record<keyof DoorGauges, Gauge<'sale_id'>>>;
+  const gauges = [drift, paused, remaining, stock, lag, pending, ...Object.values(doorGauges)];
   const live = new Set<number>();
 
-  const reconciliations = new Counter({
-    name: 'flashsale_reconciliations_total',
-    help: 'Reconciliations completed, by why they ran (operator, lost, stale, interrupted, drift, mysql_changed).',
-    labelNames: ['reason'] as const,
-    registers: [registry],
-  });
-  const reconcileSeconds = new Histogram({
-    name: 'flashsale_reconciliation_duration_seconds',
-    help: 'Time of a completed reconciliation: pause, drain, rebuild from MySQL, resume.',
-    buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120],
-    registers: [registry],
-  });
-  const reconcileFailures = new Counter({
-    name: 'flashsale_reconcile_failures_total',
-    help: 'Reconciliation attempts that failed (retried by BullMQ, the sale kept paused), by cause: drain_timeout (the stream did not drain within RECONCILE_DRAIN_TIMEOUT_MS; the log says why), sale_lock_busy, error.',
-    labelNames: ['cause'] as const,
-    registers: [registry],
-  });
-  const lostReservations = new Counter({
-    name: 'flashsale_lost_reservations_total',
-    help: 'Reservations answered 202 but lost together with Redis data (a floor), as counted by reconciliations.',
-    registers: [registry],
-  });
-  const namedLosses = new Counter({
-    name: 'flashsale_lost_reservations_named_total',
-    help: 'Of flashsale_lost_reservations_total, the reservations named (MySQL lost their orders and could not take them back): listed by GET /api/admin/sales/:id/losses.',
-    registers: [registry],
-  });
+  const reconciliations = counter(
+    'flashsale_reconciliations_total',
+    'Reconciliations completed, by why they ran (operator, lost, stale, interrupted, drift, mysql_changed).',
+    ['reason'],
+  );
+  const reconcileSeconds = histogram(
+    'flashsale_reconciliation_duration_seconds',
+    'Time of a completed reconciliation: pause, drain, rebuild from MySQL, resume.',
+    [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120],
+  );
+  const reconcileFailures = counter(
+    'flashsale_reconcile_failures_total',
+    'Reconciliation attempts that failed (retried by BullMQ, the sale kept paused), by cause: drain_timeout (the stream did not drain within RECONCILE_DRAIN_TIMEOUT_MS; the log says why), sale_lock_busy, error.',
+    ['cause'],
+  );
+  const lostReservations = counter(
+    'flashsale_lost_reservations_total',
+    'Reservations answered 202 but lost together with Redis data (a floor), as counted by reconciliations.',
+  );
+  const namedLosses = counter(
+    'flashsale_lost_reservations_named_total',
+    'Of flashsale_lost_reservations_total, the reservations named (MySQL lost their orders and could not take them back): listed by GET /api/admin/sales/:id/losses.',
+  );
   return {
     registry,
     reconciliations,
     reconcileSeconds,
     lostReservations,
-    watchOverdue: new Counter({
-      name: 'flashsale_reconciler_watch_overdue_total',
-      help: 'Steps of the watch (a look at a sale, the list of sales, ...) passed over for not finishing within RECONCILER_WATCH_STEP_TIMEOUT_MS, by step; the log names the sale. Redis or MySQL hanging, mostly.',
-      labelNames: ['step'] as const,
-      registers: [registry],
-    }),
-    saleErrors: new Counter({
-      name: 'flashsale_reconciler_sale_errors_total',
-      help: 'Times one sale could not be watched, audited, retired or settled on its own (the log names the sale); the other sales went on.',
-      registers: [registry],
-    }),
+    watchOverdue: counter(
+      'flashsale_reconciler_watch_overdue_total',
+      'Steps of the watch (a look at a sale, the list of sales, ...) passed over for not finishing within RECONCILER_WATCH_STEP_TIMEOUT_MS, by step; the log names the sale. Redis or MySQL hanging, mostly.',
+      ['step'],
+    ),
+    saleErrors: counter(
+      'flashsale_reconciler_sale_errors_total',
+      'Times one sale could not be watched, audited, retired or settled on its own (the log names the sale); the other sales went on.',
+    ),
     storeErrors: createStoreErrorMetrics(registry, storeFailures),
     reconcileFailed(error: unknown): void {
       reconcileFailures.inc({ cause: error instanceof Failure ? error.code.toLowerCase() : 'error' });
@@ -151,15 +135,7 @@ export function createReconcilerMetrics(readRedisMemory?: () => Promise<RedisMem
     doorSeen(saleId: number, door: DoorGauges): void {
       if (!live.has(saleId)) return;
       const labels = { sale_id: String(saleId) };
-      doorWaiting.set(labels, door.waiting);
-      doorUnused.set(labels, door.unused);
-      doorFront.set(labels, door.front);
-      doorAbandoned.set(labels, door.abandoned);
-      doorRoom.set(labels, door.room);
-      doorAwaiting.set(labels, door.awaitingShowUp);
-      doorNoShows.set(labels, door.noShowRate);
-      doorRate.set(labels, door.admitPerSecond);
-      doorOpen.set(labels, door.open ? 1 : 0);
+      for (const [figure, gauge] of Object.entries(doorGauges)) gauge.set(labels, Number(door[figure as keyof typeof doorGauges]));
     },
     /** An audit's verdict, for a sale that has series (an audit of a retired sale adds none). */
     saleAudited(saleId: number, confirmedDrift: number): void {
@@ -202,25 +178,18 @@ function exportRedisMemory(registry: Registry, read: () => Promise<RedisMemory[]
         seen.set(server.node, server.evictedKeys);
       }
     })().finally(() => (reading = undefined)));
-  const used = new Gauge({
-    name: 'flashsale_redis_used_memory_bytes',
-    help: 'Memory Redis uses (INFO used_memory); past maxmemory, writes are refused.',
-    labelNames: ['node'] as const,
-    registers: [registry],
-    collect: refresh,
-  });
-  const maxmemory = new Gauge({
-    name: 'flashsale_redis_maxmemory_bytes',
-    help: "Redis's maxmemory (0: no limit).",
-    labelNames: ['node'] as const,
-    registers: [registry],
-    collect: refresh,
-  });
-  const evicted = new Counter({
-    name: 'flashsale_redis_evicted_keys_total',
-    help: 'Keys Redis evicted to make room (any is an incident: the system requires maxmemory-policy noeviction).',
-    labelNames: ['node'] as const,
-    registers: [registry],
-    collect: refresh,
-  });
+  const { counter, gauge } = metricsOn(registry);
+  const used = gauge(
+    'flashsale_redis_used_memory_bytes',
+    'Memory Redis uses (INFO used_memory); past maxmemory, writes are refused.',
+    ['node'],
+    refresh,
+  );
+  const maxmemory = gauge('flashsale_redis_maxmemory_bytes', "Redis's maxmemory (0: no limit).", ['node'], refresh);
+  const evicted = counter(
+    'flashsale_redis_evicted_keys_total',
+    'Keys Redis evicted to make room (any is an incident: the system requires maxmemory-policy noeviction).',
+    ['node'],
+    refresh,
+  );
 }

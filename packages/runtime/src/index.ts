@@ -14,3 +14,4 @@ export { capConnections, type ConnectionRefusal } from './connection-cap.ts';
 export { summarisedLog, type SummarisedLog } from './summarised-log.ts';
 export { createStoreErrorMetrics, type StoreErrorMetrics, type StoreErrorClassifiers } from './store-error-metrics.ts';
 export { HotPathCounter, HotPathHistogram } from './hot-path-metrics.ts';
+export { metricsOn, type Collect } from './metric-definitions.ts';

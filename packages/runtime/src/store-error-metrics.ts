@@ -1,4 +1,5 @@
-import { Counter, type Registry } from 'prom-client';
+import type { Counter, Registry } from 'prom-client';
+import { metricsOn } from './metric-definitions.ts';
 
 /**
  * The Redis and MySQL error counters every process exports under the same names, so one alert rule and
@@ -26,26 +27,24 @@ export interface StoreErrorClassifiers {
 }
 
 export function createStoreErrorMetrics(registry: Registry, classify: StoreErrorClassifiers): StoreErrorMetrics {
-  const redis = new Counter({
-    name: 'flashsale_redis_errors_total',
-    help: 'Redis failures this process met: its connection lost or refused, or a command that timed out or that Redis could not serve (loading, busy, out of memory, failing over).',
-    registers: [registry],
-  });
-  const mysql = new Counter({
-    name: 'flashsale_mysql_errors_total',
-    help: 'MySQL failures this process met: a statement that could not be run or finished (connection lost or refused, timeout, lock wait, deadlock); each was answered 503 or retried.',
-    registers: [registry],
-  });
-  const mysqlConflicts = new Counter({
-    name: 'flashsale_mysql_conflicts_total',
-    help: 'Transactions MySQL rolled back because another won (1213: an InnoDB deadlock, or on Galera a certification conflict at COMMIT), run again at once; by operation (order_batch, expiry, payment, cancel). On one Galera writer, they come when the writer changes.',
-    labelNames: ['operation'],
-    registers: [registry],
-    collect() {
+  const { counter } = metricsOn(registry);
+  const redis = counter(
+    'flashsale_redis_errors_total',
+    'Redis failures this process met: its connection lost or refused, or a command that timed out or that Redis could not serve (loading, busy, out of memory, failing over).',
+  );
+  const mysql = counter(
+    'flashsale_mysql_errors_total',
+    'MySQL failures this process met: a statement that could not be run or finished (connection lost or refused, timeout, lock wait, deadlock); each was answered 503 or retried.',
+  );
+  const mysqlConflicts = counter(
+    'flashsale_mysql_conflicts_total',
+    'Transactions MySQL rolled back because another won (1213: an InnoDB deadlock, or on Galera a certification conflict at COMMIT), run again at once; by operation (order_batch, expiry, payment, cancel). On one Galera writer, they come when the writer changes.',
+    ['operation'],
+    function () {
       this.reset();
       for (const [operation, count] of classify.mysqlConflictsSoFar()) this.inc({ operation }, count);
     },
-  });
+  );
   return {
     redis,
     mysql,
