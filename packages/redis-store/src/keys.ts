@@ -64,26 +64,42 @@ export interface SaleKeys {
   showUp: string;
 }
 
+/** Every key of a sale, by the name SaleKeys gives it. */
+const SALE_KEY_NAMES = [
+  'meta',
+  'buyers',
+  'nextBuyers',
+  'stream',
+  'deadLetter',
+  'rejected',
+  'audit',
+  'returned',
+  'closed',
+  'payments',
+  'queue',
+  'turns',
+  'door',
+  'paid',
+  'pow',
+  'showUp',
+] as const satisfies readonly (keyof SaleKeys)[];
+// Every key of SaleKeys is in the list: a key added to the interface and not here fails to compile.
+const everyKeyNamed: Exclude<keyof SaleKeys, (typeof SALE_KEY_NAMES)[number]> extends never ? true : never = true;
+void everyKeyNamed;
+
+/** A key's suffix after the sale's tag is its name, but for these. */
+const SUFFIX: Partial<Record<keyof SaleKeys, string>> = { nextBuyers: 'buyers-next', deadLetter: 'dead', showUp: 'show-up' };
+
+/** The keys last asked for: a crowd buys from one sale, and each purchase asks for its keys. */
+let last: { prefix: string; saleId: number; keys: SaleKeys } | undefined;
+
 export function saleKeys(prefix: string, saleId: number): SaleKeys {
+  if (last?.saleId === saleId && last.prefix === prefix) return last.keys;
   const base = `${prefix}:{s${saleId}}`;
-  return {
-    meta: `${base}:meta`,
-    buyers: `${base}:buyers`,
-    nextBuyers: `${base}:buyers-next`,
-    stream: `${base}:stream`,
-    deadLetter: `${base}:dead`,
-    rejected: `${base}:rejected`,
-    audit: `${base}:audit`,
-    returned: `${base}:returned`,
-    closed: `${base}:closed`,
-    payments: `${base}:payments`,
-    queue: `${base}:queue`,
-    turns: `${base}:turns`,
-    door: `${base}:door`,
-    paid: `${base}:paid`,
-    pow: `${base}:pow`,
-    showUp: `${base}:show-up`,
-  };
+  const keys = {} as Record<keyof SaleKeys, string>;
+  for (const name of SALE_KEY_NAMES) keys[name] = `${base}:${SUFFIX[name] ?? name}`;
+  last = { prefix, saleId, keys: Object.freeze(keys) };
+  return keys;
 }
 
 /** Set of the ids of every published sale: the workers consume the stream of each. */
