@@ -1,5 +1,15 @@
-import type { BenchResults } from './report.ts';
 import { runLine } from './part-context.ts';
+import type { PipelineResults } from './pipeline.ts';
+import type { ReadyResults } from './ready.ts';
+import type { ReserveSummary, RunInfo } from './summary.ts';
+
+/** What the goals are read from: the parts of a run (bench/report.ts's BenchResults) that measure them. */
+export interface GoalFigures extends RunInfo {
+  paths?: { accept: { roundRatios?: number[]; ratios: { gatewayToAuthenticated: number } } };
+  script?: { accept: ReserveSummary };
+  pipeline?: PipelineResults;
+  ready?: ReadyResults;
+}
 
 /** The speed goals one run is read against, where it measured every figure they need. */
 export const SPEED_GOALS = {
@@ -19,7 +29,7 @@ const met = (ok: boolean) => (ok ? 'met' : '**not met**');
  * The section of a run of the purchase, script, pipeline and ready parts together: each speed goal beside
  * the figure that answers it, from the same run. Undefined for a run without all four.
  */
-export function goalsMarkdown(r: BenchResults): string | undefined {
+export function goalsMarkdown(r: GoalFigures): string | undefined {
   const { paths, script, pipeline, ready } = r;
   if (!paths || !script || !pipeline || !ready) return undefined;
   const evalsha = pipeline.closed.redis.find((cost) => cost.command === 'evalsha' || cost.command === 'eval');
