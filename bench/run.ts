@@ -149,14 +149,15 @@ async function warmUp(server: BenchServer, client: ScriptedRedis = redis): Promi
 }
 
 /**
- * Runs each contender once per round, in turn, and keeps every run. Each round starts one contender later
- * (A B C, B C A, C A B, ...): no contender always runs after the same one, on a box whose speed drifts.
+ * Runs each contender once per round, in turn, and keeps every run. Every other round runs them in the
+ * reverse order (A B C, C B A, A B C, ...): on a box whose speed drifts, no contender always runs before
+ * another, and neighbours stay neighbours, so a ratio of two of them compares runs seconds apart.
  */
 async function alternate<K extends string>(contenders: Record<K, () => Promise<Run>>): Promise<Record<K, Run[]>> {
   const runs = Object.fromEntries(Object.keys(contenders).map((k) => [k, [] as Run[]])) as Record<K, Run[]>;
   const order = Object.entries(contenders) as [K, () => Promise<Run>][];
   for (let round = 0; round < ROUNDS; round += 1) {
-    for (const [name, run] of [...order.slice(round % order.length), ...order.slice(0, round % order.length)]) {
+    for (const [name, run] of round % 2 === 0 ? order : [...order].reverse()) {
       const result = await run();
       runs[name].push(result);
       const answers = result.statuses ? JSON.stringify(result.statuses) : `${result.ok} 2xx, ${result.refused} refused`;
