@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, beforeEach } from 'vitest';
 import { loadConfig, type Config } from '@flashsale/config';
 import { createRedis, redisNow, redisTargetOf, type ScriptedRedis, createSaleStore, type SaleStore } from '@flashsale/redis-store';
-import { testDatabaseName, testRedisPrefix } from '@flashsale/harness';
+import { startRedisServer, testDatabaseName, testRedisPrefix, type RedisServer } from '@flashsale/harness';
 import { createOrderStore, createPrisma, migrate, poolConfigFromUrl, type PrismaClient, type SaleRecord } from '@flashsale/order-store';
 import { createConnection } from 'mariadb';
 import { salesOf } from '@flashsale/bootstrap';
@@ -56,6 +56,12 @@ export function salesWith(
   return salesOf({ ...ctx.config, REDIS_PREFIX: prefix }, logger, { redis, prisma });
 }
 
+/** A value the hooks set for the running test; read outside a test, an error. */
+function running<T>(value: T | undefined): T {
+  if (value === undefined) throw new Error('no test is running');
+  return value;
+}
+
 /** Registers vitest hooks giving the file's tests one context, made before the first and closed after the last. */
 export function contextPerFile(overrides: NodeJS.ProcessEnv = {}): { readonly ctx: TestContext } {
   let current: TestContext | undefined;
@@ -67,8 +73,7 @@ export function contextPerFile(overrides: NodeJS.ProcessEnv = {}): { readonly ct
   });
   return {
     get ctx() {
-      if (!current) throw new Error('no test is running');
-      return current;
+      return running(current);
     },
   };
 }
@@ -145,11 +150,36 @@ export function isolatedContextPerTest(): { readonly ctx: TestContext; readonly 
   });
   return {
     get ctx() {
-      if (!current) throw new Error('no test is running');
-      return current;
+      return running(current);
     },
     get stops() {
       return stops;
+    },
+  };
+}
+
+/**
+ * Registers vitest hooks giving the file's tests a redis-server of their own (started before the first,
+ * stopped after the last) and an isolated context on it: the server's command counts (INFO
+ * commandstats) are then the file's work only.
+ */
+export function isolatedContextOnOwnRedis(): { readonly ctx: TestContext; readonly server: RedisServer } {
+  let server: RedisServer | undefined;
+  let current: TestContext | undefined;
+  beforeAll(async () => {
+    server = await startRedisServer();
+    current = await createIsolatedContext({ REDIS_URL: server.url });
+  });
+  afterAll(async () => {
+    await current?.close();
+    await server?.stop();
+  });
+  return {
+    get ctx() {
+      return running(current);
+    },
+    get server() {
+      return running(server);
     },
   };
 }

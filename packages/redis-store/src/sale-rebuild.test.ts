@@ -1,7 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { newReservationId } from '@flashsale/domain';
-import { startRedisServer, type RedisServer } from '@flashsale/harness';
-import { createIsolatedContext, createLiveSale, type TestContext } from '../../../test/support/context.ts';
+import { createLiveSale, isolatedContextOnOwnRedis } from '../../../test/support/context.ts';
 import { redisWorkOf } from '../../../test/support/command-stats.ts';
 import { saleKeys } from './keys.ts';
 import { reservePurchase } from './reserve-purchase.ts';
@@ -11,16 +10,7 @@ import type { BuyerRecord } from './buyer-record.ts';
 import { saleRef, type StoreRef } from './store-ref.ts';
 
 // A redis-server of the test's own: its command counts (INFO commandstats) are this test's work only.
-let server: RedisServer;
-let ctx: TestContext;
-beforeAll(async () => {
-  server = await startRedisServer();
-  ctx = await createIsolatedContext({ REDIS_URL: server.url });
-});
-afterAll(async () => {
-  await ctx?.close();
-  await server?.stop();
-});
+const own = isolatedContextOnOwnRedis();
 
 function buyersOf(saleId: number, from: number, count: number): BuyerRecord[] {
   return Array.from({ length: count }, (_, i) => ({
@@ -40,7 +30,7 @@ async function* pagesOf(pages: BuyerRecord[][], dieAfter = Infinity): AsyncGener
 
 /** A live sale whose state holds three buyers, as the reserve script left them. */
 async function saleWithThreeBuyers() {
-  const sale = await createLiveSale(ctx, { stock: 10_000 });
+  const sale = await createLiveSale(own.ctx, { stock: 10_000 });
   for (const userId of ['old-1', 'old-2', 'old-3']) {
     expect(
       (
@@ -53,23 +43,23 @@ async function saleWithThreeBuyers() {
       ).kind,
     ).toBe('reserved');
   }
-  return { sale, keys: saleKeys(ctx.config.REDIS_PREFIX, sale.id) };
+  return { sale, keys: saleKeys(own.ctx.config.REDIS_PREFIX, sale.id) };
 }
 
 const terms = (sale: Awaited<ReturnType<typeof createLiveSale>>) => ({ ...sale, operatorPaused: false, controlsVersion: 0 });
 
 /** Sale `saleId` of this file's context, bound as the store's `sale(id)` binds it. */
-const inRedis = (saleId: number) => saleRef(ctx.redis, ctx.config.REDIS_PREFIX, saleId);
+const inRedis = (saleId: number) => saleRef(own.ctx.redis, own.ctx.config.REDIS_PREFIX, saleId);
 
 /** This file's client and prefix, as the record functions that span sales take them. */
-const store = (): StoreRef => ({ redis: ctx.redis, prefix: ctx.config.REDIS_PREFIX });
+const store = (): StoreRef => ({ redis: own.ctx.redis, prefix: own.ctx.config.REDIS_PREFIX });
 
 describe('rebuildSaleState (rebuild-sale-6.lua)', () => {
   it('writes the buyers aside a thousand per HSET, page by page, then switches them in with one script; the old hash goes with UNLINK', async () => {
     const { sale, keys } = await saleWithThreeBuyers();
     const pages = [buyersOf(sale.id, 0, 2_500), buyersOf(sale.id, 2_500, 2_500)];
 
-    const work = await redisWorkOf(server.url, () =>
+    const work = await redisWorkOf(own.server.url, () =>
       rebuildSaleState(store(), terms(sale), {
         remaining: 5_000,
         generation: 'gen-2',
@@ -82,11 +72,11 @@ describe('rebuildSaleState (rebuild-sale-6.lua)', () => {
     expect(work.commands).toMatchObject({ hset: 8, rename: 1, persist: 1 });
     expect(work.commands.del).toBeUndefined();
     expect(work.commands.unlink).toBeGreaterThanOrEqual(2);
-    expect(await ctx.redis.hlen(keys.buyers)).toBe(5_000);
-    expect(await ctx.redis.hexists(keys.buyers, 'old-1')).toBe(0);
-    expect(await ctx.redis.hget(keys.buyers, 'u4999')).toBe(`${pages[1]![2_499]!.reservationId}|1|${pages[1]![2_499]!.reservedAt}`);
-    expect(await ctx.redis.pttl(keys.buyers)).toBe(-1);
-    expect(await ctx.redis.exists(keys.nextBuyers)).toBe(0);
+    expect(await own.ctx.redis.hlen(keys.buyers)).toBe(5_000);
+    expect(await own.ctx.redis.hexists(keys.buyers, 'old-1')).toBe(0);
+    expect(await own.ctx.redis.hget(keys.buyers, 'u4999')).toBe(`${pages[1]![2_499]!.reservationId}|1|${pages[1]![2_499]!.reservedAt}`);
+    expect(await own.ctx.redis.pttl(keys.buyers)).toBe(-1);
+    expect(await own.ctx.redis.exists(keys.nextBuyers)).toBe(0);
     expect(await readSaleState(inRedis(sale.id))).toMatchObject({
       remaining: 5_000,
       paused: true,
@@ -96,7 +86,7 @@ describe('rebuildSaleState (rebuild-sale-6.lua)', () => {
 
   it('a rebuild that dies part way leaves the old state whole and its buyers aside expiring; the next attempt starts anew', async () => {
     const { sale, keys } = await saleWithThreeBuyers();
-    const before = await ctx.redis.hgetall(keys.buyers);
+    const before = await own.ctx.redis.hgetall(keys.buyers);
 
     const dying = rebuildSaleState(store(), terms(sale), {
       remaining: 1,
@@ -105,10 +95,10 @@ describe('rebuildSaleState (rebuild-sale-6.lua)', () => {
     });
     await expect(dying).rejects.toThrow('died mid-rebuild');
 
-    expect(await ctx.redis.hgetall(keys.buyers)).toEqual(before);
+    expect(await own.ctx.redis.hgetall(keys.buyers)).toEqual(before);
     expect(await readSaleState(inRedis(sale.id))).toMatchObject({ generation: sale.generation });
-    expect(await ctx.redis.hlen(keys.nextBuyers)).toBe(1_500);
-    expect(await ctx.redis.pttl(keys.nextBuyers)).toBeGreaterThan(0);
+    expect(await own.ctx.redis.hlen(keys.nextBuyers)).toBe(1_500);
+    expect(await own.ctx.redis.pttl(keys.nextBuyers)).toBeGreaterThan(0);
 
     const again = buyersOf(sale.id, 9_000, 2);
     await rebuildSaleState(store(), terms(sale), {
@@ -117,8 +107,8 @@ describe('rebuildSaleState (rebuild-sale-6.lua)', () => {
       buyers: pagesOf([again]),
     });
 
-    expect(Object.keys(await ctx.redis.hgetall(keys.buyers)).sort()).toEqual(['u9000', 'u9001']);
-    expect(await ctx.redis.exists(keys.nextBuyers)).toBe(0);
+    expect(Object.keys(await own.ctx.redis.hgetall(keys.buyers)).sort()).toEqual(['u9000', 'u9001']);
+    expect(await own.ctx.redis.exists(keys.nextBuyers)).toBe(0);
     expect(await readSaleState(inRedis(sale.id))).toMatchObject({
       remaining: 9_998,
       generation: 'gen-3',
@@ -134,7 +124,7 @@ describe('rebuildSaleState (rebuild-sale-6.lua)', () => {
       buyers: [],
     });
 
-    expect(await ctx.redis.exists(keys.buyers, keys.nextBuyers)).toBe(0);
+    expect(await own.ctx.redis.exists(keys.buyers, keys.nextBuyers)).toBe(0);
     expect(await readSaleState(inRedis(sale.id))).toMatchObject({
       remaining: 10_000,
       generation: 'gen-empty',

@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startRedisServer, type RedisServer } from '@flashsale/harness';
-import { createIsolatedContext, createLiveSale, type TestContext } from '../../../test/support/context.ts';
+import { describe, expect, it } from 'vitest';
+import { createLiveSale, isolatedContextOnOwnRedis } from '../../../test/support/context.ts';
 import { redisWorkOf } from '../../../test/support/command-stats.ts';
 import { reservePurchase, type ReserveOutcome } from './reserve-purchase.ts';
 import { returnUnits } from './stock-return.ts';
@@ -16,18 +15,9 @@ import { saleRef, type StoreRef } from './store-ref.ts';
 // The sale's packed terms (the meta's `terms`, lua/includes/sale-meta.lua): every script that writes a
 // field they pack rewrites them in the same step, and the reserve script judges by them. A redis-server
 // of the test's own, so its command counts are this test's work only.
-let server: RedisServer;
-let ctx: TestContext;
-beforeAll(async () => {
-  server = await startRedisServer();
-  ctx = await createIsolatedContext({ REDIS_URL: server.url });
-});
-afterAll(async () => {
-  await ctx?.close();
-  await server?.stop();
-});
+const own = isolatedContextOnOwnRedis();
 
-const prefix = () => ctx.config.REDIS_PREFIX;
+const prefix = () => own.ctx.config.REDIS_PREFIX;
 const metaOf = (saleId: number) => saleKeys(prefix(), saleId).meta;
 
 function reserve(saleId: number, userId: string, reservationId = `${saleId}-${randomUUID()}`): Promise<ReserveOutcome> {
@@ -44,15 +34,15 @@ async function openAndClose(sale: { id: number; generation: string }, userId: st
 }
 
 /** Sale `saleId` of this file's context, bound as the store's `sale(id)` binds it. */
-const inRedis = (saleId: number) => saleRef(ctx.redis, ctx.config.REDIS_PREFIX, saleId);
+const inRedis = (saleId: number) => saleRef(own.ctx.redis, own.ctx.config.REDIS_PREFIX, saleId);
 
 /** This file's client and prefix, as the record functions that span sales take them. */
-const store = (): StoreRef => ({ redis: ctx.redis, prefix: prefix() });
+const store = (): StoreRef => ({ redis: own.ctx.redis, prefix: prefix() });
 
 describe("the sale's packed terms", () => {
   it('are what the reserve script judges by: a field written without them is not seen', async () => {
-    const sale = await createLiveSale(ctx, { stock: 7, perUserLimit: 1 });
-    await ctx.redis.hset(metaOf(sale.id), 'limit', '5', 'paused', '1');
+    const sale = await createLiveSale(own.ctx, { stock: 7, perUserLimit: 1 });
+    await own.ctx.redis.hset(metaOf(sale.id), 'limit', '5', 'paused', '1');
 
     expect(await reservePurchase(store(), { saleId: sale.id, userId: 'a', quantity: 2, reservationId: `${sale.id}-a` })).toEqual({
       kind: 'above_limit',
@@ -62,20 +52,20 @@ describe("the sale's packed terms", () => {
   });
 
   it('follow a control applied: the operator closes the sale, pauses it, resumes it', async () => {
-    const sale = await createLiveSale(ctx, { stock: 5 });
+    const sale = await createLiveSale(own.ctx, { stock: 5 });
     const controls = { version: 1, stock: 5, endsAt: sale.endsAt, operatorPaused: true };
 
     expect(await applySaleControls(inRedis(sale.id), controls)).toBe('applied');
     expect(await reserve(sale.id, 'a')).toEqual({ kind: 'sale_paused' });
     expect(await applySaleControls(inRedis(sale.id), { ...controls, version: 2, operatorPaused: false })).toBe('applied');
     expect(await reserve(sale.id, 'a')).toEqual({ kind: 'reserved', remaining: 4 });
-    const ended = { ...controls, version: 3, operatorPaused: false, endsAt: (await redisNow(ctx.redis)) - 1 };
+    const ended = { ...controls, version: 3, operatorPaused: false, endsAt: (await redisNow(own.ctx.redis)) - 1 };
     expect(await applySaleControls(inRedis(sale.id), ended)).toBe('applied');
     expect(await reserve(sale.id, 'b')).toEqual({ kind: 'sale_ended' });
   });
 
   it("follow the reconciler's pause and resume", async () => {
-    const sale = await createLiveSale(ctx, { stock: 5 });
+    const sale = await createLiveSale(own.ctx, { stock: 5 });
 
     expect(await setSalePaused(inRedis(sale.id), true)).toBe(true);
     expect(await reserve(sale.id, 'a')).toEqual({ kind: 'sale_paused' });
@@ -84,7 +74,7 @@ describe("the sale's packed terms", () => {
   });
 
   it("follow a rebuild: the purchase is judged by the rebuilt sale's limit, end and generation", async () => {
-    const sale = await createLiveSale(ctx, { stock: 5, perUserLimit: 1 });
+    const sale = await createLiveSale(own.ctx, { stock: 5, perUserLimit: 1 });
     const rebuilt = { ...sale, perUserLimit: 3, operatorPaused: false, controlsVersion: 0 };
 
     await rebuildSaleState(store(), rebuilt, {
@@ -102,30 +92,30 @@ describe("the sale's packed terms", () => {
         reservationId: `${sale.id}-${randomUUID()}`,
       }),
     ).toEqual({ kind: 'reserved', remaining: 2 });
-    const [entry] = await ctx.redis.xrange(saleKeys(prefix(), sale.id).stream, '-', '+');
+    const [entry] = await own.ctx.redis.xrange(saleKeys(prefix(), sale.id).stream, '-', '+');
     expect(entry![1].slice(-2)).toEqual(['g', 'gen-2']);
   });
 
   it('work for a meta written before them: the fields are read one by one, and closed orders from before count', async () => {
-    const sale = await createLiveSale(ctx, { stock: 5, rebuyRule: { maxOrdersPerBuyer: 1, rebuyCooldownSeconds: 0 } });
+    const sale = await createLiveSale(own.ctx, { stock: 5, rebuyRule: { maxOrdersPerBuyer: 1, rebuyCooldownSeconds: 0 } });
     await openAndClose(sale, 'closer');
     // As a version before `terms` (and `closed`) left the meta; its closed hash holds the close.
-    await ctx.redis.hdel(metaOf(sale.id), 'terms', 'closed');
-    await ctx.redis.hset(metaOf(sale.id), 'limit', '2');
+    await own.ctx.redis.hdel(metaOf(sale.id), 'terms', 'closed');
+    await own.ctx.redis.hset(metaOf(sale.id), 'limit', '2');
 
     expect(await reservePurchase(store(), { saleId: sale.id, userId: 'a', quantity: 2, reservationId: `${sale.id}-x` })).toEqual({
       kind: 'reserved',
       remaining: 3,
     });
     expect(await reserve(sale.id, 'closer')).toEqual({ kind: 'order_limit_reached', maxOrders: 1 });
-    await ctx.redis.hset(metaOf(sale.id), 'op_paused', '1');
+    await own.ctx.redis.hset(metaOf(sale.id), 'op_paused', '1');
     expect(await reserve(sale.id, 'b')).toEqual({ kind: 'sale_paused' });
-    await ctx.redis.hset(metaOf(sale.id), 'op_paused', '0');
+    await own.ctx.redis.hset(metaOf(sale.id), 'op_paused', '0');
 
     // The first writer of a field after the upgrade writes the terms, and counts the closes from before.
     expect(await setSalePaused(inRedis(sale.id), false)).toBe(true);
-    expect(await ctx.redis.hexists(metaOf(sale.id), 'terms')).toBe(1);
-    expect(await ctx.redis.hget(metaOf(sale.id), 'closed')).toBe('1');
+    expect(await own.ctx.redis.hexists(metaOf(sale.id), 'terms')).toBe(1);
+    expect(await own.ctx.redis.hget(metaOf(sale.id), 'closed')).toBe('1');
     expect(await reservePurchase(store(), { saleId: sale.id, userId: 'b', quantity: 2, reservationId: `${sale.id}-b` })).toEqual({
       kind: 'reserved',
       remaining: 1,
@@ -136,22 +126,22 @@ describe("the sale's packed terms", () => {
 
 describe("the rebuy rule's read of a buyer's closed orders", () => {
   it('is not made in a sale where no order was closed, and is from the first close on (return-units-4.lua)', async () => {
-    const sale = await createLiveSale(ctx, { stock: 10, rebuyRule: { maxOrdersPerBuyer: 1, rebuyCooldownSeconds: 0 } });
+    const sale = await createLiveSale(own.ctx, { stock: 10, rebuyRule: { maxOrdersPerBuyer: 1, rebuyCooldownSeconds: 0 } });
 
-    const before = await redisWorkOf(server.url, () => reserve(sale.id, 'a'));
+    const before = await redisWorkOf(own.server.url, () => reserve(sale.id, 'a'));
     expect(before.commands).toEqual({ evalsha: 1, hget: 3, time: 1, xadd: 1, hincrby: 1, hset: 1 });
-    expect(await ctx.redis.hget(metaOf(sale.id), 'closed')).toBe('0');
+    expect(await own.ctx.redis.hget(metaOf(sale.id), 'closed')).toBe('0');
 
     await openAndClose(sale, 'closer');
-    expect(await ctx.redis.hget(metaOf(sale.id), 'closed')).toBe('1');
-    const after = await redisWorkOf(server.url, () => reserve(sale.id, 'b'));
+    expect(await own.ctx.redis.hget(metaOf(sale.id), 'closed')).toBe('1');
+    const after = await redisWorkOf(own.server.url, () => reserve(sale.id, 'b'));
     expect(after.commands).toEqual({ evalsha: 1, hget: 4, time: 1, xadd: 1, hincrby: 1, hset: 1 });
     expect(await reserve(sale.id, 'closer')).toEqual({ kind: 'order_limit_reached', maxOrders: 1 });
   });
 
   it('is made again after a rebuild once the closed orders are restored (restore-closed-2.lua)', async () => {
     const rule = { maxOrdersPerBuyer: 1, rebuyCooldownSeconds: 0 };
-    const sale = await createLiveSale(ctx, { stock: 10, rebuyRule: rule });
+    const sale = await createLiveSale(own.ctx, { stock: 10, rebuyRule: rule });
     await openAndClose(sale, 'closer');
     const rebuilt = { ...sale, operatorPaused: false, controlsVersion: 0 };
 
@@ -161,7 +151,7 @@ describe("the rebuy rule's read of a buyer's closed orders", () => {
       generation: 'gen-2',
       buyers: (async function* () {})(),
     });
-    expect(await ctx.redis.hget(metaOf(sale.id), 'closed')).toBe('0');
+    expect(await own.ctx.redis.hget(metaOf(sale.id), 'closed')).toBe('0');
     expect(await restoreClosedOrders(inRedis(sale.id), rule, [])).toBe('restored');
     expect(await setSalePaused(inRedis(sale.id), false, 'gen-2')).toBe(true);
 
