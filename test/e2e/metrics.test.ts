@@ -58,12 +58,17 @@ describe('the metrics of a running system', () => {
     expect(sampleOf(worker, 'flashsale_redis_errors_total')).toBe(0);
     expect(sampleOf(worker, 'flashsale_mysql_errors_total')).toBe(0);
 
-    // The reconciler's next look at the sale exports it as it now stands: sold out, drained, balanced.
+    // The reconciler's next look at the sale after the drain exports it as it now stands: sold out, drained,
+    // balanced. A look taken after the last reserve and before any worker read shows remaining 0 and
+    // pending 0 with the whole burst still in the lag: the look waited for has neither left.
     const reconciler = system.reconciler!;
     const sale = `{sale_id="${saleId}"}`;
     const seen = await until(
       () => scrape(reconciler),
-      (t) => sampleOf(t, `flashsale_sale_remaining_units${sale}`) === 0 && sampleOf(t, `flashsale_stream_pending_entries${sale}`) === 0,
+      (t) =>
+        sampleOf(t, `flashsale_sale_remaining_units${sale}`) === 0 &&
+        sampleOf(t, `flashsale_stream_pending_entries${sale}`) === 0 &&
+        sampleOf(t, `flashsale_stream_lag_entries${sale}`) === 0,
     );
     expect(sampleOf(seen, `flashsale_sale_stock_units${sale}`)).toBe(40);
     expect(sampleOf(seen, `flashsale_stream_lag_entries${sale}`)).toBe(0);
