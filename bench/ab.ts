@@ -29,17 +29,20 @@ import { benchBuyers, DUPLICATE_BUYERS, openPathSale } from './path-sale.ts';
 import type { PathName } from './summary.ts';
 
 const COMMAND = {
-  usage: `usage: npm run bench:ab -- [--against <commit>] [--path accept|duplicate|sold_out] [--rounds N]
+  usage: `usage: npm run bench:ab -- [--against <commit>] [--path accept|duplicate|sold_out] [--rounds N] [--control]
 
 This checkout's gateway against the authenticated baseline of npm run bench and, with --against, against
 the gateway of another commit (checked out in a temporary git worktree, npm ci there), under the same
 wrk load, alternated round by round. Prints each run and the medians: requests a second, CPU per request
 of the process and of its main thread alone (the thread whose time sets a Node server's rate).
-Defaults: the accept path, 6 rounds. BENCH_SECONDS (5) and BENCH_CONNECTIONS (64) as for npm run bench.`,
+With --control, a second authenticated baseline runs as a contender too: the same server against
+itself, whose ratio round by round is how far this box alone moves a ratio. Every server has a warm-up
+run first (not kept). Defaults: the accept path, 6 rounds. BENCH_SECONDS (5) and BENCH_CONNECTIONS (64) as for npm run bench.`,
   options: {
     against: { type: 'string' },
     path: { type: 'string', default: 'accept' },
     rounds: { type: 'string', default: '6' },
+    control: { type: 'boolean', default: false },
   },
 } as const;
 
@@ -95,6 +98,7 @@ try {
     { name: 'gateway', root: undefined as string | undefined },
     ...(worktree ? [{ name: `gateway@${against}`, root: worktree }] : []),
     { name: 'authenticated', root: undefined },
+    ...(values.control ? [{ name: 'authenticated (control)', root: undefined }] : []),
   ];
   const { ids, buyers } = benchBuyers(SECONDS, config.AUTH_SECRET);
   const env = {
@@ -106,9 +110,23 @@ try {
   };
   const servers: { name: string; server: BenchServer }[] = [];
   for (const { name, root } of contenders) {
-    const server = name === 'authenticated' ? await startBaseline(env, 'hs256') : await startGatewayProcess(env, 1, '', root);
+    const server = name.startsWith('authenticated') ? await startBaseline(env, 'hs256') : await startGatewayProcess(env, 1, '', root);
     stops.push(server.stop);
     servers.push({ name, server });
+  }
+  // A warm-up run each, as long as a measured one and not kept: V8 optimises a server's hot functions over
+  // its first seconds under load, and a first round would otherwise measure that.
+  for (const { name, server } of servers) {
+    const saleId = await openPathSale(prisma, redis, store, path, ids, `${store.prefix} ${name} warm-up`);
+    saleIds.push(saleId);
+    await load.run({
+      url: server.url,
+      saleId,
+      buyers,
+      cycle: path === 'duplicate' ? DUPLICATE_BUYERS : undefined,
+      connections: CONNECTIONS,
+      seconds: SECONDS,
+    });
   }
   const measured = new Map(servers.map(({ name }) => [name, { rps: [] as number[], cpu: [] as number[], main: [] as number[] }]));
   for (let round = 1; round <= ROUNDS; round += 1) {
@@ -145,6 +163,13 @@ try {
   console.log('|---|---|---|---|---|');
   for (const [name, m] of medians)
     console.log(`| ${name} | ${Math.round(m.rps)} | ${m.cpu.toFixed(1)} | ${m.main.toFixed(1)} | ${(m.rps / base.rps).toFixed(2)} |`);
+  const rounds = (name: string) =>
+    measured
+      .get(name)!
+      .rps.map((rps, i) => (rps / measured.get('authenticated')!.rps[i]!).toFixed(2))
+      .join(', ');
+  console.log(`\nAgainst the authenticated baseline, round by round (requests a second):`);
+  for (const { name } of servers) if (name !== 'authenticated') console.log(`- ${name}: ${rounds(name)}`);
   if (against !== undefined) {
     const self = medians.get('gateway')!;
     const other = medians.get(`gateway@${against}`)!;

@@ -6,7 +6,7 @@
  * .cpuprofile stays in the printed directory for Chrome DevTools.
  * BENCH_SECONDS (5), BENCH_CONNECTIONS (64), BENCH_LOADGEN as for the bench.
  */
-import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,7 +16,7 @@ import { createRedis, createSaleStore } from '@flashsale/redis-store';
 import { createPrisma, migrate } from '@flashsale/order-store';
 import { ensureServices } from '../infra/ensure-services.ts';
 import { chooseLoadGenerator } from './load.ts';
-import { startBaseline, startGatewayProcess } from './servers.ts';
+import { cpuSecondsByThread, startBaseline, startGatewayProcess } from './servers.ts';
 import { benchBuyers, DUPLICATE_BUYERS, openPathSale } from './path-sale.ts';
 import type { PathName } from './summary.ts';
 
@@ -83,6 +83,7 @@ async function gcTotals(): Promise<GcTotals> {
 }
 
 const gcBefore = await gcTotals();
+const threadsBefore = cpuSecondsByThread(server.pid);
 // The profile's clock is the monotonic one that process.hrtime reads, in microseconds.
 const loadStarted = Number(process.hrtime.bigint() / 1000n);
 const result = await load.run({
@@ -94,6 +95,7 @@ const result = await load.run({
   seconds: SECONDS,
 });
 const loadEnded = Number(process.hrtime.bigint() / 1000n);
+const threadsAfter = cpuSecondsByThread(server.pid);
 const gcAfter = await gcTotals();
 console.log(
   `${target}, ${path}, under ${load.name}: ${Math.round(result.rps)} req/s, p50 ${result.p50.toFixed(1)} ms, p99 ${result.p99.toFixed(1)} ms, ${result.ok} 2xx, ${result.refused} refused, ${result.errors} errors`,
@@ -133,6 +135,17 @@ for (const [i, sample] of profile.samples.entries()) {
   byFunction.set(key, (byFunction.get(key) ?? 0) + 1);
   byArea.set(area, (byArea.get(area) ?? 0) + 1);
 }
+// Each function's self time per request, for comparing two profiles (a gateway and a baseline) line by line.
+writeFileSync(
+  join(dir, 'self-us-per-request.json'),
+  JSON.stringify(
+    Object.fromEntries(
+      [...byFunction].map(([name, count]) => [name, Number(((count * busyUs) / busySamples / result.requests).toFixed(3))]),
+    ),
+    null,
+    1,
+  ),
+);
 const top = (map: Map<string, number>, n: number) =>
   [...map]
     .sort((a, b) => b[1] - a[1])
@@ -140,6 +153,13 @@ const top = (map: Map<string, number>, n: number) =>
     .map(([name, count]) => `${((100 * count) / busySamples).toFixed(1).padStart(5)}%  ${name}`);
 console.log(`\nprofile: ${join(dir, file)}
 busy ${(busyUs / 1e6).toFixed(2)} s of the ${((loadEnded - loadStarted) / 1e6).toFixed(2)} s of load (the main thread, sampled): ${(busyUs / result.requests).toFixed(1)} us per request
+
+CPU by thread during the load (/proc, user + system), us per request:
+${[...threadsAfter]
+  .map(([name, seconds]) => [name, ((seconds - (threadsBefore.get(name) ?? 0)) * 1e6) / result.requests] as const)
+  .sort((a, b) => b[1] - a[1])
+  .map(([name, us]) => `  ${name.padEnd(16)} ${us.toFixed(1)}`)
+  .join('\n')}
 
 garbage collections during the load (bench/gc-watch.mjs; pauses of the main thread):
 ${(['minor', 'major', 'incremental'] as const)

@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { SOURCE_NODE_ARGS, spawnGateway, spawnInGroup, type AppProcess } from '@flashsale/harness';
 
@@ -108,6 +108,28 @@ function statCpuSeconds(stat: string): number {
  */
 export function cpuSeconds(pid: number): number {
   return processTree(pid).reduce((sum, p) => sum + statCpuSeconds(procFile(p, 'stat')), 0);
+}
+
+/**
+ * CPU seconds (user + system) used so far by each thread of a process, summed by thread name (`node`,
+ * the main thread; `V8 Worker`, the collector's and compiler's helpers; `libuv-worker`; ...): where a
+ * server's CPU goes beside its JavaScript, which a --cpu-prof profile (the main thread only) does not see.
+ */
+export function cpuSecondsByThread(pid: number): Map<string, number> {
+  const byName = new Map<string, number>();
+  let tasks: string[] = [];
+  try {
+    tasks = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return byName;
+  }
+  for (const task of tasks) {
+    const stat = procFile(pid, `task/${task}/stat`);
+    if (stat === '') continue;
+    const name = task === String(pid) ? 'main thread' : stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+    byName.set(name, (byName.get(name) ?? 0) + statCpuSeconds(stat));
+  }
+  return byName;
 }
 
 /**
