@@ -25,6 +25,8 @@ export interface BenchResults extends RunInfo {
       ratios: { gatewayToAuthenticated: number; gatewayToBare: number; authenticatedToBare: number };
       /** Gateway / authenticated baseline in each round, in order (absent from runs recorded before it was kept). */
       roundRatios?: number[];
+      /** A second authenticated baseline / the first, in each round (accept only; absent before it was run). */
+      controlRoundRatios?: number[];
     }
   >;
   scaling?: Record<string, Summary>;
@@ -133,6 +135,10 @@ export function resultsMarkdown(r: BenchResults): string {
     if (paths.accept.roundRatios)
       lines.push(
         `Gateway / authenticated baseline, round by round: ${(['accept', 'duplicate', 'sold_out'] as const).map((path) => `${path.replace('_', ' ')} ${(paths[path].roundRatios ?? []).map(ratio).join(', ')}`).join('; ')}.`,
+      );
+    if (paths.accept.controlRoundRatios)
+      lines.push(
+        `The control, a second authenticated baseline / the first, round by round (accept): ${paths.accept.controlRoundRatios.map(ratio).join(', ')}: how far the box alone moves a ratio.`,
       );
   }
   if (r.peakRssMiB)

@@ -264,20 +264,28 @@ try {
   if (gateway && PARTS.has('purchase')) {
     const bare = await startBaseline(env, 'none');
     const authenticated = await startBaseline(env, 'hs256');
-    stops.push(bare.stop, authenticated.stop);
+    // The control: a second authenticated baseline, the same server as the first. Its ratio to the first,
+    // round by round, is how far this box alone moves a ratio (accept path only).
+    const control = await startBaseline(env, 'hs256');
+    stops.push(bare.stop, authenticated.stop, control.stop);
     await warmUp(bare);
     await warmUp(authenticated);
+    await warmUp(control);
     const paths = {} as NonNullable<BenchResults['paths']>;
+    // Each round runs the contenders back to back: a round's ratio is the fairest on a box whose speed drifts.
+    const roundRatios = (of: Run[], to: Run[]) => of.map((run, i) => Number((run.rps / to[i]!.rps).toFixed(3)));
+    const ratios = (of: Run[], to: Run[]) => Number(median(of.map((run, i) => run.rps / to[i]!.rps)).toFixed(3));
     for (const path of ['accept', 'duplicate', 'sold_out'] as const) {
-      log(`path ${path}: bare baseline, authenticated baseline, gateway`);
+      const withControl = path === 'accept';
+      log(
+        `path ${path}: bare baseline,${withControl ? ' control (authenticated baseline, a second process),' : ''} authenticated baseline, gateway`,
+      );
       const runs = await alternate({
         bare: () => measure(bare, path),
+        ...(withControl ? { control: () => measure(control, path) } : {}),
         authenticated: () => measure(authenticated, path),
         gateway: () => measure(gateway, path),
-      });
-      // Each round runs the three back to back: a round's ratio is the fairest on a box whose speed drifts.
-      const roundRatios = (of: Run[], to: Run[]) => of.map((run, i) => Number((run.rps / to[i]!.rps).toFixed(3)));
-      const ratios = (of: Run[], to: Run[]) => Number(median(of.map((run, i) => run.rps / to[i]!.rps)).toFixed(3));
+      } as Record<'bare' | 'control' | 'authenticated' | 'gateway', () => Promise<Run>>);
       paths[path] = {
         bare: summary(runs.bare),
         authenticated: summary(runs.authenticated),
@@ -288,6 +296,7 @@ try {
           authenticatedToBare: ratios(runs.authenticated, runs.bare),
         },
         roundRatios: roundRatios(runs.gateway, runs.authenticated),
+        ...(withControl ? { controlRoundRatios: roundRatios(runs.control, runs.authenticated) } : {}),
       };
     }
     results.paths = paths;
@@ -296,7 +305,7 @@ try {
       bare: Math.round(peakRssMiB(bare.pid)),
       authenticated: Math.round(peakRssMiB(authenticated.pid)),
     };
-    await Promise.all([bare.stop(), authenticated.stop()]);
+    await Promise.all([bare.stop(), authenticated.stop(), control.stop()]);
   }
 
   if (gateway && PARTS.has('scaling')) {

@@ -102,10 +102,21 @@ export function createPurchaseHandler(
     refuse(res, problemFor('INTERNAL_ERROR'));
   };
 
+  // A crowd sends one sale's id in every path: parsed again only when it changes.
+  let lastRawSaleId: string | undefined;
+  let lastSaleId = 0;
+  const saleIdOf = (raw: string): number => {
+    if (raw !== lastRawSaleId) {
+      lastSaleId = saleIdParam(raw);
+      lastRawSaleId = raw;
+    }
+    return lastSaleId;
+  };
+
   /** Answers the purchase whatever happens: it never rejects, so its caller attaches no handler to it. */
   async function decide(res: ServerResponse, rawSaleId: string, userId: string, body: unknown, started: number): Promise<void> {
     try {
-      const saleId = saleIdParam(rawSaleId);
+      const saleId = saleIdOf(rawSaleId);
       const quantity = quantityOf(body);
       const known = verdicts.get(saleId);
       if (known !== undefined) {
