@@ -25,7 +25,7 @@ import { createPrisma, migrate } from '@flashsale/order-store';
 import { ensureServices } from '../infra/ensure-services.ts';
 import { chooseLoadGenerator, median } from './load.ts';
 import { cpuSeconds, mainThreadCpuSeconds, startBaseline, startGatewayProcess, type BenchServer } from './servers.ts';
-import { benchBuyers, DUPLICATE_BUYERS, openPathSale } from './path-sale.ts';
+import { benchBuyers, cycleOf, openPathSale } from './path-sale.ts';
 import type { PathName } from './summary.ts';
 
 const COMMAND = {
@@ -114,34 +114,20 @@ try {
     stops.push(server.stop);
     servers.push({ name, server });
   }
+  /** One load run of the path on a fresh sale of its own. */
+  const runOnFreshSale = async (name: string, server: BenchServer) => {
+    const saleId = await openPathSale(prisma, redis, store, path, ids, `${store.prefix} ${name}`);
+    saleIds.push(saleId);
+    return load.run({ url: server.url, saleId, buyers, cycle: cycleOf(path), connections: CONNECTIONS, seconds: SECONDS });
+  };
   // A warm-up run each, as long as a measured one and not kept: V8 optimises a server's hot functions over
   // its first seconds under load, and a first round would otherwise measure that.
-  for (const { name, server } of servers) {
-    const saleId = await openPathSale(prisma, redis, store, path, ids, `${store.prefix} ${name} warm-up`);
-    saleIds.push(saleId);
-    await load.run({
-      url: server.url,
-      saleId,
-      buyers,
-      cycle: path === 'duplicate' ? DUPLICATE_BUYERS : undefined,
-      connections: CONNECTIONS,
-      seconds: SECONDS,
-    });
-  }
+  for (const { name, server } of servers) await runOnFreshSale(`${name} warm-up`, server);
   const measured = new Map(servers.map(({ name }) => [name, { rps: [] as number[], cpu: [] as number[], main: [] as number[] }]));
   for (let round = 1; round <= ROUNDS; round += 1) {
     for (const { name, server } of round % 2 === 1 ? servers : [...servers].reverse()) {
-      const saleId = await openPathSale(prisma, redis, store, path, ids, `${store.prefix} ${name}`);
-      saleIds.push(saleId);
       const [cpuBefore, mainBefore] = [cpuSeconds(server.pid), mainThreadCpuSeconds(server.pid)];
-      const result = await load.run({
-        url: server.url,
-        saleId,
-        buyers,
-        cycle: path === 'duplicate' ? DUPLICATE_BUYERS : undefined,
-        connections: CONNECTIONS,
-        seconds: SECONDS,
-      });
+      const result = await runOnFreshSale(name, server);
       const cpu = ((cpuSeconds(server.pid) - cpuBefore) * 1e6) / result.requests;
       const main = ((mainThreadCpuSeconds(server.pid) - mainBefore) * 1e6) / result.requests;
       if (result.errors > 0 || (path === 'accept' ? result.ok !== result.requests : result.ok > 0)) {

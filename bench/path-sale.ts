@@ -18,6 +18,9 @@ export function benchBuyers(longestRunSeconds: number, secret: string): { ids: s
 /** Buyers who already hold a reservation on the duplicate path; its load cycles through them. */
 export const DUPLICATE_BUYERS = 20_000;
 
+/** The buyers a path's load goes round: the first DUPLICATE_BUYERS on the duplicate path, every one otherwise. */
+export const cycleOf = (path: PathName): number | undefined => (path === 'duplicate' ? DUPLICATE_BUYERS : undefined);
+
 /**
  * A fresh sale set up for one path, in MySQL and published to `store`: ample stock (accept), one unit
  * already taken (sold out), or the first DUPLICATE_BUYERS of `ids` already holding one (duplicate), by

@@ -17,7 +17,7 @@ import { createPrisma, migrate } from '@flashsale/order-store';
 import { ensureServices } from '../infra/ensure-services.ts';
 import { chooseLoadGenerator } from './load.ts';
 import { cpuSecondsByThread, startBaseline, startGatewayProcess } from './servers.ts';
-import { benchBuyers, DUPLICATE_BUYERS, openPathSale } from './path-sale.ts';
+import { benchBuyers, cycleOf, openPathSale } from './path-sale.ts';
 import type { PathName } from './summary.ts';
 
 interface ProfileNode {
@@ -90,7 +90,7 @@ const result = await load.run({
   url: server.url,
   saleId,
   buyers,
-  cycle: path === 'duplicate' ? DUPLICATE_BUYERS : undefined,
+  cycle: cycleOf(path as PathName),
   connections: CONNECTIONS,
   seconds: SECONDS,
 });

@@ -34,7 +34,7 @@ import { printResults, writeResults, type BenchResults } from './report.ts';
 import type { PathName, ReserveSummary, Summary } from './summary.ts';
 import { measurePipeline } from './pipeline.ts';
 import { galeraPart } from './galera.ts';
-import { benchBuyers, DUPLICATE_BUYERS, openPathSale } from './path-sale.ts';
+import { benchBuyers, cycleOf, DUPLICATE_BUYERS, openPathSale } from './path-sale.ts';
 import { BENCH_COMMAND, benchSettingsOf, type BenchSettings } from './options.ts';
 
 const settings = ((): BenchSettings => {
@@ -115,7 +115,7 @@ async function measure(
     url: server.url,
     saleId,
     buyers: from,
-    cycle: path === 'duplicate' ? DUPLICATE_BUYERS : undefined,
+    cycle: cycleOf(path),
     connections: CONNECTIONS,
     seconds: SECONDS,
   });
