@@ -149,10 +149,11 @@ try {
   console.log('|---|---|---|---|---|');
   for (const [name, m] of medians)
     console.log(`| ${name} | ${Math.round(m.rps)} | ${m.cpu.toFixed(1)} | ${m.main.toFixed(1)} | ${(m.rps / base.rps).toFixed(2)} |`);
+  const baseRounds = measured.get('authenticated')!.rps;
   const rounds = (name: string) =>
     measured
       .get(name)!
-      .rps.map((rps, i) => (rps / measured.get('authenticated')!.rps[i]!).toFixed(2))
+      .rps.map((rps, i) => (rps / baseRounds[i]!).toFixed(2))
       .join(', ');
   console.log(`\nAgainst the authenticated baseline, round by round (requests a second):`);
   for (const { name } of servers) if (name !== 'authenticated') console.log(`- ${name}: ${rounds(name)}`);

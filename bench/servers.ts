@@ -111,8 +111,8 @@ export function cpuSeconds(pid: number): number {
 }
 
 /**
- * CPU seconds (user + system) used so far by each thread of a process, summed by thread name (`node`,
- * the main thread; `V8 Worker`, the collector's and compiler's helpers; `libuv-worker`; ...): where a
+ * CPU seconds (user + system) used so far by each thread of a process, summed by thread name (`main
+ * thread`; `V8Worker`, the collector's and compiler's helpers; `libuv-worker`; ...): where a
  * server's CPU goes beside its JavaScript, which a --cpu-prof profile (the main thread only) does not see.
  */
 export function cpuSecondsByThread(pid: number): Map<string, number> {
