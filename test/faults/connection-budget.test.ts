@@ -70,7 +70,7 @@ async function gatewayConnectionsByProcess(groupId: number): Promise<Map<number,
   const rows = await admin.query<{ HOST: string }[]>("SELECT HOST FROM information_schema.PROCESSLIST WHERE USER = 'gateway'");
   const ports = rows.map((row) => Number(row.HOST.slice(row.HOST.lastIndexOf(':') + 1)));
   const byProcess = new Map<number, number>();
-  for (const [pid, local] of tcpPortsByProcess(groupId)) {
+  for (const [pid, local] of tcpPortsByProcess(groupId, mariadb.port)) {
     const n = ports.filter((port) => local.has(port)).length;
     if (n > 0 && pid !== groupId) byProcess.set(pid, n);
   }

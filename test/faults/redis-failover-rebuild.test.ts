@@ -307,7 +307,7 @@ async function expectHoldersKnown(s: SentinelSystem, saleId: number, live: Map<s
  * go on before its own rebuild had got there).
  */
 async function running(mysql: Connection, pattern: string): Promise<number> {
-  const ports = [...tcpPortsOfGroup(system!.reconciler!.child.pid!)];
+  const ports = [...tcpPortsOfGroup(system!.reconciler!.child.pid!, poolConfigFromUrl(system!.ctx.config.DATABASE_URL).port)];
   if (ports.length === 0) return 0;
   const [row] = await mysql.query<{ running: bigint }[]>(
     `SELECT COUNT(*) AS running FROM information_schema.PROCESSLIST

@@ -1,13 +1,16 @@
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 
 /**
- * The local ports of the TCP connections the processes of one process group hold now, read from Linux's
- * /proc (the group's processes, their sockets' inodes, the kernel's TCP tables). A test that watches a
- * shared server (MariaDB's PROCESSLIST, whose HOST column is `address:port`) tells the statements of the
- * processes it started from those of every other test file with it.
+ * The local ports of the TCP connections the processes of one process group hold now to the server
+ * listening on `serverPort`, read from Linux's /proc (the group's processes, their sockets' inodes, the
+ * kernel's TCP tables). A test that watches a shared server (MariaDB's PROCESSLIST, whose HOST column is
+ * `address:port`) tells the statements of the processes it started from those of every other test file
+ * with it. Only connections to that server count: Linux gives one local port to several connections at
+ * once when they go to different servers (2,000 connections to two servers on loopback: 199 ports held
+ * twice), so a port a process holds to Redis may be the port another process holds to MariaDB.
  */
-export function tcpPortsOfGroup(groupId: number): Set<number> {
-  return new Set([...tcpPortsByProcess(groupId).values()].flatMap((ports) => [...ports]));
+export function tcpPortsOfGroup(groupId: number, serverPort: number): Set<number> {
+  return new Set([...tcpPortsByProcess(groupId, serverPort).values()].flatMap((ports) => [...ports]));
 }
 
 /**
@@ -15,7 +18,7 @@ export function tcpPortsOfGroup(groupId: number): Set<number> {
  * connections (empty when it holds none). A test that counts a server's connections per client process
  * (a gateway's cluster of processes, each with its own pool) tells them apart with it.
  */
-export function tcpPortsByProcess(groupId: number): Map<number, Set<number>> {
+export function tcpPortsByProcess(groupId: number, serverPort: number): Map<number, Set<number>> {
   const inodesOf = new Map<number, Set<string>>();
   for (const pid of readdirSync('/proc')) {
     if (!/^\d+$/.test(pid)) continue;
@@ -44,7 +47,8 @@ export function tcpPortsByProcess(groupId: number): Map<number, Set<number>> {
     // Columns: sl, local_address (hex address:port), rem_address, st, tx:rx queues, tr:when, retrnsmt, uid, timeout, inode.
     for (const line of (readOrUndefined(table) ?? '').split('\n').slice(1)) {
       const columns = line.trim().split(/\s+/);
-      if (columns.length > 9) portOfInode.set(columns[9]!, Number.parseInt(columns[1]!.split(':')[1]!, 16));
+      if (columns.length > 9 && Number.parseInt(columns[2]!.split(':')[1]!, 16) === serverPort)
+        portOfInode.set(columns[9]!, Number.parseInt(columns[1]!.split(':')[1]!, 16));
     }
   }
   const byProcess = new Map<number, Set<number>>();
