@@ -63,6 +63,15 @@ describe('loadScripts', () => {
     expect(load).toThrow(/run-0\.lua:1: not an include directive/);
   });
 
+  it('inlines a file where its directive stands inside a block, and fails the load on an indented one', () => {
+    write('includes/rare.lua', 'local function rare()\n  return 2\nend\n');
+    write('run-0.lua', 'if KEYS[1] then\n--@include "includes/rare.lua"\n  return rare()\nend\nreturn 1\n');
+    expect(load()[0]!.lua).toBe('if KEYS[1] then\nlocal function rare()\n  return 2\nend\n  return rare()\nend\nreturn 1\n');
+
+    write('run-0.lua', 'if KEYS[1] then\n  --@include "includes/rare.lua"\n  return rare()\nend\n');
+    expect(load).toThrow(/run-0\.lua:2: a directive starts its line, even inside a block/);
+  });
+
   it('leaves out the functions of its includes that the script never calls, and those only they call', () => {
     write(
       'includes/lib.lua',
@@ -102,6 +111,9 @@ describe('loadScripts', () => {
   it('keeps a function in any other shape than an indented body closed by `end` alone, and one a comment names', () => {
     const oneLine = 'local function a() return 1 end\nlocal x = 2\nif x then\n  x = 3\nend\nreturn x\n';
     expect(withoutUncalledFunctions(oneLine)).toBe(oneLine);
+    // Inside a block, the block's own indented lines and `end` are not taken for the function's body.
+    const oneLineInBlock = 'if KEYS[1] then\nlocal function c() return 1 end\n  return c()\nend\nreturn 2\n';
+    expect(withoutUncalledFunctions(oneLineInBlock)).toBe(oneLineInBlock);
     const named = '-- b() is kept for later\nlocal function b()\n  return 1\nend\nreturn 2\n';
     expect(withoutUncalledFunctions(named)).toBe(named);
   });

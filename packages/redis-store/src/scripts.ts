@@ -102,7 +102,9 @@ const INCLUDE = /^--@include "([^"]+)"[ \t]*$/;
 /**
  * Reads every script of `dir` with its includes in place. The pieces several scripts share (a record's
  * format, creating a consumer group) live in `.lua` files of their own, under `includes/`, and a script
- * names each on a line `--@include "<path>"`, the path relative to the file that names it. The line is
+ * names each on a line `--@include "<path>"`, the path relative to the file that names it, written at the
+ * start of the line even inside a block (its functions are then made only when the script runs that
+ * block: reserve-6.lua). The line is
  * replaced by the file (its own includes resolved first); a file already inlined in this script is not
  * inlined again, so its locals are declared once. A missing file, a cycle or a malformed `--@` line
  * fails the load: at start, not at the first call.
@@ -125,7 +127,12 @@ function withIncludes(file: URL, inlined: Set<string>, chain: string[]): string 
   const lines = readFileSync(file, 'utf8').split('\n');
   return lines
     .map((line, index) => {
-      if (!line.startsWith('--@')) return line;
+      if (!line.startsWith('--@')) {
+        // Indented, Lua would read it as a comment and the script would call functions never defined.
+        if (/^[ \t]+--@/.test(line))
+          throw new Error(`${file.pathname}:${index + 1}: a directive starts its line, even inside a block: ${line.trim()}`);
+        return line;
+      }
       const path = INCLUDE.exec(line)?.[1];
       if (path === undefined) throw new Error(`${file.pathname}:${index + 1}: not an include directive: ${line}`);
       const included = new URL(path, file);
@@ -161,7 +168,8 @@ export function withoutUncalledFunctions(lua: string): string {
 function uncalledFunction(lines: string[]): { from: number; to: number } | undefined {
   for (let from = 0; from < lines.length; from++) {
     const name = FUNCTION_START.exec(lines[from]!)?.[1];
-    if (name === undefined) continue;
+    // A function closed on its own line is kept: the lines after it are not its body.
+    if (name === undefined || /\bend[ \t]*$/.test(lines[from]!)) continue;
     let to = from + 1;
     while (to < lines.length && lines[to] !== 'end' && (lines[to] === '' || /^[ \t]/.test(lines[to]!) || lines[to]!.startsWith('--'))) to++;
     if (lines[to] !== 'end') continue;

@@ -44,20 +44,23 @@
   (-6, with its id) before any other refusal: the answer a retry needs (after a dropped connection, a
   timeout) whether the sale has since sold out, ended or been paused.
 ]]
---@include "includes/sale-meta.lua"
---@include "includes/door-admission.lua"
---@include "includes/buyer-history.lua"
 
--- Every `local function` in a script makes a closure on each call, called or not: the accepted path's
--- own clock read and writes are written out here rather than called (each record's include says so),
--- leaving the functions of the door, the rebuy rule and a meta from before `terms`. What each part costs:
+-- Every `local function` in a script makes a closure each time the script runs past it, called or not
+-- (Lua 5.1 keeps none from one call to the next). So the accepted path's own clock read and writes are
+-- written out here rather than called (each record's include says so), and each include whose functions
+-- only some sales need is inlined in the branch that needs them (the loader reads `--@include` at the
+-- start of a line, in a block too): an open sale's call makes no closure at all. What each part costs:
 -- docs/performance.md.
 
 -- The sale's terms packed in one field (includes/sale-meta.lua), or, for a meta written before they were,
 -- made from its fields.
-local terms = redis.call('HGET', KEYS[1], 'terms') or sale_terms_of_fields(KEYS[1])
+local terms = redis.call('HGET', KEYS[1], 'terms')
 if not terms then
-  return { -1, '' }
+--@include "includes/sale-meta.lua"
+  terms = sale_terms_of_fields(KEYS[1])
+  if not terms then
+    return { -1, '' }
+  end
 end
 local starts, ends, paused, limit, queued, rebuy_max, rebuy_cool, closed, generation = cmsgpack.unpack(terms)
 
@@ -84,13 +87,16 @@ if now < starts then
   return { -4, '' }
 end
 
--- The door: one branch on a field read with the terms; an open sale pays nothing more.
-local turn
+-- The door: one branch on a field read with the terms; an open sale pays nothing more. Its two later
+-- steps are kept for after the checks: a closure each, made for a sale behind the door only.
+local turn, door_show_up, door_use_turn
 if queued then
+--@include "includes/door-admission.lua"
   turn = running_turn(KEYS[4], ARGV[1], now)
   if not turn then
     return { -9, '' }
   end
+  door_show_up, door_use_turn = show_up, use_turn
 end
 
 -- A refusal from here on is of a buyer who came for their turn (a purchase attempt is showing up).
@@ -106,11 +112,12 @@ elseif remaining < quantity then
 elseif rebuy_max and closed then
   -- The rebuy rule, last: one HGET, only for a buyer about to be accepted (no live record, units left) of
   -- a sale where an order was closed, so refusals cost nothing more, nor does a sale nobody cancelled in.
+--@include "includes/buyer-history.lua"
   code, value = rebuy_refusal(KEYS[5], ARGV[1], { max = rebuy_max, cooldown_ms = rebuy_cool * 1000 }, now)
 end
 if code then
   if turn then
-    show_up(KEYS[4], KEYS[6], ARGV[1], turn)
+    door_show_up(KEYS[4], KEYS[6], ARGV[1], turn)
   end
   return { code, value }
 end
@@ -125,6 +132,6 @@ redis.call('XADD', KEYS[3], '*', 'r', ARGV[3], 'u', ARGV[1], 'q', ARGV[2], 't', 
 remaining = redis.call('HINCRBY', KEYS[1], 'remaining', '-' .. ARGV[2])
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[3] .. '|' .. ARGV[2] .. '|' .. at)
 if turn then
-  use_turn(KEYS[4], KEYS[6], ARGV[1], turn)
+  door_use_turn(KEYS[4], KEYS[6], ARGV[1], turn)
 end
 return remaining
