@@ -1,6 +1,6 @@
 /**
  * The benchmark's baselines: a bare node:http server that makes the same single EVALSHA of the same
- * reserve script (reserve-6.lua, through the same ioredis command) per request, and nothing else: no
+ * reserve script (reserve.lua, through the same ioredis command) per request, and nothing else: no
  * framework, no validation, no metrics, no rate limit. The gateway's purchase endpoint is measured
  * against it; what it costs beyond this is the gateway's own.
  *

@@ -27,7 +27,7 @@ export async function saleWithBacklog(redis: ScriptedRedis, store: SaleStore, pr
     const pipeline = redis.pipeline();
     for (let i = start; i < Math.min(count, start + 1000); i += 1) {
       // Queued on the pipeline, not sent: exec() below sends them all.
-      void (pipeline as unknown as ScriptedRedis).reserve(...reserveArgs(keys, `drain-${i}`, 1, newReservationId(sale.id)));
+      void (pipeline as unknown as ScriptedRedis).reserve(...reserveArgs(keys, `drain-${i}`, 1, newReservationId(sale.id), 3));
     }
     await pipeline.exec();
   }

@@ -1,5 +1,5 @@
 import { createOrderStore, type PrismaClient } from '@flashsale/order-store';
-import type { SaleStore, ScriptedRedis } from '@flashsale/redis-store';
+import { reserveArgs, type SaleStore, type ScriptedRedis } from '@flashsale/redis-store';
 import { newReservationId } from '@flashsale/domain';
 import { signBuyerTokens } from '@flashsale/harness';
 import type { PathName } from './summary.ts';
@@ -47,7 +47,7 @@ export async function openPathSale(
   for (let start = 0; start < prebuy.length; start += 1000) {
     const pipeline = redis.pipeline() as unknown as ScriptedRedis & { exec(): Promise<unknown> };
     for (const buyer of prebuy.slice(start, start + 1000))
-      void pipeline.reserve(keys.meta, keys.buyers, keys.stream, keys.turns, keys.closed, keys.showUp, buyer, 1, newReservationId(sale.id));
+      void pipeline.reserve(...reserveArgs(keys, buyer, 1, newReservationId(sale.id), 3));
     await pipeline.exec();
   }
   return sale.id;

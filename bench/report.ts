@@ -186,7 +186,7 @@ export function scaleMarkdown(r: BenchResults): string {
   ];
   const us = (value: number) => value.toFixed(1);
   const costs = (s: ReserveSummary) => `${us(s.clientCpuUs)} | ${us(s.redisScriptUs)} | ${us(s.redisCpuUs)}`;
-  const pipelining = `\`reserve\` (EVALSHA of reserve-6.lua) from one ioredis client in pipelines of ${r.settings.scriptBatch} calls, ${r.settings.scriptInFlight} under way, ${r.settings.scriptSeconds} s per run`;
+  const pipelining = `\`reserve\` (EVALSHA of reserve.lua) from one ioredis client in pipelines of ${r.settings.scriptBatch} calls, ${r.settings.scriptInFlight} under way, ${r.settings.scriptSeconds} s per run`;
   if (r.script) {
     const { accept, duplicate, sold_out: soldOut } = r.script;
     lines.push(

@@ -1,5 +1,5 @@
 /**
- * The reserve script with no HTTP in front: calls of the `reserve` command (reserve-6.lua, registered by
+ * The reserve script with no HTTP in front: calls of the `reserve` command (reserve.lua, registered by
  * packages/redis-store/src/scripts.ts; ioredis sends EVALSHA) from this process, in pipelines of
  * `batch` calls with `inFlight` pipelines under way at once, for a fixed time. The pipelines go through
  * pipelineBySlotGroup, the system's own way of pipelining over many sales: one pipeline on one Redis, one
@@ -112,7 +112,7 @@ export async function reserveLoad(client: ScriptedRedis, nodes: NodeUrls, option
         (pipeline, _key, index) => {
           const { saleId, keys, buyer } = calls[index]!;
           // Queued on the pipeline, not sent: pipelineBySlotGroup's exec() sends them.
-          void (pipeline as unknown as ScriptCommands).reserve(...reserveArgs(keys, buyer, 1, newReservationId(saleId)));
+          void (pipeline as unknown as ScriptCommands).reserve(...reserveArgs(keys, buyer, 1, newReservationId(saleId), 3));
         },
       );
       for (const [error, result] of replies) {

@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
-import type { RebuyRule } from '@flashsale/domain';
+import { ReserveCode, type RebuyRule } from '@flashsale/domain';
 import { contextPerFile, createLiveSale } from '../../../test/support/context.ts';
 import { snapshotSale } from '../../../test/support/sale-snapshot.ts';
-import { reservePurchase, type ReserveOutcome } from './reserve-purchase.ts';
+import { reserveArgs, reservePurchase, type ReserveOutcome } from './reserve-purchase.ts';
 import { returnUnits } from './stock-return.ts';
 import { readClosedOrders, restoreClosedOrders } from './buyer-history.ts';
 import { readSaleState, redisNow } from './sale-meta.ts';
@@ -50,7 +50,23 @@ const inRedis = (saleId: number) => saleRef(env.ctx.redis, env.ctx.config.REDIS_
 /** This file's client and prefix, as the record functions that span sales take them. */
 const store = (): StoreRef => ({ redis: env.ctx.redis, prefix: env.ctx.config.REDIS_PREFIX });
 
-describe('the rebuy rule (reserve-6.lua, return-units-4.lua)', () => {
+describe('the rebuy rule (reserve.lua, return-units-4.lua)', () => {
+  it("a call given an open sale's 3 keys, once an order of the sale was closed, is asked for the closed hash before anything is written; reservePurchase passes it from then on", async () => {
+    const sale = await saleWithRule({ maxOrdersPerBuyer: 2, rebuyCooldownSeconds: 0 });
+    const keys = saleKeys(env.ctx.config.REDIS_PREFIX, sale.id);
+    const withThreeKeys = (userId: string) => env.ctx.redis.reserve(...reserveArgs(keys, userId, 1, `${sale.id}-${randomUUID()}`, 3));
+    expect(await withThreeKeys('ann')).toBe(4);
+
+    await openAndClose(sale, 'bot');
+    const before = await snapshotSale(env.ctx, sale.id);
+    expect(await withThreeKeys('cy')).toEqual([ReserveCode.NeedsKeys, 4]);
+    expect(await snapshotSale(env.ctx, sale.id)).toEqual(before);
+
+    // The rule is read: the bot's second order is its last, a third is refused.
+    expect(await reserve(sale.id, 'bot')).toMatchObject({ kind: 'reserved' });
+    expect(await reserve(sale.id, 'cy')).toMatchObject({ kind: 'reserved' });
+  });
+
   it('lets a buyer buy again at once after a first closed order, makes them wait the cooldown after the second, doubled after the third', async () => {
     const sale = await saleWithRule({ maxOrdersPerBuyer: 5, rebuyCooldownSeconds: 1 });
 

@@ -5,7 +5,7 @@ import { chunksOf } from './chunks.ts';
 /**
  * The state of a sale's rebuy rule in Redis (`closed` in keys.ts; lua/includes/buyer-history.lua says the
  * format and the rule): each buyer's closed orders, counted by return-units-4.lua as their units come
- * back, judged by reserve-6.lua; and its restoration from MySQL after a rebuild (restore-closed-2.lua).
+ * back, judged by reserve.lua; and its restoration from MySQL after a rebuild (restore-closed-2.lua).
  */
 
 /** A buyer's closed (cancelled or expired) orders in one sale. */

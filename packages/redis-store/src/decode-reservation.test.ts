@@ -9,7 +9,7 @@ const ENTRY_ID = '1800000000123-0';
 const RESERVATION_ID = '12-0b8c9f5e-7f7c-4a53-9d3e-1f1f2d0a6b11';
 const GENERATION = '5d9b8a90-2f1e-4a53-9d3e-000000000001';
 
-/** An entry as reserve-6.lua writes it, with some fields changed (null: left out). */
+/** An entry as reserve.lua writes it, with some fields changed (null: left out). */
 function entry(changes: Partial<Record<'r' | 'u' | 'q' | 't' | 'g', string | null>> = {}): string[] {
   const fields = { r: RESERVATION_ID, u: 'ann', q: '2', t: '1800000000123', g: GENERATION, ...changes };
   return Object.entries(fields).flatMap(([name, value]) => (value === null ? [] : [name, value]));

@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ARRIVAL_SCORE_BASE, newReservationId, type DoorTerms, type SaleDefinition, doorGuardsOff } from '@flashsale/domain';
+import { ARRIVAL_SCORE_BASE, newReservationId, ReserveCode, type DoorTerms, type SaleDefinition, doorGuardsOff } from '@flashsale/domain';
 import { createTestContext, redisNow, type TestContext } from '../../../test/support/context.ts';
 import { admitQueue, joinQueue, readQueuePlace, recordPaid } from './door.ts';
 import { saleKeys } from './keys.ts';
 import { publishSale } from './sale-state.ts';
 import { rebuildSaleState } from './sale-rebuild.ts';
-import { reservePurchase } from './reserve-purchase.ts';
+import { reserveArgs, reservePurchase } from './reserve-purchase.ts';
 import { readSaleState } from './sale-meta.ts';
 import { saleRef, type StoreRef } from './store-ref.ts';
 
@@ -108,6 +108,31 @@ describe('the door in Redis', () => {
     expect(await joinQueue(inRedis(sale.id), 'three')).toEqual({ kind: 'queue_full', cap: 2 });
     expect(await joinQueue(inRedis(sale.id), 'one')).toMatchObject({ kind: 'joined', isNew: false });
     expect(await joinQueue(inRedis(sale.id), 'back', 1, 77)).toMatchObject({ kind: 'joined', isNew: true });
+  });
+
+  it('a call given fewer than 6 keys for a sale behind the door is asked for them before anything is read or written beyond its terms', async () => {
+    const sale = await queuedSale(-1000);
+    const keys = saleKeys(ctx.config.REDIS_PREFIX, sale.id);
+    const state = async () => [
+      await ctx.redis.hgetall(keys.meta),
+      await ctx.redis.hlen(keys.buyers),
+      await ctx.redis.xlen(keys.stream),
+      await ctx.redis.zrange(keys.turns, 0, -1, 'WITHSCORES'),
+      await ctx.redis.zrange(keys.showUp, 0, -1, 'WITHSCORES'),
+    ];
+    const before = await state();
+    for (const numberOfKeys of [3, 4] as const)
+      expect(await ctx.redis.reserve(...reserveArgs(keys, 'ann', 1, newReservationId(sale.id), numberOfKeys))).toEqual([
+        ReserveCode.NeedsKeys,
+        6,
+      ]);
+    expect(await state()).toEqual(before);
+    // Given them, the door answers.
+    expect(
+      await reservePurchase(store(), { saleId: sale.id, userId: 'ann', quantity: 1, reservationId: newReservationId(sale.id) }),
+    ).toEqual({
+      kind: 'not_admitted',
+    });
   });
 
   it('admits at most floor(remaining x factor) unused turns; a purchase uses a turn (once), an open sale ignores the door', async () => {

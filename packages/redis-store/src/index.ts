@@ -4,11 +4,12 @@
 export { saleKeys, workSignalChannel, saleEventsChannel, type SaleKeys } from './keys.ts';
 export { createSaleStore, type SaleStore, type SaleRedis } from './sale-store.ts';
 export { type AdminSession, type AdminSessionLifetime } from './admin-session.ts';
-export { type ScriptedRedis, type ScriptCommands, type ReserveReply } from './scripts.ts';
+export { type ScriptedRedis, type ScriptCommands, type ReserveReply, type ReserveArgs } from './scripts.ts';
 export { createRedis, isRedisUnavailable } from './redis-client.ts';
 export {
   reserveCodeOf,
   reserveArgs,
+  type ReserveKeyCount,
   type ReserveOutcome,
   type UnreplicatedOutcome,
   type PurchaseRequest,

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { newReservationId } from '@flashsale/domain';
 import { contextPerFile, createLiveSale } from '../../../test/support/context.ts';
 import { saleKeys } from './keys.ts';
-import { reservePurchase } from './reserve-purchase.ts';
+import { reserveArgs, reservePurchase } from './reserve-purchase.ts';
 import { readNewEntries } from './reservation-stream.ts';
 import { deadLetter, readDeadLettered } from './dead-letters.ts';
 import { setSalePaused } from './sale-state.ts';
@@ -96,17 +96,7 @@ describe('readRedisLedger', () => {
       const pipeline = env.ctx.redis.pipeline();
       const keys = saleKeys(prefix(), sale.id);
       for (let i = from; i < from + count; i++)
-        void (pipeline as unknown as ScriptCommands).reserve(
-          keys.meta,
-          keys.buyers,
-          keys.stream,
-          keys.turns,
-          keys.closed,
-          keys.showUp,
-          `buyer-${i}`,
-          1,
-          newReservationId(sale.id),
-        );
+        void (pipeline as unknown as ScriptCommands).reserve(...reserveArgs(keys, `buyer-${i}`, 1, newReservationId(sale.id)));
       await pipeline.exec();
     };
     await reserveAll(0, AUDIT_MAX_IN_FLIGHT);

@@ -198,7 +198,7 @@ describe('toReserveOutcome', () => {
   });
 
   it('has a ReserveCode for each refusal the script names in its header, and Reserved for its bare integer', () => {
-    const header = readFileSync(new URL('./lua/reserve-6.lua', import.meta.url), 'utf8').split(']]')[0]!;
+    const header = readFileSync(new URL('./lua/reserve.lua', import.meta.url), 'utf8').split(']]')[0]!;
     const codes = [...header.matchAll(/^ +\{ (-?\d+), /gm)].map((match) => Number(match[1]));
 
     expect([ReserveCode.Reserved, ...codes]).toEqual(Object.values(ReserveCode).filter((code) => typeof code === 'number'));
@@ -207,7 +207,8 @@ describe('toReserveOutcome', () => {
   });
 
   it('throws on a code the script does not define, the pair of Reserved included (the script answers it bare)', () => {
-    expect(() => toReserveOutcome([-12, ''])).toThrow(new Error('reserve script returned an unknown code -12'));
+    expect(() => toReserveOutcome([-13, ''])).toThrow(new Error('reserve script returned an unknown code -13'));
+    expect(() => toReserveOutcome([-12, 6])).toThrow(new Error('reserve script needs 6 keys for this sale: reservePurchase passes them'));
     expect(() => toReserveOutcome([0, ''])).toThrow(new Error('reserve script returned an unknown code 0'));
     expect(() => toReserveOutcome([1, 41])).toThrow(new Error('reserve script returned an unknown code 1'));
   });

@@ -50,7 +50,7 @@ export function createSaleStore(redis: ScriptedRedis, prefix: string) {
     /** One sale's records (SALE_RECORDS), bound to the sale once. */
     sale: (saleId: number): SaleRedis => Object.assign(Object.create(SALE_METHODS) as SaleMethods, saleRef(redis, prefix, saleId)),
     /**
-     * The whole purchase decision, one script (reserve-6.lua); with `wait`, the replicas it needs. Bound
+     * The whole purchase decision, one script (reserve.lua); with `wait`, the replicas it needs. Bound
      * here rather than per sale: the purchase path builds no object of a sale's records per request.
      */
     reserve: reserveIn(store),

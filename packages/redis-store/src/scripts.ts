@@ -8,23 +8,31 @@ import type { Redis } from 'ioredis';
  */
 export type ReserveReply = number | [code: number, value: string | number];
 
+/** The reserve script's arguments: how many keys, the keys its sale needs (reserve.lua), the buyer, quantity and reservation. */
+export type ReserveArgs =
+  | [numberOfKeys: 3, meta: string, buyers: string, stream: string, userId: string, quantity: number, reservationId: string]
+  | [numberOfKeys: 4, meta: string, buyers: string, stream: string, closed: string, userId: string, quantity: number, reservationId: string]
+  | [
+      numberOfKeys: 6,
+      meta: string,
+      buyers: string,
+      stream: string,
+      closed: string,
+      turns: string,
+      showUp: string,
+      userId: string,
+      quantity: number,
+      reservationId: string,
+    ];
+
 /**
- * The Lua scripts in ./lua, one command each, named `<name>-<numberOfKeys>.lua` (BullMQ's convention).
- * They are read once at start and registered with ioredis, which sends EVALSHA and falls back to EVAL
- * on NOSCRIPT (e.g. after a Redis restart), so the hot path sends the script body at most once.
+ * The Lua scripts in ./lua, one command each, named `<name>-<numberOfKeys>.lua` (BullMQ's convention),
+ * or `<name>.lua` for one whose caller passes the number of keys first (reserve.lua: as many as its sale
+ * needs). They are read once at start and registered with ioredis, which sends EVALSHA and falls back to
+ * EVAL on NOSCRIPT (e.g. after a Redis restart), so the hot path sends the script body at most once.
  */
 export interface ScriptCommands {
-  reserve(
-    meta: string,
-    buyers: string,
-    stream: string,
-    turns: string,
-    closed: string,
-    showUp: string,
-    userId: string,
-    quantity: number,
-    reservationId: string,
-  ): Promise<ReserveReply>;
+  reserve(...args: ReserveArgs): Promise<ReserveReply>;
   joinQueue(
     meta: string,
     queue: string,
@@ -92,11 +100,12 @@ export type ScriptedRedis = Redis & ScriptCommands;
 /** A script ready to register: its command name, how many of its arguments are keys, its whole text. */
 export interface LoadedScript {
   name: string;
-  numberOfKeys: number;
+  /** Undefined when the caller passes it first. */
+  numberOfKeys: number | undefined;
   lua: string;
 }
 
-const SCRIPT_FILE = /^([a-z-]+)-(\d+)\.lua$/;
+const SCRIPT_FILE = /^([a-z]+(?:-[a-z]+)*)(?:-(\d+))?\.lua$/;
 const INCLUDE = /^--@include "([^"]+)"[ \t]*$/;
 
 /**
@@ -104,7 +113,7 @@ const INCLUDE = /^--@include "([^"]+)"[ \t]*$/;
  * format, creating a consumer group) live in `.lua` files of their own, under `includes/`, and a script
  * names each on a line `--@include "<path>"`, the path relative to the file that names it, written at the
  * start of the line even inside a block (its functions are then made only when the script runs that
- * block: reserve-6.lua). The line is
+ * block: reserve.lua). The line is
  * replaced by the file (its own includes resolved first); a file already inlined in this script is not
  * inlined again, so its locals are declared once. A missing file, a cycle or a malformed `--@` line
  * fails the load: at start, not at the first call.
@@ -119,7 +128,13 @@ export function loadScripts(dir: URL): LoadedScript[] {
     if (!match) return [];
     const name = match[1]!.replace(/-([a-z])/g, (_, letter: string) => letter.toUpperCase());
     const path = new URL(file, dir);
-    return [{ name, numberOfKeys: Number(match[2]), lua: withoutUncalledFunctions(withIncludes(path, new Set([path.href]), [path.href])) }];
+    return [
+      {
+        name,
+        numberOfKeys: match[2] === undefined ? undefined : Number(match[2]),
+        lua: withoutUncalledFunctions(withIncludes(path, new Set([path.href]), [path.href])),
+      },
+    ];
   });
 }
 
@@ -185,7 +200,7 @@ const scripts = loadScripts(new URL('./lua/', import.meta.url));
 /** Registers every script on this connection (idempotent). */
 export function withScripts(redis: Redis): ScriptedRedis {
   for (const { name, numberOfKeys, lua } of scripts) {
-    if (!(name in redis)) redis.defineCommand(name, { numberOfKeys, lua });
+    if (!(name in redis)) redis.defineCommand(name, numberOfKeys === undefined ? { lua } : { numberOfKeys, lua });
   }
   return redis as ScriptedRedis;
 }

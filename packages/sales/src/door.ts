@@ -25,7 +25,7 @@ import type { Challenge } from 'altcha-lib/v1/types';
 /**
  * The door's use cases: joining a sale's waiting room, a buyer's place in it, the operator's
  * control of it, and telling it of paid units. The admission itself, and the purchase check, are in
- * Redis scripts (admit-queue-6.lua, reserve-6.lua); these put the two stores and the ticket together.
+ * Redis scripts (admit-queue-6.lua, reserve.lua); these put the two stores and the ticket together.
  *
  * Crash points: a join is one script call (joined or not); a status reads only. The operator's change is
  * MySQL first (the record a rebuild writes back), then Redis; dying between, Redis keeps the old setting

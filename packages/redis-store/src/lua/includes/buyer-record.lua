@@ -4,7 +4,7 @@
   (epoch ms, Redis's clock). The time is what a faithful order needs besides the id and quantity (its
   payBy): with it, an order MySQL lost (a restore, a replica promoted behind) is written again from this
   record once the stream entry is trimmed. Records written before it carried the time have two fields.
-  reserve-6.lua writes it, in its own text (a function here would cost its hot path a closure per call).
+  reserve.lua writes it, in its own text (a function here would cost its hot path a closure per call).
 ]]
 
 -- Whether a buyer's record holds this reservation of this quantity (with or without its time).

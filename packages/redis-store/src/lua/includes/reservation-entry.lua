@@ -1,7 +1,7 @@
 --[[
   A reservation on a sale's stream (TypeScript: reservation-stream.ts): fields r reservation id, u user
   id, q quantity, t time accepted (epoch ms, Redis's clock), g generation of the sale's Redis state that
-  accepted it. Written in this order: the reader looks them up by position first. reserve-6.lua writes
+  accepted it. Written in this order: the reader looks them up by position first. reserve.lua writes
   them, in its own text (a function here would cost its hot path a closure per call).
 ]]
 

@@ -18,7 +18,7 @@
   cost the script more than the rest of its terms. It is derived: written only by the function below
   that makes it from the fields, which every script that writes one of them calls in the same step. The
   fields stay, for every other reader (TypeScript never reads `terms`). A meta written before `terms`
-  existed has none, and is read field by field (reserve-6.lua).
+  existed has none, and is read field by field (reserve.lua).
   Every script writes and reads its fields through these functions, but the reserve script's HINCRBY of
   `remaining` (in its own text: a function here would cost its hot path a closure per call).
 ]]

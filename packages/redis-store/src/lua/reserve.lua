@@ -7,15 +7,20 @@
   ends, whatever their clocks drift, and Redis 7 replicates the script's effects, not the script, so
   replicas stay identical.
 
-  Input:
+  Input: the keys a sale's terms need, 3, 4 or 6 (the caller passes their number first, EVALSHA's
+  numkeys). An open sale reads and writes three keys; the rebuy rule's once an order of the sale was
+  closed, a fourth; the door's, two more. Each key given costs the call (Redis makes a Lua string and a
+  table slot of it), so a caller passes only those its sale has needed so far (reserve-purchase.ts): a
+  call given too few answers { -12, n } before anything is read or written beyond the terms, and is made
+  again with n keys.
     KEYS[1] sale meta hash   (record: sale meta, includes/sale-meta.lua)
     KEYS[2] sale buyers hash (record: buyer record, includes/buyer-record.lua)
     KEYS[3] sale stream      (record: reservation entry, includes/reservation-entry.lua)
-    KEYS[4] sale turns       (the door's admissions, includes/door-admission.lua; untouched for an
-                              open sale)
-    KEYS[5] sale closed hash (the buyers' closed orders, includes/buyer-history.lua; read only)
-    KEYS[6] sale show-up set (turns waiting for their buyer, includes/door.lua; untouched for an open
-                              sale)
+    KEYS[4] sale closed hash (the buyers' closed orders, includes/buyer-history.lua; read only; needed
+                              once `closed` is set and the sale has a rebuy rule)
+    KEYS[5] sale turns       (the door's admissions, includes/door-admission.lua; needed, with the next,
+                              for a sale behind the door)
+    KEYS[6] sale show-up set (turns waiting for their buyer, includes/door.lua)
 
     ARGV[1] user id
     ARGV[2] quantity (a positive integer; the gateway has validated its form)
@@ -37,6 +42,8 @@
                                      before opening another (the sale's rebuy rule)
     { -11, maxOrders }               OrderLimitReached: the buyer has opened as many orders in this sale
                                      as its rebuy rule allows
+    { -12, n }                       NeedsKeys: this sale's terms need n keys, fewer were given (the
+                                     caller's to handle: never a buyer's answer)
 
   Every refusal returns before the first write but one: a buyer whose turn is in its show-up window and
   who is refused after the turn check (-5, -7, -8, -10, -11) has shown up, and their turn runs to its
@@ -63,6 +70,10 @@ if not terms then
   end
 end
 local starts, ends, paused, limit, queued, rebuy_max, rebuy_cool, closed, generation = cmsgpack.unpack(terms)
+local needed = (queued and 6) or (closed and rebuy_max and 4) or 3
+if #KEYS < needed then
+  return { -12, needed }
+end
 
 local existing = redis.call('HGET', KEYS[2], ARGV[1])
 if existing then
@@ -92,7 +103,7 @@ end
 local turn, door_show_up, door_use_turn
 if queued then
 --@include "includes/door-admission.lua"
-  turn = running_turn(KEYS[4], ARGV[1], now)
+  turn = running_turn(KEYS[5], ARGV[1], now)
   if not turn then
     return { -9, '' }
   end
@@ -113,11 +124,11 @@ elseif rebuy_max and closed then
   -- The rebuy rule, last: one HGET, only for a buyer about to be accepted (no live record, units left) of
   -- a sale where an order was closed, so refusals cost nothing more, nor does a sale nobody cancelled in.
 --@include "includes/buyer-history.lua"
-  code, value = rebuy_refusal(KEYS[5], ARGV[1], { max = rebuy_max, cooldown_ms = rebuy_cool * 1000 }, now)
+  code, value = rebuy_refusal(KEYS[4], ARGV[1], { max = rebuy_max, cooldown_ms = rebuy_cool * 1000 }, now)
 end
 if code then
   if turn then
-    door_show_up(KEYS[4], KEYS[6], ARGV[1], turn)
+    door_show_up(KEYS[5], KEYS[6], ARGV[1], turn)
   end
   return { code, value }
 end
@@ -132,6 +143,6 @@ redis.call('XADD', KEYS[3], '*', 'r', ARGV[3], 'u', ARGV[1], 'q', ARGV[2], 't', 
 remaining = redis.call('HINCRBY', KEYS[1], 'remaining', '-' .. ARGV[2])
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[3] .. '|' .. ARGV[2] .. '|' .. at)
 if turn then
-  door_use_turn(KEYS[4], KEYS[6], ARGV[1], turn)
+  door_use_turn(KEYS[5], KEYS[6], ARGV[1], turn)
 end
 return remaining
