@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '@flashsale/runtime';
 import { newReservationId } from '@flashsale/domain';
-import { decodeReservation, saleKeys, type ReservationEntry, type StreamEntry } from '@flashsale/redis-store';
+import { decodeReservation, reserveArgs, saleKeys, type ReservationEntry, type StreamEntry } from '@flashsale/redis-store';
 import { ORDER_WRITERS_GROUP } from '@flashsale/redis-store/testing';
 import { createOrderStore } from '@flashsale/order-store';
 import { startRedisServer, type RedisServer } from '@flashsale/harness';
@@ -40,15 +40,7 @@ async function saleWithAcknowledgedEntries(ctx: TestContext, entries: number, de
   for (let from = 0; from < entries; from += CHUNK) {
     const commands = Array.from({ length: Math.min(CHUNK, entries - from) }, (_, k) => [
       'reserve',
-      keys.meta,
-      keys.buyers,
-      keys.stream,
-      keys.turns,
-      keys.closed,
-      keys.showUp,
-      `buyer-${from + k}`,
-      '1',
-      newReservationId(sale.id),
+      ...reserveArgs(keys, `buyer-${from + k}`, 1, newReservationId(sale.id)),
     ]);
     for (const [error] of (await ctx.redis.pipeline(commands).exec())!) expect(error).toBeNull();
   }

@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { createLogger } from '@flashsale/runtime';
 import { newReservationId } from '@flashsale/domain';
-import { saleKeys } from '@flashsale/redis-store';
+import { reserveArgs, saleKeys } from '@flashsale/redis-store';
 import { ORDER_WRITERS_GROUP, toReserveOutcome } from '@flashsale/redis-store/testing';
 import { createOrderStore, type PrismaClient } from '@flashsale/order-store';
 import { ledgerOf } from '@flashsale/harness';
@@ -165,20 +165,7 @@ describe('stream retention', () => {
         reservationId: newReservationId(sale.id),
       }));
       const replies = await env.ctx.redis
-        .pipeline(
-          batch.map(({ userId, reservationId }) => [
-            'reserve',
-            keys.meta,
-            keys.buyers,
-            keys.stream,
-            keys.turns,
-            keys.closed,
-            keys.showUp,
-            userId,
-            '1',
-            reservationId,
-          ]),
-        )
+        .pipeline(batch.map(({ userId, reservationId }) => ['reserve', ...reserveArgs(keys, userId, 1, reservationId)]))
         .exec();
       replies!.forEach(([error, reply], k) => {
         expect(error).toBeNull();
