@@ -129,17 +129,17 @@ export async function reservePurchase(
   for (;;) {
     const args = reserveArgs(keys, request.userId, request.quantity, request.reservationId, numberOfKeys);
     let reply: ReserveReply;
-    let replicated: { acknowledged: number } | undefined;
+    let acknowledged = 0;
     if (!wait) reply = await redis.reserve(...args);
     else {
       const pipeline = redis.pipeline() as unknown as WaitPipeline;
-      const [[scriptError, answer], [waitError, acknowledged]] = (await pipeline
+      const [[scriptError, answer], [waitError, replicas]] = (await pipeline
         .reserve(...args)
         .wait(wait.replicas, wait.timeoutMs)
         .exec()) as [[Error | null, unknown], [Error | null, unknown]];
       if (scriptError) throw scriptError;
       reply = answer as ReserveReply;
-      replicated = { acknowledged: waitError ? 0 : Number(acknowledged) };
+      acknowledged = waitError ? 0 : Number(replicas);
     }
     if (typeof reply !== 'number' && (reply[0] as ReserveCode) === ReserveCode.NeedsKeys) {
       const needed = Number(reply[1]);
@@ -151,7 +151,7 @@ export async function reservePurchase(
     }
     const outcome = toReserveOutcome(reply);
     if (outcome.kind !== 'reserved' || !wait) return outcome;
-    if (replicated!.acknowledged < wait.replicas) return { kind: 'unreplicated', acknowledged: replicated!.acknowledged };
+    if (acknowledged < wait.replicas) return { kind: 'unreplicated', acknowledged };
     return outcome;
   }
 }

@@ -113,9 +113,8 @@ const INCLUDE = /^--@include "([^"]+)"[ \t]*$/;
  * format, creating a consumer group) live in `.lua` files of their own, under `includes/`, and a script
  * names each on a line `--@include "<path>"`, the path relative to the file that names it, written at the
  * start of the line even inside a block (its functions are then made only when the script runs that
- * block: reserve.lua). The line is
- * replaced by the file (its own includes resolved first); a file already inlined in this script is not
- * inlined again, so its locals are declared once. A missing file, a cycle or a malformed `--@` line
+ * block: reserve.lua). The line is replaced by the file (its own includes resolved first); a file already
+ * inlined in this script is not inlined again, so its locals are declared once. A missing file, a cycle or a malformed `--@` line
  * fails the load: at start, not at the first call.
  *
  * An include's functions the script never calls are then left out (withoutUncalledFunctions): a script's
