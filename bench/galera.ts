@@ -6,6 +6,7 @@
  * The gateway never touches MySQL, so this is the pipeline's MySQL side: orders per second from the
  * signal to the drain, and CPU per order of the workers, every mariadbd and HAProxy.
  */
+import { loadavg } from 'node:os';
 import { createConnection } from 'mariadb';
 import { startGaleraCluster, startMariaDbServer } from '@flashsale/harness';
 import { createSaleStore, type SaleStore } from '@flashsale/redis-store';
@@ -13,11 +14,14 @@ import { createPrisma, migrate, poolConfigFromUrl } from '@flashsale/order-store
 import { drainByWorkers, startWorkerPool, type WorkerPool } from './drain.ts';
 import { median } from './load.ts';
 import type { PartContext } from './part-context.ts';
+import type { RunInfo } from './summary.ts';
 import { mariadbPidOf } from './pipeline-servers.ts';
 import { cpuSeconds } from './servers.ts';
 
 export interface GaleraDrain {
   ordersPerSecond: number;
+  /** The box's one-minute load average when the drain began (older recorded runs lack it). */
+  loadAverage?: number;
   cpuUsPerOrder: { workers: number; mysql: number; total: number };
 }
 
@@ -72,12 +76,14 @@ export async function galeraPart(part: PartContext): Promise<GaleraResults> {
         const pids = await c.mysqlPids();
         const workerPids = pool.workers.map((w) => w.child.pid!);
         const cpu = () => ({ workers: sum(workerPids.map(cpuSeconds)), mysql: sum(pids.map(cpuSeconds)) });
+        const loadAverage = Number(loadavg()[0]!.toFixed(2));
         const before = cpu();
         const seconds = await drainByWorkers(part.redis, stores.get(name)!, prisma, pool, { count: ORDERS, sales: 1, workers: 2 });
         const after = cpu();
         const us = (s: number) => Number(((s * 1e6) / ORDERS).toFixed(1));
         const drain = {
           ordersPerSecond: Math.round(ORDERS / seconds),
+          loadAverage,
           cpuUsPerOrder: {
             workers: us(after.workers - before.workers),
             mysql: us(after.mysql - before.mysql),
@@ -105,6 +111,32 @@ export async function galeraPart(part: PartContext): Promise<GaleraResults> {
     `galera: medians: one server ${a.ordersPerSecond} orders/s, ${a.cpuUsPerOrder} us CPU per order (workers ${a.workers}, mariadbd ${a.mysql}); Galera ${b.ordersPerSecond} orders/s, ${b.cpuUsPerOrder} us (workers ${b.workers}, 3 mariadbd + HAProxy ${b.mysql}); rate ${(b.ordersPerSecond / a.ordersPerSecond).toFixed(2)}x, CPU ${(b.cpuUsPerOrder / a.cpuUsPerOrder).toFixed(2)}x`,
   );
   return results;
+}
+
+/** The galera section of docs/BENCHMARKS.md: medians of the rounds and the ratios Galera / one server. */
+export function galeraMarkdown(r: RunInfo, g: GaleraResults): string {
+  const range = (values: number[]) => `${Math.min(...values)} to ${Math.max(...values)}`;
+  const summary = (runs: GaleraDrain[]) => ({
+    rate: median(runs.map((d) => d.ordersPerSecond)),
+    rates: range(runs.map((d) => d.ordersPerSecond)),
+    workers: median(runs.map((d) => d.cpuUsPerOrder.workers)),
+    mysql: median(runs.map((d) => d.cpuUsPerOrder.mysql)),
+    total: median(runs.map((d) => d.cpuUsPerOrder.total)),
+  });
+  const [a, b] = [summary(g.one), summary(g.cluster)];
+  const loads = [...g.one, ...g.cluster].flatMap((d) => (d.loadAverage === undefined ? [] : [d.loadAverage]));
+  const row = (label: string, s: ReturnType<typeof summary>, mysql: string) =>
+    `| ${label} | ${s.rate} (rounds ${s.rates}) | ${s.workers} | ${s.mysql} (${mysql}) | ${s.total} |`;
+  return [
+    `${r.date.slice(0, 10)}, \`${r.command}\` on ${r.commit}, ${g.cluster.length} rounds alternating the contenders after a warm-up; medians. Machine: ${r.machine}; Node ${r.node}.`,
+    '',
+    `${g.orders.toLocaleString('en-US')} reservations drained by two worker processes into one \`mariadbd\` and into a 3-node Galera cluster on the same box behind HAProxy (one writer)${loads.length ? `; load average ${range(loads)} at the start of the drains` : ''}. Galera / one server: **${(b.rate / a.rate).toFixed(2)}x the rate, ${(b.total / a.total).toFixed(2)}x the CPU per order**.`,
+    '',
+    '| MySQL | orders/s | CPU µs/order: workers | MySQL side | total |',
+    '|---|---|---|---|---|',
+    row('one `mariadbd`', a, 'the `mariadbd`'),
+    row('3-node Galera + HAProxy', b, 'three `mariadbd`, HAProxy'),
+  ].join('\n');
 }
 
 const sum = (values: number[]) => values.reduce((s, v) => s + v, 0);

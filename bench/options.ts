@@ -82,14 +82,14 @@ CPU per order by process (pipeline), the accept path with REDIS_WAIT_REPLICAS (r
 door's paths (door), honest buyers against a farm of accounts at the door (door-bots, its figures
 logged, not recorded), and the buyer path beside a flooded metrics port and the dashboard's live streams
 at their caps (neighbours), and the order writes on one mariadbd against a 3-node Galera cluster behind
-HAProxy (galera, its figures logged, not recorded), and each role's time from spawn to /readyz 200,
+HAProxy (galera), and each role's time from spawn to /readyz 200,
 built and from source (ready, logged, not recorded): all on this machine, contenders alternated, medians printed as the tables
 of docs/BENCHMARKS.md. About thirty minutes (an estimate from the parts' own runs on this box).
 
   --quick    every part shorter and once (2 s runs, 1 round, 5,000 rows, 10 s of reconciler): a minute
              or two, to see that it all runs and roughly where it stands
   --record   append the run to bench/results.json and rewrite the figures in docs/BENCHMARKS.md (a run
-             of every part of a section; replica-wait, door and neighbours each their own); without it
+             of every part of a section; replica-wait, door, neighbours and galera each their own); without it
              nothing in the repository changes
 
 Variables (each overrides its default, --quick's too): BENCH_SECONDS (5) per load run, BENCH_ROUNDS (3),

@@ -6,7 +6,7 @@ import { goalsMarkdown } from './goals-report.ts';
 import { replicaWaitMarkdown, type ReplicaWaitResults } from './replica-wait.ts';
 import { doorMarkdown, type DoorResults } from './door.ts';
 import { neighboursMarkdown, type NeighboursResults } from './neighbours.ts';
-import type { GaleraResults } from './galera.ts';
+import { galeraMarkdown, type GaleraResults } from './galera.ts';
 import type { ReadyResults } from './ready.ts';
 import type { DoorBotsResults } from './door-bots.ts';
 import type { PathName, ReserveSummary, RunInfo, Summary } from './summary.ts';
@@ -75,7 +75,7 @@ export interface BenchResults extends RunInfo {
   doorBots?: DoorBotsResults;
   /** The buyer path quiet, beside a flooded metrics port, beside live streams at their caps (BENCH_PARTS neighbours). */
   neighbours?: NeighboursResults;
-  /** The order writes on one mariadbd against a 3-node Galera cluster (BENCH_PARTS galera; bench/galera.ts logs its figures). */
+  /** The order writes on one mariadbd against a 3-node Galera cluster (BENCH_PARTS galera). */
   galera?: GaleraResults;
   /** Spawn to /readyz 200 of each role, built and from source (bench/ready.ts). */
   ready?: ReadyResults;
@@ -255,6 +255,7 @@ function partSections(r: BenchResults): { start: string; end: string; markdown: 
     { name: 'replica-wait', markdown: r.replicaWait && replicaWaitMarkdown(r, r.replicaWait) },
     { name: 'door', markdown: r.door && doorMarkdown(r, r.door) },
     { name: 'neighbours', markdown: r.neighbours && neighboursMarkdown(r, r.neighbours) },
+    { name: 'galera', markdown: r.galera && galeraMarkdown(r, r.galera) },
   ];
   return sections.flatMap(({ name, markdown }) =>
     markdown ? [{ start: `<!-- bench-${name}:start -->`, end: `<!-- bench-${name}:end -->`, markdown }] : [],
@@ -275,7 +276,7 @@ export function printResults(results: BenchResults): void {
  * `--record`: appends the run to bench/results.json (every recorded run, oldest first) and prints its
  * tables; a run of every purchase part (purchase, scaling, fsync, drain) also replaces the results
  * section of docs/BENCHMARKS.md, a run of every scale part (script, cluster, workers) its scale section,
- * a run of replica-wait, door or neighbours that part's section, a run of purchase, script, pipeline and
+ * a run of replica-wait, door, neighbours or galera that part's section, a run of purchase, script, pipeline and
  * ready together the speed goals' section.
  */
 export function writeResults(results: BenchResults): void {
