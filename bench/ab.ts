@@ -24,7 +24,7 @@ import { createRedis, createSaleStore } from '@flashsale/redis-store';
 import { createPrisma, migrate } from '@flashsale/order-store';
 import { ensureServices } from '../infra/ensure-services.ts';
 import { chooseLoadGenerator, median } from './load.ts';
-import { cpuSeconds, mainThreadCpuSeconds, startBaseline, startGatewayProcess, type BenchServer } from './servers.ts';
+import { cpuSeconds, ioSyscalls, mainThreadCpuSeconds, startBaseline, startGatewayProcess, type BenchServer } from './servers.ts';
 import { benchBuyers, cycleOf, openPathSale } from './path-sale.ts';
 import type { PathName } from './summary.ts';
 
@@ -123,13 +123,20 @@ try {
   // A warm-up run each, as long as a measured one and not kept: V8 optimises a server's hot functions over
   // its first seconds under load, and a first round would otherwise measure that.
   for (const { name, server } of servers) await runOnFreshSale(`${name} warm-up`, server);
-  const measured = new Map(servers.map(({ name }) => [name, { rps: [] as number[], cpu: [] as number[], main: [] as number[] }]));
+  const measured = new Map(
+    servers.map(({ name }) => [
+      name,
+      { rps: [] as number[], cpu: [] as number[], main: [] as number[], reads: [] as number[], writes: [] as number[] },
+    ]),
+  );
   for (let round = 1; round <= ROUNDS; round += 1) {
     for (const { name, server } of round % 2 === 1 ? servers : [...servers].reverse()) {
-      const [cpuBefore, mainBefore] = [cpuSeconds(server.pid), mainThreadCpuSeconds(server.pid)];
+      const [cpuBefore, mainBefore, ioBefore] = [cpuSeconds(server.pid), mainThreadCpuSeconds(server.pid), ioSyscalls(server.pid)];
       const result = await runOnFreshSale(name, server);
       const cpu = ((cpuSeconds(server.pid) - cpuBefore) * 1e6) / result.requests;
       const main = ((mainThreadCpuSeconds(server.pid) - mainBefore) * 1e6) / result.requests;
+      const io = ioSyscalls(server.pid);
+      const [reads, writes] = [(io.reads - ioBefore.reads) / result.requests, (io.writes - ioBefore.writes) / result.requests];
       if (result.errors > 0 || (path === 'accept' ? result.ok !== result.requests : result.ok > 0)) {
         throw new Error(`${name}, round ${round}: ${result.ok} 2xx of ${result.requests} answers, ${result.errors} errors`);
       }
@@ -137,18 +144,29 @@ try {
       m.rps.push(result.rps);
       m.cpu.push(cpu);
       m.main.push(main);
+      m.reads.push(reads);
+      m.writes.push(writes);
       log(
-        `round ${round} ${name}: ${Math.round(result.rps)} req/s, ${cpu.toFixed(1)} us CPU per request, main thread ${main.toFixed(1)} us`,
+        `round ${round} ${name}: ${Math.round(result.rps)} req/s, ${cpu.toFixed(1)} us CPU per request, main thread ${main.toFixed(1)} us, read/write system calls per request ${reads.toFixed(2)} / ${writes.toFixed(2)}`,
       );
     }
   }
-  const medians = new Map([...measured].map(([name, m]) => [name, { rps: median(m.rps), cpu: median(m.cpu), main: median(m.main) }]));
+  const medians = new Map(
+    [...measured].map(([name, m]) => [
+      name,
+      { rps: median(m.rps), cpu: median(m.cpu), main: median(m.main), reads: median(m.reads), writes: median(m.writes) },
+    ]),
+  );
   const base = medians.get('authenticated')!;
   console.log(`\n${path}, ${ROUNDS} rounds of ${SECONDS} s under ${load.name}, ${CONNECTIONS} connections; medians:\n`);
-  console.log('| server | req/s | CPU us per request | main thread us per request | req/s against the authenticated baseline |');
-  console.log('|---|---|---|---|---|');
+  console.log(
+    '| server | req/s | CPU us per request | main thread us per request | read / write system calls per request | req/s against the authenticated baseline |',
+  );
+  console.log('|---|---|---|---|---|---|');
   for (const [name, m] of medians)
-    console.log(`| ${name} | ${Math.round(m.rps)} | ${m.cpu.toFixed(1)} | ${m.main.toFixed(1)} | ${(m.rps / base.rps).toFixed(2)} |`);
+    console.log(
+      `| ${name} | ${Math.round(m.rps)} | ${m.cpu.toFixed(1)} | ${m.main.toFixed(1)} | ${m.reads.toFixed(2)} / ${m.writes.toFixed(2)} | ${(m.rps / base.rps).toFixed(2)} |`,
+    );
   const baseRounds = measured.get('authenticated')!.rps;
   const rounds = (name: string) =>
     measured

@@ -140,3 +140,14 @@ export function cpuSecondsByThread(pid: number): Map<string, number> {
 export function mainThreadCpuSeconds(pid: number): number {
   return statCpuSeconds(procFile(pid, `task/${pid}/stat`));
 }
+
+/**
+ * The read-like and write-like system calls a process has made so far (`syscr`, `syscw` of
+ * /proc/<pid>/io: read, readv, recv..., write, writev, send...): counts, so a difference between two
+ * servers is exact where their CPU moves with the box.
+ */
+export function ioSyscalls(pid: number): { reads: number; writes: number } {
+  const io = procFile(pid, 'io');
+  const field = (name: string) => Number(new RegExp(`^${name}: (\\d+)$`, 'm').exec(io)?.[1] ?? Number.NaN);
+  return { reads: field('syscr'), writes: field('syscw') };
+}
