@@ -1,7 +1,55 @@
 import { createServer } from 'node:net';
-import { describe, expect, it } from 'vitest';
+import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it, vi } from 'vitest';
 import { createConnection } from 'mariadb';
-import { startMariaDbServer } from './mariadb-server.ts';
+import { installedTemplate, startMariaDbServer } from './mariadb-server.ts';
+
+/** Runs `body` with a `mariadb-install-db` of `script` first on PATH. */
+function withInstaller<T>(script: string, body: (dir: string) => T): T {
+  const dir = mkdtempSync(join(tmpdir(), 'fake-install-db-'));
+  const path = process.env.PATH;
+  try {
+    writeFileSync(join(dir, 'mariadb-install-db'), `#!/bin/sh\n${script}\n`);
+    chmodSync(join(dir, 'mariadb-install-db'), 0o755);
+    process.env.PATH = `${dir}:${path}`;
+    return body(dir);
+  } finally {
+    process.env.PATH = path;
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+describe('the data directory template', () => {
+  it('runs a failed mariadb-install-db once more, saying so with its output', () => {
+    const stderr = vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
+    try {
+      // Fails the first time (no marker yet), then does what the real one does.
+      const template = withInstaller(
+        `m="$(dirname "$0")/failed-once"; if [ ! -e "$m" ]; then touch "$m"; echo "Installation of system tables failed!"; exit 1; fi; PATH="\${PATH#*:}" exec mariadb-install-db "$@"`,
+        () => installedTemplate(),
+      );
+      expect(existsSync(join(template, 'mysql'))).toBe(true);
+      expect(stderr.mock.calls.map(([text]) => String(text)).join('')).toMatch(
+        /mariadb-install-db failed \(exit 1, signal null\); running it once more\. Its output:\nInstallation of system tables failed!/,
+      );
+    } finally {
+      stderr.mockRestore();
+    }
+  });
+
+  it('gives up on a second failure, with the output of both', () => {
+    const stderr = vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
+    try {
+      expect(() => withInstaller('echo "no room: $$"; exit 1', () => installedTemplate())).toThrow(
+        /mariadb-install-db failed twice:\nno room: \d+\n\nand then:\nno room: \d+/,
+      );
+    } finally {
+      stderr.mockRestore();
+    }
+  });
+});
 
 describe('startMariaDbServer', () => {
   it('gives up at once on a mariadbd that exits before it answers, after trying fresh ports, and shows its log', async () => {

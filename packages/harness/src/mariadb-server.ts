@@ -36,25 +36,38 @@ let template: string | undefined;
  * The copy is made before any server ever ran on the template, so it is byte for byte a fresh install.
  */
 export function freshDataDirectory(datadir: string): void {
-  if (template === undefined) {
+  template ??= installedTemplate();
+  cpSync(template, datadir, { recursive: true });
+}
+
+/**
+ * A data directory made by mariadb-install-db, removed when the process exits. An install that fails is
+ * run once more, its output written to stderr first: one failed in about twenty runs of the Galera files
+ * beside `stress-ng --cpu 2` (2026-11-30, its output not kept), and a second failure reports both.
+ */
+export function installedTemplate(): string {
+  let firstFailure: string | undefined;
+  for (;;) {
     const made = mkdtempSync(join(tmpdir(), 'flashsale-mariadb-template-'));
     const install = spawnSync(
       'mariadb-install-db',
       ['--no-defaults', `--datadir=${join(made, 'data')}`, '--user=root', '--skip-test-db', '--auth-root-authentication-method=normal'],
       { encoding: 'utf8' },
     );
-    if (install.status !== 0) {
-      rmSync(made, { recursive: true, force: true });
-      throw new Error(
-        install.error
-          ? `mariadb-install-db could not be started (${install.error.message}); ${installHint('mariadb-install-db')}`
-          : `mariadb-install-db failed: ${install.stdout}${install.stderr}`,
-      );
+    if (install.status === 0) {
+      process.once('exit', () => rmSync(made, { recursive: true, force: true }));
+      return join(made, 'data');
     }
-    template = join(made, 'data');
-    process.once('exit', () => rmSync(made, { recursive: true, force: true }));
+    rmSync(made, { recursive: true, force: true });
+    if (install.error)
+      throw new Error(`mariadb-install-db could not be started (${install.error.message}); ${installHint('mariadb-install-db')}`);
+    const output = `${install.stdout}${install.stderr}`;
+    if (firstFailure !== undefined) throw new Error(`mariadb-install-db failed twice:\n${firstFailure}\nand then:\n${output}`);
+    firstFailure = output;
+    process.stderr.write(
+      `mariadb-install-db failed (exit ${install.status}, signal ${install.signal}); running it once more. Its output:\n${output}\n`,
+    );
   }
-  cpSync(template, datadir, { recursive: true });
 }
 
 /** How much of the server's own log (its stderr) a failed start shows. */
