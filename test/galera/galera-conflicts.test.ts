@@ -78,10 +78,10 @@ async function meetingWriteOnOtherNode<T>(operation: () => Promise<T>, sql: stri
   const running = operation().finally(() => (settled = true));
   const deadline = Date.now() + 30_000;
   for (;;) {
-    const [row] = (await onWriter.query(
+    const [row] = await onWriter.query<{ holding: bigint }[]>(
       "SELECT COUNT(*) AS holding FROM information_schema.PROCESSLIST WHERE DB = ? AND STATE = 'User sleep'",
       [database],
-    )) as { holding: bigint }[];
+    );
     if (Number(row!.holding) > 0) break;
     if (settled) {
       await running;
