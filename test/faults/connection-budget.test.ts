@@ -77,6 +77,27 @@ async function gatewayConnectionsByProcess(groupId: number): Promise<Map<number,
   return byProcess;
 }
 
+/** The gateway's connections as MariaDB sees them (command, seconds in it, state), by the process that holds each. */
+async function gatewayConnectionsDescribed(groupId: number): Promise<string> {
+  const rows = await admin.query<{ ID: number; HOST: string; COMMAND: string; TIME: number; STATE: string; INFO: string | null }[]>(
+    "SELECT ID, HOST, COMMAND, TIME, STATE, INFO FROM information_schema.PROCESSLIST WHERE USER = 'gateway'",
+  );
+  const owners = [...tcpPortsByProcess(groupId, mariadb.port)];
+  return JSON.stringify(
+    rows.map((row) => {
+      const port = Number(row.HOST.slice(row.HOST.lastIndexOf(':') + 1));
+      return {
+        pid: owners.find(([, local]) => local.has(port))?.[0],
+        id: row.ID,
+        command: row.COMMAND,
+        seconds: row.TIME,
+        state: row.STATE,
+        info: row.INFO,
+      };
+    }),
+  );
+}
+
 describe(`${GATEWAY_PROCESSES} gateway processes and a worker on a MariaDB with max_connections ${MAX_CONNECTIONS}`, () => {
   it('warns at start that full pools cannot fit, yet every 202 becomes an order, and idle gateway processes come down to one or two connections each', async () => {
     const env = { REDIS_URL: ctx.config.REDIS_URL, REDIS_PREFIX: ctx.config.REDIS_PREFIX };
@@ -171,7 +192,15 @@ describe(`${GATEWAY_PROCESSES} gateway processes and a worker on a MariaDB with 
       async () => [...(await gatewayConnectionsByProcess(gateway.child.pid!)).values()],
       (counts) => counts.length === GATEWAY_PROCESSES && counts.every((n) => n <= 2),
       60_000,
-    );
+    ).catch(async (error: unknown) => {
+      // What each connection was doing, by process: which pool holds the extra one, and since when.
+      throw new Error(
+        `${(error as Error).message}\nthe gateway's connections now: ${await gatewayConnectionsDescribed(gateway.child.pid!)}`,
+        {
+          cause: error,
+        },
+      );
+    });
     // Then, for 4 s: held so.
     const samples: number[][] = [];
     for (let i = 0; i < 40; i += 1) {

@@ -12,6 +12,8 @@ export class LiveSaleDirectory {
   /** Each live sale's end, on this process's monotonic clock (performance.now()), from MySQL's time left. */
   private endById = new Map<number, number>();
   private timer: NodeJS.Timeout | undefined;
+  /** The refresh under way, if any: a tick that finds one skips its turn. */
+  private refreshing: Promise<void> | undefined;
 
   constructor(
     private readonly sales: Pick<Sales, 'listLiveSales'>,
@@ -41,10 +43,19 @@ export class LiveSaleDirectory {
     this.endById = new Map(rows.map((row) => [row.id, asked + row.msLeft]));
   }
 
-  /** Loads once (a failure is logged, not fatal: MySQL may come later), then refreshes every period. */
+  /**
+   * Loads once (a failure is logged, not fatal: MySQL may come later), then refreshes every period. A
+   * period that ends with the last refresh still waiting for MySQL starts none: a slow MySQL gets one
+   * query at a time from each gateway process, and the process one pooled connection for it, where
+   * refreshes piling up would each hold one (seen: an idle gateway process keeping three for a minute
+   * on a busy machine).
+   */
   async start(): Promise<void> {
     await this.refreshLogged();
-    this.timer = setInterval(() => void this.refreshLogged(), this.refreshMs);
+    this.timer = setInterval(() => {
+      if (this.refreshing) return;
+      this.refreshing = this.refreshLogged().finally(() => (this.refreshing = undefined));
+    }, this.refreshMs);
     this.timer.unref();
   }
 
