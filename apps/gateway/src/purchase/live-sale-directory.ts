@@ -47,8 +47,8 @@ export class LiveSaleDirectory {
    * Loads once (a failure is logged, not fatal: MySQL may come later), then refreshes every period. A
    * period that ends with the last refresh still waiting for MySQL starts none: a slow MySQL gets one
    * query at a time from each gateway process, and the process one pooled connection for it, where
-   * refreshes piling up would each hold one (seen: an idle gateway process keeping three for a minute
-   * on a busy machine).
+   * refreshes piling up would each hold one (an idle gateway process was seen keeping three for a minute
+   * on a busy machine; this is one way there).
    */
   async start(): Promise<void> {
     await this.refreshLogged();
