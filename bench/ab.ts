@@ -123,12 +123,10 @@ try {
   // A warm-up run each, as long as a measured one and not kept: V8 optimises a server's hot functions over
   // its first seconds under load, and a first round would otherwise measure that.
   for (const { name, server } of servers) await runOnFreshSale(`${name} warm-up`, server);
-  const measured = new Map(
-    servers.map(({ name }) => [
-      name,
-      { rps: [] as number[], cpu: [] as number[], main: [] as number[], reads: [] as number[], writes: [] as number[] },
-    ]),
-  );
+  // Each server's runs, one record a run: requests a second, and per request CPU (process, main thread) and
+  // read and write system calls.
+  type Measure = { rps: number; cpu: number; main: number; reads: number; writes: number };
+  const measured = new Map(servers.map(({ name }) => [name, [] as Measure[]]));
   for (let round = 1; round <= ROUNDS; round += 1) {
     for (const { name, server } of round % 2 === 1 ? servers : [...servers].reverse()) {
       const [cpuBefore, mainBefore, ioBefore] = [cpuSeconds(server.pid), mainThreadCpuSeconds(server.pid), ioSyscalls(server.pid)];
@@ -140,23 +138,17 @@ try {
       if (result.errors > 0 || (path === 'accept' ? result.ok !== result.requests : result.ok > 0)) {
         throw new Error(`${name}, round ${round}: ${result.ok} 2xx of ${result.requests} answers, ${result.errors} errors`);
       }
-      const m = measured.get(name)!;
-      m.rps.push(result.rps);
-      m.cpu.push(cpu);
-      m.main.push(main);
-      m.reads.push(reads);
-      m.writes.push(writes);
+      measured.get(name)!.push({ rps: result.rps, cpu, main, reads, writes });
       log(
         `round ${round} ${name}: ${Math.round(result.rps)} req/s, ${cpu.toFixed(1)} us CPU per request, main thread ${main.toFixed(1)} us, read/write system calls per request ${reads.toFixed(2)} / ${writes.toFixed(2)}`,
       );
     }
   }
-  const medians = new Map(
-    [...measured].map(([name, m]) => [
-      name,
-      { rps: median(m.rps), cpu: median(m.cpu), main: median(m.main), reads: median(m.reads), writes: median(m.writes) },
-    ]),
-  );
+  const medianOf = (runs: Measure[]) =>
+    Object.fromEntries(
+      (['rps', 'cpu', 'main', 'reads', 'writes'] as const).map((key) => [key, median(runs.map((run) => run[key]))]),
+    ) as Measure;
+  const medians = new Map([...measured].map(([name, runs]) => [name, medianOf(runs)]));
   const base = medians.get('authenticated')!;
   console.log(`\n${path}, ${ROUNDS} rounds of ${SECONDS} s under ${load.name}, ${CONNECTIONS} connections; medians:\n`);
   console.log(
@@ -167,11 +159,11 @@ try {
     console.log(
       `| ${name} | ${Math.round(m.rps)} | ${m.cpu.toFixed(1)} | ${m.main.toFixed(1)} | ${m.reads.toFixed(2)} / ${m.writes.toFixed(2)} | ${(m.rps / base.rps).toFixed(2)} |`,
     );
-  const baseRounds = measured.get('authenticated')!.rps;
+  const baseRounds = measured.get('authenticated')!;
   const rounds = (name: string) =>
     measured
       .get(name)!
-      .rps.map((rps, i) => (rps / baseRounds[i]!).toFixed(2))
+      .map(({ rps }, i) => (rps / baseRounds[i]!.rps).toFixed(2))
       .join(', ');
   console.log(`\nAgainst the authenticated baseline, round by round (requests a second):`);
   for (const { name } of servers) if (name !== 'authenticated') console.log(`- ${name}: ${rounds(name)}`);

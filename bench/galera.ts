@@ -13,7 +13,7 @@ import { createSaleStore, type SaleStore } from '@flashsale/redis-store';
 import { createPrisma, migrate, poolConfigFromUrl } from '@flashsale/order-store';
 import { drainByWorkers, startWorkerPool, type WorkerPool } from './drain.ts';
 import { median } from './load.ts';
-import type { PartContext } from './part-context.ts';
+import { loadRange, type PartContext } from './part-context.ts';
 import type { RunInfo } from './summary.ts';
 import { mariadbPidOf } from './pipeline-servers.ts';
 import { cpuSeconds } from './servers.ts';
@@ -100,37 +100,35 @@ export async function galeraPart(part: PartContext): Promise<GaleraResults> {
       }
     }
   }
-  const medianOf = (runs: GaleraDrain[]) => ({
-    ordersPerSecond: median(runs.map((r) => r.ordersPerSecond)),
-    cpuUsPerOrder: median(runs.map((r) => r.cpuUsPerOrder.total)),
-    workers: median(runs.map((r) => r.cpuUsPerOrder.workers)),
-    mysql: median(runs.map((r) => r.cpuUsPerOrder.mysql)),
-  });
-  const [a, b] = [medianOf(results.one), medianOf(results.cluster)];
+  const [a, b] = [mediansOf(results.one), mediansOf(results.cluster)];
   part.log(
-    `galera: medians: one server ${a.ordersPerSecond} orders/s, ${a.cpuUsPerOrder} us CPU per order (workers ${a.workers}, mariadbd ${a.mysql}); Galera ${b.ordersPerSecond} orders/s, ${b.cpuUsPerOrder} us (workers ${b.workers}, 3 mariadbd + HAProxy ${b.mysql}); rate ${(b.ordersPerSecond / a.ordersPerSecond).toFixed(2)}x, CPU ${(b.cpuUsPerOrder / a.cpuUsPerOrder).toFixed(2)}x`,
+    `galera: medians: one server ${a.ordersPerSecond} orders/s, ${a.total} us CPU per order (workers ${a.workers}, mariadbd ${a.mysql}); Galera ${b.ordersPerSecond} orders/s, ${b.total} us (workers ${b.workers}, 3 mariadbd + HAProxy ${b.mysql}); rate ${(b.ordersPerSecond / a.ordersPerSecond).toFixed(2)}x, CPU ${(b.total / a.total).toFixed(2)}x`,
   );
   return results;
 }
 
-/** The galera section of docs/BENCHMARKS.md: medians of the rounds and the ratios Galera / one server. */
-export function galeraMarkdown(r: RunInfo, g: GaleraResults): string {
-  const range = (values: number[]) => `${Math.min(...values)} to ${Math.max(...values)}`;
-  const summary = (runs: GaleraDrain[]) => ({
-    rate: median(runs.map((d) => d.ordersPerSecond)),
-    rates: range(runs.map((d) => d.ordersPerSecond)),
+/** A contender's drains, as the medians of their rate and CPU per order, and the range of their rates. */
+function mediansOf(runs: GaleraDrain[]) {
+  const rates = runs.map((d) => d.ordersPerSecond);
+  return {
+    ordersPerSecond: median(rates),
+    rates: `${Math.min(...rates)} to ${Math.max(...rates)}`,
     workers: median(runs.map((d) => d.cpuUsPerOrder.workers)),
     mysql: median(runs.map((d) => d.cpuUsPerOrder.mysql)),
     total: median(runs.map((d) => d.cpuUsPerOrder.total)),
-  });
-  const [a, b] = [summary(g.one), summary(g.cluster)];
-  const loads = [...g.one, ...g.cluster].flatMap((d) => (d.loadAverage === undefined ? [] : [d.loadAverage]));
-  const row = (label: string, s: ReturnType<typeof summary>, mysql: string) =>
-    `| ${label} | ${s.rate} (rounds ${s.rates}) | ${s.workers} | ${s.mysql} (${mysql}) | ${s.total} |`;
+  };
+}
+
+/** The galera section of docs/BENCHMARKS.md: medians of the rounds and the ratios Galera / one server. */
+export function galeraMarkdown(r: RunInfo, g: GaleraResults): string {
+  const [a, b] = [mediansOf(g.one), mediansOf(g.cluster)];
+  const loaded = [...g.one, ...g.cluster].filter((d): d is GaleraDrain & { loadAverage: number } => d.loadAverage !== undefined);
+  const row = (label: string, s: ReturnType<typeof mediansOf>, mysql: string) =>
+    `| ${label} | ${s.ordersPerSecond} (rounds ${s.rates}) | ${s.workers} | ${s.mysql} (${mysql}) | ${s.total} |`;
   return [
     `${r.date.slice(0, 10)}, \`${r.command}\` on ${r.commit}, ${g.cluster.length} rounds alternating the contenders after a warm-up; medians. Machine: ${r.machine}; Node ${r.node}.`,
     '',
-    `${g.orders.toLocaleString('en-US')} reservations drained by two worker processes into one \`mariadbd\` and into a 3-node Galera cluster on the same box behind HAProxy (one writer)${loads.length ? `; load average ${range(loads)} at the start of the drains` : ''}. Galera / one server: **${(b.rate / a.rate).toFixed(2)}x the rate, ${(b.total / a.total).toFixed(2)}x the CPU per order**.`,
+    `${g.orders.toLocaleString('en-US')} reservations drained by two worker processes into one \`mariadbd\` and into a 3-node Galera cluster on the same box behind HAProxy (one writer)${loaded.length ? `; load average ${loadRange(loaded)} at the start of the drains` : ''}. Galera / one server: **${(b.ordersPerSecond / a.ordersPerSecond).toFixed(2)}x the rate, ${(b.total / a.total).toFixed(2)}x the CPU per order**.`,
     '',
     '| MySQL | orders/s | CPU µs/order: workers | MySQL side | total |',
     '|---|---|---|---|---|',

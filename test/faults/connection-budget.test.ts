@@ -62,40 +62,38 @@ async function connectionsOf(user: 'gateway' | 'worker'): Promise<number> {
 }
 
 /**
+ * The gateway's connections as MariaDB sees them (command, seconds in it, state, query), each with the
+ * process of the gateway's group that holds it (by its local port), if any.
+ */
+async function gatewayConnections(groupId: number) {
+  const rows = await admin.query<{ ID: number; HOST: string; COMMAND: string; TIME: number; STATE: string; INFO: string | null }[]>(
+    "SELECT ID, HOST, COMMAND, TIME, STATE, INFO FROM information_schema.PROCESSLIST WHERE USER = 'gateway'",
+  );
+  const owners = [...tcpPortsByProcess(groupId, mariadb.port)];
+  return rows.map((row) => {
+    const port = Number(row.HOST.slice(row.HOST.lastIndexOf(':') + 1));
+    return {
+      pid: owners.find(([, local]) => local.has(port))?.[0],
+      id: row.ID,
+      command: row.COMMAND,
+      seconds: row.TIME,
+      state: row.STATE,
+      info: row.INFO,
+    };
+  });
+}
+
+/**
  * The gateway's connections to the server, by the serving process that holds them: the processes of the
  * gateway's group that hold any, but the group's leader, the supervisor (its check at start, retried on
  * a busy machine, is not a serving process's pool).
  */
 async function gatewayConnectionsByProcess(groupId: number): Promise<Map<number, number>> {
-  const rows = await admin.query<{ HOST: string }[]>("SELECT HOST FROM information_schema.PROCESSLIST WHERE USER = 'gateway'");
-  const ports = rows.map((row) => Number(row.HOST.slice(row.HOST.lastIndexOf(':') + 1)));
   const byProcess = new Map<number, number>();
-  for (const [pid, local] of tcpPortsByProcess(groupId, mariadb.port)) {
-    const n = ports.filter((port) => local.has(port)).length;
-    if (n > 0 && pid !== groupId) byProcess.set(pid, n);
+  for (const { pid } of await gatewayConnections(groupId)) {
+    if (pid !== undefined && pid !== groupId) byProcess.set(pid, (byProcess.get(pid) ?? 0) + 1);
   }
   return byProcess;
-}
-
-/** The gateway's connections as MariaDB sees them (command, seconds in it, state), by the process that holds each. */
-async function gatewayConnectionsDescribed(groupId: number): Promise<string> {
-  const rows = await admin.query<{ ID: number; HOST: string; COMMAND: string; TIME: number; STATE: string; INFO: string | null }[]>(
-    "SELECT ID, HOST, COMMAND, TIME, STATE, INFO FROM information_schema.PROCESSLIST WHERE USER = 'gateway'",
-  );
-  const owners = [...tcpPortsByProcess(groupId, mariadb.port)];
-  return JSON.stringify(
-    rows.map((row) => {
-      const port = Number(row.HOST.slice(row.HOST.lastIndexOf(':') + 1));
-      return {
-        pid: owners.find(([, local]) => local.has(port))?.[0],
-        id: row.ID,
-        command: row.COMMAND,
-        seconds: row.TIME,
-        state: row.STATE,
-        info: row.INFO,
-      };
-    }),
-  );
 }
 
 describe(`${GATEWAY_PROCESSES} gateway processes and a worker on a MariaDB with max_connections ${MAX_CONNECTIONS}`, () => {
@@ -195,7 +193,7 @@ describe(`${GATEWAY_PROCESSES} gateway processes and a worker on a MariaDB with 
     ).catch(async (error: unknown) => {
       // What each connection was doing, by process: which pool holds the extra one, and since when.
       throw new Error(
-        `${(error as Error).message}\nthe gateway's connections now: ${await gatewayConnectionsDescribed(gateway.child.pid!)}`,
+        `${(error as Error).message}\nthe gateway's connections now: ${JSON.stringify(await gatewayConnections(gateway.child.pid!))}`,
         {
           cause: error,
         },
