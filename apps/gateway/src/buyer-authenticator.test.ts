@@ -57,6 +57,9 @@ function verdictOf(
 const valid = token();
 const [validHeader, validClaims, validSignature] = valid.split('.') as [string, string, string];
 const signedAs = (header: string, claims: string) => `${header}.${claims}.${signature(`${header}.${claims}`)}`;
+const BASE64URL_DIGITS = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+/** The digit with the same upper four bits (the last of 32 bytes' 43 digits carries only those) and other low ones. */
+const otherSpelling = (digit: string) => BASE64URL_DIGITS[BASE64URL_DIGITS.indexOf(digit) ^ 1]!;
 
 const CASES: [string, string | undefined, { buyer: string } | { refused: string }][] = [
   ['a well-formed token', `Bearer ${valid}`, { buyer: 'ann' }],
@@ -83,6 +86,19 @@ const CASES: [string, string | undefined, { buyer: string } | { refused: string 
     'a signature made with another secret',
     `Bearer ${token({ secret: 'another-secret-of-at-least-32-characters' })}`,
     { refused: NOT_VALID },
+  ],
+  [
+    "a signature whose last character's unused bits are set: the same 32 bytes, taken as jose takes it",
+    `Bearer ${validHeader}.${validClaims}.${validSignature.slice(0, -1)}${otherSpelling(validSignature.at(-1)!)}`,
+    { buyer: 'ann' },
+  ],
+  ['the scheme in lower case', `bearer ${valid}`, { buyer: 'ann' }],
+  ['claims with base64 padding', `Bearer ${signedAs(validHeader, `${validClaims}=`)}`, { refused: NOT_VALID }],
+  ['claims with a base64 character (+)', `Bearer ${signedAs(validHeader, `${validClaims.slice(0, -1)}+`)}`, { refused: NOT_VALID }],
+  [
+    'claims of over 3 KB (decoded into a buffer of their own)',
+    `Bearer ${token({ claims: { ...CLAIMS, note: 'n'.repeat(3000) } })}`,
+    { buyer: 'ann' },
   ],
   ['claims changed after signing', `Bearer ${validHeader}.${segment({ ...CLAIMS, sub: 'bob' })}.${validSignature}`, { refused: NOT_VALID }],
   // The header segment
