@@ -3,7 +3,14 @@ import type { Server } from 'node:http';
 import { connect, type AddressInfo, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Registry } from 'prom-client';
-import { readinessProbe, serveMetrics, type ReadinessChecks } from './metrics-server.ts';
+import {
+  METRICS_RENDERS_PER_SECOND,
+  rationedRenders,
+  readinessProbe,
+  serveMetrics,
+  type MetricsSource,
+  type ReadinessChecks,
+} from './metrics-server.ts';
 
 const servers: Server[] = [];
 afterEach(() => {
@@ -129,5 +136,101 @@ describe('the guards of the internal port', () => {
     } finally {
       for (const socket of sockets) socket.destroy();
     }
+  });
+});
+
+/** A source whose every render is numbered: `render 1`, `render 2`..., or fails while `failing`. */
+function countedSource(): MetricsSource & { renders: number; failing: boolean } {
+  const source = {
+    renders: 0,
+    failing: false,
+    contentType: 'text/plain',
+    metrics: async () => {
+      source.renders += 1;
+      if (source.failing) throw new Error('render failed');
+      return `render ${source.renders}`;
+    },
+  };
+  return source;
+}
+
+describe('the renders of /metrics', () => {
+  it('renders at most the ration in a second; past it a scrape gets the latest text of that second, and the next second renders again', async () => {
+    const source = countedSource();
+    let clock = 5_000;
+    const render = rationedRenders(source, 3, () => clock);
+
+    const first = [];
+    for (let i = 0; i < 10; i += 1) first.push(await render());
+    expect(first).toEqual(['render 1', 'render 2', 'render 3', ...Array<string>(7).fill('render 3')]);
+
+    clock = 5_999;
+    expect(await render()).toBe('render 3');
+    clock = 6_000;
+    expect([await render(), await render(), await render(), await render()]).toEqual(['render 4', 'render 5', 'render 6', 'render 6']);
+    expect(source.renders).toBe(6);
+  });
+
+  it("never answers with an earlier second's text, and keeps no failed render", async () => {
+    const source = countedSource();
+    let clock = 0;
+    const render = rationedRenders(source, 2, () => clock);
+    expect([await render(), await render(), await render()]).toEqual(['render 1', 'render 2', 'render 2']);
+
+    // A new second whose renders all fail: past the ration, nothing of this second to give but a render.
+    clock = 1_000;
+    source.failing = true;
+    await expect(render()).rejects.toThrow('render failed');
+    await expect(render()).rejects.toThrow('render failed');
+    await expect(render()).rejects.toThrow('render failed');
+    source.failing = false;
+    expect(await render()).toBe('render 6');
+    expect(await render()).toBe('render 6');
+  });
+
+  it('shares the render under way with the scrapes past the ration that come before it ends', async () => {
+    let finish: (text: string) => void = () => undefined;
+    let renders = 0;
+    const render = rationedRenders(
+      {
+        contentType: 'text/plain',
+        metrics: () => ((renders += 1), new Promise<string>((resolve) => (finish = resolve))),
+      },
+      1,
+      () => 0,
+    );
+    const answers = Promise.all([render(), render(), render()]);
+    finish('the one render');
+    expect(await answers).toEqual(['the one render', 'the one render', 'the one render']);
+    expect(renders).toBe(1);
+  });
+
+  it('through the port: a flood of scrapes is answered in full, rendered at most the ration of each second it lasts', async () => {
+    const source = countedSource();
+    const server = serveMetrics(source, 0, undefined, { rendersPerSecond: 2 });
+    servers.push(server);
+    await once(server, 'listening');
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/metrics`;
+    const started = performance.now();
+
+    const answers = await Promise.all(
+      Array.from({ length: 4 }, async () => {
+        const seen: string[] = [];
+        for (let i = 0; i < 50; i += 1) seen.push(await (await fetch(url)).text());
+        return seen;
+      }),
+    );
+    // The seconds the flood touched, on the clock the ration counts by: 2 renders each at most.
+    const seconds = Math.floor(performance.now() / 1000) - Math.floor(started / 1000) + 1;
+
+    expect(answers.flat().every((text) => /^render \d+$/.test(text))).toBe(true);
+    expect(source.renders).toBeLessThanOrEqual(2 * seconds);
+  });
+
+  it('renders METRICS_RENDERS_PER_SECOND times a second unless told otherwise', async () => {
+    const source = countedSource();
+    const render = rationedRenders(source, undefined, () => 0);
+    for (let i = 0; i < 100; i += 1) await render();
+    expect(source.renders).toBe(METRICS_RENDERS_PER_SECOND);
   });
 });
