@@ -33,7 +33,8 @@ export function rationedRenders(
 ): () => Promise<string> {
   let second = Number.NaN;
   let rendered = 0;
-  let latest: { second: number; text: string } | undefined;
+  // The latest text rendered in the current second (none yet: undefined).
+  let latest: string | undefined;
   // The last render while it runs: past the ration, a scrape with no text of this second yet shares it.
   let running: Promise<string> | undefined;
   return () => {
@@ -41,15 +42,16 @@ export function rationedRenders(
     if (current !== second) {
       second = current;
       rendered = 0;
+      latest = undefined;
     }
     if (rendered >= perSecond) {
-      if (latest?.second === current) return Promise.resolve(latest.text);
+      if (latest !== undefined) return Promise.resolve(latest);
       if (running !== undefined) return running;
     }
     rendered += 1;
     const render = source.metrics().then((text) => {
       // A render that started in an earlier second is not this second's latest.
-      if (current === second) latest = { second: current, text };
+      if (current === second) latest = text;
       return text;
     });
     running = render;
